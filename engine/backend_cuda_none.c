@@ -1,0 +1,9 @@
+/* Built instead of backend_cuda.cu when CUDA is off, so callers need no #ifdef. */
+#include "backend.h"
+
+int rm_backend_cuda_create(rm_backend **out, int device, rm_err *e)
+{
+    (void)device;
+    *out = 0;
+    return rm_errorf(e, RM_ERR_UNSUPPORTED, "this build of remat has no CUDA support");
+}

@@ -1,0 +1,129 @@
+/* The layer interface. Every layer is one file (layers/<name>.c, later a .cu
+ * beside it) exporting one rm_layer_desc: shape inference, parameter shapes,
+ * FLOPs, initialisation, CPU forward and backward, and the exact set of
+ * forward tensors its backward reads. The scheduler's memory model is built
+ * from `backward_reads`, so what the engine keeps alive and what the ILP
+ * assumes are the same thing by construction. */
+#ifndef REMAT_LAYER_H
+#define REMAT_LAYER_H
+
+#include <stdint.h>
+
+#include "../engine/backend.h"
+#include "../engine/error.h"
+#include "../engine/rng.h"
+#include "../engine/tensor.h"
+
+#define RM_MAX_INPUTS 8
+
+typedef enum rm_layer_kind {
+    RM_LAYER_CONV2D = 0,
+    RM_LAYER_BATCHNORM2D,
+    RM_LAYER_RELU,
+    RM_LAYER_MAXPOOL2D,
+    RM_LAYER_AVGPOOL2D,
+    RM_LAYER_GLOBAL_AVGPOOL,
+    RM_LAYER_LINEAR,
+    RM_LAYER_ADD,
+    RM_LAYER_CONCAT,
+    RM_LAYER_UPSAMPLE2X,
+    RM_LAYER_CONV_TRANSPOSE2X2,
+    RM_LAYER_DROPOUT,
+    RM_LAYER_FLATTEN,
+    RM_LAYER_SOFTMAX_XENT,       /* logits N x K x 1 x 1, labels N */
+    RM_LAYER_PIXEL_SOFTMAX_XENT, /* logits N x K x H x W, labels N*H*W */
+    RM_LAYER_KIND_COUNT
+} rm_layer_kind;
+
+/* What a layer's backward reads besides the gradient of its output. */
+enum {
+    RM_READS_NOTHING = 0,
+    RM_READS_INPUTS = 1 << 0, /* every forward input */
+    RM_READS_OUTPUT = 1 << 1, /* its own forward output */
+};
+
+/* Hyper-parameters, filled by the config parser. Unused fields stay 0. */
+typedef struct rm_layer_config {
+    rm_layer_kind kind;
+    int out_channels; /* conv2d, conv_transpose2x2, linear (output features) */
+    int kernel;       /* conv2d, maxpool2d, avgpool2d */
+    int stride;       /* conv2d, maxpool2d, avgpool2d */
+    int pad;          /* conv2d, maxpool2d, avgpool2d */
+    int bias;         /* conv2d, conv_transpose2x2, linear: 1 = has a bias */
+    float eps;        /* batchnorm2d */
+    float momentum;   /* batchnorm2d: running = (1-m)*running + m*batch */
+    float p;          /* dropout: probability of dropping */
+} rm_layer_config;
+
+/* Parameter storage for one layer (fixed memory, owned by the model).
+ * conv/linear/conv_t: w, b. batchnorm: w = gamma, b = beta, plus running
+ * statistics. Tensors with data == NULL do not exist for this layer. */
+typedef struct rm_layer_params {
+    rm_tensor w, b;   /* trainable */
+    rm_tensor dw, db; /* their gradients: backward OVERWRITES them (see below) */
+    rm_tensor running_mean, running_var; /* batchnorm buffers, not trained */
+} rm_layer_params;
+
+/* One forward or backward call. Fields a call does not need are NULL/0.
+ *
+ * Forward: reads in[0..nin), writes out (and may update running statistics
+ * when update_stats is set).
+ * Backward: reads dout (NULL for loss layers, which start the backward pass
+ * with a loss scale of 1), plus in[] when the layer declares RM_READS_INPUTS
+ * and out when it declares RM_READS_OUTPUT (only the shapes of the others are
+ * valid: their data is NULL). Writes din[i] for every non-NULL din[i]
+ * (overwriting, never accumulating: summing gradients of a tensor used twice
+ * is the graph's job) and overwrites params->dw/db. Overwriting makes a
+ * recomputed backward node harmless. */
+typedef struct rm_layer_call {
+    const rm_layer_config *cfg;
+    rm_layer_params *params;
+    const rm_backend *be;
+    const rm_tensor *in[RM_MAX_INPUTS];
+    int nin;
+    rm_tensor *out;
+    const rm_tensor *dout;
+    rm_tensor *din[RM_MAX_INPUTS];
+    const int32_t *labels; /* loss layers: N class ids, or N*H*W for pixels */
+    int training;          /* batchnorm uses batch statistics; dropout drops */
+    int update_stats;      /* batchnorm: fold batch statistics into running ones */
+    uint64_t seed, step;   /* dropout mask = f(seed, step, node_id, index) */
+    int node_id;
+} rm_layer_call;
+
+typedef struct rm_layer_desc {
+    rm_layer_kind kind;
+    const char *name; /* the config section name, e.g. "conv" */
+    unsigned backward_reads;
+    int min_inputs, max_inputs;
+    /* Output shape for the given inputs; RM_ERR_SHAPE with a reason if impossible. */
+    int (*infer)(rm_shape *out, const rm_layer_config *cfg, const rm_shape *in, int nin, rm_err *e);
+    /* Shapes of w and b (all zero when absent). NULL for parameter-free layers. */
+    void (*param_shapes)(rm_shape *w, rm_shape *b, const rm_layer_config *cfg, const rm_shape *in, int nin);
+    /* Multiply-adds count as 2 FLOPs. backward = 1: FLOPs of the whole backward
+     * (input gradients and parameter gradients). */
+    double (*flops)(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out, int backward);
+    /* Fills w, b (and running stats). NULL for parameter-free layers. */
+    void (*init)(rm_layer_params *p, const rm_layer_config *cfg, const rm_shape *in, int nin, rm_rng *rng);
+    int (*forward_cpu)(const rm_layer_call *call, rm_err *e);
+    int (*backward_cpu)(const rm_layer_call *call, rm_err *e);
+} rm_layer_desc;
+
+/* The descriptor of a kind, and lookup by config section name (NULL if none). */
+const rm_layer_desc *rm_layer_desc_of(rm_layer_kind kind);
+const rm_layer_desc *rm_layer_desc_by_name(const char *name);
+
+/* Dispatch on call->be->kind (CPU now; CUDA kernels plug in here later). */
+int rm_layer_forward(const rm_layer_desc *d, const rm_layer_call *call, rm_err *e);
+int rm_layer_backward(const rm_layer_desc *d, const rm_layer_call *call, rm_err *e);
+
+/* Parameter count (w and b elements) for a layer with these inputs. */
+size_t rm_layer_param_count(const rm_layer_desc *d, const rm_layer_config *cfg, const rm_shape *in, int nin);
+
+/* One descriptor per layer file. */
+extern const rm_layer_desc rm_conv2d_desc, rm_batchnorm2d_desc, rm_relu_desc, rm_maxpool2d_desc,
+    rm_avgpool2d_desc, rm_global_avgpool_desc, rm_linear_desc, rm_add_desc, rm_concat_desc, rm_upsample2x_desc,
+    rm_conv_transpose2x2_desc, rm_dropout_desc, rm_flatten_desc, rm_softmax_xent_desc,
+    rm_pixel_softmax_xent_desc;
+
+#endif
