@@ -1,0 +1,41 @@
+/* A schedule in Checkmate's form: n stages; stage t (0-based) computes node t
+ * and may recompute earlier nodes. R[t][i] = 1: node i is computed in stage t
+ * (i <= t, R[t][t] = 1). S[t][i] = 1: node i's output is retained from the end
+ * of stage t-1 into stage t (i < t; S[0][*] = 0). Both are n x n, row-major.
+ * The operation sequence (compute i / free j, frees right after last use) is
+ * derived from R and S by rm_schedule_ops. */
+#ifndef REMAT_SCHEDULE_H
+#define REMAT_SCHEDULE_H
+
+#include <stdint.h>
+
+#include "problem.h"
+
+typedef struct rm_schedule {
+    int n;
+    uint8_t *R; /* R[t * n + i] */
+    uint8_t *S; /* S[t * n + i] */
+} rm_schedule;
+
+typedef enum rm_op_kind { RM_OP_COMPUTE = 0, RM_OP_FREE } rm_op_kind;
+
+typedef struct rm_op {
+    rm_op_kind kind;
+    int node;
+    int stage;
+} rm_op;
+
+int rm_schedule_create(rm_schedule **out, int n, rm_err *e); /* all zero */
+void rm_schedule_free(rm_schedule *s);
+
+static inline uint8_t *rm_R(rm_schedule *s, int t, int i) { return &s->R[(size_t)t * (size_t)s->n + (size_t)i]; }
+static inline uint8_t *rm_S(rm_schedule *s, int t, int i) { return &s->S[(size_t)t * (size_t)s->n + (size_t)i]; }
+static inline int rm_R_at(const rm_schedule *s, int t, int i) { return s->R[(size_t)t * (size_t)s->n + (size_t)i]; }
+static inline int rm_S_at(const rm_schedule *s, int t, int i) { return s->S[(size_t)t * (size_t)s->n + (size_t)i]; }
+
+/* The operation sequence: compute ops in stage order, each followed by the
+ * frees of values whose last use in the stage it was and that are not
+ * retained into the next stage. *ops is malloc'ed. */
+int rm_schedule_ops(rm_op **ops, int *nops, const rm_problem *p, const rm_schedule *s, rm_err *e);
+
+#endif

@@ -1,0 +1,24 @@
+/* The exact simulator: the one judge of every schedule. It replays the
+ * operation sequence under Checkmate's memory model (a node's output is
+ * allocated when it is computed, its inputs must be resident, values are
+ * freed right after their last use in a stage unless retained) and returns
+ * the total cost and the activation peak. Invalid schedules are rejected with
+ * a message saying which stage and node broke which rule. */
+#ifndef REMAT_SIMULATE_H
+#define REMAT_SIMULATE_H
+
+#include <stddef.h>
+
+#include "schedule.h"
+
+typedef struct rm_sim_result {
+    double cost;          /* sum of the costs of every compute */
+    size_t peak_bytes;    /* activation peak, fixed bytes excluded */
+    int peak_stage;       /* where the peak happens */
+    int peak_node;
+    long recomputations;  /* computes beyond the first of each node */
+} rm_sim_result;
+
+int rm_simulate(rm_sim_result *out, const rm_problem *p, const rm_schedule *s, rm_err *e);
+
+#endif

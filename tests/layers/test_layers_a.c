@@ -1,0 +1,4 @@
+/* Gradient checks and shape errors for layer set a. */
+#include <criterion/criterion.h>
+
+#include "gradcheck.h"
