@@ -1,0 +1,1 @@
+/* milp: being written. */

@@ -1,0 +1,1 @@
+/* simulate: being written. */

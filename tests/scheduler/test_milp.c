@@ -1,0 +1,1 @@
+/* test_milp: being written. */

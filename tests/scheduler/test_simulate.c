@@ -1,0 +1,1 @@
+/* test_simulate: being written. */
