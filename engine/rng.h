@@ -23,6 +23,14 @@ static inline float rm_uniform_at(uint64_t seed, uint64_t stream, uint64_t index
     return (float)(h >> 40) * (1.0f / 16777216.0f);
 }
 
+/* The dropout mask stream of one node in one training step. Mixing the step
+ * through the hash keeps consecutive steps' streams unrelated; the node id
+ * separates two dropout layers within a step. Every backend uses this. */
+static inline uint64_t rm_dropout_stream(uint64_t step, int node_id)
+{
+    return rm_hash64(step) ^ (uint64_t)(uint32_t)node_id;
+}
+
 /* Sequential generator for initialisation and tests. */
 typedef struct rm_rng {
     uint64_t seed, counter;

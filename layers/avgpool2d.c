@@ -1,7 +1,114 @@
-/* STUB: avgpool2d layer, to be implemented. */
+/* 2-D average pooling (square window, stride, zero padding), PyTorch's
+ * default count_include_pad semantics: every window is divided by k*k, padding
+ * included. The map is linear with constant coefficients, so backward reads
+ * nothing but the output gradient. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "layer.h"
+
+static int avgpool_infer(rm_shape *out, const rm_layer_config *cfg, const rm_shape *in, int nin, rm_err *e)
+{
+    char buf[64];
+    if (nin != 1) return rm_errorf(e, RM_ERR_SHAPE, "avgpool: takes exactly 1 input, got %d", nin);
+    rm_shape x = in[0];
+    if (x.n < 1 || x.c < 1 || x.h < 1 || x.w < 1)
+        return rm_errorf(e, RM_ERR_SHAPE, "avgpool: empty input %s", rm_shape_str(x, buf, sizeof buf));
+    if (cfg->kernel < 1) return rm_errorf(e, RM_ERR_SHAPE, "avgpool: kernel must be >= 1, got %d", cfg->kernel);
+    if (cfg->stride < 1) return rm_errorf(e, RM_ERR_SHAPE, "avgpool: stride must be >= 1, got %d", cfg->stride);
+    /* PyTorch's rule: a window of nothing but padding would be meaningless. */
+    if (cfg->pad < 0 || cfg->pad > cfg->kernel / 2)
+        return rm_errorf(e, RM_ERR_SHAPE, "avgpool: pad must be in [0, kernel/2] = [0, %d], got %d", cfg->kernel / 2,
+                         cfg->pad);
+    long long ph = (long long)x.h + 2LL * cfg->pad, pw = (long long)x.w + 2LL * cfg->pad;
+    if (ph < cfg->kernel || pw < cfg->kernel)
+        return rm_errorf(e, RM_ERR_SHAPE,
+                         "avgpool: kernel %d is larger than the padded input %lldx%lld (input %s, pad %d)", cfg->kernel,
+                         ph, pw, rm_shape_str(x, buf, sizeof buf), cfg->pad);
+    long long ho = (ph - cfg->kernel) / cfg->stride + 1, wo = (pw - cfg->kernel) / cfg->stride + 1;
+    *out = rm_shape_make(x.n, x.c, (int)ho, (int)wo);
+    return RM_OK;
+}
+
+static double avgpool_flops(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out, int backward)
+{
+    (void)in, (void)nin;
+    (void)backward;
+    /* Forward: k*k adds and one scale per output; backward: one scale per
+     * output and one add per window element. */
+    double outs = (double)rm_shape_numel(out);
+    return outs * cfg->kernel * cfg->kernel + outs;
+}
+
+/* The window of output pixel (oy, ox), clipped to the plane: [y0, y1) x [x0, x1). */
+static void avgpool_window(int *y0, int *y1, int *x0, int *x1, const rm_layer_config *cfg, int h, int w, int oy, int ox)
+{
+    int ys = oy * cfg->stride - cfg->pad, xs = ox * cfg->stride - cfg->pad;
+    *y0 = ys < 0 ? 0 : ys;
+    *x0 = xs < 0 ? 0 : xs;
+    *y1 = ys + cfg->kernel < h ? ys + cfg->kernel : h;
+    *x1 = xs + cfg->kernel < w ? xs + cfg->kernel : w;
+}
+
+static int avgpool_forward(const rm_layer_call *call, rm_err *e)
+{
+    (void)e;
+    rm_shape s = call->in[0]->shape, o = call->out->shape;
+    size_t in_plane = (size_t)s.h * s.w, out_plane = (size_t)o.h * o.w;
+    double inv_area = 1.0 / ((double)call->cfg->kernel * call->cfg->kernel); /* padding counts */
+    for (size_t pl = 0; pl < (size_t)s.n * s.c; pl++) {
+        const float *x = call->in[0]->data + pl * in_plane;
+        float *y = call->out->data + pl * out_plane;
+        for (int oy = 0; oy < o.h; oy++)
+            for (int ox = 0; ox < o.w; ox++) {
+                int y0, y1, x0, x1;
+                avgpool_window(&y0, &y1, &x0, &x1, call->cfg, s.h, s.w, oy, ox);
+                double sum = 0.0;
+                for (int iy = y0; iy < y1; iy++)
+                    for (int ix = x0; ix < x1; ix++) sum += x[(size_t)iy * s.w + ix];
+                y[(size_t)oy * o.w + ox] = (float)(sum * inv_area);
+            }
+    }
+    return RM_OK;
+}
+
+static int avgpool_backward(const rm_layer_call *call, rm_err *e)
+{
+    rm_tensor *dx = call->din[0];
+    if (!dx || !dx->data) return RM_OK;
+    rm_shape s = dx->shape, o = call->dout->shape;
+    size_t in_plane = (size_t)s.h * s.w, out_plane = (size_t)o.h * o.w;
+    double inv_area = 1.0 / ((double)call->cfg->kernel * call->cfg->kernel);
+    /* Overlapping windows (stride < kernel) add several gradients into one element. */
+    double *acc = malloc(in_plane * sizeof(double));
+    if (!acc) return rm_errorf(e, RM_ERR_NOMEM, "avgpool: no memory for a %zu-element plane", in_plane);
+    for (size_t pl = 0; pl < (size_t)s.n * s.c; pl++) {
+        const float *dy = call->dout->data + pl * out_plane;
+        memset(acc, 0, in_plane * sizeof(double));
+        for (int oy = 0; oy < o.h; oy++)
+            for (int ox = 0; ox < o.w; ox++) {
+                int y0, y1, x0, x1;
+                avgpool_window(&y0, &y1, &x0, &x1, call->cfg, s.h, s.w, oy, ox);
+                double g = (double)dy[(size_t)oy * o.w + ox] * inv_area;
+                for (int iy = y0; iy < y1; iy++)
+                    for (int ix = x0; ix < x1; ix++) acc[(size_t)iy * s.w + ix] += g;
+            }
+        float *dxp = dx->data + pl * in_plane;
+        for (size_t i = 0; i < in_plane; i++) dxp[i] = (float)acc[i];
+    }
+    free(acc);
+    return RM_OK;
+}
 
 const rm_layer_desc rm_avgpool2d_desc = {
     .kind = RM_LAYER_AVGPOOL2D,
     .name = "avgpool",
+    .backward_reads = RM_READS_NOTHING,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .infer = avgpool_infer,
+    .flops = avgpool_flops,
+    .forward_cpu = avgpool_forward,
+    .backward_cpu = avgpool_backward,
 };

@@ -1,7 +1,77 @@
-/* STUB: dropout layer, to be implemented. */
+/* Inverted dropout. The mask is never stored: element j is kept iff
+ * rm_uniform_at(seed, stream, j) >= p with stream a pure function of
+ * (step, node), so a recomputed forward and the backward regenerate the very
+ * same mask bit for bit. That is what makes rematerializing through dropout
+ * exact and lets backward read nothing. */
 #include "layer.h"
+
+#include <string.h>
+
+static int check_p(float p, rm_err *e)
+{
+    if (!(p >= 0.0f && p < 1.0f)) /* also rejects NaN */
+        return rm_errorf(e, RM_ERR_SHAPE, "dropout: p = %g must lie in [0, 1)", (double)p);
+    return RM_OK;
+}
+
+static int dropout_infer(rm_shape *out, const rm_layer_config *cfg, const rm_shape *in, int nin, rm_err *e)
+{
+    if (nin != 1) return rm_errorf(e, RM_ERR_SHAPE, "dropout: takes 1 input, got %d", nin);
+    int rc = check_p(cfg->p, e);
+    if (rc) return rc;
+    *out = in[0];
+    return RM_OK;
+}
+
+/* Per element: one hash-based uniform (counted as 1), one compare, one
+ * multiply; backward replays the mask at the same cost. */
+static double dropout_flops(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out, int backward)
+{
+    (void)cfg, (void)in, (void)nin, (void)backward;
+    return 3.0 * (double)rm_shape_numel(out);
+}
+
+/* y = mask * x / (1 - p); also the backward, with x = dy and y = dx, since the
+ * Jacobian is the same diagonal. */
+static void dropout_apply_kernel(float *y, const float *x, size_t n, float p, uint64_t seed, uint64_t stream)
+{
+    float scale = 1.0f / (1.0f - p);
+    for (size_t j = 0; j < n; j++) y[j] = rm_uniform_at(seed, stream, j) >= p ? x[j] * scale : 0.0f;
+}
+
+static int dropout_run(float *y, const float *x, size_t n, const rm_layer_call *call, rm_err *e)
+{
+    int rc = check_p(call->cfg->p, e);
+    if (rc) return rc;
+    if (!call->training || call->cfg->p == 0.0f) {
+        if (y != x) memcpy(y, x, n * sizeof(float));
+        return RM_OK;
+    }
+    dropout_apply_kernel(y, x, n, call->cfg->p, call->seed, rm_dropout_stream(call->step, call->node_id));
+    return RM_OK;
+}
+
+static int dropout_forward(const rm_layer_call *call, rm_err *e)
+{
+    return dropout_run(call->out->data, call->in[0]->data, rm_tensor_numel(call->out), call, e);
+}
+
+static int dropout_backward(const rm_layer_call *call, rm_err *e)
+{
+    if (!call->din[0]) return RM_OK;
+    return dropout_run(call->din[0]->data, call->dout->data, rm_tensor_numel(call->dout), call, e);
+}
 
 const rm_layer_desc rm_dropout_desc = {
     .kind = RM_LAYER_DROPOUT,
     .name = "dropout",
+    .backward_reads = RM_READS_NOTHING,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .infer = dropout_infer,
+    .param_shapes = NULL,
+    .flops = dropout_flops,
+    .init = NULL,
+    .forward_cpu = dropout_forward,
+    .backward_cpu = dropout_backward,
 };

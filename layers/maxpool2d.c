@@ -1,7 +1,110 @@
-/* STUB: maxpool2d layer, to be implemented. */
+/* 2-D max pooling (square window, stride, padding that acts as -infinity).
+ * Backward declares RM_READS_INPUTS only: it recomputes each window's argmax
+ * from x (ties go to the first element in scan order, as in the forward), so
+ * no index tensor has to live between forward and backward. */
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "layer.h"
+
+static int maxpool_infer(rm_shape *out, const rm_layer_config *cfg, const rm_shape *in, int nin, rm_err *e)
+{
+    char buf[64];
+    if (nin != 1) return rm_errorf(e, RM_ERR_SHAPE, "maxpool: takes exactly 1 input, got %d", nin);
+    rm_shape x = in[0];
+    if (x.n < 1 || x.c < 1 || x.h < 1 || x.w < 1)
+        return rm_errorf(e, RM_ERR_SHAPE, "maxpool: empty input %s", rm_shape_str(x, buf, sizeof buf));
+    if (cfg->kernel < 1) return rm_errorf(e, RM_ERR_SHAPE, "maxpool: kernel must be >= 1, got %d", cfg->kernel);
+    if (cfg->stride < 1) return rm_errorf(e, RM_ERR_SHAPE, "maxpool: stride must be >= 1, got %d", cfg->stride);
+    /* PyTorch's rule; it also guarantees every window holds a real element. */
+    if (cfg->pad < 0 || cfg->pad > cfg->kernel / 2)
+        return rm_errorf(e, RM_ERR_SHAPE, "maxpool: pad must be in [0, kernel/2] = [0, %d], got %d", cfg->kernel / 2,
+                         cfg->pad);
+    long long ph = (long long)x.h + 2LL * cfg->pad, pw = (long long)x.w + 2LL * cfg->pad;
+    if (ph < cfg->kernel || pw < cfg->kernel)
+        return rm_errorf(e, RM_ERR_SHAPE,
+                         "maxpool: kernel %d is larger than the padded input %lldx%lld (input %s, pad %d)", cfg->kernel,
+                         ph, pw, rm_shape_str(x, buf, sizeof buf), cfg->pad);
+    long long ho = (ph - cfg->kernel) / cfg->stride + 1, wo = (pw - cfg->kernel) / cfg->stride + 1;
+    *out = rm_shape_make(x.n, x.c, (int)ho, (int)wo);
+    return RM_OK;
+}
+
+static double maxpool_flops(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out, int backward)
+{
+    (void)in, (void)nin;
+    /* One comparison per window element; backward repeats the search and adds once per output. */
+    double outs = (double)rm_shape_numel(out), cmp = outs * cfg->kernel * cfg->kernel;
+    return backward ? cmp + outs : cmp;
+}
+
+/* Index (iy * w + ix) of the maximum of output pixel (oy, ox)'s window in one
+ * plane. Strict comparison keeps the first of equal values; a NaN wins and
+ * stays, so a diverging network shows up in the output instead of vanishing.
+ * Forward and backward both call this, so they agree on every window. */
+static size_t maxpool_argmax(const float *plane /* h x w */, int h, int w, const rm_layer_config *cfg, int oy, int ox)
+{
+    int y0 = oy * cfg->stride - cfg->pad, x0 = ox * cfg->stride - cfg->pad;
+    int y1 = y0 + cfg->kernel < h ? y0 + cfg->kernel : h, x1 = x0 + cfg->kernel < w ? x0 + cfg->kernel : w;
+    if (y0 < 0) y0 = 0;
+    if (x0 < 0) x0 = 0;
+    size_t best = (size_t)y0 * w + x0; /* infer guarantees the window holds a real element */
+    for (int iy = y0; iy < y1; iy++)
+        for (int ix = x0; ix < x1; ix++) {
+            size_t i = (size_t)iy * w + ix;
+            float v = plane[i], b = plane[best];
+            if (v > b || (isnan(v) && !isnan(b))) best = i;
+        }
+    return best;
+}
+
+static int maxpool_forward(const rm_layer_call *call, rm_err *e)
+{
+    (void)e;
+    rm_shape s = call->in[0]->shape, o = call->out->shape;
+    size_t in_plane = (size_t)s.h * s.w, out_plane = (size_t)o.h * o.w;
+    for (size_t pl = 0; pl < (size_t)s.n * s.c; pl++) {
+        const float *x = call->in[0]->data + pl * in_plane;
+        float *y = call->out->data + pl * out_plane;
+        for (int oy = 0; oy < o.h; oy++)
+            for (int ox = 0; ox < o.w; ox++)
+                y[(size_t)oy * o.w + ox] = x[maxpool_argmax(x, s.h, s.w, call->cfg, oy, ox)];
+    }
+    return RM_OK;
+}
+
+static int maxpool_backward(const rm_layer_call *call, rm_err *e)
+{
+    rm_tensor *dx = call->din[0];
+    if (!dx || !dx->data) return RM_OK;
+    rm_shape s = call->in[0]->shape, o = call->dout->shape;
+    size_t in_plane = (size_t)s.h * s.w, out_plane = (size_t)o.h * o.w;
+    /* Overlapping windows (stride < kernel) can route several gradients to one element. */
+    double *acc = malloc(in_plane * sizeof(double));
+    if (!acc) return rm_errorf(e, RM_ERR_NOMEM, "maxpool: no memory for a %zu-element plane", in_plane);
+    for (size_t pl = 0; pl < (size_t)s.n * s.c; pl++) {
+        const float *x = call->in[0]->data + pl * in_plane, *dy = call->dout->data + pl * out_plane;
+        memset(acc, 0, in_plane * sizeof(double));
+        for (int oy = 0; oy < o.h; oy++)
+            for (int ox = 0; ox < o.w; ox++)
+                acc[maxpool_argmax(x, s.h, s.w, call->cfg, oy, ox)] += dy[(size_t)oy * o.w + ox];
+        float *dxp = dx->data + pl * in_plane;
+        for (size_t i = 0; i < in_plane; i++) dxp[i] = (float)acc[i];
+    }
+    free(acc);
+    return RM_OK;
+}
 
 const rm_layer_desc rm_maxpool2d_desc = {
     .kind = RM_LAYER_MAXPOOL2D,
     .name = "maxpool",
+    .backward_reads = RM_READS_INPUTS,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .infer = maxpool_infer,
+    .flops = maxpool_flops,
+    .forward_cpu = maxpool_forward,
+    .backward_cpu = maxpool_backward,
 };

@@ -1,1 +1,412 @@
-/* problem: being written. */
+/* The rematerialization problem: built from a traced training graph, or read
+ * from / written to the plain-text problem format of docs/problem-format.md.
+ * Everything downstream (simulator, baselines, MILP) trusts what
+ * rm_problem_validate checks, so every constructor ends with it. */
+#include "problem.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int rm_problem_create(rm_problem **out, int n, rm_err *e)
+{
+    *out = NULL;
+    if (n < 0) return rm_errorf(e, RM_ERR_INVALID, "problem: negative node count %d", n);
+    rm_problem *p = calloc(1, sizeof *p);
+    if (!p) return rm_errorf(e, RM_ERR_NOMEM, "problem: out of memory");
+    p->n = n;
+    if (n > 0) {
+        p->nodes = calloc((size_t)n, sizeof *p->nodes);
+        if (!p->nodes) {
+            free(p);
+            return rm_errorf(e, RM_ERR_NOMEM, "problem: out of memory for %d nodes", n);
+        }
+    }
+    *out = p;
+    return RM_OK;
+}
+
+int rm_problem_set_deps(rm_problem *p, int i, const int *deps, int ndeps, rm_err *e)
+{
+    if (i < 0 || i >= p->n) return rm_errorf(e, RM_ERR_INVALID, "problem: node %d out of range", i);
+    rm_problem_node *nd = &p->nodes[i];
+    int *copy = NULL;
+    if (ndeps > 0) {
+        copy = malloc((size_t)ndeps * sizeof *copy);
+        if (!copy) return rm_errorf(e, RM_ERR_NOMEM, "problem: out of memory");
+        memcpy(copy, deps, (size_t)ndeps * sizeof *copy);
+    }
+    free(nd->deps);
+    nd->deps = copy;
+    nd->ndeps = ndeps;
+    return RM_OK;
+}
+
+void rm_problem_free(rm_problem *p)
+{
+    if (!p) return;
+    for (int i = 0; i < p->n; i++) free(p->nodes[i].deps);
+    free(p->nodes);
+    free(p);
+}
+
+size_t rm_problem_activation_budget(const rm_problem *p)
+{
+    if (p->budget == 0) return SIZE_MAX;
+    return p->budget > p->fixed_bytes ? p->budget - p->fixed_bytes : 0;
+}
+
+size_t rm_problem_peak_lower_bound(const rm_problem *p)
+{
+    size_t best = 0;
+    for (int k = 0; k < p->n; k++) {
+        size_t need = p->nodes[k].bytes;
+        for (int d = 0; d < p->nodes[k].ndeps; d++) need += p->nodes[p->nodes[k].deps[d]].bytes;
+        if (need > best) best = need;
+    }
+    return best;
+}
+
+static const char *node_name(const rm_problem *p, int i) { return p->nodes[i].name[0] ? p->nodes[i].name : "?"; }
+
+int rm_problem_validate(const rm_problem *p, rm_err *e)
+{
+    if (p->n < 1) return rm_errorf(e, RM_ERR_INVALID, "problem: no nodes");
+    for (int i = 0; i < p->n; i++) {
+        const rm_problem_node *nd = &p->nodes[i];
+        if (!(nd->cost >= 0) || !isfinite(nd->cost))
+            return rm_errorf(e, RM_ERR_INVALID, "problem: node %d (%s) has cost %g; costs must be finite and >= 0",
+                             i, node_name(p, i), nd->cost);
+        if (nd->tag != RM_TAG_FORWARD && nd->tag != RM_TAG_LOSS && nd->tag != RM_TAG_BACKWARD)
+            return rm_errorf(e, RM_ERR_INVALID, "problem: node %d (%s) has an unknown tag %d", i, node_name(p, i),
+                             (int)nd->tag);
+        for (int k = 0; k < nd->ndeps; k++) {
+            int d = nd->deps[k];
+            if (d < 0 || d >= i)
+                return rm_errorf(e, RM_ERR_INVALID, "problem: node %d (%s) depends on node %d, which is not earlier", i,
+                                 node_name(p, i), d);
+            for (int k2 = 0; k2 < k; k2++)
+                if (nd->deps[k2] == d)
+                    return rm_errorf(e, RM_ERR_INVALID, "problem: node %d (%s) lists dependency %d twice", i,
+                                     node_name(p, i), d);
+        }
+    }
+    return RM_OK;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+int rm_problem_from_graph(rm_problem **out, const rm_graph *g, rm_err *e)
+{
+    *out = NULL;
+    int rc = rm_graph_validate(g, e);
+    if (rc) return rc;
+    rm_problem *p;
+    if ((rc = rm_problem_create(&p, g->n, e))) return rc;
+    p->fixed_bytes = g->fixed_bytes;
+    for (int i = 0; i < g->n; i++) {
+        const rm_graph_node *gn = &g->nodes[i];
+        rm_problem_node *nd = &p->nodes[i];
+        memcpy(nd->name, gn->name, RM_NAME_LEN);
+        nd->name[RM_NAME_LEN - 1] = '\0';
+        nd->tag = gn->tag;
+        nd->cost = gn->flops;
+        nd->bytes = gn->bytes;
+        if ((rc = rm_problem_set_deps(p, i, gn->deps, gn->ndeps, e))) {
+            rm_problem_free(p);
+            return rc;
+        }
+        /* A layer may read the same tensor twice (x + x); the memory model
+         * needs each value once, and sorted deps make the order canonical. */
+        if (nd->ndeps > 1) qsort(nd->deps, (size_t)nd->ndeps, sizeof(int), cmp_int);
+        int m = 0;
+        for (int k = 0; k < nd->ndeps; k++)
+            if (m == 0 || nd->deps[m - 1] != nd->deps[k]) nd->deps[m++] = nd->deps[k];
+        nd->ndeps = m;
+    }
+    if ((rc = rm_problem_validate(p, e))) {
+        rm_problem_free(p);
+        return rc;
+    }
+    *out = p;
+    return RM_OK;
+}
+
+/* ---- the problem file ---------------------------------------------------- */
+
+static const char *tag_name(rm_node_tag t)
+{
+    switch (t) {
+    case RM_TAG_FORWARD: return "forward";
+    case RM_TAG_LOSS: return "loss";
+    case RM_TAG_BACKWARD: return "backward";
+    }
+    return "?";
+}
+
+#define MAX_FIELDS 8
+
+/* Splits a line into whitespace-separated fields, dropping a '#' comment.
+ * Returns the number of fields (up to MAX_FIELDS + 1, so extras are seen). */
+static int split_fields(char *line, char **f)
+{
+    char *hash = strchr(line, '#');
+    if (hash) *hash = '\0';
+    int nf = 0;
+    char *s = line;
+    while (*s) {
+        while (*s && isspace((unsigned char)*s)) s++;
+        if (!*s) break;
+        if (nf <= MAX_FIELDS) f[nf] = s;
+        nf++;
+        while (*s && !isspace((unsigned char)*s)) s++;
+        if (*s) *s++ = '\0';
+    }
+    return nf;
+}
+
+/* Parses a non-negative integer that must fill the whole token. */
+static int parse_size(size_t *out, const char *tok, const char *what, const char *path, int line, rm_err *e)
+{
+    if (tok[0] == '-')
+        return rm_errorf(e, RM_ERR_PARSE, "%s:%d: %s '%s' is negative", path, line, what, tok);
+    if (!isdigit((unsigned char)tok[0]))
+        return rm_errorf(e, RM_ERR_PARSE, "%s:%d: %s '%s' is not a non-negative integer", path, line, what, tok);
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(tok, &end, 10);
+    if (*end) return rm_errorf(e, RM_ERR_PARSE, "%s:%d: %s '%s' is not a non-negative integer", path, line, what, tok);
+    if (errno == ERANGE || v > SIZE_MAX)
+        return rm_errorf(e, RM_ERR_PARSE, "%s:%d: %s '%s' is too large", path, line, what, tok);
+    *out = (size_t)v;
+    return RM_OK;
+}
+
+static int parse_index(int *out, const char *tok, const char *what, const char *path, int line, rm_err *e)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(tok, &end, 10);
+    if (!*tok || *end || !(isdigit((unsigned char)tok[0]) || tok[0] == '-'))
+        return rm_errorf(e, RM_ERR_PARSE, "%s:%d: %s '%s' is not an integer", path, line, what, tok);
+    if (errno == ERANGE || v > INT32_MAX || v < INT32_MIN)
+        return rm_errorf(e, RM_ERR_PARSE, "%s:%d: %s '%s' is out of range", path, line, what, tok);
+    *out = (int)v;
+    return RM_OK;
+}
+
+static int parse_cost(double *out, const char *tok, const char *path, int line, rm_err *e)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(tok, &end);
+    if (end == tok || *end || !isfinite(v))
+        return rm_errorf(e, RM_ERR_PARSE, "%s:%d: cost '%s' is not a finite number", path, line, tok);
+    if (v < 0) return rm_errorf(e, RM_ERR_PARSE, "%s:%d: cost '%s' is negative", path, line, tok);
+    *out = v;
+    return RM_OK;
+}
+
+/* "-" or a comma-separated list of earlier node indices. */
+static int parse_deps(rm_problem *p, int i, char *tok, const char *path, int line, rm_err *e)
+{
+    if (strcmp(tok, "-") == 0) return RM_OK;
+    int cap = 1;
+    for (const char *c = tok; *c; c++) cap += *c == ',';
+    int *deps = malloc((size_t)cap * sizeof *deps);
+    if (!deps) return rm_errorf(e, RM_ERR_NOMEM, "%s:%d: out of memory", path, line);
+    int nd = 0, rc = RM_OK;
+    char *save = NULL;
+    for (char *s = tok;; s = NULL) {
+        char *d = strtok_r(s, ",", &save);
+        if (!d) break;
+        int v;
+        if ((rc = parse_index(&v, d, "dependency", path, line, e))) break;
+        if (v == i) {
+            rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: node %d depends on itself", path, line, i);
+            break;
+        }
+        if (v < 0 || v >= p->n) {
+            rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: node %d depends on node %d, outside 0..%d", path, line, i, v,
+                           p->n - 1);
+            break;
+        }
+        if (v > i) {
+            rc = rm_errorf(e, RM_ERR_PARSE,
+                           "%s:%d: node %d depends on later node %d (a forward reference or a cycle: nodes must "
+                           "be listed in topological order)",
+                           path, line, i, v);
+            break;
+        }
+        for (int k = 0; k < nd && !rc; k++)
+            if (deps[k] == v) rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: node %d lists dependency %d twice", path, line, i, v);
+        if (rc) break;
+        deps[nd++] = v;
+    }
+    if (!rc && nd != cap)
+        rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: dependency list '%s' has an empty entry", path, line, tok);
+    if (!rc) {
+        qsort(deps, (size_t)nd, sizeof *deps, cmp_int);
+        p->nodes[i].deps = deps;
+        p->nodes[i].ndeps = nd;
+    } else {
+        free(deps);
+    }
+    return rc;
+}
+
+static int parse_node_line(rm_problem *p, int expect, int *node_line, char **f, int nf, const char *path, int line,
+                           rm_err *e)
+{
+    int idx, rc;
+    if ((rc = parse_index(&idx, f[0], "node index", path, line, e))) return rc;
+    if (idx >= 0 && idx < expect)
+        return rm_errorf(e, RM_ERR_PARSE, "%s:%d: node %d is defined twice (first at line %d)", path, line, idx,
+                         node_line[idx]);
+    if (idx != expect)
+        return rm_errorf(e, RM_ERR_PARSE, "%s:%d: expected node %d here, found node %s (nodes are listed 0..%d in order)",
+                         path, line, expect, f[0], p->n - 1);
+    if (nf < 6)
+        return rm_errorf(e, RM_ERR_PARSE, "%s:%d: node %d has %d fields; expected 6: index name tag cost bytes deps",
+                         path, line, idx, nf);
+    if (nf > 6) return rm_errorf(e, RM_ERR_PARSE, "%s:%d: trailing junk '%s' after node %d", path, line, f[6], idx);
+    rm_problem_node *nd = &p->nodes[idx];
+    if (strlen(f[1]) >= RM_NAME_LEN)
+        return rm_errorf(e, RM_ERR_PARSE, "%s:%d: name '%.32s...' is longer than %d characters", path, line, f[1],
+                         RM_NAME_LEN - 1);
+    if (strcmp(f[1], "-") != 0) snprintf(nd->name, sizeof nd->name, "%s", f[1]);
+    if (strcmp(f[2], "forward") == 0)
+        nd->tag = RM_TAG_FORWARD;
+    else if (strcmp(f[2], "loss") == 0)
+        nd->tag = RM_TAG_LOSS;
+    else if (strcmp(f[2], "backward") == 0)
+        nd->tag = RM_TAG_BACKWARD;
+    else
+        return rm_errorf(e, RM_ERR_PARSE, "%s:%d: unknown tag '%s' (forward, loss or backward)", path, line, f[2]);
+    if ((rc = parse_cost(&nd->cost, f[3], path, line, e))) return rc;
+    if ((rc = parse_size(&nd->bytes, f[4], "bytes", path, line, e))) return rc;
+    if ((rc = parse_deps(p, idx, f[5], path, line, e))) return rc;
+    node_line[idx] = line;
+    return RM_OK;
+}
+
+static int parse_header(rm_problem **out, char **f, int nf, const char *path, int line, rm_err *e)
+{
+    if (strcmp(f[0], "problem") != 0)
+        return rm_errorf(e, RM_ERR_PARSE, "%s:%d: expected the header 'problem NODES FIXED_BYTES [BUDGET]', found '%s'",
+                         path, line, f[0]);
+    if (nf < 3) return rm_errorf(e, RM_ERR_PARSE, "%s:%d: header needs NODES and FIXED_BYTES", path, line);
+    if (nf > 4) return rm_errorf(e, RM_ERR_PARSE, "%s:%d: trailing junk '%s' after the header", path, line, f[4]);
+    size_t n, fixed, budget = 0;
+    int rc;
+    if ((rc = parse_size(&n, f[1], "node count", path, line, e))) return rc;
+    if (n < 1 || n > 10000000)
+        return rm_errorf(e, RM_ERR_PARSE, "%s:%d: node count %zu must be between 1 and 10000000", path, line, n);
+    if ((rc = parse_size(&fixed, f[2], "fixed bytes", path, line, e))) return rc;
+    if (nf == 4 && (rc = parse_size(&budget, f[3], "budget", path, line, e))) return rc;
+    if ((rc = rm_problem_create(out, (int)n, e))) return rc;
+    (*out)->fixed_bytes = fixed;
+    (*out)->budget = budget;
+    return RM_OK;
+}
+
+int rm_problem_read(rm_problem **out, const char *path, rm_err *e)
+{
+    *out = NULL;
+    FILE *fp = fopen(path, "r");
+    if (!fp) return rm_errorf(e, RM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    rm_problem *p = NULL;
+    int *node_line = NULL;
+    char *buf = NULL;
+    size_t cap = 0;
+    int line = 0, header_line = 0, nodes_seen = 0, rc = RM_OK;
+    char *f[MAX_FIELDS + 1];
+    while (getline(&buf, &cap, fp) >= 0) {
+        line++;
+        int nf = split_fields(buf, f);
+        if (nf == 0) continue;
+        if (!p) {
+            if ((rc = parse_header(&p, f, nf, path, line, e))) break;
+            header_line = line;
+            node_line = calloc((size_t)p->n, sizeof *node_line);
+            if (!node_line) {
+                rc = rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory", path);
+                break;
+            }
+            continue;
+        }
+        if (nodes_seen == p->n) {
+            int idx;
+            if (parse_index(&idx, f[0], "node index", path, line, NULL) == RM_OK && idx >= 0 && idx < p->n)
+                rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: node %d is defined twice (first at line %d)", path, line, idx,
+                               node_line[idx]);
+            else
+                rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: more node lines than the %d declared at line %d", path, line,
+                               p->n, header_line);
+            break;
+        }
+        if ((rc = parse_node_line(p, nodes_seen, node_line, f, nf, path, line, e))) break;
+        nodes_seen++;
+    }
+    if (!rc && ferror(fp)) rc = rm_errorf(e, RM_ERR_IO, "%s: read error", path);
+    if (!rc && !p)
+        rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: empty file: expected the header 'problem NODES FIXED_BYTES [BUDGET]'",
+                       path, line + 1);
+    if (!rc && nodes_seen != p->n)
+        rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: end of file after %d node lines; the header (line %d) declares %d",
+                       path, line + 1, nodes_seen, header_line, p->n);
+    if (!rc && (rc = rm_problem_validate(p, e))) rm_err_context(e, "%s", path);
+    free(buf);
+    free(node_line);
+    fclose(fp);
+    if (rc) {
+        rm_problem_free(p);
+        return rc;
+    }
+    *out = p;
+    return RM_OK;
+}
+
+int rm_problem_write(const rm_problem *p, const char *path, rm_err *e)
+{
+    int rc = rm_problem_validate(p, e);
+    if (rc) return rc;
+    for (int i = 0; i < p->n; i++) {
+        const char *nm = p->nodes[i].name;
+        for (const char *c = nm; *c; c++)
+            if (isspace((unsigned char)*c) || *c == '#' || !isprint((unsigned char)*c))
+                return rm_errorf(e, RM_ERR_INVALID, "%s: node %d name '%s' has a space, '#' or control character",
+                                 path, i, nm);
+        if (strcmp(nm, "-") == 0)
+            return rm_errorf(e, RM_ERR_INVALID, "%s: node %d is named '-', which the format reserves for no name",
+                             path, i);
+    }
+    FILE *fp = fopen(path, "w");
+    if (!fp) return rm_errorf(e, RM_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+    fprintf(fp, "# remat rematerialization problem (format: docs/problem-format.md)\n");
+    fprintf(fp, "# problem NODES FIXED_BYTES BUDGET (budget 0 = unlimited)\n");
+    fprintf(fp, "problem %d %zu %zu\n", p->n, p->fixed_bytes, p->budget);
+    fprintf(fp, "# index name tag cost bytes deps\n");
+    for (int i = 0; i < p->n; i++) {
+        const rm_problem_node *nd = &p->nodes[i];
+        /* %.17g: costs round-trip exactly. */
+        fprintf(fp, "%d %s %s %.17g %zu ", i, nd->name[0] ? nd->name : "-", tag_name(nd->tag), nd->cost, nd->bytes);
+        if (nd->ndeps == 0) fputc('-', fp);
+        for (int k = 0; k < nd->ndeps; k++) fprintf(fp, k ? ",%d" : "%d", nd->deps[k]);
+        fputc('\n', fp);
+    }
+    if (ferror(fp)) {
+        fclose(fp);
+        return rm_errorf(e, RM_ERR_IO, "%s: write error", path);
+    }
+    if (fclose(fp) != 0) return rm_errorf(e, RM_ERR_IO, "%s: write error: %s", path, strerror(errno));
+    return RM_OK;
+}

@@ -34,7 +34,22 @@ int rm_problem_read(rm_problem **out, const char *path, rm_err *e);
 int rm_problem_write(const rm_problem *p, const char *path, rm_err *e);
 void rm_problem_free(rm_problem *p);
 
-/* Activation budget: budget - fixed_bytes (0 if the fixed bytes do not fit). */
+/* Activation budget: budget - fixed_bytes (0 if the fixed bytes do not fit).
+ * An unlimited problem (budget 0) has an unlimited activation budget: SIZE_MAX. */
 size_t rm_problem_activation_budget(const rm_problem *p);
+
+/* The trivial lower bound on any schedule's activation peak: the largest
+ * bytes[k] + sum of bytes of k's deps (every node needs its inputs and its
+ * output resident at once). No strategy can go below it. */
+size_t rm_problem_peak_lower_bound(const rm_problem *p);
+
+/* Checks what every strategy assumes: n >= 1, deps earlier than their node,
+ * no duplicate deps, finite non-negative costs. Errors name the node. */
+int rm_problem_validate(const rm_problem *p, rm_err *e);
+
+/* An empty problem of n nodes (names empty, tag forward, no deps) for
+ * builders and tests; rm_problem_set_deps copies deps into node i. */
+int rm_problem_create(rm_problem **out, int n, rm_err *e);
+int rm_problem_set_deps(rm_problem *p, int i, const int *deps, int ndeps, rm_err *e);
 
 #endif

@@ -21,4 +21,13 @@ typedef struct rm_sim_result {
 
 int rm_simulate(rm_sim_result *out, const rm_problem *p, const rm_schedule *s, rm_err *e);
 
+/* Replays an operation sequence from rm_schedule_ops (what rm_simulate does
+ * after generating it). mem_after, when not NULL, has nops entries and gets
+ * the resident activation bytes after each operation: the memory timeline. */
+int rm_simulate_ops(rm_sim_result *out, size_t *mem_after, const rm_problem *p, const rm_schedule *s,
+                    const rm_op *ops, int nops, rm_err *e);
+
+/* 1 when fixed_bytes + peak fits the problem's budget (always when budget = 0). */
+int rm_sim_fits(const rm_problem *p, const rm_sim_result *r);
+
 #endif

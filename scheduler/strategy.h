@@ -1,12 +1,80 @@
 /* Scheduling strategies. Each returns a schedule (checked by the simulator
  * before it is returned) or RM_ERR_INFEASIBLE when it finds none within the
- * problem's budget. Names follow the Checkmate paper. */
+ * problem's budget. Names follow the Checkmate paper.
+ *
+ * All checkpointing baselines share one construction (rm_schedule_from_
+ * checkpoints): the forward pass keeps only the checkpoints (and each other
+ * value until its last forward reader); in the backward pass each segment
+ * between checkpoints is recomputed once, when its values are first needed,
+ * and kept until their last reader. They differ in how they pick the
+ * checkpoints. Only forward nodes (those before the first node tagged
+ * backward) are ever recomputed. Budget-driven strategies sweep their
+ * parameter and return the cheapest schedule that fits; the others return
+ * their one schedule if it fits. Every strategy answers RM_ERR_INFEASIBLE at
+ * once when the budget is below fixed bytes plus the trivial lower bound. */
 #ifndef REMAT_STRATEGY_H
 #define REMAT_STRATEGY_H
+
+#include <stdint.h>
 
 #include "schedule.h"
 
 /* No recomputation: every value is kept until its last use. */
 int rm_strategy_checkpoint_all(rm_schedule **out, const rm_problem *p, rm_err *e);
+
+/* Chen et al. 2016, sqrt(n): every floor(sqrt(k))-th of the k forward nodes
+ * in topological order is a checkpoint (the linearized graph: any node may
+ * be one; a value an edge carries past a checkpoint is recomputed from
+ * earlier checkpoints). Not budget-driven. Checkmate's CHEN_SQRTN_NOAP. */
+int rm_strategy_chen_sqrtn(rm_schedule **out, const rm_problem *p, rm_err *e);
+/* Chen et al.'s greedy (their Algorithm 3) on the linearized graph: walk the
+ * forward nodes adding output bytes and checkpoint a node once the running
+ * total exceeds a segment budget b; b is swept and the cheapest schedule
+ * that fits the budget wins. Checkmate's CHEN_GREEDY_NOAP. */
+int rm_strategy_chen_greedy(rm_schedule **out, const rm_problem *p, rm_err *e);
+/* The articulation-point generalizations: as above, but only articulation
+ * points of the forward graph (cut points, see scheduler/baseline.h) may be
+ * checkpoints, so segments never share values. Checkmate's CHEN_SQRTN and
+ * CHEN_GREEDY, "AP sqrt(n)" and "AP greedy" in the paper. */
+int rm_strategy_ap_sqrtn(rm_schedule **out, const rm_problem *p, rm_err *e);
+int rm_strategy_ap_greedy(rm_schedule **out, const rm_problem *p, rm_err *e);
+/* The linearized generalizations: the forward graph is treated as the chain
+ * of its topological order, and a checkpoint at position v stores the
+ * chain's state there: v and every earlier value an edge carries past v (a
+ * U-Net skip, a residual input). Segments then never share values, at the
+ * price of larger checkpoints. Identical to chen_* on chains. */
+int rm_strategy_linearized_sqrtn(rm_schedule **out, const rm_problem *p, rm_err *e);
+int rm_strategy_linearized_greedy(rm_schedule **out, const rm_problem *p, rm_err *e);
+/* Griewank & Walther's revolve (binomial checkpointing, log n memory) on the
+ * chain of cut points of the forward graph (every forward node on a chain;
+ * the paper's "AP log n" otherwise): with s snapshot slots, the treeverse
+ * splits that minimize forward recomputations for unit steps decide which
+ * positions are stored and for how long; values between stored positions
+ * are recomputed on demand. s is swept. */
+int rm_strategy_griewank(rm_schedule **out, const rm_problem *p, rm_err *e);
+/* Feng & Huang 2021, optimal gradient checkpointing: the checkpoint set,
+ * among the cut points, that minimizes the simulated activation peak of the
+ * shared construction (cost breaks ties), by dynamic programming over
+ * consecutive checkpoint pairs. See ogc.c for where it is exact. */
+int rm_strategy_ogc(rm_schedule **out, const rm_problem *p, rm_err *e);
+
+/* The shared construction for a caller-chosen checkpoint set: checkpoint[v]
+ * nonzero for each checkpointed forward node (entries at and after the first
+ * backward node are ignored). Validated by the simulator; not budget-checked. */
+int rm_schedule_from_checkpoints(rm_schedule **out, const rm_problem *p, const uint8_t *checkpoint, rm_err *e);
+
+typedef int (*rm_strategy_fn)(rm_schedule **out, const rm_problem *p, rm_err *e);
+
+typedef struct rm_strategy_info {
+    const char *name;  /* "chen_sqrtn" */
+    const char *title; /* "Chen et al. sqrt(n)" */
+    rm_strategy_fn solve;
+} rm_strategy_info;
+
+/* The baselines above, in the order tables show them (checkpoint_all first).
+ * The MILP and LP rounding live in milp.h. */
+const rm_strategy_info *rm_strategy_list(int *count);
+/* NULL if no strategy has that name. */
+const rm_strategy_info *rm_strategy_find(const char *name);
 
 #endif

@@ -5,7 +5,9 @@
 #include <string.h>
 
 /* Add each subcommand here (declared in its cmd_<name>.c). */
+extern const rm_command rm_cmd_graph;
 const rm_command *const rm_commands[] = {
+    &rm_cmd_graph,
     NULL,
 };
 const int rm_command_count = (int)(sizeof rm_commands / sizeof rm_commands[0]) - 1;

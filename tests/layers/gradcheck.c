@@ -130,6 +130,9 @@ double gradcheck(const gc_case *c)
             s.params.running_var = rm_tensor_make(bs, alloc_floats(rm_shape_numel(bs)));
         }
         if (d->init) d->init(&s.params, &c->cfg, c->in, c->nin, &rng);
+        /* NaN gradients: backward must overwrite them (see din below). */
+        for (size_t j = 0; s.params.dw.data && j < rm_tensor_numel(&s.params.dw); j++) s.params.dw.data[j] = NAN;
+        for (size_t j = 0; s.params.db.data && j < rm_tensor_numel(&s.params.db); j++) s.params.db.data[j] = NAN;
         /* Biases and beta start at 0: make them non-zero so their use is tested. */
         if (s.params.b.data)
             for (size_t i = 0; i < rm_tensor_numel(&s.params.b); i++) s.params.b.data[i] = (float)rm_rng_range(&rng, -0.5, 0.5);
@@ -150,6 +153,8 @@ double gradcheck(const gc_case *c)
     rm_layer_call call = make_call(&s);
     for (int i = 0; i < c->nin; i++) {
         din[i] = rm_tensor_make(c->in[i], alloc_floats(rm_shape_numel(c->in[i])));
+        /* NaN everywhere: a backward that accumulates instead of overwriting fails. */
+        for (size_t j = 0; j < rm_shape_numel(c->in[i]); j++) din[i].data[j] = NAN;
         call.din[i] = &din[i];
         in_hidden[i] = s.in[i];
         if (!(d->backward_reads & RM_READS_INPUTS)) in_hidden[i].data = NULL;

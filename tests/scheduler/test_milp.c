@@ -1,1 +1,519 @@
-/* test_milp: being written. */
+/* Tests of the lp_solve MILP and the LP rounding: optima equal an
+ * independent exact dynamic program (exact_dp.c) on every small random DAG
+ * and training graph, every schedule passes the simulator within budget and
+ * agrees with the DP's own replay of the memory model, the LP bound is a
+ * lower bound, and the infeasible and unlimited ends behave. Node limits
+ * only: nothing here depends on wall-clock time. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exact_dp.h"
+#include "milp.h"
+#include "random_graphs.h"
+#include "rng.h"
+#include "simulate.h"
+
+/* ---------------------------------------------------------------- helpers */
+
+static size_t act_budget(const rm_problem *p) { return p->budget - p->fixed_bytes; }
+static void set_act(rm_problem *p, size_t act) { p->budget = p->fixed_bytes + act; }
+
+static size_t checkpoint_all_peak(const rm_problem *p, double *cost)
+{
+    rm_schedule *s;
+    rm_err e = {0};
+    cr_assert_eq(rm_schedule_create(&s, p->n, &e), RM_OK);
+    rm_milp_checkpoint_all(s, p);
+    rm_sim_result r;
+    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_OK, "%s", e.msg);
+    rm_schedule_free(s);
+    if (cost) *cost = r.cost;
+    return r.peak_bytes;
+}
+
+static double sum_costs(const rm_problem *p)
+{
+    double c = 0;
+    for (int i = 0; i < p->n; i++) c += p->nodes[i].cost;
+    return c;
+}
+
+static int close_rel(double a, double b) { return fabs(a - b) <= 1e-6 * fmax(1.0, fmax(fabs(a), fabs(b))); }
+
+/* A random DAG that is not shaped like a training graph: each node reads up
+ * to three random earlier nodes, sizes 1..8 units of 16 bytes, costs 1..5. */
+static rm_problem *random_dag(uint64_t seed, int n)
+{
+    rm_rng r = rm_rng_make(seed * 7919 + 17);
+    size_t bytes[EXACT_DP_MAX_N];
+    double cost[EXACT_DP_MAX_N];
+    char depbuf[EXACT_DP_MAX_N][64];
+    const char *deps[EXACT_DP_MAX_N];
+    for (int i = 0; i < n; i++) {
+        bytes[i] = 16 * (1 + rm_rng_next(&r) % 8);
+        cost[i] = (double)(1 + rm_rng_next(&r) % 5);
+        depbuf[i][0] = '\0';
+        if (i > 0) {
+            int nd = 1 + (int)(rm_rng_next(&r) % 3), used[EXACT_DP_MAX_N] = {0};
+            char *w = depbuf[i];
+            used[i - 1] = 1; /* keep it connected: read the previous node */
+            w += sprintf(w, "%d", i - 1);
+            for (int k = 1; k < nd; k++) {
+                int j = (int)(rm_rng_next(&r) % (uint64_t)i);
+                if (used[j]) continue;
+                used[j] = 1;
+                w += sprintf(w, ",%d", j);
+            }
+        }
+        deps[i] = depbuf[i];
+    }
+    rm_problem *p = rg_problem_make(n, bytes, cost, deps);
+    cr_assert_not_null(p);
+    p->fixed_bytes = 1000;
+    return p;
+}
+
+static rm_problem *small_training(uint64_t seed)
+{
+    rg_options o = {3, 0.4, 0.3, 0, 256};
+    rm_problem *p = rg_training_problem(seed, &o);
+    cr_assert_not_null(p);
+    return p;
+}
+
+/* Budgets from the trivial lower bound to the checkpoint-all peak. */
+static int budget_ladder(size_t *b, const rm_problem *p, int steps)
+{
+    size_t lo = rm_milp_memory_lower_bound(p), hi = checkpoint_all_peak(p, NULL);
+    int nb = 0;
+    for (int k = 0; k < steps; k++) {
+        size_t v = lo + (hi - lo) * (size_t)k / (size_t)(steps - 1);
+        if (nb == 0 || b[nb - 1] != v) b[nb++] = v;
+    }
+    return nb;
+}
+
+/* Checks a returned schedule with the simulator and with the DP's replay,
+ * and that both agree with what the solver reported. */
+static void check_schedule(const rm_problem *p, const rm_schedule *s, double reported_cost)
+{
+    rm_sim_result r;
+    rm_err e = {0};
+    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_OK, "simulator rejected the schedule: %s", e.msg);
+    cr_assert(r.peak_bytes <= act_budget(p), "peak %zu above the activation budget %zu", r.peak_bytes, act_budget(p));
+    cr_assert(close_rel(r.cost, reported_cost), "simulated cost %g, reported %g", r.cost, reported_cost);
+    if (p->n <= EXACT_DP_MAX_N) {
+        double c;
+        size_t pk;
+        char msg[128];
+        cr_assert_eq(exact_replay(&c, &pk, p, s, msg, sizeof msg), 0, "independent replay rejects it: %s", msg);
+        cr_assert(close_rel(c, r.cost), "replay cost %g, simulator %g", c, r.cost);
+        cr_assert_eq(pk, r.peak_bytes, "replay peak %zu, simulator %zu", pk, r.peak_bytes);
+    }
+}
+
+static rm_milp_options test_options(unsigned levers)
+{
+    rm_milp_options o;
+    rm_milp_options_default(&o);
+    o.levers = levers;
+    o.node_limit = 200000; /* deterministic safety net; small problems need far fewer */
+    return o;
+}
+
+/* Solves p at every budget of the ladder with the MILP and compares with the
+ * DP; also checks bounds and the rounding. */
+static void compare_with_dp(rm_problem *p, unsigned levers, int check_round, const char *what)
+{
+    size_t budgets[8];
+    int nb = budget_ladder(budgets, p, 6);
+    double dp[8];
+    cr_assert_eq(exact_dp_solve(dp, p, budgets, nb, p->n <= 8), 0);
+    for (int b = 0; b < nb; b++) {
+        set_act(p, budgets[b]);
+        rm_milp_options o = test_options(levers);
+        rm_milp_result info;
+        rm_schedule *s = NULL;
+        rm_err e = {0};
+        int rc = rm_strategy_milp(&s, &info, p, &o, &e);
+        if (dp[b] < 0) {
+            cr_assert_eq(rc, RM_ERR_INFEASIBLE, "%s budget %zu: DP says infeasible, MILP rc %d (%s)", what,
+                         budgets[b], rc, e.msg);
+            cr_assert_eq(info.status, RM_MILP_INFEASIBLE);
+            continue;
+        }
+        cr_assert_eq(rc, RM_OK, "%s budget %zu: DP optimum %g, MILP failed: %s", what, budgets[b], dp[b], e.msg);
+        cr_assert_eq(info.status, RM_MILP_OPTIMAL, "%s budget %zu: status %s", what, budgets[b],
+                     rm_milp_status_name(info.status));
+        cr_assert(close_rel(info.objective, dp[b]), "%s (n=%d) budget %zu: MILP %g, DP %g", what, p->n, budgets[b],
+                  info.objective, dp[b]);
+        check_schedule(p, s, info.objective);
+        cr_assert(info.lp_bound <= info.objective * (1 + 1e-9) + 1e-9, "%s: LP bound %g above the optimum %g", what,
+                  info.lp_bound, info.objective);
+        rm_schedule_free(s);
+        if (check_round) {
+            rm_lp_round_result rr;
+            rc = rm_strategy_lp_round(&s, &rr, p, NULL, &e);
+            if (rc == RM_OK) {
+                check_schedule(p, s, rr.objective);
+                cr_assert(rr.objective >= dp[b] * (1 - 1e-9), "%s: rounding %g below the optimum %g", what,
+                          rr.objective, dp[b]);
+                cr_assert(rr.lp_bound <= dp[b] * (1 + 1e-9) + 1e-9);
+                rm_schedule_free(s);
+            } else {
+                cr_assert_eq(rc, RM_ERR_INFEASIBLE, "rounding failed: %s", e.msg);
+            }
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- milp */
+
+Test(milp, matches_exact_dp_on_random_dags)
+{
+    for (uint64_t seed = 1; seed <= 14; seed++) {
+        rm_problem *p = random_dag(seed, 5 + (int)(seed % 4));
+        char what[64];
+        snprintf(what, sizeof what, "random dag seed %llu", (unsigned long long)seed);
+        compare_with_dp(p, RM_MILP_DEFAULT & ~RM_MILP_SHORTCUT, 0, what);
+        rm_problem_free(p);
+    }
+}
+
+Test(milp, matches_exact_dp_on_training_graphs)
+{
+    int tested = 0;
+    for (uint64_t seed = 1; tested < 10 && seed < 100; seed++) {
+        rm_problem *p = small_training(seed);
+        if (p->n > 8) {
+            rm_problem_free(p);
+            continue;
+        }
+        char what[64];
+        snprintf(what, sizeof what, "training graph seed %llu", (unsigned long long)seed);
+        compare_with_dp(p, RM_MILP_DEFAULT & ~RM_MILP_SHORTCUT, 0, what);
+        rm_problem_free(p);
+        tested++;
+    }
+    cr_assert(tested >= 5);
+}
+
+Test(milp, matches_exact_dp_on_chains)
+{
+    /* Chains of 3, 4 and 5 layers: 7, 9 and 11 nodes. Above 8 nodes the DP
+     * uses the cheapest-R lemma, which full_and_closure_dp_agree checks. */
+    for (int f = 3; f <= 5; f++)
+        for (uint64_t seed = 1; seed <= 2; seed++) {
+            rm_problem *p = rg_chain_problem(seed, f, 512);
+            cr_assert_not_null(p);
+            char what[64];
+            snprintf(what, sizeof what, "chain of %d, seed %llu", f, (unsigned long long)seed);
+            compare_with_dp(p, RM_MILP_DEFAULT & ~RM_MILP_SHORTCUT, 0, what);
+            rm_problem_free(p);
+        }
+}
+
+/* The alternative formulations and orders used for measurements must all
+ * be exact too. */
+Test(milp, every_lever_setting_is_exact)
+{
+    const unsigned base = RM_MILP_DEFAULT & ~RM_MILP_SHORTCUT;
+    const unsigned variants[] = {
+        base & ~RM_MILP_PRUNE,          base & ~RM_MILP_PREFIX_ROWS,  base & ~RM_MILP_STAGE_ORDER,
+        base & ~RM_MILP_FREE_CONT,      base & ~RM_MILP_FREE_CUT,     base & ~RM_MILP_INCUMBENT,
+        base & ~RM_MILP_FLOOR_FIRST,    base & ~RM_MILP_S_PRIORITY,   base | RM_MILP_PRESOLVE,
+        RM_MILP_PREFIX_ROWS, /* nothing else: plain Checkmate with prefix rows */
+        0,                   /* plain Checkmate: U variables, binary FREE, ceiling branching */
+    };
+    for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++)
+        for (uint64_t seed = 21; seed <= 23; seed++) {
+            rm_problem *p = random_dag(seed, 7);
+            char what[64];
+            snprintf(what, sizeof what, "levers %#x, seed %llu", variants[v], (unsigned long long)seed);
+            compare_with_dp(p, variants[v], 0, what);
+            rm_problem_free(p);
+        }
+}
+
+Test(milp, full_budget_means_no_recomputation)
+{
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        rg_options go = {8, 0.3, 0.2, 0, 4096};
+        rm_problem *p = rg_training_problem(seed, &go);
+        cr_assert_not_null(p);
+        set_act(p, checkpoint_all_peak(p, NULL));
+        for (int shortcut = 0; shortcut <= 1; shortcut++) {
+            rm_milp_options o = test_options(RM_MILP_DEFAULT & ~(shortcut ? 0u : RM_MILP_SHORTCUT));
+            rm_milp_result info;
+            rm_schedule *s = NULL;
+            rm_err e = {0};
+            cr_assert_eq(rm_strategy_milp(&s, &info, p, &o, &e), RM_OK, "%s", e.msg);
+            cr_assert_eq(info.status, RM_MILP_OPTIMAL);
+            cr_assert(close_rel(info.objective, sum_costs(p)));
+            rm_sim_result r;
+            cr_assert_eq(rm_simulate(&r, p, s, &e), RM_OK);
+            cr_assert_eq(r.recomputations, 0);
+            rm_schedule_free(s);
+        }
+        /* budget 0: unlimited */
+        p->budget = 0;
+        rm_milp_result info;
+        rm_schedule *s = NULL;
+        rm_err e = {0};
+        cr_assert_eq(rm_strategy_milp(&s, &info, p, NULL, &e), RM_OK, "%s", e.msg);
+        cr_assert(close_rel(info.objective, sum_costs(p)));
+        rm_schedule_free(s);
+        rm_problem_free(p);
+    }
+}
+
+Test(milp, below_trivial_bound_is_infeasible_at_once)
+{
+    rg_options go = {12, 0.3, 0.2, 0, 4096};
+    rm_problem *p = rg_training_problem(3, &go);
+    cr_assert_not_null(p);
+    size_t lb = rm_milp_memory_lower_bound(p);
+    set_act(p, lb - 1);
+    rm_milp_result info;
+    rm_schedule *s = NULL;
+    rm_err e = {0};
+    cr_assert_eq(rm_strategy_milp(&s, &info, p, NULL, &e), RM_ERR_INFEASIBLE);
+    cr_assert_null(s);
+    cr_assert_eq(info.status, RM_MILP_INFEASIBLE);
+    cr_assert_eq(info.solver_code, -100, "lp_solve must not be called");
+    cr_assert(strstr(e.msg, "trivial lower bound"), "%s", e.msg);
+    /* fixed bytes alone above the budget */
+    p->budget = p->fixed_bytes / 2;
+    cr_assert_eq(rm_strategy_milp(&s, &info, p, NULL, &e), RM_ERR_INFEASIBLE);
+    /* exactly at the bound: the MILP decides, and the DP-checked tests show it agrees */
+    set_act(p, lb);
+    rm_milp_options o = test_options(RM_MILP_DEFAULT);
+    int rc = rm_strategy_milp(&s, &info, p, &o, &e);
+    cr_assert(rc == RM_OK || rc == RM_ERR_INFEASIBLE, "%s", e.msg);
+    if (rc == RM_OK) check_schedule(p, s, info.objective);
+    rm_schedule_free(s);
+    rm_problem_free(p);
+}
+
+Test(milp, node_limit_is_deterministic_and_honest)
+{
+    rg_options go = {14, 0.3, 0.2, 0, 4096};
+    rm_problem *p = rg_training_problem(5, &go);
+    cr_assert_not_null(p);
+    size_t lo = rm_milp_memory_lower_bound(p), hi = checkpoint_all_peak(p, NULL);
+    set_act(p, lo + (hi - lo) / 3);
+    rm_milp_result a, b;
+    rm_schedule *sa = NULL, *sb = NULL;
+    rm_err e = {0};
+    rm_milp_options o = test_options(RM_MILP_DEFAULT);
+    o.node_limit = 30;
+    int rca = rm_strategy_milp(&sa, &a, p, &o, &e);
+    int rcb = rm_strategy_milp(&sb, &b, p, &o, &e);
+    cr_assert_eq(rca, rcb);
+    cr_assert_eq(a.nodes, b.nodes);
+    cr_assert_eq(a.status, b.status);
+    cr_assert(a.nodes <= 31 || a.status == RM_MILP_OPTIMAL, "nodes %ld", a.nodes);
+    if (rca == RM_OK) {
+        cr_assert_eq(a.objective, b.objective);
+        cr_assert_eq(memcmp(sa->S, sb->S, (size_t)p->n * p->n), 0);
+        check_schedule(p, sa, a.objective);
+        cr_assert(a.lower_bound <= a.objective * (1 + 1e-9));
+        cr_assert(a.gap >= 0 && a.gap < 1);
+        if (a.status == RM_MILP_OPTIMAL) cr_assert_eq(a.gap, 0);
+    } else {
+        cr_assert_eq(a.status, RM_MILP_NO_SOLUTION);
+    }
+    rm_schedule_free(sa);
+    rm_schedule_free(sb);
+    rm_problem_free(p);
+}
+
+Test(milp, incumbent_is_used_and_never_worsened)
+{
+    for (uint64_t seed = 31; seed <= 34; seed++) {
+        rm_problem *p = random_dag(seed, 8);
+        size_t budgets[8];
+        int nb = budget_ladder(budgets, p, 4);
+        set_act(p, budgets[nb / 2]);
+        rm_schedule *inc = NULL, *s = NULL;
+        rm_lp_round_result rr;
+        rm_err e = {0};
+        if (rm_strategy_lp_round(&inc, &rr, p, NULL, &e) != RM_OK) {
+            rm_problem_free(p);
+            continue;
+        }
+        rm_milp_options o = test_options(RM_MILP_DEFAULT & ~RM_MILP_INCUMBENT);
+        o.incumbent = inc;
+        rm_milp_result info;
+        cr_assert_eq(rm_strategy_milp(&s, &info, p, &o, &e), RM_OK, "%s", e.msg);
+        cr_assert(info.objective <= rr.objective * (1 + 1e-12));
+        cr_assert(close_rel(info.incumbent_cost, rr.objective));
+        double dp;
+        size_t b = act_budget(p);
+        cr_assert_eq(exact_dp_solve(&dp, p, &b, 1, 1), 0);
+        cr_assert(close_rel(info.objective, dp), "MILP %g, DP %g", info.objective, dp);
+        check_schedule(p, s, info.objective);
+        rm_schedule_free(s);
+        rm_schedule_free(inc);
+        rm_problem_free(p);
+    }
+}
+
+Test(milp, rejects_bad_input)
+{
+    rm_problem *p = random_dag(3, 5);
+    rm_schedule *s = NULL, *wrong = NULL;
+    rm_err e = {0};
+    set_act(p, checkpoint_all_peak(p, NULL));
+    cr_assert_eq(rm_schedule_create(&wrong, 4, &e), RM_OK);
+    rm_milp_options o = test_options(RM_MILP_DEFAULT & ~RM_MILP_SHORTCUT);
+    o.incumbent = wrong;
+    cr_assert_eq(rm_strategy_milp(&s, NULL, p, &o, &e), RM_ERR_INVALID);
+    cr_assert_null(s);
+    rm_schedule_free(wrong);
+    rm_problem_free(p);
+}
+
+/* A mid-sized training graph solved to optimality within a node budget:
+ * the levers make lp_solve usable beyond toy sizes. */
+Test(milp, solves_a_30_node_training_graph)
+{
+    rg_options go = {14, 0.3, 0.2, 0, 4096};
+    rm_problem *p = rg_training_problem(11, &go);
+    cr_assert_not_null(p);
+    cr_assert(p->n >= 29, "n = %d", p->n);
+    size_t hi = checkpoint_all_peak(p, NULL), lo = rm_milp_memory_lower_bound(p);
+    set_act(p, lo + (hi - lo) * 7 / 10);
+    rm_milp_options o = test_options(RM_MILP_DEFAULT);
+    o.node_limit = 5000;
+    rm_milp_result info;
+    rm_schedule *s = NULL;
+    rm_err e = {0};
+    cr_assert_eq(rm_strategy_milp(&s, &info, p, &o, &e), RM_OK, "%s", e.msg);
+    check_schedule(p, s, info.objective);
+    cr_assert(info.lower_bound <= info.objective * (1 + 1e-9));
+    rm_schedule_free(s);
+    rm_problem_free(p);
+}
+
+/* ---------------------------------------------------------------- lp_round */
+
+Test(lp_round, valid_and_never_below_the_optimum)
+{
+    for (uint64_t seed = 41; seed <= 50; seed++) {
+        rm_problem *p = seed % 2 ? random_dag(seed, 7) : small_training(seed);
+        if (p->n > 8) {
+            rm_problem_free(p);
+            continue;
+        }
+        compare_with_dp(p, RM_MILP_DEFAULT, 1, "rounding");
+        rm_problem_free(p);
+    }
+}
+
+/* The lemma behind phase two and the closure DP: for a fixed S, the R that
+ * cheapest_R builds is no dearer and peaks no higher than any valid R. */
+Test(lp_round, cheapest_R_is_minimal_for_its_S)
+{
+    for (uint64_t seed = 1; seed <= 30; seed++) {
+        rm_problem *p = seed % 2 ? random_dag(seed, 7) : small_training(seed);
+        int n = p->n;
+        if (n > 8) {
+            rm_problem_free(p);
+            continue;
+        }
+        rm_rng r = rm_rng_make(seed);
+        rm_schedule *s;
+        rm_err e = {0};
+        cr_assert_eq(rm_schedule_create(&s, n, &e), RM_OK);
+        for (int t = 1; t < n; t++)
+            for (int i = 0; i < t; i++) *rm_S(s, t, i) = rm_rng_uniform(&r) < 0.4;
+        cr_assert_eq(rm_milp_cheapest_R(s, p, &e), RM_OK);
+        rm_sim_result sim;
+        cr_assert_eq(rm_simulate(&sim, p, s, &e), RM_OK, "%s", e.msg);
+        for (int t = 0; t < n; t++) {
+            uint32_t S = 0, Sn = 0, Rmin = 0;
+            for (int i = 0; i < n; i++) {
+                if (rm_S_at(s, t, i)) S |= 1u << i;
+                if (t + 1 < n && rm_S_at(s, t + 1, i)) Sn |= 1u << i;
+                if (rm_R_at(s, t, i)) Rmin |= 1u << i;
+            }
+            long long pmin = exact_stage_peak(p, t, S, Rmin, Sn);
+            cr_assert(pmin >= 0);
+            double cmin = 0;
+            for (int i = 0; i <= t; i++)
+                if (Rmin & (1u << i)) cmin += p->nodes[i].cost;
+            for (uint32_t R = 0; R < (1u << t); R++) {
+                uint32_t RR = R | (1u << t);
+                long long pk = exact_stage_peak(p, t, S, RR, Sn);
+                if (pk < 0) continue;
+                double c = 0;
+                for (int i = 0; i <= t; i++)
+                    if (RR & (1u << i)) c += p->nodes[i].cost;
+                cr_assert(c >= cmin - 1e-12, "seed %llu stage %d: R %#x costs %g < %g", (unsigned long long)seed, t,
+                          RR, c, cmin);
+                cr_assert(pk >= pmin, "seed %llu stage %d: R %#x peaks %lld < %lld", (unsigned long long)seed, t, RR,
+                          pk, pmin);
+            }
+        }
+        rm_schedule_free(s);
+        rm_problem_free(p);
+    }
+}
+
+Test(lp_round, full_and_closure_dp_agree)
+{
+    for (uint64_t seed = 61; seed <= 70; seed++) {
+        rm_problem *p = seed % 2 ? random_dag(seed, 8) : small_training(seed);
+        if (p->n > 8) {
+            rm_problem_free(p);
+            continue;
+        }
+        size_t budgets[8];
+        int nb = budget_ladder(budgets, p, 6);
+        double full[8], closure[8];
+        cr_assert_eq(exact_dp_solve(full, p, budgets, nb, 1), 0);
+        cr_assert_eq(exact_dp_solve(closure, p, budgets, nb, 0), 0);
+        for (int b = 0; b < nb; b++)
+            cr_assert(full[b] == closure[b] || close_rel(full[b], closure[b]), "budget %zu: full %g, closure %g",
+                      budgets[b], full[b], closure[b]);
+        rm_problem_free(p);
+    }
+}
+
+Test(lp_round, reports_infeasible_honestly)
+{
+    rm_problem *p = random_dag(5, 7);
+    set_act(p, rm_milp_memory_lower_bound(p) - 1);
+    rm_schedule *s = NULL;
+    rm_lp_round_result rr;
+    rm_err e = {0};
+    cr_assert_eq(rm_strategy_lp_round(&s, &rr, p, NULL, &e), RM_ERR_INFEASIBLE);
+    cr_assert_null(s);
+    rm_problem_free(p);
+}
+
+Test(lp_round, gap_and_bound_on_a_larger_graph)
+{
+    rg_options go = {16, 0.3, 0.2, 0, 4096};
+    rm_problem *p = rg_training_problem(7, &go);
+    cr_assert_not_null(p);
+    size_t hi = checkpoint_all_peak(p, NULL), lo = rm_milp_memory_lower_bound(p);
+    set_act(p, lo + (hi - lo) / 2);
+    rm_schedule *s = NULL;
+    rm_lp_round_result rr;
+    rm_err e = {0};
+    int rc = rm_strategy_lp_round(&s, &rr, p, NULL, &e);
+    cr_assert(rc == RM_OK || rc == RM_ERR_INFEASIBLE, "%s", e.msg);
+    if (rc == RM_OK) {
+        check_schedule(p, s, rr.objective);
+        cr_assert(rr.lp_bound <= rr.objective * (1 + 1e-9));
+        cr_assert(rr.gap >= 0 && rr.gap < 1);
+        cr_assert(rr.fitted >= 1 && rr.tried >= rr.fitted);
+    }
+    rm_schedule_free(s);
+    rm_problem_free(p);
+}

@@ -1,1 +1,405 @@
-/* test_simulate: being written. */
+/* The simulator, the operation sequence and checkpoint-all, on hand-built
+ * graphs whose peaks and costs are worked out by hand in the comments, plus
+ * the schedules the simulator must reject. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "random_graphs.h"
+#include "schedule.h"
+#include "simulate.h"
+#include "strategy.h"
+
+static rm_schedule *identity_schedule(int n)
+{
+    rm_schedule *s;
+    rm_err e = {0};
+    cr_assert_eq(rm_schedule_create(&s, n, &e), RM_OK);
+    for (int t = 0; t < n; t++) *rm_R(s, t, t) = 1;
+    return s;
+}
+
+/* diamond: a(10) -> b(20), c(30) -> d(40) */
+static rm_problem *diamond(void)
+{
+    static const size_t bytes[] = {10, 20, 30, 40};
+    static const double cost[] = {1, 2, 3, 4};
+    static const char *const deps[] = {"", "0", "0", "1,2"};
+    rm_problem *p = rg_problem_make(4, bytes, cost, deps);
+    cr_assert_not_null(p);
+    return p;
+}
+
+/* skip: a(10) -> b(20) -> c(30) -> d(5), and a -> d */
+static rm_problem *skip(void)
+{
+    static const size_t bytes[] = {10, 20, 30, 5};
+    static const double cost[] = {1, 2, 3, 4};
+    static const char *const deps[] = {"", "0", "1", "0,2"};
+    rm_problem *p = rg_problem_make(4, bytes, cost, deps);
+    cr_assert_not_null(p);
+    return p;
+}
+
+/* chain: a(100) -> b(1) -> c(100) -> d(1) -> e(100) */
+static rm_problem *chain(void)
+{
+    static const size_t bytes[] = {100, 1, 100, 1, 100};
+    static const char *const deps[] = {"", "0", "1", "2", "3"};
+    rm_problem *p = rg_problem_make(5, bytes, NULL, deps);
+    cr_assert_not_null(p);
+    return p;
+}
+
+Test(simulate, checkpoint_all_diamond)
+{
+    rm_problem *p = diamond();
+    rm_schedule *s;
+    rm_err e = {0};
+    cr_assert_eq(rm_strategy_checkpoint_all(&s, p, &e), RM_OK, "%s", e.msg);
+    rm_sim_result r;
+    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_OK, "%s", e.msg);
+    /* stage 3: b, c resident, d computed: 20 + 30 + 40 */
+    cr_assert_eq(r.peak_bytes, 90);
+    cr_assert_eq(r.peak_stage, 3);
+    cr_assert_eq(r.peak_node, 3);
+    cr_assert_float_eq(r.cost, 10.0, 1e-12);
+    cr_assert_eq(r.recomputations, 0);
+    cr_assert_eq(r.peak_bytes, rm_problem_peak_lower_bound(p));
+    rm_schedule_free(s);
+    rm_problem_free(p);
+}
+
+Test(simulate, diamond_with_recompute)
+{
+    rm_problem *p = diamond();
+    rm_schedule *s = identity_schedule(4);
+    /* a is dropped after b and recomputed for c. */
+    *rm_S(s, 1, 0) = 1;
+    *rm_R(s, 2, 0) = 1;
+    *rm_S(s, 2, 1) = 1;
+    *rm_S(s, 3, 1) = 1;
+    *rm_S(s, 3, 2) = 1;
+    rm_sim_result r;
+    rm_err e = {0};
+    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(r.peak_bytes, 90);
+    cr_assert_float_eq(r.cost, 11.0, 1e-12);
+    cr_assert_eq(r.recomputations, 1);
+    rm_schedule_free(s);
+    rm_problem_free(p);
+}
+
+Test(simulate, skip_keep_vs_recompute)
+{
+    rm_problem *p = skip();
+    rm_schedule *s;
+    rm_err e = {0};
+    rm_sim_result r;
+    cr_assert_eq(rm_strategy_checkpoint_all(&s, p, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_OK, "%s", e.msg);
+    /* stage 2: a and b resident, c computed: 10 + 20 + 30 */
+    cr_assert_eq(r.peak_bytes, 60);
+    cr_assert_eq(r.peak_stage, 2);
+    rm_schedule_free(s);
+
+    /* Drop a after b, recompute it in stage 3: stage 2 peaks at b + c = 50,
+     * stage 3 at c + a + d = 45. */
+    s = identity_schedule(4);
+    *rm_S(s, 1, 0) = 1;
+    *rm_S(s, 2, 1) = 1;
+    *rm_S(s, 3, 2) = 1;
+    *rm_R(s, 3, 0) = 1;
+    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(r.peak_bytes, 50);
+    cr_assert_eq(r.recomputations, 1);
+    cr_assert_float_eq(r.cost, 11.0, 1e-12);
+    rm_schedule_free(s);
+    rm_problem_free(p);
+}
+
+Test(simulate, chain_recompute_from_checkpoint)
+{
+    rm_problem *p = chain();
+    rm_sim_result r;
+    rm_err e = {0};
+    rm_schedule *s;
+    cr_assert_eq(rm_strategy_checkpoint_all(&s, p, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(r.peak_bytes, 101); /* a chain frees as it goes: 100 + 1 */
+    rm_schedule_free(s);
+
+    /* Keep only b (1 byte) after stage 3 and recompute c, d in stage 4.
+     * Stage 3 holds b and c and computes d: 102, the peak. Stage 4 starts
+     * with b (1), computes c (101), frees b, computes d (101), frees c,
+     * computes e (101). */
+    s = identity_schedule(5);
+    *rm_S(s, 1, 0) = 1;
+    *rm_S(s, 2, 1) = 1;
+    *rm_S(s, 3, 1) = 1;
+    *rm_S(s, 3, 2) = 1;
+    *rm_S(s, 4, 1) = 1;
+    *rm_R(s, 4, 2) = 1;
+    *rm_R(s, 4, 3) = 1;
+    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(r.recomputations, 2);
+    cr_assert_eq(r.peak_bytes, 102);
+    cr_assert_eq(r.peak_stage, 3);
+    rm_schedule_free(s);
+    rm_problem_free(p);
+}
+
+Test(simulate, rejects_missing_dependency)
+{
+    rm_problem *p = skip();
+    rm_schedule *s = identity_schedule(4);
+    *rm_S(s, 1, 0) = 1;
+    *rm_S(s, 2, 1) = 1;
+    *rm_S(s, 3, 2) = 1; /* a is needed by d in stage 3 but is gone */
+    rm_sim_result r;
+    rm_err e = {0};
+    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_ERR_INVALID);
+    cr_assert(strstr(e.msg, "stage 3") && strstr(e.msg, "node 3") && strstr(e.msg, "reads node 0"), "%s", e.msg);
+    rm_schedule_free(s);
+    rm_problem_free(p);
+}
+
+Test(simulate, rejects_retaining_uncomputed_value)
+{
+    rm_problem *p = skip();
+    rm_schedule *s = identity_schedule(4);
+    *rm_S(s, 1, 0) = 1;
+    *rm_S(s, 2, 1) = 1;
+    *rm_S(s, 3, 2) = 1;
+    *rm_S(s, 3, 0) = 1; /* a was dropped at the end of stage 1 */
+    rm_sim_result r;
+    rm_err e = {0};
+    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_ERR_INVALID);
+    cr_assert(strstr(e.msg, "stage 3") && strstr(e.msg, "node 0") && strstr(e.msg, "S[t+1] <= S[t] + R[t]"), "%s",
+              e.msg);
+    rm_schedule_free(s);
+    rm_problem_free(p);
+}
+
+Test(simulate, rejects_missing_diagonal)
+{
+    rm_problem *p = diamond();
+    rm_schedule *s;
+    rm_err e = {0};
+    cr_assert_eq(rm_strategy_checkpoint_all(&s, p, &e), RM_OK);
+    *rm_R(s, 2, 2) = 0;
+    rm_sim_result r;
+    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_ERR_INVALID);
+    cr_assert(strstr(e.msg, "stage 2") && strstr(e.msg, "R[t][t]"), "%s", e.msg);
+    rm_schedule_free(s);
+    rm_problem_free(p);
+}
+
+Test(simulate, rejects_off_triangle_and_bad_entries)
+{
+    rm_problem *p = diamond();
+    rm_err e = {0};
+    rm_sim_result r;
+    rm_schedule *s = identity_schedule(4);
+    *rm_R(s, 1, 2) = 1;
+    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_ERR_INVALID);
+    cr_assert(strstr(e.msg, "stage 1") && strstr(e.msg, "node 2"), "%s", e.msg);
+    rm_schedule_free(s);
+    s = identity_schedule(4);
+    *rm_S(s, 0, 0) = 1;
+    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_ERR_INVALID);
+    cr_assert(strstr(e.msg, "stage 0"), "%s", e.msg);
+    rm_schedule_free(s);
+    s = identity_schedule(4);
+    *rm_R(s, 3, 3) = 2;
+    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_ERR_INVALID);
+    rm_schedule_free(s);
+    s = identity_schedule(3);
+    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_ERR_INVALID);
+    rm_schedule_free(s);
+    rm_problem_free(p);
+}
+
+static void expect_ops(const rm_op *ops, int nops, const char *want)
+{
+    char got[512] = "", item[32];
+    for (int o = 0; o < nops; o++) {
+        snprintf(item, sizeof item, "%s%c%d@%d", o ? " " : "", ops[o].kind == RM_OP_COMPUTE ? 'C' : 'F', ops[o].node,
+                 ops[o].stage);
+        strncat(got, item, sizeof got - strlen(got) - 1);
+    }
+    cr_assert_str_eq(got, want);
+}
+
+Test(simulate, ops_free_right_after_last_use)
+{
+    rm_problem *p = diamond();
+    rm_schedule *s;
+    rm_err e = {0};
+    cr_assert_eq(rm_strategy_checkpoint_all(&s, p, &e), RM_OK);
+    rm_op *ops;
+    int nops;
+    cr_assert_eq(rm_schedule_ops(&ops, &nops, p, s, &e), RM_OK, "%s", e.msg);
+    /* a dies after c (its last reader); b, c after d; d at the very end. */
+    expect_ops(ops, nops, "C0@0 C1@1 C2@2 F0@2 C3@3 F1@3 F2@3 F3@3");
+    free(ops);
+    rm_schedule_free(s);
+    rm_problem_free(p);
+}
+
+Test(simulate, ops_stage_start_frees)
+{
+    rm_problem *p = skip();
+    rm_schedule *s = identity_schedule(4);
+    rm_err e = {0};
+    /* a retained into stage 2, which does not read it and does not keep it:
+     * freed at the start of stage 2. Stage 3 recomputes a. */
+    *rm_S(s, 1, 0) = 1;
+    *rm_S(s, 2, 0) = 1;
+    *rm_S(s, 2, 1) = 1;
+    *rm_S(s, 3, 2) = 1;
+    *rm_R(s, 3, 0) = 1;
+    rm_op *ops;
+    int nops;
+    cr_assert_eq(rm_schedule_ops(&ops, &nops, p, s, &e), RM_OK, "%s", e.msg);
+    expect_ops(ops, nops, "C0@0 C1@1 F0@2 C2@2 F1@2 C0@3 C3@3 F0@3 F2@3 F3@3");
+    free(ops);
+    rm_sim_result r;
+    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(r.peak_bytes, 50);
+
+    /* Retained and recomputed in the same stage: the old copy goes first. */
+    *rm_S(s, 3, 0) = 0;
+    *rm_S(s, 2, 0) = 1;
+    *rm_S(s, 3, 0) = 1;
+    *rm_R(s, 2, 0) = 0;
+    cr_assert_eq(rm_schedule_ops(&ops, &nops, p, s, &e), RM_OK, "%s", e.msg);
+    expect_ops(ops, nops, "C0@0 C1@1 C2@2 F1@2 F0@3 C0@3 C3@3 F0@3 F2@3 F3@3");
+    free(ops);
+    rm_schedule_free(s);
+    rm_problem_free(p);
+}
+
+/* The liveness peak without recomputation, computed independently: at stage
+ * t, node t plus every earlier value still read at or after t. */
+static size_t liveness_peak(const rm_problem *p)
+{
+    int *last = malloc((size_t)p->n * sizeof *last);
+    for (int i = 0; i < p->n; i++) last[i] = i;
+    for (int k = 0; k < p->n; k++)
+        for (int d = 0; d < p->nodes[k].ndeps; d++)
+            if (last[p->nodes[k].deps[d]] < k) last[p->nodes[k].deps[d]] = k;
+    size_t peak = 0;
+    for (int t = 0; t < p->n; t++) {
+        size_t m = p->nodes[t].bytes;
+        for (int i = 0; i < t; i++)
+            if (last[i] >= t) m += p->nodes[i].bytes;
+        if (m > peak) peak = m;
+    }
+    free(last);
+    return peak;
+}
+
+Test(simulate, checkpoint_all_matches_liveness_on_random_graphs)
+{
+    for (uint64_t seed = 1; seed <= 40; seed++) {
+        rg_options o = {3 + (int)(seed % 30), 0.3, 0.2, 0, 4096};
+        rm_problem *p = rg_training_problem(seed, &o);
+        cr_assert_not_null(p);
+        rm_schedule *s;
+        rm_err e = {0};
+        cr_assert_eq(rm_strategy_checkpoint_all(&s, p, &e), RM_OK, "%s", e.msg);
+        rm_sim_result r;
+        cr_assert_eq(rm_simulate(&r, p, s, &e), RM_OK, "%s", e.msg);
+        cr_assert_eq(r.peak_bytes, liveness_peak(p), "seed %lu", (unsigned long)seed);
+        cr_assert_eq(r.recomputations, 0);
+        double total = 0;
+        for (int i = 0; i < p->n; i++) total += p->nodes[i].cost;
+        cr_assert_float_eq(r.cost, total, 1e-9);
+        rm_schedule_free(s);
+        rm_problem_free(p);
+    }
+}
+
+Test(simulate, checkpoint_all_respects_budget)
+{
+    rm_problem *p = diamond();
+    rm_schedule *s;
+    rm_err e = {0};
+    p->fixed_bytes = 100;
+    p->budget = 189;
+    cr_assert_eq(rm_strategy_checkpoint_all(&s, p, &e), RM_ERR_INFEASIBLE);
+    cr_assert_null(s);
+    p->budget = 190;
+    cr_assert_eq(rm_strategy_checkpoint_all(&s, p, &e), RM_OK, "%s", e.msg);
+    rm_schedule_free(s);
+    cr_assert_eq(rm_problem_activation_budget(p), 90);
+    p->budget = 0;
+    cr_assert_eq(rm_problem_activation_budget(p), SIZE_MAX);
+    rm_problem_free(p);
+}
+
+Test(simulate, timeline_matches_peak)
+{
+    rm_problem *p = skip();
+    rm_schedule *s;
+    rm_err e = {0};
+    cr_assert_eq(rm_strategy_checkpoint_all(&s, p, &e), RM_OK);
+    rm_op *ops;
+    int nops;
+    cr_assert_eq(rm_schedule_ops(&ops, &nops, p, s, &e), RM_OK);
+    size_t *mem = malloc((size_t)nops * sizeof *mem);
+    rm_sim_result r;
+    cr_assert_eq(rm_simulate_ops(&r, mem, p, s, ops, nops, &e), RM_OK, "%s", e.msg);
+    size_t mx = 0;
+    for (int o = 0; o < nops; o++)
+        if (mem[o] > mx) mx = mem[o];
+    cr_assert_eq(mx, r.peak_bytes);
+    cr_assert_eq(mem[nops - 1], 0);
+    free(mem);
+    free(ops);
+    rm_schedule_free(s);
+    rm_problem_free(p);
+}
+
+Test(simulate, problem_from_graph)
+{
+    rm_graph g;
+    memset(&g, 0, sizeof g);
+    rm_err e = {0};
+    rm_graph_node nd;
+    memset(&nd, 0, sizeof nd);
+    snprintf(nd.name, sizeof nd.name, "x");
+    nd.bytes = 64;
+    nd.flops = 0;
+    cr_assert_eq(rm_graph_add_node(&g, &nd, NULL, NULL, 0, &e), 0);
+    snprintf(nd.name, sizeof nd.name, "add");
+    nd.flops = 16;
+    int deps[] = {0, 0};
+    cr_assert_eq(rm_graph_add_node(&g, &nd, deps, NULL, 2, &e), 1);
+    snprintf(nd.name, sizeof nd.name, "add.grad");
+    nd.tag = RM_TAG_BACKWARD;
+    nd.flops = 32;
+    int deps2[] = {1, 0, 1};
+    cr_assert_eq(rm_graph_add_node(&g, &nd, deps2, NULL, 3, &e), 2);
+    g.fixed_bytes = 1000;
+    rm_problem *p;
+    cr_assert_eq(rm_problem_from_graph(&p, &g, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(p->n, 3);
+    cr_assert_eq(p->nodes[1].ndeps, 1);
+    cr_assert_eq(p->nodes[2].ndeps, 2);
+    cr_assert_eq(p->nodes[2].deps[0], 0);
+    cr_assert_eq(p->nodes[2].deps[1], 1);
+    cr_assert_eq(p->nodes[2].tag, RM_TAG_BACKWARD);
+    cr_assert_float_eq(p->nodes[2].cost, 32.0, 0);
+    cr_assert_str_eq(p->nodes[1].name, "add");
+    cr_assert_eq(p->fixed_bytes, 1000);
+    cr_assert_eq(p->budget, 0);
+    cr_assert_eq(rm_problem_peak_lower_bound(p), 192);
+    rm_problem_free(p);
+    g.nodes[1].deps[0] = 1; /* a self reference */
+    cr_assert_eq(rm_problem_from_graph(&p, &g, &e), RM_ERR_INVALID);
+    cr_assert_null(p);
+    rm_graph_free(&g);
+}

@@ -1,0 +1,171 @@
+/* Turns a model and a batch size into the training graph the scheduler and
+ * executor share (engine/graph.h). Everything the memory model needs comes
+ * from the layers' own declarations: shapes from infer, costs from flops,
+ * and the tensors each backward reads from backward_reads.
+ *
+ * Fixed memory (always resident, outside the activation budget) is counted
+ * as float32 parameters three times over, for the weights, their gradients
+ * and the SGD momentum buffer, plus the batchnorm running mean and variance,
+ * plus the int32 labels of the batch (one per sample, or one per pixel for
+ * pixel_softmax_xent). Other optimizers would change only this number; the
+ * layers' scratch workspace is not counted because no CPU layer needs one. */
+#include "trace.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+size_t rm_model_label_count(const rm_model *m, int batch)
+{
+    const rm_model_layer *loss = &m->layers[m->nlayers - 1];
+    size_t per_sample = 1;
+    if (loss->desc->kind == RM_LAYER_PIXEL_SOFTMAX_XENT)
+        per_sample = (size_t)loss->in_shape[0].h * (size_t)loss->in_shape[0].w;
+    return per_sample * (size_t)batch;
+}
+
+size_t rm_model_fixed_bytes(const rm_model *m, int batch)
+{
+    return sizeof(float) * (3 * m->param_count + m->buffer_count) + sizeof(int32_t) * rm_model_label_count(m, batch);
+}
+
+static int add_node(rm_graph *g, const char *name, const char *suffix, rm_node_tag tag, rm_node_op op, int layer,
+                    double flops, size_t bytes, rm_shape shape, const int *deps, const int *slots, int ndeps,
+                    rm_err *e)
+{
+    rm_graph_node nd;
+    memset(&nd, 0, sizeof nd);
+    /* Model names leave room for the longest suffix (model.c). */
+    snprintf(nd.name, sizeof nd.name, "%s%s", name, suffix);
+    nd.tag = tag;
+    nd.op = op;
+    nd.layer = layer;
+    nd.flops = flops;
+    nd.bytes = bytes;
+    nd.shape = shape;
+    return rm_graph_add_node(g, &nd, deps, slots, ndeps, e);
+}
+
+/* One use of a layer's output: input position `slot` of layer `consumer`. */
+typedef struct use {
+    int consumer, slot;
+} use;
+
+/* Scratch: bwd[L] (backward node of each layer), uses/gdeps/gslots[L * RM_MAX_INPUTS]. */
+static int trace(rm_graph *g, const rm_model *m, int batch, const rm_shape *ins, const rm_shape *outs, int *bwd,
+                 use *uses, int *gdeps, int *gslots, rm_err *e)
+{
+    const int L = m->nlayers;
+    rm_shape input = m->input;
+    input.n = batch;
+    const rm_shape zero = {0, 0, 0, 0};
+    int deps[2 * RM_MAX_INPUTS + 2], slots[2 * RM_MAX_INPUTS + 2];
+
+    /* Loading the batch costs nothing to compute, but a nominal cost of one
+     * per element keeps the scheduler from treating it as free to recompute. */
+    if (add_node(g, "input", "", RM_TAG_FORWARD, RM_OP_INPUT, -1, (double)rm_shape_numel(input),
+                 rm_shape_bytes(input), input, NULL, NULL, 0, e) < 0)
+        return e ? e->code : RM_ERR_NOMEM;
+
+    for (int i = 0; i < L; i++) {
+        const rm_model_layer *ly = &m->layers[i];
+        const rm_shape *in = &ins[(size_t)i * RM_MAX_INPUTS];
+        for (int k = 0; k < ly->nin; k++) {
+            deps[k] = rm_trace_forward_node(ly->inputs[k]);
+            slots[k] = -1;
+        }
+        double fl = ly->desc->flops(&ly->cfg, in, ly->nin, outs[i], 0);
+        rm_node_tag tag = i == L - 1 ? RM_TAG_LOSS : RM_TAG_FORWARD;
+        if (add_node(g, ly->name, "", tag, RM_OP_FORWARD, i, fl, rm_shape_bytes(outs[i]), outs[i], deps, slots,
+                     ly->nin, e) < 0)
+            return e ? e->code : RM_ERR_NOMEM;
+        g->forward_flops += fl;
+    }
+
+    for (int i = L - 1; i >= 0; i--) {
+        const rm_model_layer *ly = &m->layers[i];
+        const rm_shape *in = &ins[(size_t)i * RM_MAX_INPUTS];
+        int nd = 0;
+        if (i < L - 1) {
+            /* Every (consumer, position) that reads this output, in consumer order. */
+            int nuses = 0;
+            for (int c = i + 1; c < L; c++)
+                for (int k = 0; k < m->layers[c].nin; k++)
+                    if (m->layers[c].inputs[k] == i) uses[nuses++] = (use){c, k};
+            if (nuses == 1) {
+                deps[nd] = bwd[uses[0].consumer];
+                slots[nd++] = uses[0].slot;
+            } else {
+                /* nuses >= 2: the model builder rejects unused outputs. */
+                for (int u = 0; u < nuses; u++) {
+                    gdeps[u] = bwd[uses[u].consumer];
+                    gslots[u] = uses[u].slot;
+                }
+                double fl = (double)(nuses - 1) * (double)rm_shape_numel(outs[i]);
+                int idx = add_node(g, ly->name, ".gradsum", RM_TAG_BACKWARD, RM_OP_GRAD_SUM, i, fl,
+                                   rm_shape_bytes(outs[i]), outs[i], gdeps, gslots, nuses, e);
+                if (idx < 0) return e ? e->code : RM_ERR_NOMEM;
+                g->backward_flops += fl;
+                deps[nd] = idx;
+                slots[nd++] = -1; /* the whole grad-sum output, not a slice of it */
+            }
+        }
+        if (ly->desc->backward_reads & RM_READS_INPUTS)
+            for (int k = 0; k < ly->nin; k++) {
+                deps[nd] = rm_trace_forward_node(ly->inputs[k]);
+                slots[nd++] = -1;
+            }
+        if (ly->desc->backward_reads & RM_READS_OUTPUT) {
+            deps[nd] = rm_trace_forward_node(i);
+            slots[nd++] = -1;
+        }
+        /* The gradient of each input, concatenated; the batch needs none. */
+        size_t bytes = 0;
+        for (int k = 0; k < ly->nin; k++)
+            if (ly->inputs[k] != RM_MODEL_INPUT) bytes += rm_shape_bytes(in[k]);
+        double fl = ly->desc->flops(&ly->cfg, in, ly->nin, outs[i], 1);
+        bwd[i] = add_node(g, ly->name, ".grad", RM_TAG_BACKWARD, RM_OP_BACKWARD, i, fl, bytes, zero, deps, slots, nd,
+                          e);
+        if (bwd[i] < 0) return e ? e->code : RM_ERR_NOMEM;
+        g->backward_flops += fl;
+    }
+    g->param_count = m->param_count;
+    g->fixed_bytes = rm_model_fixed_bytes(m, batch);
+    return rm_graph_validate(g, e);
+}
+
+int rm_model_trace(rm_graph *g, const rm_model *m, int batch, rm_err *e)
+{
+    memset(g, 0, sizeof *g);
+    if (batch < 1) return rm_errorf(e, RM_ERR_INVALID, "%s: batch must be at least 1, got %d", m->path, batch);
+    /* Element counts beyond this would overflow size_t byte arithmetic. */
+    double biggest = (double)rm_shape_numel(m->input);
+    for (int i = 0; i < m->nlayers; i++)
+        if ((double)rm_shape_numel(m->layers[i].out_shape) > biggest)
+            biggest = (double)rm_shape_numel(m->layers[i].out_shape);
+    if (biggest * (double)batch * 4.0 * RM_MAX_INPUTS > 9.0e18)
+        return rm_errorf(e, RM_ERR_INVALID, "%s: batch %d makes tensors too large to address", m->path, batch);
+
+    const int L = m->nlayers;
+    rm_shape *ins = malloc((size_t)L * RM_MAX_INPUTS * sizeof *ins);
+    rm_shape *outs = malloc((size_t)L * sizeof *outs);
+    int *bwd = malloc((size_t)L * sizeof *bwd);
+    use *uses = malloc((size_t)L * RM_MAX_INPUTS * sizeof *uses);
+    int *gdeps = malloc((size_t)L * RM_MAX_INPUTS * sizeof *gdeps);
+    int *gslots = malloc((size_t)L * RM_MAX_INPUTS * sizeof *gslots);
+    int rc;
+    if (!ins || !outs || !bwd || !uses || !gdeps || !gslots) rc = rm_errorf(e, RM_ERR_NOMEM, "trace: out of memory");
+    else rc = rm_model_shapes(ins, outs, m, batch, e);
+    if (!rc) {
+        g->batch = batch;
+        rc = trace(g, m, batch, ins, outs, bwd, uses, gdeps, gslots, e);
+    }
+    free(ins);
+    free(outs);
+    free(bwd);
+    free(uses);
+    free(gdeps);
+    free(gslots);
+    if (rc) rm_graph_free(g);
+    return rc;
+}

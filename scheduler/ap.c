@@ -1,0 +1,18 @@
+/* The articulation-point generalizations of Chen's heuristics (Checkmate,
+ * Section 6: "AP sqrt(n)", "AP greedy"): checkpoint candidates are the cut
+ * points of the forward graph, so every segment is recomputed from its own
+ * checkpoint alone. On a chain every node is a cut point and these equal
+ * chen_sqrtn / chen_greedy; on a U-Net the long skips leave few cut points
+ * and the segments become large. */
+#include "baseline.h"
+#include "strategy.h"
+
+int rm_strategy_ap_sqrtn(rm_schedule **out, const rm_problem *p, rm_err *e)
+{
+    return rm_chen_sqrtn_run(out, p, 1, 0, "ap_sqrtn", e);
+}
+
+int rm_strategy_ap_greedy(rm_schedule **out, const rm_problem *p, rm_err *e)
+{
+    return rm_chen_greedy_search(out, p, NULL, 1, 0, "ap_greedy", e);
+}

@@ -1,0 +1,469 @@
+/* Shared machinery of the baseline strategies; see baseline.h for what the
+ * construction does. It is written once so that every baseline (Chen, AP,
+ * linearized, Griewank, OGC) differs only in which values it retains, and so
+ * that the cost of a checkpoint set is the same whoever chose it. */
+#include "baseline.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- problem analysis ----------------------------------------------------- */
+
+void rm_fwd_info_free(rm_fwd_info *fi)
+{
+    if (!fi) return;
+    free(fi->lastuse);
+    free(fi->lastfwd);
+    free(fi->pos);
+    free(fi->cut);
+    free(fi->cuts);
+    memset(fi, 0, sizeof *fi);
+}
+
+int rm_fwd_info_init(rm_fwd_info *fi, const rm_problem *p, rm_err *e)
+{
+    memset(fi, 0, sizeof *fi);
+    int n = p->n;
+    if (n < 1) return rm_errorf(e, RM_ERR_INVALID, "baseline: empty problem");
+    fi->n = n;
+    fi->b0 = n;
+    for (int i = 0; i < n; i++)
+        if (p->nodes[i].tag == RM_TAG_BACKWARD) {
+            fi->b0 = i;
+            break;
+        }
+    int b0 = fi->b0;
+    fi->lastuse = malloc((size_t)n * sizeof(int));
+    fi->lastfwd = malloc((size_t)n * sizeof(int));
+    fi->pos = malloc((size_t)n * sizeof(int));
+    fi->cut = calloc((size_t)n, 1);
+    fi->cuts = malloc((size_t)n * sizeof(int));
+    int *cover = calloc((size_t)n + 1, sizeof(int));
+    if (!fi->lastuse || !fi->lastfwd || !fi->pos || !fi->cut || !fi->cuts || !cover) {
+        free(cover);
+        rm_fwd_info_free(fi);
+        return rm_errorf(e, RM_ERR_NOMEM, "baseline: out of memory");
+    }
+    for (int v = 0; v < n; v++) fi->lastuse[v] = fi->lastfwd[v] = v;
+    for (int k = 0; k < n; k++)
+        for (int d = 0; d < p->nodes[k].ndeps; d++) {
+            int u = p->nodes[k].deps[d];
+            fi->lastuse[u] = k; /* k ascending: ends at the last reader */
+            if (k < b0) {
+                fi->lastfwd[u] = k;
+                if (k - u >= 2) {
+                    cover[u + 1]++;
+                    cover[k]--;
+                }
+            }
+        }
+    int run = 0;
+    for (int v = 0; v < b0; v++) {
+        run += cover[v];
+        fi->cut[v] = run == 0;
+        if (fi->cut[v]) fi->cuts[fi->ncuts++] = v;
+    }
+    free(cover);
+    /* pos: suffix maximum of the forward values read by backward-phase nodes. */
+    int best = -1;
+    for (int t = n - 1; t >= 0; t--) {
+        if (t >= b0)
+            for (int d = 0; d < p->nodes[t].ndeps; d++) {
+                int u = p->nodes[t].deps[d];
+                if (u < b0 && u > best) best = u;
+            }
+        fi->pos[t] = t >= b0 ? best : -1;
+    }
+    return RM_OK;
+}
+
+/* ---- the construction ------------------------------------------------------ */
+
+typedef struct builder {
+    const rm_problem *p;
+    const rm_fwd_info *fi;
+    rm_schedule *s;
+    const uint8_t *pinned;
+    const int *seg;
+    int *last_need;
+    uint8_t *open;
+    int *head, *next; /* segment member lists, ascending */
+    int *stack;
+} builder;
+
+static int is_resident(const builder *b, int v, int t)
+{
+    return (b->pinned && b->pinned[v]) || rm_S_at(b->s, t, v) || rm_R_at(b->s, t, v);
+}
+
+static void note_use(builder *b, int v, int t)
+{
+    if (b->pinned && b->pinned[v] && b->last_need[v] < t) b->last_need[v] = t;
+}
+
+static void retain(rm_schedule *s, int v, int from, int to)
+{
+    if (to > s->n - 1) to = s->n - 1;
+    for (int u = from + 1; u <= to; u++) *rm_S(s, u, v) = 1;
+}
+
+/* Resident in stage t-1 and read by that stage's own node: keeping it one
+ * stage longer costs nothing at any compute of stage t-1. */
+static int zero_gap(const builder *b, int x, int t)
+{
+    if (t < 1 || !(rm_S_at(b->s, t - 1, x) || rm_R_at(b->s, t - 1, x))) return 0;
+    if (x == t - 1) return 1;
+    const rm_problem_node *nd = &b->p->nodes[t - 1];
+    for (int d = 0; d < nd->ndeps; d++)
+        if (nd->deps[d] == x) return 1;
+    return 0;
+}
+
+/* Makes v available in stage t, recomputing what is missing. */
+static void need(builder *b, int v, int t)
+{
+    int sp = 0;
+    b->stack[sp++] = v;
+    while (sp) {
+        int x = b->stack[--sp];
+        if (is_resident(b, x, t)) {
+            note_use(b, x, t);
+            continue;
+        }
+        if (zero_gap(b, x, t)) {
+            *rm_S(b->s, t, x) = 1;
+            continue;
+        }
+        *rm_R(b->s, t, x) = 1;
+        const rm_problem_node *nd = &b->p->nodes[x];
+        for (int d = 0; d < nd->ndeps; d++) {
+            int u = nd->deps[d];
+            if (is_resident(b, u, t))
+                note_use(b, u, t);
+            else
+                b->stack[sp++] = u;
+        }
+    }
+}
+
+static void open_segment(builder *b, int k, int t)
+{
+    b->open[k] = 1;
+    for (int v = b->head[k]; v >= 0; v = b->next[v]) {
+        if (b->fi->lastuse[v] < t || (b->pinned && b->pinned[v])) continue;
+        need(b, v, t);
+        retain(b->s, v, t, b->fi->lastuse[v]);
+    }
+}
+
+static void demand(builder *b, int j, int t)
+{
+    if (is_resident(b, j, t)) {
+        note_use(b, j, t);
+        return;
+    }
+    if (b->seg && b->seg[j] >= 0 && !b->open[b->seg[j]]) {
+        open_segment(b, b->seg[j], t);
+        if (is_resident(b, j, t)) return;
+    }
+    need(b, j, t);
+}
+
+int rm_build_schedule(rm_schedule **out, const rm_problem *p, const rm_fwd_info *fi, const uint8_t *pinned,
+                      const int *seg, const rm_snapshot *snaps, int nsnaps, rm_err *e)
+{
+    *out = NULL;
+    int n = p->n, b0 = fi->b0, rc;
+    size_t edges = 0;
+    for (int i = 0; i < n; i++) edges += (size_t)p->nodes[i].ndeps;
+    builder b = {0};
+    b.p = p;
+    b.fi = fi;
+    b.pinned = pinned;
+    b.seg = seg;
+    if ((rc = rm_schedule_create(&b.s, n, e))) return rc;
+    int nseg = 0;
+    if (seg)
+        for (int v = 0; v < b0; v++)
+            if (seg[v] + 1 > nseg) nseg = seg[v] + 1;
+    b.last_need = malloc((size_t)n * sizeof(int));
+    b.open = calloc((size_t)nseg + 1, 1);
+    b.head = malloc(((size_t)nseg + 1) * sizeof(int));
+    b.next = malloc((size_t)n * sizeof(int));
+    b.stack = malloc((edges + (size_t)n + 1) * sizeof(int));
+    if (!b.last_need || !b.open || !b.head || !b.next || !b.stack) {
+        rc = rm_errorf(e, RM_ERR_NOMEM, "baseline: out of memory");
+        goto done;
+    }
+    for (int k = 0; k < nseg; k++) b.head[k] = -1;
+    if (seg)
+        for (int v = b0 - 1; v >= 0; v--)
+            if (seg[v] >= 0) {
+                b.next[v] = b.head[seg[v]];
+                b.head[seg[v]] = v;
+            }
+    rm_schedule *s = b.s;
+    for (int t = 0; t < n; t++) {
+        *rm_R(s, t, t) = 1;
+        b.last_need[t] = fi->lastuse[t];
+        if (t >= b0)
+            retain(s, t, t, fi->lastuse[t]);
+        else if (!(pinned && pinned[t]))
+            retain(s, t, t, fi->lastfwd[t]);
+    }
+    int k = 0;
+    for (; k < nsnaps && snaps[k].take < b0; k++) retain(s, snaps[k].node, snaps[k].node, snaps[k].free);
+    for (int t = b0; t < n; t++) {
+        for (; k < nsnaps && snaps[k].take <= t; k++) {
+            need(&b, snaps[k].node, t);
+            retain(s, snaps[k].node, t, snaps[k].free);
+        }
+        const rm_problem_node *nd = &p->nodes[t];
+        for (int d = 0; d < nd->ndeps; d++)
+            if (nd->deps[d] < b0) demand(&b, nd->deps[d], t);
+    }
+    if (pinned)
+        for (int v = 0; v < b0; v++)
+            if (pinned[v]) retain(s, v, v, b.last_need[v]);
+done:
+    free(b.last_need);
+    free(b.open);
+    free(b.head);
+    free(b.next);
+    free(b.stack);
+    if (rc) {
+        rm_schedule_free(b.s);
+        return rc;
+    }
+    *out = b.s;
+    return RM_OK;
+}
+
+int rm_build_from_checkpoints(rm_schedule **out, const rm_problem *p, const rm_fwd_info *fi, const uint8_t *pinned,
+                              rm_err *e)
+{
+    int *seg = malloc(((size_t)fi->b0 + 1) * sizeof(int));
+    uint8_t *pins = calloc((size_t)p->n, 1); /* only forward values can be checkpoints */
+    if (!seg || !pins) {
+        free(seg);
+        free(pins);
+        return rm_errorf(e, RM_ERR_NOMEM, "baseline: out of memory");
+    }
+    int cur = 0, any = 0;
+    for (int v = 0; v < fi->b0; v++) {
+        pins[v] = pinned[v] != 0;
+        if (pins[v]) {
+            cur += any;
+            any = 0;
+            seg[v] = -1;
+        } else {
+            seg[v] = cur;
+            any = 1;
+        }
+    }
+    int rc = rm_build_schedule(out, p, fi, pins, seg, NULL, 0, e);
+    free(seg);
+    free(pins);
+    return rc;
+}
+
+/* ---- search bookkeeping ----------------------------------------------------- */
+
+int rm_best_offer(rm_best *b, rm_schedule *s, const rm_problem *p, rm_err *e)
+{
+    rm_sim_result r;
+    int rc = rm_simulate(&r, p, s, e);
+    if (rc) {
+        rm_schedule_free(s);
+        return rc;
+    }
+    if (b->tried == 0 || r.peak_bytes < b->min_peak) b->min_peak = r.peak_bytes;
+    b->tried++;
+    int better = 0;
+    if (rm_sim_fits(p, &r)) {
+        if (!b->s)
+            better = 1;
+        else {
+            double tol = 1e-12 * fmax(1.0, fabs(b->r.cost));
+            better = r.cost < b->r.cost - tol || (fabs(r.cost - b->r.cost) <= tol && r.peak_bytes < b->r.peak_bytes);
+        }
+    }
+    if (better) {
+        rm_schedule_free(b->s);
+        b->s = s;
+        b->r = r;
+    } else {
+        rm_schedule_free(s);
+    }
+    return RM_OK;
+}
+
+int rm_best_finish(rm_schedule **out, rm_best *b, const rm_problem *p, const char *name, rm_err *e)
+{
+    *out = NULL;
+    if (!b->s)
+        return rm_errorf(e, RM_ERR_INFEASIBLE,
+                         "%s: no schedule fits: its lowest peak is %zu bytes, plus %zu fixed, over a budget of %zu",
+                         name, b->min_peak, p->fixed_bytes, p->budget);
+    *out = b->s;
+    b->s = NULL;
+    return RM_OK;
+}
+
+int rm_baseline_precheck(const rm_problem *p, const char *name, rm_err *e)
+{
+    int rc = rm_problem_validate(p, e);
+    if (rc) return rm_err_context(e, "%s", name);
+    size_t lb = rm_problem_peak_lower_bound(p);
+    if (p->budget && (p->fixed_bytes > p->budget || lb > p->budget - p->fixed_bytes))
+        return rm_errorf(e, RM_ERR_INFEASIBLE,
+                         "%s: the budget of %zu bytes is below %zu fixed bytes plus %zu, the largest node with its "
+                         "inputs, which every schedule must hold at once",
+                         name, p->budget, p->fixed_bytes, lb);
+    return RM_OK;
+}
+
+int rm_baseline_finish(rm_schedule **out, rm_sim_result *res, rm_schedule *s, const rm_problem *p, const char *name,
+                       rm_err *e)
+{
+    *out = NULL;
+    rm_sim_result r;
+    int rc = rm_simulate(&r, p, s, e);
+    if (rc) {
+        rm_err_context(e, "%s", name);
+        rm_schedule_free(s);
+        return rc;
+    }
+    if (!rm_sim_fits(p, &r)) {
+        rm_schedule_free(s);
+        return rm_errorf(e, RM_ERR_INFEASIBLE, "%s: peak %zu + fixed %zu bytes exceeds the budget of %zu bytes", name,
+                         r.peak_bytes, p->fixed_bytes, p->budget);
+    }
+    if (res) *res = r;
+    *out = s;
+    return RM_OK;
+}
+
+/* ---- Chen et al.'s checkpoint selections ----------------------------------- */
+
+/* Pins v, or with cut_state the cut state at v: v and every earlier value a
+ * forward edge carries past v. Returns the bytes pinned. */
+static size_t pin_position(uint8_t *pinned, const rm_problem *p, const rm_fwd_info *fi, int v, int cut_state)
+{
+    size_t bytes = p->nodes[v].bytes;
+    pinned[v] = 1;
+    if (cut_state)
+        for (int u = 0; u < v; u++)
+            if (fi->lastfwd[u] > v) {
+                pinned[u] = 1;
+                bytes += p->nodes[u].bytes;
+            }
+    return bytes;
+}
+
+void rm_chen_greedy_pins(uint8_t *pinned, const rm_problem *p, const rm_fwd_info *fi, const uint8_t *candidate,
+                         int cut_state, double seg_bytes)
+{
+    memset(pinned, 0, (size_t)p->n);
+    double temp = 0;
+    for (int v = 0; v < fi->b0; v++) {
+        temp += (double)p->nodes[v].bytes;
+        if (candidate[v] && temp > seg_bytes) {
+            pin_position(pinned, p, fi, v, cut_state);
+            temp = 0;
+        }
+    }
+}
+
+void rm_chen_sqrtn_pins(uint8_t *pinned, const rm_problem *p, const rm_fwd_info *fi, const uint8_t *candidate,
+                        int cut_state)
+{
+    memset(pinned, 0, (size_t)p->n);
+    int count = 0;
+    for (int v = 0; v < fi->b0; v++) count += candidate[v] != 0;
+    int k = (int)floor(sqrt((double)count));
+    if (k < 1) k = 1;
+    int idx = 0;
+    for (int v = 0; v < fi->b0; v++)
+        if (candidate[v] && (++idx) % k == 0) pin_position(pinned, p, fi, v, cut_state);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int rm_chen_greedy_search(rm_schedule **out, const rm_problem *p, const uint8_t *candidate_or_null, int use_cuts,
+                          int cut_state, const char *name, rm_err *e)
+{
+    *out = NULL;
+    int rc = rm_baseline_precheck(p, name, e);
+    if (rc) return rc;
+    rm_fwd_info fi;
+    if ((rc = rm_fwd_info_init(&fi, p, e))) return rc;
+    int n = p->n;
+    uint8_t *cand = malloc((size_t)n), *pins = malloc((size_t)n), *prev = calloc((size_t)n, 1);
+    enum { LINEAR = 48, GEOMETRIC = 24 };
+    double grid[1 + LINEAR + GEOMETRIC];
+    rm_best best = {0};
+    if (!cand || !pins || !prev) {
+        rc = rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory", name);
+        goto done;
+    }
+    for (int v = 0; v < n; v++)
+        cand[v] = v < fi.b0 && (candidate_or_null ? candidate_or_null[v] : use_cuts ? fi.cut[v] : 1);
+    /* Chen's segment budget: a sweep from "every candidate" (-1) to one
+     * segment, linear for the large budgets, geometric for the small ones
+     * where the checkpoint set changes fastest. */
+    double total = 0;
+    for (int v = 0; v < fi.b0; v++) total += (double)p->nodes[v].bytes;
+    int ng = 0;
+    grid[ng++] = -1;
+    for (int i = 1; i <= LINEAR; i++) grid[ng++] = total * i / LINEAR;
+    for (int i = 1; i <= GEOMETRIC; i++) grid[ng++] = total / pow(2.0, i);
+    qsort(grid, (size_t)ng, sizeof *grid, cmp_double);
+    for (int g = 0; g < ng; g++) {
+        rm_chen_greedy_pins(pins, p, &fi, cand, cut_state, grid[g]);
+        if (g > 0 && memcmp(pins, prev, (size_t)n) == 0) continue;
+        memcpy(prev, pins, (size_t)n);
+        rm_schedule *s;
+        if ((rc = rm_build_from_checkpoints(&s, p, &fi, pins, e))) goto done;
+        if ((rc = rm_best_offer(&best, s, p, e))) {
+            rm_err_context(e, "%s", name);
+            goto done;
+        }
+    }
+    rc = rm_best_finish(out, &best, p, name, e);
+done:
+    rm_schedule_free(best.s);
+    free(cand);
+    free(pins);
+    free(prev);
+    rm_fwd_info_free(&fi);
+    return rc;
+}
+
+int rm_chen_sqrtn_run(rm_schedule **out, const rm_problem *p, int use_cuts, int cut_state, const char *name,
+                      rm_err *e)
+{
+    *out = NULL;
+    int rc = rm_baseline_precheck(p, name, e);
+    if (rc) return rc;
+    rm_fwd_info fi;
+    if ((rc = rm_fwd_info_init(&fi, p, e))) return rc;
+    uint8_t *cand = malloc((size_t)p->n), *pins = malloc((size_t)p->n);
+    if (!cand || !pins) {
+        rc = rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory", name);
+    } else {
+        for (int v = 0; v < p->n; v++) cand[v] = v < fi.b0 && (use_cuts ? fi.cut[v] : 1);
+        rm_chen_sqrtn_pins(pins, p, &fi, cand, cut_state);
+        rm_schedule *s;
+        if (!(rc = rm_build_from_checkpoints(&s, p, &fi, pins, e))) rc = rm_baseline_finish(out, NULL, s, p, name, e);
+    }
+    free(cand);
+    free(pins);
+    rm_fwd_info_free(&fi);
+    return rc;
+}

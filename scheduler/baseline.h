@@ -1,0 +1,112 @@
+/* Shared machinery of the baseline strategies (internal to scheduler/):
+ * the analysis of a problem's forward region, the one construction that
+ * turns a retention plan (checkpoints, revolve snapshots) into R and S, and
+ * the search bookkeeping (simulate, check the budget, keep the cheapest).
+ *
+ * Vocabulary. The forward region is every node before the first node tagged
+ * backward (b0); its values are the only ones a baseline recomputes. A cut
+ * point is a forward node no forward edge jumps over (no u < c < w with u a
+ * dependency of w): everything after it reads everything before it only
+ * through it. On a training graph with one input and one loss these are
+ * exactly the articulation points of the undirected forward graph with the
+ * input and loss tied to virtual endpoints, as in Checkmate. */
+#ifndef REMAT_BASELINE_H
+#define REMAT_BASELINE_H
+
+#include <stdint.h>
+
+#include "schedule.h"
+#include "simulate.h"
+
+typedef struct rm_fwd_info {
+    int n, b0;        /* b0: first backward-tagged node (n if none) */
+    int *lastuse;     /* last reader of each value (the value itself if none) */
+    int *lastfwd;     /* last reader before b0 (the value itself if none) */
+    int *pos;         /* stage t >= b0: highest forward value read at t or later (-1 if none) */
+    uint8_t *cut;     /* forward v: a cut point */
+    int ncuts;
+    int *cuts;        /* the cut points, ascending */
+} rm_fwd_info;
+
+int rm_fwd_info_init(rm_fwd_info *fi, const rm_problem *p, rm_err *e);
+void rm_fwd_info_free(rm_fwd_info *fi);
+
+/* A value retained over stages take+1 .. free; computed (or recomputed) in
+ * stage take if it is not there. */
+typedef struct rm_snapshot {
+    int node, take, free;
+} rm_snapshot;
+
+/* The construction every baseline shares. The forward pass computes each
+ * node once and keeps a forward value only until its last forward reader,
+ * except pinned values, kept from their compute until their last reader or
+ * the last recomputation that reads them, whichever is later. Backward-phase values are kept
+ * until their last reader and never recomputed. A backward stage that reads
+ * a forward value that is not resident "opens" the value's segment (seg[v],
+ * -1 for none): every member still read at or after that stage is
+ * recomputed there, once, and kept until its last reader; anything else
+ * missing (a member of an already opened segment, a value an edge carries
+ * across a non-cut checkpoint) is recomputed in that stage from whatever is
+ * resident, transitively, and dropped after the stage. A value resident in
+ * the previous stage and read by that stage's own node is kept one stage
+ * longer instead of being recomputed (the last forward value, read by the
+ * loss and then by the loss's backward). snaps (sorted by take) add
+ * explicit retention intervals. */
+int rm_build_schedule(rm_schedule **out, const rm_problem *p, const rm_fwd_info *fi, const uint8_t *pinned,
+                      const int *seg, const rm_snapshot *snaps, int nsnaps, rm_err *e);
+
+/* The checkpoint construction: pinned forward values are the checkpoints;
+ * the segments are the maximal runs of unpinned forward values between them.
+ * This is "schedule from checkpoint set": the forward pass keeps only
+ * checkpoints, and in the backward pass each segment is recomputed once
+ * from its checkpoint when its values are first needed. */
+int rm_build_from_checkpoints(rm_schedule **out, const rm_problem *p, const rm_fwd_info *fi, const uint8_t *pinned,
+                              rm_err *e);
+
+/* The best schedule a search has seen: the cheapest that fits the budget,
+ * ties to the lower peak. */
+typedef struct rm_best {
+    rm_schedule *s;
+    rm_sim_result r;
+    size_t min_peak; /* lowest peak seen, fitting or not, for the message */
+    int tried;
+} rm_best;
+
+/* Simulates s and keeps it if it is the best so far; takes ownership of s.
+ * Errors only for invalid schedules (a bug) or allocation failures. */
+int rm_best_offer(rm_best *b, rm_schedule *s, const rm_problem *p, rm_err *e);
+/* Hands the best schedule to *out, or RM_ERR_INFEASIBLE naming the strategy. */
+int rm_best_finish(rm_schedule **out, rm_best *b, const rm_problem *p, const char *name, rm_err *e);
+
+/* RM_ERR_INFEASIBLE at once when fixed bytes plus the trivial lower bound
+ * exceed the budget (no strategy can go below it), after validating p. */
+int rm_baseline_precheck(const rm_problem *p, const char *name, rm_err *e);
+
+/* Simulates s; on success *out = s and *res (if not NULL) holds the result.
+ * If it does not fit the budget: RM_ERR_INFEASIBLE naming the strategy. Frees
+ * s on any failure. */
+int rm_baseline_finish(rm_schedule **out, rm_sim_result *res, rm_schedule *s, const rm_problem *p, const char *name,
+                       rm_err *e);
+
+/* Chen et al.'s greedy segmentation (their Algorithm 3): walk the forward
+ * nodes in order adding output bytes; at a candidate whose running total
+ * exceeds seg_bytes, checkpoint it and restart the total. With cut_state,
+ * a checkpoint at v keeps the whole cut state at v (v and every earlier
+ * value a forward edge carries past v) and its bytes are what is counted. */
+void rm_chen_greedy_pins(uint8_t *pinned, const rm_problem *p, const rm_fwd_info *fi, const uint8_t *candidate,
+                         int cut_state, double seg_bytes);
+/* Every k-th candidate, k = floor(sqrt(#candidates)) (Chen's sqrt(n)). */
+void rm_chen_sqrtn_pins(uint8_t *pinned, const rm_problem *p, const rm_fwd_info *fi, const uint8_t *candidate,
+                        int cut_state);
+/* Chen's greedy over a sweep of segment budgets; the cheapest fitting schedule. */
+int rm_chen_greedy_search(rm_schedule **out, const rm_problem *p, const uint8_t *candidate_or_null, int use_cuts,
+                          int cut_state, const char *name, rm_err *e);
+int rm_chen_sqrtn_run(rm_schedule **out, const rm_problem *p, int use_cuts, int cut_state, const char *name,
+                      rm_err *e);
+
+/* The OGC dynamic program (ogc.c): fills pinned (n entries) with the
+ * checkpoint set and *predicted_peak with the peak the decomposition
+ * predicts for it (tests compare it with the simulator's). */
+int rm_ogc_plan(uint8_t *pinned, size_t *predicted_peak, const rm_problem *p, const rm_fwd_info *fi, rm_err *e);
+
+#endif

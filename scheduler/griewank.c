@@ -1,0 +1,184 @@
+/* Griewank & Walther's revolve (binomial checkpointing, "Algorithm 799",
+ * 2000) as a Checkmate schedule. Revolve reverses a chain of M unit steps
+ * with s snapshot slots (plus the stored initial state) using the fewest
+ * forward re-evaluations; the recursion ("treeverse") stores the state at
+ * a split point m, reverses (m, b] with s-1 slots, frees m and reverses
+ * (a, m] with s slots.
+ *
+ * The chain here is that of the cut points c_0 < ... < c_M of the forward
+ * graph (every forward node of a chain; Checkmate's "AP log n" on other
+ * graphs), and step i is the block of forward nodes (c_{i-1}, c_i]. The
+ * splits come from the unit-cost recurrence
+ *   F(l, 0) = l(l-1)/2,  F(1, s) = 0,
+ *   F(l, s) = min_{0<j<l} j + F(l-j, s-1) + F(j, s)
+ * (Griewank's optimum: binomial in l and s). Each treeverse split becomes a
+ * snapshot in the shared construction: stored when the reversal of its
+ * interval begins (in the forward pass for the first path of the recursion,
+ * otherwise at the first backward stage that reads a value of the interval)
+ * and kept until the backward pass is done with the blocks to its right
+ * and with the value itself. Everything else is recomputed on demand from
+ * the nearest resident state, which is what revolve's advances do; a block
+ * is recomputed once when first needed and kept until its last reader.
+ * The initial state (node 0, the input) is always kept.
+ *
+ * Departures: revolve assumes unit step costs and sizes; on real graphs the
+ * splits stay those of unit steps (sizes and costs only enter through the
+ * simulator that picks the best s). Slots are swept from 0 to min(M-1, 40);
+ * 40 slots reverse up to C(42, 2) = 861 steps with at most two
+ * recomputations each, so larger s cannot help much. The sweep also offers
+ * the schedule that keeps every forward value (revolve with unlimited slots
+ * and step tapes), so that with memory to spare it recomputes nothing even
+ * where blocks have interiors. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "baseline.h"
+#include "strategy.h"
+
+#define MAX_SLOTS 40
+
+typedef struct revolve {
+    const rm_fwd_info *fi;
+    int M, S;
+    double *F; /* F[l * (S + 1) + s] */
+    int *split;
+    int *first, *last; /* per block 1..M: first/last backward stage reading one of its values */
+    rm_snapshot *snaps;
+    int nsnaps;
+} revolve;
+
+static void treeverse(revolve *r, int a, int b, int s, int in_forward)
+{
+    if (b - a <= 1 || s <= 0) return;
+    int m = a + r->split[(b - a) * (r->S + 1) + s];
+    int node = r->fi->cuts[m];
+    int take = INT_MAX, free_at = r->fi->lastuse[node];
+    for (int i = a + 1; i <= b; i++)
+        if (r->first[i] < take) take = r->first[i];
+    for (int i = m + 1; i <= b; i++)
+        if (r->last[i] > free_at) free_at = r->last[i];
+    if (in_forward) take = node;
+    if (take != INT_MAX && take < free_at) r->snaps[r->nsnaps++] = (rm_snapshot){node, take, free_at};
+    treeverse(r, m, b, s - 1, in_forward);
+    treeverse(r, a, m, s, 0);
+}
+
+static int cmp_snap(const void *x, const void *y)
+{
+    const rm_snapshot *a = x, *b = y;
+    return (a->take > b->take) - (a->take < b->take);
+}
+
+int rm_strategy_griewank(rm_schedule **out, const rm_problem *p, rm_err *e)
+{
+    static const char *name = "griewank";
+    *out = NULL;
+    int rc = rm_baseline_precheck(p, name, e);
+    if (rc) return rc;
+    rm_fwd_info fi;
+    if ((rc = rm_fwd_info_init(&fi, p, e))) return rc;
+    int n = p->n, b0 = fi.b0, M = fi.ncuts - 1;
+    revolve r = {0};
+    r.fi = &fi;
+    r.M = M;
+    r.S = M - 1 < MAX_SLOTS ? M - 1 : MAX_SLOTS;
+    if (r.S < 0) r.S = 0;
+    size_t cells = ((size_t)M + 1) * ((size_t)r.S + 1);
+    r.F = malloc((cells + 1) * sizeof *r.F);
+    r.split = calloc(cells + 1, sizeof *r.split);
+    r.first = malloc(((size_t)M + 2) * sizeof(int));
+    r.last = malloc(((size_t)M + 2) * sizeof(int));
+    r.snaps = malloc(((size_t)M + 2) * sizeof *r.snaps);
+    int *seg = malloc(((size_t)n + 1) * sizeof(int));
+    int *block = malloc(((size_t)n + 1) * sizeof(int));
+    uint8_t *pinned = calloc((size_t)n, 1);
+    rm_best best = {0};
+    if (!r.F || !r.split || !r.first || !r.last || !r.snaps || !seg || !block || !pinned) {
+        rc = rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory", name);
+        goto done;
+    }
+    if (M < 1) { /* no forward chain to reverse */
+        rm_schedule *sch;
+        if (!(rc = rm_build_schedule(&sch, p, &fi, NULL, NULL, NULL, 0, e))) rc = rm_best_offer(&best, sch, p, e);
+        if (!rc) rc = rm_best_finish(out, &best, p, name, e);
+        goto done;
+    }
+    /* Blocks: node 0 (c_0) is the stored initial state; block i holds
+     * (c_{i-1}, c_i]. */
+    pinned[0] = 1;
+    block[0] = 0;
+    seg[0] = -1;
+    for (int i = 1, v = 1; i <= M; i++)
+        for (; v <= fi.cuts[i]; v++) {
+            block[v] = i;
+            seg[v] = i - 1;
+        }
+    for (int i = 0; i <= M + 1; i++) {
+        r.first[i] = INT_MAX;
+        r.last[i] = -1;
+    }
+    for (int t = b0; t < n; t++)
+        for (int d = 0; d < p->nodes[t].ndeps; d++) {
+            int u = p->nodes[t].deps[d];
+            if (u >= b0 || block[u] == 0) continue;
+            if (t < r.first[block[u]]) r.first[block[u]] = t;
+            if (t > r.last[block[u]]) r.last[block[u]] = t;
+        }
+    for (int l = 1; l <= M; l++)
+        for (int s = 0; s <= r.S; s++) {
+            double *f = &r.F[l * (r.S + 1) + s];
+            if (l == 1) {
+                *f = 0;
+            } else if (s == 0) {
+                *f = 0.5 * l * (l - 1);
+            } else {
+                *f = -1;
+                for (int j = 1; j < l; j++) {
+                    double c = j + r.F[(l - j) * (r.S + 1) + s - 1] + r.F[j * (r.S + 1) + s];
+                    if (*f < 0 || c < *f) {
+                        *f = c;
+                        r.split[l * (r.S + 1) + s] = j;
+                    }
+                }
+            }
+        }
+    for (int s = 0; s <= r.S; s++) {
+        r.nsnaps = 0;
+        treeverse(&r, 0, M, s, 1);
+        qsort(r.snaps, (size_t)r.nsnaps, sizeof *r.snaps, cmp_snap);
+        rm_schedule *sch;
+        if ((rc = rm_build_schedule(&sch, p, &fi, pinned, seg, r.snaps, r.nsnaps, e))) goto done;
+        if ((rc = rm_best_offer(&best, sch, p, e))) {
+            rm_err_context(e, "%s", name);
+            goto done;
+        }
+    }
+    {
+        /* The top of the memory range: every forward value kept, where
+         * revolve ends up when slots (and the steps' tapes) are unlimited. */
+        uint8_t *all = malloc((size_t)n);
+        rm_schedule *sch;
+        if (!all) {
+            rc = rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory", name);
+            goto done;
+        }
+        for (int v = 0; v < n; v++) all[v] = v < b0;
+        rc = rm_build_from_checkpoints(&sch, p, &fi, all, e);
+        free(all);
+        if (rc || (rc = rm_best_offer(&best, sch, p, e))) goto done;
+    }
+    rc = rm_best_finish(out, &best, p, name, e);
+done:
+    rm_schedule_free(best.s);
+    free(r.F);
+    free(r.split);
+    free(r.first);
+    free(r.last);
+    free(r.snaps);
+    free(seg);
+    free(block);
+    free(pinned);
+    rm_fwd_info_free(&fi);
+    return rc;
+}

@@ -1,0 +1,205 @@
+/* Checkmate's two-phase LP rounding (Jain et al., MLSys 2020, section 5):
+ * round the retention matrix S of the LP relaxation, then compute the
+ * cheapest R for that S exactly. It is the scalable fallback when the MILP is
+ * out of reach, and the incumbent that makes lp_solve's branch and bound
+ * usable at all. Every candidate is judged by rm_simulate. */
+#include <float.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "milp.h"
+#include "rng.h"
+#include "simulate.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void rm_lp_round_options_default(rm_lp_round_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->seeds = 16;
+    o->seed = 0x5eed;
+    o->levers = RM_MILP_DEFAULT;
+}
+
+int rm_milp_cheapest_R(rm_schedule *s, const rm_problem *p, rm_err *e)
+{
+    if (!s || !p || s->n != p->n) return rm_errorf(e, RM_ERR_INVALID, "cheapest R: schedule and problem sizes differ");
+    int n = p->n;
+    uint8_t *mark = calloc((size_t)n + 1, 1), *read = calloc((size_t)n + 1, 1);
+    if (!mark || !read) {
+        free(mark);
+        free(read);
+        return rm_errorf(e, RM_ERR_NOMEM, "cheapest R: out of memory (n = %d)", n);
+    }
+    /* S[t][i] is only meaningful for i < t; anything else would be read as
+     * a second resident copy. */
+    for (int t = 0; t < n; t++)
+        for (int i = t; i < n; i++) *rm_S(s, t, i) = 0;
+    /* Backwards, so that S[t+1] is final (cleaned) before stage t decides
+     * what it must produce for it. */
+    for (int t = n - 1; t >= 0; t--) {
+        memset(mark, 0, (size_t)n);
+        memset(read, 0, (size_t)n);
+        mark[t] = 1;
+        if (t + 1 < n)
+            for (int i = 0; i < t; i++)
+                if (rm_S_at(s, t + 1, i) && !rm_S_at(s, t, i)) mark[i] = 1; /* S[t+1] <= S[t] + R[t] */
+        /* Dependencies have smaller indices, so one descending pass closes
+         * the set: every marked node is forced by t or by retention. */
+        for (int i = t; i >= 0; i--) {
+            *rm_R(s, t, i) = mark[i];
+            if (!mark[i]) continue;
+            const rm_problem_node *nd = &p->nodes[i];
+            for (int d = 0; d < nd->ndeps; d++) {
+                int j = nd->deps[d];
+                read[j] = 1;
+                if (!rm_S_at(s, t, j)) mark[j] = 1;
+            }
+        }
+        for (int i = t + 1; i < n; i++) *rm_R(s, t, i) = 0;
+        /* A retained value nothing reads and nothing carries only costs
+         * memory in the MILP's accounting; drop it. */
+        for (int i = 0; i < t; i++)
+            if (rm_S_at(s, t, i) && !read[i] && !(t + 1 < n && rm_S_at(s, t + 1, i))) *rm_S(s, t, i) = 0;
+    }
+    free(mark);
+    free(read);
+    return RM_OK;
+}
+
+void rm_milp_checkpoint_all(rm_schedule *s, const rm_problem *p)
+{
+    int n = p->n;
+    memset(s->R, 0, (size_t)n * (size_t)n);
+    memset(s->S, 0, (size_t)n * (size_t)n);
+    for (int k = 0; k < n; k++) {
+        *rm_R(s, k, k) = 1;
+        const rm_problem_node *nd = &p->nodes[k];
+        for (int d = 0; d < nd->ndeps; d++) {
+            int j = nd->deps[d];
+            for (int t = j + 1; t <= k; t++) *rm_S(s, t, j) = 1; /* keep j until its last reader */
+        }
+    }
+}
+
+/* Activation budget in bytes; 0 = unlimited (or nothing left after the fixed bytes, see fits()). */
+static int fits(const rm_problem *p, size_t peak)
+{
+    if (p->budget == 0) return 1;
+    if (p->fixed_bytes > p->budget) return 0;
+    return peak <= p->budget - p->fixed_bytes;
+}
+
+int rm_lp_round_from(rm_schedule **out, rm_lp_round_result *info, const rm_problem *p, const double *S_frac,
+                     double lp_bound, const rm_lp_round_options *opt, rm_err *e)
+{
+    double t0 = now_s();
+    rm_lp_round_options dflt;
+    if (!opt) {
+        rm_lp_round_options_default(&dflt);
+        opt = &dflt;
+    }
+    if (!out || !p || !S_frac || p->n <= 0) return rm_errorf(e, RM_ERR_INVALID, "lp_round: bad arguments");
+    *out = NULL;
+    int n = p->n, rc;
+    rm_schedule *cand = NULL, *best = NULL;
+    rm_sim_result best_sim = {0};
+    double best_thr = -1;
+    int best_seed = -1, tried = 0, fitted = 0;
+    if ((rc = rm_schedule_create(&cand, n, e)) != RM_OK) return rc;
+    if ((rc = rm_schedule_create(&best, n, e)) != RM_OK) {
+        rm_schedule_free(cand);
+        return rc;
+    }
+    int have_best = 0;
+    /* 0.5 first (the paper's deterministic rounding); lower thresholds keep
+     * more and recompute less, higher ones fit tighter budgets. */
+    static const double thresholds[] = {0.5, 0.4, 0.6, 0.3, 0.7, 0.2, 0.8, 0.1, 0.9, 0.02, 0.98};
+    int nthr = (int)(sizeof thresholds / sizeof thresholds[0]);
+    int total = nthr + (opt->seeds > 0 ? opt->seeds : 0);
+    for (int c = 0; c < total; c++) {
+        rm_rng rng = rm_rng_make(opt->seed + (uint64_t)(c - nthr));
+        memset(cand->S, 0, (size_t)n * (size_t)n);
+        for (int t = 1; t < n; t++)
+            for (int i = 0; i < t; i++) {
+                double v = S_frac[(size_t)t * (size_t)n + (size_t)i];
+                int keep = c < nthr ? v >= thresholds[c] : rm_rng_uniform(&rng) < v;
+                *rm_S(cand, t, i) = (uint8_t)keep;
+            }
+        if ((rc = rm_milp_cheapest_R(cand, p, e)) != RM_OK) goto fail;
+        rm_sim_result sim;
+        if ((rc = rm_simulate(&sim, p, cand, e)) != RM_OK) {
+            rm_err_context(e, "lp_round: a rounded schedule was rejected by the simulator");
+            goto fail;
+        }
+        tried++;
+        if (!fits(p, sim.peak_bytes)) continue;
+        fitted++;
+        if (!have_best || sim.cost < best_sim.cost ||
+            (sim.cost == best_sim.cost && sim.peak_bytes < best_sim.peak_bytes)) {
+            have_best = 1;
+            best_sim = sim;
+            memcpy(best->R, cand->R, (size_t)n * (size_t)n);
+            memcpy(best->S, cand->S, (size_t)n * (size_t)n);
+            best_thr = c < nthr ? thresholds[c] : -1;
+            best_seed = c < nthr ? -1 : c - nthr;
+        }
+    }
+    rm_schedule_free(cand);
+    cand = NULL;
+    if (info) {
+        memset(info, 0, sizeof *info);
+        info->lp_bound = lp_bound;
+        info->tried = tried;
+        info->fitted = fitted;
+        info->threshold = best_thr;
+        info->seed_index = best_seed;
+        info->seconds = now_s() - t0;
+    }
+    if (!have_best) {
+        rm_schedule_free(best);
+        return rm_errorf(e, RM_ERR_INFEASIBLE,
+                         "lp_round: none of %d roundings of the LP relaxation fits the activation budget of %zu bytes",
+                         tried, p->budget > p->fixed_bytes ? p->budget - p->fixed_bytes : (size_t)0);
+    }
+    if (info) {
+        info->objective = best_sim.cost;
+        info->peak_bytes = best_sim.peak_bytes;
+        info->gap = best_sim.cost > 0 ? (best_sim.cost - lp_bound) / best_sim.cost : 0;
+        if (info->gap < 0) info->gap = 0;
+    }
+    *out = best;
+    return RM_OK;
+fail:
+    rm_schedule_free(cand);
+    rm_schedule_free(best);
+    return rc;
+}
+
+int rm_strategy_lp_round(rm_schedule **out, rm_lp_round_result *info, const rm_problem *p,
+                         const rm_lp_round_options *opt, rm_err *e)
+{
+    double t0 = now_s();
+    rm_lp_round_options dflt;
+    if (!opt) {
+        rm_lp_round_options_default(&dflt);
+        opt = &dflt;
+    }
+    rm_milp_relaxation rel;
+    int rc = rm_milp_relax(&rel, p, opt->levers, opt->time_limit_s, e);
+    if (rc != RM_OK) return rc;
+    rc = rm_lp_round_from(out, info, p, rel.S, rel.bound, opt, e);
+    if (info) {
+        info->lp_bound = rel.bound;
+        info->lp_seconds = rel.seconds;
+        info->seconds = now_s() - t0;
+    }
+    rm_milp_relaxation_free(&rel);
+    return rc;
+}

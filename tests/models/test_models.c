@@ -1,0 +1,156 @@
+/* The built-in model configs (every one parses; parameter counts equal
+ * torchvision's exactly) and the `remat graph` command driven like a user
+ * would, through rm_cli_main. */
+#include <criterion/criterion.h>
+#include <criterion/redirect.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "model.h"
+
+static rm_model *load_builtin(const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/models/%s.cfg", REMAT_SOURCE_DIR, name);
+    rm_model *m = NULL;
+    rm_err e = {RM_OK, ""};
+    cr_assert_eq(rm_model_load(&m, path, &e), RM_OK, "%s: %s", name, e.msg);
+    return m;
+}
+
+Test(models_builtin, every_config_parses)
+{
+    const char *names[] = {"vgg11",     "vgg13",     "vgg16",    "vgg19",    "resnet18",    "resnet34", "resnet50",
+                           "resnet101", "resnet152", "unet",     "vgg-tiny", "resnet-tiny", "unet-tiny"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        rm_model *m = load_builtin(names[k]);
+        const rm_model_layer *last = &m->layers[m->nlayers - 1];
+        cr_assert(last->desc->kind == RM_LAYER_SOFTMAX_XENT || last->desc->kind == RM_LAYER_PIXEL_SOFTMAX_XENT);
+        rm_model_free(m);
+    }
+}
+
+Test(models_builtin, torchvision_parameter_counts)
+{
+    const struct {
+        const char *name;
+        size_t params;
+    } want[] = {
+        {"vgg11", 132863336},    {"vgg13", 133047848},    {"vgg16", 138357544},
+        {"vgg19", 143667240},    {"resnet18", 11689512},  {"resnet34", 21797672},
+        {"resnet50", 25557032},  {"resnet101", 44549160}, {"resnet152", 60192808},
+    };
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        rm_model *m = load_builtin(want[k].name);
+        cr_assert(rm_shape_equal(m->input, rm_shape_make(1, 3, 224, 224)));
+        cr_assert_eq(m->layers[m->nlayers - 1].in_shape[0].c, 1000);
+        cr_assert_eq(m->param_count, want[k].params, "%s: %zu parameters, torchvision has %zu", want[k].name,
+                     m->param_count, want[k].params);
+        rm_model_free(m);
+    }
+}
+
+Test(models_builtin, shapes_of_the_big_models)
+{
+    rm_model *m = load_builtin("resnet50");
+    int i = rm_model_find(m, "layer4.2.relu3");
+    cr_assert_geq(i, 0);
+    cr_assert(rm_shape_equal(m->layers[i].out_shape, rm_shape_make(1, 2048, 7, 7)));
+    i = rm_model_find(m, "layer3.0.downsample");
+    cr_assert_geq(i, 0);
+    cr_assert_eq(m->layers[i].cfg.stride, 2);
+    cr_assert_eq(m->layers[i].inputs[0], rm_model_find(m, "layer2.3.relu3"));
+    rm_model_free(m);
+
+    m = load_builtin("unet");
+    cr_assert(rm_shape_equal(m->input, rm_shape_make(1, 3, 256, 256)));
+    i = rm_model_find(m, "bottom.relu2");
+    cr_assert(rm_shape_equal(m->layers[i].out_shape, rm_shape_make(1, 1024, 16, 16)));
+    i = rm_model_find(m, "up4.concat");
+    cr_assert(rm_shape_equal(m->layers[i].out_shape, rm_shape_make(1, 1024, 32, 32)));
+    cr_assert(rm_shape_equal(m->layers[m->nlayers - 1].in_shape[0], rm_shape_make(1, 2, 256, 256)));
+    rm_model_free(m);
+
+    m = load_builtin("resnet-tiny");
+    int proj = 0, ident = 0;
+    for (int k = 0; k < m->nlayers; k++)
+        if (m->layers[k].desc->kind == RM_LAYER_ADD) {
+            const rm_model_layer *other = &m->layers[m->layers[k].inputs[1]];
+            if (other->desc->kind == RM_LAYER_BATCHNORM2D) proj++;
+            else ident++;
+        }
+    cr_assert_eq(proj, 1);
+    cr_assert_eq(ident, 1);
+    rm_model_free(m);
+}
+
+static int run_cli(int argc, const char **args)
+{
+    char *argv[16];
+    for (int i = 0; i < argc; i++) argv[i] = (char *)args[i];
+    argv[argc] = NULL;
+    return rm_cli_main(argc, argv);
+}
+
+static void quiet(void)
+{
+    cr_redirect_stdout();
+    cr_redirect_stderr();
+}
+
+TestSuite(models_cli, .init = quiet);
+
+Test(models_cli, bad_config_fails)
+{
+    char dir[] = "/tmp/remat_cli_XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/bad.cfg", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs("[net]\nchannels=3\nheight=8\nwidth=8\n[conv]\nfilterz=3\n", f);
+    fclose(f);
+    cr_assert_eq(run_cli(6, (const char *[]){"remat", "graph", "--model", path, "--batch", "2"}), 1);
+    remove(path);
+    rmdir(dir);
+}
+
+Test(models_cli, bad_arguments_fail)
+{
+    char model[512];
+    snprintf(model, sizeof model, "%s/models/vgg-tiny.cfg", REMAT_SOURCE_DIR);
+    cr_assert_eq(run_cli(6, (const char *[]){"remat", "graph", "--model", "/nonexistent.cfg", "--batch", "2"}), 1);
+    cr_assert_eq(run_cli(4, (const char *[]){"remat", "graph", "--model", model}), 1);
+    cr_assert_eq(run_cli(6, (const char *[]){"remat", "graph", "--model", model, "--batch", "0"}), 1);
+    cr_assert_eq(run_cli(6, (const char *[]){"remat", "graph", "--model", model, "--batch", "2x"}), 1);
+    cr_assert_eq(run_cli(5, (const char *[]){"remat", "graph", "--model", model, "--batch"}), 1);
+    cr_assert_eq(run_cli(7, (const char *[]){"remat", "graph", "--model", model, "--batch", "2", "--bogus"}), 1);
+    cr_assert_eq(run_cli(3, (const char *[]){"remat", "graph", "--help"}), 0);
+}
+
+Test(models_cli, report_and_dot)
+{
+    char model[512], dot[256];
+    snprintf(model, sizeof model, "%s/models/resnet-tiny.cfg", REMAT_SOURCE_DIR);
+    char dir[] = "/tmp/remat_cli_XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(dot, sizeof dot, "%s/g.dot", dir);
+    int rc = run_cli(8, (const char *[]){"remat", "graph", "--model", model, "--batch", "4", "--dot", dot});
+    cr_assert_eq(rc, 0);
+    FILE *f = fopen(dot, "r");
+    cr_assert_not_null(f);
+    char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    cr_assert(!strncmp(buf, "digraph", 7));
+    cr_assert(strstr(buf, "\"loss\\n"));
+    cr_assert(strstr(buf, "layer1.0.relu1.gradsum") == NULL, "only outputs read twice get a grad-sum");
+    cr_assert(strstr(buf, "layer1.0.add.grad"));
+    cr_assert(strstr(buf, "penwidth=3"), "the loss is highlighted");
+    remove(dot);
+    rmdir(dir);
+}

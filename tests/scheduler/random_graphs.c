@@ -1,0 +1,184 @@
+/* Seeded problem generators for the scheduler tests; see random_graphs.h. */
+#include "random_graphs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rng.h"
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sorts, dedups and stores deps[0..nd) into node i. */
+static int set_deps(rm_problem *p, int i, int *deps, int nd)
+{
+    qsort(deps, (size_t)nd, sizeof *deps, cmp_int);
+    int m = 0;
+    for (int k = 0; k < nd; k++)
+        if (m == 0 || deps[m - 1] != deps[k]) deps[m++] = deps[k];
+    rm_err e = {0};
+    return rm_problem_set_deps(p, i, deps, m, &e);
+}
+
+rm_problem *rg_problem_make(int n, const size_t *bytes, const double *cost, const char *const *deps)
+{
+    rm_problem *p;
+    rm_err e = {0};
+    if (rm_problem_create(&p, n, &e)) return NULL;
+    int *buf = malloc((size_t)(n > 0 ? n : 1) * sizeof *buf);
+    for (int i = 0; i < n; i++) {
+        snprintf(p->nodes[i].name, sizeof p->nodes[i].name, "n%d", i);
+        p->nodes[i].bytes = bytes[i];
+        p->nodes[i].cost = cost ? cost[i] : 1.0;
+        p->nodes[i].tag = RM_TAG_FORWARD;
+        int nd = 0;
+        for (const char *s = deps[i]; *s;) {
+            char *end;
+            long v = strtol(s, &end, 10);
+            if (end == s || nd >= n) goto fail;
+            buf[nd++] = (int)v;
+            s = *end == ',' ? end + 1 : end;
+        }
+        if (set_deps(p, i, buf, nd)) goto fail;
+    }
+    free(buf);
+    if (rm_problem_validate(p, &e)) {
+        rm_problem_free(p);
+        return NULL;
+    }
+    return p;
+fail:
+    free(buf);
+    rm_problem_free(p);
+    return NULL;
+}
+
+static size_t rand_bytes(rm_rng *r, size_t max_bytes)
+{
+    size_t units = max_bytes / 16 ? max_bytes / 16 : 1;
+    return 16 * (1 + (size_t)(rm_rng_next(r) % units));
+}
+
+rm_problem *rg_training_problem(uint64_t seed, const rg_options *opt)
+{
+    int F = opt->forward < 2 ? 2 : opt->forward;
+    rm_rng r = rm_rng_make(seed * 0x9e3779b97f4a7c15ULL + 12345);
+    /* Forward structure first: fdeps[i] (up to 3 deps per layer). */
+    int (*fdeps)[3] = calloc((size_t)F, sizeof *fdeps);
+    int *nfd = calloc((size_t)F, sizeof *nfd);
+    int *nconsumers = calloc((size_t)F + 1, sizeof *nconsumers);
+    for (int i = 1; i < F; i++) {
+        int primary = i - 1;
+        if (i >= 2 && rm_rng_uniform(&r) < opt->branch_prob) primary = i - 2;
+        fdeps[i][nfd[i]++] = primary;
+        if (i >= 2 && rm_rng_uniform(&r) < opt->skip_prob) {
+            int lo = opt->max_skip > 0 && i - opt->max_skip > 0 ? i - opt->max_skip : 0;
+            int j = lo + (int)(rm_rng_next(&r) % (uint64_t)(i - lo));
+            if (j != primary) fdeps[i][nfd[i]++] = j;
+        }
+    }
+    /* Every value but the last forward one must be read by a later layer. */
+    for (int i = 1; i < F; i++)
+        for (int k = 0; k < nfd[i]; k++) nconsumers[fdeps[i][k]]++;
+    for (int v = 0; v + 1 < F; v++)
+        if (nconsumers[v] == 0) {
+            fdeps[v + 1][nfd[v + 1]++] = v;
+            nconsumers[v]++;
+        }
+    nconsumers[F - 1] = 1; /* the loss */
+
+    int grad_sums = 0;
+    for (int v = 1; v < F; v++) grad_sums += nconsumers[v] > 1;
+    int L = F, n = F + 1 + (F - 1) + 1 + grad_sums; /* forward, loss, layer backwards, loss backward, sums */
+    rm_problem *p;
+    rm_err e = {0};
+    if (rm_problem_create(&p, n, &e)) return NULL;
+    p->fixed_bytes = rand_bytes(&r, opt->max_bytes);
+    int buf[64];
+    for (int i = 0; i < F; i++) {
+        rm_problem_node *nd = &p->nodes[i];
+        snprintf(nd->name, sizeof nd->name, i == 0 ? "input" : "f%d", i);
+        nd->tag = RM_TAG_FORWARD;
+        nd->bytes = rand_bytes(&r, opt->max_bytes);
+        nd->cost = i == 0 ? 0.0 : (double)(1 + rm_rng_next(&r) % 10);
+        memcpy(buf, fdeps[i], sizeof fdeps[i]);
+        set_deps(p, i, buf, nfd[i]);
+    }
+    snprintf(p->nodes[L].name, RM_NAME_LEN, "loss");
+    p->nodes[L].tag = RM_TAG_LOSS;
+    p->nodes[L].bytes = 16;
+    p->nodes[L].cost = 1;
+    buf[0] = F - 1;
+    set_deps(p, L, buf, 1);
+
+    /* Backward: the loss layer, then layers F-1..1. bnode[c] is layer c's
+     * backward node (c == F: the loss); gsrc[v] where the gradient of v is. */
+    int *bnode = calloc((size_t)F + 1, sizeof *bnode);
+    int next = L + 1;
+    for (int c = F; c >= 1; c--) {
+        int nb = 0;
+        int reads_in = c == F || rm_rng_uniform(&r) < 0.7;
+        int reads_out = c != F && rm_rng_uniform(&r) < 0.3;
+        if (c < F) {
+            /* The gradient of c's output: one consumer's backward, or a sum. */
+            int cons[256], ncons = 0;
+            for (int u = c + 1; u <= F; u++) {
+                const rm_problem_node *un = &p->nodes[u];
+                for (int k = 0; k < un->ndeps; k++)
+                    if (un->deps[k] == c && ncons < 256) cons[ncons++] = bnode[u];
+            }
+            int g = cons[0];
+            if (ncons > 1) {
+                g = next++;
+                rm_problem_node *sn = &p->nodes[g];
+                snprintf(sn->name, sizeof sn->name, "f%d.gradsum", c);
+                sn->tag = RM_TAG_BACKWARD;
+                sn->bytes = p->nodes[c].bytes;
+                sn->cost = (double)ncons - 1;
+                set_deps(p, g, cons, ncons);
+            }
+            buf[nb++] = g;
+        }
+        const rm_problem_node *fn = &p->nodes[c];
+        size_t gbytes = 0;
+        for (int k = 0; k < fn->ndeps; k++) {
+            if (reads_in) buf[nb++] = fn->deps[k];
+            if (fn->deps[k] != 0) gbytes += p->nodes[fn->deps[k]].bytes; /* the input batch needs no gradient */
+        }
+        if (reads_out) buf[nb++] = c;
+        int b = next++;
+        bnode[c] = b;
+        rm_problem_node *bn = &p->nodes[b];
+        snprintf(bn->name, sizeof bn->name, c == F ? "loss.grad" : "f%d.grad", c);
+        bn->tag = RM_TAG_BACKWARD;
+        bn->bytes = gbytes;
+        bn->cost = 2 * fn->cost;
+        set_deps(p, b, buf, nb);
+    }
+    free(bnode);
+    free(fdeps);
+    free(nfd);
+    free(nconsumers);
+    if (next != n || rm_problem_validate(p, &e)) {
+        rm_problem_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+rm_problem *rg_chain_problem(uint64_t seed, int forward, size_t max_bytes)
+{
+    rg_options o = {forward, 0.0, 0.0, 0, max_bytes};
+    return rg_training_problem(seed, &o);
+}
+
+int rg_loss_index(const rm_problem *p)
+{
+    for (int i = 0; i < p->n; i++)
+        if (p->nodes[i].tag == RM_TAG_LOSS) return i;
+    return -1;
+}

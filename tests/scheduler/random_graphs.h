@@ -1,0 +1,38 @@
+/* Test problems for the scheduler suites: small hand-built problems from
+ * readable dependency strings, and seeded random training graphs shaped like
+ * the tracer's output (a forward DAG with skips and branches, a loss, then a
+ * backward node per layer in reverse order that reads the gradient of its
+ * output and, like real layers, its inputs and/or its output; grad-sum nodes
+ * where a value has several consumers). Shared by test_simulate.c,
+ * test_baselines.c and the MILP tests. */
+#ifndef REMAT_TEST_RANDOM_GRAPHS_H
+#define REMAT_TEST_RANDOM_GRAPHS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "problem.h"
+
+/* n nodes with the given output bytes and deps ("" or "0,2"); cost[i] = 1 when
+ * cost is NULL; all tagged forward. Returns NULL on a bad spec. */
+rm_problem *rg_problem_make(int n, const size_t *bytes, const double *cost, const char *const *deps);
+
+typedef struct rg_options {
+    int forward;         /* forward nodes including the input node (>= 2) */
+    double skip_prob;    /* chance a layer also reads a random earlier value (residual/U-Net skip) */
+    double branch_prob;  /* chance a layer reads the value before its predecessor (parallel branches) */
+    int max_skip;        /* how far back a skip may reach (0 = anywhere) */
+    size_t max_bytes;    /* node sizes are uniform multiples of 16 in [16, max_bytes] */
+} rg_options;
+
+/* A random training graph: forward nodes 0..forward-1 (node 0 the input, cost
+ * 0), the loss, then the backward and grad-sum nodes. Deterministic in seed. */
+rm_problem *rg_training_problem(uint64_t seed, const rg_options *opt);
+
+/* A training graph on a forward chain (no skips, no branches). */
+rm_problem *rg_chain_problem(uint64_t seed, int forward, size_t max_bytes);
+
+/* Index of the loss node of a problem from the generators above. */
+int rg_loss_index(const rm_problem *p);
+
+#endif

@@ -1,0 +1,296 @@
+/* The problem and schedule file formats: round trips, the documented
+ * example, and one malformed file per error, each of which must name the
+ * offending line. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "random_graphs.h"
+#include "schedule.h"
+#include "simulate.h"
+#include "strategy.h"
+
+/* A fresh temporary file holding text (tests run in parallel). */
+static void temp_file(char *path, size_t len, const char *text)
+{
+    snprintf(path, len, "/tmp/remat_test_XXXXXX");
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    size_t n = strlen(text);
+    cr_assert_eq(write(fd, text, n), (ssize_t)n);
+    close(fd);
+}
+
+static char *slurp(const char *path)
+{
+    FILE *fp = fopen(path, "r");
+    cr_assert_not_null(fp);
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    cr_assert_eq(fread(buf, 1, (size_t)n, fp), (size_t)n);
+    buf[n] = '\0';
+    fclose(fp);
+    return buf;
+}
+
+/* The example of docs/problem-format.md. */
+static const char *example =
+    "# A two-layer training graph (docs/problem-format.md)\n"
+    "problem 7 4096 20000\n"
+    "# index name tag cost bytes deps\n"
+    "0 input forward 0 1024 -\n"
+    "1 fc1 forward 2048 2048 0\n"
+    "2 relu1 forward 512 2048 1\n"
+    "3 loss loss 64 4 2\n"
+    "4 loss.grad backward 64 2048 2,3\n"
+    "5 relu1.grad backward 512 2048 2,4\n"
+    "6 fc1.grad backward 4096 0 0,5\n";
+
+Test(problem_file, reads_documented_example)
+{
+    char path[64];
+    temp_file(path, sizeof path, example);
+    rm_problem *p;
+    rm_err e = {0};
+    cr_assert_eq(rm_problem_read(&p, path, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(p->n, 7);
+    cr_assert_eq(p->fixed_bytes, 4096);
+    cr_assert_eq(p->budget, 20000);
+    cr_assert_str_eq(p->nodes[5].name, "relu1.grad");
+    cr_assert_eq(p->nodes[3].tag, RM_TAG_LOSS);
+    cr_assert_eq(p->nodes[6].tag, RM_TAG_BACKWARD);
+    cr_assert_float_eq(p->nodes[6].cost, 4096.0, 0);
+    cr_assert_eq(p->nodes[6].bytes, 0);
+    cr_assert_eq(p->nodes[4].ndeps, 2);
+    cr_assert_eq(p->nodes[4].deps[1], 3);
+    cr_assert_eq(p->nodes[0].ndeps, 0);
+    rm_schedule *s;
+    cr_assert_eq(rm_strategy_checkpoint_all(&s, p, &e), RM_OK, "%s", e.msg);
+    rm_schedule_free(s);
+    rm_problem_free(p);
+    unlink(path);
+}
+
+Test(problem_file, round_trip)
+{
+    for (uint64_t seed = 1; seed <= 10; seed++) {
+        rg_options o = {5 + (int)seed * 3, 0.3, 0.2, 0, 1 << 20};
+        rm_problem *p = rg_training_problem(seed, &o);
+        cr_assert_not_null(p);
+        p->budget = 123456789 * seed;
+        p->nodes[1].cost = 1.0 / 3.0; /* needs all 17 digits */
+        p->nodes[2].name[0] = '\0';
+        char path[64], path2[64];
+        temp_file(path, sizeof path, "");
+        temp_file(path2, sizeof path2, "");
+        rm_err e = {0};
+        cr_assert_eq(rm_problem_write(p, path, &e), RM_OK, "%s", e.msg);
+        rm_problem *q;
+        cr_assert_eq(rm_problem_read(&q, path, &e), RM_OK, "%s", e.msg);
+        cr_assert_eq(q->n, p->n);
+        cr_assert_eq(q->fixed_bytes, p->fixed_bytes);
+        cr_assert_eq(q->budget, p->budget);
+        for (int i = 0; i < p->n; i++) {
+            cr_assert_str_eq(q->nodes[i].name, p->nodes[i].name);
+            cr_assert_eq(q->nodes[i].tag, p->nodes[i].tag);
+            cr_assert(q->nodes[i].cost == p->nodes[i].cost);
+            cr_assert_eq(q->nodes[i].bytes, p->nodes[i].bytes);
+            cr_assert_eq(q->nodes[i].ndeps, p->nodes[i].ndeps);
+            for (int k = 0; k < p->nodes[i].ndeps; k++) cr_assert_eq(q->nodes[i].deps[k], p->nodes[i].deps[k]);
+        }
+        cr_assert_eq(rm_problem_write(q, path2, &e), RM_OK, "%s", e.msg);
+        char *a = slurp(path), *b = slurp(path2);
+        cr_assert_str_eq(a, b);
+        free(a);
+        free(b);
+        unlink(path);
+        unlink(path2);
+        rm_problem_free(p);
+        rm_problem_free(q);
+    }
+}
+
+/* Reads text and expects a parse error naming "path:line:" and saying what. */
+static void expect_error(const char *text, int line, const char *what)
+{
+    char path[64], where[96];
+    temp_file(path, sizeof path, text);
+    rm_problem *p = (rm_problem *)1;
+    rm_err e = {0};
+    cr_assert_eq(rm_problem_read(&p, path, &e), RM_ERR_PARSE, "expected a parse error for:\n%s\ngot: %s", text, e.msg);
+    cr_assert_null(p);
+    snprintf(where, sizeof where, "%s:%d:", path, line);
+    cr_assert(strstr(e.msg, where), "message '%s' should name %s", e.msg, where);
+    cr_assert(strstr(e.msg, what), "message '%s' should say '%s'", e.msg, what);
+    unlink(path);
+}
+
+#define HDR "problem 3 0\n"
+
+Test(problem_file, malformed_files_name_the_line)
+{
+    expect_error("", 1, "empty file");
+    expect_error("# nothing\n\n", 3, "empty file");
+    expect_error("nodes 3\n", 1, "header");
+    expect_error("problem 3 0 0 junk\n", 1, "trailing junk");
+    expect_error("problem x 0\n", 1, "not a non-negative integer");
+    expect_error("problem 3 -5\n", 1, "negative");
+    expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 2\n2 c forward 1 8 1\n", 3, "later node 2");
+    expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 1\n2 c forward 1 8 1\n", 3, "itself");
+    expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 0\n2 c forward 1 8 9\n", 4, "outside 0..2");
+    expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 -1\n2 c forward 1 8 1\n", 3, "outside 0..2");
+    expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 0,0\n2 c forward 1 8 1\n", 3, "twice");
+    expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 0,\n2 c forward 1 8 1\n", 3, "empty entry");
+    expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 -8 0\n2 c forward 1 8 1\n", 3, "negative");
+    expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8k 0\n2 c forward 1 8 1\n", 3, "not a non-negative integer");
+    expect_error(HDR "0 a forward 1 8 -\n1 b forward -2 8 0\n2 c forward 1 8 1\n", 3, "negative");
+    expect_error(HDR "0 a forward 1 8 -\n1 b forward abc 8 0\n2 c forward 1 8 1\n", 3, "not a finite number");
+    expect_error(HDR "0 a forward nan 8 -\n", 2, "not a finite number");
+    expect_error(HDR "0 a forward 1 8 - extra\n", 2, "trailing junk 'extra'");
+    expect_error(HDR "0 a forward 1 8\n", 2, "expected 6");
+    expect_error(HDR "0 a sideways 1 8 -\n", 2, "unknown tag");
+    expect_error(HDR "0 a forward 1 8 -\n0 a forward 1 8 -\n", 3, "defined twice (first at line 2)");
+    expect_error(HDR "0 a forward 1 8 -\n2 c forward 1 8 0\n", 3, "expected node 1");
+    expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 0\n", 4, "end of file after 2 node lines");
+    expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 0\n2 c forward 1 8 1\n3 d forward 1 8 2\n", 5,
+                 "more node lines than the 3");
+    expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 0\n2 c forward 1 8 1\n1 b forward 1 8 0\n", 5,
+                 "defined twice (first at line 3)");
+}
+
+Test(problem_file, missing_file_is_io_error)
+{
+    rm_problem *p;
+    rm_err e = {0};
+    cr_assert_eq(rm_problem_read(&p, "/nonexistent/remat.txt", &e), RM_ERR_IO);
+    cr_assert(strstr(e.msg, "/nonexistent/remat.txt"));
+}
+
+Test(problem_file, write_rejects_unwritable_names)
+{
+    rm_problem *p = rg_chain_problem(3, 4, 64);
+    snprintf(p->nodes[1].name, RM_NAME_LEN, "has space");
+    char path[64];
+    temp_file(path, sizeof path, "");
+    rm_err e = {0};
+    cr_assert_eq(rm_problem_write(p, path, &e), RM_ERR_INVALID);
+    cr_assert(strstr(e.msg, "node 1"), "%s", e.msg);
+    unlink(path);
+    rm_problem_free(p);
+}
+
+static void schedule_round_trip(rm_problem *p, rm_schedule *s)
+{
+    char path[64];
+    temp_file(path, sizeof path, "");
+    rm_err e = {0};
+    cr_assert_eq(rm_schedule_write(s, p, path, &e), RM_OK, "%s", e.msg);
+    rm_schedule *q;
+    cr_assert_eq(rm_schedule_read(&q, p, path, &e), RM_OK, "%s", e.msg);
+    size_t nn = (size_t)p->n * (size_t)p->n;
+    cr_assert(memcmp(q->R, s->R, nn) == 0);
+    cr_assert(memcmp(q->S, s->S, nn) == 0);
+    rm_schedule_free(q);
+    unlink(path);
+}
+
+Test(schedule_file, round_trip)
+{
+    for (uint64_t seed = 1; seed <= 8; seed++) {
+        rg_options o = {4 + (int)seed * 2, 0.3, 0.2, 0, 4096};
+        rm_problem *p = rg_training_problem(seed, &o);
+        rm_schedule *s;
+        rm_err e = {0};
+        cr_assert_eq(rm_strategy_checkpoint_all(&s, p, &e), RM_OK, "%s", e.msg);
+        schedule_round_trip(p, s);
+        rm_schedule_free(s);
+        rm_problem_free(p);
+    }
+}
+
+/* Writes a checkpoint-all schedule of a small chain, then edits line
+ * `line` (1-based) to `replacement` and expects the read to fail at err_line. */
+static void expect_schedule_error(int line, const char *replacement, int err_line, rm_code code, const char *what)
+{
+    rm_problem *p = rg_chain_problem(5, 3, 64);
+    rm_schedule *s;
+    rm_err e = {0};
+    cr_assert_eq(rm_strategy_checkpoint_all(&s, p, &e), RM_OK);
+    char path[64];
+    temp_file(path, sizeof path, "");
+    cr_assert_eq(rm_schedule_write(s, p, path, &e), RM_OK, "%s", e.msg);
+    char *text = slurp(path), out[8192] = "";
+    int l = 1;
+    for (char *c = text, *nl; *c; c = nl + 1, l++) {
+        nl = strchr(c, '\n');
+        *nl = '\0';
+        strcat(out, l == line ? replacement : c);
+        strcat(out, "\n");
+    }
+    free(text);
+    FILE *fp = fopen(path, "w");
+    fputs(out, fp);
+    fclose(fp);
+    rm_schedule *q = (rm_schedule *)1;
+    cr_assert_eq(rm_schedule_read(&q, p, path, &e), (int)code, "%s\n%s", e.msg, out);
+    cr_assert_null(q);
+    char where[96];
+    snprintf(where, sizeof where, "%s:%d:", path, err_line);
+    if (code == RM_ERR_PARSE) cr_assert(strstr(e.msg, where), "message '%s' should name %s", e.msg, where);
+    cr_assert(strstr(e.msg, what), "message '%s' should say '%s'", e.msg, what);
+    unlink(path);
+    rm_schedule_free(s);
+    rm_problem_free(p);
+}
+
+Test(schedule_file, tampered_files_are_rejected)
+{
+    /* Line 1 is a comment, 2 the header, 3 a comment, 4-10 the 7 stages of a
+     * chain of 3 forward nodes (input, f1, f2, loss, loss.grad, f2.grad,
+     * f1.grad), 11 a comment, 12 cost, 13 peak, 14 a comment, 15 ops. */
+    expect_schedule_error(2, "schedule 6", 2, RM_ERR_PARSE, "problem has 7 nodes");
+    expect_schedule_error(5, "stage 1 R 11 S 1", 15, RM_ERR_PARSE, "R and S give"); /* valid but ops disagree */
+    expect_schedule_error(5, "stage 1 R 10 S 1", 5, RM_ERR_INVALID, "R[t][t]");
+    expect_schedule_error(5, "stage 1 R 011 S 1", 5, RM_ERR_PARSE, "needs 2 R bits");
+    expect_schedule_error(5, "stage 1 R 01 S x", 5, RM_ERR_PARSE, "not 0 or 1");
+    expect_schedule_error(5, "stage 2 R 01 S 1", 5, RM_ERR_PARSE, "expected stage 1");
+    expect_schedule_error(12, "cost 1", 12, RM_ERR_PARSE, "the file says cost 1");
+    expect_schedule_error(13, "peak 1", 13, RM_ERR_PARSE, "the file says peak 1");
+    expect_schedule_error(16, "0 free 0", 16, RM_ERR_PARSE, "should be '0 compute 0'");
+    expect_schedule_error(16, "bogus", 16, RM_ERR_PARSE, "STAGE compute|free NODE");
+}
+
+Test(schedule_file, reads_documented_example)
+{
+    static const char *text = "# remat schedule (format: docs/schedule-format.md)\n"
+                              "schedule 4\n"
+                              "stage 0 R 1 S -\n"
+                              "stage 1 R 01 S 1\n"
+                              "stage 2 R 001 S 01\n"
+                              "stage 3 R 1001 S 001\n"
+                              "cost 11\n"
+                              "peak 50\n"
+                              "ops 10\n"
+                              "0 compute 0 # a\n1 compute 1 # b\n1 free 0 # a\n2 compute 2 # c\n2 free 1 # b\n"
+                              "3 compute 0 # a\n3 compute 3 # d\n3 free 0 # a\n3 free 2 # c\n3 free 3 # d\n";
+    static const size_t bytes[] = {10, 20, 30, 5};
+    static const double cost[] = {1, 2, 3, 4};
+    static const char *const deps[] = {"", "0", "1", "0,2"};
+    rm_problem *p = rg_problem_make(4, bytes, cost, deps);
+    char path[64];
+    temp_file(path, sizeof path, text);
+    rm_schedule *s;
+    rm_err e = {0};
+    cr_assert_eq(rm_schedule_read(&s, p, path, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_R_at(s, 3, 0), 1);
+    rm_sim_result r;
+    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_OK);
+    cr_assert_eq(r.peak_bytes, 50);
+    rm_schedule_free(s);
+    rm_problem_free(p);
+    unlink(path);
+}

@@ -1,0 +1,251 @@
+/* `remat graph`: loads a model config, traces it at a batch size and prints
+ * what the scheduler will see: node and edge counts, parameters, fixed and
+ * activation memory, FLOPs, and the peak memory of plain training without
+ * rematerialization (checkpoint-all, judged by the simulator). Optionally
+ * writes the training graph as Graphviz. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "model.h"
+#include "problem.h"
+#include "simulate.h"
+#include "strategy.h"
+#include "trace.h"
+
+#define GRAPH_USAGE                                                                                              \
+    "usage: remat graph --model FILE --batch N [--dot FILE]\n"                                                   \
+    "\n"                                                                                                         \
+    "Traces the model at batch size N into its training graph (forward nodes, the loss, backward and\n"        \
+    "gradient-sum nodes) and prints its size: nodes, edges, parameters, fixed bytes (parameters, their\n"      \
+    "gradients and SGD momentum, batchnorm running statistics, labels), activation bytes (every node\n"       \
+    "output summed), forward and backward GFLOPs, and the peak memory of training without\n"                  \
+    "rematerialization (every activation kept until its last use), as judged by the simulator.\n"             \
+    "\n"                                                                                                         \
+    "options:\n"                                                                                                 \
+    "  --model FILE   model config (models/*.cfg; format in docs/config-format.md)\n"                           \
+    "  --batch N      batch size, at least 1\n"                                                                  \
+    "  --dot FILE     also write the graph in Graphviz format (render: dot -Tsvg FILE > graph.svg);\n"         \
+    "                 forward nodes blue, backward nodes red, the loss gold\n"                                  \
+    "\n"                                                                                                         \
+    "example: remat graph --model models/resnet50.cfg --batch 32"
+
+/* "1,234,567" */
+static const char *group_digits(char *buf, size_t len, unsigned long long v)
+{
+    char raw[32];
+    int n = snprintf(raw, sizeof raw, "%llu", v);
+    size_t o = 0;
+    for (int i = 0; i < n && o + 2 < len; i++) {
+        if (i && (n - i) % 3 == 0) buf[o++] = ',';
+        buf[o++] = raw[i];
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+/* Binary units, three significant digits or so. */
+static const char *human_bytes(char *buf, size_t len, double b)
+{
+    const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (b >= 1024.0 && u < 4) {
+        b /= 1024.0;
+        u++;
+    }
+    snprintf(buf, len, u ? "%.2f %s" : "%.0f %s", b, units[u]);
+    return buf;
+}
+
+/* labels keep their "\n" line breaks; other strings escape backslashes too. */
+static void dot_string(FILE *f, const char *s, int label)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || (*s == '\\' && !label)) fputc('\\', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static int write_dot(const rm_graph *g, const char *model_path, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "remat graph: cannot write %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    fprintf(f, "digraph ");
+    dot_string(f, model_path, 0);
+    fprintf(f, " {\n  rankdir=TB;\n  node [shape=box, style=filled, fontname=\"Helvetica\", fontsize=10];\n"
+               "  edge [fontname=\"Helvetica\", fontsize=8];\n");
+    for (int i = 0; i < g->n; i++) {
+        const rm_graph_node *nd = &g->nodes[i];
+        char sz[32], sh[64], label[256];
+        human_bytes(sz, sizeof sz, (double)nd->bytes);
+        if (nd->op == RM_OP_BACKWARD) snprintf(label, sizeof label, "%s\\n%s", nd->name, sz);
+        else snprintf(label, sizeof label, "%s\\n%s\\n%s", nd->name, rm_shape_str(nd->shape, sh, sizeof sh), sz);
+        const char *fill = "#cfe2f3", *extra = "";
+        if (nd->tag == RM_TAG_LOSS) {
+            fill = "#ffd966";
+            extra = ", penwidth=3, shape=doubleoctagon";
+        } else if (nd->tag == RM_TAG_BACKWARD) {
+            fill = "#f4cccc";
+            if (nd->op == RM_OP_GRAD_SUM) extra = ", shape=hexagon";
+        } else if (nd->op == RM_OP_INPUT) {
+            extra = ", shape=ellipse";
+        }
+        fprintf(f, "  n%d [label=", i);
+        dot_string(f, label, 1);
+        fprintf(f, ", fillcolor=\"%s\"%s];\n", fill, extra);
+    }
+    for (int i = 0; i < g->n; i++) {
+        const rm_graph_node *nd = &g->nodes[i];
+        for (int k = 0; k < nd->ndeps; k++) {
+            /* Gradient slices are labelled with the input position they belong to. */
+            if (nd->dep_slot[k] >= 0) fprintf(f, "  n%d -> n%d [label=\"[%d]\"];\n", nd->deps[k], i, nd->dep_slot[k]);
+            else fprintf(f, "  n%d -> n%d;\n", nd->deps[k], i);
+        }
+    }
+    fprintf(f, "}\n");
+    int bad = ferror(f);
+    if (fclose(f) || bad) {
+        fprintf(stderr, "remat graph: error writing %s\n", path);
+        return 1;
+    }
+    return 0;
+}
+
+/* Accepts "--opt value" and "--opt=value". */
+static int option_value(const char **out, int argc, char **argv, int *a, const char *opt)
+{
+    size_t n = strlen(opt);
+    if (strncmp(argv[*a], opt, n)) return 0;
+    if (argv[*a][n] == '=') {
+        *out = argv[*a] + n + 1;
+        return 1;
+    }
+    if (argv[*a][n] != '\0') return 0;
+    if (*a + 1 >= argc) {
+        *out = NULL;
+        return 1;
+    }
+    *out = argv[++*a];
+    return 1;
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "remat graph: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n\n%s\n", GRAPH_USAGE);
+    return 1;
+}
+
+static int report(const rm_graph *g, const rm_model *m, const char *model_path)
+{
+    int nfwd = 0, nloss = 0, nbwd = 0, nsum = 0;
+    for (int i = 0; i < g->n; i++) {
+        if (g->nodes[i].tag == RM_TAG_FORWARD) nfwd++;
+        else if (g->nodes[i].tag == RM_TAG_LOSS) nloss++;
+        else nbwd++;
+        if (g->nodes[i].op == RM_OP_GRAD_SUM) nsum++;
+    }
+
+    rm_err e = {RM_OK, ""};
+    rm_problem *p = NULL;
+    rm_schedule *s = NULL;
+    rm_sim_result sim;
+    memset(&sim, 0, sizeof sim);
+    int rc = rm_problem_from_graph(&p, g, &e);
+    if (!rc) rc = rm_strategy_checkpoint_all(&s, p, &e);
+    if (!rc) rc = rm_simulate(&sim, p, s, &e);
+    rm_schedule_free(s);
+    rm_problem_free(p);
+    if (rc) {
+        fprintf(stderr, "remat graph: simulating checkpoint-all failed: %s\n", e.msg);
+        return 2;
+    }
+
+    char a[64], b[64], c[64], d[64], sh[64];
+    size_t act = rm_graph_activation_bytes(g);
+    size_t peak = g->fixed_bytes + sim.peak_bytes;
+    size_t labels = rm_model_label_count(m, g->batch);
+    printf("model        %s (input %dx%dx%d, %d layers)\n", model_path, m->input.c, m->input.h, m->input.w,
+           m->nlayers);
+    printf("batch        %d\n", g->batch);
+    printf("nodes        %d: %d forward (input included), %d loss, %d backward (%d gradient sums)\n", g->n, nfwd,
+           nloss, nbwd, nsum);
+    printf("edges        %zu\n", rm_graph_edge_count(g));
+    printf("parameters   %s\n", group_digits(a, sizeof a, g->param_count));
+    printf("fixed        %s (%s bytes) = 3 x %s (weights, gradients, momentum) + %s BN statistics + %s labels\n",
+           human_bytes(b, sizeof b, (double)g->fixed_bytes), group_digits(c, sizeof c, g->fixed_bytes),
+           human_bytes(d, sizeof d, 4.0 * (double)g->param_count),
+           human_bytes(a, sizeof a, 4.0 * (double)m->buffer_count), human_bytes(sh, sizeof sh, 4.0 * (double)labels));
+    printf("activations  %s (%s bytes), every node output summed\n", human_bytes(b, sizeof b, (double)act),
+           group_digits(c, sizeof c, act));
+    printf("forward      %.2f GFLOPs\n", g->forward_flops / 1e9);
+    printf("backward     %.2f GFLOPs\n", g->backward_flops / 1e9);
+    printf("peak         %s (%s bytes) without rematerialization = fixed + activation peak %s (%s bytes)\n",
+           human_bytes(b, sizeof b, (double)peak), group_digits(c, sizeof c, peak),
+           human_bytes(d, sizeof d, (double)sim.peak_bytes), group_digits(a, sizeof a, sim.peak_bytes));
+    if (sim.peak_node >= 0 && sim.peak_node < g->n)
+        printf("             reached while computing '%s' (stage %d)\n", g->nodes[sim.peak_node].name,
+               sim.peak_stage);
+    return 0;
+}
+
+static int graph_run(int argc, char **argv)
+{
+    const char *model_path = NULL, *batch_arg = NULL, *dot_path = NULL;
+    for (int a = 1; a < argc; a++) {
+        const char *v;
+        const char **slot = NULL;
+        const char *opt = NULL;
+        if (option_value(&v, argc, argv, &a, "--model")) slot = &model_path, opt = "--model";
+        else if (option_value(&v, argc, argv, &a, "--batch")) slot = &batch_arg, opt = "--batch";
+        else if (option_value(&v, argc, argv, &a, "--dot")) slot = &dot_path, opt = "--dot";
+        else return usage_error("unknown argument '%s'", argv[a]);
+        if (!v || !*v) return usage_error("%s needs a value", opt);
+        if (*slot) return usage_error("%s given twice", opt);
+        *slot = v;
+    }
+    if (!model_path) return usage_error("%s", "--model FILE is required");
+    if (!batch_arg) return usage_error("%s", "--batch N is required");
+    char *end = NULL;
+    errno = 0;
+    long batch = strtol(batch_arg, &end, 10);
+    if (!isdigit((unsigned char)batch_arg[0]) || *end || errno || batch < 1 || batch > 1000000000L)
+        return usage_error("--batch must be an integer from 1 to 1000000000, got '%s'", batch_arg);
+
+    rm_err e = {RM_OK, ""};
+    rm_model *m = NULL;
+    if (rm_model_load(&m, model_path, &e)) {
+        fprintf(stderr, "remat graph: %s\n", e.msg);
+        return 1;
+    }
+    rm_graph g;
+    if (rm_model_trace(&g, m, (int)batch, &e)) {
+        fprintf(stderr, "remat graph: %s\n", e.msg);
+        rm_model_free(m);
+        return e.code == RM_ERR_NOMEM ? 2 : 1;
+    }
+    int rc = report(&g, m, model_path);
+    if (!rc && dot_path) {
+        rc = write_dot(&g, model_path, dot_path);
+        if (!rc) printf("dot          %s\n", dot_path);
+    }
+    rm_graph_free(&g);
+    rm_model_free(m);
+    return rc;
+}
+
+const rm_command rm_cmd_graph = {
+    .name = "graph",
+    .summary = "trace a model config into its training graph and report its size and no-remat peak",
+    .usage = GRAPH_USAGE,
+    .run = graph_run,
+};
