@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_kernels.h"
 #include "layer.h"
 
 static int conv2d_infer(rm_shape *out, const rm_layer_config *cfg, const rm_shape *in, int nin, rm_err *e)
@@ -82,45 +83,15 @@ static conv_geom conv_geom_of(const rm_layer_config *cfg, rm_shape x, rm_shape y
     return g;
 }
 
-/* Output values per register tile. A constant trip count, unrolled, is what
- * lets GCC keep the tile in registers and vectorise it at -O2 (its cheap cost
- * model leaves runtime-length loops scalar): about twice the speed. */
-#define CONV_TILE 16
-
-/* acc[j] += sum_r a[r * a_stride] * b[r * b_stride + j] for j < n <= CONV_TILE,
- * in double, r ascending: every product of this file is a sequence of these,
- * so each output's sum runs in the same order whatever the tiling. */
-static void madd_tile(double *restrict acc, size_t n, const float *restrict a, size_t a_stride, const float *restrict b,
-                      size_t b_stride, size_t rows)
-{
-    if (n == CONV_TILE) {
-        double t[CONV_TILE];
-        for (int j = 0; j < CONV_TILE; j++) t[j] = acc[j];
-        for (size_t r = 0; r < rows; r++) {
-            double av = a[r * a_stride];
-            const float *br = b + r * b_stride;
-#pragma GCC unroll 16
-            for (int j = 0; j < CONV_TILE; j++) t[j] += av * (double)br[j];
-        }
-        for (int j = 0; j < CONV_TILE; j++) acc[j] = t[j];
-        return;
-    }
-    for (size_t r = 0; r < rows; r++) {
-        double av = a[r * a_stride];
-        const float *br = b + r * b_stride;
-        for (size_t j = 0; j < n; j++) acc[j] += av * (double)br[j];
-    }
-}
-
 /* The im2col matrix has one row per kernel tap kk = (ci, ky, kx) and one
  * column per output pixel pp = (oy, ox); element (kk, pp) is the input under
  * tap kk when the kernel sits on pixel pp, 0 in the padding. */
 
-/* Columns p0 .. p0+pn (pn <= CONV_TILE), tap-major: strip[kk * CONV_TILE + j]. */
-static void im2col_pixels(float *restrict strip /* kdim x CONV_TILE */, size_t p0, size_t pn,
+/* Columns p0 .. p0+pn (pn <= RM_TILE), tap-major: strip[kk * RM_TILE + j]. */
+static void im2col_pixels(float *restrict strip /* kdim x RM_TILE */, size_t p0, size_t pn,
                           const float *restrict x /* cin x h x w */, const conv_geom *g)
 {
-    int y0[CONV_TILE], x0[CONV_TILE]; /* top-left corner of each pixel's window */
+    int y0[RM_TILE], x0[RM_TILE]; /* top-left corner of each pixel's window */
     for (size_t j = 0; j < pn; j++) {
         y0[j] = (int)((p0 + j) / (size_t)g->wo) * g->s - g->p;
         x0[j] = (int)((p0 + j) % (size_t)g->wo) * g->s - g->p;
@@ -129,7 +100,7 @@ static void im2col_pixels(float *restrict strip /* kdim x CONV_TILE */, size_t p
     for (int ci = 0; ci < g->cin; ci++) {
         const float *plane = x + (size_t)ci * g->h * g->w;
         for (int ky = 0; ky < g->k; ky++)
-            for (int kx = 0; kx < g->k; kx++, out += CONV_TILE)
+            for (int kx = 0; kx < g->k; kx++, out += RM_TILE)
                 for (size_t j = 0; j < pn; j++) {
                     int iy = y0[j] + ky, ix = x0[j] + kx;
                     out[j] = iy >= 0 && iy < g->h && ix >= 0 && ix < g->w ? plane[(size_t)iy * g->w + ix] : 0.0f;
@@ -137,12 +108,12 @@ static void im2col_pixels(float *restrict strip /* kdim x CONV_TILE */, size_t p
     }
 }
 
-/* Rows k0 .. k0+kn (kn <= CONV_TILE), pixel-major: strip[pp * CONV_TILE + j]. */
-static void im2col_taps(float *restrict strip /* pdim x CONV_TILE */, size_t k0, size_t kn,
+/* Rows k0 .. k0+kn (kn <= RM_TILE), pixel-major: strip[pp * RM_TILE + j]. */
+static void im2col_taps(float *restrict strip /* pdim x RM_TILE */, size_t k0, size_t kn,
                         const float *restrict x /* cin x h x w */, const conv_geom *g)
 {
-    int ty[CONV_TILE], tx[CONV_TILE]; /* each tap's offset inside the window */
-    const float *plane[CONV_TILE];
+    int ty[RM_TILE], tx[RM_TILE]; /* each tap's offset inside the window */
+    const float *plane[RM_TILE];
     for (size_t j = 0; j < kn; j++) {
         size_t kk = k0 + j, taps = (size_t)g->k * g->k;
         plane[j] = x + kk / taps * g->h * g->w;
@@ -151,7 +122,7 @@ static void im2col_taps(float *restrict strip /* pdim x CONV_TILE */, size_t k0,
     }
     float *out = strip;
     for (int oy = 0; oy < g->ho; oy++)
-        for (int ox = 0; ox < g->wo; ox++, out += CONV_TILE)
+        for (int ox = 0; ox < g->wo; ox++, out += RM_TILE)
             for (size_t j = 0; j < kn; j++) {
                 int iy = oy * g->s + ty[j], ix = ox * g->s + tx[j];
                 out[j] = iy >= 0 && iy < g->h && ix >= 0 && ix < g->w ? plane[j][(size_t)iy * g->w + ix] : 0.0f;
@@ -162,23 +133,23 @@ static void im2col_taps(float *restrict strip /* pdim x CONV_TILE */, size_t k0,
  * strip at a time, every output channel reading the strip while it is hot.
  * A 1x1, stride-1, unpadded convolution's im2col matrix is the image itself
  * and is read in place (strip == NULL). */
-static void conv2d_forward_kernel(float *restrict y /* cout x pdim */, float *restrict strip /* kdim x CONV_TILE */,
+static void conv2d_forward_kernel(float *restrict y /* cout x pdim */, float *restrict strip /* kdim x RM_TILE */,
                                   const float *restrict w /* cout x kdim */, const float *restrict b /* cout or NULL */,
                                   const float *restrict x /* cin x h x w */, const conv_geom *g)
 {
-    double acc[CONV_TILE];
-    for (size_t p0 = 0; p0 < g->pdim; p0 += CONV_TILE) {
-        size_t pn = g->pdim - p0 < CONV_TILE ? g->pdim - p0 : CONV_TILE;
+    double acc[RM_TILE];
+    for (size_t p0 = 0; p0 < g->pdim; p0 += RM_TILE) {
+        size_t pn = g->pdim - p0 < RM_TILE ? g->pdim - p0 : RM_TILE;
         const float *cols = x + p0;
         size_t cols_stride = g->pdim;
         if (strip) {
             im2col_pixels(strip, p0, pn, x, g);
-            cols = strip, cols_stride = CONV_TILE;
+            cols = strip, cols_stride = RM_TILE;
         }
         for (int co = 0; co < g->cout; co++) {
             double bias = b ? (double)b[co] : 0.0;
             for (size_t j = 0; j < pn; j++) acc[j] = bias;
-            madd_tile(acc, pn, w + (size_t)co * g->kdim, 1, cols, cols_stride, g->kdim);
+            rm_madd_tile(acc, pn, w + (size_t)co * g->kdim, 1, cols, cols_stride, g->kdim);
             float *yrow = y + (size_t)co * g->pdim + p0;
             for (size_t j = 0; j < pn; j++) yrow[j] = (float)acc[j];
         }
@@ -190,9 +161,9 @@ static int conv2d_forward(const rm_layer_call *call, rm_err *e)
     const rm_tensor *x = call->in[0];
     conv_geom g = conv_geom_of(call->cfg, x->shape, call->out->shape);
     int direct = g.k == 1 && g.s == 1 && g.p == 0;
-    float *strip = direct ? NULL : malloc(g.kdim * CONV_TILE * sizeof(float));
+    float *strip = direct ? NULL : malloc(g.kdim * RM_TILE * sizeof(float));
     if (!direct && !strip)
-        return rm_errorf(e, RM_ERR_NOMEM, "conv: no memory for a %zux%d im2col strip", g.kdim, CONV_TILE);
+        return rm_errorf(e, RM_ERR_NOMEM, "conv: no memory for a %zux%d im2col strip", g.kdim, RM_TILE);
     size_t xsize = (size_t)g.cin * g.h * g.w, ysize = (size_t)g.cout * g.pdim;
     for (int n = 0; n < g.n; n++)
         conv2d_forward_kernel(call->out->data + n * ysize, strip, call->params->w.data, call->params->b.data,
@@ -214,9 +185,9 @@ static void conv2d_backward_data_kernel(double *restrict dx_acc /* cin x h x w *
             for (int kx = 0; kx < g->k; kx++) {
                 size_t kk = ((size_t)ci * g->k + ky) * g->k + kx;
                 memset(row, 0, g->pdim * sizeof(double));
-                for (size_t p0 = 0; p0 < g->pdim; p0 += CONV_TILE) {
-                    size_t pn = g->pdim - p0 < CONV_TILE ? g->pdim - p0 : CONV_TILE;
-                    madd_tile(row + p0, pn, w + kk, g->kdim, dy + p0, g->pdim, (size_t)g->cout);
+                for (size_t p0 = 0; p0 < g->pdim; p0 += RM_TILE) {
+                    size_t pn = g->pdim - p0 < RM_TILE ? g->pdim - p0 : RM_TILE;
+                    rm_madd_tile(row + p0, pn, w + kk, g->kdim, dy + p0, g->pdim, (size_t)g->cout);
                 }
                 for (int oy = 0; oy < g->ho; oy++) {
                     int iy = oy * g->s - g->p + ky;
@@ -233,15 +204,15 @@ static void conv2d_backward_data_kernel(double *restrict dx_acc /* cin x h x w *
 /* dw_acc[co][kk] += sum_pp dy[co][pp] col[kk][pp] for one image, one strip
  * of taps at a time, every output channel reading the strip while it is hot. */
 static void conv2d_backward_weight_kernel(double *restrict dw_acc /* cout x kdim */,
-                                          float *restrict strip /* pdim x CONV_TILE */,
+                                          float *restrict strip /* pdim x RM_TILE */,
                                           const float *restrict dy /* cout x pdim */,
                                           const float *restrict x /* cin x h x w */, const conv_geom *g)
 {
-    for (size_t k0 = 0; k0 < g->kdim; k0 += CONV_TILE) {
-        size_t kn = g->kdim - k0 < CONV_TILE ? g->kdim - k0 : CONV_TILE;
+    for (size_t k0 = 0; k0 < g->kdim; k0 += RM_TILE) {
+        size_t kn = g->kdim - k0 < RM_TILE ? g->kdim - k0 : RM_TILE;
         im2col_taps(strip, k0, kn, x, g);
         for (int co = 0; co < g->cout; co++)
-            madd_tile(dw_acc + (size_t)co * g->kdim + k0, kn, dy + (size_t)co * g->pdim, 1, strip, CONV_TILE, g->pdim);
+            rm_madd_tile(dw_acc + (size_t)co * g->kdim + k0, kn, dy + (size_t)co * g->pdim, 1, strip, RM_TILE, g->pdim);
     }
 }
 
@@ -262,7 +233,7 @@ static int conv2d_backward(const rm_layer_call *call, rm_err *e)
         goto done;
     }
     if (want_dw && (!(dw_acc = calloc((size_t)g.cout * g.kdim, sizeof(double))) ||
-                    !(strip = malloc(g.pdim * CONV_TILE * sizeof(float))))) {
+                    !(strip = malloc(g.pdim * RM_TILE * sizeof(float))))) {
         rc = rm_errorf(e, RM_ERR_NOMEM, "conv: no memory for the weight-gradient buffers (%zu values)", g.pdim);
         goto done;
     }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_kernels.h"
 #include "layer.h"
 
 static int convt_infer(rm_shape *out, const rm_layer_config *cfg, const rm_shape *in, int nin, rm_err *e)
@@ -77,48 +78,18 @@ static size_t convt_out_index(const convt_geom *g, size_t q, size_t ij)
     return (co * 2 * g->h + 2 * i + a) * 2 * (size_t)g->w + 2 * j + b;
 }
 
-/* Output values per register tile. A constant trip count, unrolled, is what
- * lets GCC keep the tile in registers and vectorise it at -O2 (its cheap cost
- * model leaves runtime-length loops scalar): about twice the speed. */
-#define CONVT_TILE 16
-
-/* acc[j] += sum_r a[r * a_stride] * b[r * b_stride + j] for j < n <= CONVT_TILE,
- * in double, r ascending, whatever n: a copy of conv2d.c's helper (layers
- * share no private header yet). */
-static void madd_tile(double *restrict acc, size_t n, const float *restrict a, size_t a_stride, const float *restrict b,
-                      size_t b_stride, size_t rows)
-{
-    if (n == CONVT_TILE) {
-        double t[CONVT_TILE];
-        for (int j = 0; j < CONVT_TILE; j++) t[j] = acc[j];
-        for (size_t r = 0; r < rows; r++) {
-            double av = a[r * a_stride];
-            const float *br = b + r * b_stride;
-#pragma GCC unroll 16
-            for (int j = 0; j < CONVT_TILE; j++) t[j] += av * (double)br[j];
-        }
-        for (int j = 0; j < CONVT_TILE; j++) acc[j] = t[j];
-        return;
-    }
-    for (size_t r = 0; r < rows; r++) {
-        double av = a[r * a_stride];
-        const float *br = b + r * b_stride;
-        for (size_t j = 0; j < n; j++) acc[j] += av * (double)br[j];
-    }
-}
-
 /* y[co][2i+a][2j+b] = b[co] + sum_ci w[ci][q] x[ci][ij] for one image. */
 static void convt_forward_kernel(float *restrict y /* cout x 2h x 2w */, const float *restrict w /* cin x qdim */,
                                  const float *restrict bias, const float *restrict x /* cin x hw */,
                                  const convt_geom *g)
 {
-    double acc[CONVT_TILE];
-    for (size_t p0 = 0; p0 < g->hw; p0 += CONVT_TILE) {
-        size_t pn = g->hw - p0 < CONVT_TILE ? g->hw - p0 : CONVT_TILE;
+    double acc[RM_TILE];
+    for (size_t p0 = 0; p0 < g->hw; p0 += RM_TILE) {
+        size_t pn = g->hw - p0 < RM_TILE ? g->hw - p0 : RM_TILE;
         for (size_t q = 0; q < g->qdim; q++) {
             double b0 = bias ? (double)bias[q / 4] : 0.0;
             for (size_t j = 0; j < pn; j++) acc[j] = b0;
-            madd_tile(acc, pn, w + q, g->qdim, x + p0, g->hw, (size_t)g->cin);
+            rm_madd_tile(acc, pn, w + q, g->qdim, x + p0, g->hw, (size_t)g->cin);
             for (size_t j = 0; j < pn; j++) y[convt_out_index(g, q, p0 + j)] = (float)acc[j];
         }
     }
@@ -147,7 +118,7 @@ static int convt_backward(const rm_layer_call *call, rm_err *e)
     /* dy of one image in two layouts: tap-major dyq[q][ij] for dx,
      * pixel-major dyp[ij][q] for dw, so both products read rows. */
     float *dyq = NULL, *dyp = NULL;
-    double *dw_acc = NULL, acc[CONVT_TILE];
+    double *dw_acc = NULL, acc[RM_TILE];
     int rc = RM_OK;
     if ((want_dx && !(dyq = malloc(ysize * sizeof(float)))) ||
         (want_dw &&
@@ -164,20 +135,20 @@ static int convt_backward(const rm_layer_call *call, rm_err *e)
                 if (dyp) dyp[ij * g.qdim + q] = v;
             }
         if (want_dx) /* dx[ci][ij] = sum_q w[ci][q] dyq[q][ij] */
-            for (size_t p0 = 0; p0 < g.hw; p0 += CONVT_TILE) {
-                size_t pn = g.hw - p0 < CONVT_TILE ? g.hw - p0 : CONVT_TILE;
+            for (size_t p0 = 0; p0 < g.hw; p0 += RM_TILE) {
+                size_t pn = g.hw - p0 < RM_TILE ? g.hw - p0 : RM_TILE;
                 for (int ci = 0; ci < g.cin; ci++) {
                     memset(acc, 0, sizeof acc);
-                    madd_tile(acc, pn, prm->w.data + (size_t)ci * g.qdim, 1, dyq + p0, g.hw, g.qdim);
+                    rm_madd_tile(acc, pn, prm->w.data + (size_t)ci * g.qdim, 1, dyq + p0, g.hw, g.qdim);
                     float *dxrow = dx->data + n * xsize + (size_t)ci * g.hw + p0;
                     for (size_t j = 0; j < pn; j++) dxrow[j] = (float)acc[j];
                 }
             }
         if (want_dw) /* dw[ci][q] += sum_ij x[ci][ij] dyp[ij][q] */
-            for (size_t q0 = 0; q0 < g.qdim; q0 += CONVT_TILE) {
-                size_t qn = g.qdim - q0 < CONVT_TILE ? g.qdim - q0 : CONVT_TILE;
+            for (size_t q0 = 0; q0 < g.qdim; q0 += RM_TILE) {
+                size_t qn = g.qdim - q0 < RM_TILE ? g.qdim - q0 : RM_TILE;
                 for (int ci = 0; ci < g.cin; ci++)
-                    madd_tile(dw_acc + (size_t)ci * g.qdim + q0, qn, x->data + n * xsize + (size_t)ci * g.hw, 1,
+                    rm_madd_tile(dw_acc + (size_t)ci * g.qdim + q0, qn, x->data + n * xsize + (size_t)ci * g.hw, 1,
                               dyp + q0, g.qdim, g.hw);
             }
     }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_kernels.h"
 #include "layer.h"
 
 static int linear_infer(rm_shape *out, const rm_layer_config *cfg, const rm_shape *in, int nin, rm_err *e)
@@ -49,36 +50,6 @@ static void linear_init(rm_layer_params *p, const rm_layer_config *cfg, const rm
     if (p->b.data) memset(p->b.data, 0, rm_tensor_numel(&p->b) * sizeof(float));
 }
 
-/* Output values per register tile. A constant trip count, unrolled, is what
- * lets GCC keep the tile in registers and vectorise it at -O2 (its cheap cost
- * model leaves runtime-length loops scalar): about twice the speed. */
-#define LINEAR_TILE 16
-
-/* acc[j] += sum_r a[r * a_stride] * b[r * b_stride + j] for j < n <= LINEAR_TILE,
- * in double, r ascending, whatever n: a copy of conv2d.c's helper (layers
- * share no private header yet). */
-static void madd_tile(double *restrict acc, size_t n, const float *restrict a, size_t a_stride, const float *restrict b,
-                      size_t b_stride, size_t rows)
-{
-    if (n == LINEAR_TILE) {
-        double t[LINEAR_TILE];
-        for (int j = 0; j < LINEAR_TILE; j++) t[j] = acc[j];
-        for (size_t r = 0; r < rows; r++) {
-            double av = a[r * a_stride];
-            const float *br = b + r * b_stride;
-#pragma GCC unroll 16
-            for (int j = 0; j < LINEAR_TILE; j++) t[j] += av * (double)br[j];
-        }
-        for (int j = 0; j < LINEAR_TILE; j++) acc[j] = t[j];
-        return;
-    }
-    for (size_t r = 0; r < rows; r++) {
-        double av = a[r * a_stride];
-        const float *br = b + r * b_stride;
-        for (size_t j = 0; j < n; j++) acc[j] += av * (double)br[j];
-    }
-}
-
 static int linear_forward(const rm_layer_call *call, rm_err *e)
 {
     const rm_tensor *x = call->in[0];
@@ -91,13 +62,13 @@ static int linear_forward(const rm_layer_call *call, rm_err *e)
     if (!xt) return rm_errorf(e, RM_ERR_NOMEM, "linear: no memory for a %zux%zu transposed input", in, nb);
     for (size_t n = 0; n < nb; n++)
         for (size_t i = 0; i < in; i++) xt[i * nb + n] = x->data[n * in + i];
-    double acc[LINEAR_TILE];
-    for (size_t n0 = 0; n0 < nb; n0 += LINEAR_TILE) {
-        size_t nn = nb - n0 < LINEAR_TILE ? nb - n0 : LINEAR_TILE;
+    double acc[RM_TILE];
+    for (size_t n0 = 0; n0 < nb; n0 += RM_TILE) {
+        size_t nn = nb - n0 < RM_TILE ? nb - n0 : RM_TILE;
         for (size_t o = 0; o < out; o++) {
             double bias = b ? (double)b[o] : 0.0;
             for (size_t j = 0; j < nn; j++) acc[j] = bias;
-            madd_tile(acc, nn, w + o * in, 1, xt + n0, nb, in);
+            rm_madd_tile(acc, nn, w + o * in, 1, xt + n0, nb, in);
             for (size_t j = 0; j < nn; j++) call->out->data[(n0 + j) * out + o] = (float)acc[j];
         }
     }
@@ -112,19 +83,19 @@ static int linear_backward(const rm_layer_call *call, rm_err *e)
     rm_tensor *dx = call->din[0];
     rm_layer_params *prm = call->params;
     size_t nb = (size_t)x->shape.n, in = rm_shape_numel(x->shape) / nb, out = (size_t)call->cfg->out_channels;
-    double acc[LINEAR_TILE];
-    for (size_t i0 = 0; i0 < in; i0 += LINEAR_TILE) {
-        size_t ni = in - i0 < LINEAR_TILE ? in - i0 : LINEAR_TILE;
+    double acc[RM_TILE];
+    for (size_t i0 = 0; i0 < in; i0 += RM_TILE) {
+        size_t ni = in - i0 < RM_TILE ? in - i0 : RM_TILE;
         if (dx && dx->data) /* dx[n][i] = sum_o dy[n][o] w[o][i] */
             for (size_t n = 0; n < nb; n++) {
                 memset(acc, 0, sizeof acc);
-                madd_tile(acc, ni, dy->data + n * out, 1, prm->w.data + i0, in, out);
+                rm_madd_tile(acc, ni, dy->data + n * out, 1, prm->w.data + i0, in, out);
                 for (size_t j = 0; j < ni; j++) dx->data[n * in + i0 + j] = (float)acc[j];
             }
         if (prm->dw.data) /* dw[o][i] = sum_n dy[n][o] x[n][i] */
             for (size_t o = 0; o < out; o++) {
                 memset(acc, 0, sizeof acc);
-                madd_tile(acc, ni, dy->data + o, out, x->data + i0, in, nb);
+                rm_madd_tile(acc, ni, dy->data + o, out, x->data + i0, in, nb);
                 for (size_t j = 0; j < ni; j++) prm->dw.data[o * in + i0 + j] = (float)acc[j];
             }
     }

@@ -20,9 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#ifdef MILP_DEBUG
-#include <stdio.h>
-#endif
 
 #include "milp.h"
 #include "simulate.h"
@@ -129,6 +126,8 @@ typedef struct model {
     int *ustart, *ulist;        /* users of each node, ascending */
     int ncols, nrows, nint, nS, nR;
     double cost_scale, cost_const; /* objective = cost_const + cost_scale * lp objective */
+    double zero_cost;              /* objective coefficient of a zero-cost recomputation */
+    int nzero;                     /* R columns of zero-cost nodes */
     double mem_scale, mem_rhs;     /* budget rows are in units of mem_scale bytes */
     double *rv;
     int *ri;
@@ -291,6 +290,12 @@ static int model_build(model *m, const rm_problem *p, size_t act, unsigned lever
         m->cost_const += p->nodes[k].cost;
     }
     m->cost_scale = cmax > 0 ? cmax : 1;
+    double cmin = 0;
+    for (int k = 0; k < n; k++)
+        if (p->nodes[k].cost > 0 && (cmin == 0 || p->nodes[k].cost < cmin)) cmin = p->nodes[k].cost;
+    /* Small enough that all zero-cost recomputations together weigh less
+     * than a thousandth of the cheapest real one. */
+    m->zero_cost = cmin > 0 ? 1e-3 * cmin / m->cost_scale / ((double)n * n) : 1e-6;
     size_t g = 0;
     for (int k = 0; k < n; k++) g = gcd_size(g, p->nodes[k].bytes);
     if (g == 0) g = 1;
@@ -319,7 +324,10 @@ static int model_build(model *m, const rm_problem *p, size_t act, unsigned lever
     for (int t = 0; t < n; t++)
         for (int i = 0; i < t; i++)
             if (m->r_col[(size_t)t * n + i]) {
-                m->rv[cnt] = p->nodes[i].cost / m->cost_scale;
+                /* A zero-cost node (the input batch) still gets a token cost,
+                 * so that it is not recomputed for nothing. */
+                m->rv[cnt] = p->nodes[i].cost > 0 ? p->nodes[i].cost / m->cost_scale : m->zero_cost;
+                m->nzero += p->nodes[i].cost > 0 ? 0 : 1;
                 m->ri[cnt++] = m->r_col[(size_t)t * n + i];
             }
     if (!set_obj_fnex(lp, cnt, m->rv, m->ri)) return rm_errorf(e, RM_ERR_SOLVER, "lp_solve set_obj_fnex failed");
@@ -499,7 +507,9 @@ static int solve_lp(model *m, int *status, double *bound, double deadline, rm_er
     put_abortfunc(m->lp, NULL, NULL);
     *status = code;
     if (code == OPTIMAL) {
-        *bound = m->cost_const + m->cost_scale * get_objective(m->lp);
+        /* Less the largest possible sum of token costs, so the bound stays a
+         * bound on the true cost. */
+        *bound = m->cost_const + m->cost_scale * (get_objective(m->lp) - m->zero_cost * m->nzero);
         return RM_OK;
     }
     if (code == INFEASIBLE || code == TIMEOUT || code == USERABORT || code == SUBOPTIMAL) return RM_OK;
@@ -606,8 +616,11 @@ typedef struct best_sched {
 /* Keeps cand if it fits and beats *best (taking ownership either way). */
 static void offer(best_sched *best, rm_schedule *cand, const rm_sim_result *sim)
 {
+    /* Equal cost: fewer recomputations (of zero-cost nodes), then lower peak. */
     if (!best->s || sim->cost < best->sim.cost ||
-        (sim->cost == best->sim.cost && sim->peak_bytes < best->sim.peak_bytes)) {
+        (sim->cost == best->sim.cost &&
+         (sim->recomputations < best->sim.recomputations ||
+          (sim->recomputations == best->sim.recomputations && sim->peak_bytes < best->sim.peak_bytes)))) {
         rm_schedule_free(best->s);
         best->s = cand;
         best->sim = *sim;
@@ -768,6 +781,13 @@ int rm_strategy_milp(rm_schedule **out, rm_milp_result *info, const rm_problem *
 
     /* 3. Branch and bound. */
     {
+        if (lv & RM_MILP_PRESOLVE) {
+            /* lp_solve 5.5.2 crashes (transfer_solution) when presolve is
+             * switched on for a model that was already solved: start afresh. */
+            model_free(&m);
+            if ((rc = model_build(&m, p, act, lv, opt, e)) != RM_OK) goto done;
+            set_presolve(m.lp, PRESOLVE_ROWS | PRESOLVE_COLS | PRESOLVE_LINDEP, get_presolveloops(m.lp));
+        }
         lprec *lp = m.lp;
         for (size_t x = 0; x < (size_t)n * n; x++) {
             if (m.s_col[x] && !set_int(lp, m.s_col[x], TRUE)) goto setfail;
@@ -780,7 +800,6 @@ int rm_strategy_milp(rm_schedule **out, rm_milp_result *info, const rm_problem *
         if (opt->bb_rule >= 0) set_bb_rule(lp, opt->bb_rule);
         if (opt->depth_limit != 0) set_bb_depthlimit(lp, opt->depth_limit);
         if (opt->mip_gap > 0) set_mip_gap(lp, FALSE, opt->mip_gap);
-        if (lv & RM_MILP_PRESOLVE) set_presolve(lp, PRESOLVE_ROWS | PRESOLVE_COLS | PRESOLVE_LINDEP, get_presolveloops(lp));
         if (lv & RM_MILP_S_PRIORITY) {
             /* Lower weight branches first: S (what to keep) decides the
              * schedule; R then mostly follows from the inputs rows. */
@@ -805,6 +824,9 @@ int rm_strategy_milp(rm_schedule **out, rm_milp_result *info, const rm_problem *
             /* Only strictly better solutions are wanted: when none exists
              * lp_solve answers INFEASIBLE and the incumbent is optimal. */
             double cut = (best.sim.cost - m.cost_const) / m.cost_scale;
+            for (int t = 0; t < n; t++)
+                for (int i = 0; i < t; i++)
+                    if (rm_R_at(best.s, t, i) && !(p->nodes[i].cost > 0)) cut += m.zero_cost;
             set_obj_bound(lp, cut);
         }
         bb_ctx ctx = {opt->node_limit, deadline, now_s(), -1, 0, 0, 0};
@@ -820,27 +842,11 @@ int rm_strategy_milp(rm_schedule **out, rm_milp_result *info, const rm_problem *
         if (ctx.first >= 0) info->first_solution_s = ctx.first + (ctx.t0 - t0);
 
         if (code == OPTIMAL || code == SUBOPTIMAL) {
-            double *v = NULL;
-            if (!get_ptr_variables(lp, &v) || !v) {
-                rc = rm_errorf(e, RM_ERR_SOLVER, "lp_solve get_ptr_variables failed after the MILP");
-                goto done;
-            }
             if ((rc = rm_schedule_create(&cand, n, e)) != RM_OK) goto done;
-#ifdef MILP_DEBUG
-            if (getenv("RM_MILP_DEBUG")) {
-                for (int t = 0; t < n; t++) {
-                    fprintf(stderr, "t=%d R:", t);
-                    for (int i = 0; i < n; i++) fprintf(stderr, "%.2f ", i == t ? 1.0 : m.r_col[t * n + i] ? v[m.r_col[t * n + i] - 1] : 0.0);
-                    fprintf(stderr, " S:");
-                    for (int i = 0; i < n; i++) fprintf(stderr, "%.2f ", m.s_col[t * n + i] ? v[m.s_col[t * n + i] - 1] : 0.0);
-                    fprintf(stderr, " FREE:");
-                    for (int f = m.fv_start[t]; f < m.fv_start[t + 1]; f++) fprintf(stderr, " (%d@%d)=%.2f", m.fv[f].i, m.fv[f].k, v[m.fv[f].col - 1]);
-                    fprintf(stderr, "\n");
-                }
-                write_lp(lp, "/tmp/milpdbg/model.lp");
-            }
-#endif
-            for (size_t x = 0; x < (size_t)n * n; x++) cand->S[x] = m.s_col[x] && v[m.s_col[x] - 1] > 0.5;
+            /* By original index: presolve may have removed columns, and
+             * get_var_primalresult answers for those too. */
+            for (size_t x = 0; x < (size_t)n * n; x++)
+                cand->S[x] = m.s_col[x] && get_var_primalresult(lp, m.nrows + m.s_col[x]) > 0.5;
             /* The cheapest R for the solver's S: never dearer, never more memory. */
             if ((rc = rm_milp_cheapest_R(cand, p, e)) != RM_OK) goto done;
             if ((rc = rm_simulate(&sim, p, cand, e)) != RM_OK) {

@@ -15,8 +15,9 @@
 
 typedef enum gc_fill {
     GC_FILL_UNIFORM = 0, /* uniform in [-1, 1] */
-    GC_FILL_SPACED,      /* a random permutation of evenly spaced, distinct values in [-1, 1],
-                            with no value near 0: kinks (relu, max) stay farther than eps away */
+    GC_FILL_SPACED,      /* a random permutation of distinct magnitudes 0.1 + 0.9 k/(n-1) with
+                            random signs: no value near 0 (relu's kink), and no two values
+                            closer than 0.9/(n-1), so pick eps below half of that for max */
 } gc_fill;
 
 typedef struct gc_case {
