@@ -7,28 +7,11 @@
 #include <string.h>
 
 #include "layer.h"
+#include "window.h"
 
 static int avgpool_infer(rm_shape *out, const rm_layer_config *cfg, const rm_shape *in, int nin, rm_err *e)
 {
-    char buf[64];
-    if (nin != 1) return rm_errorf(e, RM_ERR_SHAPE, "avgpool: takes exactly 1 input, got %d", nin);
-    rm_shape x = in[0];
-    if (x.n < 1 || x.c < 1 || x.h < 1 || x.w < 1)
-        return rm_errorf(e, RM_ERR_SHAPE, "avgpool: empty input %s", rm_shape_str(x, buf, sizeof buf));
-    if (cfg->kernel < 1) return rm_errorf(e, RM_ERR_SHAPE, "avgpool: kernel must be >= 1, got %d", cfg->kernel);
-    if (cfg->stride < 1) return rm_errorf(e, RM_ERR_SHAPE, "avgpool: stride must be >= 1, got %d", cfg->stride);
-    /* PyTorch's rule: a window of nothing but padding would be meaningless. */
-    if (cfg->pad < 0 || cfg->pad > cfg->kernel / 2)
-        return rm_errorf(e, RM_ERR_SHAPE, "avgpool: pad must be in [0, kernel/2] = [0, %d], got %d", cfg->kernel / 2,
-                         cfg->pad);
-    long long ph = (long long)x.h + 2LL * cfg->pad, pw = (long long)x.w + 2LL * cfg->pad;
-    if (ph < cfg->kernel || pw < cfg->kernel)
-        return rm_errorf(e, RM_ERR_SHAPE,
-                         "avgpool: kernel %d is larger than the padded input %lldx%lld (input %s, pad %d)", cfg->kernel,
-                         ph, pw, rm_shape_str(x, buf, sizeof buf), cfg->pad);
-    long long ho = (ph - cfg->kernel) / cfg->stride + 1, wo = (pw - cfg->kernel) / cfg->stride + 1;
-    *out = rm_shape_make(x.n, x.c, (int)ho, (int)wo);
-    return RM_OK;
+    return rm_window_infer(out, "avgpool", cfg, in, nin, e);
 }
 
 static double avgpool_flops(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out, int backward)

@@ -1,0 +1,13 @@
+/* Sliding-window geometry shared by the pooling layers. */
+#ifndef REMAT_WINDOW_H
+#define REMAT_WINDOW_H
+
+#include "layer.h"
+
+/* Output shape of a square window (cfg->kernel, stride, pad) slid over one
+ * input, with PyTorch's rule pad <= kernel/2 (so every window holds a real
+ * element). `layer` names the layer in error messages. */
+int rm_window_infer(rm_shape *out, const char *layer, const rm_layer_config *cfg, const rm_shape *in, int nin,
+                    rm_err *e);
+
+#endif
