@@ -54,6 +54,17 @@ typedef struct rm_graph {
     double forward_flops, backward_flops;
 } rm_graph;
 
+/* One step of executing a graph: compute a node's output, or free it. A
+ * schedule's operation sequence (scheduler/schedule.h) is a list of these, and
+ * the executor's plan follows it. */
+typedef enum rm_op_kind { RM_OP_COMPUTE = 0, RM_OP_FREE } rm_op_kind;
+
+typedef struct rm_op {
+    rm_op_kind kind;
+    int node;
+    int stage;
+} rm_op;
+
 /* Appends a node; deps/dep_slot are copied. Returns its index or -1 (error in e). */
 int rm_graph_add_node(rm_graph *g, const rm_graph_node *node, const int *deps, const int *dep_slot, int ndeps,
                       rm_err *e);

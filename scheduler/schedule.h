@@ -17,14 +17,6 @@ typedef struct rm_schedule {
     uint8_t *S; /* S[t * n + i] */
 } rm_schedule;
 
-typedef enum rm_op_kind { RM_OP_COMPUTE = 0, RM_OP_FREE } rm_op_kind;
-
-typedef struct rm_op {
-    rm_op_kind kind;
-    int node;
-    int stage;
-} rm_op;
-
 int rm_schedule_create(rm_schedule **out, int n, rm_err *e); /* all zero */
 void rm_schedule_free(rm_schedule *s);
 int rm_schedule_copy(rm_schedule **out, const rm_schedule *s, rm_err *e);
