@@ -405,7 +405,7 @@ int rm_chen_greedy_search(rm_schedule **out, const rm_problem *p, const uint8_t 
     if ((rc = rm_fwd_info_init(&fi, p, e))) return rc;
     int n = p->n;
     uint8_t *cand = malloc((size_t)n), *pins = malloc((size_t)n), *prev = calloc((size_t)n, 1);
-    enum { LINEAR = 48, GEOMETRIC = 24 };
+    enum { LINEAR = 32, GEOMETRIC = 160 };
     double grid[1 + LINEAR + GEOMETRIC];
     rm_best best = {0};
     if (!cand || !pins || !prev) {
@@ -415,14 +415,19 @@ int rm_chen_greedy_search(rm_schedule **out, const rm_problem *p, const uint8_t 
     for (int v = 0; v < n; v++)
         cand[v] = v < fi.b0 && (candidate_or_null ? candidate_or_null[v] : use_cuts ? fi.cut[v] : 1);
     /* Chen's segment budget: a sweep from "every candidate" (-1) to one
-     * segment, linear for the large budgets, geometric for the small ones
-     * where the checkpoint set changes fastest. */
-    double total = 0;
-    for (int v = 0; v < fi.b0; v++) total += (double)p->nodes[v].bytes;
+     * segment, linear for the large budgets, geometric (ratio 1.15, from half
+     * the smallest node up) for the small ones where the checkpoint set
+     * changes fastest. Identical checkpoint sets are simulated once. */
+    double total = 0, smallest = 0;
+    for (int v = 0; v < fi.b0; v++) {
+        double bytes = (double)p->nodes[v].bytes;
+        total += bytes;
+        if (bytes > 0 && (smallest == 0 || bytes < smallest)) smallest = bytes;
+    }
     int ng = 0;
     grid[ng++] = -1;
     for (int i = 1; i <= LINEAR; i++) grid[ng++] = total * i / LINEAR;
-    for (int i = 1; i <= GEOMETRIC; i++) grid[ng++] = total / pow(2.0, i);
+    for (double g = smallest / 2; g < total && ng < 1 + LINEAR + GEOMETRIC; g *= 1.15) grid[ng++] = g;
     qsort(grid, (size_t)ng, sizeof *grid, cmp_double);
     for (int g = 0; g < ng; g++) {
         rm_chen_greedy_pins(pins, p, &fi, cand, cut_state, grid[g]);
@@ -445,8 +450,7 @@ done:
     return rc;
 }
 
-int rm_chen_sqrtn_run(rm_schedule **out, const rm_problem *p, int use_cuts, int cut_state, const char *name,
-                      rm_err *e)
+int rm_chen_sqrtn_run(rm_schedule **out, const rm_problem *p, int use_cuts, int cut_state, const char *name, rm_err *e)
 {
     *out = NULL;
     int rc = rm_baseline_precheck(p, name, e);

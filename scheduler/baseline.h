@@ -19,13 +19,13 @@
 #include "simulate.h"
 
 typedef struct rm_fwd_info {
-    int n, b0;        /* b0: first backward-tagged node (n if none) */
-    int *lastuse;     /* last reader of each value (the value itself if none) */
-    int *lastfwd;     /* last reader before b0 (the value itself if none) */
-    int *pos;         /* stage t >= b0: highest forward value read at t or later (-1 if none) */
-    uint8_t *cut;     /* forward v: a cut point */
+    int n, b0;    /* b0: first backward-tagged node (n if none) */
+    int *lastuse; /* last reader of each value (the value itself if none) */
+    int *lastfwd; /* last reader before b0 (the value itself if none) */
+    int *pos;     /* stage t >= b0: highest forward value read at t or later (-1 if none) */
+    uint8_t *cut; /* forward v: a cut point */
     int ncuts;
-    int *cuts;        /* the cut points, ascending */
+    int *cuts; /* the cut points, ascending */
 } rm_fwd_info;
 
 int rm_fwd_info_init(rm_fwd_info *fi, const rm_problem *p, rm_err *e);
@@ -101,8 +101,7 @@ void rm_chen_sqrtn_pins(uint8_t *pinned, const rm_problem *p, const rm_fwd_info 
 /* Chen's greedy over a sweep of segment budgets; the cheapest fitting schedule. */
 int rm_chen_greedy_search(rm_schedule **out, const rm_problem *p, const uint8_t *candidate_or_null, int use_cuts,
                           int cut_state, const char *name, rm_err *e);
-int rm_chen_sqrtn_run(rm_schedule **out, const rm_problem *p, int use_cuts, int cut_state, const char *name,
-                      rm_err *e);
+int rm_chen_sqrtn_run(rm_schedule **out, const rm_problem *p, int use_cuts, int cut_state, const char *name, rm_err *e);
 
 /* The OGC dynamic program (ogc.c): fills pinned (n entries) with the
  * checkpoint set and *predicted_peak with the peak the decomposition

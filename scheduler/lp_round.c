@@ -24,6 +24,7 @@ void rm_lp_round_options_default(rm_lp_round_options *o)
     memset(o, 0, sizeof *o);
     o->seeds = 16;
     o->seed = 0x5eed;
+    o->tighten = 4;
     o->levers = RM_MILP_DEFAULT;
 }
 
@@ -182,6 +183,58 @@ fail:
     return rc;
 }
 
+/* Rounds the relaxation of p solved at a fraction of its activation budget
+ * (the rounded schedule is still judged against the real budget). */
+static int round_at(rm_schedule **out, rm_lp_round_result *info, int *relax_failed, const rm_problem *p,
+                    double factor, const rm_lp_round_options *opt, double deadline, rm_err *e)
+{
+    *relax_failed = 1;
+    rm_problem q = *p; /* shallow: only the budget differs */
+    if (factor < 1 && p->budget > p->fixed_bytes)
+        q.budget = p->fixed_bytes + (size_t)((double)(p->budget - p->fixed_bytes) * factor);
+    double left = 0;
+    if (deadline > 0) {
+        left = deadline - now_s();
+        if (left <= 0) return rm_errorf(e, RM_ERR_INFEASIBLE, "lp_round: time limit reached");
+    }
+    rm_milp_relaxation rel;
+    int rc = rm_milp_relax(&rel, &q, opt->levers, left, e);
+    if (rc != RM_OK) return rc;
+    *relax_failed = 0;
+    rc = rm_lp_round_from(out, info, p, rel.S, rel.bound, opt, e);
+    if (info) {
+        info->lp_seconds = rel.seconds;
+        info->budget_factor = factor;
+    }
+    rm_milp_relaxation_free(&rel);
+    return rc;
+}
+
+int rm_lp_round_tightened(rm_schedule **out, rm_lp_round_result *info, const rm_problem *p, double lp_bound,
+                          const rm_lp_round_options *opt, rm_err *e)
+{
+    double t0 = now_s(), deadline = opt->time_limit_s > 0 ? t0 + opt->time_limit_s : 0;
+    int rc = RM_ERR_INFEASIBLE;
+    for (int k = 1; k <= opt->tighten; k++) {
+        double factor = 1.0 - 0.05 * k;
+        int relax_failed;
+        rc = round_at(out, info, &relax_failed, p, factor, opt, deadline, e);
+        if (rc != RM_ERR_INFEASIBLE || relax_failed) break; /* found one, a real failure, or nothing tighter fits */
+    }
+    if (info) {
+        info->lp_bound = lp_bound; /* the bound is the relaxation at the real budget */
+        info->gap = rc == RM_OK && info->objective > 0 ? (info->objective - lp_bound) / info->objective : 0;
+        if (info->gap < 0) info->gap = 0;
+        info->seconds = now_s() - t0;
+    }
+    if (rc == RM_ERR_INFEASIBLE)
+        rc = rm_errorf(e, RM_ERR_INFEASIBLE,
+                       "lp_round: no rounding fits the budget, also with the relaxation solved at %d tighter budgets "
+                       "(down to %.0f%%)",
+                       opt->tighten, 100.0 * (1.0 - 0.05 * opt->tighten));
+    return rc;
+}
+
 int rm_strategy_lp_round(rm_schedule **out, rm_lp_round_result *info, const rm_problem *p,
                          const rm_lp_round_options *opt, rm_err *e)
 {
@@ -191,15 +244,26 @@ int rm_strategy_lp_round(rm_schedule **out, rm_lp_round_result *info, const rm_p
         rm_lp_round_options_default(&dflt);
         opt = &dflt;
     }
+    if (out) *out = NULL;
+    double deadline = opt->time_limit_s > 0 ? t0 + opt->time_limit_s : 0;
     rm_milp_relaxation rel;
     int rc = rm_milp_relax(&rel, p, opt->levers, opt->time_limit_s, e);
     if (rc != RM_OK) return rc;
+    double bound = rel.bound, lp_s = rel.seconds;
     rc = rm_lp_round_from(out, info, p, rel.S, rel.bound, opt, e);
+    rm_milp_relaxation_free(&rel);
+    if (info) info->budget_factor = 1.0;
+    if (rc == RM_ERR_INFEASIBLE && opt->tighten > 0) {
+        /* The rounding overshoots the budget: round the relaxation of a
+         * tighter budget instead, whose roundings land lower. */
+        rm_lp_round_options o2 = *opt;
+        o2.time_limit_s = deadline > 0 ? deadline - now_s() : 0;
+        if (deadline == 0 || o2.time_limit_s > 0) rc = rm_lp_round_tightened(out, info, p, bound, &o2, e);
+    }
     if (info) {
-        info->lp_bound = rel.bound;
-        info->lp_seconds = rel.seconds;
+        info->lp_bound = bound;
+        info->lp_seconds += lp_s;
         info->seconds = now_s() - t0;
     }
-    rm_milp_relaxation_free(&rel);
     return rc;
 }

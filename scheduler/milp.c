@@ -108,6 +108,35 @@ static int check_problem(const rm_problem *p, rm_err *e)
     return RM_OK;
 }
 
+/* The largest q such that every cost is an integer multiple of q, when the
+ * costs are integers (FLOP counts, test costs); 0 otherwise. Any two schedule
+ * costs then differ by a multiple of q, which turns "better than the
+ * incumbent" into "at least q better" and rounds LP bounds up. */
+static double cost_step(const rm_problem *p)
+{
+    double g = 0;
+    for (int k = 0; k < p->n; k++) {
+        double c = p->nodes[k].cost;
+        if (c == 0) continue;
+        if (c > 9007199254740992.0 || c != floor(c)) return 0;
+        double a = g, b = c;
+        while (b > 0) {
+            double r = fmod(a, b);
+            a = b;
+            b = r;
+        }
+        g = a;
+    }
+    return g;
+}
+
+/* The bound rounded up to the cost step (less a hair for lp_solve's tolerance). */
+static double step_up(double bound, double step)
+{
+    if (step <= 0) return bound;
+    return ceil(bound / step - 1e-6) * step;
+}
+
 /* ---------------------------------------------------------------- model */
 
 typedef struct free_var {
@@ -126,8 +155,7 @@ typedef struct model {
     int *ustart, *ulist;        /* users of each node, ascending */
     int ncols, nrows, nint, nS, nR;
     double cost_scale, cost_const; /* objective = cost_const + cost_scale * lp objective */
-    double zero_cost;              /* objective coefficient of a zero-cost recomputation */
-    int nzero;                     /* R columns of zero-cost nodes */
+    double step;                   /* every cost is a multiple of it (0 = no such step) */
     double mem_scale, mem_rhs;     /* budget rows are in units of mem_scale bytes */
     double *rv;
     int *ri;
@@ -290,12 +318,7 @@ static int model_build(model *m, const rm_problem *p, size_t act, unsigned lever
         m->cost_const += p->nodes[k].cost;
     }
     m->cost_scale = cmax > 0 ? cmax : 1;
-    double cmin = 0;
-    for (int k = 0; k < n; k++)
-        if (p->nodes[k].cost > 0 && (cmin == 0 || p->nodes[k].cost < cmin)) cmin = p->nodes[k].cost;
-    /* Small enough that all zero-cost recomputations together weigh less
-     * than a thousandth of the cheapest real one. */
-    m->zero_cost = cmin > 0 ? 1e-3 * cmin / m->cost_scale / ((double)n * n) : 1e-6;
+    m->step = cost_step(p);
     size_t g = 0;
     for (int k = 0; k < n; k++) g = gcd_size(g, p->nodes[k].bytes);
     if (g == 0) g = 1;
@@ -324,10 +347,7 @@ static int model_build(model *m, const rm_problem *p, size_t act, unsigned lever
     for (int t = 0; t < n; t++)
         for (int i = 0; i < t; i++)
             if (m->r_col[(size_t)t * n + i]) {
-                /* A zero-cost node (the input batch) still gets a token cost,
-                 * so that it is not recomputed for nothing. */
-                m->rv[cnt] = p->nodes[i].cost > 0 ? p->nodes[i].cost / m->cost_scale : m->zero_cost;
-                m->nzero += p->nodes[i].cost > 0 ? 0 : 1;
+                m->rv[cnt] = p->nodes[i].cost / m->cost_scale;
                 m->ri[cnt++] = m->r_col[(size_t)t * n + i];
             }
     if (!set_obj_fnex(lp, cnt, m->rv, m->ri)) return rm_errorf(e, RM_ERR_SOLVER, "lp_solve set_obj_fnex failed");
@@ -507,9 +527,7 @@ static int solve_lp(model *m, int *status, double *bound, double deadline, rm_er
     put_abortfunc(m->lp, NULL, NULL);
     *status = code;
     if (code == OPTIMAL) {
-        /* Less the largest possible sum of token costs, so the bound stays a
-         * bound on the true cost. */
-        *bound = m->cost_const + m->cost_scale * (get_objective(m->lp) - m->zero_cost * m->nzero);
+        *bound = m->cost_const + m->cost_scale * get_objective(m->lp);
         return RM_OK;
     }
     if (code == INFEASIBLE || code == TIMEOUT || code == USERABORT || code == SUBOPTIMAL) return RM_OK;
@@ -673,6 +691,7 @@ int rm_strategy_milp(rm_schedule **out, rm_milp_result *info, const rm_problem *
     best_sched best = {0};
     model m = {0};
     int lp_done = 0;
+    double lower = 0; /* the LP bound rounded up to the cost step */
     rm_schedule *cand = NULL;
 
     /* Checkpoint-all costs exactly the sum of the costs, which every
@@ -759,6 +778,11 @@ int rm_strategy_milp(rm_schedule **out, rm_milp_result *info, const rm_problem *
         rm_err re = {0};
         int rrc = rm_lp_round_from(&cand, &rr, p, S_frac, lp_bound, &ro, &re);
         free(S_frac);
+        if (rrc == RM_ERR_INFEASIBLE && !best.s) {
+            /* Nothing to cut with yet: round relaxations of tighter budgets. */
+            ro.time_limit_s = deadline > 0 ? deadline - now_s() : 0;
+            if (deadline == 0 || ro.time_limit_s > 0) rrc = rm_lp_round_tightened(&cand, &rr, p, lp_bound, &ro, &re);
+        }
         if (rrc == RM_OK) {
             if ((rc = rm_simulate(&sim, p, cand, e)) != RM_OK) goto done;
             offer(&best, cand, &sim);
@@ -771,7 +795,7 @@ int rm_strategy_milp(rm_schedule **out, rm_milp_result *info, const rm_problem *
     }
     if (best.s) {
         info->incumbent_cost = best.sim.cost;
-        if (best.sim.cost <= lp_bound || near_equal(best.sim.cost, lp_bound)) {
+        if (best.sim.cost <= step_up(lp_bound, m.step) || near_equal(best.sim.cost, lp_bound)) {
             info->status = RM_MILP_OPTIMAL; /* the bound is attained: nothing to search */
             info->from_incumbent = 1;
             goto done;
@@ -820,13 +844,15 @@ int rm_strategy_milp(rm_schedule **out, rm_milp_result *info, const rm_problem *
                 goto done;
             }
         }
-        if (best.s) {
+        int cutoff = best.s != NULL;
+        if (cutoff) {
             /* Only strictly better solutions are wanted: when none exists
              * lp_solve answers INFEASIBLE and the incumbent is optimal. */
-            double cut = (best.sim.cost - m.cost_const) / m.cost_scale;
-            for (int t = 0; t < n; t++)
-                for (int i = 0; i < t; i++)
-                    if (rm_R_at(best.s, t, i) && !(p->nodes[i].cost > 0)) cut += m.zero_cost;
+            double cut;
+            if (m.step > 0) /* costs move in steps: ask for a whole step better */
+                cut = (best.sim.cost - 0.99 * m.step - m.cost_const) / m.cost_scale;
+            else
+                cut = (best.sim.cost - m.cost_const) / m.cost_scale;
             set_obj_bound(lp, cut);
         }
         bb_ctx ctx = {opt->node_limit, deadline, now_s(), -1, 0, 0, 0};
@@ -841,7 +867,11 @@ int rm_strategy_milp(rm_schedule **out, rm_milp_result *info, const rm_problem *
         info->improvements = ctx.improvements;
         if (ctx.first >= 0) info->first_solution_s = ctx.first + (ctx.t0 - t0);
 
-        if (code == OPTIMAL || code == SUBOPTIMAL) {
+        /* With a cutoff, lp_solve 5.5 may answer OPTIMAL or SUBOPTIMAL
+         * without having found anything better, and its "solution" is then
+         * not one: only a reported improvement counts. */
+        int found = (code == OPTIMAL || code == SUBOPTIMAL) && (!cutoff || ctx.first >= 0);
+        if (found) {
             if ((rc = rm_schedule_create(&cand, n, e)) != RM_OK) goto done;
             /* By original index: presolve may have removed columns, and
              * get_var_primalresult answers for those too. */
@@ -870,7 +900,8 @@ int rm_strategy_milp(rm_schedule **out, rm_milp_result *info, const rm_problem *
             }
             goto limit_hit;
         }
-        if (code == INFEASIBLE) {
+        if (code == INFEASIBLE || code == OPTIMAL) {
+            /* The search finished and found nothing below the cutoff. */
             if (best.s) {
                 info->status = RM_MILP_OPTIMAL;
                 info->from_incumbent = 1;
@@ -880,7 +911,7 @@ int rm_strategy_milp(rm_schedule **out, rm_milp_result *info, const rm_problem *
             rc = rm_errorf(e, RM_ERR_INFEASIBLE, "milp: lp_solve proved that no schedule fits %zu bytes", act);
             goto done;
         }
-        if (code == USERABORT || code == TIMEOUT) {
+        if (code == SUBOPTIMAL || code == USERABORT || code == TIMEOUT) {
             info->from_incumbent = best.s != NULL;
             goto limit_hit;
         }
@@ -892,8 +923,10 @@ int rm_strategy_milp(rm_schedule **out, rm_milp_result *info, const rm_problem *
     }
 
 limit_hit:
+    lower = step_up(info->lp_bound, m.step);
     if (best.s) {
-        info->status = lp_done && near_equal(best.sim.cost, info->lp_bound) ? RM_MILP_OPTIMAL : RM_MILP_FEASIBLE;
+        info->status = lp_done && (best.sim.cost <= lower || near_equal(best.sim.cost, lower)) ? RM_MILP_OPTIMAL
+                                                                                               : RM_MILP_FEASIBLE;
     } else {
         info->status = RM_MILP_NO_SOLUTION;
         rc = rm_errorf(e, RM_ERR_INFEASIBLE,
@@ -913,7 +946,7 @@ done:
             info->lower_bound = best.sim.cost;
             info->gap = 0;
         } else {
-            info->lower_bound = info->lp_bound;
+            info->lower_bound = lower;
             info->gap = best.sim.cost > 0 ? (best.sim.cost - info->lower_bound) / best.sim.cost : 0;
             if (info->gap < 0) info->gap = 0;
         }

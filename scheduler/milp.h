@@ -120,6 +120,8 @@ typedef struct rm_lp_round_options {
     uint64_t seed;        /* base seed of the randomized roundings */
     double time_limit_s;  /* for the LP relaxation; 0 = none */
     unsigned levers;      /* model levers for the relaxation (RM_MILP_*) */
+    int tighten;          /* when nothing fits: re-solve the relaxation at 95%, 90%, ... of the
+                             budget, up to this many times, and round those */
 } rm_lp_round_options;
 
 void rm_lp_round_options_default(rm_lp_round_options *o);
@@ -131,16 +133,23 @@ typedef struct rm_lp_round_result {
     size_t peak_bytes;   /* activation peak of the returned schedule */
     double threshold;    /* winning deterministic threshold; -1 when a randomized rounding won */
     int seed_index;      /* winning randomized rounding; -1 when a threshold won */
-    int tried, fitted;   /* roundings tried / within budget */
+    int tried, fitted;   /* roundings tried / within budget (of the last relaxation rounded) */
+    double budget_factor; /* fraction of the budget the rounded relaxation was solved at */
     double seconds, lp_seconds;
 } rm_lp_round_result;
 
 /* Checkmate's two-phase rounding: solve the LP relaxation, round S
  * (threshold 0.5, then other thresholds and randomized roundings, keeping the
  * cheapest that fits), and compute the cheapest R for each rounded S exactly.
- * RM_ERR_INFEASIBLE when no rounding fits the budget. */
+ * When none fits, the relaxation is re-solved at tighter budgets (see
+ * tighten). RM_ERR_INFEASIBLE when no rounding fits the budget. */
 int rm_strategy_lp_round(rm_schedule **out, rm_lp_round_result *info, const rm_problem *p,
                          const rm_lp_round_options *opt, rm_err *e);
+
+/* Only the tightened retries of rm_strategy_lp_round (lp_bound: the bound at
+ * the real budget, for the gap). */
+int rm_lp_round_tightened(rm_schedule **out, rm_lp_round_result *info, const rm_problem *p, double lp_bound,
+                          const rm_lp_round_options *opt, rm_err *e);
 
 /* The same rounding from a given fractional S (n x n) and LP bound. */
 int rm_lp_round_from(rm_schedule **out, rm_lp_round_result *info, const rm_problem *p, const double *S_frac,

@@ -21,7 +21,10 @@
  * analytic segment cost replaced by the simulator's: h(a, b) is measured by
  * simulating the schedule that checkpoints exactly a and b and taking the
  * largest memory over the moments that belong to (a, b]. Recomputation cost
- * (also a per-segment sum) breaks ties.
+ * (also a per-segment sum) breaks ties. A segment whose members read by
+ * the backward pass alone outweigh a known peak (that of checkpointing every
+ * candidate, or every sqrt(K)-th) cannot be in an optimum and is not
+ * simulated, which keeps the pairs near linear in K on long chains.
  *
  * Where it is exact: the minimum peak over all subsets of the candidates,
  * for training graphs whose backward nodes read only their own layer's
@@ -30,23 +33,63 @@
  * search. Limits: (1) on DAGs it searches checkpoint sets of cut points
  * only; Feng & Huang's general-graph algorithm also splits inside
  * multi-branch regions, which is not implemented. (2) It costs one
- * simulation per pair of candidates, so above OGC_MAX_CANDIDATES cut points
- * it keeps that many, evenly spaced, and is exact over those. (3) On
+ * simulation per pair of candidates not pruned, so above OGC_MAX_CANDIDATES
+ * cut points it keeps that many, evenly spaced, and is exact over those. (3) On
  * problem files that break the shape above the decomposition can be off;
  * the result is still simulated and valid, only not proven optimal. */
+#include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "baseline.h"
 #include "strategy.h"
 
-#define OGC_MAX_CANDIDATES 48
+#define OGC_MAX_CANDIDATES 64
 
 typedef struct ogc_val {
     long long peak; /* -1: no segment */
     double cost;
     int next;
 } ogc_val;
+
+/* Simulates the checkpoint set pins; per stage, the largest memory after a
+ * compute and the cost of its recomputations. */
+static int stage_profile(long long *stage_max, double *stage_rc, size_t *peak, const rm_problem *p,
+                         const rm_fwd_info *fi, const uint8_t *pins, rm_err *e)
+{
+    rm_schedule *s;
+    int rc = rm_build_from_checkpoints(&s, p, fi, pins, e);
+    if (rc) return rc;
+    rm_op *ops = NULL;
+    int nops = 0;
+    size_t *mem = NULL;
+    rm_sim_result r;
+    if (!(rc = rm_schedule_ops(&ops, &nops, p, s, e))) {
+        mem = malloc(((size_t)nops + 1) * sizeof *mem);
+        if (!mem)
+            rc = rm_errorf(e, RM_ERR_NOMEM, "ogc: out of memory");
+        else
+            rc = rm_simulate_ops(&r, mem, p, s, ops, nops, e);
+    }
+    if (!rc) {
+        for (int t = 0; t < p->n; t++) {
+            stage_max[t] = 0;
+            stage_rc[t] = 0;
+        }
+        for (int o = 0; o < nops; o++)
+            if (ops[o].kind == RM_OP_COMPUTE) {
+                int t = ops[o].stage;
+                if ((long long)mem[o] > stage_max[t]) stage_max[t] = (long long)mem[o];
+                if (ops[o].node != t) stage_rc[t] += p->nodes[ops[o].node].cost;
+            }
+        *peak = r.peak_bytes;
+    }
+    free(ops);
+    free(mem);
+    rm_schedule_free(s);
+    return rc;
+}
 
 int rm_ogc_plan(uint8_t *pinned, size_t *predicted_peak, const rm_problem *p, const rm_fwd_info *fi, rm_err *e)
 {
@@ -69,63 +112,62 @@ int rm_ogc_plan(uint8_t *pinned, size_t *predicted_peak, const rm_problem *p, co
     }
     for (int k = 0; k < K; k++) /* evenly spaced when there are too many */
         cand[k] = fi->cuts[K == fi->ncuts ? k : (int)((long long)k * (fi->ncuts - 1) / (K - 1))];
+    /* Moments that read no forward value are the same in every schedule. */
+    size_t ub = 0, pk;
+    for (int k = 0; k < K; k++) pins[cand[k]] = 1;
+    if ((rc = stage_profile(stage_max, stage_rc, &ub, p, fi, pins, e))) goto done;
+    for (int t = b0; t < n; t++)
+        if (fi->pos[t] < 0 && stage_max[t] > g0) g0 = stage_max[t];
+    /* An upper bound on the optimum (every candidate; every sqrt(K)-th) lets
+     * the pair loop skip segments that cannot be part of it. */
+    memset(pins, 0, (size_t)n);
+    int step = (int)sqrt((double)K) > 1 ? (int)sqrt((double)K) : 1;
+    for (int k = step - 1; k < K; k += step) pins[cand[k]] = 1;
+    if ((rc = stage_profile(stage_max, stage_rc, &pk, p, fi, pins, e))) goto done;
+    if (pk < ub) ub = pk;
+    memset(pins, 0, (size_t)n);
     /* Boundary index a in 0..K+1: 0 the virtual start, 1..K candidate a-1,
-     * K+1 the virtual end; at(a) is its forward index. */
-#define AT(a) ((a) == 0 ? -1 : (a) == K + 1 ? b0 - 1 : cand[(a) - 1])
+     * K+1 the virtual end; AT(a) is its forward index. */
+#define AT(a) ((a) == 0 ? -1 : (a) == K + 1 ? b0 - 1 : cand[(a)-1])
 #define IDX(a, b) ((size_t)(a) * ((size_t)K + 2) + (size_t)(b))
-    for (int a = 0; a <= K; a++)
+    for (int a = 0; a <= K; a++) {
+        /* The members of (a, b) that the backward pass reads are all
+         * recomputed and held at once when the segment opens: a lower bound
+         * on h(a, b) that only grows with b. */
+        long long lb = 0;
+        int scanned = AT(a);
         for (int b = a + 1; b <= K + 1; b++) {
+            int end = b == K + 1 ? b0 : AT(b);
+            for (int v = scanned + 1; v < end; v++)
+                if (fi->lastuse[v] >= b0) lb += (long long)p->nodes[v].bytes;
+            scanned = end - 1;
+            if (lb > (long long)ub) {
+                for (; b <= K + 1; b++) {
+                    h[IDX(a, b)] = LLONG_MAX / 4;
+                    hc[IDX(a, b)] = 0;
+                }
+                break;
+            }
             if (a > 0) pins[cand[a - 1]] = 1;
             if (b <= K) pins[cand[b - 1]] = 1;
-            rm_schedule *s;
-            rc = rm_build_from_checkpoints(&s, p, fi, pins, e);
+            rc = stage_profile(stage_max, stage_rc, &pk, p, fi, pins, e);
             if (a > 0) pins[cand[a - 1]] = 0;
             if (b <= K) pins[cand[b - 1]] = 0;
             if (rc) goto done;
-            rm_op *ops = NULL;
-            int nops = 0;
-            size_t *mem = NULL;
-            rm_sim_result r;
-            if (!(rc = rm_schedule_ops(&ops, &nops, p, s, e))) {
-                mem = malloc(((size_t)nops + 1) * sizeof *mem);
-                if (!mem)
-                    rc = rm_errorf(e, RM_ERR_NOMEM, "ogc: out of memory");
-                else
-                    rc = rm_simulate_ops(&r, mem, p, s, ops, nops, e);
-            }
-            if (!rc) {
-                for (int t = 0; t < n; t++) {
-                    stage_max[t] = 0;
-                    stage_rc[t] = 0;
+            long long hv = 0;
+            double cv = 0;
+            int lo = AT(a), hi = AT(b);
+            for (int t = 0; t < n; t++) {
+                int owner = t < b0 ? t : fi->pos[t];
+                if (owner > lo && owner <= hi) {
+                    if (stage_max[t] > hv) hv = stage_max[t];
+                    cv += stage_rc[t];
                 }
-                for (int o = 0; o < nops; o++)
-                    if (ops[o].kind == RM_OP_COMPUTE) {
-                        int t = ops[o].stage;
-                        if ((long long)mem[o] > stage_max[t]) stage_max[t] = (long long)mem[o];
-                        if (ops[o].node != t) stage_rc[t] += p->nodes[ops[o].node].cost;
-                    }
-                long long hv = 0;
-                double cv = 0;
-                int lo = AT(a), hi = AT(b);
-                for (int t = 0; t < n; t++) {
-                    int owner = t < b0 ? t : fi->pos[t];
-                    if (t >= b0 && owner < 0) {
-                        if (stage_max[t] > g0) g0 = stage_max[t]; /* the same in every schedule */
-                        continue;
-                    }
-                    if (owner > lo && owner <= hi) {
-                        if (stage_max[t] > hv) hv = stage_max[t];
-                        cv += stage_rc[t];
-                    }
-                }
-                h[IDX(a, b)] = hv;
-                hc[IDX(a, b)] = cv;
             }
-            free(ops);
-            free(mem);
-            rm_schedule_free(s);
-            if (rc) goto done;
+            h[IDX(a, b)] = hv;
+            hc[IDX(a, b)] = cv;
         }
+    }
     /* W over boundaries, right to left: what follows b sees checkpoint a on
      * top of its own memory. */
     W[K + 1] = (ogc_val){-1, 0, -1};
@@ -142,10 +184,11 @@ int rm_ogc_plan(uint8_t *pinned, size_t *predicted_peak, const rm_problem *p, co
                 for (int v = c + 1; v < end && !useful; v++) useful = fi->lastuse[v] >= b0;
                 if (useful) own = (long long)p->nodes[c].bytes;
             }
-            long long pk = h[IDX(a, b)];
-            if (W[b].peak >= 0 && own + W[b].peak > pk) pk = own + W[b].peak;
+            long long best_pk = h[IDX(a, b)];
+            if (W[b].peak >= 0 && own + W[b].peak > best_pk) best_pk = own + W[b].peak;
             double c = hc[IDX(a, b)] + W[b].cost;
-            if (W[a].next < 0 || pk < W[a].peak || (pk == W[a].peak && c < W[a].cost)) W[a] = (ogc_val){pk, c, b};
+            if (W[a].next < 0 || best_pk < W[a].peak || (best_pk == W[a].peak && c < W[a].cost))
+                W[a] = (ogc_val){best_pk, c, b};
         }
     }
     for (int a = W[0].next; a >= 1 && a <= K; a = W[a].next) pinned[cand[a - 1]] = 1;

@@ -79,8 +79,8 @@ int rm_problem_validate(const rm_problem *p, rm_err *e)
     for (int i = 0; i < p->n; i++) {
         const rm_problem_node *nd = &p->nodes[i];
         if (!(nd->cost >= 0) || !isfinite(nd->cost))
-            return rm_errorf(e, RM_ERR_INVALID, "problem: node %d (%s) has cost %g; costs must be finite and >= 0",
-                             i, node_name(p, i), nd->cost);
+            return rm_errorf(e, RM_ERR_INVALID, "problem: node %d (%s) has cost %g; costs must be finite and >= 0", i,
+                             node_name(p, i), nd->cost);
         if (nd->tag != RM_TAG_FORWARD && nd->tag != RM_TAG_LOSS && nd->tag != RM_TAG_BACKWARD)
             return rm_errorf(e, RM_ERR_INVALID, "problem: node %d (%s) has an unknown tag %d", i, node_name(p, i),
                              (int)nd->tag);
@@ -145,9 +145,12 @@ int rm_problem_from_graph(rm_problem **out, const rm_graph *g, rm_err *e)
 static const char *tag_name(rm_node_tag t)
 {
     switch (t) {
-    case RM_TAG_FORWARD: return "forward";
-    case RM_TAG_LOSS: return "loss";
-    case RM_TAG_BACKWARD: return "backward";
+    case RM_TAG_FORWARD:
+        return "forward";
+    case RM_TAG_LOSS:
+        return "loss";
+    case RM_TAG_BACKWARD:
+        return "backward";
     }
     return "?";
 }
@@ -176,8 +179,7 @@ static int split_fields(char *line, char **f)
 /* Parses a non-negative integer that must fill the whole token. */
 static int parse_size(size_t *out, const char *tok, const char *what, const char *path, int line, rm_err *e)
 {
-    if (tok[0] == '-')
-        return rm_errorf(e, RM_ERR_PARSE, "%s:%d: %s '%s' is negative", path, line, what, tok);
+    if (tok[0] == '-') return rm_errorf(e, RM_ERR_PARSE, "%s:%d: %s '%s' is negative", path, line, what, tok);
     if (!isdigit((unsigned char)tok[0]))
         return rm_errorf(e, RM_ERR_PARSE, "%s:%d: %s '%s' is not a non-negative integer", path, line, what, tok);
     errno = 0;
@@ -247,7 +249,8 @@ static int parse_deps(rm_problem *p, int i, char *tok, const char *path, int lin
             break;
         }
         for (int k = 0; k < nd && !rc; k++)
-            if (deps[k] == v) rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: node %d lists dependency %d twice", path, line, i, v);
+            if (deps[k] == v)
+                rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: node %d lists dependency %d twice", path, line, i, v);
         if (rc) break;
         deps[nd++] = v;
     }
@@ -272,8 +275,9 @@ static int parse_node_line(rm_problem *p, int expect, int *node_line, char **f, 
         return rm_errorf(e, RM_ERR_PARSE, "%s:%d: node %d is defined twice (first at line %d)", path, line, idx,
                          node_line[idx]);
     if (idx != expect)
-        return rm_errorf(e, RM_ERR_PARSE, "%s:%d: expected node %d here, found node %s (nodes are listed 0..%d in order)",
-                         path, line, expect, f[0], p->n - 1);
+        return rm_errorf(e, RM_ERR_PARSE,
+                         "%s:%d: expected node %d here, found node %s (nodes are listed 0..%d in order)", path, line,
+                         expect, f[0], p->n - 1);
     if (nf < 6)
         return rm_errorf(e, RM_ERR_PARSE, "%s:%d: node %d has %d fields; expected 6: index name tag cost bytes deps",
                          path, line, idx, nf);
@@ -383,11 +387,11 @@ int rm_problem_write(const rm_problem *p, const char *path, rm_err *e)
         const char *nm = p->nodes[i].name;
         for (const char *c = nm; *c; c++)
             if (isspace((unsigned char)*c) || *c == '#' || !isprint((unsigned char)*c))
-                return rm_errorf(e, RM_ERR_INVALID, "%s: node %d name '%s' has a space, '#' or control character",
-                                 path, i, nm);
+                return rm_errorf(e, RM_ERR_INVALID, "%s: node %d name '%s' has a space, '#' or control character", path,
+                                 i, nm);
         if (strcmp(nm, "-") == 0)
-            return rm_errorf(e, RM_ERR_INVALID, "%s: node %d is named '-', which the format reserves for no name",
-                             path, i);
+            return rm_errorf(e, RM_ERR_INVALID, "%s: node %d is named '-', which the format reserves for no name", path,
+                             i);
     }
     FILE *fp = fopen(path, "w");
     if (!fp) return rm_errorf(e, RM_ERR_IO, "%s: cannot create: %s", path, strerror(errno));

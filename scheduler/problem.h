@@ -17,7 +17,7 @@ typedef struct rm_problem_node {
     double cost;  /* compute cost (FLOPs by default, or profiled seconds) */
     size_t bytes; /* output bytes */
     int ndeps;
-    int *deps;    /* earlier node indices, no duplicates */
+    int *deps; /* earlier node indices, no duplicates */
 } rm_problem_node;
 
 typedef struct rm_problem {

@@ -217,13 +217,14 @@ int rm_schedule_read(rm_schedule **out, const rm_problem *p, const char *path, r
             }
             ops_line = line;
         } else {
-            rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: unexpected '%s' (after the %d stages: cost, peak, ops)", path,
-                           line, f[0], s->n);
+            rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: unexpected '%s' (after the %d stages: cost, peak, ops)", path, line,
+                           f[0], s->n);
             break;
         }
     }
     if (!rc && ferror(fp)) rc = rm_errorf(e, RM_ERR_IO, "%s: read error", path);
-    if (!rc && !header) rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: empty file: expected 'schedule STAGES'", path, line + 1);
+    if (!rc && !header)
+        rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: empty file: expected 'schedule STAGES'", path, line + 1);
     if (!rc && stages < s->n)
         rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: end of file after %d of %d stages", path, line + 1, stages, s->n);
     if (!rc && ops_declared >= 0 && ops_seen < ops_declared)

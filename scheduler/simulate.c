@@ -12,8 +12,8 @@
 
 static const char *nm(const rm_problem *p, int i) { return p->nodes[i].name[0] ? p->nodes[i].name : "?"; }
 
-int rm_simulate_ops(rm_sim_result *out, size_t *mem_after, const rm_problem *p, const rm_schedule *s,
-                    const rm_op *ops, int nops, rm_err *e)
+int rm_simulate_ops(rm_sim_result *out, size_t *mem_after, const rm_problem *p, const rm_schedule *s, const rm_op *ops,
+                    int nops, rm_err *e)
 {
     memset(out, 0, sizeof *out);
     out->peak_stage = out->peak_node = -1;
@@ -26,26 +26,29 @@ int rm_simulate_ops(rm_sim_result *out, size_t *mem_after, const rm_problem *p, 
     for (int o = 0; o < nops; o++) {
         const rm_op *op = &ops[o];
         if (op->node < 0 || op->node >= n || op->stage < 0 || op->stage >= n || op->stage < stage) {
-            rc = rm_errorf(e, RM_ERR_INVALID, "simulate: operation %d (node %d, stage %d) is out of range or order",
-                           o, op->node, op->stage);
+            rc = rm_errorf(e, RM_ERR_INVALID, "simulate: operation %d (node %d, stage %d) is out of range or order", o,
+                           op->node, op->stage);
             goto done;
         }
         if (op->stage != stage) {
             stage = op->stage;
             const uint8_t *S = &s->S[(size_t)stage * (size_t)n];
-            for (int v = 0; v < n; v++)
-                if (resident[v] != S[v]) {
-                    rc = rm_errorf(e, RM_ERR_INVALID, "simulate: at the start of stage %d node %d (%s) is %s but S says %d",
-                                   stage, v, nm(p, v), resident[v] ? "resident" : "not resident", S[v]);
-                    goto done;
-                }
+            if (memcmp(resident, S, (size_t)n) != 0)
+                for (int v = 0; v < n; v++)
+                    if (resident[v] != S[v]) {
+                        rc = rm_errorf(e, RM_ERR_INVALID,
+                                       "simulate: at the start of stage %d node %d (%s) is %s but S says %d", stage, v,
+                                       nm(p, v), resident[v] ? "resident" : "not resident", S[v]);
+                        goto done;
+                    }
         }
         int k = op->node;
         if (op->kind == RM_OP_COMPUTE) {
             const rm_problem_node *nd = &p->nodes[k];
             for (int d = 0; d < nd->ndeps; d++)
                 if (!resident[nd->deps[d]]) {
-                    rc = rm_errorf(e, RM_ERR_INVALID, "simulate: stage %d computes node %d (%s) but its input %d (%s) is not resident",
+                    rc = rm_errorf(e, RM_ERR_INVALID,
+                                   "simulate: stage %d computes node %d (%s) but its input %d (%s) is not resident",
                                    stage, k, nm(p, k), nd->deps[d], nm(p, nd->deps[d]));
                     goto done;
                 }
@@ -78,8 +81,8 @@ int rm_simulate_ops(rm_sim_result *out, size_t *mem_after, const rm_problem *p, 
         if (mem_after) mem_after[o] = mem;
     }
     if (stage != n - 1 || mem != 0)
-        rc = rm_errorf(e, RM_ERR_INVALID, "simulate: the operations end in stage %d with %zu bytes still resident", stage,
-                       mem);
+        rc = rm_errorf(e, RM_ERR_INVALID, "simulate: the operations end in stage %d with %zu bytes still resident",
+                       stage, mem);
     out->recomputations = computes - n;
 done:
     free(resident);

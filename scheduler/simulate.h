@@ -12,20 +12,24 @@
 #include "schedule.h"
 
 typedef struct rm_sim_result {
-    double cost;          /* sum of the costs of every compute */
-    size_t peak_bytes;    /* activation peak, fixed bytes excluded */
-    int peak_stage;       /* where the peak happens */
+    double cost;       /* sum of the costs of every compute */
+    size_t peak_bytes; /* activation peak, fixed bytes excluded */
+    int peak_stage;    /* where the peak happens */
     int peak_node;
-    long recomputations;  /* computes beyond the first of each node */
+    long recomputations; /* computes beyond the first of each node */
 } rm_sim_result;
 
+/* p must be valid (rm_problem_validate; problems from rm_problem_from_graph
+ * and rm_problem_read are). O(n^2 + nnz(S) + computes * deps): it runs inside
+ * budget bisections, so it does not re-validate p. peak_stage/peak_node give
+ * the first compute that reaches the peak. */
 int rm_simulate(rm_sim_result *out, const rm_problem *p, const rm_schedule *s, rm_err *e);
 
 /* Replays an operation sequence from rm_schedule_ops (what rm_simulate does
  * after generating it). mem_after, when not NULL, has nops entries and gets
  * the resident activation bytes after each operation: the memory timeline. */
-int rm_simulate_ops(rm_sim_result *out, size_t *mem_after, const rm_problem *p, const rm_schedule *s,
-                    const rm_op *ops, int nops, rm_err *e);
+int rm_simulate_ops(rm_sim_result *out, size_t *mem_after, const rm_problem *p, const rm_schedule *s, const rm_op *ops,
+                    int nops, rm_err *e);
 
 /* 1 when fixed_bytes + peak fits the problem's budget (always when budget = 0). */
 int rm_sim_fits(const rm_problem *p, const rm_sim_result *r);

@@ -68,7 +68,7 @@ rm_problem *rg_training_problem(uint64_t seed, const rg_options *opt)
     int F = opt->forward < 2 ? 2 : opt->forward;
     rm_rng r = rm_rng_make(seed * 0x9e3779b97f4a7c15ULL + 12345);
     /* Forward structure first: fdeps[i] (up to 3 deps per layer). */
-    int (*fdeps)[3] = calloc((size_t)F, sizeof *fdeps);
+    int(*fdeps)[3] = calloc((size_t)F, sizeof *fdeps);
     int *nfd = calloc((size_t)F, sizeof *nfd);
     int *nconsumers = calloc((size_t)F + 1, sizeof *nconsumers);
     for (int i = 1; i < F; i++) {

@@ -18,11 +18,11 @@
 rm_problem *rg_problem_make(int n, const size_t *bytes, const double *cost, const char *const *deps);
 
 typedef struct rg_options {
-    int forward;         /* forward nodes including the input node (>= 2) */
-    double skip_prob;    /* chance a layer also reads a random earlier value (residual/U-Net skip) */
-    double branch_prob;  /* chance a layer reads the value before its predecessor (parallel branches) */
-    int max_skip;        /* how far back a skip may reach (0 = anywhere) */
-    size_t max_bytes;    /* node sizes are uniform multiples of 16 in [16, max_bytes] */
+    int forward;        /* forward nodes including the input node (>= 2) */
+    double skip_prob;   /* chance a layer also reads a random earlier value (residual/U-Net skip) */
+    double branch_prob; /* chance a layer reads the value before its predecessor (parallel branches) */
+    int max_skip;       /* how far back a skip may reach (0 = anywhere) */
+    size_t max_bytes;   /* node sizes are uniform multiples of 16 in [16, max_bytes] */
 } rg_options;
 
 /* A random training graph: forward nodes 0..forward-1 (node 0 the input, cost

@@ -38,17 +38,16 @@ static char *slurp(const char *path)
 }
 
 /* The example of docs/problem-format.md. */
-static const char *example =
-    "# A two-layer training graph (docs/problem-format.md)\n"
-    "problem 7 4096 20000\n"
-    "# index name tag cost bytes deps\n"
-    "0 input forward 0 1024 -\n"
-    "1 fc1 forward 2048 2048 0\n"
-    "2 relu1 forward 512 2048 1\n"
-    "3 loss loss 64 4 2\n"
-    "4 loss.grad backward 64 2048 2,3\n"
-    "5 relu1.grad backward 512 2048 2,4\n"
-    "6 fc1.grad backward 4096 0 0,5\n";
+static const char *example = "# A two-layer training graph (docs/problem-format.md)\n"
+                             "problem 7 4096 20000\n"
+                             "# index name tag cost bytes deps\n"
+                             "0 input forward 0 1024 -\n"
+                             "1 fc1 forward 2048 2048 0\n"
+                             "2 relu1 forward 512 2048 1\n"
+                             "3 loss loss 64 4 2\n"
+                             "4 loss.grad backward 64 2048 2,3\n"
+                             "5 relu1.grad backward 512 2048 2,4\n"
+                             "6 fc1.grad backward 4096 0 0,5\n";
 
 Test(problem_file, reads_documented_example)
 {
