@@ -56,6 +56,14 @@ static int avgpool_forward(const rm_layer_call *call, rm_err *e)
     return RM_OK;
 }
 
+/* Backward only: one input plane of double accumulators. */
+static size_t avgpool_workspace_bytes(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out,
+                                      int backward)
+{
+    (void)cfg, (void)nin, (void)out;
+    return backward ? (size_t)in[0].h * (size_t)in[0].w * sizeof(double) : 0;
+}
+
 static int avgpool_backward(const rm_layer_call *call, rm_err *e)
 {
     rm_tensor *dx = call->din[0];
@@ -64,8 +72,10 @@ static int avgpool_backward(const rm_layer_call *call, rm_err *e)
     size_t in_plane = (size_t)s.h * s.w, out_plane = (size_t)o.h * o.w;
     double inv_area = 1.0 / ((double)call->cfg->kernel * call->cfg->kernel);
     /* Overlapping windows (stride < kernel) add several gradients into one element. */
-    double *acc = malloc(in_plane * sizeof(double));
-    if (!acc) return rm_errorf(e, RM_ERR_NOMEM, "avgpool: no memory for a %zu-element plane", in_plane);
+    void *ws, *owned;
+    int rc = rm_layer_workspace(&ws, &owned, call, in_plane * sizeof(double), "avgpool backward", e);
+    if (rc) return rc;
+    double *acc = ws;
     for (size_t pl = 0; pl < (size_t)s.n * s.c; pl++) {
         const float *dy = call->dout->data + pl * out_plane;
         memset(acc, 0, in_plane * sizeof(double));
@@ -80,7 +90,7 @@ static int avgpool_backward(const rm_layer_call *call, rm_err *e)
         float *dxp = dx->data + pl * in_plane;
         for (size_t i = 0; i < in_plane; i++) dxp[i] = (float)acc[i];
     }
-    free(acc);
+    free(owned);
     return RM_OK;
 }
 
@@ -94,4 +104,5 @@ const rm_layer_desc rm_avgpool2d_desc = {
     .flops = avgpool_flops,
     .forward_cpu = avgpool_forward,
     .backward_cpu = avgpool_backward,
+    .workspace_bytes = avgpool_workspace_bytes,
 };

@@ -83,6 +83,22 @@ static conv_geom conv_geom_of(const rm_layer_config *cfg, rm_shape x, rm_shape y
     return g;
 }
 
+/* A 1x1, stride-1, unpadded convolution reads its input as the im2col matrix. */
+static int conv_direct(const conv_geom *g) { return g->k == 1 && g->s == 1 && g->p == 0; }
+
+/* Forward: one im2col strip of pixels (none when direct). Backward: the dx
+ * accumulator of one image, one dcol row and the dw accumulator (doubles,
+ * first, so every part stays aligned), then one im2col strip of taps. */
+static size_t conv2d_workspace_bytes(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out,
+                                     int backward)
+{
+    (void)nin;
+    conv_geom g = conv_geom_of(cfg, in[0], out);
+    if (!backward) return conv_direct(&g) ? 0 : g.kdim * RM_TILE * sizeof(float);
+    size_t xsize = (size_t)g.cin * g.h * g.w;
+    return (xsize + g.pdim + (size_t)g.cout * g.kdim) * sizeof(double) + g.pdim * RM_TILE * sizeof(float);
+}
+
 /* The im2col matrix has one row per kernel tap kk = (ci, ky, kx) and one
  * column per output pixel pp = (oy, ox); element (kk, pp) is the input under
  * tap kk when the kernel sits on pixel pp, 0 in the padding. */
@@ -160,15 +176,16 @@ static int conv2d_forward(const rm_layer_call *call, rm_err *e)
 {
     const rm_tensor *x = call->in[0];
     conv_geom g = conv_geom_of(call->cfg, x->shape, call->out->shape);
-    int direct = g.k == 1 && g.s == 1 && g.p == 0;
-    float *strip = direct ? NULL : malloc(g.kdim * RM_TILE * sizeof(float));
-    if (!direct && !strip)
-        return rm_errorf(e, RM_ERR_NOMEM, "conv: no memory for a %zux%d im2col strip", g.kdim, RM_TILE);
+    void *ws, *owned;
+    size_t ws_bytes = conv2d_workspace_bytes(call->cfg, &x->shape, 1, call->out->shape, 0);
+    int rc = rm_layer_workspace(&ws, &owned, call, ws_bytes, "conv forward", e);
+    if (rc) return rc;
+    float *strip = ws; /* NULL when direct */
     size_t xsize = (size_t)g.cin * g.h * g.w, ysize = (size_t)g.cout * g.pdim;
     for (int n = 0; n < g.n; n++)
         conv2d_forward_kernel(call->out->data + n * ysize, strip, call->params->w.data, call->params->b.data,
                               x->data + n * xsize, &g);
-    free(strip);
+    free(owned);
     return RM_OK;
 }
 
@@ -225,18 +242,13 @@ static int conv2d_backward(const rm_layer_call *call, rm_err *e)
     int want_dw = prm->dw.data != NULL, want_db = prm->db.data != NULL, want_dx = dx && dx->data;
     size_t xsize = (size_t)g.cin * g.h * g.w, ysize = (size_t)g.cout * g.pdim;
 
-    double *dx_acc = NULL, *row = NULL, *dw_acc = NULL;
-    float *strip = NULL;
-    int rc = RM_OK;
-    if (want_dx && (!(dx_acc = malloc(xsize * sizeof(double))) || !(row = malloc(g.pdim * sizeof(double))))) {
-        rc = rm_errorf(e, RM_ERR_NOMEM, "conv: no memory for the input-gradient buffers (%zu values)", xsize);
-        goto done;
-    }
-    if (want_dw && (!(dw_acc = calloc((size_t)g.cout * g.kdim, sizeof(double))) ||
-                    !(strip = malloc(g.pdim * RM_TILE * sizeof(float))))) {
-        rc = rm_errorf(e, RM_ERR_NOMEM, "conv: no memory for the weight-gradient buffers (%zu values)", g.pdim);
-        goto done;
-    }
+    void *ws, *owned;
+    size_t ws_bytes = conv2d_workspace_bytes(call->cfg, &x->shape, 1, dy->shape, 1);
+    int rc = rm_layer_workspace(&ws, &owned, call, ws_bytes, "conv backward", e);
+    if (rc) return rc;
+    double *dx_acc = ws, *row = dx_acc + xsize, *dw_acc = row + g.pdim;
+    float *strip = (float *)(dw_acc + (size_t)g.cout * g.kdim);
+    if (want_dw) memset(dw_acc, 0, (size_t)g.cout * g.kdim * sizeof(double));
     for (int n = 0; n < g.n; n++) {
         const float *dyn = dy->data + n * ysize;
         if (want_dx) {
@@ -257,9 +269,8 @@ static int conv2d_backward(const rm_layer_call *call, rm_err *e)
             }
             prm->db.data[co] = (float)sum;
         }
-done:
-    free(dx_acc), free(row), free(dw_acc), free(strip);
-    return rc;
+    free(owned);
+    return RM_OK;
 }
 
 const rm_layer_desc rm_conv2d_desc = {
@@ -274,4 +285,5 @@ const rm_layer_desc rm_conv2d_desc = {
     .init = conv2d_init,
     .forward_cpu = conv2d_forward,
     .backward_cpu = conv2d_backward,
+    .workspace_bytes = conv2d_workspace_bytes,
 };

@@ -71,6 +71,17 @@ static convt_geom convt_geom_of(const rm_layer_config *cfg, rm_shape x)
     return g;
 }
 
+/* Backward only: the dw accumulator (doubles, first, so every part stays
+ * aligned), then one image of dy in each of two layouts. */
+static size_t convt_workspace_bytes(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out,
+                                    int backward)
+{
+    (void)nin, (void)out;
+    if (!backward) return 0;
+    convt_geom g = convt_geom_of(cfg, in[0]);
+    return (size_t)g.cin * g.qdim * sizeof(double) + 2 * g.qdim * g.hw * sizeof(float);
+}
+
 /* Output pixel (2i+a, 2j+b) of channel co, as an offset into one image of y. */
 static size_t convt_out_index(const convt_geom *g, size_t q, size_t ij)
 {
@@ -117,15 +128,14 @@ static int convt_backward(const rm_layer_call *call, rm_err *e)
 
     /* dy of one image in two layouts: tap-major dyq[q][ij] for dx,
      * pixel-major dyp[ij][q] for dw, so both products read rows. */
-    float *dyq = NULL, *dyp = NULL;
-    double *dw_acc = NULL, acc[RM_TILE];
-    int rc = RM_OK;
-    if ((want_dx && !(dyq = malloc(ysize * sizeof(float)))) ||
-        (want_dw &&
-         (!(dyp = malloc(ysize * sizeof(float))) || !(dw_acc = calloc((size_t)g.cin * g.qdim, sizeof(double)))))) {
-        rc = rm_errorf(e, RM_ERR_NOMEM, "conv_transpose: no memory for the gradient buffers (%zu values)", ysize);
-        goto done;
-    }
+    void *ws, *owned;
+    int rc = rm_layer_workspace(&ws, &owned, call, convt_workspace_bytes(call->cfg, &x->shape, 1, dy->shape, 1),
+                                "conv_transpose backward", e);
+    if (rc) return rc;
+    double *dw_acc = want_dw ? ws : NULL, acc[RM_TILE];
+    float *dyq = want_dx ? (float *)((double *)ws + (size_t)g.cin * g.qdim) : NULL;
+    float *dyp = want_dw ? (float *)((double *)ws + (size_t)g.cin * g.qdim) + ysize : NULL;
+    if (want_dw) memset(dw_acc, 0, (size_t)g.cin * g.qdim * sizeof(double));
     for (int n = 0; n < g.n && (want_dx || want_dw); n++) {
         const float *dyn = dy->data + n * ysize;
         for (size_t q = 0; q < g.qdim; q++)
@@ -163,9 +173,8 @@ static int convt_backward(const rm_layer_call *call, rm_err *e)
             }
             prm->db.data[co] = (float)sum;
         }
-done:
-    free(dyq), free(dyp), free(dw_acc);
-    return rc;
+    free(owned);
+    return RM_OK;
 }
 
 const rm_layer_desc rm_conv_transpose2x2_desc = {
@@ -180,4 +189,5 @@ const rm_layer_desc rm_conv_transpose2x2_desc = {
     .init = convt_init,
     .forward_cpu = convt_forward,
     .backward_cpu = convt_backward,
+    .workspace_bytes = convt_workspace_bytes,
 };

@@ -8,6 +8,7 @@
 #define REMAT_LAYER_H
 
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "../engine/backend.h"
 #include "../engine/error.h"
@@ -89,6 +90,13 @@ typedef struct rm_layer_call {
     int update_stats;      /* batchnorm: fold batch statistics into running ones */
     uint64_t seed, step;   /* dropout mask = f(seed, step, node_id, index) */
     int node_id;
+    /* Scratch for kernels that need it (rm_layer_desc.workspace_bytes): at
+     * least that many bytes, 64-byte aligned, contents undefined on entry. An
+     * executor allocates one workspace of the largest size once, so a
+     * training step allocates nothing; NULL makes the layer allocate its own
+     * (tests, one-off calls). */
+    void *workspace;
+    size_t workspace_size; /* bytes available at workspace */
 } rm_layer_call;
 
 typedef struct rm_layer_desc {
@@ -107,7 +115,31 @@ typedef struct rm_layer_desc {
     void (*init)(rm_layer_params *p, const rm_layer_config *cfg, const rm_shape *in, int nin, rm_rng *rng);
     int (*forward_cpu)(const rm_layer_call *call, rm_err *e);
     int (*backward_cpu)(const rm_layer_call *call, rm_err *e);
+    /* Scratch bytes one forward (backward = 0) or backward call needs at these
+     * shapes (in with the batch in n). NULL: the layer needs none. */
+    size_t (*workspace_bytes)(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out, int backward);
 } rm_layer_desc;
+
+/* The scratch of one kernel call: call->workspace when the caller gave one
+ * (RM_ERR_INVALID if it is smaller than bytes), else a fresh allocation that
+ * is also returned in *owned for the kernel to free(). *ws is NULL when bytes
+ * is 0. */
+static inline int rm_layer_workspace(void **ws, void **owned, const rm_layer_call *call, size_t bytes,
+                                     const char *who, rm_err *e)
+{
+    *ws = *owned = NULL;
+    if (bytes == 0) return RM_OK;
+    if (call->workspace) {
+        if (call->workspace_size < bytes)
+            return rm_errorf(e, RM_ERR_INVALID, "%s: workspace of %zu bytes given, %zu needed", who,
+                             call->workspace_size, bytes);
+        *ws = call->workspace;
+        return RM_OK;
+    }
+    if (!(*ws = *owned = malloc(bytes)))
+        return rm_errorf(e, RM_ERR_NOMEM, "%s: no memory for a %zu-byte workspace", who, bytes);
+    return RM_OK;
+}
 
 /* The descriptor of a kind, and lookup by config section name (NULL if none). */
 const rm_layer_desc *rm_layer_desc_of(rm_layer_kind kind);

@@ -50,6 +50,14 @@ static void linear_init(rm_layer_params *p, const rm_layer_config *cfg, const rm
     if (p->b.data) memset(p->b.data, 0, rm_tensor_numel(&p->b) * sizeof(float));
 }
 
+/* Forward only: the input transposed to features x batch. */
+static size_t linear_workspace_bytes(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out,
+                                     int backward)
+{
+    (void)cfg, (void)nin, (void)out;
+    return backward ? 0 : rm_shape_numel(in[0]) * sizeof(float);
+}
+
 static int linear_forward(const rm_layer_call *call, rm_err *e)
 {
     const rm_tensor *x = call->in[0];
@@ -58,8 +66,11 @@ static int linear_forward(const rm_layer_call *call, rm_err *e)
     /* y[n][o] = b[o] + sum_i w[o][i] x[n][i], tiled over the batch: x is
      * transposed to xt[i][n] so that a tile reads rows (transposing w instead
      * would copy the whole weight matrix every call). */
-    float *xt = malloc(in * nb * sizeof(float));
-    if (!xt) return rm_errorf(e, RM_ERR_NOMEM, "linear: no memory for a %zux%zu transposed input", in, nb);
+    void *ws, *owned;
+    int rc = rm_layer_workspace(&ws, &owned, call, linear_workspace_bytes(call->cfg, &x->shape, 1, call->out->shape, 0),
+                                "linear forward", e);
+    if (rc) return rc;
+    float *xt = ws;
     for (size_t n = 0; n < nb; n++)
         for (size_t i = 0; i < in; i++) xt[i * nb + n] = x->data[n * in + i];
     double acc[RM_TILE];
@@ -72,7 +83,7 @@ static int linear_forward(const rm_layer_call *call, rm_err *e)
             for (size_t j = 0; j < nn; j++) call->out->data[(n0 + j) * out + o] = (float)acc[j];
         }
     }
-    free(xt);
+    free(owned);
     return RM_OK;
 }
 
@@ -120,4 +131,5 @@ const rm_layer_desc rm_linear_desc = {
     .init = linear_init,
     .forward_cpu = linear_forward,
     .backward_cpu = linear_backward,
+    .workspace_bytes = linear_workspace_bytes,
 };

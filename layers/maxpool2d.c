@@ -58,6 +58,14 @@ static int maxpool_forward(const rm_layer_call *call, rm_err *e)
     return RM_OK;
 }
 
+/* Backward only: one input plane of double accumulators. */
+static size_t maxpool_workspace_bytes(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out,
+                                      int backward)
+{
+    (void)cfg, (void)nin, (void)out;
+    return backward ? (size_t)in[0].h * (size_t)in[0].w * sizeof(double) : 0;
+}
+
 static int maxpool_backward(const rm_layer_call *call, rm_err *e)
 {
     rm_tensor *dx = call->din[0];
@@ -65,8 +73,10 @@ static int maxpool_backward(const rm_layer_call *call, rm_err *e)
     rm_shape s = call->in[0]->shape, o = call->dout->shape;
     size_t in_plane = (size_t)s.h * s.w, out_plane = (size_t)o.h * o.w;
     /* Overlapping windows (stride < kernel) can route several gradients to one element. */
-    double *acc = malloc(in_plane * sizeof(double));
-    if (!acc) return rm_errorf(e, RM_ERR_NOMEM, "maxpool: no memory for a %zu-element plane", in_plane);
+    void *ws, *owned;
+    int rc = rm_layer_workspace(&ws, &owned, call, in_plane * sizeof(double), "maxpool backward", e);
+    if (rc) return rc;
+    double *acc = ws;
     for (size_t pl = 0; pl < (size_t)s.n * s.c; pl++) {
         const float *x = call->in[0]->data + pl * in_plane, *dy = call->dout->data + pl * out_plane;
         memset(acc, 0, in_plane * sizeof(double));
@@ -76,7 +86,7 @@ static int maxpool_backward(const rm_layer_call *call, rm_err *e)
         float *dxp = dx->data + pl * in_plane;
         for (size_t i = 0; i < in_plane; i++) dxp[i] = (float)acc[i];
     }
-    free(acc);
+    free(owned);
     return RM_OK;
 }
 
@@ -90,4 +100,5 @@ const rm_layer_desc rm_maxpool2d_desc = {
     .flops = maxpool_flops,
     .forward_cpu = maxpool_forward,
     .backward_cpu = maxpool_backward,
+    .workspace_bytes = maxpool_workspace_bytes,
 };

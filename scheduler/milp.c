@@ -47,7 +47,10 @@ void rm_milp_options_default(rm_milp_options *o)
     memset(o, 0, sizeof *o);
     o->levers = RM_MILP_DEFAULT;
     o->rounding_seeds = 16;
-    o->bb_rule = -1;
+    /* NODE_GAPSELECT: measured on random training graphs of 22-38 nodes, it
+     * proved 3 of 4 hard instances optimal within 2000 nodes where lp_solve's
+     * default (NODE_FIRSTSELECT) proved 1 (see milp.h). */
+    o->bb_rule = NODE_GAPSELECT;
 }
 
 static const char *lp_code_name(int code)
@@ -335,6 +338,9 @@ static int model_build(model *m, const rm_problem *p, size_t act, unsigned lever
     put_logfunc(lp, lp_log, (void *)logopt);
     set_verbose(lp, logopt && logopt->log ? logopt->verbosity : NEUTRAL);
     set_minim(lp);
+    if (getenv("RM_SPX")) set_simplextype(lp, atoi(getenv("RM_SPX")));
+    if (getenv("RM_SCALE")) set_scaling(lp, atoi(getenv("RM_SCALE")));
+    if (getenv("RM_PIV")) set_pivoting(lp, atoi(getenv("RM_PIV")));
     for (int c = 1; c <= m->ncols; c++)
         if (!set_bounds(lp, c, 0.0, 1.0))
             return rm_errorf(e, RM_ERR_SOLVER, "lp_solve set_bounds failed on column %d", c);
@@ -820,7 +826,9 @@ int rm_strategy_milp(rm_schedule **out, rm_milp_result *info, const rm_problem *
         if (!(lv & RM_MILP_FREE_CONT))
             for (int f = 0; f < m.nfree; f++)
                 if (!set_int(lp, m.fv[f].col, TRUE)) goto setfail;
-        set_bb_floorfirst(lp, (lv & RM_MILP_FLOOR_FIRST) ? BRANCH_FLOOR : BRANCH_CEILING);
+        set_bb_floorfirst(lp, (lv & RM_MILP_BRANCH_AUTO)  ? BRANCH_AUTOMATIC
+                              : (lv & RM_MILP_FLOOR_FIRST) ? BRANCH_FLOOR
+                                                           : BRANCH_CEILING);
         if (opt->bb_rule >= 0) set_bb_rule(lp, opt->bb_rule);
         if (opt->depth_limit != 0) set_bb_depthlimit(lp, opt->depth_limit);
         if (opt->mip_gap > 0) set_mip_gap(lp, FALSE, opt->mip_gap);

@@ -44,7 +44,8 @@ enum {
     RM_MILP_INCUMBENT = 1u << 6,    /* LP rounding / checkpoint-all as incumbent and cutoff */
     RM_MILP_FREE_CONT = 1u << 7,    /* FREE continuous (valid with the disaggregated rows) */
     RM_MILP_SHORTCUT = 1u << 8,     /* return checkpoint-all without solving when it fits */
-    RM_MILP_PRESOLVE = 1u << 9,     /* lp_solve's row/column presolve on the MILP */
+    RM_MILP_PRESOLVE = 1u << 9,     /* lp_solve's row/column presolve on the MILP (unreliable: see milp.c) */
+    RM_MILP_BRANCH_AUTO = 1u << 10, /* BRANCH_AUTOMATIC (round to the nearer side first); overrides FLOOR_FIRST */
 };
 #define RM_MILP_DEFAULT                                                                                  \
     (RM_MILP_FLOOR_FIRST | RM_MILP_S_PRIORITY | RM_MILP_STAGE_ORDER | RM_MILP_PRUNE | RM_MILP_FREE_CUT | \
@@ -61,7 +62,7 @@ typedef struct rm_milp_options {
     double mip_gap;               /* relative gap at which to stop; 0 = lp_solve's default (1e-9) */
     unsigned levers;              /* RM_MILP_* flags */
     int rounding_seeds;           /* randomized roundings tried for the incumbent */
-    int bb_rule;                  /* lp_solve NODE_* branching rule; -1 = lp_solve's default */
+    int bb_rule;                  /* lp_solve NODE_* rule; default NODE_GAPSELECT (1); -1 = lp_solve's own */
     int depth_limit;              /* set_bb_depthlimit; 0 = lp_solve's default (-50: 50 x #integers) */
     int verbosity;                /* lp_solve's level (0 = NEUTRAL ... 6 = FULL); needs log */
     rm_milp_log_fn log;

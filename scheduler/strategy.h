@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "schedule.h"
+#include "simulate.h"
 
 /* No recomputation: every value is kept until its last use. */
 int rm_strategy_checkpoint_all(rm_schedule **out, const rm_problem *p, rm_err *e);
@@ -65,16 +66,60 @@ int rm_schedule_from_checkpoints(rm_schedule **out, const rm_problem *p, const u
 
 typedef int (*rm_strategy_fn)(rm_schedule **out, const rm_problem *p, rm_err *e);
 
+/* ---- One table for every strategy: the baselines, LP rounding and the MILP ---- */
+
+/* A line of progress from a long solve (lp_solve's log); same shape as
+ * milp.h's rm_milp_log_fn, so one can be passed for the other. */
+typedef void (*rm_strategy_log_fn)(void *ctx, const char *line);
+
+/* What the solver strategies take; the baselines need none of it. Zero
+ * (or a NULL pointer) means: no limits, no log. */
+typedef struct rm_strategy_options {
+    double time_limit_s; /* wall clock for LP rounding / the MILP; 0 = none. Not deterministic */
+    long node_limit;     /* MILP branch-and-bound nodes; 0 = none. Deterministic: what tests use */
+    int verbosity;       /* lp_solve's log level (see milp.h) when log is set; 0 = 4 (NORMAL) */
+    rm_strategy_log_fn log;
+    void *log_ctx;
+} rm_strategy_options;
+
+/* What a strategy run reports besides its schedule. */
+typedef struct rm_strategy_stats {
+    const char *status;   /* "ok" (a baseline or LP rounding found one), "optimal" or "feasible" (MILP),
+                             "infeasible", "no solution" (MILP: a limit hit first), "error" */
+    double seconds;       /* wall clock of the whole call */
+    int has_bound;        /* lp_bound and gap are meaningful (LP rounding, MILP) */
+    double lp_bound;      /* the LP relaxation: no schedule costs less */
+    double gap;           /* (cost - proved lower bound) / cost */
+    rm_sim_result sim;    /* the simulator's verdict on the returned schedule */
+} rm_strategy_stats;
+
+typedef int (*rm_strategy_opt_fn)(rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p,
+                                  const rm_strategy_options *o, rm_err *e);
+
 typedef struct rm_strategy_info {
     const char *name;  /* "chen_sqrtn" */
     const char *title; /* "Chen et al. sqrt(n)" */
-    rm_strategy_fn solve;
+    rm_strategy_fn solve;         /* with defaults: no limits (for the MILP that can mean hours) */
+    rm_strategy_opt_fn solve_opt; /* NULL for the baselines; the solvers' option-taking form */
 } rm_strategy_info;
 
 /* The baselines above, in the order tables show them (checkpoint_all first).
- * The MILP and LP rounding live in milp.h. */
+ * Cheap and limit-free, so tests sweep every one of them. */
 const rm_strategy_info *rm_strategy_list(int *count);
-/* NULL if no strategy has that name. */
+/* The same table followed by the solver strategies: "lp_round" (Checkmate's
+ * two-phase LP rounding) and "milp" (the Checkmate MILP with lp_solve; it is
+ * given the cheapest fitting baseline as incumbent). See milp.h. Where
+ * checkpoint-all fits, both return it without solving anything: it costs
+ * every node once, the least possible, so it is optimal. */
+const rm_strategy_info *rm_strategy_list_all(int *count);
+/* By name, in the whole table; '-' and '_' are the same ("lp-round"). NULL if
+ * no strategy has that name. */
 const rm_strategy_info *rm_strategy_find(const char *name);
+
+/* Runs a strategy (o may be NULL), times it and judges the schedule with the
+ * simulator: stats->sim. RM_ERR_INFEASIBLE (stats->status says why) when it
+ * finds no schedule within the budget. stats may be NULL. */
+int rm_strategy_run(rm_schedule **out, rm_strategy_stats *stats, const rm_strategy_info *st, const rm_problem *p,
+                    const rm_strategy_options *o, rm_err *e);
 
 #endif

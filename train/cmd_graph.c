@@ -3,12 +3,12 @@
  * activation memory, FLOPs, and the peak memory of plain training without
  * rematerialization (checkpoint-all, judged by the simulator). Optionally
  * writes the training graph as Graphviz. */
-#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_util.h"
 #include "commands.h"
 #include "model.h"
 #include "problem.h"
@@ -32,33 +32,6 @@
     "                 forward nodes blue, backward nodes red, the loss gold\n"                                  \
     "\n"                                                                                                         \
     "example: remat graph --model models/resnet50.cfg --batch 32"
-
-/* "1,234,567" */
-static const char *group_digits(char *buf, size_t len, unsigned long long v)
-{
-    char raw[32];
-    int n = snprintf(raw, sizeof raw, "%llu", v);
-    size_t o = 0;
-    for (int i = 0; i < n && o + 2 < len; i++) {
-        if (i && (n - i) % 3 == 0) buf[o++] = ',';
-        buf[o++] = raw[i];
-    }
-    buf[o] = '\0';
-    return buf;
-}
-
-/* Binary units, three significant digits or so. */
-static const char *human_bytes(char *buf, size_t len, double b)
-{
-    const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-    while (b >= 1024.0 && u < 4) {
-        b /= 1024.0;
-        u++;
-    }
-    snprintf(buf, len, u ? "%.2f %s" : "%.0f %s", b, units[u]);
-    return buf;
-}
 
 /* labels keep their "\n" line breaks; other strings escape backslashes too. */
 static void dot_string(FILE *f, const char *s, int label)
@@ -85,7 +58,7 @@ static int write_dot(const rm_graph *g, const char *model_path, const char *path
     for (int i = 0; i < g->n; i++) {
         const rm_graph_node *nd = &g->nodes[i];
         char sz[32], sh[64], label[256];
-        human_bytes(sz, sizeof sz, (double)nd->bytes);
+        rm_cli_bytes(sz, sizeof sz, (double)nd->bytes);
         if (nd->op == RM_OP_BACKWARD) snprintf(label, sizeof label, "%s\\n%s", nd->name, sz);
         else snprintf(label, sizeof label, "%s\\n%s\\n%s", nd->name, rm_shape_str(nd->shape, sh, sizeof sh), sz);
         const char *fill = "#cfe2f3", *extra = "";
@@ -119,31 +92,7 @@ static int write_dot(const rm_graph *g, const char *model_path, const char *path
     return 0;
 }
 
-/* Accepts "--opt value" and "--opt=value". */
-static int option_value(const char **out, int argc, char **argv, int *a, const char *opt)
-{
-    size_t n = strlen(opt);
-    if (strncmp(argv[*a], opt, n)) return 0;
-    if (argv[*a][n] == '=') {
-        *out = argv[*a] + n + 1;
-        return 1;
-    }
-    if (argv[*a][n] != '\0') return 0;
-    if (*a + 1 >= argc) {
-        *out = NULL;
-        return 1;
-    }
-    *out = argv[++*a];
-    return 1;
-}
-
-static int usage_error(const char *fmt, const char *arg)
-{
-    fprintf(stderr, "remat graph: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n\n%s\n", GRAPH_USAGE);
-    return 1;
-}
+#define usage_error(...) rm_cli_usage_error("graph", GRAPH_USAGE, __VA_ARGS__)
 
 static int report(const rm_graph *g, const rm_model *m, const char *model_path)
 {
@@ -180,18 +129,18 @@ static int report(const rm_graph *g, const rm_model *m, const char *model_path)
     printf("nodes        %d: %d forward (input included), %d loss, %d backward (%d gradient sums)\n", g->n, nfwd,
            nloss, nbwd, nsum);
     printf("edges        %zu\n", rm_graph_edge_count(g));
-    printf("parameters   %s\n", group_digits(a, sizeof a, g->param_count));
+    printf("parameters   %s\n", rm_cli_group_digits(a, sizeof a, g->param_count));
     printf("fixed        %s (%s bytes) = 3 x %s (weights, gradients, momentum) + %s BN statistics + %s labels\n",
-           human_bytes(b, sizeof b, (double)g->fixed_bytes), group_digits(c, sizeof c, g->fixed_bytes),
-           human_bytes(d, sizeof d, 4.0 * (double)g->param_count),
-           human_bytes(a, sizeof a, 4.0 * (double)m->buffer_count), human_bytes(sh, sizeof sh, 4.0 * (double)labels));
-    printf("activations  %s (%s bytes), every node output summed\n", human_bytes(b, sizeof b, (double)act),
-           group_digits(c, sizeof c, act));
+           rm_cli_bytes(b, sizeof b, (double)g->fixed_bytes), rm_cli_group_digits(c, sizeof c, g->fixed_bytes),
+           rm_cli_bytes(d, sizeof d, 4.0 * (double)g->param_count),
+           rm_cli_bytes(a, sizeof a, 4.0 * (double)m->buffer_count), rm_cli_bytes(sh, sizeof sh, 4.0 * (double)labels));
+    printf("activations  %s (%s bytes), every node output summed\n", rm_cli_bytes(b, sizeof b, (double)act),
+           rm_cli_group_digits(c, sizeof c, act));
     printf("forward      %.2f GFLOPs\n", g->forward_flops / 1e9);
     printf("backward     %.2f GFLOPs\n", g->backward_flops / 1e9);
     printf("peak         %s (%s bytes) without rematerialization = fixed + activation peak %s (%s bytes)\n",
-           human_bytes(b, sizeof b, (double)peak), group_digits(c, sizeof c, peak),
-           human_bytes(d, sizeof d, (double)sim.peak_bytes), group_digits(a, sizeof a, sim.peak_bytes));
+           rm_cli_bytes(b, sizeof b, (double)peak), rm_cli_group_digits(c, sizeof c, peak),
+           rm_cli_bytes(d, sizeof d, (double)sim.peak_bytes), rm_cli_group_digits(a, sizeof a, sim.peak_bytes));
     if (sim.peak_node >= 0 && sim.peak_node < g->n)
         printf("             reached while computing '%s' (stage %d)\n", g->nodes[sim.peak_node].name,
                sim.peak_stage);
@@ -205,9 +154,9 @@ static int graph_run(int argc, char **argv)
         const char *v;
         const char **slot = NULL;
         const char *opt = NULL;
-        if (option_value(&v, argc, argv, &a, "--model")) slot = &model_path, opt = "--model";
-        else if (option_value(&v, argc, argv, &a, "--batch")) slot = &batch_arg, opt = "--batch";
-        else if (option_value(&v, argc, argv, &a, "--dot")) slot = &dot_path, opt = "--dot";
+        if (rm_cli_option(&v, argc, argv, &a, "--model")) slot = &model_path, opt = "--model";
+        else if (rm_cli_option(&v, argc, argv, &a, "--batch")) slot = &batch_arg, opt = "--batch";
+        else if (rm_cli_option(&v, argc, argv, &a, "--dot")) slot = &dot_path, opt = "--dot";
         else return usage_error("unknown argument '%s'", argv[a]);
         if (!v || !*v) return usage_error("%s needs a value", opt);
         if (*slot) return usage_error("%s given twice", opt);
@@ -215,10 +164,8 @@ static int graph_run(int argc, char **argv)
     }
     if (!model_path) return usage_error("%s", "--model FILE is required");
     if (!batch_arg) return usage_error("%s", "--batch N is required");
-    char *end = NULL;
-    errno = 0;
-    long batch = strtol(batch_arg, &end, 10);
-    if (!isdigit((unsigned char)batch_arg[0]) || *end || errno || batch < 1 || batch > 1000000000L)
+    long batch;
+    if (rm_cli_parse_long(&batch, batch_arg, 1, 1000000000L))
         return usage_error("--batch must be an integer from 1 to 1000000000, got '%s'", batch_arg);
 
     rm_err e = {RM_OK, ""};

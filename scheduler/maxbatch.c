@@ -1,0 +1,147 @@
+/* The max-batch search (see maxbatch.h): an exponential-then-binary search
+ * on a feasibility predicate, the predicate "this strategy's schedule fits
+ * the budget at this batch", and the trivial-bound ceiling that caps every
+ * strategy's search. */
+#include "maxbatch.h"
+
+#include <string.h>
+#include <time.h>
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int rm_maxbatch_bisect(int *best, int *probes, rm_maxbatch_feasible_fn feasible, void *ctx, int hi, rm_err *e)
+{
+    int lo = 0, count = 0, rc;
+    *best = 0;
+    if (hi < 1) return rm_errorf(e, RM_ERR_INVALID, "maxbatch: the upper end %d is below 1", hi);
+    /* Invariant: lo fits (0 trivially), hi does not (or is past the cap). */
+    for (int b = 1; b < hi;) {
+        int ok = 0;
+        count++;
+        if ((rc = feasible(&ok, ctx, b, e))) goto out;
+        if (!ok) {
+            hi = b;
+            break;
+        }
+        lo = b;
+        int next = b > (hi - 1) / 2 ? hi - 1 : 2 * b; /* no overflow near INT_MAX */
+        if (next <= lo) break;
+        b = next;
+    }
+    while (hi - lo > 1) {
+        int mid = lo + (hi - lo) / 2, ok = 0;
+        count++;
+        if ((rc = feasible(&ok, ctx, mid, e))) goto out;
+        if (ok) lo = mid;
+        else hi = mid;
+    }
+    *best = lo;
+    rc = RM_OK;
+out:
+    if (probes) *probes = count;
+    return rc;
+}
+
+typedef struct bound_ctx {
+    rm_maxbatch_problem_fn build;
+    void *ctx;
+    size_t budget;
+} bound_ctx;
+
+static int bound_fits(int *feasible, void *vctx, int batch, rm_err *e)
+{
+    bound_ctx *c = vctx;
+    rm_problem *p = NULL;
+    int rc = c->build(&p, c->ctx, batch, e);
+    if (rc) return rc;
+    size_t lb = rm_problem_peak_lower_bound(p);
+    *feasible = p->fixed_bytes <= c->budget && lb <= c->budget - p->fixed_bytes;
+    rm_problem_free(p);
+    return RM_OK;
+}
+
+int rm_maxbatch_bound(int *out, rm_maxbatch_problem_fn build, void *ctx, size_t budget, int cap, rm_err *e)
+{
+    bound_ctx c = {build, ctx, budget};
+    return rm_maxbatch_bisect(out, NULL, bound_fits, &c, cap + 1, e);
+}
+
+typedef struct probe_ctx {
+    const rm_strategy_info *st;
+    rm_maxbatch_problem_fn build;
+    void *ctx;
+    const rm_maxbatch_options *o;
+    rm_maxbatch_result *res;
+} probe_ctx;
+
+static double total_cost(const rm_problem *p)
+{
+    double c = 0;
+    for (int i = 0; i < p->n; i++) c += p->nodes[i].cost;
+    return c;
+}
+
+static int strategy_fits(int *feasible, void *vctx, int batch, rm_err *e)
+{
+    probe_ctx *c = vctx;
+    const rm_maxbatch_options *o = c->o;
+    rm_problem *p = NULL;
+    int rc = c->build(&p, c->ctx, batch, e);
+    if (rc) return rc;
+    p->budget = o->budget;
+    if (o->progress) o->progress(o->progress_ctx, c->st->name, batch, -1, 0);
+    rm_schedule *s = NULL;
+    rm_strategy_stats stats;
+    rm_err se = {RM_OK, ""};
+    rc = rm_strategy_run(&s, &stats, c->st, p, &o->solver, &se);
+    c->res->probes++;
+    if (rc == RM_OK) {
+        *feasible = 1;
+        /* lo only grows, so the latest fit is the answer's. */
+        c->res->cost = stats.sim.cost;
+        c->res->base_cost = total_cost(p);
+        c->res->peak_bytes = stats.sim.peak_bytes;
+        c->res->fixed_bytes = p->fixed_bytes;
+        c->res->stats = stats;
+    } else if (rc == RM_ERR_INFEASIBLE) {
+        *feasible = 0;
+        if (!strcmp(stats.status, "no solution")) c->res->unproved = 1;
+        rc = RM_OK;
+    } else if (e) {
+        *e = se;
+        rm_err_context(e, "%s at batch %d: ", c->st->name, batch);
+    }
+    if (o->progress && rc == RM_OK) o->progress(o->progress_ctx, c->st->name, batch, *feasible, stats.seconds);
+    rm_schedule_free(s);
+    rm_problem_free(p);
+    return rc;
+}
+
+int rm_maxbatch_search(rm_maxbatch_result *out, const rm_strategy_info *st, rm_maxbatch_problem_fn build, void *ctx,
+                       const rm_maxbatch_options *o, rm_err *e)
+{
+    double t0 = now_s();
+    memset(out, 0, sizeof *out);
+    if (!o || o->budget == 0) return rm_errorf(e, RM_ERR_INVALID, "maxbatch: a budget is required");
+    int cap = o->max_batch > 0 ? o->max_batch : 1 << 20;
+    int rc;
+    out->bound_batch = o->bound_batch;
+    if (out->bound_batch <= 0 && (rc = rm_maxbatch_bound(&out->bound_batch, build, ctx, o->budget, cap, e)))
+        return rc;
+    if (out->bound_batch > cap) out->bound_batch = cap;
+    /* No strategy goes below the trivial bound, so batches above it are
+     * known not to fit and never solved: for the MILP those would be the
+     * slowest probes of all. */
+    probe_ctx c = {st, build, ctx, o, out};
+    if (out->bound_batch > 0 &&
+        (rc = rm_maxbatch_bisect(&out->max_batch, NULL, strategy_fits, &c, out->bound_batch + 1, e)))
+        return rc;
+    out->capped = out->max_batch == cap;
+    out->search_s = now_s() - t0;
+    return RM_OK;
+}

@@ -1,0 +1,164 @@
+/* The max-batch search (scheduler/maxbatch.h): the bisection finds the
+ * exact boundary of any monotone predicate within its probe budget and
+ * never probes at or above the known-infeasible end; on a non-monotone one
+ * it returns a verified local boundary; on a tiny model checkpoint-all's
+ * max batch is exactly the largest batch whose no-remat peak fits, computed
+ * directly, and no strategy exceeds the trivial-bound ceiling. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "maxbatch.h"
+#include "model.h"
+#include "simulate.h"
+#include "trace.h"
+
+#define TINY REMAT_SOURCE_DIR "/models/vgg-tiny.cfg"
+
+typedef struct pred {
+    int boundary;  /* monotone: feasible iff batch <= boundary */
+    int hi;        /* no probe may reach it */
+    int probes;
+    const int *set; /* non-monotone: feasible iff set[batch] (when not NULL) */
+    int set_len;
+    int fail_at;   /* an error at this batch (0: never) */
+} pred;
+
+static int feasible(int *ok, void *ctx, int batch, rm_err *e)
+{
+    pred *p = ctx;
+    cr_assert_geq(batch, 1);
+    cr_assert_lt(batch, p->hi, "probed %d at or above the known-infeasible %d", batch, p->hi);
+    p->probes++;
+    if (batch == p->fail_at) return rm_errorf(e, RM_ERR_SOLVER, "boom at %d", batch);
+    *ok = p->set ? (batch < p->set_len && p->set[batch]) : batch <= p->boundary;
+    return RM_OK;
+}
+
+Test(cli_maxbatch_lib, bisection_finds_the_exact_boundary)
+{
+    const int caps[] = {1, 2, 3, 7, 64, 100, 1000, 1 << 20};
+    for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++) {
+        int cap = caps[c];
+        int limit = 2 * (int)ceil(log2((double)cap + 1)) + 2;
+        for (int k = 0; k <= cap && k <= 300; k++) {
+            pred p = {.boundary = k, .hi = cap + 1};
+            int best = -1, probes = -1;
+            rm_err e = {RM_OK, ""};
+            cr_assert_eq(rm_maxbatch_bisect(&best, &probes, feasible, &p, cap + 1, &e), RM_OK, "%s", e.msg);
+            cr_assert_eq(best, k, "cap %d boundary %d: found %d", cap, k, best);
+            cr_assert_eq(probes, p.probes);
+            cr_assert_leq(probes, limit, "cap %d boundary %d: %d probes", cap, k, probes);
+        }
+        /* The far end, and near it. */
+        for (int k = cap; k >= 0 && k >= cap - 3; k--) {
+            pred p = {.boundary = k, .hi = cap + 1};
+            int best = -1;
+            rm_err e = {RM_OK, ""};
+            cr_assert_eq(rm_maxbatch_bisect(&best, NULL, feasible, &p, cap + 1, &e), RM_OK, "%s", e.msg);
+            cr_assert_eq(best, k, "cap %d boundary %d: found %d", cap, k, best);
+        }
+    }
+}
+
+Test(cli_maxbatch_lib, non_monotone_gives_a_verified_local_boundary)
+{
+    /* Fits at 1..10 and 13..40: a heuristic that finds a better checkpoint
+     * set at a larger batch. */
+    int set[64] = {0};
+    for (int b = 1; b <= 10; b++) set[b] = 1;
+    for (int b = 13; b <= 40; b++) set[b] = 1;
+    pred p = {.hi = 64, .set = set, .set_len = 64};
+    int best = -1;
+    rm_err e = {RM_OK, ""};
+    cr_assert_eq(rm_maxbatch_bisect(&best, NULL, feasible, &p, 64, &e), RM_OK);
+    cr_assert(set[best], "%d does not fit", best);
+    cr_assert(!set[best + 1], "%d + 1 fits: not a boundary", best);
+}
+
+Test(cli_maxbatch_lib, errors_abort_the_search)
+{
+    pred p = {.boundary = 50, .hi = 1001, .fail_at = 64};
+    int best = -1;
+    rm_err e = {RM_OK, ""};
+    cr_assert_eq(rm_maxbatch_bisect(&best, NULL, feasible, &p, 1001, &e), RM_ERR_SOLVER);
+    cr_assert(strstr(e.msg, "boom at 64"));
+    cr_assert_eq(rm_maxbatch_bisect(&best, NULL, feasible, &p, 0, &e), RM_ERR_INVALID);
+}
+
+static int build(rm_problem **out, void *ctx, int batch, rm_err *e)
+{
+    rm_graph g;
+    int rc = rm_model_trace(&g, ctx, batch, e);
+    if (rc) return rc;
+    rc = rm_problem_from_graph(out, &g, e);
+    rm_graph_free(&g);
+    return rc;
+}
+
+/* fixed + checkpoint-all's activation peak at a batch. */
+static size_t noremat_total(rm_model *m, int batch)
+{
+    rm_problem *p;
+    rm_err e = {RM_OK, ""};
+    cr_assert_eq(build(&p, m, batch, &e), RM_OK, "%s", e.msg);
+    rm_schedule *s;
+    rm_sim_result r;
+    cr_assert_eq(rm_strategy_checkpoint_all(&s, p, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_OK, "%s", e.msg);
+    size_t total = p->fixed_bytes + r.peak_bytes;
+    rm_schedule_free(s);
+    rm_problem_free(p);
+    return total;
+}
+
+Test(cli_maxbatch_lib, checkpoint_all_matches_direct_computation)
+{
+    rm_model *m;
+    rm_err e = {RM_OK, ""};
+    cr_assert_eq(rm_model_load(&m, TINY, &e), RM_OK, "%s", e.msg);
+    const size_t budgets[] = {1u << 20, 3u << 20, 5000000, 16u << 20};
+    for (size_t k = 0; k < sizeof budgets / sizeof budgets[0]; k++) {
+        size_t budget = budgets[k];
+        int direct = 0;
+        while (noremat_total(m, direct + 1) <= budget) direct++;
+        rm_maxbatch_options o;
+        memset(&o, 0, sizeof o);
+        o.budget = budget;
+        o.max_batch = 4096;
+        rm_maxbatch_result r;
+        cr_assert_eq(rm_maxbatch_search(&r, rm_strategy_find("checkpoint_all"), build, m, &o, &e), RM_OK, "%s",
+                     e.msg);
+        cr_assert_eq(r.max_batch, direct, "budget %zu: search %d, direct %d", budget, r.max_batch, direct);
+        cr_assert(!r.capped);
+        cr_assert_geq(r.bound_batch, r.max_batch);
+        if (direct > 0) {
+            cr_assert_eq(r.cost, r.base_cost, "checkpoint-all recomputes nothing");
+            cr_assert_leq(r.fixed_bytes + r.peak_bytes, budget);
+            cr_assert_eq(r.fixed_bytes + r.peak_bytes, noremat_total(m, direct));
+        }
+
+        /* Rematerialization fits at least as much, and never more than the
+         * trivial bound admits. */
+        rm_maxbatch_result g;
+        cr_assert_eq(rm_maxbatch_search(&g, rm_strategy_find("chen_greedy"), build, m, &o, &e), RM_OK, "%s", e.msg);
+        cr_assert_geq(g.max_batch, r.max_batch, "budget %zu", budget);
+        cr_assert_leq(g.max_batch, g.bound_batch);
+        o.bound_batch = g.bound_batch; /* reuse, as the CLI does */
+        o.solver.node_limit = 300;
+        rm_maxbatch_result mi;
+        cr_assert_eq(rm_maxbatch_search(&mi, rm_strategy_find("milp"), build, m, &o, &e), RM_OK, "%s", e.msg);
+        cr_assert_geq(mi.max_batch, r.max_batch, "budget %zu: the MILP below checkpoint-all", budget);
+        cr_assert_leq(mi.max_batch, g.bound_batch);
+    }
+    /* The cap is honoured and reported. */
+    rm_maxbatch_options o;
+    memset(&o, 0, sizeof o);
+    o.budget = 1u << 30;
+    o.max_batch = 5;
+    rm_maxbatch_result r;
+    cr_assert_eq(rm_maxbatch_search(&r, rm_strategy_find("checkpoint_all"), build, m, &o, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(r.max_batch, 5);
+    cr_assert(r.capped);
+    rm_model_free(m);
+}

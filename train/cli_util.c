@@ -1,0 +1,366 @@
+/* Helpers shared by the remat subcommands (see cli_util.h). Parsing is
+ * strict on purpose: a budget of "16G" or "1e9x" is a typo, and guessing
+ * what the user meant would silently schedule for the wrong memory. */
+#include "cli_util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "model.h"
+#include "trace.h"
+
+int rm_cli_option(const char **out, int argc, char **argv, int *a, const char *opt)
+{
+    size_t n = strlen(opt);
+    if (strncmp(argv[*a], opt, n)) return 0;
+    if (argv[*a][n] == '=') {
+        *out = argv[*a] + n + 1;
+        return 1;
+    }
+    if (argv[*a][n] != '\0') return 0;
+    if (*a + 1 >= argc) {
+        *out = NULL;
+        return 1;
+    }
+    *out = argv[++*a];
+    return 1;
+}
+
+int rm_cli_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "remat %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n\n%s\n", usage);
+    return 1;
+}
+
+const char *rm_cli_group_digits(char *buf, size_t len, unsigned long long v)
+{
+    char raw[32];
+    int n = snprintf(raw, sizeof raw, "%llu", v);
+    size_t o = 0;
+    for (int i = 0; i < n && o + 2 < len; i++) {
+        if (i && (n - i) % 3 == 0) buf[o++] = ',';
+        buf[o++] = raw[i];
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+const char *rm_cli_bytes(char *buf, size_t len, double b)
+{
+    const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (b >= 1024.0 && u < 4) {
+        b /= 1024.0;
+        u++;
+    }
+    snprintf(buf, len, u ? "%.2f %s" : "%.0f %s", b, units[u]);
+    return buf;
+}
+
+int rm_cli_parse_long(long *out, const char *s, long lo, long hi)
+{
+    if (!s || !isdigit((unsigned char)s[0])) return -1;
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (*end || errno || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+/* Length of the plain decimal number at s: digits, an optional fraction and
+ * exponent. strtod alone would also take "inf", "nan", hex and spaces. */
+static size_t number_prefix(const char *s)
+{
+    size_t i = 0, digits = 0;
+    while (isdigit((unsigned char)s[i])) i++, digits++;
+    if (s[i] == '.') {
+        i++;
+        while (isdigit((unsigned char)s[i])) i++, digits++;
+    }
+    if (!digits) return 0;
+    if (s[i] == 'e' || s[i] == 'E') {
+        size_t j = i + 1;
+        if (s[j] == '+' || s[j] == '-') j++;
+        if (isdigit((unsigned char)s[j])) {
+            while (isdigit((unsigned char)s[j])) j++;
+            i = j;
+        }
+    }
+    return i;
+}
+
+int rm_cli_parse_seconds(double *out, const char *s)
+{
+    if (!s) return -1;
+    size_t n = number_prefix(s);
+    if (!n || s[n]) return -1;
+    double v = strtod(s, NULL);
+    if (!isfinite(v) || v < 0) return -1;
+    *out = v;
+    return 0;
+}
+
+int rm_cli_parse_budget(rm_cli_budget *out, const char *s, char *why, size_t len)
+{
+    static const struct {
+        const char *suffix;
+        double scale;
+    } units[] = {
+        {"", 1},
+        {"b", 1},
+        {"kib", 1024.0},
+        {"mib", 1024.0 * 1024},
+        {"gib", 1024.0 * 1024 * 1024},
+        {"tib", 1024.0 * 1024 * 1024 * 1024},
+        {"kb", 1e3},
+        {"mb", 1e6},
+        {"gb", 1e9},
+        {"tb", 1e12},
+    };
+    if (!s || !*s) {
+        snprintf(why, len, "an empty budget");
+        return -1;
+    }
+    size_t n = number_prefix(s);
+    if (!n) {
+        snprintf(why, len, "'%s' does not start with a number (examples: 6GiB, 512MiB, 1.5e9, 80%%)", s);
+        return -1;
+    }
+    double v = strtod(s, NULL);
+    const char *suffix = s + n;
+    if (!isfinite(v) || v <= 0) {
+        snprintf(why, len, "'%s' is not a positive amount", s);
+        return -1;
+    }
+    if (!strcmp(suffix, "%")) {
+        if (v > 100000) {
+            snprintf(why, len, "'%s' is more than 100000%% of the peak", s);
+            return -1;
+        }
+        out->percent = 1;
+        out->value = v;
+        return 0;
+    }
+    for (size_t k = 0; k < sizeof units / sizeof units[0]; k++) {
+        if (strcasecmp(suffix, units[k].suffix)) continue;
+        double bytes = floor(v * units[k].scale);
+        if (bytes < 1) {
+            snprintf(why, len, "'%s' is less than one byte", s);
+            return -1;
+        }
+        if (bytes >= 9.2e18) {
+            snprintf(why, len, "'%s' is too large", s);
+            return -1;
+        }
+        out->percent = 0;
+        out->value = bytes;
+        return 0;
+    }
+    if (strlen(suffix) == 1 && strchr("kKmMgGtT", suffix[0]))
+        snprintf(why, len, "'%s' is ambiguous: say %.*s%ciB (powers of 1024) or %.*s%cB (powers of 1000)", s, (int)n,
+                 s, toupper((unsigned char)suffix[0]), (int)n, s, toupper((unsigned char)suffix[0]));
+    else
+        snprintf(why, len, "unknown unit '%s' in '%s' (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB or %%)", suffix, s);
+    return -1;
+}
+
+size_t rm_cli_budget_bytes(const rm_cli_budget *b, size_t reference)
+{
+    if (!b->percent) return (size_t)b->value;
+    double v = floor((double)reference * b->value / 100.0);
+    if (v < 1) return 1;
+    if (v >= 1.8e19) return SIZE_MAX;
+    return (size_t)v;
+}
+
+double rm_cli_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* lp_solve at NORMAL verbosity says a lot about its simplex; what a person
+ * waiting for a solve wants is: the LP is solved, a better schedule was
+ * found after so many nodes, the search stopped. Those lines are kept (with
+ * lp_solve's scaled objective values left out: they are not costs), and our
+ * own lines (no lp_solve wording) pass through. */
+void rm_cli_progress_log(void *ctx, const char *line)
+{
+    const rm_cli_progress *pr = ctx;
+    size_t n = strlen(line);
+    while (n && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' ')) n--;
+    size_t skip = 0;
+    while (skip < n && (line[skip] == '\n' || line[skip] == ' ')) skip++;
+    if (skip >= n) return;
+    char text[512];
+    snprintf(text, sizeof text, "%.*s", (int)(n - skip), line + skip);
+    char msg[600];
+    const char *sol = strstr(text, " solution ");
+    const char *nodes = strstr(text, " nodes");
+    if (!strncmp(text, "incumbent", 9)) {
+        snprintf(msg, sizeof msg, "%s", text);
+    } else if (strstr(text, "is B&B base")) {
+        snprintf(msg, sizeof msg, "LP relaxation solved; branch and bound starts");
+    } else if (strstr(text, "stopped by the user")) {
+        snprintf(msg, sizeof msg, "stopped at the limit");
+    } else if (sol && nodes && sol < nodes) {
+        /* "Improved solution 0.85 after 30146 iter, 749 nodes (gap 81.8%)" */
+        const char *d = nodes;
+        while (d > text && d[-1] >= '0' && d[-1] <= '9') d--;
+        snprintf(msg, sizeof msg, "branch and bound: %.*s solution after %.*s nodes", (int)(sol - text), text,
+                 (int)(nodes - d), d);
+    } else if (sol && !strncmp(text, "Optimal solution", 16) && strstr(text, "iter")) {
+        snprintf(msg, sizeof msg, "LP relaxation solved");
+    } else {
+        return;
+    }
+    fprintf(stderr, "  %s [%6.1f s] %s\n", pr->prefix, rm_cli_now() - pr->t0, msg);
+}
+
+const char *rm_cli_cost(char *buf, size_t len, double cost, int flops)
+{
+    double a = cost < 0 ? -cost : cost;
+    if (!flops) snprintf(buf, len, "%.6g", cost);
+    else if (a >= 1e9 || a == 0) snprintf(buf, len, "%.2f GFLOPs", cost / 1e9);
+    else if (a >= 1e6) snprintf(buf, len, "%.2f MFLOPs", cost / 1e6);
+    else if (a >= 1e3) snprintf(buf, len, "%.2f KFLOPs", cost / 1e3);
+    else snprintf(buf, len, "%.0f FLOPs", cost);
+    return buf;
+}
+
+int rm_cli_problem_load(rm_cli_problem *out, const char *cmd, const char *model, long batch, const char *problem_path)
+{
+    memset(out, 0, sizeof *out);
+    rm_err e = {RM_OK, ""};
+    int rc;
+    if (model) {
+        rm_model *m = NULL;
+        if (rm_model_load(&m, model, &e)) {
+            fprintf(stderr, "remat %s: %s\n", cmd, e.msg);
+            return 1;
+        }
+        rm_graph g;
+        rc = rm_model_trace(&g, m, (int)batch, &e);
+        rm_model_free(m);
+        if (rc) {
+            fprintf(stderr, "remat %s: %s\n", cmd, e.msg);
+            return e.code == RM_ERR_NOMEM ? 2 : 1;
+        }
+        rc = rm_problem_from_graph(&out->p, &g, &e);
+        rm_graph_free(&g);
+        if (rc) {
+            fprintf(stderr, "remat %s: %s\n", cmd, e.msg);
+            return 2;
+        }
+        snprintf(out->what, sizeof out->what, "%s at batch %ld", model, batch);
+        out->flops = 1;
+    } else {
+        if (rm_problem_read(&out->p, problem_path, &e)) {
+            fprintf(stderr, "remat %s: %s\n", cmd, e.msg);
+            return e.code == RM_ERR_NOMEM ? 2 : 1;
+        }
+        snprintf(out->what, sizeof out->what, "%s", problem_path);
+        out->file_budget = out->p->budget;
+    }
+    rm_problem *p = out->p;
+    /* The no-remat peak is measured without a budget: checkpoint-all only
+     * answers when it fits. */
+    size_t budget = p->budget;
+    p->budget = 0;
+    rm_schedule *s = NULL;
+    rc = rm_strategy_checkpoint_all(&s, p, &e);
+    if (!rc) rc = rm_simulate(&out->noremat, p, s, &e);
+    rm_schedule_free(s);
+    p->budget = budget;
+    if (rc) {
+        fprintf(stderr, "remat %s: simulating checkpoint-all failed: %s\n", cmd, e.msg);
+        rm_cli_problem_free(out);
+        return 2;
+    }
+    out->noremat_total = p->fixed_bytes + out->noremat.peak_bytes;
+    out->lb_node = 0;
+    for (int k = 0; k < p->n; k++) {
+        const rm_problem_node *nd = &p->nodes[k];
+        size_t m = nd->bytes;
+        for (int d = 0; d < nd->ndeps; d++) m += p->nodes[nd->deps[d]].bytes;
+        if (m > out->lower_bound) out->lower_bound = m, out->lb_node = k;
+        out->base_cost += nd->cost;
+    }
+    return 0;
+}
+
+void rm_cli_problem_free(rm_cli_problem *cp)
+{
+    rm_problem_free(cp->p);
+    cp->p = NULL;
+}
+
+int rm_cli_problem_set_budget(rm_cli_problem *cp, const char *cmd, const rm_cli_budget *b)
+{
+    rm_problem *p = cp->p;
+    p->budget = rm_cli_budget_bytes(b, cp->noremat_total);
+    size_t need = p->fixed_bytes + cp->lower_bound;
+    if (p->budget >= need) return 0;
+    char x[32], y[32], z[32], w[32], v[32];
+    if (p->budget <= p->fixed_bytes)
+        fprintf(stderr,
+                "remat %s: the budget %s does not even hold the fixed bytes %s (weights, gradients, optimizer "
+                "state); no schedule exists\n",
+                cmd, rm_cli_bytes(x, sizeof x, (double)p->budget), rm_cli_bytes(y, sizeof y, (double)p->fixed_bytes));
+    else
+        fprintf(stderr,
+                "remat %s: the budget %s is below the smallest memory any schedule needs, %s = fixed %s + %s for "
+                "computing '%s' with its inputs resident (%.1f%% of the no-remat peak %s); no schedule exists\n",
+                cmd, rm_cli_bytes(x, sizeof x, (double)p->budget), rm_cli_bytes(y, sizeof y, (double)need),
+                rm_cli_bytes(z, sizeof z, (double)p->fixed_bytes), rm_cli_bytes(w, sizeof w, (double)cp->lower_bound),
+                p->nodes[cp->lb_node].name, 100.0 * (double)need / (double)cp->noremat_total,
+                rm_cli_bytes(v, sizeof v, (double)cp->noremat_total));
+    return 1;
+}
+
+void rm_cli_problem_print(const rm_cli_problem *cp, const rm_cli_budget *b)
+{
+    const rm_problem *p = cp->p;
+    int nf = 0, nl = 0, nb = 0;
+    for (int i = 0; i < p->n; i++) {
+        if (p->nodes[i].tag == RM_TAG_FORWARD) nf++;
+        else if (p->nodes[i].tag == RM_TAG_LOSS) nl++;
+        else nb++;
+    }
+    char x[32], y[32], z[32];
+    double ref = (double)cp->noremat_total;
+    printf("problem      %s: %d nodes (%d forward, %d loss, %d backward), checkpoint-all costs %s\n", cp->what, p->n,
+           nf, nl, nb, rm_cli_cost(x, sizeof x, cp->base_cost, cp->flops));
+    printf("fixed        %s, always resident (weights, gradients, optimizer state)\n",
+           rm_cli_bytes(x, sizeof x, (double)p->fixed_bytes));
+    printf("no-remat     %s peak = fixed + %s activations, keeping every value until its last use\n",
+           rm_cli_bytes(x, sizeof x, ref), rm_cli_bytes(y, sizeof y, (double)cp->noremat.peak_bytes));
+    printf("lower bound  %s = fixed + %s (%.1f%%): '%s' with its inputs; no schedule needs less\n",
+           rm_cli_bytes(x, sizeof x, (double)(p->fixed_bytes + cp->lower_bound)),
+           rm_cli_bytes(y, sizeof y, (double)cp->lower_bound),
+           100.0 * (double)(p->fixed_bytes + cp->lower_bound) / ref, p->nodes[cp->lb_node].name);
+    if (p->budget == 0) {
+        printf("budget       unlimited\n");
+        return;
+    }
+    char pct[48] = "";
+    if (b && b->percent) snprintf(pct, sizeof pct, "%g%% of the no-remat peak", b->value);
+    else snprintf(pct, sizeof pct, "%.1f%% of the no-remat peak", 100.0 * (double)p->budget / ref);
+    printf("budget       %s (%s) = fixed + %s for activations\n", rm_cli_bytes(x, sizeof x, (double)p->budget), pct,
+           rm_cli_bytes(z, sizeof z, (double)(p->budget - p->fixed_bytes)));
+}

@@ -1,0 +1,88 @@
+/* Small helpers every remat subcommand shares: "--opt value" parsing, usage
+ * errors, strict number and size parsing (budgets), and human-readable
+ * numbers. They print only where a function says so (usage errors). */
+#ifndef REMAT_CLI_UTIL_H
+#define REMAT_CLI_UTIL_H
+
+#include <stddef.h>
+
+#include "problem.h"
+#include "simulate.h"
+#include "strategy.h"
+
+/* 1 when argv[*a] is opt, as "--opt value" (then *a advances past the value)
+ * or "--opt=value"; *out is the value, or NULL when it is missing. 0 when
+ * argv[*a] is another argument. */
+int rm_cli_option(const char **out, int argc, char **argv, int *a, const char *opt);
+
+/* Prints "remat CMD: <message>", a blank line and the usage to stderr and
+ * returns 1 (the exit code of bad usage). */
+int rm_cli_usage_error(const char *cmd, const char *usage, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* "1,234,567" */
+const char *rm_cli_group_digits(char *buf, size_t len, unsigned long long v);
+/* Binary units, three significant digits or so: "12.34 MiB", "512 B". */
+const char *rm_cli_bytes(char *buf, size_t len, double bytes);
+
+/* A whole decimal number in [lo, hi] with nothing after it. 0 on success;
+ * -1 otherwise (*out untouched). */
+int rm_cli_parse_long(long *out, const char *s, long lo, long hi);
+/* A finite number of seconds >= 0 ("60", "2.5"); 0 on success, -1 otherwise. */
+int rm_cli_parse_seconds(double *out, const char *s);
+
+/* A memory budget as typed: bytes, or a percentage of a reference peak. */
+typedef struct rm_cli_budget {
+    int percent;  /* 1: value is a percentage of the reference (see rm_cli_budget_bytes) */
+    double value; /* bytes (whole), or the percentage */
+} rm_cli_budget;
+
+/* Parses "6GiB", "512MiB", "1.5e9", "1500000000B", "16GB" or "80%".
+ * Suffixes (case-insensitive): none or B (bytes), KiB MiB GiB TiB (powers of
+ * 1024), KB MB GB TB (powers of 1000), % (of the reference). A bare K, M, G
+ * or T is refused as ambiguous. The number must be positive and the bytes
+ * below 2^63. On failure returns -1 and writes why into why[len]. */
+int rm_cli_parse_budget(rm_cli_budget *out, const char *s, char *why, size_t len);
+
+/* The budget in bytes; a percentage is of reference (rounded down, at least 1). */
+size_t rm_cli_budget_bytes(const rm_cli_budget *b, size_t reference);
+
+/* ---- The problem a scheduling command works on ---- */
+
+typedef struct rm_cli_problem {
+    rm_problem *p;
+    char what[300];        /* "models/vgg16.cfg at batch 32" or the problem file's path */
+    int flops;             /* costs are FLOPs (traced from a model), else in the file's unit */
+    size_t file_budget;    /* the budget a problem file gave (0: none) */
+    rm_sim_result noremat; /* checkpoint-all (every value kept until its last use), simulated */
+    size_t noremat_total;  /* fixed + noremat.peak_bytes: what "80%" is a percentage of */
+    size_t lower_bound;    /* the trivial lower bound on the activation peak */
+    int lb_node;           /* the node that sets it */
+    double base_cost;      /* checkpoint-all's cost: every node once */
+} rm_cli_problem;
+
+/* Traces model at batch (when model is set) or reads problem_path, and
+ * measures the no-remat peak and the lower bound. Prints any error as
+ * "remat CMD: ..." and returns the exit code (0, 1 bad input, 2 internal). */
+int rm_cli_problem_load(rm_cli_problem *out, const char *cmd, const char *model, long batch, const char *problem_path);
+void rm_cli_problem_free(rm_cli_problem *cp);
+
+/* Sets cp->p->budget from b (a percentage is of the no-remat peak). Below
+ * fixed + lower bound it prints why no schedule can exist and returns 1. */
+int rm_cli_problem_set_budget(rm_cli_problem *cp, const char *cmd, const rm_cli_budget *b);
+
+/* The "problem / fixed / no-remat / lower bound / budget" lines. */
+void rm_cli_problem_print(const rm_cli_problem *cp, const rm_cli_budget *b);
+
+/* A cost: "81.23 GFLOPs" for FLOPs, else "%.6g". */
+const char *rm_cli_cost(char *buf, size_t len, double cost, int flops);
+
+/* A progress sink for rm_strategy_options.log: prints lp_solve's lines to
+ * stderr as "  [12.3 s] line", dropping blank ones. ctx: an rm_cli_progress. */
+typedef struct rm_cli_progress {
+    const char *prefix; /* "milp" */
+    double t0;          /* rm_cli_now() at the start */
+} rm_cli_progress;
+void rm_cli_progress_log(void *ctx, const char *line);
+double rm_cli_now(void);
+
+#endif

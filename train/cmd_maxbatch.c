@@ -1,0 +1,220 @@
+/* `remat maxbatch`: for each strategy, the largest batch size whose schedule
+ * the simulator accepts within a device budget (fixed bytes included), found
+ * by scheduler/maxbatch.c's exponential-then-binary search; this file
+ * supplies the problem for each batch size by tracing the model. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_util.h"
+#include "commands.h"
+#include "maxbatch.h"
+#include "model.h"
+#include "trace.h"
+
+#define MAXBATCH_USAGE                                                                                           \
+    "usage: remat maxbatch --model FILE --budget B [--strategies a,b,...] [--max-batch N]\n"                    \
+    "                      [--time-limit S] [--quiet]\n"                                                         \
+    "\n"                                                                                                         \
+    "For each strategy, the largest batch size at which it finds a schedule that the simulator accepts\n"     \
+    "within the budget, fixed bytes (weights, gradients, optimizer state, labels) included; and how it\n"    \
+    "compares with training without rematerialization (checkpoint-all), which is always measured.\n"         \
+    "\n"                                                                                                         \
+    "The search grows the batch 1, 2, 4, ... until it does not fit, then bisects. No batch whose trivial\n"   \
+    "lower bound (the largest node with its inputs) exceeds the budget is ever solved. Feasibility is\n"     \
+    "monotone for checkpoint-all and an exactly solved MILP, so their answers are exact; a heuristic (or a\n" \
+    "MILP stopped by its time limit) need not be monotone, and for those the answer is a batch that fits\n"  \
+    "with the next one verified not to: a larger batch beyond a failing one is not looked for. A '*' in\n"   \
+    "the notes marks a MILP answer where some larger batch was given up at the time limit, unproved.\n"      \
+    "\n"                                                                                                         \
+    "options:\n"                                                                                                 \
+    "  --model FILE          model config (models/*.cfg)\n"                                                     \
+    "  --budget B            TOTAL device memory: 16GiB, 512MiB, 1.5e9, 16GB (no percentages here: the\n"      \
+    "                        peak they would refer to depends on the batch)\n"                                    \
+    "  --strategies LIST     comma-separated names from `remat plan --help` (default: all of them)\n"           \
+    "  --max-batch N         the largest batch tried (default 1048576)\n"                                       \
+    "  --time-limit S        seconds for each lp_round / milp solve (default 30; 0 = none)\n"                   \
+    "  --quiet               no progress on stderr\n"                                                         \
+    "\n"                                                                                                         \
+    "example: remat maxbatch --model models/vgg16.cfg --budget 16GiB --strategies checkpoint_all,chen_greedy,milp"
+
+#define usage_error(...) rm_cli_usage_error("maxbatch", MAXBATCH_USAGE, __VA_ARGS__)
+
+#define MAX_STRATEGIES 32
+
+typedef struct trace_ctx {
+    const rm_model *m;
+} trace_ctx;
+
+static int build_problem(rm_problem **out, void *vctx, int batch, rm_err *e)
+{
+    trace_ctx *c = vctx;
+    rm_graph g;
+    int rc = rm_model_trace(&g, c->m, batch, e);
+    if (rc) return rc;
+    rc = rm_problem_from_graph(out, &g, e);
+    rm_graph_free(&g);
+    return rc;
+}
+
+static void progress(void *ctx, const char *strategy, int batch, int feasible, double seconds)
+{
+    (void)ctx;
+    if (feasible < 0) fprintf(stderr, "remat maxbatch: %-18s batch %7d ...", strategy, batch);
+    else fprintf(stderr, " %s (%.2f s)\n", feasible ? "fits" : "does not fit", seconds);
+}
+
+static int maxbatch_run(int argc, char **argv)
+{
+    const char *model = NULL, *budget = NULL, *strategies = NULL, *max_batch = NULL, *time_limit = NULL;
+    int quiet = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        const char **slot = NULL, *opt = NULL;
+        if (!strcmp(argv[i], "--quiet") || !strcmp(argv[i], "-q")) {
+            quiet = 1;
+            continue;
+        }
+        if (rm_cli_option(&v, argc, argv, &i, "--model")) slot = &model, opt = "--model";
+        else if (rm_cli_option(&v, argc, argv, &i, "--budget")) slot = &budget, opt = "--budget";
+        else if (rm_cli_option(&v, argc, argv, &i, "--strategies")) slot = &strategies, opt = "--strategies";
+        else if (rm_cli_option(&v, argc, argv, &i, "--max-batch")) slot = &max_batch, opt = "--max-batch";
+        else if (rm_cli_option(&v, argc, argv, &i, "--time-limit")) slot = &time_limit, opt = "--time-limit";
+        else return usage_error("unknown argument '%s'", argv[i]);
+        if (!v || !*v) return usage_error("%s needs a value", opt);
+        if (*slot) return usage_error("%s given twice", opt);
+        *slot = v;
+    }
+    if (!model) return usage_error("--model FILE is required");
+    if (!budget) return usage_error("--budget B is required");
+    rm_cli_budget bud;
+    char why[256];
+    if (rm_cli_parse_budget(&bud, budget, why, sizeof why)) return usage_error("--budget: %s", why);
+    if (bud.percent)
+        return usage_error("--budget must be an amount of memory here (16GiB), not a percentage: the no-remat peak "
+                           "it would refer to grows with the batch");
+    long cap = 1L << 20;
+    if (max_batch && rm_cli_parse_long(&cap, max_batch, 1, 1L << 30))
+        return usage_error("--max-batch must be an integer from 1 to %ld, got '%s'", 1L << 30, max_batch);
+    double limit = 30;
+    if (time_limit && rm_cli_parse_seconds(&limit, time_limit))
+        return usage_error("--time-limit must be a number of seconds >= 0, got '%s'", time_limit);
+
+    /* The strategies, checkpoint_all first: every ratio is to it. */
+    const rm_strategy_info *list[MAX_STRATEGIES];
+    int nlist = 0;
+    list[nlist++] = rm_strategy_find("checkpoint_all");
+    if (!strategies || !strcmp(strategies, "all")) {
+        int count;
+        const rm_strategy_info *all = rm_strategy_list_all(&count);
+        for (int k = 0; k < count && nlist < MAX_STRATEGIES; k++)
+            if (&all[k] != list[0]) list[nlist++] = &all[k];
+    } else {
+        char buf[1024];
+        if (strlen(strategies) >= sizeof buf) return usage_error("--strategies is too long");
+        snprintf(buf, sizeof buf, "%s", strategies);
+        for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            const rm_strategy_info *st = rm_strategy_find(tok);
+            if (!st) return usage_error("unknown strategy '%s' in --strategies", tok);
+            int dup = 0;
+            for (int k = 0; k < nlist; k++) dup |= list[k] == st;
+            if (!dup && nlist < MAX_STRATEGIES) list[nlist++] = st;
+        }
+    }
+
+    rm_err e = {RM_OK, ""};
+    rm_model *m = NULL;
+    if (rm_model_load(&m, model, &e)) {
+        fprintf(stderr, "remat maxbatch: %s\n", e.msg);
+        return 1;
+    }
+    trace_ctx tc = {m};
+    rm_maxbatch_options o;
+    memset(&o, 0, sizeof o);
+    o.budget = (size_t)bud.value;
+    o.max_batch = (int)cap;
+    o.solver.time_limit_s = limit;
+    if (!quiet) o.progress = progress;
+
+    char a[32], b[32];
+    int rc = rm_maxbatch_bound(&o.bound_batch, build_problem, &tc, o.budget, o.max_batch, &e);
+    if (rc) {
+        fprintf(stderr, "remat maxbatch: %s\n", e.msg);
+        rm_model_free(m);
+        return e.code == RM_ERR_NOMEM ? 2 : 1;
+    }
+    printf("model        %s\n", model);
+    printf("budget       %s (%s bytes) in total, fixed bytes included\n", rm_cli_bytes(a, sizeof a, bud.value),
+           rm_cli_group_digits(b, sizeof b, (unsigned long long)bud.value));
+    if (o.bound_batch == 0) {
+        rm_problem *p = NULL;
+        if (!build_problem(&p, &tc, 1, &e))
+            printf("bound        not even batch 1 fits: fixed %s + the trivial lower bound %s exceed the budget\n",
+                   rm_cli_bytes(a, sizeof a, (double)p->fixed_bytes),
+                   rm_cli_bytes(b, sizeof b, (double)rm_problem_peak_lower_bound(p)));
+        rm_problem_free(p);
+        rm_model_free(m);
+        return 1;
+    }
+    printf("bound        batch %d%s: above it the largest node with its inputs alone exceeds the budget\n",
+           o.bound_batch, o.bound_batch == o.max_batch ? " (the --max-batch cap)" : "");
+    if (limit > 0) printf("time limit   %g s for each lp_round / milp solve\n", limit);
+    printf("\n");
+    fflush(stdout);
+
+    rm_maxbatch_result res[MAX_STRATEGIES];
+    int ok[MAX_STRATEGIES];
+    char err[MAX_STRATEGIES][160];
+    for (int k = 0; k < nlist; k++) {
+        rm_err se = {RM_OK, ""};
+        ok[k] = rm_maxbatch_search(&res[k], list[k], build_problem, &tc, &o, &se) == RM_OK;
+        snprintf(err[k], sizeof err[k], "%s", se.msg);
+        if (!ok[k] && !quiet) fprintf(stderr, "\nremat maxbatch: %s: %s\n", list[k]->name, se.msg);
+    }
+
+    printf("%-18s %9s %7s %9s %11s %8s %8s %6s  %s\n", "strategy", "max batch", "vs all", "overhead", "peak",
+           "solve", "search", "probes", "notes");
+    int base = ok[0] ? res[0].max_batch : 0;
+    for (int k = 0; k < nlist; k++) {
+        const rm_maxbatch_result *r = &res[k];
+        if (!ok[k]) {
+            printf("%-18s %9s %7s %9s %11s %8s %8s %6s  error: %s\n", list[k]->name, "-", "-", "-", "-", "-", "-",
+                   "-", err[k]);
+            continue;
+        }
+        char ratio[16] = "-", ov[16] = "-", pk[32] = "-", solve[16] = "-", notes[128] = "";
+        if (base > 0) snprintf(ratio, sizeof ratio, "%.2fx", (double)r->max_batch / base);
+        if (r->max_batch > 0) {
+            snprintf(ov, sizeof ov, "%+.2f%%", r->base_cost > 0 ? 100.0 * (r->cost / r->base_cost - 1) : 0.0);
+            rm_cli_bytes(pk, sizeof pk, (double)(r->fixed_bytes + r->peak_bytes));
+            snprintf(solve, sizeof solve, "%.2fs", r->stats.seconds);
+            if (r->stats.has_bound) {
+                size_t l = strlen(notes);
+                snprintf(notes + l, sizeof notes - l, "%s%s, gap %.1f%%", l ? "; " : "", r->stats.status,
+                         100.0 * r->stats.gap);
+            }
+        }
+        if (r->unproved) {
+            size_t l = strlen(notes);
+            snprintf(notes + l, sizeof notes - l, "%s* a larger batch hit the time limit", l ? "; " : "");
+        }
+        if (r->capped) {
+            size_t l = strlen(notes);
+            snprintf(notes + l, sizeof notes - l, "%sthe --max-batch cap", l ? "; " : "");
+        }
+        printf("%-18s %9d %7s %9s %11s %8s %7.2fs %6d  %s\n", list[k]->name, r->max_batch, ratio, ov, pk, solve,
+               r->search_s, r->probes, notes);
+    }
+    printf("\nmax batch: the largest batch that fits; vs all: its ratio to checkpoint-all's; overhead: extra\n"
+           "compute at that batch over checkpoint-all's (every node once); peak: fixed + activations there;\n"
+           "solve: the solve at that batch; search: all probes of the strategy.\n");
+    rm_model_free(m);
+    return 0;
+}
+
+const rm_command rm_cmd_maxbatch = {
+    .name = "maxbatch",
+    .summary = "the largest batch each strategy fits in a memory budget",
+    .usage = MAXBATCH_USAGE,
+    .run = maxbatch_run,
+};

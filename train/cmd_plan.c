@@ -1,0 +1,536 @@
+/* `remat plan`: solves one rematerialization schedule for a memory budget
+ * and shows it: a summary (cost overhead, peak, recomputations), for small
+ * graphs the R and S matrices as text, and the memory timeline; optionally
+ * the schedule file and SVG figures. `--strategy all` compares every
+ * strategy in one table; `--check FILE` re-validates a saved schedule. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_util.h"
+#include "commands.h"
+#include "figures.h"
+#include "schedule.h"
+#include "simulate.h"
+#include "strategy.h"
+
+#define PLAN_USAGE                                                                                               \
+    "usage: remat plan (--model FILE --batch N | --problem FILE) --budget B --strategy NAME\n"                   \
+    "                  [--time-limit S] [--node-limit N] [--out FILE] [--svg PREFIX] [--quiet]\n"               \
+    "       remat plan --check FILE (--model FILE --batch N | --problem FILE) [--budget B] [--svg PREFIX]\n"    \
+    "\n"                                                                                                         \
+    "Solves a rematerialization schedule: which activations to keep in memory between the stages of a\n"      \
+    "training step and which to recompute, so that the step fits the budget at the least extra compute.\n"   \
+    "Prints the problem (fixed bytes, the no-remat peak, the lower bound), a summary of the schedule\n"        \
+    "(compute overhead, peak, recomputations), for graphs of up to 60 nodes the R and S matrices as text,\n"  \
+    "and the memory timeline. Every schedule is judged by the exact simulator.\n"                              \
+    "\n"                                                                                                         \
+    "options:\n"                                                                                                 \
+    "  --model FILE      model config (models/*.cfg), traced at --batch N\n"                                    \
+    "  --problem FILE    a problem file instead (docs/problem-format.md); its budget is the default\n"          \
+    "  --budget B        TOTAL device memory, fixed bytes included: bytes (1500000000, 1.5e9), a size\n"       \
+    "                    (6GiB, 512MiB, 16GB; KiB/MiB/GiB/TiB are powers of 1024, KB/MB/GB/TB of 1000),\n"      \
+    "                    or a percentage of the no-remat peak (80%: 80% of fixed + checkpoint-all's peak)\n"   \
+    "  --strategy NAME   checkpoint_all, chen_sqrtn, chen_greedy, griewank, ap_sqrtn, ap_greedy,\n"           \
+    "                    linearized_sqrtn, linearized_greedy, ogc, lp_round, milp ('-' works for '_'),\n"       \
+    "                    or all: run every strategy and compare them in a table\n"                              \
+    "  --time-limit S    wall-clock seconds for each lp_round / milp solve (default 60; 0 = none)\n"           \
+    "  --node-limit N    branch-and-bound nodes for milp (deterministic; default none)\n"                       \
+    "  --out FILE        write the schedule (docs/schedule-format.md); with all, the cheapest one\n"            \
+    "  --svg PREFIX      write PREFIX-rs.svg (R and S as coloured grids) and PREFIX-memory.svg (memory\n"      \
+    "                    over the operation sequence: fixed band, live activations, budget, recomputations)\n" \
+    "  --check FILE      re-validate a saved schedule against the problem (and the budget when one is\n"       \
+    "                    given): exit 0 when valid, 1 with the reason\n"                                        \
+    "  --quiet           no progress on stderr\n"                                                             \
+    "\n"                                                                                                         \
+    "examples:\n"                                                                                                \
+    "  remat plan --model models/vgg16.cfg --batch 32 --budget 80% --strategy all\n"                          \
+    "  remat plan --model models/resnet-tiny.cfg --batch 4 --budget 70% --strategy milp --svg rt\n"             \
+    "  remat plan --problem graph.txt --budget 6GiB --strategy lp-round --out s.txt\n"                          \
+    "  remat plan --check s.txt --problem graph.txt"
+
+#define usage_error(...) rm_cli_usage_error("plan", PLAN_USAGE, __VA_ARGS__)
+
+/* Text matrices only where one row fits a terminal. */
+#define TEXT_MATRIX_MAX 60
+
+typedef struct plan_args {
+    const char *model, *batch, *problem, *budget, *strategy, *time_limit, *node_limit, *out, *svg, *check;
+    int quiet;
+    long batch_n;
+    double time_limit_s;
+    long node_limit_n;
+    rm_cli_budget b;
+    int have_budget;
+} plan_args;
+
+/* ---- what a schedule looks like ---- */
+
+typedef struct timeline {
+    rm_op *ops;
+    int nops;
+    size_t *mem;       /* activation bytes after each operation */
+    size_t *stage_max; /* highest activation bytes inside each stage */
+} timeline;
+
+static void timeline_free(timeline *t)
+{
+    free(t->ops);
+    free(t->mem);
+    free(t->stage_max);
+    memset(t, 0, sizeof *t);
+}
+
+static int timeline_build(timeline *t, const rm_problem *p, const rm_schedule *s)
+{
+    memset(t, 0, sizeof *t);
+    rm_err e = {RM_OK, ""};
+    rm_sim_result r;
+    if (rm_schedule_ops(&t->ops, &t->nops, p, s, &e)) goto fail;
+    t->mem = malloc((size_t)(t->nops ? t->nops : 1) * sizeof *t->mem);
+    t->stage_max = calloc((size_t)p->n, sizeof *t->stage_max);
+    if (!t->mem || !t->stage_max) {
+        snprintf(e.msg, sizeof e.msg, "out of memory");
+        goto fail;
+    }
+    if (rm_simulate_ops(&r, t->mem, p, s, t->ops, t->nops, &e)) goto fail;
+    for (int k = 0; k < t->nops; k++)
+        if (t->mem[k] > t->stage_max[t->ops[k].stage]) t->stage_max[t->ops[k].stage] = t->mem[k];
+    return 0;
+fail:
+    fprintf(stderr, "remat plan: replaying the schedule failed: %s\n", e.msg);
+    timeline_free(t);
+    return 2;
+}
+
+/* Nodes computed more than once. */
+static int recomputed_nodes(const rm_schedule *s)
+{
+    int n = s->n, count = 0;
+    for (int i = 0; i < n; i++) {
+        int times = 0;
+        for (int t = i; t < n; t++) times += rm_R_at(s, t, i);
+        count += times > 1;
+    }
+    return count;
+}
+
+static char tag_char(rm_node_tag t) { return t == RM_TAG_BACKWARD ? 'B' : t == RM_TAG_LOSS ? 'L' : 'F'; }
+
+/* The teaching view: one row per stage, one column per node. */
+static void print_matrices(const rm_problem *p, const rm_schedule *s, const timeline *tl)
+{
+    int n = p->n, w = 0;
+    for (int i = 0; i < n; i++) {
+        int l = (int)strlen(p->nodes[i].name);
+        if (l > w) w = l;
+    }
+    if (w > 24) w = 24;
+    size_t act = rm_problem_activation_budget(p);
+    size_t top = act != SIZE_MAX ? act : 1;
+    for (int t = 0; t < n; t++)
+        if (tl->stage_max[t] > top) top = tl->stage_max[t];
+    printf("\nR and S, one row per stage. Stage t computes node t (the diagonal) and may recompute earlier\n"
+           "nodes from what it finds in memory; columns are nodes 0..%d.\n"
+           "  #  computed in this stage (R = 1); a # left of the diagonal is a recomputation\n"
+           "  +  kept in memory from the previous stage (S = 1)\n"
+           "  *  both: kept, and recomputed anyway\n"
+           "  .  not in memory\n"
+           "Kind: F forward, L loss, B backward. Right: the stage's highest activation memory%s.\n\n",
+           n - 1, act != SIZE_MAX ? ",\nthe bar scaled to the activation budget (|)" : "");
+    int pad = 6 + 2 + w + 1;
+    if (n > 10) {
+        printf("%*s", pad, "");
+        for (int i = 0; i < n; i++) putchar(i % 10 == 0 && i >= 10 ? (char)('0' + (i / 10) % 10) : ' ');
+        putchar('\n');
+    }
+    printf("%*s", pad, "");
+    for (int i = 0; i < n; i++) putchar((char)('0' + i % 10));
+    putchar('\n');
+    for (int t = 0; t < n; t++) {
+        printf("%5d %c %-*.*s ", t, tag_char(p->nodes[t].tag), w, w, p->nodes[t].name);
+        for (int i = 0; i < n; i++) {
+            int r = i <= t && rm_R_at(s, t, i), k = i < t && rm_S_at(s, t, i);
+            putchar(r && k ? '*' : r ? '#' : k ? '+' : i <= t ? '.' : ' ');
+        }
+        char buf[32];
+        int bar = (int)((double)tl->stage_max[t] / (double)top * 20.0 + 0.5);
+        printf("  %10s ", rm_cli_bytes(buf, sizeof buf, (double)tl->stage_max[t]));
+        int mark = act != SIZE_MAX ? (int)((double)act / (double)top * 20.0 + 0.5) : -1;
+        for (int j = 0; j < 21; j++) putchar(j == mark ? '|' : j < bar ? '=' : ' ');
+        putchar('\n');
+    }
+}
+
+/* A compact area chart of live activation memory over the operations. */
+static void print_timeline(const rm_problem *p, const timeline *tl, const rm_sim_result *sim)
+{
+    enum { H = 8, WMAX = 64 };
+    int nops = tl->nops;
+    if (nops == 0) return;
+    int W = nops < WMAX ? nops : WMAX;
+    size_t colmax[WMAX] = {0};
+    char marks[WMAX + 1];
+    memset(marks, ' ', sizeof marks);
+    marks[W] = '\0';
+    int b0 = -1;
+    for (int k = 0; k < nops; k++) {
+        int j = (int)((long long)k * W / nops);
+        if (tl->mem[k] > colmax[j]) colmax[j] = tl->mem[k];
+        const rm_op *op = &tl->ops[k];
+        if (b0 < 0 && p->nodes[op->stage].tag == RM_TAG_BACKWARD) b0 = j;
+        if (op->kind == RM_OP_COMPUTE && op->node != op->stage) marks[j] = 'r';
+    }
+    size_t act = rm_problem_activation_budget(p);
+    double top = (double)sim->peak_bytes;
+    if (act != SIZE_MAX && (double)act > top) top = (double)act;
+    if (top <= 0) top = 1;
+    int brow = act != SIZE_MAX ? H - (int)((double)act / top * H + 0.5) : -1;
+    if (brow >= H) brow = H - 1;
+    char buf[32], buf2[32];
+    printf("\nMemory timeline: live activations over the %d operations (computes and frees), fixed %s not drawn;\n"
+           "each column is the highest point of ~%.1f operations. 'r' below: a recomputation; '^' on the axis:\n"
+           "the backward pass begins.\n",
+           nops, rm_cli_bytes(buf, sizeof buf, (double)p->fixed_bytes), (double)nops / W);
+    for (int r = 0; r < H; r++) {
+        if (r == 0) printf("%10s |", rm_cli_bytes(buf, sizeof buf, top));
+        else printf("%10s |", "");
+        double level = top * (double)(H - r - 0.5) / H;
+        for (int j = 0; j < W; j++) putchar((double)colmax[j] >= level ? '#' : r == brow ? '-' : ' ');
+        if (r == brow) printf(" budget %s", rm_cli_bytes(buf2, sizeof buf2, (double)act));
+        putchar('\n');
+    }
+    printf("%10s +", "0");
+    for (int j = 0; j < W; j++) putchar(j == b0 ? '^' : '-');
+    printf("\n%10s  %s\n", "", marks);
+}
+
+static void print_summary(const rm_problem *p, const rm_cli_problem *cp, const rm_strategy_info *st,
+                          const rm_strategy_stats *stats, const rm_schedule *s)
+{
+    char a[32], b[32], c[32];
+    const rm_sim_result *r = &stats->sim;
+    printf("\nstrategy     %s: %s\n", st->name, st->title);
+    printf("status       %s in %.2f s", stats->status, stats->seconds);
+    if (stats->has_bound)
+        printf(" (LP bound %s = checkpoint-all %+.2f%%, gap %.2f%%)", rm_cli_cost(a, sizeof a, stats->lp_bound, cp->flops),
+               cp->base_cost > 0 ? 100.0 * (stats->lp_bound / cp->base_cost - 1) : 0.0, 100.0 * stats->gap);
+    printf("\n");
+    printf("cost         %s = checkpoint-all %+.2f%% (%ld recomputation%s of %d node%s)\n",
+           rm_cli_cost(a, sizeof a, r->cost, cp->flops),
+           cp->base_cost > 0 ? 100.0 * (r->cost / cp->base_cost - 1) : 0.0, r->recomputations,
+           r->recomputations == 1 ? "" : "s", recomputed_nodes(s), recomputed_nodes(s) == 1 ? "" : "s");
+    printf("peak         %s = fixed + %s activations", rm_cli_bytes(a, sizeof a, (double)(p->fixed_bytes + r->peak_bytes)),
+           rm_cli_bytes(b, sizeof b, (double)r->peak_bytes));
+    if (p->budget) printf(" (%.1f%% of the budget %s)", 100.0 * (double)(p->fixed_bytes + r->peak_bytes) / (double)p->budget,
+                          rm_cli_bytes(c, sizeof c, (double)p->budget));
+    printf("\n");
+    if (r->peak_node >= 0)
+        printf("             reached computing '%s' in stage %d ('%s')\n", p->nodes[r->peak_node].name, r->peak_stage,
+               p->nodes[r->peak_stage].name);
+}
+
+/* what: appended to the schedule line ("" or " (the cheapest: milp)");
+ * title: the figures' heading. */
+static int write_outputs(const plan_args *a, const rm_problem *p, const rm_schedule *s, const char *what,
+                         const char *title)
+{
+    rm_err e = {RM_OK, ""};
+    if (a->out) {
+        if (rm_schedule_write(s, p, a->out, &e)) {
+            fprintf(stderr, "remat plan: %s\n", e.msg);
+            return 1;
+        }
+        printf("schedule     %s%s\n", a->out, what);
+    }
+    if (a->svg) {
+        char rs[4096], mem[4096];
+        snprintf(rs, sizeof rs, "%s-rs.svg", a->svg);
+        snprintf(mem, sizeof mem, "%s-memory.svg", a->svg);
+        if (rm_figure_rs_svg(rs, p, s, title, &e) || rm_figure_memory_svg(mem, p, s, title, &e)) {
+            fprintf(stderr, "remat plan: %s\n", e.msg);
+            return 1;
+        }
+        printf("figures      %s, %s\n", rs, mem);
+    }
+    return 0;
+}
+
+/* "models/vgg16.cfg at batch 32, budget 2.73 GiB: milp, +4.39% compute" */
+static void figure_title(char *buf, size_t len, const rm_cli_problem *cp, const char *strategy, double cost)
+{
+    char b[32];
+    const char *what = strrchr(cp->what, '/');
+    what = what ? what + 1 : cp->what;
+    size_t o = (size_t)snprintf(buf, len, "%s", what);
+    if (o < len && cp->p->budget)
+        o += (size_t)snprintf(buf + o, len - o, ", budget %s", rm_cli_bytes(b, sizeof b, (double)cp->p->budget));
+    if (o < len && strategy)
+        snprintf(buf + o, len - o, ": %s, %+.2f%% compute", strategy,
+                 cp->base_cost > 0 ? 100.0 * (cost / cp->base_cost - 1) : 0.0);
+}
+
+static void set_solver_options(rm_strategy_options *o, rm_cli_progress *pr, const plan_args *a, const char *name)
+{
+    memset(o, 0, sizeof *o);
+    o->time_limit_s = a->time_limit_s;
+    o->node_limit = a->node_limit_n;
+    pr->prefix = name;
+    pr->t0 = rm_cli_now();
+    if (!a->quiet) {
+        o->log = rm_cli_progress_log;
+        o->log_ctx = pr;
+    }
+}
+
+static int plan_one(const plan_args *a, rm_cli_problem *cp, const rm_strategy_info *st)
+{
+    rm_problem *p = cp->p;
+    rm_strategy_options o;
+    rm_cli_progress pr;
+    set_solver_options(&o, &pr, a, st->name);
+    if (st->solve_opt && !a->quiet) {
+        if (a->time_limit_s > 0) fprintf(stderr, "remat plan: solving with %s (time limit %g s) ...\n", st->name,
+                                         a->time_limit_s);
+        else fprintf(stderr, "remat plan: solving with %s (no time limit) ...\n", st->name);
+    }
+    rm_schedule *s = NULL;
+    rm_strategy_stats stats;
+    rm_err e = {RM_OK, ""};
+    int rc = rm_strategy_run(&s, &stats, st, p, &o, &e);
+    if (rc) {
+        if (rc == RM_ERR_INFEASIBLE) {
+            fprintf(stderr, "remat plan: %s found no schedule within the budget (%s after %.2f s): %s\n", st->name,
+                    stats.status, stats.seconds, e.msg);
+            return 1;
+        }
+        fprintf(stderr, "remat plan: %s failed: %s\n", st->name, e.msg);
+        return 2;
+    }
+    print_summary(p, cp, st, &stats, s);
+    timeline tl;
+    if ((rc = timeline_build(&tl, p, s))) {
+        rm_schedule_free(s);
+        return rc;
+    }
+    if (p->n <= TEXT_MATRIX_MAX) print_matrices(p, s, &tl);
+    else printf("\n(the R and S matrices are printed for up to %d nodes; --svg draws them for any size)\n",
+                TEXT_MATRIX_MAX);
+    print_timeline(p, &tl, &stats.sim);
+    timeline_free(&tl);
+    printf("\n");
+    char title[400];
+    figure_title(title, sizeof title, cp, st->name, stats.sim.cost);
+    rc = write_outputs(a, p, s, "", title);
+    rm_schedule_free(s);
+    return rc;
+}
+
+static int plan_all(const plan_args *a, rm_cli_problem *cp)
+{
+    rm_problem *p = cp->p;
+    int count;
+    const rm_strategy_info *list = rm_strategy_list_all(&count);
+    rm_schedule *best = NULL;
+    int best_k = -1;
+    double best_cost = 0;
+    printf("\n%-18s %-11s %9s %12s %12s %9s %9s %7s\n", "strategy", "status", "overhead", "peak", "recomputed",
+           "time", "LP bound", "gap");
+    for (int k = 0; k < count; k++) {
+        const rm_strategy_info *st = &list[k];
+        rm_strategy_options o;
+        rm_cli_progress pr;
+        set_solver_options(&o, &pr, a, st->name);
+        if (!a->quiet) {
+            fprintf(stderr, "remat plan: [%d/%d] %s", k + 1, count, st->name);
+            if (st->solve_opt && a->time_limit_s > 0) fprintf(stderr, " (time limit %g s)", a->time_limit_s);
+            fprintf(stderr, " ...\n");
+        }
+        rm_schedule *s = NULL;
+        rm_strategy_stats stats;
+        rm_err e = {RM_OK, ""};
+        int rc = rm_strategy_run(&s, &stats, st, p, &o, &e);
+        fflush(stdout);
+        if (rc && rc != RM_ERR_INFEASIBLE) {
+            fprintf(stderr, "remat plan: %s failed: %s\n", st->name, e.msg);
+            printf("%-18s %-11s %9s %12s %12s %8.2fs\n", st->name, "error", "-", "-", "-", stats.seconds);
+            continue;
+        }
+        char ov[32] = "-", pk[32] = "-", re[32] = "-", lb[32] = "", gap[32] = "";
+        if (!rc) {
+            snprintf(ov, sizeof ov, "%+.2f%%", 100.0 * (stats.sim.cost / cp->base_cost - 1));
+            rm_cli_bytes(pk, sizeof pk, (double)(p->fixed_bytes + stats.sim.peak_bytes));
+            snprintf(re, sizeof re, "%d (%ldx)", recomputed_nodes(s), stats.sim.recomputations);
+        }
+        if (stats.has_bound) {
+            snprintf(lb, sizeof lb, "%+.2f%%", 100.0 * (stats.lp_bound / cp->base_cost - 1));
+            if (!rc) snprintf(gap, sizeof gap, "%.2f%%", 100.0 * stats.gap);
+        }
+        printf("%-18s %-11s %9s %12s %12s %8.2fs %9s %7s\n", st->name, stats.status, ov, pk, re, stats.seconds, lb,
+               gap);
+        fflush(stdout);
+        if (!rc && (!best || stats.sim.cost < best_cost)) {
+            rm_schedule_free(best);
+            best = s;
+            best_cost = stats.sim.cost;
+            best_k = k;
+            s = NULL;
+        }
+        rm_schedule_free(s);
+    }
+    char x[32];
+    printf("\noverhead: extra compute over checkpoint-all (every node once, %s); peak: fixed + activations;\n"
+           "recomputed: nodes computed more than once (total recomputations); LP bound: the LP relaxation, a\n"
+           "proved floor on any schedule's overhead; gap: how far the cost may be from the optimum.\n",
+           rm_cli_cost(x, sizeof x, cp->base_cost, cp->flops));
+    if (!best) {
+        fprintf(stderr, "remat plan: no strategy found a schedule within the budget\n");
+        return 1;
+    }
+    printf("cheapest: %s\n", list[best_k].name);
+    char what[96], title[400];
+    snprintf(what, sizeof what, " (the cheapest: %s)", list[best_k].name);
+    figure_title(title, sizeof title, cp, list[best_k].name, best_cost);
+    int rc = write_outputs(a, p, best, what, title);
+    rm_schedule_free(best);
+    return rc;
+}
+
+static int plan_check(const plan_args *a, rm_cli_problem *cp)
+{
+    rm_problem *p = cp->p;
+    rm_schedule *s = NULL;
+    rm_err e = {RM_OK, ""};
+    if (rm_schedule_read(&s, p, a->check, &e)) {
+        fprintf(stderr, "remat plan: %s is not a valid schedule for %s: %s\n", a->check, cp->what, e.msg);
+        return e.code == RM_ERR_NOMEM ? 2 : 1;
+    }
+    rm_sim_result r;
+    if (rm_simulate(&r, p, s, &e)) {
+        fprintf(stderr, "remat plan: %s: %s\n", a->check, e.msg);
+        rm_schedule_free(s);
+        return 1;
+    }
+    char x[32], y[32], z[32];
+    printf("check        %s: a valid schedule for %s (%d stages)\n", a->check, cp->what, p->n);
+    printf("cost         %s = checkpoint-all %+.2f%% (%ld recomputations)\n", rm_cli_cost(x, sizeof x, r.cost, cp->flops),
+           cp->base_cost > 0 ? 100.0 * (r.cost / cp->base_cost - 1) : 0.0, r.recomputations);
+    printf("peak         %s = fixed + %s activations\n", rm_cli_bytes(x, sizeof x, (double)(p->fixed_bytes + r.peak_bytes)),
+           rm_cli_bytes(y, sizeof y, (double)r.peak_bytes));
+    int rc = 0;
+    if (p->budget) {
+        if (rm_sim_fits(p, &r)) {
+            printf("budget       fits %s\n", rm_cli_bytes(z, sizeof z, (double)p->budget));
+        } else {
+            fprintf(stderr, "remat plan: %s does not fit the budget: peak %s > %s\n", a->check, x,
+                    rm_cli_bytes(z, sizeof z, (double)p->budget));
+            rc = 1;
+        }
+    }
+    if (!rc) {
+        char title[400];
+        figure_title(title, sizeof title, cp, NULL, r.cost);
+        rc = write_outputs(a, p, s, "", title);
+    }
+    rm_schedule_free(s);
+    return rc;
+}
+
+static int plan_run(int argc, char **argv)
+{
+    plan_args a;
+    memset(&a, 0, sizeof a);
+    a.time_limit_s = 60;
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        const char **slot = NULL, *opt = NULL;
+        if (!strcmp(argv[i], "--quiet") || !strcmp(argv[i], "-q")) {
+            a.quiet = 1;
+            continue;
+        }
+        if (rm_cli_option(&v, argc, argv, &i, "--model")) slot = &a.model, opt = "--model";
+        else if (rm_cli_option(&v, argc, argv, &i, "--batch")) slot = &a.batch, opt = "--batch";
+        else if (rm_cli_option(&v, argc, argv, &i, "--problem")) slot = &a.problem, opt = "--problem";
+        else if (rm_cli_option(&v, argc, argv, &i, "--budget")) slot = &a.budget, opt = "--budget";
+        else if (rm_cli_option(&v, argc, argv, &i, "--strategy")) slot = &a.strategy, opt = "--strategy";
+        else if (rm_cli_option(&v, argc, argv, &i, "--time-limit")) slot = &a.time_limit, opt = "--time-limit";
+        else if (rm_cli_option(&v, argc, argv, &i, "--node-limit")) slot = &a.node_limit, opt = "--node-limit";
+        else if (rm_cli_option(&v, argc, argv, &i, "--out")) slot = &a.out, opt = "--out";
+        else if (rm_cli_option(&v, argc, argv, &i, "--svg")) slot = &a.svg, opt = "--svg";
+        else if (rm_cli_option(&v, argc, argv, &i, "--check")) slot = &a.check, opt = "--check";
+        else return usage_error("unknown argument '%s'", argv[i]);
+        if (!v || !*v) return usage_error("%s needs a value", opt);
+        if (*slot) return usage_error("%s given twice", opt);
+        *slot = v;
+    }
+    /* Everything that can be judged without loading anything is, so a typo
+     * costs nothing. */
+    if (a.model && a.problem) return usage_error("give --model or --problem, not both");
+    if (!a.model && !a.problem) return usage_error("--model FILE --batch N or --problem FILE is required");
+    if (a.model && !a.batch) return usage_error("--batch N is required with --model");
+    if (a.problem && a.batch) return usage_error("--batch goes with --model, not --problem");
+    if (a.batch && rm_cli_parse_long(&a.batch_n, a.batch, 1, 1000000000L))
+        return usage_error("--batch must be an integer from 1 to 1000000000, got '%s'", a.batch);
+    if (a.budget) {
+        char why[256];
+        if (rm_cli_parse_budget(&a.b, a.budget, why, sizeof why)) return usage_error("--budget: %s", why);
+        a.have_budget = 1;
+    }
+    if (a.time_limit && rm_cli_parse_seconds(&a.time_limit_s, a.time_limit))
+        return usage_error("--time-limit must be a number of seconds >= 0, got '%s'", a.time_limit);
+    if (a.node_limit && rm_cli_parse_long(&a.node_limit_n, a.node_limit, 0, 1000000000000L))
+        return usage_error("--node-limit must be a whole number >= 0, got '%s'", a.node_limit);
+    const rm_strategy_info *st = NULL;
+    if (a.check) {
+        if (a.strategy || a.out || a.time_limit || a.node_limit)
+            return usage_error("--check takes the problem, --budget and --svg only");
+    } else {
+        if (!a.strategy) return usage_error("--strategy NAME is required (see the list below, or 'all')");
+        if (strcmp(a.strategy, "all") && !(st = rm_strategy_find(a.strategy)))
+            return usage_error("unknown strategy '%s'", a.strategy);
+        if (!a.have_budget && !a.problem) return usage_error("--budget B is required");
+    }
+
+    rm_cli_problem cp;
+    int rc = rm_cli_problem_load(&cp, "plan", a.model, a.batch_n, a.problem);
+    if (rc) return rc;
+    if (!a.have_budget && cp.file_budget) {
+        a.b.percent = 0;
+        a.b.value = (double)cp.file_budget;
+        a.have_budget = 1;
+    }
+    if (!a.have_budget && !a.check) {
+        rm_cli_problem_free(&cp);
+        return usage_error("--budget B is required (the problem file sets none)");
+    }
+    if (a.have_budget) {
+        if ((rc = rm_cli_problem_set_budget(&cp, "plan", &a.b))) {
+            if (a.check) {
+                /* A schedule can still be checked for validity; it just cannot fit. */
+                rc = 0;
+            } else {
+                rm_cli_problem_free(&cp);
+                return rc;
+            }
+        }
+    } else {
+        cp.p->budget = 0;
+    }
+    if (a.check) rc = plan_check(&a, &cp);
+    else {
+        rm_cli_problem_print(&cp, a.have_budget ? &a.b : NULL);
+        if (cp.p->budget && cp.p->budget >= cp.noremat_total)
+            printf("             the no-remat peak fits: nothing needs recomputing\n");
+        rc = st ? plan_one(&a, &cp, st) : plan_all(&a, &cp);
+    }
+    rm_cli_problem_free(&cp);
+    return rc;
+}
+
+const rm_command rm_cmd_plan = {
+    .name = "plan",
+    .summary = "solve a rematerialization schedule for a budget and show it (R/S matrices, memory timeline)",
+    .usage = PLAN_USAGE,
+    .run = plan_run,
+};

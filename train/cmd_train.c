@@ -1,0 +1,368 @@
+/* `remat train`: trains a model from its config under a memory budget by
+ * executing a rematerialization schedule (train/trainer.c does the work).
+ * This file parses the options, prints the summary of what will run (the
+ * budget against the no-remat peak, the schedule's peak and overhead), a
+ * progress bar on stderr, and one line per epoch and evaluation on stdout. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli_util.h"
+#include "commands.h"
+#include "trainer.h"
+
+#define TRAIN_USAGE                                                                                              \
+    "usage: remat train --model FILE --data DIR|synthetic --budget B [--batch N|auto] [--strategy NAME]\n"      \
+    "                   [--epochs E] [--steps N] [--optimizer sgd|adam] [--lr X] [--momentum M]\n"             \
+    "                   [--weight-decay W] [--lr-schedule constant|step|cosine] [--seed S]\n"                  \
+    "                   [--checkpoint FILE] [--resume FILE] [--schedule-cache DIR] [--eval-every K]\n"         \
+    "                   [--time-limit S] [--node-limit N] [--samples N] [--no-train-accuracy] [--quiet]\n"    \
+    "\n"                                                                                                         \
+    "Trains the model on the CPU within a memory budget. The fixed memory (weights, gradients, optimizer\n"   \
+    "state, batchnorm statistics, labels, the layers' workspace) comes off the budget first; the rest is\n"   \
+    "for activations, and a rematerialization schedule decides which of them to keep and which to\n"         \
+    "recompute so that a training step fits. The arithmetic is that of plain training: a step under any\n"   \
+    "schedule gives bit-identical gradients. Prints a summary (the no-remat peak, the budget, the\n"          \
+    "schedule's peak and extra compute), a progress bar on stderr, and after every epoch the training\n"     \
+    "loss and accuracy and those on the held-out data.\n"                                                      \
+    "\n"                                                                                                         \
+    "options:\n"                                                                                                 \
+    "  --model FILE          model config (models/*.cfg)\n"                                                     \
+    "  --data DIR            MNIST, CIFAR-10, an image folder or image/mask pairs (docs/data-formats.md); its\n"\
+    "                        test split (val/ or test/) is held out, else a seeded 10% of it\n"                  \
+    "  --data synthetic      generated data matching the model: classification for softmax_xent models,\n"    \
+    "                        segmentation for pixel_softmax_xent; a fifth of it held out\n"                    \
+    "  --samples N           synthetic training samples (default max(2048, 8 x batch))\n"                     \
+    "  --budget B            TOTAL device memory, fixed bytes included: 16GiB, 512MiB, 1.5e9, or a\n"          \
+    "                        percentage of the no-remat peak at the batch (75%)\n"                             \
+    "  --batch N|auto        batch size (default 32); auto: the largest batch the strategy fits in the\n"      \
+    "                        budget (the max-batch search of `remat maxbatch`; needs an amount, not a %)\n"    \
+    "  --strategy NAME       checkpoint_all, chen_sqrtn, chen_greedy, griewank, ap_sqrtn, ap_greedy,\n"       \
+    "                        linearized_sqrtn, linearized_greedy, ogc, lp_round (default), milp\n"            \
+    "  --time-limit S        seconds for an lp_round / milp solve (default 60; 0 = none)\n"                   \
+    "  --node-limit N        branch-and-bound nodes for milp (deterministic; default none)\n"                 \
+    "  --schedule-cache DIR  keep solved schedules in DIR, keyed by the problem, budget and strategy; a\n"    \
+    "                        cached one is re-checked by the simulator before it is used\n"                  \
+    "  --epochs E            passes over the training data (default 1)\n"                                    \
+    "  --steps N             stop once N steps in all are done (a resumed run counts from 0 too)\n"          \
+    "  --optimizer NAME      sgd (default, momentum 0.9) or adam\n"                                           \
+    "  --lr X                learning rate (default 0.05 for sgd, 0.001 for adam)\n"                           \
+    "  --momentum M          SGD momentum (default 0.9)\n"                                                     \
+    "  --weight-decay W      L2 weight decay of conv and linear weights (default 0)\n"                        \
+    "  --lr-schedule KIND    constant (default), step (x0.1 after each third of the run) or cosine\n"        \
+    "  --seed S              parameters, dropout, synthetic data, split and batch order (default 1)\n"       \
+    "  --checkpoint FILE     save (atomically) after every epoch and when the run stops\n"                    \
+    "  --resume FILE         continue a saved run exactly where it stopped\n"                                 \
+    "  --eval-every K        also evaluate on the held-out data every K steps\n"                              \
+    "  --no-train-accuracy   do not measure training accuracy (it replays each step's forward pass)\n"       \
+    "  --quiet               no progress bar or solver log on stderr\n"                                        \
+    "\n"                                                                                                         \
+    "examples:\n"                                                                                                \
+    "  remat train --model models/resnet-tiny.cfg --data synthetic --batch 32 --budget 75% --strategy milp\n"  \
+    "  remat train --model models/vgg-tiny.cfg --data cifar10/ --batch auto --budget 64MiB --epochs 10 \\\n"   \
+    "              --lr-schedule cosine --checkpoint vgg.ckpt"
+
+#define usage_error(...) rm_cli_usage_error("train", TRAIN_USAGE, __VA_ARGS__)
+
+typedef struct progress {
+    int quiet, tty;
+    double last_draw;
+    int bar_open; /* a \r-redrawn line is on the terminal */
+} progress;
+
+static void hms(char *buf, size_t len, double s)
+{
+    if (!(s >= 0) || s > 1e8) {
+        snprintf(buf, len, "--:--");
+        return;
+    }
+    long v = (long)(s + 0.5);
+    if (v >= 3600) snprintf(buf, len, "%ld:%02ld:%02ld", v / 3600, v / 60 % 60, v % 60);
+    else snprintf(buf, len, "%ld:%02ld", v / 60, v % 60);
+}
+
+static void close_bar(progress *pr)
+{
+    if (pr->bar_open) fputc('\n', stderr);
+    pr->bar_open = 0;
+}
+
+static void print_step(progress *pr, const rm_trainer_event *ev)
+{
+    if (pr->quiet) return;
+    double now = rm_cli_now();
+    int end = ev->epoch_step == ev->epoch_steps || ev->step == ev->total_steps;
+    /* A terminal gets a bar redrawn at most 10 times a second; a log, a line every tenth of an epoch. */
+    if (pr->tty ? !end && now - pr->last_draw < 0.1
+                : !end && ev->epoch_step % (ev->epoch_steps >= 10 ? ev->epoch_steps / 10 : 1) != 0)
+        return;
+    pr->last_draw = now;
+    char bar[24], eta[24], acc[24] = "";
+    int w = (int)(sizeof bar - 1), fill = (int)((double)w * (double)ev->epoch_step / (double)ev->epoch_steps);
+    for (int i = 0; i < w; i++) bar[i] = i < fill ? '#' : '.';
+    bar[w] = '\0';
+    hms(eta, sizeof eta, ev->eta_s);
+    if (ev->running_acc >= 0) snprintf(acc, sizeof acc, "  acc %5.1f%%", 100.0 * ev->running_acc);
+    fprintf(stderr, "%sepoch %llu/%llu [%s] %lld/%lld  loss %.4f%s  %.0f img/s  ETA %s%s", pr->tty ? "\r" : "",
+            (unsigned long long)ev->epoch + 1, (unsigned long long)ev->epochs, bar, (long long)ev->epoch_step,
+            (long long)ev->epoch_steps, ev->running_loss, acc, ev->images_per_s, eta, pr->tty ? "\033[K" : "\n");
+    pr->bar_open = pr->tty;
+    fflush(stderr);
+}
+
+static void on_event(void *ctx, const rm_trainer_event *ev)
+{
+    progress *pr = ctx;
+    switch (ev->kind) {
+    case RM_TRAINER_NOTE:
+    case RM_TRAINER_SOLVING:
+        if (pr->quiet) return;
+        close_bar(pr);
+        fprintf(stderr, "remat train: %s\n", ev->text);
+        return;
+    case RM_TRAINER_PROBE: return;
+    case RM_TRAINER_STEP: print_step(pr, ev); return;
+    case RM_TRAINER_EVAL:
+    case RM_TRAINER_EPOCH: {
+        close_bar(pr);
+        char acc[32] = "", held[128] = "";
+        if (ev->running_acc >= 0) snprintf(acc, sizeof acc, " acc %5.1f%%", 100.0 * ev->running_acc);
+        if (ev->eval.samples > 0)
+            snprintf(held, sizeof held, "  held-out loss %.4f acc %5.1f%% (%lld)", ev->eval.loss,
+                     100.0 * ev->eval.accuracy, (long long)ev->eval.samples);
+        if (ev->kind == RM_TRAINER_EPOCH)
+            printf("epoch %llu/%llu  step %llu  train loss %.4f%s%s  %.0f img/s\n", (unsigned long long)ev->epoch + 1,
+                   (unsigned long long)ev->epochs, (unsigned long long)ev->step, ev->running_loss, acc, held,
+                   ev->images_per_s);
+        else
+            printf("step %llu (epoch %llu, %lld/%lld)  train loss %.4f%s%s  %.0f img/s\n", (unsigned long long)ev->step,
+                   (unsigned long long)ev->epoch + 1, (long long)ev->epoch_step, (long long)ev->epoch_steps,
+                   ev->running_loss, acc, held, ev->images_per_s);
+        fflush(stdout);
+        return;
+    }
+    case RM_TRAINER_CHECKPOINT:
+        close_bar(pr);
+        printf("checkpoint   %s (step %llu)\n", ev->text, (unsigned long long)ev->step);
+        fflush(stdout);
+        return;
+    }
+}
+
+static const char *pct(char *buf, size_t len, size_t part, size_t whole)
+{
+    snprintf(buf, len, "%.1f%%", whole ? 100.0 * (double)part / (double)whole : 0.0);
+    return buf;
+}
+
+static void print_summary(const rm_trainer_summary *s, const rm_trainer_config *c, const rm_model *m)
+{
+    char a[32], b[32], d[32], f[32], g[32], h[32], k[32];
+    const char *optname = c->optim.kind == RM_OPTIM_ADAM ? "Adam state (m, v)"
+                          : c->optim.momentum > 0        ? "SGD momentum"
+                                                         : "optimizer state";
+    printf("model        %s: %d layers, input %dx%dx%d, %d classes (%s)\n", c->model_path, s->layers, m->input.c,
+           m->input.h, m->input.w, s->classes, s->task == RM_TASK_SEGMENTATION ? "segmentation" : "classification");
+    printf("parameters   %s\n", rm_cli_group_digits(a, sizeof a, s->params));
+    printf("data         %s\n", s->train_data);
+    printf("held out     %s%s\n", s->test_data, s->held_out_split ? ", a seeded split" : "");
+    if (s->batch_auto)
+        printf("batch        %d: the largest batch %s fits in the budget (no schedule fits more than %d)\n", s->batch,
+               s->strategy, s->bound_batch);
+    else
+        printf("batch        %d\n", s->batch);
+    printf("fixed        %s = weights %s + gradients %s + %s %s + BN statistics %s + labels %s + workspace %s\n",
+           rm_cli_bytes(a, sizeof a, (double)s->fixed), rm_cli_bytes(b, sizeof b, (double)s->fixed_weights),
+           rm_cli_bytes(d, sizeof d, (double)s->fixed_grads), optname,
+           rm_cli_bytes(f, sizeof f, (double)s->fixed_optim), rm_cli_bytes(g, sizeof g, (double)s->fixed_buffers),
+           rm_cli_bytes(h, sizeof h, (double)s->fixed_labels), rm_cli_bytes(k, sizeof k, (double)s->fixed_workspace));
+    printf("no-remat     %s peak = fixed + %s activations, every one kept until its last use (checkpoint-all)\n",
+           rm_cli_bytes(a, sizeof a, (double)s->noremat_peak),
+           rm_cli_bytes(b, sizeof b, (double)(s->noremat_peak - s->fixed)));
+    printf("budget       %s (%s of the no-remat peak) = fixed + %s for activations%s\n",
+           rm_cli_bytes(a, sizeof a, (double)s->budget), pct(b, sizeof b, s->budget, s->noremat_peak),
+           rm_cli_bytes(d, sizeof d, (double)(s->budget - s->fixed)),
+           s->budget < s->noremat_peak ? ": training does not fit without rematerialization" : "");
+    char how[160];
+    if (s->cache == 1) snprintf(how, sizeof how, "from the cache %s", s->cache_file);
+    else if (s->has_bound) snprintf(how, sizeof how, "%s, gap %.1f%%, solved in %.2f s", s->status, 100.0 * s->gap, s->solve_s);
+    else snprintf(how, sizeof how, "%s, solved in %.2f s", s->status, s->solve_s);
+    printf("schedule     %s (%s)\n", s->strategy, how);
+    printf("             peak %s = fixed + %s activations (%s of the no-remat peak); arena %s\n",
+           rm_cli_bytes(a, sizeof a, (double)s->sched_peak), rm_cli_bytes(b, sizeof b, (double)(s->sched_peak - s->fixed)),
+           pct(d, sizeof d, s->sched_peak, s->noremat_peak), rm_cli_bytes(f, sizeof f, (double)s->plan_span));
+    printf("             compute overhead %+.2f%%: %ld recomputations of %d nodes\n",
+           s->base_cost > 0 ? 100.0 * (s->cost / s->base_cost - 1) : 0.0, s->recomputations, s->recomputed_nodes);
+    if (s->cache == 0) printf("             stored in the cache as %s\n", s->cache_file);
+    const char *sched = c->lr_kind == RM_LR_STEP ? "step (x0.1 after each third)"
+                        : c->lr_kind == RM_LR_COSINE ? "cosine"
+                                                     : "constant";
+    if (c->optim.kind == RM_OPTIM_ADAM)
+        printf("optimizer    Adam, lr %g (%s), weight decay %g\n", c->lr, sched, (double)c->optim.weight_decay);
+    else
+        printf("optimizer    SGD, lr %g (%s), momentum %g, weight decay %g\n", c->lr, sched, (double)c->optim.momentum,
+               (double)c->optim.weight_decay);
+    printf("run          %llu epoch%s x %lld steps, stopping at step %llu; seed %llu", (unsigned long long)c->epochs,
+           c->epochs == 1 ? "" : "s", (long long)s->epoch_steps, (unsigned long long)s->total_steps,
+           (unsigned long long)s->seed);
+    if (s->start_step) printf("; resumed at step %llu", (unsigned long long)s->start_step);
+    printf("\n");
+    printf("evaluation   batch %d in a %s arena%s\n", s->eval_batch, rm_cli_bytes(a, sizeof a, (double)s->eval_span),
+           s->train_accuracy ? "; training accuracy by replaying each step's forward pass" : "");
+    printf("\n");
+    fflush(stdout);
+}
+
+static int parse_u64(uint64_t *out, const char *s, long lo)
+{
+    long v;
+    if (rm_cli_parse_long(&v, s, lo, 2000000000L)) return -1;
+    *out = (uint64_t)v;
+    return 0;
+}
+
+static int train_run(int argc, char **argv)
+{
+    const char *model = NULL, *data = NULL, *batch = NULL, *budget = NULL, *strategy = NULL, *epochs = NULL,
+               *steps = NULL, *optimizer = NULL, *lr = NULL, *momentum = NULL, *wd = NULL, *sched = NULL,
+               *seed = NULL, *ckpt = NULL, *resume = NULL, *cache = NULL, *eval_every = NULL, *time_limit = NULL,
+               *node_limit = NULL, *samples = NULL;
+    int quiet = 0, no_acc = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        const char **slot = NULL, *opt = NULL;
+        if (!strcmp(argv[i], "--quiet") || !strcmp(argv[i], "-q")) {
+            quiet = 1;
+            continue;
+        }
+        if (!strcmp(argv[i], "--no-train-accuracy")) {
+            no_acc = 1;
+            continue;
+        }
+        static const char *names[] = {"--model", "--data", "--batch", "--budget", "--strategy", "--epochs", "--steps",
+                                      "--optimizer", "--lr", "--momentum", "--weight-decay", "--lr-schedule", "--seed",
+                                      "--checkpoint", "--resume", "--schedule-cache", "--eval-every", "--time-limit",
+                                      "--node-limit", "--samples"};
+        const char **slots[] = {&model, &data, &batch, &budget, &strategy, &epochs, &steps, &optimizer, &lr,
+                                &momentum, &wd, &sched, &seed, &ckpt, &resume, &cache, &eval_every, &time_limit,
+                                &node_limit, &samples};
+        for (size_t k = 0; k < sizeof names / sizeof names[0] && !slot; k++)
+            if (rm_cli_option(&v, argc, argv, &i, names[k])) slot = slots[k], opt = names[k];
+        if (!slot) return usage_error("unknown argument '%s'", argv[i]);
+        if (!v || !*v) return usage_error("%s needs a value", opt);
+        if (*slot) return usage_error("%s given twice", opt);
+        *slot = v;
+    }
+    if (!model) return usage_error("--model FILE is required");
+    if (!data) return usage_error("--data DIR or --data synthetic is required");
+    if (!budget) return usage_error("--budget B is required (an amount like 64MiB, or a percentage like 75%%)");
+
+    rm_trainer_config c;
+    rm_trainer_config_default(&c);
+    c.model_path = model;
+    c.data = data;
+    c.strategy = strategy ? strategy : "lp_round";
+    if (!rm_strategy_find(c.strategy))
+        return usage_error("unknown strategy '%s' (see the list below)", c.strategy);
+    rm_cli_budget bud;
+    char why[256];
+    if (rm_cli_parse_budget(&bud, budget, why, sizeof why)) return usage_error("--budget: %s", why);
+    if (bud.percent) c.budget_percent = bud.value;
+    else c.budget = (size_t)bud.value;
+    if (batch && !strcmp(batch, "auto")) {
+        if (bud.percent)
+            return usage_error("--batch auto needs --budget as an amount of memory (64MiB), not a percentage: the "
+                               "no-remat peak it would refer to grows with the batch");
+        c.batch = 0;
+    } else if (batch) {
+        long b;
+        if (rm_cli_parse_long(&b, batch, 1, 1L << 24))
+            return usage_error("--batch must be auto or an integer from 1 to %ld, got '%s'", 1L << 24, batch);
+        c.batch = (int)b;
+    }
+    if (epochs && parse_u64(&c.epochs, epochs, 1)) return usage_error("--epochs must be an integer >= 1, got '%s'", epochs);
+    if (steps && parse_u64(&c.max_steps, steps, 1)) return usage_error("--steps must be an integer >= 1, got '%s'", steps);
+    if (eval_every && parse_u64(&c.eval_every, eval_every, 1))
+        return usage_error("--eval-every must be an integer >= 1, got '%s'", eval_every);
+    if (samples) {
+        uint64_t n;
+        if (parse_u64(&n, samples, 1)) return usage_error("--samples must be an integer >= 1, got '%s'", samples);
+        if (strcmp(data, "synthetic")) return usage_error("--samples is for --data synthetic only");
+        c.synthetic_samples = (int64_t)n;
+    }
+    if (seed) {
+        long s;
+        if (rm_cli_parse_long(&s, seed, 0, 2147483647L))
+            return usage_error("--seed must be an integer from 0 to 2147483647, got '%s'", seed);
+        c.seed = (uint64_t)s;
+        c.seed_given = 1;
+    }
+    if (optimizer && !strcmp(optimizer, "adam")) c.optim = rm_optim_options_default(RM_OPTIM_ADAM), c.lr = 0.001;
+    else if (optimizer && strcmp(optimizer, "sgd")) return usage_error("--optimizer must be sgd or adam, got '%s'", optimizer);
+    double x;
+    if (lr) {
+        if (rm_cli_parse_seconds(&x, lr) || x <= 0) return usage_error("--lr must be a number > 0, got '%s'", lr);
+        c.lr = x;
+    }
+    if (momentum) {
+        if (c.optim.kind != RM_OPTIM_SGD) return usage_error("--momentum is for --optimizer sgd");
+        if (rm_cli_parse_seconds(&x, momentum) || x >= 1)
+            return usage_error("--momentum must be a number in [0, 1), got '%s'", momentum);
+        c.optim.momentum = (float)x;
+    }
+    if (wd) {
+        if (rm_cli_parse_seconds(&x, wd)) return usage_error("--weight-decay must be a number >= 0, got '%s'", wd);
+        c.optim.weight_decay = (float)x;
+    }
+    if (sched) {
+        if (!strcmp(sched, "constant")) c.lr_kind = RM_LR_CONSTANT;
+        else if (!strcmp(sched, "step")) c.lr_kind = RM_LR_STEP;
+        else if (!strcmp(sched, "cosine")) c.lr_kind = RM_LR_COSINE;
+        else return usage_error("--lr-schedule must be constant, step or cosine, got '%s'", sched);
+    }
+    c.solver.time_limit_s = 60;
+    if (time_limit && rm_cli_parse_seconds(&c.solver.time_limit_s, time_limit))
+        return usage_error("--time-limit must be a number of seconds >= 0, got '%s'", time_limit);
+    if (node_limit && rm_cli_parse_long(&c.solver.node_limit, node_limit, 1, 2000000000L))
+        return usage_error("--node-limit must be an integer >= 1, got '%s'", node_limit);
+    c.checkpoint_path = ckpt;
+    c.resume_path = resume;
+    c.cache_dir = cache;
+    c.train_accuracy = !no_acc;
+
+    progress pr = {quiet, isatty(STDERR_FILENO), 0, 0};
+    rm_cli_progress solver_log = {c.strategy, rm_cli_now()};
+    if (!quiet) {
+        c.solver.log = rm_cli_progress_log;
+        c.solver.log_ctx = &solver_log;
+    }
+    c.event = on_event;
+    c.event_ctx = &pr;
+
+    rm_err e = {RM_OK, ""};
+    rm_trainer *t = NULL;
+    int rc = rm_trainer_create(&t, &c, &e);
+    if (!rc) {
+        print_summary(rm_trainer_summary_of(t), &c, rm_trainer_model(t));
+        double t0 = rm_cli_now();
+        rc = rm_trainer_run(t, &e);
+        close_bar(&pr);
+        if (!rc)
+            printf("done         %llu steps in %.1f s\n", (unsigned long long)rm_trainer_steps(t), rm_cli_now() - t0);
+    }
+    close_bar(&pr);
+    rm_trainer_free(t);
+    if (rc) {
+        fprintf(stderr, "remat train: %s\n", e.msg);
+        return rc == RM_ERR_NOMEM || rc == RM_ERR_SOLVER || rc == RM_ERR_DEVICE ? 2 : 1;
+    }
+    return 0;
+}
+
+const rm_command rm_cmd_train = {
+    .name = "train",
+    .summary = "train a model under a memory budget by executing a rematerialization schedule",
+    .usage = TRAIN_USAGE,
+    .run = train_run,
+};

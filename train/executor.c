@@ -1,0 +1,569 @@
+/* The executor: one training step following a plan. See executor.h for why it
+ * lives in train/ and what makes it exact.
+ *
+ * How a node is run, per engine/graph.h:
+ *  - input: the host batch is uploaded into the node's buffer (again, if a
+ *    schedule recomputes it);
+ *  - forward: the layer's forward on its deps (in input order);
+ *  - backward: the layer's backward; deps[0] is the gradient of its output
+ *    (a slice of a consumer's backward output, chosen by dep_slot, or a whole
+ *    grad-sum output), absent for the loss; its output is the gradients of
+ *    the inputs concatenated in input order, the input batch taking none;
+ *  - grad-sum: the element-wise sum, in dependency order, of the slices of
+ *    the consumers' backward outputs.
+ * Everything is checked once at creation (the graph against the model, the
+ * plan for overlaps), so the step itself only follows the operations. */
+#include "executor.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arena.h"
+#include "layer.h"
+#include "trace.h"
+
+struct rm_executor {
+    const rm_model *m;
+    const rm_graph *g;
+    const rm_plan *plan;
+    rm_backend *be;
+    uint64_t seed;
+    int poison;
+
+    int L, batch;
+    rm_shape *in_shape;  /* [L * RM_MAX_INPUTS]: layer inputs at the batch */
+    rm_shape *out_shape; /* [L] */
+    size_t *slot_off;    /* [L * RM_MAX_INPUTS]: float offset of input k's gradient in the backward output */
+    int *fwd_node;       /* [L]: the layer's forward node */
+    int input_node, loss_node;
+
+    /* Fixed memory. */
+    float *params, *grads, *buffers;
+    size_t nparams, nbuffers;
+    rm_layer_params *lp; /* [L] */
+    int32_t *labels;
+    size_t nlabels;
+    void *workspace;
+    size_t workspace_size;
+    size_t fixed_bytes;
+
+    /* Activations, and the step's bookkeeping (host, allocated once). */
+    rm_arena *arena;
+    float **ptr;        /* [n]: where each live node's value is; NULL when not live */
+    int *live;          /* [n]: 1 while the node has a live buffer */
+    uint8_t *computed;  /* [n]: computed at least once in this step */
+    float loss;
+};
+
+/* ---- checking the graph against the model -------------------------------- */
+
+static const char *node_name(const rm_graph *g, int i) { return g->nodes[i].name; }
+
+/* The graph node holding input k of layer L's forward value. */
+static int input_node_of(const rm_executor *ex, int L, int k)
+{
+    int src = ex->m->layers[L].inputs[k];
+    return src == RM_MODEL_INPUT ? ex->input_node : ex->fwd_node[src];
+}
+
+/* A gradient dependency: dep must be the backward node of a layer that reads
+ * layer L's output at input position slot. */
+static int check_grad_dep(const rm_executor *ex, int i, int dep, int slot, int L, rm_err *e)
+{
+    const rm_graph *g = ex->g;
+    const rm_graph_node *d = &g->nodes[dep];
+    if (d->op != RM_OP_BACKWARD || d->layer < 0 || d->layer >= ex->L || slot < 0 ||
+        slot >= ex->m->layers[d->layer].nin || ex->m->layers[d->layer].inputs[slot] != L)
+        return rm_errorf(e, RM_ERR_INVALID,
+                         "executor: node %d (%s) reads node %d (%s) slot %d as the gradient of layer %d's output, "
+                         "but that is not a backward node of a reader of that output",
+                         i, node_name(g, i), dep, node_name(g, dep), slot, L);
+    return RM_OK;
+}
+
+static int check_node(rm_executor *ex, int i, rm_err *e)
+{
+    const rm_graph *g = ex->g;
+    const rm_model *m = ex->m;
+    const rm_graph_node *nd = &g->nodes[i];
+    char a[64], b[64];
+    if (nd->op == RM_OP_INPUT) {
+        rm_shape want = m->input;
+        want.n = ex->batch;
+        if (ex->input_node >= 0 || nd->ndeps || !rm_shape_equal(nd->shape, want) || nd->bytes != rm_shape_bytes(want))
+            return rm_errorf(e, RM_ERR_INVALID,
+                             "executor: node %d (%s) is a second or malformed input node (%s, want %s)", i,
+                             nd->name, rm_shape_str(nd->shape, a, sizeof a), rm_shape_str(want, b, sizeof b));
+        ex->input_node = i;
+        return RM_OK;
+    }
+    int L = nd->layer;
+    if (L < 0 || L >= ex->L)
+        return rm_errorf(e, RM_ERR_INVALID, "executor: node %d (%s) names layer %d; the model has %d", i, nd->name, L,
+                         ex->L);
+    const rm_model_layer *ly = &m->layers[L];
+    int is_loss = L == ex->L - 1;
+    if (nd->op == RM_OP_FORWARD) {
+        if (ex->fwd_node[L] >= 0 || !rm_shape_equal(nd->shape, ex->out_shape[L]) ||
+            nd->bytes != rm_shape_bytes(ex->out_shape[L]) || nd->ndeps != ly->nin)
+            return rm_errorf(e, RM_ERR_INVALID,
+                             "executor: forward node %d (%s) of layer %s does not match the model (a second forward "
+                             "node, shape %s instead of %s, or %d inputs instead of %d)",
+                             i, nd->name, ly->name, rm_shape_str(nd->shape, a, sizeof a),
+                             rm_shape_str(ex->out_shape[L], b, sizeof b), nd->ndeps, ly->nin);
+        for (int k = 0; k < ly->nin; k++)
+            if (input_node_of(ex, L, k) < 0 || nd->deps[k] != input_node_of(ex, L, k))
+                return rm_errorf(e, RM_ERR_INVALID, "executor: forward node %d (%s) reads node %d as input %d",
+                                 i, nd->name, nd->deps[k], k);
+        ex->fwd_node[L] = i;
+        if (is_loss) ex->loss_node = i;
+        return RM_OK;
+    }
+    if (ex->fwd_node[L] < 0)
+        return rm_errorf(e, RM_ERR_INVALID, "executor: node %d (%s) comes before layer %s's forward node", i, nd->name,
+                         ly->name);
+    if (nd->op == RM_OP_GRAD_SUM) {
+        if (is_loss || nd->ndeps < 1 || !rm_shape_equal(nd->shape, ex->out_shape[L]) ||
+            nd->bytes != rm_shape_bytes(ex->out_shape[L]))
+            return rm_errorf(e, RM_ERR_INVALID, "executor: grad-sum node %d (%s) does not match layer %s", i,
+                             nd->name, ly->name);
+        for (int d = 0; d < nd->ndeps; d++) {
+            int rc = check_grad_dep(ex, i, nd->deps[d], nd->dep_slot[d], L, e);
+            if (rc) return rc;
+        }
+        return RM_OK;
+    }
+    if (nd->op != RM_OP_BACKWARD)
+        return rm_errorf(e, RM_ERR_INVALID, "executor: node %d (%s) has an unknown op %d", i, nd->name, (int)nd->op);
+    int pos = 0;
+    if (!is_loss) {
+        if (nd->ndeps < 1)
+            return rm_errorf(e, RM_ERR_INVALID, "executor: backward node %d (%s) reads no output gradient", i,
+                             nd->name);
+        const rm_graph_node *d = &g->nodes[nd->deps[0]];
+        int rc = d->op == RM_OP_GRAD_SUM && d->layer == L && nd->dep_slot[0] == -1
+                     ? RM_OK
+                     : check_grad_dep(ex, i, nd->deps[0], nd->dep_slot[0], L, e);
+        if (rc) return rc;
+        pos = 1;
+    }
+    if (ly->desc->backward_reads & RM_READS_INPUTS)
+        for (int k = 0; k < ly->nin; k++, pos++)
+            if (pos >= nd->ndeps || nd->deps[pos] != input_node_of(ex, L, k))
+                return rm_errorf(e, RM_ERR_INVALID, "executor: backward node %d (%s) does not read input %d of %s", i,
+                                 nd->name, k, ly->name);
+    if (ly->desc->backward_reads & RM_READS_OUTPUT) {
+        if (pos >= nd->ndeps || nd->deps[pos] != ex->fwd_node[L])
+            return rm_errorf(e, RM_ERR_INVALID, "executor: backward node %d (%s) does not read %s's output", i,
+                             nd->name, ly->name);
+        pos++;
+    }
+    if (pos != nd->ndeps)
+        return rm_errorf(e, RM_ERR_INVALID, "executor: backward node %d (%s) has %d dependencies, layer %s needs %d",
+                         i, nd->name, nd->ndeps, ly->name, pos);
+    size_t bytes = 0;
+    for (int k = 0; k < ly->nin; k++)
+        if (ly->inputs[k] != RM_MODEL_INPUT) bytes += rm_shape_bytes(ex->in_shape[(size_t)L * RM_MAX_INPUTS + k]);
+    if (nd->bytes != bytes)
+        return rm_errorf(e, RM_ERR_INVALID, "executor: backward node %d (%s) has %zu bytes, its input gradients %zu", i,
+                         nd->name, nd->bytes, bytes);
+    return RM_OK;
+}
+
+static int check_graph(rm_executor *ex, rm_err *e)
+{
+    int rc = rm_graph_validate(ex->g, e);
+    if (rc) return rc;
+    for (int i = 0; i < ex->g->n; i++)
+        if ((rc = check_node(ex, i, e))) return rc;
+    if (ex->input_node < 0 || ex->loss_node < 0)
+        return rm_errorf(e, RM_ERR_INVALID, "executor: the graph has no %s node",
+                         ex->input_node < 0 ? "input" : "loss");
+    return RM_OK;
+}
+
+/* ---- fixed memory -------------------------------------------------------- */
+
+int rm_executor_workspace_needed(size_t *out, const rm_model *m, int batch, rm_err *e)
+{
+    *out = 0;
+    rm_shape *ins = malloc((size_t)m->nlayers * RM_MAX_INPUTS * sizeof *ins);
+    rm_shape *outs = malloc((size_t)m->nlayers * sizeof *outs);
+    int rc = !ins || !outs ? rm_errorf(e, RM_ERR_NOMEM, "executor: out of memory")
+                           : rm_model_shapes(ins, outs, m, batch, e);
+    for (int i = 0; !rc && i < m->nlayers; i++) {
+        const rm_model_layer *ly = &m->layers[i];
+        if (!ly->desc->workspace_bytes) continue;
+        for (int backward = 0; backward < 2; backward++) {
+            size_t w = ly->desc->workspace_bytes(&ly->cfg, &ins[(size_t)i * RM_MAX_INPUTS], ly->nin, outs[i], backward);
+            if (w > *out) *out = w;
+        }
+    }
+    free(ins);
+    free(outs);
+    return rc;
+}
+
+static int alloc_fixed(rm_executor *ex, void **ptr, size_t bytes, rm_err *e)
+{
+    *ptr = NULL;
+    if (bytes == 0) return RM_OK;
+    int rc = rm_backend_alloc(ex->be, ptr, bytes, e);
+    if (rc) {
+        rm_err_context(e, "executor: fixed memory");
+        return rc;
+    }
+    ex->fixed_bytes += rm_align_up(bytes);
+    return RM_OK;
+}
+
+/* Lays the parameters out (layer order, w then b; gradients mirror them) and
+ * initialises them from the seed. */
+static int init_params(rm_executor *ex, rm_err *e)
+{
+    const rm_model *m = ex->m;
+    size_t pc = 0, bc = 0;
+    rm_rng rng = rm_rng_make(ex->seed);
+    for (int i = 0; i < ex->L; i++) {
+        const rm_model_layer *ly = &m->layers[i];
+        rm_layer_params *p = &ex->lp[i];
+        memset(p, 0, sizeof *p);
+        if (ly->desc->param_shapes) {
+            rm_shape w = {0, 0, 0, 0}, b = {0, 0, 0, 0};
+            ly->desc->param_shapes(&w, &b, &ly->cfg, ly->in_shape, ly->nin);
+            size_t nw = rm_shape_numel(w), nb = rm_shape_numel(b);
+            if (pc + nw + nb > ex->nparams)
+                return rm_errorf(e, RM_ERR_INVALID, "executor: layer %s has more parameters than the model counts",
+                                 ly->name);
+            if (nw) {
+                p->w = rm_tensor_make(w, ex->params + pc);
+                p->dw = rm_tensor_make(w, ex->grads + pc);
+            }
+            if (nb) {
+                p->b = rm_tensor_make(b, ex->params + pc + nw);
+                p->db = rm_tensor_make(b, ex->grads + pc + nw);
+            }
+            pc += nw + nb;
+        }
+        if (ly->buffer_count) { /* batchnorm: mean then variance, one per channel */
+            size_t c = ly->buffer_count / 2;
+            if (bc + 2 * c > ex->nbuffers)
+                return rm_errorf(e, RM_ERR_INVALID, "executor: layer %s has more buffers than the model counts",
+                                 ly->name);
+            rm_shape s = rm_shape_make((int)c, 1, 1, 1);
+            p->running_mean = rm_tensor_make(s, ex->buffers + bc);
+            p->running_var = rm_tensor_make(s, ex->buffers + bc + c);
+            bc += 2 * c;
+        }
+        if (ly->desc->init) ly->desc->init(p, &ly->cfg, ly->in_shape, ly->nin, &rng);
+    }
+    if (pc != ex->nparams || bc != ex->nbuffers)
+        return rm_errorf(e, RM_ERR_INVALID,
+                         "executor: %zu parameters and %zu buffers laid out, the model counts %zu and %zu", pc, bc,
+                         ex->nparams, ex->nbuffers);
+    if (ex->nparams) memset(ex->grads, 0, ex->nparams * sizeof(float));
+    return RM_OK;
+}
+
+/* ---- creation ------------------------------------------------------------ */
+
+static int check_plan(const rm_executor *ex, rm_err *e)
+{
+    const rm_plan *p = ex->plan;
+    if (p->nodes != ex->g->n)
+        return rm_errorf(e, RM_ERR_INVALID, "executor: the plan is for %d nodes, the graph has %d", p->nodes, ex->g->n);
+    for (int i = 0; i < p->nbuffers; i++) {
+        const rm_plan_buffer *b = &p->buffers[i];
+        if (b->node < 0 || b->node >= ex->g->n || b->bytes != ex->g->nodes[b->node].bytes)
+            return rm_errorf(e, RM_ERR_INVALID,
+                             "executor: plan buffer %d (node %d, %zu bytes) does not match the graph", i, b->node,
+                             b->bytes);
+    }
+    return rm_plan_check(p, e);
+}
+
+int rm_executor_create(rm_executor **out, const rm_model *m, const rm_graph *g, rm_backend *be, const rm_plan *plan,
+                       const rm_executor_options *opts, rm_err *e)
+{
+    *out = NULL;
+    rm_executor_options defaults = {0, 0, 0};
+    if (!opts) opts = &defaults;
+    if (be->kind != RM_BACKEND_CPU)
+        return rm_errorf(e, RM_ERR_UNSUPPORTED, "executor: backend %s has no layer kernels yet; use the CPU backend",
+                         be->name);
+    if (m->nlayers < 1 || g->n < 1 || g->batch < 1)
+        return rm_errorf(e, RM_ERR_INVALID, "executor: empty model or graph");
+    rm_executor *ex = calloc(1, sizeof *ex);
+    if (!ex) return rm_errorf(e, RM_ERR_NOMEM, "executor: out of memory");
+    ex->m = m, ex->g = g, ex->plan = plan, ex->be = be, ex->seed = opts->seed;
+    ex->poison = opts->poison;
+#ifndef NDEBUG
+    ex->poison = 1; /* debug builds always check that nothing reads a dead value */
+#endif
+    ex->L = m->nlayers;
+    ex->batch = g->batch;
+    ex->input_node = ex->loss_node = -1;
+    size_t L = (size_t)ex->L, n = (size_t)g->n;
+    int rc = RM_OK;
+    ex->in_shape = calloc(L * RM_MAX_INPUTS, sizeof *ex->in_shape);
+    ex->out_shape = calloc(L, sizeof *ex->out_shape);
+    ex->slot_off = calloc(L * RM_MAX_INPUTS, sizeof *ex->slot_off);
+    ex->fwd_node = malloc(L * sizeof *ex->fwd_node);
+    ex->lp = calloc(L, sizeof *ex->lp);
+    ex->ptr = calloc(n, sizeof *ex->ptr);
+    ex->live = calloc(n, sizeof *ex->live);
+    ex->computed = calloc(n, 1);
+    if (!ex->in_shape || !ex->out_shape || !ex->slot_off || !ex->fwd_node || !ex->lp || !ex->ptr || !ex->live ||
+        !ex->computed) {
+        rc = rm_errorf(e, RM_ERR_NOMEM, "executor: out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < L; i++) ex->fwd_node[i] = -1;
+    if ((rc = rm_model_shapes(ex->in_shape, ex->out_shape, m, ex->batch, e))) goto fail;
+    for (size_t i = 0; i < L; i++) {
+        size_t off = 0;
+        for (int k = 0; k < m->layers[i].nin; k++) {
+            ex->slot_off[i * RM_MAX_INPUTS + (size_t)k] = off;
+            if (m->layers[i].inputs[k] != RM_MODEL_INPUT)
+                off += rm_shape_numel(ex->in_shape[i * RM_MAX_INPUTS + (size_t)k]);
+        }
+    }
+    if ((rc = check_graph(ex, e)) || (rc = check_plan(ex, e))) goto fail;
+
+    ex->nparams = m->param_count;
+    ex->nbuffers = m->buffer_count;
+    ex->nlabels = rm_model_label_count(m, ex->batch);
+    if ((rc = rm_executor_workspace_needed(&ex->workspace_size, m, ex->batch, e))) goto fail;
+    if ((rc = alloc_fixed(ex, (void **)&ex->params, ex->nparams * sizeof(float), e)) ||
+        (rc = alloc_fixed(ex, (void **)&ex->grads, ex->nparams * sizeof(float), e)) ||
+        (rc = alloc_fixed(ex, (void **)&ex->buffers, ex->nbuffers * sizeof(float), e)) ||
+        (rc = alloc_fixed(ex, (void **)&ex->labels, ex->nlabels * sizeof(int32_t), e)) ||
+        (rc = alloc_fixed(ex, &ex->workspace, ex->workspace_size, e)))
+        goto fail;
+    if ((rc = init_params(ex, e))) goto fail;
+    if ((rc = rm_arena_create(&ex->arena, be, plan->span, opts->arena_budget ? opts->arena_budget : plan->span, e))) {
+        rm_err_context(e, "executor: the plan needs an arena of %zu bytes (live peak %zu)", plan->span,
+                       plan->live_peak);
+        goto fail;
+    }
+    *out = ex;
+    return RM_OK;
+fail:
+    rm_executor_free(ex);
+    return rc;
+}
+
+void rm_executor_free(rm_executor *ex)
+{
+    if (!ex) return;
+    rm_arena_free(ex->arena);
+    void *fixed[] = {ex->params, ex->grads, ex->buffers, ex->labels, ex->workspace};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        if (fixed[i]) rm_backend_release(ex->be, fixed[i]);
+    free(ex->in_shape);
+    free(ex->out_shape);
+    free(ex->slot_off);
+    free(ex->fwd_node);
+    free(ex->lp);
+    free(ex->ptr);
+    free(ex->live);
+    free(ex->computed);
+    free(ex);
+}
+
+/* ---- the step ------------------------------------------------------------ */
+
+static void fill_nan(float *p, size_t bytes)
+{
+    for (size_t i = 0; i < bytes / sizeof(float); i++) p[i] = NAN;
+}
+
+/* Where the gradient slice that dependency d of node i refers to starts. */
+static float *grad_slice(const rm_executor *ex, int dep, int slot)
+{
+    float *base = ex->ptr[dep];
+    if (slot < 0) return base; /* a whole grad-sum output */
+    int consumer = ex->g->nodes[dep].layer;
+    return base + ex->slot_off[(size_t)consumer * RM_MAX_INPUTS + (size_t)slot];
+}
+
+static rm_layer_call base_call(rm_executor *ex, int L, int node_id, uint64_t step)
+{
+    rm_layer_call call;
+    memset(&call, 0, sizeof call);
+    call.cfg = &ex->m->layers[L].cfg;
+    call.params = &ex->lp[L];
+    call.be = ex->be;
+    call.nin = ex->m->layers[L].nin;
+    call.labels = L == ex->L - 1 ? ex->labels : NULL;
+    call.training = 1;
+    call.seed = ex->seed;
+    call.step = step;
+    call.node_id = node_id; /* the forward node, for the backward too: same dropout mask */
+    call.workspace = ex->workspace;
+    call.workspace_size = ex->workspace_size;
+    return call;
+}
+
+static int run_forward(rm_executor *ex, int v, uint64_t step, rm_err *e)
+{
+    const rm_graph_node *nd = &ex->g->nodes[v];
+    int L = nd->layer;
+    rm_layer_call call = base_call(ex, L, v, step);
+    rm_tensor in[RM_MAX_INPUTS], out = rm_tensor_make(nd->shape, ex->ptr[v]);
+    for (int k = 0; k < call.nin; k++) {
+        int d = nd->deps[k];
+        in[k] = rm_tensor_make(ex->g->nodes[d].shape, ex->ptr[d]);
+        call.in[k] = &in[k];
+    }
+    call.out = &out;
+    /* Batchnorm folds batch statistics into its running ones once per step,
+     * not once per recomputation. */
+    call.update_stats = !ex->computed[v];
+    int rc = rm_layer_forward(ex->m->layers[L].desc, &call, e);
+    if (rc) {
+        rm_err_context(e, "executor: forward of %s", nd->name);
+        return rc;
+    }
+    if (v == ex->loss_node) {
+        rc = ex->be->ops->download(ex->be->ctx, &ex->loss, ex->ptr[v], sizeof(float), e);
+        if (rc) return rc;
+    }
+    return RM_OK;
+}
+
+static int run_backward(rm_executor *ex, int v, uint64_t step, rm_err *e)
+{
+    const rm_graph_node *nd = &ex->g->nodes[v];
+    int L = nd->layer, f = ex->fwd_node[L];
+    const rm_model_layer *ly = &ex->m->layers[L];
+    rm_layer_call call = base_call(ex, L, f, step);
+    unsigned reads = ly->desc->backward_reads;
+    rm_tensor in[RM_MAX_INPUTS], din[RM_MAX_INPUTS], out, dout;
+    for (int k = 0; k < ly->nin; k++) {
+        rm_shape s = ex->in_shape[(size_t)L * RM_MAX_INPUTS + (size_t)k];
+        /* Only declared reads get data: a layer reading more than it declares crashes here, not silently. */
+        in[k] = rm_tensor_make(s, reads & RM_READS_INPUTS ? ex->ptr[input_node_of(ex, L, k)] : NULL);
+        call.in[k] = &in[k];
+        if (ly->inputs[k] == RM_MODEL_INPUT) continue; /* the batch needs no gradient */
+        din[k] = rm_tensor_make(s, ex->ptr[v] + ex->slot_off[(size_t)L * RM_MAX_INPUTS + (size_t)k]);
+        call.din[k] = &din[k];
+    }
+    out = rm_tensor_make(ex->out_shape[L], reads & RM_READS_OUTPUT ? ex->ptr[f] : NULL);
+    call.out = &out;
+    if (L != ex->L - 1) {
+        dout = rm_tensor_make(ex->out_shape[L], grad_slice(ex, nd->deps[0], nd->dep_slot[0]));
+        call.dout = &dout;
+    }
+    int rc = rm_layer_backward(ly->desc, &call, e);
+    if (rc) rm_err_context(e, "executor: backward of %s", ly->name);
+    return rc;
+}
+
+/* Summed in double, in dependency order: the same bits under every schedule. */
+static void run_grad_sum(rm_executor *ex, int v)
+{
+    const rm_graph_node *nd = &ex->g->nodes[v];
+    int nsrc = nd->ndeps;
+    float *out = ex->ptr[v];
+    size_t count = rm_shape_numel(nd->shape);
+    for (size_t i0 = 0; i0 < count; i0 += 256) {
+        size_t i1 = count - i0 < 256 ? count : i0 + 256;
+        double acc[256];
+        for (size_t i = i0; i < i1; i++) acc[i - i0] = 0.0;
+        for (int d = 0; d < nsrc; d++) {
+            const float *s = grad_slice(ex, nd->deps[d], nd->dep_slot[d]);
+            for (size_t i = i0; i < i1; i++) acc[i - i0] += s[i];
+        }
+        for (size_t i = i0; i < i1; i++) out[i] = (float)acc[i - i0];
+    }
+}
+
+static int run_node(rm_executor *ex, int v, const float *input, uint64_t step, rm_err *e)
+{
+    const rm_graph_node *nd = &ex->g->nodes[v];
+    switch (nd->op) {
+    case RM_OP_INPUT: return ex->be->ops->upload(ex->be->ctx, ex->ptr[v], input, nd->bytes, e);
+    case RM_OP_FORWARD: return run_forward(ex, v, step, e);
+    case RM_OP_BACKWARD: return run_backward(ex, v, step, e);
+    case RM_OP_GRAD_SUM: run_grad_sum(ex, v); return RM_OK;
+    }
+    return rm_errorf(e, RM_ERR_INVALID, "executor: node %d has an unknown op", v);
+}
+
+int rm_executor_step(rm_executor *ex, float *loss, const float *input, const int32_t *labels, uint64_t step,
+                     rm_err *e)
+{
+    const rm_plan *p = ex->plan;
+    const rm_graph *g = ex->g;
+    if (!input || (ex->nlabels && !labels))
+        return rm_errorf(e, RM_ERR_INVALID, "executor: a step needs an input batch and its labels");
+    int rc = ex->nlabels ? ex->be->ops->upload(ex->be->ctx, ex->labels, labels, ex->nlabels * sizeof(int32_t), e) : 0;
+    if (rc) return rc;
+    memset(ex->live, 0, (size_t)g->n * sizeof *ex->live);
+    memset(ex->computed, 0, (size_t)g->n);
+    for (int i = 0; i < g->n; i++) ex->ptr[i] = NULL;
+    ex->loss = NAN;
+    for (int o = 0; o < p->nops; o++) {
+        const rm_plan_op *op = &p->ops[o];
+        const rm_plan_buffer *b = &p->buffers[op->buffer];
+        int v = op->node;
+        if (op->kind == RM_OP_FREE) {
+            if (!ex->live[v])
+                return rm_errorf(e, RM_ERR_INVALID, "executor: operation %d frees %s, which is not live", o,
+                                 node_name(g, v));
+            if (ex->poison) fill_nan(ex->ptr[v], b->size);
+            ex->live[v] = 0;
+            ex->ptr[v] = NULL;
+            continue;
+        }
+        /* The plan was checked at creation; this keeps a bad op sequence
+         * from reading a dead value instead of failing. */
+        if (ex->live[v])
+            return rm_errorf(e, RM_ERR_INVALID, "executor: operation %d computes %s, which is live", o,
+                             node_name(g, v));
+        for (int d = 0; d < g->nodes[v].ndeps; d++)
+            if (!ex->live[g->nodes[v].deps[d]])
+                return rm_errorf(e, RM_ERR_INVALID, "executor: operation %d computes %s, whose input %s is not live",
+                                 o, node_name(g, v), node_name(g, g->nodes[v].deps[d]));
+        void *ptr;
+        if ((rc = rm_arena_place(ex->arena, &ptr, op->offset, b->size, e))) return rc;
+        ex->ptr[v] = ptr;
+        ex->live[v] = 1;
+        if (ex->poison) fill_nan(ex->ptr[v], b->size);
+        if ((rc = run_node(ex, v, input, step, e))) return rc;
+        ex->computed[v] = 1;
+    }
+    if (loss) *loss = ex->loss;
+    return RM_OK;
+}
+
+/* ---- accessors ----------------------------------------------------------- */
+
+float *rm_executor_params(rm_executor *ex, size_t *count)
+{
+    if (count) *count = ex->nparams;
+    return ex->params;
+}
+
+float *rm_executor_grads(rm_executor *ex, size_t *count)
+{
+    if (count) *count = ex->nparams;
+    return ex->grads;
+}
+
+float *rm_executor_buffers(rm_executor *ex, size_t *count)
+{
+    if (count) *count = ex->nbuffers;
+    return ex->buffers;
+}
+
+rm_layer_params *rm_executor_layer_params(rm_executor *ex, int layer)
+{
+    return layer >= 0 && layer < ex->L ? &ex->lp[layer] : NULL;
+}
+
+size_t rm_executor_arena_high_water(const rm_executor *ex) { return rm_arena_high_water(ex->arena); }
+size_t rm_executor_fixed_bytes(const rm_executor *ex) { return ex->fixed_bytes; }
+size_t rm_executor_workspace_bytes(const rm_executor *ex) { return ex->workspace_size; }

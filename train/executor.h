@@ -1,0 +1,84 @@
+/* The executor: runs one training step (forward, loss, backward) of a model
+ * by following a plan (engine/plan.h) operation by operation, with every
+ * activation, gradient and recomputed value at its planned offset in one
+ * arena. Fixed memory (parameters, their gradients, batchnorm running
+ * statistics, labels, the loss and the layers' scratch workspace) is
+ * allocated once at creation; a step allocates nothing.
+ *
+ * Why here and not in engine/: running a node means calling its layer's
+ * kernels with the model's configuration and parameters, and engine/ must
+ * not depend on layers/ or models/ (DESIGN.md, section 2). So the
+ * layer-agnostic half of execution, the plan with its lifetimes and offsets,
+ * is engine/plan.c, and the half that calls layers is this file, in train/,
+ * which may depend on everything.
+ *
+ * Exactness (DESIGN.md, section 3): a recomputed forward is bit-identical to
+ * the first computation because the CPU kernels are deterministic, dropout
+ * masks are a pure function of (seed, step, forward node index) (the backward
+ * of a layer uses its forward node's index too), and batchnorm folds batch
+ * statistics into its running statistics only on the first computation of
+ * its forward node in a step. Backward overwrites parameter gradients, so a
+ * step under any valid schedule leaves the same gradients as checkpoint-all. */
+#ifndef REMAT_TRAIN_EXECUTOR_H
+#define REMAT_TRAIN_EXECUTOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "graph.h"
+#include "model.h"
+#include "plan.h"
+
+typedef struct rm_executor rm_executor;
+
+typedef struct rm_executor_options {
+    uint64_t seed;        /* parameter initialisation and dropout masks */
+    size_t arena_budget;  /* activation bytes allowed; 0 = exactly the plan's span */
+    int poison;           /* fill every buffer with NaN when placed and when freed: a kernel that
+                             reads a value the plan says is dead, or a placement that overlaps a
+                             live value, then shows up as NaN (tests; costs a pass over memory) */
+} rm_executor_options;
+
+/* m and g (a trace of m at some batch) and plan (from g and a schedule's
+ * operations) must outlive the executor; be too. Parameters are initialised
+ * from opts->seed (each layer's init, in layer order). Checks that g matches
+ * m (shapes, dependencies as engine/graph.h describes them) and that the plan
+ * is consistent (rm_plan_check). RM_ERR_BUDGET when the plan's span exceeds
+ * arena_budget; RM_ERR_UNSUPPORTED for a non-CPU backend (no CUDA kernels
+ * yet). opts may be NULL (seed 0, no budget, no poison). */
+int rm_executor_create(rm_executor **out, const rm_model *m, const rm_graph *g, rm_backend *be, const rm_plan *plan,
+                       const rm_executor_options *opts, rm_err *e);
+void rm_executor_free(rm_executor *ex);
+
+/* One training step. input: the batch, N x C x H x W floats in host memory;
+ * labels: rm_model_label_count(m, N) class ids in host memory; step: the
+ * step number (dropout masks differ per step). Runs the plan's operations in
+ * order, leaves every parameter's gradient in the gradient buffers and the
+ * loss in *loss (if not NULL). Parameters are not updated: that is the
+ * optimizer's job. */
+int rm_executor_step(rm_executor *ex, float *loss, const float *input, const int32_t *labels, uint64_t step,
+                     rm_err *e);
+
+/* All trainable parameters as one vector (layer order; each layer's w then b),
+ * and their gradients laid out the same way: what an optimizer updates. */
+float *rm_executor_params(rm_executor *ex, size_t *count);
+float *rm_executor_grads(rm_executor *ex, size_t *count);
+/* Batchnorm running statistics (each batchnorm layer's mean then variance). */
+float *rm_executor_buffers(rm_executor *ex, size_t *count);
+/* One layer's parameter tensors (views into the vectors above). */
+rm_layer_params *rm_executor_layer_params(rm_executor *ex, int layer);
+
+/* The arena's measured high-water mark: equals the plan's span once a step
+ * has run (every buffer is placed with its aligned size). */
+size_t rm_executor_arena_high_water(const rm_executor *ex);
+/* Bytes of fixed memory actually allocated (parameters, gradients, buffers,
+ * labels, loss, workspace) and the workspace alone. */
+size_t rm_executor_fixed_bytes(const rm_executor *ex);
+size_t rm_executor_workspace_bytes(const rm_executor *ex);
+
+/* The largest scratch any forward or backward of m needs at a batch size: the
+ * workspace rm_executor_create allocates. */
+int rm_executor_workspace_needed(size_t *out, const rm_model *m, int batch, rm_err *e);
+
+#endif

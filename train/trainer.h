@@ -1,0 +1,200 @@
+/* The training loop as a library: everything `remat train` does, without
+ * printing. rm_trainer_create turns a configuration into a runnable job
+ * (model, data, batch size, the fixed-memory accounting, a rematerialization
+ * schedule that fits the budget, its plan, the executor and the optimizer,
+ * and a resumed checkpoint); rm_trainer_run trains it. What a person should
+ * see (the summary, a progress bar, evaluations, saved checkpoints) reaches
+ * the caller through one event callback, so the CLI prints and tests record.
+ *
+ * Memory accounting. The device budget is the total: fixed bytes first
+ * (weights, gradients, optimizer state, batchnorm statistics, labels, the
+ * layers' scratch workspace, each rounded up to the arena alignment as the
+ * executor allocates them), and what remains is the activation budget the
+ * schedule is solved for. The schedule is solved on the training graph with
+ * every node's bytes rounded up to RM_ARENA_ALIGN, so the simulator's peak is
+ * exactly the plan's live peak; the plan's span (live peak plus
+ * fragmentation) is what the executor allocates, and it is what is checked
+ * against the budget. When fragmentation pushes the span over, the schedule
+ * is solved again for a budget smaller by the overshoot.
+ *
+ * Reproducibility. Everything random is a function of the run's seed: the
+ * parameters, the dropout masks (of (seed, step, node)), the synthetic data,
+ * the held-out split and each epoch's batch order (of (seed, epoch)). The
+ * step counter is the only state of the loop, so a run resumed from a
+ * checkpoint follows the uninterrupted run's loss trajectory bit for bit,
+ * and a run under any valid schedule follows checkpoint-all's (the executor
+ * makes one step exact, the optimizer is deterministic). */
+#ifndef REMAT_TRAIN_TRAINER_H
+#define REMAT_TRAIN_TRAINER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dataset.h"
+#include "error.h"
+#include "executor.h"
+#include "model.h"
+#include "optim.h"
+#include "problem.h"
+#include "strategy.h"
+
+/* ---- events --------------------------------------------------------------- */
+
+typedef enum rm_trainer_event_kind {
+    RM_TRAINER_NOTE = 0,   /* a line worth showing: the held-out split, a cache miss, a re-solve */
+    RM_TRAINER_SOLVING,    /* a schedule is about to be solved (a MILP can take a while) */
+    RM_TRAINER_PROBE,      /* --batch auto: one batch size was tried (batch, fits) */
+    RM_TRAINER_STEP,       /* one training step is done */
+    RM_TRAINER_EVAL,       /* an evaluation on the held-out data is done */
+    RM_TRAINER_EPOCH,      /* an epoch is done (after its evaluation) */
+    RM_TRAINER_CHECKPOINT  /* a checkpoint was saved (path) */
+} rm_trainer_event_kind;
+
+typedef struct rm_trainer_eval {
+    double loss;       /* mean over the samples (segmentation: over the pixels) */
+    double accuracy;   /* fraction of samples (pixels) whose argmax is the label */
+    int64_t samples;
+    double seconds;
+} rm_trainer_eval;
+
+typedef struct rm_trainer_event {
+    rm_trainer_event_kind kind;
+    const char *text;      /* NOTE, SOLVING: the line; CHECKPOINT: the path */
+    int batch, fits;       /* PROBE */
+    uint64_t step;         /* steps done (global) */
+    uint64_t total_steps;  /* steps this run will have done when it stops */
+    uint64_t epoch;        /* 0-based epoch of the step */
+    uint64_t epochs;
+    int64_t epoch_step;    /* steps done in this epoch */
+    int64_t epoch_steps;   /* steps per epoch */
+    double loss;           /* STEP: this step's loss */
+    double running_loss;   /* STEP, EPOCH: mean loss over this epoch's steps so far */
+    double running_acc;    /* STEP, EPOCH: training accuracy over this epoch so far; < 0 when not measured */
+    double images_per_s;   /* STEP, EPOCH: training throughput of this invocation */
+    double eta_s;          /* STEP: until the run stops */
+    double elapsed_s;      /* training time of this invocation so far */
+    rm_trainer_eval eval;  /* EVAL, and EPOCH when an evaluation ran (eval.samples > 0) */
+} rm_trainer_event;
+
+typedef void (*rm_trainer_event_fn)(void *ctx, const rm_trainer_event *ev);
+
+/* ---- configuration -------------------------------------------------------- */
+
+typedef struct rm_trainer_config {
+    const char *model_path;
+    const char *data;            /* "synthetic", or a folder (rm_dataset_open_dir) */
+    int64_t synthetic_samples;   /* training samples of synthetic data; 0: max(2048, 8 x batch).
+                                    A quarter as many more are held out */
+    int batch;                   /* 0: the largest batch the strategy fits in the budget */
+    size_t budget;               /* total device bytes, fixed included; used when budget_percent is 0 */
+    double budget_percent;       /* > 0: the budget is this % of the no-remat peak at the batch */
+    const char *strategy;        /* a name rm_strategy_find knows */
+    rm_strategy_options solver;  /* limits for lp_round / milp */
+    uint64_t epochs;             /* >= 1 */
+    uint64_t max_steps;          /* 0: none; else stop once the global step count reaches it */
+    rm_optim_options optim;
+    double lr;                   /* > 0 */
+    rm_lr_kind lr_kind;          /* step: x0.1 every third of the run; cosine: to 0 at the end */
+    uint64_t seed;
+    int seed_given;              /* 0: a resumed run adopts its checkpoint's seed */
+    const char *checkpoint_path; /* NULL: none; else saved (atomically) after every epoch and at the end */
+    const char *resume_path;     /* NULL: start fresh */
+    const char *cache_dir;       /* NULL: no schedule cache */
+    uint64_t eval_every;         /* 0: evaluate after each epoch only; else also every this many steps */
+    int train_accuracy;          /* 1: measure training accuracy (an extra forward pass per step, see trainer.c) */
+    rm_trainer_event_fn event;
+    void *event_ctx;
+} rm_trainer_config;
+
+/* Defaults: synthetic data, batch 32, checkpoint_all, 1 epoch, SGD momentum
+ * 0.9, lr 0.05 constant, seed 1, training accuracy on. model_path, the
+ * budget and the strategy are for the caller to set. */
+void rm_trainer_config_default(rm_trainer_config *c);
+
+/* ---- what the job looks like --------------------------------------------- */
+
+typedef struct rm_trainer_summary {
+    /* model and data */
+    int layers, classes;
+    rm_task task;
+    size_t params;
+    char train_data[256], test_data[256]; /* rm_dataset_describe lines */
+    int64_t train_samples, test_samples;
+    int held_out_split;      /* the held-out data is a seeded split of the training data */
+    /* batch */
+    int batch, batch_auto;   /* batch_auto: chosen by the max-batch search */
+    int bound_batch;         /* batch_auto: no strategy fits a larger batch (trivial lower bound) */
+    /* memory: totals include the fixed bytes */
+    size_t budget;
+    size_t fixed, fixed_weights, fixed_grads, fixed_optim, fixed_buffers, fixed_labels, fixed_workspace;
+    size_t noremat_peak;     /* fixed + checkpoint-all's activation peak */
+    size_t lower_bound;      /* fixed + the largest node with its inputs: no schedule needs less */
+    size_t sched_peak;       /* fixed + the schedule's simulated activation peak */
+    size_t plan_span;        /* the arena the executor allocates (activations only) */
+    size_t eval_span;        /* the forward-only arena of evaluation (activations only) */
+    int eval_batch;
+    /* the schedule */
+    const char *strategy;    /* its canonical name */
+    const char *status;      /* rm_strategy_stats.status, or "cached" */
+    double solve_s;
+    int has_bound;
+    double gap;
+    double cost, base_cost;  /* base: checkpoint-all's, every node once */
+    long recomputations;     /* computes beyond the first */
+    int recomputed_nodes;    /* nodes computed more than once */
+    int resolves;            /* extra solves to absorb fragmentation */
+    int cache;               /* -1 no cache, 0 miss (solved and stored), 1 hit */
+    char cache_file[512];
+    /* the run */
+    int64_t epoch_steps;
+    uint64_t total_steps;    /* where the run stops: epochs x epoch_steps, or max_steps */
+    uint64_t start_step;     /* > 0 when resumed */
+    uint64_t seed;
+    int train_accuracy;      /* measured (the configuration asked and the memory allows it) */
+} rm_trainer_summary;
+
+typedef struct rm_trainer rm_trainer;
+
+/* Builds the whole job; on any error *out is NULL and e says what, in words
+ * a user can act on. The budget errors (RM_ERR_BUDGET: not even the fixed
+ * bytes fit, or the plan does not; RM_ERR_INFEASIBLE: no schedule exists or
+ * the strategy finds none) say what would fit. c's strings must outlive the
+ * trainer. */
+int rm_trainer_create(rm_trainer **out, const rm_trainer_config *c, rm_err *e);
+void rm_trainer_free(rm_trainer *t);
+
+const rm_trainer_summary *rm_trainer_summary_of(const rm_trainer *t);
+
+/* Trains until the run stops (the last epoch, or max_steps), evaluating
+ * after each epoch (and every eval_every steps) and saving checkpoints when
+ * configured. Calling it again after it returned does nothing. */
+int rm_trainer_run(rm_trainer *t, rm_err *e);
+
+/* One evaluation pass over the held-out data with the current parameters
+ * (inference mode: batchnorm running statistics, no dropout). */
+int rm_trainer_evaluate(rm_trainer *t, rm_trainer_eval *out, rm_err *e);
+
+/* Saves a checkpoint of the current state now (atomically). */
+int rm_trainer_save(rm_trainer *t, const char *path, rm_err *e);
+
+/* Steps done; the executor (parameters, gradients) and the schedule. */
+uint64_t rm_trainer_steps(const rm_trainer *t);
+rm_executor *rm_trainer_executor(rm_trainer *t);
+const rm_model *rm_trainer_model(const rm_trainer *t);
+
+/* ---- the problem training solves ----------------------------------------- */
+
+/* The rematerialization problem of training m at a batch size with an
+ * optimizer: the traced graph with node bytes rounded up to RM_ARENA_ALIGN
+ * and the fixed bytes of the accounting above (budget 0). breakdown (may be
+ * NULL) gets the fixed bytes' parts in the summary's fixed_* fields. This is
+ * the problem --batch auto hands to the max-batch search. */
+int rm_trainer_problem(rm_problem **out, rm_trainer_summary *breakdown, const rm_model *m, int batch,
+                       const rm_optim_options *o, rm_err *e);
+
+/* The class count and task a model trains on, from its loss layer: the
+ * channels of the loss layer's input (the last linear's outputs, or the last
+ * convolution's filters). */
+void rm_trainer_model_task(int *classes, rm_task *task, const rm_model *m);
+
+#endif
