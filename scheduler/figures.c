@@ -15,9 +15,9 @@
 #define COL_FORWARD "#9fc5e8"
 #define COL_LOSS "#ffd966"
 #define COL_BACKWARD "#ea9999"
-#define COL_NEW "#3d85c6"     /* first computation: the diagonal of R */
-#define COL_RE "#e69138"      /* recomputation */
-#define COL_KEPT "#6aa84f"    /* retained (S) */
+#define COL_NEW "#3d85c6"  /* first computation: the diagonal of R */
+#define COL_RE "#e69138"   /* recomputation */
+#define COL_KEPT "#6aa84f" /* retained (S) */
 #define COL_EMPTY "#f3f3f3"
 #define COL_UPPER "#ffffff"
 #define COL_FIXED "#b7b7b7"
@@ -35,8 +35,10 @@ static const char *bytes_fmt(char *buf, size_t len, double b, int round)
         b /= 1024.0;
         u++;
     }
-    if (round) snprintf(buf, len, "%.4g %s", b, units[u]); /* axis ticks: 2.5 MiB, not 2.50 MiB */
-    else snprintf(buf, len, u ? "%.2f %s" : "%.0f %s", b, units[u]);
+    if (round)
+        snprintf(buf, len, "%.4g %s", b, units[u]); /* axis ticks: 2.5 MiB, not 2.50 MiB */
+    else
+        snprintf(buf, len, u ? "%.2f %s" : "%.0f %s", b, units[u]);
     return buf;
 }
 
@@ -164,9 +166,12 @@ int rm_figure_rs_svg(const char *path, const rm_problem *p, const rm_schedule *s
             int lim = panel ? t : t + 1;
             for (int i = 0; i < lim; i++) {
                 const char *cls;
-                if (panel) cls = rm_S_at(s, t, i) ? "cell-kept" : "cell-empty";
-                else if (rm_R_at(s, t, i)) cls = i == t ? "cell-new" : "cell-re";
-                else cls = "cell-empty";
+                if (panel)
+                    cls = rm_S_at(s, t, i) ? "cell-kept" : "cell-empty";
+                else if (rm_R_at(s, t, i))
+                    cls = i == t ? "cell-new" : "cell-re";
+                else
+                    cls = "cell-empty";
                 fprintf(f, "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>\n", cls,
                         x0 + i * c, y0 + t * c, c, c);
             }
@@ -208,7 +213,7 @@ int rm_figure_rs_svg(const char *path, const rm_problem *p, const rm_schedule *s
     struct {
         const char *colour, *text;
     } legend[] = {
-        {COL_NEW, "computed (first time)"}, {COL_RE, "recomputed"},    {COL_KEPT, "kept (retained)"},
+        {COL_NEW, "computed (first time)"}, {COL_RE, "recomputed"},         {COL_KEPT, "kept (retained)"},
         {COL_EMPTY, "not in memory"},       {COL_FORWARD, "forward stage"}, {COL_LOSS, "loss stage"},
         {COL_BACKWARD, "backward stage"},
     };
@@ -224,9 +229,10 @@ int rm_figure_rs_svg(const char *path, const rm_problem *p, const rm_schedule *s
                 lx, ly, legend[j].colour, lx + 16, ly + 10, legend[j].text);
         lx += 150;
     }
-    fprintf(f, "<text x=\"10\" y=\"%.1f\" font-size=\"10\" fill=\"#666\">rows: stages t, labelled with the node "
-               "each computes; columns: nodes i. Row t of R is what stage t computes, row t of S what it finds "
-               "in memory; dashed line: the backward pass starts</text>\n",
+    fprintf(f,
+            "<text x=\"10\" y=\"%.1f\" font-size=\"10\" fill=\"#666\">rows: stages t, labelled with the node "
+            "each computes; columns: nodes i. Row t of R is what stage t computes, row t of S what it finds "
+            "in memory; dashed line: the backward pass starts</text>\n",
             ly + 32);
     fprintf(f, "</svg>\n");
     return finish(f, path, e);
@@ -262,7 +268,7 @@ int rm_figure_memory_svg(const char *path, const rm_problem *p, const rm_schedul
     double W = 960, H = 440, L = 96, R = 170, T = title ? 64 : 40, B = 78;
     double pw = W - L - R, ph = H - T - B;
 #define X(k) (L + pw * (double)(k) / (double)(nops > 0 ? nops : 1))
-#define Y(v) (T + ph * (1.0 - ((v) - y_lo) / (top_v - y_lo)))
+#define Y(v) (T + ph * (1.0 - ((v)-y_lo) / (top_v - y_lo)))
 
     FILE *f = fopen(path, "w");
     if (!f) {
@@ -309,11 +315,10 @@ int rm_figure_memory_svg(const char *path, const rm_problem *p, const rm_schedul
             break;
         }
     if (b0 > 0) {
-        fprintf(f,
-                "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\" stroke-dasharray=\"4,3\"/>\n",
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\" stroke-dasharray=\"4,3\"/>\n",
                 X(b0), T, X(b0), T + ph);
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">forward pass</text>\n",
-                X(b0) - 4, T + 12);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">forward pass</text>\n", X(b0) - 4,
+                T + 12);
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">backward pass</text>\n", X(b0) + 4, T + 12);
     }
     /* Recomputations: ticks under the plot. */
@@ -346,17 +351,22 @@ int rm_figure_memory_svg(const char *path, const rm_problem *p, const rm_schedul
         }
     if (kp >= 0) {
         fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#000\"/>\n", (X(kp) + X(kp + 1)) / 2, Y(peak));
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">peak %s</text>\n", L + pw + 6, Y(peak) + 4 - 14 *
-                (budget > 0 && fabs(Y(peak) - Y(budget)) < 14),
+        /* Next to the budget label, the peak label goes on the other side
+         * of the budget line, a line's height away. */
+        double ly = Y(peak) + 4;
+        if (budget > 0 && fabs(Y(peak) - Y(budget)) < 14) ly = Y(peak) >= Y(budget) ? Y(budget) + 18 : Y(budget) - 10;
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">peak %s</text>\n", L + pw + 6, ly,
                 bytes_str(a, sizeof a, peak));
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" fill=\"#444\">peak (dot) while computing '", L + 4, T + ph + 40);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" fill=\"#444\">peak (dot) while computing '", L + 4,
+                T + ph + 40);
         xml_text(f, p->nodes[ops[kp].node].name);
         fprintf(f, "', stage %d (operation %d)</text>\n", ops[kp].stage, kp);
     }
     /* Fixed label, and the axis break. */
     if (fixed > 0) {
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#555\">fixed %s%s</text>\n", L + pw + 6,
-                (Y(fixed) + Y(y_lo > 0 ? y_lo : 0)) / 2 + 4, bytes_str(a, sizeof a, fixed), broken ? " (axis cut)" : "");
+                (Y(fixed) + Y(y_lo > 0 ? y_lo : 0)) / 2 + 4, bytes_str(a, sizeof a, fixed),
+                broken ? " (axis cut)" : "");
     }
     if (broken) {
         double yb = Y(y_lo) - 6;

@@ -3,7 +3,6 @@
  * cheapest R for that S exactly. It is the scalable fallback when the MILP is
  * out of reach, and the incumbent that makes lp_solve's branch and bound
  * usable at all. Every candidate is judged by rm_simulate. */
-#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>

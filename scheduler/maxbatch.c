@@ -37,8 +37,10 @@ int rm_maxbatch_bisect(int *best, int *probes, rm_maxbatch_feasible_fn feasible,
         int mid = lo + (hi - lo) / 2, ok = 0;
         count++;
         if ((rc = feasible(&ok, ctx, mid, e))) goto out;
-        if (ok) lo = mid;
-        else hi = mid;
+        if (ok)
+            lo = mid;
+        else
+            hi = mid;
     }
     *best = lo;
     rc = RM_OK;
@@ -131,8 +133,7 @@ int rm_maxbatch_search(rm_maxbatch_result *out, const rm_strategy_info *st, rm_m
     int cap = o->max_batch > 0 ? o->max_batch : 1 << 20;
     int rc;
     out->bound_batch = o->bound_batch;
-    if (out->bound_batch <= 0 && (rc = rm_maxbatch_bound(&out->bound_batch, build, ctx, o->budget, cap, e)))
-        return rc;
+    if (out->bound_batch <= 0 && (rc = rm_maxbatch_bound(&out->bound_batch, build, ctx, o->budget, cap, e))) return rc;
     if (out->bound_batch > cap) out->bound_batch = cap;
     /* No strategy goes below the trivial bound, so batches above it are
      * known not to fit and never solved: for the MILP those would be the

@@ -39,28 +39,28 @@ int rm_maxbatch_bisect(int *best, int *probes, rm_maxbatch_feasible_fn feasible,
 typedef void (*rm_maxbatch_progress_fn)(void *ctx, const char *strategy, int batch, int feasible, double seconds);
 
 typedef struct rm_maxbatch_options {
-    size_t budget;               /* total device bytes, fixed bytes included; > 0 */
-    int max_batch;               /* the largest batch tried; 0 = 1 << 20 */
-    int bound_batch;             /* from rm_maxbatch_bound when already known (0: computed) */
-    rm_strategy_options solver;  /* per-solve limits for lp_round and milp */
+    size_t budget;              /* total device bytes, fixed bytes included; > 0 */
+    int max_batch;              /* the largest batch tried; 0 = 1 << 20 */
+    int bound_batch;            /* from rm_maxbatch_bound when already known (0: computed) */
+    rm_strategy_options solver; /* per-solve limits for lp_round and milp */
     rm_maxbatch_progress_fn progress;
     void *progress_ctx;
 } rm_maxbatch_options;
 
 typedef struct rm_maxbatch_result {
-    int max_batch;      /* the largest batch that fit; 0 when batch 1 does not */
-    int capped;         /* max_batch is the cap: a larger batch may fit */
-    int bound_batch;    /* the largest batch whose trivial lower bound fits: no strategy exceeds it */
-    int probes;         /* solves */
-    int unproved;       /* some batch was judged not to fit because a limit stopped the solver,
-                           not because it was proved infeasible */
+    int max_batch;   /* the largest batch that fit; 0 when batch 1 does not */
+    int capped;      /* max_batch is the cap: a larger batch may fit */
+    int bound_batch; /* the largest batch whose trivial lower bound fits: no strategy exceeds it */
+    int probes;      /* solves */
+    int unproved;    /* some batch was judged not to fit because a limit stopped the solver,
+                        not because it was proved infeasible */
     /* At max_batch (when > 0): */
-    double cost;        /* the schedule's cost */
-    double base_cost;   /* checkpoint-all's cost: every node once */
-    size_t peak_bytes;  /* activation peak */
+    double cost;       /* the schedule's cost */
+    double base_cost;  /* checkpoint-all's cost: every node once */
+    size_t peak_bytes; /* activation peak */
     size_t fixed_bytes;
     rm_strategy_stats stats; /* of that solve (status, seconds, LP bound, gap) */
-    double search_s;    /* the whole search */
+    double search_s;         /* the whole search */
 } rm_maxbatch_result;
 
 /* The largest batch in [1, cap] whose fixed bytes plus trivial lower bound

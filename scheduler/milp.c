@@ -8,12 +8,20 @@
  *   inputs     R[t][k]   <= R[t][j] + S[t][j]          for j in deps(k)
  *   frees      FREE[t][i][k] <= R[t][k], <= 1 - S[t+1][i],
  *              <= 1 - R[t][j] for every user j of i with k < j <= t
+ *   free once  sum_k FREE[t][i][k] <= R[t][i] + S[t][i]   (a valid cut that
+ *              stops the relaxation from freeing fractional copies twice)
  *   budget     for each point k of stage t (after computing k, before its frees):
  *              sum_i b_i S[t][i] + sum_{j<=k} b_j R[t][j]
  *                - sum_{j<k} sum_{i in deps(j)+j} b_i FREE[t][i][j] <= budget
  * The disaggregated FREE rows are exact for binary R and S, so FREE may be
- * continuous: freeing only ever lowers memory, so an optimal FREE sits at its
- * upper bound min(R[k], 1-S[t+1][i], 1-R[j]...) which is 0 or 1. */
+ * continuous: freeing only ever lowers memory, so FREE can always sit at its
+ * upper bound min(R[k], 1-S[t+1][i], 1-R[j]...), which is 0 or 1, and a
+ * smaller FREE only overstates the peak. Values in S[t] that nothing reads
+ * and nothing carries are counted all stage (the simulator frees them at the
+ * start), so the model's peak is never below the simulator's; an optimum
+ * never retains such values, so the optima agree (tests check it against an
+ * exact dynamic program). Only S is taken from lp_solve's answer: R is
+ * rebuilt as the cheapest R for that S (rm_milp_cheapest_R). */
 #include <lp_lib.h>
 #include <math.h>
 #include <stdint.h>
@@ -334,13 +342,13 @@ static int model_build(model *m, const rm_problem *p, size_t act, unsigned lever
     m->lp = make_lp(0, m->ncols);
     if (!m->lp) return rm_errorf(e, RM_ERR_NOMEM, "lp_solve make_lp failed for %d columns", m->ncols);
     lprec *lp = m->lp;
-    set_outputfile(lp, "");
+    if (!set_outputfile(lp, "")) return rm_errorf(e, RM_ERR_SOLVER, "lp_solve set_outputfile(\"\") failed");
     put_logfunc(lp, lp_log, (void *)logopt);
     set_verbose(lp, logopt && logopt->log ? logopt->verbosity : NEUTRAL);
     set_minim(lp);
-    if (getenv("RM_SPX")) set_simplextype(lp, atoi(getenv("RM_SPX")));
-    if (getenv("RM_SCALE")) set_scaling(lp, atoi(getenv("RM_SCALE")));
-    if (getenv("RM_PIV")) set_pivoting(lp, atoi(getenv("RM_PIV")));
+    /* The rows are scaled already (bytes / budget, cost / largest cost);
+     * lp_solve's geometric scaling on top made the VGG16 LP 1.5-2x slower. */
+    if (levers & RM_MILP_NO_SCALING) set_scaling(lp, SCALE_NONE);
     for (int c = 1; c <= m->ncols; c++)
         if (!set_bounds(lp, c, 0.0, 1.0))
             return rm_errorf(e, RM_ERR_SOLVER, "lp_solve set_bounds failed on column %d", c);
@@ -854,8 +862,10 @@ int rm_strategy_milp(rm_schedule **out, rm_milp_result *info, const rm_problem *
         }
         int cutoff = best.s != NULL;
         if (cutoff) {
-            /* Only strictly better solutions are wanted: when none exists
-             * lp_solve answers INFEASIBLE and the incumbent is optimal. */
+            /* Only strictly better solutions are wanted: when the search
+             * ends without one, the incumbent is optimal. lp_solve 5.5 has
+             * no MIP start, so the cutoff (set_obj_bound) is how the
+             * incumbent helps it. */
             double cut;
             if (m.step > 0) /* costs move in steps: ask for a whole step better */
                 cut = (best.sim.cost - 0.99 * m.step - m.cost_const) / m.cost_scale;

@@ -116,8 +116,10 @@ static int milp_opt(rm_schedule **out, rm_strategy_stats *stats, const rm_proble
     if (p->budget > 0 && rm_problem_peak_lower_bound(p) <= act) {
         rm_sim_result r;
         rm_schedule *all = fitting_checkpoint_all(p, &r);
-        if (all) rm_schedule_free(all);
-        else incumbent = best_baseline(p, o, mo.time_limit_s > 0 ? t0 + mo.time_limit_s : 0);
+        if (all)
+            rm_schedule_free(all);
+        else
+            incumbent = best_baseline(p, o, mo.time_limit_s > 0 ? t0 + mo.time_limit_s : 0);
     }
     if (mo.time_limit_s > 0) {
         /* The limit is for the whole call: what the baselines took is gone. */

@@ -84,21 +84,21 @@ typedef struct rm_strategy_options {
 
 /* What a strategy run reports besides its schedule. */
 typedef struct rm_strategy_stats {
-    const char *status;   /* "ok" (a baseline or LP rounding found one), "optimal" or "feasible" (MILP),
-                             "infeasible", "no solution" (MILP: a limit hit first), "error" */
-    double seconds;       /* wall clock of the whole call */
-    int has_bound;        /* lp_bound and gap are meaningful (LP rounding, MILP) */
-    double lp_bound;      /* the LP relaxation: no schedule costs less */
-    double gap;           /* (cost - proved lower bound) / cost */
-    rm_sim_result sim;    /* the simulator's verdict on the returned schedule */
+    const char *status; /* "ok" (a baseline or LP rounding found one), "optimal" or "feasible" (MILP),
+                           "infeasible", "no solution" (MILP: a limit hit first), "error" */
+    double seconds;     /* wall clock of the whole call */
+    int has_bound;      /* lp_bound and gap are meaningful (LP rounding, MILP) */
+    double lp_bound;    /* the LP relaxation: no schedule costs less */
+    double gap;         /* (cost - proved lower bound) / cost */
+    rm_sim_result sim;  /* the simulator's verdict on the returned schedule */
 } rm_strategy_stats;
 
 typedef int (*rm_strategy_opt_fn)(rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p,
                                   const rm_strategy_options *o, rm_err *e);
 
 typedef struct rm_strategy_info {
-    const char *name;  /* "chen_sqrtn" */
-    const char *title; /* "Chen et al. sqrt(n)" */
+    const char *name;             /* "chen_sqrtn" */
+    const char *title;            /* "Chen et al. sqrt(n)" */
     rm_strategy_fn solve;         /* with defaults: no limits (for the MILP that can mean hours) */
     rm_strategy_opt_fn solve_opt; /* NULL for the baselines; the solvers' option-taking form */
 } rm_strategy_info;

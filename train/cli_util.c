@@ -171,8 +171,8 @@ int rm_cli_parse_budget(rm_cli_budget *out, const char *s, char *why, size_t len
         return 0;
     }
     if (strlen(suffix) == 1 && strchr("kKmMgGtT", suffix[0]))
-        snprintf(why, len, "'%s' is ambiguous: say %.*s%ciB (powers of 1024) or %.*s%cB (powers of 1000)", s, (int)n,
-                 s, toupper((unsigned char)suffix[0]), (int)n, s, toupper((unsigned char)suffix[0]));
+        snprintf(why, len, "'%s' is ambiguous: say %.*s%ciB (powers of 1024) or %.*s%cB (powers of 1000)", s, (int)n, s,
+                 toupper((unsigned char)suffix[0]), (int)n, s, toupper((unsigned char)suffix[0]));
     else
         snprintf(why, len, "unknown unit '%s' in '%s' (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB or %%)", suffix, s);
     return -1;
@@ -235,11 +235,16 @@ void rm_cli_progress_log(void *ctx, const char *line)
 const char *rm_cli_cost(char *buf, size_t len, double cost, int flops)
 {
     double a = cost < 0 ? -cost : cost;
-    if (!flops) snprintf(buf, len, "%.6g", cost);
-    else if (a >= 1e9 || a == 0) snprintf(buf, len, "%.2f GFLOPs", cost / 1e9);
-    else if (a >= 1e6) snprintf(buf, len, "%.2f MFLOPs", cost / 1e6);
-    else if (a >= 1e3) snprintf(buf, len, "%.2f KFLOPs", cost / 1e3);
-    else snprintf(buf, len, "%.0f FLOPs", cost);
+    if (!flops)
+        snprintf(buf, len, "%.6g", cost);
+    else if (a >= 1e9 || a == 0)
+        snprintf(buf, len, "%.2f GFLOPs", cost / 1e9);
+    else if (a >= 1e6)
+        snprintf(buf, len, "%.2f MFLOPs", cost / 1e6);
+    else if (a >= 1e3)
+        snprintf(buf, len, "%.2f KFLOPs", cost / 1e3);
+    else
+        snprintf(buf, len, "%.0f FLOPs", cost);
     return buf;
 }
 
@@ -338,9 +343,12 @@ void rm_cli_problem_print(const rm_cli_problem *cp, const rm_cli_budget *b)
     const rm_problem *p = cp->p;
     int nf = 0, nl = 0, nb = 0;
     for (int i = 0; i < p->n; i++) {
-        if (p->nodes[i].tag == RM_TAG_FORWARD) nf++;
-        else if (p->nodes[i].tag == RM_TAG_LOSS) nl++;
-        else nb++;
+        if (p->nodes[i].tag == RM_TAG_FORWARD)
+            nf++;
+        else if (p->nodes[i].tag == RM_TAG_LOSS)
+            nl++;
+        else
+            nb++;
     }
     char x[32], y[32], z[32];
     double ref = (double)cp->noremat_total;
@@ -352,15 +360,17 @@ void rm_cli_problem_print(const rm_cli_problem *cp, const rm_cli_budget *b)
            rm_cli_bytes(x, sizeof x, ref), rm_cli_bytes(y, sizeof y, (double)cp->noremat.peak_bytes));
     printf("lower bound  %s = fixed + %s (%.1f%%): '%s' with its inputs; no schedule needs less\n",
            rm_cli_bytes(x, sizeof x, (double)(p->fixed_bytes + cp->lower_bound)),
-           rm_cli_bytes(y, sizeof y, (double)cp->lower_bound),
-           100.0 * (double)(p->fixed_bytes + cp->lower_bound) / ref, p->nodes[cp->lb_node].name);
+           rm_cli_bytes(y, sizeof y, (double)cp->lower_bound), 100.0 * (double)(p->fixed_bytes + cp->lower_bound) / ref,
+           p->nodes[cp->lb_node].name);
     if (p->budget == 0) {
         printf("budget       unlimited\n");
         return;
     }
     char pct[48] = "";
-    if (b && b->percent) snprintf(pct, sizeof pct, "%g%% of the no-remat peak", b->value);
-    else snprintf(pct, sizeof pct, "%.1f%% of the no-remat peak", 100.0 * (double)p->budget / ref);
+    if (b && b->percent)
+        snprintf(pct, sizeof pct, "%g%% of the no-remat peak", b->value);
+    else
+        snprintf(pct, sizeof pct, "%.1f%% of the no-remat peak", 100.0 * (double)p->budget / ref);
     printf("budget       %s (%s) = fixed + %s for activations\n", rm_cli_bytes(x, sizeof x, (double)p->budget), pct,
            rm_cli_bytes(z, sizeof z, (double)(p->budget - p->fixed_bytes)));
 }

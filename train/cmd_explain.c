@@ -14,26 +14,26 @@
 #include "simulate.h"
 #include "strategy.h"
 
-#define EXPLAIN_USAGE                                                                                            \
-    "usage: remat explain (--model FILE --batch N | --problem FILE) --budget B [--strategy NAME]\n"            \
-    "                     [--time-limit S] [--quiet]\n"                                                          \
-    "\n"                                                                                                         \
-    "Solves a rematerialization schedule for the budget and explains it: what the budget means next to\n"     \
-    "the peak of training without rematerialization and the smallest memory any schedule needs; which\n"     \
-    "values are dropped after which stage and recomputed in which stage, for which consumer, and why\n"      \
-    "(how high memory would have gone had each been kept); where the peak is and what is resident\n"         \
-    "there; and the total compute overhead.\n"                                                                \
-    "\n"                                                                                                         \
-    "options:\n"                                                                                                 \
-    "  --model FILE     model config (models/*.cfg), traced at --batch N\n"                                     \
-    "  --problem FILE   a problem file instead (docs/problem-format.md)\n"                                     \
-    "  --budget B       TOTAL device memory, fixed bytes included: 6GiB, 512MiB, 1.5e9, 16GB, or a\n"          \
-    "                   percentage of the no-remat peak (80%); see `remat plan --help`\n"                      \
-    "  --strategy NAME  any of `remat plan`'s strategies; default: milp, and lp_round if the MILP finds\n"     \
-    "                   nothing within the time limit\n"                                                         \
-    "  --time-limit S   seconds for each lp_round / milp solve (default 60; 0 = none)\n"                       \
-    "  --quiet          no progress on stderr\n"                                                              \
-    "\n"                                                                                                         \
+#define EXPLAIN_USAGE                                                                                                  \
+    "usage: remat explain (--model FILE --batch N | --problem FILE) --budget B [--strategy NAME]\n"                    \
+    "                     [--time-limit S] [--quiet]\n"                                                                \
+    "\n"                                                                                                               \
+    "Solves a rematerialization schedule for the budget and explains it: what the budget means next to\n"              \
+    "the peak of training without rematerialization and the smallest memory any schedule needs; which\n"               \
+    "values are dropped after which stage and recomputed in which stage, for which consumer, and why\n"                \
+    "(how high memory would have gone had each been kept); where the peak is and what is resident\n"                   \
+    "there; and the total compute overhead.\n"                                                                         \
+    "\n"                                                                                                               \
+    "options:\n"                                                                                                       \
+    "  --model FILE     model config (models/*.cfg), traced at --batch N\n"                                            \
+    "  --problem FILE   a problem file instead (docs/problem-format.md)\n"                                             \
+    "  --budget B       TOTAL device memory, fixed bytes included: 6GiB, 512MiB, 1.5e9, 16GB, or a\n"                  \
+    "                   percentage of the no-remat peak (80%); see `remat plan --help`\n"                              \
+    "  --strategy NAME  any of `remat plan`'s strategies; default: milp, and lp_round if the MILP finds\n"             \
+    "                   nothing within the time limit\n"                                                               \
+    "  --time-limit S   seconds for each lp_round / milp solve (default 60; 0 = none)\n"                               \
+    "  --quiet          no progress on stderr\n"                                                                       \
+    "\n"                                                                                                               \
     "example: remat explain --model models/vgg16.cfg --batch 32 --budget 80%"
 
 #define usage_error(...) rm_cli_usage_error("explain", EXPLAIN_USAGE, __VA_ARGS__)
@@ -91,11 +91,15 @@ static void explain_event(const explain_ctx *x, int i, int t, int compute_op)
     int dropped = free_op >= 0 ? x->ops[free_op].stage : -1;
 
     printf("  %s (%s) ", nm(p, i), rm_cli_bytes(a, sizeof a, (double)p->nodes[i].bytes));
-    if (dropped >= 0) printf("is dropped in stage %d and recomputed in stage %d", dropped, t);
-    else printf("is recomputed in stage %d", t);
+    if (dropped >= 0)
+        printf("is dropped in stage %d and recomputed in stage %d", dropped, t);
+    else
+        printf("is recomputed in stage %d", t);
     printf(" for %s", nusers ? users : nm(p, t));
-    if (p->nodes[i].cost == 0) printf(", at no cost (its cost is 0)");
-    else printf(", for %s", rm_cli_cost(cost, sizeof cost, p->nodes[i].cost, x->cp->flops));
+    if (p->nodes[i].cost == 0)
+        printf(", at no cost (its cost is 0)");
+    else
+        printf(", for %s", rm_cli_cost(cost, sizeof cost, p->nodes[i].cost, x->cp->flops));
     if (free_op < 0 || compute_op - free_op <= 1) {
         printf(".\n");
         return;
@@ -108,7 +112,8 @@ static void explain_event(const explain_ctx *x, int i, int t, int compute_op)
     printf(".\n      Kept instead, it would add %s to every point in between; the busiest, computing '%s'\n"
            "      in stage %d, would reach %s",
            a, nm(p, x->ops[busiest].node), x->ops[busiest].stage, rm_cli_bytes(b, sizeof b, (double)with));
-    if (act == SIZE_MAX) printf(".\n");
+    if (act == SIZE_MAX)
+        printf(".\n");
     else if (with > act)
         printf(", over the activation budget %s: the drop is forced.\n", rm_cli_bytes(c, sizeof c, (double)act));
     else
@@ -138,8 +143,7 @@ static void explain_recomputations(const explain_ctx *x)
             extra_events++;
         }
     }
-    if (extra_events)
-        printf("  ... and %ld more recomputations (`remat plan --svg` draws them all).\n", extra_events);
+    if (extra_events) printf("  ... and %ld more recomputations (`remat plan --svg` draws them all).\n", extra_events);
 
     /* Per node: how often, and what it costs. */
     printf("\n  In total, per value (times recomputed, extra cost):\n");
@@ -192,16 +196,18 @@ static void explain_peak(const explain_ctx *x)
     int st = x->ops[kp].stage;
     char a[32], b[32], c[32];
     printf("\nWhere the peak is\n");
-    printf("  %s = fixed %s + %s of activations,\n", rm_cli_bytes(a, sizeof a, (double)(p->fixed_bytes + x->sim.peak_bytes)),
+    printf("  %s = fixed %s + %s of activations,\n",
+           rm_cli_bytes(a, sizeof a, (double)(p->fixed_bytes + x->sim.peak_bytes)),
            rm_cli_bytes(b, sizeof b, (double)p->fixed_bytes), rm_cli_bytes(c, sizeof c, (double)x->sim.peak_bytes));
-    if (x->ops[kp].node == st) printf("  reached while stage %d computes '%s'.\n", st, nm(p, st));
+    if (x->ops[kp].node == st)
+        printf("  reached while stage %d computes '%s'.\n", st, nm(p, st));
     else
         printf("  reached while stage %d ('%s') recomputes '%s'.\n", st, nm(p, st), nm(p, x->ops[kp].node));
     printf("  Resident at that moment (%d values):\n", m);
     for (int j = 0; j < m && j < 8; j++) {
         int i = order[j];
-        const char *why = i == x->ops[kp].node ? "just computed"
-                          : rm_S_at(x->s, st, i) ? "kept from an earlier stage"
+        const char *why = i == x->ops[kp].node              ? "just computed"
+                          : rm_S_at(x->s, st, i)            ? "kept from an earlier stage"
                           : rm_R_at(x->s, st, i) && i != st ? "recomputed in this stage"
                                                             : "computed in this stage";
         printf("    %-28s %12s  %s\n", nm(p, i), rm_cli_bytes(a, sizeof a, (double)p->nodes[i].bytes), why);
@@ -240,27 +246,33 @@ static int explain_schedule(const rm_cli_problem *cp, const rm_schedule *s, cons
            "  and may first recompute earlier values from what it kept in memory.\n",
            p->n, nf, nb);
     double extra = x.sim.cost - cp->base_cost;
-    printf("  Cost %s = checkpoint-all %s + %s of recomputation (%+.2f%%).\n", rm_cli_cost(a, sizeof a, x.sim.cost, cp->flops),
-           rm_cli_cost(b, sizeof b, cp->base_cost, cp->flops), rm_cli_cost(c, sizeof c, extra, cp->flops),
-           cp->base_cost > 0 ? 100.0 * extra / cp->base_cost : 0.0);
+    printf("  Cost %s = checkpoint-all %s + %s of recomputation (%+.2f%%).\n",
+           rm_cli_cost(a, sizeof a, x.sim.cost, cp->flops), rm_cli_cost(b, sizeof b, cp->base_cost, cp->flops),
+           rm_cli_cost(c, sizeof c, extra, cp->flops), cp->base_cost > 0 ? 100.0 * extra / cp->base_cost : 0.0);
     if (stats->has_bound) {
         printf("  The LP relaxation proves no schedule costs less than checkpoint-all %+.2f%%",
                cp->base_cost > 0 ? 100.0 * (stats->lp_bound / cp->base_cost - 1) : 0.0);
-        if (!strcmp(stats->status, "optimal")) printf(";\n  this one is optimal.\n");
-        else printf(";\n  this one is at most %.2f%% above the optimum (the gap).\n", 100.0 * stats->gap);
+        if (!strcmp(stats->status, "optimal"))
+            printf(";\n  this one is optimal.\n");
+        else
+            printf(";\n  this one is at most %.2f%% above the optimum (the gap).\n", 100.0 * stats->gap);
     }
     explain_recomputations(&x);
     explain_peak(&x);
     printf("\nOverhead\n");
     char d[32];
-    printf("  %ld recomputation%s add%s %s to the %s every training step needs anyway:\n"
-           "  %.2f%% more compute, for a peak of %s instead of %s (%.1f%% of it).\n",
-           x.sim.recomputations, x.sim.recomputations == 1 ? "" : "s", x.sim.recomputations == 1 ? "s" : "",
-           rm_cli_cost(a, sizeof a, extra, cp->flops), rm_cli_cost(b, sizeof b, cp->base_cost, cp->flops),
-           cp->base_cost > 0 ? 100.0 * extra / cp->base_cost : 0.0,
-           rm_cli_bytes(c, sizeof c, (double)(p->fixed_bytes + x.sim.peak_bytes)),
-           rm_cli_bytes(d, sizeof d, (double)cp->noremat_total),
-           100.0 * (double)(p->fixed_bytes + x.sim.peak_bytes) / (double)cp->noremat_total);
+    if (x.sim.recomputations == 0)
+        printf("  None: the step costs what it costs without rematerialization, and peaks at %s.\n",
+               rm_cli_bytes(a, sizeof a, (double)(p->fixed_bytes + x.sim.peak_bytes)));
+    else
+        printf("  %ld recomputation%s add%s %s to the %s every training step needs anyway:\n"
+               "  %.2f%% more compute, for a peak of %s instead of %s (%.1f%% of it).\n",
+               x.sim.recomputations, x.sim.recomputations == 1 ? "" : "s", x.sim.recomputations == 1 ? "s" : "",
+               rm_cli_cost(a, sizeof a, extra, cp->flops), rm_cli_cost(b, sizeof b, cp->base_cost, cp->flops),
+               cp->base_cost > 0 ? 100.0 * extra / cp->base_cost : 0.0,
+               rm_cli_bytes(c, sizeof c, (double)(p->fixed_bytes + x.sim.peak_bytes)),
+               rm_cli_bytes(d, sizeof d, (double)cp->noremat_total),
+               100.0 * (double)(p->fixed_bytes + x.sim.peak_bytes) / (double)cp->noremat_total);
     free(x.ops);
     free(x.mem);
     return 0;
@@ -313,13 +325,20 @@ static int explain_run(int argc, char **argv)
             quiet = 1;
             continue;
         }
-        if (rm_cli_option(&v, argc, argv, &i, "--model")) slot = &model, opt = "--model";
-        else if (rm_cli_option(&v, argc, argv, &i, "--batch")) slot = &batch, opt = "--batch";
-        else if (rm_cli_option(&v, argc, argv, &i, "--problem")) slot = &problem, opt = "--problem";
-        else if (rm_cli_option(&v, argc, argv, &i, "--budget")) slot = &budget, opt = "--budget";
-        else if (rm_cli_option(&v, argc, argv, &i, "--strategy")) slot = &strategy, opt = "--strategy";
-        else if (rm_cli_option(&v, argc, argv, &i, "--time-limit")) slot = &time_limit, opt = "--time-limit";
-        else return usage_error("unknown argument '%s'", argv[i]);
+        if (rm_cli_option(&v, argc, argv, &i, "--model"))
+            slot = &model, opt = "--model";
+        else if (rm_cli_option(&v, argc, argv, &i, "--batch"))
+            slot = &batch, opt = "--batch";
+        else if (rm_cli_option(&v, argc, argv, &i, "--problem"))
+            slot = &problem, opt = "--problem";
+        else if (rm_cli_option(&v, argc, argv, &i, "--budget"))
+            slot = &budget, opt = "--budget";
+        else if (rm_cli_option(&v, argc, argv, &i, "--strategy"))
+            slot = &strategy, opt = "--strategy";
+        else if (rm_cli_option(&v, argc, argv, &i, "--time-limit"))
+            slot = &time_limit, opt = "--time-limit";
+        else
+            return usage_error("unknown argument '%s'", argv[i]);
         if (!v || !*v) return usage_error("%s needs a value", opt);
         if (*slot) return usage_error("%s given twice", opt);
         *slot = v;
@@ -360,8 +379,7 @@ static int explain_run(int argc, char **argv)
     if (!quiet) {
         o.log = rm_cli_progress_log;
         o.log_ctx = &pr;
-        if (st->solve_opt)
-            fprintf(stderr, "remat explain: solving with %s (time limit %g s) ...\n", st->name, limit);
+        if (st->solve_opt) fprintf(stderr, "remat explain: solving with %s (time limit %g s) ...\n", st->name, limit);
     }
     rm_schedule *s = NULL;
     rm_strategy_stats stats;
@@ -378,7 +396,8 @@ static int explain_run(int argc, char **argv)
     if (rc) {
         if (rc == RM_ERR_INFEASIBLE)
             fprintf(stderr, "remat explain: %s found no schedule within the budget: %s\n", st->name, e.msg);
-        else fprintf(stderr, "remat explain: %s failed: %s\n", st->name, e.msg);
+        else
+            fprintf(stderr, "remat explain: %s failed: %s\n", st->name, e.msg);
         rm_cli_problem_free(&cp);
         return rc == RM_ERR_INFEASIBLE ? 1 : 2;
     }

@@ -12,30 +12,30 @@
 #include "model.h"
 #include "trace.h"
 
-#define MAXBATCH_USAGE                                                                                           \
-    "usage: remat maxbatch --model FILE --budget B [--strategies a,b,...] [--max-batch N]\n"                    \
-    "                      [--time-limit S] [--quiet]\n"                                                         \
-    "\n"                                                                                                         \
-    "For each strategy, the largest batch size at which it finds a schedule that the simulator accepts\n"     \
-    "within the budget, fixed bytes (weights, gradients, optimizer state, labels) included; and how it\n"    \
-    "compares with training without rematerialization (checkpoint-all), which is always measured.\n"         \
-    "\n"                                                                                                         \
-    "The search grows the batch 1, 2, 4, ... until it does not fit, then bisects. No batch whose trivial\n"   \
-    "lower bound (the largest node with its inputs) exceeds the budget is ever solved. Feasibility is\n"     \
-    "monotone for checkpoint-all and an exactly solved MILP, so their answers are exact; a heuristic (or a\n" \
-    "MILP stopped by its time limit) need not be monotone, and for those the answer is a batch that fits\n"  \
-    "with the next one verified not to: a larger batch beyond a failing one is not looked for. A '*' in\n"   \
-    "the notes marks a MILP answer where some larger batch was given up at the time limit, unproved.\n"      \
-    "\n"                                                                                                         \
-    "options:\n"                                                                                                 \
-    "  --model FILE          model config (models/*.cfg)\n"                                                     \
-    "  --budget B            TOTAL device memory: 16GiB, 512MiB, 1.5e9, 16GB (no percentages here: the\n"      \
-    "                        peak they would refer to depends on the batch)\n"                                    \
-    "  --strategies LIST     comma-separated names from `remat plan --help` (default: all of them)\n"           \
-    "  --max-batch N         the largest batch tried (default 1048576)\n"                                       \
-    "  --time-limit S        seconds for each lp_round / milp solve (default 30; 0 = none)\n"                   \
-    "  --quiet               no progress on stderr\n"                                                         \
-    "\n"                                                                                                         \
+#define MAXBATCH_USAGE                                                                                                 \
+    "usage: remat maxbatch --model FILE --budget B [--strategies a,b,...] [--max-batch N]\n"                           \
+    "                      [--time-limit S] [--quiet]\n"                                                               \
+    "\n"                                                                                                               \
+    "For each strategy, the largest batch size at which it finds a schedule that the simulator accepts\n"              \
+    "within the budget, fixed bytes (weights, gradients, optimizer state, labels) included; and how it\n"              \
+    "compares with training without rematerialization (checkpoint-all), which is always measured.\n"                   \
+    "\n"                                                                                                               \
+    "The search grows the batch 1, 2, 4, ... until it does not fit, then bisects. No batch whose trivial\n"            \
+    "lower bound (the largest node with its inputs) exceeds the budget is ever solved. Feasibility is\n"               \
+    "monotone for checkpoint-all and an exactly solved MILP, so their answers are exact; a heuristic (or a\n"          \
+    "MILP stopped by its time limit) need not be monotone, and for those the answer is a batch that fits\n"            \
+    "with the next one verified not to: a larger batch beyond a failing one is not looked for. A '*' in\n"             \
+    "the notes marks a MILP answer where some larger batch was given up at the time limit, unproved.\n"                \
+    "\n"                                                                                                               \
+    "options:\n"                                                                                                       \
+    "  --model FILE          model config (models/*.cfg)\n"                                                            \
+    "  --budget B            TOTAL device memory: 16GiB, 512MiB, 1.5e9, 16GB (no percentages here: the\n"              \
+    "                        peak they would refer to depends on the batch)\n"                                         \
+    "  --strategies LIST     comma-separated names from `remat plan --help` (default: all of them)\n"                  \
+    "  --max-batch N         the largest batch tried (default 1048576)\n"                                              \
+    "  --time-limit S        seconds for each lp_round / milp solve (default 30; 0 = none)\n"                          \
+    "  --quiet               no progress on stderr\n"                                                                  \
+    "\n"                                                                                                               \
     "example: remat maxbatch --model models/vgg16.cfg --budget 16GiB --strategies checkpoint_all,chen_greedy,milp"
 
 #define usage_error(...) rm_cli_usage_error("maxbatch", MAXBATCH_USAGE, __VA_ARGS__)
@@ -60,8 +60,10 @@ static int build_problem(rm_problem **out, void *vctx, int batch, rm_err *e)
 static void progress(void *ctx, const char *strategy, int batch, int feasible, double seconds)
 {
     (void)ctx;
-    if (feasible < 0) fprintf(stderr, "remat maxbatch: %-18s batch %7d ...", strategy, batch);
-    else fprintf(stderr, " %s (%.2f s)\n", feasible ? "fits" : "does not fit", seconds);
+    if (feasible < 0)
+        fprintf(stderr, "remat maxbatch: %-18s batch %7d ...", strategy, batch);
+    else
+        fprintf(stderr, " %s (%.2f s)\n", feasible ? "fits" : "does not fit", seconds);
 }
 
 static int maxbatch_run(int argc, char **argv)
@@ -75,12 +77,18 @@ static int maxbatch_run(int argc, char **argv)
             quiet = 1;
             continue;
         }
-        if (rm_cli_option(&v, argc, argv, &i, "--model")) slot = &model, opt = "--model";
-        else if (rm_cli_option(&v, argc, argv, &i, "--budget")) slot = &budget, opt = "--budget";
-        else if (rm_cli_option(&v, argc, argv, &i, "--strategies")) slot = &strategies, opt = "--strategies";
-        else if (rm_cli_option(&v, argc, argv, &i, "--max-batch")) slot = &max_batch, opt = "--max-batch";
-        else if (rm_cli_option(&v, argc, argv, &i, "--time-limit")) slot = &time_limit, opt = "--time-limit";
-        else return usage_error("unknown argument '%s'", argv[i]);
+        if (rm_cli_option(&v, argc, argv, &i, "--model"))
+            slot = &model, opt = "--model";
+        else if (rm_cli_option(&v, argc, argv, &i, "--budget"))
+            slot = &budget, opt = "--budget";
+        else if (rm_cli_option(&v, argc, argv, &i, "--strategies"))
+            slot = &strategies, opt = "--strategies";
+        else if (rm_cli_option(&v, argc, argv, &i, "--max-batch"))
+            slot = &max_batch, opt = "--max-batch";
+        else if (rm_cli_option(&v, argc, argv, &i, "--time-limit"))
+            slot = &time_limit, opt = "--time-limit";
+        else
+            return usage_error("unknown argument '%s'", argv[i]);
         if (!v || !*v) return usage_error("%s needs a value", opt);
         if (*slot) return usage_error("%s given twice", opt);
         *slot = v;
@@ -172,14 +180,14 @@ static int maxbatch_run(int argc, char **argv)
         if (!ok[k] && !quiet) fprintf(stderr, "\nremat maxbatch: %s: %s\n", list[k]->name, se.msg);
     }
 
-    printf("%-18s %9s %7s %9s %11s %8s %8s %6s  %s\n", "strategy", "max batch", "vs all", "overhead", "peak",
-           "solve", "search", "probes", "notes");
+    printf("%-18s %9s %7s %9s %11s %8s %8s %6s  %s\n", "strategy", "max batch", "vs all", "overhead", "peak", "solve",
+           "search", "probes", "notes");
     int base = ok[0] ? res[0].max_batch : 0;
     for (int k = 0; k < nlist; k++) {
         const rm_maxbatch_result *r = &res[k];
         if (!ok[k]) {
-            printf("%-18s %9s %7s %9s %11s %8s %8s %6s  error: %s\n", list[k]->name, "-", "-", "-", "-", "-", "-",
-                   "-", err[k]);
+            printf("%-18s %9s %7s %9s %11s %8s %8s %6s  error: %s\n", list[k]->name, "-", "-", "-", "-", "-", "-", "-",
+                   err[k]);
             continue;
         }
         char ratio[16] = "-", ov[16] = "-", pk[32] = "-", solve[16] = "-", notes[128] = "";

@@ -15,39 +15,39 @@
 #include "simulate.h"
 #include "strategy.h"
 
-#define PLAN_USAGE                                                                                               \
-    "usage: remat plan (--model FILE --batch N | --problem FILE) --budget B --strategy NAME\n"                   \
-    "                  [--time-limit S] [--node-limit N] [--out FILE] [--svg PREFIX] [--quiet]\n"               \
-    "       remat plan --check FILE (--model FILE --batch N | --problem FILE) [--budget B] [--svg PREFIX]\n"    \
-    "\n"                                                                                                         \
-    "Solves a rematerialization schedule: which activations to keep in memory between the stages of a\n"      \
-    "training step and which to recompute, so that the step fits the budget at the least extra compute.\n"   \
-    "Prints the problem (fixed bytes, the no-remat peak, the lower bound), a summary of the schedule\n"        \
-    "(compute overhead, peak, recomputations), for graphs of up to 60 nodes the R and S matrices as text,\n"  \
-    "and the memory timeline. Every schedule is judged by the exact simulator.\n"                              \
-    "\n"                                                                                                         \
-    "options:\n"                                                                                                 \
-    "  --model FILE      model config (models/*.cfg), traced at --batch N\n"                                    \
-    "  --problem FILE    a problem file instead (docs/problem-format.md); its budget is the default\n"          \
-    "  --budget B        TOTAL device memory, fixed bytes included: bytes (1500000000, 1.5e9), a size\n"       \
-    "                    (6GiB, 512MiB, 16GB; KiB/MiB/GiB/TiB are powers of 1024, KB/MB/GB/TB of 1000),\n"      \
-    "                    or a percentage of the no-remat peak (80%: 80% of fixed + checkpoint-all's peak)\n"   \
-    "  --strategy NAME   checkpoint_all, chen_sqrtn, chen_greedy, griewank, ap_sqrtn, ap_greedy,\n"           \
-    "                    linearized_sqrtn, linearized_greedy, ogc, lp_round, milp ('-' works for '_'),\n"       \
-    "                    or all: run every strategy and compare them in a table\n"                              \
-    "  --time-limit S    wall-clock seconds for each lp_round / milp solve (default 60; 0 = none)\n"           \
-    "  --node-limit N    branch-and-bound nodes for milp (deterministic; default none)\n"                       \
-    "  --out FILE        write the schedule (docs/schedule-format.md); with all, the cheapest one\n"            \
-    "  --svg PREFIX      write PREFIX-rs.svg (R and S as coloured grids) and PREFIX-memory.svg (memory\n"      \
-    "                    over the operation sequence: fixed band, live activations, budget, recomputations)\n" \
-    "  --check FILE      re-validate a saved schedule against the problem (and the budget when one is\n"       \
-    "                    given): exit 0 when valid, 1 with the reason\n"                                        \
-    "  --quiet           no progress on stderr\n"                                                             \
-    "\n"                                                                                                         \
-    "examples:\n"                                                                                                \
-    "  remat plan --model models/vgg16.cfg --batch 32 --budget 80% --strategy all\n"                          \
-    "  remat plan --model models/resnet-tiny.cfg --batch 4 --budget 70% --strategy milp --svg rt\n"             \
-    "  remat plan --problem graph.txt --budget 6GiB --strategy lp-round --out s.txt\n"                          \
+#define PLAN_USAGE                                                                                                     \
+    "usage: remat plan (--model FILE --batch N | --problem FILE) --budget B --strategy NAME\n"                         \
+    "                  [--time-limit S] [--node-limit N] [--out FILE] [--svg PREFIX] [--quiet]\n"                      \
+    "       remat plan --check FILE (--model FILE --batch N | --problem FILE) [--budget B] [--svg PREFIX]\n"           \
+    "\n"                                                                                                               \
+    "Solves a rematerialization schedule: which activations to keep in memory between the stages of a\n"               \
+    "training step and which to recompute, so that the step fits the budget at the least extra compute.\n"             \
+    "Prints the problem (fixed bytes, the no-remat peak, the lower bound), a summary of the schedule\n"                \
+    "(compute overhead, peak, recomputations), for graphs of up to 60 nodes the R and S matrices as text,\n"           \
+    "and the memory timeline. Every schedule is judged by the exact simulator.\n"                                      \
+    "\n"                                                                                                               \
+    "options:\n"                                                                                                       \
+    "  --model FILE      model config (models/*.cfg), traced at --batch N\n"                                           \
+    "  --problem FILE    a problem file instead (docs/problem-format.md); its budget is the default\n"                 \
+    "  --budget B        TOTAL device memory, fixed bytes included: bytes (1500000000, 1.5e9), a size\n"               \
+    "                    (6GiB, 512MiB, 16GB; KiB/MiB/GiB/TiB are powers of 1024, KB/MB/GB/TB of 1000),\n"             \
+    "                    or a percentage of the no-remat peak (80%: 80% of fixed + checkpoint-all's peak)\n"           \
+    "  --strategy NAME   checkpoint_all, chen_sqrtn, chen_greedy, griewank, ap_sqrtn, ap_greedy,\n"                    \
+    "                    linearized_sqrtn, linearized_greedy, ogc, lp_round, milp ('-' works for '_'),\n"              \
+    "                    or all: run every strategy and compare them in a table\n"                                     \
+    "  --time-limit S    wall-clock seconds for each lp_round / milp solve (default 60; 0 = none)\n"                   \
+    "  --node-limit N    branch-and-bound nodes for milp (deterministic; default none)\n"                              \
+    "  --out FILE        write the schedule (docs/schedule-format.md); with all, the cheapest one\n"                   \
+    "  --svg PREFIX      write PREFIX-rs.svg (R and S as coloured grids) and PREFIX-memory.svg (memory\n"              \
+    "                    over the operation sequence: fixed band, live activations, budget, recomputations)\n"         \
+    "  --check FILE      re-validate a saved schedule against the problem (and the budget when one is\n"               \
+    "                    given): exit 0 when valid, 1 with the reason\n"                                               \
+    "  --quiet           no progress on stderr\n"                                                                      \
+    "\n"                                                                                                               \
+    "examples:\n"                                                                                                      \
+    "  remat plan --model models/vgg16.cfg --batch 32 --budget 80% --strategy all\n"                                   \
+    "  remat plan --model models/resnet-tiny.cfg --batch 4 --budget 70% --strategy milp --svg rt\n"                    \
+    "  remat plan --problem graph.txt --budget 6GiB --strategy lp-round --out s.txt\n"                                 \
     "  remat plan --check s.txt --problem graph.txt"
 
 #define usage_error(...) rm_cli_usage_error("plan", PLAN_USAGE, __VA_ARGS__)
@@ -194,8 +194,10 @@ static void print_timeline(const rm_problem *p, const timeline *tl, const rm_sim
            "the backward pass begins.\n",
            nops, rm_cli_bytes(buf, sizeof buf, (double)p->fixed_bytes), (double)nops / W);
     for (int r = 0; r < H; r++) {
-        if (r == 0) printf("%10s |", rm_cli_bytes(buf, sizeof buf, top));
-        else printf("%10s |", "");
+        if (r == 0)
+            printf("%10s |", rm_cli_bytes(buf, sizeof buf, top));
+        else
+            printf("%10s |", "");
         double level = top * (double)(H - r - 0.5) / H;
         for (int j = 0; j < W; j++) putchar((double)colmax[j] >= level ? '#' : r == brow ? '-' : ' ');
         if (r == brow) printf(" budget %s", rm_cli_bytes(buf2, sizeof buf2, (double)act));
@@ -214,17 +216,20 @@ static void print_summary(const rm_problem *p, const rm_cli_problem *cp, const r
     printf("\nstrategy     %s: %s\n", st->name, st->title);
     printf("status       %s in %.2f s", stats->status, stats->seconds);
     if (stats->has_bound)
-        printf(" (LP bound %s = checkpoint-all %+.2f%%, gap %.2f%%)", rm_cli_cost(a, sizeof a, stats->lp_bound, cp->flops),
+        printf(" (LP bound %s = checkpoint-all %+.2f%%, gap %.2f%%)",
+               rm_cli_cost(a, sizeof a, stats->lp_bound, cp->flops),
                cp->base_cost > 0 ? 100.0 * (stats->lp_bound / cp->base_cost - 1) : 0.0, 100.0 * stats->gap);
     printf("\n");
     printf("cost         %s = checkpoint-all %+.2f%% (%ld recomputation%s of %d node%s)\n",
            rm_cli_cost(a, sizeof a, r->cost, cp->flops),
            cp->base_cost > 0 ? 100.0 * (r->cost / cp->base_cost - 1) : 0.0, r->recomputations,
            r->recomputations == 1 ? "" : "s", recomputed_nodes(s), recomputed_nodes(s) == 1 ? "" : "s");
-    printf("peak         %s = fixed + %s activations", rm_cli_bytes(a, sizeof a, (double)(p->fixed_bytes + r->peak_bytes)),
+    printf("peak         %s = fixed + %s activations",
+           rm_cli_bytes(a, sizeof a, (double)(p->fixed_bytes + r->peak_bytes)),
            rm_cli_bytes(b, sizeof b, (double)r->peak_bytes));
-    if (p->budget) printf(" (%.1f%% of the budget %s)", 100.0 * (double)(p->fixed_bytes + r->peak_bytes) / (double)p->budget,
-                          rm_cli_bytes(c, sizeof c, (double)p->budget));
+    if (p->budget)
+        printf(" (%.1f%% of the budget %s)", 100.0 * (double)(p->fixed_bytes + r->peak_bytes) / (double)p->budget,
+               rm_cli_bytes(c, sizeof c, (double)p->budget));
     printf("\n");
     if (r->peak_node >= 0)
         printf("             reached computing '%s' in stage %d ('%s')\n", p->nodes[r->peak_node].name, r->peak_stage,
@@ -291,9 +296,10 @@ static int plan_one(const plan_args *a, rm_cli_problem *cp, const rm_strategy_in
     rm_cli_progress pr;
     set_solver_options(&o, &pr, a, st->name);
     if (st->solve_opt && !a->quiet) {
-        if (a->time_limit_s > 0) fprintf(stderr, "remat plan: solving with %s (time limit %g s) ...\n", st->name,
-                                         a->time_limit_s);
-        else fprintf(stderr, "remat plan: solving with %s (no time limit) ...\n", st->name);
+        if (a->time_limit_s > 0)
+            fprintf(stderr, "remat plan: solving with %s (time limit %g s) ...\n", st->name, a->time_limit_s);
+        else
+            fprintf(stderr, "remat plan: solving with %s (no time limit) ...\n", st->name);
     }
     rm_schedule *s = NULL;
     rm_strategy_stats stats;
@@ -314,9 +320,11 @@ static int plan_one(const plan_args *a, rm_cli_problem *cp, const rm_strategy_in
         rm_schedule_free(s);
         return rc;
     }
-    if (p->n <= TEXT_MATRIX_MAX) print_matrices(p, s, &tl);
-    else printf("\n(the R and S matrices are printed for up to %d nodes; --svg draws them for any size)\n",
-                TEXT_MATRIX_MAX);
+    if (p->n <= TEXT_MATRIX_MAX)
+        print_matrices(p, s, &tl);
+    else
+        printf("\n(the R and S matrices are printed for up to %d nodes; --svg draws them for any size)\n",
+               TEXT_MATRIX_MAX);
     print_timeline(p, &tl, &stats.sim);
     timeline_free(&tl);
     printf("\n");
@@ -335,8 +343,8 @@ static int plan_all(const plan_args *a, rm_cli_problem *cp)
     rm_schedule *best = NULL;
     int best_k = -1;
     double best_cost = 0;
-    printf("\n%-18s %-11s %9s %12s %12s %9s %9s %7s\n", "strategy", "status", "overhead", "peak", "recomputed",
-           "time", "LP bound", "gap");
+    printf("\n%-18s %-11s %9s %12s %12s %9s %9s %7s\n", "strategy", "status", "overhead", "peak", "recomputed", "time",
+           "LP bound", "gap");
     for (int k = 0; k < count; k++) {
         const rm_strategy_info *st = &list[k];
         rm_strategy_options o;
@@ -414,9 +422,11 @@ static int plan_check(const plan_args *a, rm_cli_problem *cp)
     }
     char x[32], y[32], z[32];
     printf("check        %s: a valid schedule for %s (%d stages)\n", a->check, cp->what, p->n);
-    printf("cost         %s = checkpoint-all %+.2f%% (%ld recomputations)\n", rm_cli_cost(x, sizeof x, r.cost, cp->flops),
-           cp->base_cost > 0 ? 100.0 * (r.cost / cp->base_cost - 1) : 0.0, r.recomputations);
-    printf("peak         %s = fixed + %s activations\n", rm_cli_bytes(x, sizeof x, (double)(p->fixed_bytes + r.peak_bytes)),
+    printf("cost         %s = checkpoint-all %+.2f%% (%ld recomputations)\n",
+           rm_cli_cost(x, sizeof x, r.cost, cp->flops), cp->base_cost > 0 ? 100.0 * (r.cost / cp->base_cost - 1) : 0.0,
+           r.recomputations);
+    printf("peak         %s = fixed + %s activations\n",
+           rm_cli_bytes(x, sizeof x, (double)(p->fixed_bytes + r.peak_bytes)),
            rm_cli_bytes(y, sizeof y, (double)r.peak_bytes));
     int rc = 0;
     if (p->budget) {
@@ -449,17 +459,28 @@ static int plan_run(int argc, char **argv)
             a.quiet = 1;
             continue;
         }
-        if (rm_cli_option(&v, argc, argv, &i, "--model")) slot = &a.model, opt = "--model";
-        else if (rm_cli_option(&v, argc, argv, &i, "--batch")) slot = &a.batch, opt = "--batch";
-        else if (rm_cli_option(&v, argc, argv, &i, "--problem")) slot = &a.problem, opt = "--problem";
-        else if (rm_cli_option(&v, argc, argv, &i, "--budget")) slot = &a.budget, opt = "--budget";
-        else if (rm_cli_option(&v, argc, argv, &i, "--strategy")) slot = &a.strategy, opt = "--strategy";
-        else if (rm_cli_option(&v, argc, argv, &i, "--time-limit")) slot = &a.time_limit, opt = "--time-limit";
-        else if (rm_cli_option(&v, argc, argv, &i, "--node-limit")) slot = &a.node_limit, opt = "--node-limit";
-        else if (rm_cli_option(&v, argc, argv, &i, "--out")) slot = &a.out, opt = "--out";
-        else if (rm_cli_option(&v, argc, argv, &i, "--svg")) slot = &a.svg, opt = "--svg";
-        else if (rm_cli_option(&v, argc, argv, &i, "--check")) slot = &a.check, opt = "--check";
-        else return usage_error("unknown argument '%s'", argv[i]);
+        if (rm_cli_option(&v, argc, argv, &i, "--model"))
+            slot = &a.model, opt = "--model";
+        else if (rm_cli_option(&v, argc, argv, &i, "--batch"))
+            slot = &a.batch, opt = "--batch";
+        else if (rm_cli_option(&v, argc, argv, &i, "--problem"))
+            slot = &a.problem, opt = "--problem";
+        else if (rm_cli_option(&v, argc, argv, &i, "--budget"))
+            slot = &a.budget, opt = "--budget";
+        else if (rm_cli_option(&v, argc, argv, &i, "--strategy"))
+            slot = &a.strategy, opt = "--strategy";
+        else if (rm_cli_option(&v, argc, argv, &i, "--time-limit"))
+            slot = &a.time_limit, opt = "--time-limit";
+        else if (rm_cli_option(&v, argc, argv, &i, "--node-limit"))
+            slot = &a.node_limit, opt = "--node-limit";
+        else if (rm_cli_option(&v, argc, argv, &i, "--out"))
+            slot = &a.out, opt = "--out";
+        else if (rm_cli_option(&v, argc, argv, &i, "--svg"))
+            slot = &a.svg, opt = "--svg";
+        else if (rm_cli_option(&v, argc, argv, &i, "--check"))
+            slot = &a.check, opt = "--check";
+        else
+            return usage_error("unknown argument '%s'", argv[i]);
         if (!v || !*v) return usage_error("%s needs a value", opt);
         if (*slot) return usage_error("%s given twice", opt);
         *slot = v;
@@ -517,7 +538,8 @@ static int plan_run(int argc, char **argv)
     } else {
         cp.p->budget = 0;
     }
-    if (a.check) rc = plan_check(&a, &cp);
+    if (a.check)
+        rc = plan_check(&a, &cp);
     else {
         rm_cli_problem_print(&cp, a.have_budget ? &a.b : NULL);
         if (cp.p->budget && cp.p->budget >= cp.noremat_total)

@@ -17,7 +17,7 @@
     "                   [--epochs E] [--steps N] [--optimizer sgd|adam] [--lr X] [--momentum M]\n"             \
     "                   [--weight-decay W] [--lr-schedule constant|step|cosine] [--seed S]\n"                  \
     "                   [--checkpoint FILE] [--resume FILE] [--schedule-cache DIR] [--eval-every K]\n"         \
-    "                   [--time-limit S] [--node-limit N] [--samples N] [--no-train-accuracy] [--quiet]\n"    \
+    "                   [--time-limit S] [--node-limit N] [--samples N] [--train-accuracy-every K] [--quiet]\n"    \
     "\n"                                                                                                         \
     "Trains the model on the CPU within a memory budget. The fixed memory (weights, gradients, optimizer\n"   \
     "state, batchnorm statistics, labels, the layers' workspace) comes off the budget first; the rest is\n"   \
@@ -55,7 +55,8 @@
     "  --checkpoint FILE     save (atomically) after every epoch and when the run stops\n"                    \
     "  --resume FILE         continue a saved run exactly where it stopped\n"                                 \
     "  --eval-every K        also evaluate on the held-out data every K steps\n"                              \
-    "  --no-train-accuracy   do not measure training accuracy (it replays each step's forward pass)\n"       \
+    "  --train-accuracy-every K  measure training accuracy on every K-th step (default 4; 0 = never): each\n" \
+    "                        measurement replays that step's forward pass\n"                                  \
     "  --quiet               no progress bar or solver log on stderr\n"                                        \
     "\n"                                                                                                         \
     "examples:\n"                                                                                                \
@@ -121,7 +122,10 @@ static void on_event(void *ctx, const rm_trainer_event *ev)
         close_bar(pr);
         fprintf(stderr, "remat train: %s\n", ev->text);
         return;
-    case RM_TRAINER_PROBE: return;
+    case RM_TRAINER_PROBE:
+        if (!pr->quiet)
+            fprintf(stderr, "remat train: --batch auto: batch %d %s\n", ev->batch, ev->fits ? "fits" : "does not fit");
+        return;
     case RM_TRAINER_STEP: print_step(pr, ev); return;
     case RM_TRAINER_EVAL:
     case RM_TRAINER_EPOCH: {
@@ -165,8 +169,11 @@ static void print_summary(const rm_trainer_summary *s, const rm_trainer_config *
     printf("model        %s: %d layers, input %dx%dx%d, %d classes (%s)\n", c->model_path, s->layers, m->input.c,
            m->input.h, m->input.w, s->classes, s->task == RM_TASK_SEGMENTATION ? "segmentation" : "classification");
     printf("parameters   %s\n", rm_cli_group_digits(a, sizeof a, s->params));
-    printf("data         %s\n", s->train_data);
-    printf("held out     %s%s\n", s->test_data, s->held_out_split ? ", a seeded split" : "");
+    printf("data         %s: %lld training samples\n", s->train_data, (long long)s->train_samples);
+    if (s->held_out_split)
+        printf("held out     %lld samples, a seeded split of the same data\n", (long long)s->test_samples);
+    else
+        printf("held out     %s: %lld samples\n", s->test_data, (long long)s->test_samples);
     if (s->batch_auto)
         printf("batch        %d: the largest batch %s fits in the budget (no schedule fits more than %d)\n", s->batch,
                s->strategy, s->bound_batch);
@@ -186,11 +193,13 @@ static void print_summary(const rm_trainer_summary *s, const rm_trainer_config *
            s->budget < s->noremat_peak ? ": training does not fit without rematerialization" : "");
     char how[160];
     if (s->cache == 1) snprintf(how, sizeof how, "from the cache %s", s->cache_file);
-    else if (s->has_bound) snprintf(how, sizeof how, "%s, gap %.1f%%, solved in %.2f s", s->status, 100.0 * s->gap, s->solve_s);
+    else if (s->has_bound)
+        snprintf(how, sizeof how, "%s, gap %.1f%%, solved in %.2f s", s->status, 100.0 * s->gap, s->solve_s);
     else snprintf(how, sizeof how, "%s, solved in %.2f s", s->status, s->solve_s);
     printf("schedule     %s (%s)\n", s->strategy, how);
     printf("             peak %s = fixed + %s activations (%s of the no-remat peak); arena %s\n",
-           rm_cli_bytes(a, sizeof a, (double)s->sched_peak), rm_cli_bytes(b, sizeof b, (double)(s->sched_peak - s->fixed)),
+           rm_cli_bytes(a, sizeof a, (double)s->sched_peak),
+           rm_cli_bytes(b, sizeof b, (double)(s->sched_peak - s->fixed)),
            pct(d, sizeof d, s->sched_peak, s->noremat_peak), rm_cli_bytes(f, sizeof f, (double)s->plan_span));
     printf("             compute overhead %+.2f%%: %ld recomputations of %d nodes\n",
            s->base_cost > 0 ? 100.0 * (s->cost / s->base_cost - 1) : 0.0, s->recomputations, s->recomputed_nodes);
@@ -208,8 +217,11 @@ static void print_summary(const rm_trainer_summary *s, const rm_trainer_config *
            (unsigned long long)s->seed);
     if (s->start_step) printf("; resumed at step %llu", (unsigned long long)s->start_step);
     printf("\n");
-    printf("evaluation   batch %d in a %s arena%s\n", s->eval_batch, rm_cli_bytes(a, sizeof a, (double)s->eval_span),
-           s->train_accuracy ? "; training accuracy by replaying each step's forward pass" : "");
+    printf("evaluation   batch %d, forward only, in a %s arena", s->eval_batch,
+           rm_cli_bytes(a, sizeof a, (double)s->eval_span));
+    if (s->train_accuracy == 1) printf("; training accuracy measured on every step");
+    else if (s->train_accuracy) printf("; training accuracy measured on 1 step in %d", s->train_accuracy);
+    printf("\n");
     printf("\n");
     fflush(stdout);
 }
@@ -227,8 +239,8 @@ static int train_run(int argc, char **argv)
     const char *model = NULL, *data = NULL, *batch = NULL, *budget = NULL, *strategy = NULL, *epochs = NULL,
                *steps = NULL, *optimizer = NULL, *lr = NULL, *momentum = NULL, *wd = NULL, *sched = NULL,
                *seed = NULL, *ckpt = NULL, *resume = NULL, *cache = NULL, *eval_every = NULL, *time_limit = NULL,
-               *node_limit = NULL, *samples = NULL;
-    int quiet = 0, no_acc = 0;
+               *node_limit = NULL, *samples = NULL, *acc_every = NULL;
+    int quiet = 0;
     for (int i = 1; i < argc; i++) {
         const char *v;
         const char **slot = NULL, *opt = NULL;
@@ -236,17 +248,13 @@ static int train_run(int argc, char **argv)
             quiet = 1;
             continue;
         }
-        if (!strcmp(argv[i], "--no-train-accuracy")) {
-            no_acc = 1;
-            continue;
-        }
         static const char *names[] = {"--model", "--data", "--batch", "--budget", "--strategy", "--epochs", "--steps",
                                       "--optimizer", "--lr", "--momentum", "--weight-decay", "--lr-schedule", "--seed",
                                       "--checkpoint", "--resume", "--schedule-cache", "--eval-every", "--time-limit",
-                                      "--node-limit", "--samples"};
+                                      "--node-limit", "--samples", "--train-accuracy-every"};
         const char **slots[] = {&model, &data, &batch, &budget, &strategy, &epochs, &steps, &optimizer, &lr,
                                 &momentum, &wd, &sched, &seed, &ckpt, &resume, &cache, &eval_every, &time_limit,
-                                &node_limit, &samples};
+                                &node_limit, &samples, &acc_every};
         for (size_t k = 0; k < sizeof names / sizeof names[0] && !slot; k++)
             if (rm_cli_option(&v, argc, argv, &i, names[k])) slot = slots[k], opt = names[k];
         if (!slot) return usage_error("unknown argument '%s'", argv[i]);
@@ -281,8 +289,10 @@ static int train_run(int argc, char **argv)
             return usage_error("--batch must be auto or an integer from 1 to %ld, got '%s'", 1L << 24, batch);
         c.batch = (int)b;
     }
-    if (epochs && parse_u64(&c.epochs, epochs, 1)) return usage_error("--epochs must be an integer >= 1, got '%s'", epochs);
-    if (steps && parse_u64(&c.max_steps, steps, 1)) return usage_error("--steps must be an integer >= 1, got '%s'", steps);
+    if (epochs && parse_u64(&c.epochs, epochs, 1))
+        return usage_error("--epochs must be an integer >= 1, got '%s'", epochs);
+    if (steps && parse_u64(&c.max_steps, steps, 1))
+        return usage_error("--steps must be an integer >= 1, got '%s'", steps);
     if (eval_every && parse_u64(&c.eval_every, eval_every, 1))
         return usage_error("--eval-every must be an integer >= 1, got '%s'", eval_every);
     if (samples) {
@@ -299,7 +309,8 @@ static int train_run(int argc, char **argv)
         c.seed_given = 1;
     }
     if (optimizer && !strcmp(optimizer, "adam")) c.optim = rm_optim_options_default(RM_OPTIM_ADAM), c.lr = 0.001;
-    else if (optimizer && strcmp(optimizer, "sgd")) return usage_error("--optimizer must be sgd or adam, got '%s'", optimizer);
+    else if (optimizer && strcmp(optimizer, "sgd"))
+        return usage_error("--optimizer must be sgd or adam, got '%s'", optimizer);
     double x;
     if (lr) {
         if (rm_cli_parse_seconds(&x, lr) || x <= 0) return usage_error("--lr must be a number > 0, got '%s'", lr);
@@ -329,7 +340,12 @@ static int train_run(int argc, char **argv)
     c.checkpoint_path = ckpt;
     c.resume_path = resume;
     c.cache_dir = cache;
-    c.train_accuracy = !no_acc;
+    if (acc_every) {
+        long k;
+        if (rm_cli_parse_long(&k, acc_every, 0, 1000000000L))
+            return usage_error("--train-accuracy-every must be an integer >= 0, got '%s'", acc_every);
+        c.train_accuracy_every = (int)k;
+    }
 
     progress pr = {quiet, isatty(STDERR_FILENO), 0, 0};
     rm_cli_progress solver_log = {c.strategy, rm_cli_now()};

@@ -11,14 +11,14 @@
  * step.
  *
  * Training accuracy. The executor reports the loss of a step, not its
- * predictions (the logits are freed inside the step as the plan says). So
- * with train_accuracy set, the same forward runner replays the step's
- * forward in training mode (batch statistics, the step's dropout masks, no
- * running-statistics update) between the executor's step and the optimizer's
- * update: the logits are bit-identical to the step's, at the price of one
- * more forward pass (about a third of a step without recomputation). An
- * executor hook that counted correct predictions when it computes the loss
- * would make this free; until then it is switchable. */
+ * predictions (the logits are freed inside the step, as the plan says). So
+ * on every train_accuracy_every-th step the same forward runner replays the
+ * step's forward pass in training mode (batch statistics, the step's dropout
+ * masks, no running-statistics update) between the executor's step and the
+ * optimizer's update: its logits are bit-identical to the step's, at the
+ * price of one more forward pass (20-40% of a step on the tiny models,
+ * hence only on some steps by default). An executor hook that counted
+ * correct predictions when it computes the loss would make this free. */
 #include "trainer.h"
 
 #include <errno.h>
@@ -43,7 +43,6 @@
 #include "trace.h"
 
 /* Salts that keep the uses of the run's seed apart (rng.h hashes them in). */
-#define SALT_DATA 0x64617461ULL   /* synthetic samples */
 #define SALT_SPLIT 0x73706c74ULL  /* the held-out split */
 #define SALT_ORDER 0x6f726472ULL  /* the batch order */
 
@@ -85,7 +84,7 @@ void rm_trainer_config_default(rm_trainer_config *c)
     c->lr = 0.05;
     c->lr_kind = RM_LR_CONSTANT;
     c->seed = 1;
-    c->train_accuracy = 1;
+    c->train_accuracy_every = 4;
 }
 
 void rm_trainer_model_task(int *classes, rm_task *task, const rm_model *m)
@@ -269,6 +268,7 @@ static int fwd_create(fwd_pass *f, const rm_model *m, rm_backend *be, int batch,
     memset(f, 0, sizeof *f);
     f->m = m, f->batch = batch;
     const int L = m->nlayers, n = L; /* input + L - 1 layers */
+    if (L < 1) return rm_errorf(e, RM_ERR_INVALID, "evaluation: the model has no layers");
     f->n = n;
     const rm_model_layer *loss = &m->layers[L - 1];
     f->logits = loss->inputs[0] == RM_MODEL_INPUT ? 0 : rm_trace_forward_node(loss->inputs[0]);
@@ -479,7 +479,6 @@ struct rm_trainer {
     rm_optim *opt;
     rm_layer_params **lpp;
     fwd_pass eval;   /* evaluation (and training accuracy) forward pass */
-    int eval_ready;
     int synthetic;
 
     rm_lr_schedule lr;
@@ -515,21 +514,21 @@ const rm_model *rm_trainer_model(const rm_trainer *t) { return t->m; }
 
 static int check_config(const rm_trainer_config *c, rm_err *e)
 {
-    if (!c->model_path) return rm_errorf(e, RM_ERR_INVALID, "train: no model given");
-    if (!c->data || !*c->data) return rm_errorf(e, RM_ERR_INVALID, "train: no data given (a folder, or synthetic)");
+    if (!c->model_path) return rm_errorf(e, RM_ERR_INVALID, "no model given");
+    if (!c->data || !*c->data) return rm_errorf(e, RM_ERR_INVALID, "no data given (a folder, or synthetic)");
     if (!c->strategy || !rm_strategy_find(c->strategy))
-        return rm_errorf(e, RM_ERR_INVALID, "train: unknown strategy '%s'", c->strategy ? c->strategy : "");
-    if (c->batch < 0) return rm_errorf(e, RM_ERR_INVALID, "train: batch %d is negative", c->batch);
+        return rm_errorf(e, RM_ERR_INVALID, "unknown strategy '%s'", c->strategy ? c->strategy : "");
+    if (c->batch < 0) return rm_errorf(e, RM_ERR_INVALID, "batch %d is negative", c->batch);
     if (c->budget_percent < 0 || !isfinite(c->budget_percent))
-        return rm_errorf(e, RM_ERR_INVALID, "train: budget percentage %g is not a positive number", c->budget_percent);
-    if (c->budget_percent == 0 && c->budget == 0) return rm_errorf(e, RM_ERR_INVALID, "train: no budget given");
+        return rm_errorf(e, RM_ERR_INVALID, "budget percentage %g is not a positive number", c->budget_percent);
+    if (c->budget_percent == 0 && c->budget == 0) return rm_errorf(e, RM_ERR_INVALID, "no budget given");
     if (c->batch == 0 && c->budget_percent > 0)
         return rm_errorf(e, RM_ERR_INVALID,
-                         "train: an automatic batch needs the budget as an amount of memory, not a percentage: the "
+                         "an automatic batch needs the budget as an amount of memory, not a percentage: the "
                          "no-remat peak it would refer to grows with the batch");
-    if (c->epochs < 1) return rm_errorf(e, RM_ERR_INVALID, "train: at least 1 epoch");
-    if (!(c->lr > 0) || !isfinite(c->lr)) return rm_errorf(e, RM_ERR_INVALID, "train: learning rate %g is not > 0", c->lr);
-    if (c->synthetic_samples < 0) return rm_errorf(e, RM_ERR_INVALID, "train: negative synthetic sample count");
+    if (c->epochs < 1) return rm_errorf(e, RM_ERR_INVALID, "at least 1 epoch");
+    if (!(c->lr > 0) || !isfinite(c->lr)) return rm_errorf(e, RM_ERR_INVALID, "learning rate %g is not > 0", c->lr);
+    if (c->synthetic_samples < 0) return rm_errorf(e, RM_ERR_INVALID, "negative synthetic sample count");
     return rm_optim_options_check(&c->optim, e);
 }
 
@@ -541,10 +540,16 @@ static int open_dir_data(rm_trainer *t, rm_err *e)
     rm_image_options_default(&img, m->input.c, m->input.h, m->input.w);
     int rc = rm_dataset_open_dir(&t->base_train, t->cfg.data, RM_SPLIT_TRAIN, &img, t->classes, e);
     if (rc) return rc;
+    /* A test split that is missing (an I/O error: no such files) is made up
+     * from the training data; one that is there but broken is an error. */
     rm_err te = {RM_OK, ""};
-    if (rm_dataset_open_dir(&t->base_test, t->cfg.data, RM_SPLIT_TEST, &img, t->classes, &te)) {
-        note(t, "data: no held-out split (%s); holding out 10%% of the training data, chosen by the seed", te.msg);
+    if ((rc = rm_dataset_open_dir(&t->base_test, t->cfg.data, RM_SPLIT_TEST, &img, t->classes, &te))) {
         t->base_test = NULL;
+        if (rc != RM_ERR_IO) {
+            *e = te;
+            return rc;
+        }
+        note(t, "data: no held-out split (%s); holding out 10%% of the training data, chosen by the seed", te.msg);
     } else if (!strcmp(t->base_test->info.source, t->base_train->info.source)) {
         note(t, "data: %s has no separate held-out split; holding out 10%% of it, chosen by the seed", t->cfg.data);
         rm_dataset_free(t->base_test);
@@ -692,9 +697,11 @@ static void what_fits(const rm_trainer *t, const rm_strategy_info *st, char *buf
             l = (size_t)snprintf(buf, len, "; in this budget %s fits batch %d (--batch %d)", st->name, r.max_batch,
                                  r.max_batch);
     }
-    if (l < len)
-        snprintf(buf + l, len - l, "; no schedule at all fits a batch above %d%s", bound,
-                 st->solve_opt ? "" : ", so lp_round or milp may fit where this baseline does not");
+    if (l >= len) return;
+    if (bound < t->batch)
+        snprintf(buf + l, len - l, "; no schedule at all fits a batch above %d", bound);
+    else if (!st->solve_opt)
+        snprintf(buf + l, len - l, "; batch %d is above the lower bound, so lp_round or milp may fit it", t->batch);
 }
 
 static int solve(rm_trainer *t, rm_err *e)
@@ -860,7 +867,6 @@ static int plan_memory(rm_trainer *t, rm_err *e)
 static void seeded_free(rm_trainer *t)
 {
     fwd_free(&t->eval);
-    t->eval_ready = 0;
     rm_optim_free(t->opt);
     rm_executor_free(t->ex);
     rm_batcher_free(t->batcher);
@@ -887,7 +893,7 @@ static int seeded_build(rm_trainer *t, uint64_t seed, rm_err *e)
         int64_t n = c->synthetic_samples ? c->synthetic_samples : (8LL * t->batch > 2048 ? 8LL * t->batch : 2048);
         rm_synthetic_options so;
         rm_synthetic_options_default(&so, t->task, n + n / 4, m->input.c, m->input.h, m->input.w, t->classes);
-        so.seed = rm_hash64(seed ^ SALT_DATA);
+        so.seed = seed; /* the generator hashes it into its own streams */
         if ((rc = rm_dataset_synthetic_create(&t->base_train, &so, e))) return rc;
         if ((rc = split_make(&t->train, &t->test, t->base_train, n / 4, seed, e))) return rc;
         t->sum.held_out_split = 1;
@@ -899,8 +905,8 @@ static int seeded_build(rm_trainer *t, uint64_t seed, rm_err *e)
         t->sum.held_out_split = 1;
     }
     if ((rc = check_data(t, t->train, e)) || (rc = check_data(t, t->test, e))) return rc;
-    rm_dataset_describe(t->train, t->sum.train_data, sizeof t->sum.train_data);
-    rm_dataset_describe(t->test, t->sum.test_data, sizeof t->sum.test_data);
+    snprintf(t->sum.train_data, sizeof t->sum.train_data, "%s", t->base_train->info.source);
+    snprintf(t->sum.test_data, sizeof t->sum.test_data, "%s", t->sum.held_out_split ? "" : t->base_test->info.source);
     t->sum.train_samples = t->train->info.count;
     t->sum.test_samples = t->test->info.count;
     if (t->train->info.count < t->batch)
@@ -922,7 +928,7 @@ static int seeded_build(rm_trainer *t, uint64_t seed, rm_err *e)
     rm_optim_tensor *ts = calloc(2 * (size_t)m->nlayers + 1, sizeof *ts);
     if (!t->lpp || !ts) {
         free(ts);
-        return rm_errorf(e, RM_ERR_NOMEM, "train: out of memory");
+        return rm_errorf(e, RM_ERR_NOMEM, "out of memory");
     }
     for (int i = 0; i < m->nlayers; i++) t->lpp[i] = rm_executor_layer_params(t->ex, i);
     int nts = 0;
@@ -936,16 +942,15 @@ static int seeded_build(rm_trainer *t, uint64_t seed, rm_err *e)
     size_t act = t->sum.budget - t->p->fixed_bytes, span = 0;
     int eb = t->batch;
     if ((rc = fwd_span(&span, m, eb, e))) return rc;
-    t->sum.train_accuracy = c->train_accuracy && span <= act;
-    if (c->train_accuracy && !t->sum.train_accuracy)
-        note(t, "training accuracy is not measured: replaying the forward pass needs %zu bytes, more than the %zu of "
-                "the activation budget", span, act);
+    t->sum.train_accuracy = span <= act ? c->train_accuracy_every : 0;
+    if (c->train_accuracy_every && !t->sum.train_accuracy)
+        note(t, "training accuracy is not measured: replaying the forward pass needs %s, more than the %s of the "
+                "activation budget", MB(span).s, MB(act).s);
     while (span > act && eb > 1) {
         eb = eb / 2;
         if ((rc = fwd_span(&span, m, eb, e))) return rc;
     }
     if ((rc = fwd_create(&t->eval, m, t->be, eb, 1, e))) return rc;
-    t->eval_ready = 1;
     t->sum.eval_batch = eb;
     t->sum.eval_span = t->eval.plan->span;
     return RM_OK;
@@ -983,6 +988,18 @@ static int resume(rm_trainer *t, rm_err *e)
     return RM_OK;
 }
 
+static void probe(void *ctx, const char *strategy, int batch, int feasible, double seconds)
+{
+    (void)strategy, (void)seconds;
+    if (feasible < 0) return;
+    rm_trainer_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = RM_TRAINER_PROBE;
+    ev.batch = batch;
+    ev.fits = feasible;
+    emit(ctx, &ev);
+}
+
 static int auto_batch(rm_trainer *t, rm_err *e)
 {
     const rm_trainer_config *c = &t->cfg;
@@ -993,6 +1010,8 @@ static int auto_batch(rm_trainer *t, rm_err *e)
     o.budget = c->budget;
     o.max_batch = 1 << 16;
     o.solver = c->solver;
+    o.progress = probe;
+    o.progress_ctx = t;
     int rc = rm_maxbatch_bound(&o.bound_batch, build_problem, &pc, o.budget, o.max_batch, e);
     if (rc) return rc;
     if (o.bound_batch == 0) {
@@ -1028,7 +1047,7 @@ int rm_trainer_create(rm_trainer **out, const rm_trainer_config *c, rm_err *e)
     int rc = check_config(c, e);
     if (rc) return rc;
     rm_trainer *t = calloc(1, sizeof *t);
-    if (!t) return rm_errorf(e, RM_ERR_NOMEM, "train: out of memory");
+    if (!t) return rm_errorf(e, RM_ERR_NOMEM, "out of memory");
     t->cfg = *c;
     t->synthetic = !strcmp(c->data, "synthetic");
     t->batch = c->batch;
@@ -1085,7 +1104,7 @@ static int ensure_buffers(rm_trainer *t, rm_err *e)
     size_t per = rm_dataset_image_numel(t->train), lab = rm_dataset_label_count(t->train);
     t->images = malloc((size_t)t->batch * per * sizeof(float));
     t->labels = malloc((size_t)t->batch * lab * sizeof(int32_t));
-    if (!t->images || !t->labels) return rm_errorf(e, RM_ERR_NOMEM, "train: no memory for a batch of %d", t->batch);
+    if (!t->images || !t->labels) return rm_errorf(e, RM_ERR_NOMEM, "no memory for a batch of %d", t->batch);
     return RM_OK;
 }
 
@@ -1152,10 +1171,12 @@ int rm_trainer_run(rm_trainer *t, rm_err *e)
             return rm_errorf(e, RM_ERR_INVALID,
                              "the loss is %g at step %llu (epoch %llu): training diverged; try a smaller learning rate",
                              (double)loss, (unsigned long long)t->step, (unsigned long long)epoch + 1);
-        if (t->sum.train_accuracy &&
+        if (t->sum.train_accuracy && t->step % (uint64_t)t->sum.train_accuracy == 0 &&
             (rc = fwd_run(&t->eval, &acc, t->ex, t->images, t->labels, count, 1,
                           t->seed, t->step, 0, e)))
             return rc;
+        { fwd_result chk = {0,0,0}; if ((rc = fwd_run(&t->eval, &chk, t->ex, t->images, t->labels, count, 1, t->seed, t->step, 1, e))) return rc;
+          float rl = (float)(chk.loss_sum / (double)chk.total); if (rl != loss) return rm_errorf(e, RM_ERR_INVALID, "REPLAY MISMATCH %.9g %.9g", (double)rl, (double)loss); }
         double lr = rm_lr_at(&t->lr, t->step, t->lr_total);
         if ((rc = rm_optim_step(t->opt, (float)lr, e))) return rc;
         t->step++, done++, in_epoch++;

@@ -101,13 +101,14 @@ typedef struct rm_trainer_config {
     const char *resume_path;     /* NULL: start fresh */
     const char *cache_dir;       /* NULL: no schedule cache */
     uint64_t eval_every;         /* 0: evaluate after each epoch only; else also every this many steps */
-    int train_accuracy;          /* 1: measure training accuracy (an extra forward pass per step, see trainer.c) */
+    int train_accuracy_every;    /* measure training accuracy on every this many steps (0: never); each
+                                    measurement replays the step's forward pass (see trainer.c) */
     rm_trainer_event_fn event;
     void *event_ctx;
 } rm_trainer_config;
 
 /* Defaults: synthetic data, batch 32, checkpoint_all, 1 epoch, SGD momentum
- * 0.9, lr 0.05 constant, seed 1, training accuracy on. model_path, the
+ * 0.9, lr 0.05 constant, seed 1, training accuracy on every 4th step. model_path, the
  * budget and the strategy are for the caller to set. */
 void rm_trainer_config_default(rm_trainer_config *c);
 
@@ -118,7 +119,8 @@ typedef struct rm_trainer_summary {
     int layers, classes;
     rm_task task;
     size_t params;
-    char train_data[256], test_data[256]; /* rm_dataset_describe lines */
+    char train_data[256];    /* where the data comes from */
+    char test_data[256];     /* where the held-out data comes from; "" for a split of the training data */
     int64_t train_samples, test_samples;
     int held_out_split;      /* the held-out data is a seeded split of the training data */
     /* batch */
@@ -150,7 +152,7 @@ typedef struct rm_trainer_summary {
     uint64_t total_steps;    /* where the run stops: epochs x epoch_steps, or max_steps */
     uint64_t start_step;     /* > 0 when resumed */
     uint64_t seed;
-    int train_accuracy;      /* measured (the configuration asked and the memory allows it) */
+    int train_accuracy;      /* measured on every this many steps; 0: not (not asked, or no memory for it) */
 } rm_trainer_summary;
 
 typedef struct rm_trainer rm_trainer;

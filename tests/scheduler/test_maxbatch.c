@@ -16,12 +16,12 @@
 #define TINY REMAT_SOURCE_DIR "/models/vgg-tiny.cfg"
 
 typedef struct pred {
-    int boundary;  /* monotone: feasible iff batch <= boundary */
-    int hi;        /* no probe may reach it */
+    int boundary; /* monotone: feasible iff batch <= boundary */
+    int hi;       /* no probe may reach it */
     int probes;
     const int *set; /* non-monotone: feasible iff set[batch] (when not NULL) */
     int set_len;
-    int fail_at;   /* an error at this batch (0: never) */
+    int fail_at; /* an error at this batch (0: never) */
 } pred;
 
 static int feasible(int *ok, void *ctx, int batch, rm_err *e)
@@ -127,8 +127,7 @@ Test(cli_maxbatch_lib, checkpoint_all_matches_direct_computation)
         o.budget = budget;
         o.max_batch = 4096;
         rm_maxbatch_result r;
-        cr_assert_eq(rm_maxbatch_search(&r, rm_strategy_find("checkpoint_all"), build, m, &o, &e), RM_OK, "%s",
-                     e.msg);
+        cr_assert_eq(rm_maxbatch_search(&r, rm_strategy_find("checkpoint_all"), build, m, &o, &e), RM_OK, "%s", e.msg);
         cr_assert_eq(r.max_batch, direct, "budget %zu: search %d, direct %d", budget, r.max_batch, direct);
         cr_assert(!r.capped);
         cr_assert_geq(r.bound_batch, r.max_batch);

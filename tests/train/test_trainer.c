@@ -1,0 +1,588 @@
+/* The training loop (train/trainer.c) and `remat train`. A tiny model learns
+ * a learnable synthetic task (the loss falls, held-out accuracy beats
+ * chance); training under a budget below checkpoint-all's peak recomputes
+ * and follows checkpoint-all's run bit for bit (losses, parameters,
+ * gradients, batchnorm statistics: remat changes memory, not math), with the
+ * fixed-memory accounting equal to what the executor allocates and the arena
+ * within the budget; a run stopped mid-epoch and resumed from its checkpoint
+ * repeats the uninterrupted run's losses exactly; --batch auto is the
+ * max-batch search's answer; the schedule cache hits, and a tampered cache
+ * file is re-solved; and the CLI refuses bad input with exit 1 and a message
+ * that says what is wrong. Everything runs the baselines only (no lp_solve),
+ * on the tiny models, in a few seconds. */
+#include <criterion/criterion.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "maxbatch.h"
+#include "train_fixtures.h"
+#include "trainer.h"
+
+#define VGG_TINY REMAT_SOURCE_DIR "/models/vgg-tiny.cfg"
+#define RESNET_TINY REMAT_SOURCE_DIR "/models/resnet-tiny.cfg"
+#define UNET_TINY REMAT_SOURCE_DIR "/models/unet-tiny.cfg"
+
+#define MAX_STEPS 128
+
+/* What a run reported through its events. */
+typedef struct recorder {
+    double loss[MAX_STEPS]; /* by global step */
+    int have[MAX_STEPS];
+    double running_loss, running_acc;
+    rm_trainer_eval eval; /* the last evaluation */
+    int evals, checkpoints;
+    char notes[2048];
+} recorder;
+
+static void record(void *ctx, const rm_trainer_event *ev)
+{
+    recorder *r = ctx;
+    switch (ev->kind) {
+    case RM_TRAINER_STEP:
+        cr_assert(ev->step >= 1 && ev->step <= MAX_STEPS);
+        r->loss[ev->step - 1] = ev->loss;
+        r->have[ev->step - 1] = 1;
+        r->running_loss = ev->running_loss;
+        r->running_acc = ev->running_acc;
+        break;
+    case RM_TRAINER_EVAL:
+    case RM_TRAINER_EPOCH:
+        r->eval = ev->eval;
+        r->evals++;
+        break;
+    case RM_TRAINER_CHECKPOINT: r->checkpoints++; break;
+    case RM_TRAINER_NOTE: {
+        size_t l = strlen(r->notes);
+        snprintf(r->notes + l, sizeof r->notes - l, "%s\n", ev->text);
+        break;
+    }
+    default: break;
+    }
+}
+
+static rm_trainer_config config(const char *model, int batch, const char *strategy, double percent, recorder *r)
+{
+    rm_trainer_config c;
+    rm_trainer_config_default(&c);
+    c.model_path = model;
+    c.batch = batch;
+    c.strategy = strategy;
+    c.budget_percent = percent;
+    c.synthetic_samples = 8 * batch;
+    c.epochs = 4;
+    c.event = record;
+    c.event_ctx = r;
+    return c;
+}
+
+static rm_trainer *create(const rm_trainer_config *c)
+{
+    rm_trainer *t = NULL;
+    rm_err e = {RM_OK, ""};
+    cr_assert_eq(rm_trainer_create(&t, c, &e), RM_OK, "%s", e.msg);
+    return t;
+}
+
+static void run(rm_trainer *t)
+{
+    rm_err e = {RM_OK, ""};
+    cr_assert_eq(rm_trainer_run(t, &e), RM_OK, "%s", e.msg);
+}
+
+static double mean(const double *x, int n)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++) s += x[i];
+    return s / n;
+}
+
+/* ---- learning ------------------------------------------------------------ */
+
+Test(trainer, loss_falls_on_a_learnable_task)
+{
+    recorder r;
+    memset(&r, 0, sizeof r);
+    rm_trainer_config c = config(VGG_TINY, 16, "checkpoint_all", 100, &r);
+    c.synthetic_samples = 640;
+    c.max_steps = 40;
+    c.lr = 0.01;
+    c.train_accuracy_every = 1;
+    rm_trainer *t = create(&c);
+    run(t);
+    cr_assert_eq(rm_trainer_steps(t), 40);
+    double first = mean(r.loss, 5), last = mean(r.loss + 35, 5);
+    cr_expect_lt(last, 0.7 * first, "mean loss of the first 5 steps %.4f, of the last 5 %.4f", first, last);
+    cr_expect_lt(r.running_loss, 0.9 * first, "running loss %.4f, initial %.4f", r.running_loss, first);
+    cr_assert_eq(r.eval.samples, 160, "held out: a fifth of 800 samples");
+    /* 10 classes: chance is 10%. */
+    cr_expect_gt(r.eval.accuracy, 0.3, "held-out accuracy %.3f", r.eval.accuracy);
+    cr_expect_gt(r.running_acc, 0.15, "training accuracy %.3f (dropout 0.5 on)", r.running_acc);
+    rm_trainer_free(t);
+}
+
+Test(trainer, segmentation_learns_pixels)
+{
+    recorder r;
+    memset(&r, 0, sizeof r);
+    rm_trainer_config c = config(UNET_TINY, 8, "checkpoint_all", 100, &r);
+    c.max_steps = 30;
+    rm_trainer *t = create(&c);
+    const rm_trainer_summary *s = rm_trainer_summary_of(t);
+    cr_assert_eq(s->task, RM_TASK_SEGMENTATION);
+    cr_assert_eq(s->classes, 2);
+    run(t);
+    double first = mean(r.loss, 5), last = mean(r.loss + 25, 5);
+    cr_expect_lt(last, 0.7 * first, "first %.4f, last %.4f", first, last);
+    /* Pixel accuracy, above what predicting the background everywhere could
+     * give on a background-heavy mask is not asserted; above chance is. */
+    cr_expect_gt(r.eval.accuracy, 0.5, "held-out pixel accuracy %.3f", r.eval.accuracy);
+    rm_trainer_free(t);
+}
+
+static void put_be32(FILE *f, uint32_t v)
+{
+    unsigned char b[4] = {(unsigned char)(v >> 24), (unsigned char)(v >> 16), (unsigned char)(v >> 8),
+                          (unsigned char)v};
+    cr_assert_eq(fwrite(b, 1, 4, f), 4);
+}
+
+/* MNIST idx files with only a training split: the held-out data is a seeded
+ * tenth of it, and the data's shape must be the model's. Images: a bright
+ * square in one of four quadrants, the quadrant is the label. */
+Test(trainer, folder_data_without_a_test_split)
+{
+    char dir[128], path[256];
+    tf_tmpdir(dir, sizeof dir);
+    const int n = 80, side = 12;
+    snprintf(path, sizeof path, "%s/train-images-idx3-ubyte", dir);
+    FILE *fi = fopen(path, "wb");
+    snprintf(path, sizeof path, "%s/train-labels-idx1-ubyte", dir);
+    FILE *fl = fopen(path, "wb");
+    cr_assert(fi && fl);
+    put_be32(fi, 0x803), put_be32(fi, (uint32_t)n), put_be32(fi, side), put_be32(fi, side);
+    put_be32(fl, 0x801), put_be32(fl, (uint32_t)n);
+    for (int i = 0; i < n; i++) {
+        int q = i % 4;
+        for (int y = 0; y < side; y++)
+            for (int x = 0; x < side; x++) {
+                int in = (y < side / 2) == (q < 2) && (x < side / 2) == (q % 2 == 0);
+                fputc(in ? 200 + i % 50 : i % 7, fi);
+            }
+        fputc(q, fl);
+    }
+    fclose(fi);
+    fclose(fl);
+    char model[256];
+    snprintf(model, sizeof model, "%s/tiny.cfg", dir);
+    FILE *fm = fopen(model, "w");
+    cr_assert_not_null(fm);
+    fprintf(fm, "[net]\nchannels=1\nheight=%d\nwidth=%d\n[conv]\nname=conv1\nfilters=4\nsize=3\npad=1\n"
+                "[batchnorm]\nname=bn1\n[relu]\nname=relu1\n[maxpool]\nname=pool1\nsize=2\nstride=2\n"
+                "[flatten]\nname=flat\n[linear]\nname=fc\nout=10\n[softmax_xent]\nname=loss\n",
+            side, side);
+    fclose(fm);
+
+    recorder r;
+    memset(&r, 0, sizeof r);
+    rm_trainer_config c = config(model, 8, "checkpoint_all", 100, &r);
+    c.data = dir;
+    c.max_steps = 20;
+    rm_trainer *t = create(&c);
+    const rm_trainer_summary *s = rm_trainer_summary_of(t);
+    cr_assert(strstr(r.notes, "holding out 10%"), "notes: %s", r.notes);
+    cr_assert(s->held_out_split);
+    cr_assert_eq(s->train_samples, 72);
+    cr_assert_eq(s->test_samples, 8);
+    cr_assert_eq(s->epoch_steps, 9);
+    run(t);
+    cr_assert_eq(r.eval.samples, 8);
+    cr_expect_lt(mean(r.loss + 15, 5), mean(r.loss, 5));
+    rm_trainer_free(t);
+
+    /* A model whose input is not the data's shape is refused, naming both. */
+    fm = fopen(model, "w");
+    fprintf(fm, "[net]\nchannels=3\nheight=%d\nwidth=%d\n[global_avgpool]\n[linear]\nname=fc\nout=10\n"
+                "[softmax_xent]\nname=loss\n",
+            side, side);
+    fclose(fm);
+    rm_err e = {RM_OK, ""};
+    cr_assert_eq(rm_trainer_create(&t, &c, &e), RM_ERR_INVALID);
+    cr_assert(strstr(e.msg, "1x12x12") && strstr(e.msg, "3x12x12"), "%s", e.msg);
+    tf_rmdir(dir);
+}
+
+/* ---- remat changes memory, not math ---------------------------------------- */
+
+/* Runs `steps` steps under strategy at percent of the no-remat peak and
+ * under checkpoint-all with room to spare, and compares everything. */
+static void expect_same_run(const char *model, int batch, const char *strategy, double percent, int steps)
+{
+    recorder ra, rb;
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    rm_trainer_config ca = config(model, batch, strategy, percent, &ra);
+    ca.max_steps = (uint64_t)steps;
+    rm_trainer_config cb = config(model, batch, "checkpoint_all", 120, &rb);
+    cb.max_steps = (uint64_t)steps;
+    rm_trainer *a = create(&ca), *b = create(&cb);
+
+    const rm_trainer_summary *s = rm_trainer_summary_of(a);
+    cr_assert_lt(s->budget, s->noremat_peak, "%s: the budget must be below checkpoint-all's peak", model);
+    cr_assert_gt(s->recomputations, 0, "%s: %s at %.0f%% must recompute", model, strategy, percent);
+    cr_assert_leq(s->sched_peak, s->budget);
+    cr_assert_leq(s->fixed + s->plan_span, s->budget, "%s: the arena must fit the budget", model);
+    /* The accounting is what the executor allocates, plus the optimizer's state. */
+    cr_assert_eq(rm_executor_fixed_bytes(rm_trainer_executor(a)) + s->fixed_optim, s->fixed);
+    cr_assert_eq(rm_trainer_summary_of(b)->recomputations, 0);
+
+    run(a);
+    run(b);
+    cr_assert_eq(rm_executor_arena_high_water(rm_trainer_executor(a)), s->plan_span);
+    for (int i = 0; i < steps; i++) {
+        cr_assert(ra.have[i] && rb.have[i]);
+        cr_assert_eq(ra.loss[i], rb.loss[i], "%s step %d: loss %.9g under %s, %.9g under checkpoint_all", model, i,
+                     ra.loss[i], strategy, rb.loss[i]);
+    }
+    cr_expect_lt(ra.loss[steps - 1], ra.loss[0], "%s: the loss falls", model);
+    size_t n, m;
+    rm_executor *xa = rm_trainer_executor(a), *xb = rm_trainer_executor(b);
+    const float *pa = rm_executor_params(xa, &n), *pb = rm_executor_params(xb, &m);
+    cr_assert_eq(n, m);
+    cr_assert_eq(memcmp(pa, pb, n * sizeof(float)), 0, "%s: parameters differ after %d steps", model, steps);
+    cr_assert_eq(memcmp(rm_executor_grads(xa, NULL), rm_executor_grads(xb, NULL), n * sizeof(float)), 0,
+                 "%s: gradients of the last step differ", model);
+    const float *ba = rm_executor_buffers(xa, &n), *bb = rm_executor_buffers(xb, &m);
+    cr_assert_eq(n, m);
+    if (n) cr_assert_eq(memcmp(ba, bb, n * sizeof(float)), 0, "%s: batchnorm statistics differ", model);
+    cr_assert_eq(memcmp(&ra.eval, &rb.eval, offsetof(rm_trainer_eval, seconds)), 0, "%s: evaluations differ", model);
+    rm_trainer_free(a);
+    rm_trainer_free(b);
+}
+
+Test(trainer, remat_run_is_bit_identical_resnet)
+{
+    expect_same_run(RESNET_TINY, 8, "chen_greedy", 75, 12); /* batchnorm, residual gradient sums */
+}
+
+Test(trainer, remat_run_is_bit_identical_vgg_dropout)
+{
+    expect_same_run(VGG_TINY, 8, "chen_greedy", 95, 12); /* dropout masks replayed when recomputed */
+}
+
+Test(trainer, remat_run_is_bit_identical_unet)
+{
+    expect_same_run(UNET_TINY, 4, "linearized_greedy", 80, 8); /* concat skips, segmentation */
+}
+
+/* ---- checkpoints ------------------------------------------------------------ */
+
+Test(trainer, resume_repeats_the_uninterrupted_run)
+{
+    char dir[128], path[256];
+    tf_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/run.ckpt", dir);
+    /* 8 steps an epoch; stop mid-epoch 1 at step 6, resume past the epoch boundary to 13. Adam and a cosine
+     * schedule, so the optimizer's state and step count and the schedule's position all matter. */
+    recorder ra, rb, rc;
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    memset(&rc, 0, sizeof rc);
+    rm_trainer_config c = config(RESNET_TINY, 8, "chen_greedy", 80, &ra);
+    c.synthetic_samples = 64;
+    c.epochs = 2;
+    c.optim = rm_optim_options_default(RM_OPTIM_ADAM);
+    c.lr = 0.01;
+    c.lr_kind = RM_LR_COSINE;
+    c.seed = 7;
+    c.seed_given = 1;
+    c.max_steps = 13;
+    rm_trainer *a = create(&c);
+    cr_assert_eq(rm_trainer_summary_of(a)->epoch_steps, 8);
+    run(a);
+
+    rm_trainer_config cb = c;
+    cb.event_ctx = &rb;
+    cb.max_steps = 6;
+    cb.checkpoint_path = path;
+    rm_trainer *b = create(&cb);
+    run(b);
+    cr_assert_eq(rb.checkpoints, 1);
+    for (int i = 0; i < 6; i++) cr_assert_eq(rb.loss[i], ra.loss[i], "step %d before the stop", i);
+
+    /* The resumed run is not told the seed: it takes the checkpoint's. */
+    rm_trainer_config cc = c;
+    cc.event_ctx = &rc;
+    cc.seed = 1;
+    cc.seed_given = 0;
+    cc.resume_path = path;
+    rm_trainer *r = create(&cc);
+    cr_assert_eq(rm_trainer_summary_of(r)->start_step, 6);
+    cr_assert_eq(rm_trainer_summary_of(r)->seed, 7);
+    run(r);
+    cr_assert_eq(rm_trainer_steps(r), 13);
+    for (int i = 0; i < 6; i++) cr_assert(!rc.have[i], "the resumed run starts at step 6");
+    for (int i = 6; i < 13; i++) {
+        cr_assert(rc.have[i]);
+        cr_assert_eq(rc.loss[i], ra.loss[i], "step %d: resumed %.9g, uninterrupted %.9g", i, rc.loss[i], ra.loss[i]);
+    }
+    size_t n;
+    const float *pa = rm_executor_params(rm_trainer_executor(a), &n);
+    cr_assert_eq(memcmp(pa, rm_executor_params(rm_trainer_executor(r), NULL), n * sizeof(float)), 0);
+
+    /* Told another seed, it refuses: the batch order and dropout would differ. */
+    cc.seed_given = 1;
+    rm_trainer *bad = NULL;
+    rm_err e = {RM_OK, ""};
+    cr_assert_eq(rm_trainer_create(&bad, &cc, &e), RM_ERR_INVALID);
+    cr_assert(strstr(e.msg, "seed 7"), "%s", e.msg);
+    /* Another batch size makes the saved epoch count disagree with the step. */
+    cc.seed_given = 0;
+    cc.batch = 16;
+    cc.synthetic_samples = 64;
+    cr_assert_eq(rm_trainer_create(&bad, &cc, &e), RM_ERR_INVALID);
+    cr_assert(strstr(e.msg, "another batch size"), "%s", e.msg);
+
+    rm_trainer_free(a);
+    rm_trainer_free(b);
+    rm_trainer_free(r);
+    tf_rmdir(dir);
+}
+
+/* ---- batch auto, the cache ------------------------------------------------------ */
+
+typedef struct pctx {
+    const rm_model *m;
+    rm_optim_options o;
+} pctx;
+
+static int problem_at(rm_problem **out, void *ctx, int batch, rm_err *e)
+{
+    pctx *c = ctx;
+    return rm_trainer_problem(out, NULL, c->m, batch, &c->o, e);
+}
+
+Test(trainer, batch_auto_is_the_max_batch_answer)
+{
+    recorder r;
+    memset(&r, 0, sizeof r);
+    rm_trainer_config c = config(RESNET_TINY, 0, "chen_greedy", 0, &r);
+    c.budget = 8u << 20;
+    c.synthetic_samples = 0;
+    c.max_steps = 1;
+    rm_trainer *t = create(&c);
+    const rm_trainer_summary *s = rm_trainer_summary_of(t);
+
+    pctx pc = {rm_trainer_model(t), c.optim};
+    rm_maxbatch_options o;
+    memset(&o, 0, sizeof o);
+    o.budget = c.budget;
+    o.max_batch = 1 << 16;
+    rm_maxbatch_result mr;
+    rm_err e = {RM_OK, ""};
+    cr_assert_eq(rm_maxbatch_search(&mr, rm_strategy_find("chen_greedy"), problem_at, &pc, &o, &e), RM_OK, "%s",
+                 e.msg);
+    cr_assert_gt(mr.max_batch, 1);
+    cr_assert(s->batch_auto);
+    cr_assert_eq(s->batch, mr.max_batch, "auto picked %d, the search says %d", s->batch, mr.max_batch);
+    cr_assert_leq(s->fixed + s->plan_span, c.budget);
+    /* One more sample per batch would not fit this strategy (the search's local boundary). */
+    run(t);
+    rm_trainer_free(t);
+}
+
+Test(trainer, schedule_cache_hits_and_rejects_tampering)
+{
+    char dir[128];
+    tf_tmpdir(dir, sizeof dir);
+    recorder r;
+    memset(&r, 0, sizeof r);
+    rm_trainer_config c = config(RESNET_TINY, 8, "chen_greedy", 80, &r);
+    c.cache_dir = dir;
+    rm_trainer *a = create(&c);
+    const rm_trainer_summary *sa = rm_trainer_summary_of(a);
+    cr_assert_eq(sa->cache, 0, "first run: a miss");
+    FILE *f = fopen(sa->cache_file, "r");
+    cr_assert_not_null(f, "%s was not written", sa->cache_file);
+    fclose(f);
+
+    rm_trainer *b = create(&c);
+    const rm_trainer_summary *sb = rm_trainer_summary_of(b);
+    cr_assert_eq(sb->cache, 1, "second run: a hit");
+    cr_assert_str_eq(sb->status, "cached");
+    cr_assert_eq(sb->cost, sa->cost);
+    cr_assert_eq(sb->sched_peak, sa->sched_peak);
+    cr_assert_eq(sb->plan_span, sa->plan_span);
+    rm_trainer_free(b);
+
+    /* Another budget is another key. */
+    rm_trainer_config c2 = c;
+    c2.budget_percent = 90;
+    b = create(&c2);
+    cr_assert_eq(rm_trainer_summary_of(b)->cache, 0);
+    rm_trainer_free(b);
+
+    /* A tampered file: stage 5 no longer computes node 5 (R[5][5] = 0); the reader rejects it and the
+     * schedule is solved again. */
+    f = fopen(sa->cache_file, "r+");
+    cr_assert_not_null(f);
+    char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    char *row = strstr(buf, "\nstage 5 R ");
+    cr_assert_not_null(row, "no stage 5 in the schedule file");
+    row += strlen("\nstage 5 R ");
+    cr_assert_eq(row[5], '1');
+    row[5] = '0';
+    rewind(f);
+    fwrite(buf, 1, n, f);
+    fclose(f);
+    memset(r.notes, 0, sizeof r.notes);
+    b = create(&c);
+    cr_assert_eq(rm_trainer_summary_of(b)->cache, 0, "a tampered file is not used");
+    cr_assert(strstr(r.notes, "ignoring"), "notes: %s", r.notes);
+    cr_assert_eq(rm_trainer_summary_of(b)->cost, sa->cost);
+    rm_trainer_free(b);
+    rm_trainer_free(a);
+    tf_rmdir(dir);
+}
+
+/* ---- the command line ------------------------------------------------------------ */
+
+static char clidir[128];
+
+static void cli_setup(void)
+{
+    tf_tmpdir(clidir, sizeof clidir);
+    char path[256];
+    snprintf(path, sizeof path, "%s/stdout", clidir);
+    cr_assert_not_null(freopen(path, "w", stdout));
+    snprintf(path, sizeof path, "%s/stderr", clidir);
+    cr_assert_not_null(freopen(path, "w", stderr));
+}
+
+static void cli_teardown(void) { tf_rmdir(clidir); }
+
+/* Runs `remat train ARGS...` and returns its exit code; *err gets stderr. */
+static int train_cli(char *err, size_t len, const char *const *args)
+{
+    char *argv[64];
+    int argc = 0;
+    argv[argc++] = "remat";
+    argv[argc++] = "train";
+    for (int i = 0; args[i]; i++) argv[argc++] = (char *)args[i];
+    argv[argc] = NULL;
+    fflush(stdout);
+    fflush(stderr);
+    long before = ftell(stderr);
+    int rc = rm_cli_main(argc, argv);
+    fflush(stdout);
+    fflush(stderr);
+    char path[256];
+    snprintf(path, sizeof path, "%s/stderr", clidir);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f);
+    fseek(f, before, SEEK_SET);
+    size_t n = fread(err, 1, len - 1, f);
+    err[n] = '\0';
+    fclose(f);
+    return rc;
+}
+
+static int contains_file(const char *name, const char *what)
+{
+    char path[256], buf[1 << 15];
+    snprintf(path, sizeof path, "%s/%s", clidir, name);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return strstr(buf, what) != NULL;
+}
+
+TestSuite(trainer_cli, .init = cli_setup, .fini = cli_teardown);
+
+Test(trainer_cli, trains_and_prints_the_summary)
+{
+    char err[4096];
+    const char *args[] = {"--model", RESNET_TINY, "--data", "synthetic", "--batch", "8", "--budget", "80%",
+                          "--strategy", "chen-greedy", "--steps", "3", "--samples", "64", NULL};
+    cr_assert_eq(train_cli(err, sizeof err, args), 0, "%s", err);
+    cr_assert(contains_file("stdout", "no-remat"));
+    cr_assert(contains_file("stdout", "training does not fit without rematerialization"));
+    cr_assert(contains_file("stdout", "compute overhead"));
+    cr_assert(contains_file("stdout", "held-out loss"));
+    cr_assert(contains_file("stdout", "done         3 steps"));
+}
+
+Test(trainer_cli, refuses_bad_input_with_a_reason)
+{
+    char err[8192];
+    struct {
+        const char *args[20];
+        const char *want;
+    } cases[] = {
+        {{"--model", RESNET_TINY, "--data", "synthetic", "--budget", "80%", "--strategy", "nope", NULL},
+         "unknown strategy 'nope'"},
+        {{"--model", RESNET_TINY, "--data", "synthetic", "--budget", "1KiB", "--strategy", "chen_greedy", NULL},
+         "does not hold the fixed memory"},
+        {{"--model", RESNET_TINY, "--data", "synthetic", "--batch", "8", "--budget", "30%", "--strategy",
+          "chen_greedy", NULL},
+         "no schedule exists"},
+        {{"--model", VGG_TINY, "--data", "synthetic", "--batch", "8", "--budget", "96%", "--strategy",
+          "checkpoint_all", NULL},
+         "checkpoint_all finds no schedule"},
+        {{"--model", RESNET_TINY, "--data", "/nonexistent/data", "--budget", "80%", NULL}, "/nonexistent/data"},
+        {{"--model", "/nonexistent.cfg", "--data", "synthetic", "--budget", "80%", NULL}, "/nonexistent.cfg"},
+        {{"--model", RESNET_TINY, "--data", "synthetic", "--batch", "auto", "--budget", "80%", NULL},
+         "not a percentage"},
+        {{"--model", RESNET_TINY, "--data", "synthetic", "--budget", "16G", NULL}, "ambiguous"},
+        {{"--model", RESNET_TINY, "--data", "synthetic", "--budget", "80%", "--optimizer", "rmsprop", NULL},
+         "sgd or adam"},
+        {{"--model", RESNET_TINY, "--data", "synthetic", "--budget", "80%", "--epochs", "0", NULL}, "--epochs"},
+        {{"--model", RESNET_TINY, "--data", "synthetic", NULL}, "--budget B is required"},
+        {{"--model", RESNET_TINY, "--budget", "80%", NULL}, "--data"},
+        {{"--model", UNET_TINY, "--data", "synthetic", "--budget", "8MiB", "--batch", "auto", "--strategy",
+          "checkpoint_all", "--lr", "-1", NULL},
+         "--lr"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int rc = train_cli(err, sizeof err, cases[i].args);
+        cr_expect_eq(rc, 1, "case %zu: exit %d, stderr: %s", i, rc, err);
+        cr_expect(strstr(err, cases[i].want), "case %zu: stderr lacks '%s': %s", i, cases[i].want, err);
+    }
+}
+
+Test(trainer_cli, refuses_a_corrupt_checkpoint)
+{
+    char err[4096], ckpt[256];
+    snprintf(ckpt, sizeof ckpt, "%s/run.ckpt", clidir);
+    const char *save[] = {"--model", RESNET_TINY, "--data", "synthetic", "--batch", "8", "--budget", "80%",
+                          "--strategy", "chen_greedy", "--steps", "2", "--samples", "64", "--checkpoint", ckpt,
+                          "--quiet", NULL};
+    cr_assert_eq(train_cli(err, sizeof err, save), 0, "%s", err);
+    FILE *f = fopen(ckpt, "r+b");
+    cr_assert_not_null(f);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, size / 2, SEEK_SET);
+    int ch = fgetc(f);
+    fseek(f, size / 2, SEEK_SET);
+    fputc(ch ^ 0x40, f);
+    fclose(f);
+    const char *resume[] = {"--model", RESNET_TINY, "--data", "synthetic", "--batch", "8", "--budget", "80%",
+                            "--strategy", "chen_greedy", "--steps", "4", "--samples", "64", "--resume", ckpt,
+                            "--quiet", NULL};
+    int rc = train_cli(err, sizeof err, resume);
+    cr_assert_eq(rc, 1, "exit %d: %s", rc, err);
+    cr_assert(strstr(err, ckpt), "the message names the file: %s", err);
+    /* A checkpoint of another model is refused too. */
+    const char *other[] = {"--model", VGG_TINY, "--data", "synthetic", "--batch", "8", "--budget", "100%",
+                           "--strategy", "checkpoint_all", "--resume", ckpt, "--quiet", NULL};
+    rc = train_cli(err, sizeof err, other);
+    cr_assert_eq(rc, 1, "exit %d: %s", rc, err);
+    cr_assert(strstr(err, ckpt), "%s", err);
+}
