@@ -53,7 +53,8 @@
     "  --lr-schedule KIND    constant (default), step (x0.1 after each third of the run) or cosine\n"        \
     "  --seed S              parameters, dropout, synthetic data, split and batch order (default 1)\n"       \
     "  --checkpoint FILE     save (atomically) after every epoch and when the run stops\n"                    \
-    "  --resume FILE         continue a saved run exactly where it stopped\n"                                 \
+    "  --resume FILE         continue a saved run exactly where it stopped (same data, batch, epochs and\n"   \
+    "                        optimizer options; the seed is taken from the file)\n"                          \
     "  --eval-every K        also evaluate on the held-out data every K steps\n"                              \
     "  --train-accuracy-every K  measure training accuracy on every K-th step (default 4; 0 = never): each\n" \
     "                        measurement replays that step's forward pass\n"                                  \
@@ -201,8 +202,9 @@ static void print_summary(const rm_trainer_summary *s, const rm_trainer_config *
            rm_cli_bytes(a, sizeof a, (double)s->sched_peak),
            rm_cli_bytes(b, sizeof b, (double)(s->sched_peak - s->fixed)),
            pct(d, sizeof d, s->sched_peak, s->noremat_peak), rm_cli_bytes(f, sizeof f, (double)s->plan_span));
-    printf("             compute overhead %+.2f%%: %ld recomputations of %d nodes\n",
-           s->base_cost > 0 ? 100.0 * (s->cost / s->base_cost - 1) : 0.0, s->recomputations, s->recomputed_nodes);
+    printf("             compute overhead %+.2f%%: %ld recomputation%s of %d node%s\n",
+           s->base_cost > 0 ? 100.0 * (s->cost / s->base_cost - 1) : 0.0, s->recomputations,
+           s->recomputations == 1 ? "" : "s", s->recomputed_nodes, s->recomputed_nodes == 1 ? "" : "s");
     if (s->cache == 0) printf("             stored in the cache as %s\n", s->cache_file);
     const char *sched = c->lr_kind == RM_LR_STEP ? "step (x0.1 after each third)"
                         : c->lr_kind == RM_LR_COSINE ? "cosine"

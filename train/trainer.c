@@ -1175,8 +1175,6 @@ int rm_trainer_run(rm_trainer *t, rm_err *e)
             (rc = fwd_run(&t->eval, &acc, t->ex, t->images, t->labels, count, 1,
                           t->seed, t->step, 0, e)))
             return rc;
-        { fwd_result chk = {0,0,0}; if ((rc = fwd_run(&t->eval, &chk, t->ex, t->images, t->labels, count, 1, t->seed, t->step, 1, e))) return rc;
-          float rl = (float)(chk.loss_sum / (double)chk.total); if (rl != loss) return rm_errorf(e, RM_ERR_INVALID, "REPLAY MISMATCH %.9g %.9g", (double)rl, (double)loss); }
         double lr = rm_lr_at(&t->lr, t->step, t->lr_total);
         if ((rc = rm_optim_step(t->opt, (float)lr, e))) return rc;
         t->step++, done++, in_epoch++;
