@@ -7,8 +7,10 @@
  * as float32 parameters three times over, for the weights, their gradients
  * and the SGD momentum buffer, plus the batchnorm running mean and variance,
  * plus the int32 labels of the batch (one per sample, or one per pixel for
- * pixel_softmax_xent). Other optimizers would change only this number; the
- * layers' scratch workspace is not counted because no CPU layer needs one. */
+ * pixel_softmax_xent). This is the graph's own estimate, shown by `remat
+ * graph`; what training really allocates (the executor's workspace, Adam's
+ * second moment, 64-byte alignment) is rm_trainer_problem's, which plan,
+ * maxbatch and train use. */
 #include "trace.h"
 
 #include <stdio.h>

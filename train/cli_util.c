@@ -2,6 +2,7 @@
  * strict on purpose: a budget of "16G" or "1e9x" is a typo, and guessing
  * what the user meant would silently schedule for the wrong memory. */
 #include "cli_util.h"
+#include "trainer.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -259,18 +260,14 @@ int rm_cli_problem_load(rm_cli_problem *out, const char *cmd, const char *model,
             fprintf(stderr, "remat %s: %s\n", cmd, e.msg);
             return 1;
         }
-        rm_graph g;
-        rc = rm_model_trace(&g, m, (int)batch, &e);
+        /* The accounting `remat train` uses (SGD with momentum), so a plan
+         * made here is one the executor can run within the same budget. */
+        rm_optim_options sgd = rm_optim_options_default(RM_OPTIM_SGD);
+        rc = rm_trainer_problem(&out->p, NULL, m, (int)batch, &sgd, &e);
         rm_model_free(m);
         if (rc) {
             fprintf(stderr, "remat %s: %s\n", cmd, e.msg);
             return e.code == RM_ERR_NOMEM ? 2 : 1;
-        }
-        rc = rm_problem_from_graph(&out->p, &g, &e);
-        rm_graph_free(&g);
-        if (rc) {
-            fprintf(stderr, "remat %s: %s\n", cmd, e.msg);
-            return 2;
         }
         snprintf(out->what, sizeof out->what, "%s at batch %ld", model, batch);
         out->flops = 1;

@@ -11,6 +11,7 @@
 #include "maxbatch.h"
 #include "model.h"
 #include "trace.h"
+#include "trainer.h"
 
 #define MAXBATCH_USAGE                                                                                                 \
     "usage: remat maxbatch --model FILE --budget B [--strategies a,b,...] [--max-batch N]\n"                           \
@@ -44,17 +45,15 @@
 
 typedef struct trace_ctx {
     const rm_model *m;
+    rm_optim_options optim;
 } trace_ctx;
 
+/* The same accounting as `remat train` (workspace and optimizer state
+ * included), so the batch reported here is one that really trains. */
 static int build_problem(rm_problem **out, void *vctx, int batch, rm_err *e)
 {
     trace_ctx *c = vctx;
-    rm_graph g;
-    int rc = rm_model_trace(&g, c->m, batch, e);
-    if (rc) return rc;
-    rc = rm_problem_from_graph(out, &g, e);
-    rm_graph_free(&g);
-    return rc;
+    return rm_trainer_problem(out, NULL, c->m, batch, &c->optim, e);
 }
 
 static void progress(void *ctx, const char *strategy, int batch, int feasible, double seconds)
@@ -136,7 +135,7 @@ static int maxbatch_run(int argc, char **argv)
         fprintf(stderr, "remat maxbatch: %s\n", e.msg);
         return 1;
     }
-    trace_ctx tc = {m};
+    trace_ctx tc = {m, rm_optim_options_default(RM_OPTIM_SGD)};
     rm_maxbatch_options o;
     memset(&o, 0, sizeof o);
     o.budget = (size_t)bud.value;

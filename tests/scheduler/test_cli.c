@@ -21,6 +21,7 @@
 #include "simulate.h"
 #include "strategy.h"
 #include "trace.h"
+#include "trainer.h"
 
 #define TINY REMAT_SOURCE_DIR "/models/vgg-tiny.cfg"
 #define RESNET_TINY REMAT_SOURCE_DIR "/models/resnet-tiny.cfg"
@@ -115,16 +116,15 @@ static int remat(const char *first, ...)
 static char *err_text(void) { return slurp(tmp("stderr")); }
 static char *out_text(void) { return slurp(tmp("stdout")); }
 
+/* The problem the CLI builds: the training accounting with SGD momentum. */
 static rm_problem *traced(const char *cfg, int batch)
 {
     rm_err e = {RM_OK, ""};
     rm_model *m;
     cr_assert_eq(rm_model_load(&m, cfg, &e), RM_OK, "%s", e.msg);
-    rm_graph g;
-    cr_assert_eq(rm_model_trace(&g, m, batch, &e), RM_OK, "%s", e.msg);
+    rm_optim_options sgd = rm_optim_options_default(RM_OPTIM_SGD);
     rm_problem *p;
-    cr_assert_eq(rm_problem_from_graph(&p, &g, &e), RM_OK, "%s", e.msg);
-    rm_graph_free(&g);
+    cr_assert_eq(rm_trainer_problem(&p, NULL, m, batch, &sgd, &e), RM_OK, "%s", e.msg);
     rm_model_free(m);
     return p;
 }
