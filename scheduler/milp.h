@@ -12,7 +12,7 @@
  *
  * Stock lp_solve is hopeless on this model (DESIGN.md section 4; here: no
  * integer solution for the 79-node VGG16 graph at 90% in 120 s, none for
- * random 22-38-node training graphs in 2000 nodes), so the solver prunes
+ * five random 22-38-node training graphs in 2000 nodes), so the solver prunes
  * variables fixed by structure, rejects budgets below the trivial lower bound
  * at once, solves the LP relaxation first (its optimum is the reported lower
  * bound), rounds it into an incumbent whose cost is the branch-and-bound
@@ -41,8 +41,8 @@ const char *rm_milp_status_name(rm_milp_status s);
  * set" below: five random training graphs (the tests' generator) of 22-38
  * nodes at 75-90% of the checkpoint-all peak with a 2000-node limit; the
  * defaults without NO_SCALING prove 4 of 5 optimal, lp_solve's own rule
- * (NODE_FIRSTSELECT) with the other defaults 1, and stock lp_solve finds an
- * integer solution for 1 (12.5% off). */
+ * (NODE_FIRSTSELECT) with the other defaults 2, and stock lp_solve finds no
+ * integer solution for any of them. */
 enum {
     RM_MILP_FLOOR_FIRST = 1u << 0,  /* branch to 0 first; ceiling first: 3 of 5, 4x the nodes on two others */
     RM_MILP_S_PRIORITY = 1u << 1,   /* branch on every S before any R; without: 3 of 5 */
