@@ -10,6 +10,7 @@
 #include "milp.h"
 #include "rng.h"
 #include "simulate.h"
+#include "strategy.h"
 
 static double now_s(void)
 {
@@ -71,21 +72,6 @@ int rm_milp_cheapest_R(rm_schedule *s, const rm_problem *p, rm_err *e)
     free(mark);
     free(read);
     return RM_OK;
-}
-
-void rm_milp_checkpoint_all(rm_schedule *s, const rm_problem *p)
-{
-    int n = p->n;
-    memset(s->R, 0, (size_t)n * (size_t)n);
-    memset(s->S, 0, (size_t)n * (size_t)n);
-    for (int k = 0; k < n; k++) {
-        *rm_R(s, k, k) = 1;
-        const rm_problem_node *nd = &p->nodes[k];
-        for (int d = 0; d < nd->ndeps; d++) {
-            int j = nd->deps[d];
-            for (int t = j + 1; t <= k; t++) *rm_S(s, t, j) = 1; /* keep j until its last reader */
-        }
-    }
 }
 
 /* Activation budget in bytes; 0 = unlimited (or nothing left after the fixed bytes, see fits()). */

@@ -31,6 +31,7 @@
 
 #include "milp.h"
 #include "simulate.h"
+#include "strategy.h"
 
 static double now_s(void)
 {
@@ -86,18 +87,6 @@ static const char *lp_code_name(int code)
     case ACCURACYERROR: return "ACCURACYERROR";
     }
     return "unknown code";
-}
-
-size_t rm_milp_memory_lower_bound(const rm_problem *p)
-{
-    size_t lb = 0;
-    for (int k = 0; k < p->n; k++) {
-        const rm_problem_node *nd = &p->nodes[k];
-        size_t m = nd->bytes;
-        for (int d = 0; d < nd->ndeps; d++) m += p->nodes[nd->deps[d]].bytes;
-        if (m > lb) lb = m;
-    }
-    return lb;
 }
 
 static int check_problem(const rm_problem *p, rm_err *e)
@@ -574,7 +563,7 @@ static int model_budget(size_t *act, const rm_problem *p, rm_err *e)
     rm_schedule *ca = NULL;
     int rc = rm_schedule_create(&ca, p->n, e);
     if (rc != RM_OK) return rc;
-    rm_milp_checkpoint_all(ca, p);
+    rm_checkpoint_all_fill(ca, p);
     rm_sim_result sim;
     rc = rm_simulate(&sim, p, ca, e);
     rm_schedule_free(ca);
@@ -591,7 +580,7 @@ int rm_milp_relax(rm_milp_relaxation *out, const rm_problem *p, unsigned levers,
     if (rc != RM_OK) return rc;
     size_t act;
     if ((rc = model_budget(&act, p, e)) != RM_OK) return rc;
-    size_t lb = rm_milp_memory_lower_bound(p);
+    size_t lb = rm_problem_peak_lower_bound(p);
     if (lb > act)
         return rm_errorf(e, RM_ERR_INFEASIBLE,
                          "activation budget %zu bytes is below the trivial lower bound %zu (largest node plus inputs)",
@@ -689,7 +678,7 @@ int rm_strategy_milp(rm_schedule **out, rm_milp_result *info, const rm_problem *
 
     size_t act = 0;
     int limited = budget_act(&act, p);
-    size_t lb = rm_milp_memory_lower_bound(p);
+    size_t lb = rm_problem_peak_lower_bound(p);
     if (limited && lb > act) {
         info->status = RM_MILP_INFEASIBLE;
         info->seconds = now_s() - t0;
@@ -711,7 +700,7 @@ int rm_strategy_milp(rm_schedule **out, rm_milp_result *info, const rm_problem *
     /* Checkpoint-all costs exactly the sum of the costs, which every
      * schedule pays at least: when it fits it is optimal. */
     if ((rc = rm_schedule_create(&cand, n, e)) != RM_OK) goto done;
-    rm_milp_checkpoint_all(cand, p);
+    rm_checkpoint_all_fill(cand, p);
     rm_sim_result sim;
     if ((rc = rm_simulate(&sim, p, cand, e)) != RM_OK) {
         rm_err_context(e, "milp: checkpoint-all rejected by the simulator");

@@ -117,10 +117,6 @@ typedef struct rm_milp_result {
 int rm_strategy_milp(rm_schedule **out, rm_milp_result *info, const rm_problem *p, const rm_milp_options *opt,
                      rm_err *e);
 
-/* Smallest activation memory any schedule needs: max over nodes k of
- * bytes[k] + bytes of k's dependencies (fixed bytes excluded). */
-size_t rm_milp_memory_lower_bound(const rm_problem *p);
-
 /* The LP relaxation of the MILP: fractional S and R (n x n, row-major,
  * malloc'ed) and its optimum, a lower bound on the cost of any schedule. */
 typedef struct rm_milp_relaxation {
@@ -182,8 +178,5 @@ int rm_lp_round_from(rm_schedule **out, rm_lp_round_result *info, const rm_probl
  * minimal for that S, and computing less never raises the peak. */
 int rm_milp_cheapest_R(rm_schedule *s, const rm_problem *p, rm_err *e);
 
-/* Checkpoint-all written into s (n x n): each value computed once, retained
- * until its last use. */
-void rm_milp_checkpoint_all(rm_schedule *s, const rm_problem *p);
 
 #endif

@@ -27,7 +27,7 @@ static rm_schedule *fitting_checkpoint_all(const rm_problem *p, rm_sim_result *r
     rm_schedule *all = NULL;
     rm_err ignored = {RM_OK, ""}; /* the solver reports any real problem itself */
     if (rm_problem_validate(p, &ignored) || rm_schedule_create(&all, p->n, &ignored)) return NULL;
-    rm_milp_checkpoint_all(all, p);
+    rm_checkpoint_all_fill(all, p);
     if (rm_simulate(r, p, all, &ignored) == RM_OK && rm_sim_fits(p, r)) return all;
     rm_schedule_free(all);
     return NULL;

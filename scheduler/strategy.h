@@ -22,6 +22,9 @@
 
 /* No recomputation: every value is kept until its last use. */
 int rm_strategy_checkpoint_all(rm_schedule **out, const rm_problem *p, rm_err *e);
+/* The same schedule written into s (n x n), unchecked: for solvers that need
+ * it as a starting point without the simulator's round trip. */
+void rm_checkpoint_all_fill(rm_schedule *s, const rm_problem *p);
 
 /* Chen et al. 2016, sqrt(n): every floor(sqrt(k))-th of the k forward nodes
  * in topological order is a checkpoint (the linearized graph: any node may

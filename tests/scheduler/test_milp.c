@@ -15,6 +15,7 @@
 #include "random_graphs.h"
 #include "rng.h"
 #include "simulate.h"
+#include "strategy.h"
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -26,7 +27,7 @@ static size_t checkpoint_all_peak(const rm_problem *p, double *cost)
     rm_schedule *s;
     rm_err e = {0};
     cr_assert_eq(rm_schedule_create(&s, p->n, &e), RM_OK);
-    rm_milp_checkpoint_all(s, p);
+    rm_checkpoint_all_fill(s, p);
     rm_sim_result r;
     cr_assert_eq(rm_simulate(&r, p, s, &e), RM_OK, "%s", e.msg);
     rm_schedule_free(s);
@@ -87,7 +88,7 @@ static rm_problem *small_training(uint64_t seed)
 /* Budgets from the trivial lower bound to the checkpoint-all peak. */
 static int budget_ladder(size_t *b, const rm_problem *p, int steps)
 {
-    size_t lo = rm_milp_memory_lower_bound(p), hi = checkpoint_all_peak(p, NULL);
+    size_t lo = rm_problem_peak_lower_bound(p), hi = checkpoint_all_peak(p, NULL);
     int nb = 0;
     for (int k = 0; k < steps; k++) {
         size_t v = lo + (hi - lo) * (size_t)k / (size_t)(steps - 1);
@@ -276,7 +277,7 @@ Test(milp, below_trivial_bound_is_infeasible_at_once)
     rg_options go = {12, 0.3, 0.2, 0, 4096};
     rm_problem *p = rg_training_problem(3, &go);
     cr_assert_not_null(p);
-    size_t lb = rm_milp_memory_lower_bound(p);
+    size_t lb = rm_problem_peak_lower_bound(p);
     set_act(p, lb - 1);
     rm_milp_result info;
     rm_schedule *s = NULL;
@@ -305,7 +306,7 @@ Test(milp, node_limit_is_deterministic_and_honest)
     rg_options go = {14, 0.3, 0.2, 0, 4096};
     rm_problem *p = rg_training_problem(5, &go);
     cr_assert_not_null(p);
-    size_t lo = rm_milp_memory_lower_bound(p), hi = checkpoint_all_peak(p, NULL);
+    size_t lo = rm_problem_peak_lower_bound(p), hi = checkpoint_all_peak(p, NULL);
     set_act(p, lo + (hi - lo) / 3);
     rm_milp_result a, b;
     rm_schedule *sa = NULL, *sb = NULL;
@@ -388,7 +389,7 @@ Test(milp, mid_sized_training_graph_within_a_node_budget)
     rm_problem *p = rg_training_problem(11, &go);
     cr_assert_not_null(p);
     cr_assert(p->n >= 29, "n = %d", p->n);
-    size_t hi = checkpoint_all_peak(p, NULL), lo = rm_milp_memory_lower_bound(p);
+    size_t hi = checkpoint_all_peak(p, NULL), lo = rm_problem_peak_lower_bound(p);
     set_act(p, lo + (hi - lo) * 7 / 10);
     rm_milp_options o = test_options(RM_MILP_DEFAULT);
     o.node_limit = 300;
@@ -494,7 +495,7 @@ Test(lp_round, full_and_closure_dp_agree)
 Test(lp_round, reports_infeasible_honestly)
 {
     rm_problem *p = random_dag(5, 7);
-    set_act(p, rm_milp_memory_lower_bound(p) - 1);
+    set_act(p, rm_problem_peak_lower_bound(p) - 1);
     rm_schedule *s = NULL;
     rm_lp_round_result rr;
     rm_err e = {0};
@@ -508,7 +509,7 @@ Test(lp_round, gap_and_bound_on_a_larger_graph)
     rg_options go = {16, 0.3, 0.2, 0, 4096};
     rm_problem *p = rg_training_problem(7, &go);
     cr_assert_not_null(p);
-    size_t hi = checkpoint_all_peak(p, NULL), lo = rm_milp_memory_lower_bound(p);
+    size_t hi = checkpoint_all_peak(p, NULL), lo = rm_problem_peak_lower_bound(p);
     set_act(p, lo + (hi - lo) / 2);
     rm_schedule *s = NULL;
     rm_lp_round_result rr;
