@@ -46,6 +46,33 @@ int rm_cli_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
     return 1;
 }
 
+int rm_cli_parse_options(const rm_cli_opt *opts, size_t n, int argc, char **argv, const char *cmd, const char *usage)
+{
+    for (int i = 1; i < argc; i++) {
+        const rm_cli_opt *o = NULL;
+        const char *v = NULL;
+        for (size_t k = 0; k < n && !o; k++) {
+            if (opts[k].flag) {
+                /* A flag matches only exactly: "--quiet=1" is a typo, not a value. */
+                if (!strcmp(argv[i], opts[k].name) || (opts[k].short_name && !strcmp(argv[i], opts[k].short_name)))
+                    o = &opts[k];
+            } else if (rm_cli_option(&v, argc, argv, &i, opts[k].name)) {
+                o = &opts[k];
+            }
+        }
+        if (!o) return rm_cli_usage_error(cmd, usage, "unknown argument '%s'", argv[i]);
+        if (o->flag) {
+            *o->flag = 1;
+            continue;
+        }
+        if (!v || !*v) return rm_cli_usage_error(cmd, usage, "%s needs a value", o->name);
+        /* A second value would silently win over the first; say so instead. */
+        if (*o->value) return rm_cli_usage_error(cmd, usage, "%s given twice", o->name);
+        *o->value = v;
+    }
+    return 0;
+}
+
 const char *rm_cli_group_digits(char *buf, size_t len, unsigned long long v)
 {
     char raw[32];

@@ -19,6 +19,24 @@ int rm_cli_option(const char **out, int argc, char **argv, int *a, const char *o
  * returns 1 (the exit code of bad usage). */
 int rm_cli_usage_error(const char *cmd, const char *usage, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* One option a subcommand accepts: a valued "--opt V" / "--opt=V" stored in
+ * *value, or a flag ("--quiet", with an optional short form "-q") that sets
+ * *flag to 1. Build them with RM_CLI_VALUE and RM_CLI_FLAG. */
+typedef struct rm_cli_opt {
+    const char *name;
+    const char *short_name; /* flags only; NULL when there is none */
+    const char **value;     /* valued options; NULL for a flag */
+    int *flag;              /* flags; NULL for a valued option */
+} rm_cli_opt;
+#define RM_CLI_VALUE(name, value) {(name), NULL, (value), NULL}
+#define RM_CLI_FLAG(name, short_name, flag) {(name), (short_name), NULL, (flag)}
+
+/* Parses argv[1..argc-1] against opts[0..n-1]. Every valued option may be
+ * given once, with a non-empty value; a flag may repeat. On an unknown
+ * argument, a missing value or a repeated option prints the usage error (see
+ * rm_cli_usage_error) and returns 1; returns 0 otherwise. */
+int rm_cli_parse_options(const rm_cli_opt *opts, size_t n, int argc, char **argv, const char *cmd, const char *usage);
+
 /* "1,234,567" */
 const char *rm_cli_group_digits(char *buf, size_t len, unsigned long long v);
 /* Binary units, three significant digits or so: "12.34 MiB", "512 B". */

@@ -318,31 +318,16 @@ static int explain_run(int argc, char **argv)
 {
     const char *model = NULL, *batch = NULL, *problem = NULL, *budget = NULL, *strategy = NULL, *time_limit = NULL;
     int quiet = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        const char **slot = NULL, *opt = NULL;
-        if (!strcmp(argv[i], "--quiet") || !strcmp(argv[i], "-q")) {
-            quiet = 1;
-            continue;
-        }
-        if (rm_cli_option(&v, argc, argv, &i, "--model"))
-            slot = &model, opt = "--model";
-        else if (rm_cli_option(&v, argc, argv, &i, "--batch"))
-            slot = &batch, opt = "--batch";
-        else if (rm_cli_option(&v, argc, argv, &i, "--problem"))
-            slot = &problem, opt = "--problem";
-        else if (rm_cli_option(&v, argc, argv, &i, "--budget"))
-            slot = &budget, opt = "--budget";
-        else if (rm_cli_option(&v, argc, argv, &i, "--strategy"))
-            slot = &strategy, opt = "--strategy";
-        else if (rm_cli_option(&v, argc, argv, &i, "--time-limit"))
-            slot = &time_limit, opt = "--time-limit";
-        else
-            return usage_error("unknown argument '%s'", argv[i]);
-        if (!v || !*v) return usage_error("%s needs a value", opt);
-        if (*slot) return usage_error("%s given twice", opt);
-        *slot = v;
-    }
+    const rm_cli_opt opts[] = {
+        RM_CLI_FLAG("--quiet", "-q", &quiet),
+        RM_CLI_VALUE("--model", &model),
+        RM_CLI_VALUE("--batch", &batch),
+        RM_CLI_VALUE("--problem", &problem),
+        RM_CLI_VALUE("--budget", &budget),
+        RM_CLI_VALUE("--strategy", &strategy),
+        RM_CLI_VALUE("--time-limit", &time_limit),
+    };
+    if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "explain", EXPLAIN_USAGE)) return 1;
     if (model && problem) return usage_error("give --model or --problem, not both");
     if (!model && !problem) return usage_error("--model FILE --batch N or --problem FILE is required");
     if (model && !batch) return usage_error("--batch N is required with --model");

@@ -150,18 +150,12 @@ static int report(const rm_graph *g, const rm_model *m, const char *model_path)
 static int graph_run(int argc, char **argv)
 {
     const char *model_path = NULL, *batch_arg = NULL, *dot_path = NULL;
-    for (int a = 1; a < argc; a++) {
-        const char *v;
-        const char **slot = NULL;
-        const char *opt = NULL;
-        if (rm_cli_option(&v, argc, argv, &a, "--model")) slot = &model_path, opt = "--model";
-        else if (rm_cli_option(&v, argc, argv, &a, "--batch")) slot = &batch_arg, opt = "--batch";
-        else if (rm_cli_option(&v, argc, argv, &a, "--dot")) slot = &dot_path, opt = "--dot";
-        else return usage_error("unknown argument '%s'", argv[a]);
-        if (!v || !*v) return usage_error("%s needs a value", opt);
-        if (*slot) return usage_error("%s given twice", opt);
-        *slot = v;
-    }
+    const rm_cli_opt opts[] = {
+        RM_CLI_VALUE("--model", &model_path),
+        RM_CLI_VALUE("--batch", &batch_arg),
+        RM_CLI_VALUE("--dot", &dot_path),
+    };
+    if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "graph", GRAPH_USAGE)) return 1;
     if (!model_path) return usage_error("%s", "--model FILE is required");
     if (!batch_arg) return usage_error("%s", "--batch N is required");
     long batch;

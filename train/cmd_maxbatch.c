@@ -69,29 +69,15 @@ static int maxbatch_run(int argc, char **argv)
 {
     const char *model = NULL, *budget = NULL, *strategies = NULL, *max_batch = NULL, *time_limit = NULL;
     int quiet = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        const char **slot = NULL, *opt = NULL;
-        if (!strcmp(argv[i], "--quiet") || !strcmp(argv[i], "-q")) {
-            quiet = 1;
-            continue;
-        }
-        if (rm_cli_option(&v, argc, argv, &i, "--model"))
-            slot = &model, opt = "--model";
-        else if (rm_cli_option(&v, argc, argv, &i, "--budget"))
-            slot = &budget, opt = "--budget";
-        else if (rm_cli_option(&v, argc, argv, &i, "--strategies"))
-            slot = &strategies, opt = "--strategies";
-        else if (rm_cli_option(&v, argc, argv, &i, "--max-batch"))
-            slot = &max_batch, opt = "--max-batch";
-        else if (rm_cli_option(&v, argc, argv, &i, "--time-limit"))
-            slot = &time_limit, opt = "--time-limit";
-        else
-            return usage_error("unknown argument '%s'", argv[i]);
-        if (!v || !*v) return usage_error("%s needs a value", opt);
-        if (*slot) return usage_error("%s given twice", opt);
-        *slot = v;
-    }
+    const rm_cli_opt opts[] = {
+        RM_CLI_FLAG("--quiet", "-q", &quiet),
+        RM_CLI_VALUE("--model", &model),
+        RM_CLI_VALUE("--budget", &budget),
+        RM_CLI_VALUE("--strategies", &strategies),
+        RM_CLI_VALUE("--max-batch", &max_batch),
+        RM_CLI_VALUE("--time-limit", &time_limit),
+    };
+    if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "maxbatch", MAXBATCH_USAGE)) return 1;
     if (!model) return usage_error("--model FILE is required");
     if (!budget) return usage_error("--budget B is required");
     rm_cli_budget bud;

@@ -452,39 +452,20 @@ static int plan_run(int argc, char **argv)
     plan_args a;
     memset(&a, 0, sizeof a);
     a.time_limit_s = 60;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        const char **slot = NULL, *opt = NULL;
-        if (!strcmp(argv[i], "--quiet") || !strcmp(argv[i], "-q")) {
-            a.quiet = 1;
-            continue;
-        }
-        if (rm_cli_option(&v, argc, argv, &i, "--model"))
-            slot = &a.model, opt = "--model";
-        else if (rm_cli_option(&v, argc, argv, &i, "--batch"))
-            slot = &a.batch, opt = "--batch";
-        else if (rm_cli_option(&v, argc, argv, &i, "--problem"))
-            slot = &a.problem, opt = "--problem";
-        else if (rm_cli_option(&v, argc, argv, &i, "--budget"))
-            slot = &a.budget, opt = "--budget";
-        else if (rm_cli_option(&v, argc, argv, &i, "--strategy"))
-            slot = &a.strategy, opt = "--strategy";
-        else if (rm_cli_option(&v, argc, argv, &i, "--time-limit"))
-            slot = &a.time_limit, opt = "--time-limit";
-        else if (rm_cli_option(&v, argc, argv, &i, "--node-limit"))
-            slot = &a.node_limit, opt = "--node-limit";
-        else if (rm_cli_option(&v, argc, argv, &i, "--out"))
-            slot = &a.out, opt = "--out";
-        else if (rm_cli_option(&v, argc, argv, &i, "--svg"))
-            slot = &a.svg, opt = "--svg";
-        else if (rm_cli_option(&v, argc, argv, &i, "--check"))
-            slot = &a.check, opt = "--check";
-        else
-            return usage_error("unknown argument '%s'", argv[i]);
-        if (!v || !*v) return usage_error("%s needs a value", opt);
-        if (*slot) return usage_error("%s given twice", opt);
-        *slot = v;
-    }
+    const rm_cli_opt opts[] = {
+        RM_CLI_FLAG("--quiet", "-q", &a.quiet),
+        RM_CLI_VALUE("--model", &a.model),
+        RM_CLI_VALUE("--batch", &a.batch),
+        RM_CLI_VALUE("--problem", &a.problem),
+        RM_CLI_VALUE("--budget", &a.budget),
+        RM_CLI_VALUE("--strategy", &a.strategy),
+        RM_CLI_VALUE("--time-limit", &a.time_limit),
+        RM_CLI_VALUE("--node-limit", &a.node_limit),
+        RM_CLI_VALUE("--out", &a.out),
+        RM_CLI_VALUE("--svg", &a.svg),
+        RM_CLI_VALUE("--check", &a.check),
+    };
+    if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "plan", PLAN_USAGE)) return 1;
     /* Everything that can be judged without loading anything is, so a typo
      * costs nothing. */
     if (a.model && a.problem) return usage_error("give --model or --problem, not both");

@@ -243,27 +243,31 @@ static int train_run(int argc, char **argv)
                *seed = NULL, *ckpt = NULL, *resume = NULL, *cache = NULL, *eval_every = NULL, *time_limit = NULL,
                *node_limit = NULL, *samples = NULL, *acc_every = NULL;
     int quiet = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        const char **slot = NULL, *opt = NULL;
-        if (!strcmp(argv[i], "--quiet") || !strcmp(argv[i], "-q")) {
-            quiet = 1;
-            continue;
-        }
-        static const char *names[] = {"--model", "--data", "--batch", "--budget", "--strategy", "--epochs", "--steps",
-                                      "--optimizer", "--lr", "--momentum", "--weight-decay", "--lr-schedule", "--seed",
-                                      "--checkpoint", "--resume", "--schedule-cache", "--eval-every", "--time-limit",
-                                      "--node-limit", "--samples", "--train-accuracy-every"};
-        const char **slots[] = {&model, &data, &batch, &budget, &strategy, &epochs, &steps, &optimizer, &lr,
-                                &momentum, &wd, &sched, &seed, &ckpt, &resume, &cache, &eval_every, &time_limit,
-                                &node_limit, &samples, &acc_every};
-        for (size_t k = 0; k < sizeof names / sizeof names[0] && !slot; k++)
-            if (rm_cli_option(&v, argc, argv, &i, names[k])) slot = slots[k], opt = names[k];
-        if (!slot) return usage_error("unknown argument '%s'", argv[i]);
-        if (!v || !*v) return usage_error("%s needs a value", opt);
-        if (*slot) return usage_error("%s given twice", opt);
-        *slot = v;
-    }
+    const rm_cli_opt opts[] = {
+        RM_CLI_FLAG("--quiet", "-q", &quiet),
+        RM_CLI_VALUE("--model", &model),
+        RM_CLI_VALUE("--data", &data),
+        RM_CLI_VALUE("--batch", &batch),
+        RM_CLI_VALUE("--budget", &budget),
+        RM_CLI_VALUE("--strategy", &strategy),
+        RM_CLI_VALUE("--epochs", &epochs),
+        RM_CLI_VALUE("--steps", &steps),
+        RM_CLI_VALUE("--optimizer", &optimizer),
+        RM_CLI_VALUE("--lr", &lr),
+        RM_CLI_VALUE("--momentum", &momentum),
+        RM_CLI_VALUE("--weight-decay", &wd),
+        RM_CLI_VALUE("--lr-schedule", &sched),
+        RM_CLI_VALUE("--seed", &seed),
+        RM_CLI_VALUE("--checkpoint", &ckpt),
+        RM_CLI_VALUE("--resume", &resume),
+        RM_CLI_VALUE("--schedule-cache", &cache),
+        RM_CLI_VALUE("--eval-every", &eval_every),
+        RM_CLI_VALUE("--time-limit", &time_limit),
+        RM_CLI_VALUE("--node-limit", &node_limit),
+        RM_CLI_VALUE("--samples", &samples),
+        RM_CLI_VALUE("--train-accuracy-every", &acc_every),
+    };
+    if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "train", TRAIN_USAGE)) return 1;
     if (!model) return usage_error("--model FILE is required");
     if (!data) return usage_error("--data DIR or --data synthetic is required");
     if (!budget) return usage_error("--budget B is required (an amount like 64MiB, or a percentage like 75%%)");
