@@ -35,6 +35,9 @@ int rm_backend_cpu_create(rm_backend **out, rm_err *e);
 /* Fails with RM_ERR_UNSUPPORTED when built without CUDA or with no device. */
 int rm_backend_cuda_create(rm_backend **out, int device, rm_err *e);
 void rm_backend_free(rm_backend *be);
+/* The cudaStream_t every kernel of a CUDA backend runs on (as void *, so C
+ * callers need no CUDA headers); NULL for other backends. */
+void *rm_backend_cuda_stream(const rm_backend *be);
 
 static inline int rm_backend_alloc(rm_backend *be, void **ptr, size_t bytes, rm_err *e)
 {

@@ -84,6 +84,12 @@ static const rm_backend_ops cuda_ops = {
     cuda_alloc, cuda_release, cuda_upload, cuda_download, cuda_copy, cuda_zero, cuda_sync, cuda_destroy,
 };
 
+extern "C" void *rm_backend_cuda_stream(const rm_backend *be)
+{
+    if (!be || be->kind != RM_BACKEND_CUDA) return NULL;
+    return (void *)((const cuda_ctx *)be->ctx)->stream;
+}
+
 extern "C" int rm_backend_cuda_create(rm_backend **out, int device, rm_err *e)
 {
     int count = 0;

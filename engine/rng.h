@@ -8,7 +8,15 @@
 #include <math.h>
 #include <stdint.h>
 
-static inline uint64_t rm_hash64(uint64_t x)
+/* The mask functions are compiled for the device too when nvcc includes this
+ * header, so a CUDA kernel draws exactly the CPU reference's numbers. */
+#if defined(__CUDACC__)
+#define RM_HOST_DEVICE __host__ __device__
+#else
+#define RM_HOST_DEVICE
+#endif
+
+static inline RM_HOST_DEVICE uint64_t rm_hash64(uint64_t x)
 {
     x += 0x9e3779b97f4a7c15ULL;
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -17,7 +25,7 @@ static inline uint64_t rm_hash64(uint64_t x)
 }
 
 /* Uniform in [0, 1) with 24 random bits, a pure function of its arguments. */
-static inline float rm_uniform_at(uint64_t seed, uint64_t stream, uint64_t index)
+static inline RM_HOST_DEVICE float rm_uniform_at(uint64_t seed, uint64_t stream, uint64_t index)
 {
     uint64_t h = rm_hash64(seed ^ rm_hash64(stream ^ rm_hash64(index)));
     return (float)(h >> 40) * (1.0f / 16777216.0f);
@@ -26,7 +34,7 @@ static inline float rm_uniform_at(uint64_t seed, uint64_t stream, uint64_t index
 /* The dropout mask stream of one node in one training step. Mixing the step
  * through the hash keeps consecutive steps' streams unrelated; the node id
  * separates two dropout layers within a step. Every backend uses this. */
-static inline uint64_t rm_dropout_stream(uint64_t step, int node_id)
+static inline RM_HOST_DEVICE uint64_t rm_dropout_stream(uint64_t step, int node_id)
 {
     return rm_hash64(step) ^ (uint64_t)(uint32_t)node_id;
 }

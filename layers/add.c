@@ -71,4 +71,6 @@ const rm_layer_desc rm_add_desc = {
     .init = NULL,
     .forward_cpu = add_forward,
     .backward_cpu = add_backward,
+    .forward_cuda = RM_CUDA_FN(rm_add_forward_cuda),
+    .backward_cuda = RM_CUDA_FN(rm_add_backward_cuda),
 };

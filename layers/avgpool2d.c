@@ -105,4 +105,6 @@ const rm_layer_desc rm_avgpool2d_desc = {
     .forward_cpu = avgpool_forward,
     .backward_cpu = avgpool_backward,
     .workspace_bytes = avgpool_workspace_bytes,
+    .forward_cuda = RM_CUDA_FN(rm_avgpool2d_forward_cuda),
+    .backward_cuda = RM_CUDA_FN(rm_avgpool2d_backward_cuda),
 };

@@ -184,4 +184,7 @@ const rm_layer_desc rm_batchnorm2d_desc = {
     .init = bn_init,
     .forward_cpu = bn_forward,
     .backward_cpu = bn_backward,
+    .forward_cuda = RM_CUDA_FN(rm_batchnorm2d_forward_cuda),
+    .backward_cuda = RM_CUDA_FN(rm_batchnorm2d_backward_cuda),
+    .workspace_bytes_cuda = RM_CUDA_FN(rm_batchnorm2d_workspace_cuda),
 };

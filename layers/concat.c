@@ -80,4 +80,6 @@ const rm_layer_desc rm_concat_desc = {
     .init = NULL,
     .forward_cpu = concat_forward,
     .backward_cpu = concat_backward,
+    .forward_cuda = RM_CUDA_FN(rm_concat_forward_cuda),
+    .backward_cuda = RM_CUDA_FN(rm_concat_backward_cuda),
 };

@@ -286,4 +286,6 @@ const rm_layer_desc rm_conv2d_desc = {
     .forward_cpu = conv2d_forward,
     .backward_cpu = conv2d_backward,
     .workspace_bytes = conv2d_workspace_bytes,
+    .forward_cuda = RM_CUDA_FN(rm_conv2d_forward_cuda),
+    .backward_cuda = RM_CUDA_FN(rm_conv2d_backward_cuda),
 };

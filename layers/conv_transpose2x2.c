@@ -190,4 +190,6 @@ const rm_layer_desc rm_conv_transpose2x2_desc = {
     .forward_cpu = convt_forward,
     .backward_cpu = convt_backward,
     .workspace_bytes = convt_workspace_bytes,
+    .forward_cuda = RM_CUDA_FN(rm_conv_transpose2x2_forward_cuda),
+    .backward_cuda = RM_CUDA_FN(rm_conv_transpose2x2_backward_cuda),
 };

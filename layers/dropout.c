@@ -74,4 +74,6 @@ const rm_layer_desc rm_dropout_desc = {
     .init = NULL,
     .forward_cpu = dropout_forward,
     .backward_cpu = dropout_backward,
+    .forward_cuda = RM_CUDA_FN(rm_dropout_forward_cuda),
+    .backward_cuda = RM_CUDA_FN(rm_dropout_backward_cuda),
 };

@@ -54,4 +54,6 @@ const rm_layer_desc rm_flatten_desc = {
     .init = NULL,
     .forward_cpu = flatten_forward,
     .backward_cpu = flatten_backward,
+    .forward_cuda = RM_CUDA_FN(rm_flatten_forward_cuda),
+    .backward_cuda = RM_CUDA_FN(rm_flatten_backward_cuda),
 };

@@ -61,4 +61,6 @@ const rm_layer_desc rm_global_avgpool_desc = {
     .flops = gap_flops,
     .forward_cpu = gap_forward,
     .backward_cpu = gap_backward,
+    .forward_cuda = RM_CUDA_FN(rm_global_avgpool_forward_cuda),
+    .backward_cuda = RM_CUDA_FN(rm_global_avgpool_backward_cuda),
 };

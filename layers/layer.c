@@ -36,16 +36,16 @@ const rm_layer_desc *rm_layer_desc_by_name(const char *name)
 
 int rm_layer_forward(const rm_layer_desc *d, const rm_layer_call *call, rm_err *e)
 {
-    if (call->be && call->be->kind != RM_BACKEND_CPU)
-        return rm_errorf(e, RM_ERR_UNSUPPORTED, "%s: no forward kernel for backend %s", d->name, call->be->name);
-    return d->forward_cpu(call, e);
+    if (!call->be || call->be->kind == RM_BACKEND_CPU) return d->forward_cpu(call, e);
+    if (call->be->kind == RM_BACKEND_CUDA && d->forward_cuda) return d->forward_cuda(call, e);
+    return rm_errorf(e, RM_ERR_UNSUPPORTED, "%s: no forward kernel for backend %s", d->name, call->be->name);
 }
 
 int rm_layer_backward(const rm_layer_desc *d, const rm_layer_call *call, rm_err *e)
 {
-    if (call->be && call->be->kind != RM_BACKEND_CPU)
-        return rm_errorf(e, RM_ERR_UNSUPPORTED, "%s: no backward kernel for backend %s", d->name, call->be->name);
-    return d->backward_cpu(call, e);
+    if (!call->be || call->be->kind == RM_BACKEND_CPU) return d->backward_cpu(call, e);
+    if (call->be->kind == RM_BACKEND_CUDA && d->backward_cuda) return d->backward_cuda(call, e);
+    return rm_errorf(e, RM_ERR_UNSUPPORTED, "%s: no backward kernel for backend %s", d->name, call->be->name);
 }
 
 size_t rm_layer_param_count(const rm_layer_desc *d, const rm_layer_config *cfg, const rm_shape *in, int nin)

@@ -118,7 +118,28 @@ typedef struct rm_layer_desc {
     /* Scratch bytes one forward (backward = 0) or backward call needs at these
      * shapes (in with the batch in n). NULL: the layer needs none. */
     size_t (*workspace_bytes)(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out, int backward);
+    /* The CUDA kernels (layers/<name>.cu), NULL in a build without CUDA; the
+     * dispatch below answers RM_ERR_UNSUPPORTED for a NULL one. Same call, but
+     * every pointer in it (tensors, parameters, running statistics, labels,
+     * workspace) is device memory of call->be, and kernels run on its stream.
+     * Deterministic: no kernel uses atomics, every reduction runs in an order
+     * fixed by the code and the shapes alone (the only mode so far). */
+    int (*forward_cuda)(const rm_layer_call *call, rm_err *e);
+    int (*backward_cuda)(const rm_layer_call *call, rm_err *e);
+    /* Device scratch bytes of one CUDA call, as workspace_bytes is for the CPU
+     * (a CUDA call's call->workspace must hold this many). NULL: none. */
+    size_t (*workspace_bytes_cuda)(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out,
+                                   int backward);
 } rm_layer_desc;
+
+/* `.forward_cuda = RM_CUDA_FN(rm_conv2d_forward_cuda)` in a descriptor: the
+ * function when this build has CUDA, NULL otherwise, so no layer file needs
+ * an #ifdef of its own. The functions are declared in layer_cuda.h. */
+#ifdef REMAT_HAVE_CUDA
+#define RM_CUDA_FN(fn) fn
+#else
+#define RM_CUDA_FN(fn) NULL
+#endif
 
 /* The scratch of one kernel call: call->workspace when the caller gave one
  * (RM_ERR_INVALID if it is smaller than bytes), else a fresh allocation that
@@ -145,7 +166,8 @@ static inline int rm_layer_workspace(void **ws, void **owned, const rm_layer_cal
 const rm_layer_desc *rm_layer_desc_of(rm_layer_kind kind);
 const rm_layer_desc *rm_layer_desc_by_name(const char *name);
 
-/* Dispatch on call->be->kind (CPU now; CUDA kernels plug in here later). */
+/* Dispatch on call->be->kind: the CPU reference (also for be == NULL), or the
+ * CUDA kernels; RM_ERR_UNSUPPORTED when the layer has none for that backend. */
 int rm_layer_forward(const rm_layer_desc *d, const rm_layer_call *call, rm_err *e);
 int rm_layer_backward(const rm_layer_desc *d, const rm_layer_call *call, rm_err *e);
 
@@ -157,5 +179,7 @@ extern const rm_layer_desc rm_conv2d_desc, rm_batchnorm2d_desc, rm_relu_desc, rm
     rm_avgpool2d_desc, rm_global_avgpool_desc, rm_linear_desc, rm_add_desc, rm_concat_desc, rm_upsample2x_desc,
     rm_conv_transpose2x2_desc, rm_dropout_desc, rm_flatten_desc, rm_softmax_xent_desc,
     rm_pixel_softmax_xent_desc;
+
+#include "layer_cuda.h"
 
 #endif

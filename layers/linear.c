@@ -132,4 +132,6 @@ const rm_layer_desc rm_linear_desc = {
     .forward_cpu = linear_forward,
     .backward_cpu = linear_backward,
     .workspace_bytes = linear_workspace_bytes,
+    .forward_cuda = RM_CUDA_FN(rm_linear_forward_cuda),
+    .backward_cuda = RM_CUDA_FN(rm_linear_backward_cuda),
 };

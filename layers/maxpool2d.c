@@ -101,4 +101,6 @@ const rm_layer_desc rm_maxpool2d_desc = {
     .forward_cpu = maxpool_forward,
     .backward_cpu = maxpool_backward,
     .workspace_bytes = maxpool_workspace_bytes,
+    .forward_cuda = RM_CUDA_FN(rm_maxpool2d_forward_cuda),
+    .backward_cuda = RM_CUDA_FN(rm_maxpool2d_backward_cuda),
 };

@@ -54,4 +54,6 @@ const rm_layer_desc rm_relu_desc = {
     .init = NULL,
     .forward_cpu = relu_forward,
     .backward_cpu = relu_backward,
+    .forward_cuda = RM_CUDA_FN(rm_relu_forward_cuda),
+    .backward_cuda = RM_CUDA_FN(rm_relu_backward_cuda),
 };

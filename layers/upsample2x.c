@@ -89,4 +89,6 @@ const rm_layer_desc rm_upsample2x_desc = {
     .init = NULL,
     .forward_cpu = upsample2x_forward,
     .backward_cpu = upsample2x_backward,
+    .forward_cuda = RM_CUDA_FN(rm_upsample2x_forward_cuda),
+    .backward_cuda = RM_CUDA_FN(rm_upsample2x_backward_cuda),
 };

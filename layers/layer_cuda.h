@@ -1,0 +1,37 @@
+/* The CUDA entry points of every layer (defined in layers/<name>.cu, built
+ * only with CUDA). Descriptors reference them through RM_CUDA_FN, so a build
+ * without CUDA never names them. Included by layer.h. */
+#ifndef REMAT_LAYER_CUDA_H
+#define REMAT_LAYER_CUDA_H
+
+#define RM_CUDA_LAYER_DECL(layer)                                                                                     \
+    int rm_##layer##_forward_cuda(const rm_layer_call *call, rm_err *e);                                            \
+    int rm_##layer##_backward_cuda(const rm_layer_call *call, rm_err *e)
+
+RM_CUDA_LAYER_DECL(conv2d);
+RM_CUDA_LAYER_DECL(batchnorm2d);
+RM_CUDA_LAYER_DECL(relu);
+RM_CUDA_LAYER_DECL(maxpool2d);
+RM_CUDA_LAYER_DECL(avgpool2d);
+RM_CUDA_LAYER_DECL(global_avgpool);
+RM_CUDA_LAYER_DECL(linear);
+RM_CUDA_LAYER_DECL(add);
+RM_CUDA_LAYER_DECL(concat);
+RM_CUDA_LAYER_DECL(upsample2x);
+RM_CUDA_LAYER_DECL(conv_transpose2x2);
+RM_CUDA_LAYER_DECL(dropout);
+RM_CUDA_LAYER_DECL(flatten);
+RM_CUDA_LAYER_DECL(softmax_xent);
+RM_CUDA_LAYER_DECL(pixel_softmax_xent);
+
+/* Device scratch of the layers that need some (rm_layer_desc.workspace_bytes_cuda). */
+size_t rm_batchnorm2d_workspace_cuda(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out,
+                                     int backward);
+size_t rm_softmax_xent_workspace_cuda(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out,
+                                      int backward);
+size_t rm_pixel_softmax_xent_workspace_cuda(const rm_layer_config *cfg, const rm_shape *in, int nin,
+                                            rm_shape out, int backward);
+
+#undef RM_CUDA_LAYER_DECL
+
+#endif

@@ -1,0 +1,449 @@
+/* CPU reference vs CUDA kernels, every layer, forward and backward: random
+ * odd shapes, random non-zero inputs, the same call on both backends, and
+ * every output compared. Tolerance (float32): for each tensor,
+ *   max_i |gpu_i - cpu_i| / max(|cpu_i|, 1e-2 * max_j |cpu_j|) <= 1e-5,
+ * about 80 float ulps: both sides accumulate in double, so only the order of
+ * double sums and FMA contraction differ (expected error: 1 ulp or less).
+ * The GPU outputs are pre-filled with garbage, so a kernel that accumulates
+ * instead of overwriting fails, and backward gets NULL data for every forward
+ * tensor the layer does not declare in backward_reads.
+ *
+ * Built only with CUDA, as its own binary (remat_cuda_tests). Without a usable
+ * GPU it prints "no GPU: skipped" and exits 0. REMAT_CUDA_REPORT=<file> makes
+ * every comparison append "layer case tensor error" to that file
+ * (scripts/gpu-check prints it as a table). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "layer.h"
+
+#define TOL 1e-5
+
+typedef struct lcase {
+    const char *name;
+    rm_layer_config cfg;
+    rm_shape in[RM_MAX_INPUTS];
+    int nin;
+    int training, update_stats;
+} lcase;
+
+/* Device allocations of one case, freed together. */
+typedef struct devmem {
+    rm_backend *be;
+    void *ptr[64];
+    int n;
+} devmem;
+
+static float *dev_upload(devmem *m, const void *host, size_t bytes)
+{
+    rm_err e = {0};
+    void *p = NULL;
+    cr_assert_eq(rm_backend_alloc(m->be, &p, bytes ? bytes : 4, &e), RM_OK, "%s", e.msg);
+    cr_assert_lt(m->n, 64);
+    m->ptr[m->n++] = p;
+    if (host && bytes) cr_assert_eq(m->be->ops->upload(m->be->ctx, p, host, bytes, &e), RM_OK, "%s", e.msg);
+    return p;
+}
+
+static void dev_download(devmem *m, void *host, const void *dev, size_t bytes)
+{
+    rm_err e = {0};
+    cr_assert_eq(m->be->ops->download(m->be->ctx, host, dev, bytes, &e), RM_OK, "%s", e.msg);
+}
+
+static float *host_random(size_t n, rm_rng *rng)
+{
+    float *p = malloc((n ? n : 1) * sizeof *p);
+    cr_assert_not_null(p);
+    for (size_t i = 0; i < n; i++) { /* non-zero, both signs, magnitudes 0.1 .. 1 */
+        double v = rm_rng_range(rng, 0.1, 1.0);
+        p[i] = (float)(rm_rng_uniform(rng) < 0.5 ? -v : v);
+    }
+    return p;
+}
+
+static float *host_garbage(size_t n)
+{
+    float *p = malloc((n ? n : 1) * sizeof *p);
+    cr_assert_not_null(p);
+    for (size_t i = 0; i < n; i++) p[i] = 1e30f;
+    return p;
+}
+
+static void report(const char *layer, const char *name, const char *tensor, double err)
+{
+    const char *path = getenv("REMAT_CUDA_REPORT");
+    if (!path) return;
+    FILE *f = fopen(path, "a");
+    if (!f) return;
+    fprintf(f, "%s %s %s %.3e\n", layer, name, tensor, err);
+    fclose(f);
+}
+
+/* Downloads n floats from dev and compares them with want. */
+static void compare(devmem *m, const float *dev, const float *want, size_t n, const char *layer, const lcase *c,
+                    const char *tensor)
+{
+    float *got = malloc((n ? n : 1) * sizeof *got);
+    cr_assert_not_null(got);
+    dev_download(m, got, dev, n * sizeof *got);
+    double maxabs = 0, err = 0;
+    for (size_t i = 0; i < n; i++) maxabs = fmax(maxabs, fabs((double)want[i]));
+    size_t worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        double den = fmax(fabs((double)want[i]), 1e-2 * maxabs);
+        double r = den > 0 ? fabs((double)got[i] - want[i]) / den : fabs((double)got[i]);
+        if (!(r <= err)) err = r, worst = i; /* NaN counts as worst */
+    }
+    report(layer, c->name, tensor, err);
+    cr_expect(err <= TOL, "%s %s %s: relative error %.3e > %.1e (element %zu: gpu %.9g, cpu %.9g)", layer, c->name,
+              tensor, err, TOL, worst, n ? (double)got[worst] : 0.0, n ? (double)want[worst] : 0.0);
+    free(got);
+}
+
+static rm_backend *cuda_backend(void)
+{
+    rm_backend *be = NULL;
+    rm_err e = {0};
+    int rc = rm_backend_cuda_create(&be, 0, &e);
+    cr_assert_eq(rc, RM_OK, "cuda backend: %s", e.msg);
+    return be;
+}
+
+static void run_case(rm_layer_kind kind, const lcase *c)
+{
+    const rm_layer_desc *d = rm_layer_desc_of(kind);
+    cr_assert_not_null(d->forward_cuda, "%s: no CUDA forward", d->name);
+    cr_assert_not_null(d->backward_cuda, "%s: no CUDA backward", d->name);
+    rm_err e = {0};
+    rm_shape os;
+    cr_assert_eq(d->infer(&os, &c->cfg, c->in, c->nin, &e), RM_OK, "%s", e.msg);
+    rm_shape ws = {0, 0, 0, 0}, bs = {0, 0, 0, 0};
+    if (d->param_shapes) d->param_shapes(&ws, &bs, &c->cfg, c->in, c->nin);
+    rm_rng rng = rm_rng_make(0x5eed0000u + (uint64_t)kind * 131u + (uint64_t)c->in[0].h);
+    int is_bn = kind == RM_LAYER_BATCHNORM2D, is_loss = kind == RM_LAYER_SOFTMAX_XENT ||
+                                                        kind == RM_LAYER_PIXEL_SOFTMAX_XENT;
+    size_t nw = rm_shape_numel(ws), nb = rm_shape_numel(bs), no = rm_shape_numel(os), nc = (size_t)c->in[0].c;
+
+    /* Host data, shared by both backends. */
+    float *x[RM_MAX_INPUTS], *w = host_random(nw, &rng), *b = host_random(nb, &rng), *dy = host_random(no, &rng);
+    for (int k = 0; k < c->nin; k++) x[k] = host_random(rm_shape_numel(c->in[k]), &rng);
+    float *rmean = host_random(nc, &rng), *rvar = host_random(nc, &rng);
+    for (size_t i = 0; i < nc; i++) rvar[i] = 0.5f + fabsf(rvar[i]);
+    size_t nlabels = is_loss ? (size_t)c->in[0].n * c->in[0].h * c->in[0].w : 0;
+    int32_t *labels = malloc((nlabels ? nlabels : 1) * sizeof *labels);
+    for (size_t i = 0; i < nlabels; i++) labels[i] = (int32_t)(rm_rng_next(&rng) % (uint64_t)c->in[0].c);
+
+    /* CPU reference. */
+    float *cpu_out = host_garbage(no), *cpu_din[RM_MAX_INPUTS], *cpu_dw = host_garbage(nw), *cpu_db = host_garbage(nb);
+    float *cpu_rmean = malloc(nc * sizeof(float)), *cpu_rvar = malloc(nc * sizeof(float));
+    memcpy(cpu_rmean, rmean, nc * sizeof(float));
+    memcpy(cpu_rvar, rvar, nc * sizeof(float));
+    rm_tensor tin[RM_MAX_INPUTS], tout = rm_tensor_make(os, cpu_out), tdy = rm_tensor_make(os, dy);
+    rm_tensor tdin[RM_MAX_INPUTS];
+    rm_layer_params prm;
+    memset(&prm, 0, sizeof prm);
+    prm.w = rm_tensor_make(ws, nw ? w : NULL);
+    prm.b = rm_tensor_make(bs, nb ? b : NULL);
+    if (is_bn) {
+        prm.running_mean = rm_tensor_make(rm_shape_make((int)nc, 1, 1, 1), cpu_rmean);
+        prm.running_var = rm_tensor_make(rm_shape_make((int)nc, 1, 1, 1), cpu_rvar);
+    }
+    rm_layer_call call;
+    memset(&call, 0, sizeof call);
+    call.cfg = &c->cfg;
+    call.params = &prm;
+    call.nin = c->nin;
+    call.out = &tout;
+    call.labels = labels;
+    call.training = c->training;
+    call.update_stats = c->update_stats;
+    call.seed = 1234567, call.step = 42, call.node_id = 7;
+    for (int k = 0; k < c->nin; k++) {
+        tin[k] = rm_tensor_make(c->in[k], x[k]);
+        call.in[k] = &tin[k];
+    }
+    cr_assert_eq(rm_layer_forward(d, &call, &e), RM_OK, "cpu forward: %s", e.msg);
+    float *cpu_out_fwd = malloc((no ? no : 1) * sizeof(float));
+    memcpy(cpu_out_fwd, cpu_out, no * sizeof(float));
+    for (int k = 0; k < c->nin; k++) {
+        cpu_din[k] = host_garbage(rm_shape_numel(c->in[k]));
+        tdin[k] = rm_tensor_make(c->in[k], cpu_din[k]);
+        call.din[k] = &tdin[k];
+    }
+    prm.dw = rm_tensor_make(ws, nw ? cpu_dw : NULL);
+    prm.db = rm_tensor_make(bs, nb ? cpu_db : NULL);
+    call.dout = is_loss ? NULL : &tdy;
+    cr_assert_eq(rm_layer_backward(d, &call, &e), RM_OK, "cpu backward: %s", e.msg);
+
+    /* The same on the GPU. */
+    devmem m = {cuda_backend(), {0}, 0};
+    float *gx[RM_MAX_INPUTS], *gdin[RM_MAX_INPUTS];
+    for (int k = 0; k < c->nin; k++) gx[k] = dev_upload(&m, x[k], rm_shape_numel(c->in[k]) * sizeof(float));
+    float *gw = nw ? dev_upload(&m, w, nw * sizeof(float)) : NULL, *gb = nb ? dev_upload(&m, b, nb * sizeof(float)) : NULL;
+    float *garbage = host_garbage(no > nw + nb ? no : nw + nb);
+    float *gout = dev_upload(&m, garbage, no * sizeof(float)), *gdy = dev_upload(&m, dy, no * sizeof(float));
+    int32_t *glabels = (int32_t *)dev_upload(&m, labels, nlabels * sizeof(int32_t));
+    rm_layer_params gprm;
+    memset(&gprm, 0, sizeof gprm);
+    gprm.w = rm_tensor_make(ws, gw);
+    gprm.b = rm_tensor_make(bs, gb);
+    if (is_bn) {
+        gprm.running_mean = rm_tensor_make(rm_shape_make((int)nc, 1, 1, 1), dev_upload(&m, rmean, nc * sizeof(float)));
+        gprm.running_var = rm_tensor_make(rm_shape_make((int)nc, 1, 1, 1), dev_upload(&m, rvar, nc * sizeof(float)));
+    }
+    rm_tensor gin[RM_MAX_INPUTS], gtout = rm_tensor_make(os, gout), gtdy = rm_tensor_make(os, gdy), gtdin[RM_MAX_INPUTS];
+    rm_layer_call g = call;
+    g.be = m.be;
+    g.params = &gprm;
+    g.out = &gtout;
+    g.labels = glabels;
+    for (int k = 0; k < c->nin; k++) {
+        gin[k] = rm_tensor_make(c->in[k], gx[k]);
+        g.in[k] = &gin[k];
+        g.din[k] = NULL;
+    }
+    g.dout = NULL;
+    cr_assert_eq(rm_layer_forward(d, &g, &e), RM_OK, "cuda forward: %s", e.msg);
+    cr_assert_eq(m.be->ops->sync(m.be->ctx, &e), RM_OK, "cuda forward: %s", e.msg);
+    compare(&m, gout, cpu_out_fwd, no, d->name, c, "y");
+    if (is_bn && c->training && c->update_stats) {
+        compare(&m, gprm.running_mean.data, cpu_rmean, nc, d->name, c, "running_mean");
+        compare(&m, gprm.running_var.data, cpu_rvar, nc, d->name, c, "running_var");
+    }
+
+    /* Backward: only the declared forward tensors carry data. */
+    for (int k = 0; k < c->nin; k++) {
+        gdin[k] = dev_upload(&m, NULL, rm_shape_numel(c->in[k]) * sizeof(float));
+        float *junk = host_garbage(rm_shape_numel(c->in[k]));
+        rm_err e2 = {0};
+        cr_assert_eq(m.be->ops->upload(m.be->ctx, gdin[k], junk, rm_shape_numel(c->in[k]) * sizeof(float), &e2), RM_OK);
+        free(junk);
+        gtdin[k] = rm_tensor_make(c->in[k], gdin[k]);
+        g.din[k] = &gtdin[k];
+        if (!(d->backward_reads & RM_READS_INPUTS)) gin[k].data = NULL;
+    }
+    if (!(d->backward_reads & RM_READS_OUTPUT)) gtout.data = NULL;
+    gprm.dw = rm_tensor_make(ws, nw ? dev_upload(&m, garbage, nw * sizeof(float)) : NULL);
+    gprm.db = rm_tensor_make(bs, nb ? dev_upload(&m, garbage, nb * sizeof(float)) : NULL);
+    g.dout = is_loss ? NULL : &gtdy;
+    cr_assert_eq(rm_layer_backward(d, &g, &e), RM_OK, "cuda backward: %s", e.msg);
+    cr_assert_eq(m.be->ops->sync(m.be->ctx, &e), RM_OK, "cuda backward: %s", e.msg);
+    static const char *dnames[RM_MAX_INPUTS] = {"dx0", "dx1", "dx2", "dx3", "dx4", "dx5", "dx6", "dx7"};
+    for (int k = 0; k < c->nin; k++) compare(&m, gdin[k], cpu_din[k], rm_shape_numel(c->in[k]), d->name, c, dnames[k]);
+    if (nw) compare(&m, gprm.dw.data, cpu_dw, nw, d->name, c, "dw");
+    if (nb) compare(&m, gprm.db.data, cpu_db, nb, d->name, c, "db");
+
+    for (int i = 0; i < m.n; i++) rm_backend_release(m.be, m.ptr[i]);
+    rm_backend_free(m.be);
+    for (int k = 0; k < c->nin; k++) free(x[k]), free(cpu_din[k]);
+    free(w), free(b), free(dy), free(rmean), free(rvar), free(labels), free(cpu_out), free(cpu_out_fwd);
+    free(cpu_dw), free(cpu_db), free(cpu_rmean), free(cpu_rvar), free(garbage);
+}
+
+static rm_layer_config cfg_of(rm_layer_kind kind)
+{
+    rm_layer_config c;
+    memset(&c, 0, sizeof c);
+    c.kind = kind;
+    return c;
+}
+
+#define SHAPE(n, c, h, w) rm_shape_make(n, c, h, w)
+
+Test(cuda_layers, conv2d)
+{
+    lcase c = {"k3s2p1", cfg_of(RM_LAYER_CONV2D), {SHAPE(3, 5, 11, 13)}, 1, 1, 0};
+    c.cfg.out_channels = 7, c.cfg.kernel = 3, c.cfg.stride = 2, c.cfg.pad = 1, c.cfg.bias = 1;
+    run_case(RM_LAYER_CONV2D, &c);
+    lcase c1 = {"k1s1p0", cfg_of(RM_LAYER_CONV2D), {SHAPE(2, 3, 7, 5)}, 1, 1, 0};
+    c1.cfg.out_channels = 5, c1.cfg.kernel = 1, c1.cfg.stride = 1;
+    run_case(RM_LAYER_CONV2D, &c1);
+    lcase c5 = {"k5s1p2", cfg_of(RM_LAYER_CONV2D), {SHAPE(1, 2, 9, 7)}, 1, 1, 0};
+    c5.cfg.out_channels = 3, c5.cfg.kernel = 5, c5.cfg.stride = 1, c5.cfg.pad = 2, c5.cfg.bias = 1;
+    run_case(RM_LAYER_CONV2D, &c5);
+    lcase c3 = {"k3s3p0", cfg_of(RM_LAYER_CONV2D), {SHAPE(3, 3, 13, 11)}, 1, 1, 0};
+    c3.cfg.out_channels = 9, c3.cfg.kernel = 3, c3.cfg.stride = 3, c3.cfg.bias = 1;
+    run_case(RM_LAYER_CONV2D, &c3);
+}
+
+Test(cuda_layers, batchnorm2d)
+{
+    lcase t = {"train", cfg_of(RM_LAYER_BATCHNORM2D), {SHAPE(3, 5, 7, 9)}, 1, 1, 1};
+    t.cfg.eps = 1e-5f, t.cfg.momentum = 0.1f;
+    run_case(RM_LAYER_BATCHNORM2D, &t);
+    lcase v = t;
+    v.name = "eval", v.training = 0, v.update_stats = 0;
+    run_case(RM_LAYER_BATCHNORM2D, &v);
+}
+
+Test(cuda_layers, relu)
+{
+    lcase c = {"odd", cfg_of(RM_LAYER_RELU), {SHAPE(3, 5, 7, 9)}, 1, 1, 0};
+    run_case(RM_LAYER_RELU, &c);
+}
+
+Test(cuda_layers, maxpool2d)
+{
+    lcase c = {"k3s2p1", cfg_of(RM_LAYER_MAXPOOL2D), {SHAPE(3, 5, 11, 9)}, 1, 1, 0};
+    c.cfg.kernel = 3, c.cfg.stride = 2, c.cfg.pad = 1;
+    run_case(RM_LAYER_MAXPOOL2D, &c);
+    lcase c2 = {"k2s2p0", cfg_of(RM_LAYER_MAXPOOL2D), {SHAPE(2, 3, 7, 13)}, 1, 1, 0};
+    c2.cfg.kernel = 2, c2.cfg.stride = 2;
+    run_case(RM_LAYER_MAXPOOL2D, &c2);
+}
+
+Test(cuda_layers, avgpool2d)
+{
+    lcase c = {"k3s2p1", cfg_of(RM_LAYER_AVGPOOL2D), {SHAPE(3, 5, 11, 9)}, 1, 1, 0};
+    c.cfg.kernel = 3, c.cfg.stride = 2, c.cfg.pad = 1;
+    run_case(RM_LAYER_AVGPOOL2D, &c);
+    lcase c2 = {"k3s1p1", cfg_of(RM_LAYER_AVGPOOL2D), {SHAPE(2, 3, 7, 5)}, 1, 1, 0};
+    c2.cfg.kernel = 3, c2.cfg.stride = 1, c2.cfg.pad = 1;
+    run_case(RM_LAYER_AVGPOOL2D, &c2);
+}
+
+Test(cuda_layers, global_avgpool)
+{
+    lcase c = {"odd", cfg_of(RM_LAYER_GLOBAL_AVGPOOL), {SHAPE(3, 5, 7, 9)}, 1, 1, 0};
+    run_case(RM_LAYER_GLOBAL_AVGPOOL, &c);
+}
+
+Test(cuda_layers, linear)
+{
+    lcase c = {"bias", cfg_of(RM_LAYER_LINEAR), {SHAPE(5, 3, 3, 7)}, 1, 1, 0};
+    c.cfg.out_channels = 11, c.cfg.bias = 1;
+    run_case(RM_LAYER_LINEAR, &c);
+    lcase c2 = {"nobias", cfg_of(RM_LAYER_LINEAR), {SHAPE(3, 37, 1, 1)}, 1, 1, 0};
+    c2.cfg.out_channels = 13;
+    run_case(RM_LAYER_LINEAR, &c2);
+}
+
+Test(cuda_layers, add)
+{
+    lcase c = {"three", cfg_of(RM_LAYER_ADD), {SHAPE(3, 5, 7, 9), SHAPE(3, 5, 7, 9), SHAPE(3, 5, 7, 9)}, 3, 1, 0};
+    run_case(RM_LAYER_ADD, &c);
+}
+
+Test(cuda_layers, concat)
+{
+    lcase c = {"three", cfg_of(RM_LAYER_CONCAT), {SHAPE(3, 2, 7, 9), SHAPE(3, 5, 7, 9), SHAPE(3, 3, 7, 9)}, 3, 1, 0};
+    run_case(RM_LAYER_CONCAT, &c);
+}
+
+Test(cuda_layers, upsample2x)
+{
+    lcase c = {"odd", cfg_of(RM_LAYER_UPSAMPLE2X), {SHAPE(3, 5, 7, 9)}, 1, 1, 0};
+    run_case(RM_LAYER_UPSAMPLE2X, &c);
+}
+
+Test(cuda_layers, conv_transpose2x2)
+{
+    lcase c = {"bias", cfg_of(RM_LAYER_CONV_TRANSPOSE2X2), {SHAPE(3, 5, 7, 9)}, 1, 1, 0};
+    c.cfg.out_channels = 3, c.cfg.bias = 1;
+    run_case(RM_LAYER_CONV_TRANSPOSE2X2, &c);
+}
+
+Test(cuda_layers, dropout)
+{
+    lcase c = {"train", cfg_of(RM_LAYER_DROPOUT), {SHAPE(3, 5, 7, 9)}, 1, 1, 0};
+    c.cfg.p = 0.3f;
+    run_case(RM_LAYER_DROPOUT, &c);
+    lcase v = c;
+    v.name = "eval", v.training = 0;
+    run_case(RM_LAYER_DROPOUT, &v);
+}
+
+Test(cuda_layers, flatten)
+{
+    lcase c = {"odd", cfg_of(RM_LAYER_FLATTEN), {SHAPE(3, 5, 7, 9)}, 1, 1, 0};
+    run_case(RM_LAYER_FLATTEN, &c);
+}
+
+Test(cuda_layers, softmax_xent)
+{
+    lcase c = {"odd", cfg_of(RM_LAYER_SOFTMAX_XENT), {SHAPE(7, 11, 1, 1)}, 1, 1, 0};
+    run_case(RM_LAYER_SOFTMAX_XENT, &c);
+}
+
+Test(cuda_layers, pixel_softmax_xent)
+{
+    lcase c = {"odd", cfg_of(RM_LAYER_PIXEL_SOFTMAX_XENT), {SHAPE(3, 5, 7, 9)}, 1, 1, 0};
+    run_case(RM_LAYER_PIXEL_SOFTMAX_XENT, &c);
+}
+
+/* A bad label is an error and leaves the loss untouched, as on the CPU. */
+Test(cuda_layers, bad_label_rejected)
+{
+    rm_backend *be = cuda_backend();
+    rm_err e = {0};
+    devmem m = {be, {0}, 0};
+    float x[6] = {0.5f, -0.25f, 1.0f, 0.75f, -1.0f, 0.125f}, sentinel = 3.5f, got = 0;
+    int32_t labels[3] = {1, 2, 0}; /* K = 2: label 2 of sample 1 is out of range */
+    rm_tensor tx = rm_tensor_make(rm_shape_make(3, 2, 1, 1), dev_upload(&m, x, sizeof x));
+    rm_tensor ty = rm_tensor_make(rm_shape_make(1, 1, 1, 1), dev_upload(&m, &sentinel, sizeof sentinel));
+    rm_layer_config cfg = cfg_of(RM_LAYER_SOFTMAX_XENT);
+    rm_layer_call call;
+    memset(&call, 0, sizeof call);
+    call.cfg = &cfg, call.be = be, call.nin = 1, call.in[0] = &tx, call.out = &ty;
+    call.labels = (const int32_t *)dev_upload(&m, labels, sizeof labels);
+    cr_expect_eq(rm_layer_forward(&rm_softmax_xent_desc, &call, &e), RM_ERR_INVALID);
+    cr_expect(strstr(e.msg, "sample 1 has label 2") != NULL, "message: %s", e.msg);
+    dev_download(&m, &got, ty.data, sizeof got);
+    cr_expect_eq(got, sentinel);
+    tx.shape = rm_shape_make(1, 2, 1, 3); /* the same 6 logits as 1 x 2 x 1 x 3 pixels */
+    rm_err e2 = {0};
+    cr_expect_eq(rm_layer_forward(&rm_pixel_softmax_xent_desc, &call, &e2), RM_ERR_INVALID);
+    cr_expect(strstr(e2.msg, "pixel (y 0, x 1) has label 2") != NULL, "message: %s", e2.msg);
+    for (int i = 0; i < m.n; i++) rm_backend_release(be, m.ptr[i]);
+    rm_backend_free(be);
+}
+
+/* Probes for a GPU in a child process, so that this process (whose tests
+ * Criterion may fork) never initialises CUDA. 0: usable, 1: none. */
+static int probe_gpu(char *why, size_t len)
+{
+    int fd[2];
+    if (pipe(fd)) return snprintf(why, len, "pipe failed"), 1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fd[0]);
+        rm_backend *be = NULL;
+        rm_err e = {0};
+        int rc = rm_backend_cuda_create(&be, 0, &e);
+        if (rc == RM_OK) rm_backend_free(be);
+        ssize_t wr = write(fd[1], e.msg, strlen(e.msg));
+        (void)wr;
+        _exit(rc == RM_OK ? 0 : rc == RM_ERR_UNSUPPORTED ? 1 : 2);
+    }
+    close(fd[1]);
+    ssize_t got = pid > 0 ? read(fd[0], why, len - 1) : -1;
+    why[got > 0 ? got : 0] = '\0';
+    close(fd[0]);
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status)) return 2;
+    return WEXITSTATUS(status);
+}
+
+int main(int argc, char **argv)
+{
+    struct criterion_test_set *tests = criterion_initialize();
+    char why[RM_ERR_MSG_LEN] = "";
+    int probe = probe_gpu(why, sizeof why);
+    if (probe == 1) {
+        printf("remat_cuda_tests: no GPU: skipped (%s)\n", why);
+        printf("[====] Synthesis: Tested: 0 | Skipped: %zu | Passing: 0 | Failing: 0 | Crashing: 0\n", tests->tests);
+        criterion_finalize(tests);
+        return 0;
+    }
+    if (probe != 0) fprintf(stderr, "remat_cuda_tests: GPU probe failed (%s); running anyway\n", why);
+    int result = 0;
+    if (criterion_handle_args(argc, argv, true)) result = !criterion_run_all_tests(tests);
+    criterion_finalize(tests);
+    return result;
+}
