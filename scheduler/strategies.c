@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "baseline.h"
+#include "coarsen.h"
 #include "milp.h"
 #include "strategy.h"
 
@@ -33,8 +34,8 @@ static rm_schedule *fitting_checkpoint_all(const rm_problem *p, rm_sim_result *r
     return NULL;
 }
 
-static int lp_round_opt(rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p, const rm_strategy_options *o,
-                        rm_err *e)
+static int lp_round_direct(rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p,
+                           const rm_strategy_options *o, rm_err *e)
 {
     rm_sim_result all_r;
     rm_schedule *all = fitting_checkpoint_all(p, &all_r);
@@ -96,8 +97,8 @@ static rm_schedule *best_baseline(const rm_problem *p, const rm_strategy_options
     return best;
 }
 
-static int milp_opt(rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p, const rm_strategy_options *o,
-                    rm_err *e)
+static int milp_direct(rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p, const rm_strategy_options *o,
+                       rm_err *e)
 {
     double t0 = now_s();
     rm_milp_options mo;
@@ -140,6 +141,24 @@ static int milp_opt(rm_schedule **out, rm_strategy_stats *stats, const rm_proble
         }
     }
     return rc;
+}
+
+/* Above RM_COARSEN_MIN_NODES the LP alone takes minutes (milp.h): solve a
+ * coarsened problem and expand its schedule (coarsen.h). */
+static int lp_round_opt(rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p, const rm_strategy_options *o,
+                        rm_err *e)
+{
+    if (p->n > RM_COARSEN_MIN_NODES)
+        return rm_coarsen_run(out, stats, p, o, lp_round_direct, "lp_round", 0, RM_COARSEN_REFINE, e);
+    return lp_round_direct(out, stats, p, o, e);
+}
+
+static int milp_opt(rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p, const rm_strategy_options *o,
+                    rm_err *e)
+{
+    if (p->n > RM_COARSEN_MIN_NODES)
+        return rm_coarsen_run(out, stats, p, o, milp_direct, "milp", 0, RM_COARSEN_FALLBACK, e);
+    return milp_direct(out, stats, p, o, e);
 }
 
 static int lp_round_default(rm_schedule **out, const rm_problem *p, rm_err *e)
