@@ -1,0 +1,474 @@
+/* Graph coarsening for the solver strategies on large problems: super-nodes
+ * of consecutive same-tag nodes, the coarse problem, and the expansion of a
+ * coarse schedule back to the original (see coarsen.h for why the coarse
+ * peak bounds the expansion's and the costs agree). */
+#include "coarsen.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "milp.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void rm_coarsening_free(rm_coarsening *c)
+{
+    if (!c) return;
+    free(c->first);
+    free(c->group);
+    free(c->lastuse);
+    free(c->keep);
+    memset(c, 0, sizeof *c);
+}
+
+static void compute_lastuse(int *lastuse, const rm_problem *p)
+{
+    for (int i = 0; i < p->n; i++) lastuse[i] = i;
+    for (int k = 0; k < p->n; k++)
+        for (int d = 0; d < p->nodes[k].ndeps; d++) {
+            int j = p->nodes[k].deps[d];
+            if (lastuse[j] < k) lastuse[j] = k;
+        }
+}
+
+/* The internal peak of a would-be group a..b: members computed in order,
+ * each freed after its last reader in the group unless kept (read after b,
+ * or b itself). */
+static size_t segment_bytes(const rm_problem *p, const int *lastuse, int a, int b)
+{
+    size_t mem = 0, peak = 0;
+    for (int k = a; k <= b; k++) {
+        mem += p->nodes[k].bytes;
+        if (mem > peak) peak = mem;
+        const rm_problem_node *nd = &p->nodes[k];
+        for (int d = 0; d < nd->ndeps; d++) {
+            int j = nd->deps[d];
+            if (j >= a && lastuse[j] == k && k != b) mem -= p->nodes[j].bytes; /* k < b: lastuse <= b, not kept */
+        }
+        if (lastuse[k] == k && k != b) mem -= nd->bytes; /* nobody reads it */
+    }
+    return peak;
+}
+
+size_t rm_coarsen_group_bytes(const rm_problem *p, const rm_coarsening *c, int g)
+{
+    return segment_bytes(p, c->lastuse, c->first[g], c->first[g + 1] - 1);
+}
+
+int rm_coarsen_from_groups(rm_coarsening *c, const rm_problem *p, const int *first, int m, rm_err *e)
+{
+    memset(c, 0, sizeof *c);
+    int n = p->n;
+    if (m < 1 || m > n || first[0] != 0 || first[m] != n)
+        return rm_errorf(e, RM_ERR_INVALID, "coarsen: %d groups must cover nodes 0..%d", m, n - 1);
+    for (int g = 0; g < m; g++)
+        if (first[g + 1] <= first[g])
+            return rm_errorf(e, RM_ERR_INVALID, "coarsen: group %d is empty (first %d, next %d)", g, first[g],
+                             first[g + 1]);
+    c->n = n;
+    c->m = m;
+    c->first = malloc(((size_t)m + 1) * sizeof *c->first);
+    c->group = malloc((size_t)n * sizeof *c->group);
+    c->lastuse = malloc((size_t)n * sizeof *c->lastuse);
+    c->keep = malloc((size_t)n);
+    if (!c->first || !c->group || !c->lastuse || !c->keep) {
+        rm_coarsening_free(c);
+        return rm_errorf(e, RM_ERR_NOMEM, "coarsen: out of memory (n = %d)", n);
+    }
+    memcpy(c->first, first, ((size_t)m + 1) * sizeof *first);
+    compute_lastuse(c->lastuse, p);
+    for (int g = 0; g < m; g++) {
+        int b = first[g + 1] - 1;
+        for (int i = first[g]; i <= b; i++) {
+            c->group[i] = g;
+            c->keep[i] = (uint8_t)(i == b || c->lastuse[i] > b);
+        }
+    }
+    return RM_OK;
+}
+
+/* The coarse problem's trivial lower bound (rm_problem_peak_lower_bound of
+ * the coarse problem) for boundaries first[0..m], with group bytes gb. */
+static size_t coarse_lower_bound(const rm_problem *p, const int *first, int m, const size_t *gb, int *grp, int *stamp)
+{
+    for (int g = 0; g < m; g++)
+        for (int i = first[g]; i < first[g + 1]; i++) grp[i] = g;
+    for (int g = 0; g < m; g++) stamp[g] = -1;
+    size_t lb = 0;
+    for (int g = 0; g < m; g++) {
+        size_t sum = gb[g];
+        stamp[g] = g;
+        for (int k = first[g]; k < first[g + 1]; k++)
+            for (int d = 0; d < p->nodes[k].ndeps; d++) {
+                int h = grp[p->nodes[k].deps[d]];
+                if (stamp[h] == g) continue;
+                stamp[h] = g;
+                sum += gb[h];
+            }
+        if (sum > lb) lb = sum;
+    }
+    return lb;
+}
+
+int rm_coarsen_auto(rm_coarsening *c, const rm_problem *p, int target, rm_err *e)
+{
+    memset(c, 0, sizeof *c);
+    int n = p->n, rc = rm_problem_validate(p, e);
+    if (rc) return rc;
+    if (target < 1) target = 1;
+    int m = n;
+    int *first = malloc(((size_t)n + 1) * sizeof *first), *tmp = malloc(((size_t)n + 1) * sizeof *tmp);
+    int *lastuse = malloc((size_t)n * sizeof *lastuse), *grp = malloc((size_t)n * sizeof *grp);
+    int *stamp = malloc((size_t)n * sizeof *stamp);
+    size_t *gb = malloc((size_t)n * sizeof *gb), *gb2 = malloc((size_t)n * sizeof *gb2);
+    uint8_t *forbidden = calloc((size_t)n + 1, 1); /* by boundary node: merging across it was refused */
+    if (!first || !tmp || !lastuse || !grp || !stamp || !gb || !gb2 || !forbidden) {
+        rc = rm_errorf(e, RM_ERR_NOMEM, "coarsen: out of memory (n = %d)", n);
+        goto done;
+    }
+    compute_lastuse(lastuse, p);
+    for (int i = 0; i <= n; i++) first[i] = i;
+    for (int i = 0; i < n; i++) gb[i] = p->nodes[i].bytes;
+    size_t act = rm_problem_activation_budget(p);
+    while (m > target) {
+        /* The cheapest allowed merge (fewest merged bytes, then fewest members). */
+        int best = -1;
+        size_t best_bytes = 0;
+        int best_size = 0;
+        for (int g = 0; g + 1 < m; g++) {
+            int a = first[g], mid = first[g + 1], b = first[g + 2] - 1;
+            if (forbidden[mid] || p->nodes[a].tag != p->nodes[mid].tag) continue;
+            size_t bytes = segment_bytes(p, lastuse, a, b);
+            int size = b - a + 1;
+            if (best < 0 || bytes < best_bytes || (bytes == best_bytes && size < best_size)) {
+                best = g;
+                best_bytes = bytes;
+                best_size = size;
+            }
+        }
+        if (best < 0) break;
+        /* Would-be boundaries without first[best + 1]. */
+        int m2 = m - 1;
+        for (int g = 0, h = 0; g <= m; g++)
+            if (g != best + 1) tmp[h++] = first[g];
+        for (int g = 0, h = 0; g < m; g++) {
+            if (g == best + 1) continue;
+            gb2[h++] = g == best ? best_bytes : gb[g];
+        }
+        if (p->budget > 0 && coarse_lower_bound(p, tmp, m2, gb2, grp, stamp) > act) {
+            forbidden[first[best + 1]] = 1;
+            continue;
+        }
+        memcpy(first, tmp, ((size_t)m2 + 1) * sizeof *first);
+        memcpy(gb, gb2, (size_t)m2 * sizeof *gb);
+        m = m2;
+    }
+    rc = rm_coarsen_from_groups(c, p, first, m, e);
+done:
+    free(first);
+    free(tmp);
+    free(lastuse);
+    free(grp);
+    free(stamp);
+    free(gb);
+    free(gb2);
+    free(forbidden);
+    return rc;
+}
+
+int rm_coarsen_problem(rm_problem **out, const rm_problem *p, const rm_coarsening *c, rm_err *e)
+{
+    *out = NULL;
+    if (c->n != p->n) return rm_errorf(e, RM_ERR_INVALID, "coarsen: coarsening of %d nodes, problem of %d", c->n, p->n);
+    rm_problem *q;
+    int rc = rm_problem_create(&q, c->m, e);
+    if (rc) return rc;
+    q->fixed_bytes = p->fixed_bytes;
+    q->budget = p->budget;
+    int *deps = malloc((size_t)c->m * sizeof *deps), *stamp = malloc((size_t)c->m * sizeof *stamp);
+    if (!deps || !stamp) {
+        rc = rm_errorf(e, RM_ERR_NOMEM, "coarsen: out of memory (m = %d)", c->m);
+        goto done;
+    }
+    for (int g = 0; g < c->m; g++) stamp[g] = -1;
+    for (int g = 0; g < c->m && !rc; g++) {
+        int a = c->first[g], b = c->first[g + 1] - 1;
+        rm_problem_node *nd = &q->nodes[g];
+        nd->tag = p->nodes[a].tag;
+        nd->cost = 0;
+        for (int i = a; i <= b; i++) {
+            nd->cost += p->nodes[i].cost;
+            if (p->nodes[i].tag == RM_TAG_LOSS) nd->tag = RM_TAG_LOSS;
+        }
+        nd->bytes = rm_coarsen_group_bytes(p, c, g);
+        char suffix[24] = "";
+        if (b > a) snprintf(suffix, sizeof suffix, "+%d", b - a);
+        size_t room = sizeof nd->name - strlen(suffix) - 1, len = strlen(p->nodes[a].name);
+        if (len > room) len = room;
+        memcpy(nd->name, p->nodes[a].name, len);
+        memcpy(nd->name + len, suffix, strlen(suffix) + 1);
+        /* Deps: the groups members read from outside, ascending. */
+        int nd_count = 0;
+        stamp[g] = g;
+        for (int i = a; i <= b; i++)
+            for (int d = 0; d < p->nodes[i].ndeps; d++) {
+                int h = c->group[p->nodes[i].deps[d]];
+                if (stamp[h] == g) continue;
+                stamp[h] = g;
+                int x = nd_count++;
+                while (x > 0 && deps[x - 1] > h) {
+                    deps[x] = deps[x - 1];
+                    x--;
+                }
+                deps[x] = h;
+            }
+        rc = rm_problem_set_deps(q, g, deps, nd_count, e);
+    }
+    if (!rc) rc = rm_problem_validate(q, e);
+done:
+    free(deps);
+    free(stamp);
+    if (rc) {
+        rm_problem_free(q);
+        return rc;
+    }
+    *out = q;
+    return RM_OK;
+}
+
+int rm_coarsen_expand(rm_schedule **out, const rm_problem *p, const rm_coarsening *c, const rm_schedule *cs,
+                      rm_err *e)
+{
+    *out = NULL;
+    int n = p->n, m = c->m;
+    if (c->n != n || cs->n != m)
+        return rm_errorf(e, RM_ERR_INVALID,
+                         "coarsen: a %d-stage coarse schedule for %d groups of %d nodes (problem: %d)", cs->n, m, c->n,
+                         n);
+    rm_problem *q;
+    int rc = rm_coarsen_problem(&q, p, c, e);
+    if (rc) return rc;
+    rm_sim_result cr;
+    rc = rm_simulate(&cr, q, cs, e);
+    rm_problem_free(q);
+    if (rc) {
+        rm_err_context(e, "coarsen: the coarse schedule is invalid");
+        return rc;
+    }
+    rm_schedule *s;
+    if ((rc = rm_schedule_create(&s, n, e))) return rc;
+    int *lastin = malloc((size_t)n * sizeof *lastin);
+    if (!lastin) {
+        rm_schedule_free(s);
+        return rm_errorf(e, RM_ERR_NOMEM, "coarsen: out of memory (n = %d)", n);
+    }
+    for (int i = 0; i < n; i++) lastin[i] = -1;
+    for (int T = 0; T < m; T++) {
+        int a = c->first[T], b = c->first[T + 1] - 1;
+        const uint8_t *Rc = &cs->R[(size_t)T * (size_t)m], *Sc = &cs->S[(size_t)T * (size_t)m];
+        const uint8_t *Sn = T + 1 < m ? &cs->S[(size_t)(T + 1) * (size_t)m] : NULL;
+        /* lastin[j]: the last member of T that reads j. */
+        for (int r = a; r <= b; r++)
+            for (int d = 0; d < p->nodes[r].ndeps; d++) lastin[p->nodes[r].deps[d]] = r;
+        /* Stage a: the coarse recomputations, then a. */
+        for (int J = 0; J < T; J++) {
+            if (Rc[J])
+                for (int j = c->first[J]; j < c->first[J + 1]; j++) *rm_R(s, a, j) = 1;
+            if (Sc[J])
+                for (int j = c->first[J]; j < c->first[J + 1]; j++)
+                    if (c->keep[j]) *rm_S(s, a, j) = 1;
+        }
+        for (int t = a; t <= b; t++) *rm_R(s, t, t) = 1;
+        /* Stages a+1..b: carry what a later member reads or the next coarse stage retains. */
+        for (int t = a + 1; t <= b; t++) {
+            for (int J = 0; J < T; J++) {
+                if (!Rc[J] && !Sc[J]) continue;
+                int ret = Sn && Sn[J];
+                for (int j = c->first[J]; j < c->first[J + 1]; j++)
+                    if (c->keep[j] && (ret || lastin[j] >= t)) *rm_S(s, t, j) = 1;
+            }
+            int ret = Sn && Sn[T];
+            for (int j = a; j < t; j++)
+                if (lastin[j] >= t || (c->keep[j] && ret)) *rm_S(s, t, j) = 1;
+        }
+        for (int r = a; r <= b; r++)
+            for (int d = 0; d < p->nodes[r].ndeps; d++) lastin[p->nodes[r].deps[d]] = -1;
+    }
+    free(lastin);
+    rm_sim_result r;
+    if ((rc = rm_simulate(&r, p, s, e))) {
+        rm_schedule_free(s);
+        rm_err_context(e, "coarsen: expansion (a bug)");
+        return rc;
+    }
+    *out = s;
+    return RM_OK;
+}
+
+static void logf_(const rm_strategy_options *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void logf_(const rm_strategy_options *o, const char *fmt, ...)
+{
+    if (!o || !o->log) return;
+    char line[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    o->log(o->log_ctx, line);
+}
+
+/* Keeps s in *best if it fits and is cheaper (ties: lower peak); takes s. */
+static void offer(rm_schedule **best, rm_sim_result *best_r, rm_schedule *s, const rm_problem *p)
+{
+    rm_sim_result r;
+    rm_err ignored = {RM_OK, ""};
+    if (s && rm_simulate(&r, p, s, &ignored) == RM_OK && rm_sim_fits(p, &r) &&
+        (!*best || r.cost < best_r->cost || (r.cost == best_r->cost && r.peak_bytes < best_r->peak_bytes))) {
+        rm_schedule_free(*best);
+        *best = s;
+        *best_r = r;
+        return;
+    }
+    rm_schedule_free(s);
+}
+
+int rm_coarsen_run(rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p, const rm_strategy_options *o,
+                   rm_strategy_opt_fn solve, const char *name, int target, int flags, rm_err *e)
+{
+    int baseline_fallback = flags & RM_COARSEN_FALLBACK, refine = flags & RM_COARSEN_REFINE;
+    double t0 = now_s();
+    *out = NULL;
+    int rc = rm_problem_validate(p, e);
+    if (rc) return rc;
+    if (target <= 0) target = RM_COARSEN_TARGET;
+    double limit = o ? o->time_limit_s : 0;
+    size_t act = rm_problem_activation_budget(p), lb = rm_problem_peak_lower_bound(p);
+    if (p->budget > 0 && (p->fixed_bytes > p->budget || lb > act))
+        return rm_errorf(e, RM_ERR_INFEASIBLE,
+                         "%s: the budget %zu is below the fixed bytes %zu plus the trivial lower bound %zu", name,
+                         p->budget, p->fixed_bytes, lb);
+    rm_schedule *best = NULL;
+    rm_sim_result best_r;
+    memset(&best_r, 0, sizeof best_r);
+    /* Checkpoint-all, where it fits, is optimal (every node once). */
+    rm_schedule *all;
+    if ((rc = rm_schedule_create(&all, p->n, e))) return rc;
+    rm_checkpoint_all_fill(all, p);
+    offer(&best, &best_r, all, p);
+    if (best) {
+        *out = best;
+        if (stats) {
+            stats->status = baseline_fallback ? "optimal" : stats->status;
+            stats->has_bound = 1;
+            stats->lp_bound = best_r.cost;
+            stats->gap = 0;
+        }
+        return RM_OK;
+    }
+    const char *from = NULL;
+    if (baseline_fallback) {
+        int count;
+        const rm_strategy_info *list = rm_strategy_list(&count);
+        for (int k = 0; k < count; k++) {
+            if (limit > 0 && now_s() >= t0 + limit) break;
+            rm_schedule *s = NULL;
+            rm_err ignored = {RM_OK, ""};
+            if (list[k].solve(&s, p, &ignored) != RM_OK) continue;
+            rm_schedule *before = best;
+            offer(&best, &best_r, s, p);
+            if (best != before) from = list[k].name;
+        }
+        if (best) logf_(o, "%s: fallback: %s, cost %.6g\n", name, from, best_r.cost);
+    }
+    /* One level, or (refine) finer and finer levels while the time lasts. */
+    char why[200] = "";
+    const char *cstatus = "error";
+    int m = 0, level = target;
+    for (;;) {
+        double lt0 = now_s();
+        rm_coarsening c;
+        rm_problem *q = NULL;
+        if ((rc = rm_coarsen_auto(&c, p, level, e))) break;
+        if ((rc = rm_coarsen_problem(&q, p, &c, e))) {
+            rm_coarsening_free(&c);
+            break;
+        }
+        m = c.m;
+        logf_(o, "%s: coarsened %d nodes into %d super-nodes (target %d)\n", name, p->n, c.m, level);
+        rm_strategy_options co;
+        memset(&co, 0, sizeof co);
+        if (o) co = *o;
+        if (limit > 0) {
+            co.time_limit_s = limit - (now_s() - t0);
+            if (co.time_limit_s < 0.01) co.time_limit_s = 0.01;
+        }
+        rm_strategy_stats cst;
+        memset(&cst, 0, sizeof cst);
+        cst.status = "error";
+        rm_schedule *cs = NULL;
+        rm_err ce = {RM_OK, ""};
+        int crc = solve(&cs, &cst, q, &co, &ce);
+        if (crc == RM_OK && cs) {
+            rm_schedule *xs = NULL;
+            rm_sim_result cr, xr;
+            memset(&cr, 0, sizeof cr);
+            rm_simulate(&cr, q, cs, &ce);
+            if (rm_coarsen_expand(&xs, p, &c, cs, &ce) == RM_OK && rm_simulate(&xr, p, xs, &ce) == RM_OK) {
+                logf_(o, "%s: coarse %s, cost %.6g peak %zu; expanded cost %.6g peak %zu%s\n", name, cst.status,
+                      cr.cost, cr.peak_bytes, xr.cost, xr.peak_bytes, rm_sim_fits(p, &xr) ? "" : " (over the budget)");
+                if (!rm_sim_fits(p, &xr))
+                    snprintf(why, sizeof why, "the expanded schedule peaks at %zu, over the activation budget %zu",
+                             xr.peak_bytes, act);
+                rm_schedule *xc = NULL;
+                if (rm_schedule_copy(&xc, xs, &ce) == RM_OK && rm_milp_cheapest_R(xc, p, &ce) == RM_OK) {
+                    rm_schedule *before = best;
+                    offer(&best, &best_r, xc, p);
+                    if (best != before) from = "coarse solve + cheapest R";
+                } else {
+                    rm_schedule_free(xc);
+                }
+                rm_schedule *before = best;
+                offer(&best, &best_r, xs, p);
+                if (best != before) from = "coarse solve";
+                if (strcmp(cstatus, "optimal") || !strcmp(cst.status, "optimal")) cstatus = cst.status;
+            } else {
+                rm_schedule_free(xs);
+                snprintf(why, sizeof why, "%.190s", ce.msg);
+            }
+        } else if (!best) {
+            snprintf(why, sizeof why, "the coarse problem: %.170s", ce.msg[0] ? ce.msg : cst.status);
+        }
+        rm_schedule_free(cs);
+        rm_problem_free(q);
+        rm_coarsening_free(&c);
+        /* The next level's LP is several times this one's (ResNet-50 at 80%:
+         * 64 groups 2.3 s, 96 14 s, 128 37 s); try it only when that fits. */
+        double left = limit - (now_s() - t0), took = now_s() - lt0;
+        if (!refine || limit <= 0 || m >= p->n || left < 3 * took) break;
+        level = level + level / 3;
+    }
+    if (rc) {
+        rm_schedule_free(best);
+        return rc;
+    }
+    if (stats) {
+        stats->has_bound = 0; /* the coarse bound is no bound for p */
+        if (baseline_fallback || !strcmp(cstatus, "optimal")) stats->status = "feasible";
+        else if (strcmp(cstatus, "error")) stats->status = cstatus;
+    }
+    if (!best)
+        return rm_errorf(e, RM_ERR_INFEASIBLE, "%s: nothing fits on the %d-node coarse problem of %d nodes: %s", name,
+                         m, p->n, why[0] ? why : "no schedule");
+    logf_(o, "%s: returning %s, cost %.6g, peak %zu\n", name, from ? from : "?", best_r.cost, best_r.peak_bytes);
+    *out = best;
+    return RM_OK;
+}
