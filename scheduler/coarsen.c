@@ -402,6 +402,12 @@ int rm_coarsen_run(rm_schedule **out, rm_strategy_stats *stats, const rm_problem
             rm_coarsening_free(&c);
             break;
         }
+        if (c.m == m) {
+            /* No finer than the last level (the budget refused the merges). */
+            rm_problem_free(q);
+            rm_coarsening_free(&c);
+            break;
+        }
         m = c.m;
         logf_(o, "%s: coarsened %d nodes into %d super-nodes (target %d)\n", name, p->n, c.m, level);
         rm_strategy_options co;
@@ -451,10 +457,10 @@ int rm_coarsen_run(rm_schedule **out, rm_strategy_stats *stats, const rm_problem
         rm_problem_free(q);
         rm_coarsening_free(&c);
         /* The next level's LP is several times this one's (ResNet-50 at 80%:
-         * 64 groups 2.3 s, 96 14 s, 128 37 s); try it only when that fits. */
+         * 64 groups 2.3 s, 96 14 s, 128 37 s); try it only when 3x fits. */
         double left = limit - (now_s() - t0), took = now_s() - lt0;
         if (!refine || limit <= 0 || m >= p->n || left < 3 * took) break;
-        level = level + level / 3;
+        level += level / 3 > 0 ? level / 3 : 1;
     }
     if (rc) {
         rm_schedule_free(best);

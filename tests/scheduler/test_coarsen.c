@@ -250,19 +250,22 @@ Test(coarsen, traced_tiny_models)
 
 /* The solver route: whatever it returns passes the simulator within budget;
  * it never claims a bound; it is never worse than the cheapest baseline. */
-static void check_route(rm_problem *p, const char *strategy, int target, int fallback)
+static void check_route(rm_problem *p, const char *strategy, int target, int flags)
 {
+    int fallback = flags & RM_COARSEN_FALLBACK;
     const rm_strategy_info *st = rm_strategy_find(strategy);
     cr_assert(st && st->solve_opt);
     rm_strategy_options o;
     memset(&o, 0, sizeof o);
     o.node_limit = 200;
+    /* Refining needs a time limit; only validity is asserted, whatever the
+     * number of levels the clock allows. */
+    if (flags & RM_COARSEN_REFINE) o.time_limit_s = 2;
     rm_strategy_stats stats;
     memset(&stats, 0, sizeof stats);
     stats.status = "error";
     rm_schedule *s = NULL;
     rm_err e = {RM_OK, ""};
-    int flags = fallback ? RM_COARSEN_FALLBACK : 0;
     int rc = rm_coarsen_run(&s, &stats, p, &o, st->solve_opt, strategy, target, flags, &e);
     cr_assert(rc == RM_OK || rc == RM_ERR_INFEASIBLE, "%s: %s", strategy, e.msg);
     double best_baseline = -1;
@@ -299,7 +302,7 @@ Test(coarsen, solver_route_on_a_large_random_graph_and_a_traced_model)
     size_t full = all_peak(p), lb = rm_problem_peak_lower_bound(p);
     for (int pct = 40; pct <= 80; pct += 40) {
         p->budget = lb + (full - lb) * (size_t)pct / 100;
-        check_route(p, "milp", 20, 1);
+        check_route(p, "milp", 20, RM_COARSEN_FALLBACK);
         check_route(p, "lp_round", 20, 0);
     }
     rm_problem_free(p);
@@ -307,10 +310,11 @@ Test(coarsen, solver_route_on_a_large_random_graph_and_a_traced_model)
     full = all_peak(p);
     lb = rm_problem_peak_lower_bound(p);
     p->budget = p->fixed_bytes + lb + (full - lb) / 2;
-    check_route(p, "milp", 16, 1);
+    check_route(p, "milp", 16, RM_COARSEN_FALLBACK);
     check_route(p, "lp_round", 16, 0);
+    check_route(p, "lp_round", 12, RM_COARSEN_REFINE);
     /* Below the trivial bound: infeasible at once. */
     p->budget = p->fixed_bytes + lb - 1;
-    check_route(p, "milp", 16, 1);
+    check_route(p, "milp", 16, RM_COARSEN_FALLBACK);
     rm_problem_free(p);
 }
