@@ -113,7 +113,10 @@ const rm_strategy_info *rm_strategy_list(int *count);
  * two-phase LP rounding) and "milp" (the Checkmate MILP with lp_solve; it is
  * given the cheapest fitting baseline as incumbent). See milp.h. Where
  * checkpoint-all fits, both return it without solving anything: it costs
- * every node once, the least possible, so it is optimal. */
+ * every node once, the least possible, so it is optimal. Problems above 80
+ * nodes are solved on a coarsened graph of 64 super-nodes and expanded back
+ * (scheduler/coarsen.h): valid and within budget, but with no bound for the
+ * original problem. */
 const rm_strategy_info *rm_strategy_list_all(int *count);
 /* By name, in the whole table; '-' and '_' are the same ("lp-round"). NULL if
  * no strategy has that name. */
