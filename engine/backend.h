@@ -38,6 +38,10 @@ void rm_backend_free(rm_backend *be);
 /* The cudaStream_t every kernel of a CUDA backend runs on (as void *, so C
  * callers need no CUDA headers); NULL for other backends. */
 void *rm_backend_cuda_stream(const rm_backend *be);
+/* Free and total device memory (cudaMemGetInfo), so a budget larger than the
+ * device can hold is refused with a clear error before anything is allocated.
+ * RM_ERR_UNSUPPORTED for non-CUDA backends. */
+int rm_backend_cuda_mem_info(const rm_backend *be, size_t *free_bytes, size_t *total_bytes, rm_err *e);
 
 static inline int rm_backend_alloc(rm_backend *be, void **ptr, size_t bytes, rm_err *e)
 {

@@ -90,6 +90,15 @@ extern "C" void *rm_backend_cuda_stream(const rm_backend *be)
     return (void *)((const cuda_ctx *)be->ctx)->stream;
 }
 
+extern "C" int rm_backend_cuda_mem_info(const rm_backend *be, size_t *free_bytes, size_t *total_bytes, rm_err *e)
+{
+    if (!be || be->kind != RM_BACKEND_CUDA)
+        return rm_errorf(e, RM_ERR_UNSUPPORTED, "device memory: not a CUDA backend");
+    CUDA_CHECK(cudaSetDevice(((const cuda_ctx *)be->ctx)->device), e, "cudaSetDevice");
+    CUDA_CHECK(cudaMemGetInfo(free_bytes, total_bytes), e, "cudaMemGetInfo");
+    return RM_OK;
+}
+
 extern "C" int rm_backend_cuda_create(rm_backend **out, int device, rm_err *e)
 {
     int count = 0;
