@@ -289,7 +289,7 @@ typedef struct cell {
     const char *status; /* rm_strategy_stats.status (static strings) */
     double seconds, cost;
     size_t peak_total; /* fixed + activation peak */
-    int has_bound;
+    int has_bound, bound_trivial; /* see rm_strategy_stats */
     double lp_bound, gap;
 } cell;
 
@@ -349,6 +349,7 @@ static void run_budget(budget_row *row, const bench_cfg *c, const model_spec *m,
         x->status = stats.status;
         x->seconds = stats.seconds;
         x->has_bound = stats.has_bound;
+        x->bound_trivial = stats.bound_trivial;
         x->lp_bound = stats.lp_bound;
         x->gap = stats.gap;
         if (rc == RM_OK) {
@@ -404,8 +405,11 @@ static void judge_goal(goal *g, const bench_cfg *c, const budget_row *row, const
         if (milp_in && milp_opt)
             snprintf(g->verdict, sizeof g->verdict, "yes (optimal)");
         else
-            snprintf(g->verdict, sizeof g->verdict, "yes (gap %.2f%%)",
-                     100.0 * (milp_in && (!lpr_in || milp->gap <= lpr->gap) ? milp->gap : lpr->gap));
+        {
+            const cell *w = milp_in && (!lpr_in || milp->gap <= lpr->gap) ? milp : lpr;
+            snprintf(g->verdict, sizeof g->verdict, "yes (gap %.2f%%%s)", 100.0 * w->gap,
+                     w->bound_trivial ? " to the trivial bound" : "");
+        }
         return;
     }
     snprintf(g->verdict, sizeof g->verdict, "no");
@@ -434,12 +438,12 @@ static void judge_goal(goal *g, const bench_cfg *c, const budget_row *row, const
         best = milp_found && (!lpr_found || milp->cost <= lpr->cost) ? milp : lpr;
     const char *best_name = best == milp ? "milp" : "lp_round";
     double best_ov = overhead_pct(best->cost, cp->base_cost);
-    if (!best->has_bound) {
-        /* The MILP hands back its incumbent (the best baseline) when the LP
-         * relaxation does not finish: a schedule, but nothing to measure it
-         * against. */
-        ADD("no LP bound: the relaxation did not finish within the time limit; %s returned %+.2f%% after %.1f s",
-            best_name, best_ov, best->seconds);
+    if (best->bound_trivial) {
+        /* The LP relaxation did not finish, or the solve was coarsened: only
+         * the trivial bound (every node once) measures the answer. */
+        ADD("no LP bound (the relaxation did not finish, or the solve was coarsened); %s %+.2f%% after %.1f s, "
+            "gap %.2f%% to the trivial bound",
+            best_name, best_ov, best->seconds, 100.0 * best->gap);
     } else {
         double bound_ov = overhead_pct(best->lp_bound, cp->base_cost);
         ADD("best gap %.2f%% (%s %+.2f%% vs LP bound %+.2f%%)", 100.0 * best->gap, best_name, best_ov, bound_ov);
@@ -541,7 +545,8 @@ static void print_model(const bench_cfg *c, const model_spec *m, const rm_cli_pr
             overhead_cell(ov, sizeof ov, q, cp->base_cost);
             if (q->rc == RM_OK) rm_cli_bytes(pk, sizeof pk, (double)q->peak_total);
             if (q->has_bound) {
-                snprintf(lb, sizeof lb, "%+.2f%%", overhead_pct(q->lp_bound, cp->base_cost));
+                if (q->bound_trivial) snprintf(lb, sizeof lb, "trivial");
+                else snprintf(lb, sizeof lb, "%+.2f%%", overhead_pct(q->lp_bound, cp->base_cost));
                 if (q->rc == RM_OK) snprintf(gap, sizeof gap, "%.2f%%", 100.0 * q->gap);
             }
             emit("| %g%% | %s | %s | %s | %s | %.2f s | %s | %s |\n", rows[r].percent, c->strats[k]->name,
@@ -570,28 +575,28 @@ static void print_model(const bench_cfg *c, const model_spec *m, const rm_cli_pr
             snprintf(gl->best_base, sizeof gl->best_base, "%s %+.2f%%", c->strats[kb]->name,
                      overhead_pct(rows[r].cells[kb].cost, cp->base_cost));
         snprintf(gl->lp_bound, sizeof gl->lp_bound, "—");
-        const cell *bc = km >= 0 && rows[r].cells[km].has_bound ? &rows[r].cells[km]
-                         : kr >= 0 && rows[r].cells[kr].has_bound ? &rows[r].cells[kr]
-                                                                  : NULL;
+        const cell *bc = km >= 0 && rows[r].cells[km].has_bound && !rows[r].cells[km].bound_trivial
+                             ? &rows[r].cells[km]
+                         : kr >= 0 && rows[r].cells[kr].has_bound && !rows[r].cells[kr].bound_trivial
+                             ? &rows[r].cells[kr]
+                             : NULL;
         if (bc) snprintf(gl->lp_bound, sizeof gl->lp_bound, "%+.2f%%", overhead_pct(bc->lp_bound, cp->base_cost));
         snprintf(gl->lpr, sizeof gl->lpr, "—");
         if (kr >= 0) {
             const cell *q = &rows[r].cells[kr];
             if (q->rc == RM_OK)
-                snprintf(gl->lpr, sizeof gl->lpr, "%+.2f%%, gap %.2f%%, %.1f s", overhead_pct(q->cost, cp->base_cost),
-                         100.0 * q->gap, q->seconds);
+                snprintf(gl->lpr, sizeof gl->lpr, "%+.2f%%, gap %.2f%%%s, %.1f s", overhead_pct(q->cost, cp->base_cost),
+                         100.0 * q->gap, q->bound_trivial ? "*" : "", q->seconds);
             else
                 snprintf(gl->lpr, sizeof gl->lpr, "%s, %.1f s", q->status, q->seconds);
         }
         snprintf(gl->milp, sizeof gl->milp, "—");
         if (km >= 0) {
             const cell *q = &rows[r].cells[km];
-            if (q->rc == RM_OK && q->has_bound)
-                snprintf(gl->milp, sizeof gl->milp, "%s %+.2f%%, gap %.2f%%, %.1f s", q->status,
-                         overhead_pct(q->cost, cp->base_cost), 100.0 * q->gap, q->seconds);
-            else if (q->rc == RM_OK)
-                snprintf(gl->milp, sizeof gl->milp, "%s %+.2f%%, no bound, %.1f s", q->status,
-                         overhead_pct(q->cost, cp->base_cost), q->seconds);
+            if (q->rc == RM_OK)
+                snprintf(gl->milp, sizeof gl->milp, "%s %+.2f%%, gap %.2f%%%s, %.1f s", q->status,
+                         overhead_pct(q->cost, cp->base_cost), 100.0 * q->gap, q->bound_trivial ? "*" : "",
+                         q->seconds);
             else
                 snprintf(gl->milp, sizeof gl->milp, "%s, %.1f s", q->status, q->seconds);
         }
@@ -603,7 +608,9 @@ static void print_goal_table(const goal_line *goals, int n)
     emit("\n### Against the goal\n\n"
          "Goal (issue 3): at every feasible budget, the MILP or the LP rounding within %g%% of the LP lower bound, "
          "or proved optimal, in under %g s. A large gap over a weak LP bound is not necessarily a bad schedule: "
-         "compare with the best baseline.\n\n",
+         "compare with the best baseline. A gap marked * is to the trivial bound (every node computed once), "
+         "used where the LP relaxation did not finish or the solve was coarsened: the LP bound is never below "
+         "it, so such a gap is at least the gap to the LP bound.\n\n",
          100.0 * GOAL_GAP, GOAL_SECONDS);
     emit("| model | budget | LP bound | best baseline | lp_round | milp | goal met | why not |\n"
          "|---|---|---:|---|---|---|---|---|\n");

@@ -240,6 +240,16 @@ int rm_strategy_run(rm_schedule **out, rm_strategy_stats *stats, const rm_strate
         return rc;
     }
     if (!st->solve_opt || !strcmp(stats->status, "error")) stats->status = "ok";
+    if (st->solve_opt && !stats->has_bound) {
+        /* Every answer of a solver reports a bound: where the LP gave none,
+         * the trivial one (each node computed once) still bounds the gap. */
+        double base = 0;
+        for (int i = 0; i < p->n; i++) base += p->nodes[i].cost;
+        stats->has_bound = 1;
+        stats->bound_trivial = 1;
+        stats->lp_bound = base;
+        stats->gap = stats->sim.cost > 0 && stats->sim.cost > base ? (stats->sim.cost - base) / stats->sim.cost : 0;
+    }
     return RM_OK;
 }
 

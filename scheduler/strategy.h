@@ -91,7 +91,11 @@ typedef struct rm_strategy_stats {
                            "infeasible", "no solution" (MILP: a limit hit first), "error" */
     double seconds;     /* wall clock of the whole call */
     int has_bound;      /* lp_bound and gap are meaningful (LP rounding, MILP) */
-    double lp_bound;    /* the LP relaxation: no schedule costs less */
+    int bound_trivial;  /* the LP was not solved (time limit, or a coarsened solve whose coarse LP
+                           bounds nothing here): lp_bound is the trivial bound, every node once,
+                           which the LP bound is never below, so the gap is an upper bound of the gap
+                           to the LP bound */
+    double lp_bound;    /* the LP relaxation (or the trivial bound): no schedule costs less */
     double gap;         /* (cost - proved lower bound) / cost */
     rm_sim_result sim;  /* the simulator's verdict on the returned schedule */
 } rm_strategy_stats;

@@ -249,7 +249,10 @@ static int explain_schedule(const rm_cli_problem *cp, const rm_schedule *s, cons
     printf("  Cost %s = checkpoint-all %s + %s of recomputation (%+.2f%%).\n",
            rm_cli_cost(a, sizeof a, x.sim.cost, cp->flops), rm_cli_cost(b, sizeof b, cp->base_cost, cp->flops),
            rm_cli_cost(c, sizeof c, extra, cp->flops), cp->base_cost > 0 ? 100.0 * extra / cp->base_cost : 0.0);
-    if (stats->has_bound) {
+    if (stats->has_bound && stats->bound_trivial) {
+        printf("  The LP relaxation was not solved here; no schedule costs less than checkpoint-all (every\n"
+               "  node once), so this one is at most %.2f%% above the optimum.\n", 100.0 * stats->gap);
+    } else if (stats->has_bound) {
         printf("  The LP relaxation proves no schedule costs less than checkpoint-all %+.2f%%",
                cp->base_cost > 0 ? 100.0 * (stats->lp_bound / cp->base_cost - 1) : 0.0);
         if (!strcmp(stats->status, "optimal"))

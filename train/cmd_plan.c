@@ -216,7 +216,8 @@ static void print_summary(const rm_problem *p, const rm_cli_problem *cp, const r
     printf("\nstrategy     %s: %s\n", st->name, st->title);
     printf("status       %s in %.2f s", stats->status, stats->seconds);
     if (stats->has_bound)
-        printf(" (LP bound %s = checkpoint-all %+.2f%%, gap %.2f%%)",
+        printf(" (%s %s = checkpoint-all %+.2f%%, gap %.2f%%)",
+               stats->bound_trivial ? "no LP bound; trivial bound, every node once," : "LP bound",
                rm_cli_cost(a, sizeof a, stats->lp_bound, cp->flops),
                cp->base_cost > 0 ? 100.0 * (stats->lp_bound / cp->base_cost - 1) : 0.0, 100.0 * stats->gap);
     printf("\n");
@@ -372,7 +373,8 @@ static int plan_all(const plan_args *a, rm_cli_problem *cp)
             snprintf(re, sizeof re, "%d (%ldx)", recomputed_nodes(s), stats.sim.recomputations);
         }
         if (stats.has_bound) {
-            snprintf(lb, sizeof lb, "%+.2f%%", 100.0 * (stats.lp_bound / cp->base_cost - 1));
+            if (stats.bound_trivial) snprintf(lb, sizeof lb, "trivial");
+            else snprintf(lb, sizeof lb, "%+.2f%%", 100.0 * (stats.lp_bound / cp->base_cost - 1));
             if (!rc) snprintf(gap, sizeof gap, "%.2f%%", 100.0 * stats.gap);
         }
         printf("%-18s %-11s %9s %12s %12s %8.2fs %9s %7s\n", st->name, stats.status, ov, pk, re, stats.seconds, lb,

@@ -318,3 +318,33 @@ Test(coarsen, solver_route_on_a_large_random_graph_and_a_traced_model)
     check_route(p, "milp", 16, RM_COARSEN_FALLBACK);
     rm_problem_free(p);
 }
+
+/* Through rm_strategy_run a coarsened answer still reports a bound: the
+ * trivial one (every node once), flagged, with the gap measured against it. */
+Test(coarsen, coarsened_answers_report_the_trivial_bound)
+{
+    rg_options go = {45, 0.3, 0.3, 6, 1024};
+    rm_problem *p = rg_training_problem(12, &go);
+    cr_assert(p);
+    cr_assert_gt(p->n, RM_COARSEN_MIN_NODES);
+    size_t full = all_peak(p), lb = rm_problem_peak_lower_bound(p);
+    p->budget = lb + (full - lb) / 2;
+    double base = 0;
+    for (int i = 0; i < p->n; i++) base += p->nodes[i].cost;
+    const char *names[] = {"milp", "lp_round"};
+    for (int k = 0; k < 2; k++) {
+        rm_strategy_options o = {0};
+        o.node_limit = 200;
+        rm_strategy_stats stats;
+        rm_schedule *s = NULL;
+        rm_err e = {RM_OK, ""};
+        int rc = rm_strategy_run(&s, &stats, rm_strategy_find(names[k]), p, &o, &e);
+        cr_assert_eq(rc, RM_OK, "%s: %s", names[k], e.msg);
+        cr_assert(stats.has_bound && stats.bound_trivial, "%s", names[k]);
+        cr_assert_float_eq(stats.lp_bound, base, 1e-9 * base);
+        cr_assert_geq(stats.sim.cost, base * (1 - 1e-12));
+        cr_assert_float_eq(stats.gap, (stats.sim.cost - base) / stats.sim.cost, 1e-12);
+        rm_schedule_free(s);
+    }
+    rm_problem_free(p);
+}
