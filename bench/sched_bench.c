@@ -158,70 +158,53 @@ static int cmp_desc(const void *a, const void *b)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
+typedef struct budget_list {
+    double *v;
+    int n;
+} budget_list;
+
+static int add_budget(void *ctx, const char *tok)
+{
+    budget_list *l = ctx;
+    char *end;
+    double x = strtod(tok, &end);
+    if (*end == '%') end++;
+    if (end == tok || *end || !isfinite(x) || x <= 0 || x > 1000)
+        return usage_error("--budgets: '%s' is not a percentage in (0, 1000]", tok);
+    l->v[l->n++] = x;
+    return 0;
+}
+
 /* "100,90,80%" into percentages, largest first: the run walks down and
  * stops at the first budget where nothing can fit. */
 static int parse_budgets(double **out, int *count, const char *list)
 {
     int cap = 1;
     for (const char *c = list; *c; c++) cap += *c == ',';
-    double *v = calloc((size_t)cap, sizeof *v);
-    char *copy = strdup(list);
-    if (!v || !copy) {
-        free(v);
-        free(copy);
-        return usage_error("out of memory");
+    budget_list l = {calloc((size_t)cap, sizeof(double)), 0};
+    if (!l.v) return usage_error("out of memory");
+    int rc = rm_cli_each_item(list, add_budget, &l);
+    if (rc || l.n == 0) {
+        free(l.v);
+        return rc == 1 ? 1 : usage_error("--budgets: %s", rc ? "the list is too long" : "empty list");
     }
-    int n = 0;
-    char *save = NULL;
-    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        char *end;
-        double x = strtod(tok, &end);
-        if (*end == '%') end++;
-        if (end == tok || *end || !isfinite(x) || x <= 0 || x > 1000) {
-            free(v);
-            free(copy);
-            return usage_error("--budgets: '%s' is not a percentage in (0, 1000]", tok);
-        }
-        v[n++] = x;
-    }
-    free(copy);
-    if (n == 0) {
-        free(v);
-        return usage_error("--budgets: empty list");
-    }
-    qsort(v, (size_t)n, sizeof *v, cmp_desc);
-    *out = v;
-    *count = n;
+    qsort(l.v, (size_t)l.n, sizeof *l.v, cmp_desc);
+    *out = l.v;
+    *count = l.n;
     return 0;
 }
 
 static int parse_strategies(const rm_strategy_info ***out, int *count, const char *list)
 {
-    int cap = 1;
-    for (const char *c = list; *c; c++) cap += *c == ',';
+    int cap;
+    rm_strategy_list_all(&cap);
     const rm_strategy_info **v = calloc((size_t)cap, sizeof *v);
-    char *copy = strdup(list);
-    if (!v || !copy) {
-        free(v);
-        free(copy);
-        return usage_error("out of memory");
-    }
+    if (!v) return usage_error("out of memory");
     int n = 0;
-    char *save = NULL;
-    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        const rm_strategy_info *st = rm_strategy_find(tok);
-        if (!st) {
-            int rc = usage_error("--strategies: unknown strategy '%s'", tok);
-            free(v);
-            free(copy);
-            return rc;
-        }
-        v[n++] = st;
-    }
-    free(copy);
-    if (n == 0) {
+    char why[160];
+    if (rm_cli_add_strategies(v, &n, cap, list, why, sizeof why)) {
         free(v);
-        return usage_error("--strategies: empty list");
+        return usage_error("%s", why);
     }
     *out = v;
     *count = n;

@@ -399,3 +399,67 @@ void rm_cli_problem_print(const rm_cli_problem *cp, const rm_cli_budget *b)
     printf("budget       %s (%s) = fixed + %s for activations\n", rm_cli_bytes(x, sizeof x, (double)p->budget), pct,
            rm_cli_bytes(z, sizeof z, (double)(p->budget - p->fixed_bytes)));
 }
+
+int rm_cli_each_item(const char *list, int (*fn)(void *ctx, const char *item), void *ctx)
+{
+    char buf[2048];
+    if (strlen(list) >= sizeof buf) return -1;
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int rc = fn(ctx, tok);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+typedef struct strategy_list {
+    const rm_strategy_info **v;
+    int *n, cap, added;
+    char *why;
+    size_t len;
+} strategy_list;
+
+static int add_strategy(strategy_list *l, const rm_strategy_info *st)
+{
+    l->added++;
+    for (int k = 0; k < *l->n; k++)
+        if (l->v[k] == st) return 0;
+    if (*l->n >= l->cap) {
+        snprintf(l->why, l->len, "--strategies: more than %d strategies", l->cap);
+        return -1;
+    }
+    l->v[(*l->n)++] = st;
+    return 0;
+}
+
+static int add_named_strategy(void *ctx, const char *name)
+{
+    strategy_list *l = ctx;
+    if (!strcmp(name, "all")) {
+        int count;
+        const rm_strategy_info *all = rm_strategy_list_all(&count);
+        for (int k = 0; k < count; k++)
+            if (add_strategy(l, &all[k])) return -1;
+        return 0;
+    }
+    const rm_strategy_info *st = rm_strategy_find(name);
+    if (!st) {
+        snprintf(l->why, l->len, "--strategies: unknown strategy '%s' (see remat plan --help)", name);
+        return -1;
+    }
+    return add_strategy(l, st);
+}
+
+int rm_cli_add_strategies(const rm_strategy_info **v, int *n, int cap, const char *list, char *why, size_t len)
+{
+    strategy_list l = {v, n, cap, 0, why, len};
+    if (len) why[0] = '\0';
+    int rc = rm_cli_each_item(list, add_named_strategy, &l);
+    if (rc == -1 && l.added == 0 && *why == '\0') snprintf(why, len, "--strategies: the list is too long");
+    if (rc) return -1;
+    if (!l.added) {
+        snprintf(why, len, "--strategies: empty list");
+        return -1;
+    }
+    return 0;
+}

@@ -37,6 +37,16 @@ typedef struct rm_cli_opt {
  * rm_cli_usage_error) and returns 1; returns 0 otherwise. */
 int rm_cli_parse_options(const rm_cli_opt *opts, size_t n, int argc, char **argv, const char *cmd, const char *usage);
 
+/* Calls fn(ctx, item) on each comma-separated item of list, empty items
+ * skipped; returns fn's first non-zero result, or -1 (before any call) when
+ * list is too long to copy. */
+int rm_cli_each_item(const char *list, int (*fn)(void *ctx, const char *item), void *ctx);
+
+/* Appends to v[*n .. cap) the strategies a --strategies LIST names ("all":
+ * every strategy of rm_strategy_list_all), skipping any already in v. 0, or
+ * -1 with the reason in why (an unknown name, an empty list, too many). */
+int rm_cli_add_strategies(const rm_strategy_info **v, int *n, int cap, const char *list, char *why, size_t len);
+
 /* "1,234,567" */
 const char *rm_cli_group_digits(char *buf, size_t len, unsigned long long v);
 /* Binary units, three significant digits or so: "12.34 MiB", "512 B". */

@@ -97,23 +97,8 @@ static int maxbatch_run(int argc, char **argv)
     const rm_strategy_info *list[MAX_STRATEGIES];
     int nlist = 0;
     list[nlist++] = rm_strategy_find("checkpoint_all");
-    if (!strategies || !strcmp(strategies, "all")) {
-        int count;
-        const rm_strategy_info *all = rm_strategy_list_all(&count);
-        for (int k = 0; k < count && nlist < MAX_STRATEGIES; k++)
-            if (&all[k] != list[0]) list[nlist++] = &all[k];
-    } else {
-        char buf[1024];
-        if (strlen(strategies) >= sizeof buf) return usage_error("--strategies is too long");
-        snprintf(buf, sizeof buf, "%s", strategies);
-        for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-            const rm_strategy_info *st = rm_strategy_find(tok);
-            if (!st) return usage_error("unknown strategy '%s' in --strategies", tok);
-            int dup = 0;
-            for (int k = 0; k < nlist; k++) dup |= list[k] == st;
-            if (!dup && nlist < MAX_STRATEGIES) list[nlist++] = st;
-        }
-    }
+    if (rm_cli_add_strategies(list, &nlist, MAX_STRATEGIES, strategies ? strategies : "all", why, sizeof why))
+        return usage_error("%s", why);
 
     rm_err e = {RM_OK, ""};
     rm_model *m = NULL;
