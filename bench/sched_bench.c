@@ -356,7 +356,7 @@ static void run_budget(budget_row *row, const bench_cfg *c, const model_spec *m,
 typedef struct goal {
     int applicable; /* lp_round or milp ran */
     int met;
-    char verdict[32];
+    char verdict[64];
     char reason[400];
 } goal;
 

@@ -56,10 +56,13 @@ int rm_strategy_linearized_greedy(rm_schedule **out, const rm_problem *p, rm_err
  * positions are stored and for how long; values between stored positions
  * are recomputed on demand. s is swept. */
 int rm_strategy_griewank(rm_schedule **out, const rm_problem *p, rm_err *e);
-/* Feng & Huang 2021, optimal gradient checkpointing: the checkpoint set,
- * among the cut points, that minimizes the simulated activation peak of the
- * shared construction (cost breaks ties), by dynamic programming over
- * consecutive checkpoint pairs. See ogc.c for where it is exact. */
+/* Feng & Huang 2021, optimal gradient checkpointing: the checkpoint set that
+ * minimizes the simulated activation peak of the shared construction (cost
+ * breaks ties), by dynamic programming over consecutive pairs of lower sets:
+ * the cut points, and the prefixes of the execution order (a prefix's
+ * checkpoints are its last node plus every earlier value a later forward
+ * node reads: a residual block's input, U-Net's skips). The better of the
+ * two searches wins. See ogc.c for where it is exact. */
 int rm_strategy_ogc(rm_schedule **out, const rm_problem *p, rm_err *e);
 
 /* The shared construction for a caller-chosen checkpoint set: checkpoint[v]

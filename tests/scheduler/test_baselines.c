@@ -242,7 +242,9 @@ static void check_ogc_optimal(rm_problem *p, const char *what, uint64_t seed)
     size_t got = peak_of(p, s, NULL), want = exhaustive_min_peak(p);
     cr_assert_eq(predicted, got, "%s seed %lu: the DP predicts %zu, the simulator says %zu", what, (unsigned long)seed,
                  predicted, got);
-    cr_assert_eq(got, want, "%s seed %lu: ogc peak %zu, exhaustive optimum %zu", what, (unsigned long)seed, got, want);
+    /* ogc also searches sets beyond the cut points (test_ogc.c checks its
+     * whole family): never above the best cut-point set, equal on chains. */
+    cr_assert_leq(got, want, "%s seed %lu: ogc peak %zu, cut-point optimum %zu", what, (unsigned long)seed, got, want);
     rm_schedule_free(s);
     free(pins);
     rm_fwd_info_free(&fi);
