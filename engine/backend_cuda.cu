@@ -1,15 +1,45 @@
-/* The CUDA backend: device memory and one stream. Every CUDA call is checked.
- * Kernels for the layers live beside each layer (layers/<name>.cu). */
+/* The CUDA backend: device memory, one stream, and the engines the layer
+ * kernels run on: a cuBLAS handle and (when built with cuDNN) a cuDNN handle,
+ * both created once and bound to the stream, the engine choice and its
+ * numerics settings, and a cache of per-shape plans. Every CUDA, cuBLAS and
+ * cuDNN call is checked. Kernels for the layers live beside each layer
+ * (layers/<name>.cu). */
 #include <cuda_runtime.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "backend_cuda.h"
 
 extern "C" {
-#include "backend.h"
+#include "log.h"
 }
+
+/* Plans one backend caches (distinct layer shapes of a model: ResNet-152 has
+ * a few dozen); beyond this a plan is built per call. */
+#define PLAN_CACHE_SIZE 512
+
+typedef struct plan_entry {
+    rm_cuda_plan_key key;
+    void *plan;
+    void (*destroy)(void *);
+} plan_entry;
 
 typedef struct cuda_ctx {
     int device;
     cudaStream_t stream;
+    cublasHandle_t cublas;
+    /* cuBLAS's workspace, ours so that cuBLAS never allocates inside a step
+     * (and stays reproducible: a fixed workspace on one stream). */
+    void *cublas_ws;
+    size_t cublas_ws_bytes;
+#ifdef REMAT_HAVE_CUDNN
+    cudnnHandle_t cudnn;
+#endif
+    rm_cuda_engine engine;
+    int deterministic, fast_math;
+    unsigned long long fallbacks;
+    plan_entry *plans;
+    int nplans;
 } cuda_ctx;
 
 #define CUDA_CHECK(call, e, what)                                                                    \
@@ -72,11 +102,28 @@ static int cuda_sync(void *ctx, rm_err *e)
     return RM_OK;
 }
 
+static void plans_drop(cuda_ctx *c)
+{
+    for (int i = 0; i < c->nplans; i++)
+        if (c->plans[i].destroy) c->plans[i].destroy(c->plans[i].plan);
+    c->nplans = 0;
+}
+
+/* Everything create made, in reverse; safe on a partly built context. */
 static void cuda_destroy(void *ctx)
 {
     cuda_ctx *c = (cuda_ctx *)ctx;
     if (!c) return;
-    cudaStreamDestroy(c->stream);
+    /* Queued work may still use the workspace and the plans' descriptors. */
+    if (c->stream) cudaStreamSynchronize(c->stream);
+    if (c->plans) plans_drop(c);
+    free(c->plans);
+#ifdef REMAT_HAVE_CUDNN
+    if (c->cudnn) cudnnDestroy(c->cudnn);
+#endif
+    if (c->cublas) cublasDestroy(c->cublas);
+    if (c->cublas_ws) cudaFree(c->cublas_ws);
+    if (c->stream) cudaStreamDestroy(c->stream);
     free(c);
 }
 
@@ -99,8 +146,253 @@ extern "C" int rm_backend_cuda_mem_info(const rm_backend *be, size_t *free_bytes
     return RM_OK;
 }
 
+const char *rm_cublas_status_str(cublasStatus_t st)
+{
+    switch (st) {
+    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case CUBLAS_STATUS_MAPPING_ERROR: return "CUBLAS_STATUS_MAPPING_ERROR";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    case CUBLAS_STATUS_LICENSE_ERROR: return "CUBLAS_STATUS_LICENSE_ERROR";
+    default: return "unknown cuBLAS status";
+    }
+}
+
+#ifdef REMAT_HAVE_CUDNN
+const char *rm_cudnn_status_str(cudnnStatus_t st) { return cudnnGetErrorString(st); }
+#endif
+
+static cuda_ctx *ctx_of(const rm_backend *be)
+{
+    return be && be->kind == RM_BACKEND_CUDA ? (cuda_ctx *)be->ctx : NULL;
+}
+
+cublasHandle_t rm_cuda_cublas(const rm_backend *be)
+{
+    cuda_ctx *c = ctx_of(be);
+    return c ? c->cublas : NULL;
+}
+
+#ifdef REMAT_HAVE_CUDNN
+cudnnHandle_t rm_cuda_cudnn(const rm_backend *be)
+{
+    cuda_ctx *c = ctx_of(be);
+    return c ? c->cudnn : NULL;
+}
+#endif
+
+rm_cuda_engine rm_cuda_engine_of(const rm_backend *be)
+{
+    cuda_ctx *c = ctx_of(be);
+    return c ? c->engine : RM_ENGINE_HANDWRITTEN;
+}
+
+int rm_cuda_is_deterministic(const rm_backend *be)
+{
+    cuda_ctx *c = ctx_of(be);
+    return c ? c->deterministic : 1;
+}
+
+int rm_cuda_is_fast_math(const rm_backend *be)
+{
+    cuda_ctx *c = ctx_of(be);
+    return c ? c->fast_math : 0;
+}
+
+void rm_cuda_note_fallback(const rm_backend *be)
+{
+    cuda_ctx *c = ctx_of(be);
+    if (c) c->fallbacks++;
+}
+
+void *rm_cuda_plan_find(const rm_backend *be, const rm_cuda_plan_key *key)
+{
+    cuda_ctx *c = ctx_of(be);
+    if (!c) return NULL;
+    for (int i = 0; i < c->nplans; i++)
+        if (memcmp(&c->plans[i].key, key, sizeof *key) == 0) return c->plans[i].plan;
+    return NULL;
+}
+
+int rm_cuda_plan_put(const rm_backend *be, const rm_cuda_plan_key *key, void *plan, void (*destroy)(void *))
+{
+    cuda_ctx *c = ctx_of(be);
+    if (!c || c->nplans >= PLAN_CACHE_SIZE) return 0;
+    plan_entry *p = &c->plans[c->nplans++];
+    p->key = *key;
+    p->plan = plan;
+    p->destroy = destroy;
+    return 1;
+}
+
+/* cuBLAS numerics for the settings: atomics never (reproducible results);
+ * TF32 tensor cores only with fast_math, else plain float32. */
+static int cublas_apply(cuda_ctx *c, rm_err *e)
+{
+    RM_CUBLAS_CHECK(cublasSetAtomicsMode(c->cublas, CUBLAS_ATOMICS_NOT_ALLOWED), e, "cublasSetAtomicsMode");
+    cublasMath_t mode = c->fast_math ? CUBLAS_TF32_TENSOR_OP_MATH
+                                     : (cublasMath_t)(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
+    RM_CUBLAS_CHECK(cublasSetMathMode(c->cublas, mode), e, "cublasSetMathMode");
+    return RM_OK;
+}
+
+extern "C" int rm_backend_cuda_has_cudnn(void)
+{
+#ifdef REMAT_HAVE_CUDNN
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+static int settings_ctx(cuda_ctx **c, const rm_backend *be, const char *what, rm_err *e)
+{
+    if (!(*c = ctx_of(be))) return rm_errorf(e, RM_ERR_INVALID, "%s: not a CUDA backend", what);
+    return RM_OK;
+}
+
+extern "C" int rm_backend_cuda_set_engine(rm_backend *be, rm_cuda_engine engine, rm_err *e)
+{
+    cuda_ctx *c;
+    int rc = settings_ctx(&c, be, "set engine", e);
+    if (rc) return rc;
+    if (engine < 0 || engine >= RM_ENGINE_COUNT)
+        return rm_errorf(e, RM_ERR_INVALID, "set engine: no engine %d", (int)engine);
+#ifndef REMAT_HAVE_CUDNN
+    if (engine == RM_ENGINE_CUDNN)
+        return rm_errorf(e, RM_ERR_UNSUPPORTED,
+                         "the cudnn engine: this build has no cuDNN (cudnn.h / libcudnn were not found when it was "
+                         "configured); use handwritten or cublas");
+#endif
+    CUDA_CHECK(cudaStreamSynchronize(c->stream), e, "stream sync before an engine change");
+    plans_drop(c);
+    c->engine = engine;
+    return RM_OK;
+}
+
+extern "C" rm_cuda_engine rm_backend_cuda_engine(const rm_backend *be) { return rm_cuda_engine_of(be); }
+
+extern "C" int rm_backend_cuda_set_deterministic(rm_backend *be, int on, rm_err *e)
+{
+    cuda_ctx *c;
+    int rc = settings_ctx(&c, be, "set deterministic", e);
+    if (rc) return rc;
+    CUDA_CHECK(cudaStreamSynchronize(c->stream), e, "stream sync before a settings change");
+    plans_drop(c);
+    c->deterministic = on != 0;
+    return cublas_apply(c, e);
+}
+
+extern "C" int rm_backend_cuda_deterministic(const rm_backend *be) { return rm_cuda_is_deterministic(be); }
+
+extern "C" int rm_backend_cuda_set_fast_math(rm_backend *be, int on, rm_err *e)
+{
+    cuda_ctx *c;
+    int rc = settings_ctx(&c, be, "set fast math", e);
+    if (rc) return rc;
+    CUDA_CHECK(cudaStreamSynchronize(c->stream), e, "stream sync before a settings change");
+    plans_drop(c);
+    c->fast_math = on != 0;
+    return cublas_apply(c, e);
+}
+
+extern "C" int rm_backend_cuda_fast_math(const rm_backend *be) { return rm_cuda_is_fast_math(be); }
+
+extern "C" unsigned long long rm_backend_cuda_fallbacks(const rm_backend *be)
+{
+    cuda_ctx *c = ctx_of(be);
+    return c ? c->fallbacks : 0;
+}
+
+extern "C" size_t rm_backend_cuda_fixed_bytes(const rm_backend *be)
+{
+    cuda_ctx *c = ctx_of(be);
+    return c ? c->cublas_ws_bytes : 0;
+}
+
+/* A 0/1 environment switch; *out unchanged when the variable is unset. */
+static int env_flag(int *out, const char *name, rm_err *e)
+{
+    const char *v = getenv(name);
+    if (!v || !*v) return RM_OK;
+    if (strcmp(v, "0") && strcmp(v, "1"))
+        return rm_errorf(e, RM_ERR_INVALID, "cuda backend: %s=%s: expected 0 or 1", name, v);
+    *out = v[0] == '1';
+    return RM_OK;
+}
+
+/* Engine and numerics from the defaults and the environment. */
+static int settings_from_env(cuda_ctx *c, rm_err *e)
+{
+    c->engine = rm_backend_cuda_has_cudnn() ? RM_ENGINE_CUDNN : RM_ENGINE_CUBLAS;
+    c->deterministic = 1;
+    c->fast_math = 0;
+    const char *v = getenv("REMAT_ENGINE");
+    if (v && *v) {
+        rm_cuda_engine eng;
+        if (rm_cuda_engine_parse(&eng, v, e)) return rm_err_context(e, "cuda backend: REMAT_ENGINE: ");
+        if (eng == RM_ENGINE_CUDNN && !rm_backend_cuda_has_cudnn())
+            /* Not RM_ERR_UNSUPPORTED: that code means "no GPU" to callers
+             * that skip, and this is a request that cannot be honoured. */
+            return rm_errorf(e, RM_ERR_INVALID,
+                             "cuda backend: REMAT_ENGINE=cudnn, but this build has no cuDNN (cudnn.h / libcudnn were "
+                             "not found when it was configured); use handwritten or cublas");
+        c->engine = eng;
+    }
+    int rc = env_flag(&c->deterministic, "REMAT_DETERMINISTIC", e);
+    if (!rc) rc = env_flag(&c->fast_math, "REMAT_FAST_MATH", e);
+    return rc;
+}
+
+/* Everything after the stream: handles bound to it, cuBLAS's own workspace. */
+static int engines_create(cuda_ctx *c, rm_err *e)
+{
+    int major = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, c->device), e,
+               "cudaDeviceGetAttribute(compute capability)");
+    RM_CUBLAS_CHECK(cublasCreate(&c->cublas), e, "cublasCreate");
+    /* cublasSetStream resets the workspace to cuBLAS's pool: stream first.
+     * 32 MiB is what cuBLAS itself reserves on Hopper, 4 MiB elsewhere. */
+    RM_CUBLAS_CHECK(cublasSetStream(c->cublas, c->stream), e, "cublasSetStream");
+    c->cublas_ws_bytes = (size_t)(major >= 9 ? 32 : 4) << 20;
+    cudaError_t st = cudaMalloc(&c->cublas_ws, c->cublas_ws_bytes);
+    if (st != cudaSuccess) {
+        c->cublas_ws = NULL;
+        return rm_errorf(e, RM_ERR_NOMEM, "cuda: cannot allocate the %zu-byte cuBLAS workspace: %s",
+                         c->cublas_ws_bytes, cudaGetErrorString(st));
+    }
+    RM_CUBLAS_CHECK(cublasSetWorkspace(c->cublas, c->cublas_ws, c->cublas_ws_bytes), e, "cublasSetWorkspace");
+    RM_CUBLAS_CHECK(cublasSetPointerMode(c->cublas, CUBLAS_POINTER_MODE_HOST), e, "cublasSetPointerMode");
+    int rc = cublas_apply(c, e);
+    if (rc) return rc;
+#ifdef REMAT_HAVE_CUDNN
+    cudnnStatus_t dst = cudnnCreate(&c->cudnn);
+    if (dst != CUDNN_STATUS_SUCCESS) {
+        c->cudnn = NULL;
+        char detail[256] = "";
+        cudnnGetLastErrorString(detail, sizeof detail);
+        if (c->engine == RM_ENGINE_CUDNN && getenv("REMAT_ENGINE") && *getenv("REMAT_ENGINE"))
+            return rm_errorf(e, RM_ERR_DEVICE, "cudnn: cudnnCreate failed: %s (%s)", cudnnGetErrorString(dst),
+                             detail);
+        /* cuDNN was only the default: say so and run without it. */
+        RM_LOG_WARN("cudnn: cudnnCreate failed: %s (%s); the cuda backend uses the cublas engine", cudnnGetErrorString(dst),
+                    detail);
+        if (c->engine == RM_ENGINE_CUDNN) c->engine = RM_ENGINE_CUBLAS;
+        return RM_OK;
+    }
+    RM_CUDNN_CHECK(cudnnSetStream(c->cudnn, c->stream), e, "cudnnSetStream");
+#endif
+    return RM_OK;
+}
+
 extern "C" int rm_backend_cuda_create(rm_backend **out, int device, rm_err *e)
 {
+    *out = NULL;
     int count = 0;
     cudaError_t st = cudaGetDeviceCount(&count);
     if (st != cudaSuccess || count == 0)
@@ -111,17 +403,32 @@ extern "C" int rm_backend_cuda_create(rm_backend **out, int device, rm_err *e)
     CUDA_CHECK(cudaSetDevice(device), e, "cudaSetDevice");
     cuda_ctx *c = (cuda_ctx *)calloc(1, sizeof *c);
     rm_backend *be = (rm_backend *)calloc(1, sizeof *be);
-    if (!c || !be) {
+    plan_entry *plans = (plan_entry *)calloc(PLAN_CACHE_SIZE, sizeof *plans);
+    if (!c || !be || !plans) {
         free(c);
         free(be);
+        free(plans);
         return rm_errorf(e, RM_ERR_NOMEM, "cuda backend: out of memory");
     }
     c->device = device;
+    c->plans = plans;
+    int rc = settings_from_env(c, e);
+    if (rc) {
+        cuda_destroy(c);
+        free(be);
+        return rc;
+    }
     st = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
     if (st != cudaSuccess) {
-        free(c);
+        c->stream = NULL;
+        cuda_destroy(c);
         free(be);
         return rm_errorf(e, RM_ERR_DEVICE, "cuda: cudaStreamCreate failed: %s", cudaGetErrorString(st));
+    }
+    if ((rc = engines_create(c, e))) {
+        cuda_destroy(c);
+        free(be);
+        return rc;
     }
     be->kind = RM_BACKEND_CUDA;
     be->name = "cuda";

@@ -20,3 +20,53 @@ int rm_backend_cuda_mem_info(const rm_backend *be, size_t *free_bytes, size_t *t
     *free_bytes = *total_bytes = 0;
     return rm_errorf(e, RM_ERR_UNSUPPORTED, "this build of remat has no CUDA support");
 }
+
+int rm_backend_cuda_has_cudnn(void) { return 0; }
+
+int rm_backend_cuda_set_engine(rm_backend *be, rm_cuda_engine engine, rm_err *e)
+{
+    (void)be, (void)engine;
+    return rm_errorf(e, RM_ERR_UNSUPPORTED, "this build of remat has no CUDA support");
+}
+
+rm_cuda_engine rm_backend_cuda_engine(const rm_backend *be)
+{
+    (void)be;
+    return RM_ENGINE_HANDWRITTEN;
+}
+
+int rm_backend_cuda_set_deterministic(rm_backend *be, int on, rm_err *e)
+{
+    (void)be, (void)on;
+    return rm_errorf(e, RM_ERR_UNSUPPORTED, "this build of remat has no CUDA support");
+}
+
+int rm_backend_cuda_deterministic(const rm_backend *be)
+{
+    (void)be;
+    return 1;
+}
+
+int rm_backend_cuda_set_fast_math(rm_backend *be, int on, rm_err *e)
+{
+    (void)be, (void)on;
+    return rm_errorf(e, RM_ERR_UNSUPPORTED, "this build of remat has no CUDA support");
+}
+
+int rm_backend_cuda_fast_math(const rm_backend *be)
+{
+    (void)be;
+    return 0;
+}
+
+unsigned long long rm_backend_cuda_fallbacks(const rm_backend *be)
+{
+    (void)be;
+    return 0;
+}
+
+size_t rm_backend_cuda_fixed_bytes(const rm_backend *be)
+{
+    (void)be;
+    return 0;
+}

@@ -1,10 +1,33 @@
-/* Batch normalisation on the GPU, the CPU reference's semantics. The batch
+/* Batch normalisation on the GPU, the CPU reference's semantics.
+ *
+ * Hand-written engine (also cublas's, and the fallback): the batch
  * statistics come from one block per channel, two passes in double (mean,
  * then squared deviations) with fixed-tree sums, and the backward recomputes
  * them with the same kernel, so forward and backward agree bit for bit and
- * every run gives the same bits. Device workspace: 4*C doubles (mean, var,
- * dgamma, dbeta). */
-#include "cuda_common.cuh"
+ * every run gives the same bits.
+ *
+ * cudnn engine: cudnnBatchNormalizationForwardTraining / ForwardInference /
+ * Backward (CUDNN_BATCHNORM_SPATIAL), with two deliberate departures from how
+ * frameworks usually call them:
+ *  - cuDNN is never handed the running statistics. Its forward then computes
+ *    y from the same arguments whether or not this call should update them,
+ *    so a recomputed forward (update_stats = 0) gives the first one's bits;
+ *    when update_stats is set, our own kernel folds the batch statistics
+ *    cuDNN saved (mean, 1/sqrt(var + eps)) into the running ones with the
+ *    CPU reference's formula (unbiased variance, running = (1-m) running +
+ *    m batch), once per step by the caller's contract.
+ *  - The backward passes no saved statistics (savedMean = savedInvVariance
+ *    = NULL): cuDNN recomputes them from x. The layer declares
+ *    RM_READS_INPUTS only, so nothing saved by a forward may be assumed alive
+ *    at the backward (the forward may have run many stages earlier, or been
+ *    recomputed); x is what the plan keeps.
+ * Eval-mode backward, a backward without dx, and an eps below cuDNN's
+ * minimum run the hand-written kernels.
+ *
+ * Device workspace (every engine): 4*C doubles (the hand-written kernels'
+ * mean, var, dgamma, dbeta; the cudnn path uses its first 2*C floats for the
+ * saved statistics, or for dgamma / dbeta when the caller wants none). */
+#include "cuda_engines.cuh"
 
 extern "C" size_t rm_batchnorm2d_workspace_cuda(const rm_layer_config *cfg, const rm_shape *in, int nin,
                                                 rm_shape out, int backward)
@@ -110,7 +133,7 @@ static int bn_check_call(const rm_layer_call *call, rm_shape s, const char *what
     return RM_OK;
 }
 
-extern "C" int rm_batchnorm2d_forward_cuda(const rm_layer_call *call, rm_err *e)
+static int hw_forward(const rm_layer_call *call, rm_err *e)
 {
     const rm_tensor *x = call->in[0];
     rm_shape s = x->shape;
@@ -138,7 +161,7 @@ extern "C" int rm_batchnorm2d_forward_cuda(const rm_layer_call *call, rm_err *e)
     return rm_cuda_workspace_release(owned, call, e);
 }
 
-extern "C" int rm_batchnorm2d_backward_cuda(const rm_layer_call *call, rm_err *e)
+static int hw_backward(const rm_layer_call *call, rm_err *e)
 {
     const rm_tensor *x = call->in[0], *dy = call->dout;
     rm_tensor *dx = call->din[0];
@@ -165,4 +188,205 @@ extern "C" int rm_batchnorm2d_backward_cuda(const rm_layer_call *call, rm_err *e
         RM_CUDA_LAUNCHED(e, "batchnorm2d_backward_kernel");
     }
     return rm_cuda_workspace_release(owned, call, e);
+}
+
+#ifdef REMAT_HAVE_CUDNN
+enum { BN_PLAN_TAG = 0x424e3244 }; /* "BN2D" */
+
+typedef struct bn_plan {
+    cudnnTensorDescriptor_t x, stats; /* n,c,h,w and 1,c,1,1 */
+} bn_plan;
+
+static void bn_plan_free(void *p)
+{
+    bn_plan *plan = (bn_plan *)p;
+    if (!plan) return;
+    if (plan->stats) cudnnDestroyTensorDescriptor(plan->stats);
+    if (plan->x) cudnnDestroyTensorDescriptor(plan->x);
+    free(plan);
+}
+
+static int bn_plan_create(bn_plan *plan, rm_shape s, rm_err *e)
+{
+    RM_CUDNN_CHECK(cudnnCreateTensorDescriptor(&plan->x), e, "cudnnCreateTensorDescriptor(batchnorm x)");
+    RM_CUDNN_CHECK(cudnnCreateTensorDescriptor(&plan->stats), e, "cudnnCreateTensorDescriptor(batchnorm stats)");
+    RM_CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, s.n, s.c, s.h, s.w), e,
+                   "cudnnSetTensor4dDescriptor(batchnorm x)");
+    RM_CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(plan->stats, plan->x, CUDNN_BATCHNORM_SPATIAL), e,
+                   "cudnnDeriveBNTensorDescriptor");
+    return RM_OK;
+}
+
+/* The cached descriptors of shape s (*owned: not cached, the caller frees). */
+static int bn_plan_get(bn_plan **out, int *owned, const rm_backend *be, rm_shape s, rm_err *e)
+{
+    *owned = 0;
+    rm_cuda_plan_key key;
+    memset(&key, 0, sizeof key);
+    key.kind = BN_PLAN_TAG, key.v[0] = s.n, key.v[1] = s.c, key.v[2] = s.h, key.v[3] = s.w;
+    if ((*out = (bn_plan *)rm_cuda_plan_find(be, &key))) return RM_OK;
+    bn_plan *plan = (bn_plan *)calloc(1, sizeof *plan);
+    if (!plan) return rm_errorf(e, RM_ERR_NOMEM, "batchnorm (cudnn): out of memory");
+    int rc = bn_plan_create(plan, s, e);
+    if (rc) {
+        bn_plan_free(plan);
+        return rc;
+    }
+    if (!rm_cuda_plan_put(be, &key, plan, bn_plan_free)) *owned = 1;
+    *out = plan;
+    return RM_OK;
+}
+
+/* cuDNN refuses eps below CUDNN_BN_MIN_EPSILON (1e-5). The float 1e-5f a
+ * config holds is 9.9999997e-6, a hair below: that one (within float
+ * rounding) is raised to the minimum, a change of 2.5e-13 in var + eps, far
+ * under float resolution. Any smaller eps: 0, and the caller falls back. */
+static double bn_cudnn_eps(float eps)
+{
+    double d = (double)eps;
+    if (d >= CUDNN_BN_MIN_EPSILON) return d;
+    if (d >= CUDNN_BN_MIN_EPSILON * (1.0 - 1e-6)) return CUDNN_BN_MIN_EPSILON;
+    return 0.0;
+}
+
+/* running = (1 - m) running + m batch, from cuDNN's saved mean and
+ * 1/sqrt(var + eps); the variance folded in is the unbiased one, as the CPU
+ * reference (and PyTorch) do. */
+static __global__ void batchnorm2d_cudnn_update_kernel(float *running_mean, float *running_var, const float *save_mean,
+                                                       const float *save_inv_std, int channels, double m, double mom,
+                                                       double eps)
+{
+    RM_CUDA_FOR(c, (size_t)channels)
+    {
+        double inv = save_inv_std[c], var = 1.0 / (inv * inv) - eps;
+        if (var < 0.0) var = 0.0;
+        double unbiased = var * m / (m - 1.0);
+        running_mean[c] = (float)((1.0 - mom) * running_mean[c] + mom * (double)save_mean[c]);
+        running_var[c] = (float)((1.0 - mom) * running_var[c] + mom * unbiased);
+    }
+}
+
+static int cudnn_bn_status(cudnnStatus_t st, const char *what, rm_err *e)
+{
+    if (st == CUDNN_STATUS_SUCCESS) return RM_OK;
+    char detail[256] = "";
+    cudnnGetLastErrorString(detail, sizeof detail);
+    return rm_errorf(e, RM_ERR_DEVICE, "cudnn: %s failed: %s%s%s", what, cudnnGetErrorString(st), detail[0] ? ": " : "",
+                     detail);
+}
+
+/* *done = 0: not for cuDNN (eps too small), or cuDNN answered
+ * NOT_SUPPORTED; nothing was written and the caller falls back. */
+static int cudnn_forward(const rm_layer_call *call, int *done, rm_err *e)
+{
+    *done = 0;
+    const rm_tensor *x = call->in[0];
+    rm_shape s = x->shape;
+    rm_layer_params *prm = call->params;
+    double eps = bn_cudnn_eps(call->cfg->eps);
+    if (eps == 0.0) return RM_OK;
+    bn_plan *plan;
+    int owned_plan;
+    int rc = bn_plan_get(&plan, &owned_plan, call->be, s, e);
+    if (rc) return rc;
+    void *ws, *owned;
+    rc = rm_cuda_workspace(&ws, &owned, call, rm_batchnorm2d_workspace_cuda(call->cfg, &s, 1, s, 0),
+                           "batchnorm forward (cudnn)", e);
+    if (rc) {
+        if (owned_plan) bn_plan_free(plan);
+        return rc;
+    }
+    float *save_mean = (float *)ws, *save_inv = save_mean + s.c;
+    const float one = 1.0f, zero = 0.0f;
+    cudnnHandle_t h = rm_cuda_cudnn(call->be);
+    cudnnStatus_t st;
+    if (call->training)
+        st = cudnnBatchNormalizationForwardTraining(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, plan->x, x->data, plan->x,
+                                                    call->out->data, plan->stats, prm->w.data, prm->b.data,
+                                                    (double)call->cfg->momentum, NULL, NULL, eps, save_mean, save_inv);
+    else
+        st = cudnnBatchNormalizationForwardInference(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, plan->x, x->data,
+                                                     plan->x, call->out->data, plan->stats, prm->w.data, prm->b.data,
+                                                     prm->running_mean.data, prm->running_var.data, eps);
+    if (st != CUDNN_STATUS_NOT_SUPPORTED) {
+        rc = cudnn_bn_status(st, call->training ? "cudnnBatchNormalizationForwardTraining"
+                                                : "cudnnBatchNormalizationForwardInference",
+                             e);
+        if (!rc && call->training && call->update_stats && prm->running_mean.data && prm->running_var.data) {
+            batchnorm2d_cudnn_update_kernel<<<rm_cuda_blocks((size_t)s.c), RM_THREADS, 0, rm_cuda_stream(call->be)>>>(
+                prm->running_mean.data, prm->running_var.data, save_mean, save_inv, s.c, (double)s.n * s.h * s.w,
+                (double)call->cfg->momentum, eps);
+            cudaError_t cst = cudaGetLastError();
+            if (cst != cudaSuccess)
+                rc = rm_errorf(e, RM_ERR_DEVICE, "cuda: batchnorm2d_cudnn_update_kernel failed: %s",
+                               cudaGetErrorString(cst));
+        }
+        *done = !rc;
+    }
+    int rc2 = rm_cuda_workspace_release(owned, call, e);
+    if (owned_plan) bn_plan_free(plan);
+    return rc ? rc : rc2;
+}
+
+static int cudnn_backward(const rm_layer_call *call, int *done, rm_err *e)
+{
+    *done = 0;
+    const rm_tensor *x = call->in[0], *dy = call->dout;
+    rm_tensor *dx = call->din[0];
+    rm_shape s = x->shape;
+    rm_layer_params *prm = call->params;
+    double eps = bn_cudnn_eps(call->cfg->eps);
+    if (eps == 0.0 || !call->training || !dx || !dx->data) return RM_OK;
+    bn_plan *plan;
+    int owned_plan;
+    int rc = bn_plan_get(&plan, &owned_plan, call->be, s, e);
+    if (rc) return rc;
+    void *ws, *owned;
+    rc = rm_cuda_workspace(&ws, &owned, call, rm_batchnorm2d_workspace_cuda(call->cfg, &s, 1, s, 1),
+                           "batchnorm backward (cudnn)", e);
+    if (rc) {
+        if (owned_plan) bn_plan_free(plan);
+        return rc;
+    }
+    /* cuDNN always writes both parameter gradients: scratch for an absent one. */
+    float *dgamma = prm->dw.data ? prm->dw.data : (float *)ws, *dbeta = prm->db.data ? prm->db.data : (float *)ws + s.c;
+    const float one = 1.0f, zero = 0.0f;
+    cudnnStatus_t st = cudnnBatchNormalizationBackward(
+        rm_cuda_cudnn(call->be), CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, plan->x, x->data, plan->x, dy->data,
+        plan->x, dx->data, plan->stats, prm->w.data, dgamma, dbeta, eps, NULL, NULL);
+    if (st != CUDNN_STATUS_NOT_SUPPORTED) {
+        rc = cudnn_bn_status(st, "cudnnBatchNormalizationBackward", e);
+        *done = !rc;
+    }
+    int rc2 = rm_cuda_workspace_release(owned, call, e);
+    if (owned_plan) bn_plan_free(plan);
+    return rc ? rc : rc2;
+}
+#endif
+
+extern "C" int rm_batchnorm2d_forward_cuda(const rm_layer_call *call, rm_err *e)
+{
+#ifdef REMAT_HAVE_CUDNN
+    if (rm_call_engine(call) == RM_ENGINE_CUDNN) {
+        int rc = bn_check_call(call, call->in[0]->shape, "forward", e), done = 0;
+        if (rc) return rc;
+        if ((rc = cudnn_forward(call, &done, e)) || done) return rc;
+        rm_cuda_note_fallback(call->be);
+    }
+#endif
+    return hw_forward(call, e);
+}
+
+extern "C" int rm_batchnorm2d_backward_cuda(const rm_layer_call *call, rm_err *e)
+{
+#ifdef REMAT_HAVE_CUDNN
+    if (rm_call_engine(call) == RM_ENGINE_CUDNN) {
+        int rc = bn_check_call(call, call->in[0]->shape, "backward", e), done = 0;
+        if (rc) return rc;
+        if ((rc = cudnn_backward(call, &done, e)) || done) return rc;
+        /* eval mode and dx-less calls are hand-written by design, not a fallback */
+        if (call->training && call->din[0] && call->din[0]->data) rm_cuda_note_fallback(call->be);
+    }
+#endif
+    return hw_backward(call, e);
 }

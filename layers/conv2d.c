@@ -288,4 +288,5 @@ const rm_layer_desc rm_conv2d_desc = {
     .workspace_bytes = conv2d_workspace_bytes,
     .forward_cuda = RM_CUDA_FN(rm_conv2d_forward_cuda),
     .backward_cuda = RM_CUDA_FN(rm_conv2d_backward_cuda),
+    .workspace_bytes_cuda = RM_CUDA_FN(rm_conv2d_workspace_cuda),
 };

@@ -1,11 +1,18 @@
-/* 2-D convolution on the GPU, direct (no im2col buffer), deterministic:
- * forward and the data gradient give each output element one thread that
- * sums in double in the CPU reference's order (taps ci, ky, kx; for dx, per
- * tap the sum over output channels, then over taps); the weight and bias
- * gradients give each parameter one block whose threads split the (n, pixel)
- * sum and meet in a fixed tree. Simple and exact first: tiling, shared-memory
- * staging and cuDNN/cuBLAS engines are issue 5's performance half. */
-#include "cuda_common.cuh"
+/* 2-D convolution on the GPU, three engines (backend.h), all deterministic:
+ *  - hand-written, direct (no im2col buffer): forward and the data gradient
+ *    give each output element one thread that sums in double in the CPU
+ *    reference's order (taps ci, ky, kx; for dx, per tap the sum over output
+ *    channels, then over taps); the weight and bias gradients give each
+ *    parameter one block whose threads split the (n, pixel) sum and meet in a
+ *    fixed tree. Exact, and the fallback of the other two.
+ *  - cublas: im2col into the workspace and one strided-batched SGEMM per
+ *    chunk of images (forward, data gradient + a col2im gather), and for the
+ *    weight gradient one SGEMM per chunk over (image, pixel) columns,
+ *    accumulated chunk after chunk in a fixed order.
+ *  - cudnn: cuDNN's forward / backward-data / backward-filter with the
+ *    algorithms rm_cudnn_conv_algo chooses (deterministic ones by default).
+ * Bias and bias gradient are hand-written kernels in every engine. */
+#include "cuda_engines.cuh"
 
 typedef struct conv_geom {
     int n, cin, h, w;  /* input */
@@ -105,13 +112,375 @@ static __global__ void conv2d_backward_bias_kernel(float *db, const float *dy, i
     if (threadIdx.x == 0) db[co] = (float)acc;
 }
 
-extern "C" int rm_conv2d_forward_cuda(const rm_layer_call *call, rm_err *e)
+/* The hand-written path, one piece at a time so an engine can fall back per
+ * direction. */
+static int hw_forward(const rm_layer_call *call, const conv_geom &g, cudaStream_t st, rm_err *e)
 {
-    conv_geom g = conv_geom_of(call->cfg, call->in[0]->shape, call->out->shape);
-    conv2d_forward_kernel<<<rm_cuda_blocks(rm_tensor_numel(call->out)), RM_THREADS, 0, rm_cuda_stream(call->be)>>>(
+    conv2d_forward_kernel<<<rm_cuda_blocks(rm_tensor_numel(call->out)), RM_THREADS, 0, st>>>(
         call->out->data, call->params->w.data, call->params->b.data, call->in[0]->data, g);
     RM_CUDA_LAUNCHED(e, "conv2d_forward_kernel");
     return RM_OK;
+}
+
+static int hw_backward_data(const rm_layer_call *call, const conv_geom &g, cudaStream_t st, rm_err *e)
+{
+    rm_tensor *dx = call->din[0];
+    conv2d_backward_data_kernel<<<rm_cuda_blocks(rm_tensor_numel(dx)), RM_THREADS, 0, st>>>(
+        dx->data, call->params->w.data, call->dout->data, g);
+    RM_CUDA_LAUNCHED(e, "conv2d_backward_data_kernel");
+    return RM_OK;
+}
+
+static int hw_backward_weight(const rm_layer_call *call, const conv_geom &g, cudaStream_t st, rm_err *e)
+{
+    size_t nw = (size_t)g.cout * g.cin * g.k * g.k;
+    if (nw > 0x7fffffffu) return rm_errorf(e, RM_ERR_INVALID, "conv backward: %zu weights is too many", nw);
+    conv2d_backward_weight_kernel<<<(unsigned)nw, RM_THREADS, 0, st>>>(call->params->dw.data, call->dout->data,
+                                                                      call->in[0]->data, g);
+    RM_CUDA_LAUNCHED(e, "conv2d_backward_weight_kernel");
+    return RM_OK;
+}
+
+static int hw_backward_bias(const rm_layer_call *call, const conv_geom &g, cudaStream_t st, rm_err *e)
+{
+    conv2d_backward_bias_kernel<<<(unsigned)g.cout, RM_THREADS, 0, st>>>(call->params->db.data, call->dout->data,
+                                                                         g.n, g.cout, (size_t)g.ho * g.wo);
+    RM_CUDA_LAUNCHED(e, "conv2d_backward_bias_kernel");
+    return RM_OK;
+}
+
+/* ---- cuBLAS: im2col + SGEMM ----
+ * The im2col matrix of one image has a row per tap kk = (ci, ky, kx) and a
+ * column per output pixel; a chunk holds images img0 .. img0+nimg and, of
+ * each, pixels p0 .. p0+pn. */
+
+static __device__ inline float conv_tap(const float *x, const conv_geom &g, size_t img, size_t kk, size_t pp)
+{
+    int taps = g.k * g.k, ci = (int)(kk / taps), ky = (int)(kk % taps) / g.k, kx = (int)(kk % taps) % g.k;
+    int iy = (int)(pp / g.wo) * g.s - g.p + ky, ix = (int)(pp % g.wo) * g.s - g.p + kx;
+    if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) return 0.0f;
+    return x[((img * g.cin + ci) * g.h + iy) * (size_t)g.w + ix];
+}
+
+/* col[il][kk][q]: per image, kdim x pn (the forward's A operand). */
+static __global__ void conv2d_im2col_kernel(float *col, const float *x, conv_geom g, size_t img0, size_t nimg,
+                                            size_t p0, size_t pn)
+{
+    size_t kdim = (size_t)g.cin * g.k * g.k;
+    RM_CUDA_FOR(i, nimg * kdim * pn)
+    {
+        size_t q = i % pn, kk = i / pn % kdim, il = i / pn / kdim;
+        col[i] = conv_tap(x, g, img0 + il, kk, p0 + q);
+    }
+}
+
+/* colw[kk][il * pn + q]: kdim x (nimg * pn), the weight gradient's columns. */
+static __global__ void conv2d_im2col_wide_kernel(float *colw, const float *x, conv_geom g, size_t img0, size_t nimg,
+                                                 size_t p0, size_t pn)
+{
+    size_t kdim = (size_t)g.cin * g.k * g.k, cols = nimg * pn;
+    RM_CUDA_FOR(i, kdim * cols)
+    {
+        size_t j = i % cols, kk = i / cols;
+        colw[i] = conv_tap(x, g, img0 + j / pn, kk, p0 + j % pn);
+    }
+}
+
+/* dyw[co][il * pn + q] = dy[img0 + il][co][p0 + q]. */
+static __global__ void conv2d_dy_wide_kernel(float *dyw, const float *dy, conv_geom g, size_t img0, size_t nimg,
+                                             size_t p0, size_t pn)
+{
+    size_t pdim = (size_t)g.ho * g.wo, cols = nimg * pn;
+    RM_CUDA_FOR(i, (size_t)g.cout * cols)
+    {
+        size_t j = i % cols, co = i / cols;
+        dyw[i] = dy[((img0 + j / pn) * g.cout + co) * pdim + p0 + j % pn];
+    }
+}
+
+/* col2im as a gather (no atomics): each input element of images img0 ..
+ * img0+nimg sums, in tap order, the dcol entries of the taps that read it
+ * from pixels p0 .. p0+pn; it overwrites dx, or adds to it (later strips of
+ * one image). */
+static __global__ void conv2d_col2im_kernel(float *dx, const float *dcol, conv_geom g, size_t img0, size_t nimg,
+                                            size_t p0, size_t pn, int accumulate)
+{
+    size_t hw = (size_t)g.h * g.w, kdim = (size_t)g.cin * g.k * g.k;
+    RM_CUDA_FOR(i, nimg * g.cin * hw)
+    {
+        size_t r = i % hw, ci = i / hw % g.cin, il = i / hw / g.cin;
+        int iy = (int)(r / g.w), ix = (int)(r % g.w);
+        float acc = 0.0f;
+        for (int ky = 0; ky < g.k; ky++) {
+            int ty = iy + g.p - ky;
+            if (ty < 0 || ty % g.s) continue;
+            int oy = ty / g.s;
+            if (oy >= g.ho) continue;
+            for (int kx = 0; kx < g.k; kx++) {
+                int tx = ix + g.p - kx;
+                if (tx < 0 || tx % g.s) continue;
+                int ox = tx / g.s;
+                if (ox >= g.wo) continue;
+                size_t pp = (size_t)oy * g.wo + ox;
+                if (pp < p0 || pp >= p0 + pn) continue;
+                size_t kk = (ci * g.k + ky) * g.k + kx;
+                acc += dcol[(il * kdim + kk) * pn + (pp - p0)];
+            }
+        }
+        float *d = dx + img0 * g.cin * hw + i;
+        *d = accumulate ? *d + acc : acc;
+    }
+}
+
+static int conv_direct(const conv_geom &g) { return g.k == 1 && g.s == 1 && g.p == 0; }
+
+static size_t conv_kdim(const conv_geom &g) { return (size_t)g.cin * g.k * g.k; }
+
+static rm_conv_chunk conv_chunk(const conv_geom &g)
+{
+    return rm_conv_gemm_chunk((size_t)g.n, conv_kdim(g), (size_t)g.cout, (size_t)g.ho * g.wo);
+}
+
+/* The engine-independent bound (cuda_engines.cuh): the cuBLAS path's column
+ * buffer, and at least RM_CUDNN_WS_FLOOR for cuDNN's algorithms. */
+extern "C" size_t rm_conv2d_workspace_cuda(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out,
+                                           int backward)
+{
+    (void)nin, (void)backward;
+    size_t gemm = conv_chunk(conv_geom_of(cfg, in[0], out)).bytes;
+    return gemm > RM_CUDNN_WS_FLOOR ? gemm : RM_CUDNN_WS_FLOOR;
+}
+
+static int gemm_forward(const rm_layer_call *call, const conv_geom &g, cudaStream_t st, rm_err *e)
+{
+    size_t kdim = conv_kdim(g), pdim = (size_t)g.ho * g.wo, n = (size_t)g.n;
+    const float *x = call->in[0]->data, *w = call->params->w.data;
+    float *y = call->out->data;
+    if (conv_direct(g)) { /* the image is its own im2col matrix */
+        int rc = rm_sgemm(call->be, CUBLAS_OP_N, CUBLAS_OP_N, pdim, (size_t)g.cout, kdim, x, pdim,
+                          (long long)(kdim * pdim), w, kdim, 0, 0.0f, y, pdim, (long long)((size_t)g.cout * pdim), n,
+                          "conv forward sgemm", e);
+        if (rc) return rc;
+        return rm_cuda_add_bias(y, call->params->b.data, g.n, g.cout, pdim, st, e);
+    }
+    rm_conv_chunk ch = conv_chunk(g);
+    void *ws, *owned;
+    int rc = rm_cuda_workspace(&ws, &owned, call, ch.bytes, "conv forward (cublas)", e);
+    if (rc) return rc;
+    float *col = (float *)ws;
+    for (size_t img0 = 0; img0 < n && !rc; img0 += ch.ic) {
+        size_t nimg = n - img0 < ch.ic ? n - img0 : ch.ic;
+        for (size_t p0 = 0; p0 < pdim && !rc; p0 += ch.pt) {
+            size_t pn = pdim - p0 < ch.pt ? pdim - p0 : ch.pt;
+            conv2d_im2col_kernel<<<rm_cuda_blocks(nimg * kdim * pn), RM_THREADS, 0, st>>>(col, x, g, img0, nimg, p0,
+                                                                                           pn);
+            cudaError_t cst = cudaGetLastError();
+            if (cst != cudaSuccess)
+                rc = rm_errorf(e, RM_ERR_DEVICE, "cuda: conv2d_im2col_kernel failed: %s", cudaGetErrorString(cst));
+            else
+                /* y[img][co][p0 + q] = sum_kk w[co][kk] col[il][kk][q] */
+                rc = rm_sgemm(call->be, CUBLAS_OP_N, CUBLAS_OP_N, pn, (size_t)g.cout, kdim, col, pn,
+                              (long long)(kdim * pn), w, kdim, 0, 0.0f, y + img0 * g.cout * pdim + p0, pdim,
+                              (long long)((size_t)g.cout * pdim), nimg, "conv forward sgemm", e);
+        }
+    }
+    if (!rc) rc = rm_cuda_add_bias(y, call->params->b.data, g.n, g.cout, pdim, st, e);
+    int rc2 = rm_cuda_workspace_release(owned, call, e);
+    return rc ? rc : rc2;
+}
+
+static int gemm_backward(const rm_layer_call *call, const conv_geom &g, cudaStream_t st, rm_err *e)
+{
+    size_t kdim = conv_kdim(g), pdim = (size_t)g.ho * g.wo, n = (size_t)g.n, cout = (size_t)g.cout;
+    const float *x = call->in[0]->data, *w = call->params->w.data, *dy = call->dout->data;
+    rm_tensor *dx = call->din[0];
+    float *dw = call->params->dw.data;
+    int want_dx = dx && dx->data;
+    rm_conv_chunk ch = conv_chunk(g);
+    void *ws, *owned;
+    int rc = rm_cuda_workspace(&ws, &owned, call, (want_dx && !conv_direct(g)) || dw ? ch.bytes : 0,
+                               "conv backward (cublas)", e);
+    if (rc) return rc;
+    float *buf = (float *)ws;
+    if (want_dx && conv_direct(g)) /* dx[img][ci][p] = sum_co w[co][ci] dy[img][co][p] */
+        rc = rm_sgemm(call->be, CUBLAS_OP_N, CUBLAS_OP_T, pdim, kdim, cout, dy, pdim, (long long)(cout * pdim), w, kdim,
+                      0, 0.0f, dx->data, pdim, (long long)(kdim * pdim), n, "conv backward-data sgemm", e);
+    else if (want_dx)
+        for (size_t img0 = 0; img0 < n && !rc; img0 += ch.ic) {
+            size_t nimg = n - img0 < ch.ic ? n - img0 : ch.ic;
+            for (size_t p0 = 0; p0 < pdim && !rc; p0 += ch.pt) {
+                size_t pn = pdim - p0 < ch.pt ? pdim - p0 : ch.pt;
+                /* dcol[il][kk][q] = sum_co w[co][kk] dy[img][co][p0 + q] */
+                rc = rm_sgemm(call->be, CUBLAS_OP_N, CUBLAS_OP_T, pn, kdim, cout, dy + img0 * cout * pdim + p0, pdim,
+                              (long long)(cout * pdim), w, kdim, 0, 0.0f, buf, pn, (long long)(kdim * pn), nimg,
+                              "conv backward-data sgemm", e);
+                if (rc) break;
+                conv2d_col2im_kernel<<<rm_cuda_blocks(nimg * g.cin * (size_t)g.h * g.w), RM_THREADS, 0, st>>>(
+                    dx->data, buf, g, img0, nimg, p0, pn, p0 > 0);
+                cudaError_t cst = cudaGetLastError();
+                if (cst != cudaSuccess)
+                    rc = rm_errorf(e, RM_ERR_DEVICE, "cuda: conv2d_col2im_kernel failed: %s", cudaGetErrorString(cst));
+            }
+        }
+    if (dw) {
+        int first = 1;
+        for (size_t img0 = 0; img0 < n && !rc; img0 += ch.ic) {
+            size_t nimg = n - img0 < ch.ic ? n - img0 : ch.ic;
+            for (size_t p0 = 0; p0 < pdim && !rc; p0 += ch.pt) {
+                size_t pn = pdim - p0 < ch.pt ? pdim - p0 : ch.pt, cols = nimg * pn;
+                float *colw = buf, *dyw = buf + kdim * cols;
+                conv2d_im2col_wide_kernel<<<rm_cuda_blocks(kdim * cols), RM_THREADS, 0, st>>>(colw, x, g, img0, nimg,
+                                                                                               p0, pn);
+                conv2d_dy_wide_kernel<<<rm_cuda_blocks(cout * cols), RM_THREADS, 0, st>>>(dyw, dy, g, img0, nimg, p0,
+                                                                                          pn);
+                cudaError_t cst = cudaGetLastError();
+                if (cst != cudaSuccess) {
+                    rc = rm_errorf(e, RM_ERR_DEVICE, "cuda: conv2d im2col (weight gradient) failed: %s",
+                                   cudaGetErrorString(cst));
+                    break;
+                }
+                /* dw[co][kk] (+)= sum_j colw[kk][j] dyw[co][j], chunk after chunk */
+                rc = rm_sgemm(call->be, CUBLAS_OP_T, CUBLAS_OP_N, kdim, cout, cols, colw, cols, 0, dyw, cols, 0,
+                              first ? 0.0f : 1.0f, dw, kdim, 0, 1, "conv backward-filter sgemm", e);
+                first = 0;
+            }
+        }
+    }
+    if (!rc && call->params->db.data) rc = hw_backward_bias(call, g, st, e);
+    int rc2 = rm_cuda_workspace_release(owned, call, e);
+    return rc ? rc : rc2;
+}
+
+/* ---- cuDNN ---- */
+#ifdef REMAT_HAVE_CUDNN
+enum { CONV2D_PLAN_TAG = 0x434f4e56 }; /* "CONV" */
+
+static int conv_plan(rm_cudnn_conv **plan, int *owned, const rm_layer_call *call, const conv_geom &g, rm_err *e)
+{
+    rm_shape xs = call->in[0]->shape, ys = rm_shape_make(g.n, g.cout, g.ho, g.wo);
+    size_t cap = rm_conv2d_workspace_cuda(call->cfg, &xs, 1, ys, 0);
+    return rm_cudnn_conv_get(plan, owned, call->be, CONV2D_PLAN_TAG, g.n, g.cin, g.h, g.w, g.cout, g.k, g.s, g.p, cap,
+                             e);
+}
+
+/* *done = 0: cuDNN has no allowed algorithm or rejected the shape; the
+ * caller falls back. */
+static int cudnn_forward(const rm_layer_call *call, const conv_geom &g, cudaStream_t st, int *done, rm_err *e)
+{
+    *done = 0;
+    rm_cudnn_conv *plan;
+    int owned_plan, ok = 0, rejected = 0;
+    int rc = conv_plan(&plan, &owned_plan, call, g, e);
+    if (rc) return rc;
+    if (!(rc = rm_cudnn_conv_algo(plan, call->be, RM_CONV_FWD, &ok, e)) && ok) {
+        void *ws, *owned;
+        if (!(rc = rm_cuda_workspace(&ws, &owned, call, plan->ws[RM_CONV_FWD], "conv forward (cudnn)", e))) {
+            rc = rm_cudnn_conv_run(plan, call->be, RM_CONV_FWD, call->in[0]->data, call->params->w.data,
+                                   call->out->data, ws, &rejected, e);
+            if (!rc && !rejected)
+                rc = rm_cuda_add_bias(call->out->data, call->params->b.data, g.n, g.cout, (size_t)g.ho * g.wo, st, e);
+            int rc2 = rm_cuda_workspace_release(owned, call, e);
+            if (!rc) rc = rc2;
+            *done = !rc && !rejected;
+        }
+    }
+    if (owned_plan) rm_cudnn_conv_free(plan);
+    return rc;
+}
+
+/* Each of dx and dw by cuDNN where it can, else by the hand-written kernel. */
+static int cudnn_backward(const rm_layer_call *call, const conv_geom &g, cudaStream_t st, rm_err *e)
+{
+    rm_tensor *dx = call->din[0];
+    float *dw = call->params->dw.data;
+    rm_cudnn_conv *plan;
+    int owned_plan, ok_data = 0, ok_filter = 0;
+    int rc = conv_plan(&plan, &owned_plan, call, g, e);
+    if (rc) return rc;
+    if (dx && dx->data) rc = rm_cudnn_conv_algo(plan, call->be, RM_CONV_BWD_DATA, &ok_data, e);
+    if (!rc && dw) rc = rm_cudnn_conv_algo(plan, call->be, RM_CONV_BWD_FILTER, &ok_filter, e);
+    void *ws = NULL, *owned = NULL;
+    size_t need = 0;
+    if (ok_data) need = plan->ws[RM_CONV_BWD_DATA];
+    if (ok_filter && plan->ws[RM_CONV_BWD_FILTER] > need) need = plan->ws[RM_CONV_BWD_FILTER];
+    if (!rc) rc = rm_cuda_workspace(&ws, &owned, call, need, "conv backward (cudnn)", e);
+    if (!rc && dx && dx->data) {
+        int rejected = 1;
+        if (ok_data)
+            rc = rm_cudnn_conv_run(plan, call->be, RM_CONV_BWD_DATA, call->params->w.data, call->dout->data, dx->data,
+                                   ws, &rejected, e);
+        if (!rc && rejected) {
+            rm_cuda_note_fallback(call->be);
+            rc = hw_backward_data(call, g, st, e);
+        }
+    }
+    if (!rc && dw) {
+        int rejected = 1;
+        if (ok_filter)
+            rc = rm_cudnn_conv_run(plan, call->be, RM_CONV_BWD_FILTER, call->in[0]->data, call->dout->data, dw, ws,
+                                   &rejected, e);
+        if (!rc && rejected) {
+            rm_cuda_note_fallback(call->be);
+            rc = hw_backward_weight(call, g, st, e);
+        }
+    }
+    if (!rc && call->params->db.data) rc = hw_backward_bias(call, g, st, e);
+    int rc2 = rm_cuda_workspace_release(owned, call, e);
+    if (owned_plan) rm_cudnn_conv_free(plan);
+    return rc ? rc : rc2;
+}
+#endif
+
+extern "C" size_t rm_conv2d_workspace_engine(const rm_backend *be, const rm_layer_config *cfg, const rm_shape *in,
+                                             int nin, rm_shape out, int backward)
+{
+    conv_geom g = conv_geom_of(cfg, in[0], out);
+    (void)nin, (void)out, (void)backward; /* used by the cudnn case only */
+    switch (rm_cuda_engine_of(be)) {
+    case RM_ENGINE_CUBLAS:
+        if (!backward && conv_direct(g)) return 0;
+        return conv_chunk(g).bytes;
+#ifdef REMAT_HAVE_CUDNN
+    case RM_ENGINE_CUDNN: {
+        rm_cudnn_conv *plan;
+        int owned_plan, ok = 0;
+        rm_err e{};
+        size_t need = 0, cap = rm_conv2d_workspace_cuda(cfg, in, nin, out, 0);
+        if (rm_cudnn_conv_get(&plan, &owned_plan, be, CONV2D_PLAN_TAG, g.n, g.cin, g.h, g.w, g.cout, g.k, g.s, g.p, cap,
+                              &e))
+            return cap; /* cannot ask cuDNN: the bound is always enough */
+        rm_conv_dir dirs[2] = {backward ? RM_CONV_BWD_DATA : RM_CONV_FWD, RM_CONV_BWD_FILTER};
+        for (int i = 0; i < (backward ? 2 : 1); i++) {
+            if (rm_cudnn_conv_algo(plan, be, dirs[i], &ok, &e)) {
+                need = cap;
+                break;
+            }
+            if (ok && plan->ws[dirs[i]] > need) need = plan->ws[dirs[i]];
+        }
+        if (owned_plan) rm_cudnn_conv_free(plan);
+        return need;
+    }
+#endif
+    default: return 0;
+    }
+}
+
+extern "C" int rm_conv2d_forward_cuda(const rm_layer_call *call, rm_err *e)
+{
+    conv_geom g = conv_geom_of(call->cfg, call->in[0]->shape, call->out->shape);
+    cudaStream_t st = rm_cuda_stream(call->be);
+    switch (rm_call_engine(call)) {
+    case RM_ENGINE_CUBLAS: return gemm_forward(call, g, st, e);
+#ifdef REMAT_HAVE_CUDNN
+    case RM_ENGINE_CUDNN: {
+        int done = 0, rc = cudnn_forward(call, g, st, &done, e);
+        if (rc || done) return rc;
+        rm_cuda_note_fallback(call->be);
+        return hw_forward(call, g, st, e);
+    }
+#endif
+    default: return hw_forward(call, g, st, e);
+    }
 }
 
 extern "C" int rm_conv2d_backward_cuda(const rm_layer_call *call, rm_err *e)
@@ -121,21 +490,16 @@ extern "C" int rm_conv2d_backward_cuda(const rm_layer_call *call, rm_err *e)
     rm_layer_params *prm = call->params;
     conv_geom g = conv_geom_of(call->cfg, x->shape, dy->shape);
     cudaStream_t st = rm_cuda_stream(call->be);
-    if (dx && dx->data) {
-        conv2d_backward_data_kernel<<<rm_cuda_blocks(rm_tensor_numel(dx)), RM_THREADS, 0, st>>>(dx->data, prm->w.data,
-                                                                                               dy->data, g);
-        RM_CUDA_LAUNCHED(e, "conv2d_backward_data_kernel");
+    switch (rm_call_engine(call)) {
+    case RM_ENGINE_CUBLAS: return gemm_backward(call, g, st, e);
+#ifdef REMAT_HAVE_CUDNN
+    case RM_ENGINE_CUDNN: return cudnn_backward(call, g, st, e);
+#endif
+    default: break;
     }
-    if (prm->dw.data) {
-        size_t nw = (size_t)g.cout * g.cin * g.k * g.k;
-        if (nw > 0x7fffffffu) return rm_errorf(e, RM_ERR_INVALID, "conv backward: %zu weights is too many", nw);
-        conv2d_backward_weight_kernel<<<(unsigned)nw, RM_THREADS, 0, st>>>(prm->dw.data, dy->data, x->data, g);
-        RM_CUDA_LAUNCHED(e, "conv2d_backward_weight_kernel");
-    }
-    if (prm->db.data) {
-        conv2d_backward_bias_kernel<<<(unsigned)g.cout, RM_THREADS, 0, st>>>(prm->db.data, dy->data, g.n, g.cout,
-                                                                             (size_t)g.ho * g.wo);
-        RM_CUDA_LAUNCHED(e, "conv2d_backward_bias_kernel");
-    }
-    return RM_OK;
+    int rc = RM_OK;
+    if (dx && dx->data) rc = hw_backward_data(call, g, st, e);
+    if (!rc && prm->dw.data) rc = hw_backward_weight(call, g, st, e);
+    if (!rc && prm->db.data) rc = hw_backward_bias(call, g, st, e);
+    return rc;
 }

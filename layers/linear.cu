@@ -1,8 +1,10 @@
-/* Fully connected layer on the GPU: one thread per output element, each a
- * dot product summed in double in the CPU reference's order (deterministic,
- * no atomics). Hand-written rather than cuBLAS for now: the backend holds no
- * cuBLAS handle yet, and a per-call handle would allocate every step. */
-#include "cuda_common.cuh"
+/* Fully connected layer on the GPU. Hand-written engine: one thread per
+ * output element, each a dot product summed in double in the CPU reference's
+ * order (deterministic, no atomics). cublas and cudnn engines: one SGEMM per
+ * product (y, dx, dw) through the backend's cuBLAS handle, which runs without
+ * atomics on one stream with a fixed workspace, so it is deterministic too;
+ * the bias and its gradient stay hand-written. No workspace in any engine. */
+#include "cuda_engines.cuh"
 
 /* y[n][o] = b[o] + sum_i w[o][i] x[n][i]. */
 static __global__ void linear_forward_kernel(float *y, const float *w, const float *b, const float *x, size_t nb,
@@ -55,10 +57,51 @@ static __global__ void linear_backward_bias_kernel(float *db, const float *dy, s
     }
 }
 
+/* y[n][o] = b[o]: the forward's SGEMM then adds W x (beta = 1). */
+static __global__ void linear_bias_fill_kernel(float *y, const float *b, size_t nb, size_t out)
+{
+    RM_CUDA_FOR(k, nb * out) y[k] = b[k % out];
+}
+
+/* Row-major y (nb x out) is column-major y^T (out x nb) = W (out x in) x^T,
+ * with W^T (in x out, ld in) and x^T (in x nb, ld in) as cuBLAS sees them. */
+static int gemm_forward(const rm_layer_call *call, size_t nb, size_t in, size_t out, rm_err *e)
+{
+    const float *b = call->params->b.data;
+    if (b) {
+        linear_bias_fill_kernel<<<rm_cuda_blocks(nb * out), RM_THREADS, 0, rm_cuda_stream(call->be)>>>(
+            call->out->data, b, nb, out);
+        RM_CUDA_LAUNCHED(e, "linear_bias_fill_kernel");
+    }
+    return rm_sgemm(call->be, CUBLAS_OP_T, CUBLAS_OP_N, out, nb, in, call->params->w.data, in, 0, call->in[0]->data, in,
+                    0, b ? 1.0f : 0.0f, call->out->data, out, 0, 1, "linear forward sgemm", e);
+}
+
+static int gemm_backward(const rm_layer_call *call, size_t nb, size_t in, size_t out, rm_err *e)
+{
+    const rm_tensor *x = call->in[0], *dy = call->dout;
+    rm_tensor *dx = call->din[0];
+    rm_layer_params *prm = call->params;
+    int rc = RM_OK;
+    if (dx && dx->data) /* dx^T (in x nb) = W^T (in x out) dy^T (out x nb) */
+        rc = rm_sgemm(call->be, CUBLAS_OP_N, CUBLAS_OP_N, in, nb, out, prm->w.data, in, 0, dy->data, out, 0, 0.0f,
+                      dx->data, in, 0, 1, "linear backward-data sgemm", e);
+    if (!rc && prm->dw.data) /* dW^T (in x out) = x^T (in x nb) dy (nb x out) */
+        rc = rm_sgemm(call->be, CUBLAS_OP_N, CUBLAS_OP_T, in, out, nb, x->data, in, 0, dy->data, out, 0, 0.0f,
+                      prm->dw.data, in, 0, 1, "linear backward-filter sgemm", e);
+    if (!rc && prm->db.data) {
+        linear_backward_bias_kernel<<<rm_cuda_blocks(out), RM_THREADS, 0, rm_cuda_stream(call->be)>>>(prm->db.data,
+                                                                                                    dy->data, nb, out);
+        RM_CUDA_LAUNCHED(e, "linear_backward_bias_kernel");
+    }
+    return rc;
+}
+
 extern "C" int rm_linear_forward_cuda(const rm_layer_call *call, rm_err *e)
 {
     const rm_tensor *x = call->in[0];
     size_t nb = (size_t)x->shape.n, in = rm_tensor_numel(x) / nb, out = (size_t)call->cfg->out_channels;
+    if (rm_call_engine(call) != RM_ENGINE_HANDWRITTEN) return gemm_forward(call, nb, in, out, e);
     linear_forward_kernel<<<rm_cuda_blocks(nb * out), RM_THREADS, 0, rm_cuda_stream(call->be)>>>(
         call->out->data, call->params->w.data, call->params->b.data, x->data, nb, in, out);
     RM_CUDA_LAUNCHED(e, "linear_forward_kernel");
@@ -71,6 +114,7 @@ extern "C" int rm_linear_backward_cuda(const rm_layer_call *call, rm_err *e)
     rm_tensor *dx = call->din[0];
     rm_layer_params *prm = call->params;
     size_t nb = (size_t)x->shape.n, in = rm_shape_numel(x->shape) / nb, out = (size_t)call->cfg->out_channels;
+    if (rm_call_engine(call) != RM_ENGINE_HANDWRITTEN) return gemm_backward(call, nb, in, out, e);
     cudaStream_t st = rm_cuda_stream(call->be);
     if (dx && dx->data) {
         linear_backward_data_kernel<<<rm_cuda_blocks(nb * in), RM_THREADS, 0, st>>>(dx->data, dy->data, prm->w.data,

@@ -3,12 +3,12 @@
  * never disagree with what the executor would do. */
 #include "figures.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "atomic_file.h"
 #include "simulate.h"
 
 /* Colours: the forward/backward/loss ones match `remat graph --dot`. */
@@ -76,11 +76,14 @@ static const char *tag_colour(rm_node_tag t)
     return t == RM_TAG_BACKWARD ? COL_BACKWARD : t == RM_TAG_LOSS ? COL_LOSS : COL_FORWARD;
 }
 
-static int finish(FILE *f, const char *path, rm_err *e)
+/* The SVG goes through a temporary file renamed into place
+ * (engine/atomic_file.h), so a full disk never leaves half a figure; the
+ * commit checks every fprintf through ferror. */
+static int finish(rm_atomic_file *af, rm_err *e)
 {
-    int bad = ferror(f);
-    if (fclose(f) || bad) return rm_errorf(e, RM_ERR_IO, "%s: error writing the SVG", path);
-    return RM_OK;
+    int rc = rm_atomic_commit(af, e);
+    if (rc) rm_err_context(e, "writing the SVG");
+    return rc;
 }
 
 static int check_args(const rm_problem *p, const rm_schedule *s, rm_err *e)
@@ -129,8 +132,9 @@ int rm_figure_rs_svg(const char *path, const rm_problem *p, const rm_schedule *s
     double top = title ? 74 : 54, y0 = top;
     double width = x_s + grid + 20, height = y0 + grid + 86;
 
-    FILE *f = fopen(path, "w");
-    if (!f) return rm_errorf(e, RM_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+    rm_atomic_file af;
+    if ((rc = rm_atomic_open(&af, path, e))) return rc;
+    FILE *f = af.f;
     fprintf(f,
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" " FONT
             ">\n",
@@ -235,7 +239,7 @@ int rm_figure_rs_svg(const char *path, const rm_problem *p, const rm_schedule *s
             "in memory; dashed line: the backward pass starts</text>\n",
             ly + 32);
     fprintf(f, "</svg>\n");
-    return finish(f, path, e);
+    return finish(&af, e);
 }
 
 int rm_figure_memory_svg(const char *path, const rm_problem *p, const rm_schedule *s, const char *title, rm_err *e)
@@ -270,11 +274,9 @@ int rm_figure_memory_svg(const char *path, const rm_problem *p, const rm_schedul
 #define X(k) (L + pw * (double)(k) / (double)(nops > 0 ? nops : 1))
 #define Y(v) (T + ph * (1.0 - ((v)-y_lo) / (top_v - y_lo)))
 
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        rc = rm_errorf(e, RM_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-        goto out;
-    }
+    rm_atomic_file af;
+    if ((rc = rm_atomic_open(&af, path, e))) goto out;
+    FILE *f = af.f;
     char a[32], b[32];
     fprintf(f,
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" " FONT
@@ -391,7 +393,7 @@ int rm_figure_memory_svg(const char *path, const rm_problem *p, const rm_schedul
     fprintf(f, "</svg>\n");
 #undef X
 #undef Y
-    rc = finish(f, path, e);
+    rc = finish(&af, e);
 out:
     free(mem);
     free(ops);

@@ -595,9 +595,12 @@ int rm_milp_relax(rm_milp_relaxation *out, const rm_problem *p, unsigned levers,
     rc = solve_lp(&m, &status, &bound, time_limit_s > 0 ? t0 + time_limit_s : 0, e);
     if (rc == RM_OK && status == INFEASIBLE)
         rc = rm_errorf(e, RM_ERR_INFEASIBLE, "the LP relaxation is infeasible: no schedule fits %zu bytes", act);
+    else if (rc == RM_OK && status != OPTIMAL && time_limit_s > 0)
+        rc = rm_errorf(e, RM_ERR_INFEASIBLE, "the LP relaxation hit the time limit (%g s) before its optimum (%s)",
+                       time_limit_s, lp_code_name(status));
     else if (rc == RM_OK && status != OPTIMAL)
-        rc = rm_errorf(e, RM_ERR_INFEASIBLE, "the LP relaxation hit the time limit (%g s) before its optimum",
-                       time_limit_s);
+        rc = rm_errorf(e, RM_ERR_INFEASIBLE, "lp_solve stopped the LP relaxation before its optimum (%s)",
+                       lp_code_name(status));
     if (rc == RM_OK) {
         size_t nn = (size_t)p->n * (size_t)p->n;
         out->S = malloc(nn * sizeof *out->S);
@@ -752,6 +755,16 @@ int rm_strategy_milp(rm_schedule **out, rm_milp_result *info, const rm_problem *
     rc = solve_lp(&m, &status, &lp_bound, deadline, e);
     info->lp_seconds = now_s() - lp_t0;
     if (rc != RM_OK) goto done;
+    if (status == INFEASIBLE && best.s) {
+        /* The relaxation has no cutoff, and a schedule the simulator
+         * accepted within the budget is a point of it: lp_solve's answer is
+         * numerical trouble, not a proof. Reported, not papered over. */
+        rc = rm_errorf(e, RM_ERR_SOLVER,
+                       "milp: lp_solve reports the LP relaxation infeasible, but a schedule of cost %.6g fits %zu "
+                       "bytes: numerical trouble in the solver",
+                       best.sim.cost, act);
+        goto done;
+    }
     if (status == INFEASIBLE) {
         info->status = RM_MILP_INFEASIBLE;
         rc = rm_errorf(e, RM_ERR_INFEASIBLE, "milp: the LP relaxation is infeasible: no schedule fits %zu bytes", act);
@@ -876,8 +889,13 @@ int rm_strategy_milp(rm_schedule **out, rm_milp_result *info, const rm_problem *
 
         /* With a cutoff, lp_solve 5.5 may answer OPTIMAL or SUBOPTIMAL
          * without having found anything better, and its "solution" is then
-         * not one: only a reported improvement counts. */
-        int found = (code == OPTIMAL || code == SUBOPTIMAL) && (!cutoff || ctx.first >= 0);
+         * not one: only a reported improvement counts. SUBOPTIMAL means
+         * "stopped early", so even without a cutoff it holds a solution
+         * only if one was reported: reading the variables of a search
+         * stopped before its first solution gives a meaningless S. */
+        int found = code == OPTIMAL      ? !cutoff || ctx.first >= 0
+                    : code == SUBOPTIMAL ? ctx.first >= 0
+                                         : 0;
         if (found) {
             if ((rc = rm_schedule_create(&cand, n, e)) != RM_OK) goto done;
             /* By original index: presolve may have removed columns, and

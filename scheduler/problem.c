@@ -333,7 +333,9 @@ int rm_problem_read(rm_problem **out, const char *path, rm_err *e)
     size_t cap = 0;
     int line = 0, header_line = 0, nodes_seen = 0, rc = RM_OK;
     char *f[MAX_FIELDS + 1];
-    while (getline(&buf, &cap, fp) >= 0) {
+    /* errno tells end of file (0) from a failed read or a line getline
+     * could not allocate (ENOMEM): both return -1. */
+    while ((errno = 0, getline(&buf, &cap, fp)) >= 0) {
         line++;
         int nf = split_fields(buf, f);
         if (nf == 0) continue;
@@ -360,7 +362,12 @@ int rm_problem_read(rm_problem **out, const char *path, rm_err *e)
         if ((rc = parse_node_line(p, nodes_seen, node_line, f, nf, path, line, e))) break;
         nodes_seen++;
     }
-    if (!rc && ferror(fp)) rc = rm_errorf(e, RM_ERR_IO, "%s: read error", path);
+    int read_errno = errno;
+    if (!rc && read_errno == ENOMEM)
+        rc = rm_errorf(e, RM_ERR_NOMEM, "%s:%d: out of memory reading a line", path, line + 1);
+    else if (!rc && (ferror(fp) || read_errno))
+        rc = rm_errorf(e, RM_ERR_IO, "%s: read error: %s", path,
+                       read_errno ? strerror(read_errno) : "the stream failed");
     if (!rc && !p)
         rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: empty file: expected the header 'problem NODES FIXED_BYTES [BUDGET]'",
                        path, line + 1);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atomic_file.h"
 #include "schedule.h"
 #include "simulate.h"
 
@@ -22,11 +23,14 @@ int rm_schedule_write(const rm_schedule *s, const rm_problem *p, const char *pat
         free(ops);
         return rc;
     }
-    FILE *fp = fopen(path, "w");
-    if (!fp) {
+    /* Written aside and renamed into place (engine/atomic_file.h): a run
+     * killed mid-write, or a full disk, leaves the previous file intact. */
+    rm_atomic_file af;
+    if ((rc = rm_atomic_open(&af, path, e))) {
         free(ops);
-        return rm_errorf(e, RM_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+        return rc;
     }
+    FILE *fp = af.f;
     int n = s->n;
     fprintf(fp, "# remat schedule (format: docs/schedule-format.md)\n");
     fprintf(fp, "schedule %d\n", n);
@@ -48,12 +52,7 @@ int rm_schedule_write(const rm_schedule *s, const rm_problem *p, const char *pat
         fprintf(fp, "%d %s %d # %s\n", ops[o].stage, ops[o].kind == RM_OP_COMPUTE ? "compute" : "free", ops[o].node,
                 p->nodes[ops[o].node].name[0] ? p->nodes[ops[o].node].name : "-");
     free(ops);
-    if (ferror(fp)) {
-        fclose(fp);
-        return rm_errorf(e, RM_ERR_IO, "%s: write error", path);
-    }
-    if (fclose(fp) != 0) return rm_errorf(e, RM_ERR_IO, "%s: write error: %s", path, strerror(errno));
-    return RM_OK;
+    return rm_atomic_commit(&af, e); /* checks every fprintf above through ferror */
 }
 
 #define MAX_FIELDS 6
@@ -131,7 +130,9 @@ int rm_schedule_read(rm_schedule **out, const rm_problem *p, const char *path, r
     memset(&r, 0, sizeof r);
     char *buf = NULL, *f[MAX_FIELDS + 1];
     size_t cap = 0;
-    while (getline(&buf, &cap, fp) >= 0) {
+    /* errno tells end of file (0) from a failed read or a line getline
+     * could not allocate (ENOMEM): both return -1. */
+    while ((errno = 0, getline(&buf, &cap, fp)) >= 0) {
         line++;
         int nf = split_fields(buf, f);
         if (nf == 0) continue;
@@ -222,7 +223,12 @@ int rm_schedule_read(rm_schedule **out, const rm_problem *p, const char *path, r
             break;
         }
     }
-    if (!rc && ferror(fp)) rc = rm_errorf(e, RM_ERR_IO, "%s: read error", path);
+    int read_errno = errno;
+    if (!rc && read_errno == ENOMEM)
+        rc = rm_errorf(e, RM_ERR_NOMEM, "%s:%d: out of memory reading the line", path, line + 1);
+    else if (!rc && (ferror(fp) || read_errno))
+        rc = rm_errorf(e, RM_ERR_IO, "%s:%d: read error: %s", path, line + 1,
+                       read_errno ? strerror(read_errno) : "the stream failed");
     if (!rc && !header)
         rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: empty file: expected 'schedule STAGES'", path, line + 1);
     if (!rc && stages < s->n)

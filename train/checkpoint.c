@@ -9,13 +9,13 @@
  * its checksum and once to copy. */
 #include "checkpoint.h"
 
+#include "atomic_file.h"
+
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #define NAME_CAP (RM_NAME_LEN + 16) /* "<layer>.running_mean" */
 #define CHUNK_BYTES 65536
@@ -276,22 +276,6 @@ static int write_payload(ck_writer *w, const ck_tensor *t, int n, const rm_optim
     return w_flush(w, e);
 }
 
-/* Makes the rename itself durable. Best effort: some file systems refuse to
- * fsync a directory (EINVAL), and by now the new file is complete and in
- * place, so a failure here is no reason to report the save as failed. */
-static void fsync_parent(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
-    if (!dir) return;
-    int fd = open(dir, O_RDONLY);
-    if (fd >= 0) {
-        (void)fsync(fd);
-        (void)close(fd);
-    }
-    free(dir);
-}
-
 int rm_checkpoint_save(const char *path, const rm_model *m, rm_layer_params *const *lp, const rm_optim *opt,
                        const rm_checkpoint_counters *c, rm_err *e)
 {
@@ -300,33 +284,25 @@ int rm_checkpoint_save(const char *path, const rm_model *m, rm_layer_params *con
     if (!c) c = &zero;
     ck_tensor *t;
     int n, rc;
-    FILE *f;
     uint8_t hdr[RM_CHECKPOINT_HEADER_BYTES], trailer[TRAILER_BYTES];
     if ((rc = model_tensors(&t, &n, m, lp, opt, path, e))) return rc;
     uint32_t slots = opt ? (uint32_t)rm_optim_slots(opt) : 0;
 
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 5);
     ck_writer *w = malloc(sizeof *w);
-    if (!tmp || !w) {
-        free(tmp);
-        free(w);
+    if (!w) {
         free(t);
         return rm_errorf(e, RM_ERR_NOMEM, "%s: no memory to write a checkpoint", path);
     }
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp", 5);
+    /* The previous checkpoint stays in place until the new one is complete
+     * and on the disk (engine/atomic_file.h): a run killed mid-save resumes
+     * from the previous one. */
+    rm_atomic_file af;
+    if ((rc = rm_atomic_open(&af, path, e))) goto done;
+    w->f = af.f;
     w->path = path;
-    w->tmp = tmp;
+    w->tmp = af.tmp ? af.tmp : path;
     w->crc = 0;
     w->pos = 0;
-
-    errno = 0;
-    w->f = fopen(tmp, "wb");
-    if (!w->f) {
-        rc = save_error(e, w, "create the temporary file");
-        goto done; /* nothing was created, nothing to remove */
-    }
 
     memset(hdr, 0, sizeof hdr);
     memcpy(hdr, RM_CHECKPOINT_MAGIC, 8);
@@ -347,39 +323,12 @@ int rm_checkpoint_save(const char *path, const rm_model *m, rm_layer_params *con
         rc = save_error(e, w, "write");
         goto fail;
     }
-    /* fflush hands stdio's buffer to the kernel (where a full disk shows up),
-     * fsync gets it onto the disk before the rename makes it the checkpoint:
-     * without it a crash could leave a renamed but empty file. */
-    errno = 0;
-    if (fflush(w->f) != 0) {
-        rc = save_error(e, w, "write");
-        goto fail;
-    }
-    if (fsync(fileno(w->f)) != 0) {
-        rc = save_error(e, w, "fsync");
-        goto fail;
-    }
-    f = w->f;
-    w->f = NULL; /* fclose releases the stream even when it fails */
-    errno = 0;
-    if (fclose(f) != 0) {
-        rc = save_error(e, w, "close");
-        goto fail;
-    }
-    if (rename(tmp, path) != 0) {
-        int err = errno;
-        rc = rm_errorf(e, RM_ERR_IO, "%s: cannot rename %s over it: %s", path, tmp, strerror(err));
-        goto fail;
-    }
-    fsync_parent(path);
-    rc = RM_OK;
+    rc = rm_atomic_commit(&af, e);
     goto done;
 fail:
-    if (w->f) (void)fclose(w->f); /* already failing: the first error is the one to report */
-    (void)remove(tmp);
+    rm_atomic_abort(&af);
 done:
     free(w);
-    free(tmp);
     free(t);
     return rc;
 }

@@ -261,10 +261,25 @@ void rm_cli_progress_log(void *ctx, const char *line)
     fprintf(stderr, "  %s [%6.1f s] %s\n", pr->prefix, rm_cli_now() - pr->t0, msg);
 }
 
+const char *rm_cli_seconds(char *buf, size_t len, double s)
+{
+    double a = s < 0 ? -s : s;
+    if (a >= 1 || a == 0)
+        snprintf(buf, len, "%.3g s", s);
+    else if (a >= 1e-3)
+        snprintf(buf, len, "%.3g ms", s * 1e3);
+    else if (a >= 1e-6)
+        snprintf(buf, len, "%.3g us", s * 1e6);
+    else
+        snprintf(buf, len, "%.3g ns", s * 1e9);
+    return buf;
+}
+
 const char *rm_cli_cost(char *buf, size_t len, double cost, int flops)
 {
     double a = cost < 0 ? -cost : cost;
-    if (!flops)
+    if (flops == RM_CLI_COST_SECONDS) return rm_cli_seconds(buf, len, cost);
+    if (flops != RM_CLI_COST_FLOPS)
         snprintf(buf, len, "%.6g", cost);
     else if (a >= 1e9 || a == 0)
         snprintf(buf, len, "%.2f GFLOPs", cost / 1e9);
@@ -279,9 +294,20 @@ const char *rm_cli_cost(char *buf, size_t len, double cost, int flops)
 
 int rm_cli_problem_load(rm_cli_problem *out, const char *cmd, const char *model, long batch, const char *problem_path)
 {
+    return rm_cli_problem_load_costs(out, cmd, model, batch, problem_path, NULL);
+}
+
+int rm_cli_problem_load_costs(rm_cli_problem *out, const char *cmd, const char *model, long batch,
+                              const char *problem_path, const char *costs_path)
+{
     memset(out, 0, sizeof *out);
     rm_err e = {RM_OK, ""};
     int rc;
+    rm_cost_file *costs = NULL;
+    if (costs_path && rm_cost_file_read(&costs, costs_path, &e)) {
+        fprintf(stderr, "remat %s: %s\n", cmd, e.msg);
+        return e.code == RM_ERR_NOMEM ? 2 : 1;
+    }
     if (model) {
         rm_model *m = NULL;
         if (rm_model_load(&m, model, &e)) {
@@ -291,21 +317,34 @@ int rm_cli_problem_load(rm_cli_problem *out, const char *cmd, const char *model,
         /* The accounting `remat train` uses (SGD with momentum), so a plan
          * made here is one the executor can run within the same budget. */
         rm_optim_options sgd = rm_optim_options_default(RM_OPTIM_SGD);
-        rc = rm_trainer_problem(&out->p, NULL, m, (int)batch, &sgd, &e);
+        rc = rm_trainer_problem_costs(&out->p, NULL, m, (int)batch, &sgd, RM_BACKEND_CPU, costs, RM_COST_SAME_BATCH,
+                                      &e);
         rm_model_free(m);
         if (rc) {
             fprintf(stderr, "remat %s: %s\n", cmd, e.msg);
+            rm_cost_file_free(costs);
             return e.code == RM_ERR_NOMEM ? 2 : 1;
         }
         snprintf(out->what, sizeof out->what, "%s at batch %ld", model, batch);
-        out->flops = 1;
+        out->flops = RM_CLI_COST_FLOPS;
+        snprintf(out->cost_model, sizeof out->cost_model, "FLOPs (traced from the model)");
     } else {
-        if (rm_problem_read(&out->p, problem_path, &e)) {
+        if (rm_problem_read(&out->p, problem_path, &e) ||
+            (costs && rm_cost_file_apply(out->p, costs, NULL, 0, RM_COST_SAME_BATCH, &e))) {
             fprintf(stderr, "remat %s: %s\n", cmd, e.msg);
+            rm_cli_problem_free(out);
+            rm_cost_file_free(costs);
             return e.code == RM_ERR_NOMEM ? 2 : 1;
         }
         snprintf(out->what, sizeof out->what, "%s", problem_path);
         out->file_budget = out->p->budget;
+        snprintf(out->cost_model, sizeof out->cost_model, "the problem file's costs");
+    }
+    if (costs) {
+        out->flops = RM_CLI_COST_SECONDS;
+        snprintf(out->cost_model, sizeof out->cost_model, "profiled seconds from %s (%s, %s at batch %d)", costs_path,
+                 costs->device, costs->model, costs->batch);
+        rm_cost_file_free(costs);
     }
     rm_problem *p = out->p;
     /* The no-remat peak is measured without a budget: checkpoint-all only
@@ -379,6 +418,7 @@ void rm_cli_problem_print(const rm_cli_problem *cp, const rm_cli_budget *b)
     double ref = (double)cp->noremat_total;
     printf("problem      %s: %d nodes (%d forward, %d loss, %d backward), checkpoint-all costs %s\n", cp->what, p->n,
            nf, nl, nb, rm_cli_cost(x, sizeof x, cp->base_cost, cp->flops));
+    printf("costs        %s\n", cp->cost_model);
     printf("fixed        %s, always resident (weights, gradients, optimizer state)\n",
            rm_cli_bytes(x, sizeof x, (double)p->fixed_bytes));
     printf("no-remat     %s peak = fixed + %s activations, keeping every value until its last use\n",

@@ -79,7 +79,9 @@ size_t rm_cli_budget_bytes(const rm_cli_budget *b, size_t reference);
 typedef struct rm_cli_problem {
     rm_problem *p;
     char what[300];        /* "models/vgg16.cfg at batch 32" or the problem file's path */
-    int flops;             /* costs are FLOPs (traced from a model), else in the file's unit */
+    int flops;             /* the costs' unit: RM_CLI_COST_FLOPS (traced from a model), RM_CLI_COST_SECONDS
+                              (a profiled cost file, --costs), else 0: the problem file's own unit */
+    char cost_model[360];  /* in words: "FLOPs" or "profiled seconds from FILE (cpu, batch 8)" */
     size_t file_budget;    /* the budget a problem file gave (0: none) */
     rm_sim_result noremat; /* checkpoint-all (every value kept until its last use), simulated */
     size_t noremat_total;  /* fixed + noremat.peak_bytes: what "80%" is a percentage of */
@@ -92,6 +94,12 @@ typedef struct rm_cli_problem {
  * measures the no-remat peak and the lower bound. Prints any error as
  * "remat CMD: ..." and returns the exit code (0, 1 bad input, 2 internal). */
 int rm_cli_problem_load(rm_cli_problem *out, const char *cmd, const char *model, long batch, const char *problem_path);
+/* The same with the node costs of a profiled cost file (costs_path; NULL:
+ * FLOPs, or the problem file's costs): for a model it must be that model's
+ * at this batch (rm_trainer_problem_costs); for a problem file its node
+ * names must match. */
+int rm_cli_problem_load_costs(rm_cli_problem *out, const char *cmd, const char *model, long batch,
+                              const char *problem_path, const char *costs_path);
 void rm_cli_problem_free(rm_cli_problem *cp);
 
 /* Sets cp->p->budget from b (a percentage is of the no-remat peak). Below
@@ -101,8 +109,14 @@ int rm_cli_problem_set_budget(rm_cli_problem *cp, const char *cmd, const rm_cli_
 /* The "problem / fixed / no-remat / lower bound / budget" lines. */
 void rm_cli_problem_print(const rm_cli_problem *cp, const rm_cli_budget *b);
 
-/* A cost: "81.23 GFLOPs" for FLOPs, else "%.6g". */
+/* Units of rm_cli_cost (and rm_cli_problem.flops). */
+#define RM_CLI_COST_FLOPS 1
+#define RM_CLI_COST_SECONDS 2
+/* A cost: "81.23 GFLOPs" for RM_CLI_COST_FLOPS, "12.3 ms" for
+ * RM_CLI_COST_SECONDS, else "%.6g". */
 const char *rm_cli_cost(char *buf, size_t len, double cost, int flops);
+/* Seconds as a time: "1.23 s", "45.6 ms", "789 us", "12 ns". */
+const char *rm_cli_seconds(char *buf, size_t len, double s);
 
 /* A progress sink for rm_strategy_options.log: prints lp_solve's lines to
  * stderr as "  [12.3 s] line", dropping blank ones. ctx: an rm_cli_progress. */

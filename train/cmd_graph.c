@@ -3,11 +3,11 @@
  * activation memory, FLOPs, and the peak memory of plain training without
  * rematerialization (checkpoint-all, judged by the simulator). Optionally
  * writes the training graph as Graphviz. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "atomic_file.h"
 #include "cli_util.h"
 #include "commands.h"
 #include "model.h"
@@ -46,11 +46,14 @@ static void dot_string(FILE *f, const char *s, int label)
 
 static int write_dot(const rm_graph *g, const char *model_path, const char *path)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "remat graph: cannot write %s: %s\n", path, strerror(errno));
+    /* Atomically (engine/atomic_file.h): a full disk leaves the previous file. */
+    rm_atomic_file af;
+    rm_err e = {RM_OK, ""};
+    if (rm_atomic_open(&af, path, &e)) {
+        fprintf(stderr, "remat graph: %s\n", e.msg);
         return 1;
     }
+    FILE *f = af.f;
     fprintf(f, "digraph ");
     dot_string(f, model_path, 0);
     fprintf(f, " {\n  rankdir=TB;\n  node [shape=box, style=filled, fontname=\"Helvetica\", fontsize=10];\n"
@@ -84,9 +87,8 @@ static int write_dot(const rm_graph *g, const char *model_path, const char *path
         }
     }
     fprintf(f, "}\n");
-    int bad = ferror(f);
-    if (fclose(f) || bad) {
-        fprintf(stderr, "remat graph: error writing %s\n", path);
+    if (rm_atomic_commit(&af, &e)) {
+        fprintf(stderr, "remat graph: %s\n", e.msg);
         return 1;
     }
     return 0;

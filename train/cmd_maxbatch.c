@@ -15,7 +15,7 @@
 
 #define MAXBATCH_USAGE                                                                                                 \
     "usage: remat maxbatch --model FILE --budget B [--strategies a,b,...] [--max-batch N]\n"                           \
-    "                      [--time-limit S] [--quiet]\n"                                                               \
+    "                      [--costs FILE] [--time-limit S] [--quiet]\n"                                                \
     "\n"                                                                                                               \
     "For each strategy, the largest batch size at which it finds a schedule that the simulator accepts\n"              \
     "within the budget, fixed bytes (weights, gradients, optimizer state, labels) included; and how it\n"              \
@@ -34,6 +34,9 @@
     "                        peak they would refer to depends on the batch)\n"                                         \
     "  --strategies LIST     comma-separated names from `remat plan --help` (default: all of them)\n"                  \
     "  --max-batch N         the largest batch tried (default 1048576)\n"                                              \
+    "  --costs FILE          node costs in profiled seconds (`remat profile`, docs/cost-format.md) instead\n"          \
+    "                        of FLOPs; the search tries many batches, so they are scaled linearly from the\n"        \
+    "                        batch they were measured at (an assumption: small batches run below peak)\n"             \
     "  --time-limit S        seconds for each lp_round / milp solve (default 30; 0 = none)\n"                          \
     "  --quiet               no progress on stderr\n"                                                                  \
     "\n"                                                                                                               \
@@ -46,6 +49,7 @@
 typedef struct trace_ctx {
     const rm_model *m;
     rm_optim_options optim;
+    const rm_cost_file *costs; /* NULL: FLOPs */
 } trace_ctx;
 
 /* The same accounting as `remat train` (workspace and optimizer state
@@ -53,7 +57,8 @@ typedef struct trace_ctx {
 static int build_problem(rm_problem **out, void *vctx, int batch, rm_err *e)
 {
     trace_ctx *c = vctx;
-    return rm_trainer_problem(out, NULL, c->m, batch, &c->optim, e);
+    return rm_trainer_problem_costs(out, NULL, c->m, batch, &c->optim, RM_BACKEND_CPU, c->costs, RM_COST_SCALE_BATCH,
+                                    e);
 }
 
 static void progress(void *ctx, const char *strategy, int batch, int feasible, double seconds)
@@ -67,7 +72,8 @@ static void progress(void *ctx, const char *strategy, int batch, int feasible, d
 
 static int maxbatch_run(int argc, char **argv)
 {
-    const char *model = NULL, *budget = NULL, *strategies = NULL, *max_batch = NULL, *time_limit = NULL;
+    const char *model = NULL, *budget = NULL, *strategies = NULL, *max_batch = NULL, *time_limit = NULL,
+               *costs_path = NULL;
     int quiet = 0;
     const rm_cli_opt opts[] = {
         RM_CLI_FLAG("--quiet", "-q", &quiet),
@@ -76,6 +82,7 @@ static int maxbatch_run(int argc, char **argv)
         RM_CLI_VALUE("--strategies", &strategies),
         RM_CLI_VALUE("--max-batch", &max_batch),
         RM_CLI_VALUE("--time-limit", &time_limit),
+        RM_CLI_VALUE("--costs", &costs_path),
     };
     if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "maxbatch", MAXBATCH_USAGE)) return 1;
     if (!model) return usage_error("--model FILE is required");
@@ -106,7 +113,22 @@ static int maxbatch_run(int argc, char **argv)
         fprintf(stderr, "remat maxbatch: %s\n", e.msg);
         return 1;
     }
-    trace_ctx tc = {m, rm_optim_options_default(RM_OPTIM_SGD)};
+    rm_cost_file *costs = NULL;
+    if (costs_path && rm_cost_file_read(&costs, costs_path, &e)) {
+        fprintf(stderr, "remat maxbatch: %s\n", e.msg);
+        rm_model_free(m);
+        return e.code == RM_ERR_NOMEM ? 2 : 1;
+    }
+    trace_ctx tc = {m, rm_optim_options_default(RM_OPTIM_SGD), costs};
+    /* A file of another model is refused now, not at the first probe. */
+    rm_problem *check = NULL;
+    if (costs && build_problem(&check, &tc, costs->batch, &e)) {
+        fprintf(stderr, "remat maxbatch: %s\n", e.msg);
+        rm_cost_file_free(costs);
+        rm_model_free(m);
+        return 1;
+    }
+    rm_problem_free(check);
     rm_maxbatch_options o;
     memset(&o, 0, sizeof o);
     o.budget = (size_t)bud.value;
@@ -118,10 +140,17 @@ static int maxbatch_run(int argc, char **argv)
     int rc = rm_maxbatch_bound(&o.bound_batch, build_problem, &tc, o.budget, o.max_batch, &e);
     if (rc) {
         fprintf(stderr, "remat maxbatch: %s\n", e.msg);
+        rm_cost_file_free(costs);
         rm_model_free(m);
         return e.code == RM_ERR_NOMEM ? 2 : 1;
     }
     printf("model        %s\n", model);
+    if (costs)
+        printf("costs        profiled seconds from %s (%s, batch %d), scaled linearly to each batch tried:\n"
+               "             an assumption (kernels run below peak at small batches); overheads are in time\n",
+               costs_path, costs->device, costs->batch);
+    else
+        printf("costs        FLOPs (traced from the model)\n");
     printf("budget       %s (%s bytes) in total, fixed bytes included\n", rm_cli_bytes(a, sizeof a, bud.value),
            rm_cli_group_digits(b, sizeof b, (unsigned long long)bud.value));
     if (o.bound_batch == 0) {
@@ -131,6 +160,7 @@ static int maxbatch_run(int argc, char **argv)
                    rm_cli_bytes(a, sizeof a, (double)p->fixed_bytes),
                    rm_cli_bytes(b, sizeof b, (double)rm_problem_peak_lower_bound(p)));
         rm_problem_free(p);
+        rm_cost_file_free(costs);
         rm_model_free(m);
         return 1;
     }
@@ -186,6 +216,7 @@ static int maxbatch_run(int argc, char **argv)
     printf("\nmax batch: the largest batch that fits; vs all: its ratio to checkpoint-all's; overhead: extra\n"
            "compute at that batch over checkpoint-all's (every node once); peak: fixed + activations there;\n"
            "solve: the solve at that batch; search: all probes of the strategy.\n");
+    rm_cost_file_free(costs);
     rm_model_free(m);
     return 0;
 }

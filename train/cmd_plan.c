@@ -17,7 +17,7 @@
 
 #define PLAN_USAGE                                                                                                     \
     "usage: remat plan (--model FILE --batch N | --problem FILE) --budget B --strategy NAME\n"                         \
-    "                  [--time-limit S] [--node-limit N] [--out FILE] [--svg PREFIX] [--quiet]\n"                      \
+    "                  [--costs FILE] [--time-limit S] [--node-limit N] [--out FILE] [--svg PREFIX] [--quiet]\n"       \
     "       remat plan --check FILE (--model FILE --batch N | --problem FILE) [--budget B] [--svg PREFIX]\n"           \
     "\n"                                                                                                               \
     "Solves a rematerialization schedule: which activations to keep in memory between the stages of a\n"               \
@@ -29,6 +29,8 @@
     "options:\n"                                                                                                       \
     "  --model FILE      model config (models/*.cfg), traced at --batch N\n"                                           \
     "  --problem FILE    a problem file instead (docs/problem-format.md); its budget is the default\n"                 \
+    "  --costs FILE      node costs in profiled seconds (`remat profile`, docs/cost-format.md) instead of\n"           \
+    "                    FLOPs; it must be the model's at this batch (or match the problem file's nodes)\n"           \
     "  --budget B        TOTAL device memory, fixed bytes included: bytes (1500000000, 1.5e9), a size\n"               \
     "                    (6GiB, 512MiB, 16GB; KiB/MiB/GiB/TiB are powers of 1024, KB/MB/GB/TB of 1000),\n"             \
     "                    or a percentage of the no-remat peak (80%: 80% of fixed + checkpoint-all's peak)\n"           \
@@ -56,7 +58,7 @@
 #define TEXT_MATRIX_MAX 60
 
 typedef struct plan_args {
-    const char *model, *batch, *problem, *budget, *strategy, *time_limit, *node_limit, *out, *svg, *check;
+    const char *model, *batch, *problem, *budget, *strategy, *time_limit, *node_limit, *out, *svg, *check, *costs;
     int quiet;
     long batch_n;
     double time_limit_s;
@@ -466,6 +468,7 @@ static int plan_run(int argc, char **argv)
         RM_CLI_VALUE("--out", &a.out),
         RM_CLI_VALUE("--svg", &a.svg),
         RM_CLI_VALUE("--check", &a.check),
+        RM_CLI_VALUE("--costs", &a.costs),
     };
     if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "plan", PLAN_USAGE)) return 1;
     /* Everything that can be judged without loading anything is, so a typo
@@ -497,7 +500,7 @@ static int plan_run(int argc, char **argv)
     }
 
     rm_cli_problem cp;
-    int rc = rm_cli_problem_load(&cp, "plan", a.model, a.batch_n, a.problem);
+    int rc = rm_cli_problem_load_costs(&cp, "plan", a.model, a.batch_n, a.problem, a.costs);
     if (rc) return rc;
     if (!a.have_budget && cp.file_budget) {
         a.b.percent = 0;

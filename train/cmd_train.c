@@ -17,15 +17,16 @@
     "                   [--epochs E] [--steps N] [--optimizer sgd|adam] [--lr X] [--momentum M]\n"             \
     "                   [--weight-decay W] [--lr-schedule constant|step|cosine] [--seed S]\n"                  \
     "                   [--checkpoint FILE] [--resume FILE] [--schedule-cache DIR] [--eval-every K]\n"         \
-    "                   [--time-limit S] [--node-limit N] [--samples N] [--train-accuracy-every K] [--quiet]\n"    \
+    "                   [--time-limit S] [--node-limit N] [--samples N] [--train-accuracy-every K]\n"             \
+    "                   [--device cpu|cuda] [--costs FILE] [--quiet]\n"                                         \
     "\n"                                                                                                         \
-    "Trains the model on the CPU within a memory budget. The fixed memory (weights, gradients, optimizer\n"   \
-    "state, batchnorm statistics, labels, the layers' workspace) comes off the budget first; the rest is\n"   \
-    "for activations, and a rematerialization schedule decides which of them to keep and which to\n"         \
-    "recompute so that a training step fits. The arithmetic is that of plain training: a step under any\n"   \
-    "schedule gives bit-identical gradients. Prints a summary (the no-remat peak, the budget, the\n"          \
-    "schedule's peak and extra compute), a progress bar on stderr, and after every epoch the training\n"     \
-    "loss and accuracy and those on the held-out data.\n"                                                      \
+    "Trains the model on the CPU (or the GPU, --device cuda) within a memory budget. The fixed memory\n"    \
+    "(weights, gradients, optimizer state, batchnorm statistics, labels, the layers' workspace) comes off\n" \
+    "the budget first; the rest is for activations, and a rematerialization schedule decides which of\n"    \
+    "them to keep and which to recompute so that a training step fits. The arithmetic is that of plain\n"    \
+    "training: a step under any schedule gives bit-identical gradients. Prints a summary (the no-remat\n"   \
+    "peak, the budget, the schedule's peak and extra compute), a progress bar on stderr, and after every\n" \
+    "epoch the training loss and accuracy and those on the held-out data.\n"                                 \
     "\n"                                                                                                         \
     "options:\n"                                                                                                 \
     "  --model FILE          model config (models/*.cfg)\n"                                                     \
@@ -40,6 +41,9 @@
     "                        budget (the max-batch search of `remat maxbatch`; needs an amount, not a %)\n"    \
     "  --strategy NAME       checkpoint_all, chen_sqrtn, chen_greedy, griewank, ap_sqrtn, ap_greedy,\n"       \
     "                        linearized_sqrtn, linearized_greedy, ogc, lp_round (default), milp\n"            \
+    "  --costs FILE          the schedule minimises profiled seconds (`remat profile`, docs/cost-format.md)\n"\
+    "                        instead of FLOPs; the file must be the model's at this batch (with --batch\n"     \
+    "                        auto, scaled linearly to each batch tried)\n"                                     \
     "  --time-limit S        seconds for an lp_round / milp solve (default 60; 0 = none)\n"                   \
     "  --node-limit N        branch-and-bound nodes for milp (deterministic; default none)\n"                 \
     "  --schedule-cache DIR  keep solved schedules in DIR, keyed by the problem, budget and strategy; a\n"    \
@@ -58,6 +62,7 @@
     "  --eval-every K        also evaluate on the held-out data every K steps\n"                              \
     "  --train-accuracy-every K  measure training accuracy on every K-th step (default 4; 0 = never): each\n" \
     "                        measurement replays that step's forward pass\n"                                  \
+    "  --device cpu|cuda     where training runs (default cpu); cuda: GPU 0, with the budget in its memory\n"  \
     "  --quiet               no progress bar or solver log on stderr\n"                                        \
     "\n"                                                                                                         \
     "examples:\n"                                                                                                \
@@ -180,6 +185,7 @@ static void print_summary(const rm_trainer_summary *s, const rm_trainer_config *
                s->strategy, s->bound_batch);
     else
         printf("batch        %d\n", s->batch);
+    if (c->device != RM_BACKEND_CPU) printf("device       %s (GPU 0): weights, arena and kernels\n", s->device);
     printf("fixed        %s = weights %s + gradients %s + %s %s + BN statistics %s + labels %s + workspace %s\n",
            rm_cli_bytes(a, sizeof a, (double)s->fixed), rm_cli_bytes(b, sizeof b, (double)s->fixed_weights),
            rm_cli_bytes(d, sizeof d, (double)s->fixed_grads), optname,
@@ -202,6 +208,11 @@ static void print_summary(const rm_trainer_summary *s, const rm_trainer_config *
            rm_cli_bytes(a, sizeof a, (double)s->sched_peak),
            rm_cli_bytes(b, sizeof b, (double)(s->sched_peak - s->fixed)),
            pct(d, sizeof d, s->sched_peak, s->noremat_peak), rm_cli_bytes(f, sizeof f, (double)s->plan_span));
+    if (c->costs)
+        printf("             costs: profiled seconds from %s (%s, batch %d%s)\n", c->costs->path, c->costs->device,
+               c->costs->batch, c->costs->batch != s->batch ? ", scaled linearly to this batch" : "");
+    else
+        printf("             costs: FLOPs (traced from the model)\n");
     printf("             compute overhead %+.2f%%: %ld recomputation%s of %d node%s\n",
            s->base_cost > 0 ? 100.0 * (s->cost / s->base_cost - 1) : 0.0, s->recomputations,
            s->recomputations == 1 ? "" : "s", s->recomputed_nodes, s->recomputed_nodes == 1 ? "" : "s");
@@ -241,7 +252,7 @@ static int train_run(int argc, char **argv)
     const char *model = NULL, *data = NULL, *batch = NULL, *budget = NULL, *strategy = NULL, *epochs = NULL,
                *steps = NULL, *optimizer = NULL, *lr = NULL, *momentum = NULL, *wd = NULL, *sched = NULL,
                *seed = NULL, *ckpt = NULL, *resume = NULL, *cache = NULL, *eval_every = NULL, *time_limit = NULL,
-               *node_limit = NULL, *samples = NULL, *acc_every = NULL;
+               *node_limit = NULL, *samples = NULL, *acc_every = NULL, *device = NULL, *costs_path = NULL;
     int quiet = 0;
     const rm_cli_opt opts[] = {
         RM_CLI_FLAG("--quiet", "-q", &quiet),
@@ -266,6 +277,8 @@ static int train_run(int argc, char **argv)
         RM_CLI_VALUE("--node-limit", &node_limit),
         RM_CLI_VALUE("--samples", &samples),
         RM_CLI_VALUE("--train-accuracy-every", &acc_every),
+        RM_CLI_VALUE("--device", &device),
+        RM_CLI_VALUE("--costs", &costs_path),
     };
     if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "train", TRAIN_USAGE)) return 1;
     if (!model) return usage_error("--model FILE is required");
@@ -343,6 +356,8 @@ static int train_run(int argc, char **argv)
         return usage_error("--time-limit must be a number of seconds >= 0, got '%s'", time_limit);
     if (node_limit && rm_cli_parse_long(&c.solver.node_limit, node_limit, 1, 2000000000L))
         return usage_error("--node-limit must be an integer >= 1, got '%s'", node_limit);
+    if (device && !strcmp(device, "cuda")) c.device = RM_BACKEND_CUDA;
+    else if (device && strcmp(device, "cpu")) return usage_error("--device must be cpu or cuda, got '%s'", device);
     c.checkpoint_path = ckpt;
     c.resume_path = resume;
     c.cache_dir = cache;
@@ -363,6 +378,12 @@ static int train_run(int argc, char **argv)
     c.event_ctx = &pr;
 
     rm_err e = {RM_OK, ""};
+    rm_cost_file *costs = NULL;
+    if (costs_path && rm_cost_file_read(&costs, costs_path, &e)) {
+        fprintf(stderr, "remat train: %s\n", e.msg);
+        return e.code == RM_ERR_NOMEM ? 2 : 1;
+    }
+    c.costs = costs;
     rm_trainer *t = NULL;
     int rc = rm_trainer_create(&t, &c, &e);
     if (!rc) {
@@ -375,6 +396,7 @@ static int train_run(int argc, char **argv)
     }
     close_bar(&pr);
     rm_trainer_free(t);
+    rm_cost_file_free(costs);
     if (rc) {
         fprintf(stderr, "remat train: %s\n", e.msg);
         return rc == RM_ERR_NOMEM || rc == RM_ERR_SOLVER || rc == RM_ERR_DEVICE ? 2 : 1;

@@ -12,7 +12,16 @@
  *  - grad-sum: the element-wise sum, in dependency order, of the slices of
  *    the consumers' backward outputs.
  * Everything is checked once at creation (the graph against the model, the
- * plan for overlaps), so the step itself only follows the operations. */
+ * plan for overlaps), so the step itself only follows the operations.
+ *
+ * On a CUDA backend every buffer (parameters, gradients, batchnorm
+ * statistics, labels, the loss, the workspace and the arena) is device
+ * memory allocated once at creation; the parameters are initialised on the
+ * host by the layers' init and uploaded. A step uploads the batch and the
+ * labels, queues every node's kernels on the backend's stream (grad-sum and
+ * the poison fill have kernels of their own, cuda_train.cu), copies the loss
+ * into its fixed slot when the loss node is computed and downloads that one
+ * float at the end, which synchronises the stream. */
 #include "executor.h"
 
 #include <math.h>
@@ -20,6 +29,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "cuda_train.h"
 #include "layer.h"
 #include "trace.h"
 
@@ -30,6 +40,7 @@ struct rm_executor {
     rm_backend *be;
     uint64_t seed;
     int poison;
+    int cuda; /* be is a CUDA backend: every pointer below marked (dev) is device memory */
 
     int L, batch;
     rm_shape *in_shape;  /* [L * RM_MAX_INPUTS]: layer inputs at the batch */
@@ -38,7 +49,7 @@ struct rm_executor {
     int *fwd_node;       /* [L]: the layer's forward node */
     int input_node, loss_node;
 
-    /* Fixed memory. */
+    /* Fixed memory (dev). */
     float *params, *grads, *buffers;
     size_t nparams, nbuffers;
     rm_layer_params *lp; /* [L] */
@@ -47,6 +58,7 @@ struct rm_executor {
     void *workspace;
     size_t workspace_size;
     size_t fixed_bytes;
+    float *loss_dev;     /* CUDA: the loss's fixed slot (dev); NULL on the CPU */
 
     /* Activations, and the step's bookkeeping (host, allocated once). */
     rm_arena *arena;
@@ -187,6 +199,11 @@ static int check_graph(rm_executor *ex, rm_err *e)
 
 int rm_executor_workspace_needed(size_t *out, const rm_model *m, int batch, rm_err *e)
 {
+    return rm_executor_workspace_needed_on(out, m, batch, RM_BACKEND_CPU, e);
+}
+
+int rm_executor_workspace_needed_on(size_t *out, const rm_model *m, int batch, rm_backend_kind kind, rm_err *e)
+{
     *out = 0;
     rm_shape *ins = malloc((size_t)m->nlayers * RM_MAX_INPUTS * sizeof *ins);
     rm_shape *outs = malloc((size_t)m->nlayers * sizeof *outs);
@@ -194,9 +211,11 @@ int rm_executor_workspace_needed(size_t *out, const rm_model *m, int batch, rm_e
                            : rm_model_shapes(ins, outs, m, batch, e);
     for (int i = 0; !rc && i < m->nlayers; i++) {
         const rm_model_layer *ly = &m->layers[i];
-        if (!ly->desc->workspace_bytes) continue;
+        size_t (*bytes_fn)(const rm_layer_config *, const rm_shape *, int, rm_shape, int) =
+            kind == RM_BACKEND_CUDA ? ly->desc->workspace_bytes_cuda : ly->desc->workspace_bytes;
+        if (!bytes_fn) continue;
         for (int backward = 0; backward < 2; backward++) {
-            size_t w = ly->desc->workspace_bytes(&ly->cfg, &ins[(size_t)i * RM_MAX_INPUTS], ly->nin, outs[i], backward);
+            size_t w = bytes_fn(&ly->cfg, &ins[(size_t)i * RM_MAX_INPUTS], ly->nin, outs[i], backward);
             if (w > *out) *out = w;
         }
     }
@@ -218,9 +237,10 @@ static int alloc_fixed(rm_executor *ex, void **ptr, size_t bytes, rm_err *e)
     return RM_OK;
 }
 
-/* Lays the parameters out (layer order, w then b; gradients mirror them) and
- * initialises them from the seed. */
-static int init_params(rm_executor *ex, rm_err *e)
+/* Lays the parameters out (layer order, w then b; gradients mirror them)
+ * over the vectors params, grads and buffers, and initialises them from the
+ * seed when init is set (then the vectors must be host memory). */
+static int layout_params(rm_executor *ex, float *params, float *grads, float *buffers, int init, rm_err *e)
 {
     const rm_model *m = ex->m;
     size_t pc = 0, bc = 0;
@@ -237,12 +257,12 @@ static int init_params(rm_executor *ex, rm_err *e)
                 return rm_errorf(e, RM_ERR_INVALID, "executor: layer %s has more parameters than the model counts",
                                  ly->name);
             if (nw) {
-                p->w = rm_tensor_make(w, ex->params + pc);
-                p->dw = rm_tensor_make(w, ex->grads + pc);
+                p->w = rm_tensor_make(w, params + pc);
+                p->dw = rm_tensor_make(w, grads + pc);
             }
             if (nb) {
-                p->b = rm_tensor_make(b, ex->params + pc + nw);
-                p->db = rm_tensor_make(b, ex->grads + pc + nw);
+                p->b = rm_tensor_make(b, params + pc + nw);
+                p->db = rm_tensor_make(b, grads + pc + nw);
             }
             pc += nw + nb;
         }
@@ -252,18 +272,49 @@ static int init_params(rm_executor *ex, rm_err *e)
                 return rm_errorf(e, RM_ERR_INVALID, "executor: layer %s has more buffers than the model counts",
                                  ly->name);
             rm_shape s = rm_shape_make((int)c, 1, 1, 1);
-            p->running_mean = rm_tensor_make(s, ex->buffers + bc);
-            p->running_var = rm_tensor_make(s, ex->buffers + bc + c);
+            p->running_mean = rm_tensor_make(s, buffers + bc);
+            p->running_var = rm_tensor_make(s, buffers + bc + c);
             bc += 2 * c;
         }
-        if (ly->desc->init) ly->desc->init(p, &ly->cfg, ly->in_shape, ly->nin, &rng);
+        if (init && ly->desc->init) ly->desc->init(p, &ly->cfg, ly->in_shape, ly->nin, &rng);
     }
     if (pc != ex->nparams || bc != ex->nbuffers)
         return rm_errorf(e, RM_ERR_INVALID,
                          "executor: %zu parameters and %zu buffers laid out, the model counts %zu and %zu", pc, bc,
                          ex->nparams, ex->nbuffers);
-    if (ex->nparams) memset(ex->grads, 0, ex->nparams * sizeof(float));
     return RM_OK;
+}
+
+static int init_params(rm_executor *ex, rm_err *e)
+{
+    if (!ex->cuda) {
+        int rc = layout_params(ex, ex->params, ex->grads, ex->buffers, 1, e);
+        if (rc) return rc;
+        if (ex->nparams) memset(ex->grads, 0, ex->nparams * sizeof(float));
+        return RM_OK;
+    }
+    /* CUDA: the layers' init writes host memory, so initialise host copies
+     * (grads too, which init never reads), upload them, then lay the
+     * tensors out over the device vectors. Creation only: a step never
+     * allocates. */
+    size_t np = ex->nparams ? ex->nparams : 1, nb = ex->nbuffers ? ex->nbuffers : 1;
+    float *hp = calloc(np, sizeof(float)), *hg = calloc(np, sizeof(float)), *hb = calloc(nb, sizeof(float));
+    int rc = !hp || !hg || !hb ? rm_errorf(e, RM_ERR_NOMEM, "executor: no host memory to initialise the parameters")
+                               : layout_params(ex, hp, hg, hb, 1, e);
+    const rm_backend_ops *ops = ex->be->ops;
+    if (!rc && ex->nparams) rc = ops->upload(ex->be->ctx, ex->params, hp, ex->nparams * sizeof(float), e);
+    if (!rc && ex->nbuffers) rc = ops->upload(ex->be->ctx, ex->buffers, hb, ex->nbuffers * sizeof(float), e);
+    if (!rc && ex->nparams) rc = ops->zero(ex->be->ctx, ex->grads, ex->nparams * sizeof(float), e);
+    /* The uploads read host memory asynchronously: wait before freeing it. */
+    if (!rc) rc = ops->sync(ex->be->ctx, e);
+    free(hp);
+    free(hg);
+    free(hb);
+    if (rc) {
+        rm_err_context(e, "executor: initialising the parameters on %s", ex->be->name);
+        return rc;
+    }
+    return layout_params(ex, ex->params, ex->grads, ex->buffers, 0, e);
 }
 
 /* ---- creation ------------------------------------------------------------ */
@@ -289,15 +340,15 @@ int rm_executor_create(rm_executor **out, const rm_model *m, const rm_graph *g, 
     *out = NULL;
     rm_executor_options defaults = {0, 0, 0};
     if (!opts) opts = &defaults;
-    if (be->kind != RM_BACKEND_CPU)
-        return rm_errorf(e, RM_ERR_UNSUPPORTED, "executor: backend %s has no layer kernels yet; use the CPU backend",
-                         be->name);
+    if (be->kind != RM_BACKEND_CPU && be->kind != RM_BACKEND_CUDA)
+        return rm_errorf(e, RM_ERR_UNSUPPORTED, "executor: backend %s is not supported (cpu or cuda)", be->name);
     if (m->nlayers < 1 || g->n < 1 || g->batch < 1)
         return rm_errorf(e, RM_ERR_INVALID, "executor: empty model or graph");
     rm_executor *ex = calloc(1, sizeof *ex);
     if (!ex) return rm_errorf(e, RM_ERR_NOMEM, "executor: out of memory");
     ex->m = m, ex->g = g, ex->plan = plan, ex->be = be, ex->seed = opts->seed;
     ex->poison = opts->poison;
+    ex->cuda = be->kind == RM_BACKEND_CUDA;
 #ifndef NDEBUG
     ex->poison = 1; /* debug builds always check that nothing reads a dead value */
 #endif
@@ -330,11 +381,35 @@ int rm_executor_create(rm_executor **out, const rm_model *m, const rm_graph *g, 
         }
     }
     if ((rc = check_graph(ex, e)) || (rc = check_plan(ex, e))) goto fail;
+    if (ex->cuda)
+        for (int i = 0; i < g->n; i++)
+            if (g->nodes[i].op == RM_OP_GRAD_SUM && g->nodes[i].ndeps > RM_CUDA_GRAD_SUM_MAX) {
+                rc = rm_errorf(e, RM_ERR_UNSUPPORTED,
+                               "executor: grad-sum node %d (%s) sums %d gradients; the CUDA kernel takes at most %d",
+                               i, g->nodes[i].name, g->nodes[i].ndeps, RM_CUDA_GRAD_SUM_MAX);
+                goto fail;
+            }
 
     ex->nparams = m->param_count;
     ex->nbuffers = m->buffer_count;
     ex->nlabels = rm_model_label_count(m, ex->batch);
-    if ((rc = rm_executor_workspace_needed(&ex->workspace_size, m, ex->batch, e))) goto fail;
+    if ((rc = rm_executor_workspace_needed_on(&ex->workspace_size, m, ex->batch, be->kind, e))) goto fail;
+    if (ex->cuda) {
+        /* Refused before anything is allocated: a budget the device cannot hold. */
+        size_t fixed = 2 * rm_align_up(ex->nparams * sizeof(float)) + rm_align_up(ex->nbuffers * sizeof(float)) +
+                       rm_align_up(ex->nlabels * sizeof(int32_t)) + rm_align_up(ex->workspace_size) +
+                       rm_align_up(sizeof(float));
+        size_t arena = opts->arena_budget ? opts->arena_budget : plan->span, free_b = 0, total_b = 0;
+        if ((rc = rm_backend_cuda_mem_info(be, &free_b, &total_b, e))) goto fail;
+        if (fixed + arena > free_b) {
+            rc = rm_errorf(e, RM_ERR_BUDGET,
+                           "executor: %zu bytes of fixed memory plus an arena of %zu bytes do not fit in the %zu "
+                           "bytes free on the GPU (of %zu)",
+                           fixed, arena, free_b, total_b);
+            goto fail;
+        }
+        if ((rc = alloc_fixed(ex, (void **)&ex->loss_dev, sizeof(float), e))) goto fail;
+    }
     if ((rc = alloc_fixed(ex, (void **)&ex->params, ex->nparams * sizeof(float), e)) ||
         (rc = alloc_fixed(ex, (void **)&ex->grads, ex->nparams * sizeof(float), e)) ||
         (rc = alloc_fixed(ex, (void **)&ex->buffers, ex->nbuffers * sizeof(float), e)) ||
@@ -358,7 +433,7 @@ void rm_executor_free(rm_executor *ex)
 {
     if (!ex) return;
     rm_arena_free(ex->arena);
-    void *fixed[] = {ex->params, ex->grads, ex->buffers, ex->labels, ex->workspace};
+    void *fixed[] = {ex->params, ex->grads, ex->buffers, ex->labels, ex->workspace, ex->loss_dev};
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         if (fixed[i]) rm_backend_release(ex->be, fixed[i]);
     free(ex->in_shape);
@@ -377,6 +452,16 @@ void rm_executor_free(rm_executor *ex)
 static void fill_nan(float *p, size_t bytes)
 {
     for (size_t i = 0; i < bytes / sizeof(float); i++) p[i] = NAN;
+}
+
+/* Poison of a buffer on either backend (CUDA: all-ones bytes, a NaN). */
+static int poison_fill(rm_executor *ex, float *p, size_t bytes, rm_err *e)
+{
+    if (!ex->cuda) {
+        fill_nan(p, bytes);
+        return RM_OK;
+    }
+    return rm_cuda_fill_nan(ex->be, p, bytes, e);
 }
 
 /* Where the gradient slice that dependency d of node i refers to starts. */
@@ -427,7 +512,10 @@ static int run_forward(rm_executor *ex, int v, uint64_t step, rm_err *e)
         return rc;
     }
     if (v == ex->loss_node) {
-        rc = ex->be->ops->download(ex->be->ctx, &ex->loss, ex->ptr[v], sizeof(float), e);
+        /* CUDA: into the fixed slot, downloaded once at the end of the step
+         * (the loss node's buffer may be freed before then). */
+        rc = ex->cuda ? ex->be->ops->copy(ex->be->ctx, ex->loss_dev, ex->ptr[v], sizeof(float), e)
+                      : ex->be->ops->download(ex->be->ctx, &ex->loss, ex->ptr[v], sizeof(float), e);
         if (rc) return rc;
     }
     return RM_OK;
@@ -461,13 +549,22 @@ static int run_backward(rm_executor *ex, int v, uint64_t step, rm_err *e)
     return rc;
 }
 
-/* Summed in double, in dependency order: the same bits under every schedule. */
-static void run_grad_sum(rm_executor *ex, int v)
+/* Summed in double, in dependency order: the same bits under every schedule
+ * (and on the GPU, whose kernel does the same additions). */
+static int run_grad_sum(rm_executor *ex, int v, rm_err *e)
 {
     const rm_graph_node *nd = &ex->g->nodes[v];
     int nsrc = nd->ndeps;
     float *out = ex->ptr[v];
     size_t count = rm_shape_numel(nd->shape);
+    if (ex->cuda) {
+        const float *src[RM_CUDA_GRAD_SUM_MAX]; /* ndeps checked at creation */
+        for (int d = 0; d < nsrc && d < RM_CUDA_GRAD_SUM_MAX; d++)
+            src[d] = grad_slice(ex, nd->deps[d], nd->dep_slot[d]);
+        int rc = rm_cuda_grad_sum(ex->be, out, src, nsrc, count, e);
+        if (rc) rm_err_context(e, "executor: gradient sum %s", nd->name);
+        return rc;
+    }
     for (size_t i0 = 0; i0 < count; i0 += 256) {
         size_t i1 = count - i0 < 256 ? count : i0 + 256;
         double acc[256];
@@ -478,6 +575,7 @@ static void run_grad_sum(rm_executor *ex, int v)
         }
         for (size_t i = i0; i < i1; i++) out[i] = (float)acc[i - i0];
     }
+    return RM_OK;
 }
 
 static int run_node(rm_executor *ex, int v, const float *input, uint64_t step, rm_err *e)
@@ -487,7 +585,7 @@ static int run_node(rm_executor *ex, int v, const float *input, uint64_t step, r
     case RM_OP_INPUT: return ex->be->ops->upload(ex->be->ctx, ex->ptr[v], input, nd->bytes, e);
     case RM_OP_FORWARD: return run_forward(ex, v, step, e);
     case RM_OP_BACKWARD: return run_backward(ex, v, step, e);
-    case RM_OP_GRAD_SUM: run_grad_sum(ex, v); return RM_OK;
+    case RM_OP_GRAD_SUM: return run_grad_sum(ex, v, e);
     }
     return rm_errorf(e, RM_ERR_INVALID, "executor: node %d has an unknown op", v);
 }
@@ -505,6 +603,7 @@ int rm_executor_step(rm_executor *ex, float *loss, const float *input, const int
     memset(ex->computed, 0, (size_t)g->n);
     for (int i = 0; i < g->n; i++) ex->ptr[i] = NULL;
     ex->loss = NAN;
+    if (ex->cuda && (rc = rm_cuda_fill_nan(ex->be, ex->loss_dev, sizeof(float), e))) return rc;
     for (int o = 0; o < p->nops; o++) {
         const rm_plan_op *op = &p->ops[o];
         const rm_plan_buffer *b = &p->buffers[op->buffer];
@@ -513,7 +612,7 @@ int rm_executor_step(rm_executor *ex, float *loss, const float *input, const int
             if (!ex->live[v])
                 return rm_errorf(e, RM_ERR_INVALID, "executor: operation %d frees %s, which is not live", o,
                                  node_name(g, v));
-            if (ex->poison) fill_nan(ex->ptr[v], b->size);
+            if (ex->poison && (rc = poison_fill(ex, ex->ptr[v], b->size, e))) return rc;
             ex->live[v] = 0;
             ex->ptr[v] = NULL;
             continue;
@@ -531,9 +630,15 @@ int rm_executor_step(rm_executor *ex, float *loss, const float *input, const int
         if ((rc = rm_arena_place(ex->arena, &ptr, op->offset, b->size, e))) return rc;
         ex->ptr[v] = ptr;
         ex->live[v] = 1;
-        if (ex->poison) fill_nan(ex->ptr[v], b->size);
+        if (ex->poison && (rc = poison_fill(ex, ex->ptr[v], b->size, e))) return rc;
         if ((rc = run_node(ex, v, input, step, e))) return rc;
         ex->computed[v] = 1;
+    }
+    /* CUDA: the one download of the step; it waits for every queued kernel,
+     * so an execution error of any of them surfaces here. */
+    if (ex->cuda && (rc = ex->be->ops->download(ex->be->ctx, &ex->loss, ex->loss_dev, sizeof(float), e))) {
+        rm_err_context(e, "executor: the step's kernels");
+        return rc;
     }
     if (loss) *loss = ex->loss;
     return RM_OK;
@@ -563,6 +668,43 @@ rm_layer_params *rm_executor_layer_params(rm_executor *ex, int layer)
 {
     return layer >= 0 && layer < ex->L ? &ex->lp[layer] : NULL;
 }
+
+/* Host <-> device copies of the fixed vectors (memcpy on the CPU backend). */
+static int fixed_copy(rm_executor *ex, void *host, float *dev, size_t count, int up, const char *what, rm_err *e)
+{
+    if (!count) return RM_OK;
+    if (!host) return rm_errorf(e, RM_ERR_INVALID, "executor: no host buffer for the %s", what);
+    const rm_backend_ops *ops = ex->be->ops;
+    size_t bytes = count * sizeof(float);
+    int rc = up ? ops->upload(ex->be->ctx, dev, host, bytes, e) : ops->download(ex->be->ctx, host, dev, bytes, e);
+    /* An upload reads host memory asynchronously: done before returning. */
+    if (!rc && up) rc = ops->sync(ex->be->ctx, e);
+    if (rc) rm_err_context(e, "executor: %s the %s", up ? "uploading" : "downloading", what);
+    return rc;
+}
+
+int rm_executor_download_params(rm_executor *ex, float *host, rm_err *e)
+{
+    return fixed_copy(ex, host, ex->params, ex->nparams, 0, "parameters", e);
+}
+int rm_executor_download_grads(rm_executor *ex, float *host, rm_err *e)
+{
+    return fixed_copy(ex, host, ex->grads, ex->nparams, 0, "gradients", e);
+}
+int rm_executor_download_buffers(rm_executor *ex, float *host, rm_err *e)
+{
+    return fixed_copy(ex, host, ex->buffers, ex->nbuffers, 0, "batchnorm statistics", e);
+}
+int rm_executor_upload_params(rm_executor *ex, const float *host, rm_err *e)
+{
+    return fixed_copy(ex, (void *)host, ex->params, ex->nparams, 1, "parameters", e);
+}
+int rm_executor_upload_buffers(rm_executor *ex, const float *host, rm_err *e)
+{
+    return fixed_copy(ex, (void *)host, ex->buffers, ex->nbuffers, 1, "batchnorm statistics", e);
+}
+
+rm_backend *rm_executor_backend(const rm_executor *ex) { return ex->be; }
 
 size_t rm_executor_arena_high_water(const rm_executor *ex) { return rm_arena_high_water(ex->arena); }
 size_t rm_executor_fixed_bytes(const rm_executor *ex) { return ex->fixed_bytes; }

@@ -18,7 +18,17 @@
  * of a layer uses its forward node's index too), and batchnorm folds batch
  * statistics into its running statistics only on the first computation of
  * its forward node in a step. Backward overwrites parameter gradients, so a
- * step under any valid schedule leaves the same gradients as checkpoint-all. */
+ * step under any valid schedule leaves the same gradients as checkpoint-all.
+ *
+ * Backends. On the CPU backend everything is host memory. On a CUDA backend
+ * (rm_backend_cuda_create) every fixed buffer and the arena are DEVICE memory
+ * allocated once at creation, the kernels are the layers' CUDA ones (plus
+ * train/cuda_train.cu for gradient sums and poison), all queued on the
+ * backend's stream; a step uploads the batch and labels and downloads only
+ * the loss. The CUDA kernels are deterministic too, so recomputation stays
+ * bit-exact on the GPU. Which functions return or take device pointers is
+ * said at each one below: "(dev)" means device memory on CUDA, host memory
+ * on the CPU backend. */
 #ifndef REMAT_TRAIN_EXECUTOR_H
 #define REMAT_TRAIN_EXECUTOR_H
 
@@ -45,8 +55,11 @@ typedef struct rm_executor_options {
  * from opts->seed (each layer's init, in layer order). Checks that g matches
  * m (shapes, dependencies as engine/graph.h describes them) and that the plan
  * is consistent (rm_plan_check). RM_ERR_BUDGET when the plan's span exceeds
- * arena_budget; RM_ERR_UNSUPPORTED for a non-CPU backend (no CUDA kernels
- * yet). opts may be NULL (seed 0, no budget, no poison). */
+ * arena_budget, or on CUDA when the fixed bytes plus the arena (arena_budget,
+ * or the span when it is 0) exceed the device's free memory (checked before
+ * allocating anything); RM_ERR_UNSUPPORTED for a backend other than CPU and
+ * CUDA, or a CUDA layer kernel that is missing (at the first step). opts may
+ * be NULL (seed 0, no budget, no poison). */
 int rm_executor_create(rm_executor **out, const rm_model *m, const rm_graph *g, rm_backend *be, const rm_plan *plan,
                        const rm_executor_options *opts, rm_err *e);
 void rm_executor_free(rm_executor *ex);
@@ -55,30 +68,49 @@ void rm_executor_free(rm_executor *ex);
  * labels: rm_model_label_count(m, N) class ids in host memory; step: the
  * step number (dropout masks differ per step). Runs the plan's operations in
  * order, leaves every parameter's gradient in the gradient buffers and the
- * loss in *loss (if not NULL). Parameters are not updated: that is the
- * optimizer's job. */
+ * loss in *loss (host, if not NULL). Parameters are not updated: that is the
+ * optimizer's job. On CUDA it returns after the stream has finished the
+ * step's work (the loss download waits for it). */
 int rm_executor_step(rm_executor *ex, float *loss, const float *input, const int32_t *labels, uint64_t step,
                      rm_err *e);
 
 /* All trainable parameters as one vector (layer order; each layer's w then b),
- * and their gradients laid out the same way: what an optimizer updates. */
+ * and their gradients laid out the same way: what an optimizer updates.
+ * (dev): on CUDA these are DEVICE pointers, never to be dereferenced on the
+ * host; use the download/upload functions below to read or write them. */
 float *rm_executor_params(rm_executor *ex, size_t *count);
 float *rm_executor_grads(rm_executor *ex, size_t *count);
-/* Batchnorm running statistics (each batchnorm layer's mean then variance). */
+/* Batchnorm running statistics (each batchnorm layer's mean then variance). (dev) */
 float *rm_executor_buffers(rm_executor *ex, size_t *count);
-/* One layer's parameter tensors (views into the vectors above). */
+/* One layer's parameter tensors (views into the vectors above). The struct
+ * is host memory; its tensors' data pointers are (dev). */
 rm_layer_params *rm_executor_layer_params(rm_executor *ex, int layer);
+
+/* Host copies of the vectors above, on either backend: host must hold the
+ * count rm_executor_params (grads: the same) or rm_executor_buffers reports.
+ * Downloads return once the data is in host; uploads once the host buffer
+ * may be reused (they synchronise the stream). For checkpoints and tests. */
+int rm_executor_download_params(rm_executor *ex, float *host, rm_err *e);
+int rm_executor_download_grads(rm_executor *ex, float *host, rm_err *e);
+int rm_executor_download_buffers(rm_executor *ex, float *host, rm_err *e);
+int rm_executor_upload_params(rm_executor *ex, const float *host, rm_err *e);
+int rm_executor_upload_buffers(rm_executor *ex, const float *host, rm_err *e);
+
+/* The backend the executor runs on (its memory is that backend's). */
+rm_backend *rm_executor_backend(const rm_executor *ex);
 
 /* The arena's measured high-water mark: equals the plan's span once a step
  * has run (every buffer is placed with its aligned size). */
 size_t rm_executor_arena_high_water(const rm_executor *ex);
 /* Bytes of fixed memory actually allocated (parameters, gradients, buffers,
- * labels, loss, workspace) and the workspace alone. */
+ * labels, the loss slot on CUDA, workspace) and the workspace alone. */
 size_t rm_executor_fixed_bytes(const rm_executor *ex);
 size_t rm_executor_workspace_bytes(const rm_executor *ex);
 
 /* The largest scratch any forward or backward of m needs at a batch size: the
- * workspace rm_executor_create allocates. */
+ * workspace rm_executor_create allocates. The first is the CPU's (the layers'
+ * workspace_bytes); _on is a backend kind's (CUDA: workspace_bytes_cuda). */
 int rm_executor_workspace_needed(size_t *out, const rm_model *m, int batch, rm_err *e);
+int rm_executor_workspace_needed_on(size_t *out, const rm_model *m, int batch, rm_backend_kind kind, rm_err *e);
 
 #endif

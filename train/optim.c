@@ -3,6 +3,8 @@
  * decay skips biases and batchnorm are in optim.h. */
 #include "optim.h"
 
+#include "cuda_train.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,8 +16,10 @@ struct rm_optim {
     size_t *offset;           /* [count]: first element of tensor i in each state slot */
     size_t total;             /* parameters over all tensors */
     int slots;
-    float *state;             /* [slots][total], zeroed at creation */
+    float *state;             /* [slots][total], zeroed at creation; device memory when dev */
     uint64_t steps;
+    rm_backend *be;           /* NULL: host (the CPU loops below) */
+    int dev;                  /* be is CUDA: tensors and state are device memory, updates are kernels */
 };
 
 rm_optim_options rm_optim_options_default(rm_optim_kind kind)
@@ -108,7 +112,15 @@ int rm_optim_tensors_from_model(rm_optim_tensor *out, int *count, const rm_model
 int rm_optim_create(rm_optim **out, const rm_optim_tensor *tensors, int count, const rm_optim_options *opts,
                     rm_err *e)
 {
+    return rm_optim_create_on(out, tensors, count, opts, NULL, e);
+}
+
+int rm_optim_create_on(rm_optim **out, const rm_optim_tensor *tensors, int count, const rm_optim_options *opts,
+                       rm_backend *be, rm_err *e)
+{
     *out = NULL;
+    if (be && be->kind != RM_BACKEND_CPU && be->kind != RM_BACKEND_CUDA)
+        return rm_errorf(e, RM_ERR_UNSUPPORTED, "optimizer: backend %s is not supported (cpu or cuda)", be->name);
     rm_optim_options o = opts ? *opts : rm_optim_options_default(RM_OPTIM_SGD);
     int rc = rm_optim_options_check(&o, e);
     if (rc) return rc;
@@ -127,15 +139,26 @@ int rm_optim_create(rm_optim **out, const rm_optim_tensor *tensors, int count, c
     op->count = count;
     op->total = total;
     op->slots = rm_optim_slots_for(&o);
+    op->dev = be && be->kind == RM_BACKEND_CUDA;
+    op->be = op->dev ? be : NULL;
     size_t nt = count ? (size_t)count : 1;
     op->tensors = malloc(nt * sizeof *op->tensors);
     op->offset = malloc(nt * sizeof *op->offset);
     size_t nstate = (size_t)op->slots * total;
-    op->state = nstate ? calloc(nstate, sizeof(float)) : NULL;
-    if (!op->tensors || !op->offset || (nstate && !op->state)) {
+    if (!op->dev) op->state = nstate ? calloc(nstate, sizeof(float)) : NULL;
+    if (!op->tensors || !op->offset || (!op->dev && nstate && !op->state)) {
         rm_optim_free(op);
         return rm_errorf(e, RM_ERR_NOMEM, "optimizer: no memory for %zu state bytes",
                          nstate * sizeof(float));
+    }
+    if (op->dev && nstate) { /* device state, allocated and zeroed once */
+        rc = rm_backend_alloc(op->be, (void **)&op->state, nstate * sizeof(float), e);
+        if (!rc) rc = op->be->ops->zero(op->be->ctx, op->state, nstate * sizeof(float), e);
+        if (rc) {
+            rm_err_context(e, "optimizer: %zu state bytes on %s", nstate * sizeof(float), op->be->name);
+            rm_optim_free(op);
+            return rc;
+        }
     }
     size_t off = 0;
     for (int i = 0; i < count; i++) {
@@ -152,7 +175,11 @@ void rm_optim_free(rm_optim *o)
     if (!o) return;
     free(o->tensors);
     free(o->offset);
-    free(o->state);
+    if (o->dev) {
+        if (o->state) rm_backend_release(o->be, o->state);
+    } else {
+        free(o->state);
+    }
     free(o);
 }
 
@@ -208,7 +235,13 @@ int rm_optim_step(rm_optim *o, double lr, rm_err *e)
         double wd = (p->decay_all || tn->decay) ? p->weight_decay : 0.0;
         if (p->kind == RM_OPTIM_SGD) {
             float *v = o->slots ? o->state + o->offset[i] : NULL;
-            sgd_update(tn->w, tn->dw, v, tn->n, (float)lr, (float)wd, (float)p->momentum, p->nesterov);
+            if (o->dev) {
+                int rc = rm_cuda_sgd_update(o->be, tn->w, tn->dw, v, tn->n, (float)lr, (float)wd, (float)p->momentum,
+                                            p->nesterov, e);
+                if (rc) return rc; /* steps not advanced: the update was not (fully) queued */
+            } else {
+                sgd_update(tn->w, tn->dw, v, tn->n, (float)lr, (float)wd, (float)p->momentum, p->nesterov);
+            }
         } else {
             adam_scalars k;
             k.b1 = (float)p->beta1;
@@ -222,7 +255,14 @@ int rm_optim_step(rm_optim *o, double lr, rm_err *e)
             k.l2 = p->decoupled_wd ? 0.0f : (float)wd;
             k.shrink = p->decoupled_wd ? (float)(1.0 - lr * wd) : 1.0f;
             float *m = o->state + o->offset[i], *v = o->state + o->total + o->offset[i];
-            adam_update(tn->w, tn->dw, m, v, tn->n, &k);
+            if (o->dev) {
+                rm_cuda_adam_scalars dk = {k.b1, k.one_minus_b1, k.b2, k.one_minus_b2, k.eps,
+                                           k.step_size, k.bc2_sqrt, k.l2, k.shrink};
+                int rc = rm_cuda_adam_update(o->be, tn->w, tn->dw, m, v, tn->n, &dk, e);
+                if (rc) return rc;
+            } else {
+                adam_update(tn->w, tn->dw, m, v, tn->n, &k);
+            }
         }
     }
     o->steps = t;
@@ -231,8 +271,46 @@ int rm_optim_step(rm_optim *o, double lr, rm_err *e)
 
 void rm_optim_reset(rm_optim *o)
 {
-    if (o->state) memset(o->state, 0, (size_t)o->slots * o->total * sizeof(float));
+    if (o->state && o->dev) {
+        rm_err e = {RM_OK, ""};
+        /* Queued on the stream like every update; a failure here would also
+         * fail the next update or download, which report it. */
+        (void)o->be->ops->zero(o->be->ctx, o->state, (size_t)o->slots * o->total * sizeof(float), &e);
+    } else if (o->state) {
+        memset(o->state, 0, (size_t)o->slots * o->total * sizeof(float));
+    }
     o->steps = 0;
+}
+
+rm_backend *rm_optim_backend(const rm_optim *o) { return o->be; }
+
+int rm_optim_state_copy(rm_optim *dst, const rm_optim *src, rm_err *e)
+{
+    if (dst->opts.kind != src->opts.kind || dst->slots != src->slots || dst->total != src->total ||
+        dst->count != src->count)
+        return rm_errorf(e, RM_ERR_INVALID,
+                         "optimizer: state of %d slots over %zu parameters cannot be copied into one of %d slots over "
+                         "%zu", src->slots, src->total, dst->slots, dst->total);
+    for (int i = 0; i < src->count; i++)
+        if (dst->tensors[i].n != src->tensors[i].n)
+            return rm_errorf(e, RM_ERR_INVALID, "optimizer: tensor %d has %zu elements here, %zu in the source", i,
+                             dst->tensors[i].n, src->tensors[i].n);
+    size_t bytes = (size_t)src->slots * src->total * sizeof(float);
+    int rc = RM_OK;
+    if (bytes) {
+        if (src->dev && dst->dev) rc = src->be->ops->copy(src->be->ctx, dst->state, src->state, bytes, e);
+        else if (src->dev) rc = src->be->ops->download(src->be->ctx, dst->state, src->state, bytes, e);
+        else if (dst->dev) {
+            rc = dst->be->ops->upload(dst->be->ctx, dst->state, src->state, bytes, e);
+            if (!rc) rc = dst->be->ops->sync(dst->be->ctx, e); /* src may be changed once this returns */
+        } else memcpy(dst->state, src->state, bytes);
+    }
+    if (rc) {
+        rm_err_context(e, "optimizer: copying the state");
+        return rc;
+    }
+    dst->steps = src->steps;
+    return RM_OK;
 }
 
 const rm_optim_options *rm_optim_options_of(const rm_optim *o) { return &o->opts; }

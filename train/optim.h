@@ -30,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend.h"
 #include "error.h"
 #include "layer.h"
 #include "model.h"
@@ -93,16 +94,32 @@ int rm_optim_tensors_from_model(rm_optim_tensor *out, int *count, const rm_model
                                 rm_err *e);
 
 /* Copies the tensor list (the tensors' memory must outlive the optimizer)
- * and allocates the state, zeroed. opts NULL: SGD defaults. */
+ * and allocates the state, zeroed. opts NULL: SGD defaults. Host memory. */
 int rm_optim_create(rm_optim **out, const rm_optim_tensor *tensors, int count, const rm_optim_options *opts,
                     rm_err *e);
+/* The same on a backend (NULL or CPU: rm_optim_create). On a CUDA backend
+ * the tensors' w and dw are DEVICE pointers (the executor's, on the same
+ * backend), the state is device memory allocated once here, and a step
+ * queues one update kernel per tensor on the backend's stream without
+ * waiting (train/cuda_train.cu: the same float operations as the CPU loops,
+ * so the same bits). */
+int rm_optim_create_on(rm_optim **out, const rm_optim_tensor *tensors, int count, const rm_optim_options *opts,
+                       rm_backend *be, rm_err *e);
 void rm_optim_free(rm_optim *o);
+/* The CUDA backend of a device optimizer; NULL for a host one. */
+rm_backend *rm_optim_backend(const rm_optim *o);
+/* Copies the state and step count of src into dst, host or device either
+ * side (a device optimizer's state to a host twin for a checkpoint, and
+ * back): same kind, slots and tensor sizes, else RM_ERR_INVALID. Returns
+ * once the copy is complete. */
+int rm_optim_state_copy(rm_optim *dst, const rm_optim *src, rm_err *e);
 
 /* One update of every tensor from its current gradient at learning rate lr
- * (finite, >= 0; rm_lr_at's value). Allocates nothing. */
+ * (finite, >= 0; rm_lr_at's value). Allocates nothing. On CUDA the updates
+ * are queued, not waited for (the next executor step orders after them). */
 int rm_optim_step(rm_optim *o, double lr, rm_err *e);
 
-/* Zeroes the state and the step count (a fresh optimizer). */
+/* Zeroes the state and the step count (a fresh optimizer; on CUDA queued). */
 void rm_optim_reset(rm_optim *o);
 
 const rm_optim_options *rm_optim_options_of(const rm_optim *o);
@@ -120,7 +137,9 @@ void rm_optim_set_steps(rm_optim *o, uint64_t steps);
 /* Index of the tensor whose parameters are at w, or -1. */
 int rm_optim_find(const rm_optim *o, const float *w);
 /* State slot `slot` of tensor i (SGD: 0 = momentum; Adam: 0 = m, 1 = v):
- * rm_optim_tensor_at(o, i)->n floats; NULL if out of range. Takes a const
+ * rm_optim_tensor_at(o, i)->n floats; NULL if out of range. A DEVICE pointer
+ * for an optimizer on CUDA (read it through rm_optim_state_copy into a host
+ * twin). Takes a const
  * optimizer, as strchr does, so a checkpoint save can read the state of a
  * const one; only write through it when o is yours to modify. */
 float *rm_optim_state(const rm_optim *o, int i, int slot);

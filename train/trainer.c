@@ -99,6 +99,12 @@ void rm_trainer_model_task(int *classes, rm_task *task, const rm_model *m)
 int rm_trainer_problem(rm_problem **out, rm_trainer_summary *bd, const rm_model *m, int batch,
                        const rm_optim_options *o, rm_err *e)
 {
+    return rm_trainer_problem_on(out, bd, m, batch, o, RM_BACKEND_CPU, e);
+}
+
+int rm_trainer_problem_on(rm_problem **out, rm_trainer_summary *bd, const rm_model *m, int batch,
+                          const rm_optim_options *o, rm_backend_kind device, rm_err *e)
+{
     *out = NULL;
     rm_graph g;
     int rc = rm_model_trace(&g, m, batch, e);
@@ -108,7 +114,7 @@ int rm_trainer_problem(rm_problem **out, rm_trainer_summary *bd, const rm_model 
     rm_graph_free(&g);
     if (rc) return rc;
     size_t ws = 0;
-    if ((rc = rm_executor_workspace_needed(&ws, m, batch, e))) {
+    if ((rc = rm_executor_workspace_needed_on(&ws, m, batch, device, e))) {
         rm_problem_free(p);
         return rc;
     }
@@ -121,6 +127,7 @@ int rm_trainer_problem(rm_problem **out, rm_trainer_summary *bd, const rm_model 
     s.fixed_optim = rm_align_up(rm_optim_state_bytes_for(o, m->param_count));
     s.fixed_buffers = rm_align_up(sizeof(float) * m->buffer_count);
     s.fixed_labels = rm_align_up(sizeof(int32_t) * rm_model_label_count(m, batch));
+    if (device == RM_BACKEND_CUDA) s.fixed_labels += rm_align_up(sizeof(float)); /* the executor's loss slot */
     s.fixed_workspace = rm_align_up(ws);
     s.fixed = s.fixed_weights + s.fixed_grads + s.fixed_optim + s.fixed_buffers + s.fixed_labels + s.fixed_workspace;
     p->fixed_bytes = s.fixed;
@@ -138,15 +145,34 @@ int rm_trainer_problem(rm_problem **out, rm_trainer_summary *bd, const rm_model 
     return RM_OK;
 }
 
+int rm_trainer_problem_costs(rm_problem **out, rm_trainer_summary *bd, const rm_model *m, int batch,
+                             const rm_optim_options *o, rm_backend_kind device, const rm_cost_file *costs,
+                             rm_cost_batch mode, rm_err *e)
+{
+    int rc = rm_trainer_problem_on(out, bd, m, batch, o, device, e);
+    if (rc || !costs) return rc;
+    char name[RM_NAME_LEN];
+    rm_cost_model_name(name, sizeof name, m->path);
+    if ((rc = rm_cost_file_apply(*out, costs, name, batch, mode, e))) {
+        rm_problem_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
 typedef struct problem_ctx {
     const rm_model *m;
     const rm_optim_options *o;
+    rm_backend_kind device;
+    const rm_cost_file *costs;
 } problem_ctx;
 
+/* The problems of the max-batch searches and bounds: they try many batch
+ * sizes, so profiled costs are scaled linearly to each one. */
 static int build_problem(rm_problem **out, void *vctx, int batch, rm_err *e)
 {
     const problem_ctx *c = vctx;
-    return rm_trainer_problem(out, NULL, c->m, batch, c->o, e);
+    return rm_trainer_problem_costs(out, NULL, c->m, batch, c->o, c->device, c->costs, RM_COST_SCALE_BATCH, e);
 }
 
 /* ---- a seeded split of a dataset ------------------------------------------ */
@@ -314,7 +340,7 @@ static int fwd_create(fwd_pass *f, const rm_model *m, rm_backend *be, int batch,
     if (!allocate) goto done;
     f->be = be;
     size_t nlabels = rm_model_label_count(m, batch);
-    if ((rc = rm_executor_workspace_needed(&f->workspace_size, m, batch, e))) goto done;
+    if ((rc = rm_executor_workspace_needed_on(&f->workspace_size, m, batch, be->kind, e))) goto done;
     if ((f->plan->span && (rc = rm_backend_alloc(be, (void **)&f->arena, f->plan->span, e))) ||
         (f->workspace_size && (rc = rm_backend_alloc(be, &f->workspace, f->workspace_size, e))) ||
         (rc = rm_backend_alloc(be, (void **)&f->labels, nlabels * sizeof(int32_t), e)) ||
@@ -479,6 +505,13 @@ struct rm_trainer {
     rm_optim *opt;
     rm_layer_params **lpp;
     fwd_pass eval;   /* evaluation (and training accuracy) forward pass */
+    /* CUDA: host twins of the device parameters, statistics and optimizer
+     * state, laid out alike, which checkpoints are written from and read
+     * into (checkpoint.c reads and writes host memory). NULL on the CPU. */
+    float *host_params, *host_buffers;
+    rm_layer_params *host_lp;
+    rm_layer_params **host_lpp;
+    rm_optim *host_opt;
     int synthetic;
 
     rm_lr_schedule lr;
@@ -655,7 +688,10 @@ static int cache_load(rm_trainer *t, const char *path, rm_err *e)
     return RM_OK;
 }
 
-/* Written to a temporary name and renamed, so a concurrent run never reads half a file. */
+/* rm_schedule_write replaces the file atomically (engine/atomic_file.h), so
+ * a concurrent run never reads half a file and a full disk never leaves one.
+ * The cache only saves solver time: a failure to store is a note, not a
+ * reason to stop a training run whose schedule is already in hand. */
 static void cache_store(rm_trainer *t, const char *path)
 {
     rm_err e = {RM_OK, ""};
@@ -663,12 +699,7 @@ static void cache_store(rm_trainer *t, const char *path)
         note(t, "schedule cache: cannot create %s: %s", t->cfg.cache_dir, strerror(errno));
         return;
     }
-    char tmp[600];
-    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)clock());
-    if (rm_schedule_write(t->s, t->p, tmp, &e) || rename(tmp, path)) {
-        note(t, "schedule cache: cannot write %s: %s", path, e.code ? e.msg : strerror(errno));
-        remove(tmp);
-    }
+    if (rm_schedule_write(t->s, t->p, path, &e)) note(t, "schedule cache: not stored: %s", e.msg);
 }
 
 /* Where no schedule is found, what would fit: the largest batch this
@@ -676,7 +707,7 @@ static void cache_store(rm_trainer *t, const char *path)
  * the largest batch any schedule could fit. */
 static void what_fits(const rm_trainer *t, const rm_strategy_info *st, char *buf, size_t len)
 {
-    problem_ctx pc = {t->m, &t->cfg.optim};
+    problem_ctx pc = {t->m, &t->cfg.optim, t->cfg.device, t->cfg.costs};
     rm_err e = {RM_OK, ""};
     int bound = 0;
     buf[0] = '\0';
@@ -799,8 +830,14 @@ static int plan_memory(rm_trainer *t, rm_err *e)
 {
     const rm_trainer_config *c = &t->cfg;
     int rc = rm_model_trace(&t->g, t->m, t->batch, e);
-    if (!rc) rc = rm_trainer_problem(&t->p, &t->sum, t->m, t->batch, &c->optim, e);
+    /* Profiled costs must be of this batch, unless --batch auto chose it:
+     * then they are scaled like the search's probes were. */
+    rm_cost_batch mode = t->sum.batch_auto ? RM_COST_SCALE_BATCH : RM_COST_SAME_BATCH;
+    if (!rc) rc = rm_trainer_problem_costs(&t->p, &t->sum, t->m, t->batch, &c->optim, c->device, c->costs, mode, e);
     if (rc) return rc;
+    if (c->costs && t->batch != c->costs->batch)
+        note(t, "costs: profiled at batch %d, scaled linearly to batch %d (assumes time grows with the batch)",
+             c->costs->batch, t->batch);
     rm_problem *p = t->p;
     rm_schedule *all = NULL;
     rm_sim_result r;
@@ -837,7 +874,7 @@ static int plan_memory(rm_trainer *t, rm_err *e)
             for (int q = 0; q < p->nodes[n].ndeps; q++) sz += p->nodes[p->nodes[n].deps[q]].bytes;
             if (sz > best) best = sz, lbn = n;
         }
-        problem_ctx pc = {t->m, &c->optim};
+        problem_ctx pc = {t->m, &c->optim, c->device, c->costs};
         int bound = 0;
         rm_err be = {RM_OK, ""};
         char more[120] = "";
@@ -864,8 +901,91 @@ static int plan_memory(rm_trainer *t, rm_err *e)
 
 /* ---- the seeded part: data order, parameters, optimizer --------------------- */
 
+/* ---- host twins of device state, for checkpoints ---------------------------- */
+
+static void mirror_free(rm_trainer *t)
+{
+    rm_optim_free(t->host_opt);
+    free(t->host_params);
+    free(t->host_buffers);
+    free(t->host_lp);
+    free(t->host_lpp);
+    t->host_opt = NULL, t->host_params = t->host_buffers = NULL, t->host_lp = NULL, t->host_lpp = NULL;
+}
+
+/* A device pointer inside [dev, dev + n) mapped to the same element of host. */
+static float *remap(float *p, float *dev, float *host)
+{
+    return p ? host + (p - dev) : NULL;
+}
+
+/* Host copies of the executor's layer parameters (same layout) and a host
+ * optimizer over them, with the device optimizer's kind and slots. Its
+ * gradients point at the host parameters: it never steps, it only holds
+ * state for rm_checkpoint_save/load. */
+static int mirror_build(rm_trainer *t, rm_err *e)
+{
+    const rm_model *m = t->m;
+    size_t np = 0, nb = 0;
+    float *dp = rm_executor_params(t->ex, &np), *dg = rm_executor_grads(t->ex, NULL);
+    float *db = rm_executor_buffers(t->ex, &nb);
+    t->host_params = calloc(np ? np : 1, sizeof(float));
+    t->host_buffers = calloc(nb ? nb : 1, sizeof(float));
+    t->host_lp = calloc((size_t)m->nlayers, sizeof *t->host_lp);
+    t->host_lpp = calloc((size_t)m->nlayers, sizeof *t->host_lpp);
+    rm_optim_tensor *ts = calloc(2 * (size_t)m->nlayers + 1, sizeof *ts);
+    if (!t->host_params || !t->host_buffers || !t->host_lp || !t->host_lpp || !ts) {
+        free(ts);
+        return rm_errorf(e, RM_ERR_NOMEM, "out of host memory for the checkpoint copies of the parameters");
+    }
+    for (int i = 0; i < m->nlayers; i++) {
+        rm_layer_params *d = t->lpp[i], *h = &t->host_lp[i];
+        *h = *d;
+        h->w.data = remap(d->w.data, dp, t->host_params);
+        h->b.data = remap(d->b.data, dp, t->host_params);
+        h->dw.data = remap(d->dw.data, dg, t->host_params);
+        h->db.data = remap(d->db.data, dg, t->host_params);
+        h->running_mean.data = remap(d->running_mean.data, db, t->host_buffers);
+        h->running_var.data = remap(d->running_var.data, db, t->host_buffers);
+        t->host_lpp[i] = h;
+    }
+    int nts = 0;
+    int rc = rm_optim_tensors_from_model(ts, &nts, m, t->host_lpp, e);
+    if (!rc) rc = rm_optim_create(&t->host_opt, ts, nts, &t->cfg.optim, e);
+    free(ts);
+    return rc;
+}
+
+/* Device -> host twins (before a save). */
+static int mirror_pull(rm_trainer *t, rm_err *e)
+{
+    int rc = rm_executor_download_params(t->ex, t->host_params, e);
+    if (!rc) rc = rm_executor_download_buffers(t->ex, t->host_buffers, e);
+    if (!rc) rc = rm_optim_state_copy(t->host_opt, t->opt, e);
+    return rc;
+}
+
+/* Host twins -> device (after a load). */
+static int mirror_push(rm_trainer *t, rm_err *e)
+{
+    int rc = rm_executor_upload_params(t->ex, t->host_params, e);
+    if (!rc) rc = rm_executor_upload_buffers(t->ex, t->host_buffers, e);
+    if (!rc) rc = rm_optim_state_copy(t->opt, t->host_opt, e);
+    return rc;
+}
+
+/* A checkpoint into the parameters and optimizer, wherever they live. */
+static int load_checkpoint(rm_trainer *t, rm_checkpoint_counters *k, const char *path, rm_err *e)
+{
+    if (!t->host_opt) return rm_checkpoint_load(k, path, t->m, t->lpp, t->opt, e);
+    int rc = rm_checkpoint_load(k, path, t->m, t->host_lpp, t->host_opt, e);
+    if (!rc) rc = mirror_push(t, e);
+    return rc;
+}
+
 static void seeded_free(rm_trainer *t)
 {
+    mirror_free(t);
     fwd_free(&t->eval);
     rm_optim_free(t->opt);
     rm_executor_free(t->ex);
@@ -933,9 +1053,10 @@ static int seeded_build(rm_trainer *t, uint64_t seed, rm_err *e)
     for (int i = 0; i < m->nlayers; i++) t->lpp[i] = rm_executor_layer_params(t->ex, i);
     int nts = 0;
     rc = rm_optim_tensors_from_model(ts, &nts, m, t->lpp, e);
-    if (!rc) rc = rm_optim_create(&t->opt, ts, nts, &c->optim, e);
+    if (!rc) rc = rm_optim_create_on(&t->opt, ts, nts, &c->optim, t->be, e);
     free(ts);
     if (rc) return rc;
+    if (t->be->kind == RM_BACKEND_CUDA && (rc = mirror_build(t, e))) return rc;
 
     /* Evaluation gets the activation budget (the training arena is idle
      * then); training accuracy needs the whole training batch. */
@@ -961,7 +1082,7 @@ static int resume(rm_trainer *t, rm_err *e)
 {
     const rm_trainer_config *c = &t->cfg;
     rm_checkpoint_counters k;
-    int rc = rm_checkpoint_load(&k, c->resume_path, t->m, t->lpp, t->opt, e);
+    int rc = load_checkpoint(t, &k, c->resume_path, e);
     if (rc) return rc;
     if (k.seed != t->seed) {
         if (c->seed_given)
@@ -971,7 +1092,7 @@ static int resume(rm_trainer *t, rm_err *e)
                              c->resume_path, (unsigned long long)k.seed, (unsigned long long)t->seed);
         seeded_free(t);
         if ((rc = seeded_build(t, k.seed, e))) return rc;
-        if ((rc = rm_checkpoint_load(&k, c->resume_path, t->m, t->lpp, t->opt, e))) return rc;
+        if ((rc = load_checkpoint(t, &k, c->resume_path, e))) return rc;
     }
     uint64_t per = (uint64_t)t->sum.epoch_steps;
     if (k.epoch != k.step / per)
@@ -1004,7 +1125,7 @@ static int auto_batch(rm_trainer *t, rm_err *e)
 {
     const rm_trainer_config *c = &t->cfg;
     const rm_strategy_info *st = rm_strategy_find(c->strategy);
-    problem_ctx pc = {t->m, &c->optim};
+    problem_ctx pc = {t->m, &c->optim, c->device, c->costs};
     rm_maxbatch_options o;
     memset(&o, 0, sizeof o);
     o.budget = c->budget;
@@ -1058,12 +1179,33 @@ int rm_trainer_create(rm_trainer **out, const rm_trainer_config *c, rm_err *e)
     t->sum.classes = t->classes;
     t->sum.task = t->task;
     t->sum.params = t->m->param_count;
-    if ((rc = rm_backend_cpu_create(&t->be, e))) goto fail;
+    if (c->device == RM_BACKEND_CUDA) {
+        if ((rc = rm_backend_cuda_create(&t->be, 0, e))) {
+            rm_err_context(e, "cannot train on the GPU");
+            goto fail;
+        }
+    } else if (c->device != RM_BACKEND_CPU) {
+        rc = rm_errorf(e, RM_ERR_INVALID, "unknown device %d (cpu or cuda)", (int)c->device);
+        goto fail;
+    } else if ((rc = rm_backend_cpu_create(&t->be, e))) {
+        goto fail;
+    }
+    t->sum.device = t->be->name;
     /* A missing data folder fails before any solve. */
     if (!t->synthetic && (rc = open_dir_data(t, e))) goto fail;
     if (t->batch == 0 && (rc = auto_batch(t, e))) goto fail;
     t->sum.batch = t->batch;
     if ((rc = plan_memory(t, e))) goto fail;
+    if (t->be->kind == RM_BACKEND_CUDA) {
+        /* The budget is device memory: refused before allocating if the GPU has less free. */
+        size_t free_b = 0, total_b = 0;
+        if ((rc = rm_backend_cuda_mem_info(t->be, &free_b, &total_b, e))) goto fail;
+        if (t->sum.budget > free_b) {
+            rc = rm_errorf(e, RM_ERR_BUDGET, "the budget %s is more than the GPU has free, %s (of %s)",
+                           MB(t->sum.budget).s, MB(free_b).s, MB(total_b).s);
+            goto fail;
+        }
+    }
     t->lr = rm_lr_schedule_make(c->lr_kind, c->lr);
     if ((rc = seeded_build(t, c->seed, e))) goto fail;
     if (c->lr_kind == RM_LR_STEP) {
@@ -1140,7 +1282,9 @@ int rm_trainer_evaluate(rm_trainer *t, rm_trainer_eval *out, rm_err *e)
 int rm_trainer_save(rm_trainer *t, const char *path, rm_err *e)
 {
     rm_checkpoint_counters k = {t->step, t->step / (uint64_t)t->sum.epoch_steps, t->seed, 0};
-    return rm_checkpoint_save(path, t->m, t->lpp, t->opt, &k, e);
+    if (!t->host_opt) return rm_checkpoint_save(path, t->m, t->lpp, t->opt, &k, e);
+    int rc = mirror_pull(t, e); /* CUDA: the file is written from host copies */
+    return rc ? rc : rm_checkpoint_save(path, t->m, t->host_lpp, t->host_opt, &k, e);
 }
 
 int rm_trainer_run(rm_trainer *t, rm_err *e)

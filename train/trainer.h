@@ -30,6 +30,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend.h"
+#include "cost_file.h"
 #include "dataset.h"
 #include "error.h"
 #include "executor.h"
@@ -103,6 +105,12 @@ typedef struct rm_trainer_config {
     uint64_t eval_every;         /* 0: evaluate after each epoch only; else also every this many steps */
     int train_accuracy_every;    /* measure training accuracy on every this many steps (0: never); each
                                     measurement replays the step's forward pass (see trainer.c) */
+    const rm_cost_file *costs;   /* NULL: node costs are FLOPs; else profiled seconds (cost_file.h) for
+                                    the model at the batch (a different batch is refused, except with
+                                    --batch auto: then scaled linearly to each batch tried) */
+    rm_backend_kind device;      /* RM_BACKEND_CPU (the default) or RM_BACKEND_CUDA (GPU 0): where the
+                                    weights, the arena and every kernel live; CUDA without a GPU or
+                                    in a build without CUDA is RM_ERR_UNSUPPORTED */
     rm_trainer_event_fn event;
     void *event_ctx;
 } rm_trainer_config;
@@ -153,6 +161,7 @@ typedef struct rm_trainer_summary {
     uint64_t start_step;     /* > 0 when resumed */
     uint64_t seed;
     int train_accuracy;      /* measured on every this many steps; 0: not (not asked, or no memory for it) */
+    const char *device;      /* the backend's name: "cpu" or "cuda" */
 } rm_trainer_summary;
 
 typedef struct rm_trainer rm_trainer;
@@ -193,6 +202,20 @@ const rm_model *rm_trainer_model(const rm_trainer *t);
  * the problem --batch auto hands to the max-batch search. */
 int rm_trainer_problem(rm_problem **out, rm_trainer_summary *breakdown, const rm_model *m, int batch,
                        const rm_optim_options *o, rm_err *e);
+/* The same for a backend kind: CUDA counts the layers' CUDA workspace and
+ * the executor's device loss slot (in fixed_labels). rm_trainer_problem is
+ * the CPU's. */
+int rm_trainer_problem_on(rm_problem **out, rm_trainer_summary *breakdown, const rm_model *m, int batch,
+                          const rm_optim_options *o, rm_backend_kind device, rm_err *e);
+
+/* rm_trainer_problem_on with profiled node costs: costs NULL keeps the FLOPs;
+ * else rm_cost_file_apply checks that the file is this model's (its name,
+ * every node's name) and at this batch, or scales it to this batch when mode
+ * is RM_COST_SCALE_BATCH. The one place `plan`, `maxbatch` and `train` turn
+ * a cost file into problem costs. */
+int rm_trainer_problem_costs(rm_problem **out, rm_trainer_summary *breakdown, const rm_model *m, int batch,
+                             const rm_optim_options *o, rm_backend_kind device, const rm_cost_file *costs,
+                             rm_cost_batch mode, rm_err *e);
 
 /* The class count and task a model trains on, from its loss layer: the
  * channels of the loss layer's input (the last linear's outputs, or the last

@@ -112,6 +112,9 @@ static rm_backend *cuda_backend(void)
     rm_err e = {0};
     int rc = rm_backend_cuda_create(&be, 0, &e);
     cr_assert_eq(rc, RM_OK, "cuda backend: %s", e.msg);
+    /* This suite checks the hand-written kernels (double accumulation, 1e-5);
+     * the cuBLAS/cuDNN engines have their own suite (test_cuda_engines.c). */
+    cr_assert_eq(rm_backend_cuda_set_engine(be, RM_ENGINE_HANDWRITTEN, &e), RM_OK, "%s", e.msg);
     return be;
 }
 

@@ -1,0 +1,190 @@
+/* Atomic file replacement (see atomic_file.h): temporary file, flush, fsync,
+ * rename. Every step is checked, because each one is where a full disk or a
+ * failing device shows up: fwrite and fflush report ENOSPC when stdio hands
+ * its buffer to the kernel, fsync reports EIO when the kernel's write-back
+ * fails (and only then: the data is not on the disk until it succeeds), and
+ * NFS-like file systems report errors as late as close. */
+#define _GNU_SOURCE /* realpath, strndup */
+#include "atomic_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Stale temporaries of killed processes may hold our pid's names; this many
+ * suffixes are tried before giving up. */
+#define TMP_TRIES 100
+
+static const char *errno_text(int err) { return err ? strerror(err) : "write error"; }
+
+static void release(rm_atomic_file *af)
+{
+    free(af->path);
+    free(af->tmp);
+    af->f = NULL;
+    af->path = NULL;
+    af->tmp = NULL;
+    af->in_place = 0;
+}
+
+/* The file that is really replaced: a symbolic link is followed so that the
+ * rename replaces the file it names, not the link. */
+static char *target_of(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+        char *real = realpath(path, NULL);
+        if (real) return real;
+        /* A dangling link: replace the link itself, as fopen would not. */
+    }
+    return strdup(path);
+}
+
+int rm_atomic_open(rm_atomic_file *af, const char *path, rm_err *e)
+{
+    memset(af, 0, sizeof *af);
+    if (!path || !*path) return rm_errorf(e, RM_ERR_INVALID, "no file name to write");
+    af->path = target_of(path);
+    if (!af->path) return rm_errorf(e, RM_ERR_NOMEM, "%s: no memory to write the file", path);
+
+    struct stat st;
+    if (stat(af->path, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) || S_ISFIFO(st.st_mode))) {
+        /* A device or FIFO: renaming over it would replace /dev/null with a
+         * regular file. It holds no previous contents to protect. (A
+         * directory takes the usual way: its rename fails, clearly.) */
+        errno = 0;
+        af->f = fopen(af->path, "wb");
+        if (!af->f) {
+            int err = errno;
+            rm_errorf(e, RM_ERR_IO, "%s: cannot open for writing: %s", path, errno_text(err));
+            release(af);
+            return RM_ERR_IO;
+        }
+        af->in_place = 1;
+        return RM_OK;
+    }
+
+    size_t cap = strlen(af->path) + 48;
+    af->tmp = malloc(cap);
+    if (!af->tmp) {
+        release(af);
+        return rm_errorf(e, RM_ERR_NOMEM, "%s: no memory to write the file", path);
+    }
+    int fd = -1, err = 0;
+    for (int k = 0; k < TMP_TRIES && fd < 0; k++) {
+        snprintf(af->tmp, cap, "%s.tmp.%ld.%d", af->path, (long)getpid(), k);
+        /* O_EXCL: never truncate a file another writer (or another thread of
+         * this process) is still writing. */
+        fd = open(af->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        err = errno;
+        if (fd < 0 && err != EEXIST) break;
+    }
+    if (fd < 0) {
+        rm_errorf(e, RM_ERR_IO, "%s: cannot create the temporary file %s: %s", path, af->tmp, errno_text(err));
+        release(af);
+        return RM_ERR_IO;
+    }
+    errno = 0;
+    af->f = fdopen(fd, "wb");
+    if (!af->f) {
+        err = errno;
+        (void)close(fd);
+        (void)unlink(af->tmp);
+        rm_errorf(e, RM_ERR_IO, "%s: cannot open the temporary file %s: %s", path, af->tmp,
+                  err ? strerror(err) : "out of memory");
+        release(af);
+        return err == ENOMEM || !err ? RM_ERR_NOMEM : RM_ERR_IO;
+    }
+    return RM_OK;
+}
+
+/* Makes the rename itself durable. Best effort: some file systems refuse to
+ * fsync a directory (EINVAL), and by now the new file is complete and in
+ * place, so a failure here is no reason to report the write as failed. */
+static void fsync_parent(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    if (!dir) return;
+    int fd = open(dir, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        (void)close(fd);
+    }
+    free(dir);
+}
+
+/* Records the failure of step `what`, removes the temporary file, releases af. */
+static int fail(rm_atomic_file *af, int err, const char *what, rm_err *e)
+{
+    if (af->tmp) {
+        rm_errorf(e, RM_ERR_IO, "%s: cannot %s the temporary file %s: %s", af->path, what, af->tmp,
+                  errno_text(err));
+        (void)unlink(af->tmp);
+    } else {
+        rm_errorf(e, RM_ERR_IO, "%s: cannot %s: %s", af->path, what, errno_text(err));
+    }
+    release(af);
+    return RM_ERR_IO;
+}
+
+int rm_atomic_commit(rm_atomic_file *af, rm_err *e)
+{
+    if (!af || !af->f) {
+        if (af) rm_atomic_abort(af);
+        return rm_errorf(e, RM_ERR_INVALID, "atomic write: the file is not open");
+    }
+    FILE *f = af->f;
+    af->f = NULL;
+    /* An earlier fwrite/fprintf may have failed silently (the callers write
+     * with fprintf and check once, here). fflush retries what is still
+     * buffered and usually reports the cause again; without one the message
+     * says "write error". */
+    int bad = ferror(f);
+    errno = 0;
+    int flushed = fflush(f);
+    int err = errno;
+    if (bad || flushed != 0) {
+        (void)fclose(f);
+        return fail(af, err, "write", e);
+    }
+    /* Not for devices and FIFOs, which reject fsync (EINVAL) and have no
+     * contents to make durable. */
+    if (!af->in_place && fsync(fileno(f)) != 0) {
+        err = errno;
+        (void)fclose(f);
+        return fail(af, err, "fsync", e);
+    }
+    errno = 0;
+    if (fclose(f) != 0) { /* the stream is released even when fclose fails */
+        err = errno;
+        return fail(af, err, "close", e);
+    }
+    if (af->in_place) {
+        release(af);
+        return RM_OK;
+    }
+    if (rename(af->tmp, af->path) != 0) {
+        err = errno;
+        rm_errorf(e, RM_ERR_IO, "%s: cannot rename the temporary file %s over it: %s", af->path, af->tmp,
+                  strerror(err));
+        (void)unlink(af->tmp);
+        release(af);
+        return RM_ERR_IO;
+    }
+    fsync_parent(af->path);
+    release(af);
+    return RM_OK;
+}
+
+void rm_atomic_abort(rm_atomic_file *af)
+{
+    if (!af) return;
+    if (af->f) (void)fclose(af->f);
+    if (af->tmp) (void)unlink(af->tmp); /* set only while the temporary exists */
+    release(af);
+}

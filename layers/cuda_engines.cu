@@ -1,0 +1,309 @@
+/* The layers' shared cuBLAS and cuDNN helpers (see cuda_engines.cuh), and
+ * rm_layer_workspace_bytes_device, the exact device workspace of a layer on
+ * a given backend's engine. */
+#include <limits.h>
+#include <string.h>
+
+#include "cuda_engines.cuh"
+
+int rm_sgemm(const rm_backend *be, cublasOperation_t ta, cublasOperation_t tb, size_t m, size_t n, size_t k,
+             const float *a, size_t lda, long long sa, const float *b, size_t ldb, long long sb, float beta, float *c,
+             size_t ldc, long long sc, size_t batch, const char *what, rm_err *e)
+{
+    if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX || ldc > INT_MAX ||
+        batch > INT_MAX)
+        return rm_errorf(e, RM_ERR_INVALID, "%s: matrix product %zu x %zu x %zu (batch %zu) is too large for cuBLAS",
+                         what, m, n, k, batch);
+    if (!m || !n || !batch) return RM_OK;
+    cublasHandle_t h = rm_cuda_cublas(be);
+    if (!h) return rm_errorf(e, RM_ERR_INVALID, "%s: the backend has no cuBLAS handle", what);
+    const float one = 1.0f; /* alpha and beta live on the host (CUBLAS_POINTER_MODE_HOST) */
+    if (batch == 1)
+        RM_CUBLAS_CHECK(cublasSgemm(h, ta, tb, (int)m, (int)n, (int)k, &one, a, (int)lda, b, (int)ldb, &beta, c, (int)ldc),
+                        e, what);
+    else
+        RM_CUBLAS_CHECK(cublasSgemmStridedBatched(h, ta, tb, (int)m, (int)n, (int)k, &one, a, (int)lda, sa, b, (int)ldb,
+                                                  sb, &beta, c, (int)ldc, sc, (int)batch),
+                        e, what);
+    return RM_OK;
+}
+
+static __global__ void add_bias_kernel(float *y, const float *b, int c, size_t plane, size_t total)
+{
+    RM_CUDA_FOR(i, total) y[i] += b[i / plane % (size_t)c];
+}
+
+int rm_cuda_add_bias(float *y, const float *b, int n, int c, size_t plane, cudaStream_t st, rm_err *e)
+{
+    size_t total = (size_t)n * (size_t)c * plane;
+    if (!b || !total) return RM_OK;
+    add_bias_kernel<<<rm_cuda_blocks(total), RM_THREADS, 0, st>>>(y, b, c, plane, total);
+    RM_CUDA_LAUNCHED(e, "add_bias_kernel");
+    return RM_OK;
+}
+
+/* One block per channel; threads take fixed strided slices of (n, plane). */
+static __global__ void bias_grad_kernel(float *db, const float *dy, int n, int c, size_t plane)
+{
+    size_t ch = blockIdx.x, m = (size_t)n * plane;
+    double acc = 0.0;
+    for (size_t j = threadIdx.x; j < m; j += RM_THREADS) acc += dy[(j / plane * (size_t)c + ch) * plane + j % plane];
+    acc = rm_block_sum(acc);
+    if (threadIdx.x == 0) db[ch] = (float)acc;
+}
+
+int rm_cuda_bias_grad(float *db, const float *dy, int n, int c, size_t plane, cudaStream_t st, rm_err *e)
+{
+    if (!db || c < 1) return RM_OK;
+    bias_grad_kernel<<<(unsigned)c, RM_THREADS, 0, st>>>(db, dy, n, c, plane);
+    RM_CUDA_LAUNCHED(e, "bias_grad_kernel");
+    return RM_OK;
+}
+
+rm_conv_chunk rm_conv_gemm_chunk(size_t n, size_t kdim, size_t cout, size_t pdim)
+{
+    rm_conv_chunk ch;
+    size_t col = (kdim + cout) * sizeof(float), image = col * pdim;
+    if (n * image <= RM_GEMM_WS_CAP) {
+        ch.ic = n, ch.pt = pdim;
+    } else if (image <= RM_GEMM_WS_CAP) {
+        ch.ic = RM_GEMM_WS_CAP / image, ch.pt = pdim;
+    } else {
+        ch.ic = 1, ch.pt = RM_GEMM_WS_CAP / col;
+        if (ch.pt < 1) ch.pt = 1;
+    }
+    ch.bytes = ch.ic * ch.pt * col;
+    return ch;
+}
+
+#ifdef REMAT_HAVE_CUDNN
+
+void rm_cudnn_conv_free(void *p)
+{
+    rm_cudnn_conv *plan = (rm_cudnn_conv *)p;
+    if (!plan) return;
+    if (plan->conv) cudnnDestroyConvolutionDescriptor(plan->conv);
+    if (plan->w) cudnnDestroyFilterDescriptor(plan->w);
+    if (plan->y) cudnnDestroyTensorDescriptor(plan->y);
+    if (plan->x) cudnnDestroyTensorDescriptor(plan->x);
+    free(plan);
+}
+
+/* Descriptors only: creating them allocates host memory, never device memory. */
+static int conv_plan_create(rm_cudnn_conv *plan, int n, int c, int h, int w, int k, int r, int s, int p, rm_err *e)
+{
+    RM_CUDNN_CHECK(cudnnCreateTensorDescriptor(&plan->x), e, "cudnnCreateTensorDescriptor(x)");
+    RM_CUDNN_CHECK(cudnnCreateTensorDescriptor(&plan->y), e, "cudnnCreateTensorDescriptor(y)");
+    RM_CUDNN_CHECK(cudnnCreateFilterDescriptor(&plan->w), e, "cudnnCreateFilterDescriptor");
+    RM_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&plan->conv), e, "cudnnCreateConvolutionDescriptor");
+    RM_CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w), e,
+                   "cudnnSetTensor4dDescriptor(x)");
+    RM_CUDNN_CHECK(cudnnSetFilter4dDescriptor(plan->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, k, c, r, r), e,
+                   "cudnnSetFilter4dDescriptor");
+    /* Cross-correlation, as the CPU reference computes (no kernel flip). */
+    RM_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(plan->conv, p, p, s, s, 1, 1, CUDNN_CROSS_CORRELATION,
+                                                   CUDNN_DATA_FLOAT),
+                   e, "cudnnSetConvolution2dDescriptor");
+    int on = 0, oc = 0, oh = 0, ow = 0;
+    RM_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(plan->conv, plan->x, plan->w, &on, &oc, &oh, &ow), e,
+                   "cudnnGetConvolution2dForwardOutputDim");
+    RM_CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, on, oc, oh, ow), e,
+                   "cudnnSetTensor4dDescriptor(y)");
+    return RM_OK;
+}
+
+int rm_cudnn_conv_get(rm_cudnn_conv **out, int *owned, const rm_backend *be, int tag, int n, int c, int h, int w,
+                      int k, int r, int s, int p, size_t cap, rm_err *e)
+{
+    *out = NULL;
+    *owned = 0;
+    rm_cuda_plan_key key;
+    memset(&key, 0, sizeof key);
+    key.kind = tag;
+    int v[] = {n, c, h, w, k, r, s, p, (int)(cap >> 20), (int)(cap & 0xfffff)};
+    memcpy(key.v, v, sizeof v);
+    rm_cudnn_conv *plan = (rm_cudnn_conv *)rm_cuda_plan_find(be, &key);
+    if (plan) {
+        *out = plan;
+        return RM_OK;
+    }
+    if (!rm_cuda_cudnn(be)) return rm_errorf(e, RM_ERR_INVALID, "cudnn convolution: the backend has no cuDNN handle");
+    plan = (rm_cudnn_conv *)calloc(1, sizeof *plan);
+    if (!plan) return rm_errorf(e, RM_ERR_NOMEM, "cudnn convolution: out of memory");
+    plan->cap = cap;
+    int rc = conv_plan_create(plan, n, c, h, w, k, r, s, p, e);
+    if (rc) {
+        rm_cudnn_conv_free(plan);
+        return rc;
+    }
+    if (!rm_cuda_plan_put(be, &key, plan, rm_cudnn_conv_free)) *owned = 1;
+    *out = plan;
+    return RM_OK;
+}
+
+/* Winograd and FFT trade accuracy for speed: only with fast_math. */
+static int fwd_precise(cudnnConvolutionFwdAlgo_t a)
+{
+    return a != CUDNN_CONVOLUTION_FWD_ALGO_FFT && a != CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING &&
+           a != CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD && a != CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+}
+static int bwd_data_precise(cudnnConvolutionBwdDataAlgo_t a)
+{
+    return a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT && a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING &&
+           a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD && a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+}
+static int bwd_filter_precise(cudnnConvolutionBwdFilterAlgo_t a)
+{
+    return a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT && a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING &&
+           a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+}
+/* Without fast_math no tensor-core (TF32) math either. */
+static int math_allowed(cudnnMathType_t m, int fast)
+{
+    return fast || m == CUDNN_DEFAULT_MATH || m == CUDNN_FMA_MATH;
+}
+
+/* The first entry of cuDNN's heuristic ranking (fastest first) that the
+ * settings allow and whose workspace fits; then the documented
+ * deterministic fallbacks (implicit GEMM; BWD_DATA_ALGO_1, BWD_FILTER_ALGO_1)
+ * when the ranking offers none. */
+int rm_cudnn_conv_algo(rm_cudnn_conv *plan, const rm_backend *be, rm_conv_dir dir, int *ok, rm_err *e)
+{
+    *ok = plan->state[dir] == 1;
+    if (plan->state[dir]) return RM_OK;
+    cudnnHandle_t h = rm_cuda_cudnn(be);
+    int det = rm_cuda_is_deterministic(be), fast = rm_cuda_is_fast_math(be), got = 0;
+    /* The math the ranking is asked for: FMA (plain float32) unless fast. */
+    RM_CUDNN_CHECK(cudnnSetConvolutionMathType(plan->conv, fast ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH), e,
+                   "cudnnSetConvolutionMathType");
+    size_t ws = 0;
+    plan->state[dir] = -1;
+    if (dir == RM_CONV_FWD) {
+        cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+        RM_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, plan->x, plan->w, plan->conv, plan->y,
+                                                              CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf),
+                       e, "cudnnGetConvolutionForwardAlgorithm_v7");
+        for (int i = 0; i < got && plan->state[dir] < 0; i++) {
+            const cudnnConvolutionFwdAlgoPerf_t *q = &perf[i];
+            if (q->status != CUDNN_STATUS_SUCCESS || (det && q->determinism != CUDNN_DETERMINISTIC) ||
+                (!fast && !fwd_precise(q->algo)) || !math_allowed(q->mathType, fast))
+                continue;
+            if (cudnnGetConvolutionForwardWorkspaceSize(h, plan->x, plan->w, plan->conv, plan->y, q->algo, &ws) !=
+                    CUDNN_STATUS_SUCCESS ||
+                ws > plan->cap)
+                continue;
+            plan->state[dir] = 1, plan->algo[dir] = q->algo, plan->ws[dir] = ws;
+            plan->math[dir] = fast ? q->mathType : CUDNN_FMA_MATH;
+        }
+        static const cudnnConvolutionFwdAlgo_t fallback[] = {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
+                                                             CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM};
+        for (int i = 0; i < 2 && plan->state[dir] < 0; i++)
+            if (cudnnGetConvolutionForwardWorkspaceSize(h, plan->x, plan->w, plan->conv, plan->y, fallback[i], &ws) ==
+                    CUDNN_STATUS_SUCCESS &&
+                ws <= plan->cap)
+                plan->state[dir] = 1, plan->algo[dir] = fallback[i], plan->ws[dir] = ws,
+                plan->math[dir] = fast ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+    } else if (dir == RM_CONV_BWD_DATA) {
+        cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+        RM_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, plan->w, plan->y, plan->conv, plan->x,
+                                                                   CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, perf),
+                       e, "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+        for (int i = 0; i < got && plan->state[dir] < 0; i++) {
+            const cudnnConvolutionBwdDataAlgoPerf_t *q = &perf[i];
+            if (q->status != CUDNN_STATUS_SUCCESS || (det && q->determinism != CUDNN_DETERMINISTIC) ||
+                (!fast && !bwd_data_precise(q->algo)) || !math_allowed(q->mathType, fast))
+                continue;
+            if (cudnnGetConvolutionBackwardDataWorkspaceSize(h, plan->w, plan->y, plan->conv, plan->x, q->algo, &ws) !=
+                    CUDNN_STATUS_SUCCESS ||
+                ws > plan->cap)
+                continue;
+            plan->state[dir] = 1, plan->algo[dir] = q->algo, plan->ws[dir] = ws;
+            plan->math[dir] = fast ? q->mathType : CUDNN_FMA_MATH;
+        }
+        if (plan->state[dir] < 0 &&
+            cudnnGetConvolutionBackwardDataWorkspaceSize(h, plan->w, plan->y, plan->conv, plan->x,
+                                                         CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, &ws) == CUDNN_STATUS_SUCCESS &&
+            ws <= plan->cap)
+            plan->state[dir] = 1, plan->algo[dir] = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, plan->ws[dir] = ws,
+            plan->math[dir] = fast ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+    } else {
+        cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+        RM_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, plan->x, plan->y, plan->conv, plan->w,
+                                                                     CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, perf),
+                       e, "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+        for (int i = 0; i < got && plan->state[dir] < 0; i++) {
+            const cudnnConvolutionBwdFilterAlgoPerf_t *q = &perf[i];
+            if (q->status != CUDNN_STATUS_SUCCESS || (det && q->determinism != CUDNN_DETERMINISTIC) ||
+                (!fast && !bwd_filter_precise(q->algo)) || !math_allowed(q->mathType, fast))
+                continue;
+            if (cudnnGetConvolutionBackwardFilterWorkspaceSize(h, plan->x, plan->y, plan->conv, plan->w, q->algo, &ws) !=
+                    CUDNN_STATUS_SUCCESS ||
+                ws > plan->cap)
+                continue;
+            plan->state[dir] = 1, plan->algo[dir] = q->algo, plan->ws[dir] = ws;
+            plan->math[dir] = fast ? q->mathType : CUDNN_FMA_MATH;
+        }
+        if (plan->state[dir] < 0 &&
+            cudnnGetConvolutionBackwardFilterWorkspaceSize(h, plan->x, plan->y, plan->conv, plan->w,
+                                                           CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, &ws) ==
+                CUDNN_STATUS_SUCCESS &&
+            ws <= plan->cap)
+            plan->state[dir] = 1, plan->algo[dir] = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, plan->ws[dir] = ws,
+            plan->math[dir] = fast ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+    }
+    *ok = plan->state[dir] == 1;
+    return RM_OK;
+}
+
+int rm_cudnn_conv_run(rm_cudnn_conv *plan, const rm_backend *be, rm_conv_dir dir, const float *in0, const float *in1,
+                      float *out, void *ws, int *rejected, rm_err *e)
+{
+    *rejected = 0;
+    cudnnHandle_t h = rm_cuda_cudnn(be);
+    const float one = 1.0f, zero = 0.0f; /* host scaling factors */
+    RM_CUDNN_CHECK(cudnnSetConvolutionMathType(plan->conv, plan->math[dir]), e, "cudnnSetConvolutionMathType");
+    cudnnStatus_t st;
+    const char *what;
+    if (dir == RM_CONV_FWD) {
+        what = "cudnnConvolutionForward";
+        st = cudnnConvolutionForward(h, &one, plan->x, in0, plan->w, in1, plan->conv,
+                                     (cudnnConvolutionFwdAlgo_t)plan->algo[dir], ws, plan->ws[dir], &zero, plan->y, out);
+    } else if (dir == RM_CONV_BWD_DATA) {
+        what = "cudnnConvolutionBackwardData";
+        st = cudnnConvolutionBackwardData(h, &one, plan->w, in0, plan->y, in1, plan->conv,
+                                          (cudnnConvolutionBwdDataAlgo_t)plan->algo[dir], ws, plan->ws[dir], &zero,
+                                          plan->x, out);
+    } else {
+        what = "cudnnConvolutionBackwardFilter";
+        st = cudnnConvolutionBackwardFilter(h, &one, plan->x, in0, plan->y, in1, plan->conv,
+                                            (cudnnConvolutionBwdFilterAlgo_t)plan->algo[dir], ws, plan->ws[dir], &zero,
+                                            plan->w, out);
+    }
+    if (st == CUDNN_STATUS_NOT_SUPPORTED) {
+        plan->state[dir] = -1;
+        *rejected = 1;
+        return RM_OK;
+    }
+    if (st != CUDNN_STATUS_SUCCESS) {
+        char detail[256] = "";
+        cudnnGetLastErrorString(detail, sizeof detail);
+        return rm_errorf(e, RM_ERR_DEVICE, "cudnn: %s (algorithm %d) failed: %s%s%s", what, plan->algo[dir],
+                         cudnnGetErrorString(st), detail[0] ? ": " : "", detail);
+    }
+    return RM_OK;
+}
+
+#endif /* REMAT_HAVE_CUDNN */
+
+extern "C" size_t rm_layer_workspace_bytes_device(const rm_layer_desc *d, const rm_backend *be,
+                                                  const rm_layer_config *cfg, const rm_shape *in, int nin,
+                                                  rm_shape out, int backward)
+{
+    if (!be || be->kind != RM_BACKEND_CUDA)
+        return d->workspace_bytes ? d->workspace_bytes(cfg, in, nin, out, backward) : 0;
+    switch (d->kind) {
+    case RM_LAYER_CONV2D: return rm_conv2d_workspace_engine(be, cfg, in, nin, out, backward);
+    case RM_LAYER_CONV_TRANSPOSE2X2: return rm_conv_transpose2x2_workspace_engine(be, cfg, in, nin, out, backward);
+    default: return d->workspace_bytes_cuda ? d->workspace_bytes_cuda(cfg, in, nin, out, backward) : 0;
+    }
+}
