@@ -172,7 +172,12 @@ static int parse_header(rm_cost_file **out, char **f, int nf, long long file_siz
     if (strcmp(f[6], "seconds"))
         return rm_errorf(e, RM_ERR_PARSE, "%s:%d: unknown unit '%s' (cost files are in seconds)", path, line, f[6]);
     int rc = rm_cost_file_create(out, n, f[2], batch, f[4], e);
-    if (rc) rm_err_context(e, "%s:%d", path, line);
+    if (rc == RM_ERR_INVALID) {
+        /* A model or device word the writer could not have written: a parse error of this file. */
+        rm_err_context(e, "%s:%d", path, line);
+        if (e) e->code = RM_ERR_PARSE;
+        rc = RM_ERR_PARSE;
+    }
     return rc;
 }
 
@@ -341,6 +346,9 @@ int rm_cost_file_apply(rm_problem *p, const rm_cost_file *c, const char *model, 
         if (!isfinite(en->seconds) || en->seconds < 0)
             return rm_errorf(e, RM_ERR_INVALID, "%s: node %d ('%s') has cost %g: not a finite number >= 0",
                              where(w, sizeof w, c, en->line), i, en->name, en->seconds);
+        if (!isfinite(en->seconds * scale))
+            return rm_errorf(e, RM_ERR_INVALID, "%s: node %d ('%s'): %g s scaled to batch %d overflows",
+                             where(w, sizeof w, c, en->line), i, en->name, en->seconds, batch);
         if (p->nodes[i].ndeps == 0 && en->seconds != 0)
             return rm_errorf(e, RM_ERR_INVALID,
                              "%s: node %d ('%s') is an input (it reads nothing: loaded, not computed), so its cost "

@@ -10,12 +10,14 @@ extern const rm_command rm_cmd_plan;
 extern const rm_command rm_cmd_explain;
 extern const rm_command rm_cmd_maxbatch;
 extern const rm_command rm_cmd_train;
+extern const rm_command rm_cmd_profile;
 const rm_command *const rm_commands[] = {
     &rm_cmd_graph,
     &rm_cmd_plan,
     &rm_cmd_explain,
     &rm_cmd_maxbatch,
     &rm_cmd_train,
+    &rm_cmd_profile,
     NULL,
 };
 const int rm_command_count = (int)(sizeof rm_commands / sizeof rm_commands[0]) - 1;

@@ -66,6 +66,9 @@ struct rm_executor {
     int *live;          /* [n]: 1 while the node has a live buffer */
     uint8_t *computed;  /* [n]: computed at least once in this step */
     float loss;
+
+    rm_executor_node_hook hook; /* profiling (rm_executor_set_node_hook); NULL: none */
+    void *hook_ctx;
 };
 
 /* ---- checking the graph against the model -------------------------------- */
@@ -631,7 +634,9 @@ int rm_executor_step(rm_executor *ex, float *loss, const float *input, const int
         ex->ptr[v] = ptr;
         ex->live[v] = 1;
         if (ex->poison && (rc = poison_fill(ex, ex->ptr[v], b->size, e))) return rc;
+        if (ex->hook && (rc = ex->hook(ex->hook_ctx, v, 0, e))) return rc;
         if ((rc = run_node(ex, v, input, step, e))) return rc;
+        if (ex->hook && (rc = ex->hook(ex->hook_ctx, v, 1, e))) return rc;
         ex->computed[v] = 1;
     }
     /* CUDA: the one download of the step; it waits for every queued kernel,
@@ -645,6 +650,12 @@ int rm_executor_step(rm_executor *ex, float *loss, const float *input, const int
 }
 
 /* ---- accessors ----------------------------------------------------------- */
+
+void rm_executor_set_node_hook(rm_executor *ex, rm_executor_node_hook fn, void *ctx)
+{
+    ex->hook = fn;
+    ex->hook_ctx = ctx;
+}
 
 float *rm_executor_params(rm_executor *ex, size_t *count)
 {

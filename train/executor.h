@@ -74,6 +74,17 @@ void rm_executor_free(rm_executor *ex);
 int rm_executor_step(rm_executor *ex, float *loss, const float *input, const int32_t *labels, uint64_t step,
                      rm_err *e);
 
+/* A per-node hook for profiling (train/profile.c): rm_executor_step calls
+ * fn(ctx, node, 0, e) right before each computation of a node (the input's
+ * upload included) and fn(ctx, node, 1, e) right after, outside the poison
+ * fills, so what lies between the two calls is the node's own work. On CUDA
+ * the node's kernels are only queued when the second call comes: a timer
+ * records device events on the backend's stream there, it does not read a
+ * host clock. A non-zero return stops the step with that code. fn NULL
+ * removes the hook; without one a step pays a single branch per node. */
+typedef int (*rm_executor_node_hook)(void *ctx, int node, int after, rm_err *e);
+void rm_executor_set_node_hook(rm_executor *ex, rm_executor_node_hook fn, void *ctx);
+
 /* All trainable parameters as one vector (layer order; each layer's w then b),
  * and their gradients laid out the same way: what an optimizer updates.
  * (dev): on CUDA these are DEVICE pointers, never to be dereferenced on the

@@ -1,0 +1,231 @@
+/* Per-node timing of training steps (see profile.h). The executor runs the
+ * checkpoint-all plan, so every node is computed exactly once per step and
+ * its time is the cost of computing it once: what the problem's cost means.
+ * A hook on the executor (rm_executor_set_node_hook) brackets each node;
+ * everything else (frees, the loss download) is the executor's own work
+ * and shows as the difference between the step time and the nodes' sum. */
+#include "profile.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "executor.h"
+#include "plan.h"
+#include "problem.h"
+#include "rng.h"
+#include "schedule.h"
+#include "strategy.h"
+#include "trace.h"
+#include "trainer.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* What the hook fills during one step. */
+typedef struct timing {
+    int n;
+    int cuda;
+    rm_cuda_timer *timer; /* CUDA: events 2v (before node v) and 2v + 1 (after) */
+    double *t0;           /* CPU: [n] host clock before each node */
+    double *dt;           /* CPU: [n] seconds of each node in this step */
+    int *count;           /* [n] computations in this step (checkpoint-all: 1 each) */
+} timing;
+
+static int node_hook(void *ctx, int node, int after, rm_err *e)
+{
+    timing *tm = ctx;
+    if (tm->cuda) return rm_cuda_timer_record(tm->timer, 2 * node + after, e);
+    double t = now_s();
+    if (!after) {
+        tm->t0[node] = t;
+    } else {
+        tm->dt[node] = t - tm->t0[node];
+        tm->count[node]++;
+    }
+    return RM_OK;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void rm_profile_free(rm_profile *p)
+{
+    if (!p) return;
+    rm_graph_free(&p->g);
+    free(p->seconds);
+    free(p->lo);
+    free(p->hi);
+    free(p);
+}
+
+/* The checkpoint-all plan of g: every value kept until its last use. */
+static int plan_all(rm_plan **out, const rm_graph *g, rm_err *e)
+{
+    rm_problem *p = NULL;
+    rm_schedule *s = NULL;
+    rm_op *ops = NULL;
+    int nops = 0;
+    int rc = rm_problem_from_graph(&p, g, e);
+    if (!rc) rc = rm_strategy_checkpoint_all(&s, p, e);
+    if (!rc) rc = rm_schedule_ops(&ops, &nops, p, s, e);
+    if (!rc) rc = rm_plan_from_graph(out, g, ops, nops, e);
+    free(ops);
+    rm_schedule_free(s);
+    rm_problem_free(p);
+    return rc;
+}
+
+int rm_profile_run(rm_profile **out, const rm_model *m, const rm_profile_options *o, rm_err *e)
+{
+    *out = NULL;
+    if (o->batch < 1 || o->reps < 1 || o->warmup < 0)
+        return rm_errorf(e, RM_ERR_INVALID, "profile: batch %d, %d timed and %d warm-up steps (need >= 1, >= 1, >= 0)",
+                         o->batch, o->reps, o->warmup);
+    rm_profile *pr = calloc(1, sizeof *pr);
+    if (!pr) return rm_errorf(e, RM_ERR_NOMEM, "profile: out of memory");
+    pr->warmup = o->warmup;
+    pr->reps = o->reps;
+    rm_backend *be = NULL;
+    rm_plan *plan = NULL;
+    rm_executor *ex = NULL;
+    float *input = NULL;
+    int32_t *labels = NULL;
+    double *samples = NULL, *steps = NULL;
+    timing tm;
+    memset(&tm, 0, sizeof tm);
+    int rc = rm_model_trace(&pr->g, m, o->batch, e);
+    if (rc) goto done;
+    const int n = pr->g.n;
+    if (o->device == RM_BACKEND_CUDA) {
+        if ((rc = rm_backend_cuda_create(&be, 0, e))) {
+            rm_err_context(e, "cannot profile on the GPU");
+            goto done;
+        }
+    } else if (o->device != RM_BACKEND_CPU) {
+        rc = rm_errorf(e, RM_ERR_INVALID, "profile: unknown device %d (cpu or cuda)", (int)o->device);
+        goto done;
+    } else if ((rc = rm_backend_cpu_create(&be, e))) {
+        goto done;
+    }
+    if ((rc = plan_all(&plan, &pr->g, e))) goto done;
+    rm_executor_options xo;
+    memset(&xo, 0, sizeof xo);
+    xo.seed = o->seed;
+    if ((rc = rm_executor_create(&ex, m, &pr->g, be, plan, &xo, e))) goto done;
+
+    /* A random batch and valid labels: the kernels' speed must not depend on
+     * special values (zeros can be faster than real data). */
+    int classes;
+    rm_task task;
+    rm_trainer_model_task(&classes, &task, m);
+    rm_shape in_shape = m->input;
+    in_shape.n = o->batch;
+    size_t nin = rm_shape_numel(in_shape), nlab = rm_model_label_count(m, o->batch);
+    input = malloc((nin ? nin : 1) * sizeof *input);
+    labels = malloc((nlab ? nlab : 1) * sizeof *labels);
+    pr->seconds = calloc((size_t)n, sizeof *pr->seconds);
+    pr->lo = calloc((size_t)n, sizeof *pr->lo);
+    pr->hi = calloc((size_t)n, sizeof *pr->hi);
+    samples = malloc((size_t)n * (size_t)o->reps * sizeof *samples);
+    steps = malloc((size_t)o->reps * sizeof *steps);
+    tm.n = n;
+    tm.cuda = be->kind == RM_BACKEND_CUDA;
+    tm.t0 = calloc((size_t)n, sizeof *tm.t0);
+    tm.dt = calloc((size_t)n, sizeof *tm.dt);
+    tm.count = calloc((size_t)n, sizeof *tm.count);
+    if (!input || !labels || !pr->seconds || !pr->lo || !pr->hi || !samples || !steps || !tm.t0 || !tm.dt ||
+        !tm.count) {
+        rc = rm_errorf(e, RM_ERR_NOMEM, "profile: out of memory");
+        goto done;
+    }
+    rm_rng r = rm_rng_make(rm_hash64(o->seed ^ 0x70726f66ULL));
+    for (size_t i = 0; i < nin; i++) input[i] = (float)rm_rng_range(&r, -1.0, 1.0);
+    for (size_t i = 0; i < nlab; i++) labels[i] = (int32_t)(rm_rng_next(&r) % (uint64_t)(classes > 0 ? classes : 1));
+    if (tm.cuda && (rc = rm_cuda_timer_create(&tm.timer, be, 2 * n, e))) goto done;
+
+    for (int s = 0; s < o->warmup + o->reps; s++) {
+        int timed = s >= o->warmup;
+        if (o->progress) o->progress(o->progress_ctx, timed, timed ? s - o->warmup + 1 : s + 1,
+                                     timed ? o->reps : o->warmup);
+        /* Warm-up steps run without the hook: nothing of theirs is kept. */
+        rm_executor_set_node_hook(ex, timed ? node_hook : NULL, &tm);
+        memset(tm.count, 0, (size_t)n * sizeof *tm.count);
+        float loss;
+        double t0 = now_s();
+        /* The step ends with the loss download, which waits for the stream:
+         * every event of the step has been reached when it returns. */
+        if ((rc = rm_executor_step(ex, &loss, input, labels, (uint64_t)s, e))) goto done;
+        double t1 = now_s();
+        if (!timed) continue;
+        int k = s - o->warmup;
+        steps[k] = t1 - t0;
+        for (int v = 0; v < n; v++) {
+            double sec;
+            if (tm.cuda) {
+                if ((rc = rm_cuda_timer_elapsed(tm.timer, 2 * v, 2 * v + 1, &sec, e))) goto done;
+            } else {
+                if (tm.count[v] != 1) {
+                    rc = rm_errorf(e, RM_ERR_INVALID, "profile: node %d (%s) ran %d times in a checkpoint-all step",
+                                   v, pr->g.nodes[v].name, tm.count[v]);
+                    goto done;
+                }
+                sec = tm.dt[v];
+            }
+            samples[(size_t)v * (size_t)o->reps + (size_t)k] = sec;
+        }
+    }
+    for (int v = 0; v < n; v++) {
+        double *x = &samples[(size_t)v * (size_t)o->reps];
+        qsort(x, (size_t)o->reps, sizeof *x, cmp_double);
+        int R = o->reps;
+        double med = R % 2 ? x[R / 2] : 0.5 * (x[R / 2 - 1] + x[R / 2]);
+        /* The input is loaded, not computed: the scheduler's model prices it
+         * at 0 (it reads nothing a schedule could have freed). */
+        if (pr->g.nodes[v].op == RM_OP_INPUT) med = x[0] = x[R - 1] = 0;
+        pr->seconds[v] = med;
+        pr->lo[v] = x[0];
+        pr->hi[v] = x[R - 1];
+    }
+    qsort(steps, (size_t)o->reps, sizeof *steps, cmp_double);
+    pr->step_median = o->reps % 2 ? steps[o->reps / 2] : 0.5 * (steps[o->reps / 2 - 1] + steps[o->reps / 2]);
+done:
+    rm_executor_free(ex);
+    rm_cuda_timer_free(tm.timer);
+    rm_plan_free(plan);
+    rm_backend_free(be);
+    free(input);
+    free(labels);
+    free(samples);
+    free(steps);
+    free(tm.t0);
+    free(tm.dt);
+    free(tm.count);
+    if (rc) {
+        rm_profile_free(pr);
+        return rc;
+    }
+    pr->device = o->device == RM_BACKEND_CUDA ? "cuda" : "cpu"; /* the backend (and its name) is gone */
+    *out = pr;
+    return RM_OK;
+}
+
+int rm_profile_cost_file(rm_cost_file **out, const rm_profile *p, const char *model, rm_err *e)
+{
+    int rc = rm_cost_file_create(out, p->g.n, model, p->g.batch, p->device, e);
+    if (rc) return rc;
+    for (int v = 0; v < p->g.n; v++) {
+        snprintf((*out)->nodes[v].name, sizeof (*out)->nodes[v].name, "%s", p->g.nodes[v].name);
+        (*out)->nodes[v].seconds = p->seconds[v];
+    }
+    return RM_OK;
+}
