@@ -16,7 +16,7 @@
 
 #define EXPLAIN_USAGE                                                                                                  \
     "usage: remat explain (--model FILE --batch N | --problem FILE) --budget B [--strategy NAME]\n"                    \
-    "                     [--time-limit S] [--quiet]\n"                                                                \
+    "                     [--costs FILE] [--time-limit S] [--quiet]\n"                                                 \
     "\n"                                                                                                               \
     "Solves a rematerialization schedule for the budget and explains it: what the budget means next to\n"              \
     "the peak of training without rematerialization and the smallest memory any schedule needs; which\n"               \
@@ -31,6 +31,7 @@
     "                   percentage of the no-remat peak (80%); see `remat plan --help`\n"                              \
     "  --strategy NAME  any of `remat plan`'s strategies; default: milp, and lp_round if the MILP finds\n"             \
     "                   nothing within the time limit\n"                                                               \
+    "  --costs FILE     node costs in profiled seconds (`remat profile`, docs/cost-format.md)\n"                       \
     "  --time-limit S   seconds for each lp_round / milp solve (default 60; 0 = none)\n"                               \
     "  --quiet          no progress on stderr\n"                                                                       \
     "\n"                                                                                                               \
@@ -319,7 +320,8 @@ static void explain_budget(const rm_cli_problem *cp, const rm_cli_budget *bud)
 
 static int explain_run(int argc, char **argv)
 {
-    const char *model = NULL, *batch = NULL, *problem = NULL, *budget = NULL, *strategy = NULL, *time_limit = NULL;
+    const char *model = NULL, *batch = NULL, *problem = NULL, *budget = NULL, *strategy = NULL, *time_limit = NULL,
+               *costs = NULL;
     int quiet = 0;
     const rm_cli_opt opts[] = {
         RM_CLI_FLAG("--quiet", "-q", &quiet),
@@ -329,6 +331,7 @@ static int explain_run(int argc, char **argv)
         RM_CLI_VALUE("--budget", &budget),
         RM_CLI_VALUE("--strategy", &strategy),
         RM_CLI_VALUE("--time-limit", &time_limit),
+        RM_CLI_VALUE("--costs", &costs),
     };
     if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "explain", EXPLAIN_USAGE)) return 1;
     if (model && problem) return usage_error("give --model or --problem, not both");
@@ -350,7 +353,7 @@ static int explain_run(int argc, char **argv)
     const rm_strategy_info *fallback = strategy ? NULL : rm_strategy_find("lp_round");
 
     rm_cli_problem cp;
-    int rc = rm_cli_problem_load(&cp, "explain", model, batch_n, problem);
+    int rc = rm_cli_problem_load_costs(&cp, "explain", model, batch_n, problem, costs);
     if (rc) return rc;
     if ((rc = rm_cli_problem_set_budget(&cp, "explain", &bud))) {
         rm_cli_problem_free(&cp);

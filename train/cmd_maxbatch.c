@@ -155,10 +155,14 @@ static int maxbatch_run(int argc, char **argv)
            rm_cli_group_digits(b, sizeof b, (unsigned long long)bud.value));
     if (o.bound_batch == 0) {
         rm_problem *p = NULL;
+        fflush(stdout);
         if (!build_problem(&p, &tc, 1, &e))
-            printf("bound        not even batch 1 fits: fixed %s + the trivial lower bound %s exceed the budget\n",
-                   rm_cli_bytes(a, sizeof a, (double)p->fixed_bytes),
-                   rm_cli_bytes(b, sizeof b, (double)rm_problem_peak_lower_bound(p)));
+            fprintf(stderr,
+                    "remat maxbatch: not even batch 1 fits: fixed %s + the trivial lower bound %s exceed the budget\n",
+                    rm_cli_bytes(a, sizeof a, (double)p->fixed_bytes),
+                    rm_cli_bytes(b, sizeof b, (double)rm_problem_peak_lower_bound(p)));
+        else
+            fprintf(stderr, "remat maxbatch: not even batch 1 fits the budget (%s)\n", e.msg);
         rm_problem_free(p);
         rm_cost_file_free(costs);
         rm_model_free(m);

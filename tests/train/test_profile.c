@@ -159,6 +159,13 @@ Test(profile, cpu_profile_writes_a_cost_file_plan_accepts)
                        "--quiet", NULL),
                  0);
     cr_assert(said(0, "costs        FLOPs"));
+
+    /* explain takes the same file and explains in time. */
+    rc = remat("explain", "--model", TINY, "--batch", "4", "--budget", "97%", "--strategy", "lp_round", "--costs",
+               costs, "--quiet", NULL);
+    cr_assert_eq(rc, 0, "explain --costs failed (%d)", rc);
+    cr_assert(said(0, " ms") || said(0, " us"));
+    cr_assert(!said(0, "FLOPs"), "a profiled explanation still prints FLOPs");
 }
 
 Test(profile, another_batch_or_model_is_refused)
