@@ -121,7 +121,14 @@ static const char *jpeg_check_dht(byte_reader *r, long len)
 
 static const char *jpeg_check_tables(byte_reader *r, int until_sof)
 {
-    if (rd_byte(r) != 0xFF || rd_byte(r) != 0xD8) return NULL; /* not a JPEG: nothing to check */
+    /* stb_image skips fill bytes before any marker, the start of image
+     * included, so FF FF D8 is a JPEG to it and must be one here (found by
+     * fuzzing: such a file's tables went unchecked, tests/fuzz/crashes/image). */
+    if (rd_byte(r) != 0xFF) return NULL; /* not a JPEG: nothing to check */
+    int soi;
+    do soi = rd_byte(r);
+    while (soi == 0xFF);
+    if (soi != 0xD8) return NULL;
     for (;;) {
         int c = rd_byte(r);
         if (c == EOF) return NULL; /* truncation is stb_image's to report */
@@ -144,6 +151,27 @@ static const char *jpeg_check_tables(byte_reader *r, int until_sof)
         int sof = m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC;
         if (sof && until_sof) return NULL;
         if (rd_skip(r, len)) return NULL;
+    }
+}
+
+/* stb_image 2.27 grows its IDAT buffer to the length a chunk header claims
+ * before it reads the chunk, so a few hundred bytes whose IDAT claims 2 GiB
+ * made it allocate 2 GiB (found by fuzzing, tests/fuzz/crashes/image). So
+ * every chunk of a PNG must lie inside the data (length, type, payload and
+ * CRC) before stb_image sees it; a PNG cut short is corrupt anyway. Returns
+ * NULL when the chunks fit (or the data is not a PNG), else what is wrong. */
+static const char *png_check_chunks(const unsigned char *buf, size_t len)
+{
+    static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    if (len < 8 || memcmp(buf, sig, 8) != 0) return NULL; /* not a PNG: nothing to check */
+    size_t pos = 8;
+    for (;;) {
+        if (len - pos < 12) return "truncated chunk header"; /* stb_image needs IEND to finish */
+        uint32_t n = data_be32(buf + pos);
+        if (n > len - pos - 12) return "chunk longer than the file";
+        int iend = memcmp(buf + pos + 4, "IEND", 4) == 0;
+        pos += 12 + (size_t)n;
+        if (iend) return NULL;
     }
 }
 
@@ -205,6 +233,8 @@ int data_image_decode(void **pixels, const unsigned char *buf, size_t len, int c
     byte_reader rd = {buf, len, 0, NULL};
     const char *why = jpeg_check_tables(&rd, 0);
     if (why) return rm_errorf(e, RM_ERR_PARSE, "%s: corrupt JPEG: %s", path, why);
+    why = png_check_chunks(buf, len);
+    if (why) return rm_errorf(e, RM_ERR_PARSE, "%s: corrupt image: PNG %s", path, why);
     int w, h, comp;
     /* Checked again on the bytes actually decoded: the file may have been
      * replaced since open, and stb_image allocates from the header. */

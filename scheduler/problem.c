@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int rm_problem_create(rm_problem **out, int n, rm_err *e)
 {
@@ -302,7 +303,12 @@ static int parse_node_line(rm_problem *p, int expect, int *node_line, char **f, 
     return RM_OK;
 }
 
-static int parse_header(rm_problem **out, char **f, int nf, const char *path, int line, rm_err *e)
+/* The shortest node line, "0 - loss 0 0 -": six fields of at least 1, 1, 4,
+ * 1, 1 and 1 characters and five separators. */
+#define MIN_NODE_LINE 13
+
+static int parse_header(rm_problem **out, char **f, int nf, long long file_size, const char *path, int line,
+                        rm_err *e)
 {
     if (strcmp(f[0], "problem") != 0)
         return rm_errorf(e, RM_ERR_PARSE, "%s:%d: expected the header 'problem NODES FIXED_BYTES [BUDGET]', found '%s'",
@@ -316,6 +322,14 @@ static int parse_header(rm_problem **out, char **f, int nf, const char *path, in
         return rm_errorf(e, RM_ERR_PARSE, "%s:%d: node count %zu must be between 1 and 10000000", path, line, n);
     if ((rc = parse_size(&fixed, f[2], "fixed bytes", path, line, e))) return rc;
     if (nf == 4 && (rc = parse_size(&budget, f[3], "budget", path, line, e))) return rc;
+    /* The nodes are allocated from the header's count, so a short file must
+     * not claim millions of them (found by fuzzing: a 20-byte file made the
+     * reader allocate a gigabyte before seeing that the lines were missing).
+     * Small counts are left to the end-of-file check, whose message says how
+     * many node lines were found. */
+    if (n > 4096 && file_size >= 0 && n > (unsigned long long)file_size / MIN_NODE_LINE)
+        return rm_errorf(e, RM_ERR_PARSE, "%s:%d: the header declares %zu nodes but the file has only %lld bytes", path,
+                         line, n, file_size);
     if ((rc = rm_problem_create(out, (int)n, e))) return rc;
     (*out)->fixed_bytes = fixed;
     (*out)->budget = budget;
@@ -327,6 +341,9 @@ int rm_problem_read(rm_problem **out, const char *path, rm_err *e)
     *out = NULL;
     FILE *fp = fopen(path, "r");
     if (!fp) return rm_errorf(e, RM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    /* -1 when unknown (a pipe): the node count is then bounded only by the header limit. */
+    struct stat st;
+    long long file_size = fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode) ? (long long)st.st_size : -1;
     rm_problem *p = NULL;
     int *node_line = NULL;
     char *buf = NULL;
@@ -340,7 +357,7 @@ int rm_problem_read(rm_problem **out, const char *path, rm_err *e)
         int nf = split_fields(buf, f);
         if (nf == 0) continue;
         if (!p) {
-            if ((rc = parse_header(&p, f, nf, path, line, e))) break;
+            if ((rc = parse_header(&p, f, nf, file_size, path, line, e))) break;
             header_line = line;
             node_line = calloc((size_t)p->n, sizeof *node_line);
             if (!node_line) {

@@ -1,0 +1,17 @@
+/* The libFuzzer entry point of one harness, chosen at compile time by
+ * RM_FUZZ_TARGET (tests/fuzz/CMakeLists.txt builds this file once per
+ * harness, only in a REMAT_FUZZ=ON build). Errors are normal results; only
+ * crashes, sanitizer reports and the harness's own abort()s are findings. */
+#include "harnesses.h"
+
+#ifndef RM_FUZZ_TARGET
+#error "RM_FUZZ_TARGET names the harness function"
+#endif
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    (void)RM_FUZZ_TARGET(data, size);
+    return 0;
+}

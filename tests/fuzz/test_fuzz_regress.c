@@ -1,0 +1,133 @@
+/* The fuzzers' corpora and every crash they found, replayed through the
+ * harnesses in the normal suites (and so under ASan/UBSan with gcc in
+ * scripts/test): a fixed bug cannot come back, and the seed corpora keep
+ * loading. Seeds named ok-* must be accepted and bad-* refused, so the
+ * corpora also pin what the parsers accept; other names (files the fuzzer
+ * found, crash reproducers) only have to run cleanly. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harnesses.h"
+
+/* Reproducers of bugs not fixed yet are listed in tests/fuzz/known-open.txt
+ * as "<harness>/<file>" (with the reason in a comment): they are skipped,
+ * with a note on stderr, here and in scripts/fuzz --smoke, so the suites stay green
+ * until the bug is fixed and the line removed. */
+static int is_open_bug(const char *harness, const char *name)
+{
+    char key[512], line[1024];
+    snprintf(key, sizeof key, "%s/%s", harness, name);
+    FILE *fp = fopen(REMAT_SOURCE_DIR "/tests/fuzz/known-open.txt", "r");
+    if (!fp) return 0;
+    int found = 0;
+    while (!found && fgets(line, sizeof line, fp)) {
+        line[strcspn(line, " \t\r\n#")] = '\0';
+        found = !strcmp(line, key);
+    }
+    fclose(fp);
+    return found;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static uint8_t *read_file(const char *path, size_t *n)
+{
+    FILE *fp = fopen(path, "rb");
+    cr_assert_not_null(fp, "cannot open %s", path);
+    size_t cap = 4096, len = 0;
+    uint8_t *buf = malloc(cap);
+    cr_assert_not_null(buf);
+    size_t got;
+    while ((got = fread(buf + len, 1, cap - len, fp)) > 0) {
+        len += got;
+        if (len == cap) {
+            buf = realloc(buf, cap *= 2);
+            cr_assert_not_null(buf);
+        }
+    }
+    cr_assert(!ferror(fp), "read error on %s", path);
+    fclose(fp);
+    *n = len;
+    return buf;
+}
+
+/* Runs every regular file of REMAT_SOURCE_DIR/tests/fuzz/<sub>/<harness>;
+ * returns how many ran. */
+static int replay(const rm_fuzz_harness *h, const char *sub)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/tests/fuzz/%s/%s", REMAT_SOURCE_DIR, sub, h->name);
+    DIR *d = opendir(dir);
+    if (!d) return 0; /* no crashes found for this harness */
+    char **names = NULL;
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.') continue;
+        names = realloc(names, (size_t)(n + 1) * sizeof *names);
+        cr_assert_not_null(names);
+        names[n++] = strdup(de->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    int ran = 0;
+    for (int i = 0; i < n; i++) {
+        if (is_open_bug(h->name, names[i])) {
+            /* stderr, not cr_log_warn: Criterion's runner leaks the message of a
+             * worker's log call (48 bytes, which fails the LeakSanitizer suite). */
+            fprintf(stderr, "fuzz %s: skipping %s/%s, a known open bug (tests/fuzz/known-open.txt)\n", h->name, sub,
+                    names[i]);
+            free(names[i]);
+            continue;
+        }
+        char path[2048];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        size_t len;
+        uint8_t *data = read_file(path, &len);
+        int rc = h->run(data, len);
+        free(data);
+        if (!strncmp(names[i], "ok-", 3)) cr_expect_eq(rc, 0, "%s: a valid seed was refused (rc %d)", path, rc);
+        if (!strncmp(names[i], "bad-", 4)) cr_expect_neq(rc, 0, "%s: an invalid seed was accepted", path);
+        free(names[i]);
+        ran++;
+    }
+    free(names);
+    rm_fuzz_clear();
+    return ran;
+}
+
+static void regress(const char *name)
+{
+    const rm_fuzz_harness *h = NULL;
+    for (int i = 0; rm_fuzz_harnesses[i].name; i++)
+        if (!strcmp(rm_fuzz_harnesses[i].name, name)) h = &rm_fuzz_harnesses[i];
+    cr_assert_not_null(h, "no harness %s", name);
+    int seeds = replay(h, "corpus");
+    cr_assert_gt(seeds, 0, "tests/fuzz/corpus/%s has no seeds", name);
+    replay(h, "crashes");
+}
+
+Test(fuzz_regress, config) { regress("config"); }
+Test(fuzz_regress, problem) { regress("problem"); }
+Test(fuzz_regress, schedule) { regress("schedule"); }
+Test(fuzz_regress, checkpoint) { regress("checkpoint"); }
+Test(fuzz_regress, mnist) { regress("mnist"); }
+Test(fuzz_regress, cifar) { regress("cifar"); }
+Test(fuzz_regress, image) { regress("image"); }
+Test(fuzz_regress, costs) { regress("costs"); }
+
+/* Every harness has a regression test above. */
+Test(fuzz_regress, every_harness_listed)
+{
+    static const char *const listed[] = {"config", "problem", "schedule", "checkpoint", "mnist", "cifar", "image", "costs"};
+    int n = 0;
+    for (int i = 0; rm_fuzz_harnesses[i].name; i++, n++) {
+        int found = 0;
+        for (size_t k = 0; k < sizeof listed / sizeof listed[0]; k++) found |= !strcmp(listed[k], rm_fuzz_harnesses[i].name);
+        cr_expect(found, "harness %s has no regression test", rm_fuzz_harnesses[i].name);
+    }
+    cr_expect_eq(n, (int)(sizeof listed / sizeof listed[0]));
+}
