@@ -617,7 +617,8 @@ static int run_table1(const bench_cfg *c, const model_spec *models, int nmodels)
          "--budget P%%` means it. Overhead: extra compute over checkpoint-all (every node once), in FLOPs of the "
          "cost model. Peak: fixed + activation peak, from the exact simulator. Time: wall clock of the whole "
          "strategy call (each lp_round / milp solve limited to %g s%s). LP bound: the LP relaxation's optimum as an "
-         "overhead, a proved floor on any schedule. Gap: (cost - LP bound) / cost, or 0 when proved optimal.\n",
+         "overhead, a proved floor on any schedule ('trivial' where the LP did not finish or the solve was coarsened: "
+         "every node once). Gap: (cost - bound) / cost, or 0 when proved optimal.\n",
          c->time_limit_s, c->time_limit_s > 0 ? "" : ": no limit");
     emit_flush();
     goal_line *goals = calloc((size_t)(nmodels * c->nbudgets + 1), sizeof *goals);
