@@ -4,6 +4,7 @@
  * solver optimise for times that were never measured, and nothing
  * downstream could tell. */
 #include "cost_file.h"
+#include "text_fields.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -22,25 +23,6 @@
  * against the file's size before anything is allocated (the problem reader
  * learned this from its fuzzer). */
 #define MIN_NODE_LINE 6
-
-/* Whitespace-separated fields of a line, a '#' comment dropped. Returns the
- * number of fields (counting past MAX_FIELDS, so extras are seen). */
-static int split_fields(char *line, char **f)
-{
-    char *hash = strchr(line, '#');
-    if (hash) *hash = '\0';
-    int nf = 0;
-    char *s = line;
-    while (*s) {
-        while (*s && isspace((unsigned char)*s)) s++;
-        if (!*s) break;
-        if (nf < MAX_FIELDS) f[nf] = s;
-        nf++;
-        while (*s && !isspace((unsigned char)*s)) s++;
-        if (*s) *s++ = '\0';
-    }
-    return nf;
-}
 
 /* A token a name field may hold: printable, no space or '#'. */
 static int is_token(const char *s)
@@ -230,7 +212,7 @@ int rm_cost_file_read(rm_cost_file **out, const char *path, rm_err *e)
             rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: a NUL byte inside the line (not a text file?)", path, line);
             break;
         }
-        int nf = split_fields(buf, f);
+        int nf = rm_text_fields(buf, f, MAX_FIELDS);
         if (nf == 0) continue;
         if (!c) {
             if ((rc = parse_header(&c, f, nf, file_size, path, line, e))) break;

@@ -3,6 +3,7 @@
  * Everything downstream (simulator, baselines, MILP) trusts what
  * rm_problem_validate checks, so every constructor ends with it. */
 #include "problem.h"
+#include "text_fields.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -157,25 +158,6 @@ static const char *tag_name(rm_node_tag t)
 }
 
 #define MAX_FIELDS 8
-
-/* Splits a line into whitespace-separated fields, dropping a '#' comment.
- * Returns the number of fields (up to MAX_FIELDS + 1, so extras are seen). */
-static int split_fields(char *line, char **f)
-{
-    char *hash = strchr(line, '#');
-    if (hash) *hash = '\0';
-    int nf = 0;
-    char *s = line;
-    while (*s) {
-        while (*s && isspace((unsigned char)*s)) s++;
-        if (!*s) break;
-        if (nf <= MAX_FIELDS) f[nf] = s;
-        nf++;
-        while (*s && !isspace((unsigned char)*s)) s++;
-        if (*s) *s++ = '\0';
-    }
-    return nf;
-}
 
 /* Parses a non-negative integer that must fill the whole token. */
 static int parse_size(size_t *out, const char *tok, const char *what, const char *path, int line, rm_err *e)
@@ -354,7 +336,7 @@ int rm_problem_read(rm_problem **out, const char *path, rm_err *e)
      * could not allocate (ENOMEM): both return -1. */
     while ((errno = 0, getline(&buf, &cap, fp)) >= 0) {
         line++;
-        int nf = split_fields(buf, f);
+        int nf = rm_text_fields(buf, f, MAX_FIELDS + 1);
         if (nf == 0) continue;
         if (!p) {
             if ((rc = parse_header(&p, f, nf, file_size, path, line, e))) break;

@@ -12,6 +12,7 @@
 #include "atomic_file.h"
 #include "schedule.h"
 #include "simulate.h"
+#include "text_fields.h"
 
 int rm_schedule_write(const rm_schedule *s, const rm_problem *p, const char *path, rm_err *e)
 {
@@ -56,22 +57,6 @@ int rm_schedule_write(const rm_schedule *s, const rm_problem *p, const char *pat
 }
 
 #define MAX_FIELDS 6
-
-static int split_fields(char *line, char **f)
-{
-    char *hash = strchr(line, '#');
-    if (hash) *hash = '\0';
-    int nf = 0;
-    for (char *s = line; *s;) {
-        while (*s && isspace((unsigned char)*s)) s++;
-        if (!*s) break;
-        if (nf <= MAX_FIELDS) f[nf] = s;
-        nf++;
-        while (*s && !isspace((unsigned char)*s)) s++;
-        if (*s) *s++ = '\0';
-    }
-    return nf;
-}
 
 static int parse_int(int *out, const char *tok)
 {
@@ -134,7 +119,7 @@ int rm_schedule_read(rm_schedule **out, const rm_problem *p, const char *path, r
      * could not allocate (ENOMEM): both return -1. */
     while ((errno = 0, getline(&buf, &cap, fp)) >= 0) {
         line++;
-        int nf = split_fields(buf, f);
+        int nf = rm_text_fields(buf, f, MAX_FIELDS + 1);
         if (nf == 0) continue;
         if (!header) {
             int n;
