@@ -15,7 +15,7 @@
 
 #define MAXBATCH_USAGE                                                                                                 \
     "usage: remat maxbatch --model FILE --budget B [--strategies a,b,...] [--max-batch N]\n"                           \
-    "                      [--costs FILE] [--time-limit S] [--quiet]\n"                                                \
+    "                      [--costs FILE] [--time-limit S] [--device cpu|cuda] [--quiet]\n"                                                \
     "\n"                                                                                                               \
     "For each strategy, the largest batch size at which it finds a schedule that the simulator accepts\n"              \
     "within the budget, fixed bytes (weights, gradients, optimizer state, labels) included; and how it\n"              \
@@ -38,6 +38,9 @@
     "                        of FLOPs; the search tries many batches, so they are scaled linearly from the\n"        \
     "                        batch they were measured at (an assumption: small batches run below peak)\n"             \
     "  --time-limit S        seconds for each lp_round / milp solve (default 30; 0 = none)\n"                          \
+    "  --device cpu|cuda     whose accounting (default cpu); cuda: GPU 0's, as `remat train --device cuda`\n"       \
+    "                        allocates it (the layers' CUDA workspace, the loss slot, the cuBLAS\n"                \
+    "                        workspace); needs a GPU, and the budget must be free on it\n"                         \
     "  --quiet               no progress on stderr\n"                                                                  \
     "\n"                                                                                                               \
     "example: remat maxbatch --model models/vgg16.cfg --budget 16GiB --strategies checkpoint_all,chen_greedy,milp"
@@ -50,6 +53,7 @@ typedef struct trace_ctx {
     const rm_model *m;
     rm_optim_options optim;
     const rm_cost_file *costs; /* NULL: FLOPs */
+    const rm_backend *be;      /* NULL: the CPU's accounting; else this GPU's */
 } trace_ctx;
 
 /* The same accounting as `remat train` (workspace and optimizer state
@@ -57,8 +61,7 @@ typedef struct trace_ctx {
 static int build_problem(rm_problem **out, void *vctx, int batch, rm_err *e)
 {
     trace_ctx *c = vctx;
-    return rm_trainer_problem_costs(out, NULL, c->m, batch, &c->optim, RM_BACKEND_CPU, c->costs, RM_COST_SCALE_BATCH,
-                                    e);
+    return rm_trainer_problem_device(out, NULL, c->m, batch, &c->optim, c->be, c->costs, RM_COST_SCALE_BATCH, e);
 }
 
 static void progress(void *ctx, const char *strategy, int batch, int feasible, double seconds)
@@ -73,7 +76,7 @@ static void progress(void *ctx, const char *strategy, int batch, int feasible, d
 static int maxbatch_run(int argc, char **argv)
 {
     const char *model = NULL, *budget = NULL, *strategies = NULL, *max_batch = NULL, *time_limit = NULL,
-               *costs_path = NULL;
+               *costs_path = NULL, *device = NULL;
     int quiet = 0;
     const rm_cli_opt opts[] = {
         RM_CLI_FLAG("--quiet", "-q", &quiet),
@@ -83,6 +86,7 @@ static int maxbatch_run(int argc, char **argv)
         RM_CLI_VALUE("--max-batch", &max_batch),
         RM_CLI_VALUE("--time-limit", &time_limit),
         RM_CLI_VALUE("--costs", &costs_path),
+        RM_CLI_VALUE("--device", &device),
     };
     if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "maxbatch", MAXBATCH_USAGE)) return 1;
     if (!model) return usage_error("--model FILE is required");
@@ -96,6 +100,9 @@ static int maxbatch_run(int argc, char **argv)
     long cap = 1L << 20;
     if (max_batch && rm_cli_parse_long(&cap, max_batch, 1, 1L << 30))
         return usage_error("--max-batch must be an integer from 1 to %ld, got '%s'", 1L << 30, max_batch);
+    int cuda = device && !strcmp(device, "cuda");
+    if (device && !cuda && strcmp(device, "cpu"))
+        return usage_error("--device must be cpu or cuda, got '%s'", device);
     double limit = 30;
     if (time_limit && rm_cli_parse_seconds(&limit, time_limit))
         return usage_error("--time-limit must be a number of seconds >= 0, got '%s'", time_limit);
@@ -108,24 +115,50 @@ static int maxbatch_run(int argc, char **argv)
         return usage_error("%s", why);
 
     rm_err e = {RM_OK, ""};
+    /* The GPU first: without one there is nothing to search for, and its
+     * cuBLAS workspace (sized by the device) is part of the fixed bytes. */
+    rm_backend *gpu = NULL;
+    size_t gpu_free = 0, gpu_total = 0;
+    if (cuda) {
+        int rc = rm_backend_cuda_create(&gpu, 0, &e);
+        if (!rc) rc = rm_backend_cuda_mem_info(gpu, &gpu_free, &gpu_total, &e);
+        if (rc) {
+            fprintf(stderr, "remat maxbatch: cannot search on the GPU: %s\n", e.msg);
+            rm_backend_free(gpu);
+            return rc == RM_ERR_NOMEM || rc == RM_ERR_DEVICE ? 2 : 1;
+        }
+        char f[32], t[32], b[32];
+        if ((size_t)bud.value > gpu_free) {
+            fprintf(stderr,
+                    "remat maxbatch: the budget %s is more than the GPU has free, %s (of %s): `remat train "
+                    "--device cuda` would refuse it\n",
+                    rm_cli_bytes(b, sizeof b, bud.value), rm_cli_bytes(f, sizeof f, (double)gpu_free),
+                    rm_cli_bytes(t, sizeof t, (double)gpu_total));
+            rm_backend_free(gpu);
+            return 1;
+        }
+    }
     rm_model *m = NULL;
     if (rm_model_load(&m, model, &e)) {
         fprintf(stderr, "remat maxbatch: %s\n", e.msg);
+        rm_backend_free(gpu);
         return 1;
     }
     rm_cost_file *costs = NULL;
     if (costs_path && rm_cost_file_read(&costs, costs_path, &e)) {
         fprintf(stderr, "remat maxbatch: %s\n", e.msg);
         rm_model_free(m);
+        rm_backend_free(gpu);
         return e.code == RM_ERR_NOMEM ? 2 : 1;
     }
-    trace_ctx tc = {m, rm_optim_options_default(RM_OPTIM_SGD), costs};
+    trace_ctx tc = {m, rm_optim_options_default(RM_OPTIM_SGD), costs, gpu};
     /* A file of another model is refused now, not at the first probe. */
     rm_problem *check = NULL;
     if (costs && build_problem(&check, &tc, costs->batch, &e)) {
         fprintf(stderr, "remat maxbatch: %s\n", e.msg);
         rm_cost_file_free(costs);
         rm_model_free(m);
+        rm_backend_free(gpu);
         return 1;
     }
     rm_problem_free(check);
@@ -142,6 +175,7 @@ static int maxbatch_run(int argc, char **argv)
         fprintf(stderr, "remat maxbatch: %s\n", e.msg);
         rm_cost_file_free(costs);
         rm_model_free(m);
+        rm_backend_free(gpu);
         return e.code == RM_ERR_NOMEM ? 2 : 1;
     }
     printf("model        %s\n", model);
@@ -151,6 +185,13 @@ static int maxbatch_run(int argc, char **argv)
                costs_path, costs->device, costs->batch);
     else
         printf("costs        FLOPs (traced from the model)\n");
+    if (gpu) {
+        char f[32], t[32], w[32];
+        printf("device       cuda (GPU 0, %s free of %s): fixed bytes as `remat train --device cuda` allocates\n"
+               "             them, the layers' CUDA workspace and the %s cuBLAS workspace included\n",
+               rm_cli_bytes(f, sizeof f, (double)gpu_free), rm_cli_bytes(t, sizeof t, (double)gpu_total),
+               rm_cli_bytes(w, sizeof w, (double)rm_backend_cuda_fixed_bytes(gpu)));
+    }
     printf("budget       %s (%s bytes) in total, fixed bytes included\n", rm_cli_bytes(a, sizeof a, bud.value),
            rm_cli_group_digits(b, sizeof b, (unsigned long long)bud.value));
     if (o.bound_batch == 0) {
@@ -166,6 +207,7 @@ static int maxbatch_run(int argc, char **argv)
         rm_problem_free(p);
         rm_cost_file_free(costs);
         rm_model_free(m);
+        rm_backend_free(gpu);
         return 1;
     }
     printf("bound        batch %d%s: above it the largest node with its inputs alone exceeds the budget\n",
@@ -222,6 +264,7 @@ static int maxbatch_run(int argc, char **argv)
            "solve: the solve at that batch; search: all probes of the strategy.\n");
     rm_cost_file_free(costs);
     rm_model_free(m);
+    rm_backend_free(gpu);
     return 0;
 }
 

@@ -160,10 +160,23 @@ int rm_trainer_problem_costs(rm_problem **out, rm_trainer_summary *bd, const rm_
     return rc;
 }
 
+int rm_trainer_problem_device(rm_problem **out, rm_trainer_summary *bd, const rm_model *m, int batch,
+                              const rm_optim_options *o, const rm_backend *be, const rm_cost_file *costs,
+                              rm_cost_batch mode, rm_err *e)
+{
+    int rc = rm_trainer_problem_costs(out, bd, m, batch, o, be ? be->kind : RM_BACKEND_CPU, costs, mode, e);
+    if (rc || !be || be->kind != RM_BACKEND_CUDA) return rc;
+    /* Allocated once by the backend, never inside an arena: fixed memory like the layers' workspace. */
+    size_t extra = rm_align_up(rm_backend_cuda_fixed_bytes(be));
+    (*out)->fixed_bytes += extra;
+    if (bd) bd->fixed += extra, bd->fixed_workspace += extra;
+    return RM_OK;
+}
+
 typedef struct problem_ctx {
     const rm_model *m;
     const rm_optim_options *o;
-    rm_backend_kind device;
+    const rm_backend *be;
     const rm_cost_file *costs;
 } problem_ctx;
 
@@ -172,7 +185,7 @@ typedef struct problem_ctx {
 static int build_problem(rm_problem **out, void *vctx, int batch, rm_err *e)
 {
     const problem_ctx *c = vctx;
-    return rm_trainer_problem_costs(out, NULL, c->m, batch, c->o, c->device, c->costs, RM_COST_SCALE_BATCH, e);
+    return rm_trainer_problem_device(out, NULL, c->m, batch, c->o, c->be, c->costs, RM_COST_SCALE_BATCH, e);
 }
 
 /* ---- a seeded split of a dataset ------------------------------------------ */
@@ -543,6 +556,7 @@ static void note(const rm_trainer *t, const char *fmt, ...)
 const rm_trainer_summary *rm_trainer_summary_of(const rm_trainer *t) { return &t->sum; }
 uint64_t rm_trainer_steps(const rm_trainer *t) { return t->step; }
 rm_executor *rm_trainer_executor(rm_trainer *t) { return t->ex; }
+rm_optim *rm_trainer_optimizer(rm_trainer *t) { return t->opt; }
 const rm_model *rm_trainer_model(const rm_trainer *t) { return t->m; }
 
 static int check_config(const rm_trainer_config *c, rm_err *e)
@@ -707,7 +721,7 @@ static void cache_store(rm_trainer *t, const char *path)
  * the largest batch any schedule could fit. */
 static void what_fits(const rm_trainer *t, const rm_strategy_info *st, char *buf, size_t len)
 {
-    problem_ctx pc = {t->m, &t->cfg.optim, t->cfg.device, t->cfg.costs};
+    problem_ctx pc = {t->m, &t->cfg.optim, t->be, t->cfg.costs};
     rm_err e = {RM_OK, ""};
     int bound = 0;
     buf[0] = '\0';
@@ -833,7 +847,7 @@ static int plan_memory(rm_trainer *t, rm_err *e)
     /* Profiled costs must be of this batch, unless --batch auto chose it:
      * then they are scaled like the search's probes were. */
     rm_cost_batch mode = t->sum.batch_auto ? RM_COST_SCALE_BATCH : RM_COST_SAME_BATCH;
-    if (!rc) rc = rm_trainer_problem_costs(&t->p, &t->sum, t->m, t->batch, &c->optim, c->device, c->costs, mode, e);
+    if (!rc) rc = rm_trainer_problem_device(&t->p, &t->sum, t->m, t->batch, &c->optim, t->be, c->costs, mode, e);
     if (rc) return rc;
     if (c->costs && t->batch != c->costs->batch)
         note(t, "costs: profiled at batch %d, scaled linearly to batch %d (assumes time grows with the batch)",
@@ -874,7 +888,7 @@ static int plan_memory(rm_trainer *t, rm_err *e)
             for (int q = 0; q < p->nodes[n].ndeps; q++) sz += p->nodes[p->nodes[n].deps[q]].bytes;
             if (sz > best) best = sz, lbn = n;
         }
-        problem_ctx pc = {t->m, &c->optim, c->device, c->costs};
+        problem_ctx pc = {t->m, &c->optim, t->be, c->costs};
         int bound = 0;
         rm_err be = {RM_OK, ""};
         char more[120] = "";
@@ -1125,7 +1139,7 @@ static int auto_batch(rm_trainer *t, rm_err *e)
 {
     const rm_trainer_config *c = &t->cfg;
     const rm_strategy_info *st = rm_strategy_find(c->strategy);
-    problem_ctx pc = {t->m, &c->optim, c->device, c->costs};
+    problem_ctx pc = {t->m, &c->optim, t->be, c->costs};
     rm_maxbatch_options o;
     memset(&o, 0, sizeof o);
     o.budget = c->budget;

@@ -191,6 +191,11 @@ int rm_trainer_save(rm_trainer *t, const char *path, rm_err *e);
 /* Steps done; the executor (parameters, gradients) and the schedule. */
 uint64_t rm_trainer_steps(const rm_trainer *t);
 rm_executor *rm_trainer_executor(rm_trainer *t);
+/* The optimizer updating the executor's parameters: a benchmark drives
+ * rm_executor_step and rm_optim_step itself (bench/gpu_step.c) to time a
+ * step without the data pipeline. Steps taken that way do not advance
+ * rm_trainer_steps. */
+rm_optim *rm_trainer_optimizer(rm_trainer *t);
 const rm_model *rm_trainer_model(const rm_trainer *t);
 
 /* ---- the problem training solves ----------------------------------------- */
@@ -216,6 +221,16 @@ int rm_trainer_problem_on(rm_problem **out, rm_trainer_summary *breakdown, const
 int rm_trainer_problem_costs(rm_problem **out, rm_trainer_summary *breakdown, const rm_model *m, int batch,
                              const rm_optim_options *o, rm_backend_kind device, const rm_cost_file *costs,
                              rm_cost_batch mode, rm_err *e);
+
+/* rm_trainer_problem_costs for a live backend: its kind's accounting plus
+ * the device memory the backend itself holds outside any arena (the cuBLAS
+ * workspace, rm_backend_cuda_fixed_bytes), counted in fixed_workspace. That
+ * size depends on the GPU (32 MiB on Hopper, 4 MiB before), so it is read off
+ * the backend rather than assumed. be NULL is the CPU's accounting. What the
+ * trainer solves and what `remat maxbatch --device` searches. */
+int rm_trainer_problem_device(rm_problem **out, rm_trainer_summary *breakdown, const rm_model *m, int batch,
+                              const rm_optim_options *o, const rm_backend *be, const rm_cost_file *costs,
+                              rm_cost_batch mode, rm_err *e);
 
 /* The class count and task a model trains on, from its loss layer: the
  * channels of the loss layer's input (the last linear's outputs, or the last

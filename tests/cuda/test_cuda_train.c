@@ -559,7 +559,11 @@ static rm_trainer_config train_config(void)
     rm_schedule *all = NULL;
     rm_err e = {0};
     cr_assert_eq(rm_model_load(&m, model, &e), RM_OK, "%s", e.msg);
-    cr_assert_eq(rm_trainer_problem_on(&p, NULL, m, c.batch, &c.optim, RM_BACKEND_CUDA, &e), RM_OK, "%s", e.msg);
+    /* The trainer's accounting on this GPU: the cuBLAS workspace is fixed memory too. */
+    rm_backend *gpu = cuda_backend();
+    cr_assert_eq(rm_trainer_problem_device(&p, NULL, m, c.batch, &c.optim, gpu, NULL, RM_COST_SAME_BATCH, &e), RM_OK,
+                 "%s", e.msg);
+    rm_backend_free(gpu);
     cr_assert_eq(rm_strategy_checkpoint_all(&all, p, &e), RM_OK, "%s", e.msg);
     size_t top = simulate(p, all).peak_bytes, lb = rm_problem_peak_lower_bound(p);
     c.budget = p->fixed_bytes + lb + (top - lb) * 7 / 8;
