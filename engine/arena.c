@@ -58,4 +58,5 @@ int rm_arena_alloc(rm_arena *a, void **ptr, size_t bytes, rm_err *e)
 
 void rm_arena_reset(rm_arena *a) { a->top = 0; }
 size_t rm_arena_capacity(const rm_arena *a) { return a->capacity; }
+void *rm_arena_base(const rm_arena *a) { return a->base; }
 size_t rm_arena_high_water(const rm_arena *a) { return a->high_water; }

@@ -25,6 +25,10 @@ int rm_arena_place(rm_arena *a, void **ptr, size_t offset, size_t bytes, rm_err 
 void rm_arena_reset(rm_arena *a);
 
 size_t rm_arena_capacity(const rm_arena *a);
+/* The reserved memory itself (device memory on a device backend), for a
+ * caller that uses the arena while its owner is idle (the trainer's
+ * evaluation between steps). */
+void *rm_arena_base(const rm_arena *a);
 size_t rm_arena_high_water(const rm_arena *a);
 
 static inline size_t rm_align_up(size_t bytes) { return (bytes + RM_ARENA_ALIGN - 1) / RM_ARENA_ALIGN * RM_ARENA_ALIGN; }

@@ -230,7 +230,7 @@ static void print_summary(const rm_trainer_summary *s, const rm_trainer_config *
            (unsigned long long)s->seed);
     if (s->start_step) printf("; resumed at step %llu", (unsigned long long)s->start_step);
     printf("\n");
-    printf("evaluation   batch %d, forward only, in a %s arena", s->eval_batch,
+    printf("evaluation   batch %d, forward only, %s of the idle training arena", s->eval_batch,
            rm_cli_bytes(a, sizeof a, (double)s->eval_span));
     if (s->train_accuracy == 1) printf("; training accuracy measured on every step");
     else if (s->train_accuracy) printf("; training accuracy measured on 1 step in %d", s->train_accuracy);

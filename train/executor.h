@@ -117,6 +117,11 @@ size_t rm_executor_arena_high_water(const rm_executor *ex);
  * labels, the loss slot on CUDA, workspace) and the workspace alone. */
 size_t rm_executor_fixed_bytes(const rm_executor *ex);
 size_t rm_executor_workspace_bytes(const rm_executor *ex);
+/* The arena's and the workspace's memory (device pointers on CUDA) and their
+ * sizes. Both hold nothing between steps, so the trainer's evaluation runs in
+ * them instead of allocating memory outside the budget. */
+void *rm_executor_arena_memory(const rm_executor *ex, size_t *bytes);
+void *rm_executor_workspace_memory(const rm_executor *ex, size_t *bytes);
 
 /* The largest scratch any forward or backward of m needs at a batch size: the
  * workspace rm_executor_create allocates. The first is the CPU's (the layers'

@@ -277,8 +277,9 @@ typedef struct fwd_pass {
     int logits;         /* the node the loss layer reads */
     rm_shape *shape;    /* [n] at the capacity batch */
     rm_plan *plan;
-    char *arena;
-    void *workspace;
+    char *arena;        /* the executor's arena, idle between steps */
+    void *workspace;    /* the executor's workspace, or own_workspace */
+    void *own_workspace;
     size_t workspace_size;
     int32_t *labels;    /* device, rm_model_label_count(m, batch) */
     float *loss;        /* device, 1 */
@@ -289,7 +290,7 @@ typedef struct fwd_pass {
 static void fwd_free(fwd_pass *f)
 {
     if (f->be) {
-        void *dev[] = {f->arena, f->workspace, f->labels, f->loss};
+        void *dev[] = {f->own_workspace, f->labels, f->loss};
         for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
             if (dev[i]) rm_backend_release(f->be, dev[i]);
     }
@@ -300,9 +301,11 @@ static void fwd_free(fwd_pass *f)
     memset(f, 0, sizeof *f);
 }
 
-/* Plans the forward pass at a batch size; with allocate = 0 only the plan
- * (to size it). */
-static int fwd_create(fwd_pass *f, const rm_model *m, rm_backend *be, int batch, int allocate, rm_err *e)
+/* Plans the forward pass at a batch size; with ex NULL only the plan (to
+ * size it). Otherwise it runs in ex's arena and workspace, which hold
+ * nothing between steps, so evaluation needs no memory beyond the budget:
+ * the plan's span must fit ex's arena (the caller picks the batch so). */
+static int fwd_create(fwd_pass *f, const rm_model *m, rm_backend *be, int batch, const rm_executor *ex, rm_err *e)
 {
     memset(f, 0, sizeof *f);
     f->m = m, f->batch = batch;
@@ -350,13 +353,25 @@ static int fwd_create(fwd_pass *f, const rm_model *m, rm_backend *be, int batch,
         if (last[v] < 0 && v != f->logits) ops[nops++] = (rm_op){RM_OP_FREE, v, v};
     }
     if ((rc = rm_plan_create(&f->plan, bytes, n, ops, nops, e))) goto done;
-    if (!allocate) goto done;
+    if (!ex) goto done;
     f->be = be;
-    size_t nlabels = rm_model_label_count(m, batch);
+    size_t nlabels = rm_model_label_count(m, batch), arena_bytes, ws_bytes;
+    f->arena = rm_executor_arena_memory(ex, &arena_bytes);
+    if (f->plan->span > arena_bytes) {
+        rc = rm_errorf(e, RM_ERR_BUDGET, "evaluation needs an arena of %zu bytes, the training arena has %zu",
+                       f->plan->span, arena_bytes);
+        goto done;
+    }
     if ((rc = rm_executor_workspace_needed_on(&f->workspace_size, m, batch, be->kind, e))) goto done;
-    if ((f->plan->span && (rc = rm_backend_alloc(be, (void **)&f->arena, f->plan->span, e))) ||
-        (f->workspace_size && (rc = rm_backend_alloc(be, &f->workspace, f->workspace_size, e))) ||
-        (rc = rm_backend_alloc(be, (void **)&f->labels, nlabels * sizeof(int32_t), e)) ||
+    f->workspace = rm_executor_workspace_memory(ex, &ws_bytes);
+    /* A forward pass at a batch no larger than training's needs no more
+     * scratch than training's forward and backward; allocate only if a
+     * layer ever breaks that. */
+    if (f->workspace_size > ws_bytes) {
+        if ((rc = rm_backend_alloc(be, &f->own_workspace, f->workspace_size, e))) goto done;
+        f->workspace = f->own_workspace;
+    }
+    if ((rc = rm_backend_alloc(be, (void **)&f->labels, nlabels * sizeof(int32_t), e)) ||
         (rc = rm_backend_alloc(be, (void **)&f->loss, sizeof(float), e)))
         goto done;
     if (!(f->host_logits = malloc(rm_shape_bytes(f->shape[f->logits])))) {
@@ -379,7 +394,7 @@ done:
 static int fwd_span(size_t *span, const rm_model *m, int batch, rm_err *e)
 {
     fwd_pass f;
-    int rc = fwd_create(&f, m, NULL, batch, 0, e);
+    int rc = fwd_create(&f, m, NULL, batch, NULL, e);
     if (!rc) *span = f.plan->span;
     fwd_free(&f);
     return rc;
@@ -1072,20 +1087,24 @@ static int seeded_build(rm_trainer *t, uint64_t seed, rm_err *e)
     if (rc) return rc;
     if (t->be->kind == RM_BACKEND_CUDA && (rc = mirror_build(t, e))) return rc;
 
-    /* Evaluation gets the activation budget (the training arena is idle
-     * then); training accuracy needs the whole training batch. */
-    size_t act = t->sum.budget - t->p->fixed_bytes, span = 0;
+    /* Evaluation runs in the training arena (idle then), so its batch is
+     * the largest whose forward pass fits there; training accuracy needs the
+     * whole training batch. */
+    size_t act = 0, span = 0;
+    (void)rm_executor_arena_memory(t->ex, &act);
     int eb = t->batch;
     if ((rc = fwd_span(&span, m, eb, e))) return rc;
     t->sum.train_accuracy = span <= act ? c->train_accuracy_every : 0;
     if (c->train_accuracy_every && !t->sum.train_accuracy)
         note(t, "training accuracy is not measured: replaying the forward pass needs %s, more than the %s of the "
-                "activation budget", MB(span).s, MB(act).s);
+                "training arena", MB(span).s, MB(act).s);
     while (span > act && eb > 1) {
         eb = eb / 2;
         if ((rc = fwd_span(&span, m, eb, e))) return rc;
     }
-    if ((rc = fwd_create(&t->eval, m, t->be, eb, 1, e))) return rc;
+    if (span > act) return rm_errorf(e, RM_ERR_BUDGET, "evaluation: not even one sample's forward pass fits "
+                                                       "the training arena of %zu bytes", act);
+    if ((rc = fwd_create(&t->eval, m, t->be, eb, t->ex, e))) return rc;
     t->sum.eval_batch = eb;
     t->sum.eval_span = t->eval.plan->span;
     return RM_OK;
