@@ -52,6 +52,16 @@ static __global__ void conv2d_forward_kernel(float *y, const float *w, const flo
     }
 }
 
+/* The output row (or column) whose tap k reads input row (column) i, with
+ * padding p and stride s, among [0, nout); -1 where no output reads it. */
+static __device__ inline int conv_out_of(int i, int k, int p, int s, int nout)
+{
+    int t = i + p - k;
+    if (t < 0 || t % s) return -1;
+    int o = t / s;
+    return o < nout ? o : -1;
+}
+
 /* dx[n][ci][iy][ix] = sum over the taps (ky, kx) that reach it of
  * (sum_co w[co][ci][ky][kx] dy[n][co][oy][ox]). */
 static __global__ void conv2d_backward_data_kernel(float *dx, const float *w, const float *dy, conv_geom g)
@@ -65,15 +75,11 @@ static __global__ void conv2d_backward_data_kernel(float *dx, const float *w, co
         const float *dyn = dy + (size_t)n * g.cout * pdim;
         double acc = 0.0;
         for (int ky = 0; ky < g.k; ky++) {
-            int ty = iy + g.p - ky;
-            if (ty < 0 || ty % g.s) continue;
-            int oy = ty / g.s;
-            if (oy >= g.ho) continue;
+            int oy = conv_out_of(iy, ky, g.p, g.s, g.ho);
+            if (oy < 0) continue;
             for (int kx = 0; kx < g.k; kx++) {
-                int tx = ix + g.p - kx;
-                if (tx < 0 || tx % g.s) continue;
-                int ox = tx / g.s;
-                if (ox >= g.wo) continue;
+                int ox = conv_out_of(ix, kx, g.p, g.s, g.wo);
+                if (ox < 0) continue;
                 size_t kk = (ci * g.k + ky) * g.k + kx, pp = (size_t)oy * g.wo + ox;
                 double row = 0.0;
                 for (int co = 0; co < g.cout; co++) row += (double)w[co * kdim + kk] * (double)dyn[co * pdim + pp];
@@ -212,15 +218,11 @@ static __global__ void conv2d_col2im_kernel(float *dx, const float *dcol, conv_g
         int iy = (int)(r / g.w), ix = (int)(r % g.w);
         float acc = 0.0f;
         for (int ky = 0; ky < g.k; ky++) {
-            int ty = iy + g.p - ky;
-            if (ty < 0 || ty % g.s) continue;
-            int oy = ty / g.s;
-            if (oy >= g.ho) continue;
+            int oy = conv_out_of(iy, ky, g.p, g.s, g.ho);
+            if (oy < 0) continue;
             for (int kx = 0; kx < g.k; kx++) {
-                int tx = ix + g.p - kx;
-                if (tx < 0 || tx % g.s) continue;
-                int ox = tx / g.s;
-                if (ox >= g.wo) continue;
+                int ox = conv_out_of(ix, kx, g.p, g.s, g.wo);
+                if (ox < 0) continue;
                 size_t pp = (size_t)oy * g.wo + ox;
                 if (pp < p0 || pp >= p0 + pn) continue;
                 size_t kk = (ci * g.k + ky) * g.k + kx;
@@ -355,12 +357,12 @@ static int gemm_backward(const rm_layer_call *call, const conv_geom &g, cudaStre
 #ifdef REMAT_HAVE_CUDNN
 enum { CONV2D_PLAN_TAG = 0x434f4e56 }; /* "CONV" */
 
-static int conv_plan(rm_cudnn_conv **plan, int *owned, const rm_layer_call *call, const conv_geom &g, rm_err *e)
+static int conv_plan(rm_cudnn_conv **plan, int *owned, const rm_backend *be, const rm_layer_config *cfg,
+                     const conv_geom &g, rm_err *e)
 {
-    rm_shape xs = call->in[0]->shape, ys = rm_shape_make(g.n, g.cout, g.ho, g.wo);
-    size_t cap = rm_conv2d_workspace_cuda(call->cfg, &xs, 1, ys, 0);
-    return rm_cudnn_conv_get(plan, owned, call->be, CONV2D_PLAN_TAG, g.n, g.cin, g.h, g.w, g.cout, g.k, g.s, g.p, cap,
-                             e);
+    rm_shape xs = rm_shape_make(g.n, g.cin, g.h, g.w), ys = rm_shape_make(g.n, g.cout, g.ho, g.wo);
+    size_t cap = rm_conv2d_workspace_cuda(cfg, &xs, 1, ys, 0);
+    return rm_cudnn_conv_get(plan, owned, be, CONV2D_PLAN_TAG, g.n, g.cin, g.h, g.w, g.cout, g.k, g.s, g.p, cap, e);
 }
 
 /* *done = 0: cuDNN has no allowed algorithm or rejected the shape; the
@@ -369,65 +371,24 @@ static int cudnn_forward(const rm_layer_call *call, const conv_geom &g, cudaStre
 {
     *done = 0;
     rm_cudnn_conv *plan;
-    int owned_plan, ok = 0, rejected = 0;
-    int rc = conv_plan(&plan, &owned_plan, call, g, e);
+    int owned_plan;
+    int rc = conv_plan(&plan, &owned_plan, call->be, call->cfg, g, e);
     if (rc) return rc;
-    if (!(rc = rm_cudnn_conv_algo(plan, call->be, RM_CONV_FWD, &ok, e)) && ok) {
-        void *ws, *owned;
-        if (!(rc = rm_cuda_workspace(&ws, &owned, call, plan->ws[RM_CONV_FWD], "conv forward (cudnn)", e))) {
-            rc = rm_cudnn_conv_run(plan, call->be, RM_CONV_FWD, call->in[0]->data, call->params->w.data,
-                                   call->out->data, ws, &rejected, e);
-            if (!rc && !rejected)
-                rc = rm_cuda_add_bias(call->out->data, call->params->b.data, g.n, g.cout, (size_t)g.ho * g.wo, st, e);
-            int rc2 = rm_cuda_workspace_release(owned, call, e);
-            if (!rc) rc = rc2;
-            *done = !rc && !rejected;
-        }
-    }
-    if (owned_plan) rm_cudnn_conv_free(plan);
-    return rc;
+    return rm_cudnn_layer_forward(call, plan, owned_plan, RM_CONV_FWD, call->in[0]->data, call->params->w.data, g.n,
+                                  g.cout, (size_t)g.ho * g.wo, st, "conv forward (cudnn)", done, e);
 }
 
 /* Each of dx and dw by cuDNN where it can, else by the hand-written kernel. */
 static int cudnn_backward(const rm_layer_call *call, const conv_geom &g, cudaStream_t st, rm_err *e)
 {
-    rm_tensor *dx = call->din[0];
-    float *dw = call->params->dw.data;
+    static const rm_conv_fallbacks<conv_geom> hw = {hw_backward_data, hw_backward_weight, hw_backward_bias};
     rm_cudnn_conv *plan;
-    int owned_plan, ok_data = 0, ok_filter = 0;
-    int rc = conv_plan(&plan, &owned_plan, call, g, e);
+    int owned_plan;
+    int rc = conv_plan(&plan, &owned_plan, call->be, call->cfg, g, e);
     if (rc) return rc;
-    if (dx && dx->data) rc = rm_cudnn_conv_algo(plan, call->be, RM_CONV_BWD_DATA, &ok_data, e);
-    if (!rc && dw) rc = rm_cudnn_conv_algo(plan, call->be, RM_CONV_BWD_FILTER, &ok_filter, e);
-    void *ws = NULL, *owned = NULL;
-    size_t need = 0;
-    if (ok_data) need = plan->ws[RM_CONV_BWD_DATA];
-    if (ok_filter && plan->ws[RM_CONV_BWD_FILTER] > need) need = plan->ws[RM_CONV_BWD_FILTER];
-    if (!rc) rc = rm_cuda_workspace(&ws, &owned, call, need, "conv backward (cudnn)", e);
-    if (!rc && dx && dx->data) {
-        int rejected = 1;
-        if (ok_data)
-            rc = rm_cudnn_conv_run(plan, call->be, RM_CONV_BWD_DATA, call->params->w.data, call->dout->data, dx->data,
-                                   ws, &rejected, e);
-        if (!rc && rejected) {
-            rm_cuda_note_fallback(call->be);
-            rc = hw_backward_data(call, g, st, e);
-        }
-    }
-    if (!rc && dw) {
-        int rejected = 1;
-        if (ok_filter)
-            rc = rm_cudnn_conv_run(plan, call->be, RM_CONV_BWD_FILTER, call->in[0]->data, call->dout->data, dw, ws,
-                                   &rejected, e);
-        if (!rc && rejected) {
-            rm_cuda_note_fallback(call->be);
-            rc = hw_backward_weight(call, g, st, e);
-        }
-    }
-    if (!rc && call->params->db.data) rc = hw_backward_bias(call, g, st, e);
-    int rc2 = rm_cuda_workspace_release(owned, call, e);
-    if (owned_plan) rm_cudnn_conv_free(plan);
-    return rc ? rc : rc2;
+    /* dx from (w, dy); dw from (x, dy) */
+    return rm_cudnn_layer_backward(call, plan, owned_plan, RM_CONV_BWD_DATA, call->params->w.data, call->dout->data,
+                                   call->in[0]->data, call->dout->data, "conv backward (cudnn)", g, hw, st, e);
 }
 #endif
 
@@ -443,22 +404,12 @@ extern "C" size_t rm_conv2d_workspace_engine(const rm_backend *be, const rm_laye
 #ifdef REMAT_HAVE_CUDNN
     case RM_ENGINE_CUDNN: {
         rm_cudnn_conv *plan;
-        int owned_plan, ok = 0;
+        int owned_plan;
         rm_err e{};
-        size_t need = 0, cap = rm_conv2d_workspace_cuda(cfg, in, nin, out, 0);
-        if (rm_cudnn_conv_get(&plan, &owned_plan, be, CONV2D_PLAN_TAG, g.n, g.cin, g.h, g.w, g.cout, g.k, g.s, g.p, cap,
-                              &e))
-            return cap; /* cannot ask cuDNN: the bound is always enough */
-        rm_conv_dir dirs[2] = {backward ? RM_CONV_BWD_DATA : RM_CONV_FWD, RM_CONV_BWD_FILTER};
-        for (int i = 0; i < (backward ? 2 : 1); i++) {
-            if (rm_cudnn_conv_algo(plan, be, dirs[i], &ok, &e)) {
-                need = cap;
-                break;
-            }
-            if (ok && plan->ws[dirs[i]] > need) need = plan->ws[dirs[i]];
-        }
-        if (owned_plan) rm_cudnn_conv_free(plan);
-        return need;
+        size_t cap = rm_conv2d_workspace_cuda(cfg, in, nin, out, 0);
+        /* cannot ask cuDNN: the bound is always enough */
+        if (conv_plan(&plan, &owned_plan, be, cfg, g, &e)) return cap;
+        return rm_cudnn_layer_workspace(plan, owned_plan, be, RM_CONV_FWD, RM_CONV_BWD_DATA, backward, cap);
     }
 #endif
     default: return 0;

@@ -251,65 +251,25 @@ static int cudnn_forward(const rm_layer_call *call, const convt_geom &g, cudaStr
 {
     *done = 0;
     rm_cudnn_conv *plan;
-    int owned_plan, ok = 0, rejected = 0;
+    int owned_plan;
     int rc = convt_plan(&plan, &owned_plan, call->be, call->cfg, g, e);
     if (rc) return rc;
-    if (!(rc = rm_cudnn_conv_algo(plan, call->be, RM_CONV_BWD_DATA, &ok, e)) && ok) {
-        void *ws, *owned;
-        if (!(rc = rm_cuda_workspace(&ws, &owned, call, plan->ws[RM_CONV_BWD_DATA], "conv_transpose forward (cudnn)",
-                                     e))) {
-            rc = rm_cudnn_conv_run(plan, call->be, RM_CONV_BWD_DATA, call->params->w.data, call->in[0]->data,
-                                   call->out->data, ws, &rejected, e);
-            if (!rc && !rejected)
-                rc = rm_cuda_add_bias(call->out->data, call->params->b.data, g.n, g.cout, 4 * (size_t)g.h * g.w, st, e);
-            int rc2 = rm_cuda_workspace_release(owned, call, e);
-            if (!rc) rc = rc2;
-            *done = !rc && !rejected;
-        }
-    }
-    if (owned_plan) rm_cudnn_conv_free(plan);
-    return rc;
+    /* y = the convolution's data gradient from (w, x) */
+    return rm_cudnn_layer_forward(call, plan, owned_plan, RM_CONV_BWD_DATA, call->params->w.data, call->in[0]->data,
+                                  g.n, g.cout, 4 * (size_t)g.h * g.w, st, "conv_transpose forward (cudnn)", done, e);
 }
 
 static int cudnn_backward(const rm_layer_call *call, const convt_geom &g, cudaStream_t st, rm_err *e)
 {
-    rm_tensor *dx = call->din[0];
-    float *dw = call->params->dw.data;
+    static const rm_conv_fallbacks<convt_geom> hw = {hw_backward_data, hw_backward_weight, hw_backward_bias};
     rm_cudnn_conv *plan;
-    int owned_plan, ok_data = 0, ok_filter = 0;
+    int owned_plan;
     int rc = convt_plan(&plan, &owned_plan, call->be, call->cfg, g, e);
     if (rc) return rc;
-    if (dx && dx->data) rc = rm_cudnn_conv_algo(plan, call->be, RM_CONV_FWD, &ok_data, e);
-    if (!rc && dw) rc = rm_cudnn_conv_algo(plan, call->be, RM_CONV_BWD_FILTER, &ok_filter, e);
-    void *ws = NULL, *owned = NULL;
-    size_t need = 0;
-    if (ok_data) need = plan->ws[RM_CONV_FWD];
-    if (ok_filter && plan->ws[RM_CONV_BWD_FILTER] > need) need = plan->ws[RM_CONV_BWD_FILTER];
-    if (!rc) rc = rm_cuda_workspace(&ws, &owned, call, need, "conv_transpose backward (cudnn)", e);
-    if (!rc && dx && dx->data) {
-        int rejected = 1;
-        if (ok_data) /* dx = conv(dy, w) */
-            rc = rm_cudnn_conv_run(plan, call->be, RM_CONV_FWD, call->dout->data, call->params->w.data, dx->data, ws,
-                                   &rejected, e);
-        if (!rc && rejected) {
-            rm_cuda_note_fallback(call->be);
-            rc = hw_backward_data(call, g, st, e);
-        }
-    }
-    if (!rc && dw) {
-        int rejected = 1;
-        if (ok_filter) /* the convolution's input is dy, its output gradient is x */
-            rc = rm_cudnn_conv_run(plan, call->be, RM_CONV_BWD_FILTER, call->dout->data, call->in[0]->data, dw, ws,
-                                   &rejected, e);
-        if (!rc && rejected) {
-            rm_cuda_note_fallback(call->be);
-            rc = hw_backward_weight(call, g, st, e);
-        }
-    }
-    if (!rc && call->params->db.data) rc = hw_backward_bias(call, g, st, e);
-    int rc2 = rm_cuda_workspace_release(owned, call, e);
-    if (owned_plan) rm_cudnn_conv_free(plan);
-    return rc ? rc : rc2;
+    /* dx = conv(dy, w); for dw the convolution's input is dy, its output gradient is x */
+    return rm_cudnn_layer_backward(call, plan, owned_plan, RM_CONV_FWD, call->dout->data, call->params->w.data,
+                                   call->dout->data, call->in[0]->data, "conv_transpose backward (cudnn)", g, hw, st,
+                                   e);
 }
 #endif
 
@@ -323,20 +283,12 @@ extern "C" size_t rm_conv_transpose2x2_workspace_engine(const rm_backend *be, co
 #ifdef REMAT_HAVE_CUDNN
     case RM_ENGINE_CUDNN: {
         rm_cudnn_conv *plan;
-        int owned_plan, ok = 0;
+        int owned_plan;
         rm_err e{};
-        size_t need = 0, cap = rm_conv_transpose2x2_workspace_cuda(cfg, in, nin, out, 0);
+        size_t cap = rm_conv_transpose2x2_workspace_cuda(cfg, in, nin, out, 0);
         if (convt_plan(&plan, &owned_plan, be, cfg, g, &e)) return cap;
-        rm_conv_dir dirs[2] = {backward ? RM_CONV_FWD : RM_CONV_BWD_DATA, RM_CONV_BWD_FILTER};
-        for (int i = 0; i < (backward ? 2 : 1); i++) {
-            if (rm_cudnn_conv_algo(plan, be, dirs[i], &ok, &e)) {
-                need = cap;
-                break;
-            }
-            if (ok && plan->ws[dirs[i]] > need) need = plan->ws[dirs[i]];
-        }
-        if (owned_plan) rm_cudnn_conv_free(plan);
-        return need;
+        /* forward: the convolution's data gradient; backward: dx by its forward */
+        return rm_cudnn_layer_workspace(plan, owned_plan, be, RM_CONV_BWD_DATA, RM_CONV_FWD, backward, cap);
     }
 #endif
     default: return 0;

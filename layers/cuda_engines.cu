@@ -163,6 +163,48 @@ static int math_allowed(cudnnMathType_t m, int fast)
     return fast || m == CUDNN_DEFAULT_MATH || m == CUDNN_FMA_MATH;
 }
 
+/* Each direction's workspace query with the descriptors in the order its
+ * cuDNN call takes them. */
+static cudnnStatus_t fwd_ws(cudnnHandle_t h, const rm_cudnn_conv *plan, cudnnConvolutionFwdAlgo_t a, size_t *ws)
+{
+    return cudnnGetConvolutionForwardWorkspaceSize(h, plan->x, plan->w, plan->conv, plan->y, a, ws);
+}
+static cudnnStatus_t bwd_data_ws(cudnnHandle_t h, const rm_cudnn_conv *plan, cudnnConvolutionBwdDataAlgo_t a,
+                                 size_t *ws)
+{
+    return cudnnGetConvolutionBackwardDataWorkspaceSize(h, plan->w, plan->y, plan->conv, plan->x, a, ws);
+}
+static cudnnStatus_t bwd_filter_ws(cudnnHandle_t h, const rm_cudnn_conv *plan, cudnnConvolutionBwdFilterAlgo_t a,
+                                   size_t *ws)
+{
+    return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, plan->x, plan->y, plan->conv, plan->w, a, ws);
+}
+
+/* Direction dir's choice from cuDNN's ranking perf[0..got) and, when the
+ * ranking offers none, from fallback[0..nfallback), whatever the type of
+ * the direction's algorithms (Algo) and ranking entries (Perf). */
+template <class Perf, class Algo>
+static void choose_algo(rm_cudnn_conv *plan, rm_conv_dir dir, cudnnHandle_t h, int det, int fast, const Perf *perf,
+                        int got, int (*precise)(Algo),
+                        cudnnStatus_t (*ws_of)(cudnnHandle_t, const rm_cudnn_conv *, Algo, size_t *),
+                        const Algo *fallback, int nfallback)
+{
+    size_t ws = 0;
+    for (int i = 0; i < got && plan->state[dir] < 0; i++) {
+        const Perf *q = &perf[i];
+        if (q->status != CUDNN_STATUS_SUCCESS || (det && q->determinism != CUDNN_DETERMINISTIC) ||
+            (!fast && !precise(q->algo)) || !math_allowed(q->mathType, fast))
+            continue;
+        if (ws_of(h, plan, q->algo, &ws) != CUDNN_STATUS_SUCCESS || ws > plan->cap) continue;
+        plan->state[dir] = 1, plan->algo[dir] = q->algo, plan->ws[dir] = ws;
+        plan->math[dir] = fast ? q->mathType : CUDNN_FMA_MATH;
+    }
+    for (int i = 0; i < nfallback && plan->state[dir] < 0; i++)
+        if (ws_of(h, plan, fallback[i], &ws) == CUDNN_STATUS_SUCCESS && ws <= plan->cap)
+            plan->state[dir] = 1, plan->algo[dir] = fallback[i], plan->ws[dir] = ws,
+            plan->math[dir] = fast ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+}
+
 /* The first entry of cuDNN's heuristic ranking (fastest first) that the
  * settings allow and whose workspace fits; then the documented
  * deterministic fallbacks (implicit GEMM; BWD_DATA_ALGO_1, BWD_FILTER_ALGO_1)
@@ -176,80 +218,29 @@ int rm_cudnn_conv_algo(rm_cudnn_conv *plan, const rm_backend *be, rm_conv_dir di
     /* The math the ranking is asked for: FMA (plain float32) unless fast. */
     RM_CUDNN_CHECK(cudnnSetConvolutionMathType(plan->conv, fast ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH), e,
                    "cudnnSetConvolutionMathType");
-    size_t ws = 0;
     plan->state[dir] = -1;
     if (dir == RM_CONV_FWD) {
         cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
         RM_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, plan->x, plan->w, plan->conv, plan->y,
                                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf),
                        e, "cudnnGetConvolutionForwardAlgorithm_v7");
-        for (int i = 0; i < got && plan->state[dir] < 0; i++) {
-            const cudnnConvolutionFwdAlgoPerf_t *q = &perf[i];
-            if (q->status != CUDNN_STATUS_SUCCESS || (det && q->determinism != CUDNN_DETERMINISTIC) ||
-                (!fast && !fwd_precise(q->algo)) || !math_allowed(q->mathType, fast))
-                continue;
-            if (cudnnGetConvolutionForwardWorkspaceSize(h, plan->x, plan->w, plan->conv, plan->y, q->algo, &ws) !=
-                    CUDNN_STATUS_SUCCESS ||
-                ws > plan->cap)
-                continue;
-            plan->state[dir] = 1, plan->algo[dir] = q->algo, plan->ws[dir] = ws;
-            plan->math[dir] = fast ? q->mathType : CUDNN_FMA_MATH;
-        }
         static const cudnnConvolutionFwdAlgo_t fallback[] = {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
                                                              CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM};
-        for (int i = 0; i < 2 && plan->state[dir] < 0; i++)
-            if (cudnnGetConvolutionForwardWorkspaceSize(h, plan->x, plan->w, plan->conv, plan->y, fallback[i], &ws) ==
-                    CUDNN_STATUS_SUCCESS &&
-                ws <= plan->cap)
-                plan->state[dir] = 1, plan->algo[dir] = fallback[i], plan->ws[dir] = ws,
-                plan->math[dir] = fast ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+        choose_algo(plan, dir, h, det, fast, perf, got, fwd_precise, fwd_ws, fallback, 2);
     } else if (dir == RM_CONV_BWD_DATA) {
         cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
         RM_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, plan->w, plan->y, plan->conv, plan->x,
                                                                    CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, perf),
                        e, "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-        for (int i = 0; i < got && plan->state[dir] < 0; i++) {
-            const cudnnConvolutionBwdDataAlgoPerf_t *q = &perf[i];
-            if (q->status != CUDNN_STATUS_SUCCESS || (det && q->determinism != CUDNN_DETERMINISTIC) ||
-                (!fast && !bwd_data_precise(q->algo)) || !math_allowed(q->mathType, fast))
-                continue;
-            if (cudnnGetConvolutionBackwardDataWorkspaceSize(h, plan->w, plan->y, plan->conv, plan->x, q->algo, &ws) !=
-                    CUDNN_STATUS_SUCCESS ||
-                ws > plan->cap)
-                continue;
-            plan->state[dir] = 1, plan->algo[dir] = q->algo, plan->ws[dir] = ws;
-            plan->math[dir] = fast ? q->mathType : CUDNN_FMA_MATH;
-        }
-        if (plan->state[dir] < 0 &&
-            cudnnGetConvolutionBackwardDataWorkspaceSize(h, plan->w, plan->y, plan->conv, plan->x,
-                                                         CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, &ws) == CUDNN_STATUS_SUCCESS &&
-            ws <= plan->cap)
-            plan->state[dir] = 1, plan->algo[dir] = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, plan->ws[dir] = ws,
-            plan->math[dir] = fast ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+        static const cudnnConvolutionBwdDataAlgo_t fallback[] = {CUDNN_CONVOLUTION_BWD_DATA_ALGO_1};
+        choose_algo(plan, dir, h, det, fast, perf, got, bwd_data_precise, bwd_data_ws, fallback, 1);
     } else {
         cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
         RM_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, plan->x, plan->y, plan->conv, plan->w,
                                                                      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, perf),
                        e, "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-        for (int i = 0; i < got && plan->state[dir] < 0; i++) {
-            const cudnnConvolutionBwdFilterAlgoPerf_t *q = &perf[i];
-            if (q->status != CUDNN_STATUS_SUCCESS || (det && q->determinism != CUDNN_DETERMINISTIC) ||
-                (!fast && !bwd_filter_precise(q->algo)) || !math_allowed(q->mathType, fast))
-                continue;
-            if (cudnnGetConvolutionBackwardFilterWorkspaceSize(h, plan->x, plan->y, plan->conv, plan->w, q->algo, &ws) !=
-                    CUDNN_STATUS_SUCCESS ||
-                ws > plan->cap)
-                continue;
-            plan->state[dir] = 1, plan->algo[dir] = q->algo, plan->ws[dir] = ws;
-            plan->math[dir] = fast ? q->mathType : CUDNN_FMA_MATH;
-        }
-        if (plan->state[dir] < 0 &&
-            cudnnGetConvolutionBackwardFilterWorkspaceSize(h, plan->x, plan->y, plan->conv, plan->w,
-                                                           CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, &ws) ==
-                CUDNN_STATUS_SUCCESS &&
-            ws <= plan->cap)
-            plan->state[dir] = 1, plan->algo[dir] = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, plan->ws[dir] = ws,
-            plan->math[dir] = fast ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+        static const cudnnConvolutionBwdFilterAlgo_t fallback[] = {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1};
+        choose_algo(plan, dir, h, det, fast, perf, got, bwd_filter_precise, bwd_filter_ws, fallback, 1);
     }
     *ok = plan->state[dir] == 1;
     return RM_OK;
@@ -291,6 +282,44 @@ int rm_cudnn_conv_run(rm_cudnn_conv *plan, const rm_backend *be, rm_conv_dir dir
                          cudnnGetErrorString(st), detail[0] ? ": " : "", detail);
     }
     return RM_OK;
+}
+
+int rm_cudnn_layer_forward(const rm_layer_call *call, rm_cudnn_conv *plan, int owned_plan, rm_conv_dir dir,
+                           const float *in0, const float *in1, int n, int c, size_t plane, cudaStream_t st,
+                           const char *what, int *done, rm_err *e)
+{
+    *done = 0;
+    int ok = 0, rejected = 0, rc;
+    if (!(rc = rm_cudnn_conv_algo(plan, call->be, dir, &ok, e)) && ok) {
+        void *ws, *owned;
+        if (!(rc = rm_cuda_workspace(&ws, &owned, call, plan->ws[dir], what, e))) {
+            rc = rm_cudnn_conv_run(plan, call->be, dir, in0, in1, call->out->data, ws, &rejected, e);
+            if (!rc && !rejected) rc = rm_cuda_add_bias(call->out->data, call->params->b.data, n, c, plane, st, e);
+            int rc2 = rm_cuda_workspace_release(owned, call, e);
+            if (!rc) rc = rc2;
+            *done = !rc && !rejected;
+        }
+    }
+    if (owned_plan) rm_cudnn_conv_free(plan);
+    return rc;
+}
+
+size_t rm_cudnn_layer_workspace(rm_cudnn_conv *plan, int owned_plan, const rm_backend *be, rm_conv_dir fwd,
+                                rm_conv_dir data_dir, int backward, size_t cap)
+{
+    int ok = 0;
+    rm_err e{};
+    size_t need = 0;
+    rm_conv_dir dirs[2] = {backward ? data_dir : fwd, RM_CONV_BWD_FILTER};
+    for (int i = 0; i < (backward ? 2 : 1); i++) {
+        if (rm_cudnn_conv_algo(plan, be, dirs[i], &ok, &e)) {
+            need = cap;
+            break;
+        }
+        if (ok && plan->ws[dirs[i]] > need) need = plan->ws[dirs[i]];
+    }
+    if (owned_plan) rm_cudnn_conv_free(plan);
+    return need;
 }
 
 #endif /* REMAT_HAVE_CUDNN */

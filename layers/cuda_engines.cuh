@@ -88,6 +88,74 @@ int rm_cudnn_conv_algo(rm_cudnn_conv *plan, const rm_backend *be, rm_conv_dir di
  * then remembers it. ws holds at least plan->ws[dir] bytes. */
 int rm_cudnn_conv_run(rm_cudnn_conv *plan, const rm_backend *be, rm_conv_dir dir, const float *in0, const float *in1,
                       float *out, void *ws, int *rejected, rm_err *e);
+
+/* What the convolution layers (conv2d, conv_transpose2x2) do with their
+ * plan; each frees the plan after its last use when owned_plan is set. */
+
+/* The forward: call->out = direction dir of (in0, in1) in the workspace it
+ * needs (what names it), then the bias over n images of c planes of `plane`
+ * elements. *done = 0 (RM_OK) when cuDNN has no allowed algorithm or
+ * rejected the shape: the caller falls back. */
+int rm_cudnn_layer_forward(const rm_layer_call *call, rm_cudnn_conv *plan, int owned_plan, rm_conv_dir dir,
+                           const float *in0, const float *in1, int n, int c, size_t plane, cudaStream_t st,
+                           const char *what, int *done, rm_err *e);
+
+/* The exact workspace of the forward (direction fwd) or of the backward
+ * (the larger of data_dir's and RM_CONV_BWD_FILTER's), over the directions
+ * with an allowed algorithm; cap when cuDNN cannot be asked. */
+size_t rm_cudnn_layer_workspace(rm_cudnn_conv *plan, int owned_plan, const rm_backend *be, rm_conv_dir fwd,
+                                rm_conv_dir data_dir, int backward, size_t cap);
+
+/* A layer's hand-written gradient kernels, the fallbacks of its cuDNN path
+ * (G: the layer's geometry). */
+template <class G> struct rm_conv_fallbacks {
+    int (*data)(const rm_layer_call *, const G &, cudaStream_t, rm_err *);
+    int (*weight)(const rm_layer_call *, const G &, cudaStream_t, rm_err *);
+    int (*bias)(const rm_layer_call *, const G &, cudaStream_t, rm_err *);
+};
+
+/* The backward: dx by direction data_dir of (data_in0, data_in1) and dw by
+ * RM_CONV_BWD_FILTER of (filter_in0, filter_in1), in one workspace (what
+ * names it), each by the hand-written kernel where cuDNN has no allowed
+ * algorithm or rejects it; then the bias gradient by hand. */
+template <class G>
+static int rm_cudnn_layer_backward(const rm_layer_call *call, rm_cudnn_conv *plan, int owned_plan, rm_conv_dir data_dir,
+                                   const float *data_in0, const float *data_in1, const float *filter_in0,
+                                   const float *filter_in1, const char *what, const G &g,
+                                   const rm_conv_fallbacks<G> &hw, cudaStream_t st, rm_err *e)
+{
+    rm_tensor *dx = call->din[0];
+    float *dw = call->params->dw.data;
+    int rc = RM_OK, ok_data = 0, ok_filter = 0;
+    if (dx && dx->data) rc = rm_cudnn_conv_algo(plan, call->be, data_dir, &ok_data, e);
+    if (!rc && dw) rc = rm_cudnn_conv_algo(plan, call->be, RM_CONV_BWD_FILTER, &ok_filter, e);
+    void *ws = NULL, *owned = NULL;
+    size_t need = 0;
+    if (ok_data) need = plan->ws[data_dir];
+    if (ok_filter && plan->ws[RM_CONV_BWD_FILTER] > need) need = plan->ws[RM_CONV_BWD_FILTER];
+    if (!rc) rc = rm_cuda_workspace(&ws, &owned, call, need, what, e);
+    if (!rc && dx && dx->data) {
+        int rejected = 1;
+        if (ok_data) rc = rm_cudnn_conv_run(plan, call->be, data_dir, data_in0, data_in1, dx->data, ws, &rejected, e);
+        if (!rc && rejected) {
+            rm_cuda_note_fallback(call->be);
+            rc = hw.data(call, g, st, e);
+        }
+    }
+    if (!rc && dw) {
+        int rejected = 1;
+        if (ok_filter)
+            rc = rm_cudnn_conv_run(plan, call->be, RM_CONV_BWD_FILTER, filter_in0, filter_in1, dw, ws, &rejected, e);
+        if (!rc && rejected) {
+            rm_cuda_note_fallback(call->be);
+            rc = hw.weight(call, g, st, e);
+        }
+    }
+    if (!rc && call->params->db.data) rc = hw.bias(call, g, st, e);
+    int rc2 = rm_cuda_workspace_release(owned, call, e);
+    if (owned_plan) rm_cudnn_conv_free(plan);
+    return rc ? rc : rc2;
+}
 #endif
 
 #endif

@@ -201,16 +201,9 @@ static void sgd_update(float *restrict w, const float *restrict dw, float *restr
     }
 }
 
-typedef struct adam_scalars {
-    float b1, one_minus_b1, b2, one_minus_b2, eps;
-    float step_size; /* lr / (1 - b1^t) */
-    float bc2_sqrt;  /* sqrt(1 - b2^t) */
-    float l2;        /* wd added to the gradient (Adam) */
-    float shrink;    /* 1 - lr*wd applied to w first (AdamW), else 1 */
-} adam_scalars;
-
+/* Adam's per-step constants: rm_cuda_adam_scalars (cuda_train.h), one struct for both devices. */
 static void adam_update(float *restrict w, const float *restrict dw, float *restrict m, float *restrict v, size_t n,
-                        const adam_scalars *k)
+                        const rm_cuda_adam_scalars *k)
 {
     for (size_t j = 0; j < n; j++) {
         float wj = w[j] * k->shrink;
@@ -243,7 +236,7 @@ int rm_optim_step(rm_optim *o, double lr, rm_err *e)
                 sgd_update(tn->w, tn->dw, v, tn->n, (float)lr, (float)wd, (float)p->momentum, p->nesterov);
             }
         } else {
-            adam_scalars k;
+            rm_cuda_adam_scalars k;
             k.b1 = (float)p->beta1;
             k.one_minus_b1 = (float)(1.0 - p->beta1);
             k.b2 = (float)p->beta2;
@@ -256,9 +249,7 @@ int rm_optim_step(rm_optim *o, double lr, rm_err *e)
             k.shrink = p->decoupled_wd ? (float)(1.0 - lr * wd) : 1.0f;
             float *m = o->state + o->offset[i], *v = o->state + o->total + o->offset[i];
             if (o->dev) {
-                rm_cuda_adam_scalars dk = {k.b1, k.one_minus_b1, k.b2, k.one_minus_b2, k.eps,
-                                           k.step_size, k.bc2_sqrt, k.l2, k.shrink};
-                int rc = rm_cuda_adam_update(o->be, tn->w, tn->dw, m, v, tn->n, &dk, e);
+                int rc = rm_cuda_adam_update(o->be, tn->w, tn->dw, m, v, tn->n, &k, e);
                 if (rc) return rc;
             } else {
                 adam_update(tn->w, tn->dw, m, v, tn->n, &k);

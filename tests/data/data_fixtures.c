@@ -10,6 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli_fixture.h"
+
 #define STB_IMAGE_WRITE_IMPLEMENTATION
 #define STB_IMAGE_WRITE_STATIC
 #pragma GCC diagnostic push
@@ -195,14 +197,7 @@ void fx_write_png_header_only(const char *dir, const char *rel, uint32_t w, uint
 
 uint8_t *fx_read(const char *path, size_t *n)
 {
-    FILE *fp = fopen(path, "rb");
-    cr_assert_not_null(fp, "cannot read %s", path);
-    fseek(fp, 0, SEEK_END);
-    long size = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    uint8_t *buf = malloc((size_t)size + 1);
-    cr_assert_eq(fread(buf, 1, (size_t)size, fp), (size_t)size);
-    fclose(fp);
-    *n = (size_t)size;
+    uint8_t *buf = cf_read(path, n);
+    cr_assert_not_null(buf, "cannot read %s", path);
     return buf;
 }

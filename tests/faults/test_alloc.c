@@ -25,7 +25,7 @@
 
 #include "checkpoint.h"
 #include "executor.h"
-#include "faults/faults_util.h"
+#include "cli_fixture.h"
 #include "faults/inject.h"
 #include "milp.h"
 #include "model.h"
@@ -40,7 +40,7 @@
 #include "train/train_fixtures.h"
 #include "trainer.h"
 
-TestSuite(alloc_faults, .init = fu_setup, .fini = fu_teardown);
+TestSuite(alloc_faults, .init = cf_setup, .fini = cf_teardown);
 
 typedef int (*op_fn)(void *ctx, rm_err *e);
 
@@ -145,7 +145,7 @@ static int op_model(void *ctx, rm_err *e)
 
 Test(alloc_faults, model_load_and_trace)
 {
-    const char *models[] = {FU_MODEL("vgg-tiny.cfg"), FU_MODEL("resnet-tiny.cfg"), FU_MODEL("unet-tiny.cfg")};
+    const char *models[] = {CF_MODEL("vgg-tiny.cfg"), CF_MODEL("resnet-tiny.cfg"), CF_MODEL("unet-tiny.cfg")};
     for (int i = 0; i < 3; i++) alloc_loop(models[i], op_model, (void *)models[i], ALL_DENSE, 1);
 }
 
@@ -162,15 +162,8 @@ static int op_problem_read(void *ctx, rm_err *e)
 
 Test(alloc_faults, problem_file_read)
 {
-    const char *path = fu_path("p.txt");
-    fu_write(path, "problem 7 4096 20000\n"
-                   "0 input forward 0 1024 -\n"
-                   "1 fc1 forward 2048 2048 0\n"
-                   "2 relu1 forward 512 2048 1\n"
-                   "3 loss loss 64 4 2\n"
-                   "4 loss.grad backward 64 2048 2,3\n"
-                   "5 relu1.grad backward 512 2048 2,4\n"
-                   "6 fc1.grad backward 4096 0 0,5\n");
+    const char *path = cf_path("p.txt");
+    cf_write(path, CF_EXAMPLE_HEADER CF_EXAMPLE_NODES);
     alloc_loop("rm_problem_read", op_problem_read, (void *)path, ALL_DENSE, 1);
 }
 
@@ -346,10 +339,10 @@ Test(alloc_faults, plan_simulate_and_schedule_files)
     rm_schedule *s;
     rm_err e = {RM_OK, ""};
     cr_assert_eq(rm_strategy_chen_greedy(&s, p, &e), RM_OK, "%s", e.msg);
-    sched_ctx c = {p, s, fu_path("s.txt")};
+    sched_ctx c = {p, s, cf_path("s.txt")};
     alloc_loop("ops, simulate, plan", op_plan, &c, ALL_DENSE, 1);
     alloc_loop("schedule write and read", op_schedule_file, &c, ALL_DENSE, 1);
-    cr_assert_eq(fu_temporaries(fu_dir), 0, "a failed write left a temporary file");
+    cr_assert_eq(cf_temporaries(cf_dir), 0, "a failed write left a temporary file");
     rm_schedule_free(s);
     rm_problem_free(p);
 }
@@ -416,7 +409,7 @@ static void exec_free(exec_ctx *c)
 Test(alloc_faults, executor_create_and_one_step_vgg_tiny)
 {
     exec_ctx c;
-    exec_load(&c, FU_MODEL("vgg-tiny.cfg"), 2);
+    exec_load(&c, CF_MODEL("vgg-tiny.cfg"), 2);
     alloc_loop("executor vgg-tiny", op_executor, &c, ALL_DENSE, 1);
     exec_free(&c);
 }
@@ -449,9 +442,9 @@ Test(alloc_faults, checkpoint_save_and_load)
     cr_assert_eq(rm_optim_tensors_from_model(t, &count, c.net.m, c.net.lpp, &e), RM_OK, "%s", e.msg);
     rm_optim_options o = rm_optim_options_default(RM_OPTIM_ADAM);
     cr_assert_eq(rm_optim_create(&c.opt, t, count, &o, &e), RM_OK, "%s", e.msg);
-    c.path = fu_path("run.ckpt");
+    c.path = cf_path("run.ckpt");
     alloc_loop("checkpoint save and load", op_checkpoint, &c, ALL_DENSE, 1);
-    cr_assert_eq(fu_temporaries(fu_dir), 0, "a failed save left a temporary file");
+    cr_assert_eq(cf_temporaries(cf_dir), 0, "a failed save left a temporary file");
     rm_optim_free(c.opt);
     tf_net_free(&c.net);
 }
@@ -474,13 +467,13 @@ Test(alloc_faults, trainer_create_and_run, .timeout = 60)
 {
     rm_trainer_config c;
     rm_trainer_config_default(&c);
-    c.model_path = FU_MODEL("vgg-tiny.cfg");
+    c.model_path = CF_MODEL("vgg-tiny.cfg");
     c.batch = 2;
     c.budget_percent = 100;
     c.strategy = "chen_greedy";
     c.synthetic_samples = 4;
     c.max_steps = 2;
-    c.checkpoint_path = fu_path("t.ckpt");
+    c.checkpoint_path = cf_path("t.ckpt");
     alloc_loop("trainer vgg-tiny", op_trainer, &c, 400, 23);
-    cr_assert_eq(fu_temporaries(fu_dir), 0, "a failed save left a temporary file");
+    cr_assert_eq(cf_temporaries(cf_dir), 0, "a failed save left a temporary file");
 }

@@ -19,17 +19,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "faults/faults_util.h"
+#include "cli_fixture.h"
 #include "rng.h"
 #include "trainer.h"
 
-TestSuite(kill_faults, .init = fu_setup, .fini = fu_teardown);
+TestSuite(kill_faults, .init = cf_setup, .fini = cf_teardown);
 
 static rm_trainer_config config(const char *ckpt)
 {
     rm_trainer_config c;
     rm_trainer_config_default(&c);
-    c.model_path = FU_MODEL("vgg-tiny.cfg");
+    c.model_path = CF_MODEL("vgg-tiny.cfg");
     c.batch = 2;
     c.budget_percent = 100;
     c.strategy = "checkpoint_all";
@@ -63,7 +63,7 @@ static void sleep_ms(long ms)
 
 Test(kill_faults, killed_training_resumes_from_its_checkpoint, .timeout = 30)
 {
-    const char *ckpt = fu_path("run.ckpt");
+    const char *ckpt = cf_path("run.ckpt");
     rm_rng rng = rm_rng_make(20240611);
     int loaded = 0;
     uint64_t last_step = 0;
@@ -110,7 +110,7 @@ Test(kill_faults, killed_training_resumes_from_its_checkpoint, .timeout = 30)
     }
     /* Kills inside a save leave their temporary (unique per process) behind. */
     cr_log_info("kill: %d of 8 rounds left a checkpoint that loaded; last at step %llu; %d stale temporaries",
-                loaded, (unsigned long long)last_step, fu_temporaries(fu_dir));
+                loaded, (unsigned long long)last_step, cf_temporaries(cf_dir));
     cr_assert_geq(loaded, 4, "too few rounds got as far as a checkpoint: the kill times are too short");
     cr_assert_gt(last_step, 1, "the runs never got past their first step");
 }

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "faults/faults_util.h"
+#include "cli_fixture.h"
 #include "faults/inject.h"
 #include "milp.h"
 #include "problem.h"
@@ -29,9 +29,9 @@
 #include "simulate.h"
 #include "strategy.h"
 
-#define VGG_TINY FU_MODEL("vgg-tiny.cfg")
+#define VGG_TINY CF_MODEL("vgg-tiny.cfg")
 
-TestSuite(solver_faults, .init = fu_setup, .fini = fu_teardown);
+TestSuite(solver_faults, .init = cf_setup, .fini = cf_teardown);
 
 /* A training graph at the budget of the cheapest-peak baseline that
  * recomputes: checkpoint-all does not fit, a baseline incumbent does, and
@@ -222,31 +222,31 @@ Test(solver_faults, cli_exits_non_zero_where_no_schedule_results)
 {
     /* 99%: checkpoint-all does not fit, so the MILP really solves. */
     fi_solve_fail(0, NUMFAILURE, FI_SOLVE_FAKE, 1);
-    int rc = fu_remat("plan", "--model", VGG_TINY, "--batch", "2", "--budget", "99%", "--strategy", "milp",
-                      "--node-limit", "50", "--quiet", "--out", fu_path("s.txt"), NULL);
+    int rc = cf_remat("plan", "--model", VGG_TINY, "--batch", "2", "--budget", "99%", "--strategy", "milp",
+                      "--node-limit", "50", "--quiet", "--out", cf_path("s.txt"), NULL);
     /* Exit 2: the solver failed (1 is for "no schedule within the budget"). */
-    cr_expect_eq(rc, 2, "exit %d: %s", rc, fu_err);
-    cr_expect(strstr(fu_err, "NUMFAILURE"), "%s", fu_err);
-    cr_expect_eq(fu_read(fu_path("s.txt"), &(size_t){0}), NULL, "no schedule file is written");
+    cr_expect_eq(rc, 2, "exit %d: %s", rc, cf_err);
+    cr_expect(strstr(cf_err, "NUMFAILURE"), "%s", cf_err);
+    cr_expect_eq(cf_read(cf_path("s.txt"), &(size_t){0}), NULL, "no schedule file is written");
     /* With every strategy, the others still give a schedule: exit 0, milp an error row. */
     fi_solve_fail(0, NUMFAILURE, FI_SOLVE_FAKE, 1);
-    rc = fu_remat("plan", "--model", VGG_TINY, "--batch", "2", "--budget", "99%", "--strategy", "all",
+    rc = cf_remat("plan", "--model", VGG_TINY, "--batch", "2", "--budget", "99%", "--strategy", "all",
                   "--node-limit", "50", "--quiet", NULL);
-    cr_expect_eq(rc, 0, "exit %d: %s", rc, fu_err);
-    cr_expect(strstr(fu_err, "milp failed") && strstr(fu_err, "lp_round failed"), "%s", fu_err);
+    cr_expect_eq(rc, 0, "exit %d: %s", rc, cf_err);
+    cr_expect(strstr(cf_err, "milp failed") && strstr(cf_err, "lp_round failed"), "%s", cf_err);
     /* Training with the MILP. */
     fi_solve_fail(0, NUMFAILURE, FI_SOLVE_FAKE, 1);
-    rc = fu_remat("train", "--model", VGG_TINY, "--data", "synthetic", "--batch", "2", "--budget", "99%",
+    rc = cf_remat("train", "--model", VGG_TINY, "--data", "synthetic", "--batch", "2", "--budget", "99%",
                   "--strategy", "milp", "--node-limit", "50", "--steps", "1", "--samples", "4", "--quiet", NULL);
-    cr_expect_eq(rc, 2, "exit %d: %s", rc, fu_err);
-    cr_expect(strstr(fu_err, "NUMFAILURE"), "%s", fu_err);
+    cr_expect_eq(rc, 2, "exit %d: %s", rc, cf_err);
+    cr_expect(strstr(cf_err, "NUMFAILURE"), "%s", cf_err);
     /* A limit with the incumbent: a schedule results, exit 0. */
     fi_solve_fail(0, TIMEOUT, FI_SOLVE_FAKE, 1);
-    rc = fu_remat("plan", "--model", VGG_TINY, "--batch", "2", "--budget", "99%", "--strategy", "milp",
-                  "--node-limit", "50", "--quiet", "--out", fu_path("t.txt"), NULL);
-    cr_expect_eq(rc, 0, "exit %d: %s", rc, fu_err);
+    rc = cf_remat("plan", "--model", VGG_TINY, "--batch", "2", "--budget", "99%", "--strategy", "milp",
+                  "--node-limit", "50", "--quiet", "--out", cf_path("t.txt"), NULL);
+    cr_expect_eq(rc, 0, "exit %d: %s", rc, cf_err);
     size_t n = 0;
-    unsigned char *text = fu_read(fu_path("t.txt"), &n);
+    unsigned char *text = cf_read(cf_path("t.txt"), &n);
     cr_expect(text && n > 0, "the incumbent is written");
     free(text);
 }
@@ -262,20 +262,20 @@ Test(solver_faults, budget_below_the_fixed_memory)
     int count;
     const rm_strategy_info *list = rm_strategy_list_all(&count);
     for (int k = 0; k < count; k++) {
-        int rc = fu_remat("plan", "--model", VGG_TINY, "--batch", "2", "--budget", "4KiB", "--strategy", list[k].name,
+        int rc = cf_remat("plan", "--model", VGG_TINY, "--batch", "2", "--budget", "4KiB", "--strategy", list[k].name,
                           "--quiet", NULL);
-        cr_expect_eq(rc, 1, "%s: exit %d: %s", list[k].name, rc, fu_err);
-        cr_expect(strstr(fu_err, "fixed"), "%s: %s", list[k].name, fu_err);
+        cr_expect_eq(rc, 1, "%s: exit %d: %s", list[k].name, rc, cf_err);
+        cr_expect(strstr(cf_err, "fixed"), "%s: %s", list[k].name, cf_err);
     }
     /* maxbatch too, on stderr like every other refusal. */
-    int rc = fu_remat("maxbatch", "--model", VGG_TINY, "--budget", "4KiB", NULL);
-    cr_expect_eq(rc, 1, "maxbatch: exit %d: %s", rc, fu_err);
-    cr_expect(strstr(fu_err, "not even batch 1 fits: fixed"), "maxbatch: %s", fu_err);
-    rc = fu_remat("explain", "--model", VGG_TINY, "--batch", "2", "--budget", "4KiB", NULL);
-    cr_expect_eq(rc, 1, "explain: exit %d: %s", rc, fu_err);
-    cr_expect(strstr(fu_err, "fixed"), "explain: %s", fu_err);
-    rc = fu_remat("train", "--model", VGG_TINY, "--data", "synthetic", "--batch", "auto", "--budget", "4KiB",
+    int rc = cf_remat("maxbatch", "--model", VGG_TINY, "--budget", "4KiB", NULL);
+    cr_expect_eq(rc, 1, "maxbatch: exit %d: %s", rc, cf_err);
+    cr_expect(strstr(cf_err, "not even batch 1 fits: fixed"), "maxbatch: %s", cf_err);
+    rc = cf_remat("explain", "--model", VGG_TINY, "--batch", "2", "--budget", "4KiB", NULL);
+    cr_expect_eq(rc, 1, "explain: exit %d: %s", rc, cf_err);
+    cr_expect(strstr(cf_err, "fixed"), "explain: %s", cf_err);
+    rc = cf_remat("train", "--model", VGG_TINY, "--data", "synthetic", "--batch", "auto", "--budget", "4KiB",
                   "--quiet", NULL);
-    cr_expect_eq(rc, 1, "train --batch auto: exit %d: %s", rc, fu_err);
-    cr_expect(strstr(fu_err, "fixed") || strstr(fu_err, "batch 1"), "train --batch auto: %s", fu_err);
+    cr_expect_eq(rc, 1, "train --batch auto: exit %d: %s", rc, cf_err);
+    cr_expect(strstr(cf_err, "fixed") || strstr(cf_err, "batch 1"), "train --batch auto: %s", cf_err);
 }

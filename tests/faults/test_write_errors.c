@@ -19,14 +19,14 @@
 
 #include "atomic_file.h"
 #include "checkpoint.h"
-#include "faults/faults_util.h"
+#include "cli_fixture.h"
 #include "faults/inject.h"
 #include "train/train_fixtures.h"
 #include "trainer.h"
 
-#define VGG_TINY FU_MODEL("vgg-tiny.cfg")
+#define VGG_TINY CF_MODEL("vgg-tiny.cfg")
 
-TestSuite(write_errors, .init = fu_setup, .fini = fu_teardown);
+TestSuite(write_errors, .init = cf_setup, .fini = cf_teardown);
 
 /* Every way a step of the protocol can fail, and what the message says. */
 typedef struct io_case {
@@ -56,15 +56,15 @@ static void expect_message(const char *msg, const char *path, const io_case *c)
 
 Test(write_errors, atomic_file_keeps_the_previous_file_at_every_step)
 {
-    const char *path = fu_path("out.txt");
-    fu_write(path, "previous contents\n");
+    const char *path = cf_path("out.txt");
+    cf_write(path, "previous contents\n");
     for (size_t k = 0; k < N_IO_CASES; k++) {
         const io_case *c = &io_cases[k];
         rm_atomic_file af;
         rm_err e = {RM_OK, ""};
         cr_assert_eq(rm_atomic_open(&af, path, &e), RM_OK, "%s", e.msg);
         cr_assert_not_null(af.tmp);
-        cr_assert_eq(fu_temporaries(fu_dir), 1, "the temporary sits next to the target");
+        cr_assert_eq(cf_temporaries(cf_dir), 1, "the temporary sits next to the target");
         fi_io_fail(c->mask, 0, c->err);
         /* Large enough to pass through stdio's buffer: fwrite reaches the disk. */
         for (int i = 0; i < 2000; i++) fprintf(af.f, "new line %d\n", i);
@@ -74,8 +74,8 @@ Test(write_errors, atomic_file_keeps_the_previous_file_at_every_step)
         expect_message(e.msg, path, c);
         cr_expect_null(af.f);
         cr_expect_null(af.tmp, "commit releases af even when it fails");
-        fu_expect_bytes(path, (const unsigned char *)"previous contents\n", 18, c->step);
-        cr_expect_eq(fu_temporaries(fu_dir), 0, "case %zu: a temporary file is left behind", k);
+        cf_expect_bytes(path, (const unsigned char *)"previous contents\n", 18, c->step);
+        cr_expect_eq(cf_temporaries(cf_dir), 0, "case %zu: a temporary file is left behind", k);
     }
     /* Abort leaves the previous file too; a commit without faults replaces it. */
     rm_atomic_file af;
@@ -84,13 +84,13 @@ Test(write_errors, atomic_file_keeps_the_previous_file_at_every_step)
     fputs("never", af.f);
     rm_atomic_abort(&af);
     rm_atomic_abort(&af); /* twice is harmless */
-    fu_expect_bytes(path, (const unsigned char *)"previous contents\n", 18, "abort");
-    cr_expect_eq(fu_temporaries(fu_dir), 0);
+    cf_expect_bytes(path, (const unsigned char *)"previous contents\n", 18, "abort");
+    cr_expect_eq(cf_temporaries(cf_dir), 0);
     cr_assert_eq(rm_atomic_open(&af, path, &e), RM_OK, "%s", e.msg);
     fputs("replaced\n", af.f);
     cr_assert_eq(rm_atomic_commit(&af, &e), RM_OK, "%s", e.msg);
-    fu_expect_bytes(path, (const unsigned char *)"replaced\n", 9, "commit");
-    cr_expect_eq(fu_temporaries(fu_dir), 0);
+    cf_expect_bytes(path, (const unsigned char *)"replaced\n", 9, "commit");
+    cr_expect_eq(cf_temporaries(cf_dir), 0);
     /* Committing what is not open is an error, not a crash. */
     cr_expect_eq(rm_atomic_commit(&af, &e), RM_ERR_INVALID);
 }
@@ -98,8 +98,8 @@ Test(write_errors, atomic_file_keeps_the_previous_file_at_every_step)
 Test(write_errors, atomic_file_follows_links_and_writes_devices_in_place)
 {
     /* A link to a regular file: the file is replaced, the link kept. */
-    const char *real = fu_path("real.txt"), *link = fu_path("link.txt");
-    fu_write(real, "old\n");
+    const char *real = cf_path("real.txt"), *link = cf_path("link.txt");
+    cf_write(real, "old\n");
     cr_assert_eq(symlink(real, link), 0);
     rm_atomic_file af;
     rm_err e = {RM_OK, ""};
@@ -109,7 +109,7 @@ Test(write_errors, atomic_file_follows_links_and_writes_devices_in_place)
     struct stat st;
     cr_assert_eq(lstat(link, &st), 0);
     cr_expect(S_ISLNK(st.st_mode), "the link is still a link");
-    fu_expect_bytes(real, (const unsigned char *)"new\n", 4, "through the link");
+    cf_expect_bytes(real, (const unsigned char *)"new\n", 4, "through the link");
     /* /dev/null stays a device (a rename over it, as root, would replace it). */
     cr_assert_eq(rm_atomic_open(&af, "/dev/null", &e), RM_OK, "%s", e.msg);
     cr_expect(af.in_place);
@@ -123,7 +123,7 @@ Test(write_errors, atomic_file_follows_links_and_writes_devices_in_place)
     cr_expect_eq(rm_atomic_commit(&af, &e), RM_ERR_IO);
     cr_expect(strstr(e.msg, "/dev/full") && strstr(e.msg, strerror(ENOSPC)), "%s", e.msg);
     /* A missing directory: nothing created, the error names the temporary. */
-    cr_expect_eq(rm_atomic_open(&af, fu_path("no/such/dir/x"), &e), RM_ERR_IO);
+    cr_expect_eq(rm_atomic_open(&af, cf_path("no/such/dir/x"), &e), RM_ERR_IO);
     cr_expect(strstr(e.msg, "no/such/dir/x.tmp") && strstr(e.msg, strerror(ENOENT)), "%s", e.msg);
     cr_expect_eq(rm_atomic_open(&af, "", &e), RM_ERR_INVALID);
 }
@@ -131,7 +131,7 @@ Test(write_errors, atomic_file_follows_links_and_writes_devices_in_place)
 /* Two writers of one path at once each get their own temporary (O_EXCL). */
 Test(write_errors, atomic_file_temporaries_are_unique)
 {
-    const char *path = fu_path("x");
+    const char *path = cf_path("x");
     rm_atomic_file a, b;
     rm_err e = {RM_OK, ""};
     cr_assert_eq(rm_atomic_open(&a, path, &e), RM_OK, "%s", e.msg);
@@ -141,8 +141,8 @@ Test(write_errors, atomic_file_temporaries_are_unique)
     fputs("b\n", b.f);
     cr_assert_eq(rm_atomic_commit(&b, &e), RM_OK, "%s", e.msg);
     cr_assert_eq(rm_atomic_commit(&a, &e), RM_OK, "%s", e.msg);
-    fu_expect_bytes(path, (const unsigned char *)"a\n", 2, "the last commit wins");
-    cr_expect_eq(fu_temporaries(fu_dir), 0);
+    cf_expect_bytes(path, (const unsigned char *)"a\n", 2, "the last commit wins");
+    cr_expect_eq(cf_temporaries(cf_dir), 0);
 }
 
 /* ---- checkpoints --------------------------------------------------------------------- */
@@ -152,12 +152,12 @@ Test(write_errors, checkpoint_save_keeps_the_previous_checkpoint)
     char text[512];
     tf_model_text(text, sizeof text, "conv1", 4, 5);
     tf_net net = tf_net_make(text, 42);
-    const char *path = fu_path("run.ckpt");
+    const char *path = cf_path("run.ckpt");
     rm_err e = {RM_OK, ""};
     rm_checkpoint_counters k = {3, 1, 7, 0};
     cr_assert_eq(rm_checkpoint_save(path, net.m, net.lpp, NULL, &k, &e), RM_OK, "%s", e.msg);
     size_t n;
-    unsigned char *old = fu_read(path, &n);
+    unsigned char *old = cf_read(path, &n);
     cr_assert_not_null(old);
     tf_net_fill(&net, 43); /* other parameters: a save that went through would change the file */
     for (size_t c = 0; c < N_IO_CASES; c++) {
@@ -171,8 +171,8 @@ Test(write_errors, checkpoint_save_keeps_the_previous_checkpoint)
             fi_io_fail(0, 0, 0);
             cr_expect_eq(rc, RM_ERR_IO, "case %zu: %d %s", c, rc, e.msg);
             expect_message(e.msg, path, &ic);
-            fu_expect_bytes(path, old, n, ic.step);
-            cr_expect_eq(fu_temporaries(fu_dir), 0, "case %zu: a temporary is left", c);
+            cf_expect_bytes(path, old, n, ic.step);
+            cr_expect_eq(cf_temporaries(cf_dir), 0, "case %zu: a temporary is left", c);
         }
     }
     /* The kernel's own error: writes past 4 KiB fail with EFBIG. */
@@ -187,8 +187,8 @@ Test(write_errors, checkpoint_save_keeps_the_previous_checkpoint)
     cr_assert_eq(setrlimit(RLIMIT_FSIZE, &saved), 0);
     cr_expect_eq(rc, RM_ERR_IO, "%s", e.msg);
     cr_expect(strstr(e.msg, strerror(EFBIG)), "%s", e.msg);
-    fu_expect_bytes(path, old, n, "file size limit");
-    cr_expect_eq(fu_temporaries(fu_dir), 0);
+    cf_expect_bytes(path, old, n, "file size limit");
+    cr_expect_eq(cf_temporaries(cf_dir), 0);
     /* /dev/full. */
     cr_expect_eq(rm_checkpoint_save("/dev/full", net.m, net.lpp, NULL, &k, &e), RM_ERR_IO);
     cr_expect(strstr(e.msg, "/dev/full") && strstr(e.msg, strerror(ENOSPC)), "%s", e.msg);
@@ -201,21 +201,21 @@ Test(write_errors, checkpoint_save_keeps_the_previous_checkpoint)
 
 Test(write_errors, train_cli_fails_when_its_checkpoint_cannot_be_written)
 {
-    const char *ckpt = fu_path("run.ckpt");
-    cr_assert_eq(fu_remat("train", "--model", VGG_TINY, "--data", "synthetic", "--batch", "2", "--budget", "100%",
+    const char *ckpt = cf_path("run.ckpt");
+    cr_assert_eq(cf_remat("train", "--model", VGG_TINY, "--data", "synthetic", "--batch", "2", "--budget", "100%",
                           "--steps", "1", "--samples", "4", "--checkpoint", ckpt, "--quiet", NULL),
-                 0, "%s", fu_err);
+                 0, "%s", cf_err);
     size_t n;
-    unsigned char *old = fu_read(ckpt, &n);
+    unsigned char *old = cf_read(ckpt, &n);
     cr_assert_not_null(old);
     fi_io_fail(FI_FSYNC, 0, EIO);
-    int rc = fu_remat("train", "--model", VGG_TINY, "--data", "synthetic", "--batch", "2", "--budget", "100%",
+    int rc = cf_remat("train", "--model", VGG_TINY, "--data", "synthetic", "--batch", "2", "--budget", "100%",
                       "--steps", "2", "--samples", "4", "--checkpoint", ckpt, "--quiet", "--seed", "5", NULL);
     fi_io_fail(0, 0, 0);
-    cr_expect_eq(rc, 1, "exit %d: %s", rc, fu_err);
-    cr_expect(strstr(fu_err, ckpt) && strstr(fu_err, strerror(EIO)), "%s", fu_err);
-    fu_expect_bytes(ckpt, old, n, "train --checkpoint");
-    cr_expect_eq(fu_temporaries(fu_dir), 0);
+    cr_expect_eq(rc, 1, "exit %d: %s", rc, cf_err);
+    cr_expect(strstr(cf_err, ckpt) && strstr(cf_err, strerror(EIO)), "%s", cf_err);
+    cf_expect_bytes(ckpt, old, n, "train --checkpoint");
+    cr_expect_eq(cf_temporaries(cf_dir), 0);
     free(old);
 }
 
@@ -225,26 +225,26 @@ Test(write_errors, plan_out_keeps_the_previous_schedule)
 {
     /* The first plan writes the file; later ones would rewrite it with the
      * same schedule, so a marker line tells an untouched file from a rewrite. */
-    const char *out = fu_path("s.txt");
-    cr_assert_eq(fu_remat("plan", "--model", VGG_TINY, "--batch", "2", "--budget", "100%", "--strategy", "griewank",
+    const char *out = cf_path("s.txt");
+    cr_assert_eq(cf_remat("plan", "--model", VGG_TINY, "--batch", "2", "--budget", "100%", "--strategy", "griewank",
                           "--quiet", "--out", out, NULL),
-                 0, "%s", fu_err);
+                 0, "%s", cf_err);
     FILE *mark = fopen(out, "a");
     cr_assert_not_null(mark);
     fputs("# the previous file\n", mark);
     cr_assert_eq(fclose(mark), 0);
     size_t n;
-    unsigned char *old = fu_read(out, &n);
+    unsigned char *old = cf_read(out, &n);
     cr_assert_not_null(old);
     for (size_t c = 0; c < N_IO_CASES; c++) {
         fi_io_fail(io_cases[c].mask, 0, io_cases[c].err);
-        int rc = fu_remat("plan", "--model", VGG_TINY, "--batch", "2", "--budget", "100%", "--strategy", "griewank",
+        int rc = cf_remat("plan", "--model", VGG_TINY, "--batch", "2", "--budget", "100%", "--strategy", "griewank",
                           "--quiet", "--out", out, NULL);
         fi_io_fail(0, 0, 0);
-        cr_expect_eq(rc, 1, "case %zu: exit %d: %s", c, rc, fu_err);
-        expect_message(fu_err, out, &io_cases[c]);
-        fu_expect_bytes(out, old, n, io_cases[c].step);
-        cr_expect_eq(fu_temporaries(fu_dir), 0, "case %zu", c);
+        cr_expect_eq(rc, 1, "case %zu: exit %d: %s", c, rc, cf_err);
+        expect_message(cf_err, out, &io_cases[c]);
+        cf_expect_bytes(out, old, n, io_cases[c].step);
+        cr_expect_eq(cf_temporaries(cf_dir), 0, "case %zu", c);
     }
     /* The kernel's EFBIG, with no wrapper involved. */
     signal(SIGXFSZ, SIG_IGN);
@@ -254,18 +254,18 @@ Test(write_errors, plan_out_keeps_the_previous_schedule)
     r.rlim_cur = 1024;
     cr_assert_gt(n, 1024);
     cr_assert_eq(setrlimit(RLIMIT_FSIZE, &r), 0);
-    int rc = fu_remat("plan", "--model", VGG_TINY, "--batch", "2", "--budget", "100%", "--strategy", "griewank",
+    int rc = cf_remat("plan", "--model", VGG_TINY, "--batch", "2", "--budget", "100%", "--strategy", "griewank",
                       "--quiet", "--out", out, NULL);
     cr_assert_eq(setrlimit(RLIMIT_FSIZE, &saved), 0);
-    cr_expect_eq(rc, 1, "exit %d: %s", rc, fu_err);
-    cr_expect(strstr(fu_err, strerror(EFBIG)), "%s", fu_err);
-    fu_expect_bytes(out, old, n, "file size limit");
-    cr_expect_eq(fu_temporaries(fu_dir), 0);
+    cr_expect_eq(rc, 1, "exit %d: %s", rc, cf_err);
+    cr_expect(strstr(cf_err, strerror(EFBIG)), "%s", cf_err);
+    cf_expect_bytes(out, old, n, "file size limit");
+    cr_expect_eq(cf_temporaries(cf_dir), 0);
     /* /dev/full as the target: written in place, its ENOSPC reported. */
-    rc = fu_remat("plan", "--model", VGG_TINY, "--batch", "2", "--budget", "100%", "--strategy", "griewank", "--quiet",
+    rc = cf_remat("plan", "--model", VGG_TINY, "--batch", "2", "--budget", "100%", "--strategy", "griewank", "--quiet",
                   "--out", "/dev/full", NULL);
-    cr_expect_eq(rc, 1, "exit %d: %s", rc, fu_err);
-    cr_expect(strstr(fu_err, "/dev/full") && strstr(fu_err, strerror(ENOSPC)), "%s", fu_err);
+    cr_expect_eq(rc, 1, "exit %d: %s", rc, cf_err);
+    cr_expect(strstr(cf_err, "/dev/full") && strstr(cf_err, strerror(ENOSPC)), "%s", cf_err);
     free(old);
 }
 
@@ -274,61 +274,61 @@ Test(write_errors, plan_out_keeps_the_previous_schedule)
 Test(write_errors, plan_out_into_a_read_only_directory)
 {
     if (geteuid() == 0) cr_skip_test("running as root: permissions do not stop root");
-    const char *ro = fu_path("ro"), *out = fu_path("ro/s.txt");
+    const char *ro = cf_path("ro"), *out = cf_path("ro/s.txt");
     cr_assert_eq(mkdir(ro, 0700), 0);
-    fu_write(out, "previous\n");
+    cf_write(out, "previous\n");
     cr_assert_eq(chmod(ro, 0500), 0);
-    int rc = fu_remat("plan", "--model", VGG_TINY, "--batch", "2", "--budget", "100%", "--strategy", "griewank",
+    int rc = cf_remat("plan", "--model", VGG_TINY, "--batch", "2", "--budget", "100%", "--strategy", "griewank",
                       "--quiet", "--out", out, NULL);
-    cr_expect_eq(rc, 1, "exit %d: %s", rc, fu_err);
-    cr_expect(strstr(fu_err, out) && strstr(fu_err, strerror(EACCES)), "%s", fu_err);
-    fu_expect_bytes(out, (const unsigned char *)"previous\n", 9, "read-only directory");
+    cr_expect_eq(rc, 1, "exit %d: %s", rc, cf_err);
+    cr_expect(strstr(cf_err, out) && strstr(cf_err, strerror(EACCES)), "%s", cf_err);
+    cf_expect_bytes(out, (const unsigned char *)"previous\n", 9, "read-only directory");
 }
 
 Test(write_errors, svg_figures_keep_the_previous_files)
 {
-    const char *prefix = fu_path("fig"), *rs = fu_path("fig-rs.svg"), *mem = fu_path("fig-memory.svg");
-    fu_write(rs, "<svg>old rs</svg>\n");
-    fu_write(mem, "<svg>old memory</svg>\n");
+    const char *prefix = cf_path("fig"), *rs = cf_path("fig-rs.svg"), *mem = cf_path("fig-memory.svg");
+    cf_write(rs, "<svg>old rs</svg>\n");
+    cf_write(mem, "<svg>old memory</svg>\n");
     for (size_t c = 0; c < N_IO_CASES; c++) {
         fi_io_fail(io_cases[c].mask, 0, io_cases[c].err);
-        int rc = fu_remat("plan", "--model", VGG_TINY, "--batch", "2", "--budget", "100%", "--strategy", "griewank",
+        int rc = cf_remat("plan", "--model", VGG_TINY, "--batch", "2", "--budget", "100%", "--strategy", "griewank",
                           "--quiet", "--svg", prefix, NULL);
         fi_io_fail(0, 0, 0);
-        cr_expect_eq(rc, 1, "case %zu: exit %d: %s", c, rc, fu_err);
-        expect_message(fu_err, rs, &io_cases[c]);
-        cr_expect(strstr(fu_err, "SVG"), "%s", fu_err);
-        fu_expect_bytes(rs, (const unsigned char *)"<svg>old rs</svg>\n", 18, io_cases[c].step);
-        fu_expect_bytes(mem, (const unsigned char *)"<svg>old memory</svg>\n", 22, io_cases[c].step);
-        cr_expect_eq(fu_temporaries(fu_dir), 0, "case %zu", c);
+        cr_expect_eq(rc, 1, "case %zu: exit %d: %s", c, rc, cf_err);
+        expect_message(cf_err, rs, &io_cases[c]);
+        cr_expect(strstr(cf_err, "SVG"), "%s", cf_err);
+        cf_expect_bytes(rs, (const unsigned char *)"<svg>old rs</svg>\n", 18, io_cases[c].step);
+        cf_expect_bytes(mem, (const unsigned char *)"<svg>old memory</svg>\n", 22, io_cases[c].step);
+        cr_expect_eq(cf_temporaries(cf_dir), 0, "case %zu", c);
     }
     /* The second figure failing leaves the first one written and the second as it was. */
     fi_io_fail(FI_FFLUSH, 1, ENOSPC);
-    int rc = fu_remat("plan", "--model", VGG_TINY, "--batch", "2", "--budget", "100%", "--strategy", "griewank",
+    int rc = cf_remat("plan", "--model", VGG_TINY, "--batch", "2", "--budget", "100%", "--strategy", "griewank",
                       "--quiet", "--svg", prefix, NULL);
     fi_io_fail(0, 0, 0);
-    cr_expect_eq(rc, 1, "exit %d: %s", rc, fu_err);
-    cr_expect(strstr(fu_err, mem), "%s", fu_err);
+    cr_expect_eq(rc, 1, "exit %d: %s", rc, cf_err);
+    cr_expect(strstr(cf_err, mem), "%s", cf_err);
     size_t n;
-    unsigned char *now = fu_read(rs, &n);
+    unsigned char *now = cf_read(rs, &n);
     cr_assert_not_null(now);
     cr_expect(n > 100 && !memcmp(now, "<svg", 4), "the first figure was written");
     free(now);
-    fu_expect_bytes(mem, (const unsigned char *)"<svg>old memory</svg>\n", 22, "the second figure");
-    cr_expect_eq(fu_temporaries(fu_dir), 0);
+    cf_expect_bytes(mem, (const unsigned char *)"<svg>old memory</svg>\n", 22, "the second figure");
+    cr_expect_eq(cf_temporaries(cf_dir), 0);
 }
 
 Test(write_errors, graph_dot_keeps_the_previous_file)
 {
-    const char *dot = fu_path("g.dot");
-    fu_write(dot, "digraph old {}\n");
+    const char *dot = cf_path("g.dot");
+    cf_write(dot, "digraph old {}\n");
     fi_io_fail(FI_FFLUSH, 0, ENOSPC);
-    int rc = fu_remat("graph", "--model", VGG_TINY, "--batch", "2", "--dot", dot, NULL);
+    int rc = cf_remat("graph", "--model", VGG_TINY, "--batch", "2", "--dot", dot, NULL);
     fi_io_fail(0, 0, 0);
-    cr_expect_eq(rc, 1, "exit %d: %s", rc, fu_err);
-    cr_expect(strstr(fu_err, dot) && strstr(fu_err, strerror(ENOSPC)), "%s", fu_err);
-    fu_expect_bytes(dot, (const unsigned char *)"digraph old {}\n", 15, "graph --dot");
-    cr_expect_eq(fu_temporaries(fu_dir), 0);
+    cr_expect_eq(rc, 1, "exit %d: %s", rc, cf_err);
+    cr_expect(strstr(cf_err, dot) && strstr(cf_err, strerror(ENOSPC)), "%s", cf_err);
+    cf_expect_bytes(dot, (const unsigned char *)"digraph old {}\n", 15, "graph --dot");
+    cr_expect_eq(cf_temporaries(cf_dir), 0);
 }
 
 /* ---- the schedule cache ---------------------------------------------------------------- */
@@ -353,7 +353,7 @@ Test(write_errors, schedule_cache_keeps_the_previous_file)
     c.budget_percent = 100;
     c.strategy = "chen_greedy";
     c.synthetic_samples = 8;
-    c.cache_dir = fu_dir;
+    c.cache_dir = cf_dir;
     c.event = note_of;
     c.event_ctx = notes;
     rm_trainer *t = NULL;
@@ -363,7 +363,7 @@ Test(write_errors, schedule_cache_keeps_the_previous_file)
     snprintf(cache, sizeof cache, "%s", rm_trainer_summary_of(t)->cache_file);
     rm_trainer_free(t);
     /* A stale entry (the reader rejects it), so the next run solves and stores again. */
-    fu_write(cache, "stale\n");
+    cf_write(cache, "stale\n");
     for (size_t k = 0; k < N_IO_CASES; k++) {
         notes[0] = '\0';
         fi_io_fail(io_cases[k].mask, 0, io_cases[k].err);
@@ -373,7 +373,7 @@ Test(write_errors, schedule_cache_keeps_the_previous_file)
         rm_trainer_free(t);
         cr_expect(strstr(notes, "schedule cache: not stored") && strstr(notes, strerror(io_cases[k].err)),
                   "case %zu: %s", k, notes);
-        fu_expect_bytes(cache, (const unsigned char *)"stale\n", 6, io_cases[k].step);
-        cr_expect_eq(fu_temporaries(fu_dir), 0, "case %zu", k);
+        cf_expect_bytes(cache, (const unsigned char *)"stale\n", 6, io_cases[k].step);
+        cr_expect_eq(cf_temporaries(cf_dir), 0, "case %zu", k);
     }
 }

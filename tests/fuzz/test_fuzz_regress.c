@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_fixture.h"
 #include "harnesses.h"
 
 /* Reproducers of bugs not fixed yet are listed in tests/fuzz/known-open.txt
@@ -32,27 +33,6 @@ static int is_open_bug(const char *harness, const char *name)
 }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-static uint8_t *read_file(const char *path, size_t *n)
-{
-    FILE *fp = fopen(path, "rb");
-    cr_assert_not_null(fp, "cannot open %s", path);
-    size_t cap = 4096, len = 0;
-    uint8_t *buf = malloc(cap);
-    cr_assert_not_null(buf);
-    size_t got;
-    while ((got = fread(buf + len, 1, cap - len, fp)) > 0) {
-        len += got;
-        if (len == cap) {
-            buf = realloc(buf, cap *= 2);
-            cr_assert_not_null(buf);
-        }
-    }
-    cr_assert(!ferror(fp), "read error on %s", path);
-    fclose(fp);
-    *n = len;
-    return buf;
-}
 
 /* Runs every regular file of REMAT_SOURCE_DIR/tests/fuzz/<sub>/<harness>;
  * returns how many ran. */
@@ -86,7 +66,8 @@ static int replay(const rm_fuzz_harness *h, const char *sub)
         char path[2048];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         size_t len;
-        uint8_t *data = read_file(path, &len);
+        uint8_t *data = cf_read(path, &len);
+        cr_assert_not_null(data, "cannot open %s", path);
         int rc = h->run(data, len);
         free(data);
         if (!strncmp(names[i], "ok-", 3)) cr_expect_eq(rc, 0, "%s: a valid seed was refused (rc %d)", path, rc);

@@ -5,13 +5,13 @@
  * figures, `remat explain` and `remat maxbatch`. The MILP runs under node
  * limits only (deterministic), on graphs where it solves in milliseconds. */
 #include <criterion/criterion.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_fixture.h"
 #include "cli_util.h"
 #include "commands.h"
 #include "figures.h"
@@ -27,97 +27,11 @@
 #define RESNET_TINY REMAT_SOURCE_DIR "/models/resnet-tiny.cfg"
 
 /* The example of docs/problem-format.md (budget 20000, fixed 4096). */
-static const char *example = "problem 7 4096 20000\n"
-                             "0 input forward 0 1024 -\n"
-                             "1 fc1 forward 2048 2048 0\n"
-                             "2 relu1 forward 512 2048 1\n"
-                             "3 loss loss 64 4 2\n"
-                             "4 loss.grad backward 64 2048 2,3\n"
-                             "5 relu1.grad backward 512 2048 2,4\n"
-                             "6 fc1.grad backward 4096 0 0,5\n";
-
-static char tmpdir[64];
-static char paths[32][160]; /* see tmp() */
-static int npaths;
-
-/* Each test gets a fresh directory; stdout and stderr go to files in it so
- * the suite's output stays readable and messages can be checked. */
-static void setup(void)
-{
-    npaths = 0;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/remat_cli_XXXXXX");
-    cr_assert_not_null(mkdtemp(tmpdir));
-    char path[128];
-    snprintf(path, sizeof path, "%s/stdout", tmpdir);
-    cr_assert_not_null(freopen(path, "w", stdout));
-    snprintf(path, sizeof path, "%s/stderr", tmpdir);
-    cr_assert_not_null(freopen(path, "w", stderr));
-}
-
-static void teardown(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    if (system(cmd)) {
-    }
-}
-
-/* A path in the test's directory, in a static slot (no heap: LeakSanitizer
- * checks every test process), so paths stay valid for the whole test. */
-
-static const char *tmp(const char *name)
-{
-    cr_assert_lt(npaths, 32, "too many paths in one test");
-    char *path = paths[npaths++];
-    snprintf(path, sizeof paths[0], "%s/%s", tmpdir, name);
-    return path;
-}
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
-
-static void spit(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
-/* Runs `remat ARGS...` (NULL-terminated) and returns its exit code. */
-static int remat(const char *first, ...)
-{
-    char *argv[40];
-    int argc = 0;
-    argv[argc++] = (char *)"remat";
-    va_list ap;
-    va_start(ap, first);
-    for (const char *a = first; a; a = va_arg(ap, const char *)) {
-        cr_assert_lt(argc, 39);
-        argv[argc++] = (char *)a;
-    }
-    va_end(ap);
-    argv[argc] = NULL;
-    int rc = rm_cli_main(argc, argv);
-    fflush(stdout);
-    fflush(stderr);
-    return rc;
-}
+static const char *example = CF_EXAMPLE_HEADER CF_EXAMPLE_NODES;
 
 /* Everything written to stderr so far. */
-static char *err_text(void) { return slurp(tmp("stderr")); }
-static char *out_text(void) { return slurp(tmp("stdout")); }
+static char *err_text(void) { return cf_text(cf_path("stderr")); }
+static char *out_text(void) { return cf_text(cf_path("stdout")); }
 
 /* The problem the CLI builds: the training accounting with SGD momentum. */
 static rm_problem *traced(const char *cfg, int batch)
@@ -159,11 +73,11 @@ static void expect_valid_schedule(const rm_problem *p, const char *path, size_t 
     rm_schedule_free(s);
 }
 
-TestSuite(cli_plan, .init = setup, .fini = teardown);
-TestSuite(cli_budget, .init = setup, .fini = teardown);
-TestSuite(cli_svg, .init = setup, .fini = teardown);
-TestSuite(cli_explain, .init = setup, .fini = teardown);
-TestSuite(cli_maxbatch, .init = setup, .fini = teardown);
+TestSuite(cli_plan, .init = cf_setup, .fini = cf_teardown);
+TestSuite(cli_budget, .init = cf_setup, .fini = cf_teardown);
+TestSuite(cli_svg, .init = cf_setup, .fini = cf_teardown);
+TestSuite(cli_explain, .init = cf_setup, .fini = cf_teardown);
+TestSuite(cli_maxbatch, .init = cf_setup, .fini = cf_teardown);
 
 Test(cli_plan, every_strategy_on_a_tiny_model)
 {
@@ -179,10 +93,10 @@ Test(cli_plan, every_strategy_on_a_tiny_model)
         char arg[16];
         snprintf(arg, sizeof arg, "%d%%", pct);
         for (int k = 0; k < count; k++) {
-            const char *out = tmp("s.txt");
+            const char *out = cf_path("s.txt");
             unlink(out);
-            int rc = remat("plan", "--model", TINY, "--batch", "2", "--budget", arg, "--strategy", list[k].name,
-                           "--node-limit", "2000", "--quiet", "--out", out, NULL);
+            int rc = cf_remat("plan", "--model", TINY, "--batch", "2", "--budget", arg, "--strategy", list[k].name,
+                              "--node-limit", "2000", "--quiet", "--out", out, NULL);
             if (pct == 97 && rc == 1 && !list[k].solve_opt) continue; /* a fixed heuristic may not fit */
             cr_assert_eq(rc, 0, "%s at %s: exit %d: %s", list[k].name, arg, rc, err_text());
             char what[64];
@@ -195,31 +109,31 @@ Test(cli_plan, every_strategy_on_a_tiny_model)
 
 Test(cli_plan, every_strategy_on_a_problem_file)
 {
-    const char *prob = tmp("problem.txt");
-    spit(prob, example);
+    const char *prob = cf_path("problem.txt");
+    cf_write(prob, example);
     rm_problem *p;
     rm_err e = {RM_OK, ""};
     cr_assert_eq(rm_problem_read(&p, prob, &e), RM_OK, "%s", e.msg);
     int count;
     const rm_strategy_info *list = rm_strategy_list_all(&count);
     for (int k = 0; k < count; k++) {
-        const char *out = tmp("s.txt");
+        const char *out = cf_path("s.txt");
         unlink(out);
         /* No --budget: the file's 20000 bytes. */
-        int rc = remat("plan", "--problem", prob, "--strategy", list[k].name, "--node-limit", "1000", "--quiet",
-                       "--out", out, NULL);
+        int rc = cf_remat("plan", "--problem", prob, "--strategy", list[k].name, "--node-limit", "1000", "--quiet",
+                          "--out", out, NULL);
         cr_assert_eq(rc, 0, "%s: exit %d: %s", list[k].name, rc, err_text());
         expect_valid_schedule(p, out, 20000, list[k].name);
     }
     /* '-' spells '_' too. */
-    cr_assert_eq(remat("plan", "--problem", prob, "--strategy", "lp-round", "--quiet", NULL), 0, "%s", err_text());
+    cr_assert_eq(cf_remat("plan", "--problem", prob, "--strategy", "lp-round", "--quiet", NULL), 0, "%s", err_text());
     rm_problem_free(p);
 }
 
 Test(cli_plan, strategy_all_compares_every_strategy)
 {
-    cr_assert_eq(remat("plan", "--model", TINY, "--batch", "2", "--budget", "98%", "--strategy", "all", "--node-limit",
-                       "2000", "--quiet", "--out", tmp("best.txt"), NULL),
+    cr_assert_eq(cf_remat("plan", "--model", TINY, "--batch", "2", "--budget", "98%", "--strategy", "all",
+                          "--node-limit", "2000", "--quiet", "--out", cf_path("best.txt"), NULL),
                  0, "%s", err_text());
     char *out = out_text();
     int count;
@@ -229,14 +143,14 @@ Test(cli_plan, strategy_all_compares_every_strategy)
     cr_assert(strstr(out, "cheapest: "));
     free(out);
     rm_problem *p = traced(TINY, 2);
-    expect_valid_schedule(p, tmp("best.txt"), (size_t)((double)noremat_total(p) * 0.98), "all");
+    expect_valid_schedule(p, cf_path("best.txt"), (size_t)((double)noremat_total(p) * 0.98), "all");
     rm_problem_free(p);
 }
 
 Test(cli_plan, single_strategy_prints_matrices_and_timeline)
 {
-    cr_assert_eq(remat("plan", "--model", TINY, "--batch", "2", "--budget", "97%", "--strategy", "milp", "--node-limit",
-                       "2000", "--quiet", NULL),
+    cr_assert_eq(cf_remat("plan", "--model", TINY, "--batch", "2", "--budget", "97%", "--strategy", "milp",
+                          "--node-limit", "2000", "--quiet", NULL),
                  0, "%s", err_text());
     char *out = out_text();
     cr_assert(strstr(out, "R and S, one row per stage"), "%s", out);
@@ -249,24 +163,24 @@ Test(cli_plan, single_strategy_prints_matrices_and_timeline)
 
 Test(cli_plan, out_then_check_round_trip)
 {
-    const char *out = tmp("s.txt");
-    cr_assert_eq(remat("plan", "--model", RESNET_TINY, "--batch", "2", "--budget", "90%", "--strategy", "chen_greedy",
-                       "--quiet", "--out", out, NULL),
+    const char *out = cf_path("s.txt");
+    cr_assert_eq(cf_remat("plan", "--model", RESNET_TINY, "--batch", "2", "--budget", "90%", "--strategy",
+                          "chen_greedy", "--quiet", "--out", out, NULL),
                  0, "%s", err_text());
-    cr_assert_eq(remat("plan", "--check", out, "--model", RESNET_TINY, "--batch", "2", NULL), 0, "%s", err_text());
-    cr_assert_eq(remat("plan", "--check", out, "--model", RESNET_TINY, "--batch", "2", "--budget", "90%", NULL), 0,
+    cr_assert_eq(cf_remat("plan", "--check", out, "--model", RESNET_TINY, "--batch", "2", NULL), 0, "%s", err_text());
+    cr_assert_eq(cf_remat("plan", "--check", out, "--model", RESNET_TINY, "--batch", "2", "--budget", "90%", NULL), 0,
                  "%s", err_text());
     /* The same file does not fit a much smaller budget... */
-    cr_assert_eq(remat("plan", "--check", out, "--model", RESNET_TINY, "--batch", "2", "--budget", "50%", NULL), 1);
+    cr_assert_eq(cf_remat("plan", "--check", out, "--model", RESNET_TINY, "--batch", "2", "--budget", "50%", NULL), 1);
     /* ...and is no schedule for another model. */
-    cr_assert_eq(remat("plan", "--check", out, "--model", TINY, "--batch", "2", NULL), 1);
+    cr_assert_eq(cf_remat("plan", "--check", out, "--model", TINY, "--batch", "2", NULL), 1);
 }
 
 /* Replaces the first occurrence of from (after the line starting with
  * anchor) by to. */
 static void tamper(const char *path, const char *anchor, const char *from, const char *to)
 {
-    char *text = slurp(path);
+    char *text = cf_text(path);
     char *at = strstr(text, anchor);
     cr_assert_not_null(at, "no '%s' in %s", anchor, path);
     char *hit = strstr(at, from);
@@ -276,63 +190,64 @@ static void tamper(const char *path, const char *anchor, const char *from, const
     memcpy(res, text, (size_t)(hit - text));
     memcpy(res + (hit - text), to, lt);
     strcpy(res + (hit - text) + lt, hit + lf);
-    spit(path, res);
+    cf_write(path, res);
     free(res);
     free(text);
 }
 
 Test(cli_plan, check_rejects_a_tampered_file)
 {
-    const char *out = tmp("s.txt");
-    const char *prob = tmp("problem.txt");
-    spit(prob, example);
+    const char *out = cf_path("s.txt");
+    const char *prob = cf_path("problem.txt");
+    cf_write(prob, example);
     cr_assert_eq(
-        remat("plan", "--problem", prob, "--budget", "12000", "--strategy", "milp", "--quiet", "--out", out, NULL), 0,
-        "%s", err_text());
-    cr_assert_eq(remat("plan", "--check", out, "--problem", prob, NULL), 0, "%s", err_text());
-    char *orig = slurp(out);
+        cf_remat("plan", "--problem", prob, "--budget", "12000", "--strategy", "milp", "--quiet", "--out", out, NULL),
+        0, "%s", err_text());
+    cr_assert_eq(cf_remat("plan", "--check", out, "--problem", prob, NULL), 0, "%s", err_text());
+    char *orig = cf_text(out);
 
     /* A stated cost that disagrees with the simulator. */
     tamper(out, "\ncost ", "cost ", "cost 1");
-    cr_assert_eq(remat("plan", "--check", out, "--problem", prob, NULL), 1);
+    cr_assert_eq(cf_remat("plan", "--check", out, "--problem", prob, NULL), 1);
     char *msg = err_text();
     cr_assert(strstr(msg, "not a valid schedule"), "%s", msg);
     free(msg);
 
     /* Stage 3 no longer computes its own node: R[3][3] = 0. */
-    spit(out, orig);
+    cf_write(out, orig);
     tamper(out, "stage 3 R ", "1 S", "0 S");
-    cr_assert_eq(remat("plan", "--check", out, "--problem", prob, NULL), 1);
+    cr_assert_eq(cf_remat("plan", "--check", out, "--problem", prob, NULL), 1);
 
     /* A stage line cut short. */
-    spit(out, orig);
+    cf_write(out, orig);
     tamper(out, "stage 5 R ", "stage 5", "stage 6");
-    cr_assert_eq(remat("plan", "--check", out, "--problem", prob, NULL), 1);
+    cr_assert_eq(cf_remat("plan", "--check", out, "--problem", prob, NULL), 1);
     free(orig);
 }
 
 Test(cli_plan, unknown_strategy_and_bad_usage_fail_fast)
 {
     clock_t t0 = clock();
-    cr_assert_eq(remat("plan", "--model", TINY, "--batch", "2", "--budget", "80%", "--strategy", "nope", NULL), 1);
+    cr_assert_eq(cf_remat("plan", "--model", TINY, "--batch", "2", "--budget", "80%", "--strategy", "nope", NULL), 1);
     char *msg = err_text();
     cr_assert(strstr(msg, "unknown strategy 'nope'"), "%s", msg);
     cr_assert(strstr(msg, "chen_sqrtn"), "the usage lists the strategies: %s", msg);
     free(msg);
-    cr_assert_eq(remat("plan", "--model", TINY, "--budget", "80%", "--strategy", "milp", NULL), 1);
-    cr_assert_eq(remat("plan", "--batch", "2", "--budget", "80%", "--strategy", "milp", NULL), 1);
-    cr_assert_eq(remat("plan", "--model", TINY, "--batch", "2", "--strategy", "milp", NULL), 1);
-    cr_assert_eq(remat("plan", "--model", TINY, "--batch", "2", "--budget", "80%", NULL), 1);
-    cr_assert_eq(remat("plan", "--model", TINY, "--batch", "0", "--budget", "80%", "--strategy", "milp", NULL), 1);
-    cr_assert_eq(remat("plan", "--model", TINY, "--batch", "2", "--budget", "80%", "--strategy", "milp", "--time-limit",
-                       "soon", NULL),
+    cr_assert_eq(cf_remat("plan", "--model", TINY, "--budget", "80%", "--strategy", "milp", NULL), 1);
+    cr_assert_eq(cf_remat("plan", "--batch", "2", "--budget", "80%", "--strategy", "milp", NULL), 1);
+    cr_assert_eq(cf_remat("plan", "--model", TINY, "--batch", "2", "--strategy", "milp", NULL), 1);
+    cr_assert_eq(cf_remat("plan", "--model", TINY, "--batch", "2", "--budget", "80%", NULL), 1);
+    cr_assert_eq(cf_remat("plan", "--model", TINY, "--batch", "0", "--budget", "80%", "--strategy", "milp", NULL), 1);
+    cr_assert_eq(cf_remat("plan", "--model", TINY, "--batch", "2", "--budget", "80%", "--strategy", "milp",
+                          "--time-limit", "soon", NULL),
                  1);
+    cr_assert_eq(cf_remat("plan", "--model", TINY, "--batch", "2", "--budget", "80%", "--strategy", "milp",
+                          "--frobnicate", NULL),
+                 1);
+    cr_assert_eq(cf_remat("plan", "--check", "x", "--model", TINY, "--batch", "2", "--strategy", "milp", NULL), 1);
     cr_assert_eq(
-        remat("plan", "--model", TINY, "--batch", "2", "--budget", "80%", "--strategy", "milp", "--frobnicate", NULL),
+        cf_remat("plan", "--model", "/nonexistent.cfg", "--batch", "2", "--budget", "80%", "--strategy", "milp", NULL),
         1);
-    cr_assert_eq(remat("plan", "--check", "x", "--model", TINY, "--batch", "2", "--strategy", "milp", NULL), 1);
-    cr_assert_eq(
-        remat("plan", "--model", "/nonexistent.cfg", "--batch", "2", "--budget", "80%", "--strategy", "milp", NULL), 1);
     cr_assert_lt((double)(clock() - t0) / CLOCKS_PER_SEC, 1.0);
 }
 
@@ -340,7 +255,7 @@ Test(cli_plan, every_strategy_is_in_the_help)
 {
     int count;
     const rm_strategy_info *list = rm_strategy_list_all(&count);
-    cr_assert_eq(remat("plan", "--help", NULL), 0);
+    cr_assert_eq(cf_remat("plan", "--help", NULL), 0);
     char *out = out_text();
     for (int k = 0; k < count; k++) cr_assert(strstr(out, list[k].name), "%s is not in `plan --help`", list[k].name);
     free(out);
@@ -392,10 +307,10 @@ Test(cli_budget, bad_budget_strings_exit_1)
 {
     const char *bad[] = {"abc", "16G", "-1GiB", "0", "12XB", "80%%", "nan"};
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
-        cr_assert_eq(remat("plan", "--model", TINY, "--batch", "2", "--budget", bad[k], "--strategy", "milp", NULL), 1,
-                     "%s", bad[k]);
-        cr_assert_eq(remat("explain", "--model", TINY, "--batch", "2", "--budget", bad[k], NULL), 1, "%s", bad[k]);
-        cr_assert_eq(remat("maxbatch", "--model", TINY, "--budget", bad[k], NULL), 1, "%s", bad[k]);
+        cr_assert_eq(cf_remat("plan", "--model", TINY, "--batch", "2", "--budget", bad[k], "--strategy", "milp", NULL),
+                     1, "%s", bad[k]);
+        cr_assert_eq(cf_remat("explain", "--model", TINY, "--batch", "2", "--budget", bad[k], NULL), 1, "%s", bad[k]);
+        cr_assert_eq(cf_remat("maxbatch", "--model", TINY, "--budget", bad[k], NULL), 1, "%s", bad[k]);
     }
     char *msg = err_text();
     cr_assert(strstr(msg, "--budget: "), "%s", msg);
@@ -411,9 +326,11 @@ Test(cli_budget, below_the_lower_bound_is_refused_at_once)
     snprintf(arg, sizeof arg, "%zu", need - 1);
     clock_t t0 = clock();
     /* The MILP would otherwise be asked to prove it. */
-    cr_assert_eq(remat("plan", "--model", RESNET_TINY, "--batch", "4", "--budget", arg, "--strategy", "milp", NULL), 1);
-    cr_assert_eq(remat("plan", "--model", RESNET_TINY, "--batch", "4", "--budget", arg, "--strategy", "all", NULL), 1);
-    cr_assert_eq(remat("explain", "--model", RESNET_TINY, "--batch", "4", "--budget", arg, NULL), 1);
+    cr_assert_eq(cf_remat("plan", "--model", RESNET_TINY, "--batch", "4", "--budget", arg, "--strategy", "milp", NULL),
+                 1);
+    cr_assert_eq(cf_remat("plan", "--model", RESNET_TINY, "--batch", "4", "--budget", arg, "--strategy", "all", NULL),
+                 1);
+    cr_assert_eq(cf_remat("explain", "--model", RESNET_TINY, "--batch", "4", "--budget", arg, NULL), 1);
     cr_assert_lt((double)(clock() - t0) / CLOCKS_PER_SEC, 1.0);
     char *msg = err_text();
     cr_assert(strstr(msg, "below the smallest memory any schedule needs"), "%s", msg);
@@ -421,17 +338,17 @@ Test(cli_budget, below_the_lower_bound_is_refused_at_once)
     free(msg);
     /* At exactly the bound the budget is accepted and handed to the strategy
      * (which may still find nothing: exit 1, but no refusal message). */
-    cr_assert_not_null(freopen(tmp("stderr"), "w", stderr));
+    cr_assert_not_null(freopen(cf_path("stderr"), "w", stderr));
     snprintf(arg, sizeof arg, "%zu", need);
-    int rc = remat("plan", "--model", RESNET_TINY, "--batch", "4", "--budget", arg, "--strategy", "chen_greedy",
-                   "--quiet", NULL);
+    int rc = cf_remat("plan", "--model", RESNET_TINY, "--batch", "4", "--budget", arg, "--strategy", "chen_greedy",
+                      "--quiet", NULL);
     cr_assert(rc == 0 || rc == 1, "exit %d", rc);
     msg = err_text();
     cr_assert_null(strstr(msg, "below the smallest memory"), "%s", msg);
     free(msg);
     /* Not even the fixed bytes. */
-    cr_assert_eq(remat("plan", "--model", RESNET_TINY, "--batch", "4", "--budget", "1KiB", "--strategy", "milp", NULL),
-                 1);
+    cr_assert_eq(
+        cf_remat("plan", "--model", RESNET_TINY, "--batch", "4", "--budget", "1KiB", "--strategy", "milp", NULL), 1);
     msg = err_text();
     cr_assert(strstr(msg, "fixed bytes"), "%s", msg);
     free(msg);
@@ -447,7 +364,7 @@ static int count_of(const char *hay, const char *needle)
 
 static void expect_svg(const char *path)
 {
-    char *svg = slurp(path);
+    char *svg = cf_text(path);
     size_t n = strlen(svg);
     while (n && (svg[n - 1] == '\n' || svg[n - 1] == ' ')) svg[--n] = '\0';
     cr_assert_eq(strncmp(svg, "<svg", 4), 0, "%s does not start with <svg", path);
@@ -460,23 +377,23 @@ static void expect_svg(const char *path)
 
 Test(cli_svg, plan_writes_well_formed_figures)
 {
-    const char *prefix = tmp("fig");
-    cr_assert_eq(remat("plan", "--model", TINY, "--batch", "2", "--budget", "97%", "--strategy", "lp_round", "--quiet",
-                       "--svg", prefix, NULL),
+    const char *prefix = cf_path("fig");
+    cr_assert_eq(cf_remat("plan", "--model", TINY, "--batch", "2", "--budget", "97%", "--strategy", "lp_round",
+                          "--quiet", "--svg", prefix, NULL),
                  0, "%s", err_text());
     rm_problem *p = traced(TINY, 2);
     int n = p->n;
     rm_problem_free(p);
-    expect_svg(tmp("fig-rs.svg"));
-    expect_svg(tmp("fig-memory.svg"));
-    char *rs = slurp(tmp("fig-rs.svg"));
+    expect_svg(cf_path("fig-rs.svg"));
+    expect_svg(cf_path("fig-memory.svg"));
+    char *rs = cf_text(cf_path("fig-rs.svg"));
     /* One rect per R/S cell: R's lower triangle with its diagonal and S's
      * strict lower triangle, n*n together. */
     cr_assert_eq(count_of(rs, "<rect class=\"cell-"), n * n);
     cr_assert_eq(count_of(rs, "class=\"cell-new\""), n, "one first computation per stage");
     cr_assert(strstr(rs, "backward stage"));
     free(rs);
-    char *mem = slurp(tmp("fig-memory.svg"));
+    char *mem = cf_text(cf_path("fig-memory.svg"));
     cr_assert(strstr(mem, "budget"));
     cr_assert(strstr(mem, "fixed"));
     cr_assert(strstr(mem, "<polygon"));
@@ -485,8 +402,8 @@ Test(cli_svg, plan_writes_well_formed_figures)
 
 Test(cli_svg, library_figures_count_cells_and_recomputations)
 {
-    const char *prob = tmp("problem.txt");
-    spit(prob, example);
+    const char *prob = cf_path("problem.txt");
+    cf_write(prob, example);
     rm_problem *p;
     rm_err e = {RM_OK, ""};
     cr_assert_eq(rm_problem_read(&p, prob, &e), RM_OK, "%s", e.msg);
@@ -495,11 +412,11 @@ Test(cli_svg, library_figures_count_cells_and_recomputations)
     cr_assert_eq(rm_strategy_milp(&s, NULL, p, NULL, &e), RM_OK, "%s", e.msg);
     rm_sim_result r;
     cr_assert_eq(rm_simulate(&r, p, s, &e), RM_OK, "%s", e.msg);
-    cr_assert_eq(rm_figure_rs_svg(tmp("a.svg"), p, s, "a <title> & more", &e), RM_OK, "%s", e.msg);
-    cr_assert_eq(rm_figure_memory_svg(tmp("b.svg"), p, s, NULL, &e), RM_OK, "%s", e.msg);
-    expect_svg(tmp("a.svg"));
-    expect_svg(tmp("b.svg"));
-    char *rs = slurp(tmp("a.svg"));
+    cr_assert_eq(rm_figure_rs_svg(cf_path("a.svg"), p, s, "a <title> & more", &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_figure_memory_svg(cf_path("b.svg"), p, s, NULL, &e), RM_OK, "%s", e.msg);
+    expect_svg(cf_path("a.svg"));
+    expect_svg(cf_path("b.svg"));
+    char *rs = cf_text(cf_path("a.svg"));
     cr_assert_eq(count_of(rs, "<rect class=\"cell-"), p->n * p->n);
     cr_assert_eq(count_of(rs, "class=\"cell-re\""), (int)r.recomputations);
     cr_assert(strstr(rs, "a &lt;title&gt; &amp; more"), "the title is escaped");
@@ -512,9 +429,9 @@ Test(cli_svg, library_figures_count_cells_and_recomputations)
 
 Test(cli_explain, explains_recomputations_and_the_peak)
 {
-    cr_assert_eq(
-        remat("explain", "--model", TINY, "--batch", "8", "--budget", "95%", "--strategy", "lp_round", "--quiet", NULL),
-        0, "%s", err_text());
+    cr_assert_eq(cf_remat("explain", "--model", TINY, "--batch", "8", "--budget", "95%", "--strategy", "lp_round",
+                          "--quiet", NULL),
+                 0, "%s", err_text());
     char *out = out_text();
     cr_assert(strstr(out, "What the budget means"), "%s", out);
     cr_assert(strstr(out, "No schedule can go below"), "%s", out);
@@ -524,7 +441,7 @@ Test(cli_explain, explains_recomputations_and_the_peak)
     cr_assert(strstr(out, "Overhead"), "%s", out);
     free(out);
     /* A budget that holds the no-remat peak: nothing to recompute. */
-    cr_assert_eq(remat("explain", "--model", TINY, "--batch", "8", "--budget", "100%", "--quiet", NULL), 0, "%s",
+    cr_assert_eq(cf_remat("explain", "--model", TINY, "--batch", "8", "--budget", "100%", "--quiet", NULL), 0, "%s",
                  err_text());
     out = out_text();
     cr_assert(strstr(out, "Nothing: every value is computed once"), "%s", out);
@@ -534,15 +451,45 @@ Test(cli_explain, explains_recomputations_and_the_peak)
 Test(cli_maxbatch, runs_and_refuses_percentages)
 {
     cr_assert_eq(
-        remat("maxbatch", "--model", TINY, "--budget", "4MiB", "--strategies", "chen_greedy,ogc", "--quiet", NULL), 0,
-        "%s", err_text());
+        cf_remat("maxbatch", "--model", TINY, "--budget", "4MiB", "--strategies", "chen_greedy,ogc", "--quiet", NULL),
+        0, "%s", err_text());
     char *out = out_text();
     cr_assert(strstr(out, "checkpoint_all"), "checkpoint-all is always measured: %s", out);
     cr_assert(strstr(out, "chen_greedy"));
     cr_assert(strstr(out, "ogc"));
     free(out);
-    cr_assert_eq(remat("maxbatch", "--model", TINY, "--budget", "80%", NULL), 1);
-    cr_assert_eq(remat("maxbatch", "--model", TINY, "--budget", "4MiB", "--strategies", "chen_greedy,nope", NULL), 1);
+    cr_assert_eq(cf_remat("maxbatch", "--model", TINY, "--budget", "80%", NULL), 1);
+    cr_assert_eq(cf_remat("maxbatch", "--model", TINY, "--budget", "4MiB", "--strategies", "chen_greedy,nope", NULL),
+                 1);
     /* Not even batch 1 fits. */
-    cr_assert_eq(remat("maxbatch", "--model", TINY, "--budget", "100KiB", "--quiet", NULL), 1);
+    cr_assert_eq(cf_remat("maxbatch", "--model", TINY, "--budget", "100KiB", "--quiet", NULL), 1);
+}
+
+/* --device cuda counts the GPU's fixed bytes (the cuBLAS workspace is read
+ * off a live backend), so without a GPU, or in a build without CUDA, it
+ * refuses plainly before any search; --device cpu is the default. */
+Test(cli_maxbatch, device_cuda_without_a_gpu)
+{
+    cr_assert_eq(cf_remat("maxbatch", "--model", TINY, "--budget", "4MiB", "--device", "tpu", NULL), 1);
+    char *err = err_text();
+    cr_assert(strstr(err, "--device must be cpu or cuda, got 'tpu'"), "%s", err);
+    free(err);
+    cr_assert_eq(cf_remat("maxbatch", "--model", TINY, "--budget", "4MiB", "--strategies", "chen_greedy", "--device",
+                          "cpu", "--quiet", NULL),
+                 0);
+    rm_err e = {RM_OK, ""};
+    rm_backend *be = NULL;
+    if (rm_backend_cuda_create(&be, 0, &e) == RM_OK) { /* a GPU here: the GPU suite covers it */
+        rm_backend_free(be);
+        return;
+    }
+    char *before = out_text();
+    cr_assert_eq(cf_remat("maxbatch", "--model", TINY, "--budget", "4MiB", "--device", "cuda", "--quiet", NULL), 1);
+    err = err_text();
+    cr_assert(strstr(err, "remat maxbatch: cannot search on the GPU: "), "%s", err);
+    cr_assert(strstr(err, "no CUDA support") || strstr(err, "no usable GPU"), "%s", err);
+    free(err);
+    char *after = out_text();
+    cr_assert_str_eq(after, before, "nothing on stdout without a GPU");
+    free(before), free(after);
 }

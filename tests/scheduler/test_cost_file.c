@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_fixture.h"
 #include "cost_file.h"
 #include "exact_dp.h"
 #include "milp.h"
@@ -16,44 +17,7 @@
 #include "simulate.h"
 #include "strategy.h"
 
-static char dir[64];
-static char path_buf[8][160];
-static int npath;
-
-static void setup(void)
-{
-    npath = 0;
-    snprintf(dir, sizeof dir, "/tmp/remat_costs_XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-}
-
-static void teardown(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd)) {
-    }
-}
-
-/* A path in the test's folder, in a static slot (no heap to leak). */
-static const char *tmp(const char *name)
-{
-    cr_assert_lt(npath, 8);
-    snprintf(path_buf[npath], sizeof path_buf[0], "%s/%s", dir, name);
-    return path_buf[npath++];
-}
-
-static const char *spit(const char *name, const char *text)
-{
-    const char *p = tmp(name);
-    FILE *f = fopen(p, "w");
-    cr_assert_not_null(f);
-    fputs(text, f);
-    fclose(f);
-    return p;
-}
-
-TestSuite(cost_file, .init = setup, .fini = teardown);
+TestSuite(cost_file, .init = cf_setup, .fini = cf_teardown);
 
 Test(cost_file, round_trip_is_exact)
 {
@@ -66,7 +30,7 @@ Test(cost_file, round_trip_is_exact)
         snprintf(c->nodes[i].name, sizeof c->nodes[i].name, "%s", names[i]);
         c->nodes[i].seconds = secs[i];
     }
-    const char *p = tmp("a.costs");
+    const char *p = cf_path("a.costs");
     cr_assert_eq(rm_cost_file_write(c, p, "two lines\nof comment", &e), RM_OK, "%s", e.msg);
     rm_cost_file *d;
     cr_assert_eq(rm_cost_file_read(&d, p, &e), RM_OK, "%s", e.msg);
@@ -81,7 +45,7 @@ Test(cost_file, round_trip_is_exact)
         cr_assert_gt(d->nodes[i].line, d->header_line);
     }
     /* Written again, the same bytes. */
-    const char *q = tmp("b.costs");
+    const char *q = cf_path("b.costs");
     cr_assert_eq(rm_cost_file_write(d, q, "two lines\nof comment", &e), RM_OK, "%s", e.msg);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "cmp -s %s %s", p, q);
@@ -135,10 +99,9 @@ Test(cost_file, malformed_files_name_the_line)
         {"remat-costs 1 m 8 cpu 2 seconds\n0 a 0\n5 b 1\n", ":3:", "outside 0..1"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        char name[32];
-        snprintf(name, sizeof name, "bad%zu.costs", k);
-        npath = 0; /* one slot per case is enough */
-        const char *p = spit(name, cases[k].text);
+        char p[128]; /* a path per case, not a cf_path slot each */
+        snprintf(p, sizeof p, "%s/bad%zu.costs", cf_dir, k);
+        cf_write(p, cases[k].text);
         rm_err e = {RM_OK, ""};
         rm_cost_file *c = (rm_cost_file *)1;
         int rc = rm_cost_file_read(&c, p, &e);
@@ -151,7 +114,7 @@ Test(cost_file, malformed_files_name_the_line)
     }
     rm_err e = {RM_OK, ""};
     rm_cost_file *c;
-    cr_assert_eq(rm_cost_file_read(&c, tmp("missing.costs"), &e), RM_ERR_IO);
+    cr_assert_eq(rm_cost_file_read(&c, cf_path("missing.costs"), &e), RM_ERR_IO);
     cr_assert(strstr(e.msg, "missing.costs"));
 }
 
@@ -208,7 +171,7 @@ Test(cost_file, apply_checks_that_the_file_is_the_problems)
     rm_err e = {RM_OK, ""};
     /* Read back from disk, so the errors can name lines. */
     rm_cost_file *mem = costs_for(p, chain_secs, 8);
-    const char *path = tmp("chain.costs");
+    const char *path = cf_path("chain.costs");
     cr_assert_eq(rm_cost_file_write(mem, path, NULL, &e), RM_OK, "%s", e.msg);
     rm_cost_file_free(mem);
     rm_cost_file *c;

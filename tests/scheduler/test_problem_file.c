@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_fixture.h"
 #include "random_graphs.h"
 #include "schedule.h"
 #include "simulate.h"
@@ -23,31 +24,9 @@ static void temp_file(char *path, size_t len, const char *text)
     close(fd);
 }
 
-static char *slurp(const char *path)
-{
-    FILE *fp = fopen(path, "r");
-    cr_assert_not_null(fp);
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    cr_assert_eq(fread(buf, 1, (size_t)n, fp), (size_t)n);
-    buf[n] = '\0';
-    fclose(fp);
-    return buf;
-}
-
 /* The example of docs/problem-format.md. */
-static const char *example = "# A two-layer training graph (docs/problem-format.md)\n"
-                             "problem 7 4096 20000\n"
-                             "# index name tag cost bytes deps\n"
-                             "0 input forward 0 1024 -\n"
-                             "1 fc1 forward 2048 2048 0\n"
-                             "2 relu1 forward 512 2048 1\n"
-                             "3 loss loss 64 4 2\n"
-                             "4 loss.grad backward 64 2048 2,3\n"
-                             "5 relu1.grad backward 512 2048 2,4\n"
-                             "6 fc1.grad backward 4096 0 0,5\n";
+static const char *example = "# A two-layer training graph (docs/problem-format.md)\n" CF_EXAMPLE_HEADER
+                             "# index name tag cost bytes deps\n" CF_EXAMPLE_NODES;
 
 Test(problem_file, reads_documented_example)
 {
@@ -102,7 +81,7 @@ Test(problem_file, round_trip)
             for (int k = 0; k < p->nodes[i].ndeps; k++) cr_assert_eq(q->nodes[i].deps[k], p->nodes[i].deps[k]);
         }
         cr_assert_eq(rm_problem_write(q, path2, &e), RM_OK, "%s", e.msg);
-        char *a = slurp(path), *b = slurp(path2);
+        char *a = cf_text(path), *b = cf_text(path2);
         cr_assert_str_eq(a, b);
         free(a);
         free(b);
@@ -222,7 +201,7 @@ static void expect_schedule_error(int line, const char *replacement, int err_lin
     char path[64];
     temp_file(path, sizeof path, "");
     cr_assert_eq(rm_schedule_write(s, p, path, &e), RM_OK, "%s", e.msg);
-    char *text = slurp(path), out[8192] = "";
+    char *text = cf_text(path), out[8192] = "";
     int l = 1;
     for (char *c = text, *nl; *c; c = nl + 1, l++) {
         nl = strchr(c, '\n');

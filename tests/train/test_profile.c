@@ -6,12 +6,12 @@
  * (or no CUDA build), and the profiler reports exactly what it measured. */
 #include <criterion/criterion.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_fixture.h"
 #include "commands.h"
 #include "cost_file.h"
 #include "model.h"
@@ -21,107 +21,24 @@
 #define TINY REMAT_SOURCE_DIR "/models/vgg-tiny.cfg"
 #define RESNET_TINY REMAT_SOURCE_DIR "/models/resnet-tiny.cfg"
 
-static char dir[64];
-static char path_buf[16][160];
-static int npath;
-
-static void setup(void)
-{
-    npath = 0;
-    snprintf(dir, sizeof dir, "/tmp/remat_profile_XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-    char p[128];
-    snprintf(p, sizeof p, "%s/stdout", dir);
-    cr_assert_not_null(freopen(p, "w", stdout));
-    snprintf(p, sizeof p, "%s/stderr", dir);
-    cr_assert_not_null(freopen(p, "w", stderr));
-}
-
-static void teardown(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd)) {
-    }
-}
-
-static const char *tmp(const char *name)
-{
-    cr_assert_lt(npath, 16);
-    snprintf(path_buf[npath], sizeof path_buf[0], "%s/%s", dir, name);
-    return path_buf[npath++];
-}
-
-/* The file's text (caller frees). */
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
-
-/* stdout and stderr are truncated first, so each check sees one command. */
-static int remat(const char *first, ...)
-{
-    fflush(stdout);
-    fflush(stderr);
-    cr_assert_eq(ftruncate(fileno(stdout), 0), 0);
-    cr_assert_eq(ftruncate(fileno(stderr), 0), 0);
-    rewind(stdout);
-    rewind(stderr);
-    char *argv[40];
-    int argc = 0;
-    argv[argc++] = (char *)"remat";
-    va_list ap;
-    va_start(ap, first);
-    for (const char *a = first; a; a = va_arg(ap, const char *)) {
-        cr_assert_lt(argc, 39);
-        argv[argc++] = (char *)a;
-    }
-    va_end(ap);
-    argv[argc] = NULL;
-    int rc = rm_cli_main(argc, argv);
-    fflush(stdout);
-    fflush(stderr);
-    return rc;
-}
-
-/* 1 when the command's stdout (err = 0) or stderr (1) contains s. */
-static int said(int err, const char *s)
-{
-    char p[128];
-    snprintf(p, sizeof p, "%s/%s", dir, err ? "stderr" : "stdout");
-    char *t = slurp(p);
-    int found = strstr(t, s) != NULL;
-    free(t);
-    return found;
-}
-
-TestSuite(profile, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(profile, .init = cf_setup, .fini = cf_teardown, .timeout = 120);
 
 /* Profiles the tiny VGG at batch 4 into path (few steps: the test checks the
  * plumbing, not the precision). */
 static void profile_tiny(const char *path, const char *batch)
 {
-    int rc = remat("profile", "--model", TINY, "--batch", batch, "--reps", "3", "--warmup", "1", "--out", path,
-                   "--quiet", NULL);
+    int rc = cf_remat("profile", "--model", TINY, "--batch", batch, "--reps", "3", "--warmup", "1", "--out", path,
+                      "--quiet", NULL);
     cr_assert_eq(rc, 0, "remat profile failed (%d)", rc);
 }
 
 Test(profile, cpu_profile_writes_a_cost_file_plan_accepts)
 {
-    const char *costs = tmp("tiny.costs");
+    const char *costs = cf_path("tiny.costs");
     profile_tiny(costs, "4");
-    cr_assert(said(0, "slowest nodes"));
-    cr_assert(said(0, "By layer kind"));
-    cr_assert(said(0, "conv forward"));
+    cr_assert(cf_said(0, "slowest nodes"));
+    cr_assert(cf_said(0, "By layer kind"));
+    cr_assert(cf_said(0, "conv forward"));
 
     rm_err e = {RM_OK, ""};
     rm_cost_file *c;
@@ -146,76 +63,76 @@ Test(profile, cpu_profile_writes_a_cost_file_plan_accepts)
     rm_model_free(m);
     rm_cost_file_free(c);
 
-    int rc = remat("plan", "--model", TINY, "--batch", "4", "--budget", "97%", "--strategy", "lp_round", "--costs",
-                   costs, "--quiet", NULL);
+    int rc = cf_remat("plan", "--model", TINY, "--batch", "4", "--budget", "97%", "--strategy", "lp_round", "--costs",
+                      costs, "--quiet", NULL);
     cr_assert_eq(rc, 0, "plan --costs failed (%d)", rc);
-    cr_assert(said(0, "profiled seconds from"));
+    cr_assert(cf_said(0, "profiled seconds from"));
     /* Costs print as time, not FLOPs. */
-    cr_assert(!said(0, "FLOPs"), "a profiled plan still prints FLOPs");
-    cr_assert(said(0, " ms") || said(0, " us"));
+    cr_assert(!cf_said(0, "FLOPs"), "a profiled plan still prints FLOPs");
+    cr_assert(cf_said(0, " ms") || cf_said(0, " us"));
 
     /* Without --costs the same plan says FLOPs. */
-    cr_assert_eq(remat("plan", "--model", TINY, "--batch", "4", "--budget", "97%", "--strategy", "lp_round",
-                       "--quiet", NULL),
-                 0);
-    cr_assert(said(0, "costs        FLOPs"));
+    cr_assert_eq(
+        cf_remat("plan", "--model", TINY, "--batch", "4", "--budget", "97%", "--strategy", "lp_round", "--quiet", NULL),
+        0);
+    cr_assert(cf_said(0, "costs        FLOPs"));
 
     /* explain takes the same file and explains in time. */
-    rc = remat("explain", "--model", TINY, "--batch", "4", "--budget", "97%", "--strategy", "lp_round", "--costs",
-               costs, "--quiet", NULL);
+    rc = cf_remat("explain", "--model", TINY, "--batch", "4", "--budget", "97%", "--strategy", "lp_round", "--costs",
+                  costs, "--quiet", NULL);
     cr_assert_eq(rc, 0, "explain --costs failed (%d)", rc);
-    cr_assert(said(0, " ms") || said(0, " us"));
-    cr_assert(!said(0, "FLOPs"), "a profiled explanation still prints FLOPs");
+    cr_assert(cf_said(0, " ms") || cf_said(0, " us"));
+    cr_assert(!cf_said(0, "FLOPs"), "a profiled explanation still prints FLOPs");
 }
 
 Test(profile, another_batch_or_model_is_refused)
 {
-    const char *costs = tmp("tiny.costs");
+    const char *costs = cf_path("tiny.costs");
     profile_tiny(costs, "2");
-    int rc = remat("plan", "--model", TINY, "--batch", "4", "--budget", "97%", "--strategy", "lp_round", "--costs",
-                   costs, "--quiet", NULL);
+    int rc = cf_remat("plan", "--model", TINY, "--batch", "4", "--budget", "97%", "--strategy", "lp_round", "--costs",
+                      costs, "--quiet", NULL);
     cr_assert_eq(rc, 1);
-    cr_assert(said(1, "profiled at batch 2, not 4"));
-    rc = remat("plan", "--model", RESNET_TINY, "--batch", "2", "--budget", "97%", "--strategy", "lp_round", "--costs",
-               costs, "--quiet", NULL);
+    cr_assert(cf_said(1, "profiled at batch 2, not 4"));
+    rc = cf_remat("plan", "--model", RESNET_TINY, "--batch", "2", "--budget", "97%", "--strategy", "lp_round",
+                  "--costs", costs, "--quiet", NULL);
     cr_assert_eq(rc, 1);
-    cr_assert(said(1, "profiled for model 'vgg-tiny', not 'resnet-tiny'"));
-    rc = remat("train", "--model", TINY, "--data", "synthetic", "--batch", "4", "--budget", "100%", "--steps", "1",
-               "--costs", costs, "--quiet", NULL);
+    cr_assert(cf_said(1, "profiled for model 'vgg-tiny', not 'resnet-tiny'"));
+    rc = cf_remat("train", "--model", TINY, "--data", "synthetic", "--batch", "4", "--budget", "100%", "--steps", "1",
+                  "--costs", costs, "--quiet", NULL);
     cr_assert_eq(rc, 1);
-    cr_assert(said(1, "profiled at batch 2, not 4"));
-    rc = remat("maxbatch", "--model", RESNET_TINY, "--budget", "64MiB", "--costs", costs, "--quiet", NULL);
+    cr_assert(cf_said(1, "profiled at batch 2, not 4"));
+    rc = cf_remat("maxbatch", "--model", RESNET_TINY, "--budget", "64MiB", "--costs", costs, "--quiet", NULL);
     cr_assert_eq(rc, 1);
-    cr_assert(said(1, "not 'resnet-tiny'"));
-    rc = remat("plan", "--model", TINY, "--batch", "2", "--budget", "97%", "--strategy", "lp_round", "--costs",
-               tmp("nonexistent.costs"), "--quiet", NULL);
+    cr_assert(cf_said(1, "not 'resnet-tiny'"));
+    rc = cf_remat("plan", "--model", TINY, "--batch", "2", "--budget", "97%", "--strategy", "lp_round", "--costs",
+                  cf_path("nonexistent.costs"), "--quiet", NULL);
     cr_assert_eq(rc, 1);
-    cr_assert(said(1, "cannot open"));
+    cr_assert(cf_said(1, "cannot open"));
 }
 
 Test(profile, train_and_maxbatch_take_costs)
 {
-    const char *costs = tmp("tiny.costs");
+    const char *costs = cf_path("tiny.costs");
     profile_tiny(costs, "4");
-    int rc = remat("train", "--model", TINY, "--data", "synthetic", "--samples", "8", "--batch", "4", "--budget",
-                   "100%", "--steps", "1", "--strategy", "checkpoint_all", "--costs", costs, "--quiet", NULL);
+    int rc = cf_remat("train", "--model", TINY, "--data", "synthetic", "--samples", "8", "--batch", "4", "--budget",
+                      "100%", "--steps", "1", "--strategy", "checkpoint_all", "--costs", costs, "--quiet", NULL);
     cr_assert_eq(rc, 0, "train --costs failed (%d)", rc);
-    cr_assert(said(0, "costs: profiled seconds from"));
-    rc = remat("maxbatch", "--model", TINY, "--budget", "4MiB", "--strategies", "checkpoint_all,chen_sqrtn",
-               "--max-batch", "64", "--costs", costs, "--quiet", NULL);
+    cr_assert(cf_said(0, "costs: profiled seconds from"));
+    rc = cf_remat("maxbatch", "--model", TINY, "--budget", "4MiB", "--strategies", "checkpoint_all,chen_sqrtn",
+                  "--max-batch", "64", "--costs", costs, "--quiet", NULL);
     cr_assert_eq(rc, 0, "maxbatch --costs failed (%d)", rc);
-    cr_assert(said(0, "scaled linearly"));
+    cr_assert(cf_said(0, "scaled linearly"));
 }
 
 Test(profile, bad_usage_and_cuda_without_a_gpu)
 {
-    cr_assert_eq(remat("profile", "--batch", "4", NULL), 1);
-    cr_assert(said(1, "--model FILE is required"));
-    cr_assert_eq(remat("profile", "--model", TINY, NULL), 1);
-    cr_assert(said(1, "--batch N is required"));
-    cr_assert_eq(remat("profile", "--model", TINY, "--batch", "4", "--device", "tpu", NULL), 1);
-    cr_assert(said(1, "--device must be cpu or cuda"));
-    cr_assert_eq(remat("profile", "--model", TINY, "--batch", "4", "--reps", "0", NULL), 1);
+    cr_assert_eq(cf_remat("profile", "--batch", "4", NULL), 1);
+    cr_assert(cf_said(1, "--model FILE is required"));
+    cr_assert_eq(cf_remat("profile", "--model", TINY, NULL), 1);
+    cr_assert(cf_said(1, "--batch N is required"));
+    cr_assert_eq(cf_remat("profile", "--model", TINY, "--batch", "4", "--device", "tpu", NULL), 1);
+    cr_assert(cf_said(1, "--device must be cpu or cuda"));
+    cr_assert_eq(cf_remat("profile", "--model", TINY, "--batch", "4", "--reps", "0", NULL), 1);
     /* Only where CUDA cannot run: no CUDA build, or no GPU. */
     rm_err e = {RM_OK, ""};
     rm_backend *be = NULL;
@@ -223,11 +140,11 @@ Test(profile, bad_usage_and_cuda_without_a_gpu)
         rm_backend_free(be);
         return;
     }
-    int rc = remat("profile", "--model", TINY, "--batch", "4", "--device", "cuda", "--out", tmp("x.costs"), "--quiet",
-                   NULL);
+    int rc = cf_remat("profile", "--model", TINY, "--batch", "4", "--device", "cuda", "--out", cf_path("x.costs"),
+                      "--quiet", NULL);
     cr_assert_neq(rc, 0);
-    cr_assert(said(1, "cannot profile on the GPU"));
-    cr_assert(access(tmp("x.costs"), F_OK) != 0, "a failed profile left a cost file");
+    cr_assert(cf_said(1, "cannot profile on the GPU"));
+    cr_assert(access(cf_path("x.costs"), F_OK) != 0, "a failed profile left a cost file");
 }
 
 /* The library: a node's cost is the median of exactly `reps` measurements,

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_fixture.h"
 #include "commands.h"
 #include "maxbatch.h"
 #include "train_fixtures.h"
@@ -451,76 +452,32 @@ Test(trainer, schedule_cache_hits_and_rejects_tampering)
 
 /* ---- the command line ------------------------------------------------------------ */
 
-static char clidir[128];
-
-static void cli_setup(void)
+/* Runs `remat train ARGS...` and returns its exit code; cf_err gets stderr. */
+static int train_cli(const char *const *args)
 {
-    tf_tmpdir(clidir, sizeof clidir);
-    char path[256];
-    snprintf(path, sizeof path, "%s/stdout", clidir);
-    cr_assert_not_null(freopen(path, "w", stdout));
-    snprintf(path, sizeof path, "%s/stderr", clidir);
-    cr_assert_not_null(freopen(path, "w", stderr));
-}
-
-static void cli_teardown(void) { tf_rmdir(clidir); }
-
-/* Runs `remat train ARGS...` and returns its exit code; *err gets stderr. */
-static int train_cli(char *err, size_t len, const char *const *args)
-{
-    char *argv[64];
-    int argc = 0;
-    argv[argc++] = "remat";
-    argv[argc++] = "train";
-    for (int i = 0; args[i]; i++) argv[argc++] = (char *)args[i];
+    const char *argv[64] = {"train"};
+    int argc = 1;
+    for (int i = 0; args[i]; i++) argv[argc++] = args[i];
     argv[argc] = NULL;
-    fflush(stdout);
-    fflush(stderr);
-    long before = ftell(stderr);
-    int rc = rm_cli_main(argc, argv);
-    fflush(stdout);
-    fflush(stderr);
-    char path[256];
-    snprintf(path, sizeof path, "%s/stderr", clidir);
-    FILE *f = fopen(path, "r");
-    cr_assert_not_null(f);
-    fseek(f, before, SEEK_SET);
-    size_t n = fread(err, 1, len - 1, f);
-    err[n] = '\0';
-    fclose(f);
-    return rc;
+    return cf_remat_args(argv);
 }
 
-static int contains_file(const char *name, const char *what)
-{
-    char path[256], buf[1 << 15];
-    snprintf(path, sizeof path, "%s/%s", clidir, name);
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-    return strstr(buf, what) != NULL;
-}
-
-TestSuite(trainer_cli, .init = cli_setup, .fini = cli_teardown);
+TestSuite(trainer_cli, .init = cf_setup, .fini = cf_teardown);
 
 Test(trainer_cli, trains_and_prints_the_summary)
 {
-    char err[4096];
     const char *args[] = {"--model", RESNET_TINY, "--data", "synthetic", "--batch", "8", "--budget", "80%",
                           "--strategy", "chen-greedy", "--steps", "3", "--samples", "64", NULL};
-    cr_assert_eq(train_cli(err, sizeof err, args), 0, "%s", err);
-    cr_assert(contains_file("stdout", "no-remat"));
-    cr_assert(contains_file("stdout", "training does not fit without rematerialization"));
-    cr_assert(contains_file("stdout", "compute overhead"));
-    cr_assert(contains_file("stdout", "held-out loss"));
-    cr_assert(contains_file("stdout", "done         3 steps"));
+    cr_assert_eq(train_cli(args), 0, "%s", cf_err);
+    cr_assert(cf_said(0, "no-remat"));
+    cr_assert(cf_said(0, "training does not fit without rematerialization"));
+    cr_assert(cf_said(0, "compute overhead"));
+    cr_assert(cf_said(0, "held-out loss"));
+    cr_assert(cf_said(0, "done         3 steps"));
 }
 
 Test(trainer_cli, refuses_bad_input_with_a_reason)
 {
-    char err[8192];
     struct {
         const char *args[20];
         const char *want;
@@ -550,20 +507,19 @@ Test(trainer_cli, refuses_bad_input_with_a_reason)
          "--lr"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        int rc = train_cli(err, sizeof err, cases[i].args);
-        cr_expect_eq(rc, 1, "case %zu: exit %d, stderr: %s", i, rc, err);
-        cr_expect(strstr(err, cases[i].want), "case %zu: stderr lacks '%s': %s", i, cases[i].want, err);
+        int rc = train_cli(cases[i].args);
+        cr_expect_eq(rc, 1, "case %zu: exit %d, stderr: %s", i, rc, cf_err);
+        cr_expect(strstr(cf_err, cases[i].want), "case %zu: stderr lacks '%s': %s", i, cases[i].want, cf_err);
     }
 }
 
 Test(trainer_cli, refuses_a_corrupt_checkpoint)
 {
-    char err[4096], ckpt[256];
-    snprintf(ckpt, sizeof ckpt, "%s/run.ckpt", clidir);
+    const char *ckpt = cf_path("run.ckpt");
     const char *save[] = {"--model", RESNET_TINY, "--data", "synthetic", "--batch", "8", "--budget", "80%",
                           "--strategy", "chen_greedy", "--steps", "2", "--samples", "64", "--checkpoint", ckpt,
                           "--quiet", NULL};
-    cr_assert_eq(train_cli(err, sizeof err, save), 0, "%s", err);
+    cr_assert_eq(train_cli(save), 0, "%s", cf_err);
     FILE *f = fopen(ckpt, "r+b");
     cr_assert_not_null(f);
     fseek(f, 0, SEEK_END);
@@ -576,13 +532,13 @@ Test(trainer_cli, refuses_a_corrupt_checkpoint)
     const char *resume[] = {"--model", RESNET_TINY, "--data", "synthetic", "--batch", "8", "--budget", "80%",
                             "--strategy", "chen_greedy", "--steps", "4", "--samples", "64", "--resume", ckpt,
                             "--quiet", NULL};
-    int rc = train_cli(err, sizeof err, resume);
-    cr_assert_eq(rc, 1, "exit %d: %s", rc, err);
-    cr_assert(strstr(err, ckpt), "the message names the file: %s", err);
+    int rc = train_cli(resume);
+    cr_assert_eq(rc, 1, "exit %d: %s", rc, cf_err);
+    cr_assert(strstr(cf_err, ckpt), "the message names the file: %s", cf_err);
     /* A checkpoint of another model is refused too. */
     const char *other[] = {"--model", VGG_TINY, "--data", "synthetic", "--batch", "8", "--budget", "100%",
                            "--strategy", "checkpoint_all", "--resume", ckpt, "--quiet", NULL};
-    rc = train_cli(err, sizeof err, other);
-    cr_assert_eq(rc, 1, "exit %d: %s", rc, err);
-    cr_assert(strstr(err, ckpt), "%s", err);
+    rc = train_cli(other);
+    cr_assert_eq(rc, 1, "exit %d: %s", rc, cf_err);
+    cr_assert(strstr(cf_err, ckpt), "%s", cf_err);
 }
