@@ -235,6 +235,12 @@ static void expect_same_run(const char *model, int batch, const char *strategy, 
     cr_assert_gt(s->recomputations, 0, "%s: %s at %.0f%% must recompute", model, strategy, percent);
     cr_assert_leq(s->sched_peak, s->budget);
     cr_assert_leq(s->fixed + s->plan_span, s->budget, "%s: the arena must fit the budget", model);
+    /* Evaluation runs in the idle training arena, so it adds nothing to the budget. */
+    size_t arena_bytes = 0;
+    cr_assert_not_null(rm_executor_arena_memory(rm_trainer_executor(a), &arena_bytes));
+    cr_assert_geq(s->eval_batch, 1);
+    cr_assert_leq(s->eval_span, arena_bytes, "%s: evaluation needs %zu bytes, the arena has %zu", model, s->eval_span,
+                  arena_bytes);
     /* The accounting is what the executor allocates, plus the optimizer's state. */
     cr_assert_eq(rm_executor_fixed_bytes(rm_trainer_executor(a)) + s->fixed_optim, s->fixed);
     cr_assert_eq(rm_trainer_summary_of(b)->recomputations, 0);
