@@ -153,12 +153,50 @@ static int lp_round_opt(rm_schedule **out, rm_strategy_stats *stats, const rm_pr
     return lp_round_direct(out, stats, p, o, e);
 }
 
+/* Above RM_COARSEN_MIN_NODES the coarse MILP spends its whole limit in
+ * branch and bound at one coarsening, while LP rounding refines to finer
+ * ones as time allows (ResNet-50 b32 at 60%, 60 s each: lp_round +5.71%,
+ * the coarse MILP +12.10%). So with a time limit the MILP route gives the
+ * first half to refined rounding, the rest to the coarse MILP (which falls
+ * back to the best baseline), and returns the cheaper schedule. */
 static int milp_opt(rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p, const rm_strategy_options *o,
                     rm_err *e)
 {
-    if (p->n > RM_COARSEN_MIN_NODES)
+    if (p->n <= RM_COARSEN_MIN_NODES) return milp_direct(out, stats, p, o, e);
+    if (!o || o->time_limit_s <= 0)
         return rm_coarsen_run(out, stats, p, o, milp_direct, "milp", 0, RM_COARSEN_FALLBACK, e);
-    return milp_direct(out, stats, p, o, e);
+    double t0 = now_s();
+    rm_strategy_options part = *o;
+    part.time_limit_s = o->time_limit_s / 2;
+    rm_schedule *rounded = NULL;
+    rm_strategy_stats rstats;
+    memset(&rstats, 0, sizeof rstats);
+    rstats.status = "error";
+    rm_err rerr = {RM_OK, ""};
+    int rrc = rm_coarsen_run(&rounded, &rstats, p, &part, lp_round_direct, "lp_round", 0, RM_COARSEN_REFINE, &rerr);
+    if (rrc == RM_ERR_NOMEM) {
+        *e = rerr;
+        return rrc;
+    }
+    part.time_limit_s = o->time_limit_s - (now_s() - t0);
+    if (part.time_limit_s < 0.01) part.time_limit_s = 0.01;
+    int rc = rm_coarsen_run(out, stats, p, &part, milp_direct, "milp", 0, RM_COARSEN_FALLBACK, e);
+    if (rrc != RM_OK) return rc; /* rounding found nothing: the MILP route's answer stands */
+    rm_sim_result a, b;
+    rm_err ignored = {RM_OK, ""};
+    if (rm_simulate(&a, p, rounded, &ignored) != RM_OK || !rm_sim_fits(p, &a) ||
+        (rc == RM_OK && rm_simulate(&b, p, *out, &ignored) == RM_OK && b.cost <= a.cost)) {
+        rm_schedule_free(rounded);
+        return rc;
+    }
+    if (o->log) o->log(o->log_ctx, "milp: the refined LP rounding is cheaper than the coarse MILP; returning it\n");
+    rm_schedule_free(*out);
+    *out = rounded;
+    if (stats) {
+        stats->status = "feasible";
+        stats->has_bound = 0;
+    }
+    return RM_OK;
 }
 
 static int lp_round_default(rm_schedule **out, const rm_problem *p, rm_err *e)

@@ -122,8 +122,9 @@ const rm_strategy_info *rm_strategy_list(int *count);
  * checkpoint-all fits, both return it without solving anything: it costs
  * every node once, the least possible, so it is optimal. Problems above 80
  * nodes are solved on a coarsened graph of 64 super-nodes and expanded back
- * (scheduler/coarsen.h): valid and within budget, but with no bound for the
- * original problem. */
+ * (scheduler/coarsen.h): valid and within budget, but with only the trivial
+ * bound for the original problem; there, with a time limit, the MILP spends
+ * half of it on refined LP rounding and returns the cheaper answer. */
 const rm_strategy_info *rm_strategy_list_all(int *count);
 /* By name, in the whole table; '-' and '_' are the same ("lp-round"). NULL if
  * no strategy has that name. */
