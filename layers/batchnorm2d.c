@@ -89,8 +89,9 @@ static void bn_channel_stats(double *mean, double *var, const rm_layer_call *cal
     }
 }
 
-/* Errors shared by forward and backward: what each mode needs to exist. */
-static int bn_check_call(const rm_layer_call *call, rm_shape s, const char *what, rm_err *e)
+/* Errors shared by forward and backward, CPU and CUDA (declared in
+ * layer_cuda.h): what each mode needs to exist. */
+int rm_batchnorm2d_check_call(const rm_layer_call *call, rm_shape s, const char *what, rm_err *e)
 {
     char buf[64];
     if (call->training && (size_t)s.n * s.h * s.w < 2)
@@ -106,7 +107,7 @@ static int bn_forward(const rm_layer_call *call, rm_err *e)
     const rm_tensor *x = call->in[0];
     rm_shape s = x->shape;
     rm_layer_params *prm = call->params;
-    int rc = bn_check_call(call, s, "forward", e);
+    int rc = rm_batchnorm2d_check_call(call, s, "forward", e);
     if (rc) return rc;
     size_t hw = (size_t)s.h * s.w, m = (size_t)s.n * hw;
     int update = call->training && call->update_stats && prm->running_mean.data && prm->running_var.data;
@@ -136,7 +137,7 @@ static int bn_backward(const rm_layer_call *call, rm_err *e)
     rm_tensor *dx = call->din[0];
     rm_shape s = x->shape;
     rm_layer_params *prm = call->params;
-    int rc = bn_check_call(call, s, "backward", e);
+    int rc = rm_batchnorm2d_check_call(call, s, "backward", e);
     if (rc) return rc;
     size_t hw = (size_t)s.h * s.w;
     double m = (double)s.n * (double)hw;

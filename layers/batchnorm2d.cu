@@ -121,24 +121,12 @@ static __global__ void batchnorm2d_backward_kernel(float *dx, const float *x, co
     }
 }
 
-/* The CPU reference's checks: what each mode needs to exist. */
-static int bn_check_call(const rm_layer_call *call, rm_shape s, const char *what, rm_err *e)
-{
-    char buf[64];
-    if (call->training && (size_t)s.n * s.h * s.w < 2)
-        return rm_errorf(e, RM_ERR_SHAPE, "batchnorm %s: training needs more than 1 value per channel, input is %s",
-                         what, rm_shape_str(s, buf, sizeof buf));
-    if (!call->training && (!call->params->running_mean.data || !call->params->running_var.data))
-        return rm_errorf(e, RM_ERR_INVALID, "batchnorm %s: eval mode needs running statistics, none were given", what);
-    return RM_OK;
-}
-
 static int hw_forward(const rm_layer_call *call, rm_err *e)
 {
     const rm_tensor *x = call->in[0];
     rm_shape s = x->shape;
     rm_layer_params *prm = call->params;
-    int rc = bn_check_call(call, s, "forward", e);
+    int rc = rm_batchnorm2d_check_call(call, s, "forward", e);
     if (rc) return rc;
     void *ws, *owned;
     rc = rm_cuda_workspace(&ws, &owned, call, rm_batchnorm2d_workspace_cuda(call->cfg, &s, 1, s, 0),
@@ -167,7 +155,7 @@ static int hw_backward(const rm_layer_call *call, rm_err *e)
     rm_tensor *dx = call->din[0];
     rm_shape s = x->shape;
     rm_layer_params *prm = call->params;
-    int rc = bn_check_call(call, s, "backward", e);
+    int rc = rm_batchnorm2d_check_call(call, s, "backward", e);
     if (rc) return rc;
     void *ws, *owned;
     rc = rm_cuda_workspace(&ws, &owned, call, rm_batchnorm2d_workspace_cuda(call->cfg, &s, 1, s, 1),
@@ -368,7 +356,7 @@ extern "C" int rm_batchnorm2d_forward_cuda(const rm_layer_call *call, rm_err *e)
 {
 #ifdef REMAT_HAVE_CUDNN
     if (rm_call_engine(call) == RM_ENGINE_CUDNN) {
-        int rc = bn_check_call(call, call->in[0]->shape, "forward", e), done = 0;
+        int rc = rm_batchnorm2d_check_call(call, call->in[0]->shape, "forward", e), done = 0;
         if (rc) return rc;
         if ((rc = cudnn_forward(call, &done, e)) || done) return rc;
         rm_cuda_note_fallback(call->be);
@@ -381,7 +369,7 @@ extern "C" int rm_batchnorm2d_backward_cuda(const rm_layer_call *call, rm_err *e
 {
 #ifdef REMAT_HAVE_CUDNN
     if (rm_call_engine(call) == RM_ENGINE_CUDNN) {
-        int rc = bn_check_call(call, call->in[0]->shape, "backward", e), done = 0;
+        int rc = rm_batchnorm2d_check_call(call, call->in[0]->shape, "backward", e), done = 0;
         if (rc) return rc;
         if ((rc = cudnn_backward(call, &done, e)) || done) return rc;
         /* eval mode and dx-less calls are hand-written by design, not a fallback */

@@ -24,6 +24,10 @@ RM_CUDA_LAYER_DECL(flatten);
 RM_CUDA_LAYER_DECL(softmax_xent);
 RM_CUDA_LAYER_DECL(pixel_softmax_xent);
 
+/* The CPU reference's argument checks, which the CUDA batchnorm shares
+ * (layers/batchnorm2d.c). */
+int rm_batchnorm2d_check_call(const rm_layer_call *call, rm_shape s, const char *what, rm_err *e);
+
 /* Device scratch of the layers that need some (rm_layer_desc.workspace_bytes_cuda). */
 size_t rm_batchnorm2d_workspace_cuda(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out,
                                      int backward);
