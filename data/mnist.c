@@ -55,23 +55,39 @@ static const char *size_problem(int64_t size, uint64_t expect)
     return (uint64_t)size < expect ? "truncated" : "trailing bytes";
 }
 
+/* Opens an idx file and reads its header: the magic (idx1 or idx3, its
+ * ndims dimensions), then ndims big-endian counts into dims. The magic alone
+ * first, so a label file given as images is reported as such rather than as
+ * a short header. On success the caller owns *fp. */
+static int read_idx_header(FILE **fp, int64_t *size, uint32_t *dims, int ndims, uint32_t magic, const char *what,
+                           const char *path, rm_err *e)
+{
+    int rc = data_open(fp, size, path, e);
+    if (rc) return rc;
+    char label[32];
+    unsigned char hd[16] = {0};
+    snprintf(label, sizeof label, "the idx%d magic", ndims);
+    rc = data_read_exact(*fp, hd, 4, path, label, e);
+    if (!rc && data_be32(hd) != magic)
+        rc = rm_errorf(e, RM_ERR_PARSE, "%s: magic 0x%08x, expected 0x%08x (an idx%d-ubyte %s file)", path,
+                       data_be32(hd), magic, ndims, what);
+    snprintf(label, sizeof label, "the idx%d header", ndims);
+    if (!rc) rc = data_read_exact(*fp, hd + 4, 4 * (size_t)ndims, path, label, e);
+    for (int d = 0; d < ndims; d++) dims[d] = data_be32(hd + 4 + 4 * d);
+    if (rc) fclose(*fp);
+    return rc;
+}
+
 /* Reads the whole image file: header, then exactly count*rows*cols bytes. */
 static int read_images(mnist *m, uint32_t *count, const char *path, rm_err *e)
 {
     FILE *fp;
     int64_t size;
-    int rc = data_open(&fp, &size, path, e);
+    uint32_t dims[3];
+    int rc = read_idx_header(&fp, &size, dims, 3, MNIST_IMAGES_MAGIC, "image", path, e);
     if (rc) return rc;
-    unsigned char hd[16] = {0};
-    /* The magic alone first, so a label file given as images is reported as
-     * such rather than as a short header. */
-    rc = data_read_exact(fp, hd, 4, path, "the idx3 magic", e);
-    if (!rc && data_be32(hd) != MNIST_IMAGES_MAGIC)
-        rc = rm_errorf(e, RM_ERR_PARSE, "%s: magic 0x%08x, expected 0x%08x (an idx3-ubyte image file)", path,
-                       data_be32(hd), MNIST_IMAGES_MAGIC);
-    if (!rc) rc = data_read_exact(fp, hd + 4, 12, path, "the idx3 header", e);
-    uint32_t n = data_be32(hd + 4), rows = data_be32(hd + 8), cols = data_be32(hd + 12);
-    if (!rc && (n == 0 || rows == 0 || cols == 0 || rows > RM_IMAGE_MAX_SIDE || cols > RM_IMAGE_MAX_SIDE))
+    uint32_t n = dims[0], rows = dims[1], cols = dims[2];
+    if (n == 0 || rows == 0 || cols == 0 || rows > RM_IMAGE_MAX_SIDE || cols > RM_IMAGE_MAX_SIDE)
         rc = rm_errorf(e, RM_ERR_PARSE, "%s: header gives %u images of %ux%u; need a positive count and sides 1-%d",
                        path, n, rows, cols, RM_IMAGE_MAX_SIDE);
     uint64_t body = (uint64_t)n * rows * cols;
@@ -98,16 +114,10 @@ static int read_labels(mnist *m, uint32_t *count, const char *path, rm_err *e)
 {
     FILE *fp;
     int64_t size;
-    int rc = data_open(&fp, &size, path, e);
+    uint32_t n;
+    int rc = read_idx_header(&fp, &size, &n, 1, MNIST_LABELS_MAGIC, "label", path, e);
     if (rc) return rc;
-    unsigned char hd[8] = {0};
-    rc = data_read_exact(fp, hd, 4, path, "the idx1 magic", e);
-    if (!rc && data_be32(hd) != MNIST_LABELS_MAGIC)
-        rc = rm_errorf(e, RM_ERR_PARSE, "%s: magic 0x%08x, expected 0x%08x (an idx1-ubyte label file)", path,
-                       data_be32(hd), MNIST_LABELS_MAGIC);
-    if (!rc) rc = data_read_exact(fp, hd + 4, 4, path, "the idx1 header", e);
-    uint32_t n = data_be32(hd + 4);
-    if (!rc && (uint64_t)size != 8 + (uint64_t)n)
+    if ((uint64_t)size != 8 + (uint64_t)n)
         rc = rm_errorf(e, RM_ERR_PARSE, "%s: %lld bytes, expected %llu for %u labels (%s)", path, (long long)size,
                        (unsigned long long)(8 + (uint64_t)n), n, size_problem(size, 8 + (uint64_t)n));
     if (!rc) {
