@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_median.h"
 #include "layer.h"
 
 typedef struct conv_shape {
@@ -73,18 +74,6 @@ static const conv_shape shapes[] = {
             exit(1);                                                                                                   \
         }                                                                                                              \
     } while (0)
-
-static int cmp_float(const void *a, const void *b)
-{
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
-
-static float median(float *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_float);
-    return n % 2 ? v[n / 2] : 0.5f * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static __attribute__((noreturn)) void die(const char *what, const rm_err *e)
 {

@@ -40,6 +40,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_median.h"
 #include "cli_util.h"
 #include "executor.h"
 #include "optim.h"
@@ -54,18 +55,6 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_float(const void *a, const void *b)
-{
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
-
-static float median(float *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_float);
-    return n % 2 ? v[n / 2] : 0.5f * (v[n / 2 - 1] + v[n / 2]);
 }
 
 /* A CUDA runtime call of this file; the library checks its own. */

@@ -58,6 +58,13 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Sorts x[0 .. n) in place and returns its median (n >= 1). */
+static double sorted_median(double *x, int n)
+{
+    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
 void rm_profile_free(rm_profile *p)
 {
     if (!p) return;
@@ -186,9 +193,8 @@ int rm_profile_run(rm_profile **out, const rm_model *m, const rm_profile_options
     }
     for (int v = 0; v < n; v++) {
         double *x = &samples[(size_t)v * (size_t)o->reps];
-        qsort(x, (size_t)o->reps, sizeof *x, cmp_double);
         int R = o->reps;
-        double med = R % 2 ? x[R / 2] : 0.5 * (x[R / 2 - 1] + x[R / 2]);
+        double med = sorted_median(x, R);
         /* The input is loaded, not computed: the scheduler's model prices it
          * at 0 (it reads nothing a schedule could have freed). */
         if (pr->g.nodes[v].op == RM_OP_INPUT) med = x[0] = x[R - 1] = 0;
@@ -196,8 +202,7 @@ int rm_profile_run(rm_profile **out, const rm_model *m, const rm_profile_options
         pr->lo[v] = x[0];
         pr->hi[v] = x[R - 1];
     }
-    qsort(steps, (size_t)o->reps, sizeof *steps, cmp_double);
-    pr->step_median = o->reps % 2 ? steps[o->reps / 2] : 0.5 * (steps[o->reps / 2 - 1] + steps[o->reps / 2]);
+    pr->step_median = sorted_median(steps, o->reps);
 done:
     rm_executor_free(ex);
     rm_cuda_timer_free(tm.timer);
