@@ -133,6 +133,7 @@ for model in "${models[@]}"; do
         "$(kv status)" >>"$results"
     else
       why="exit_$rc"; [ "$rc" = 124 ] && why="timeout_300s"
+      grep -q ': skipped$' "$log" && why="skipped"
       echo "$model $strat $batch $ovh - - - - - FAIL($why)" >>"$results"
     fi
   done <<<"$rows"
@@ -140,7 +141,7 @@ done
 
 echo
 echo "==== real max batch on the GPU: budget $budget, 3 training steps each, cuDNN engine ($((SECONDS - t_start)) s) ===="
-nvidia-smi -L | head -1
+gpu_name
 printf '%-9s %-18s %6s %6s %9s %9s %8s %10s %9s %9s %7s  %s\n' model strategy batch vs_all flops_ovh ms/step img/s \
   time/img remat_GiB device_GiB +eval status
 awk '

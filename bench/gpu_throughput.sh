@@ -80,7 +80,9 @@ for cfg in "${configs[@]}"; do
     rc=${PIPESTATUS[0]}
     line="$(grep '^RESULT ' "$log" | tail -1)"
     if [ -z "$line" ]; then
-      why="exit $rc"; [ "$rc" = 124 ] && why="timeout ${lim}s"
+      # One word (the table splits on spaces): skipped, timeout_Ns or exit_N.
+      why="exit_$rc"; [ "$rc" = 124 ] && why="timeout_${lim}s"
+      grep -q ': skipped$' "$log" && why="skipped"
       line="RESULT model=$model batch=$batch engine=$real status=FAIL($why) ms=- images_s=- steps=0"
     fi
     echo "$eng ${line#RESULT }" >>"$results"
@@ -104,7 +106,7 @@ done
 
 echo
 echo "==== GPU throughput: one training step, float32, SGD momentum ($((SECONDS - t_start)) s) ===="
-nvidia-smi -L | head -1
+gpu_name
 printf '%-9s %6s %-12s %10s %10s %11s  %s\n' model batch engine ms/step images/s vs_pytorch status
 awk '
   { kv["row"] = $1; for (i = 2; i <= NF; i++) { k = $i; sub(/=.*/, "", k); v = $i; sub(/^[^=]*=/, "", v); kv[k] = v }

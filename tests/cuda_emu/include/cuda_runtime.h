@@ -27,17 +27,22 @@
 #ifndef REMAT_CUDA_EMU_RUNTIME_H
 #define REMAT_CUDA_EMU_RUNTIME_H
 
-#ifndef __cplusplus
-#error "the CUDA emulator's cuda_runtime.h is for C++ (the .cu files); C code uses backend.h"
-#endif
-
+#ifdef __cplusplus
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#define RM_EMU_DEFAULT(v) = v
+#else
+/* C sources (the GPU benchmarks) see the runtime API only. */
+#include <stddef.h>
+#include <stdint.h>
+#define RM_EMU_DEFAULT(v)
+#endif
 
+#ifdef __cplusplus
 /* ---- the kernel language ---- */
 #define __global__
 #define __device__
@@ -76,6 +81,7 @@ static inline float __fdiv_rn(float a, float b) { return a / b; }
 static inline float __fsqrt_rn(float a) { return std::sqrt(a); }
 static inline double __dadd_rn(double a, double b) { return a + b; }
 using std::isnan;
+#endif
 
 /* ---- runtime types ---- */
 typedef enum cudaError {
@@ -111,16 +117,19 @@ typedef struct rm_emu_event *cudaEvent_t;
 #define cudaStreamDefault 0x0
 #define cudaStreamNonBlocking 0x1
 
-struct cudaDeviceProp {
+typedef struct cudaDeviceProp {
     char name[256];
     size_t totalGlobalMem;
     size_t sharedMemPerBlock;
     int regsPerBlock, warpSize, maxThreadsPerBlock;
     int maxThreadsDim[3], maxGridSize[3];
     int major, minor, multiProcessorCount;
-};
+} cudaDeviceProp;
 
 /* ---- runtime API ---- */
+#ifdef __cplusplus
+extern "C" {
+#endif
 const char *cudaGetErrorString(cudaError_t err);
 const char *cudaGetErrorName(cudaError_t err);
 cudaError_t cudaGetLastError(void);
@@ -140,9 +149,9 @@ cudaError_t cudaFreeAsync(void *ptr, cudaStream_t stream);
 cudaError_t cudaMallocHost(void **ptr, size_t bytes);
 cudaError_t cudaFreeHost(void *ptr);
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind);
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream = 0);
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream RM_EMU_DEFAULT(0));
 cudaError_t cudaMemset(void *dst, int value, size_t bytes);
-cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes, cudaStream_t stream = 0);
+cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes, cudaStream_t stream RM_EMU_DEFAULT(0));
 
 cudaError_t cudaStreamCreate(cudaStream_t *stream);
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned flags);
@@ -151,7 +160,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream);
 
 cudaError_t cudaEventCreate(cudaEvent_t *event);
 cudaError_t cudaEventDestroy(cudaEvent_t event);
-cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream = 0);
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream RM_EMU_DEFAULT(0));
 cudaError_t cudaEventSynchronize(cudaEvent_t event);
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
 
@@ -161,6 +170,9 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
 void rm_emu_check_device_range(const void *p, size_t bytes, const char *what);
 /* 1 when p points into a live device allocation. */
 int rm_emu_is_device(const void *p);
+
+#ifdef __cplusplus
+}
 
 /* One launch: checks the configuration (setting the sticky error like a
  * GPU would) and every pointer argument, then runs body once per thread of
@@ -205,5 +217,6 @@ static inline void rm_emu_launch_named(const char *name, void (*kernel)(P...), c
                &c);
 }
 #define rm_emu_launch(kernel, cfg, ...) rm_emu_launch_named(#kernel, kernel, cfg, ##__VA_ARGS__)
+#endif /* __cplusplus */
 
 #endif
