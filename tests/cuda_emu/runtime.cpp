@@ -3,12 +3,9 @@
  * host clock, and kernels run thread by thread, each block's threads as
  * fibers so that __syncthreads is a real barrier (include/cuda_runtime.h
  * says what that checks). */
-/* _longjmp between fiber stacks is what the fortified longjmp refuses. */
-#undef _FORTIFY_SOURCE
 #include <cuda_runtime.h>
 
 #include <chrono>
-#include <csetjmp>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -85,10 +82,11 @@ cudaError_t cudaMalloc(void **ptr, size_t bytes)
     *ptr = NULL;
     if (!bytes) return cudaSuccess;
     if (bytes > device_total() - allocated) return fail(cudaErrorMemoryAllocation);
-    /* 256-byte aligned like cudaMalloc; bytes rounded up so the tail of
-     * the last block is addressable, but only [p, p + bytes) counts. */
-    void *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
-    if (!p) return fail(cudaErrorMemoryAllocation);
+    /* 256-byte aligned like cudaMalloc, and exactly bytes long, so that
+     * AddressSanitizer (scripts/test builds the emulator with it) sees a
+     * kernel's access one element past a buffer. */
+    void *p = NULL;
+    if (posix_memalign(&p, 256, bytes)) return fail(cudaErrorMemoryAllocation);
     std::memset(p, 0xff, bytes); /* NaN floats: fresh device memory is garbage */
     allocations[(uintptr_t)p] = bytes;
     allocated += bytes;
@@ -335,18 +333,50 @@ int rm_emu_config_ok(const rm_emu_cfg &c)
 
 /* A block's threads as fibers. A fiber runs until it reaches a barrier or
  * ends; a phase runs every live fiber once, in turn. Fibers are made once
- * (makecontext) and then switched with _setjmp/_longjmp, which unlike
- * swapcontext save no signal mask: no system call per switch. Each fiber
+ * (makecontext) and then switched with GCC's __builtin_setjmp and
+ * __builtin_longjmp, which save no signal mask (swapcontext makes a system
+ * call per switch) and are not intercepted by AddressSanitizer (its longjmp
+ * hook clears the shadow of a whole thread stack per jump). Each fiber
  * loops, running the kernel body once per block it is given. */
+typedef void *jump_buf[5];
+/* The functions that switch stacks are not instrumented: AddressSanitizer
+ * would clear a whole stack's shadow (with a system call) around every
+ * setjmp and no-return jump; the switch annotations below tell it of the
+ * switches instead. */
+#define NO_ASAN __attribute__((no_sanitize_address))
+/* __builtin_longjmp may not share a function with the __builtin_setjmp of
+ * its caller: a function of its own. */
+__attribute__((noinline)) NO_ASAN static void jump(jump_buf buf) { __builtin_longjmp(buf, 1); }
 enum { FIBER_STACK = 256 << 10 };
 struct fiber {
-    jmp_buf jb;
+    jump_buf jb;
+    void *fake; /* AddressSanitizer's saved fake stack while switched out */
     char *stack;
     uint3 tid;
     int done;
 };
-static std::vector<fiber *> fibers;
-static jmp_buf sched_jb, boot_jb;
+/* Never destroyed (no exit-time destructor), so LeakSanitizer sees the fibers
+ * as reachable for the whole run. */
+static std::vector<fiber *> &fibers = *new std::vector<fiber *>;
+/* AddressSanitizer must be told of every stack switch, or it reports false
+ * errors on the fiber stacks; without it these do nothing. */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+static void switch_start(void **fake, const void *bottom, size_t size)
+{
+    __sanitizer_start_switch_fiber(fake, bottom, size);
+}
+static void switch_finish(void *fake, const void **bottom_old, size_t *size_old)
+{
+    __sanitizer_finish_switch_fiber(fake, bottom_old, size_old);
+}
+#else
+static void switch_start(void **, const void *, size_t) {}
+static void switch_finish(void *, const void **, size_t *) {}
+#endif
+static const void *sched_bottom; /* the scheduler's stack, as the sanitizer saw it */
+static size_t sched_size;
+static jump_buf sched_jb, boot_jb;
 static fiber *current;
 static rm_emu_body cur_body;
 static void *cur_closure;
@@ -355,9 +385,12 @@ static int barriers_seen;
 static const char *cur_kernel;
 
 /* From the running fiber back to the scheduler; returns when resumed. */
-static void to_scheduler(void)
+NO_ASAN static void to_scheduler(void)
 {
-    if (!_setjmp(current->jb)) _longjmp(sched_jb, 1);
+    fiber *self = current;
+    switch_start(&self->fake, sched_bottom, sched_size);
+    if (!__builtin_setjmp(self->jb)) jump(sched_jb);
+    switch_finish(self->fake, &sched_bottom, &sched_size);
 }
 
 void rm_emu_syncthreads(void)
@@ -370,11 +403,14 @@ void rm_emu_syncthreads(void)
     to_scheduler();
 }
 
-static void fiber_main(void)
+NO_ASAN static void fiber_main(void)
 {
     fiber *self = current;
+    switch_finish(NULL, &sched_bottom, &sched_size);
     /* Booted: hand control back to fiber_new with this stack's state saved. */
-    if (!_setjmp(self->jb)) _longjmp(boot_jb, 1);
+    switch_start(&self->fake, sched_bottom, sched_size);
+    if (!__builtin_setjmp(self->jb)) jump(boot_jb);
+    switch_finish(self->fake, &sched_bottom, &sched_size);
     for (;;) {
         cur_body(cur_closure);
         self->done = 1;
@@ -382,30 +418,38 @@ static void fiber_main(void)
     }
 }
 
-static fiber *fiber_new(void)
+NO_ASAN static fiber *fiber_new(void)
 {
     fiber *f = new fiber();
     f->stack = (char *)std::malloc(FIBER_STACK);
     if (!f->stack) die("out of memory for fiber stacks");
-    static ucontext_t boot, from;
+    static ucontext_t boot;
     getcontext(&boot);
     boot.uc_stack.ss_sp = f->stack;
     boot.uc_stack.ss_size = FIBER_STACK;
     boot.uc_link = NULL;
     makecontext(&boot, fiber_main, 0);
     current = f;
-    if (!_setjmp(boot_jb)) swapcontext(&from, &boot);
+    void *fake = NULL;
+    switch_start(&fake, f->stack, FIBER_STACK);
+    /* setcontext, not swapcontext (which AddressSanitizer warns of): the
+     * fiber comes back through boot_jb. */
+    if (!__builtin_setjmp(boot_jb)) setcontext(&boot);
+    switch_finish(fake, NULL, NULL);
     return f;
 }
 
 /* From the scheduler into f until it reaches a barrier or ends. A function
  * of its own so the scheduler's loop variables are never live across the
- * _setjmp (they could be clobbered). */
-__attribute__((noinline)) static void resume(fiber *f)
+ * setjmp. */
+__attribute__((noinline)) NO_ASAN static void resume(fiber *f)
 {
     current = f;
     rm_emu_thread_idx = f->tid;
-    if (!_setjmp(sched_jb)) _longjmp(f->jb, 1);
+    void *fake = NULL;
+    switch_start(&fake, f->stack, FIBER_STACK);
+    if (!__builtin_setjmp(sched_jb)) jump(f->jb);
+    switch_finish(fake, NULL, NULL);
 }
 
 static uint64_t order_state = 0x9e3779b97f4a7c15ull;
