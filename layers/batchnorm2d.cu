@@ -225,10 +225,11 @@ static int bn_plan_get(bn_plan **out, int *owned, const rm_backend *be, rm_shape
     return RM_OK;
 }
 
-/* cuDNN refuses eps below CUDNN_BN_MIN_EPSILON (1e-5). The float 1e-5f a
- * config holds is 9.9999997e-6, a hair below: that one (within float
- * rounding) is raised to the minimum, a change of 2.5e-13 in var + eps, far
- * under float resolution. Any smaller eps: 0, and the caller falls back. */
+/* cuDNN refuses eps below CUDNN_BN_MIN_EPSILON: 1e-5 up to cuDNN 7, 0 since
+ * cuDNN 8. Under a 1e-5 minimum, the float 1e-5f a config holds is
+ * 9.9999997e-6, a hair below: that one (within float rounding) is raised to
+ * the minimum, a change of 2.5e-13 in var + eps, far under float
+ * resolution. Any smaller eps: 0, and the caller falls back. */
 static double bn_cudnn_eps(float eps)
 {
     double d = (double)eps;
@@ -296,7 +297,7 @@ static int cudnn_forward(const rm_layer_call *call, int *done, rm_err *e)
         st = cudnnBatchNormalizationForwardInference(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, plan->x, x->data,
                                                      plan->x, call->out->data, plan->stats, prm->w.data, prm->b.data,
                                                      prm->running_mean.data, prm->running_var.data, eps);
-    if (st != CUDNN_STATUS_NOT_SUPPORTED) {
+    if (!rm_cudnn_not_supported(st)) {
         rc = cudnn_bn_status(st, call->training ? "cudnnBatchNormalizationForwardTraining"
                                                 : "cudnnBatchNormalizationForwardInference",
                              e);
@@ -342,7 +343,7 @@ static int cudnn_backward(const rm_layer_call *call, int *done, rm_err *e)
     cudnnStatus_t st = cudnnBatchNormalizationBackward(
         rm_cuda_cudnn(call->be), CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, plan->x, x->data, plan->x, dy->data,
         plan->x, dx->data, plan->stats, prm->w.data, dgamma, dbeta, eps, NULL, NULL);
-    if (st != CUDNN_STATUS_NOT_SUPPORTED) {
+    if (!rm_cudnn_not_supported(st)) {
         rc = cudnn_bn_status(st, "cudnnBatchNormalizationBackward", e);
         *done = !rc;
     }

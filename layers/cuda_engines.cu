@@ -270,7 +270,7 @@ int rm_cudnn_conv_run(rm_cudnn_conv *plan, const rm_backend *be, rm_conv_dir dir
                                             (cudnnConvolutionBwdFilterAlgo_t)plan->algo[dir], ws, plan->ws[dir], &zero,
                                             plan->w, out);
     }
-    if (st == CUDNN_STATUS_NOT_SUPPORTED) {
+    if (rm_cudnn_not_supported(st)) {
         plan->state[dir] = -1;
         *rejected = 1;
         return RM_OK;

@@ -54,6 +54,18 @@ typedef struct rm_conv_chunk {
 rm_conv_chunk rm_conv_gemm_chunk(size_t n, size_t kdim, size_t cout, size_t pdim);
 
 #ifdef REMAT_HAVE_CUDNN
+/* cuDNN answered "not supported" (nothing was done; fall back). cuDNN 9
+ * splits that answer into sub-codes (3001 NOT_SUPPORTED_SHAPE, ...) under
+ * CUDNN_STATUS_CATEGORY; earlier versions have the one code. */
+static inline int rm_cudnn_not_supported(cudnnStatus_t st)
+{
+#ifdef CUDNN_STATUS_CATEGORY
+    return CUDNN_STATUS_CATEGORY((int)st) == CUDNN_STATUS_NOT_SUPPORTED;
+#else
+    return st == CUDNN_STATUS_NOT_SUPPORTED;
+#endif
+}
+
 typedef enum rm_conv_dir { RM_CONV_FWD = 0, RM_CONV_BWD_DATA, RM_CONV_BWD_FILTER, RM_CONV_DIRS } rm_conv_dir;
 
 /* One forward convolution's cuDNN descriptors (x: n,c,h,w; w: k,c,r,r; y)

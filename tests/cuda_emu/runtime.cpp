@@ -344,9 +344,18 @@ typedef void *jump_buf[5];
  * setjmp and no-return jump; the switch annotations below tell it of the
  * switches instead. */
 #define NO_ASAN __attribute__((no_sanitize_address))
+/* And the compiler must not assume what registers they keep: GCC's
+ * interprocedural register allocation would let a caller keep values in
+ * registers the callee's own code leaves alone, but a switch runs other
+ * code in between. */
+#if defined(__clang__)
+#define SWITCH_FN __attribute__((noinline)) NO_ASAN
+#else
+#define SWITCH_FN __attribute__((noinline, noipa)) NO_ASAN
+#endif
 /* __builtin_longjmp may not share a function with the __builtin_setjmp of
  * its caller: a function of its own. */
-__attribute__((noinline)) NO_ASAN static void jump(jump_buf buf) { __builtin_longjmp(buf, 1); }
+SWITCH_FN static void jump(jump_buf buf) { __builtin_longjmp(buf, 1); }
 enum { FIBER_STACK = 256 << 10 };
 struct fiber {
     jump_buf jb;
@@ -385,7 +394,7 @@ static int barriers_seen;
 static const char *cur_kernel;
 
 /* From the running fiber back to the scheduler; returns when resumed. */
-NO_ASAN static void to_scheduler(void)
+SWITCH_FN static void to_scheduler(void)
 {
     fiber *self = current;
     switch_start(&self->fake, sched_bottom, sched_size);
@@ -403,7 +412,7 @@ void rm_emu_syncthreads(void)
     to_scheduler();
 }
 
-NO_ASAN static void fiber_main(void)
+SWITCH_FN static void fiber_main(void)
 {
     fiber *self = current;
     switch_finish(NULL, &sched_bottom, &sched_size);
@@ -418,7 +427,7 @@ NO_ASAN static void fiber_main(void)
     }
 }
 
-NO_ASAN static fiber *fiber_new(void)
+SWITCH_FN static fiber *fiber_new(void)
 {
     fiber *f = new fiber();
     f->stack = (char *)std::malloc(FIBER_STACK);
@@ -442,7 +451,7 @@ NO_ASAN static fiber *fiber_new(void)
 /* From the scheduler into f until it reaches a barrier or ends. A function
  * of its own so the scheduler's loop variables are never live across the
  * setjmp. */
-__attribute__((noinline)) NO_ASAN static void resume(fiber *f)
+SWITCH_FN static void resume(fiber *f)
 {
     current = f;
     rm_emu_thread_idx = f->tid;
