@@ -31,10 +31,9 @@
 #
 # Memory columns. remat: fixed + the arena's measured high-water mark, what
 # the budget governs. device: what cudaMemGetInfo says the process took
-# beyond its CUDA context, minus the trainer's forward-only evaluation arena
-# (allocated at creation, unused in these steps; shown as +eval): library
-# handles and cuDNN's loaded kernels are in it, remat's accounting does not
-# see them. A 16 GiB budget on the 139 GiB card is enforced by remat's own
+# beyond its CUDA context: library handles and cuDNN's loaded kernels are in
+# it, remat's accounting does not see them (the trainer's evaluation runs in
+# the idle training arena and adds nothing). A 16 GiB budget on the 139 GiB card is enforced by remat's own
 # arena and accounting; these columns show what it really took.
 # Needs build/ from `scripts/gpu-check --build` (REMAT_BUILD_DIR overrides).
 # Without a GPU it says so and exits 0.
@@ -112,14 +111,14 @@ for model in "${models[@]}"; do
       rows="$rows"$'\n'"$mrow"
     else
       why="exit_$rc"; [ "$rc" = 124 ] && why="search_over_${milp_wall}s"
-      echo "$model milp - - - - - - - FAIL($why)" >>"$results"
+      echo "$model milp - - - - - - FAIL($why)" >>"$results"
     fi
   fi
   # Train each strategy's max batch for 3 steps under the same budget.
   while read -r strat batch ovh; do
     [ -n "$strat" ] || continue
     if [ "$batch" = 0 ]; then
-      echo "$model $strat 0 $ovh - - - - - NONE" >>"$results"
+      echo "$model $strat 0 $ovh - - - - NONE" >>"$results"
       continue
     fi
     echo "== $model: $strat at batch $batch, 3 steps on the GPU"
@@ -129,12 +128,12 @@ for model in "${models[@]}"; do
     line="$(grep '^RESULT ' "$log" | tail -1)"
     if [ -n "$line" ]; then
       # status: OK, or OOM / BUDGET / INFEASIBLE / ERROR (the reason is in the log above).
-      echo "$model $strat $batch $ovh $(kv ms) $(kv images_s) $(kv remat_bytes) $(kv device_bytes) $(kv eval_bytes)" \
-        "$(kv status)" >>"$results"
+      echo "$model $strat $batch $ovh $(kv ms) $(kv images_s) $(kv remat_bytes) $(kv device_bytes) $(kv status)" \
+        >>"$results"
     else
       why="exit_$rc"; [ "$rc" = 124 ] && why="timeout_300s"
       grep -q ': skipped$' "$log" && why="skipped"
-      echo "$model $strat $batch $ovh - - - - - FAIL($why)" >>"$results"
+      echo "$model $strat $batch $ovh - - - - FAIL($why)" >>"$results"
     fi
   done <<<"$rows"
 done
@@ -142,28 +141,27 @@ done
 echo
 echo "==== real max batch on the GPU: budget $budget, 3 training steps each, cuDNN engine ($((SECONDS - t_start)) s) ===="
 gpu_name
-printf '%-9s %-18s %6s %6s %9s %9s %8s %10s %9s %9s %7s  %s\n' model strategy batch vs_all flops_ovh ms/step img/s \
-  time/img remat_GiB device_GiB +eval status
+printf '%-9s %-18s %6s %6s %9s %9s %8s %10s %9s %9s  %s\n' model strategy batch vs_all flops_ovh ms/step img/s \
+  time/img remat_GiB device_GiB status
 awk '
   function gib(b) { return b ~ /^[0-9.e+-]+$/ && b != "-" ? sprintf("%.2f", b / 1073741824) : "-" }
-  { n++; for (i = 1; i <= 10; i++) f[n, i] = $i
+  { n++; for (i = 1; i <= 9; i++) f[n, i] = $i
     if ($2 == "checkpoint_all" && $3 ~ /^[0-9]+$/) allb[$1] = $3
-    if ($2 == "checkpoint_all" && $10 == "OK") allms[$1] = $5 }
+    if ($2 == "checkpoint_all" && $9 == "OK") allms[$1] = $5 }
   END {
     for (r = 1; r <= n; r++) {
-      m = f[r, 1]; b = f[r, 3]; ms = f[r, 5]; st = f[r, 10]
+      m = f[r, 1]; b = f[r, 3]; ms = f[r, 5]; st = f[r, 9]
       ratio = (m in allb) && b ~ /^[0-9]+$/ && allb[m] > 0 ? sprintf("%.2fx", b / allb[m]) : "-"
       per = "-"
       if (st == "OK" && (m in allms) && allms[m] > 0 && b > 0)
         per = sprintf("%+.1f%%", 100 * ((ms / b) / (allms[m] / allb[m]) - 1))
-      dev = f[r, 8] ~ /^[0-9]+$/ && f[r, 9] ~ /^[0-9]+$/ ? gib(sprintf("%.0f", f[r, 8] - f[r, 9])) : "-"
-      printf "%-9s %-18s %6s %6s %9s %9s %8s %10s %9s %9s %7s  %s\n", m, f[r, 2], b, ratio, f[r, 4], ms, f[r, 6],
-        per, gib(f[r, 7]), dev, gib(f[r, 9]), st
+      printf "%-9s %-18s %6s %6s %9s %9s %8s %10s %9s %9s  %s\n", m, f[r, 2], b, ratio, f[r, 4], ms, f[r, 6],
+        per, gib(f[r, 7]), gib(f[r, 8]), st
     }
   }' "$results"
 echo "vs_all: max batch over checkpoint-all's; flops_ovh: extra compute (FLOPs) at that batch; time/img: measured"
 echo "ms per image over checkpoint-all's at its own max batch; remat: fixed + arena high-water; device: cudaMemGetInfo"
-echo "use beyond the CUDA context, the idle evaluation arena (+eval) taken out. Checkmate (VGG19, V100 16 GB,"
-echo "simulated): checkpoint-all 167, chen_sqrtn 197, chen_greedy 266, ILP 289."
+echo "use beyond the CUDA context. Checkmate (VGG19, V100 16 GB, simulated): checkpoint-all 167, chen_sqrtn 197,"
+echo "chen_greedy 266, ILP 289."
 [ ${#skipped[@]} -eq 0 ] || echo "skipped for time (over ${deadline}s): ${skipped[*]}: run bench/gpu_maxbatch.sh ${skipped[*]}"
 exit 0

@@ -20,10 +20,9 @@
  *
  * Memory: "remat" is the fixed bytes plus the arena's measured high-water
  * mark (what the budget governs); "device" is what cudaMemGetInfo says the
- * process took after the CUDA context existed (library handles, cuDNN's
- * kernels and the trainer's evaluation arena included); "eval" is that
- * evaluation arena alone (the trainer allocates it at creation; no step
- * here uses it).
+ * process took after the CUDA context existed (library handles and cuDNN's
+ * kernels included; the trainer's evaluation runs in the idle training
+ * arena, so it adds nothing).
  *
  * Without --budget the budget is 90% of the GPU's free memory (the
  * checkpoint-all default then never recomputes). --budget takes 16GiB or a
@@ -301,10 +300,6 @@ int main(int argc, char **argv)
     rm_executor *ex = rm_trainer_executor(t);
     rm_backend *be = rm_executor_backend(ex);
     const rm_model *m = rm_trainer_model(t);
-    size_t eval_ws = 0;
-    rm_err we = {RM_OK, ""};
-    if (rm_executor_workspace_needed_on(&eval_ws, m, s->eval_batch, RM_BACKEND_CUDA, &we)) eval_ws = 0;
-    const size_t eval_bytes = s->eval_span + eval_ws;
 
     size_t numel = (size_t)a.batch * (size_t)m->input.c * (size_t)m->input.h * (size_t)m->input.w;
     size_t nlabels = rm_model_label_count(m, a.batch);
@@ -327,8 +322,8 @@ int main(int argc, char **argv)
            "%g s per engine\n",
            rm_backend_cuda_deterministic(be), rm_backend_cuda_fast_math(be), a.steps, a.warmup,
            a.warmup < 1 ? a.warmup : 1, a.max_seconds);
-    printf("%-12s %6s %10s %10s %10s %10s %10s %10s %9s %s\n", "engine", "steps", "median_ms", "min_ms", "images/s",
-           "remat_MiB", "device_MiB", "eval_MiB", "fallbacks", "loss first -> last");
+    printf("%-12s %6s %10s %10s %10s %10s %10s %9s %s\n", "engine", "steps", "median_ms", "min_ms", "images/s",
+           "remat_MiB", "device_MiB", "fallbacks", "loss first -> last");
     fflush(stdout);
 
     int failed = 0;
@@ -362,27 +357,26 @@ int main(int argc, char **argv)
             fprintf(stderr, ME ": %s: %s\n", tok, r.err);
             printf("%-12s failed: %s\n", tok, r.err);
             printf("RESULT model=%s batch=%d strategy=%s engine=%s status=%s ms=- images_s=- steps=0 budget=%zu "
-                   "remat_bytes=%zu device_bytes=%zu eval_bytes=%zu\n",
-                   a.model_arg, a.batch, s->strategy, tok, status_of(r.rc), s->budget, remat, device, eval_bytes);
+                   "remat_bytes=%zu device_bytes=%zu\n",
+                   a.model_arg, a.batch, s->strategy, tok, status_of(r.rc), s->budget, remat, device);
             failed = 1;
             continue;
         }
         int finite = isfinite(r.loss_first) && isfinite(r.loss_last);
-        printf("%-12s %5d%s %10.2f %10.2f %10.1f %10.1f %10.1f %10.1f %9llu %.4g -> %.4g%s\n", tok, r.steps,
+        printf("%-12s %5d%s %10.2f %10.2f %10.1f %10.1f %10.1f %9llu %.4g -> %.4g%s\n", tok, r.steps,
                r.warm_only ? "*" : (r.steps < a.steps ? "+" : " "), r.median_ms, r.min_ms,
-               1e3 * a.batch / r.median_ms, mib(remat), mib(device), mib(eval_bytes), r.fallbacks,
+               1e3 * a.batch / r.median_ms, mib(remat), mib(device), r.fallbacks,
                (double)r.loss_first, (double)r.loss_last, finite ? "" : " (not finite)");
         printf("RESULT model=%s batch=%d strategy=%s engine=%s status=OK ms=%.3f images_s=%.2f steps=%d budget=%zu "
-               "remat_bytes=%zu device_bytes=%zu eval_bytes=%zu overhead_pct=%.2f fallbacks=%llu\n",
+               "remat_bytes=%zu device_bytes=%zu overhead_pct=%.2f fallbacks=%llu\n",
                a.model_arg, a.batch, s->strategy, tok, r.median_ms, 1e3 * a.batch / r.median_ms, r.steps, s->budget,
-               remat, device, eval_bytes, s->base_cost > 0 ? 100.0 * (s->cost / s->base_cost - 1) : 0.0,
+               remat, device, s->base_cost > 0 ? 100.0 * (s->cost / s->base_cost - 1) : 0.0,
                r.fallbacks);
         fflush(stdout);
     }
     printf("# steps: '+' the --max-seconds cap stopped it early; '*' only warm-up steps fit under the cap (their\n"
            "# times). remat: fixed + arena high-water (what the budget governs); device: cudaMemGetInfo, all this\n"
-           "# process took after its CUDA context (handles, cuDNN's kernels, the idle eval arena included);\n"
-           "# eval: the trainer's forward-only evaluation arena + workspace, allocated at creation, unused here.\n"
+           "# process took after its CUDA context (library handles and cuDNN's kernels included).\n"
            "# fallbacks: layer calls the engine handed to the hand-written kernels.\n");
     cudaFreeHost(images);
     cudaFreeHost(labels);
