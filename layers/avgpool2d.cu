@@ -2,26 +2,7 @@
  * k*k). Forward: one thread per output. Backward gathers instead of
  * scattering: one thread per input element sums the gradients of the windows
  * that cover it, in the CPU reference's scan order, so no atomics are needed. */
-#include "cuda_common.cuh"
-
-typedef struct pool_geom {
-    int h, w, ho, wo, k, s, p;
-} pool_geom;
-
-static pool_geom pool_geom_of(const rm_layer_config *cfg, rm_shape in, rm_shape out)
-{
-    pool_geom g = {in.h, in.w, out.h, out.w, cfg->kernel, cfg->stride, cfg->pad};
-    return g;
-}
-
-/* Outputs [*lo, *hi] along one axis whose windows cover input coordinate i. */
-__device__ inline void pool_covering(int *lo, int *hi, int i, int k, int s, int p, int n_out)
-{
-    int first = i + p - k + 1;
-    *lo = first <= 0 ? 0 : (first + s - 1) / s;
-    int last = (i + p) / s;
-    *hi = last < n_out - 1 ? last : n_out - 1;
-}
+#include "pool_window.cuh"
 
 static __global__ void avgpool2d_forward_kernel(float *y, const float *x, size_t planes, pool_geom g, double inv_area)
 {

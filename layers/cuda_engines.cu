@@ -42,24 +42,6 @@ int rm_cuda_add_bias(float *y, const float *b, int n, int c, size_t plane, cudaS
     return RM_OK;
 }
 
-/* One block per channel; threads take fixed strided slices of (n, plane). */
-static __global__ void bias_grad_kernel(float *db, const float *dy, int n, int c, size_t plane)
-{
-    size_t ch = blockIdx.x, m = (size_t)n * plane;
-    double acc = 0.0;
-    for (size_t j = threadIdx.x; j < m; j += RM_THREADS) acc += dy[(j / plane * (size_t)c + ch) * plane + j % plane];
-    acc = rm_block_sum(acc);
-    if (threadIdx.x == 0) db[ch] = (float)acc;
-}
-
-int rm_cuda_bias_grad(float *db, const float *dy, int n, int c, size_t plane, cudaStream_t st, rm_err *e)
-{
-    if (!db || c < 1) return RM_OK;
-    bias_grad_kernel<<<(unsigned)c, RM_THREADS, 0, st>>>(db, dy, n, c, plane);
-    RM_CUDA_LAUNCHED(e, "bias_grad_kernel");
-    return RM_OK;
-}
-
 rm_conv_chunk rm_conv_gemm_chunk(size_t n, size_t kdim, size_t cout, size_t pdim)
 {
     rm_conv_chunk ch;

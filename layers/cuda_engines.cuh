@@ -38,9 +38,6 @@ int rm_sgemm(const rm_backend *be, cublasOperation_t ta, cublasOperation_t tb, s
 
 /* y[n][c][p] += b[c] for n images of c planes of `plane` elements. */
 int rm_cuda_add_bias(float *y, const float *b, int n, int c, size_t plane, cudaStream_t st, rm_err *e);
-/* db[c] = sum over n images and their planes of dy[n][c][:], in double, in a
- * fixed order (one block per channel, fixed-tree sum). */
-int rm_cuda_bias_grad(float *db, const float *dy, int n, int c, size_t plane, cudaStream_t st, rm_err *e);
 
 /* Workspace of the cuBLAS convolution path for a convolution whose im2col
  * matrix has kdim rows per output pixel, cout output channels, pdim pixels

@@ -2,17 +2,7 @@
  * equal values, a NaN wins). Backward recomputes argmaxes from x and gathers:
  * one thread per input element sums dy over the windows that cover it and
  * chose it, in scan order, so no atomics are needed. */
-#include "cuda_common.cuh"
-
-typedef struct pool_geom {
-    int h, w, ho, wo, k, s, p;
-} pool_geom;
-
-static pool_geom pool_geom_of(const rm_layer_config *cfg, rm_shape in, rm_shape out)
-{
-    pool_geom g = {in.h, in.w, out.h, out.w, cfg->kernel, cfg->stride, cfg->pad};
-    return g;
-}
+#include "pool_window.cuh"
 
 /* Index (iy * w + ix) of the maximum of output (oy, ox)'s window in one plane. */
 __device__ inline size_t maxpool_argmax(const float *plane, const pool_geom &g, int oy, int ox)
@@ -29,14 +19,6 @@ __device__ inline size_t maxpool_argmax(const float *plane, const pool_geom &g, 
             if (v > b || (isnan(v) && !isnan(b))) best = i;
         }
     return best;
-}
-
-__device__ inline void pool_covering(int *lo, int *hi, int i, int k, int s, int p, int n_out)
-{
-    int first = i + p - k + 1;
-    *lo = first <= 0 ? 0 : (first + s - 1) / s;
-    int last = (i + p) / s;
-    *hi = last < n_out - 1 ? last : n_out - 1;
 }
 
 static __global__ void maxpool2d_forward_kernel(float *y, const float *x, size_t planes, pool_geom g)
