@@ -597,6 +597,32 @@ static rm_trainer *trainer_run(const rm_trainer_config *c)
     return t;
 }
 
+#ifdef REMAT_CUDA_EMU
+size_t rm_emu_allocation_count(void); /* tests/cuda_emu/runtime.cpp */
+
+/* Issue 5's rule "no allocation inside a step", checked where allocations
+ * can be counted (the CUDA emulator): every engine's trainer allocates all
+ * device memory at creation, and its steps and evaluations none. */
+Test(cuda_train, no_device_allocation_inside_steps, .timeout = 300)
+{
+    static const char *engines[] = {"handwritten", "cublas", "cudnn"};
+    for (int i = 0; i < 3; i++) {
+        setenv("REMAT_ENGINE", engines[i], 1);
+        rm_trainer_config c = train_config();
+        c.max_steps = 3;
+        c.eval_every = 2;
+        rm_trainer *t = NULL;
+        rm_err e = {RM_OK, ""};
+        cr_assert_eq(rm_trainer_create(&t, &c, &e), RM_OK, "%s: %s", engines[i], e.msg);
+        size_t before = rm_emu_allocation_count();
+        cr_assert_eq(rm_trainer_run(t, &e), RM_OK, "%s: %s", engines[i], e.msg);
+        size_t during = rm_emu_allocation_count() - before;
+        cr_assert_eq(during, 0, "%s: %zu device allocations during 3 steps and their evaluations", engines[i], during);
+        rm_trainer_free(t);
+    }
+}
+#endif
+
 static float *trainer_params(rm_trainer *t, size_t *n)
 {
     rm_executor *ex = rm_trainer_executor(t);

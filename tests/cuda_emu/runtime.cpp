@@ -38,7 +38,9 @@ static cudaError_t fail(cudaError_t err)
 
 /* ---- device memory ---- */
 static std::map<uintptr_t, size_t> allocations; /* base -> bytes */
-static size_t allocated;
+static size_t allocated, allocation_calls;
+
+size_t rm_emu_allocation_count(void) { return allocation_calls; }
 
 static size_t device_total(void)
 {
@@ -90,6 +92,7 @@ cudaError_t cudaMalloc(void **ptr, size_t bytes)
     std::memset(p, 0xff, bytes); /* NaN floats: fresh device memory is garbage */
     allocations[(uintptr_t)p] = bytes;
     allocated += bytes;
+    allocation_calls++;
     *ptr = p;
     return cudaSuccess;
 }

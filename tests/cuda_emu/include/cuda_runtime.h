@@ -170,6 +170,9 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
 void rm_emu_check_device_range(const void *p, size_t bytes, const char *what);
 /* 1 when p points into a live device allocation. */
 int rm_emu_is_device(const void *p);
+/* Successful cudaMalloc / cudaMallocAsync calls so far (tests check that a
+ * training step makes none). */
+size_t rm_emu_allocation_count(void);
 
 #ifdef __cplusplus
 }
