@@ -43,6 +43,7 @@
 #include "optim.h"
 #include "plan.h"
 #include "problem.h"
+#include "profile.h"
 #include "schedule.h"
 #include "simulate.h"
 #include "strategy.h"
@@ -595,6 +596,40 @@ static rm_trainer *trainer_run(const rm_trainer_config *c)
     cr_assert_str_eq(rm_trainer_summary_of(t)->device, "cuda");
     cr_assert_eq(rm_trainer_run(t, &e), RM_OK, "%s", e.msg);
     return t;
+}
+
+/* `remat profile --device cuda`'s library: every node timed with device
+ * events (its median inside its spread, positive where it computes), and
+ * the cost file carries the medians unchanged, one entry per node. */
+Test(cuda_train, profile_on_the_gpu, .timeout = 300)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/models/vgg-tiny.cfg", source_dir());
+    rm_err e = {0};
+    rm_model *m = NULL;
+    cr_assert_eq(rm_model_load(&m, path, &e), RM_OK, "%s", e.msg);
+    rm_profile_options o;
+    memset(&o, 0, sizeof o);
+    o.device = RM_BACKEND_CUDA, o.batch = 2, o.warmup = 1, o.reps = 3, o.seed = 5;
+    rm_profile *p = NULL;
+    cr_assert_eq(rm_profile_run(&p, m, &o, &e), RM_OK, "%s", e.msg);
+    cr_assert_str_eq(p->device, "cuda");
+    cr_assert_eq(p->reps, 3);
+    cr_assert_gt(p->step_median, 0);
+    for (int v = 0; v < p->g.n; v++) {
+        const rm_graph_node *nd = &p->g.nodes[v];
+        cr_assert(p->lo[v] <= p->seconds[v] && p->seconds[v] <= p->hi[v], "%s: %g not in [%g, %g]", nd->name,
+                  p->seconds[v], p->lo[v], p->hi[v]);
+        /* Every node with arithmetic runs kernels, which take time (the input is loaded, not computed). */
+        if (nd->op != RM_OP_INPUT && nd->flops > 0) cr_assert_gt(p->seconds[v], 0, "%s: no time measured", nd->name);
+    }
+    rm_cost_file *c = NULL;
+    cr_assert_eq(rm_profile_cost_file(&c, p, "vgg-tiny", &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(c->batch, 2);
+    for (int v = 0; v < p->g.n; v++) cr_assert_eq(c->nodes[v].seconds, p->seconds[v]);
+    rm_cost_file_free(c);
+    rm_profile_free(p);
+    rm_model_free(m);
 }
 
 #ifdef REMAT_CUDA_EMU
