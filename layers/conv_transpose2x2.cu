@@ -151,10 +151,10 @@ static __global__ void convt_gather_kernel(float *t, const float *dy, convt_geom
     }
 }
 
-/* Images per chunk: as many column buffers as fit RM_GEMM_WS_CAP, at least one. */
+/* Images per chunk: as many column buffers as fit rm_cuda_gemm_ws_cap(), at least one. */
 static size_t convt_chunk_images(const convt_geom &g)
 {
-    size_t image = 4 * (size_t)g.cout * g.h * g.w * sizeof(float), ic = image ? RM_GEMM_WS_CAP / image : 1;
+    size_t image = 4 * (size_t)g.cout * g.h * g.w * sizeof(float), ic = image ? rm_cuda_gemm_ws_cap() / image : 1;
     if (ic < 1) ic = 1;
     return ic < (size_t)g.n ? ic : (size_t)g.n;
 }

@@ -42,16 +42,22 @@ int rm_cuda_add_bias(float *y, const float *b, int n, int c, size_t plane, cudaS
     return RM_OK;
 }
 
+static size_t gemm_ws_cap = RM_GEMM_WS_CAP_DEFAULT;
+
+size_t rm_cuda_gemm_ws_cap(void) { return gemm_ws_cap; }
+
+void rm_cuda_set_gemm_ws_cap(size_t bytes) { gemm_ws_cap = bytes ? bytes : RM_GEMM_WS_CAP_DEFAULT; }
+
 rm_conv_chunk rm_conv_gemm_chunk(size_t n, size_t kdim, size_t cout, size_t pdim)
 {
     rm_conv_chunk ch;
-    size_t col = (kdim + cout) * sizeof(float), image = col * pdim;
-    if (n * image <= RM_GEMM_WS_CAP) {
+    size_t col = (kdim + cout) * sizeof(float), image = col * pdim, cap = rm_cuda_gemm_ws_cap();
+    if (n * image <= cap) {
         ch.ic = n, ch.pt = pdim;
-    } else if (image <= RM_GEMM_WS_CAP) {
-        ch.ic = RM_GEMM_WS_CAP / image, ch.pt = pdim;
+    } else if (image <= cap) {
+        ch.ic = cap / image, ch.pt = pdim;
     } else {
-        ch.ic = 1, ch.pt = RM_GEMM_WS_CAP / col;
+        ch.ic = 1, ch.pt = cap / col;
         if (ch.pt < 1) ch.pt = 1;
     }
     ch.bytes = ch.ic * ch.pt * col;

@@ -19,9 +19,9 @@
 #include "backend_cuda.h"
 #include "cuda_common.cuh"
 
-/* Largest im2col / column buffer the cuBLAS convolution path uses: batches
- * of images (or, for one huge image, strips of pixels) are sized to fit. */
-#define RM_GEMM_WS_CAP ((size_t)64 << 20)
+/* The default of rm_cuda_gemm_ws_cap() (layer_cuda.h): the largest im2col /
+ * column buffer of the cuBLAS convolution paths. */
+#define RM_GEMM_WS_CAP_DEFAULT ((size_t)64 << 20)
 /* cuDNN algorithms may use at least this much workspace even where the
  * cuBLAS path would need less (small layers). */
 #define RM_CUDNN_WS_FLOOR ((size_t)4 << 20)

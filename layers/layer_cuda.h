@@ -36,6 +36,14 @@ size_t rm_softmax_xent_workspace_cuda(const rm_layer_config *cfg, const rm_shape
 size_t rm_pixel_softmax_xent_workspace_cuda(const rm_layer_config *cfg, const rm_shape *in, int nin,
                                             rm_shape out, int backward);
 
+/* The largest im2col / column buffer of the cuBLAS convolution paths, 64 MiB
+ * by default: batches of images, or strips of one image's pixels, are sized
+ * to fit it. Settable (0 restores the default) so that tests can send small
+ * layers down the chunked paths; set it before any workspace is sized, never
+ * while a plan made under another value is in use. */
+size_t rm_cuda_gemm_ws_cap(void);
+void rm_cuda_set_gemm_ws_cap(size_t bytes);
+
 /* The convolutions' device scratch: desc.workspace_bytes_cuda knows no
  * backend, so it is a bound that every engine fits in (cuda_engines.cuh);
  * the _engine variant is the exact need of be's engine and settings (for

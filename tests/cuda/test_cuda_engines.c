@@ -377,6 +377,22 @@ static void convt_cases(rm_cuda_engine engine)
 ENGINE_TESTS(RM_ENGINE_HANDWRITTEN, handwritten)
 ENGINE_TESTS(RM_ENGINE_CUBLAS, cublas)
 
+/* The cuBLAS convolutions' chunked paths, which real layers take above 64 MiB
+ * of im2col columns (VGG-16's first layers at 224x224): with the cap lowered,
+ * the same cases run a few images per chunk (20 KB), then one image in
+ * strips of a few pixels (1000 B), whose col2im adds strip after strip. */
+Test(cuda_engines, convolutions_chunked_cublas)
+{
+    size_t caps[] = {20000, 1000};
+    for (int i = 0; i < 2; i++) {
+        rm_cuda_set_gemm_ws_cap(caps[i]);
+        cr_assert_eq(rm_cuda_gemm_ws_cap(), caps[i]);
+        conv_cases(RM_ENGINE_CUBLAS);
+        convt_cases(RM_ENGINE_CUBLAS);
+    }
+    rm_cuda_set_gemm_ws_cap(0);
+}
+
 /* The cudnn engine where this build has it; else selecting it must fail
  * cleanly. */
 #define CUDNN_OR_SKIP()                                                                                                \
