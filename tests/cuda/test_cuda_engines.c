@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_fixture.h"
 #include "layer.h"
 
 #define TOL_EXACT 1e-5
@@ -34,74 +35,22 @@ typedef struct ecase {
     int training, update_stats;
 } ecase;
 
-typedef struct devmem {
-    rm_backend *be;
-    void *ptr[64];
-    int n;
-} devmem;
-
-static void *dev_alloc(devmem *m, const void *host, size_t bytes)
-{
-    rm_err e = {0};
-    void *p = NULL;
-    cr_assert_eq(rm_backend_alloc(m->be, &p, bytes ? bytes : 4, &e), RM_OK, "%s", e.msg);
-    cr_assert_lt(m->n, 64);
-    m->ptr[m->n++] = p;
-    if (host && bytes) cr_assert_eq(m->be->ops->upload(m->be->ctx, p, host, bytes, &e), RM_OK, "%s", e.msg);
-    return p;
-}
-
+/* n floats of dev in a new host buffer. */
 static float *download(devmem *m, const void *dev, size_t n)
 {
-    rm_err e = {0};
     float *h = malloc((n ? n : 1) * sizeof *h);
     cr_assert_not_null(h);
-    if (n) cr_assert_eq(m->be->ops->download(m->be->ctx, h, dev, n * sizeof *h, &e), RM_OK, "%s", e.msg);
+    dev_download(m, h, dev, n * sizeof *h);
     return h;
 }
 
-static float *host_random(size_t n, rm_rng *rng)
-{
-    float *p = malloc((n ? n : 1) * sizeof *p);
-    cr_assert_not_null(p);
-    for (size_t i = 0; i < n; i++) { /* non-zero, both signs, magnitudes 0.1 .. 1 */
-        double v = rm_rng_range(rng, 0.1, 1.0);
-        p[i] = (float)(rm_rng_uniform(rng) < 0.5 ? -v : v);
-    }
-    return p;
-}
-
-static float *host_fill(size_t n, float v)
-{
-    float *p = malloc((n ? n : 1) * sizeof *p);
-    cr_assert_not_null(p);
-    for (size_t i = 0; i < n; i++) p[i] = v;
-    return p;
-}
-
-static void report(const char *layer, const char *engine, const char *name, const char *tensor, double err)
-{
-    const char *path = getenv("REMAT_CUDA_REPORT");
-    if (!path) return;
-    FILE *f = fopen(path, "a");
-    if (!f) return;
-    fprintf(f, "%s %s/%s %s %.3e\n", layer, engine, name, tensor, err);
-    fclose(f);
-}
-
-/* Relative error of got against want, as test_cuda_layers.c measures it. */
+/* got against want by the suite's measure (rel_err), reported and expected within tol. */
 static void compare(const float *got, const float *want, size_t n, double tol, const char *layer, const char *engine,
                     const ecase *c, const char *tensor)
 {
-    double maxabs = 0, err = 0;
-    for (size_t i = 0; i < n; i++) maxabs = fmax(maxabs, fabs((double)want[i]));
-    size_t worst = 0;
-    for (size_t i = 0; i < n; i++) {
-        double den = fmax(fabs((double)want[i]), 1e-2 * maxabs);
-        double r = den > 0 ? fabs((double)got[i] - want[i]) / den : fabs((double)got[i]);
-        if (!(r <= err)) err = r, worst = i; /* NaN counts as worst */
-    }
-    report(layer, engine, c->name, tensor, err);
+    size_t worst;
+    double err = rel_err(got, want, n, &worst);
+    report_line("%s %s/%s %s %.3e", layer, engine, c->name, tensor, err);
     cr_expect(err <= tol, "%s [%s] %s %s: relative error %.3e > %.1e (element %zu: gpu %.9g, cpu %.9g)", layer, engine,
               c->name, tensor, err, tol, worst, n ? (double)got[worst] : 0.0, n ? (double)want[worst] : 0.0);
 }
@@ -190,21 +139,21 @@ static void run_case(rm_cuda_engine engine, rm_layer_kind kind, const ecase *c)
         cr_expect(ws_fwd == 0 && ws_bwd == 0, "%s [%s]: workspace %zu / %zu but no workspace_bytes_cuda", d->name, en,
                   ws_fwd, ws_bwd);
     }
-    void *gws = dev_alloc(&m, NULL, (ws_fwd > ws_bwd ? ws_fwd : ws_bwd) + 64);
-    float *gx = dev_alloc(&m, x, nx * sizeof(float)), *gdy = dev_alloc(&m, dy, no * sizeof(float));
-    float *gw = nw ? dev_alloc(&m, w, nw * sizeof(float)) : NULL, *gb = nb ? dev_alloc(&m, b, nb * sizeof(float)) : NULL;
-    float *g_rmean = is_bn ? dev_alloc(&m, rmean, nc * sizeof(float)) : NULL;
-    float *g_rvar = is_bn ? dev_alloc(&m, rvar, nc * sizeof(float)) : NULL;
+    void *gws = dev_upload(&m, NULL, (ws_fwd > ws_bwd ? ws_fwd : ws_bwd) + 64);
+    float *gx = dev_upload(&m, x, nx * sizeof(float)), *gdy = dev_upload(&m, dy, no * sizeof(float));
+    float *gw = nw ? dev_upload(&m, w, nw * sizeof(float)) : NULL, *gb = nb ? dev_upload(&m, b, nb * sizeof(float)) : NULL;
+    float *g_rmean = is_bn ? dev_upload(&m, rmean, nc * sizeof(float)) : NULL;
+    float *g_rvar = is_bn ? dev_upload(&m, rvar, nc * sizeof(float)) : NULL;
     size_t big = no > nx ? no : nx;
     big = big > nw ? big : nw;
     float *garbage1 = host_fill(big, 1e30f), *garbage2 = host_fill(big, -7.0f);
     gpu_bufs run[2];
     for (int r = 0; r < 2; r++) {
         float *g = r ? garbage2 : garbage1;
-        run[r].out = dev_alloc(&m, g, no * sizeof(float));
-        run[r].dx = dev_alloc(&m, g, nx * sizeof(float));
-        run[r].dw = nw ? dev_alloc(&m, g, nw * sizeof(float)) : NULL;
-        run[r].db = nb ? dev_alloc(&m, g, nb * sizeof(float)) : NULL;
+        run[r].out = dev_upload(&m, g, no * sizeof(float));
+        run[r].dx = dev_upload(&m, g, nx * sizeof(float));
+        run[r].dw = nw ? dev_upload(&m, g, nw * sizeof(float)) : NULL;
+        run[r].db = nb ? dev_upload(&m, g, nb * sizeof(float)) : NULL;
     }
     rm_layer_params gprm;
     memset(&gprm, 0, sizeof gprm);
@@ -267,7 +216,7 @@ static void run_case(rm_cuda_engine engine, rm_layer_kind kind, const ecase *c)
                  d->name, en, c->name, rm_backend_cuda_fallbacks(m.be));
 
     for (int r = 0; r < 2; r++) free(y[r]), free(dx[r]), free(dw[r]), free(db[r]), free(rm_after[r]), free(rv_after[r]);
-    for (int i = 0; i < m.n; i++) rm_backend_release(m.be, m.ptr[i]);
+    devmem_free(&m);
     rm_backend_free(m.be);
     free(x), free(w), free(b), free(dy), free(rmean), free(rvar), free(cpu_out), free(cpu_dx), free(cpu_dw);
     free(cpu_db), free(cpu_rmean), free(cpu_rvar), free(garbage1), free(garbage2);

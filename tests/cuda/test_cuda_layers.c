@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cuda_fixture.h"
 #include "layer.h"
 
 #define TOL 1e-5
@@ -32,59 +33,6 @@ typedef struct lcase {
     int training, update_stats;
 } lcase;
 
-/* Device allocations of one case, freed together. */
-typedef struct devmem {
-    rm_backend *be;
-    void *ptr[64];
-    int n;
-} devmem;
-
-static float *dev_upload(devmem *m, const void *host, size_t bytes)
-{
-    rm_err e = {0};
-    void *p = NULL;
-    cr_assert_eq(rm_backend_alloc(m->be, &p, bytes ? bytes : 4, &e), RM_OK, "%s", e.msg);
-    cr_assert_lt(m->n, 64);
-    m->ptr[m->n++] = p;
-    if (host && bytes) cr_assert_eq(m->be->ops->upload(m->be->ctx, p, host, bytes, &e), RM_OK, "%s", e.msg);
-    return p;
-}
-
-static void dev_download(devmem *m, void *host, const void *dev, size_t bytes)
-{
-    rm_err e = {0};
-    cr_assert_eq(m->be->ops->download(m->be->ctx, host, dev, bytes, &e), RM_OK, "%s", e.msg);
-}
-
-static float *host_random(size_t n, rm_rng *rng)
-{
-    float *p = malloc((n ? n : 1) * sizeof *p);
-    cr_assert_not_null(p);
-    for (size_t i = 0; i < n; i++) { /* non-zero, both signs, magnitudes 0.1 .. 1 */
-        double v = rm_rng_range(rng, 0.1, 1.0);
-        p[i] = (float)(rm_rng_uniform(rng) < 0.5 ? -v : v);
-    }
-    return p;
-}
-
-static float *host_garbage(size_t n)
-{
-    float *p = malloc((n ? n : 1) * sizeof *p);
-    cr_assert_not_null(p);
-    for (size_t i = 0; i < n; i++) p[i] = 1e30f;
-    return p;
-}
-
-static void report(const char *layer, const char *name, const char *tensor, double err)
-{
-    const char *path = getenv("REMAT_CUDA_REPORT");
-    if (!path) return;
-    FILE *f = fopen(path, "a");
-    if (!f) return;
-    fprintf(f, "%s %s %s %.3e\n", layer, name, tensor, err);
-    fclose(f);
-}
-
 /* Downloads n floats from dev and compares them with want. */
 static void compare(devmem *m, const float *dev, const float *want, size_t n, const char *layer, const lcase *c,
                     const char *tensor)
@@ -92,15 +40,9 @@ static void compare(devmem *m, const float *dev, const float *want, size_t n, co
     float *got = malloc((n ? n : 1) * sizeof *got);
     cr_assert_not_null(got);
     dev_download(m, got, dev, n * sizeof *got);
-    double maxabs = 0, err = 0;
-    for (size_t i = 0; i < n; i++) maxabs = fmax(maxabs, fabs((double)want[i]));
-    size_t worst = 0;
-    for (size_t i = 0; i < n; i++) {
-        double den = fmax(fabs((double)want[i]), 1e-2 * maxabs);
-        double r = den > 0 ? fabs((double)got[i] - want[i]) / den : fabs((double)got[i]);
-        if (!(r <= err)) err = r, worst = i; /* NaN counts as worst */
-    }
-    report(layer, c->name, tensor, err);
+    size_t worst;
+    double err = rel_err(got, want, n, &worst);
+    report_line("%s %s %s %.3e", layer, c->name, tensor, err);
     cr_expect(err <= TOL, "%s %s %s: relative error %.3e > %.1e (element %zu: gpu %.9g, cpu %.9g)", layer, c->name,
               tensor, err, TOL, worst, n ? (double)got[worst] : 0.0, n ? (double)want[worst] : 0.0);
     free(got);
@@ -143,7 +85,8 @@ static void run_case(rm_layer_kind kind, const lcase *c)
     for (size_t i = 0; i < nlabels; i++) labels[i] = (int32_t)(rm_rng_next(&rng) % (uint64_t)c->in[0].c);
 
     /* CPU reference. */
-    float *cpu_out = host_garbage(no), *cpu_din[RM_MAX_INPUTS], *cpu_dw = host_garbage(nw), *cpu_db = host_garbage(nb);
+    float *cpu_out = host_fill(no, 1e30f), *cpu_din[RM_MAX_INPUTS];
+    float *cpu_dw = host_fill(nw, 1e30f), *cpu_db = host_fill(nb, 1e30f);
     float *cpu_rmean = malloc(nc * sizeof(float)), *cpu_rvar = malloc(nc * sizeof(float));
     memcpy(cpu_rmean, rmean, nc * sizeof(float));
     memcpy(cpu_rvar, rvar, nc * sizeof(float));
@@ -175,7 +118,7 @@ static void run_case(rm_layer_kind kind, const lcase *c)
     float *cpu_out_fwd = malloc((no ? no : 1) * sizeof(float));
     memcpy(cpu_out_fwd, cpu_out, no * sizeof(float));
     for (int k = 0; k < c->nin; k++) {
-        cpu_din[k] = host_garbage(rm_shape_numel(c->in[k]));
+        cpu_din[k] = host_fill(rm_shape_numel(c->in[k]), 1e30f);
         tdin[k] = rm_tensor_make(c->in[k], cpu_din[k]);
         call.din[k] = &tdin[k];
     }
@@ -189,7 +132,7 @@ static void run_case(rm_layer_kind kind, const lcase *c)
     float *gx[RM_MAX_INPUTS], *gdin[RM_MAX_INPUTS];
     for (int k = 0; k < c->nin; k++) gx[k] = dev_upload(&m, x[k], rm_shape_numel(c->in[k]) * sizeof(float));
     float *gw = nw ? dev_upload(&m, w, nw * sizeof(float)) : NULL, *gb = nb ? dev_upload(&m, b, nb * sizeof(float)) : NULL;
-    float *garbage = host_garbage(no > nw + nb ? no : nw + nb);
+    float *garbage = host_fill(no > nw + nb ? no : nw + nb, 1e30f);
     float *gout = dev_upload(&m, garbage, no * sizeof(float)), *gdy = dev_upload(&m, dy, no * sizeof(float));
     int32_t *glabels = (int32_t *)dev_upload(&m, labels, nlabels * sizeof(int32_t));
     rm_layer_params gprm;
@@ -223,7 +166,7 @@ static void run_case(rm_layer_kind kind, const lcase *c)
     /* Backward: only the declared forward tensors carry data. */
     for (int k = 0; k < c->nin; k++) {
         gdin[k] = dev_upload(&m, NULL, rm_shape_numel(c->in[k]) * sizeof(float));
-        float *junk = host_garbage(rm_shape_numel(c->in[k]));
+        float *junk = host_fill(rm_shape_numel(c->in[k]), 1e30f);
         rm_err e2 = {0};
         cr_assert_eq(m.be->ops->upload(m.be->ctx, gdin[k], junk, rm_shape_numel(c->in[k]) * sizeof(float), &e2), RM_OK);
         free(junk);
@@ -242,7 +185,7 @@ static void run_case(rm_layer_kind kind, const lcase *c)
     if (nw) compare(&m, gprm.dw.data, cpu_dw, nw, d->name, c, "dw");
     if (nb) compare(&m, gprm.db.data, cpu_db, nb, d->name, c, "db");
 
-    for (int i = 0; i < m.n; i++) rm_backend_release(m.be, m.ptr[i]);
+    devmem_free(&m);
     rm_backend_free(m.be);
     for (int k = 0; k < c->nin; k++) free(x[k]), free(cpu_din[k]);
     free(w), free(b), free(dy), free(rmean), free(rvar), free(labels), free(cpu_out), free(cpu_out_fwd);
@@ -403,7 +346,7 @@ Test(cuda_layers, bad_label_rejected)
     rm_err e2 = {0};
     cr_expect_eq(rm_layer_forward(&rm_pixel_softmax_xent_desc, &call, &e2), RM_ERR_INVALID);
     cr_expect(strstr(e2.msg, "pixel (y 0, x 1) has label 2") != NULL, "message: %s", e2.msg);
-    for (int i = 0; i < m.n; i++) rm_backend_release(be, m.ptr[i]);
+    devmem_free(&m);
     rm_backend_free(be);
 }
 

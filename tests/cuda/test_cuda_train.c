@@ -37,6 +37,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cuda_fixture.h"
 #include "executor.h"
 #include "milp.h"
 #include "model.h"
@@ -53,36 +54,12 @@
 #define STEP_TOL 2e-3 /* a whole network's gradients, GPU vs CPU */
 #define OPT_TOL 1e-6  /* optimizer updates (expected: 0, bit-identical) */
 
-static void report5(const char *what, const char *name, const char *tensor, double err, double tol)
-{
-    const char *path = getenv("REMAT_CUDA_REPORT");
-    if (!path) return;
-    FILE *f = fopen(path, "a");
-    if (!f) return;
-    fprintf(f, "%s %s %s %.3e %g\n", what, name, tensor, err, tol);
-    fclose(f);
-}
-
-/* The layer suite's relative error of got against want (NaN counts as worst). */
-static double rel_err(const float *got, const float *want, size_t n, size_t *worst)
-{
-    double maxabs = 0, err = 0;
-    *worst = 0;
-    for (size_t i = 0; i < n; i++) maxabs = fmax(maxabs, fabs((double)want[i]));
-    for (size_t i = 0; i < n; i++) {
-        double den = fmax(fabs((double)want[i]), 1e-2 * maxabs);
-        double r = den > 0 ? fabs((double)got[i] - want[i]) / den : fabs((double)got[i]);
-        if (!(r <= err)) err = r, *worst = i;
-    }
-    return err;
-}
-
 static void expect_close(const float *got, const float *want, size_t n, double tol, const char *what,
                          const char *name, const char *tensor)
 {
     size_t worst;
     double err = rel_err(got, want, n, &worst);
-    report5(what, name, tensor, err, tol);
+    report_line("%s %s %s %.3e %g", what, name, tensor, err, tol);
     cr_expect(err <= tol, "%s %s %s: relative error %.3e > %.0e (element %zu: gpu %.9g, cpu %.9g)", what, name,
               tensor, err, tol, worst, n ? (double)got[worst] : 0.0, n ? (double)want[worst] : 0.0);
 }
@@ -384,7 +361,7 @@ static void remat_bit_identical(const char *cfg, int batch)
         int same_stats = !memcmp(res.buffers, ref.buffers, ref.nbuffers * sizeof(float));
         size_t worst;
         double err = rel_err(res.grads, ref.grads, ref.nparams, &worst);
-        report5(cfg, "remat", name, err, 0);
+        report_line("%s %s %s %.3e %g", cfg, "remat", name, err, 0.0);
         cr_expect(same_loss, "%s %s: loss %.9g, checkpoint-all %.9g", cfg, name, (double)res.loss[1],
                   (double)ref.loss[1]);
         cr_expect(same_grads, "%s %s: gradients differ from checkpoint-all's (relative error %.3e at %zu)", cfg, name,
@@ -473,7 +450,7 @@ static void optim_vs_cpu(const char *name, rm_optim_options o)
     cr_assert_eq(gpu->ops->download(gpu->ctx, got, gw, total * sizeof(float), &e), RM_OK, "%s", e.msg);
     expect_close(got, hw, total, OPT_TOL, "optimizer", name, "w");
     int bits = !memcmp(got, hw, total * sizeof(float));
-    report5("optimizer", name, "w_bit_identical(1=yes)", bits, -1);
+    report_line("%s %s %s %.3e %g", "optimizer", name, "w_bit_identical(1=yes)", (double)bits, -1.0);
     cr_log_info("optimizer %s: %s", name, bits ? "bit-identical to the CPU" : "within tolerance, not bit-identical");
     /* The state, through a host twin (what a checkpoint saves). */
     float *tw = calloc(total, sizeof *tw), *tdw = calloc(total, sizeof *tdw);
@@ -686,7 +663,7 @@ Test(cuda_train, trainer_checkpoint_resume, .timeout = 300)
         if (i == 0 || i == 9) { /* values, not errors */
             char step[32];
             snprintf(step, sizeof step, "loss_step%d", i + 1);
-            report5("trainer", "resnet-tiny", step, la.loss[i], -1);
+            report_line("%s %s %s %.3e %g", "trainer", "resnet-tiny", step, la.loss[i], -1.0);
         }
     }
     rm_trainer_config cb = c;
