@@ -56,20 +56,6 @@ __attribute__((format(printf, 3, 4))) static cudnnStatus_t fail(cudnnStatus_t st
     return st;
 }
 
-/* What real cuDNN would not report but crash on (a host pointer where
- * device memory belongs, or the reverse) ends the run, like a GPU fault. */
-[[noreturn]] __attribute__((format(printf, 1, 2))) static void die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    std::fprintf(stderr, "cudnn emulator: ");
-    std::vfprintf(stderr, fmt, ap);
-    std::fprintf(stderr, "\n");
-    va_end(ap);
-    std::fflush(stderr);
-    std::abort();
-}
-
 const char *cudnnGetErrorString(cudnnStatus_t status)
 {
     switch (status) {
@@ -549,7 +535,8 @@ static cudnnStatus_t scalars(const char *fn, const void *alpha, const void *beta
 {
     if (!alpha || !beta) return fail(CUDNN_STATUS_BAD_PARAM, fn, "NULL alpha or beta");
     if (rm_emu_is_device(alpha) || rm_emu_is_device(beta))
-        die("%s: alpha / beta point to device memory; cuDNN reads them on the host", fn);
+        /* real cuDNN would not report it but fault: the run ends, as on a GPU */
+        rm_emu_die("%s: alpha / beta point to device memory; cuDNN reads them on the host", fn);
     *a = *(const float *)alpha, *b = *(const float *)beta;
     return CUDNN_STATUS_SUCCESS;
 }

@@ -24,7 +24,7 @@ static cudaError_t fail(cudaError_t err)
     return err;
 }
 
-[[noreturn]] __attribute__((format(printf, 1, 2))) static void die(const char *fmt, ...)
+void rm_emu_die(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -69,13 +69,9 @@ void rm_emu_check_device_range(const void *p, size_t bytes, const char *what)
 {
     if (!bytes) return;
     auto it = holder(p);
-    if (it == allocations.end()) die("%s: %p is not device memory", what, p);
-    if ((uintptr_t)p + bytes > it->first + it->second) die("%s: the range at %p runs past its device allocation", what, p);
-}
-
-void rm_emu_bad_kernel_pointer(const char *kernel, const void *p)
-{
-    die("kernel %s: pointer argument %p is not device memory", kernel, p);
+    if (it == allocations.end()) rm_emu_die("%s: %p is not device memory", what, p);
+    if ((uintptr_t)p + bytes > it->first + it->second)
+        rm_emu_die("%s: the range at %p runs past its device allocation", what, p);
 }
 
 cudaError_t cudaMalloc(void **ptr, size_t bytes)
@@ -145,9 +141,11 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind 
         return fail(cudaErrorInvalidMemcpyDirection);
     }
     if (dst_dev) rm_emu_check_device_range(dst, bytes, "cudaMemcpy destination");
-    else if (rm_emu_is_device(dst)) die("%s: destination %p is device memory", "cudaMemcpy (host destination)", dst);
+    else if (rm_emu_is_device(dst))
+        rm_emu_die("%s: destination %p is device memory", "cudaMemcpy (host destination)", dst);
     if (src_dev) rm_emu_check_device_range(src, bytes, "cudaMemcpy source");
-    else if (rm_emu_is_device(src)) die("%s: source %p is device memory", "cudaMemcpy (host source)", src);
+    else if (rm_emu_is_device(src))
+        rm_emu_die("%s: source %p is device memory", "cudaMemcpy (host source)", src);
     std::memmove(dst, src, bytes);
     return cudaSuccess;
 }
@@ -409,7 +407,7 @@ void rm_emu_syncthreads(void)
 {
     barriers_seen = 1;
     if (!in_fibers)
-        die("kernel %s: __syncthreads in a launch the emulator ran without fibers (a barrier reached by only "
+        rm_emu_die("kernel %s: __syncthreads in a launch the emulator ran without fibers (a barrier reached by only "
             "some launches of a kernel)",
             cur_kernel);
     to_scheduler();
@@ -434,7 +432,7 @@ SWITCH_FN static fiber *fiber_new(void)
 {
     fiber *f = new fiber();
     f->stack = (char *)std::malloc(FIBER_STACK);
-    if (!f->stack) die("out of memory for fiber stacks");
+    if (!f->stack) rm_emu_die("out of memory for fiber stacks");
     static ucontext_t boot;
     getcontext(&boot);
     boot.uc_stack.ss_sp = f->stack;
@@ -503,7 +501,7 @@ static void run_block_fibers(unsigned nthreads)
         }
         if (!live) break;
         if (waiting && waiting != live)
-            die("kernel %s: some threads of a block ended while others wait at __syncthreads", cur_kernel);
+            rm_emu_die("kernel %s: some threads of a block ended while others wait at __syncthreads", cur_kernel);
         if (!waiting) break;
     }
     in_fibers = 0;
@@ -535,8 +533,8 @@ void rm_emu_run(const void *kernel_id, const char *name, const rm_emu_cfg &cfg, 
                 } else {
                     barriers_seen = 0;
                     run_block_fibers(nthreads);
+                    /* Decided by the first block; a kernel known to use barriers stays in fibers. */
                     if (known == uses_barrier.end()) known = uses_barrier.emplace(kernel_id, barriers_seen).first;
-                    else if (barriers_seen) known->second = 1;
                 }
             }
 }

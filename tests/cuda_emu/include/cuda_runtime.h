@@ -149,7 +149,8 @@ cudaError_t cudaFreeAsync(void *ptr, cudaStream_t stream);
 cudaError_t cudaMallocHost(void **ptr, size_t bytes);
 cudaError_t cudaFreeHost(void *ptr);
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind);
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream RM_EMU_DEFAULT(0));
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind,
+                            cudaStream_t stream RM_EMU_DEFAULT(0));
 cudaError_t cudaMemset(void *dst, int value, size_t bytes);
 cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes, cudaStream_t stream RM_EMU_DEFAULT(0));
 
@@ -177,6 +178,10 @@ size_t rm_emu_allocation_count(void);
 #ifdef __cplusplus
 }
 
+/* Ends the run with "cuda emulator: " and the message: what a GPU would not
+ * report but fault on (a host pointer where device memory belongs, ...). */
+[[noreturn]] __attribute__((format(printf, 1, 2))) void rm_emu_die(const char *fmt, ...);
+
 /* One launch: checks the configuration (setting the sticky error like a
  * GPU would) and every pointer argument, then runs body once per thread of
  * every block. */
@@ -193,10 +198,8 @@ int rm_emu_config_ok(const rm_emu_cfg &cfg);
 template <typename T> static inline void rm_emu_check_arg(const T &v, const char *name)
 {
     if constexpr (std::is_pointer<T>::value) {
-        if (v && !rm_emu_is_device((const void *)v)) {
-            extern void rm_emu_bad_kernel_pointer(const char *kernel, const void *p);
-            rm_emu_bad_kernel_pointer(name, (const void *)v);
-        }
+        if (v && !rm_emu_is_device((const void *)v))
+            rm_emu_die("kernel %s: pointer argument %p is not device memory", name, (const void *)v);
     }
 }
 
