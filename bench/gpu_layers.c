@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "bench_median.h"
-#include "layer.h"
+#include "layers.h"
 
 typedef struct conv_shape {
     const char *model;

@@ -1,7 +1,7 @@
 /* Element-wise sum of 2..RM_MAX_INPUTS tensors of one shape: the residual
  * connection. Its gradient is the output gradient, copied to every input, so
  * backward reads no forward tensor at all. */
-#include "layer.h"
+#include "layers.h"
 
 #include <string.h>
 

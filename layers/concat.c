@@ -1,7 +1,7 @@
 /* Channel concatenation of 2..RM_MAX_INPUTS tensors (U-Net skip connections,
  * DenseNet-style blocks). Backward slices the output gradient back into the
  * inputs' channel ranges and reads no forward tensor. */
-#include "layer.h"
+#include "layers.h"
 
 #include <limits.h>
 #include <string.h>

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "cpu_kernels.h"
-#include "layer.h"
+#include "layers.h"
 
 static int convt_infer(rm_shape *out, const rm_layer_config *cfg, const rm_shape *in, int nin, rm_err *e)
 {

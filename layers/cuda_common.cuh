@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 extern "C" {
-#include "layer.h"
+#include "layers.h"
 }
 
 /* Checks a CUDA runtime call; returns RM_ERR_DEVICE naming it on failure. */

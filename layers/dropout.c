@@ -3,7 +3,7 @@
  * (step, node), so a recomputed forward and the backward regenerate the very
  * same mask bit for bit. That is what makes rematerializing through dropout
  * exact and lets backward read nothing. */
-#include "layer.h"
+#include "layers.h"
 
 #include <string.h>
 

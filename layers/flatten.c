@@ -2,7 +2,7 @@
  * features to linear layers. NCHW is already laid out that way, so both
  * directions are a plain copy; the graph gives the output its own buffer, which
  * keeps every node's tensor independent for the scheduler. */
-#include "layer.h"
+#include "layers.h"
 
 #include <limits.h>
 #include <string.h>

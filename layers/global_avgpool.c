@@ -3,7 +3,7 @@
  * output gradient. */
 #include <stdlib.h>
 
-#include "layer.h"
+#include "layers.h"
 
 static int gap_infer(rm_shape *out, const rm_layer_config *cfg, const rm_shape *in, int nin, rm_err *e)
 {

@@ -3,7 +3,7 @@
  * -log softmax(x)[label], as one 1x1x1x1 tensor. As for softmax_xent, backward
  * recomputes the softmax from the logits and starts with a loss scale of 1:
  * dlogits = (softmax - onehot) / (N*H*W). */
-#include "layer.h"
+#include "layers.h"
 
 #include <float.h>
 #include <math.h>

@@ -1,6 +1,6 @@
 /* ReLU, y = max(x, 0). Backward reads only its own output: y > 0 exactly when
  * x > 0, so the scheduler may free the input as soon as the forward is done. */
-#include "layer.h"
+#include "layers.h"
 
 static int relu_infer(rm_shape *out, const rm_layer_config *cfg, const rm_shape *in, int nin, rm_err *e)
 {

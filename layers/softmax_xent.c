@@ -3,7 +3,7 @@
  * 1x1x1x1 tensor. Backward recomputes the softmax from the logits (it reads
  * the inputs, not the scalar output) and starts the backward pass with a loss
  * scale of 1: dlogits = (softmax - onehot) / N. */
-#include "layer.h"
+#include "layers.h"
 
 #include <float.h>
 #include <math.h>

@@ -1,7 +1,7 @@
 /* Nearest-neighbour upsampling by two (the U-Net decoder without learned
  * weights): every input pixel becomes a 2x2 block. Backward sums each 2x2
  * block of the output gradient and reads no forward tensor. */
-#include "layer.h"
+#include "layers.h"
 
 #include <limits.h>
 

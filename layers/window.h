@@ -2,7 +2,7 @@
 #ifndef REMAT_WINDOW_H
 #define REMAT_WINDOW_H
 
-#include "layer.h"
+#include "layers.h"
 
 /* Output shape of a square window (cfg->kernel, stride, pad) slid over one
  * input, with PyTorch's rule pad <= kernel/2 (so every window holds a real

@@ -4,7 +4,7 @@
  * file and line. This layer knows nothing about layers; it rejects only what
  * is malformed whatever the section: a bad header, a line without '=', a key
  * outside any section, an empty value, a key given twice in one section.
- * Which sections and keys exist is models/model.c's business.
+ * Which sections and keys exist is models/builder.c's business.
  * The format is documented in docs/config-format.md. */
 #ifndef REMAT_MODELS_CONFIG_H
 #define REMAT_MODELS_CONFIG_H

@@ -17,15 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-size_t rm_model_label_count(const rm_model *m, int batch)
-{
-    const rm_model_layer *loss = &m->layers[m->nlayers - 1];
-    size_t per_sample = 1;
-    if (loss->desc->kind == RM_LAYER_PIXEL_SOFTMAX_XENT)
-        per_sample = (size_t)loss->in_shape[0].h * (size_t)loss->in_shape[0].w;
-    return per_sample * (size_t)batch;
-}
-
 size_t rm_model_fixed_bytes(const rm_model *m, int batch)
 {
     return sizeof(float) * (3 * m->param_count + m->buffer_count) + sizeof(int32_t) * rm_model_label_count(m, batch);

@@ -14,10 +14,6 @@
  * 4 x (3 x parameters + batchnorm running statistics + labels). */
 size_t rm_model_fixed_bytes(const rm_model *m, int batch);
 
-/* Labels per batch: one int32 per sample, or per pixel of the loss input for
- * pixel_softmax_xent. */
-size_t rm_model_label_count(const rm_model *m, int batch);
-
 /* Fills *g (its previous contents are ignored; free it with rm_graph_free).
  * On failure *g is left empty. */
 int rm_model_trace(rm_graph *g, const rm_model *m, int batch, rm_err *e);

@@ -25,7 +25,7 @@
 #define COL_BUDGET "#cc0000"
 #define FONT "font-family=\"Helvetica,Arial,sans-serif\""
 
-/* Binary units for labels. train/cli_util.c has the CLI's twin of this;
+/* Binary units for labels. cli/cli_util.c has the CLI's twin of this;
  * the scheduler must not depend on train/. */
 static const char *bytes_fmt(char *buf, size_t len, double b, int round)
 {

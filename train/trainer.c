@@ -33,7 +33,8 @@
 #include "arena.h"
 #include "backend.h"
 #include "batcher.h"
-#include "checkpoint.h"
+#include "builder.h"
+#include "snapshot.h"
 #include "layer.h"
 #include "maxbatch.h"
 #include "plan.h"
@@ -534,8 +535,8 @@ struct rm_trainer {
     rm_layer_params **lpp;
     fwd_pass eval;   /* evaluation (and training accuracy) forward pass */
     /* CUDA: host twins of the device parameters, statistics and optimizer
-     * state, laid out alike, which checkpoints are written from and read
-     * into (checkpoint.c reads and writes host memory). NULL on the CPU. */
+     * state, laid out alike, which snapshots are written from and read
+     * into (snapshot.c reads and writes host memory). NULL on the CPU. */
     float *host_params, *host_buffers;
     rm_layer_params *host_lp;
     rm_layer_params **host_lpp;
@@ -930,7 +931,7 @@ static int plan_memory(rm_trainer *t, rm_err *e)
 
 /* ---- the seeded part: data order, parameters, optimizer --------------------- */
 
-/* ---- host twins of device state, for checkpoints ---------------------------- */
+/* ---- host twins of device state, for snapshots ---------------------------- */
 
 static void mirror_free(rm_trainer *t)
 {
@@ -951,7 +952,7 @@ static float *remap(float *p, float *dev, float *host)
 /* Host copies of the executor's layer parameters (same layout) and a host
  * optimizer over them, with the device optimizer's kind and slots. Its
  * gradients point at the host parameters: it never steps, it only holds
- * state for rm_checkpoint_save/load. */
+ * state for rm_snapshot_save/load. */
 static int mirror_build(rm_trainer *t, rm_err *e)
 {
     const rm_model *m = t->m;
@@ -965,7 +966,7 @@ static int mirror_build(rm_trainer *t, rm_err *e)
     rm_optim_tensor *ts = calloc(2 * (size_t)m->nlayers + 1, sizeof *ts);
     if (!t->host_params || !t->host_buffers || !t->host_lp || !t->host_lpp || !ts) {
         free(ts);
-        return rm_errorf(e, RM_ERR_NOMEM, "out of host memory for the checkpoint copies of the parameters");
+        return rm_errorf(e, RM_ERR_NOMEM, "out of host memory for the snapshot copies of the parameters");
     }
     for (int i = 0; i < m->nlayers; i++) {
         rm_layer_params *d = t->lpp[i], *h = &t->host_lp[i];
@@ -1003,11 +1004,11 @@ static int mirror_push(rm_trainer *t, rm_err *e)
     return rc;
 }
 
-/* A checkpoint into the parameters and optimizer, wherever they live. */
-static int load_checkpoint(rm_trainer *t, rm_checkpoint_counters *k, const char *path, rm_err *e)
+/* A snapshot into the parameters and optimizer, wherever they live. */
+static int load_checkpoint(rm_trainer *t, rm_snapshot_counters *k, const char *path, rm_err *e)
 {
-    if (!t->host_opt) return rm_checkpoint_load(k, path, t->m, t->lpp, t->opt, e);
-    int rc = rm_checkpoint_load(k, path, t->m, t->host_lpp, t->host_opt, e);
+    if (!t->host_opt) return rm_snapshot_load(k, path, t->m, t->lpp, t->opt, e);
+    int rc = rm_snapshot_load(k, path, t->m, t->host_lpp, t->host_opt, e);
     if (!rc) rc = mirror_push(t, e);
     return rc;
 }
@@ -1114,7 +1115,7 @@ static int seeded_build(rm_trainer *t, uint64_t seed, rm_err *e)
 static int resume(rm_trainer *t, rm_err *e)
 {
     const rm_trainer_config *c = &t->cfg;
-    rm_checkpoint_counters k;
+    rm_snapshot_counters k;
     int rc = load_checkpoint(t, &k, c->resume_path, e);
     if (rc) return rc;
     if (k.seed != t->seed) {
@@ -1314,10 +1315,10 @@ int rm_trainer_evaluate(rm_trainer *t, rm_trainer_eval *out, rm_err *e)
 
 int rm_trainer_save(rm_trainer *t, const char *path, rm_err *e)
 {
-    rm_checkpoint_counters k = {t->step, t->step / (uint64_t)t->sum.epoch_steps, t->seed, 0};
-    if (!t->host_opt) return rm_checkpoint_save(path, t->m, t->lpp, t->opt, &k, e);
+    rm_snapshot_counters k = {t->step, t->step / (uint64_t)t->sum.epoch_steps, t->seed, 0};
+    if (!t->host_opt) return rm_snapshot_save(path, t->m, t->lpp, t->opt, &k, e);
     int rc = mirror_pull(t, e); /* CUDA: the file is written from host copies */
-    return rc ? rc : rm_checkpoint_save(path, t->m, t->host_lpp, t->host_opt, &k, e);
+    return rc ? rc : rm_snapshot_save(path, t->m, t->host_lpp, t->host_opt, &k, e);
 }
 
 int rm_trainer_run(rm_trainer *t, rm_err *e)
@@ -1382,11 +1383,11 @@ int rm_trainer_run(rm_trainer *t, rm_err *e)
             ee.kind = epoch_end ? RM_TRAINER_EPOCH : RM_TRAINER_EVAL;
             emit(t, &ee);
         }
-        if ((epoch_end || last) && t->cfg.checkpoint_path) {
-            if ((rc = rm_trainer_save(t, t->cfg.checkpoint_path, e))) return rc;
+        if ((epoch_end || last) && t->cfg.snapshot_path) {
+            if ((rc = rm_trainer_save(t, t->cfg.snapshot_path, e))) return rc;
             rm_trainer_event ce = ev;
-            ce.kind = RM_TRAINER_CHECKPOINT;
-            ce.text = t->cfg.checkpoint_path;
+            ce.kind = RM_TRAINER_SNAPSHOT;
+            ce.text = t->cfg.snapshot_path;
             emit(t, &ce);
         }
     }

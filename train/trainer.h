@@ -2,8 +2,8 @@
  * printing. rm_trainer_create turns a configuration into a runnable job
  * (model, data, batch size, the fixed-memory accounting, a rematerialization
  * schedule that fits the budget, its plan, the executor and the optimizer,
- * and a resumed checkpoint); rm_trainer_run trains it. What a person should
- * see (the summary, a progress bar, evaluations, saved checkpoints) reaches
+ * and a resumed snapshot); rm_trainer_run trains it. What a person should
+ * see (the summary, a progress bar, evaluations, saved snapshots) reaches
  * the caller through one event callback, so the CLI prints and tests record.
  *
  * Memory accounting. The device budget is the total: fixed bytes first
@@ -21,7 +21,7 @@
  * parameters, the dropout masks (of (seed, step, node)), the synthetic data,
  * the held-out split and each epoch's batch order (of (seed, epoch)). The
  * step counter is the only state of the loop, so a run resumed from a
- * checkpoint follows the uninterrupted run's loss trajectory bit for bit,
+ * snapshot follows the uninterrupted run's loss trajectory bit for bit,
  * and a run under any valid schedule follows checkpoint-all's (the executor
  * makes one step exact, the optimizer is deterministic). */
 #ifndef REMAT_TRAIN_TRAINER_H
@@ -49,7 +49,7 @@ typedef enum rm_trainer_event_kind {
     RM_TRAINER_STEP,       /* one training step is done */
     RM_TRAINER_EVAL,       /* an evaluation on the held-out data is done */
     RM_TRAINER_EPOCH,      /* an epoch is done (after its evaluation) */
-    RM_TRAINER_CHECKPOINT  /* a checkpoint was saved (path) */
+    RM_TRAINER_SNAPSHOT  /* a snapshot was saved (path) */
 } rm_trainer_event_kind;
 
 typedef struct rm_trainer_eval {
@@ -98,8 +98,8 @@ typedef struct rm_trainer_config {
     double lr;                   /* > 0 */
     rm_lr_kind lr_kind;          /* step: x0.1 every third of the run; cosine: to 0 at the end */
     uint64_t seed;
-    int seed_given;              /* 0: a resumed run adopts its checkpoint's seed */
-    const char *checkpoint_path; /* NULL: none; else saved (atomically) after every epoch and at the end */
+    int seed_given;              /* 0: a resumed run adopts its snapshot's seed */
+    const char *snapshot_path; /* NULL: none; else saved (atomically) after every epoch and at the end */
     const char *resume_path;     /* NULL: start fresh */
     const char *cache_dir;       /* NULL: no schedule cache */
     uint64_t eval_every;         /* 0: evaluate after each epoch only; else also every this many steps */
@@ -177,7 +177,7 @@ void rm_trainer_free(rm_trainer *t);
 const rm_trainer_summary *rm_trainer_summary_of(const rm_trainer *t);
 
 /* Trains until the run stops (the last epoch, or max_steps), evaluating
- * after each epoch (and every eval_every steps) and saving checkpoints when
+ * after each epoch (and every eval_every steps) and saving snapshots when
  * configured. Calling it again after it returned does nothing. */
 int rm_trainer_run(rm_trainer *t, rm_err *e);
 
@@ -185,7 +185,7 @@ int rm_trainer_run(rm_trainer *t, rm_err *e);
  * (inference mode: batchnorm running statistics, no dropout). */
 int rm_trainer_evaluate(rm_trainer *t, rm_trainer_eval *out, rm_err *e);
 
-/* Saves a checkpoint of the current state now (atomically). */
+/* Saves a snapshot of the current state now (atomically). */
 int rm_trainer_save(rm_trainer *t, const char *path, rm_err *e);
 
 /* Steps done; the executor (parameters, gradients) and the schedule. */

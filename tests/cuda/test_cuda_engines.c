@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "cuda_fixture.h"
-#include "layer.h"
+#include "layers.h"
 
 #define TOL_EXACT 1e-5
 #define TOL_FLOAT 2e-4

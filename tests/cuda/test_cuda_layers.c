@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "cuda_fixture.h"
-#include "layer.h"
+#include "layers.h"
 
 #define TOL 1e-5
 

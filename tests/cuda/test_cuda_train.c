@@ -21,8 +21,8 @@
  *    the CPU's float operations without contraction, so they are expected
  *    bit-identical; asserted within OPT_TOL, the report says which.
  *  - A few whole training steps (executor + optimizer) GPU vs CPU.
- *  - The trainer with device CUDA: a run with a checkpoint, and a resumed run
- *    that continues it bit for bit (checkpoints go through host copies).
+ *  - The trainer with device CUDA: a run with a snapshot, and a resumed run
+ *    that continues it bit for bit (snapshots go through host copies).
  *  - A budget larger than the device's free memory is RM_ERR_BUDGET before
  *    anything is allocated.
  *
@@ -40,7 +40,7 @@
 #include "cuda_fixture.h"
 #include "executor.h"
 #include "milp.h"
-#include "model.h"
+#include "builder.h"
 #include "optim.h"
 #include "plan.h"
 #include "problem.h"
@@ -452,7 +452,7 @@ static void optim_vs_cpu(const char *name, rm_optim_options o)
     int bits = !memcmp(got, hw, total * sizeof(float));
     report_line("%s %s %s %.3e %g", "optimizer", name, "w_bit_identical(1=yes)", (double)bits, -1.0);
     cr_log_info("optimizer %s: %s", name, bits ? "bit-identical to the CPU" : "within tolerance, not bit-identical");
-    /* The state, through a host twin (what a checkpoint saves). */
+    /* The state, through a host twin (what a snapshot saves). */
     float *tw = calloc(total, sizeof *tw), *tdw = calloc(total, sizeof *tdw);
     rm_optim_tensor tt[T];
     off = 0;
@@ -650,7 +650,7 @@ Test(cuda_train, trainer_checkpoint_resume, .timeout = 300)
     char dir[] = "/tmp/remat_cuda_train_XXXXXX";
     cr_assert_not_null(mkdtemp(dir));
     char path[128];
-    snprintf(path, sizeof path, "%s/run.ckpt", dir);
+    snprintf(path, sizeof path, "%s/run.snap", dir);
     losses la, lb, lc;
     memset(&la, 0, sizeof la), memset(&lb, 0, sizeof lb), memset(&lc, 0, sizeof lc);
     rm_trainer_config c = train_config();
@@ -668,7 +668,7 @@ Test(cuda_train, trainer_checkpoint_resume, .timeout = 300)
     }
     rm_trainer_config cb = c;
     cb.max_steps = 4;
-    cb.checkpoint_path = path;
+    cb.snapshot_path = path;
     cb.event_ctx = &lb;
     rm_trainer *b = trainer_run(&cb);
     for (int i = 0; i < 4; i++) cr_assert_eq(lb.loss[i], la.loss[i], "step %d before the stop", i);

@@ -19,7 +19,8 @@
 
 #include "executor.h"
 #include "milp.h"
-#include "model.h"
+#include "layers.h"
+#include "builder.h"
 #include "plan.h"
 #include "problem.h"
 #include "scheduler/random_graphs.h"

@@ -23,12 +23,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
+#include "snapshot.h"
 #include "executor.h"
 #include "cli_fixture.h"
 #include "faults/inject.h"
 #include "milp.h"
-#include "model.h"
+#include "builder.h"
 #include "optim.h"
 #include "plan.h"
 #include "problem.h"
@@ -347,7 +347,7 @@ Test(alloc_faults, plan_simulate_and_schedule_files)
     rm_problem_free(p);
 }
 
-/* ---- the executor and checkpoints -------------------------------------------------------- */
+/* ---- the executor and snapshots -------------------------------------------------------- */
 
 typedef struct exec_ctx {
     rm_model *m;
@@ -414,25 +414,25 @@ Test(alloc_faults, executor_create_and_one_step_vgg_tiny)
     exec_free(&c);
 }
 
-typedef struct ckpt_ctx {
+typedef struct snap_ctx {
     tf_net net;
     rm_optim *opt;
     const char *path;
-} ckpt_ctx;
+} snap_ctx;
 
 static int op_checkpoint(void *ctx, rm_err *e)
 {
-    ckpt_ctx *c = ctx;
-    rm_checkpoint_counters k = {5, 1, 9, 0}, got = {0, 0, 0, 0};
-    int rc = rm_checkpoint_save(c->path, c->net.m, c->net.lpp, c->opt, &k, e);
-    if (!rc) rc = rm_checkpoint_load(&got, c->path, c->net.m, c->net.lpp, c->opt, e);
+    snap_ctx *c = ctx;
+    rm_snapshot_counters k = {5, 1, 9, 0}, got = {0, 0, 0, 0};
+    int rc = rm_snapshot_save(c->path, c->net.m, c->net.lpp, c->opt, &k, e);
+    if (!rc) rc = rm_snapshot_load(&got, c->path, c->net.m, c->net.lpp, c->opt, e);
     if (!rc) cr_assert_eq(got.step, 5);
     return rc;
 }
 
 Test(alloc_faults, checkpoint_save_and_load)
 {
-    ckpt_ctx c;
+    snap_ctx c;
     char text[512];
     tf_model_text(text, sizeof text, "conv1", 4, 5);
     c.net = tf_net_make(text, 42);
@@ -442,8 +442,8 @@ Test(alloc_faults, checkpoint_save_and_load)
     cr_assert_eq(rm_optim_tensors_from_model(t, &count, c.net.m, c.net.lpp, &e), RM_OK, "%s", e.msg);
     rm_optim_options o = rm_optim_options_default(RM_OPTIM_ADAM);
     cr_assert_eq(rm_optim_create(&c.opt, t, count, &o, &e), RM_OK, "%s", e.msg);
-    c.path = cf_path("run.ckpt");
-    alloc_loop("checkpoint save and load", op_checkpoint, &c, ALL_DENSE, 1);
+    c.path = cf_path("run.snap");
+    alloc_loop("snapshot save and load", op_checkpoint, &c, ALL_DENSE, 1);
     cr_assert_eq(cf_temporaries(cf_dir), 0, "a failed save left a temporary file");
     rm_optim_free(c.opt);
     tf_net_free(&c.net);
@@ -462,7 +462,7 @@ static int op_trainer(void *ctx, rm_err *e)
 }
 
 /* Model, synthetic data, the solve, plan, executor, optimizer, two steps,
- * an evaluation and a checkpoint: sampled, it allocates thousands of times. */
+ * an evaluation and a snapshot: sampled, it allocates thousands of times. */
 Test(alloc_faults, trainer_create_and_run, .timeout = 60)
 {
     rm_trainer_config c;
@@ -473,7 +473,7 @@ Test(alloc_faults, trainer_create_and_run, .timeout = 60)
     c.strategy = "chen_greedy";
     c.synthetic_samples = 4;
     c.max_steps = 2;
-    c.checkpoint_path = cf_path("t.ckpt");
+    c.snapshot_path = cf_path("t.snap");
     alloc_loop("trainer vgg-tiny", op_trainer, &c, 400, 23);
     cr_assert_eq(cf_temporaries(cf_dir), 0, "a failed save left a temporary file");
 }

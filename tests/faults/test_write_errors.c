@@ -1,5 +1,5 @@
 /* A write error on the output disk, at every step of the atomic write
- * protocol (engine/atomic_file.h), for every file remat writes: checkpoints,
+ * protocol (engine/atomic_file.h), for every file remat writes: snapshots,
  * `remat plan --out`, the SVG figures, the schedule cache, `remat graph
  * --dot`. Each failure must give a clear error (naming the file and the
  * cause) and a non-zero exit, leave the previous file at the path intact
@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
-#include "checkpoint.h"
+#include "snapshot.h"
 #include "cli_fixture.h"
 #include "faults/inject.h"
 #include "train/train_fixtures.h"
@@ -145,29 +145,29 @@ Test(write_errors, atomic_file_temporaries_are_unique)
     cr_expect_eq(cf_temporaries(cf_dir), 0);
 }
 
-/* ---- checkpoints --------------------------------------------------------------------- */
+/* ---- snapshots --------------------------------------------------------------------- */
 
 Test(write_errors, checkpoint_save_keeps_the_previous_checkpoint)
 {
     char text[512];
     tf_model_text(text, sizeof text, "conv1", 4, 5);
     tf_net net = tf_net_make(text, 42);
-    const char *path = cf_path("run.ckpt");
+    const char *path = cf_path("run.snap");
     rm_err e = {RM_OK, ""};
-    rm_checkpoint_counters k = {3, 1, 7, 0};
-    cr_assert_eq(rm_checkpoint_save(path, net.m, net.lpp, NULL, &k, &e), RM_OK, "%s", e.msg);
+    rm_snapshot_counters k = {3, 1, 7, 0};
+    cr_assert_eq(rm_snapshot_save(path, net.m, net.lpp, NULL, &k, &e), RM_OK, "%s", e.msg);
     size_t n;
     unsigned char *old = cf_read(path, &n);
     cr_assert_not_null(old);
     tf_net_fill(&net, 43); /* other parameters: a save that went through would change the file */
     for (size_t c = 0; c < N_IO_CASES; c++) {
-        /* fwrite alone too: the checkpoint writes its chunks with fwrite. */
+        /* fwrite alone too: the snapshot writes its chunks with fwrite. */
         for (int alone = 0; alone < 2; alone++) {
             io_case ic = io_cases[c];
             if (alone && !(ic.mask & FI_FWRITE)) continue;
             if (alone) ic.mask = FI_FWRITE;
             fi_io_fail(ic.mask, 0, ic.err);
-            int rc = rm_checkpoint_save(path, net.m, net.lpp, NULL, &k, &e);
+            int rc = rm_snapshot_save(path, net.m, net.lpp, NULL, &k, &e);
             fi_io_fail(0, 0, 0);
             cr_expect_eq(rc, RM_ERR_IO, "case %zu: %d %s", c, rc, e.msg);
             expect_message(e.msg, path, &ic);
@@ -182,39 +182,39 @@ Test(write_errors, checkpoint_save_keeps_the_previous_checkpoint)
     r = saved;
     r.rlim_cur = 4096;
     cr_assert_eq(setrlimit(RLIMIT_FSIZE, &r), 0);
-    cr_assert_gt(n, 4096, "the checkpoint must be larger than the limit");
-    int rc = rm_checkpoint_save(path, net.m, net.lpp, NULL, &k, &e);
+    cr_assert_gt(n, 4096, "the snapshot must be larger than the limit");
+    int rc = rm_snapshot_save(path, net.m, net.lpp, NULL, &k, &e);
     cr_assert_eq(setrlimit(RLIMIT_FSIZE, &saved), 0);
     cr_expect_eq(rc, RM_ERR_IO, "%s", e.msg);
     cr_expect(strstr(e.msg, strerror(EFBIG)), "%s", e.msg);
     cf_expect_bytes(path, old, n, "file size limit");
     cr_expect_eq(cf_temporaries(cf_dir), 0);
     /* /dev/full. */
-    cr_expect_eq(rm_checkpoint_save("/dev/full", net.m, net.lpp, NULL, &k, &e), RM_ERR_IO);
+    cr_expect_eq(rm_snapshot_save("/dev/full", net.m, net.lpp, NULL, &k, &e), RM_ERR_IO);
     cr_expect(strstr(e.msg, "/dev/full") && strstr(e.msg, strerror(ENOSPC)), "%s", e.msg);
-    /* And the previous checkpoint still loads (its CRC is valid). */
+    /* And the previous snapshot still loads (its CRC is valid). */
     tf_net_fill(&net, 44);
-    cr_expect_eq(rm_checkpoint_load(NULL, path, net.m, net.lpp, NULL, &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(rm_snapshot_load(NULL, path, net.m, net.lpp, NULL, &e), RM_OK, "%s", e.msg);
     free(old);
     tf_net_free(&net);
 }
 
 Test(write_errors, train_cli_fails_when_its_checkpoint_cannot_be_written)
 {
-    const char *ckpt = cf_path("run.ckpt");
+    const char *snap = cf_path("run.snap");
     cr_assert_eq(cf_remat("train", "--model", VGG_TINY, "--data", "synthetic", "--batch", "2", "--budget", "100%",
-                          "--steps", "1", "--samples", "4", "--checkpoint", ckpt, "--quiet", NULL),
+                          "--steps", "1", "--samples", "4", "--snapshot", snap, "--quiet", NULL),
                  0, "%s", cf_err);
     size_t n;
-    unsigned char *old = cf_read(ckpt, &n);
+    unsigned char *old = cf_read(snap, &n);
     cr_assert_not_null(old);
     fi_io_fail(FI_FSYNC, 0, EIO);
     int rc = cf_remat("train", "--model", VGG_TINY, "--data", "synthetic", "--batch", "2", "--budget", "100%",
-                      "--steps", "2", "--samples", "4", "--checkpoint", ckpt, "--quiet", "--seed", "5", NULL);
+                      "--steps", "2", "--samples", "4", "--snapshot", snap, "--quiet", "--seed", "5", NULL);
     fi_io_fail(0, 0, 0);
     cr_expect_eq(rc, 1, "exit %d: %s", rc, cf_err);
-    cr_expect(strstr(cf_err, ckpt) && strstr(cf_err, strerror(EIO)), "%s", cf_err);
-    cf_expect_bytes(ckpt, old, n, "train --checkpoint");
+    cr_expect(strstr(cf_err, snap) && strstr(cf_err, strerror(EIO)), "%s", cf_err);
+    cf_expect_bytes(snap, old, n, "train --snapshot");
     cr_expect_eq(cf_temporaries(cf_dir), 0);
     free(old);
 }

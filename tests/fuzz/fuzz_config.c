@@ -1,4 +1,4 @@
-/* Fuzz harness: model config files (models/config.c tokenizer, models/model.c
+/* Fuzz harness: model config files (models/config.c tokenizer, models/builder.c
  * builder). An accepted model is also re-inferred at a batch size and traced
  * into its training graph, since a config that loads but breaks those (an
  * overflowing shape, say) is as much a parser bug as a crash. */
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "harnesses.h"
-#include "model.h"
+#include "builder.h"
 #include "trace.h"
 
 int rm_fuzz_config(const uint8_t *data, size_t size)

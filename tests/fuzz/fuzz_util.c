@@ -15,7 +15,7 @@
 
 const rm_fuzz_harness rm_fuzz_harnesses[] = {
     {"config", rm_fuzz_config}, {"problem", rm_fuzz_problem}, {"schedule", rm_fuzz_schedule},
-    {"checkpoint", rm_fuzz_checkpoint}, {"mnist", rm_fuzz_mnist}, {"cifar", rm_fuzz_cifar},
+    {"snapshot", rm_fuzz_snapshot}, {"mnist", rm_fuzz_mnist}, {"cifar", rm_fuzz_cifar},
     {"image", rm_fuzz_image}, {"costs", rm_fuzz_costs}, {NULL, NULL},
 };
 

@@ -1,4 +1,4 @@
-/* Writes the binary seed files of the fuzz corpora (checkpoint, mnist,
+/* Writes the binary seed files of the fuzz corpora (snapshot, mnist,
  * cifar, image) into tests/fuzz/corpus/<harness>/, in each harness's input
  * format (see the comment at the top of each fuzz_<name>.c). The text seeds
  * (configs, problems, schedules) are copies of real files and are not
@@ -81,14 +81,14 @@ static uint8_t *read_all(const char *path, size_t *n)
     return p;
 }
 
-/* ---- checkpoint: mode byte + file ---- */
+/* ---- snapshot: mode byte + file ---- */
 
-static void checkpoints(void)
+static void snapshots(void)
 {
     rm_fuzz_net *net = rm_fuzz_net_make();
     static const char *const kinds[4] = {"none", "sgd", "adam", "sgd0"};
     char tmp[1024];
-    snprintf(tmp, sizeof tmp, "%s/gen.ckpt", rm_fuzz_dir());
+    snprintf(tmp, sizeof tmp, "%s/gen.snap", rm_fuzz_dir());
     for (int k = 0; k < 4; k++) {
         rm_err e = {RM_OK, ""};
         if (rm_fuzz_net_save(net, tmp, k, &e)) {
@@ -103,22 +103,22 @@ static void checkpoints(void)
             put_byte(&b, k << 1 | fix);
             put(&b, file, n);
             snprintf(name, sizeof name, "ok-%s%s", kinds[k], fix ? "-fixcrc" : "");
-            save("checkpoint", name, &b);
+            save("snapshot", name, &b);
             free(b.p);
         }
         if (k == 1) {
             buf b = {0};
             put_byte(&b, 2 << 1); /* SGD state loaded into Adam */
             put(&b, file, n);
-            save("checkpoint", "bad-sgd-into-adam", &b);
+            save("snapshot", "bad-sgd-into-adam", &b);
             b.n = 1 + n / 2; /* truncated */
             b.p[0] = 1 << 1;
-            save("checkpoint", "bad-truncated", &b);
+            save("snapshot", "bad-truncated", &b);
             b.n = 1 + n;
             b.p[1 + 40] ^= 0x10; /* a flipped payload byte, checksum kept */
-            save("checkpoint", "bad-flipped", &b);
+            save("snapshot", "bad-flipped", &b);
             b.p[0] |= 1; /* the same with the checksums recomputed: a counter changed, still a valid file */
-            save("checkpoint", "ok-flipped-fixcrc", &b);
+            save("snapshot", "ok-flipped-fixcrc", &b);
             free(b.p);
         }
         free(file);
@@ -225,7 +225,7 @@ int main(int argc, char **argv)
         return 2;
     }
     root = argv[1];
-    checkpoints();
+    snapshots();
     mnist_pair("ok-3x4x5", 0x803, 3, 4, 5, 0, 0);
     mnist_pair("ok-1x28x28", 0x803, 1, 28, 28, 0, 0);
     mnist_pair("bad-label", 0x803, 2, 3, 3, 1, 0);

@@ -22,7 +22,7 @@
 int rm_fuzz_config(const uint8_t *data, size_t size);     /* model configs: config.c + model.c */
 int rm_fuzz_problem(const uint8_t *data, size_t size);    /* problem files: scheduler/problem.c */
 int rm_fuzz_schedule(const uint8_t *data, size_t size);   /* schedule files: scheduler/schedule_file.c */
-int rm_fuzz_checkpoint(const uint8_t *data, size_t size); /* checkpoints: train/checkpoint.c */
+int rm_fuzz_snapshot(const uint8_t *data, size_t size); /* snapshots: train/snapshot.c */
 int rm_fuzz_mnist(const uint8_t *data, size_t size);      /* idx3 + idx1 files: data/mnist.c */
 int rm_fuzz_cifar(const uint8_t *data, size_t size);      /* CIFAR-10 binary batches: data/cifar.c */
 int rm_fuzz_image(const uint8_t *data, size_t size);      /* images and masks: data/image*.c, segmentation.c */
@@ -52,9 +52,9 @@ void rm_fuzz_clear(void);
  * non-empty message; success leaves no error code. Aborts otherwise. */
 void rm_fuzz_check_err(int rc, const rm_err *e);
 
-/* The fixed tiny model the checkpoint harness loads against, with its
+/* The fixed tiny model the snapshot harness loads against, with its
  * parameter tensors laid out as the trainer does; gen_seeds.c saves the seed
- * checkpoints from the same net. */
+ * snapshots from the same net. */
 typedef struct rm_fuzz_net rm_fuzz_net;
 rm_fuzz_net *rm_fuzz_net_make(void);
 void rm_fuzz_net_free(rm_fuzz_net *n);

@@ -94,7 +94,7 @@ static void regress(const char *name)
 Test(fuzz_regress, config) { regress("config"); }
 Test(fuzz_regress, problem) { regress("problem"); }
 Test(fuzz_regress, schedule) { regress("schedule"); }
-Test(fuzz_regress, checkpoint) { regress("checkpoint"); }
+Test(fuzz_regress, snapshot) { regress("snapshot"); }
 Test(fuzz_regress, mnist) { regress("mnist"); }
 Test(fuzz_regress, cifar) { regress("cifar"); }
 Test(fuzz_regress, image) { regress("image"); }
@@ -103,7 +103,7 @@ Test(fuzz_regress, costs) { regress("costs"); }
 /* Every harness has a regression test above. */
 Test(fuzz_regress, every_harness_listed)
 {
-    static const char *const listed[] = {"config", "problem", "schedule", "checkpoint", "mnist", "cifar", "image", "costs"};
+    static const char *const listed[] = {"config", "problem", "schedule", "snapshot", "mnist", "cifar", "image", "costs"};
     int n = 0;
     for (int i = 0; rm_fuzz_harnesses[i].name; i++, n++) {
         int found = 0;

@@ -11,7 +11,7 @@
 
 #include <stdint.h>
 
-#include "layer.h"
+#include "layers.h"
 
 typedef enum gc_fill {
     GC_FILL_UNIFORM = 0, /* uniform in [-1, 1] */

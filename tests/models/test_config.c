@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "model.h"
+#include "builder.h"
 
 static char tmpdir[256];
 

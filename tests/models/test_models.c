@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "model.h"
+#include "builder.h"
 
 static rm_model *load_builtin(const char *name)
 {

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "model.h"
+#include "builder.h"
 #include "trace.h"
 
 /* c1 -> r1 -> c2 -> sum(c2, r1) -> gap -> fc -> loss: r1 has two uses. */

@@ -16,7 +16,7 @@
 #include "commands.h"
 #include "figures.h"
 #include "milp.h"
-#include "model.h"
+#include "builder.h"
 #include "schedule.h"
 #include "simulate.h"
 #include "strategy.h"

@@ -13,7 +13,7 @@
 
 #include "coarsen.h"
 #include "milp.h"
-#include "model.h"
+#include "builder.h"
 #include "random_graphs.h"
 #include "rng.h"
 #include "simulate.h"

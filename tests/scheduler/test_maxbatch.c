@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "maxbatch.h"
-#include "model.h"
+#include "builder.h"
 #include "simulate.h"
 #include "trace.h"
 

@@ -14,7 +14,7 @@
 #include "cli_fixture.h"
 #include "commands.h"
 #include "cost_file.h"
-#include "model.h"
+#include "builder.h"
 #include "profile.h"
 #include "trace.h"
 

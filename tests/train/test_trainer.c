@@ -4,7 +4,7 @@
  * and follows checkpoint-all's run bit for bit (losses, parameters,
  * gradients, batchnorm statistics: remat changes memory, not math), with the
  * fixed-memory accounting equal to what the executor allocates and the arena
- * within the budget; a run stopped mid-epoch and resumed from its checkpoint
+ * within the budget; a run stopped mid-epoch and resumed from its snapshot
  * repeats the uninterrupted run's losses exactly; --batch auto is the
  * max-batch search's answer; the schedule cache hits, and a tampered cache
  * file is re-solved; and the CLI refuses bad input with exit 1 and a message
@@ -34,7 +34,7 @@ typedef struct recorder {
     int have[MAX_STEPS];
     double running_loss, running_acc;
     rm_trainer_eval eval; /* the last evaluation */
-    int evals, checkpoints;
+    int evals, snapshots;
     char notes[2048];
 } recorder;
 
@@ -54,7 +54,7 @@ static void record(void *ctx, const rm_trainer_event *ev)
         r->eval = ev->eval;
         r->evals++;
         break;
-    case RM_TRAINER_CHECKPOINT: r->checkpoints++; break;
+    case RM_TRAINER_SNAPSHOT: r->snapshots++; break;
     case RM_TRAINER_NOTE: {
         size_t l = strlen(r->notes);
         snprintf(r->notes + l, sizeof r->notes - l, "%s\n", ev->text);
@@ -284,13 +284,13 @@ Test(trainer, remat_run_is_bit_identical_unet)
     expect_same_run(UNET_TINY, 4, "linearized_greedy", 80, 8); /* concat skips, segmentation */
 }
 
-/* ---- checkpoints ------------------------------------------------------------ */
+/* ---- snapshots ------------------------------------------------------------ */
 
 Test(trainer, resume_repeats_the_uninterrupted_run)
 {
     char dir[128], path[256];
     tf_tmpdir(dir, sizeof dir);
-    snprintf(path, sizeof path, "%s/run.ckpt", dir);
+    snprintf(path, sizeof path, "%s/run.snap", dir);
     /* 8 steps an epoch; stop mid-epoch 1 at step 6, resume past the epoch boundary to 13. Adam and a cosine
      * schedule, so the optimizer's state and step count and the schedule's position all matter. */
     recorder ra, rb, rc;
@@ -313,13 +313,13 @@ Test(trainer, resume_repeats_the_uninterrupted_run)
     rm_trainer_config cb = c;
     cb.event_ctx = &rb;
     cb.max_steps = 6;
-    cb.checkpoint_path = path;
+    cb.snapshot_path = path;
     rm_trainer *b = create(&cb);
     run(b);
-    cr_assert_eq(rb.checkpoints, 1);
+    cr_assert_eq(rb.snapshots, 1);
     for (int i = 0; i < 6; i++) cr_assert_eq(rb.loss[i], ra.loss[i], "step %d before the stop", i);
 
-    /* The resumed run is not told the seed: it takes the checkpoint's. */
+    /* The resumed run is not told the seed: it takes the snapshot's. */
     rm_trainer_config cc = c;
     cc.event_ctx = &rc;
     cc.seed = 1;
@@ -521,12 +521,12 @@ Test(trainer_cli, refuses_bad_input_with_a_reason)
 
 Test(trainer_cli, refuses_a_corrupt_checkpoint)
 {
-    const char *ckpt = cf_path("run.ckpt");
+    const char *snap = cf_path("run.snap");
     const char *save[] = {"--model", RESNET_TINY, "--data", "synthetic", "--batch", "8", "--budget", "80%",
-                          "--strategy", "chen_greedy", "--steps", "2", "--samples", "64", "--checkpoint", ckpt,
+                          "--strategy", "chen_greedy", "--steps", "2", "--samples", "64", "--snapshot", snap,
                           "--quiet", NULL};
     cr_assert_eq(train_cli(save), 0, "%s", cf_err);
-    FILE *f = fopen(ckpt, "r+b");
+    FILE *f = fopen(snap, "r+b");
     cr_assert_not_null(f);
     fseek(f, 0, SEEK_END);
     long size = ftell(f);
@@ -536,15 +536,15 @@ Test(trainer_cli, refuses_a_corrupt_checkpoint)
     fputc(ch ^ 0x40, f);
     fclose(f);
     const char *resume[] = {"--model", RESNET_TINY, "--data", "synthetic", "--batch", "8", "--budget", "80%",
-                            "--strategy", "chen_greedy", "--steps", "4", "--samples", "64", "--resume", ckpt,
+                            "--strategy", "chen_greedy", "--steps", "4", "--samples", "64", "--resume", snap,
                             "--quiet", NULL};
     int rc = train_cli(resume);
     cr_assert_eq(rc, 1, "exit %d: %s", rc, cf_err);
-    cr_assert(strstr(cf_err, ckpt), "the message names the file: %s", cf_err);
-    /* A checkpoint of another model is refused too. */
+    cr_assert(strstr(cf_err, snap), "the message names the file: %s", cf_err);
+    /* A snapshot of another model is refused too. */
     const char *other[] = {"--model", VGG_TINY, "--data", "synthetic", "--batch", "8", "--budget", "100%",
-                           "--strategy", "checkpoint_all", "--resume", ckpt, "--quiet", NULL};
+                           "--strategy", "checkpoint_all", "--resume", snap, "--quiet", NULL};
     rc = train_cli(other);
     cr_assert_eq(rc, 1, "exit %d: %s", rc, cf_err);
-    cr_assert(strstr(cf_err, ckpt), "%s", cf_err);
+    cr_assert(strstr(cf_err, snap), "%s", cf_err);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "builder.h"
 #include "rng.h"
 
 void tf_model_text(char *out, size_t len, const char *conv_name, int conv_filters, int classes)

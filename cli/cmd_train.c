@@ -16,7 +16,7 @@
     "usage: remat train --model FILE --data DIR|synthetic --budget B [--batch N|auto] [--strategy NAME]\n"      \
     "                   [--epochs E] [--steps N] [--optimizer sgd|adam] [--lr X] [--momentum M]\n"             \
     "                   [--weight-decay W] [--lr-schedule constant|step|cosine] [--seed S]\n"                  \
-    "                   [--checkpoint FILE] [--resume FILE] [--schedule-cache DIR] [--eval-every K]\n"         \
+    "                   [--snapshot FILE] [--resume FILE] [--schedule-cache DIR] [--eval-every K]\n"         \
     "                   [--time-limit S] [--node-limit N] [--samples N] [--train-accuracy-every K]\n"             \
     "                   [--device cpu|cuda] [--costs FILE] [--quiet]\n"                                         \
     "\n"                                                                                                         \
@@ -56,7 +56,8 @@
     "  --weight-decay W      L2 weight decay of conv and linear weights (default 0)\n"                        \
     "  --lr-schedule KIND    constant (default), step (x0.1 after each third of the run) or cosine\n"        \
     "  --seed S              parameters, dropout, synthetic data, split and batch order (default 1)\n"       \
-    "  --checkpoint FILE     save (atomically) after every epoch and when the run stops\n"                    \
+    "  --snapshot FILE       save (atomically) after every epoch and when the run stops\n"                    \
+    "                        (--checkpoint FILE is an older name for it)\n"                                 \
     "  --resume FILE         continue a saved run exactly where it stopped (same data, batch, epochs and\n"   \
     "                        optimizer options; the seed is taken from the file)\n"                          \
     "  --eval-every K        also evaluate on the held-out data every K steps\n"                              \
@@ -68,7 +69,7 @@
     "examples:\n"                                                                                                \
     "  remat train --model models/resnet-tiny.cfg --data synthetic --batch 32 --budget 75% --strategy milp\n"  \
     "  remat train --model models/vgg-tiny.cfg --data cifar10/ --batch auto --budget 64MiB --epochs 10 \\\n"   \
-    "              --lr-schedule cosine --checkpoint vgg.ckpt"
+    "              --lr-schedule cosine --snapshot vgg.snap"
 
 #define usage_error(...) rm_cli_usage_error("train", TRAIN_USAGE, __VA_ARGS__)
 
@@ -152,9 +153,9 @@ static void on_event(void *ctx, const rm_trainer_event *ev)
         fflush(stdout);
         return;
     }
-    case RM_TRAINER_CHECKPOINT:
+    case RM_TRAINER_SNAPSHOT:
         close_bar(pr);
-        printf("checkpoint   %s (step %llu)\n", ev->text, (unsigned long long)ev->step);
+        printf("snapshot     %s (step %llu)\n", ev->text, (unsigned long long)ev->step);
         fflush(stdout);
         return;
     }
@@ -251,7 +252,7 @@ static int train_run(int argc, char **argv)
 {
     const char *model = NULL, *data = NULL, *batch = NULL, *budget = NULL, *strategy = NULL, *epochs = NULL,
                *steps = NULL, *optimizer = NULL, *lr = NULL, *momentum = NULL, *wd = NULL, *sched = NULL,
-               *seed = NULL, *ckpt = NULL, *resume = NULL, *cache = NULL, *eval_every = NULL, *time_limit = NULL,
+               *seed = NULL, *snap = NULL, *resume = NULL, *cache = NULL, *eval_every = NULL, *time_limit = NULL,
                *node_limit = NULL, *samples = NULL, *acc_every = NULL, *device = NULL, *costs_path = NULL;
     int quiet = 0;
     const rm_cli_opt opts[] = {
@@ -269,7 +270,8 @@ static int train_run(int argc, char **argv)
         RM_CLI_VALUE("--weight-decay", &wd),
         RM_CLI_VALUE("--lr-schedule", &sched),
         RM_CLI_VALUE("--seed", &seed),
-        RM_CLI_VALUE("--checkpoint", &ckpt),
+        RM_CLI_VALUE("--snapshot", &snap),
+        RM_CLI_VALUE("--checkpoint", &snap), /* the older name of --snapshot */
         RM_CLI_VALUE("--resume", &resume),
         RM_CLI_VALUE("--schedule-cache", &cache),
         RM_CLI_VALUE("--eval-every", &eval_every),
@@ -358,7 +360,7 @@ static int train_run(int argc, char **argv)
         return usage_error("--node-limit must be an integer >= 1, got '%s'", node_limit);
     if (device && !strcmp(device, "cuda")) c.device = RM_BACKEND_CUDA;
     else if (device && strcmp(device, "cpu")) return usage_error("--device must be cpu or cuda, got '%s'", device);
-    c.checkpoint_path = ckpt;
+    c.snapshot_path = snap;
     c.resume_path = resume;
     c.cache_dir = cache;
     if (acc_every) {

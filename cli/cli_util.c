@@ -15,7 +15,7 @@
 #include <strings.h>
 #include <time.h>
 
-#include "model.h"
+#include "builder.h"
 #include "trace.h"
 
 int rm_cli_option(const char **out, int argc, char **argv, int *a, const char *opt)

@@ -1,4 +1,4 @@
-/* Checkpoint files (docs/checkpoint-format.md): an atomic, checksummed save
+/* Snapshot files (docs/snapshot-format.md): an atomic, checksummed save
  * and a load that verifies the whole file before it touches a parameter.
  *
  * Bytes go through a small buffer that encodes little-endian explicitly, so
@@ -7,7 +7,7 @@
  * ResNet-152 with Adam state is 700 MB, which a training process should not
  * have to hold twice. That is why a load reads the file twice, once to check
  * its checksum and once to copy. */
-#include "checkpoint.h"
+#include "snapshot.h"
 
 #include "atomic_file.h"
 
@@ -40,7 +40,7 @@ static const uint32_t crc_nibble[16] = {
     0x00000000u, 0x1db71064u, 0x3b6e20c8u, 0x26d930acu, 0x76dc4190u, 0x6b6b51f4u, 0x4db26158u, 0x5005713cu,
     0xedb88320u, 0xf00f9344u, 0xd6d6a3e8u, 0xcb61b38cu, 0x9b64c2b0u, 0x86d3d2d4u, 0xa00ae278u, 0xbdbdf21cu};
 
-uint32_t rm_checkpoint_crc32(uint32_t crc, const void *data, size_t n)
+uint32_t rm_snapshot_crc32(uint32_t crc, const void *data, size_t n)
 {
     const uint8_t *p = data;
     crc = ~crc;
@@ -94,14 +94,14 @@ static int trainable(uint32_t role) { return role == ROLE_W || role == ROLE_B; }
 
 /* The model's tensors in file order: layer order, then w, b, running mean,
  * running variance. Checks that lp holds what the model counts and that opt
- * updates exactly the trainable tensors, so a checkpoint always holds the
+ * updates exactly the trainable tensors, so a snapshot always holds the
  * whole state. */
 static int model_tensors(ck_tensor **out, int *count, const rm_model *m, rm_layer_params *const *lp,
                          const rm_optim *opt, const char *path, rm_err *e)
 {
     *out = NULL;
     *count = 0;
-    if (!m || !lp) return rm_errorf(e, RM_ERR_INVALID, "%s: checkpoint needs a model and its parameters", path);
+    if (!m || !lp) return rm_errorf(e, RM_ERR_INVALID, "%s: snapshot needs a model and its parameters", path);
     ck_tensor *t = calloc((size_t)m->nlayers * ROLE_COUNT + 1, sizeof *t);
     if (!t) return rm_errorf(e, RM_ERR_NOMEM, "%s: no memory for the tensor table", path);
     int k = 0, rc;
@@ -178,7 +178,7 @@ static int io_error(rm_err *e, const char *file, const char *what)
     return rm_errorf(e, RM_ERR_IO, "%s: cannot %s: %s", file, what, errno_text(err));
 }
 
-/* A failed save names the checkpoint and the temporary file it was writing. */
+/* A failed save names the snapshot and the temporary file it was writing. */
 static int save_error(rm_err *e, const ck_writer *w, const char *what)
 {
     int err = errno;
@@ -189,7 +189,7 @@ static int save_error(rm_err *e, const ck_writer *w, const char *what)
 static int w_flush(ck_writer *w, rm_err *e)
 {
     if (!w->pos) return RM_OK;
-    w->crc = rm_checkpoint_crc32(w->crc, w->buf, w->pos);
+    w->crc = rm_snapshot_crc32(w->crc, w->buf, w->pos);
     errno = 0;
     if (fwrite(w->buf, 1, w->pos, w->f) != w->pos) return save_error(e, w, "write");
     w->pos = 0;
@@ -250,7 +250,7 @@ static int w_floats(ck_writer *w, const float *x, uint64_t n, rm_err *e)
 }
 
 static int write_payload(ck_writer *w, const ck_tensor *t, int n, const rm_optim *opt,
-                         const rm_checkpoint_counters *c, rm_err *e)
+                         const rm_snapshot_counters *c, rm_err *e)
 {
     uint32_t kind = opt ? (uint32_t)rm_optim_options_of(opt)->kind : RM_OPTIM_NONE;
     uint32_t slots = opt ? (uint32_t)rm_optim_slots(opt) : 0;
@@ -276,24 +276,24 @@ static int write_payload(ck_writer *w, const ck_tensor *t, int n, const rm_optim
     return w_flush(w, e);
 }
 
-int rm_checkpoint_save(const char *path, const rm_model *m, rm_layer_params *const *lp, const rm_optim *opt,
-                       const rm_checkpoint_counters *c, rm_err *e)
+int rm_snapshot_save(const char *path, const rm_model *m, rm_layer_params *const *lp, const rm_optim *opt,
+                       const rm_snapshot_counters *c, rm_err *e)
 {
-    if (!path || !*path) return rm_errorf(e, RM_ERR_INVALID, "checkpoint: no file name");
-    rm_checkpoint_counters zero = {0, 0, 0, 0};
+    if (!path || !*path) return rm_errorf(e, RM_ERR_INVALID, "snapshot: no file name");
+    rm_snapshot_counters zero = {0, 0, 0, 0};
     if (!c) c = &zero;
     ck_tensor *t;
     int n, rc;
-    uint8_t hdr[RM_CHECKPOINT_HEADER_BYTES], trailer[TRAILER_BYTES];
+    uint8_t hdr[RM_SNAPSHOT_HEADER_BYTES], trailer[TRAILER_BYTES];
     if ((rc = model_tensors(&t, &n, m, lp, opt, path, e))) return rc;
     uint32_t slots = opt ? (uint32_t)rm_optim_slots(opt) : 0;
 
     ck_writer *w = malloc(sizeof *w);
     if (!w) {
         free(t);
-        return rm_errorf(e, RM_ERR_NOMEM, "%s: no memory to write a checkpoint", path);
+        return rm_errorf(e, RM_ERR_NOMEM, "%s: no memory to write a snapshot", path);
     }
-    /* The previous checkpoint stays in place until the new one is complete
+    /* The previous snapshot stays in place until the new one is complete
      * and on the disk (engine/atomic_file.h): a run killed mid-save resumes
      * from the previous one. */
     rm_atomic_file af;
@@ -305,12 +305,12 @@ int rm_checkpoint_save(const char *path, const rm_model *m, rm_layer_params *con
     w->pos = 0;
 
     memset(hdr, 0, sizeof hdr);
-    memcpy(hdr, RM_CHECKPOINT_MAGIC, 8);
-    put_u32(hdr + 8, RM_CHECKPOINT_VERSION);
+    memcpy(hdr, RM_SNAPSHOT_MAGIC, 8);
+    put_u32(hdr + 8, RM_SNAPSHOT_VERSION);
     put_u32(hdr + 12, 0); /* flags */
     put_u64(hdr + 16, payload_bytes(t, n, slots));
     put_u32(hdr + 24, 0); /* reserved */
-    put_u32(hdr + 28, rm_checkpoint_crc32(0, hdr, 28));
+    put_u32(hdr + 28, rm_snapshot_crc32(0, hdr, 28));
     errno = 0;
     if (fwrite(hdr, 1, sizeof hdr, w->f) != sizeof hdr) {
         rc = save_error(e, w, "write");
@@ -344,7 +344,7 @@ typedef struct ck_reader {
 
 static int corrupt(rm_err *e, const char *path, const char *what)
 {
-    return rm_errorf(e, RM_ERR_PARSE, "%s: corrupt checkpoint: %s", path, what);
+    return rm_errorf(e, RM_ERR_PARSE, "%s: corrupt snapshot: %s", path, what);
 }
 
 /* Reads n payload bytes; the payload's stated size bounds every record, so a
@@ -355,7 +355,7 @@ static int r_bytes(ck_reader *r, void *p, size_t n, rm_err *e)
     errno = 0;
     if (fread(p, 1, n, r->f) != n) {
         if (feof(r->f))
-            return rm_errorf(e, RM_ERR_PARSE, "%s: truncated checkpoint (the file shrank while being read)",
+            return rm_errorf(e, RM_ERR_PARSE, "%s: truncated snapshot (the file shrank while being read)",
                              r->path);
         return io_error(e, r->path, "read");
     }
@@ -433,12 +433,12 @@ static int check_entry(ck_reader *r, int k, const ck_tensor *t, int n, const rm_
     const char *model = m->path ? m->path : "(unnamed)";
     if (k >= n)
         return rm_errorf(e, RM_ERR_INVALID,
-                         "%s: checkpoint does not match model %s: it has more tensors than the model's %d, the "
+                         "%s: snapshot does not match model %s: it has more tensors than the model's %d, the "
                          "first extra is %s %s",
                          r->path, model, n, name, rm_shape_str(s, a, sizeof a));
     if (strcmp(name, t[k].name) != 0 || role != t[k].role || !rm_shape_equal(s, t[k].shape))
         return rm_errorf(e, RM_ERR_INVALID,
-                         "%s: checkpoint does not match model %s: tensor %d is %s %s in the checkpoint, %s %s in "
+                         "%s: snapshot does not match model %s: tensor %d is %s %s in the snapshot, %s %s in "
                          "the model",
                          r->path, model, k, name, rm_shape_str(s, a, sizeof a), t[k].name,
                          rm_shape_str(t[k].shape, b, sizeof b));
@@ -450,41 +450,41 @@ static int check_entry(ck_reader *r, int k, const ck_tensor *t, int n, const rm_
  * checksum), then damage. */
 static int read_header(uint64_t *payload, ck_reader *r, long long size, rm_err *e)
 {
-    uint8_t h[RM_CHECKPOINT_HEADER_BYTES];
+    uint8_t h[RM_SNAPSHOT_HEADER_BYTES];
     size_t want = size < (long long)sizeof h ? (size_t)size : sizeof h;
     errno = 0;
     if (fread(h, 1, want, r->f) != want) return io_error(e, r->path, "read");
     if (want < 8)
-        return rm_errorf(e, RM_ERR_PARSE, "%s: truncated checkpoint: %lld bytes, shorter than its %d-byte header",
-                         r->path, size, RM_CHECKPOINT_HEADER_BYTES);
-    if (memcmp(h, RM_CHECKPOINT_MAGIC, 8) != 0)
-        return rm_errorf(e, RM_ERR_PARSE, "%s: not a remat checkpoint (the file does not start with %s)", r->path,
-                         RM_CHECKPOINT_MAGIC);
+        return rm_errorf(e, RM_ERR_PARSE, "%s: truncated snapshot: %lld bytes, shorter than its %d-byte header",
+                         r->path, size, RM_SNAPSHOT_HEADER_BYTES);
+    if (memcmp(h, RM_SNAPSHOT_MAGIC, 8) != 0)
+        return rm_errorf(e, RM_ERR_PARSE, "%s: not a remat snapshot (the file does not start with %s)", r->path,
+                         RM_SNAPSHOT_MAGIC);
     if (want < sizeof h)
-        return rm_errorf(e, RM_ERR_PARSE, "%s: truncated checkpoint: %lld bytes, shorter than its %d-byte header",
-                         r->path, size, RM_CHECKPOINT_HEADER_BYTES);
+        return rm_errorf(e, RM_ERR_PARSE, "%s: truncated snapshot: %lld bytes, shorter than its %d-byte header",
+                         r->path, size, RM_SNAPSHOT_HEADER_BYTES);
     uint32_t version = get_u32(h + 8);
-    if (version != RM_CHECKPOINT_VERSION)
+    if (version != RM_SNAPSHOT_VERSION)
         return rm_errorf(e, RM_ERR_UNSUPPORTED,
-                         "%s: checkpoint format version %u is not supported (this build reads %u)", r->path, version,
-                         RM_CHECKPOINT_VERSION);
-    if (get_u32(h + 28) != rm_checkpoint_crc32(0, h, 28))
-        return rm_errorf(e, RM_ERR_PARSE, "%s: checkpoint header checksum mismatch: the file is corrupt", r->path);
+                         "%s: snapshot format version %u is not supported (this build reads %u)", r->path, version,
+                         RM_SNAPSHOT_VERSION);
+    if (get_u32(h + 28) != rm_snapshot_crc32(0, h, 28))
+        return rm_errorf(e, RM_ERR_PARSE, "%s: snapshot header checksum mismatch: the file is corrupt", r->path);
     if (get_u32(h + 12) != 0 || get_u32(h + 24) != 0)
-        return rm_errorf(e, RM_ERR_UNSUPPORTED, "%s: checkpoint uses flags this build does not know", r->path);
+        return rm_errorf(e, RM_ERR_UNSUPPORTED, "%s: snapshot uses flags this build does not know", r->path);
     *payload = get_u64(h + 16);
     uint64_t have = (uint64_t)size - sizeof h;
     if (*payload > have || have - *payload < TRAILER_BYTES)
         return rm_errorf(e, RM_ERR_PARSE,
-                         "%s: truncated checkpoint: %lld bytes, its header announces %llu (a %llu-byte payload between "
+                         "%s: truncated snapshot: %lld bytes, its header announces %llu (a %llu-byte payload between "
                          "the %d-byte header and the %d-byte checksum)",
                          r->path, size,
                          (unsigned long long)(*payload <= UINT64_MAX - sizeof h - TRAILER_BYTES
                                                   ? *payload + sizeof h + TRAILER_BYTES
                                                   : UINT64_MAX),
-                         (unsigned long long)*payload, RM_CHECKPOINT_HEADER_BYTES, TRAILER_BYTES);
+                         (unsigned long long)*payload, RM_SNAPSHOT_HEADER_BYTES, TRAILER_BYTES);
     if (have - *payload > TRAILER_BYTES)
-        return rm_errorf(e, RM_ERR_PARSE, "%s: %llu trailing byte%s after the checkpoint's end", r->path,
+        return rm_errorf(e, RM_ERR_PARSE, "%s: %llu trailing byte%s after the snapshot's end", r->path,
                          (unsigned long long)(have - *payload - TRAILER_BYTES),
                          have - *payload - TRAILER_BYTES == 1 ? "" : "s");
     return RM_OK;
@@ -499,14 +499,14 @@ static int check_crc(ck_reader *r, uint64_t payload, rm_err *e)
         size_t k = r->left > CHUNK_BYTES ? CHUNK_BYTES : (size_t)r->left;
         int rc = r_bytes(r, r->buf, k, e);
         if (rc) return rc;
-        crc = rm_checkpoint_crc32(crc, r->buf, k);
+        crc = rm_snapshot_crc32(crc, r->buf, k);
     }
     uint8_t tb[TRAILER_BYTES];
     errno = 0;
     if (fread(tb, 1, sizeof tb, r->f) != sizeof tb) return io_error(e, r->path, "read");
     if (get_u32(tb) != crc)
         return rm_errorf(e, RM_ERR_PARSE,
-                         "%s: checkpoint checksum mismatch (CRC-32 of the payload %08x, stored %08x): the file is "
+                         "%s: snapshot checksum mismatch (CRC-32 of the payload %08x, stored %08x): the file is "
                          "corrupt",
                          r->path, crc, get_u32(tb));
     return RM_OK;
@@ -514,15 +514,15 @@ static int check_crc(ck_reader *r, uint64_t payload, rm_err *e)
 
 /* Pass 2: counters, table and optimizer compatibility, all checked before the
  * first tensor is copied; then the copy. */
-static int read_payload(rm_checkpoint_counters *c, ck_reader *r, uint64_t payload, const ck_tensor *t, int n,
+static int read_payload(rm_snapshot_counters *c, ck_reader *r, uint64_t payload, const ck_tensor *t, int n,
                         const rm_model *m, rm_optim *opt, rm_err *e)
 {
-    rm_checkpoint_counters got;
+    rm_snapshot_counters got;
     uint32_t ntensors, kind, slots, reserved;
     uint64_t steps;
     int rc;
     errno = 0;
-    if (fseek(r->f, RM_CHECKPOINT_HEADER_BYTES, SEEK_SET) != 0) return io_error(e, r->path, "seek");
+    if (fseek(r->f, RM_SNAPSHOT_HEADER_BYTES, SEEK_SET) != 0) return io_error(e, r->path, "seek");
     r->left = payload;
     if ((rc = r_u64(r, &got.step, e)) || (rc = r_u64(r, &got.epoch, e)) || (rc = r_u64(r, &got.seed, e)) ||
         (rc = r_u64(r, &got.rng_counter, e)) || (rc = r_u32(r, &ntensors, e)) || (rc = r_u32(r, &kind, e)) ||
@@ -537,8 +537,8 @@ static int read_payload(rm_checkpoint_counters *c, ck_reader *r, uint64_t payloa
         if ((rc = check_entry(r, (int)k, t, n, m, e))) return rc;
     if ((int)ntensors < n)
         return rm_errorf(e, RM_ERR_INVALID,
-                         "%s: checkpoint does not match model %s: the model's tensor %d, %s, is missing (the "
-                         "checkpoint has %u tensors, the model %d)",
+                         "%s: snapshot does not match model %s: the model's tensor %d, %s, is missing (the "
+                         "snapshot has %u tensors, the model %d)",
                          r->path, m->path ? m->path : "(unnamed)", (int)ntensors, t[ntensors].name, ntensors, n);
     if (payload_bytes(t, n, slots) != payload)
         return corrupt(e, r->path, "the tensor table and the payload size disagree");
@@ -546,12 +546,12 @@ static int read_payload(rm_checkpoint_counters *c, ck_reader *r, uint64_t payloa
         const rm_optim_options *oo = rm_optim_options_of(opt);
         if (kind == RM_OPTIM_NONE)
             return rm_errorf(e, RM_ERR_INVALID,
-                             "%s: checkpoint holds no optimizer state; load it without an optimizer to restore the "
+                             "%s: snapshot holds no optimizer state; load it without an optimizer to restore the "
                              "weights only",
                              r->path);
         if (kind != (uint32_t)oo->kind || slots != (uint32_t)rm_optim_slots(opt))
             return rm_errorf(e, RM_ERR_INVALID,
-                             "%s: checkpoint holds %s state with %u value(s) per parameter, the optimizer is %s with "
+                             "%s: snapshot holds %s state with %u value(s) per parameter, the optimizer is %s with "
                              "%d",
                              r->path, optim_name(kind), slots, optim_name((uint32_t)oo->kind), rm_optim_slots(opt));
     }
@@ -569,29 +569,29 @@ static int read_payload(rm_checkpoint_counters *c, ck_reader *r, uint64_t payloa
     return RM_OK;
 }
 
-int rm_checkpoint_load(rm_checkpoint_counters *c, const char *path, const rm_model *m, rm_layer_params *const *lp,
+int rm_snapshot_load(rm_snapshot_counters *c, const char *path, const rm_model *m, rm_layer_params *const *lp,
                        rm_optim *opt, rm_err *e)
 {
-    if (!path || !*path) return rm_errorf(e, RM_ERR_INVALID, "checkpoint: no file name");
+    if (!path || !*path) return rm_errorf(e, RM_ERR_INVALID, "snapshot: no file name");
     ck_tensor *t;
     int n, rc;
     if ((rc = model_tensors(&t, &n, m, lp, opt, path, e))) return rc;
     ck_reader *r = malloc(sizeof *r);
     if (!r) {
         free(t);
-        return rm_errorf(e, RM_ERR_NOMEM, "%s: no memory to read a checkpoint", path);
+        return rm_errorf(e, RM_ERR_NOMEM, "%s: no memory to read a snapshot", path);
     }
     r->path = path;
     r->left = 0;
     errno = 0;
     r->f = fopen(path, "rb");
     if (!r->f) {
-        rc = io_error(e, path, "open checkpoint");
+        rc = io_error(e, path, "open snapshot");
         goto done;
     }
     struct stat st;
     if (fstat(fileno(r->f), &st) != 0) {
-        rc = io_error(e, path, "stat checkpoint");
+        rc = io_error(e, path, "stat snapshot");
         goto done;
     }
     if (!S_ISREG(st.st_mode)) {

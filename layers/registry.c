@@ -1,5 +1,5 @@
-/* The layer registry and backend dispatch. */
-#include "layer.h"
+/* The layer registry: every descriptor by kind and by config section name. */
+#include "layers.h"
 
 #include <string.h>
 
@@ -32,26 +32,4 @@ const rm_layer_desc *rm_layer_desc_by_name(const char *name)
     for (int k = 0; k < RM_LAYER_KIND_COUNT; k++)
         if (!strcmp(all_layers[k]->name, name)) return all_layers[k];
     return NULL;
-}
-
-int rm_layer_forward(const rm_layer_desc *d, const rm_layer_call *call, rm_err *e)
-{
-    if (!call->be || call->be->kind == RM_BACKEND_CPU) return d->forward_cpu(call, e);
-    if (call->be->kind == RM_BACKEND_CUDA && d->forward_cuda) return d->forward_cuda(call, e);
-    return rm_errorf(e, RM_ERR_UNSUPPORTED, "%s: no forward kernel for backend %s", d->name, call->be->name);
-}
-
-int rm_layer_backward(const rm_layer_desc *d, const rm_layer_call *call, rm_err *e)
-{
-    if (!call->be || call->be->kind == RM_BACKEND_CPU) return d->backward_cpu(call, e);
-    if (call->be->kind == RM_BACKEND_CUDA && d->backward_cuda) return d->backward_cuda(call, e);
-    return rm_errorf(e, RM_ERR_UNSUPPORTED, "%s: no backward kernel for backend %s", d->name, call->be->name);
-}
-
-size_t rm_layer_param_count(const rm_layer_desc *d, const rm_layer_config *cfg, const rm_shape *in, int nin)
-{
-    if (!d->param_shapes) return 0;
-    rm_shape w = {0, 0, 0, 0}, b = {0, 0, 0, 0};
-    d->param_shapes(&w, &b, cfg, in, nin);
-    return rm_shape_numel(w) + rm_shape_numel(b);
 }

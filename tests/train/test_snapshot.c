@@ -1,4 +1,4 @@
-/* Checkpoint files. A save and a load restore parameters, batchnorm running
+/* Snapshot files. A save and a load restore parameters, batchnorm running
  * statistics, optimizer state and step count, and the counters bit for bit
  * (NaN payloads and signed zeros included). Every way a file can be wrong
  * is refused with an error naming the file and the problem, and a refused
@@ -7,7 +7,7 @@
  * anywhere in the payload, trailing bytes, another model (naming the first
  * differing tensor), an optimizer that does not fit. A failed save (missing
  * directory, a write that fails part-way under RLIMIT_FSIZE, a rename that
- * fails) leaves the previous checkpoint intact and no temporary file. */
+ * fails) leaves the previous snapshot intact and no temporary file. */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <math.h>
@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
+#include "snapshot.h"
 #include "optim.h"
 #include "train_fixtures.h"
 
@@ -50,7 +50,7 @@ static void setup(fixture *f, rm_optim_kind kind)
 {
     memset(f, 0, sizeof *f);
     tf_tmpdir(f->dir, sizeof f->dir);
-    snprintf(f->path, sizeof f->path, "%s/run.ckpt", f->dir);
+    snprintf(f->path, sizeof f->path, "%s/run.snap", f->dir);
     /* The first temporary name a save in this process tries (engine/atomic_file.h). */
     snprintf(f->tmp, sizeof f->tmp, "%s.tmp.%ld.0", f->path, (long)getpid());
     char text[512];
@@ -70,16 +70,16 @@ static void teardown(fixture *f)
     tf_rmdir(f->dir);
 }
 
-static const rm_checkpoint_counters counters = {1234, 7, 0xfeedfacecafebeefULL, 99};
+static const rm_snapshot_counters counters = {1234, 7, 0xfeedfacecafebeefULL, 99};
 
 static void save_ok(fixture *f)
 {
     rm_err e = {RM_OK, ""};
-    cr_assert_eq(rm_checkpoint_save(f->path, f->net.m, f->net.lpp, f->opt, &counters, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_snapshot_save(f->path, f->net.m, f->net.lpp, f->opt, &counters, &e), RM_OK, "%s", e.msg);
     cr_assert_neq(access(f->tmp, F_OK), 0, "the temporary file is gone after a save");
 }
 
-/* Everything a checkpoint holds, copied so a test can compare bit for bit. */
+/* Everything a snapshot holds, copied so a test can compare bit for bit. */
 typedef struct snapshot {
     float *params, *buffers, *state;
     size_t np, nb, ns;
@@ -182,9 +182,9 @@ static void put_le32(unsigned char *p, uint32_t v)
 static void expect_refused(fixture *f, int code, const char *needle, const char *needle2)
 {
     snapshot before = take(f);
-    rm_checkpoint_counters c = {5, 5, 5, 5};
+    rm_snapshot_counters c = {5, 5, 5, 5};
     rm_err e = {RM_OK, ""};
-    int rc = rm_checkpoint_load(&c, f->path, f->net.m, f->net.lpp, f->opt, &e);
+    int rc = rm_snapshot_load(&c, f->path, f->net.m, f->net.lpp, f->opt, &e);
     cr_expect_eq(rc, code, "load returned %d (%s), expected %d: %s", rc, rm_code_name((rm_code)rc), code, e.msg);
     cr_expect(strstr(e.msg, f->path), "the message names the file: %s", e.msg);
     cr_expect(strstr(e.msg, needle), "the message says '%s': %s", needle, e.msg);
@@ -210,10 +210,10 @@ static void round_trip(rm_optim_kind kind)
     snapshot saved = take(&f);
     save_ok(&f);
     scramble(&f);
-    rm_checkpoint_counters c;
+    rm_snapshot_counters c;
     memset(&c, 0, sizeof c);
     rm_err e = {RM_OK, ""};
-    cr_assert_eq(rm_checkpoint_load(&c, f.path, f.net.m, f.net.lpp, f.opt, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_snapshot_load(&c, f.path, f.net.m, f.net.lpp, f.opt, &e), RM_OK, "%s", e.msg);
     snapshot loaded = take(&f);
     expect_same(&saved, &loaded, "after a round trip");
     cr_expect_eq(memcmp(&c, &counters, sizeof c), 0, "counters restored");
@@ -238,7 +238,7 @@ Test(optim_checkpoint, resumed_run_continues_exactly)
     snapshot straight = take(&f);
     scramble(&f);
     tf_net_fill(&f.net, 42); /* the same gradients as before; the load overwrites the rest */
-    cr_assert_eq(rm_checkpoint_load(NULL, f.path, f.net.m, f.net.lpp, f.opt, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_snapshot_load(NULL, f.path, f.net.m, f.net.lpp, f.opt, &e), RM_OK, "%s", e.msg);
     for (int s = 0; s < 2; s++) cr_assert_eq(rm_optim_step(f.opt, 0.01, &e), RM_OK, "%s", e.msg);
     snapshot resumed = take(&f);
     expect_same(&straight, &resumed, "after resuming");
@@ -254,13 +254,13 @@ Test(optim_checkpoint, file_layout_and_size)
     save_ok(&f);
     size_t len;
     unsigned char *b = slurp(f.path, &len);
-    cr_assert_geq(len, (size_t)RM_CHECKPOINT_HEADER_BYTES + 4);
+    cr_assert_geq(len, (size_t)RM_SNAPSHOT_HEADER_BYTES + 4);
     cr_expect_eq(memcmp(b, "RMATCKPT", 8), 0);
-    cr_expect_eq(le32(b + 8), RM_CHECKPOINT_VERSION);
+    cr_expect_eq(le32(b + 8), RM_SNAPSHOT_VERSION);
     uint64_t payload = le32(b + 16) | (uint64_t)le32(b + 20) << 32;
-    cr_expect_eq(len, RM_CHECKPOINT_HEADER_BYTES + payload + 4);
-    cr_expect_eq(le32(b + 28), rm_checkpoint_crc32(0, b, 28), "header checksum");
-    cr_expect_eq(le32(b + len - 4), rm_checkpoint_crc32(0, b + 32, (size_t)payload), "payload checksum");
+    cr_expect_eq(len, RM_SNAPSHOT_HEADER_BYTES + payload + 4);
+    cr_expect_eq(le32(b + 28), rm_snapshot_crc32(0, b, 28), "header checksum");
+    cr_expect_eq(le32(b + len - 4), rm_snapshot_crc32(0, b + 32, (size_t)payload), "payload checksum");
     /* The first table entry is conv1.w, 4x3x3x3, right after the 56-byte counters. */
     const unsigned char *t = b + 32 + 56;
     cr_expect_eq(le32(t), 7u);
@@ -280,8 +280,8 @@ Test(optim_checkpoint, file_layout_and_size)
 
 Test(optim_checkpoint, crc32_check_value)
 {
-    cr_expect_eq(rm_checkpoint_crc32(0, "123456789", 9), 0xcbf43926u);
-    cr_expect_eq(rm_checkpoint_crc32(rm_checkpoint_crc32(0, "1234", 4), "56789", 5), 0xcbf43926u, "continues");
+    cr_expect_eq(rm_snapshot_crc32(0, "123456789", 9), 0xcbf43926u);
+    cr_expect_eq(rm_snapshot_crc32(rm_snapshot_crc32(0, "1234", 4), "56789", 5), 0xcbf43926u, "continues");
 }
 
 /* ---- refused files -------------------------------------------------------- */
@@ -303,10 +303,10 @@ Test(optim_checkpoint, wrong_magic)
     unsigned char *b = slurp(f.path, &len);
     b[3] ^= 0x20;
     spit(f.path, b, len);
-    expect_refused(&f, RM_ERR_PARSE, "not a remat checkpoint", NULL);
-    /* A text file is not a checkpoint either, whatever its length. */
+    expect_refused(&f, RM_ERR_PARSE, "not a remat snapshot", NULL);
+    /* A text file is not a snapshot either, whatever its length. */
     spit(f.path, (const unsigned char *)"hello, world\n", 13);
-    expect_refused(&f, RM_ERR_PARSE, "not a remat checkpoint", NULL);
+    expect_refused(&f, RM_ERR_PARSE, "not a remat snapshot", NULL);
     free(b);
     teardown(&f);
 }
@@ -319,7 +319,7 @@ Test(optim_checkpoint, unsupported_version)
     size_t len;
     unsigned char *b = slurp(f.path, &len);
     put_le32(b + 8, 2);
-    put_le32(b + 28, rm_checkpoint_crc32(0, b, 28)); /* a well-formed file from a newer remat */
+    put_le32(b + 28, rm_snapshot_crc32(0, b, 28)); /* a well-formed file from a newer remat */
     spit(f.path, b, len);
     expect_refused(&f, RM_ERR_UNSUPPORTED, "version 2", "reads 1");
     free(b);
@@ -396,14 +396,14 @@ Test(optim_checkpoint, trailing_bytes)
     teardown(&f);
 }
 
-/* Saves a checkpoint of another model into f->path. */
+/* Saves a snapshot of another model into f->path. */
 static void save_other(fixture *f, const char *conv_name, int filters, int classes)
 {
     char text[512];
     tf_model_text(text, sizeof text, conv_name, filters, classes);
     tf_net other = tf_net_make(text, 3);
     rm_err e = {RM_OK, ""};
-    cr_assert_eq(rm_checkpoint_save(f->path, other.m, other.lpp, NULL, NULL, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_snapshot_save(f->path, other.m, other.lpp, NULL, NULL, &e), RM_OK, "%s", e.msg);
     tf_net_free(&other);
 }
 
@@ -412,7 +412,7 @@ Test(optim_checkpoint, another_model_names_the_first_differing_tensor)
     fixture f;
     setup(&f, RM_OPTIM_NONE);
     save_other(&f, "conv1", 6, 5); /* the same names, wider convolution */
-    expect_refused(&f, RM_ERR_INVALID, "tensor 0 is conv1.w 6x3x3x3 in the checkpoint, conv1.w 4x3x3x3 in the model",
+    expect_refused(&f, RM_ERR_INVALID, "tensor 0 is conv1.w 6x3x3x3 in the snapshot, conv1.w 4x3x3x3 in the model",
                    "test.cfg");
     save_other(&f, "stem", 4, 5); /* the same shapes, another name */
     expect_refused(&f, RM_ERR_INVALID, "tensor 0 is stem.w", NULL);
@@ -430,21 +430,21 @@ Test(optim_checkpoint, fewer_or_more_tensors_than_the_model)
                         "[relu]\nname=relu1\n[linear]\nname=fc\nout=5\n[softmax_xent]\nname=loss\n";
     tf_net other = tf_net_make(no_bn, 3);
     rm_err e = {RM_OK, ""};
-    cr_assert_eq(rm_checkpoint_save(f.path, other.m, other.lpp, NULL, NULL, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_snapshot_save(f.path, other.m, other.lpp, NULL, NULL, &e), RM_OK, "%s", e.msg);
     expect_refused(&f, RM_ERR_INVALID, "tensor 2 is fc.w", "bn1.w");
-    /* And the other way round: loading our checkpoint into the model without batchnorm. */
-    cr_assert_eq(rm_checkpoint_save(f.path, f.net.m, f.net.lpp, NULL, NULL, &e), RM_OK, "%s", e.msg);
-    cr_expect_eq(rm_checkpoint_load(NULL, f.path, other.m, other.lpp, NULL, &e), RM_ERR_INVALID);
+    /* And the other way round: loading our snapshot into the model without batchnorm. */
+    cr_assert_eq(rm_snapshot_save(f.path, f.net.m, f.net.lpp, NULL, NULL, &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(rm_snapshot_load(NULL, f.path, other.m, other.lpp, NULL, &e), RM_ERR_INVALID);
     cr_expect(strstr(e.msg, "tensor 2 is bn1.w"), "%s", e.msg);
     /* A model that is ours plus a layer: every saved tensor matches, one is missing. */
     const char *more = "[net]\nchannels=3\nheight=8\nwidth=8\n[conv]\nname=conv1\nfilters=4\nsize=3\npad=1\n"
                        "[batchnorm]\nname=bn1\n[relu]\nname=relu1\n[linear]\nname=fc\nout=5\n"
                        "[linear]\nname=fc2\nout=5\n[softmax_xent]\nname=loss\n";
     tf_net bigger = tf_net_make(more, 4);
-    cr_expect_eq(rm_checkpoint_load(NULL, f.path, bigger.m, bigger.lpp, NULL, &e), RM_ERR_INVALID);
+    cr_expect_eq(rm_snapshot_load(NULL, f.path, bigger.m, bigger.lpp, NULL, &e), RM_ERR_INVALID);
     cr_expect(strstr(e.msg, "fc2.w, is missing"), "%s", e.msg);
-    /* ...and the bigger model's checkpoint has one tensor too many for ours. */
-    cr_assert_eq(rm_checkpoint_save(f.path, bigger.m, bigger.lpp, NULL, NULL, &e), RM_OK, "%s", e.msg);
+    /* ...and the bigger model's snapshot has one tensor too many for ours. */
+    cr_assert_eq(rm_snapshot_save(f.path, bigger.m, bigger.lpp, NULL, NULL, &e), RM_OK, "%s", e.msg);
     expect_refused(&f, RM_ERR_INVALID, "first extra is fc2.w", NULL);
     tf_net_free(&bigger);
     tf_net_free(&other);
@@ -464,20 +464,20 @@ Test(optim_checkpoint, optimizer_must_fit_the_saved_state)
     f.opt = NULL;
     save_ok(&f);
     rm_err e = {RM_OK, ""};
-    cr_expect_eq(rm_checkpoint_load(NULL, f.path, f.net.m, f.net.lpp, sgd, &e), RM_ERR_INVALID);
+    cr_expect_eq(rm_snapshot_load(NULL, f.path, f.net.m, f.net.lpp, sgd, &e), RM_ERR_INVALID);
     cr_expect(strstr(e.msg, "no optimizer state"), "%s", e.msg);
-    cr_expect_eq(rm_checkpoint_load(NULL, f.path, f.net.m, f.net.lpp, NULL, &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(rm_snapshot_load(NULL, f.path, f.net.m, f.net.lpp, NULL, &e), RM_OK, "%s", e.msg);
     /* A file with optimizer state restores weights without an optimizer too. */
-    cr_assert_eq(rm_checkpoint_save(f.path, f.net.m, f.net.lpp, sgd, NULL, &e), RM_OK, "%s", e.msg);
-    cr_expect_eq(rm_checkpoint_load(NULL, f.path, f.net.m, f.net.lpp, NULL, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_snapshot_save(f.path, f.net.m, f.net.lpp, sgd, NULL, &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(rm_snapshot_load(NULL, f.path, f.net.m, f.net.lpp, NULL, &e), RM_OK, "%s", e.msg);
     f.opt = sgd;
     teardown(&f);
 }
 
 /* ---- failed saves ---------------------------------------------------------- */
 
-/* Saves a good checkpoint, changes the parameters, runs `arrange` (which
- * must make the next save fail with RM_ERR_IO), and checks that the old checkpoint still
+/* Saves a good snapshot, changes the parameters, runs `arrange` (which
+ * must make the next save fail with RM_ERR_IO), and checks that the old snapshot still
  * loads with the old values and that no temporary file is left. */
 static void expect_failed_save_keeps_old(fixture *f, void (*arrange)(fixture *), const char *needle)
 {
@@ -486,7 +486,7 @@ static void expect_failed_save_keeps_old(fixture *f, void (*arrange)(fixture *),
     scramble(f);
     arrange(f);
     rm_err e = {RM_OK, ""};
-    int rc = rm_checkpoint_save(f->path, f->net.m, f->net.lpp, f->opt, &counters, &e);
+    int rc = rm_snapshot_save(f->path, f->net.m, f->net.lpp, f->opt, &counters, &e);
     cr_expect_eq(rc, RM_ERR_IO, "save returned %d: %s", rc, e.msg);
     cr_expect(strstr(e.msg, needle), "the message says '%s': %s", needle, e.msg);
     cr_expect_neq(access(f->tmp, F_OK), 0, "no temporary file is left behind");
@@ -495,9 +495,9 @@ static void expect_failed_save_keeps_old(fixture *f, void (*arrange)(fixture *),
         r.rlim_cur = r.rlim_max;
         setrlimit(RLIMIT_FSIZE, &r);
     }
-    cr_assert_eq(rm_checkpoint_load(NULL, f->path, f->net.m, f->net.lpp, f->opt, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_snapshot_load(NULL, f->path, f->net.m, f->net.lpp, f->opt, &e), RM_OK, "%s", e.msg);
     snapshot now = take(f);
-    expect_same(&old, &now, "the old checkpoint");
+    expect_same(&old, &now, "the old snapshot");
     drop(&old);
     drop(&now);
 }
@@ -539,7 +539,7 @@ Test(optim_checkpoint, failed_rename_removes_temporary_file)
     save_ok(&f);
     block_rename(&f);
     rm_err e = {RM_OK, ""};
-    cr_expect_eq(rm_checkpoint_save(f.path, f.net.m, f.net.lpp, f.opt, &counters, &e), RM_ERR_IO);
+    cr_expect_eq(rm_snapshot_save(f.path, f.net.m, f.net.lpp, f.opt, &counters, &e), RM_ERR_IO);
     cr_expect(strstr(e.msg, "cannot rename"), "%s", e.msg);
     cr_expect_neq(access(f.tmp, F_OK), 0, "no temporary file is left behind");
     char inside[600];
@@ -553,10 +553,10 @@ Test(optim_checkpoint, missing_directory)
     fixture f;
     setup(&f, RM_OPTIM_SGD);
     char path[600];
-    snprintf(path, sizeof path, "%s/no/such/dir/run.ckpt", f.dir);
+    snprintf(path, sizeof path, "%s/no/such/dir/run.snap", f.dir);
     rm_err e = {RM_OK, ""};
-    cr_expect_eq(rm_checkpoint_save(path, f.net.m, f.net.lpp, f.opt, NULL, &e), RM_ERR_IO);
-    cr_expect(strstr(e.msg, "no/such/dir/run.ckpt.tmp"), "%s", e.msg);
+    cr_expect_eq(rm_snapshot_save(path, f.net.m, f.net.lpp, f.opt, NULL, &e), RM_ERR_IO);
+    cr_expect(strstr(e.msg, "no/such/dir/run.snap.tmp"), "%s", e.msg);
     teardown(&f);
 }
 
@@ -568,8 +568,8 @@ Test(optim_checkpoint, stale_temporary_file_is_left_alone)
     setup(&f, RM_OPTIM_SGD);
     spit(f.tmp, (const unsigned char *)"left by a crash", 15);
     rm_err e = {RM_OK, ""};
-    cr_assert_eq(rm_checkpoint_save(f.path, f.net.m, f.net.lpp, f.opt, &counters, &e), RM_OK, "%s", e.msg);
-    cr_expect_eq(rm_checkpoint_load(NULL, f.path, f.net.m, f.net.lpp, f.opt, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_snapshot_save(f.path, f.net.m, f.net.lpp, f.opt, &counters, &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(rm_snapshot_load(NULL, f.path, f.net.m, f.net.lpp, f.opt, &e), RM_OK, "%s", e.msg);
     struct stat st;
     cr_expect(stat(f.tmp, &st) == 0 && st.st_size == 15, "the stale temporary is untouched");
     teardown(&f);
@@ -582,14 +582,14 @@ Test(optim_checkpoint, parameters_that_do_not_match_the_model_are_refused)
     rm_layer_params *bn = f.net.lpp[1];
     f.net.lpp[1] = NULL; /* a caller that forgot batchnorm's tensors */
     rm_err e = {RM_OK, ""};
-    cr_expect_eq(rm_checkpoint_save(f.path, f.net.m, f.net.lpp, NULL, NULL, &e), RM_ERR_INVALID);
+    cr_expect_eq(rm_snapshot_save(f.path, f.net.m, f.net.lpp, NULL, NULL, &e), RM_ERR_INVALID);
     cr_expect(strstr(e.msg, "the model test.cfg has"), "%s", e.msg);
     f.net.lpp[1] = bn;
     /* An optimizer over part of the model cannot be saved with it. */
     rm_optim_tensor t = {f.net.params, f.net.grads, 10, 1};
     rm_optim *part;
     cr_assert_eq(rm_optim_create(&part, &t, 1, NULL, &e), RM_OK, "%s", e.msg);
-    cr_expect_eq(rm_checkpoint_save(f.path, f.net.m, f.net.lpp, part, NULL, &e), RM_ERR_INVALID);
+    cr_expect_eq(rm_snapshot_save(f.path, f.net.m, f.net.lpp, part, NULL, &e), RM_ERR_INVALID);
     cr_expect(strstr(e.msg, "does not update tensor conv1.w"), "%s", e.msg);
     cr_expect_neq(access(f.path, F_OK), 0, "nothing written");
     rm_optim_free(part);

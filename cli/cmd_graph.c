@@ -10,7 +10,7 @@
 #include "atomic_file.h"
 #include "cli_util.h"
 #include "commands.h"
-#include "model.h"
+#include "builder.h"
 #include "problem.h"
 #include "simulate.h"
 #include "strategy.h"

@@ -1,15 +1,13 @@
-/* A model built from a config file: named layers in file order (which is a
- * topological order), each with its rm_layer_config, the layers it reads,
- * its per-sample shapes and its parameter count. Building it is where the
- * config's semantics are checked: known sections and keys, value ranges,
- * references to earlier layers only, shapes (through each layer's infer),
- * every output used, a loss last. The format is docs/config-format.md. */
-#ifndef REMAT_MODELS_MODEL_H
-#define REMAT_MODELS_MODEL_H
+/* A model: named layers in a topological order, each with its layer
+ * descriptor (engine/layer.h) and rm_layer_config, the layers it reads, its
+ * per-sample shapes and its parameter count. models/ builds one from a config
+ * file (models/builder.h) and traces it into a training graph; the executor
+ * runs it. */
+#ifndef REMAT_MODEL_H
+#define REMAT_MODEL_H
 
 #include <stddef.h>
 
-#include "config.h"
 #include "graph.h"
 #include "layer.h"
 
@@ -39,13 +37,6 @@ typedef struct rm_model {
     size_t param_count, buffer_count;
 } rm_model;
 
-/* Loads and checks a config file. Every error is RM_ERR_IO, RM_ERR_PARSE or
- * RM_ERR_SHAPE with a message "path:line: what". */
-int rm_model_load(rm_model **out, const char *path, rm_err *e);
-/* The same from text in memory (tests); path is used in messages only. */
-int rm_model_parse(rm_model **out, const char *text, const char *path, rm_err *e);
-/* The same from an already tokenized file. */
-int rm_model_build(rm_model **out, const rm_cfg_file *f, rm_err *e);
 void rm_model_free(rm_model *m);
 
 /* Index of the layer with this name, or -1. */
@@ -55,5 +46,9 @@ int rm_model_find(const rm_model *m, const char *name);
  * layer i (either may be NULL). Re-runs each layer's infer, so a model that
  * is only valid per sample would be caught. */
 int rm_model_shapes(rm_shape *in, rm_shape *out, const rm_model *m, int batch, rm_err *e);
+
+/* Labels per batch: one int32 per sample, or one per pixel of the loss
+ * input for pixel_softmax_xent. */
+size_t rm_model_label_count(const rm_model *m, int batch);
 
 #endif

@@ -1,5 +1,6 @@
-/* The layer interface. Every layer is one file (layers/<name>.c, later a .cu
- * beside it) exporting one rm_layer_desc: shape inference, parameter shapes,
+/* The layer interface (the abstract Layer the executor calls, as Caffe's Net
+ * calls Layer). Every layer is one file in layers/ (<name>.c, with a .cu
+ * beside it) exporting one rm_layer_desc, registered in layers/layers.h: shape inference, parameter shapes,
  * FLOPs, initialisation, CPU forward and backward, and the exact set of
  * forward tensors its backward reads. The scheduler's memory model is built
  * from `backward_reads`, so what the engine keeps alive and what the ILP
@@ -10,10 +11,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "../engine/backend.h"
-#include "../engine/error.h"
-#include "../engine/rng.h"
-#include "../engine/tensor.h"
+#include "backend.h"
+#include "error.h"
+#include "rng.h"
+#include "tensor.h"
 
 #define RM_MAX_INPUTS 8
 
@@ -132,15 +133,6 @@ typedef struct rm_layer_desc {
                                    int backward);
 } rm_layer_desc;
 
-/* `.forward_cuda = RM_CUDA_FN(rm_conv2d_forward_cuda)` in a descriptor: the
- * function when this build has CUDA, NULL otherwise, so no layer file needs
- * an #ifdef of its own. The functions are declared in layer_cuda.h. */
-#ifdef REMAT_HAVE_CUDA
-#define RM_CUDA_FN(fn) fn
-#else
-#define RM_CUDA_FN(fn) NULL
-#endif
-
 /* The scratch of one kernel call: call->workspace when the caller gave one
  * (RM_ERR_INVALID if it is smaller than bytes), else a fresh allocation that
  * is also returned in *owned for the kernel to free(). *ws is NULL when bytes
@@ -162,10 +154,6 @@ static inline int rm_layer_workspace(void **ws, void **owned, const rm_layer_cal
     return RM_OK;
 }
 
-/* The descriptor of a kind, and lookup by config section name (NULL if none). */
-const rm_layer_desc *rm_layer_desc_of(rm_layer_kind kind);
-const rm_layer_desc *rm_layer_desc_by_name(const char *name);
-
 /* Dispatch on call->be->kind: the CPU reference (also for be == NULL), or the
  * CUDA kernels; RM_ERR_UNSUPPORTED when the layer has none for that backend. */
 int rm_layer_forward(const rm_layer_desc *d, const rm_layer_call *call, rm_err *e);
@@ -173,13 +161,5 @@ int rm_layer_backward(const rm_layer_desc *d, const rm_layer_call *call, rm_err 
 
 /* Parameter count (w and b elements) for a layer with these inputs. */
 size_t rm_layer_param_count(const rm_layer_desc *d, const rm_layer_config *cfg, const rm_shape *in, int nin);
-
-/* One descriptor per layer file. */
-extern const rm_layer_desc rm_conv2d_desc, rm_batchnorm2d_desc, rm_relu_desc, rm_maxpool2d_desc,
-    rm_avgpool2d_desc, rm_global_avgpool_desc, rm_linear_desc, rm_add_desc, rm_concat_desc, rm_upsample2x_desc,
-    rm_conv_transpose2x2_desc, rm_dropout_desc, rm_flatten_desc, rm_softmax_xent_desc,
-    rm_pixel_softmax_xent_desc;
-
-#include "layer_cuda.h"
 
 #endif

@@ -1,4 +1,4 @@
-/* Fuzz harness: checkpoint files (train/checkpoint.c), loaded against a fixed
+/* Fuzz harness: snapshot files (train/snapshot.c), loaded against a fixed
  * tiny model (conv + batchnorm + relu + linear + loss on 1x4x4 inputs, 125
  * parameters) so the loader's table, shape and optimizer checks are all
  * reachable from small inputs.
@@ -14,7 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkpoint.h"
+#include "snapshot.h"
+#include "builder.h"
 #include "harnesses.h"
 #include "optim.h"
 
@@ -47,7 +48,7 @@ rm_fuzz_net *rm_fuzz_net_make(void)
     rm_fuzz_net *n = calloc(1, sizeof *n);
     rm_err e = {RM_OK, ""};
     if (!n || rm_model_parse(&n->m, net_text, "fuzz.cfg", &e)) {
-        fprintf(stderr, "fuzz: the checkpoint model: %s\n", e.msg);
+        fprintf(stderr, "fuzz: the snapshot model: %s\n", e.msg);
         abort();
     }
     const rm_model *m = n->m;
@@ -79,7 +80,7 @@ rm_fuzz_net *rm_fuzz_net_make(void)
         n->lpp[i] = (p->w.data || p->b.data || p->running_mean.data) ? p : NULL;
     }
     if (pc != m->param_count || bc != m->buffer_count) abort();
-    /* Distinct values, so a seed checkpoint is not all zeros. */
+    /* Distinct values, so a seed snapshot is not all zeros. */
     for (size_t i = 0; i < m->param_count; i++) n->params[i] = (float)i * 0.01f - 0.5f;
     for (size_t i = 0; i < m->buffer_count; i++) n->buffers[i] = 1.0f + (float)i;
     return n;
@@ -107,8 +108,8 @@ int rm_fuzz_net_save(rm_fuzz_net *n, const char *path, int kind, rm_err *e)
     rm_optim *opt = make_optim(n, kind);
     int rc = RM_OK;
     for (int s = 0; s < 2 && opt && !rc; s++) rc = rm_optim_step(opt, 0.01, e); /* non-zero state */
-    const rm_checkpoint_counters c = {12, 3, 0x5eed, 7};
-    if (!rc) rc = rm_checkpoint_save(path, n->m, n->lpp, opt, &c, e);
+    const rm_snapshot_counters c = {12, 3, 0x5eed, 7};
+    if (!rc) rc = rm_snapshot_save(path, n->m, n->lpp, opt, &c, e);
     rm_optim_free(opt);
     return rc;
 }
@@ -118,7 +119,7 @@ static void put_le32(uint8_t *p, uint32_t v)
     for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
 }
 
-int rm_fuzz_checkpoint(const uint8_t *data, size_t size)
+int rm_fuzz_snapshot(const uint8_t *data, size_t size)
 {
     if (size < 1) return RM_ERR_INVALID;
     int mode = data[0];
@@ -126,12 +127,12 @@ int rm_fuzz_checkpoint(const uint8_t *data, size_t size)
     uint8_t *file = malloc(size ? size : 1);
     if (!file) abort();
     if (size) memcpy(file, data, size);
-    if ((mode & 1) && size >= RM_CHECKPOINT_HEADER_BYTES + 4) {
-        put_le32(file + 28, rm_checkpoint_crc32(0, file, 28));
-        put_le32(file + size - 4, rm_checkpoint_crc32(0, file + 32, size - 36));
+    if ((mode & 1) && size >= RM_SNAPSHOT_HEADER_BYTES + 4) {
+        put_le32(file + 28, rm_snapshot_crc32(0, file, 28));
+        put_le32(file + size - 4, rm_snapshot_crc32(0, file + 32, size - 36));
     }
     char path[256];
-    rm_fuzz_write(path, sizeof path, "run.ckpt", file, size);
+    rm_fuzz_write(path, sizeof path, "run.snap", file, size);
     free(file);
 
     rm_fuzz_net *n = rm_fuzz_net_make();
@@ -142,12 +143,12 @@ int rm_fuzz_checkpoint(const uint8_t *data, size_t size)
     if (!params || !buffers) abort();
     memcpy(params, n->params, np * sizeof *params);
     memcpy(buffers, n->buffers, nb * sizeof *buffers);
-    rm_checkpoint_counters c;
+    rm_snapshot_counters c;
     rm_err e = {RM_OK, ""};
-    int rc = rm_checkpoint_load(&c, path, n->m, n->lpp, opt, &e);
+    int rc = rm_snapshot_load(&c, path, n->m, n->lpp, opt, &e);
     rm_fuzz_check_err(rc, &e);
     if (rc && (memcmp(params, n->params, np * sizeof *params) || memcmp(buffers, n->buffers, nb * sizeof *buffers))) {
-        fprintf(stderr, "fuzz: a refused checkpoint changed the parameters: %s\n", e.msg);
+        fprintf(stderr, "fuzz: a refused snapshot changed the parameters: %s\n", e.msg);
         abort();
     }
     free(params);

@@ -9,7 +9,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "maxbatch.h"
-#include "model.h"
+#include "builder.h"
 #include "trace.h"
 #include "trainer.h"
 

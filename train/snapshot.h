@@ -1,7 +1,7 @@
-/* Training checkpoints: every parameter tensor, the batchnorm running
+/* Training snapshots: every parameter tensor, the batchnorm running
  * statistics, the optimizer's kind, step count and state, and the run's
  * counters and seed, in one versioned little-endian binary file
- * (docs/checkpoint-format.md) that identifies the model it belongs to by the
+ * (docs/snapshot-format.md) that identifies the model it belongs to by the
  * names and shapes of its tensors.
  *
  * A resumed run must continue exactly where the saved one stopped, so the
@@ -11,7 +11,7 @@
  * file and what is wrong, never half-loaded: a load checks the whole file
  * before it writes to any parameter.
  *
- * A save never destroys the previous checkpoint: it writes FILE.tmp, flushes
+ * A save never destroys the previous snapshot: it writes FILE.tmp, flushes
  * and fsyncs it, and renames it over FILE, so a crash or a full disk leaves
  * either the old file or the new one. */
 #ifndef REMAT_TRAIN_CHECKPOINT_H
@@ -24,19 +24,19 @@
 #include "model.h"
 #include "optim.h"
 
-#define RM_CHECKPOINT_MAGIC "RMATCKPT" /* 8 bytes, no terminator in the file */
-#define RM_CHECKPOINT_VERSION 1u
-#define RM_CHECKPOINT_HEADER_BYTES 32
+#define RM_SNAPSHOT_MAGIC "RMATCKPT" /* 8 bytes, no terminator in the file */
+#define RM_SNAPSHOT_VERSION 1u
+#define RM_SNAPSHOT_HEADER_BYTES 32
 
 /* Where a run stands, saved beside the tensors. */
-typedef struct rm_checkpoint_counters {
+typedef struct rm_snapshot_counters {
     uint64_t step;        /* optimizer steps taken (the next step's number) */
     uint64_t epoch;       /* completed epochs */
     uint64_t seed;        /* the run's seed: initialisation, dropout masks, data order */
     uint64_t rng_counter; /* position of the run's sequential rm_rng (rng.h), 0 if none */
-} rm_checkpoint_counters;
+} rm_snapshot_counters;
 
-/* Writes a checkpoint of model m to path, atomically (see above). lp[i] is
+/* Writes a snapshot of model m to path, atomically (see above). lp[i] is
  * layer i's parameters (NULL for layers without any): their w and b, and the
  * running mean and variance of batchnorm layers, are saved under the names
  * "<layer>.w", "<layer>.b", "<layer>.running_mean", "<layer>.running_var".
@@ -44,10 +44,10 @@ typedef struct rm_checkpoint_counters {
  * (found by their w pointers). c NULL: all counters 0. On any error the
  * temporary file is removed and path is left as it was; RM_ERR_IO names the
  * file and the failing call. */
-int rm_checkpoint_save(const char *path, const rm_model *m, rm_layer_params *const *lp, const rm_optim *opt,
-                       const rm_checkpoint_counters *c, rm_err *e);
+int rm_snapshot_save(const char *path, const rm_model *m, rm_layer_params *const *lp, const rm_optim *opt,
+                       const rm_snapshot_counters *c, rm_err *e);
 
-/* Restores a checkpoint written by rm_checkpoint_save for the same model:
+/* Restores a snapshot written by rm_snapshot_save for the same model:
  * parameters and running statistics into lp, the optimizer's state and step
  * count into opt (NULL: the file's optimizer state is skipped; an opt given
  * for a file without optimizer state, or of another kind or slot count, is
@@ -60,11 +60,11 @@ int rm_checkpoint_save(const char *path, const rm_model *m, rm_layer_params *con
  *   RM_ERR_UNSUPPORTED  a version this build does not read
  *   RM_ERR_INVALID      another model (naming the first differing tensor),
  *                       or an optimizer that does not fit the saved state */
-int rm_checkpoint_load(rm_checkpoint_counters *c, const char *path, const rm_model *m, rm_layer_params *const *lp,
+int rm_snapshot_load(rm_snapshot_counters *c, const char *path, const rm_model *m, rm_layer_params *const *lp,
                        rm_optim *opt, rm_err *e);
 
 /* CRC-32 (IEEE 802.3, the polynomial of zlib and PNG) of n bytes, continuing
  * from crc (0 to start): the checksum the format uses, for tests and tools. */
-uint32_t rm_checkpoint_crc32(uint32_t crc, const void *data, size_t n);
+uint32_t rm_snapshot_crc32(uint32_t crc, const void *data, size_t n);
 
 #endif

@@ -11,7 +11,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "layer.h"
-#include "model.h"
+#include "builder.h"
 #include "profile.h"
 
 #define PROFILE_USAGE                                                                                                  \

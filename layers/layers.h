@@ -1,0 +1,30 @@
+/* The layer registry: every layer's descriptor (engine/layer.h is the
+ * interface they implement), lookup by kind and by config section name, and
+ * the RM_CUDA_FN helper the descriptors use for their CUDA entry points. */
+#ifndef REMAT_LAYERS_H
+#define REMAT_LAYERS_H
+
+#include "layer.h"
+
+/* `.forward_cuda = RM_CUDA_FN(rm_conv2d_forward_cuda)` in a descriptor: the
+ * function when this build has CUDA, NULL otherwise, so no layer file needs
+ * an #ifdef of its own. The functions are declared in layer_cuda.h. */
+#ifdef REMAT_HAVE_CUDA
+#define RM_CUDA_FN(fn) fn
+#else
+#define RM_CUDA_FN(fn) NULL
+#endif
+
+/* The descriptor of a kind, and lookup by config section name (NULL if none). */
+const rm_layer_desc *rm_layer_desc_of(rm_layer_kind kind);
+const rm_layer_desc *rm_layer_desc_by_name(const char *name);
+
+/* One descriptor per layer file. */
+extern const rm_layer_desc rm_conv2d_desc, rm_batchnorm2d_desc, rm_relu_desc, rm_maxpool2d_desc,
+    rm_avgpool2d_desc, rm_global_avgpool_desc, rm_linear_desc, rm_add_desc, rm_concat_desc, rm_upsample2x_desc,
+    rm_conv_transpose2x2_desc, rm_dropout_desc, rm_flatten_desc, rm_softmax_xent_desc,
+    rm_pixel_softmax_xent_desc;
+
+#include "layer_cuda.h"
+
+#endif

@@ -1,0 +1,20 @@
+/* Building a model from a config file: the strict parser's semantic half.
+ * Building is where the config's semantics are checked: known sections and
+ * keys, value ranges, references to earlier layers only, shapes (through each
+ * layer's infer), every output used, a loss last. The format is
+ * docs/config-format.md. */
+#ifndef REMAT_MODELS_BUILDER_H
+#define REMAT_MODELS_BUILDER_H
+
+#include "config.h"
+#include "model.h"
+
+/* Loads and checks a config file. Every error is RM_ERR_IO, RM_ERR_PARSE or
+ * RM_ERR_SHAPE with a message "path:line: what". */
+int rm_model_load(rm_model **out, const char *path, rm_err *e);
+/* The same from text in memory (tests); path is used in messages only. */
+int rm_model_parse(rm_model **out, const char *text, const char *path, rm_err *e);
+/* The same from an already tokenized file. */
+int rm_model_build(rm_model **out, const rm_cfg_file *f, rm_err *e);
+
+#endif
