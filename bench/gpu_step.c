@@ -317,7 +317,7 @@ int main(int argc, char **argv)
            s->status, s->solve_s, s->base_cost > 0 ? 100.0 * (s->cost / s->base_cost - 1) : 0.0, s->recomputations,
            build_s);
     printf("# budget %.1f MiB: fixed %.1f MiB (workspace %.1f) + arena %.1f MiB (no-remat peak %.1f MiB)\n",
-           mib(s->budget), mib(s->fixed), mib(s->fixed_workspace), mib(s->plan_span), mib(s->noremat_peak));
+           mib(s->budget), mib(s->fp.total), mib(s->fp.workspace + s->fp.backend), mib(s->plan_span), mib(s->noremat_peak));
     printf("# deterministic %d, fast_math %d; median of up to %d steps after %d warm-up (handwritten: %d), at most "
            "%g s per engine\n",
            rm_backend_cuda_deterministic(be), rm_backend_cuda_fast_math(be), a.steps, a.warmup,
@@ -352,7 +352,7 @@ int main(int argc, char **argv)
         run_engine(&r, t, &a, eng == RM_ENGINE_HANDWRITTEN && a.warmup > 1 ? 1 : a.warmup, images, labels, &step);
         size_t free1 = 0, tot1 = 0;
         size_t device = cuda_ok(cudaMemGetInfo(&free1, &tot1), "cudaMemGetInfo") && free0 > free1 ? free0 - free1 : 0;
-        size_t remat = s->fixed + rm_executor_arena_high_water(ex);
+        size_t remat = s->fp.total + rm_executor_arena_high_water(ex);
         if (!r.ran) {
             fprintf(stderr, ME ": %s: %s\n", tok, r.err);
             printf("%-12s failed: %s\n", tok, r.err);

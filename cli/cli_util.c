@@ -317,8 +317,8 @@ int rm_cli_problem_load_costs(rm_cli_problem *out, const char *cmd, const char *
         /* The accounting `remat train` uses (SGD with momentum), so a plan
          * made here is one the executor can run within the same budget. */
         rm_optim_options sgd = rm_optim_options_default(RM_OPTIM_SGD);
-        rc = rm_trainer_problem_costs(&out->p, NULL, m, (int)batch, &sgd, RM_BACKEND_CPU, costs, RM_COST_SAME_BATCH,
-                                      &e);
+        rc = rm_training_problem(&out->p, &out->fp, m, (int)batch, &sgd, NULL, costs, RM_COST_SAME_BATCH, &e);
+        out->has_footprint = !rc;
         rm_model_free(m);
         if (rc) {
             fprintf(stderr, "remat %s: %s\n", cmd, e.msg);
@@ -402,6 +402,21 @@ int rm_cli_problem_set_budget(rm_cli_problem *cp, const char *cmd, const rm_cli_
     return 1;
 }
 
+void rm_cli_print_footprint(const rm_footprint *f, const rm_optim_options *o)
+{
+    char t[32], w[32], g[32], s[32], b[32], l[32], k[32], d[32] = "";
+    const char *state = o->kind == RM_OPTIM_ADAM ? "Adam state (m, v)" : o->momentum > 0 ? "SGD momentum" : "optimizer state";
+    if (f->backend) {
+        char x[32];
+        snprintf(d, sizeof d, " + backend %s", rm_cli_bytes(x, sizeof x, (double)f->backend));
+    }
+    printf("fixed        %s = weights %s + gradients %s + %s %s + BN statistics %s + labels %s + workspace %s%s\n",
+           rm_cli_bytes(t, sizeof t, (double)f->total), rm_cli_bytes(w, sizeof w, (double)f->weights),
+           rm_cli_bytes(g, sizeof g, (double)f->grads), state, rm_cli_bytes(s, sizeof s, (double)f->optim),
+           rm_cli_bytes(b, sizeof b, (double)f->buffers), rm_cli_bytes(l, sizeof l, (double)f->labels),
+           rm_cli_bytes(k, sizeof k, (double)f->workspace), d);
+}
+
 void rm_cli_problem_print(const rm_cli_problem *cp, const rm_cli_budget *b)
 {
     const rm_problem *p = cp->p;
@@ -419,8 +434,13 @@ void rm_cli_problem_print(const rm_cli_problem *cp, const rm_cli_budget *b)
     printf("problem      %s: %d nodes (%d forward, %d loss, %d backward), checkpoint-all costs %s\n", cp->what, p->n,
            nf, nl, nb, rm_cli_cost(x, sizeof x, cp->base_cost, cp->flops));
     printf("costs        %s\n", cp->cost_model);
-    printf("fixed        %s, always resident (weights, gradients, optimizer state)\n",
-           rm_cli_bytes(x, sizeof x, (double)p->fixed_bytes));
+    if (cp->has_footprint) {
+        rm_optim_options sgd = rm_optim_options_default(RM_OPTIM_SGD); /* as rm_cli_problem_load accounts */
+        rm_cli_print_footprint(&cp->fp, &sgd);
+    } else {
+        printf("fixed        %s, always resident (the problem's own fixed bytes)\n",
+               rm_cli_bytes(x, sizeof x, (double)p->fixed_bytes));
+    }
     printf("no-remat     %s peak = fixed + %s activations, keeping every value until its last use\n",
            rm_cli_bytes(x, sizeof x, ref), rm_cli_bytes(y, sizeof y, (double)cp->noremat.peak_bytes));
     printf("lower bound  %s = fixed + %s (%.1f%%): '%s' with its inputs; no schedule needs less\n",

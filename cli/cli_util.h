@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 
+#include "footprint.h"
 #include "problem.h"
 #include "simulate.h"
 #include "strategy.h"
@@ -83,6 +84,8 @@ typedef struct rm_cli_problem {
                               (a profiled cost file, --costs), else 0: the problem file's own unit */
     char cost_model[360];  /* in words: "FLOPs" or "profiled seconds from FILE (cpu, batch 8)" */
     size_t file_budget;    /* the budget a problem file gave (0: none) */
+    int has_footprint;     /* traced from a model: fp holds the fixed bytes' parts */
+    rm_footprint fp;
     rm_sim_result noremat; /* checkpoint-all (every value kept until its last use), simulated */
     size_t noremat_total;  /* fixed + noremat.peak_bytes: what "80%" is a percentage of */
     size_t lower_bound;    /* the trivial lower bound on the activation peak */
@@ -90,13 +93,18 @@ typedef struct rm_cli_problem {
     double base_cost;      /* checkpoint-all's cost: every node once */
 } rm_cli_problem;
 
+/* The "fixed" line every command prints for a model: the footprint's total
+ * and its parts (train/footprint.h), so graph, plan, explain, maxbatch and
+ * train show the same numbers. o names the optimizer state. */
+void rm_cli_print_footprint(const rm_footprint *f, const rm_optim_options *o);
+
 /* Traces model at batch (when model is set) or reads problem_path, and
  * measures the no-remat peak and the lower bound. Prints any error as
  * "remat CMD: ..." and returns the exit code (0, 1 bad input, 2 internal). */
 int rm_cli_problem_load(rm_cli_problem *out, const char *cmd, const char *model, long batch, const char *problem_path);
 /* The same with the node costs of a profiled cost file (costs_path; NULL:
  * FLOPs, or the problem file's costs): for a model it must be that model's
- * at this batch (rm_trainer_problem_costs); for a problem file its node
+ * at this batch (rm_training_problem); for a problem file its node
  * names must match. */
 int rm_cli_problem_load_costs(rm_cli_problem *out, const char *cmd, const char *model, long batch,
                               const char *problem_path, const char *costs_path);

@@ -291,10 +291,15 @@ static void explain_budget(const rm_cli_problem *cp, const rm_cli_budget *bud)
     printf("What the budget means\n");
     printf("  The device budget is %s", rm_cli_bytes(a, sizeof a, (double)p->budget));
     if (bud->percent) printf(" (%g%% of the no-remat peak)", bud->value);
-    printf(".\n  %s of it is fixed: weights, their gradients and the optimizer state stay resident the\n"
-           "  whole step. That leaves %s for activations.\n",
+    printf(".\n  %s of it is fixed: it stays resident the whole step, outside the activations. That leaves\n"
+           "  %s for activations.\n",
            rm_cli_bytes(b, sizeof b, (double)p->fixed_bytes),
            rm_cli_bytes(c, sizeof c, (double)(p->budget - p->fixed_bytes)));
+    if (cp->has_footprint) {
+        rm_optim_options sgd = rm_optim_options_default(RM_OPTIM_SGD); /* as rm_cli_problem_load accounts */
+        printf("  ");
+        rm_cli_print_footprint(&cp->fp, &sgd);
+    }
     printf("  Without rematerialization (every value kept until its last use) the step peaks at %s =\n"
            "  fixed + %s",
            rm_cli_bytes(a, sizeof a, ref), rm_cli_bytes(b, sizeof b, (double)cp->noremat.peak_bytes));

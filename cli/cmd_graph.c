@@ -11,6 +11,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "builder.h"
+#include "footprint.h"
 #include "problem.h"
 #include "simulate.h"
 #include "strategy.h"
@@ -20,10 +21,11 @@
     "usage: remat graph --model FILE --batch N [--dot FILE]\n"                                                   \
     "\n"                                                                                                         \
     "Traces the model at batch size N into its training graph (forward nodes, the loss, backward and\n"        \
-    "gradient-sum nodes) and prints its size: nodes, edges, parameters, fixed bytes (parameters, their\n"      \
-    "gradients and SGD momentum, batchnorm running statistics, labels), activation bytes (every node\n"       \
-    "output summed), forward and backward GFLOPs, and the peak memory of training without\n"                  \
-    "rematerialization (every activation kept until its last use), as judged by the simulator.\n"             \
+    "gradient-sum nodes) and prints its size: nodes, edges, parameters, fixed bytes (weights, gradients,\n"   \
+    "SGD momentum, batchnorm running statistics, labels, layer workspace: what `remat train` allocates),\n"   \
+    "activation bytes (every node output summed), forward and backward GFLOPs, and the peak memory of\n"      \
+    "training without rematerialization (every activation kept until its last use), as judged by the\n"      \
+    "simulator: the peak `plan --budget 80%` and `train --budget 80%` take a percentage of.\n"                \
     "\n"                                                                                                         \
     "options:\n"                                                                                                 \
     "  --model FILE   model config (models/*.cfg; format in docs/config-format.md)\n"                           \
@@ -106,12 +108,17 @@ static int report(const rm_graph *g, const rm_model *m, const char *model_path)
         if (g->nodes[i].op == RM_OP_GRAD_SUM) nsum++;
     }
 
+    /* The problem and footprint `plan` and `train` use (SGD with momentum,
+     * the CPU), so the peak printed here is the one their budgets are
+     * percentages of. */
     rm_err e = {RM_OK, ""};
     rm_problem *p = NULL;
     rm_schedule *s = NULL;
+    rm_footprint fp;
     rm_sim_result sim;
     memset(&sim, 0, sizeof sim);
-    int rc = rm_problem_from_graph(&p, g, &e);
+    rm_optim_options sgd = rm_optim_options_default(RM_OPTIM_SGD);
+    int rc = rm_training_problem(&p, &fp, m, g->batch, &sgd, NULL, NULL, RM_COST_SAME_BATCH, &e);
     if (!rc) rc = rm_strategy_checkpoint_all(&s, p, &e);
     if (!rc) rc = rm_simulate(&sim, p, s, &e);
     rm_schedule_free(s);
@@ -121,10 +128,9 @@ static int report(const rm_graph *g, const rm_model *m, const char *model_path)
         return 2;
     }
 
-    char a[64], b[64], c[64], d[64], sh[64];
+    char a[64], b[64], c[64], d[64];
     size_t act = rm_graph_activation_bytes(g);
-    size_t peak = g->fixed_bytes + sim.peak_bytes;
-    size_t labels = rm_model_label_count(m, g->batch);
+    size_t peak = fp.total + sim.peak_bytes;
     printf("model        %s (input %dx%dx%d, %d layers)\n", model_path, m->input.c, m->input.h, m->input.w,
            m->nlayers);
     printf("batch        %d\n", g->batch);
@@ -132,10 +138,7 @@ static int report(const rm_graph *g, const rm_model *m, const char *model_path)
            nloss, nbwd, nsum);
     printf("edges        %zu\n", rm_graph_edge_count(g));
     printf("parameters   %s\n", rm_cli_group_digits(a, sizeof a, g->param_count));
-    printf("fixed        %s (%s bytes) = 3 x %s (weights, gradients, momentum) + %s BN statistics + %s labels\n",
-           rm_cli_bytes(b, sizeof b, (double)g->fixed_bytes), rm_cli_group_digits(c, sizeof c, g->fixed_bytes),
-           rm_cli_bytes(d, sizeof d, 4.0 * (double)g->param_count),
-           rm_cli_bytes(a, sizeof a, 4.0 * (double)m->buffer_count), rm_cli_bytes(sh, sizeof sh, 4.0 * (double)labels));
+    rm_cli_print_footprint(&fp, &sgd);
     printf("activations  %s (%s bytes), every node output summed\n", rm_cli_bytes(b, sizeof b, (double)act),
            rm_cli_group_digits(c, sizeof c, act));
     printf("forward      %.2f GFLOPs\n", g->forward_flops / 1e9);

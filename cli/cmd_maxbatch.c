@@ -61,7 +61,7 @@ typedef struct trace_ctx {
 static int build_problem(rm_problem **out, void *vctx, int batch, rm_err *e)
 {
     trace_ctx *c = vctx;
-    return rm_trainer_problem_device(out, NULL, c->m, batch, &c->optim, c->be, c->costs, RM_COST_SCALE_BATCH, e);
+    return rm_training_problem(out, NULL, c->m, batch, &c->optim, c->be, c->costs, RM_COST_SCALE_BATCH, e);
 }
 
 static void progress(void *ctx, const char *strategy, int batch, int feasible, double seconds)

@@ -169,10 +169,7 @@ static const char *pct(char *buf, size_t len, size_t part, size_t whole)
 
 static void print_summary(const rm_trainer_summary *s, const rm_trainer_config *c, const rm_model *m)
 {
-    char a[32], b[32], d[32], f[32], g[32], h[32], k[32];
-    const char *optname = c->optim.kind == RM_OPTIM_ADAM ? "Adam state (m, v)"
-                          : c->optim.momentum > 0        ? "SGD momentum"
-                                                         : "optimizer state";
+    char a[32], b[32], d[32], f[32];
     printf("model        %s: %d layers, input %dx%dx%d, %d classes (%s)\n", c->model_path, s->layers, m->input.c,
            m->input.h, m->input.w, s->classes, s->task == RM_TASK_SEGMENTATION ? "segmentation" : "classification");
     printf("parameters   %s\n", rm_cli_group_digits(a, sizeof a, s->params));
@@ -187,17 +184,13 @@ static void print_summary(const rm_trainer_summary *s, const rm_trainer_config *
     else
         printf("batch        %d\n", s->batch);
     if (c->device != RM_BACKEND_CPU) printf("device       %s (GPU 0): weights, arena and kernels\n", s->device);
-    printf("fixed        %s = weights %s + gradients %s + %s %s + BN statistics %s + labels %s + workspace %s\n",
-           rm_cli_bytes(a, sizeof a, (double)s->fixed), rm_cli_bytes(b, sizeof b, (double)s->fixed_weights),
-           rm_cli_bytes(d, sizeof d, (double)s->fixed_grads), optname,
-           rm_cli_bytes(f, sizeof f, (double)s->fixed_optim), rm_cli_bytes(g, sizeof g, (double)s->fixed_buffers),
-           rm_cli_bytes(h, sizeof h, (double)s->fixed_labels), rm_cli_bytes(k, sizeof k, (double)s->fixed_workspace));
+    rm_cli_print_footprint(&s->fp, &c->optim);
     printf("no-remat     %s peak = fixed + %s activations, every one kept until its last use (checkpoint-all)\n",
            rm_cli_bytes(a, sizeof a, (double)s->noremat_peak),
-           rm_cli_bytes(b, sizeof b, (double)(s->noremat_peak - s->fixed)));
+           rm_cli_bytes(b, sizeof b, (double)(s->noremat_peak - s->fp.total)));
     printf("budget       %s (%s of the no-remat peak) = fixed + %s for activations%s\n",
            rm_cli_bytes(a, sizeof a, (double)s->budget), pct(b, sizeof b, s->budget, s->noremat_peak),
-           rm_cli_bytes(d, sizeof d, (double)(s->budget - s->fixed)),
+           rm_cli_bytes(d, sizeof d, (double)(s->budget - s->fp.total)),
            s->budget < s->noremat_peak ? ": training does not fit without rematerialization" : "");
     char how[160];
     if (s->cache == 1) snprintf(how, sizeof how, "from the cache %s", s->cache_file);
@@ -207,7 +200,7 @@ static void print_summary(const rm_trainer_summary *s, const rm_trainer_config *
     printf("schedule     %s (%s)\n", s->strategy, how);
     printf("             peak %s = fixed + %s activations (%s of the no-remat peak); arena %s\n",
            rm_cli_bytes(a, sizeof a, (double)s->sched_peak),
-           rm_cli_bytes(b, sizeof b, (double)(s->sched_peak - s->fixed)),
+           rm_cli_bytes(b, sizeof b, (double)(s->sched_peak - s->fp.total)),
            pct(d, sizeof d, s->sched_peak, s->noremat_peak), rm_cli_bytes(f, sizeof f, (double)s->plan_span));
     if (c->costs)
         printf("             costs: profiled seconds from %s (%s, batch %d%s)\n", c->costs->path, c->costs->device,

@@ -50,7 +50,6 @@ typedef struct rm_graph {
     rm_graph_node *nodes;
     int batch;
     size_t param_count;  /* trainable parameters */
-    size_t fixed_bytes;  /* parameters + gradients + optimizer state + labels + buffers */
     double forward_flops, backward_flops;
 } rm_graph;
 

@@ -3,24 +3,13 @@
  * from the layers' own declarations: shapes from infer, costs from flops,
  * and the tensors each backward reads from backward_reads.
  *
- * Fixed memory (always resident, outside the activation budget) is counted
- * as float32 parameters three times over, for the weights, their gradients
- * and the SGD momentum buffer, plus the batchnorm running mean and variance,
- * plus the int32 labels of the batch (one per sample, or one per pixel for
- * pixel_softmax_xent). This is the graph's own estimate, shown by `remat
- * graph`; what training really allocates (the executor's workspace, Adam's
- * second moment, 64-byte alignment) is rm_trainer_problem's, which plan,
- * maxbatch and train use. */
+ * Fixed memory (weights, gradients, optimizer state, ...) is not part of the
+ * graph: train/footprint.h computes it, once, for every command. */
 #include "trace.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-size_t rm_model_fixed_bytes(const rm_model *m, int batch)
-{
-    return sizeof(float) * (3 * m->param_count + m->buffer_count) + sizeof(int32_t) * rm_model_label_count(m, batch);
-}
 
 static int add_node(rm_graph *g, const char *name, const char *suffix, rm_node_tag tag, rm_node_op op, int layer,
                     double flops, size_t bytes, rm_shape shape, const int *deps, const int *slots, int ndeps,
@@ -45,8 +34,8 @@ typedef struct use {
 } use;
 
 /* Scratch: bwd[L] (backward node of each layer), uses/gdeps/gslots[L * RM_MAX_INPUTS]. */
-static int trace(rm_graph *g, const rm_model *m, int batch, const rm_shape *ins, const rm_shape *outs, int *bwd,
-                 use *uses, int *gdeps, int *gslots, rm_err *e)
+static int trace(rm_graph *g, const rm_model *m, int batch, int forward_only, const rm_shape *ins,
+                 const rm_shape *outs, int *bwd, use *uses, int *gdeps, int *gslots, rm_err *e)
 {
     const int L = m->nlayers;
     rm_shape input = m->input;
@@ -75,7 +64,7 @@ static int trace(rm_graph *g, const rm_model *m, int batch, const rm_shape *ins,
         g->forward_flops += fl;
     }
 
-    for (int i = L - 1; i >= 0; i--) {
+    for (int i = L - 1; i >= 0 && !forward_only; i--) {
         const rm_model_layer *ly = &m->layers[i];
         const rm_shape *in = &ins[(size_t)i * RM_MAX_INPUTS];
         int nd = 0;
@@ -123,11 +112,10 @@ static int trace(rm_graph *g, const rm_model *m, int batch, const rm_shape *ins,
         g->backward_flops += fl;
     }
     g->param_count = m->param_count;
-    g->fixed_bytes = rm_model_fixed_bytes(m, batch);
     return rm_graph_validate(g, e);
 }
 
-int rm_model_trace(rm_graph *g, const rm_model *m, int batch, rm_err *e)
+static int trace_model(rm_graph *g, const rm_model *m, int batch, int forward_only, rm_err *e)
 {
     memset(g, 0, sizeof *g);
     if (batch < 1) return rm_errorf(e, RM_ERR_INVALID, "%s: batch must be at least 1, got %d", m->path, batch);
@@ -151,7 +139,7 @@ int rm_model_trace(rm_graph *g, const rm_model *m, int batch, rm_err *e)
     else rc = rm_model_shapes(ins, outs, m, batch, e);
     if (!rc) {
         g->batch = batch;
-        rc = trace(g, m, batch, ins, outs, bwd, uses, gdeps, gslots, e);
+        rc = trace(g, m, batch, forward_only, ins, outs, bwd, uses, gdeps, gslots, e);
     }
     free(ins);
     free(outs);
@@ -161,4 +149,11 @@ int rm_model_trace(rm_graph *g, const rm_model *m, int batch, rm_err *e)
     free(gslots);
     if (rc) rm_graph_free(g);
     return rc;
+}
+
+int rm_model_trace(rm_graph *g, const rm_model *m, int batch, rm_err *e) { return trace_model(g, m, batch, 0, e); }
+
+int rm_model_trace_forward(rm_graph *g, const rm_model *m, int batch, rm_err *e)
+{
+    return trace_model(g, m, batch, 1, e);
 }

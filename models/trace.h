@@ -10,13 +10,14 @@
 #include "graph.h"
 #include "model.h"
 
-/* Fixed memory of training a model at a batch size, in bytes (see trace.c):
- * 4 x (3 x parameters + batchnorm running statistics + labels). */
-size_t rm_model_fixed_bytes(const rm_model *m, int batch);
-
 /* Fills *g (its previous contents are ignored; free it with rm_graph_free).
  * On failure *g is left empty. */
 int rm_model_trace(rm_graph *g, const rm_model *m, int batch, rm_err *e);
+
+/* The forward part alone (the input, then one forward node per layer, the
+ * loss last): the graph evaluation runs. Its nodes are the training graph's
+ * first nodes, identical but for the batch. */
+int rm_model_trace_forward(rm_graph *g, const rm_model *m, int batch, rm_err *e);
 
 /* Graph node indices of layer i's forward node (layer -1: the input). */
 static inline int rm_trace_forward_node(int layer) { return layer + 1; }

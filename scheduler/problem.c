@@ -113,7 +113,7 @@ int rm_problem_from_graph(rm_problem **out, const rm_graph *g, rm_err *e)
     if (rc) return rc;
     rm_problem *p;
     if ((rc = rm_problem_create(&p, g->n, e))) return rc;
-    p->fixed_bytes = g->fixed_bytes;
+    p->fixed_bytes = 0; /* a graph holds activations only; the caller adds its fixed memory */
     for (int i = 0; i < g->n; i++) {
         const rm_graph_node *gn = &g->nodes[i];
         rm_problem_node *nd = &p->nodes[i];

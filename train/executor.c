@@ -69,7 +69,25 @@ struct rm_executor {
 
     rm_executor_node_hook hook; /* profiling (rm_executor_set_node_hook); NULL: none */
     void *hook_ctx;
+    int fetch_node;     /* rm_executor_set_fetch: -1 none */
+    float *fetch_host;
+
+    /* Inference (rm_executor_set_inference): a forward-only graph of the
+     * same model and its plan, run in the same arena and workspace. */
+    const rm_graph *infer_g;
+    const rm_plan *infer_plan;
 };
+
+/* One run of a plan: a training step, or an inference pass. */
+typedef struct exec_run {
+    const rm_graph *g;
+    const rm_plan *plan;
+    int training;     /* layers in training mode (batch statistics, dropout) */
+    int fold_stats;   /* batchnorm folds batch statistics into running ones, once per step */
+    int count;        /* samples in the batch: g->batch, or fewer for inference */
+    const float *input;
+    uint64_t step;
+} exec_run;
 
 /* ---- checking the graph against the model -------------------------------- */
 
@@ -227,6 +245,21 @@ int rm_executor_workspace_needed_on(size_t *out, const rm_model *m, int batch, r
     return rc;
 }
 
+int rm_executor_fixed_needed(rm_executor_fixed *f, const rm_model *m, int batch, const rm_backend *be, rm_err *e)
+{
+    memset(f, 0, sizeof *f);
+    rm_backend_kind kind = be ? be->kind : RM_BACKEND_CPU;
+    int rc = rm_executor_workspace_needed_on(&f->workspace_bytes, m, batch, kind, e);
+    if (rc) return rc;
+    f->weights = f->grads = rm_align_up(sizeof(float) * m->param_count);
+    f->buffers = rm_align_up(sizeof(float) * m->buffer_count);
+    f->labels = rm_align_up(sizeof(int32_t) * rm_model_label_count(m, batch));
+    if (kind == RM_BACKEND_CUDA) f->labels += rm_align_up(sizeof(float)); /* the loss slot */
+    f->workspace = rm_align_up(f->workspace_bytes);
+    f->total = f->weights + f->grads + f->buffers + f->labels + f->workspace;
+    return RM_OK;
+}
+
 static int alloc_fixed(rm_executor *ex, void **ptr, size_t bytes, rm_err *e)
 {
     *ptr = NULL;
@@ -357,7 +390,7 @@ int rm_executor_create(rm_executor **out, const rm_model *m, const rm_graph *g, 
 #endif
     ex->L = m->nlayers;
     ex->batch = g->batch;
-    ex->input_node = ex->loss_node = -1;
+    ex->input_node = ex->loss_node = ex->fetch_node = -1;
     size_t L = (size_t)ex->L, n = (size_t)g->n;
     int rc = RM_OK;
     ex->in_shape = calloc(L * RM_MAX_INPUTS, sizeof *ex->in_shape);
@@ -396,19 +429,18 @@ int rm_executor_create(rm_executor **out, const rm_model *m, const rm_graph *g, 
     ex->nparams = m->param_count;
     ex->nbuffers = m->buffer_count;
     ex->nlabels = rm_model_label_count(m, ex->batch);
-    if ((rc = rm_executor_workspace_needed_on(&ex->workspace_size, m, ex->batch, be->kind, e))) goto fail;
+    rm_executor_fixed fx;
+    if ((rc = rm_executor_fixed_needed(&fx, m, ex->batch, be, e))) goto fail;
+    ex->workspace_size = fx.workspace_bytes;
     if (ex->cuda) {
         /* Refused before anything is allocated: a budget the device cannot hold. */
-        size_t fixed = 2 * rm_align_up(ex->nparams * sizeof(float)) + rm_align_up(ex->nbuffers * sizeof(float)) +
-                       rm_align_up(ex->nlabels * sizeof(int32_t)) + rm_align_up(ex->workspace_size) +
-                       rm_align_up(sizeof(float));
         size_t arena = opts->arena_budget ? opts->arena_budget : plan->span, free_b = 0, total_b = 0;
         if ((rc = rm_backend_cuda_mem_info(be, &free_b, &total_b, e))) goto fail;
-        if (fixed + arena > free_b) {
+        if (fx.total + arena > free_b) {
             rc = rm_errorf(e, RM_ERR_BUDGET,
                            "executor: %zu bytes of fixed memory plus an arena of %zu bytes do not fit in the %zu "
                            "bytes free on the GPU (of %zu)",
-                           fixed, arena, free_b, total_b);
+                           fx.total, arena, free_b, total_b);
             goto fail;
         }
         if ((rc = alloc_fixed(ex, (void **)&ex->loss_dev, sizeof(float), e))) goto fail;
@@ -476,7 +508,14 @@ static float *grad_slice(const rm_executor *ex, int dep, int slot)
     return base + ex->slot_off[(size_t)consumer * RM_MAX_INPUTS + (size_t)slot];
 }
 
-static rm_layer_call base_call(rm_executor *ex, int L, int node_id, uint64_t step)
+/* A node's shape with the run's sample count (inference may end short). */
+static rm_shape run_shape(const exec_run *run, rm_shape s)
+{
+    s.n = run->count;
+    return s;
+}
+
+static rm_layer_call base_call(rm_executor *ex, const exec_run *run, int L, int node_id)
 {
     rm_layer_call call;
     memset(&call, 0, sizeof call);
@@ -485,36 +524,37 @@ static rm_layer_call base_call(rm_executor *ex, int L, int node_id, uint64_t ste
     call.be = ex->be;
     call.nin = ex->m->layers[L].nin;
     call.labels = L == ex->L - 1 ? ex->labels : NULL;
-    call.training = 1;
+    call.training = run->training;
     call.seed = ex->seed;
-    call.step = step;
+    call.step = run->step;
     call.node_id = node_id; /* the forward node, for the backward too: same dropout mask */
     call.workspace = ex->workspace;
     call.workspace_size = ex->workspace_size;
     return call;
 }
 
-static int run_forward(rm_executor *ex, int v, uint64_t step, rm_err *e)
+static int run_forward(rm_executor *ex, const exec_run *run, int v, rm_err *e)
 {
-    const rm_graph_node *nd = &ex->g->nodes[v];
+    const rm_graph *g = run->g;
+    const rm_graph_node *nd = &g->nodes[v];
     int L = nd->layer;
-    rm_layer_call call = base_call(ex, L, v, step);
-    rm_tensor in[RM_MAX_INPUTS], out = rm_tensor_make(nd->shape, ex->ptr[v]);
+    rm_layer_call call = base_call(ex, run, L, v);
+    rm_tensor in[RM_MAX_INPUTS], out = rm_tensor_make(run_shape(run, nd->shape), ex->ptr[v]);
     for (int k = 0; k < call.nin; k++) {
         int d = nd->deps[k];
-        in[k] = rm_tensor_make(ex->g->nodes[d].shape, ex->ptr[d]);
+        in[k] = rm_tensor_make(run_shape(run, g->nodes[d].shape), ex->ptr[d]);
         call.in[k] = &in[k];
     }
     call.out = &out;
     /* Batchnorm folds batch statistics into its running ones once per step,
      * not once per recomputation. */
-    call.update_stats = !ex->computed[v];
+    call.update_stats = run->fold_stats && !ex->computed[v];
     int rc = rm_layer_forward(ex->m->layers[L].desc, &call, e);
     if (rc) {
         rm_err_context(e, "executor: forward of %s", nd->name);
         return rc;
     }
-    if (v == ex->loss_node) {
+    if (L == ex->L - 1) {
         /* CUDA: into the fixed slot, downloaded once at the end of the step
          * (the loss node's buffer may be freed before then). */
         rc = ex->cuda ? ex->be->ops->copy(ex->be->ctx, ex->loss_dev, ex->ptr[v], sizeof(float), e)
@@ -524,12 +564,12 @@ static int run_forward(rm_executor *ex, int v, uint64_t step, rm_err *e)
     return RM_OK;
 }
 
-static int run_backward(rm_executor *ex, int v, uint64_t step, rm_err *e)
+static int run_backward(rm_executor *ex, const exec_run *run, int v, rm_err *e)
 {
     const rm_graph_node *nd = &ex->g->nodes[v];
     int L = nd->layer, f = ex->fwd_node[L];
     const rm_model_layer *ly = &ex->m->layers[L];
-    rm_layer_call call = base_call(ex, L, f, step);
+    rm_layer_call call = base_call(ex, run, L, f);
     unsigned reads = ly->desc->backward_reads;
     rm_tensor in[RM_MAX_INPUTS], din[RM_MAX_INPUTS], out, dout;
     for (int k = 0; k < ly->nin; k++) {
@@ -581,26 +621,37 @@ static int run_grad_sum(rm_executor *ex, int v, rm_err *e)
     return RM_OK;
 }
 
-static int run_node(rm_executor *ex, int v, const float *input, uint64_t step, rm_err *e)
+static int run_node(rm_executor *ex, const exec_run *run, int v, rm_err *e)
 {
-    const rm_graph_node *nd = &ex->g->nodes[v];
+    const rm_graph_node *nd = &run->g->nodes[v];
     switch (nd->op) {
-    case RM_OP_INPUT: return ex->be->ops->upload(ex->be->ctx, ex->ptr[v], input, nd->bytes, e);
-    case RM_OP_FORWARD: return run_forward(ex, v, step, e);
-    case RM_OP_BACKWARD: return run_backward(ex, v, step, e);
+    case RM_OP_INPUT:
+        return ex->be->ops->upload(ex->be->ctx, ex->ptr[v], run->input, rm_shape_bytes(run_shape(run, nd->shape)), e);
+    case RM_OP_FORWARD: return run_forward(ex, run, v, e);
+    case RM_OP_BACKWARD: return run_backward(ex, run, v, e);
     case RM_OP_GRAD_SUM: return run_grad_sum(ex, v, e);
     }
     return rm_errorf(e, RM_ERR_INVALID, "executor: node %d has an unknown op", v);
 }
 
-int rm_executor_step(rm_executor *ex, float *loss, const float *input, const int32_t *labels, uint64_t step,
-                     rm_err *e)
+/* The first computation of the fetched node, downloaded for the caller. */
+static int fetch(rm_executor *ex, const exec_run *run, int v, rm_err *e)
 {
-    const rm_plan *p = ex->plan;
-    const rm_graph *g = ex->g;
-    if (!input || (ex->nlabels && !labels))
-        return rm_errorf(e, RM_ERR_INVALID, "executor: a step needs an input batch and its labels");
-    int rc = ex->nlabels ? ex->be->ops->upload(ex->be->ctx, ex->labels, labels, ex->nlabels * sizeof(int32_t), e) : 0;
+    if (v != ex->fetch_node || ex->computed[v]) return RM_OK;
+    size_t bytes = rm_shape_bytes(run_shape(run, run->g->nodes[v].shape));
+    return ex->be->ops->download(ex->be->ctx, ex->fetch_host, ex->ptr[v], bytes, e);
+}
+
+/* Runs a plan's operations in order: the one loop every training step and
+ * every inference pass goes through. */
+static int run_plan(rm_executor *ex, const exec_run *run, const int32_t *labels, float *loss, rm_err *e)
+{
+    const rm_plan *p = run->plan;
+    const rm_graph *g = run->g;
+    size_t nlabels = rm_model_label_count(ex->m, run->count);
+    if (!run->input || (nlabels && !labels))
+        return rm_errorf(e, RM_ERR_INVALID, "executor: a run needs an input batch and its labels");
+    int rc = nlabels ? ex->be->ops->upload(ex->be->ctx, ex->labels, labels, nlabels * sizeof(int32_t), e) : 0;
     if (rc) return rc;
     memset(ex->live, 0, (size_t)g->n * sizeof *ex->live);
     memset(ex->computed, 0, (size_t)g->n);
@@ -635,11 +686,12 @@ int rm_executor_step(rm_executor *ex, float *loss, const float *input, const int
         ex->live[v] = 1;
         if (ex->poison && (rc = poison_fill(ex, ex->ptr[v], b->size, e))) return rc;
         if (ex->hook && (rc = ex->hook(ex->hook_ctx, v, 0, e))) return rc;
-        if ((rc = run_node(ex, v, input, step, e))) return rc;
+        if ((rc = run_node(ex, run, v, e))) return rc;
         if (ex->hook && (rc = ex->hook(ex->hook_ctx, v, 1, e))) return rc;
+        if ((rc = fetch(ex, run, v, e))) return rc;
         ex->computed[v] = 1;
     }
-    /* CUDA: the one download of the step; it waits for every queued kernel,
+    /* CUDA: the one download of the run; it waits for every queued kernel,
      * so an execution error of any of them surfaces here. */
     if (ex->cuda && (rc = ex->be->ops->download(ex->be->ctx, &ex->loss, ex->loss_dev, sizeof(float), e))) {
         rm_err_context(e, "executor: the step's kernels");
@@ -647,6 +699,79 @@ int rm_executor_step(rm_executor *ex, float *loss, const float *input, const int
     }
     if (loss) *loss = ex->loss;
     return RM_OK;
+}
+
+int rm_executor_step(rm_executor *ex, float *loss, const float *input, const int32_t *labels, uint64_t step,
+                     rm_err *e)
+{
+    exec_run run = {ex->g, ex->plan, 1, 1, ex->batch, input, step};
+    return run_plan(ex, &run, labels, loss, e);
+}
+
+/* The inference graph must be the training graph's forward part at a batch
+ * no larger: the same nodes in the same order, reading the same nodes, so
+ * everything checked for the training graph holds for it too. */
+static int check_inference(const rm_executor *ex, const rm_graph *fg, const rm_plan *fp, rm_err *e)
+{
+    const rm_graph *g = ex->g;
+    if (fg->n > g->n || fg->batch < 1 || fg->batch > ex->batch)
+        return rm_errorf(e, RM_ERR_INVALID,
+                         "executor: the inference graph (%d nodes at batch %d) is not a forward part of the training "
+                         "graph (%d nodes at batch %d)", fg->n, fg->batch, g->n, ex->batch);
+    for (int i = 0; i < fg->n; i++) {
+        const rm_graph_node *a = &fg->nodes[i], *b = &g->nodes[i];
+        rm_shape want = b->shape; /* at the inference batch; the loss is a scalar at any batch */
+        if (want.n == ex->batch) want.n = fg->batch;
+        int same = a->op == b->op && (a->op == RM_OP_INPUT || a->op == RM_OP_FORWARD) && a->layer == b->layer &&
+                   a->ndeps == b->ndeps && rm_shape_equal(a->shape, want) && a->bytes == rm_shape_bytes(want);
+        for (int d = 0; same && d < a->ndeps; d++) same = a->deps[d] == b->deps[d];
+        if (!same)
+            return rm_errorf(e, RM_ERR_INVALID,
+                             "executor: inference node %d (%s) is not the training graph's forward node %d (%s)", i,
+                             a->name, i, b->name);
+    }
+    if (fp->nodes != fg->n) return rm_errorf(e, RM_ERR_INVALID, "executor: the inference plan is for another graph");
+    for (int i = 0; i < fp->nbuffers; i++)
+        if (fp->buffers[i].node < 0 || fp->buffers[i].node >= fg->n ||
+            fp->buffers[i].bytes != fg->nodes[fp->buffers[i].node].bytes)
+            return rm_errorf(e, RM_ERR_INVALID, "executor: inference plan buffer %d does not match its graph", i);
+    int rc = rm_plan_check(fp, e);
+    if (rc) return rc;
+    if (fp->span > rm_arena_capacity(ex->arena))
+        return rm_errorf(e, RM_ERR_BUDGET, "executor: inference at batch %d needs an arena of %zu bytes, the training "
+                         "arena has %zu", fg->batch, fp->span, rm_arena_capacity(ex->arena));
+    size_t ws = 0;
+    if ((rc = rm_executor_workspace_needed_on(&ws, ex->m, fg->batch, ex->be->kind, e))) return rc;
+    if (ws > ex->workspace_size)
+        return rm_errorf(e, RM_ERR_BUDGET, "executor: inference at batch %d needs a workspace of %zu bytes, training's "
+                         "has %zu", fg->batch, ws, ex->workspace_size);
+    return RM_OK;
+}
+
+int rm_executor_set_inference(rm_executor *ex, const rm_graph *fg, const rm_plan *fp, rm_err *e)
+{
+    ex->infer_g = NULL, ex->infer_plan = NULL;
+    int rc = check_inference(ex, fg, fp, e);
+    if (rc) return rc;
+    ex->infer_g = fg, ex->infer_plan = fp;
+    return RM_OK;
+}
+
+int rm_executor_infer(rm_executor *ex, float *loss, const float *input, const int32_t *labels, int count,
+                      rm_err *e)
+{
+    if (!ex->infer_g) return rm_errorf(e, RM_ERR_INVALID, "executor: no inference graph was set");
+    if (count < 1 || count > ex->infer_g->batch)
+        return rm_errorf(e, RM_ERR_INVALID, "executor: an inference batch of %d samples (1 to %d)", count,
+                         ex->infer_g->batch);
+    exec_run run = {ex->infer_g, ex->infer_plan, 0, 0, count, input, 0};
+    return run_plan(ex, &run, labels, loss, e);
+}
+
+void rm_executor_set_fetch(rm_executor *ex, int node, float *host)
+{
+    ex->fetch_node = host ? node : -1;
+    ex->fetch_host = host;
 }
 
 /* ---- accessors ----------------------------------------------------------- */

@@ -74,6 +74,30 @@ void rm_executor_free(rm_executor *ex);
 int rm_executor_step(rm_executor *ex, float *loss, const float *input, const int32_t *labels, uint64_t step,
                      rm_err *e);
 
+/* Inference (evaluation) through the same executor and the same op loop as
+ * a step. fg is the forward-only trace of the model (rm_model_trace_forward)
+ * at a batch no larger than training's, and fp the plan of a schedule of it;
+ * both must outlive the executor (or the next call). The pass runs in the
+ * executor's arena and workspace, which hold nothing between steps, so
+ * evaluation needs no memory beyond the budget: RM_ERR_BUDGET when fp's span
+ * exceeds the arena or the pass needs more workspace than training's.
+ * RM_ERR_INVALID when fg is not the training graph's forward part. */
+int rm_executor_set_inference(rm_executor *ex, const rm_graph *fg, const rm_plan *fp, rm_err *e);
+/* One inference pass over count samples (1 to fg's batch: the last batch of
+ * a data set may end short, and in inference mode every layer is per
+ * sample): batchnorm uses its running statistics, dropout keeps everything,
+ * nothing is updated. input and labels are host memory as for a step; the
+ * mean loss over the count samples' labels goes to *loss. */
+int rm_executor_infer(rm_executor *ex, float *loss, const float *input, const int32_t *labels, int count,
+                      rm_err *e);
+
+/* From now on every step and inference pass downloads the value of graph
+ * node `node` (the graph the run follows), when it is first computed, into
+ * host: its shape's bytes for the run's samples. The trainer fetches the
+ * logits this way for accuracy, with no second forward pass. host NULL
+ * turns it off. */
+void rm_executor_set_fetch(rm_executor *ex, int node, float *host);
+
 /* A per-node hook for profiling (train/profile.c): rm_executor_step calls
  * fn(ctx, node, 0, e) right before each computation of a node (the input's
  * upload included) and fn(ctx, node, 1, e) right after, outside the poison
@@ -122,6 +146,18 @@ size_t rm_executor_workspace_bytes(const rm_executor *ex);
  * them instead of allocating memory outside the budget. */
 void *rm_executor_arena_memory(const rm_executor *ex, size_t *bytes);
 void *rm_executor_workspace_memory(const rm_executor *ex, size_t *bytes);
+
+/* The fixed memory rm_executor_create allocates for m at a batch on be
+ * (NULL: the CPU), each part rounded up to RM_ARENA_ALIGN as allocated:
+ * weights, their gradients, batchnorm statistics, labels (with the loss slot
+ * on CUDA) and the layers' workspace. train/footprint.h adds the optimizer's
+ * state and the backend's own memory to it. */
+typedef struct rm_executor_fixed {
+    size_t weights, grads, buffers, labels, workspace;
+    size_t workspace_bytes; /* the workspace before rounding */
+    size_t total;
+} rm_executor_fixed;
+int rm_executor_fixed_needed(rm_executor_fixed *f, const rm_model *m, int batch, const rm_backend *be, rm_err *e);
 
 /* The largest scratch any forward or backward of m needs at a batch size: the
  * workspace rm_executor_create allocates. The first is the CPU's (the layers'

@@ -1,24 +1,12 @@
 /* The training loop as a library (see trainer.h for the memory accounting
  * and why runs are reproducible).
  *
- * Besides the executor, which runs a training step by the plan, this file
- * has one small forward-only runner of its own (fwd_*): evaluation needs the
- * model in inference mode (batchnorm running statistics, no dropout) at a
- * batch that may end short, which a training step is not. It plans its
- * buffers with the same engine/plan.c (free after the last reader) and is
- * sized so that its arena fits in the activation budget: on a device it
- * would reuse the idle training arena, since evaluation never overlaps a
- * step.
- *
- * Training accuracy. The executor reports the loss of a step, not its
- * predictions (the logits are freed inside the step, as the plan says). So
- * on every train_accuracy_every-th step the same forward runner replays the
- * step's forward pass in training mode (batch statistics, the step's dropout
- * masks, no running-statistics update) between the executor's step and the
- * optimizer's update: its logits are bit-identical to the step's, at the
- * price of one more forward pass (20-40% of a step on the tiny models,
- * hence only on some steps by default). An executor hook that counted
- * correct predictions when it computes the loss would make this free. */
+ * Everything runs through one executor: a training step follows the plan of
+ * the solved schedule; evaluation follows the plan of the forward-only graph
+ * (rm_model_trace_forward, scheduled and planned the same way) in inference
+ * mode, in the same arena and workspace, which are idle between steps, so it
+ * needs no memory beyond the budget. Accuracy, in training and evaluation,
+ * comes from the logits the executor fetches when it first computes them. */
 #include "trainer.h"
 
 #include <errno.h>
@@ -97,83 +85,6 @@ void rm_trainer_model_task(int *classes, rm_task *task, const rm_model *m)
 
 /* ---- the problem ----------------------------------------------------------- */
 
-int rm_trainer_problem(rm_problem **out, rm_trainer_summary *bd, const rm_model *m, int batch,
-                       const rm_optim_options *o, rm_err *e)
-{
-    return rm_trainer_problem_on(out, bd, m, batch, o, RM_BACKEND_CPU, e);
-}
-
-int rm_trainer_problem_on(rm_problem **out, rm_trainer_summary *bd, const rm_model *m, int batch,
-                          const rm_optim_options *o, rm_backend_kind device, rm_err *e)
-{
-    *out = NULL;
-    rm_graph g;
-    int rc = rm_model_trace(&g, m, batch, e);
-    if (rc) return rc;
-    rm_problem *p = NULL;
-    rc = rm_problem_from_graph(&p, &g, e);
-    rm_graph_free(&g);
-    if (rc) return rc;
-    size_t ws = 0;
-    if ((rc = rm_executor_workspace_needed_on(&ws, m, batch, device, e))) {
-        rm_problem_free(p);
-        return rc;
-    }
-    /* Aligned as the plan places them, so the simulator's peak is the plan's live peak. */
-    for (int i = 0; i < p->n; i++) p->nodes[i].bytes = rm_align_up(p->nodes[i].bytes);
-    rm_trainer_summary s;
-    memset(&s, 0, sizeof s);
-    s.fixed_weights = rm_align_up(sizeof(float) * m->param_count);
-    s.fixed_grads = s.fixed_weights;
-    s.fixed_optim = rm_align_up(rm_optim_state_bytes_for(o, m->param_count));
-    s.fixed_buffers = rm_align_up(sizeof(float) * m->buffer_count);
-    s.fixed_labels = rm_align_up(sizeof(int32_t) * rm_model_label_count(m, batch));
-    if (device == RM_BACKEND_CUDA) s.fixed_labels += rm_align_up(sizeof(float)); /* the executor's loss slot */
-    s.fixed_workspace = rm_align_up(ws);
-    s.fixed = s.fixed_weights + s.fixed_grads + s.fixed_optim + s.fixed_buffers + s.fixed_labels + s.fixed_workspace;
-    p->fixed_bytes = s.fixed;
-    p->budget = 0;
-    if (bd) {
-        bd->fixed = s.fixed;
-        bd->fixed_weights = s.fixed_weights;
-        bd->fixed_grads = s.fixed_grads;
-        bd->fixed_optim = s.fixed_optim;
-        bd->fixed_buffers = s.fixed_buffers;
-        bd->fixed_labels = s.fixed_labels;
-        bd->fixed_workspace = s.fixed_workspace;
-    }
-    *out = p;
-    return RM_OK;
-}
-
-int rm_trainer_problem_costs(rm_problem **out, rm_trainer_summary *bd, const rm_model *m, int batch,
-                             const rm_optim_options *o, rm_backend_kind device, const rm_cost_file *costs,
-                             rm_cost_batch mode, rm_err *e)
-{
-    int rc = rm_trainer_problem_on(out, bd, m, batch, o, device, e);
-    if (rc || !costs) return rc;
-    char name[RM_NAME_LEN];
-    rm_cost_model_name(name, sizeof name, m->path);
-    if ((rc = rm_cost_file_apply(*out, costs, name, batch, mode, e))) {
-        rm_problem_free(*out);
-        *out = NULL;
-    }
-    return rc;
-}
-
-int rm_trainer_problem_device(rm_problem **out, rm_trainer_summary *bd, const rm_model *m, int batch,
-                              const rm_optim_options *o, const rm_backend *be, const rm_cost_file *costs,
-                              rm_cost_batch mode, rm_err *e)
-{
-    int rc = rm_trainer_problem_costs(out, bd, m, batch, o, be ? be->kind : RM_BACKEND_CPU, costs, mode, e);
-    if (rc || !be || be->kind != RM_BACKEND_CUDA) return rc;
-    /* Allocated once by the backend, never inside an arena: fixed memory like the layers' workspace. */
-    size_t extra = rm_align_up(rm_backend_cuda_fixed_bytes(be));
-    (*out)->fixed_bytes += extra;
-    if (bd) bd->fixed += extra, bd->fixed_workspace += extra;
-    return RM_OK;
-}
-
 typedef struct problem_ctx {
     const rm_model *m;
     const rm_optim_options *o;
@@ -186,7 +97,7 @@ typedef struct problem_ctx {
 static int build_problem(rm_problem **out, void *vctx, int batch, rm_err *e)
 {
     const problem_ctx *c = vctx;
-    return rm_trainer_problem_device(out, NULL, c->m, batch, c->o, c->be, c->costs, RM_COST_SCALE_BATCH, e);
+    return rm_training_problem(out, NULL, c->m, batch, c->o, c->be, c->costs, RM_COST_SCALE_BATCH, e);
 }
 
 /* ---- a seeded split of a dataset ------------------------------------------ */
@@ -268,243 +179,6 @@ static int split_make(rm_dataset **train, rm_dataset **test, rm_dataset *base, i
     return rc;
 }
 
-/* ---- the forward-only runner ----------------------------------------------- */
-
-typedef struct fwd_pass {
-    const rm_model *m;
-    rm_backend *be;
-    int batch;          /* capacity */
-    int n;              /* nodes: the input, then every layer but the loss */
-    int logits;         /* the node the loss layer reads */
-    rm_shape *shape;    /* [n] at the capacity batch */
-    rm_plan *plan;
-    char *arena;        /* the executor's arena, idle between steps */
-    void *workspace;    /* the executor's workspace, or own_workspace */
-    void *own_workspace;
-    size_t workspace_size;
-    int32_t *labels;    /* device, rm_model_label_count(m, batch) */
-    float *loss;        /* device, 1 */
-    float *host_logits; /* the logits, downloaded for the argmax */
-    float **ptr;        /* [n] */
-} fwd_pass;
-
-static void fwd_free(fwd_pass *f)
-{
-    if (f->be) {
-        void *dev[] = {f->own_workspace, f->labels, f->loss};
-        for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
-            if (dev[i]) rm_backend_release(f->be, dev[i]);
-    }
-    rm_plan_free(f->plan);
-    free(f->shape);
-    free(f->host_logits);
-    free(f->ptr);
-    memset(f, 0, sizeof *f);
-}
-
-/* Plans the forward pass at a batch size; with ex NULL only the plan (to
- * size it). Otherwise it runs in ex's arena and workspace, which hold
- * nothing between steps, so evaluation needs no memory beyond the budget:
- * the plan's span must fit ex's arena (the caller picks the batch so). */
-static int fwd_create(fwd_pass *f, const rm_model *m, rm_backend *be, int batch, const rm_executor *ex, rm_err *e)
-{
-    memset(f, 0, sizeof *f);
-    f->m = m, f->batch = batch;
-    const int L = m->nlayers, n = L; /* input + L - 1 layers */
-    if (L < 1) return rm_errorf(e, RM_ERR_INVALID, "evaluation: the model has no layers");
-    f->n = n;
-    const rm_model_layer *loss = &m->layers[L - 1];
-    f->logits = loss->inputs[0] == RM_MODEL_INPUT ? 0 : rm_trace_forward_node(loss->inputs[0]);
-    rm_shape *ins = malloc((size_t)L * RM_MAX_INPUTS * sizeof *ins);
-    rm_shape *outs = malloc((size_t)L * sizeof *outs);
-    size_t *bytes = malloc((size_t)n * sizeof *bytes);
-    int *last = malloc((size_t)n * sizeof *last);
-    rm_op *ops = malloc((size_t)2 * (size_t)n * sizeof *ops);
-    f->shape = malloc((size_t)n * sizeof *f->shape);
-    f->ptr = calloc((size_t)n, sizeof *f->ptr);
-    int rc = RM_OK, nops = 0;
-    if (!ins || !outs || !bytes || !last || !ops || !f->shape || !f->ptr) {
-        rc = rm_errorf(e, RM_ERR_NOMEM, "evaluation: out of memory");
-        goto done;
-    }
-    if ((rc = rm_model_shapes(ins, outs, m, batch, e))) goto done;
-    f->shape[0] = m->input;
-    f->shape[0].n = batch;
-    for (int i = 0; i + 1 < L; i++) f->shape[i + 1] = outs[i];
-    for (int v = 0; v < n; v++) {
-        bytes[v] = rm_shape_bytes(f->shape[v]);
-        last[v] = -1;
-    }
-    for (int i = 0; i + 1 < L; i++)
-        for (int k = 0; k < m->layers[i].nin; k++) {
-            int src = m->layers[i].inputs[k];
-            last[src == RM_MODEL_INPUT ? 0 : rm_trace_forward_node(src)] = i;
-        }
-    /* Each value is freed right after its last reader; the logits stay to the end. */
-    ops[nops++] = (rm_op){RM_OP_COMPUTE, 0, 0};
-    if (last[0] < 0 && f->logits != 0) ops[nops++] = (rm_op){RM_OP_FREE, 0, 0};
-    for (int i = 0; i + 1 < L; i++) {
-        int v = rm_trace_forward_node(i);
-        ops[nops++] = (rm_op){RM_OP_COMPUTE, v, v};
-        for (int k = 0; k < m->layers[i].nin; k++) {
-            int src = m->layers[i].inputs[k];
-            int d = src == RM_MODEL_INPUT ? 0 : rm_trace_forward_node(src);
-            if (last[d] == i && d != f->logits) ops[nops++] = (rm_op){RM_OP_FREE, d, v};
-        }
-        if (last[v] < 0 && v != f->logits) ops[nops++] = (rm_op){RM_OP_FREE, v, v};
-    }
-    if ((rc = rm_plan_create(&f->plan, bytes, n, ops, nops, e))) goto done;
-    if (!ex) goto done;
-    f->be = be;
-    size_t nlabels = rm_model_label_count(m, batch), arena_bytes, ws_bytes;
-    f->arena = rm_executor_arena_memory(ex, &arena_bytes);
-    if (f->plan->span > arena_bytes) {
-        rc = rm_errorf(e, RM_ERR_BUDGET, "evaluation needs an arena of %zu bytes, the training arena has %zu",
-                       f->plan->span, arena_bytes);
-        goto done;
-    }
-    if ((rc = rm_executor_workspace_needed_on(&f->workspace_size, m, batch, be->kind, e))) goto done;
-    f->workspace = rm_executor_workspace_memory(ex, &ws_bytes);
-    /* A forward pass at a batch no larger than training's needs no more
-     * scratch than training's forward and backward; allocate only if a
-     * layer ever breaks that. */
-    if (f->workspace_size > ws_bytes) {
-        if ((rc = rm_backend_alloc(be, &f->own_workspace, f->workspace_size, e))) goto done;
-        f->workspace = f->own_workspace;
-    }
-    if ((rc = rm_backend_alloc(be, (void **)&f->labels, nlabels * sizeof(int32_t), e)) ||
-        (rc = rm_backend_alloc(be, (void **)&f->loss, sizeof(float), e)))
-        goto done;
-    if (!(f->host_logits = malloc(rm_shape_bytes(f->shape[f->logits])))) {
-        rc = rm_errorf(e, RM_ERR_NOMEM, "evaluation: out of memory");
-        goto done;
-    }
-done:
-    free(ins);
-    free(outs);
-    free(bytes);
-    free(last);
-    free(ops);
-    if (rc) {
-        rm_err_context(e, "evaluation at batch %d", batch);
-        fwd_free(f);
-    }
-    return rc;
-}
-
-static int fwd_span(size_t *span, const rm_model *m, int batch, rm_err *e)
-{
-    fwd_pass f;
-    int rc = fwd_create(&f, m, NULL, batch, NULL, e);
-    if (!rc) *span = f.plan->span;
-    fwd_free(&f);
-    return rc;
-}
-
-typedef struct fwd_result {
-    double loss_sum;   /* loss x label count, summed */
-    int64_t correct, total;
-} fwd_result;
-
-static rm_shape with_n(rm_shape s, int n)
-{
-    s.n = n;
-    return s;
-}
-
-/* The forward pass of `count` samples (count <= capacity): every layer with
- * the batch dimension cut to count (every layer but batchnorm in training
- * mode is per sample; training mode only runs full batches). Adds the argmax
- * hits against labels to r, and the loss when want_loss. */
-static int fwd_run(fwd_pass *f, fwd_result *r, rm_executor *ex, const float *images, const int32_t *labels, int count,
-                   int training, uint64_t seed, uint64_t step, int want_loss, rm_err *e)
-{
-    const rm_model *m = f->m;
-    const int L = m->nlayers;
-    rm_backend *be = f->be;
-    int rc;
-    for (int o = 0; o < f->plan->nops; o++) {
-        const rm_plan_op *op = &f->plan->ops[o];
-        int v = op->node;
-        if (op->kind == RM_OP_FREE) {
-            f->ptr[v] = NULL;
-            continue;
-        }
-        f->ptr[v] = (float *)(f->arena + op->offset);
-        rm_shape s = with_n(f->shape[v], count);
-        if (v == 0) {
-            if ((rc = be->ops->upload(be->ctx, f->ptr[0], images, rm_shape_bytes(s), e))) return rc;
-            continue;
-        }
-        int i = v - 1;
-        const rm_model_layer *ly = &m->layers[i];
-        rm_layer_call call;
-        memset(&call, 0, sizeof call);
-        rm_tensor in[RM_MAX_INPUTS], out = rm_tensor_make(s, f->ptr[v]);
-        for (int k = 0; k < ly->nin; k++) {
-            int d = ly->inputs[k] == RM_MODEL_INPUT ? 0 : rm_trace_forward_node(ly->inputs[k]);
-            in[k] = rm_tensor_make(with_n(f->shape[d], count), f->ptr[d]);
-            call.in[k] = &in[k];
-        }
-        call.cfg = &ly->cfg;
-        call.params = rm_executor_layer_params(ex, i);
-        call.be = be;
-        call.nin = ly->nin;
-        call.out = &out;
-        call.training = training;
-        call.update_stats = 0; /* the executor's step folds the statistics in, once */
-        call.seed = seed;
-        call.step = step;
-        call.node_id = v; /* the executor's forward node of layer i: the same dropout mask */
-        call.workspace = f->workspace;
-        call.workspace_size = f->workspace_size;
-        if ((rc = rm_layer_forward(ly->desc, &call, e))) {
-            rm_err_context(e, "evaluation: forward of %s", ly->name);
-            return rc;
-        }
-    }
-    const rm_model_layer *loss = &m->layers[L - 1];
-    rm_shape ls = with_n(f->shape[f->logits], count);
-    size_t nlabels = rm_model_label_count(m, count);
-    if (want_loss) {
-        if ((rc = be->ops->upload(be->ctx, f->labels, labels, nlabels * sizeof(int32_t), e))) return rc;
-        rm_layer_call call;
-        memset(&call, 0, sizeof call);
-        rm_tensor in = rm_tensor_make(ls, f->ptr[f->logits]), out = rm_tensor_make(rm_shape_make(1, 1, 1, 1), f->loss);
-        call.cfg = &loss->cfg;
-        call.params = rm_executor_layer_params(ex, L - 1);
-        call.be = be;
-        call.nin = 1;
-        call.in[0] = &in;
-        call.out = &out;
-        call.labels = f->labels;
-        call.training = training;
-        call.seed = seed, call.step = step, call.node_id = rm_trace_forward_node(L - 1);
-        call.workspace = f->workspace;
-        call.workspace_size = f->workspace_size;
-        if ((rc = rm_layer_forward(loss->desc, &call, e))) {
-            rm_err_context(e, "evaluation: the loss");
-            return rc;
-        }
-        float lv;
-        if ((rc = be->ops->download(be->ctx, &lv, f->loss, sizeof lv, e))) return rc;
-        r->loss_sum += (double)lv * (double)nlabels; /* both losses are means over their labels */
-    }
-    if ((rc = be->ops->download(be->ctx, f->host_logits, f->ptr[f->logits], rm_shape_bytes(ls), e))) return rc;
-    /* logits: count x K x HW; labels: count x HW (HW = 1 for classification). */
-    const size_t K = (size_t)ls.c, hw = (size_t)ls.h * (size_t)ls.w;
-    for (size_t s = 0; s < (size_t)count; s++)
-        for (size_t q = 0; q < hw; q++) {
-            const float *x = f->host_logits + s * K * hw + q;
-            size_t best = 0;
-            for (size_t k = 1; k < K; k++)
-                if (x[k * hw] > x[best * hw]) best = k;
-            r->correct += (int32_t)best == labels[s * hw + q];
-        }
-    r->total += (int64_t)nlabels;
-    return RM_OK;
-}
-
 /* ---- the trainer ------------------------------------------------------------ */
 
 struct rm_trainer {
@@ -533,7 +207,9 @@ struct rm_trainer {
     rm_executor *ex;
     rm_optim *opt;
     rm_layer_params **lpp;
-    fwd_pass eval;   /* evaluation (and training accuracy) forward pass */
+    rm_graph eval_g;   /* evaluation: the forward-only graph at the evaluation batch */
+    rm_plan *eval_plan;
+    float *logits;     /* host: the logits of a batch, fetched for accuracy */
     /* CUDA: host twins of the device parameters, statistics and optimizer
      * state, laid out alike, which snapshots are written from and read
      * into (snapshot.c reads and writes host memory). NULL on the CPU. */
@@ -863,7 +539,7 @@ static int plan_memory(rm_trainer *t, rm_err *e)
     /* Profiled costs must be of this batch, unless --batch auto chose it:
      * then they are scaled like the search's probes were. */
     rm_cost_batch mode = t->sum.batch_auto ? RM_COST_SCALE_BATCH : RM_COST_SAME_BATCH;
-    if (!rc) rc = rm_trainer_problem_device(&t->p, &t->sum, t->m, t->batch, &c->optim, t->be, c->costs, mode, e);
+    if (!rc) rc = rm_training_problem(&t->p, &t->sum.fp, t->m, t->batch, &c->optim, t->be, c->costs, mode, e);
     if (rc) return rc;
     if (c->costs && t->batch != c->costs->batch)
         note(t, "costs: profiled at batch %d, scaled linearly to batch %d (assumes time grows with the batch)",
@@ -893,9 +569,9 @@ static int plan_memory(rm_trainer *t, rm_err *e)
                          "the budget %s does not hold the fixed memory of training at batch %d, %s (weights %s, "
                          "gradients %s, optimizer state %s, batchnorm statistics %s, labels %s, workspace %s); at "
                          "this batch any schedule needs at least %s, training without rematerialization %s",
-                         MB(p->budget).s, t->batch, MB(fixed).s, MB(s->fixed_weights).s, MB(s->fixed_grads).s,
-                         MB(s->fixed_optim).s, MB(s->fixed_buffers).s, MB(s->fixed_labels).s,
-                         MB(s->fixed_workspace).s, MB(s->lower_bound).s, MB(s->noremat_peak).s);
+                         MB(p->budget).s, t->batch, MB(fixed).s, MB(s->fp.weights).s, MB(s->fp.grads).s,
+                         MB(s->fp.optim).s, MB(s->fp.buffers).s, MB(s->fp.labels).s,
+                         MB(s->fp.workspace + s->fp.backend).s, MB(s->lower_bound).s, MB(s->noremat_peak).s);
     if (p->budget < s->lower_bound) {
         int lbn = 0;
         size_t best = 0;
@@ -1013,10 +689,62 @@ static int load_checkpoint(rm_trainer *t, rm_snapshot_counters *k, const char *p
     return rc;
 }
 
+/* ---- evaluation and accuracy ------------------------------------------------ */
+
+/* The node the loss layer reads: the logits. */
+static int logits_node(const rm_model *m)
+{
+    return rm_trace_forward_node(m->layers[m->nlayers - 1].inputs[0]);
+}
+
+/* Evaluation's graph and plan at a batch size: the forward-only trace,
+ * through the same problem -> schedule -> plan path as training. On a
+ * forward graph checkpoint-all frees every value after its last reader, the
+ * least memory inference can take. */
+static int eval_plan(rm_graph *g, rm_plan **plan, const rm_model *m, int batch, rm_err *e)
+{
+    *plan = NULL;
+    rm_problem *p = NULL;
+    rm_schedule *s = NULL;
+    rm_op *ops = NULL;
+    int nops = 0;
+    int rc = rm_model_trace_forward(g, m, batch, e);
+    if (!rc) rc = rm_problem_from_graph(&p, g, e);
+    if (!rc) rc = rm_strategy_checkpoint_all(&s, p, e);
+    if (!rc) rc = rm_schedule_ops(&ops, &nops, p, s, e);
+    if (!rc) rc = rm_plan_from_graph(plan, g, ops, nops, e);
+    free(ops);
+    rm_schedule_free(s);
+    rm_problem_free(p);
+    if (rc) rm_graph_free(g);
+    return rc;
+}
+
+/* Argmax hits of count samples' logits (count x K x HW) against their labels
+ * (count x HW; HW = 1 for classification). */
+static int64_t correct_of(const float *logits, rm_shape ls, const int32_t *labels, int count)
+{
+    const size_t K = (size_t)ls.c, hw = (size_t)ls.h * (size_t)ls.w;
+    int64_t correct = 0;
+    for (size_t s = 0; s < (size_t)count; s++)
+        for (size_t q = 0; q < hw; q++) {
+            const float *x = logits + s * K * hw + q;
+            size_t best = 0;
+            for (size_t k = 1; k < K; k++)
+                if (x[k * hw] > x[best * hw]) best = k;
+            correct += (int32_t)best == labels[s * hw + q];
+        }
+    return correct;
+}
+
 static void seeded_free(rm_trainer *t)
 {
     mirror_free(t);
-    fwd_free(&t->eval);
+    rm_plan_free(t->eval_plan);
+    t->eval_plan = NULL;
+    rm_graph_free(&t->eval_g);
+    free(t->logits);
+    t->logits = NULL;
     rm_optim_free(t->opt);
     rm_executor_free(t->ex);
     rm_batcher_free(t->batcher);
@@ -1088,26 +816,26 @@ static int seeded_build(rm_trainer *t, uint64_t seed, rm_err *e)
     if (rc) return rc;
     if (t->be->kind == RM_BACKEND_CUDA && (rc = mirror_build(t, e))) return rc;
 
-    /* Evaluation runs in the training arena (idle then), so its batch is
-     * the largest whose forward pass fits there; training accuracy needs the
-     * whole training batch. */
-    size_t act = 0, span = 0;
-    (void)rm_executor_arena_memory(t->ex, &act);
-    int eb = t->batch;
-    if ((rc = fwd_span(&span, m, eb, e))) return rc;
-    t->sum.train_accuracy = span <= act ? c->train_accuracy_every : 0;
-    if (c->train_accuracy_every && !t->sum.train_accuracy)
-        note(t, "training accuracy is not measured: replaying the forward pass needs %s, more than the %s of the "
-                "training arena", MB(span).s, MB(act).s);
-    while (span > act && eb > 1) {
-        eb = eb / 2;
-        if ((rc = fwd_span(&span, m, eb, e))) return rc;
+    /* Accuracy comes from the logits the executor fetches when it computes
+     * them, so measuring it costs a download, no memory on the device. */
+    t->sum.train_accuracy = c->train_accuracy_every;
+    if (!(t->logits = malloc(t->g.nodes[logits_node(m)].bytes)))
+        return rm_errorf(e, RM_ERR_NOMEM, "out of memory for the logits of a batch");
+    /* Evaluation runs in the training arena and workspace (idle then), so
+     * its batch is the largest, up to training's, whose pass fits there. */
+    for (int eb = t->batch;; eb /= 2) {
+        if ((rc = eval_plan(&t->eval_g, &t->eval_plan, m, eb, e))) return rc;
+        if (!(rc = rm_executor_set_inference(t->ex, &t->eval_g, t->eval_plan, e))) break;
+        rm_plan_free(t->eval_plan);
+        t->eval_plan = NULL;
+        rm_graph_free(&t->eval_g);
+        if (rc != RM_ERR_BUDGET || eb == 1) {
+            rm_err_context(e, "evaluation at batch %d", eb);
+            return rc;
+        }
     }
-    if (span > act) return rm_errorf(e, RM_ERR_BUDGET, "evaluation: not even one sample's forward pass fits "
-                                                       "the training arena of %zu bytes", act);
-    if ((rc = fwd_create(&t->eval, m, t->be, eb, t->ex, e))) return rc;
-    t->sum.eval_batch = eb;
-    t->sum.eval_span = t->eval.plan->span;
+    t->sum.eval_batch = t->eval_g.batch;
+    t->sum.eval_span = t->eval_plan->span;
     return RM_OK;
 }
 
@@ -1293,22 +1021,30 @@ int rm_trainer_evaluate(rm_trainer *t, rm_trainer_eval *out, rm_err *e)
     double t0 = now_s();
     rm_batcher *b = NULL;
     rm_batcher_options bo;
-    rm_batcher_options_default(&bo, t->eval.batch);
+    rm_batcher_options_default(&bo, t->eval_g.batch);
     bo.shuffle = 0;
     bo.last = RM_LAST_PARTIAL;
     if ((rc = rm_batcher_create(&b, t->test, &bo, e))) return rc;
-    fwd_result r = {0, 0, 0};
+    const int ln = logits_node(t->m);
+    double loss_sum = 0;
+    int64_t correct = 0, total = 0, samples = 0;
     int count = 0;
-    int64_t samples = 0;
+    rm_executor_set_fetch(t->ex, ln, t->logits);
     while (!(rc = rm_batcher_next(b, t->images, t->labels, &count, e)) && count > 0) {
-        if ((rc = fwd_run(&t->eval, &r, t->ex, t->images, t->labels, count, 0, t->seed, t->step, 1, e))) break;
+        float loss = 0;
+        if ((rc = rm_executor_infer(t->ex, &loss, t->images, t->labels, count, e))) break;
+        size_t nlabels = rm_model_label_count(t->m, count);
+        loss_sum += (double)loss * (double)nlabels; /* both losses are means over their labels */
+        correct += correct_of(t->logits, t->eval_g.nodes[ln].shape, t->labels, count);
+        total += (int64_t)nlabels;
         samples += count;
     }
+    rm_executor_set_fetch(t->ex, -1, NULL);
     rm_batcher_free(b);
     if (rc) return rc;
     out->samples = samples;
-    out->loss = r.total ? r.loss_sum / (double)r.total : 0;
-    out->accuracy = r.total ? (double)r.correct / (double)r.total : 0;
+    out->loss = total ? loss_sum / (double)total : 0;
+    out->accuracy = total ? (double)correct / (double)total : 0;
     out->seconds = now_s() - t0;
     return RM_OK;
 }
@@ -1328,7 +1064,7 @@ int rm_trainer_run(rm_trainer *t, rm_err *e)
     if (rc) return rc;
     const uint64_t per = (uint64_t)t->sum.epoch_steps, stop = t->sum.total_steps;
     double loss_sum = 0, train_s = 0;
-    fwd_result acc = {0, 0, 0};
+    int64_t acc_correct = 0, acc_total = 0;
     uint64_t in_epoch = 0, done = 0; /* steps counted in the running means; steps of this call */
     int64_t epoch_set = -1;
     rm_trainer_event ev;
@@ -1338,21 +1074,26 @@ int rm_trainer_run(rm_trainer *t, rm_err *e)
             rm_batcher_set_epoch(t->batcher, epoch);
             epoch_set = (int64_t)epoch;
             loss_sum = 0, in_epoch = 0;
-            acc = (fwd_result){0, 0, 0};
+            acc_correct = acc_total = 0;
         }
         double t0 = now_s();
         int count = 0;
         float loss = 0;
         if ((rc = rm_batcher_get(t->batcher, t->images, t->labels, &count, (int64_t)pos, e))) return rc;
-        if ((rc = rm_executor_step(t->ex, &loss, t->images, t->labels, t->step, e))) return rc;
+        /* Accuracy from the step's own logits, fetched when first computed. */
+        int measure = t->sum.train_accuracy && t->step % (uint64_t)t->sum.train_accuracy == 0;
+        rm_executor_set_fetch(t->ex, logits_node(t->m), measure ? t->logits : NULL);
+        rc = rm_executor_step(t->ex, &loss, t->images, t->labels, t->step, e);
+        rm_executor_set_fetch(t->ex, -1, NULL);
+        if (rc) return rc;
         if (!isfinite(loss))
             return rm_errorf(e, RM_ERR_INVALID,
                              "the loss is %g at step %llu (epoch %llu): training diverged; try a smaller learning rate",
                              (double)loss, (unsigned long long)t->step, (unsigned long long)epoch + 1);
-        if (t->sum.train_accuracy && t->step % (uint64_t)t->sum.train_accuracy == 0 &&
-            (rc = fwd_run(&t->eval, &acc, t->ex, t->images, t->labels, count, 1,
-                          t->seed, t->step, 0, e)))
-            return rc;
+        if (measure) {
+            acc_correct += correct_of(t->logits, t->g.nodes[logits_node(t->m)].shape, t->labels, count);
+            acc_total += (int64_t)rm_model_label_count(t->m, count);
+        }
         double lr = rm_lr_at(&t->lr, t->step, t->lr_total);
         if ((rc = rm_optim_step(t->opt, (float)lr, e))) return rc;
         t->step++, done++, in_epoch++;
@@ -1369,7 +1110,7 @@ int rm_trainer_run(rm_trainer *t, rm_err *e)
         ev.epoch_steps = (int64_t)per;
         ev.loss = loss;
         ev.running_loss = loss_sum / (double)in_epoch;
-        ev.running_acc = acc.total ? (double)acc.correct / (double)acc.total : -1;
+        ev.running_acc = acc_total ? (double)acc_correct / (double)acc_total : -1;
         ev.images_per_s = train_s > 0 ? (double)done * t->batch / train_s : 0;
         ev.eta_s = (double)(stop - t->step) * train_s / (double)done;
         ev.elapsed_s = train_s;

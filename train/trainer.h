@@ -6,11 +6,11 @@
  * see (the summary, a progress bar, evaluations, saved snapshots) reaches
  * the caller through one event callback, so the CLI prints and tests record.
  *
- * Memory accounting. The device budget is the total: fixed bytes first
- * (weights, gradients, optimizer state, batchnorm statistics, labels, the
- * layers' scratch workspace, each rounded up to the arena alignment as the
- * executor allocates them), and what remains is the activation budget the
- * schedule is solved for. The schedule is solved on the training graph with
+ * Memory accounting. The device budget is the total: the footprint first
+ * (train/footprint.h: weights, gradients, optimizer state, batchnorm
+ * statistics, labels, the layers' scratch workspace, each rounded up to the
+ * arena alignment as the executor allocates them), and what remains is the
+ * activation budget the schedule is solved for. The schedule is solved on the training graph with
  * every node's bytes rounded up to RM_ARENA_ALIGN, so the simulator's peak is
  * exactly the plan's live peak; the plan's span (live peak plus
  * fragmentation) is what the executor allocates, and it is what is checked
@@ -35,6 +35,7 @@
 #include "dataset.h"
 #include "error.h"
 #include "executor.h"
+#include "footprint.h"
 #include "model.h"
 #include "optim.h"
 #include "problem.h"
@@ -136,12 +137,12 @@ typedef struct rm_trainer_summary {
     int bound_batch;         /* batch_auto: no strategy fits a larger batch (trivial lower bound) */
     /* memory: totals include the fixed bytes */
     size_t budget;
-    size_t fixed, fixed_weights, fixed_grads, fixed_optim, fixed_buffers, fixed_labels, fixed_workspace;
+    rm_footprint fp;         /* the fixed bytes (train/footprint.h); fp.total is all of them */
     size_t noremat_peak;     /* fixed + checkpoint-all's activation peak */
     size_t lower_bound;      /* fixed + the largest node with its inputs: no schedule needs less */
     size_t sched_peak;       /* fixed + the schedule's simulated activation peak */
     size_t plan_span;        /* the arena the executor allocates (activations only) */
-    size_t eval_span;        /* the forward-only arena of evaluation (activations only) */
+    size_t eval_span;        /* evaluation's plan span: it runs in the training arena */
     int eval_batch;
     /* the schedule */
     const char *strategy;    /* its canonical name */
@@ -197,40 +198,6 @@ rm_executor *rm_trainer_executor(rm_trainer *t);
  * rm_trainer_steps. */
 rm_optim *rm_trainer_optimizer(rm_trainer *t);
 const rm_model *rm_trainer_model(const rm_trainer *t);
-
-/* ---- the problem training solves ----------------------------------------- */
-
-/* The rematerialization problem of training m at a batch size with an
- * optimizer: the traced graph with node bytes rounded up to RM_ARENA_ALIGN
- * and the fixed bytes of the accounting above (budget 0). breakdown (may be
- * NULL) gets the fixed bytes' parts in the summary's fixed_* fields. This is
- * the problem --batch auto hands to the max-batch search. */
-int rm_trainer_problem(rm_problem **out, rm_trainer_summary *breakdown, const rm_model *m, int batch,
-                       const rm_optim_options *o, rm_err *e);
-/* The same for a backend kind: CUDA counts the layers' CUDA workspace and
- * the executor's device loss slot (in fixed_labels). rm_trainer_problem is
- * the CPU's. */
-int rm_trainer_problem_on(rm_problem **out, rm_trainer_summary *breakdown, const rm_model *m, int batch,
-                          const rm_optim_options *o, rm_backend_kind device, rm_err *e);
-
-/* rm_trainer_problem_on with profiled node costs: costs NULL keeps the FLOPs;
- * else rm_cost_file_apply checks that the file is this model's (its name,
- * every node's name) and at this batch, or scales it to this batch when mode
- * is RM_COST_SCALE_BATCH. The one place `plan`, `maxbatch` and `train` turn
- * a cost file into problem costs. */
-int rm_trainer_problem_costs(rm_problem **out, rm_trainer_summary *breakdown, const rm_model *m, int batch,
-                             const rm_optim_options *o, rm_backend_kind device, const rm_cost_file *costs,
-                             rm_cost_batch mode, rm_err *e);
-
-/* rm_trainer_problem_costs for a live backend: its kind's accounting plus
- * the device memory the backend itself holds outside any arena (the cuBLAS
- * workspace, rm_backend_cuda_fixed_bytes), counted in fixed_workspace. That
- * size depends on the GPU (32 MiB on Hopper, 4 MiB before), so it is read off
- * the backend rather than assumed. be NULL is the CPU's accounting. What the
- * trainer solves and what `remat maxbatch --device` searches. */
-int rm_trainer_problem_device(rm_problem **out, rm_trainer_summary *breakdown, const rm_model *m, int batch,
-                              const rm_optim_options *o, const rm_backend *be, const rm_cost_file *costs,
-                              rm_cost_batch mode, rm_err *e);
 
 /* The class count and task a model trains on, from its loss layer: the
  * channels of the loss layer's input (the last linear's outputs, or the last

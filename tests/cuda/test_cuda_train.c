@@ -539,7 +539,7 @@ static rm_trainer_config train_config(void)
     cr_assert_eq(rm_model_load(&m, model, &e), RM_OK, "%s", e.msg);
     /* The trainer's accounting on this GPU: the cuBLAS workspace is fixed memory too. */
     rm_backend *gpu = cuda_backend();
-    cr_assert_eq(rm_trainer_problem_device(&p, NULL, m, c.batch, &c.optim, gpu, NULL, RM_COST_SAME_BATCH, &e), RM_OK,
+    cr_assert_eq(rm_training_problem(&p, NULL, m, c.batch, &c.optim, gpu, NULL, RM_COST_SAME_BATCH, &e), RM_OK,
                  "%s", e.msg);
     rm_backend_free(gpu);
     cr_assert_eq(rm_strategy_checkpoint_all(&all, p, &e), RM_OK, "%s", e.msg);

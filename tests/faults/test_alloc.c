@@ -130,7 +130,7 @@ static int op_model(void *ctx, rm_err *e)
     int rc = rm_model_load(&m, cfg, e);
     if (!rc) rc = rm_model_trace(&g, m, 2, e);
     if (!rc) rc = rm_problem_from_graph(&p, &g, e);
-    if (!rc) rc = rm_trainer_problem(&q, NULL, m, 2, &sgd, e);
+    if (!rc) rc = rm_training_problem(&q, NULL, m, 2, &sgd, NULL, NULL, RM_COST_SAME_BATCH, e);
     if (!rc) {
         cr_assert_eq(p->n, g.n);
         cr_assert_eq(q->n, g.n);

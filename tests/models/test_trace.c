@@ -119,7 +119,6 @@ Test(models_trace, residual_graph_node_by_node)
 
     /* Params: 2 convs of 2*2*9+2 and a linear of 3*2+3; labels: B int32. */
     cr_assert_eq(g.param_count, 85);
-    cr_assert_eq(g.fixed_bytes, 4 * 3 * 85 + 4 * (size_t)B);
     cr_assert_eq(rm_graph_edge_count(&g), 8 + 13); /* forward 8, backward 13 */
     cr_assert_eq(rm_graph_validate(&g, &e), RM_OK);
     rm_graph_free(&g);
@@ -223,13 +222,12 @@ Test(models_trace, every_builtin_model_at_batch_2)
         cr_assert_eq(rm_model_trace(&g, m, 2, &e), RM_OK, "%s", e.msg);
         check_contract(m, &g, 2);
         cr_assert_eq(g.param_count, m->param_count);
-        cr_assert_eq(g.fixed_bytes, 4 * (3 * m->param_count + m->buffer_count) + 4 * rm_model_label_count(m, 2));
         rm_graph_free(&g);
         rm_model_free(m);
     }
 }
 
-Test(models_trace, pixel_labels_count_in_fixed_bytes)
+Test(models_trace, pixel_labels_and_skip_gradient_sums)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/models/unet-tiny.cfg", REMAT_SOURCE_DIR);
@@ -239,7 +237,6 @@ Test(models_trace, pixel_labels_count_in_fixed_bytes)
     cr_assert_eq(rm_model_label_count(m, 5), 5 * 32 * 32);
     rm_graph g;
     cr_assert_eq(rm_model_trace(&g, m, 5, &e), RM_OK, "%s", e.msg);
-    cr_assert_eq(g.fixed_bytes, 4 * (3 * m->param_count + m->buffer_count) + 4 * 5 * 32 * 32);
     /* The concatenations' inputs each feed two layers: one grad-sum per skip. */
     int nsum = 0;
     for (int i = 0; i < g.n; i++) nsum += g.nodes[i].op == RM_OP_GRAD_SUM;

@@ -234,7 +234,7 @@ static void expect_same_run(const char *model, int batch, const char *strategy, 
     cr_assert_lt(s->budget, s->noremat_peak, "%s: the budget must be below checkpoint-all's peak", model);
     cr_assert_gt(s->recomputations, 0, "%s: %s at %.0f%% must recompute", model, strategy, percent);
     cr_assert_leq(s->sched_peak, s->budget);
-    cr_assert_leq(s->fixed + s->plan_span, s->budget, "%s: the arena must fit the budget", model);
+    cr_assert_leq(s->fp.total + s->plan_span, s->budget, "%s: the arena must fit the budget", model);
     /* Evaluation runs in the idle training arena, so it adds nothing to the budget. */
     size_t arena_bytes = 0;
     cr_assert_not_null(rm_executor_arena_memory(rm_trainer_executor(a), &arena_bytes));
@@ -242,7 +242,7 @@ static void expect_same_run(const char *model, int batch, const char *strategy, 
     cr_assert_leq(s->eval_span, arena_bytes, "%s: evaluation needs %zu bytes, the arena has %zu", model, s->eval_span,
                   arena_bytes);
     /* The accounting is what the executor allocates, plus the optimizer's state. */
-    cr_assert_eq(rm_executor_fixed_bytes(rm_trainer_executor(a)) + s->fixed_optim, s->fixed);
+    cr_assert_eq(rm_executor_fixed_bytes(rm_trainer_executor(a)) + s->fp.optim, s->fp.total);
     cr_assert_eq(rm_trainer_summary_of(b)->recomputations, 0);
 
     run(a);
@@ -368,7 +368,7 @@ typedef struct pctx {
 static int problem_at(rm_problem **out, void *ctx, int batch, rm_err *e)
 {
     pctx *c = ctx;
-    return rm_trainer_problem(out, NULL, c->m, batch, &c->o, e);
+    return rm_training_problem(out, NULL, c->m, batch, &c->o, NULL, NULL, RM_COST_SAME_BATCH, e);
 }
 
 Test(trainer, batch_auto_is_the_max_batch_answer)
@@ -394,7 +394,7 @@ Test(trainer, batch_auto_is_the_max_batch_answer)
     cr_assert_gt(mr.max_batch, 1);
     cr_assert(s->batch_auto);
     cr_assert_eq(s->batch, mr.max_batch, "auto picked %d, the search says %d", s->batch, mr.max_batch);
-    cr_assert_leq(s->fixed + s->plan_span, c.budget);
+    cr_assert_leq(s->fp.total + s->plan_span, c.budget);
     /* One more sample per batch would not fit this strategy (the search's local boundary). */
     run(t);
     rm_trainer_free(t);

@@ -1,0 +1,56 @@
+/* The footprint and the training problem (see footprint.h). */
+#include "footprint.h"
+
+#include <string.h>
+
+#include "arena.h"
+#include "executor.h"
+#include "trace.h"
+
+int rm_footprint_of(rm_footprint *f, const rm_model *m, int batch, const rm_optim_options *o, const rm_backend *be,
+                    rm_err *e)
+{
+    memset(f, 0, sizeof *f);
+    rm_executor_fixed x;
+    int rc = rm_executor_fixed_needed(&x, m, batch, be, e);
+    if (rc) return rc;
+    f->weights = x.weights;
+    f->grads = x.grads;
+    f->buffers = x.buffers;
+    f->labels = x.labels;
+    f->workspace = x.workspace;
+    f->optim = rm_align_up(rm_optim_state_bytes_for(o, m->param_count));
+    f->backend = be ? rm_align_up(rm_backend_cuda_fixed_bytes(be)) : 0;
+    f->total = x.total + f->optim + f->backend;
+    return RM_OK;
+}
+
+int rm_training_problem(rm_problem **out, rm_footprint *f, const rm_model *m, int batch, const rm_optim_options *o,
+                        const rm_backend *be, const rm_cost_file *costs, rm_cost_batch mode, rm_err *e)
+{
+    *out = NULL;
+    rm_footprint fp;
+    int rc = rm_footprint_of(&fp, m, batch, o, be, e);
+    if (rc) return rc;
+    rm_graph g;
+    if ((rc = rm_model_trace(&g, m, batch, e))) return rc;
+    rm_problem *p = NULL;
+    rc = rm_problem_from_graph(&p, &g, e);
+    rm_graph_free(&g);
+    if (rc) return rc;
+    /* Aligned as the plan places them, so the simulator's peak is the plan's live peak. */
+    for (int i = 0; i < p->n; i++) p->nodes[i].bytes = rm_align_up(p->nodes[i].bytes);
+    p->fixed_bytes = fp.total;
+    p->budget = 0;
+    if (costs) {
+        char name[RM_NAME_LEN];
+        rm_cost_model_name(name, sizeof name, m->path);
+        if ((rc = rm_cost_file_apply(p, costs, name, batch, mode, e))) {
+            rm_problem_free(p);
+            return rc;
+        }
+    }
+    if (f) *f = fp;
+    *out = p;
+    return RM_OK;
+}
