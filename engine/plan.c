@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
+
 void rm_plan_free(rm_plan *p)
 {
     if (!p) return;
@@ -319,10 +321,21 @@ done:
     return rc;
 }
 
+/* What REMAT_LOG=info shows of every plan: its span against its live peak. */
+static void log_plan(const rm_plan *p)
+{
+    RM_LOG_INFO("plan: %d operations, %d buffers; span %zu bytes, live peak %zu (fragmentation %.2f%%), greedy "
+                "order %s (span %zu before the local search)",
+                p->nops, p->nbuffers, p->span, p->live_peak, 100.0 * rm_plan_fragmentation(p),
+                rm_plan_order_name(p->order), p->greedy_span);
+}
+
 int rm_plan_create(rm_plan **out, const size_t *bytes, int n, const rm_op *ops, int nops, rm_err *e)
 {
     if (n > 0 && !bytes) return rm_errorf(e, RM_ERR_INVALID, "plan: no node sizes given");
-    return plan_create(out, bytes, n, NULL, ops, nops, e);
+    int rc = plan_create(out, bytes, n, NULL, ops, nops, e);
+    if (!rc) log_plan(*out);
+    return rc;
 }
 
 int rm_plan_from_graph(rm_plan **out, const rm_graph *g, const rm_op *ops, int nops, rm_err *e)
@@ -335,6 +348,7 @@ int rm_plan_from_graph(rm_plan **out, const rm_graph *g, const rm_op *ops, int n
     for (int i = 0; i < g->n; i++) bytes[i] = g->nodes[i].bytes;
     rc = plan_create(out, bytes, g->n, g, ops, nops, e);
     free(bytes);
+    if (!rc) log_plan(*out);
     return rc;
 }
 

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "log.h"
 #include "cuda_train.h"
 #include "layer.h"
 #include "trace.h"
@@ -457,6 +458,9 @@ int rm_executor_create(rm_executor **out, const rm_model *m, const rm_graph *g, 
                        plan->live_peak);
         goto fail;
     }
+    RM_LOG_INFO("executor: %s backend, batch %d, %d graph nodes, %d operations; fixed memory %zu bytes (workspace "
+                "%zu), arena %zu bytes for a plan span of %zu", be->name, ex->batch, g->n, plan->nops,
+                ex->fixed_bytes, ex->workspace_size, rm_arena_capacity(ex->arena), plan->span);
     *out = ex;
     return RM_OK;
 fail:
@@ -697,6 +701,9 @@ static int run_plan(rm_executor *ex, const exec_run *run, const int32_t *labels,
         rm_err_context(e, "executor: the step's kernels");
         return rc;
     }
+    RM_LOG_DEBUG("executor: %s of %d samples (step %llu): %d operations, arena high-water %zu bytes, loss %.9g",
+                 run->training ? "training step" : "inference pass", run->count, (unsigned long long)run->step,
+                 p->nops, rm_arena_high_water(ex->arena), (double)ex->loss);
     if (loss) *loss = ex->loss;
     return RM_OK;
 }
