@@ -139,4 +139,11 @@ int rm_dataset_segmentation_open(rm_dataset **out, const char *root, int classes
 int rm_dataset_open_dir(rm_dataset **out, const char *dir, rm_split split, const rm_image_options *img,
                         int classes, rm_err *e);
 
+/* Views of base holding `held` samples chosen by a permutation seeded with
+ * seed (test) and the others (train), each in index order, so a lazily
+ * decoded dataset reads its files in order. Both borrow base, which must
+ * outlive them. */
+int rm_dataset_split(rm_dataset **train, rm_dataset **test, rm_dataset *base, int64_t held, uint64_t seed,
+                     rm_err *e);
+
 #endif

@@ -7,59 +7,59 @@
  * mode, in the same arena and workspace, which are idle between steps, so it
  * needs no memory beyond the budget. Accuracy, in training and evaluation,
  * comes from the logits the executor fetches when it first computes them. */
-#include "trainer.h"
+#include "trainer_internal.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
-#include "arena.h"
-#include "backend.h"
-#include "batcher.h"
 #include "builder.h"
 #include "snapshot.h"
-#include "layer.h"
-#include "maxbatch.h"
-#include "plan.h"
 #include "rng.h"
-#include "schedule.h"
-#include "simulate.h"
 #include "trace.h"
 
 /* Salts that keep the uses of the run's seed apart (rng.h hashes them in). */
 #define SALT_SPLIT 0x73706c74ULL  /* the held-out split */
 #define SALT_ORDER 0x6f726472ULL  /* the batch order */
 
-#define SOLVE_ATTEMPTS 4 /* one solve plus re-solves that absorb fragmentation */
-
-static double now_s(void)
+double rm_trainer_now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Binary units for messages, "12.34 MiB", returned by value so that a
- * message can hold several: MB(x).s lives until the end of the full
- * expression that formats it (C11 6.2.4p8). */
-typedef struct mbuf {
-    char s[24];
-} mbuf;
-
-static mbuf MB(size_t bytes)
+rm_mbuf rm_trainer_mb(size_t bytes)
 {
     const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     double b = (double)bytes;
     int u = 0;
     while (b >= 1024.0 && u < 4) b /= 1024.0, u++;
-    mbuf m;
+    rm_mbuf m;
     snprintf(m.s, sizeof m.s, u ? "%.2f %s" : "%.0f %s", b, units[u]);
     return m;
+}
+
+void rm_trainer_emit(const rm_trainer *t, const rm_trainer_event *ev)
+{
+    if (t->cfg.event) t->cfg.event(t->cfg.event_ctx, ev);
+}
+
+void rm_trainer_note(const rm_trainer *t, const char *fmt, ...)
+{
+    char line[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    rm_trainer_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = RM_TRAINER_NOTE;
+    ev.text = line;
+    rm_trainer_emit(t, &ev);
 }
 
 void rm_trainer_config_default(rm_trainer_config *c)
@@ -81,168 +81,6 @@ void rm_trainer_model_task(int *classes, rm_task *task, const rm_model *m)
     const rm_model_layer *loss = &m->layers[m->nlayers - 1];
     *classes = loss->in_shape[0].c;
     *task = loss->desc->kind == RM_LAYER_PIXEL_SOFTMAX_XENT ? RM_TASK_SEGMENTATION : RM_TASK_CLASSIFICATION;
-}
-
-/* ---- the problem ----------------------------------------------------------- */
-
-typedef struct problem_ctx {
-    const rm_model *m;
-    const rm_optim_options *o;
-    const rm_backend *be;
-    const rm_cost_file *costs;
-} problem_ctx;
-
-/* The problems of the max-batch searches and bounds: they try many batch
- * sizes, so profiled costs are scaled linearly to each one. */
-static int build_problem(rm_problem **out, void *vctx, int batch, rm_err *e)
-{
-    const problem_ctx *c = vctx;
-    return rm_training_problem(out, NULL, c->m, batch, c->o, c->be, c->costs, RM_COST_SCALE_BATCH, e);
-}
-
-/* ---- a seeded split of a dataset ------------------------------------------ */
-
-typedef struct subset {
-    rm_dataset *base; /* not owned */
-    int64_t *idx;
-    char source[300];
-} subset;
-
-static int subset_load(void *ctx, float *image, int32_t *labels, int64_t i, rm_err *e)
-{
-    subset *s = ctx;
-    return rm_dataset_load(s->base, image, labels, s->idx[i], e);
-}
-
-static const char *subset_class_name(void *ctx, int k)
-{
-    subset *s = ctx;
-    return s->base->ops->class_name ? s->base->ops->class_name(s->base->ctx, k) : NULL;
-}
-
-static void subset_destroy(void *ctx)
-{
-    subset *s = ctx;
-    free(s->idx);
-    free(s);
-}
-
-static const rm_dataset_ops subset_ops = {subset_load, subset_class_name, subset_destroy};
-
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-static int subset_make(rm_dataset **out, rm_dataset *base, const int64_t *idx, int64_t n, const char *what, rm_err *e)
-{
-    subset *s = calloc(1, sizeof *s);
-    if (s) s->idx = malloc((size_t)(n ? n : 1) * sizeof *s->idx);
-    if (!s || !s->idx) {
-        if (s) free(s);
-        return rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory", base->info.source);
-    }
-    memcpy(s->idx, idx, (size_t)n * sizeof *idx);
-    /* In index order: a lazily decoded dataset then reads its files in order. */
-    qsort(s->idx, (size_t)n, sizeof *s->idx, cmp_i64);
-    s->base = base;
-    snprintf(s->source, sizeof s->source, "%s (%s)", base->info.source, what);
-    rm_dataset_info info = base->info;
-    info.count = n;
-    info.source = s->source;
-    return rm_dataset_wrap(out, &info, &subset_ops, s, e);
-}
-
-/* Holds out `held` samples of base, chosen by a seeded permutation. */
-static int split_make(rm_dataset **train, rm_dataset **test, rm_dataset *base, int64_t held, uint64_t seed,
-                      rm_err *e)
-{
-    *train = *test = NULL;
-    int64_t n = base->info.count;
-    int64_t *perm = malloc((size_t)n * sizeof *perm);
-    if (!perm) return rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory", base->info.source);
-    for (int64_t i = 0; i < n; i++) perm[i] = i;
-    rm_rng r = rm_rng_make(rm_hash64(seed ^ SALT_SPLIT));
-    for (int64_t i = n - 1; i > 0; i--) {
-        int64_t j = (int64_t)(rm_rng_next(&r) % (uint64_t)(i + 1));
-        int64_t x = perm[i];
-        perm[i] = perm[j], perm[j] = x;
-    }
-    int rc = subset_make(test, base, perm, held, "held-out split", e);
-    if (!rc) rc = subset_make(train, base, perm + held, n - held, "training split", e);
-    free(perm);
-    if (rc) {
-        rm_dataset_free(*test);
-        *test = NULL;
-    }
-    return rc;
-}
-
-/* ---- the trainer ------------------------------------------------------------ */
-
-struct rm_trainer {
-    rm_trainer_config cfg;
-    rm_trainer_summary sum;
-    rm_model *m;
-    rm_backend *be;
-    rm_task task;
-    int classes, batch;
-
-    /* Data. base_*: what was opened (owned); train/test: what is used (a base, or a view of one). */
-    rm_dataset *base_train, *base_test;
-    rm_dataset *train, *test;
-    rm_batcher *batcher;
-    float *images;   /* host batch */
-    int32_t *labels; /* host labels */
-
-    /* The schedule and its plan (independent of the seed). */
-    rm_graph g;
-    rm_problem *p;
-    rm_schedule *s;
-    rm_plan *plan;
-
-    /* Seeded state. */
-    uint64_t seed;
-    rm_executor *ex;
-    rm_optim *opt;
-    rm_layer_params **lpp;
-    rm_graph eval_g;   /* evaluation: the forward-only graph at the evaluation batch */
-    rm_plan *eval_plan;
-    float *logits;     /* host: the logits of a batch, fetched for accuracy */
-    /* CUDA: host twins of the device parameters, statistics and optimizer
-     * state, laid out alike, which snapshots are written from and read
-     * into (snapshot.c reads and writes host memory). NULL on the CPU. */
-    float *host_params, *host_buffers;
-    rm_layer_params *host_lp;
-    rm_layer_params **host_lpp;
-    rm_optim *host_opt;
-    int synthetic;
-
-    rm_lr_schedule lr;
-    uint64_t lr_total;
-    uint64_t step;
-    int finished;
-};
-
-static void emit(const rm_trainer *t, const rm_trainer_event *ev)
-{
-    if (t->cfg.event) t->cfg.event(t->cfg.event_ctx, ev);
-}
-
-static void note(const rm_trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void note(const rm_trainer *t, const char *fmt, ...)
-{
-    char line[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    rm_trainer_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.kind = RM_TRAINER_NOTE;
-    ev.text = line;
-    emit(t, &ev);
 }
 
 const rm_trainer_summary *rm_trainer_summary_of(const rm_trainer *t) { return &t->sum; }
@@ -288,9 +126,9 @@ static int open_dir_data(rm_trainer *t, rm_err *e)
             *e = te;
             return rc;
         }
-        note(t, "data: no held-out split (%s); holding out 10%% of the training data, chosen by the seed", te.msg);
+        rm_trainer_note(t, "data: no held-out split (%s); holding out 10%% of the training data, chosen by the seed", te.msg);
     } else if (!strcmp(t->base_test->info.source, t->base_train->info.source)) {
-        note(t, "data: %s has no separate held-out split; holding out 10%% of it, chosen by the seed", t->cfg.data);
+        rm_trainer_note(t, "data: %s has no separate held-out split; holding out 10%% of it, chosen by the seed", t->cfg.data);
         rm_dataset_free(t->base_test);
         t->base_test = NULL;
     }
@@ -314,379 +152,6 @@ static int check_data(const rm_trainer *t, const rm_dataset *ds, rm_err *e)
         return rm_errorf(e, RM_ERR_INVALID, "%s: %d classes, but the model %s predicts only %d", d->source, d->classes,
                          m->path, t->classes);
     return RM_OK;
-}
-
-/* ---- the schedule ----------------------------------------------------------- */
-
-static uint64_t fnv(uint64_t h, const void *data, size_t n)
-{
-    const unsigned char *b = data;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ULL;
-    return h;
-}
-
-/* The cache key: everything a schedule depends on (the problem, the budget,
- * the strategy), and nothing else, so two models with the same training
- * graph share their schedules. */
-static uint64_t cache_key(const rm_problem *p, size_t budget, const char *strategy)
-{
-    uint64_t h = 0xcbf29ce484222325ULL;
-    h = fnv(h, "remat schedule cache 1", 22);
-    h = fnv(h, strategy, strlen(strategy));
-    uint64_t v[3] = {(uint64_t)p->n, (uint64_t)p->fixed_bytes, (uint64_t)budget};
-    h = fnv(h, v, sizeof v);
-    for (int i = 0; i < p->n; i++) {
-        const rm_problem_node *nd = &p->nodes[i];
-        uint64_t w[3] = {(uint64_t)nd->tag, (uint64_t)nd->bytes, (uint64_t)nd->ndeps};
-        h = fnv(h, nd->name, strlen(nd->name) + 1);
-        h = fnv(h, w, sizeof w);
-        h = fnv(h, &nd->cost, sizeof nd->cost);
-        h = fnv(h, nd->deps, (size_t)nd->ndeps * sizeof *nd->deps);
-    }
-    return h;
-}
-
-static int make_plan(rm_plan **out, const rm_trainer *t, const rm_schedule *s, rm_err *e)
-{
-    rm_op *ops = NULL;
-    int nops = 0;
-    int rc = rm_schedule_ops(&ops, &nops, t->p, s, e);
-    if (!rc) rc = rm_plan_from_graph(out, &t->g, ops, nops, e);
-    free(ops);
-    return rc;
-}
-
-static int recomputed_nodes(const rm_schedule *s)
-{
-    int count = 0;
-    for (int i = 0; i < s->n; i++) {
-        int times = 0;
-        for (int t = i; t < s->n; t++) times += rm_R_at(s, t, i);
-        count += times > 1;
-    }
-    return count;
-}
-
-/* A cached schedule is used only if the reader (valid, agreeing with the
- * simulator), the budget and the plan's span all accept it. */
-static int cache_load(rm_trainer *t, const char *path, rm_err *e)
-{
-    rm_schedule *s = NULL;
-    rm_plan *pl = NULL;
-    rm_sim_result r;
-    int rc = rm_schedule_read(&s, t->p, path, e);
-    if (!rc) rc = rm_simulate(&r, t->p, s, e);
-    if (!rc && !rm_sim_fits(t->p, &r))
-        rc = rm_errorf(e, RM_ERR_BUDGET, "%s: peaks at %s, over the budget %s", path,
-                       MB(t->p->fixed_bytes + r.peak_bytes).s, MB(t->p->budget).s);
-    if (!rc) rc = make_plan(&pl, t, s, e);
-    if (!rc && t->p->fixed_bytes + pl->span > t->p->budget)
-        rc = rm_errorf(e, RM_ERR_BUDGET, "%s: its plan needs %s, over the budget %s", path,
-                       MB(t->p->fixed_bytes + pl->span).s, MB(t->p->budget).s);
-    if (rc) {
-        rm_schedule_free(s);
-        rm_plan_free(pl);
-        return rc;
-    }
-    t->s = s;
-    t->plan = pl;
-    t->sum.status = "cached";
-    return RM_OK;
-}
-
-/* rm_schedule_write replaces the file atomically (engine/atomic_file.h), so
- * a concurrent run never reads half a file and a full disk never leaves one.
- * The cache only saves solver time: a failure to store is a note, not a
- * reason to stop a training run whose schedule is already in hand. */
-static void cache_store(rm_trainer *t, const char *path)
-{
-    rm_err e = {RM_OK, ""};
-    if (mkdir(t->cfg.cache_dir, 0777) && errno != EEXIST) {
-        note(t, "schedule cache: cannot create %s: %s", t->cfg.cache_dir, strerror(errno));
-        return;
-    }
-    if (rm_schedule_write(t->s, t->p, path, &e)) note(t, "schedule cache: not stored: %s", e.msg);
-}
-
-/* Where no schedule is found, what would fit: the largest batch this
- * strategy fits in the budget (baselines are cheap enough to search), and
- * the largest batch any schedule could fit. */
-static void what_fits(const rm_trainer *t, const rm_strategy_info *st, char *buf, size_t len)
-{
-    problem_ctx pc = {t->m, &t->cfg.optim, t->be, t->cfg.costs};
-    rm_err e = {RM_OK, ""};
-    int bound = 0;
-    buf[0] = '\0';
-    if (rm_maxbatch_bound(&bound, build_problem, &pc, t->sum.budget, t->batch, &e)) return;
-    if (bound == 0) {
-        snprintf(buf, len, "; not even batch 1 fits this budget");
-        return;
-    }
-    size_t l = 0;
-    if (!st->solve_opt && t->batch > 1) {
-        rm_maxbatch_options o;
-        memset(&o, 0, sizeof o);
-        o.budget = t->sum.budget;
-        o.max_batch = t->batch - 1;
-        o.bound_batch = bound < t->batch ? bound : t->batch - 1;
-        rm_maxbatch_result r;
-        if (!rm_maxbatch_search(&r, st, build_problem, &pc, &o, &e) && r.max_batch > 0)
-            l = (size_t)snprintf(buf, len, "; in this budget %s fits batch %d (--batch %d)", st->name, r.max_batch,
-                                 r.max_batch);
-    }
-    if (l >= len) return;
-    if (bound < t->batch)
-        snprintf(buf + l, len - l, "; no schedule at all fits a batch above %d", bound);
-    else if (!st->solve_opt)
-        snprintf(buf + l, len - l, "; batch %d is above the lower bound, so lp_round or milp may fit it", t->batch);
-}
-
-static int solve(rm_trainer *t, rm_err *e)
-{
-    const rm_strategy_info *st = rm_strategy_find(t->cfg.strategy);
-    rm_problem *p = t->p;
-    const size_t budget = p->budget, fixed = p->fixed_bytes, act = budget - fixed;
-    t->sum.strategy = st->name;
-    t->sum.cache = -1;
-    char path[512] = "";
-    if (t->cfg.cache_dir) {
-        snprintf(path, sizeof path, "%s/%s-%016llx.schedule", t->cfg.cache_dir, st->name,
-                 (unsigned long long)cache_key(p, budget, st->name));
-        snprintf(t->sum.cache_file, sizeof t->sum.cache_file, "%s", path);
-        FILE *f = fopen(path, "r");
-        if (f) {
-            fclose(f);
-            rm_err ce = {RM_OK, ""};
-            if (!cache_load(t, path, &ce)) {
-                t->sum.cache = 1;
-                return RM_OK;
-            }
-            note(t, "schedule cache: ignoring %s (%s); solving again", path, ce.msg);
-        }
-        t->sum.cache = 0;
-    }
-    /* Solved for the budget; when the placement's fragmentation pushes the
-     * arena over, solved again for that much less. Checkpoint-all's schedule
-     * does not depend on the budget, so re-solving it cannot help. */
-    size_t target = budget, span = 0;
-    int fixed_schedule = !strcmp(st->name, "checkpoint_all");
-    rm_strategy_stats stats;
-    for (int attempt = 0; attempt < SOLVE_ATTEMPTS; attempt++) {
-        p->budget = target;
-        char line[300];
-        snprintf(line, sizeof line, "solving the %s schedule for batch %d in %s (%s for activations)%s", st->name,
-                 t->batch, MB(target).s, MB(target - fixed).s, attempt ? ", again" : "");
-        rm_trainer_event ev;
-        memset(&ev, 0, sizeof ev);
-        ev.kind = RM_TRAINER_SOLVING;
-        ev.text = line;
-        ev.batch = t->batch;
-        emit(t, &ev);
-        rm_schedule *s = NULL;
-        int rc = rm_strategy_run(&s, &stats, st, p, &t->cfg.solver, e);
-        p->budget = budget;
-        if (rc == RM_ERR_INFEASIBLE) {
-            char fits[300];
-            what_fits(t, st, fits, sizeof fits);
-            return rm_errorf(e, RM_ERR_INFEASIBLE,
-                             "%s finds no schedule for batch %d within %s (%s%s): training without "
-                             "rematerialization needs %s, and no schedule needs less than %s%s",
-                             st->name, t->batch, MB(target).s, stats.status,
-                             !strcmp(stats.status, "no solution") ? ": the time limit came first" : "",
-                             MB(t->sum.noremat_peak).s, MB(t->sum.lower_bound).s, fits);
-        }
-        if (rc) return rc;
-        rm_plan *pl = NULL;
-        if ((rc = make_plan(&pl, t, s, e))) {
-            rm_schedule_free(s);
-            return rc;
-        }
-        span = pl->span;
-        if (span <= act) {
-            t->s = s;
-            t->plan = pl;
-            break;
-        }
-        size_t over = span - act;
-        rm_schedule_free(s);
-        rm_plan_free(pl);
-        if (fixed_schedule || target - over < t->sum.lower_bound) break;
-        note(t, "the %s plan needs %s for activations (live peak %s plus fragmentation), over the %s there is; "
-                "solving for %s less",
-             st->name, MB(span).s, MB(stats.sim.peak_bytes).s, MB(act).s, MB(over).s);
-        target -= over;
-        t->sum.resolves++;
-    }
-    if (!t->s)
-        return rm_errorf(e, RM_ERR_BUDGET,
-                         "the %s schedule for batch %d peaks within %s, but its arena needs %s for activations where "
-                         "%s is left after the fixed %s (placement fragmentation); a slightly larger budget or "
-                         "another strategy fits",
-                         st->name, t->batch, MB(budget).s, MB(span).s, MB(act).s, MB(fixed).s);
-    t->sum.status = stats.status;
-    t->sum.solve_s = stats.seconds;
-    t->sum.has_bound = stats.has_bound;
-    t->sum.gap = stats.gap;
-    if (path[0]) cache_store(t, path);
-    return RM_OK;
-}
-
-/* The memory side of create: problem, budget, the checks that say what fits, the schedule. */
-static int plan_memory(rm_trainer *t, rm_err *e)
-{
-    const rm_trainer_config *c = &t->cfg;
-    int rc = rm_model_trace(&t->g, t->m, t->batch, e);
-    /* Profiled costs must be of this batch, unless --batch auto chose it:
-     * then they are scaled like the search's probes were. */
-    rm_cost_batch mode = t->sum.batch_auto ? RM_COST_SCALE_BATCH : RM_COST_SAME_BATCH;
-    if (!rc) rc = rm_training_problem(&t->p, &t->sum.fp, t->m, t->batch, &c->optim, t->be, c->costs, mode, e);
-    if (rc) return rc;
-    if (c->costs && t->batch != c->costs->batch)
-        note(t, "costs: profiled at batch %d, scaled linearly to batch %d (assumes time grows with the batch)",
-             c->costs->batch, t->batch);
-    rm_problem *p = t->p;
-    rm_schedule *all = NULL;
-    rm_sim_result r;
-    if ((rc = rm_strategy_checkpoint_all(&all, p, e)) || (rc = rm_simulate(&r, p, all, e))) {
-        rm_schedule_free(all);
-        return rc;
-    }
-    rm_schedule_free(all);
-    const size_t fixed = p->fixed_bytes, lb = rm_problem_peak_lower_bound(p);
-    t->sum.noremat_peak = fixed + r.peak_bytes;
-    t->sum.lower_bound = fixed + lb;
-    for (int i = 0; i < p->n; i++) t->sum.base_cost += p->nodes[i].cost;
-    if (c->budget_percent > 0) {
-        double v = floor((double)t->sum.noremat_peak * c->budget_percent / 100.0);
-        t->sum.budget = v < 1 ? 1 : v >= 1.8e19 ? SIZE_MAX : (size_t)v;
-    } else {
-        t->sum.budget = c->budget;
-    }
-    p->budget = t->sum.budget;
-    const rm_trainer_summary *s = &t->sum;
-    if (p->budget <= fixed)
-        return rm_errorf(e, RM_ERR_BUDGET,
-                         "the budget %s does not hold the fixed memory of training at batch %d, %s (weights %s, "
-                         "gradients %s, optimizer state %s, batchnorm statistics %s, labels %s, workspace %s); at "
-                         "this batch any schedule needs at least %s, training without rematerialization %s",
-                         MB(p->budget).s, t->batch, MB(fixed).s, MB(s->fp.weights).s, MB(s->fp.grads).s,
-                         MB(s->fp.optim).s, MB(s->fp.buffers).s, MB(s->fp.labels).s,
-                         MB(s->fp.workspace + s->fp.backend).s, MB(s->lower_bound).s, MB(s->noremat_peak).s);
-    if (p->budget < s->lower_bound) {
-        int lbn = 0;
-        size_t best = 0;
-        for (int n = 0; n < p->n; n++) {
-            size_t sz = p->nodes[n].bytes;
-            for (int q = 0; q < p->nodes[n].ndeps; q++) sz += p->nodes[p->nodes[n].deps[q]].bytes;
-            if (sz > best) best = sz, lbn = n;
-        }
-        problem_ctx pc = {t->m, &c->optim, t->be, c->costs};
-        int bound = 0;
-        rm_err be = {RM_OK, ""};
-        char more[120] = "";
-        if (!rm_maxbatch_bound(&bound, build_problem, &pc, p->budget, t->batch, &be)) {
-            if (bound) snprintf(more, sizeof more, "; batch %d is the largest any schedule could fit in it", bound);
-            else snprintf(more, sizeof more, "; not even batch 1 fits in it");
-        }
-        return rm_errorf(e, RM_ERR_INFEASIBLE,
-                         "no schedule exists: the budget %s is below the least any schedule needs at batch %d, %s = "
-                         "fixed %s + %s to compute '%s' with its inputs resident (no-remat peak %s)%s",
-                         MB(p->budget).s, t->batch, MB(s->lower_bound).s, MB(fixed).s, MB(lb).s, p->nodes[lbn].name,
-                         MB(s->noremat_peak).s, more);
-    }
-    if ((rc = solve(t, e))) return rc;
-    rm_sim_result sr;
-    if ((rc = rm_simulate(&sr, p, t->s, e))) return rc;
-    t->sum.sched_peak = fixed + sr.peak_bytes;
-    t->sum.cost = sr.cost;
-    t->sum.recomputations = sr.recomputations;
-    t->sum.recomputed_nodes = recomputed_nodes(t->s);
-    t->sum.plan_span = t->plan->span;
-    return RM_OK;
-}
-
-/* ---- the seeded part: data order, parameters, optimizer --------------------- */
-
-/* ---- host twins of device state, for snapshots ---------------------------- */
-
-static void mirror_free(rm_trainer *t)
-{
-    rm_optim_free(t->host_opt);
-    free(t->host_params);
-    free(t->host_buffers);
-    free(t->host_lp);
-    free(t->host_lpp);
-    t->host_opt = NULL, t->host_params = t->host_buffers = NULL, t->host_lp = NULL, t->host_lpp = NULL;
-}
-
-/* A device pointer inside [dev, dev + n) mapped to the same element of host. */
-static float *remap(float *p, float *dev, float *host)
-{
-    return p ? host + (p - dev) : NULL;
-}
-
-/* Host copies of the executor's layer parameters (same layout) and a host
- * optimizer over them, with the device optimizer's kind and slots. Its
- * gradients point at the host parameters: it never steps, it only holds
- * state for rm_snapshot_save/load. */
-static int mirror_build(rm_trainer *t, rm_err *e)
-{
-    const rm_model *m = t->m;
-    size_t np = 0, nb = 0;
-    float *dp = rm_executor_params(t->ex, &np), *dg = rm_executor_grads(t->ex, NULL);
-    float *db = rm_executor_buffers(t->ex, &nb);
-    t->host_params = calloc(np ? np : 1, sizeof(float));
-    t->host_buffers = calloc(nb ? nb : 1, sizeof(float));
-    t->host_lp = calloc((size_t)m->nlayers, sizeof *t->host_lp);
-    t->host_lpp = calloc((size_t)m->nlayers, sizeof *t->host_lpp);
-    rm_optim_tensor *ts = calloc(2 * (size_t)m->nlayers + 1, sizeof *ts);
-    if (!t->host_params || !t->host_buffers || !t->host_lp || !t->host_lpp || !ts) {
-        free(ts);
-        return rm_errorf(e, RM_ERR_NOMEM, "out of host memory for the snapshot copies of the parameters");
-    }
-    for (int i = 0; i < m->nlayers; i++) {
-        rm_layer_params *d = t->lpp[i], *h = &t->host_lp[i];
-        *h = *d;
-        h->w.data = remap(d->w.data, dp, t->host_params);
-        h->b.data = remap(d->b.data, dp, t->host_params);
-        h->dw.data = remap(d->dw.data, dg, t->host_params);
-        h->db.data = remap(d->db.data, dg, t->host_params);
-        h->running_mean.data = remap(d->running_mean.data, db, t->host_buffers);
-        h->running_var.data = remap(d->running_var.data, db, t->host_buffers);
-        t->host_lpp[i] = h;
-    }
-    int nts = 0;
-    int rc = rm_optim_tensors_from_model(ts, &nts, m, t->host_lpp, e);
-    if (!rc) rc = rm_optim_create(&t->host_opt, ts, nts, &t->cfg.optim, e);
-    free(ts);
-    return rc;
-}
-
-/* Device -> host twins (before a save). */
-static int mirror_pull(rm_trainer *t, rm_err *e)
-{
-    int rc = rm_executor_download_params(t->ex, t->host_params, e);
-    if (!rc) rc = rm_executor_download_buffers(t->ex, t->host_buffers, e);
-    if (!rc) rc = rm_optim_state_copy(t->host_opt, t->opt, e);
-    return rc;
-}
-
-/* Host twins -> device (after a load). */
-static int mirror_push(rm_trainer *t, rm_err *e)
-{
-    int rc = rm_executor_upload_params(t->ex, t->host_params, e);
-    if (!rc) rc = rm_executor_upload_buffers(t->ex, t->host_buffers, e);
-    if (!rc) rc = rm_optim_state_copy(t->opt, t->host_opt, e);
-    return rc;
-}
-
-/* A snapshot into the parameters and optimizer, wherever they live. */
-static int load_checkpoint(rm_trainer *t, rm_snapshot_counters *k, const char *path, rm_err *e)
-{
-    if (!t->host_opt) return rm_snapshot_load(k, path, t->m, t->lpp, t->opt, e);
-    int rc = rm_snapshot_load(k, path, t->m, t->host_lpp, t->host_opt, e);
-    if (!rc) rc = mirror_push(t, e);
-    return rc;
 }
 
 /* ---- evaluation and accuracy ------------------------------------------------ */
@@ -739,7 +204,7 @@ static int64_t correct_of(const float *logits, rm_shape ls, const int32_t *label
 
 static void seeded_free(rm_trainer *t)
 {
-    mirror_free(t);
+    rm_trainer_mirror_free(t);
     rm_plan_free(t->eval_plan);
     t->eval_plan = NULL;
     rm_graph_free(&t->eval_g);
@@ -773,13 +238,13 @@ static int seeded_build(rm_trainer *t, uint64_t seed, rm_err *e)
         rm_synthetic_options_default(&so, t->task, n + n / 4, m->input.c, m->input.h, m->input.w, t->classes);
         so.seed = seed; /* the generator hashes it into its own streams */
         if ((rc = rm_dataset_synthetic_create(&t->base_train, &so, e))) return rc;
-        if ((rc = split_make(&t->train, &t->test, t->base_train, n / 4, seed, e))) return rc;
+        if ((rc = rm_dataset_split(&t->train, &t->test, t->base_train, n / 4, rm_hash64(seed ^ SALT_SPLIT), e))) return rc;
         t->sum.held_out_split = 1;
     } else if (t->base_test) {
         t->train = t->base_train, t->test = t->base_test;
     } else {
         int64_t n = t->base_train->info.count, held = n >= 10 ? n / 10 : n >= 2 ? 1 : 0;
-        if ((rc = split_make(&t->train, &t->test, t->base_train, held, seed, e))) return rc;
+        if ((rc = rm_dataset_split(&t->train, &t->test, t->base_train, held, rm_hash64(seed ^ SALT_SPLIT), e))) return rc;
         t->sum.held_out_split = 1;
     }
     if ((rc = check_data(t, t->train, e)) || (rc = check_data(t, t->test, e))) return rc;
@@ -814,7 +279,7 @@ static int seeded_build(rm_trainer *t, uint64_t seed, rm_err *e)
     if (!rc) rc = rm_optim_create_on(&t->opt, ts, nts, &c->optim, t->be, e);
     free(ts);
     if (rc) return rc;
-    if (t->be->kind == RM_BACKEND_CUDA && (rc = mirror_build(t, e))) return rc;
+    if (t->be->kind == RM_BACKEND_CUDA && (rc = rm_trainer_mirror_build(t, e))) return rc;
 
     /* Accuracy comes from the logits the executor fetches when it computes
      * them, so measuring it costs a download, no memory on the device. */
@@ -844,7 +309,7 @@ static int resume(rm_trainer *t, rm_err *e)
 {
     const rm_trainer_config *c = &t->cfg;
     rm_snapshot_counters k;
-    int rc = load_checkpoint(t, &k, c->resume_path, e);
+    int rc = rm_trainer_load_snapshot(t, &k, c->resume_path, e);
     if (rc) return rc;
     if (k.seed != t->seed) {
         if (c->seed_given)
@@ -854,7 +319,7 @@ static int resume(rm_trainer *t, rm_err *e)
                              c->resume_path, (unsigned long long)k.seed, (unsigned long long)t->seed);
         seeded_free(t);
         if ((rc = seeded_build(t, k.seed, e))) return rc;
-        if ((rc = load_checkpoint(t, &k, c->resume_path, e))) return rc;
+        if ((rc = rm_trainer_load_snapshot(t, &k, c->resume_path, e))) return rc;
     }
     uint64_t per = (uint64_t)t->sum.epoch_steps;
     if (k.epoch != k.step / per)
@@ -868,59 +333,6 @@ static int resume(rm_trainer *t, rm_err *e)
                          (unsigned long long)rm_optim_steps(t->opt), (unsigned long long)k.step);
     t->step = k.step;
     t->sum.start_step = k.step;
-    return RM_OK;
-}
-
-static void probe(void *ctx, const char *strategy, int batch, int feasible, double seconds)
-{
-    (void)strategy, (void)seconds;
-    if (feasible < 0) return;
-    rm_trainer_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.kind = RM_TRAINER_PROBE;
-    ev.batch = batch;
-    ev.fits = feasible;
-    emit(ctx, &ev);
-}
-
-static int auto_batch(rm_trainer *t, rm_err *e)
-{
-    const rm_trainer_config *c = &t->cfg;
-    const rm_strategy_info *st = rm_strategy_find(c->strategy);
-    problem_ctx pc = {t->m, &c->optim, t->be, c->costs};
-    rm_maxbatch_options o;
-    memset(&o, 0, sizeof o);
-    o.budget = c->budget;
-    o.max_batch = 1 << 16;
-    o.solver = c->solver;
-    o.progress = probe;
-    o.progress_ctx = t;
-    int rc = rm_maxbatch_bound(&o.bound_batch, build_problem, &pc, o.budget, o.max_batch, e);
-    if (rc) return rc;
-    if (o.bound_batch == 0) {
-        rm_problem *p = NULL;
-        rc = build_problem(&p, &pc, 1, e);
-        if (rc) return rc;
-        size_t fixed = p->fixed_bytes, lb = rm_problem_peak_lower_bound(p);
-        rm_problem_free(p);
-        return rm_errorf(e, RM_ERR_INFEASIBLE,
-                         "not even batch 1 fits the budget %s: training %s at batch 1 needs at least %s (fixed %s + "
-                         "the largest node with its inputs)",
-                         MB(c->budget).s, t->m->path, MB(fixed + lb).s, MB(fixed).s);
-    }
-    note(t, "--batch auto: searching the largest batch %s fits in %s (no schedule fits more than %d)", st->name,
-         MB(c->budget).s, o.bound_batch);
-    rm_maxbatch_result r;
-    if ((rc = rm_maxbatch_search(&r, st, build_problem, &pc, &o, e))) return rc;
-    if (r.max_batch == 0)
-        return rm_errorf(e, RM_ERR_INFEASIBLE, "%s fits no batch in the budget %s, not even 1%s", st->name,
-                         MB(c->budget).s,
-                         st->solve_opt ? "" : " (lp_round or milp may: they recompute more cleverly)");
-    t->batch = r.max_batch;
-    t->sum.batch_auto = 1;
-    t->sum.bound_batch = r.bound_batch;
-    note(t, "--batch auto: batch %d (%d solves, %.2f s)%s", r.max_batch, r.probes, r.search_s,
-         r.capped ? ", the search's cap" : "");
     return RM_OK;
 }
 
@@ -955,9 +367,9 @@ int rm_trainer_create(rm_trainer **out, const rm_trainer_config *c, rm_err *e)
     t->sum.device = t->be->name;
     /* A missing data folder fails before any solve. */
     if (!t->synthetic && (rc = open_dir_data(t, e))) goto fail;
-    if (t->batch == 0 && (rc = auto_batch(t, e))) goto fail;
+    if (t->batch == 0 && (rc = rm_trainer_auto_batch(t, e))) goto fail;
     t->sum.batch = t->batch;
-    if ((rc = plan_memory(t, e))) goto fail;
+    if ((rc = rm_trainer_plan_memory(t, e))) goto fail;
     if (t->be->kind == RM_BACKEND_CUDA) {
         /* The budget is device memory: refused before allocating if the GPU has less free. */
         size_t free_b = 0, total_b = 0;
@@ -1018,7 +430,7 @@ int rm_trainer_evaluate(rm_trainer *t, rm_trainer_eval *out, rm_err *e)
     if (t->test->info.count == 0) return RM_OK;
     int rc = ensure_buffers(t, e);
     if (rc) return rc;
-    double t0 = now_s();
+    double t0 = rm_trainer_now_s();
     rm_batcher *b = NULL;
     rm_batcher_options bo;
     rm_batcher_options_default(&bo, t->eval_g.batch);
@@ -1045,16 +457,8 @@ int rm_trainer_evaluate(rm_trainer *t, rm_trainer_eval *out, rm_err *e)
     out->samples = samples;
     out->loss = total ? loss_sum / (double)total : 0;
     out->accuracy = total ? (double)correct / (double)total : 0;
-    out->seconds = now_s() - t0;
+    out->seconds = rm_trainer_now_s() - t0;
     return RM_OK;
-}
-
-int rm_trainer_save(rm_trainer *t, const char *path, rm_err *e)
-{
-    rm_snapshot_counters k = {t->step, t->step / (uint64_t)t->sum.epoch_steps, t->seed, 0};
-    if (!t->host_opt) return rm_snapshot_save(path, t->m, t->lpp, t->opt, &k, e);
-    int rc = mirror_pull(t, e); /* CUDA: the file is written from host copies */
-    return rc ? rc : rm_snapshot_save(path, t->m, t->host_lpp, t->host_opt, &k, e);
 }
 
 int rm_trainer_run(rm_trainer *t, rm_err *e)
@@ -1076,7 +480,7 @@ int rm_trainer_run(rm_trainer *t, rm_err *e)
             loss_sum = 0, in_epoch = 0;
             acc_correct = acc_total = 0;
         }
-        double t0 = now_s();
+        double t0 = rm_trainer_now_s();
         int count = 0;
         float loss = 0;
         if ((rc = rm_batcher_get(t->batcher, t->images, t->labels, &count, (int64_t)pos, e))) return rc;
@@ -1098,7 +502,7 @@ int rm_trainer_run(rm_trainer *t, rm_err *e)
         if ((rc = rm_optim_step(t->opt, (float)lr, e))) return rc;
         t->step++, done++, in_epoch++;
         loss_sum += loss;
-        train_s += now_s() - t0;
+        train_s += rm_trainer_now_s() - t0;
 
         memset(&ev, 0, sizeof ev);
         ev.kind = RM_TRAINER_STEP;
@@ -1114,7 +518,7 @@ int rm_trainer_run(rm_trainer *t, rm_err *e)
         ev.images_per_s = train_s > 0 ? (double)done * t->batch / train_s : 0;
         ev.eta_s = (double)(stop - t->step) * train_s / (double)done;
         ev.elapsed_s = train_s;
-        emit(t, &ev);
+        rm_trainer_emit(t, &ev);
 
         int epoch_end = t->step % per == 0, last = t->step == stop;
         int periodic = t->cfg.eval_every && t->step % t->cfg.eval_every == 0;
@@ -1122,14 +526,14 @@ int rm_trainer_run(rm_trainer *t, rm_err *e)
             rm_trainer_event ee = ev;
             if ((rc = rm_trainer_evaluate(t, &ee.eval, e))) return rc;
             ee.kind = epoch_end ? RM_TRAINER_EPOCH : RM_TRAINER_EVAL;
-            emit(t, &ee);
+            rm_trainer_emit(t, &ee);
         }
         if ((epoch_end || last) && t->cfg.snapshot_path) {
             if ((rc = rm_trainer_save(t, t->cfg.snapshot_path, e))) return rc;
             rm_trainer_event ce = ev;
             ce.kind = RM_TRAINER_SNAPSHOT;
             ce.text = t->cfg.snapshot_path;
-            emit(t, &ce);
+            rm_trainer_emit(t, &ce);
         }
     }
     t->finished = 1;

@@ -1,0 +1,375 @@
+/* The trainer's schedule (see trainer_internal.h): the problem at the batch,
+ * the budget and the checks that say what fits, the solve with its re-solves
+ * against fragmentation, the schedule cache, and --batch auto. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "maxbatch.h"
+#include "simulate.h"
+#include "trace.h"
+#include "trainer_internal.h"
+
+#define SOLVE_ATTEMPTS 4 /* one solve plus re-solves that absorb fragmentation */
+
+/* ---- the problem ----------------------------------------------------------- */
+
+typedef struct problem_ctx {
+    const rm_model *m;
+    const rm_optim_options *o;
+    const rm_backend *be;
+    const rm_cost_file *costs;
+} problem_ctx;
+
+/* The problems of the max-batch searches and bounds: they try many batch
+ * sizes, so profiled costs are scaled linearly to each one. */
+static int build_problem(rm_problem **out, void *vctx, int batch, rm_err *e)
+{
+    const problem_ctx *c = vctx;
+    return rm_training_problem(out, NULL, c->m, batch, c->o, c->be, c->costs, RM_COST_SCALE_BATCH, e);
+}
+
+/* ---- the schedule ----------------------------------------------------------- */
+
+static uint64_t fnv(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *b = data;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+/* The cache key: everything a schedule depends on (the problem, the budget,
+ * the strategy), and nothing else, so two models with the same training
+ * graph share their schedules. */
+static uint64_t cache_key(const rm_problem *p, size_t budget, const char *strategy)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    h = fnv(h, "remat schedule cache 1", 22);
+    h = fnv(h, strategy, strlen(strategy));
+    uint64_t v[3] = {(uint64_t)p->n, (uint64_t)p->fixed_bytes, (uint64_t)budget};
+    h = fnv(h, v, sizeof v);
+    for (int i = 0; i < p->n; i++) {
+        const rm_problem_node *nd = &p->nodes[i];
+        uint64_t w[3] = {(uint64_t)nd->tag, (uint64_t)nd->bytes, (uint64_t)nd->ndeps};
+        h = fnv(h, nd->name, strlen(nd->name) + 1);
+        h = fnv(h, w, sizeof w);
+        h = fnv(h, &nd->cost, sizeof nd->cost);
+        h = fnv(h, nd->deps, (size_t)nd->ndeps * sizeof *nd->deps);
+    }
+    return h;
+}
+
+static int make_plan(rm_plan **out, const rm_trainer *t, const rm_schedule *s, rm_err *e)
+{
+    rm_op *ops = NULL;
+    int nops = 0;
+    int rc = rm_schedule_ops(&ops, &nops, t->p, s, e);
+    if (!rc) rc = rm_plan_from_graph(out, &t->g, ops, nops, e);
+    free(ops);
+    return rc;
+}
+
+static int recomputed_nodes(const rm_schedule *s)
+{
+    int count = 0;
+    for (int i = 0; i < s->n; i++) {
+        int times = 0;
+        for (int t = i; t < s->n; t++) times += rm_R_at(s, t, i);
+        count += times > 1;
+    }
+    return count;
+}
+
+/* A cached schedule is used only if the reader (valid, agreeing with the
+ * simulator), the budget and the plan's span all accept it. */
+static int cache_load(rm_trainer *t, const char *path, rm_err *e)
+{
+    rm_schedule *s = NULL;
+    rm_plan *pl = NULL;
+    rm_sim_result r;
+    int rc = rm_schedule_read(&s, t->p, path, e);
+    if (!rc) rc = rm_simulate(&r, t->p, s, e);
+    if (!rc && !rm_sim_fits(t->p, &r))
+        rc = rm_errorf(e, RM_ERR_BUDGET, "%s: peaks at %s, over the budget %s", path,
+                       MB(t->p->fixed_bytes + r.peak_bytes).s, MB(t->p->budget).s);
+    if (!rc) rc = make_plan(&pl, t, s, e);
+    if (!rc && t->p->fixed_bytes + pl->span > t->p->budget)
+        rc = rm_errorf(e, RM_ERR_BUDGET, "%s: its plan needs %s, over the budget %s", path,
+                       MB(t->p->fixed_bytes + pl->span).s, MB(t->p->budget).s);
+    if (rc) {
+        rm_schedule_free(s);
+        rm_plan_free(pl);
+        return rc;
+    }
+    t->s = s;
+    t->plan = pl;
+    t->sum.status = "cached";
+    return RM_OK;
+}
+
+/* rm_schedule_write replaces the file atomically (engine/atomic_file.h), so
+ * a concurrent run never reads half a file and a full disk never leaves one.
+ * The cache only saves solver time: a failure to store is a note, not a
+ * reason to stop a training run whose schedule is already in hand. */
+static void cache_store(rm_trainer *t, const char *path)
+{
+    rm_err e = {RM_OK, ""};
+    if (mkdir(t->cfg.cache_dir, 0777) && errno != EEXIST) {
+        rm_trainer_note(t, "schedule cache: cannot create %s: %s", t->cfg.cache_dir, strerror(errno));
+        return;
+    }
+    if (rm_schedule_write(t->s, t->p, path, &e)) rm_trainer_note(t, "schedule cache: not stored: %s", e.msg);
+}
+
+/* Where no schedule is found, what would fit: the largest batch this
+ * strategy fits in the budget (baselines are cheap enough to search), and
+ * the largest batch any schedule could fit. */
+static void what_fits(const rm_trainer *t, const rm_strategy_info *st, char *buf, size_t len)
+{
+    problem_ctx pc = {t->m, &t->cfg.optim, t->be, t->cfg.costs};
+    rm_err e = {RM_OK, ""};
+    int bound = 0;
+    buf[0] = '\0';
+    if (rm_maxbatch_bound(&bound, build_problem, &pc, t->sum.budget, t->batch, &e)) return;
+    if (bound == 0) {
+        snprintf(buf, len, "; not even batch 1 fits this budget");
+        return;
+    }
+    size_t l = 0;
+    if (!st->solve_opt && t->batch > 1) {
+        rm_maxbatch_options o;
+        memset(&o, 0, sizeof o);
+        o.budget = t->sum.budget;
+        o.max_batch = t->batch - 1;
+        o.bound_batch = bound < t->batch ? bound : t->batch - 1;
+        rm_maxbatch_result r;
+        if (!rm_maxbatch_search(&r, st, build_problem, &pc, &o, &e) && r.max_batch > 0)
+            l = (size_t)snprintf(buf, len, "; in this budget %s fits batch %d (--batch %d)", st->name, r.max_batch,
+                                 r.max_batch);
+    }
+    if (l >= len) return;
+    if (bound < t->batch)
+        snprintf(buf + l, len - l, "; no schedule at all fits a batch above %d", bound);
+    else if (!st->solve_opt)
+        snprintf(buf + l, len - l, "; batch %d is above the lower bound, so lp_round or milp may fit it", t->batch);
+}
+
+static int solve(rm_trainer *t, rm_err *e)
+{
+    const rm_strategy_info *st = rm_strategy_find(t->cfg.strategy);
+    rm_problem *p = t->p;
+    const size_t budget = p->budget, fixed = p->fixed_bytes, act = budget - fixed;
+    t->sum.strategy = st->name;
+    t->sum.cache = -1;
+    char path[512] = "";
+    if (t->cfg.cache_dir) {
+        snprintf(path, sizeof path, "%s/%s-%016llx.schedule", t->cfg.cache_dir, st->name,
+                 (unsigned long long)cache_key(p, budget, st->name));
+        snprintf(t->sum.cache_file, sizeof t->sum.cache_file, "%s", path);
+        FILE *f = fopen(path, "r");
+        if (f) {
+            fclose(f);
+            rm_err ce = {RM_OK, ""};
+            if (!cache_load(t, path, &ce)) {
+                t->sum.cache = 1;
+                return RM_OK;
+            }
+            rm_trainer_note(t, "schedule cache: ignoring %s (%s); solving again", path, ce.msg);
+        }
+        t->sum.cache = 0;
+    }
+    /* Solved for the budget; when the placement's fragmentation pushes the
+     * arena over, solved again for that much less. Checkpoint-all's schedule
+     * does not depend on the budget, so re-solving it cannot help. */
+    size_t target = budget, span = 0;
+    int fixed_schedule = !strcmp(st->name, "checkpoint_all");
+    rm_strategy_stats stats;
+    for (int attempt = 0; attempt < SOLVE_ATTEMPTS; attempt++) {
+        p->budget = target;
+        char line[300];
+        snprintf(line, sizeof line, "solving the %s schedule for batch %d in %s (%s for activations)%s", st->name,
+                 t->batch, MB(target).s, MB(target - fixed).s, attempt ? ", again" : "");
+        rm_trainer_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.kind = RM_TRAINER_SOLVING;
+        ev.text = line;
+        ev.batch = t->batch;
+        rm_trainer_emit(t, &ev);
+        rm_schedule *s = NULL;
+        int rc = rm_strategy_run(&s, &stats, st, p, &t->cfg.solver, e);
+        p->budget = budget;
+        if (rc == RM_ERR_INFEASIBLE) {
+            char fits[300];
+            what_fits(t, st, fits, sizeof fits);
+            return rm_errorf(e, RM_ERR_INFEASIBLE,
+                             "%s finds no schedule for batch %d within %s (%s%s): training without "
+                             "rematerialization needs %s, and no schedule needs less than %s%s",
+                             st->name, t->batch, MB(target).s, stats.status,
+                             !strcmp(stats.status, "no solution") ? ": the time limit came first" : "",
+                             MB(t->sum.noremat_peak).s, MB(t->sum.lower_bound).s, fits);
+        }
+        if (rc) return rc;
+        rm_plan *pl = NULL;
+        if ((rc = make_plan(&pl, t, s, e))) {
+            rm_schedule_free(s);
+            return rc;
+        }
+        span = pl->span;
+        if (span <= act) {
+            t->s = s;
+            t->plan = pl;
+            break;
+        }
+        size_t over = span - act;
+        rm_schedule_free(s);
+        rm_plan_free(pl);
+        if (fixed_schedule || target - over < t->sum.lower_bound) break;
+        rm_trainer_note(t, "the %s plan needs %s for activations (live peak %s plus fragmentation), over the %s there is; "
+                "solving for %s less",
+             st->name, MB(span).s, MB(stats.sim.peak_bytes).s, MB(act).s, MB(over).s);
+        target -= over;
+        t->sum.resolves++;
+    }
+    if (!t->s)
+        return rm_errorf(e, RM_ERR_BUDGET,
+                         "the %s schedule for batch %d peaks within %s, but its arena needs %s for activations where "
+                         "%s is left after the fixed %s (placement fragmentation); a slightly larger budget or "
+                         "another strategy fits",
+                         st->name, t->batch, MB(budget).s, MB(span).s, MB(act).s, MB(fixed).s);
+    t->sum.status = stats.status;
+    t->sum.solve_s = stats.seconds;
+    t->sum.has_bound = stats.has_bound;
+    t->sum.gap = stats.gap;
+    if (path[0]) cache_store(t, path);
+    return RM_OK;
+}
+
+/* The memory side of create: problem, budget, the checks that say what fits, the schedule. */
+int rm_trainer_plan_memory(rm_trainer *t, rm_err *e)
+{
+    const rm_trainer_config *c = &t->cfg;
+    int rc = rm_model_trace(&t->g, t->m, t->batch, e);
+    /* Profiled costs must be of this batch, unless --batch auto chose it:
+     * then they are scaled like the search's probes were. */
+    rm_cost_batch mode = t->sum.batch_auto ? RM_COST_SCALE_BATCH : RM_COST_SAME_BATCH;
+    if (!rc) rc = rm_training_problem(&t->p, &t->sum.fp, t->m, t->batch, &c->optim, t->be, c->costs, mode, e);
+    if (rc) return rc;
+    if (c->costs && t->batch != c->costs->batch)
+        rm_trainer_note(t, "costs: profiled at batch %d, scaled linearly to batch %d (assumes time grows with the batch)",
+             c->costs->batch, t->batch);
+    rm_problem *p = t->p;
+    rm_schedule *all = NULL;
+    rm_sim_result r;
+    if ((rc = rm_strategy_checkpoint_all(&all, p, e)) || (rc = rm_simulate(&r, p, all, e))) {
+        rm_schedule_free(all);
+        return rc;
+    }
+    rm_schedule_free(all);
+    const size_t fixed = p->fixed_bytes, lb = rm_problem_peak_lower_bound(p);
+    t->sum.noremat_peak = fixed + r.peak_bytes;
+    t->sum.lower_bound = fixed + lb;
+    for (int i = 0; i < p->n; i++) t->sum.base_cost += p->nodes[i].cost;
+    if (c->budget_percent > 0) {
+        double v = floor((double)t->sum.noremat_peak * c->budget_percent / 100.0);
+        t->sum.budget = v < 1 ? 1 : v >= 1.8e19 ? SIZE_MAX : (size_t)v;
+    } else {
+        t->sum.budget = c->budget;
+    }
+    p->budget = t->sum.budget;
+    const rm_trainer_summary *s = &t->sum;
+    if (p->budget <= fixed)
+        return rm_errorf(e, RM_ERR_BUDGET,
+                         "the budget %s does not hold the fixed memory of training at batch %d, %s (weights %s, "
+                         "gradients %s, optimizer state %s, batchnorm statistics %s, labels %s, workspace %s); at "
+                         "this batch any schedule needs at least %s, training without rematerialization %s",
+                         MB(p->budget).s, t->batch, MB(fixed).s, MB(s->fp.weights).s, MB(s->fp.grads).s,
+                         MB(s->fp.optim).s, MB(s->fp.buffers).s, MB(s->fp.labels).s,
+                         MB(s->fp.workspace + s->fp.backend).s, MB(s->lower_bound).s, MB(s->noremat_peak).s);
+    if (p->budget < s->lower_bound) {
+        int lbn = 0;
+        size_t best = 0;
+        for (int n = 0; n < p->n; n++) {
+            size_t sz = p->nodes[n].bytes;
+            for (int q = 0; q < p->nodes[n].ndeps; q++) sz += p->nodes[p->nodes[n].deps[q]].bytes;
+            if (sz > best) best = sz, lbn = n;
+        }
+        problem_ctx pc = {t->m, &c->optim, t->be, c->costs};
+        int bound = 0;
+        rm_err be = {RM_OK, ""};
+        char more[120] = "";
+        if (!rm_maxbatch_bound(&bound, build_problem, &pc, p->budget, t->batch, &be)) {
+            if (bound) snprintf(more, sizeof more, "; batch %d is the largest any schedule could fit in it", bound);
+            else snprintf(more, sizeof more, "; not even batch 1 fits in it");
+        }
+        return rm_errorf(e, RM_ERR_INFEASIBLE,
+                         "no schedule exists: the budget %s is below the least any schedule needs at batch %d, %s = "
+                         "fixed %s + %s to compute '%s' with its inputs resident (no-remat peak %s)%s",
+                         MB(p->budget).s, t->batch, MB(s->lower_bound).s, MB(fixed).s, MB(lb).s, p->nodes[lbn].name,
+                         MB(s->noremat_peak).s, more);
+    }
+    if ((rc = solve(t, e))) return rc;
+    rm_sim_result sr;
+    if ((rc = rm_simulate(&sr, p, t->s, e))) return rc;
+    t->sum.sched_peak = fixed + sr.peak_bytes;
+    t->sum.cost = sr.cost;
+    t->sum.recomputations = sr.recomputations;
+    t->sum.recomputed_nodes = recomputed_nodes(t->s);
+    t->sum.plan_span = t->plan->span;
+    return RM_OK;
+}
+
+static void probe(void *ctx, const char *strategy, int batch, int feasible, double seconds)
+{
+    (void)strategy, (void)seconds;
+    if (feasible < 0) return;
+    rm_trainer_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = RM_TRAINER_PROBE;
+    ev.batch = batch;
+    ev.fits = feasible;
+    rm_trainer_emit(ctx, &ev);
+}
+
+int rm_trainer_auto_batch(rm_trainer *t, rm_err *e)
+{
+    const rm_trainer_config *c = &t->cfg;
+    const rm_strategy_info *st = rm_strategy_find(c->strategy);
+    problem_ctx pc = {t->m, &c->optim, t->be, c->costs};
+    rm_maxbatch_options o;
+    memset(&o, 0, sizeof o);
+    o.budget = c->budget;
+    o.max_batch = 1 << 16;
+    o.solver = c->solver;
+    o.progress = probe;
+    o.progress_ctx = t;
+    int rc = rm_maxbatch_bound(&o.bound_batch, build_problem, &pc, o.budget, o.max_batch, e);
+    if (rc) return rc;
+    if (o.bound_batch == 0) {
+        rm_problem *p = NULL;
+        rc = build_problem(&p, &pc, 1, e);
+        if (rc) return rc;
+        size_t fixed = p->fixed_bytes, lb = rm_problem_peak_lower_bound(p);
+        rm_problem_free(p);
+        return rm_errorf(e, RM_ERR_INFEASIBLE,
+                         "not even batch 1 fits the budget %s: training %s at batch 1 needs at least %s (fixed %s + "
+                         "the largest node with its inputs)",
+                         MB(c->budget).s, t->m->path, MB(fixed + lb).s, MB(fixed).s);
+    }
+    rm_trainer_note(t, "--batch auto: searching the largest batch %s fits in %s (no schedule fits more than %d)", st->name,
+         MB(c->budget).s, o.bound_batch);
+    rm_maxbatch_result r;
+    if ((rc = rm_maxbatch_search(&r, st, build_problem, &pc, &o, e))) return rc;
+    if (r.max_batch == 0)
+        return rm_errorf(e, RM_ERR_INFEASIBLE, "%s fits no batch in the budget %s, not even 1%s", st->name,
+                         MB(c->budget).s,
+                         st->solve_opt ? "" : " (lp_round or milp may: they recompute more cleverly)");
+    t->batch = r.max_batch;
+    t->sum.batch_auto = 1;
+    t->sum.bound_batch = r.bound_batch;
+    rm_trainer_note(t, "--batch auto: batch %d (%d solves, %.2f s)%s", r.max_batch, r.probes, r.search_s,
+         r.capped ? ", the search's cap" : "");
+    return RM_OK;
+}
