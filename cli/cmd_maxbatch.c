@@ -73,6 +73,121 @@ static void progress(void *ctx, const char *strategy, int batch, int feasible, d
         fprintf(stderr, " %s (%.2f s)\n", feasible ? "fits" : "does not fit", seconds);
 }
 
+/* The GPU the search accounts for, refusing a budget it cannot hold. 0, or
+ * the exit code. */
+static int open_gpu(rm_backend **gpu, size_t *gpu_free, size_t *gpu_total, double budget)
+{
+    rm_err e = {RM_OK, ""};
+    int rc = rm_backend_cuda_create(gpu, 0, &e);
+    if (!rc) rc = rm_backend_cuda_mem_info(*gpu, gpu_free, gpu_total, &e);
+    if (rc) {
+        fprintf(stderr, "remat maxbatch: cannot search on the GPU: %s\n", e.msg);
+        rm_backend_free(*gpu);
+        *gpu = NULL;
+        return rc == RM_ERR_NOMEM || rc == RM_ERR_DEVICE ? 2 : 1;
+    }
+    char f[32], t[32], b[32];
+    if ((size_t)budget > *gpu_free) {
+        fprintf(stderr,
+                "remat maxbatch: the budget %s is more than the GPU has free, %s (of %s): `remat train "
+                "--device cuda` would refuse it\n",
+                rm_cli_bytes(b, sizeof b, budget), rm_cli_bytes(f, sizeof f, (double)*gpu_free),
+                rm_cli_bytes(t, sizeof t, (double)*gpu_total));
+        rm_backend_free(*gpu);
+        *gpu = NULL;
+        return 1;
+    }
+    return 0;
+}
+
+/* The results, one row per strategy, ratios to checkpoint-all's (row 0). */
+static void print_table(const rm_strategy_info *const *list, int nlist, const rm_maxbatch_result *res, const int *ok,
+                        char err[][160])
+{
+    printf("%-18s %9s %7s %9s %11s %8s %8s %6s  %s\n", "strategy", "max batch", "vs all", "overhead", "peak", "solve",
+           "search", "probes", "notes");
+    int base = ok[0] ? res[0].max_batch : 0;
+    for (int k = 0; k < nlist; k++) {
+        const rm_maxbatch_result *r = &res[k];
+        if (!ok[k]) {
+            printf("%-18s %9s %7s %9s %11s %8s %8s %6s  error: %s\n", list[k]->name, "-", "-", "-", "-", "-", "-", "-",
+                   err[k]);
+            continue;
+        }
+        char ratio[16] = "-", ov[16] = "-", pk[32] = "-", solve[16] = "-", notes[128] = "";
+        if (base > 0) snprintf(ratio, sizeof ratio, "%.2fx", (double)r->max_batch / base);
+        if (r->max_batch > 0) {
+            snprintf(ov, sizeof ov, "%+.2f%%", r->base_cost > 0 ? 100.0 * (r->cost / r->base_cost - 1) : 0.0);
+            rm_cli_bytes(pk, sizeof pk, (double)(r->fixed_bytes + r->peak_bytes));
+            snprintf(solve, sizeof solve, "%.2fs", r->stats.seconds);
+            if (r->stats.has_bound) {
+                size_t l = strlen(notes);
+                snprintf(notes + l, sizeof notes - l, "%s%s, gap %.1f%%%s", l ? "; " : "", r->stats.status,
+                         100.0 * r->stats.gap, r->stats.bound_trivial ? " (trivial bound)" : "");
+            }
+        }
+        if (r->unproved) {
+            size_t l = strlen(notes);
+            snprintf(notes + l, sizeof notes - l, "%s* a larger batch hit the time limit", l ? "; " : "");
+        }
+        if (r->capped) {
+            size_t l = strlen(notes);
+            snprintf(notes + l, sizeof notes - l, "%sthe --max-batch cap", l ? "; " : "");
+        }
+        printf("%-18s %9d %7s %9s %11s %8s %7.2fs %6d  %s\n", list[k]->name, r->max_batch, ratio, ov, pk, solve,
+               r->search_s, r->probes, notes);
+    }
+    printf("\nmax batch: the largest batch that fits; vs all: its ratio to checkpoint-all's; overhead: extra\n"
+           "compute at that batch over checkpoint-all's (every node once); peak: fixed + activations there;\n"
+           "solve: the solve at that batch; search: all probes of the strategy.\n");
+}
+
+/* What the search is for: model, costs, device, budget, bound. 1 when not
+ * even batch 1 fits (said on stderr). */
+static int print_setup(const char *model, const char *costs_path, const rm_cost_file *costs, const rm_backend *gpu,
+                       size_t gpu_free, size_t gpu_total, const rm_cli_budget *budget, const rm_maxbatch_options *o,
+                       trace_ctx *tc, double limit)
+{
+    char a[32], b[32];
+    rm_err e = {RM_OK, ""};
+    printf("model        %s\n", model);
+    if (costs)
+        printf("costs        profiled seconds from %s (%s, batch %d), scaled linearly to each batch tried:\n"
+               "             an assumption (kernels run below peak at small batches); overheads are in time\n",
+               costs_path, costs->device, costs->batch);
+    else
+        printf("costs        FLOPs (traced from the model)\n");
+    if (gpu) {
+        char f[32], t[32], w[32];
+        printf("device       cuda (GPU 0, %s free of %s): fixed bytes as `remat train --device cuda` allocates\n"
+               "             them, the layers' CUDA workspace and the %s cuBLAS workspace included\n",
+               rm_cli_bytes(f, sizeof f, (double)gpu_free), rm_cli_bytes(t, sizeof t, (double)gpu_total),
+               rm_cli_bytes(w, sizeof w, (double)rm_backend_cuda_fixed_bytes(gpu)));
+    }
+    printf("budget       %s (%s bytes) in total, fixed bytes included\n", rm_cli_bytes(a, sizeof a, budget->value),
+           rm_cli_group_digits(b, sizeof b, (unsigned long long)budget->value));
+    if (o->bound_batch == 0) {
+        rm_problem *p = NULL;
+        fflush(stdout);
+        if (!build_problem(&p, tc, 1, &e))
+            fprintf(stderr,
+                    "remat maxbatch: not even batch 1 fits: fixed %s + the trivial lower bound %s exceed the budget\n",
+                    rm_cli_bytes(a, sizeof a, (double)p->fixed_bytes),
+                    rm_cli_bytes(b, sizeof b, (double)rm_problem_peak_lower_bound(p)));
+        else
+            fprintf(stderr, "remat maxbatch: not even batch 1 fits the budget (%s)\n", e.msg);
+        rm_problem_free(p);
+        return 1;
+    }
+    printf("bound        batch %d%s: above it the largest node with its inputs alone exceeds the budget\n",
+           o->bound_batch, o->bound_batch == o->max_batch ? " (the --max-batch cap)" : "");
+    if (limit > 0) printf("time limit   %g s for each lp_round / milp solve\n", limit);
+    printf("\n");
+    fflush(stdout);
+
+    return 0;
+}
+
 static int maxbatch_run(int argc, char **argv)
 {
     const char *model = NULL, *budget = NULL, *strategies = NULL, *max_batch = NULL, *time_limit = NULL,
@@ -120,23 +235,8 @@ static int maxbatch_run(int argc, char **argv)
     rm_backend *gpu = NULL;
     size_t gpu_free = 0, gpu_total = 0;
     if (cuda) {
-        int rc = rm_backend_cuda_create(&gpu, 0, &e);
-        if (!rc) rc = rm_backend_cuda_mem_info(gpu, &gpu_free, &gpu_total, &e);
-        if (rc) {
-            fprintf(stderr, "remat maxbatch: cannot search on the GPU: %s\n", e.msg);
-            rm_backend_free(gpu);
-            return rc == RM_ERR_NOMEM || rc == RM_ERR_DEVICE ? 2 : 1;
-        }
-        char f[32], t[32], b[32];
-        if ((size_t)bud.value > gpu_free) {
-            fprintf(stderr,
-                    "remat maxbatch: the budget %s is more than the GPU has free, %s (of %s): `remat train "
-                    "--device cuda` would refuse it\n",
-                    rm_cli_bytes(b, sizeof b, bud.value), rm_cli_bytes(f, sizeof f, (double)gpu_free),
-                    rm_cli_bytes(t, sizeof t, (double)gpu_total));
-            rm_backend_free(gpu);
-            return 1;
-        }
+        int rc = open_gpu(&gpu, &gpu_free, &gpu_total, bud.value);
+        if (rc) return rc;
     }
     rm_model *m = NULL;
     if (rm_model_load(&m, model, &e)) {
@@ -169,7 +269,6 @@ static int maxbatch_run(int argc, char **argv)
     o.solver.time_limit_s = limit;
     if (!quiet) o.progress = progress;
 
-    char a[32], b[32];
     int rc = rm_maxbatch_bound(&o.bound_batch, build_problem, &tc, o.budget, o.max_batch, &e);
     if (rc) {
         fprintf(stderr, "remat maxbatch: %s\n", e.msg);
@@ -178,44 +277,12 @@ static int maxbatch_run(int argc, char **argv)
         rm_backend_free(gpu);
         return e.code == RM_ERR_NOMEM ? 2 : 1;
     }
-    printf("model        %s\n", model);
-    if (costs)
-        printf("costs        profiled seconds from %s (%s, batch %d), scaled linearly to each batch tried:\n"
-               "             an assumption (kernels run below peak at small batches); overheads are in time\n",
-               costs_path, costs->device, costs->batch);
-    else
-        printf("costs        FLOPs (traced from the model)\n");
-    if (gpu) {
-        char f[32], t[32], w[32];
-        printf("device       cuda (GPU 0, %s free of %s): fixed bytes as `remat train --device cuda` allocates\n"
-               "             them, the layers' CUDA workspace and the %s cuBLAS workspace included\n",
-               rm_cli_bytes(f, sizeof f, (double)gpu_free), rm_cli_bytes(t, sizeof t, (double)gpu_total),
-               rm_cli_bytes(w, sizeof w, (double)rm_backend_cuda_fixed_bytes(gpu)));
-    }
-    printf("budget       %s (%s bytes) in total, fixed bytes included\n", rm_cli_bytes(a, sizeof a, bud.value),
-           rm_cli_group_digits(b, sizeof b, (unsigned long long)bud.value));
-    if (o.bound_batch == 0) {
-        rm_problem *p = NULL;
-        fflush(stdout);
-        if (!build_problem(&p, &tc, 1, &e))
-            fprintf(stderr,
-                    "remat maxbatch: not even batch 1 fits: fixed %s + the trivial lower bound %s exceed the budget\n",
-                    rm_cli_bytes(a, sizeof a, (double)p->fixed_bytes),
-                    rm_cli_bytes(b, sizeof b, (double)rm_problem_peak_lower_bound(p)));
-        else
-            fprintf(stderr, "remat maxbatch: not even batch 1 fits the budget (%s)\n", e.msg);
-        rm_problem_free(p);
+    if (print_setup(model, costs_path, costs, gpu, gpu_free, gpu_total, &bud, &o, &tc, limit)) {
         rm_cost_file_free(costs);
         rm_model_free(m);
         rm_backend_free(gpu);
         return 1;
     }
-    printf("bound        batch %d%s: above it the largest node with its inputs alone exceeds the budget\n",
-           o.bound_batch, o.bound_batch == o.max_batch ? " (the --max-batch cap)" : "");
-    if (limit > 0) printf("time limit   %g s for each lp_round / milp solve\n", limit);
-    printf("\n");
-    fflush(stdout);
-
     rm_maxbatch_result res[MAX_STRATEGIES];
     int ok[MAX_STRATEGIES];
     char err[MAX_STRATEGIES][160];
@@ -226,42 +293,7 @@ static int maxbatch_run(int argc, char **argv)
         if (!ok[k] && !quiet) fprintf(stderr, "\nremat maxbatch: %s: %s\n", list[k]->name, se.msg);
     }
 
-    printf("%-18s %9s %7s %9s %11s %8s %8s %6s  %s\n", "strategy", "max batch", "vs all", "overhead", "peak", "solve",
-           "search", "probes", "notes");
-    int base = ok[0] ? res[0].max_batch : 0;
-    for (int k = 0; k < nlist; k++) {
-        const rm_maxbatch_result *r = &res[k];
-        if (!ok[k]) {
-            printf("%-18s %9s %7s %9s %11s %8s %8s %6s  error: %s\n", list[k]->name, "-", "-", "-", "-", "-", "-", "-",
-                   err[k]);
-            continue;
-        }
-        char ratio[16] = "-", ov[16] = "-", pk[32] = "-", solve[16] = "-", notes[128] = "";
-        if (base > 0) snprintf(ratio, sizeof ratio, "%.2fx", (double)r->max_batch / base);
-        if (r->max_batch > 0) {
-            snprintf(ov, sizeof ov, "%+.2f%%", r->base_cost > 0 ? 100.0 * (r->cost / r->base_cost - 1) : 0.0);
-            rm_cli_bytes(pk, sizeof pk, (double)(r->fixed_bytes + r->peak_bytes));
-            snprintf(solve, sizeof solve, "%.2fs", r->stats.seconds);
-            if (r->stats.has_bound) {
-                size_t l = strlen(notes);
-                snprintf(notes + l, sizeof notes - l, "%s%s, gap %.1f%%%s", l ? "; " : "", r->stats.status,
-                         100.0 * r->stats.gap, r->stats.bound_trivial ? " (trivial bound)" : "");
-            }
-        }
-        if (r->unproved) {
-            size_t l = strlen(notes);
-            snprintf(notes + l, sizeof notes - l, "%s* a larger batch hit the time limit", l ? "; " : "");
-        }
-        if (r->capped) {
-            size_t l = strlen(notes);
-            snprintf(notes + l, sizeof notes - l, "%sthe --max-batch cap", l ? "; " : "");
-        }
-        printf("%-18s %9d %7s %9s %11s %8s %7.2fs %6d  %s\n", list[k]->name, r->max_batch, ratio, ov, pk, solve,
-               r->search_s, r->probes, notes);
-    }
-    printf("\nmax batch: the largest batch that fits; vs all: its ratio to checkpoint-all's; overhead: extra\n"
-           "compute at that batch over checkpoint-all's (every node once); peak: fixed + activations there;\n"
-           "solve: the solve at that batch; search: all probes of the strategy.\n");
+    print_table(list, nlist, res, ok, err);
     rm_cost_file_free(costs);
     rm_model_free(m);
     rm_backend_free(gpu);

@@ -241,131 +241,152 @@ static int parse_u64(uint64_t *out, const char *s, long lo)
     return 0;
 }
 
-static int train_run(int argc, char **argv)
-{
-    const char *model = NULL, *data = NULL, *batch = NULL, *budget = NULL, *strategy = NULL, *epochs = NULL,
-               *steps = NULL, *optimizer = NULL, *lr = NULL, *momentum = NULL, *wd = NULL, *sched = NULL,
-               *seed = NULL, *snap = NULL, *resume = NULL, *cache = NULL, *eval_every = NULL, *time_limit = NULL,
-               *node_limit = NULL, *samples = NULL, *acc_every = NULL, *device = NULL, *costs_path = NULL;
-    int quiet = 0;
-    const rm_cli_opt opts[] = {
-        RM_CLI_FLAG("--quiet", "-q", &quiet),
-        RM_CLI_VALUE("--model", &model),
-        RM_CLI_VALUE("--data", &data),
-        RM_CLI_VALUE("--batch", &batch),
-        RM_CLI_VALUE("--budget", &budget),
-        RM_CLI_VALUE("--strategy", &strategy),
-        RM_CLI_VALUE("--epochs", &epochs),
-        RM_CLI_VALUE("--steps", &steps),
-        RM_CLI_VALUE("--optimizer", &optimizer),
-        RM_CLI_VALUE("--lr", &lr),
-        RM_CLI_VALUE("--momentum", &momentum),
-        RM_CLI_VALUE("--weight-decay", &wd),
-        RM_CLI_VALUE("--lr-schedule", &sched),
-        RM_CLI_VALUE("--seed", &seed),
-        RM_CLI_VALUE("--snapshot", &snap),
-        RM_CLI_VALUE("--checkpoint", &snap), /* the older name of --snapshot */
-        RM_CLI_VALUE("--resume", &resume),
-        RM_CLI_VALUE("--schedule-cache", &cache),
-        RM_CLI_VALUE("--eval-every", &eval_every),
-        RM_CLI_VALUE("--time-limit", &time_limit),
-        RM_CLI_VALUE("--node-limit", &node_limit),
-        RM_CLI_VALUE("--samples", &samples),
-        RM_CLI_VALUE("--train-accuracy-every", &acc_every),
-        RM_CLI_VALUE("--device", &device),
-        RM_CLI_VALUE("--costs", &costs_path),
-    };
-    if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "train", TRAIN_USAGE)) return 1;
-    if (!model) return usage_error("--model FILE is required");
-    if (!data) return usage_error("--data DIR or --data synthetic is required");
-    if (!budget) return usage_error("--budget B is required (an amount like 64MiB, or a percentage like 75%%)");
+/* The command line's values (NULL: not given). */
+typedef struct train_args {
+    const char *model, *data, *batch, *budget, *strategy, *epochs, *steps, *optimizer, *lr, *momentum, *wd, *sched,
+        *seed, *snap, *resume, *cache, *eval_every, *time_limit, *node_limit, *samples, *acc_every, *device,
+        *costs_path;
+    int quiet;
+} train_args;
 
-    rm_trainer_config c;
-    rm_trainer_config_default(&c);
-    c.model_path = model;
-    c.data = data;
-    c.strategy = strategy ? strategy : "lp_round";
-    if (!rm_strategy_find(c.strategy))
-        return usage_error("unknown strategy '%s' (see the list below)", c.strategy);
+/* The batch, the budget and the run's length, seed and files. 0, or a usage error's exit code. */
+static int config_run(rm_trainer_config *c, const train_args *a)
+{
+    c->model_path = a->model;
+    c->data = a->data;
+    c->strategy = a->strategy ? a->strategy : "lp_round";
+    if (!rm_strategy_find(c->strategy)) return usage_error("unknown strategy '%s' (see the list below)", c->strategy);
     rm_cli_budget bud;
     char why[256];
-    if (rm_cli_parse_budget(&bud, budget, why, sizeof why)) return usage_error("--budget: %s", why);
-    if (bud.percent) c.budget_percent = bud.value;
-    else c.budget = (size_t)bud.value;
-    if (batch && !strcmp(batch, "auto")) {
+    if (rm_cli_parse_budget(&bud, a->budget, why, sizeof why)) return usage_error("--budget: %s", why);
+    if (bud.percent) c->budget_percent = bud.value;
+    else c->budget = (size_t)bud.value;
+    if (a->batch && !strcmp(a->batch, "auto")) {
         if (bud.percent)
             return usage_error("--batch auto needs --budget as an amount of memory (64MiB), not a percentage: the "
                                "no-remat peak it would refer to grows with the batch");
-        c.batch = 0;
-    } else if (batch) {
+        c->batch = 0;
+    } else if (a->batch) {
         long b;
-        if (rm_cli_parse_long(&b, batch, 1, 1L << 24))
-            return usage_error("--batch must be auto or an integer from 1 to %ld, got '%s'", 1L << 24, batch);
-        c.batch = (int)b;
+        if (rm_cli_parse_long(&b, a->batch, 1, 1L << 24))
+            return usage_error("--batch must be auto or an integer from 1 to %ld, got '%s'", 1L << 24, a->batch);
+        c->batch = (int)b;
     }
-    if (epochs && parse_u64(&c.epochs, epochs, 1))
-        return usage_error("--epochs must be an integer >= 1, got '%s'", epochs);
-    if (steps && parse_u64(&c.max_steps, steps, 1))
-        return usage_error("--steps must be an integer >= 1, got '%s'", steps);
-    if (eval_every && parse_u64(&c.eval_every, eval_every, 1))
-        return usage_error("--eval-every must be an integer >= 1, got '%s'", eval_every);
-    if (samples) {
+    if (a->epochs && parse_u64(&c->epochs, a->epochs, 1))
+        return usage_error("--epochs must be an integer >= 1, got '%s'", a->epochs);
+    if (a->steps && parse_u64(&c->max_steps, a->steps, 1))
+        return usage_error("--steps must be an integer >= 1, got '%s'", a->steps);
+    if (a->eval_every && parse_u64(&c->eval_every, a->eval_every, 1))
+        return usage_error("--eval-every must be an integer >= 1, got '%s'", a->eval_every);
+    if (a->samples) {
         uint64_t n;
-        if (parse_u64(&n, samples, 1)) return usage_error("--samples must be an integer >= 1, got '%s'", samples);
-        if (strcmp(data, "synthetic")) return usage_error("--samples is for --data synthetic only");
-        c.synthetic_samples = (int64_t)n;
+        if (parse_u64(&n, a->samples, 1))
+            return usage_error("--samples must be an integer >= 1, got '%s'", a->samples);
+        if (strcmp(a->data, "synthetic")) return usage_error("--samples is for --data synthetic only");
+        c->synthetic_samples = (int64_t)n;
     }
-    if (seed) {
+    if (a->seed) {
         long s;
-        if (rm_cli_parse_long(&s, seed, 0, 2147483647L))
-            return usage_error("--seed must be an integer from 0 to 2147483647, got '%s'", seed);
-        c.seed = (uint64_t)s;
-        c.seed_given = 1;
+        if (rm_cli_parse_long(&s, a->seed, 0, 2147483647L))
+            return usage_error("--seed must be an integer from 0 to 2147483647, got '%s'", a->seed);
+        c->seed = (uint64_t)s;
+        c->seed_given = 1;
     }
-    if (optimizer && !strcmp(optimizer, "adam")) c.optim = rm_optim_options_default(RM_OPTIM_ADAM), c.lr = 0.001;
-    else if (optimizer && strcmp(optimizer, "sgd"))
-        return usage_error("--optimizer must be sgd or adam, got '%s'", optimizer);
-    double x;
-    if (lr) {
-        if (rm_cli_parse_seconds(&x, lr) || x <= 0) return usage_error("--lr must be a number > 0, got '%s'", lr);
-        c.lr = x;
-    }
-    if (momentum) {
-        if (c.optim.kind != RM_OPTIM_SGD) return usage_error("--momentum is for --optimizer sgd");
-        if (rm_cli_parse_seconds(&x, momentum) || x >= 1)
-            return usage_error("--momentum must be a number in [0, 1), got '%s'", momentum);
-        c.optim.momentum = (float)x;
-    }
-    if (wd) {
-        if (rm_cli_parse_seconds(&x, wd)) return usage_error("--weight-decay must be a number >= 0, got '%s'", wd);
-        c.optim.weight_decay = (float)x;
-    }
-    if (sched) {
-        if (!strcmp(sched, "constant")) c.lr_kind = RM_LR_CONSTANT;
-        else if (!strcmp(sched, "step")) c.lr_kind = RM_LR_STEP;
-        else if (!strcmp(sched, "cosine")) c.lr_kind = RM_LR_COSINE;
-        else return usage_error("--lr-schedule must be constant, step or cosine, got '%s'", sched);
-    }
-    c.solver.time_limit_s = 60;
-    if (time_limit && rm_cli_parse_seconds(&c.solver.time_limit_s, time_limit))
-        return usage_error("--time-limit must be a number of seconds >= 0, got '%s'", time_limit);
-    if (node_limit && rm_cli_parse_long(&c.solver.node_limit, node_limit, 1, 2000000000L))
-        return usage_error("--node-limit must be an integer >= 1, got '%s'", node_limit);
-    if (device && !strcmp(device, "cuda")) c.device = RM_BACKEND_CUDA;
-    else if (device && strcmp(device, "cpu")) return usage_error("--device must be cpu or cuda, got '%s'", device);
-    c.snapshot_path = snap;
-    c.resume_path = resume;
-    c.cache_dir = cache;
-    if (acc_every) {
+    c->solver.time_limit_s = 60;
+    if (a->time_limit && rm_cli_parse_seconds(&c->solver.time_limit_s, a->time_limit))
+        return usage_error("--time-limit must be a number of seconds >= 0, got '%s'", a->time_limit);
+    if (a->node_limit && rm_cli_parse_long(&c->solver.node_limit, a->node_limit, 1, 2000000000L))
+        return usage_error("--node-limit must be an integer >= 1, got '%s'", a->node_limit);
+    if (a->device && !strcmp(a->device, "cuda")) c->device = RM_BACKEND_CUDA;
+    else if (a->device && strcmp(a->device, "cpu"))
+        return usage_error("--device must be cpu or cuda, got '%s'", a->device);
+    c->snapshot_path = a->snap;
+    c->resume_path = a->resume;
+    c->cache_dir = a->cache;
+    if (a->acc_every) {
         long k;
-        if (rm_cli_parse_long(&k, acc_every, 0, 1000000000L))
-            return usage_error("--train-accuracy-every must be an integer >= 0, got '%s'", acc_every);
-        c.train_accuracy_every = (int)k;
+        if (rm_cli_parse_long(&k, a->acc_every, 0, 1000000000L))
+            return usage_error("--train-accuracy-every must be an integer >= 0, got '%s'", a->acc_every);
+        c->train_accuracy_every = (int)k;
     }
+    return 0;
+}
 
-    progress pr = {quiet, isatty(STDERR_FILENO), 0, 0};
+/* The optimizer and its learning-rate schedule. 0, or a usage error's exit code. */
+static int config_optimizer(rm_trainer_config *c, const train_args *a)
+{
+    if (a->optimizer && !strcmp(a->optimizer, "adam")) c->optim = rm_optim_options_default(RM_OPTIM_ADAM), c->lr = 0.001;
+    else if (a->optimizer && strcmp(a->optimizer, "sgd"))
+        return usage_error("--optimizer must be sgd or adam, got '%s'", a->optimizer);
+    double x;
+    if (a->lr) {
+        if (rm_cli_parse_seconds(&x, a->lr) || x <= 0) return usage_error("--lr must be a number > 0, got '%s'", a->lr);
+        c->lr = x;
+    }
+    if (a->momentum) {
+        if (c->optim.kind != RM_OPTIM_SGD) return usage_error("--momentum is for --optimizer sgd");
+        if (rm_cli_parse_seconds(&x, a->momentum) || x >= 1)
+            return usage_error("--momentum must be a number in [0, 1), got '%s'", a->momentum);
+        c->optim.momentum = (float)x;
+    }
+    if (a->wd) {
+        if (rm_cli_parse_seconds(&x, a->wd))
+            return usage_error("--weight-decay must be a number >= 0, got '%s'", a->wd);
+        c->optim.weight_decay = (float)x;
+    }
+    if (a->sched) {
+        if (!strcmp(a->sched, "constant")) c->lr_kind = RM_LR_CONSTANT;
+        else if (!strcmp(a->sched, "step")) c->lr_kind = RM_LR_STEP;
+        else if (!strcmp(a->sched, "cosine")) c->lr_kind = RM_LR_COSINE;
+        else return usage_error("--lr-schedule must be constant, step or cosine, got '%s'", a->sched);
+    }
+    return 0;
+}
+
+static int train_run(int argc, char **argv)
+{
+    train_args a;
+    memset(&a, 0, sizeof a);
+    const rm_cli_opt opts[] = {
+        RM_CLI_FLAG("--quiet", "-q", &a.quiet),
+        RM_CLI_VALUE("--model", &a.model),
+        RM_CLI_VALUE("--data", &a.data),
+        RM_CLI_VALUE("--batch", &a.batch),
+        RM_CLI_VALUE("--budget", &a.budget),
+        RM_CLI_VALUE("--strategy", &a.strategy),
+        RM_CLI_VALUE("--epochs", &a.epochs),
+        RM_CLI_VALUE("--steps", &a.steps),
+        RM_CLI_VALUE("--optimizer", &a.optimizer),
+        RM_CLI_VALUE("--lr", &a.lr),
+        RM_CLI_VALUE("--momentum", &a.momentum),
+        RM_CLI_VALUE("--weight-decay", &a.wd),
+        RM_CLI_VALUE("--lr-schedule", &a.sched),
+        RM_CLI_VALUE("--seed", &a.seed),
+        RM_CLI_VALUE("--snapshot", &a.snap),
+        RM_CLI_VALUE("--checkpoint", &a.snap), /* the older name of --snapshot */
+        RM_CLI_VALUE("--resume", &a.resume),
+        RM_CLI_VALUE("--schedule-cache", &a.cache),
+        RM_CLI_VALUE("--eval-every", &a.eval_every),
+        RM_CLI_VALUE("--time-limit", &a.time_limit),
+        RM_CLI_VALUE("--node-limit", &a.node_limit),
+        RM_CLI_VALUE("--samples", &a.samples),
+        RM_CLI_VALUE("--train-accuracy-every", &a.acc_every),
+        RM_CLI_VALUE("--device", &a.device),
+        RM_CLI_VALUE("--costs", &a.costs_path),
+    };
+    if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "train", TRAIN_USAGE)) return 1;
+    if (!a.model) return usage_error("--model FILE is required");
+    if (!a.data) return usage_error("--data DIR or --data synthetic is required");
+    if (!a.budget) return usage_error("--budget B is required (an amount like 64MiB, or a percentage like 75%%)");
+
+    rm_trainer_config c;
+    rm_trainer_config_default(&c);
+    int rc = config_run(&c, &a);
+    if (!rc) rc = config_optimizer(&c, &a);
+    if (rc) return rc;
+    progress pr = {a.quiet, isatty(STDERR_FILENO), 0, 0};
     rm_cli_progress solver_log = {c.strategy, rm_cli_now()};
-    if (!quiet) {
+    if (!a.quiet) {
         c.solver.log = rm_cli_progress_log;
         c.solver.log_ctx = &solver_log;
     }
@@ -374,13 +395,13 @@ static int train_run(int argc, char **argv)
 
     rm_err e = {RM_OK, ""};
     rm_cost_file *costs = NULL;
-    if (costs_path && rm_cost_file_read(&costs, costs_path, &e)) {
+    if (a.costs_path && rm_cost_file_read(&costs, a.costs_path, &e)) {
         fprintf(stderr, "remat train: %s\n", e.msg);
         return e.code == RM_ERR_NOMEM ? 2 : 1;
     }
     c.costs = costs;
     rm_trainer *t = NULL;
-    int rc = rm_trainer_create(&t, &c, &e);
+    rc = rm_trainer_create(&t, &c, &e);
     if (!rc) {
         print_summary(rm_trainer_summary_of(t), &c, rm_trainer_model(t));
         double t0 = rm_cli_now();
