@@ -189,7 +189,8 @@ static int find_inst(const builder *b, const char *name)
 
 /* Walks the sections: [net] first, layers, [repeat] ... [end] blocks; emits
  * the flat list of named layer instances. */
-static int expand(builder *b, rm_shape *input, int *net_line)
+/* The [net] section (the first): the input's channels, height and width. */
+static int parse_net(builder *b, rm_shape *input, int *net_line)
 {
     const rm_cfg_file *f = b->f;
     if (f->nsections == 0)
@@ -221,92 +222,117 @@ static int expand(builder *b, rm_shape *input, int *net_line)
         if (!dims[j])
             return rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: [net] needs the key '%s'", f->path, net->line, dim_names[j]);
     *input = rm_shape_make(1, dims[0], dims[1], dims[2]);
+    return RM_OK;
+}
 
+/* A layer section: its descriptor, with its keys checked. */
+static int layer_section(const rm_layer_desc **d, const builder *b, const rm_cfg_section *s)
+{
+    *d = rm_layer_desc_by_name(s->type);
+    if (!*d) {
+        char hint[512];
+        list_sections(hint, sizeof hint);
+        return rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: unknown section [%s] (known: %s)", b->f->path, s->line, s->type,
+                         hint);
+    }
+    return check_layer_keys(b, s, *d);
+}
+
+/* The keys of a [repeat] section: count, start and the name prefix. */
+static int repeat_keys(int *count, int *start, char *prefix, size_t len, const builder *b, const rm_cfg_section *s)
+{
+    const rm_cfg_file *f = b->f;
+    *count = *start = 0;
+    for (int i = 0; i < s->nkeys; i++) {
+        const rm_cfg_key *k = &s->keys[i];
+        int rc = RM_OK;
+        if (!strcmp(k->key, "count")) rc = rm_cfg_int(count, f, s, k, 1, MAX_COUNT, b->e);
+        else if (!strcmp(k->key, "start")) rc = rm_cfg_int(start, f, s, k, 0, MAX_COUNT, b->e);
+        else if (!strcmp(k->key, "name")) {
+            const char *nm;
+            rc = section_name(&nm, b, s);
+            if (!rc) snprintf(prefix, len, "%s", nm);
+        } else
+            rc = rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: unknown key '%s' in [repeat] (valid keys: count, name, start)",
+                           f->path, k->line, k->key);
+        if (rc) return rc;
+    }
+    if (!*count) return rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: [repeat] needs the key 'count'", f->path, s->line);
+    return RM_OK;
+}
+
+/* The [repeat] section at index si: its body checked once, then its layers
+ * pushed count times. *end gets the index of its [end]. */
+static int expand_repeat(builder *b, int si, int *end, int nrepeat, int net_line)
+{
+    const rm_cfg_file *f = b->f;
+    const rm_cfg_section *s = &f->sections[si];
+    int body = si + 1, last = body;
+    for (; last < f->nsections && strcmp(f->sections[last].type, "end"); last++) {
+        const rm_cfg_section *bs = &f->sections[last];
+        if (!strcmp(bs->type, "repeat"))
+            return rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: [repeat] inside [repeat] (line %d) is not supported", f->path,
+                             bs->line, s->line);
+        if (!strcmp(bs->type, "net"))
+            return rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: a second [net] section (the first is at line %d)", f->path,
+                             bs->line, net_line);
+        const rm_layer_desc *d;
+        int rc = layer_section(&d, b, bs);
+        if (rc) return rc;
+    }
+    if (last == f->nsections)
+        return rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: [repeat] is never closed by [end]", f->path, s->line);
+    if (last == body)
+        return rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: [repeat] has no layers before its [end]", f->path, s->line);
+    if (f->sections[last].nkeys)
+        return rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: unknown key '%s' in [end] (it takes none)", f->path,
+                         f->sections[last].keys[0].line, f->sections[last].keys[0].key);
+    int count, start;
+    char prefix[RM_NAME_LEN];
+    snprintf(prefix, sizeof prefix, "repeat%d", nrepeat);
+    int rc = repeat_keys(&count, &start, prefix, sizeof prefix, b, s);
+    if (rc) return rc;
+    for (int it = start; it < start + count; it++) {
+        int counts[RM_LAYER_KIND_COUNT] = {0};
+        int first = b->n;
+        for (int bi = body; bi < last; bi++) {
+            inst x;
+            memset(&x, 0, sizeof x);
+            x.sec = &f->sections[bi];
+            x.desc = rm_layer_desc_by_name(x.sec->type);
+            x.in_repeat = 1;
+            x.first_of_iter = first;
+            x.iter = it;
+            counts[x.desc->kind]++;
+            rc = name_inst(b, &x, prefix, counts);
+            if (!rc) rc = push(b, &x);
+            if (rc) return rc;
+        }
+    }
+    *end = last;
+    return RM_OK;
+}
+
+static int expand(builder *b, rm_shape *input, int *net_line)
+{
+    const rm_cfg_file *f = b->f;
+    int rc = parse_net(b, input, net_line);
+    if (rc) return rc;
     int top_counts[RM_LAYER_KIND_COUNT] = {0};
     int nrepeat = 0;
     for (int si = 1; si < f->nsections; si++) {
         const rm_cfg_section *s = &f->sections[si];
         if (!strcmp(s->type, "net"))
             return rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: a second [net] section (the first is at line %d)", f->path,
-                             s->line, net->line);
+                             s->line, *net_line);
         if (!strcmp(s->type, "end"))
             return rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: [end] without a [repeat]", f->path, s->line);
         if (!strcmp(s->type, "repeat")) {
-            /* Find the body and check it once. */
-            int body = si + 1, end = body;
-            for (; end < f->nsections && strcmp(f->sections[end].type, "end"); end++) {
-                const rm_cfg_section *bs = &f->sections[end];
-                if (!strcmp(bs->type, "repeat"))
-                    return rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: [repeat] inside [repeat] (line %d) is not supported",
-                                     f->path, bs->line, s->line);
-                if (!strcmp(bs->type, "net"))
-                    return rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: a second [net] section (the first is at line %d)",
-                                     f->path, bs->line, net->line);
-                const rm_layer_desc *d = rm_layer_desc_by_name(bs->type);
-                if (!d) {
-                    char hint[512];
-                    list_sections(hint, sizeof hint);
-                    return rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: unknown section [%s] (known: %s)", f->path,
-                                     bs->line, bs->type, hint);
-                }
-                int rc = check_layer_keys(b, bs, d);
-                if (rc) return rc;
-            }
-            if (end == f->nsections)
-                return rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: [repeat] is never closed by [end]", f->path, s->line);
-            if (end == body)
-                return rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: [repeat] has no layers before its [end]", f->path,
-                                 s->line);
-            if (f->sections[end].nkeys)
-                return rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: unknown key '%s' in [end] (it takes none)", f->path,
-                                 f->sections[end].keys[0].line, f->sections[end].keys[0].key);
-            int count = 0, start = 0;
-            char prefix[RM_NAME_LEN];
-            snprintf(prefix, sizeof prefix, "repeat%d", ++nrepeat);
-            for (int i = 0; i < s->nkeys; i++) {
-                const rm_cfg_key *k = &s->keys[i];
-                int rc = RM_OK;
-                if (!strcmp(k->key, "count")) rc = rm_cfg_int(&count, f, s, k, 1, MAX_COUNT, b->e);
-                else if (!strcmp(k->key, "start")) rc = rm_cfg_int(&start, f, s, k, 0, MAX_COUNT, b->e);
-                else if (!strcmp(k->key, "name")) {
-                    const char *nm;
-                    rc = section_name(&nm, b, s);
-                    if (!rc) snprintf(prefix, sizeof prefix, "%s", nm);
-                } else
-                    rc = rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: unknown key '%s' in [repeat] (valid keys: count, name, start)",
-                                   f->path, k->line, k->key);
-                if (rc) return rc;
-            }
-            if (!count) return rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: [repeat] needs the key 'count'", f->path, s->line);
-            for (int it = start; it < start + count; it++) {
-                int counts[RM_LAYER_KIND_COUNT] = {0};
-                int first = b->n;
-                for (int bi = body; bi < end; bi++) {
-                    inst x;
-                    memset(&x, 0, sizeof x);
-                    x.sec = &f->sections[bi];
-                    x.desc = rm_layer_desc_by_name(x.sec->type);
-                    x.in_repeat = 1;
-                    x.first_of_iter = first;
-                    x.iter = it;
-                    counts[x.desc->kind]++;
-                    int rc = name_inst(b, &x, prefix, counts);
-                    if (!rc) rc = push(b, &x);
-                    if (rc) return rc;
-                }
-            }
-            si = end;
+            if ((rc = expand_repeat(b, si, &si, ++nrepeat, *net_line))) return rc;
             continue;
         }
-        const rm_layer_desc *d = rm_layer_desc_by_name(s->type);
-        if (!d) {
-            char hint[512];
-            list_sections(hint, sizeof hint);
-            return rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: unknown section [%s] (known: %s)", f->path, s->line, s->type,
-                             hint);
-        }
-        int rc = check_layer_keys(b, s, d);
-        if (rc) return rc;
+        const rm_layer_desc *d;
+        if ((rc = layer_section(&d, b, s))) return rc;
         inst x;
         memset(&x, 0, sizeof x);
         x.sec = s;
@@ -317,7 +343,7 @@ static int expand(builder *b, rm_shape *input, int *net_line)
         if (rc) return rc;
     }
     if (b->n == 0)
-        return rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: the config has no layers after [net]", f->path, net->line);
+        return rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: the config has no layers after [net]", f->path, *net_line);
     /* Duplicate names, reported at the later definition. */
     for (int i = 1; i < b->n; i++)
         for (int j = 0; j < i; j++)
