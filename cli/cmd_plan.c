@@ -11,6 +11,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "figures.h"
+#include "plan.h"
 #include "schedule.h"
 #include "simulate.h"
 #include "strategy.h"
@@ -210,6 +211,33 @@ static void print_timeline(const rm_problem *p, const timeline *tl, const rm_sim
     printf("\n%10s  %s\n", "", marks);
 }
 
+/* The static plan of the schedule (engine/plan.c): the arena it needs, its
+ * span, against the live peak; the difference is fragmentation. */
+static void print_arena(const rm_problem *p, const rm_schedule *s)
+{
+    rm_err e = {RM_OK, ""};
+    rm_op *ops = NULL;
+    int nops = 0;
+    rm_plan *pl = NULL;
+    size_t *bytes = malloc((size_t)p->n * sizeof *bytes);
+    int rc = bytes ? rm_schedule_ops(&ops, &nops, p, s, &e) : rm_errorf(&e, RM_ERR_NOMEM, "out of memory");
+    for (int i = 0; !rc && i < p->n; i++) bytes[i] = p->nodes[i].bytes;
+    if (!rc) rc = rm_plan_create(&pl, bytes, p->n, ops, nops, &e);
+    char a[32], b[32];
+    if (rc)
+        printf("arena        not planned: %s\n", e.msg);
+    else
+        printf("arena        %s span = live peak %s + %.2f%% fragmentation (offsets in one arena, %d-byte aligned)\n",
+               rm_cli_bytes(a, sizeof a, (double)pl->span), rm_cli_bytes(b, sizeof b, (double)pl->live_peak),
+               100.0 * rm_plan_fragmentation(pl), RM_ARENA_ALIGN);
+    if (!rc && p->budget && p->fixed_bytes + pl->span > p->budget)
+        printf("             fixed + span exceeds the budget by %s: `remat train` solves again for that much less\n",
+               rm_cli_bytes(a, sizeof a, (double)(p->fixed_bytes + pl->span - p->budget)));
+    rm_plan_free(pl);
+    free(ops);
+    free(bytes);
+}
+
 static void print_summary(const rm_problem *p, const rm_cli_problem *cp, const rm_strategy_info *st,
                           const rm_strategy_stats *stats, const rm_schedule *s)
 {
@@ -237,6 +265,7 @@ static void print_summary(const rm_problem *p, const rm_cli_problem *cp, const r
     if (r->peak_node >= 0)
         printf("             reached computing '%s' in stage %d ('%s')\n", p->nodes[r->peak_node].name, r->peak_stage,
                p->nodes[r->peak_stage].name);
+    print_arena(p, s);
 }
 
 /* what: appended to the schedule line ("" or " (the cheapest: milp)");

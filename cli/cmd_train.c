@@ -198,10 +198,15 @@ static void print_summary(const rm_trainer_summary *s, const rm_trainer_config *
         snprintf(how, sizeof how, "%s, gap %.1f%%, solved in %.2f s", s->status, 100.0 * s->gap, s->solve_s);
     else snprintf(how, sizeof how, "%s, solved in %.2f s", s->status, s->solve_s);
     printf("schedule     %s (%s)\n", s->strategy, how);
-    printf("             peak %s = fixed + %s activations (%s of the no-remat peak); arena %s\n",
-           rm_cli_bytes(a, sizeof a, (double)s->sched_peak),
-           rm_cli_bytes(b, sizeof b, (double)(s->sched_peak - s->fp.total)),
-           pct(d, sizeof d, s->sched_peak, s->noremat_peak), rm_cli_bytes(f, sizeof f, (double)s->plan_span));
+    /* Node sizes are aligned as the plan places them, so the simulated
+     * activation peak is the plan's live peak; the span adds fragmentation. */
+    const size_t live = s->sched_peak - s->fp.total;
+    printf("             peak %s = fixed + %s activations (%s of the no-remat peak)\n",
+           rm_cli_bytes(a, sizeof a, (double)s->sched_peak), rm_cli_bytes(b, sizeof b, (double)live),
+           pct(d, sizeof d, s->sched_peak, s->noremat_peak));
+    printf("             arena %s span = live peak %s + %.2f%% fragmentation\n",
+           rm_cli_bytes(f, sizeof f, (double)s->plan_span), rm_cli_bytes(b, sizeof b, (double)live),
+           live ? 100.0 * ((double)s->plan_span - (double)live) / (double)live : 0.0);
     if (c->costs)
         printf("             costs: profiled seconds from %s (%s, batch %d%s)\n", c->costs->path, c->costs->device,
                c->costs->batch, c->costs->batch != s->batch ? ", scaled linearly to this batch" : "");
