@@ -216,26 +216,19 @@ static void print_timeline(const rm_problem *p, const timeline *tl, const rm_sim
 static void print_arena(const rm_problem *p, const rm_schedule *s)
 {
     rm_err e = {RM_OK, ""};
-    rm_op *ops = NULL;
-    int nops = 0;
     rm_plan *pl = NULL;
-    size_t *bytes = malloc((size_t)p->n * sizeof *bytes);
-    int rc = bytes ? rm_schedule_ops(&ops, &nops, p, s, &e) : rm_errorf(&e, RM_ERR_NOMEM, "out of memory");
-    for (int i = 0; !rc && i < p->n; i++) bytes[i] = p->nodes[i].bytes;
-    if (!rc) rc = rm_plan_create(&pl, bytes, p->n, ops, nops, &e);
     char a[32], b[32];
-    if (rc)
+    if (rm_schedule_plan(&pl, p, s, NULL, &e)) {
         printf("arena        not planned: %s\n", e.msg);
-    else
-        printf("arena        %s span = live peak %s + %.2f%% fragmentation (offsets in one arena, %d-byte aligned)\n",
-               rm_cli_bytes(a, sizeof a, (double)pl->span), rm_cli_bytes(b, sizeof b, (double)pl->live_peak),
-               100.0 * rm_plan_fragmentation(pl), RM_ARENA_ALIGN);
-    if (!rc && p->budget && p->fixed_bytes + pl->span > p->budget)
+        return;
+    }
+    printf("arena        %s span = live peak %s + %.2f%% fragmentation (offsets in one arena, %d-byte aligned)\n",
+           rm_cli_bytes(a, sizeof a, (double)pl->span), rm_cli_bytes(b, sizeof b, (double)pl->live_peak),
+           100.0 * rm_plan_fragmentation(pl), RM_ARENA_ALIGN);
+    if (p->budget && p->fixed_bytes + pl->span > p->budget)
         printf("             fixed + span exceeds the budget by %s: `remat train` solves again for that much less\n",
                rm_cli_bytes(a, sizeof a, (double)(p->fixed_bytes + pl->span - p->budget)));
     rm_plan_free(pl);
-    free(ops);
-    free(bytes);
 }
 
 static void print_summary(const rm_problem *p, const rm_cli_problem *cp, const rm_strategy_info *st,

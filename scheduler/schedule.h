@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include "plan.h"
 #include "problem.h"
 
 typedef struct rm_schedule {
@@ -36,6 +37,15 @@ static inline int rm_S_at(const rm_schedule *s, int t, int i) { return s->S[(siz
  * entries off the lower triangle, retaining what was not there, reading a
  * value that is not resident) give RM_ERR_INVALID naming stage, node and rule. */
 int rm_schedule_ops(rm_op **ops, int *nops, const rm_problem *p, const rm_schedule *s, rm_err *e);
+
+/* The arena plan of s (engine/plan.h): its operation sequence placed. With g
+ * (the graph p came from) the sizes are g's and every compute's inputs are
+ * checked live (rm_plan_from_graph); with g NULL they are p's bytes. */
+int rm_schedule_plan(rm_plan **out, const rm_problem *p, const rm_schedule *s, const rm_graph *g, rm_err *e);
+/* The plan of g under checkpoint-all: every value kept until its last use,
+ * and no longer. On a forward-only graph (inference), the least memory a
+ * pass can take; on a training graph, no rematerialization. */
+int rm_schedule_plan_all(rm_plan **out, const rm_graph *g, rm_err *e);
 
 /* The schedule file (docs/schedule-format.md): R and S, the simulated cost
  * and peak, and the operation sequence. Writing rejects invalid schedules.

@@ -75,23 +75,6 @@ void rm_profile_free(rm_profile *p)
     free(p);
 }
 
-/* The checkpoint-all plan of g: every value kept until its last use. */
-static int plan_all(rm_plan **out, const rm_graph *g, rm_err *e)
-{
-    rm_problem *p = NULL;
-    rm_schedule *s = NULL;
-    rm_op *ops = NULL;
-    int nops = 0;
-    int rc = rm_problem_from_graph(&p, g, e);
-    if (!rc) rc = rm_strategy_checkpoint_all(&s, p, e);
-    if (!rc) rc = rm_schedule_ops(&ops, &nops, p, s, e);
-    if (!rc) rc = rm_plan_from_graph(out, g, ops, nops, e);
-    free(ops);
-    rm_schedule_free(s);
-    rm_problem_free(p);
-    return rc;
-}
-
 int rm_profile_run(rm_profile **out, const rm_model *m, const rm_profile_options *o, rm_err *e)
 {
     *out = NULL;
@@ -124,7 +107,7 @@ int rm_profile_run(rm_profile **out, const rm_model *m, const rm_profile_options
     } else if ((rc = rm_backend_cpu_create(&be, e))) {
         goto done;
     }
-    if ((rc = plan_all(&plan, &pr->g, e))) goto done;
+    if ((rc = rm_schedule_plan_all(&plan, &pr->g, e))) goto done;
     rm_executor_options xo;
     memset(&xo, 0, sizeof xo);
     xo.seed = o->seed;

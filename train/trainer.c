@@ -169,19 +169,8 @@ static int logits_node(const rm_model *m)
 static int eval_plan(rm_graph *g, rm_plan **plan, const rm_model *m, int batch, rm_err *e)
 {
     *plan = NULL;
-    rm_problem *p = NULL;
-    rm_schedule *s = NULL;
-    rm_op *ops = NULL;
-    int nops = 0;
     int rc = rm_model_trace_forward(g, m, batch, e);
-    if (!rc) rc = rm_problem_from_graph(&p, g, e);
-    if (!rc) rc = rm_strategy_checkpoint_all(&s, p, e);
-    if (!rc) rc = rm_schedule_ops(&ops, &nops, p, s, e);
-    if (!rc) rc = rm_plan_from_graph(plan, g, ops, nops, e);
-    free(ops);
-    rm_schedule_free(s);
-    rm_problem_free(p);
-    if (rc) rm_graph_free(g);
+    if (!rc && (rc = rm_schedule_plan_all(plan, g, e))) rm_graph_free(g);
     return rc;
 }
 

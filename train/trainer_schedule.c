@@ -62,15 +62,6 @@ static uint64_t cache_key(const rm_problem *p, size_t budget, const char *strate
     return h;
 }
 
-static int make_plan(rm_plan **out, const rm_trainer *t, const rm_schedule *s, rm_err *e)
-{
-    rm_op *ops = NULL;
-    int nops = 0;
-    int rc = rm_schedule_ops(&ops, &nops, t->p, s, e);
-    if (!rc) rc = rm_plan_from_graph(out, &t->g, ops, nops, e);
-    free(ops);
-    return rc;
-}
 
 static int recomputed_nodes(const rm_schedule *s)
 {
@@ -95,7 +86,7 @@ static int cache_load(rm_trainer *t, const char *path, rm_err *e)
     if (!rc && !rm_sim_fits(t->p, &r))
         rc = rm_errorf(e, RM_ERR_BUDGET, "%s: peaks at %s, over the budget %s", path,
                        MB(t->p->fixed_bytes + r.peak_bytes).s, MB(t->p->budget).s);
-    if (!rc) rc = make_plan(&pl, t, s, e);
+    if (!rc) rc = rm_schedule_plan(&pl, t->p, s, &t->g, e);
     if (!rc && t->p->fixed_bytes + pl->span > t->p->budget)
         rc = rm_errorf(e, RM_ERR_BUDGET, "%s: its plan needs %s, over the budget %s", path,
                        MB(t->p->fixed_bytes + pl->span).s, MB(t->p->budget).s);
@@ -213,7 +204,7 @@ static int solve(rm_trainer *t, rm_err *e)
         }
         if (rc) return rc;
         rm_plan *pl = NULL;
-        if ((rc = make_plan(&pl, t, s, e))) {
+        if ((rc = rm_schedule_plan(&pl, t->p, s, &t->g, e))) {
             rm_schedule_free(s);
             return rc;
         }

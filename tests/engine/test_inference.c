@@ -41,18 +41,8 @@ typedef struct job {
 static rm_plan *plan_of(const rm_graph *g)
 {
     rm_err e = {RM_OK, ""};
-    rm_problem *p = NULL;
-    rm_schedule *s = NULL;
-    rm_op *ops = NULL;
-    int nops = 0;
     rm_plan *pl = NULL;
-    cr_assert_eq(rm_problem_from_graph(&p, g, &e), RM_OK, "%s", e.msg);
-    cr_assert_eq(rm_strategy_checkpoint_all(&s, p, &e), RM_OK, "%s", e.msg);
-    cr_assert_eq(rm_schedule_ops(&ops, &nops, p, s, &e), RM_OK, "%s", e.msg);
-    cr_assert_eq(rm_plan_from_graph(&pl, g, ops, nops, &e), RM_OK, "%s", e.msg);
-    free(ops);
-    rm_schedule_free(s);
-    rm_problem_free(p);
+    cr_assert_eq(rm_schedule_plan_all(&pl, g, &e), RM_OK, "%s", e.msg);
     return pl;
 }
 

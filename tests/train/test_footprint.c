@@ -34,27 +34,17 @@ static size_t executor_fixed(const rm_model *m, int batch)
 {
     rm_err e = {RM_OK, ""};
     rm_graph g;
-    rm_problem *p = NULL;
-    rm_schedule *s = NULL;
-    rm_op *ops = NULL;
-    int nops = 0;
     rm_plan *plan = NULL;
     rm_backend *be = NULL;
     rm_executor *ex = NULL;
     cr_assert_eq(rm_model_trace(&g, m, batch, &e), RM_OK, "%s", e.msg);
-    cr_assert_eq(rm_problem_from_graph(&p, &g, &e), RM_OK, "%s", e.msg);
-    cr_assert_eq(rm_strategy_checkpoint_all(&s, p, &e), RM_OK, "%s", e.msg);
-    cr_assert_eq(rm_schedule_ops(&ops, &nops, p, s, &e), RM_OK, "%s", e.msg);
-    cr_assert_eq(rm_plan_from_graph(&plan, &g, ops, nops, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_schedule_plan_all(&plan, &g, &e), RM_OK, "%s", e.msg);
     cr_assert_eq(rm_backend_cpu_create(&be, &e), RM_OK, "%s", e.msg);
     cr_assert_eq(rm_executor_create(&ex, m, &g, be, plan, NULL, &e), RM_OK, "%s", e.msg);
     size_t fixed = rm_executor_fixed_bytes(ex);
     rm_executor_free(ex);
     rm_backend_free(be);
     rm_plan_free(plan);
-    free(ops);
-    rm_schedule_free(s);
-    rm_problem_free(p);
     rm_graph_free(&g);
     return fixed;
 }
