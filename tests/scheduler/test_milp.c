@@ -143,12 +143,12 @@ static void compare_with_dp(rm_problem *p, unsigned levers, int check_round, con
         if (dp[b] < 0) {
             cr_assert_eq(rc, RM_ERR_INFEASIBLE, "%s budget %zu: DP says infeasible, MILP rc %d (%s)", what,
                          budgets[b], rc, e.msg);
-            cr_assert_eq(info.status, RM_MILP_INFEASIBLE);
+            cr_assert_eq(info.status, RM_STATUS_INFEASIBLE);
             continue;
         }
         cr_assert_eq(rc, RM_OK, "%s budget %zu: DP optimum %g, MILP failed: %s", what, budgets[b], dp[b], e.msg);
-        cr_assert_eq(info.status, RM_MILP_OPTIMAL, "%s budget %zu: status %s", what, budgets[b],
-                     rm_milp_status_name(info.status));
+        cr_assert_eq(info.status, RM_STATUS_OPTIMAL, "%s budget %zu: status %s", what, budgets[b],
+                     rm_status_name(info.status));
         cr_assert(close_rel(info.objective, dp[b]), "%s (n=%d) budget %zu: MILP %g, DP %g", what, p->n, budgets[b],
                   info.objective, dp[b]);
         check_schedule(p, s, info.objective);
@@ -253,7 +253,7 @@ Test(milp, full_budget_means_no_recomputation)
             rm_schedule *s = NULL;
             rm_err e = {0};
             cr_assert_eq(rm_strategy_milp(&s, &info, p, &o, &e), RM_OK, "%s", e.msg);
-            cr_assert_eq(info.status, RM_MILP_OPTIMAL);
+            cr_assert_eq(info.status, RM_STATUS_OPTIMAL);
             cr_assert(close_rel(info.objective, sum_costs(p)));
             rm_sim_result r;
             cr_assert_eq(rm_simulate(&r, p, s, &e), RM_OK);
@@ -284,7 +284,7 @@ Test(milp, below_trivial_bound_is_infeasible_at_once)
     rm_err e = {0};
     cr_assert_eq(rm_strategy_milp(&s, &info, p, NULL, &e), RM_ERR_INFEASIBLE);
     cr_assert_null(s);
-    cr_assert_eq(info.status, RM_MILP_INFEASIBLE);
+    cr_assert_eq(info.status, RM_STATUS_INFEASIBLE);
     cr_assert_eq(info.solver_code, -100, "lp_solve must not be called");
     cr_assert(strstr(e.msg, "trivial lower bound"), "%s", e.msg);
     /* fixed bytes alone above the budget */
@@ -318,16 +318,16 @@ Test(milp, node_limit_is_deterministic_and_honest)
     cr_assert_eq(rca, rcb);
     cr_assert_eq(a.nodes, b.nodes);
     cr_assert_eq(a.status, b.status);
-    cr_assert(a.nodes <= 31 || a.status == RM_MILP_OPTIMAL, "nodes %ld", a.nodes);
+    cr_assert(a.nodes <= 31 || a.status == RM_STATUS_OPTIMAL, "nodes %ld", a.nodes);
     if (rca == RM_OK) {
         cr_assert_eq(a.objective, b.objective);
         cr_assert_eq(memcmp(sa->S, sb->S, (size_t)p->n * p->n), 0);
         check_schedule(p, sa, a.objective);
         cr_assert(a.lower_bound <= a.objective * (1 + 1e-9));
         cr_assert(a.gap >= 0 && a.gap < 1);
-        if (a.status == RM_MILP_OPTIMAL) cr_assert_eq(a.gap, 0);
+        if (a.status == RM_STATUS_OPTIMAL) cr_assert_eq(a.gap, 0);
     } else {
-        cr_assert_eq(a.status, RM_MILP_NO_SOLUTION);
+        cr_assert_eq(a.status, RM_STATUS_NO_SOLUTION);
     }
     rm_schedule_free(sa);
     rm_schedule_free(sb);
@@ -398,7 +398,7 @@ Test(milp, mid_sized_training_graph_within_a_node_budget)
     rm_err e = {0};
     cr_assert_eq(rm_strategy_milp(&s, &info, p, &o, &e), RM_OK, "%s", e.msg);
     check_schedule(p, s, info.objective);
-    cr_assert(info.status == RM_MILP_OPTIMAL || info.status == RM_MILP_FEASIBLE);
+    cr_assert(info.status == RM_STATUS_OPTIMAL || info.status == RM_STATUS_FEASIBLE);
     cr_assert(info.nodes <= 301);
     cr_assert(info.lower_bound <= info.objective * (1 + 1e-9));
     cr_assert(info.lp_bound <= info.lower_bound + 1e-9 * info.objective);
