@@ -134,8 +134,16 @@ static int milp_direct(rm_schedule **out, rm_strategy_stats *stats, const rm_pro
         const char *name = NULL;
         rm_sim_result r;
         incumbent = rm_best_baseline(p, mo.time_limit_s > 0 ? t0 + mo.time_limit_s : 0, 0, &name, &r);
-        if (incumbent) say(o, 1, "incumbent: %s, cost %.6g", name, r.cost);
-        else say(NULL, 0, "route milp: no baseline fits: no incumbent");
+        if (incumbent) {
+            say(NULL, 0, "route milp: incumbent: %s (the cheapest fitting baseline), cost %.6g", name, r.cost);
+            if (o && o->log) {
+                char line[160];
+                snprintf(line, sizeof line, "incumbent: %s, cost %.6g\n", name, r.cost);
+                o->log(o->log_ctx, line);
+            }
+        } else {
+            say(NULL, 0, "route milp: no baseline fits: no incumbent");
+        }
     }
     if (mo.time_limit_s > 0) {
         /* The limit is for the whole call: what the baselines took is gone. */
@@ -155,13 +163,19 @@ static int milp_direct(rm_schedule **out, rm_strategy_stats *stats, const rm_pro
             stats->gap = rc == RM_OK ? info.gap : 0;
         }
     }
-    say(NULL, 0,
-        "route milp: %s, cost %.6g, bound %.6g (LP %.6g in %.2f s), gap %.2f%%, %ld nodes, lp_solve code %d, %s, "
-        "%.2f s",
-        rm_status_name(info.status), info.objective, info.lower_bound, info.lp_bound, info.lp_seconds,
-        100.0 * info.gap, info.nodes, info.solver_code,
-        rc != RM_OK ? "no schedule" : info.from_incumbent ? "the incumbent stands" : "lp_solve's schedule",
-        info.seconds);
+    char bb[120] = "branch and bound not run";
+    if (info.solver_code != -100)
+        snprintf(bb, sizeof bb, "branch and bound: %ld nodes, lp_solve code %d (%s)", info.nodes, info.solver_code,
+                 rm_lp_code_name(info.solver_code));
+    if (rc == RM_OK)
+        say(NULL, 0,
+            "route milp: %s, cost %.6g, bound %.6g, gap %.2f%%, %.2f s (LP bound %.6g in %.2f s; best incumbent "
+            "%.6g%s; %s)",
+            rm_status_name(info.status), info.objective, info.lower_bound, 100.0 * info.gap, info.seconds,
+            info.lp_bound, info.lp_seconds, info.incumbent_cost, info.from_incumbent ? ", returned" : "", bb);
+    else
+        say(NULL, 0, "route milp: %s, no schedule, %.2f s (LP bound %.6g; %s): %s", rm_status_name(info.status),
+            info.seconds, info.lp_bound, bb, e ? e->msg : "");
     return rc;
 }
 
