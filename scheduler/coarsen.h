@@ -1,5 +1,5 @@
 /* Graph coarsening for large problems: the MILP and LP rounding
- * are out of reach beyond ~80 nodes (milp.h: the LP of ResNet-18, 147 nodes,
+ * are out of reach beyond ~80 nodes (lp_model.h: the LP of ResNet-18, 147 nodes,
  * alone takes minutes), so a large problem is solved on a coarse problem of
  * super-nodes and the answer is expanded back and judged by the simulator.
  *

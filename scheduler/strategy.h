@@ -81,7 +81,7 @@ typedef int (*rm_strategy_fn)(rm_schedule **out, const rm_problem *p, rm_err *e)
 /* ---- One table for every strategy: the baselines, LP rounding and the MILP ---- */
 
 /* A line of progress from a long solve (lp_solve's log); same shape as
- * milp.h's rm_milp_log_fn, so one can be passed for the other. */
+ * lp_model.h's rm_milp_log_fn, so one can be passed for the other. */
 typedef void (*rm_strategy_log_fn)(void *ctx, const char *line);
 
 /* What the solver strategies take; the baselines need none of it. Zero
@@ -89,7 +89,7 @@ typedef void (*rm_strategy_log_fn)(void *ctx, const char *line);
 typedef struct rm_strategy_options {
     double time_limit_s; /* wall clock for LP rounding / the MILP; 0 = none. Not deterministic */
     long node_limit;     /* MILP branch-and-bound nodes; 0 = none. Deterministic: what tests use */
-    int verbosity;       /* lp_solve's log level (see milp.h) when log is set; 0 = 4 (NORMAL) */
+    int verbosity;       /* lp_solve's log level (see milp.h, lp_model.h) when log is set; 0 = 4 (NORMAL) */
     rm_strategy_log_fn log;
     void *log_ctx;
 } rm_strategy_options;
