@@ -329,7 +329,7 @@ static void run_budget(budget_row *row, const bench_cfg *c, const model_spec *m,
         rm_schedule_free(s);
         x->ran = 1;
         x->rc = rc;
-        x->status = stats.status;
+        x->status = rm_status_name(stats.status);
         x->seconds = stats.seconds;
         x->has_bound = stats.has_bound;
         x->bound_trivial = stats.bound_trivial;
@@ -339,12 +339,12 @@ static void run_budget(budget_row *row, const bench_cfg *c, const model_spec *m,
             x->cost = stats.sim.cost;
             x->peak_total = p->fixed_bytes + stats.sim.peak_bytes;
             row->none_fit = 0;
-            fprintf(stderr, "bench:   %s %+.2f%% in %.2f s", stats.status, overhead_pct(x->cost, cp->base_cost),
+            fprintf(stderr, "bench:   %s %+.2f%% in %.2f s", x->status, overhead_pct(x->cost, cp->base_cost),
                     x->seconds);
             if (x->has_bound) fprintf(stderr, ", gap %.2f%%", 100.0 * x->gap);
             fprintf(stderr, "\n");
         } else if (rc == RM_ERR_INFEASIBLE) {
-            fprintf(stderr, "bench:   %s after %.2f s\n", stats.status, x->seconds);
+            fprintf(stderr, "bench:   %s after %.2f s\n", x->status, x->seconds);
         } else {
             fprintf(stderr, "bench:   %s failed: %s\n", st->name, e.msg);
         }

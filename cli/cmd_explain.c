@@ -240,7 +240,8 @@ static int explain_schedule(const rm_cli_problem *cp, const rm_schedule *s, cons
         return 2;
     }
     char a[32], b[32], c[32];
-    printf("\nThe schedule: %s (%s), %s in %.1f s\n", st->name, st->title, stats->status, stats->seconds);
+    printf("\nThe schedule: %s (%s), %s in %.1f s\n", st->name, st->title, rm_status_name(stats->status),
+           stats->seconds);
     int nf = 0, nb = 0;
     for (int i = 0; i < p->n; i++) nf += p->nodes[i].tag == RM_TAG_FORWARD, nb += p->nodes[i].tag == RM_TAG_BACKWARD;
     printf("  The step runs in %d stages; stage t computes node t (%d forward, then the loss, then %d backward),\n"
@@ -256,7 +257,7 @@ static int explain_schedule(const rm_cli_problem *cp, const rm_schedule *s, cons
     } else if (stats->has_bound) {
         printf("  The LP relaxation proves no schedule costs less than checkpoint-all %+.2f%%",
                cp->base_cost > 0 ? 100.0 * (stats->lp_bound / cp->base_cost - 1) : 0.0);
-        if (!strcmp(stats->status, "optimal"))
+        if (stats->status == RM_STATUS_OPTIMAL)
             printf(";\n  this one is optimal.\n");
         else
             printf(";\n  this one is at most %.2f%% above the optimum (the gap).\n", 100.0 * stats->gap);
@@ -381,7 +382,7 @@ static int explain_run(int argc, char **argv)
     rm_strategy_stats stats;
     rm_err e = {RM_OK, ""};
     rc = rm_strategy_run(&s, &stats, st, cp.p, &o, &e);
-    if (rc == RM_ERR_INFEASIBLE && fallback && strcmp(stats.status, "infeasible")) {
+    if (rc == RM_ERR_INFEASIBLE && fallback && stats.status != RM_STATUS_INFEASIBLE) {
         /* The MILP found nothing in time (not a proof): LP rounding usually does. */
         if (!quiet) fprintf(stderr, "remat explain: milp: %s; falling back to lp_round ...\n", e.msg);
         printf("\n(The MILP found no schedule within %g s; LP rounding is explained instead.)\n", limit);

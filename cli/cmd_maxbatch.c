@@ -122,7 +122,7 @@ static void print_table(const rm_strategy_info *const *list, int nlist, const rm
             snprintf(solve, sizeof solve, "%.2fs", r->stats.seconds);
             if (r->stats.has_bound) {
                 size_t l = strlen(notes);
-                snprintf(notes + l, sizeof notes - l, "%s%s, gap %.1f%%%s", l ? "; " : "", r->stats.status,
+                snprintf(notes + l, sizeof notes - l, "%s%s, gap %.1f%%%s", l ? "; " : "", rm_status_name(r->stats.status),
                          100.0 * r->stats.gap, r->stats.bound_trivial ? " (trivial bound)" : "");
             }
         }

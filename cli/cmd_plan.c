@@ -237,7 +237,7 @@ static void print_summary(const rm_problem *p, const rm_cli_problem *cp, const r
     char a[32], b[32], c[32];
     const rm_sim_result *r = &stats->sim;
     printf("\nstrategy     %s: %s\n", st->name, st->title);
-    printf("status       %s in %.2f s", stats->status, stats->seconds);
+    printf("status       %s in %.2f s", rm_status_name(stats->status), stats->seconds);
     if (stats->has_bound)
         printf(" (%s %s = checkpoint-all %+.2f%%, gap %.2f%%)",
                stats->bound_trivial ? "no LP bound; trivial bound, every node once," : "LP bound",
@@ -333,7 +333,7 @@ static int plan_one(const plan_args *a, rm_cli_problem *cp, const rm_strategy_in
     if (rc) {
         if (rc == RM_ERR_INFEASIBLE) {
             fprintf(stderr, "remat plan: %s found no schedule within the budget (%s after %.2f s): %s\n", st->name,
-                    stats.status, stats.seconds, e.msg);
+                    rm_status_name(stats.status), stats.seconds, e.msg);
             return 1;
         }
         fprintf(stderr, "remat plan: %s failed: %s\n", st->name, e.msg);
@@ -401,8 +401,8 @@ static int plan_all(const plan_args *a, rm_cli_problem *cp)
             else snprintf(lb, sizeof lb, "%+.2f%%", 100.0 * (stats.lp_bound / cp->base_cost - 1));
             if (!rc) snprintf(gap, sizeof gap, "%.2f%%", 100.0 * stats.gap);
         }
-        printf("%-18s %-11s %9s %12s %12s %8.2fs %9s %7s\n", st->name, stats.status, ov, pk, re, stats.seconds, lb,
-               gap);
+        printf("%-18s %-11s %9s %12s %12s %8.2fs %9s %7s\n", st->name, rm_status_name(stats.status), ov, pk, re,
+               stats.seconds, lb, gap);
         fflush(stdout);
         if (!rc && (!best || stats.sim.cost < best_cost)) {
             rm_schedule_free(best);

@@ -315,13 +315,7 @@ int rm_baseline_precheck(const rm_problem *p, const char *name, rm_err *e)
 {
     int rc = rm_problem_validate(p, e);
     if (rc) return rm_err_context(e, "%s", name);
-    size_t lb = rm_problem_peak_lower_bound(p);
-    if (p->budget && (p->fixed_bytes > p->budget || lb > p->budget - p->fixed_bytes))
-        return rm_errorf(e, RM_ERR_INFEASIBLE,
-                         "%s: the budget of %zu bytes is below %zu fixed bytes plus %zu, the largest node with its "
-                         "inputs, which every schedule must hold at once",
-                         name, p->budget, p->fixed_bytes, lb);
-    return RM_OK;
+    return rm_problem_check_budget(p, name, e);
 }
 
 int rm_baseline_finish(rm_schedule **out, rm_sim_result *res, rm_schedule *s, const rm_problem *p, const char *name,

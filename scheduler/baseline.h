@@ -108,4 +108,19 @@ int rm_chen_sqrtn_run(rm_schedule **out, const rm_problem *p, int use_cuts, int 
  * predicts for it (tests compare it with the simulator's). */
 int rm_ogc_plan(uint8_t *pinned, size_t *predicted_peak, const rm_problem *p, const rm_fwd_info *fi, rm_err *e);
 
+/* The baseline strategies in the order tables show them (checkpoint_all
+ * first), as rm_strategy_info initializers: rm_strategy_list's table
+ * (baseline_table.c) and the head of rm_strategy_list_all's (strategies.c). */
+#define RM_BASELINE_TABLE                                                                         \
+    {"checkpoint_all", "Checkpoint all", rm_strategy_checkpoint_all, NULL},                       \
+        {"chen_sqrtn", "Chen et al. sqrt(n)", rm_strategy_chen_sqrtn, NULL},                      \
+        {"chen_greedy", "Chen et al. greedy", rm_strategy_chen_greedy, NULL},                     \
+        {"griewank", "Griewank & Walther log(n)", rm_strategy_griewank, NULL},                    \
+        {"ap_sqrtn", "AP sqrt(n)", rm_strategy_ap_sqrtn, NULL},                                   \
+        {"ap_greedy", "AP greedy", rm_strategy_ap_greedy, NULL},                                  \
+        {"linearized_sqrtn", "Linearized sqrt(n)", rm_strategy_linearized_sqrtn, NULL},           \
+        {"linearized_greedy", "Linearized greedy", rm_strategy_linearized_greedy, NULL},          \
+        {"ogc", "Feng & Huang optimal checkpointing", rm_strategy_ogc, NULL}
+#define RM_BASELINE_COUNT 9
+
 #endif

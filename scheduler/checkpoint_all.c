@@ -19,6 +19,21 @@ void rm_checkpoint_all_fill(rm_schedule *s, const rm_problem *p)
     }
 }
 
+int rm_checkpoint_all_fit(rm_schedule **out, rm_sim_result *r, const rm_problem *p, rm_err *e)
+{
+    *out = NULL;
+    rm_schedule *s;
+    int rc = rm_schedule_create(&s, p->n, e);
+    if (rc) return rc;
+    rm_checkpoint_all_fill(s, p);
+    if ((rc = rm_simulate(r, p, s, e)) || !rm_sim_fits(p, r)) {
+        rm_schedule_free(s);
+        return rc;
+    }
+    *out = s;
+    return RM_OK;
+}
+
 int rm_strategy_checkpoint_all(rm_schedule **out, const rm_problem *p, rm_err *e)
 {
     *out = NULL;

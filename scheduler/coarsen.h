@@ -1,5 +1,5 @@
-/* Graph coarsening for large problems (issue 3): the MILP and LP rounding
- * are out of reach beyond ~80 nodes (milp.h: the LP of ResNet-18, 147 nodes,
+/* Graph coarsening for large problems: the MILP and LP rounding
+ * are out of reach beyond ~80 nodes (lp_model.h: the LP of ResNet-18, 147 nodes,
  * alone takes minutes), so a large problem is solved on a coarse problem of
  * super-nodes and the answer is expanded back and judged by the simulator.
  *
@@ -32,11 +32,7 @@
 #include <stdint.h>
 
 #include "schedule.h"
-#include "strategy.h"
 
-/* Problems above this many nodes go through coarsening in the lp_round and
- * milp strategies (strategies.c); VGG16's 79 nodes still solve directly. */
-#define RM_COARSEN_MIN_NODES 80
 /* Default size of the coarse problem: where lp_solve still proves
  * optimality (milp.h). */
 #define RM_COARSEN_TARGET 64
@@ -75,29 +71,5 @@ size_t rm_coarsen_group_bytes(const rm_problem *p, const rm_coarsening *c, int g
  * is valid for p (checked with rm_simulate), not budget-checked. */
 int rm_coarsen_expand(rm_schedule **out, const rm_problem *p, const rm_coarsening *c, const rm_schedule *cs,
                       rm_err *e);
-
-/* The solver route for large problems: coarsens p to about target nodes
- * (RM_COARSEN_TARGET when target <= 0), runs solve (a strategy's
- * option-taking form, e.g. the MILP's) on the coarse problem with what is
- * left of the time limit, expands its schedule, and also tries
- * rm_milp_cheapest_R on the expansion's S (kept when it is valid, fits and
- * is cheaper). Flags:
- * - RM_COARSEN_FALLBACK: the cheapest fitting baseline on p is computed first
- *   and returned when it is cheaper than the expansion (or the coarse solve
- *   finds nothing), as the MILP returns its incumbent;
- * - RM_COARSEN_REFINE: with a time limit, solve again at 4/3 the target,
- *   then 4/3 that, ..., while the time left is at least 3x what the last
- *   level took; the cheapest expansion wins. ResNet-50 at batch 32, 80%, LP
- *   rounding, one level each: 64 groups +4.61% in 2.3 s, 96 +1.46% in 14 s,
- *   128 +0.57% in 37 s; refining by 1.5x (64, 96, then 144 whose LP ran out
- *   of time) gave +1.46% in 60 s, by 4/3 (64, 85, 113) +0.33% in 26 s.
- * The schedule is always judged by rm_simulate on p; RM_ERR_INFEASIBLE with
- * a message when nothing fits. Never proves optimality: stats->status is
- * "feasible" for the MILP route (FALLBACK), has_bound = 0 (the coarse LP
- * bound is no bound for p, and p's own LP is what is out of reach). Where
- * checkpoint-all fits it is returned as optimal, as the solvers do. */
-enum { RM_COARSEN_FALLBACK = 1, RM_COARSEN_REFINE = 2 };
-int rm_coarsen_run(rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p, const rm_strategy_options *o,
-                   rm_strategy_opt_fn solve, const char *name, int target, int flags, rm_err *e);
 
 #endif

@@ -3,21 +3,16 @@
  * cheapest R for that S exactly. It is the scalable fallback when the MILP is
  * out of reach, and the incumbent that makes lp_solve's branch and bound
  * usable at all. Every candidate is judged by rm_simulate. */
+#include "lp_round.h"
+
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "milp.h"
+#include "log.h"
 #include "rng.h"
 #include "simulate.h"
-#include "strategy.h"
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#define now_s rm_lp_now
 
 void rm_lp_round_options_default(rm_lp_round_options *o)
 {
@@ -74,14 +69,6 @@ int rm_milp_cheapest_R(rm_schedule *s, const rm_problem *p, rm_err *e)
     return RM_OK;
 }
 
-/* Activation budget in bytes; 0 = unlimited (or nothing left after the fixed bytes, see fits()). */
-static int fits(const rm_problem *p, size_t peak)
-{
-    if (p->budget == 0) return 1;
-    if (p->fixed_bytes > p->budget) return 0;
-    return peak <= p->budget - p->fixed_bytes;
-}
-
 int rm_lp_round_from(rm_schedule **out, rm_lp_round_result *info, const rm_problem *p, const double *S_frac,
                      double lp_bound, const rm_lp_round_options *opt, rm_err *e)
 {
@@ -125,7 +112,7 @@ int rm_lp_round_from(rm_schedule **out, rm_lp_round_result *info, const rm_probl
             goto fail;
         }
         tried++;
-        if (!fits(p, sim.peak_bytes)) continue;
+        if (!rm_sim_fits(p, &sim)) continue;
         fitted++;
         if (!have_best || sim.cost < best_sim.cost ||
             (sim.cost == best_sim.cost && sim.peak_bytes < best_sim.peak_bytes)) {
@@ -148,6 +135,11 @@ int rm_lp_round_from(rm_schedule **out, rm_lp_round_result *info, const rm_probl
         info->seed_index = best_seed;
         info->seconds = now_s() - t0;
     }
+    if (have_best)
+        RM_LOG_DEBUG("lp_round: %d roundings of the relaxation (bound %.6g), %d fit; the cheapest costs %.6g", tried,
+                     lp_bound, fitted, best_sim.cost);
+    else
+        RM_LOG_DEBUG("lp_round: %d roundings of the relaxation (bound %.6g), none fits", tried, lp_bound);
     if (!have_best) {
         rm_schedule_free(best);
         return rm_errorf(e, RM_ERR_INFEASIBLE,

@@ -112,7 +112,7 @@ static int strategy_fits(int *feasible, void *vctx, int batch, rm_err *e)
         c->res->stats = stats;
     } else if (rc == RM_ERR_INFEASIBLE) {
         *feasible = 0;
-        if (!strcmp(stats.status, "no solution")) c->res->unproved = 1;
+        if (stats.status == RM_STATUS_NO_SOLUTION) c->res->unproved = 1;
         rc = RM_OK;
     } else if (e) {
         *e = se;

@@ -73,6 +73,20 @@ size_t rm_problem_peak_lower_bound(const rm_problem *p)
     return best;
 }
 
+int rm_problem_check_budget(const rm_problem *p, const char *who, rm_err *e)
+{
+    if (p->budget == 0) return RM_OK;
+    size_t lb = rm_problem_peak_lower_bound(p);
+    if (p->fixed_bytes <= p->budget && lb <= p->budget - p->fixed_bytes) return RM_OK;
+    if (p->fixed_bytes >= p->budget)
+        return rm_errorf(e, RM_ERR_INFEASIBLE, "%s: the fixed bytes %zu leave nothing of the budget %zu", who,
+                         p->fixed_bytes, p->budget);
+    return rm_errorf(e, RM_ERR_INFEASIBLE,
+                     "%s: the activation budget %zu bytes (budget %zu less %zu fixed) is below the trivial lower "
+                     "bound %zu, the largest node with its inputs, which every schedule must hold at once",
+                     who, p->budget - p->fixed_bytes, p->budget, p->fixed_bytes, lb);
+}
+
 static const char *node_name(const rm_problem *p, int i) { return p->nodes[i].name[0] ? p->nodes[i].name : "?"; }
 
 int rm_problem_validate(const rm_problem *p, rm_err *e)

@@ -43,6 +43,12 @@ size_t rm_problem_activation_budget(const rm_problem *p);
  * output resident at once). No strategy can go below it. */
 size_t rm_problem_peak_lower_bound(const rm_problem *p);
 
+/* "Is the budget below the trivial bound?", asked here only: RM_OK when the
+ * budget is 0 (unlimited) or holds the fixed bytes plus the trivial lower
+ * bound; else RM_ERR_INFEASIBLE with a message prefixed by who. Every
+ * strategy and solver refuses such a budget at once with this answer. */
+int rm_problem_check_budget(const rm_problem *p, const char *who, rm_err *e);
+
 /* Checks what every strategy assumes: n >= 1, deps earlier than their node,
  * no duplicate deps, finite non-negative costs. Errors name the node. */
 int rm_problem_validate(const rm_problem *p, rm_err *e);

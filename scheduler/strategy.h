@@ -19,12 +19,18 @@
 
 #include "schedule.h"
 #include "simulate.h"
+#include "status.h"
 
 /* No recomputation: every value is kept until its last use. */
 int rm_strategy_checkpoint_all(rm_schedule **out, const rm_problem *p, rm_err *e);
 /* The same schedule written into s (n x n), unchecked: for solvers that need
  * it as a starting point without the simulator's round trip. */
 void rm_checkpoint_all_fill(rm_schedule *s, const rm_problem *p);
+/* "Does checkpoint-all fit?", asked here only: *out is checkpoint-all when
+ * its peak fits p's budget (always when the budget is 0), else NULL; *r is
+ * its simulation either way. Checkpoint-all costs every node once, the least
+ * any schedule pays, so where it fits it is optimal. Errors: the simulator's. */
+int rm_checkpoint_all_fit(rm_schedule **out, rm_sim_result *r, const rm_problem *p, rm_err *e);
 
 /* Chen et al. 2016, sqrt(n): every floor(sqrt(k))-th of the k forward nodes
  * in topological order is a checkpoint (the linearized graph: any node may
@@ -75,7 +81,7 @@ typedef int (*rm_strategy_fn)(rm_schedule **out, const rm_problem *p, rm_err *e)
 /* ---- One table for every strategy: the baselines, LP rounding and the MILP ---- */
 
 /* A line of progress from a long solve (lp_solve's log); same shape as
- * milp.h's rm_milp_log_fn, so one can be passed for the other. */
+ * lp_model.h's rm_milp_log_fn, so one can be passed for the other. */
 typedef void (*rm_strategy_log_fn)(void *ctx, const char *line);
 
 /* What the solver strategies take; the baselines need none of it. Zero
@@ -83,15 +89,15 @@ typedef void (*rm_strategy_log_fn)(void *ctx, const char *line);
 typedef struct rm_strategy_options {
     double time_limit_s; /* wall clock for LP rounding / the MILP; 0 = none. Not deterministic */
     long node_limit;     /* MILP branch-and-bound nodes; 0 = none. Deterministic: what tests use */
-    int verbosity;       /* lp_solve's log level (see milp.h) when log is set; 0 = 4 (NORMAL) */
+    int verbosity;       /* lp_solve's log level (see milp.h, lp_model.h) when log is set; 0 = 4 (NORMAL) */
     rm_strategy_log_fn log;
     void *log_ctx;
 } rm_strategy_options;
 
 /* What a strategy run reports besides its schedule. */
 typedef struct rm_strategy_stats {
-    const char *status; /* "ok" (a baseline or LP rounding found one), "optimal" or "feasible" (MILP),
-                           "infeasible", "no solution" (MILP: a limit hit first), "error" */
+    rm_status status;   /* OK (a baseline or LP rounding found one), OPTIMAL or FEASIBLE (MILP),
+                           INFEASIBLE, NO_SOLUTION (MILP: a limit hit first), ERROR; rm_status_name prints it */
     double seconds;     /* wall clock of the whole call */
     int has_bound;      /* lp_bound and gap are meaningful (LP rounding, MILP) */
     int bound_trivial;  /* the LP was not solved (time limit, or a coarsened solve whose coarse LP
@@ -116,15 +122,24 @@ typedef struct rm_strategy_info {
 /* The baselines above, in the order tables show them (checkpoint_all first).
  * Cheap and limit-free, so tests sweep every one of them. */
 const rm_strategy_info *rm_strategy_list(int *count);
+/* The cheapest baseline schedule that fits p's budget, or NULL: the solvers'
+ * incumbent and fallback (route.c). Baselines are tried in table order until
+ * deadline (CLOCK_MONOTONIC seconds; 0 = none); a later one wins only when
+ * cheaper, or (prefer_lower_peak) as cheap with a lower peak. *name and *r
+ * (either may be NULL): the winner's strategy and simulation. */
+rm_schedule *rm_best_baseline(const rm_problem *p, double deadline, int prefer_lower_peak, const char **name,
+                              rm_sim_result *r);
+
 /* The same table followed by the solver strategies: "lp_round" (Checkmate's
  * two-phase LP rounding) and "milp" (the Checkmate MILP with lp_solve; it is
- * given the cheapest fitting baseline as incumbent). See milp.h. Where
- * checkpoint-all fits, both return it without solving anything: it costs
- * every node once, the least possible, so it is optimal. Problems above 80
- * nodes are solved on a coarsened graph of 64 super-nodes and expanded back
- * (scheduler/coarsen.h): valid and within budget, but with only the trivial
- * bound for the original problem; there, with a time limit, the MILP spends
- * half of it on refined LP rounding and returns the cheaper answer. */
+ * given the cheapest fitting baseline as incumbent), both through the one
+ * solver route (scheduler/route.h). Where checkpoint-all fits, both return
+ * it without solving anything: it costs every node once, the least
+ * possible, so it is optimal. Problems above 80 nodes are solved on a
+ * coarsened graph of 64 super-nodes and expanded back (scheduler/coarsen.h):
+ * valid and within budget, but with only the trivial bound for the original
+ * problem; there, with a time limit, the MILP spends half of it on refined
+ * LP rounding and returns the cheaper answer. */
 const rm_strategy_info *rm_strategy_list_all(int *count);
 /* By name, in the whole table; '-' and '_' are the same ("lp-round"). NULL if
  * no strategy has that name. */

@@ -198,8 +198,8 @@ static int solve(rm_trainer *t, rm_err *e)
             return rm_errorf(e, RM_ERR_INFEASIBLE,
                              "%s finds no schedule for batch %d within %s (%s%s): training without "
                              "rematerialization needs %s, and no schedule needs less than %s%s",
-                             st->name, t->batch, MB(target).s, stats.status,
-                             !strcmp(stats.status, "no solution") ? ": the time limit came first" : "",
+                             st->name, t->batch, MB(target).s, rm_status_name(stats.status),
+                             stats.status == RM_STATUS_NO_SOLUTION ? ": the time limit came first" : "",
                              MB(t->sum.noremat_peak).s, MB(t->sum.lower_bound).s, fits);
         }
         if (rc) return rc;
@@ -230,7 +230,7 @@ static int solve(rm_trainer *t, rm_err *e)
                          "%s is left after the fixed %s (placement fragmentation); a slightly larger budget or "
                          "another strategy fits",
                          st->name, t->batch, MB(budget).s, MB(span).s, MB(act).s, MB(fixed).s);
-    t->sum.status = stats.status;
+    t->sum.status = rm_status_name(stats.status);
     t->sum.solve_s = stats.seconds;
     t->sum.has_bound = stats.has_bound;
     t->sum.gap = stats.gap;

@@ -99,7 +99,7 @@ static long milp_solves(rm_problem *p)
     outcome o = run("milp", p, -1, 0, FI_SOLVE_FAKE, 0);
     cr_assert_eq(o.rc, RM_OK, "%s", o.e.msg);
     cr_assert_geq(o.solves, 2, "the test problem must reach the branch and bound (%ld solves)", o.solves);
-    cr_assert_str_neq(o.stats.status, "optimal", "the search must stop at the node limit, not prove optimality");
+    cr_assert_neq(o.stats.status, RM_STATUS_OPTIMAL, "the search must stop at the node limit, not prove optimality");
     return o.solves;
 }
 
@@ -119,7 +119,7 @@ Test(solver_faults, numerical_failure_is_an_error)
         cr_expect_eq(o.rc, RM_ERR_SOLVER, "solve %ld: %d %s", nth, o.rc, o.e.msg);
         cr_expect(strstr(o.e.msg, "NUMFAILURE"), "%s", o.e.msg);
         cr_expect(strstr(o.e.msg, nth ? "MILP" : "LP relaxation"), "%s", o.e.msg);
-        cr_expect_str_eq(o.stats.status, "error");
+        cr_expect_eq(o.stats.status, RM_STATUS_ERROR);
     }
     outcome o = run("lp_round", p, 0, NUMFAILURE, FI_SOLVE_FAKE, 0);
     cr_expect_eq(o.rc, RM_ERR_SOLVER, "%d %s", o.rc, o.e.msg);
@@ -157,13 +157,13 @@ Test(solver_faults, infeasible_contradicted_by_an_incumbent_is_an_error)
     fi_solve_fail(0, INFEASIBLE, FI_SOLVE_FAKE, 0);
     int rc = rm_strategy_milp(&s, &info, p, &mo, &e);
     cr_expect_eq(rc, RM_ERR_INFEASIBLE, "%d %s", rc, e.msg);
-    cr_expect_eq(info.status, RM_MILP_INFEASIBLE);
+    cr_expect_eq(info.status, RM_STATUS_INFEASIBLE);
     cr_expect_null(s);
     /* The branch and bound's INFEASIBLE under the incumbent's cutoff means
      * "nothing cheaper": the incumbent is optimal. */
     o = run("milp", p, milp_solves(p) - 1, INFEASIBLE, FI_SOLVE_FAKE, 0);
     cr_expect_eq(o.rc, RM_OK, "%s", o.e.msg);
-    cr_expect_str_eq(o.stats.status, "optimal");
+    cr_expect_eq(o.stats.status, RM_STATUS_OPTIMAL);
     rm_problem_free(p);
 }
 
@@ -173,7 +173,7 @@ Test(solver_faults, a_limit_falls_back_to_the_incumbent)
     /* The relaxation stopped by the time limit: no bound, the incumbent. */
     outcome o = run("milp", p, 0, TIMEOUT, FI_SOLVE_FAKE, 0);
     cr_expect_eq(o.rc, RM_OK, "%s", o.e.msg);
-    cr_expect_str_eq(o.stats.status, "feasible");
+    cr_expect_eq(o.stats.status, RM_STATUS_FEASIBLE);
     /* The branch and bound stopped before finding anything, as lp_solve
      * answers a time limit: TIMEOUT, or SUBOPTIMAL with no improved solution. */
     int codes[] = {TIMEOUT, SUBOPTIMAL, USERABORT};
@@ -181,7 +181,7 @@ Test(solver_faults, a_limit_falls_back_to_the_incumbent)
     for (int k = 0; k < 3; k++) {
         o = run("milp", p, bb, codes[k], FI_SOLVE_ABORTED, 0);
         cr_expect_eq(o.rc, RM_OK, "code %d: %s", codes[k], o.e.msg);
-        cr_expect_str_eq(o.stats.status, "feasible", "code %d", codes[k]);
+        cr_expect_eq(o.stats.status, RM_STATUS_FEASIBLE, "code %d", codes[k]);
         cr_expect(o.stats.has_bound && o.stats.gap > 0, "code %d: a gap is reported", codes[k]);
     }
     rm_problem_free(p);
@@ -205,7 +205,7 @@ Test(solver_faults, a_limit_without_incumbent_is_no_solution)
         int rc = rm_strategy_milp(&s, &info, p, &mo, &e);
         fi_solve_fail(-1, 0, FI_SOLVE_FAKE, 0);
         cr_expect_eq(rc, RM_ERR_INFEASIBLE, "case %d: %d %s", k, rc, e.msg);
-        cr_expect_eq(info.status, RM_MILP_NO_SOLUTION, "case %d", k);
+        cr_expect_eq(info.status, RM_STATUS_NO_SOLUTION, "case %d", k);
         cr_expect(strstr(e.msg, "not proved infeasible"), "case %d: %s", k, e.msg);
         cr_expect_null(s);
     }

@@ -13,6 +13,7 @@
 
 #include "coarsen.h"
 #include "milp.h"
+#include "route.h"
 #include "builder.h"
 #include "random_graphs.h"
 #include "rng.h"
@@ -263,7 +264,7 @@ static void check_route(rm_problem *p, const char *strategy, int target, int fla
     if (flags & RM_COARSEN_REFINE) o.time_limit_s = 2;
     rm_strategy_stats stats;
     memset(&stats, 0, sizeof stats);
-    stats.status = "error";
+    stats.status = RM_STATUS_ERROR;
     rm_schedule *s = NULL;
     rm_err e = {RM_OK, ""};
     int rc = rm_coarsen_run(&s, &stats, p, &o, st->solve_opt, strategy, target, flags, &e);

@@ -238,7 +238,7 @@ static double solve(rm_schedule **s, const rm_problem *p)
     o.node_limit = 10000;
     rm_strategy_stats st;
     cr_assert_eq(rm_strategy_run(s, &st, rm_strategy_find("milp"), p, &o, &e), RM_OK, "%s", e.msg);
-    cr_assert_str_eq(st.status, "optimal");
+    cr_assert_eq(st.status, RM_STATUS_OPTIMAL);
     rm_sim_result r;
     cr_assert_eq(rm_simulate(&r, p, *s, &e), RM_OK, "%s", e.msg);
     cr_assert_leq(r.peak_bytes, rm_problem_activation_budget(p));

@@ -3,7 +3,9 @@
  * and training graph, every schedule passes the simulator within budget and
  * agrees with the DP's own replay of the memory model, the LP bound is a
  * lower bound, and the infeasible and unlimited ends behave. Node limits
- * only: nothing here depends on wall-clock time. */
+ * only: nothing here depends on wall-clock time. Over ~600 lines because
+ * the milp, lp_round, cheapest_R and exact_dp suites share the DP-comparison
+ * helpers below; they move to a fixture file with the next suite added. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -125,9 +127,17 @@ static rm_milp_options test_options(unsigned levers)
     return o;
 }
 
+/* What LP rounding answered against the DP's optima (compare_with_dp). */
+typedef struct round_tally {
+    int feasible; /* budgets where the DP finds a schedule */
+    int answered; /* ... and LP rounding returned one */
+    int optimal;  /* ... at the DP's optimum */
+    double excess; /* sum of (rounded cost - optimum) over the answered budgets */
+} round_tally;
+
 /* Solves p at every budget of the ladder with the MILP and compares with the
- * DP; also checks bounds and the rounding. */
-static void compare_with_dp(rm_problem *p, unsigned levers, int check_round, const char *what)
+ * DP; also checks bounds and, with a tally, LP rounding. */
+static void compare_with_dp(rm_problem *p, unsigned levers, round_tally *round, const char *what)
 {
     size_t budgets[8];
     int nb = budget_ladder(budgets, p, 6);
@@ -143,20 +153,21 @@ static void compare_with_dp(rm_problem *p, unsigned levers, int check_round, con
         if (dp[b] < 0) {
             cr_assert_eq(rc, RM_ERR_INFEASIBLE, "%s budget %zu: DP says infeasible, MILP rc %d (%s)", what,
                          budgets[b], rc, e.msg);
-            cr_assert_eq(info.status, RM_MILP_INFEASIBLE);
+            cr_assert_eq(info.status, RM_STATUS_INFEASIBLE);
             continue;
         }
         cr_assert_eq(rc, RM_OK, "%s budget %zu: DP optimum %g, MILP failed: %s", what, budgets[b], dp[b], e.msg);
-        cr_assert_eq(info.status, RM_MILP_OPTIMAL, "%s budget %zu: status %s", what, budgets[b],
-                     rm_milp_status_name(info.status));
+        cr_assert_eq(info.status, RM_STATUS_OPTIMAL, "%s budget %zu: status %s", what, budgets[b],
+                     rm_status_name(info.status));
         cr_assert(close_rel(info.objective, dp[b]), "%s (n=%d) budget %zu: MILP %g, DP %g", what, p->n, budgets[b],
                   info.objective, dp[b]);
         check_schedule(p, s, info.objective);
         cr_assert(info.lp_bound <= info.objective * (1 + 1e-9) + 1e-9, "%s: LP bound %g above the optimum %g", what,
                   info.lp_bound, info.objective);
         rm_schedule_free(s);
-        if (check_round) {
+        if (round) {
             rm_lp_round_result rr;
+            round->feasible++;
             rc = rm_strategy_lp_round(&s, &rr, p, NULL, &e);
             if (rc == RM_OK) {
                 check_schedule(p, s, rr.objective);
@@ -164,6 +175,9 @@ static void compare_with_dp(rm_problem *p, unsigned levers, int check_round, con
                           rr.objective, dp[b]);
                 cr_assert(rr.lp_bound <= dp[b] * (1 + 1e-9) + 1e-9);
                 rm_schedule_free(s);
+                round->answered++;
+                round->optimal += close_rel(rr.objective, dp[b]);
+                round->excess += rr.objective - dp[b];
             } else {
                 cr_assert_eq(rc, RM_ERR_INFEASIBLE, "rounding failed: %s", e.msg);
             }
@@ -179,7 +193,7 @@ Test(milp, matches_exact_dp_on_random_dags)
         rm_problem *p = random_dag(seed, 5 + (int)(seed % 4));
         char what[64];
         snprintf(what, sizeof what, "random dag seed %llu", (unsigned long long)seed);
-        compare_with_dp(p, RM_MILP_DEFAULT & ~RM_MILP_SHORTCUT, 0, what);
+        compare_with_dp(p, RM_MILP_DEFAULT & ~RM_MILP_SHORTCUT, NULL, what);
         rm_problem_free(p);
     }
 }
@@ -195,7 +209,7 @@ Test(milp, matches_exact_dp_on_training_graphs)
         }
         char what[64];
         snprintf(what, sizeof what, "training graph seed %llu", (unsigned long long)seed);
-        compare_with_dp(p, RM_MILP_DEFAULT & ~RM_MILP_SHORTCUT, 0, what);
+        compare_with_dp(p, RM_MILP_DEFAULT & ~RM_MILP_SHORTCUT, NULL, what);
         rm_problem_free(p);
         tested++;
     }
@@ -212,7 +226,7 @@ Test(milp, matches_exact_dp_on_chains)
             cr_assert_not_null(p);
             char what[64];
             snprintf(what, sizeof what, "chain of %d, seed %llu", f, (unsigned long long)seed);
-            compare_with_dp(p, RM_MILP_DEFAULT & ~RM_MILP_SHORTCUT, 0, what);
+            compare_with_dp(p, RM_MILP_DEFAULT & ~RM_MILP_SHORTCUT, NULL, what);
             rm_problem_free(p);
         }
 }
@@ -235,7 +249,7 @@ Test(milp, every_lever_setting_is_exact)
             rm_problem *p = random_dag(seed, 7);
             char what[64];
             snprintf(what, sizeof what, "levers %#x, seed %llu", variants[v], (unsigned long long)seed);
-            compare_with_dp(p, variants[v], 0, what);
+            compare_with_dp(p, variants[v], NULL, what);
             rm_problem_free(p);
         }
 }
@@ -253,7 +267,7 @@ Test(milp, full_budget_means_no_recomputation)
             rm_schedule *s = NULL;
             rm_err e = {0};
             cr_assert_eq(rm_strategy_milp(&s, &info, p, &o, &e), RM_OK, "%s", e.msg);
-            cr_assert_eq(info.status, RM_MILP_OPTIMAL);
+            cr_assert_eq(info.status, RM_STATUS_OPTIMAL);
             cr_assert(close_rel(info.objective, sum_costs(p)));
             rm_sim_result r;
             cr_assert_eq(rm_simulate(&r, p, s, &e), RM_OK);
@@ -284,7 +298,7 @@ Test(milp, below_trivial_bound_is_infeasible_at_once)
     rm_err e = {0};
     cr_assert_eq(rm_strategy_milp(&s, &info, p, NULL, &e), RM_ERR_INFEASIBLE);
     cr_assert_null(s);
-    cr_assert_eq(info.status, RM_MILP_INFEASIBLE);
+    cr_assert_eq(info.status, RM_STATUS_INFEASIBLE);
     cr_assert_eq(info.solver_code, -100, "lp_solve must not be called");
     cr_assert(strstr(e.msg, "trivial lower bound"), "%s", e.msg);
     /* fixed bytes alone above the budget */
@@ -318,16 +332,16 @@ Test(milp, node_limit_is_deterministic_and_honest)
     cr_assert_eq(rca, rcb);
     cr_assert_eq(a.nodes, b.nodes);
     cr_assert_eq(a.status, b.status);
-    cr_assert(a.nodes <= 31 || a.status == RM_MILP_OPTIMAL, "nodes %ld", a.nodes);
+    cr_assert(a.nodes <= 31 || a.status == RM_STATUS_OPTIMAL, "nodes %ld", a.nodes);
     if (rca == RM_OK) {
         cr_assert_eq(a.objective, b.objective);
         cr_assert_eq(memcmp(sa->S, sb->S, (size_t)p->n * p->n), 0);
         check_schedule(p, sa, a.objective);
         cr_assert(a.lower_bound <= a.objective * (1 + 1e-9));
         cr_assert(a.gap >= 0 && a.gap < 1);
-        if (a.status == RM_MILP_OPTIMAL) cr_assert_eq(a.gap, 0);
+        if (a.status == RM_STATUS_OPTIMAL) cr_assert_eq(a.gap, 0);
     } else {
-        cr_assert_eq(a.status, RM_MILP_NO_SOLUTION);
+        cr_assert_eq(a.status, RM_STATUS_NO_SOLUTION);
     }
     rm_schedule_free(sa);
     rm_schedule_free(sb);
@@ -398,7 +412,7 @@ Test(milp, mid_sized_training_graph_within_a_node_budget)
     rm_err e = {0};
     cr_assert_eq(rm_strategy_milp(&s, &info, p, &o, &e), RM_OK, "%s", e.msg);
     check_schedule(p, s, info.objective);
-    cr_assert(info.status == RM_MILP_OPTIMAL || info.status == RM_MILP_FEASIBLE);
+    cr_assert(info.status == RM_STATUS_OPTIMAL || info.status == RM_STATUS_FEASIBLE);
     cr_assert(info.nodes <= 301);
     cr_assert(info.lower_bound <= info.objective * (1 + 1e-9));
     cr_assert(info.lp_bound <= info.lower_bound + 1e-9 * info.objective);
@@ -409,22 +423,32 @@ Test(milp, mid_sized_training_graph_within_a_node_budget)
 
 /* ---------------------------------------------------------------- lp_round */
 
+/* Valid, never below the DP's optimum, and as good as it is today: of the 39
+ * budgets where the DP finds a schedule, rounding answered 38, 34 of them at
+ * the optimum, 64 cost units above it in all (measured when this test was
+ * written; issue 11 is to raise these, so only the direction is pinned). A
+ * rounding that returns no schedule, or a worse one, fails here. */
 Test(lp_round, valid_and_never_below_the_optimum)
 {
+    round_tally t = {0};
     for (uint64_t seed = 41; seed <= 50; seed++) {
         rm_problem *p = seed % 2 ? random_dag(seed, 7) : small_training(seed);
         if (p->n > 8) {
             rm_problem_free(p);
             continue;
         }
-        compare_with_dp(p, RM_MILP_DEFAULT, 1, "rounding");
+        compare_with_dp(p, RM_MILP_DEFAULT, &t, "rounding");
         rm_problem_free(p);
     }
+    cr_assert_eq(t.feasible, 39, "the instances changed: %d feasible budgets", t.feasible);
+    cr_assert_geq(t.answered, 38, "rounding answered %d of %d feasible budgets", t.answered, t.feasible);
+    cr_assert_geq(t.optimal, 34, "rounding reached the optimum at %d budgets", t.optimal);
+    cr_assert_leq(t.excess, 64 + 1e-6, "rounding costs %g above the optima in all", t.excess);
 }
 
 /* The lemma behind phase two and the closure DP: for a fixed S, the R that
  * cheapest_R builds is no dearer and peaks no higher than any valid R. */
-Test(lp_round, cheapest_R_is_minimal_for_its_S)
+Test(cheapest_R, minimal_for_its_S)
 {
     for (uint64_t seed = 1; seed <= 30; seed++) {
         rm_problem *p = seed % 2 ? random_dag(seed, 7) : small_training(seed);
@@ -472,7 +496,9 @@ Test(lp_round, cheapest_R_is_minimal_for_its_S)
     }
 }
 
-Test(lp_round, full_and_closure_dp_agree)
+/* The oracle itself: the closure DP (cheapest R only) agrees with the full
+ * enumeration, so the lemma behind phase two holds on these graphs. */
+Test(exact_dp, full_and_closure_agree)
 {
     for (uint64_t seed = 61; seed <= 70; seed++) {
         rm_problem *p = seed % 2 ? random_dag(seed, 8) : small_training(seed);
@@ -492,6 +518,10 @@ Test(lp_round, full_and_closure_dp_agree)
     }
 }
 
+/* Infeasible only where nothing fits: below the trivial bound it says so,
+ * and at every budget of the ladder above it (where the DP finds schedules)
+ * it answers, at most 2 cost units above the optima in all (measured: 17
+ * for 16 at the two tightest budgets, the optimum at the other four). */
 Test(lp_round, reports_infeasible_honestly)
 {
     rm_problem *p = random_dag(5, 7);
@@ -501,6 +531,23 @@ Test(lp_round, reports_infeasible_honestly)
     rm_err e = {0};
     cr_assert_eq(rm_strategy_lp_round(&s, &rr, p, NULL, &e), RM_ERR_INFEASIBLE);
     cr_assert_null(s);
+    size_t budgets[8];
+    int nb = budget_ladder(budgets, p, 6);
+    double dp[8], excess = 0;
+    cr_assert_eq(exact_dp_solve(dp, p, budgets, nb, 0), 0);
+    for (int b = 0; b < nb; b++) {
+        cr_assert_geq(dp[b], 0, "budget %zu: the DP finds no schedule", budgets[b]);
+        set_act(p, budgets[b]);
+        cr_assert_eq(rm_strategy_lp_round(&s, &rr, p, NULL, &e), RM_OK, "budget %zu (optimum %g): %s", budgets[b],
+                     dp[b], e.msg);
+        check_schedule(p, s, rr.objective);
+        cr_assert(rr.objective >= dp[b] * (1 - 1e-9), "budget %zu: %g below the optimum %g", budgets[b],
+                  rr.objective, dp[b]);
+        excess += rr.objective - dp[b];
+        rm_schedule_free(s);
+        s = NULL;
+    }
+    cr_assert_leq(excess, 2 + 1e-9, "rounding costs %g above the optima in all", excess);
     rm_problem_free(p);
 }
 
@@ -515,13 +562,94 @@ Test(lp_round, gap_and_bound_on_a_larger_graph)
     rm_lp_round_result rr;
     rm_err e = {0};
     int rc = rm_strategy_lp_round(&s, &rr, p, NULL, &e);
-    cr_assert(rc == RM_OK || rc == RM_ERR_INFEASIBLE, "%s", e.msg);
-    if (rc == RM_OK) {
-        check_schedule(p, s, rr.objective);
-        cr_assert(rr.lp_bound <= rr.objective * (1 + 1e-9));
-        cr_assert(rr.gap >= 0 && rr.gap < 1);
-        cr_assert(rr.fitted >= 1 && rr.tried >= rr.fitted);
-    }
+    cr_assert_eq(rc, RM_OK, "%s", e.msg);
+    check_schedule(p, s, rr.objective);
+    cr_assert(rr.lp_bound <= rr.objective * (1 + 1e-9));
+    cr_assert(rr.gap >= 0 && rr.gap < 1);
+    cr_assert(fabs(rr.gap - (rr.objective - rr.lp_bound) / rr.objective) < 1e-12);
+    cr_assert(rr.fitted >= 1 && rr.tried >= rr.fitted);
+    /* Against the MILP: never below its proved lower bound, and no dearer
+     * than the 216 measured when this test was written (the MILP reaches 214
+     * in 2000 nodes; the root bound is 202). */
+    rm_milp_options o = test_options(RM_MILP_DEFAULT);
+    o.node_limit = 50;
+    rm_milp_result info;
+    rm_schedule *ms = NULL;
+    cr_assert_eq(rm_strategy_milp(&ms, &info, p, &o, &e), RM_OK, "%s", e.msg);
+    cr_assert(rr.objective >= info.lower_bound * (1 - 1e-9), "rounding %g below the MILP's bound %g", rr.objective,
+              info.lower_bound);
+    cr_assert_leq(rr.objective, 216, "rounding costs %g", rr.objective);
+    rm_schedule_free(ms);
     rm_schedule_free(s);
+    rm_problem_free(p);
+}
+
+/* Phase two is exact: the schedule LP rounding returns is the cheapest R for
+ * its own S (re-deriving R changes nothing), at budgets halfway between the
+ * trivial bound and checkpoint-all's peak, where rounding must answer (it
+ * does on these five graphs; it finds none on the next seed, issue 11). */
+Test(lp_round, returns_the_cheapest_R_for_its_S)
+{
+    int answered = 0;
+    for (uint64_t seed = 1; seed <= 5; seed++) {
+        rg_options go = {6 + (int)seed, 0.3, 0.2, 0, 4096};
+        rm_problem *p = rg_training_problem(seed, &go);
+        size_t hi = checkpoint_all_peak(p, NULL), lo = rm_problem_peak_lower_bound(p);
+        set_act(p, lo + (hi - lo) / 2);
+        rm_schedule *s = NULL, *c = NULL;
+        rm_lp_round_result rr;
+        rm_err e = {0};
+        cr_assert_eq(rm_strategy_lp_round(&s, &rr, p, NULL, &e), RM_OK, "seed %llu: %s", (unsigned long long)seed,
+                     e.msg);
+        check_schedule(p, s, rr.objective);
+        cr_assert_eq(rm_schedule_copy(&c, s, &e), RM_OK);
+        cr_assert_eq(rm_milp_cheapest_R(c, p, &e), RM_OK);
+        cr_assert(!memcmp(c->R, s->R, (size_t)p->n * p->n) && !memcmp(c->S, s->S, (size_t)p->n * p->n),
+                  "seed %llu: the rounded schedule is not phase two's", (unsigned long long)seed);
+        answered++;
+        rm_schedule_free(c);
+        rm_schedule_free(s);
+        rm_problem_free(p);
+    }
+    cr_assert_eq(answered, 5);
+}
+
+/* Through the strategy table (the solver route): where checkpoint-all does
+ * not fit, "lp_round" returns the rounded schedule itself (the same cost as
+ * rm_strategy_lp_round), status ok, with the LP bound, not the trivial one,
+ * at the DP's optimum on this graph. */
+Test(lp_round, through_the_route)
+{
+    rg_options go = {5, 0.3, 0.2, 0, 4096};
+    rm_problem *p = rg_training_problem(3, &go);
+    size_t budgets[8];
+    int nb = budget_ladder(budgets, p, 6);
+    double dp[8];
+    cr_assert_eq(exact_dp_solve(dp, p, budgets, nb, 0), 0, "n = %d", p->n);
+    int solved = 0;
+    double excess = 0;
+    for (int b = 0; b + 1 < nb; b++) { /* the last is checkpoint-all's peak: the shortcut */
+        if (dp[b] < 0) continue;
+        set_act(p, budgets[b]);
+        rm_schedule *s = NULL, *d = NULL;
+        rm_strategy_stats st;
+        rm_lp_round_result rr;
+        rm_err e = {0};
+        cr_assert_eq(rm_strategy_run(&s, &st, rm_strategy_find("lp_round"), p, NULL, &e), RM_OK, "budget %zu: %s",
+                     budgets[b], e.msg);
+        cr_assert_eq(st.status, RM_STATUS_OK);
+        cr_assert(st.has_bound && !st.bound_trivial);
+        cr_assert(st.lp_bound <= dp[b] * (1 + 1e-9) && st.sim.cost >= dp[b] * (1 - 1e-9), "budget %zu: %g <= %g <= %g",
+                  budgets[b], st.lp_bound, dp[b], st.sim.cost);
+        cr_assert_eq(rm_strategy_lp_round(&d, &rr, p, NULL, &e), RM_OK, "%s", e.msg);
+        cr_assert(close_rel(rr.objective, st.sim.cost));
+        excess += st.sim.cost - dp[b];
+        solved++;
+        rm_schedule_free(s);
+        rm_schedule_free(d);
+    }
+    cr_assert_geq(solved, 3, "%d budgets solved (n = %d, %d budgets)", solved, p->n, nb);
+    /* Measured: rounding reaches the DP's optimum at every one of them. */
+    cr_assert_leq(excess, 1e-9, "rounding costs %g above the optima in all", excess);
     rm_problem_free(p);
 }

@@ -1,0 +1,648 @@
+/* The Checkmate rematerialization model, built sparsely for lp_solve 5.5
+ * (see lp_model.h for the levers; DESIGN.md, section 4). Over the ~600-line
+ * guide on purpose: the row families, the watched solve and the relaxation
+ * all work on rm_lp_model's column maps, whose invariants (0 = no column,
+ * FREE sorted by stage and point) would otherwise be shared across files.
+ *
+ * Model (stage t, 0-based, computes node t last):
+ *   R[t][t] = 1 (a constant, no column); R[t][i], S[t][i] exist for i < t.
+ *   retention  S[t+1][i] <= S[t][i] + R[t][i]
+ *   inputs     R[t][k]   <= R[t][j] + S[t][j]          for j in deps(k)
+ *   frees      FREE[t][i][k] <= R[t][k], <= 1 - S[t+1][i],
+ *              <= 1 - R[t][j] for every user j of i with k < j <= t
+ *   free once  sum_k FREE[t][i][k] <= R[t][i] + S[t][i]   (a valid cut that
+ *              stops the relaxation from freeing fractional copies twice)
+ *   budget     for each point k of stage t (after computing k, before its frees):
+ *              sum_i b_i S[t][i] + sum_{j<=k} b_j R[t][j]
+ *                - sum_{j<k} sum_{i in deps(j)+j} b_i FREE[t][i][j] <= budget
+ * The disaggregated FREE rows are exact for binary R and S, so FREE may be
+ * continuous: freeing only ever lowers memory, so FREE can always sit at its
+ * upper bound min(R[k], 1-S[t+1][i], 1-R[j]...), which is 0 or 1, and a
+ * smaller FREE only overstates the peak. Values in S[t] that nothing reads
+ * and nothing carries are counted all stage (the simulator frees them at the
+ * start), so the model's peak is never below the simulator's; an optimum
+ * never retains such values, so the optima agree (tests check it against an
+ * exact dynamic program). Only S is taken from lp_solve's answer: R is
+ * rebuilt as the cheapest R for that S (rm_milp_cheapest_R, lp_round.c). */
+#include "lp_model.h"
+
+#include <lp_lib.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "simulate.h"
+#include "strategy.h"
+
+double rm_lp_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+const char *rm_lp_code_name(int code)
+{
+    switch (code) {
+    case UNKNOWNERROR: return "UNKNOWNERROR";
+    case DATAIGNORED: return "DATAIGNORED";
+    case NOBFP: return "NOBFP (no basis factorization package)";
+    case NOMEMORY: return "NOMEMORY";
+    case NOTRUN: return "NOTRUN";
+    case OPTIMAL: return "OPTIMAL";
+    case SUBOPTIMAL: return "SUBOPTIMAL";
+    case INFEASIBLE: return "INFEASIBLE";
+    case UNBOUNDED: return "UNBOUNDED";
+    case DEGENERATE: return "DEGENERATE";
+    case NUMFAILURE: return "NUMFAILURE (numerical failure)";
+    case USERABORT: return "USERABORT";
+    case TIMEOUT: return "TIMEOUT";
+    case PRESOLVED: return "PRESOLVED";
+    case PROCFAIL: return "PROCFAIL (branch and bound failed)";
+    case PROCBREAK: return "PROCBREAK";
+    case FEASFOUND: return "FEASFOUND";
+    case NOFEASFOUND: return "NOFEASFOUND";
+    case FATHOMED: return "FATHOMED";
+    case ACCURACYERROR: return "ACCURACYERROR";
+    }
+    return "unknown code";
+}
+
+int rm_lp_check_problem(const rm_problem *p, const char *who, rm_err *e)
+{
+    if (!p || p->n <= 0 || !p->nodes) return rm_errorf(e, RM_ERR_INVALID, "%s: empty problem", who);
+    for (int k = 0; k < p->n; k++) {
+        const rm_problem_node *nd = &p->nodes[k];
+        if (nd->ndeps < 0 || (nd->ndeps > 0 && !nd->deps))
+            return rm_errorf(e, RM_ERR_INVALID, "%s: node %d (%s) has a bad dependency list", who, k, nd->name);
+        if (!(nd->cost >= 0) || !isfinite(nd->cost))
+            return rm_errorf(e, RM_ERR_INVALID, "%s: node %d (%s) has cost %g; costs must be finite and >= 0", who, k,
+                             nd->name, nd->cost);
+        for (int d = 0; d < nd->ndeps; d++)
+            if (nd->deps[d] < 0 || nd->deps[d] >= k)
+                return rm_errorf(e, RM_ERR_INVALID,
+                                 "%s: node %d (%s) depends on %d; dependencies must be earlier nodes", who, k, nd->name,
+                                 nd->deps[d]);
+    }
+    return RM_OK;
+}
+
+/* The largest q such that every cost is an integer multiple of q, when the
+ * costs are integers (FLOP counts, test costs); 0 otherwise. Any two schedule
+ * costs then differ by a multiple of q, which turns "better than the
+ * incumbent" into "at least q better" and rounds LP bounds up. */
+double rm_lp_cost_step(const rm_problem *p)
+{
+    double g = 0;
+    for (int k = 0; k < p->n; k++) {
+        double c = p->nodes[k].cost;
+        if (c == 0) continue;
+        if (c > 9007199254740992.0 || c != floor(c)) return 0;
+        double a = g, b = c;
+        while (b > 0) {
+            double r = fmod(a, b);
+            a = b;
+            b = r;
+        }
+        g = a;
+    }
+    return g;
+}
+
+/* The bound rounded up to the cost step (less a hair for lp_solve's tolerance). */
+double rm_lp_step_up(double bound, double step)
+{
+    if (step <= 0) return bound;
+    return ceil(bound / step - 1e-6) * step;
+}
+
+/* ---------------------------------------------------------------- model */
+
+void rm_lp_model_free(rm_lp_model *m)
+{
+    if (m->lp) delete_lp(m->lp);
+    free(m->s_col);
+    free(m->r_col);
+    free(m->u_col);
+    free(m->fv);
+    free(m->fv_start);
+    free(m->lastdesc);
+    free(m->ustart);
+    free(m->ulist);
+    free(m->rv);
+    free(m->ri);
+    memset(m, 0, sizeof *m);
+}
+
+static size_t gcd_size(size_t a, size_t b)
+{
+    while (b) {
+        size_t r = a % b;
+        a = b;
+        b = r;
+    }
+    return a;
+}
+
+static int s_exists(const rm_lp_model *m, int t, int i)
+{
+    return t >= 1 && i < t && (!(m->levers & RM_MILP_PRUNE) || m->lastdesc[i] >= t);
+}
+static int r_exists(const rm_lp_model *m, int t, int i)
+{
+    return i < t && (!(m->levers & RM_MILP_PRUNE) || m->lastdesc[i] >= t);
+}
+
+static int is_user(const rm_lp_model *m, int i, int j)
+{
+    for (int u = m->ustart[i]; u < m->ustart[i + 1]; u++)
+        if (m->ulist[u] == j) return 1;
+    return 0;
+}
+
+static int add_row(rm_lp_model *m, int cnt, int type, double rhs, rm_err *e)
+{
+    if (cnt == 0) {
+        int ok = type == LE ? rhs >= 0 : type == GE ? rhs <= 0 : rhs == 0;
+        if (ok) return RM_OK;
+        return rm_errorf(e, RM_ERR_SOLVER, "milp: internal error: an empty row with right-hand side %g", rhs);
+    }
+    if (!add_constraintex(m->lp, cnt, m->rv, m->ri, type, rhs))
+        return rm_errorf(e, RM_ERR_SOLVER, "lp_solve add_constraintex failed on row %d (%d entries)", m->nrows + 1,
+                         cnt);
+    m->nrows++;
+    return RM_OK;
+}
+
+static void lp_log(lprec *lp, void *h, char *buf)
+{
+    (void)lp;
+    const rm_lp_model *m = h;
+    if (m && m->log) m->log(m->log_ctx, buf);
+}
+
+/* Users of each node (ascending) and the last descendant of each value. */
+static int index_users(rm_lp_model *m, const rm_problem *p)
+{
+    int n = p->n;
+    size_t nedges = 0;
+    for (int k = 0; k < n; k++) nedges += (size_t)p->nodes[k].ndeps;
+    m->ulist = malloc((nedges + 1) * sizeof *m->ulist);
+    if (!m->ulist) return 0;
+    for (int k = 0; k < n; k++)
+        for (int d = 0; d < p->nodes[k].ndeps; d++) m->ustart[p->nodes[k].deps[d] + 1]++;
+    for (int i = 0; i < n; i++) m->ustart[i + 1] += m->ustart[i];
+    int *fill = malloc((size_t)n * sizeof *fill);
+    if (!fill) return 0;
+    memcpy(fill, m->ustart, (size_t)n * sizeof *fill);
+    for (int k = 0; k < n; k++) /* k ascending: each user list comes out sorted */
+        for (int d = 0; d < p->nodes[k].ndeps; d++) m->ulist[fill[p->nodes[k].deps[d]]++] = k;
+    free(fill);
+    for (int i = n - 1; i >= 0; i--) {
+        m->lastdesc[i] = i;
+        for (int u = m->ustart[i]; u < m->ustart[i + 1]; u++)
+            if (m->lastdesc[m->ulist[u]] > m->lastdesc[i]) m->lastdesc[i] = m->lastdesc[m->ulist[u]];
+    }
+    return 1;
+}
+
+/* FREE variables: value i freed right after computing k in stage t. */
+static int index_frees(rm_lp_model *m, const rm_problem *p)
+{
+    int n = p->n;
+    size_t fcap = 0;
+    for (int t = 0; t < n; t++)
+        for (int k = 0; k <= t; k++) fcap += (size_t)p->nodes[k].ndeps + 1;
+    m->fv = malloc((fcap + 1) * sizeof *m->fv);
+    if (!m->fv) return 0;
+    for (int t = 0; t < n; t++) {
+        m->fv_start[t] = m->nfree;
+        for (int k = 0; k <= t; k++) {
+            if (k != t && !r_exists(m, t, k)) continue;
+            const rm_problem_node *nd = &p->nodes[k];
+            for (int d = -1; d < nd->ndeps; d++) {
+                int i = d < 0 ? k : nd->deps[d];
+                if (!(i == t || r_exists(m, t, i) || s_exists(m, t, i))) continue;
+                /* t itself reads i later in the stage: i cannot be freed before t. */
+                if (k < t && is_user(m, i, t)) continue;
+                m->fv[m->nfree++] = (rm_lp_free_var){t, i, k, 0};
+            }
+        }
+    }
+    m->fv_start[n] = m->nfree;
+    return 1;
+}
+
+/* Column numbers. Stage order (S_t, R_t, FREE_t, U_t for t = 0..n-1) let
+ * lp_solve find first solutions where a grouped order found none. */
+static void number_columns(rm_lp_model *m)
+{
+    int n = m->n;
+    int stage_order = (m->levers & RM_MILP_STAGE_ORDER) != 0, prefix = (m->levers & RM_MILP_PREFIX_ROWS) != 0;
+    for (int pass = 0; pass < (stage_order ? 1 : 4); pass++)
+        for (int t = 0; t < n; t++) {
+            if (stage_order || pass == 0)
+                for (int i = 0; i < t; i++)
+                    if (s_exists(m, t, i)) m->s_col[(size_t)t * n + i] = ++m->ncols, m->nS++;
+            if (stage_order || pass == 1)
+                for (int i = 0; i < t; i++)
+                    if (r_exists(m, t, i)) m->r_col[(size_t)t * n + i] = ++m->ncols, m->nR++;
+            if (stage_order || pass == 2)
+                for (int f = m->fv_start[t]; f < m->fv_start[t + 1]; f++) m->fv[f].col = ++m->ncols;
+            if (!prefix && (stage_order || pass == 3))
+                for (int k = 0; k <= t; k++)
+                    if (k == t || r_exists(m, t, k)) m->u_col[(size_t)t * n + k] = ++m->ncols;
+        }
+}
+
+/* Scales: costs relative to the largest, bytes relative to the budget, so
+ * lp_solve sees coefficients <= 1 and a right-hand side near 1. */
+static void set_scales(rm_lp_model *m, const rm_problem *p, size_t act)
+{
+    int n = p->n;
+    double cmax = 0;
+    m->cost_const = 0;
+    for (int k = 0; k < n; k++) {
+        if (p->nodes[k].cost > cmax) cmax = p->nodes[k].cost;
+        m->cost_const += p->nodes[k].cost;
+    }
+    m->cost_scale = cmax > 0 ? cmax : 1;
+    m->step = rm_lp_cost_step(p);
+    size_t g = 0;
+    for (int k = 0; k < n; k++) g = gcd_size(g, p->nodes[k].bytes);
+    if (g == 0) g = 1;
+    m->mem_scale = (double)act;
+    /* Peaks are multiples of g, so the budget is really act rounded down to
+     * one; half a unit of slack above that keeps exact fits feasible despite
+     * lp_solve's tolerances and still rejects every peak above the budget. */
+    m->mem_rhs = ((double)(act - act % g) + 0.5 * (double)g) / m->mem_scale;
+}
+
+/* lp_solve's model: its settings, the columns' bounds and the objective. */
+static int make_columns(rm_lp_model *m, const rm_problem *p, rm_err *e)
+{
+    int n = m->n;
+    m->lp = make_lp(0, m->ncols);
+    if (!m->lp) return rm_errorf(e, RM_ERR_NOMEM, "lp_solve make_lp failed for %d columns", m->ncols);
+    lprec *lp = m->lp;
+    if (!set_outputfile(lp, "")) return rm_errorf(e, RM_ERR_SOLVER, "lp_solve set_outputfile(\"\") failed");
+    put_logfunc(lp, lp_log, m);
+    set_verbose(lp, m->log ? m->verbosity : NEUTRAL);
+    set_minim(lp);
+    /* The rows are scaled already (bytes / budget, cost / largest cost);
+     * lp_solve's geometric scaling on top made the VGG16 LP 1.5-2x slower. */
+    if (m->levers & RM_MILP_NO_SCALING) set_scaling(lp, SCALE_NONE);
+    for (int c = 1; c <= m->ncols; c++)
+        if (!set_bounds(lp, c, 0.0, 1.0))
+            return rm_errorf(e, RM_ERR_SOLVER, "lp_solve set_bounds failed on column %d", c);
+    if (!(m->levers & RM_MILP_PREFIX_ROWS))
+        for (size_t x = 0; x < (size_t)n * n; x++)
+            if (m->u_col[x] && !set_bounds(lp, m->u_col[x], 0.0, m->mem_rhs))
+                return rm_errorf(e, RM_ERR_SOLVER, "lp_solve set_bounds failed on column %d", m->u_col[x]);
+    int cnt = 0;
+    for (int t = 0; t < n; t++)
+        for (int i = 0; i < t; i++)
+            if (m->r_col[(size_t)t * n + i]) {
+                m->rv[cnt] = p->nodes[i].cost / m->cost_scale;
+                m->ri[cnt++] = m->r_col[(size_t)t * n + i];
+            }
+    if (!set_obj_fnex(lp, cnt, m->rv, m->ri)) return rm_errorf(e, RM_ERR_SOLVER, "lp_solve set_obj_fnex failed");
+    return RM_OK;
+}
+
+#define S_(t, i) m->s_col[(size_t)(t) * m->n + (i)]
+#define R_(t, i) m->r_col[(size_t)(t) * m->n + (i)]
+
+/* Retention into stage t + 1, and the inputs resident when computing k. */
+static int rows_retention_inputs(rm_lp_model *m, int t, rm_err *e)
+{
+    const rm_problem *p = m->p;
+    int rc, cnt;
+    if (t + 1 < m->n)
+        for (int i = 0; i < t; i++) {
+            if (!S_(t + 1, i)) continue;
+            cnt = 0;
+            m->rv[cnt] = 1, m->ri[cnt++] = S_(t + 1, i);
+            if (S_(t, i)) m->rv[cnt] = -1, m->ri[cnt++] = S_(t, i);
+            if (R_(t, i)) m->rv[cnt] = -1, m->ri[cnt++] = R_(t, i);
+            if ((rc = add_row(m, cnt, LE, 0, e)) != RM_OK) return rc;
+        }
+    for (int k = 0; k <= t; k++) {
+        if (k != t && !R_(t, k)) continue;
+        const rm_problem_node *nd = &p->nodes[k];
+        for (int d = 0; d < nd->ndeps; d++) {
+            int j = nd->deps[d];
+            cnt = 0;
+            if (k != t) m->rv[cnt] = 1, m->ri[cnt++] = R_(t, k);
+            if (R_(t, j)) m->rv[cnt] = -1, m->ri[cnt++] = R_(t, j);
+            if (S_(t, j)) m->rv[cnt] = -1, m->ri[cnt++] = S_(t, j);
+            if (k == t && cnt == 0)
+                return rm_errorf(e, RM_ERR_SOLVER, "milp: internal error: input %d of node %d has no column", j, k);
+            if ((rc = add_row(m, cnt, LE, k == t ? -1.0 : 0.0, e)) != RM_OK) return rc;
+        }
+    }
+    return RM_OK;
+}
+
+/* The disaggregated FREE rows of stage t, then (FREE_CUT) "a value is freed
+ * at most once": without it the LP relaxation frees fractional copies several
+ * times over and its bound is weak. */
+static int rows_frees(rm_lp_model *m, int t, rm_err *e)
+{
+    int rc, cnt;
+    for (int f = m->fv_start[t]; f < m->fv_start[t + 1]; f++) {
+        const rm_lp_free_var *v = &m->fv[f];
+        if (v->k != t) {
+            m->rv[0] = 1, m->ri[0] = v->col, m->rv[1] = -1, m->ri[1] = R_(t, v->k);
+            if ((rc = add_row(m, 2, LE, 0, e)) != RM_OK) return rc;
+        }
+        if (t + 1 < m->n && S_(t + 1, v->i)) {
+            m->rv[0] = 1, m->ri[0] = v->col, m->rv[1] = 1, m->ri[1] = S_(t + 1, v->i);
+            if ((rc = add_row(m, 2, LE, 1, e)) != RM_OK) return rc;
+        }
+        for (int u = m->ustart[v->i]; u < m->ustart[v->i + 1]; u++) {
+            int j = m->ulist[u];
+            if (j <= v->k || j > t || !R_(t, j)) continue; /* j == t was excluded when the FREE was made */
+            m->rv[0] = 1, m->ri[0] = v->col, m->rv[1] = 1, m->ri[1] = R_(t, j);
+            if ((rc = add_row(m, 2, LE, 1, e)) != RM_OK) return rc;
+        }
+    }
+    if (!(m->levers & RM_MILP_FREE_CUT)) return RM_OK;
+    for (int i = 0; i <= t; i++) {
+        cnt = 0;
+        for (int f = m->fv_start[t]; f < m->fv_start[t + 1]; f++)
+            if (m->fv[f].i == i) m->rv[cnt] = 1, m->ri[cnt++] = m->fv[f].col;
+        if (cnt < 2) continue; /* a single FREE is already bounded by R[k] <= R[i] + S[i] */
+        double rhs = 0;
+        if (i == t) rhs = 1;
+        if (i < t && R_(t, i)) m->rv[cnt] = -1, m->ri[cnt++] = R_(t, i);
+        if (i < t && S_(t, i)) m->rv[cnt] = -1, m->ri[cnt++] = S_(t, i);
+        if ((rc = add_row(m, cnt, LE, rhs, e)) != RM_OK) return rc;
+    }
+    return RM_OK;
+}
+
+/* The budget rows of stage t: one prefix sum per point (PREFIX_ROWS), or
+ * Checkmate's U: U[t][k] = U[t][prev] - frees(prev) + b_k R[t][k], 0 <= U <= budget. */
+static int rows_budget(rm_lp_model *m, int t, rm_err *e)
+{
+    const rm_problem *p = m->p;
+    int rc, cnt, f = m->fv_start[t];
+    if (m->levers & RM_MILP_PREFIX_ROWS) {
+        cnt = 0;
+        for (int i = 0; i < t; i++)
+            if (S_(t, i)) m->rv[cnt] = (double)p->nodes[i].bytes / m->mem_scale, m->ri[cnt++] = S_(t, i);
+        for (int k = 0; k <= t; k++) {
+            if (k != t && !R_(t, k)) continue;
+            double rhs = m->mem_rhs;
+            if (k != t)
+                m->rv[cnt] = (double)p->nodes[k].bytes / m->mem_scale, m->ri[cnt++] = R_(t, k);
+            else
+                rhs -= (double)p->nodes[t].bytes / m->mem_scale;
+            if ((rc = add_row(m, cnt, LE, rhs, e)) != RM_OK) return rc;
+            for (; f < m->fv_start[t + 1] && m->fv[f].k == k; f++)
+                m->rv[cnt] = -(double)p->nodes[m->fv[f].i].bytes / m->mem_scale, m->ri[cnt++] = m->fv[f].col;
+        }
+        return RM_OK;
+    }
+    int prev = -1, n = m->n;
+    for (int k = 0; k <= t; k++) {
+        if (k != t && !R_(t, k)) continue;
+        cnt = 0;
+        double rhs = 0;
+        m->rv[cnt] = 1, m->ri[cnt++] = m->u_col[(size_t)t * n + k];
+        if (prev < 0) {
+            for (int i = 0; i < t; i++)
+                if (S_(t, i)) m->rv[cnt] = -(double)p->nodes[i].bytes / m->mem_scale, m->ri[cnt++] = S_(t, i);
+        } else {
+            m->rv[cnt] = -1, m->ri[cnt++] = m->u_col[(size_t)t * n + prev];
+            for (; f < m->fv_start[t + 1] && m->fv[f].k == prev; f++)
+                m->rv[cnt] = (double)p->nodes[m->fv[f].i].bytes / m->mem_scale, m->ri[cnt++] = m->fv[f].col;
+        }
+        if (k != t)
+            m->rv[cnt] = -(double)p->nodes[k].bytes / m->mem_scale, m->ri[cnt++] = R_(t, k);
+        else
+            rhs = (double)p->nodes[t].bytes / m->mem_scale;
+        if ((rc = add_row(m, cnt, EQ, rhs, e)) != RM_OK) return rc;
+        prev = k;
+    }
+    return RM_OK;
+}
+
+#undef S_
+#undef R_
+
+int rm_lp_model_build(rm_lp_model *m, const rm_problem *p, size_t act, unsigned levers, rm_milp_log_fn log,
+                      void *log_ctx, int verbosity, rm_err *e)
+{
+    memset(m, 0, sizeof *m);
+    int n = p->n, rc;
+    size_t nn = (size_t)n * (size_t)n;
+    m->p = p;
+    m->n = n;
+    m->levers = levers;
+    m->log = log;
+    m->log_ctx = log_ctx;
+    m->verbosity = verbosity;
+    m->s_col = calloc(nn, sizeof *m->s_col);
+    m->r_col = calloc(nn, sizeof *m->r_col);
+    m->u_col = calloc(nn, sizeof *m->u_col);
+    m->lastdesc = malloc((size_t)n * sizeof *m->lastdesc);
+    m->ustart = calloc((size_t)n + 1, sizeof *m->ustart);
+    m->fv_start = calloc((size_t)n + 1, sizeof *m->fv_start);
+    if (!m->s_col || !m->r_col || !m->u_col || !m->lastdesc || !m->ustart || !m->fv_start) goto nomem;
+    if (!index_users(m, p) || !index_frees(m, p)) goto nomem;
+    number_columns(m);
+    m->rv = malloc(((size_t)m->ncols + 2) * sizeof *m->rv);
+    m->ri = malloc(((size_t)m->ncols + 2) * sizeof *m->ri);
+    if (!m->rv || !m->ri) goto nomem;
+    set_scales(m, p, act);
+    if ((rc = make_columns(m, p, e)) != RM_OK) return rc;
+    if (!set_add_rowmode(m->lp, TRUE)) return rm_errorf(e, RM_ERR_SOLVER, "lp_solve set_add_rowmode(TRUE) failed");
+    for (int t = 0; t < n; t++) {
+        if ((rc = rows_retention_inputs(m, t, e)) != RM_OK) return rc;
+        if ((rc = rows_frees(m, t, e)) != RM_OK) return rc;
+        if ((rc = rows_budget(m, t, e)) != RM_OK) return rc;
+    }
+    if (!set_add_rowmode(m->lp, FALSE)) return rm_errorf(e, RM_ERR_SOLVER, "lp_solve set_add_rowmode(FALSE) failed");
+    RM_LOG_DEBUG("lp model: %d nodes at %zu activation bytes: %d rows, %d columns (%d S, %d R, %d FREE), "
+                 "levers %#x",
+                 n, act, m->nrows, m->ncols, m->nS, m->nR, m->nfree, levers);
+    return RM_OK;
+nomem:
+    return rm_errorf(e, RM_ERR_NOMEM, "milp: out of memory building the model (n = %d)", n);
+}
+
+/* Maps a solve() code that is neither a solution nor infeasibility to an error. */
+int rm_lp_failure(int code, const char *what, rm_err *e)
+{
+    if (code == NOMEMORY) return rm_errorf(e, RM_ERR_NOMEM, "lp_solve ran out of memory solving the %s", what);
+    if (code == UNBOUNDED)
+        return rm_errorf(e, RM_ERR_SOLVER, "lp_solve reports the %s unbounded, which a bounded model cannot be",
+                         what);
+    return rm_errorf(e, RM_ERR_SOLVER, "lp_solve failed on the %s: solve() returned %d (%s)", what, code,
+                     rm_lp_code_name(code));
+}
+
+/* ---------------------------------------------------------------- solving */
+
+rm_lp_watch rm_lp_watch_make(long node_limit, double deadline)
+{
+    rm_lp_watch w = {node_limit, deadline, rm_lp_now(), -1, 0, 0, 0};
+    return w;
+}
+
+static int watch_abort(lprec *lp, void *h)
+{
+    rm_lp_watch *c = h;
+    if (c->node_limit > 0 && (long)get_total_nodes(lp) >= c->node_limit) {
+        c->node_abort = 1;
+        return TRUE;
+    }
+    if (c->deadline > 0 && rm_lp_now() >= c->deadline) {
+        c->time_abort = 1;
+        return TRUE;
+    }
+    return FALSE;
+}
+
+static void watch_msg(lprec *lp, void *h, int msg)
+{
+    (void)lp;
+    rm_lp_watch *c = h;
+    if (msg & (MSG_MILPBETTER | MSG_MILPFEASIBLE)) {
+        if (c->first < 0) c->first = rm_lp_now() - c->t0;
+        if (msg & MSG_MILPBETTER) c->improvements++;
+    }
+}
+
+static void set_limits(lprec *lp, double deadline)
+{
+    if (deadline > 0) {
+        double left = deadline - rm_lp_now();
+        set_timeout(lp, left < 1 ? 1 : (long)ceil(left));
+    } else {
+        set_timeout(lp, 0);
+    }
+}
+
+int rm_lp_solve_watched(lprec *lp, rm_lp_watch *w, int track_improvements)
+{
+    set_limits(lp, w->deadline);
+    put_abortfunc(lp, watch_abort, w);
+    if (track_improvements) put_msgfunc(lp, watch_msg, w, MSG_MILPBETTER | MSG_MILPFEASIBLE);
+    int code = solve(lp);
+    put_abortfunc(lp, NULL, NULL);
+    if (track_improvements) put_msgfunc(lp, NULL, NULL, 0);
+    RM_LOG_DEBUG("lp_solve solve(): %d (%s) after %.3f s, %.0f nodes", code, rm_lp_code_name(code),
+                 rm_lp_now() - w->t0, (double)get_total_nodes(lp));
+    return code;
+}
+
+int rm_lp_solve_relaxation(rm_lp_model *m, int *code, double *bound, double deadline, rm_err *e)
+{
+    rm_lp_watch w = rm_lp_watch_make(0, deadline);
+    int c = rm_lp_solve_watched(m->lp, &w, 0);
+    *code = c;
+    if (c == OPTIMAL) {
+        *bound = m->cost_const + m->cost_scale * get_objective(m->lp);
+        return RM_OK;
+    }
+    if (c == INFEASIBLE || c == TIMEOUT || c == USERABORT || c == SUBOPTIMAL) return RM_OK;
+    return rm_lp_failure(c, "LP relaxation", e);
+}
+
+void rm_lp_fill_fractional(const rm_lp_model *m, const double *v, double *S, double *R)
+{
+    int n = m->n;
+    for (int t = 0; t < n; t++)
+        for (int i = 0; i < n; i++) {
+            size_t x = (size_t)t * n + i;
+            if (S) S[x] = m->s_col[x] ? v[m->s_col[x] - 1] : 0.0;
+            if (R) R[x] = i == t ? 1.0 : m->r_col[x] ? v[m->r_col[x] - 1] : 0.0;
+        }
+}
+
+/* ---------------------------------------------------------------- relaxation */
+
+/* The activation budget the model is built for: budget 0 means unlimited,
+ * which the checkpoint-all peak covers (it is optimal then). */
+static int model_budget(size_t *act, const rm_problem *p, rm_err *e)
+{
+    if (p->budget != 0) {
+        *act = rm_problem_activation_budget(p);
+        return RM_OK;
+    }
+    rm_schedule *ca = NULL;
+    rm_sim_result sim;
+    int rc = rm_checkpoint_all_fit(&ca, &sim, p, e);
+    rm_schedule_free(ca);
+    if (rc != RM_OK) return rc;
+    *act = sim.peak_bytes > 0 ? sim.peak_bytes : 1;
+    return RM_OK;
+}
+
+/* The relaxation's values after an optimal solve, into out. */
+static int take_relaxation(rm_milp_relaxation *out, const rm_lp_model *m, const rm_problem *p, double bound, rm_err *e)
+{
+    size_t nn = (size_t)p->n * (size_t)p->n;
+    out->S = malloc(nn * sizeof *out->S);
+    out->R = malloc(nn * sizeof *out->R);
+    double *v = NULL;
+    int rc = RM_OK;
+    if (!out->S || !out->R) {
+        rc = rm_errorf(e, RM_ERR_NOMEM, "milp: out of memory for the relaxation (n = %d)", p->n);
+    } else if (!get_ptr_variables(m->lp, &v) || !v) {
+        rc = rm_errorf(e, RM_ERR_SOLVER, "lp_solve get_ptr_variables failed after the LP relaxation");
+    } else {
+        rm_lp_fill_fractional(m, v, out->S, out->R);
+        out->n = p->n;
+        out->bound = bound;
+    }
+    if (rc != RM_OK) rm_milp_relaxation_free(out);
+    return rc;
+}
+
+int rm_milp_relax(rm_milp_relaxation *out, const rm_problem *p, unsigned levers, double time_limit_s, rm_err *e)
+{
+    double t0 = rm_lp_now();
+    memset(out, 0, sizeof *out);
+    int rc = rm_lp_check_problem(p, "milp", e);
+    if (rc != RM_OK) return rc;
+    if ((rc = rm_problem_check_budget(p, "lp relaxation", e)) != RM_OK) return rc;
+    size_t act;
+    if ((rc = model_budget(&act, p, e)) != RM_OK) return rc;
+    rm_lp_model m;
+    if ((rc = rm_lp_model_build(&m, p, act, levers, NULL, NULL, 0, e)) != RM_OK) {
+        rm_lp_model_free(&m);
+        return rc;
+    }
+    int code;
+    double bound = 0;
+    rc = rm_lp_solve_relaxation(&m, &code, &bound, time_limit_s > 0 ? t0 + time_limit_s : 0, e);
+    if (rc == RM_OK && code == INFEASIBLE)
+        rc = rm_errorf(e, RM_ERR_INFEASIBLE, "the LP relaxation is infeasible: no schedule fits %zu bytes", act);
+    else if (rc == RM_OK && code != OPTIMAL && time_limit_s > 0)
+        rc = rm_errorf(e, RM_ERR_INFEASIBLE, "the LP relaxation hit the time limit (%g s) before its optimum (%s)",
+                       time_limit_s, rm_lp_code_name(code));
+    else if (rc == RM_OK && code != OPTIMAL)
+        rc = rm_errorf(e, RM_ERR_INFEASIBLE, "lp_solve stopped the LP relaxation before its optimum (%s)",
+                       rm_lp_code_name(code));
+    if (rc == RM_OK) rc = take_relaxation(out, &m, p, bound, e);
+    rm_lp_model_free(&m);
+    out->seconds = rm_lp_now() - t0;
+    RM_LOG_DEBUG("lp relaxation: %d nodes, bound %.6g, %.3f s%s", p->n, out->bound, out->seconds,
+                 rc == RM_OK ? "" : " (no optimum)");
+    return rc;
+}
+
+void rm_milp_relaxation_free(rm_milp_relaxation *r)
+{
+    if (!r) return;
+    free(r->S);
+    free(r->R);
+    r->S = r->R = NULL;
+}
