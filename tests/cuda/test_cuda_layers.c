@@ -9,7 +9,9 @@
  * tensor the layer does not declare in backward_reads.
  *
  * Built only with CUDA, as its own binary (remat_cuda_tests). Without a usable
- * GPU it prints "no GPU: skipped" and exits 0. REMAT_CUDA_REPORT=<file> makes
+ * GPU it prints "no GPU: skipped" and exits 0, unless REMAT_CUDA_TESTS_REQUIRE=1
+ * is set (scripts/test sets it for the emulated suite): then no GPU is a
+ * failure, exit 1, not a pass with 0 tests run. REMAT_CUDA_REPORT=<file> makes
  * every comparison append "layer case tensor error" to that file
  * (scripts/gpu-check prints it as a table). */
 #include <criterion/criterion.h>
@@ -381,6 +383,12 @@ int main(int argc, char **argv)
     struct criterion_test_set *tests = criterion_initialize();
     char why[RM_ERR_MSG_LEN] = "";
     int probe = probe_gpu(why, sizeof why);
+    const char *require = getenv("REMAT_CUDA_TESTS_REQUIRE");
+    if (probe == 1 && require && !strcmp(require, "1")) {
+        fprintf(stderr, "remat_cuda_tests: no GPU (%s), and REMAT_CUDA_TESTS_REQUIRE=1: failing\n", why);
+        criterion_finalize(tests);
+        return 1;
+    }
     if (probe == 1) {
         printf("remat_cuda_tests: no GPU: skipped (%s)\n", why);
         printf("[====] Synthesis: Tested: 0 | Skipped: %zu | Passing: 0 | Failing: 0 | Crashing: 0\n", tests->tests);
