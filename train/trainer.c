@@ -166,7 +166,7 @@ int rm_trainer_problem_device(rm_problem **out, rm_trainer_summary *bd, const rm
                               rm_cost_batch mode, rm_err *e)
 {
     int rc = rm_trainer_problem_costs(out, bd, m, batch, o, be ? be->kind : RM_BACKEND_CPU, costs, mode, e);
-    if (rc || !be || be->kind != RM_BACKEND_CUDA) return rc;
+    if (rc || !be) return rc;
     /* Allocated once by the backend, never inside an arena: fixed memory like the layers' workspace. */
     size_t extra = rm_align_up(rm_backend_cuda_fixed_bytes(be));
     (*out)->fixed_bytes += extra;
@@ -1086,7 +1086,7 @@ static int seeded_build(rm_trainer *t, uint64_t seed, rm_err *e)
     if (!rc) rc = rm_optim_create_on(&t->opt, ts, nts, &c->optim, t->be, e);
     free(ts);
     if (rc) return rc;
-    if (t->be->kind == RM_BACKEND_CUDA && (rc = mirror_build(t, e))) return rc;
+    if (!t->be->host_memory && (rc = mirror_build(t, e))) return rc;
 
     /* Evaluation runs in the training arena (idle then), so its batch is
      * the largest whose forward pass fits there; training accuracy needs the
@@ -1230,10 +1230,10 @@ int rm_trainer_create(rm_trainer **out, const rm_trainer_config *c, rm_err *e)
     if (t->batch == 0 && (rc = auto_batch(t, e))) goto fail;
     t->sum.batch = t->batch;
     if ((rc = plan_memory(t, e))) goto fail;
-    if (t->be->kind == RM_BACKEND_CUDA) {
-        /* The budget is device memory: refused before allocating if the GPU has less free. */
+    {
+        /* The budget is device memory: refused before allocating if the GPU has less free (the CPU: no bound). */
         size_t free_b = 0, total_b = 0;
-        if ((rc = rm_backend_cuda_mem_info(t->be, &free_b, &total_b, e))) goto fail;
+        if ((rc = t->be->ops->mem_info(t->be->ctx, &free_b, &total_b, e))) goto fail;
         if (t->sum.budget > free_b) {
             rc = rm_errorf(e, RM_ERR_BUDGET, "the budget %s is more than the GPU has free, %s (of %s)",
                            MB(t->sum.budget).s, MB(free_b).s, MB(total_b).s);
