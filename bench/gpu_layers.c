@@ -1,16 +1,17 @@
-/* Per-layer GPU timing of the convolution engines: forward and backward
- * (data + weight gradient) of every distinct convolution of ResNet-50 and
- * VGG-16 at 224x224, for each CUDA engine (handwritten, cublas, cudnn),
+/* Per-layer GPU timing of the convolution kernel libraries: forward and
+ * backward (data + weight gradient) of every distinct convolution of
+ * ResNet-50 and VGG-16 at 224x224, for each CUDA kernel library
+ * (handwritten, cublas, cudnn),
  * timed with CUDA events on the backend's stream after a warm-up, median of
  * N repetitions. Prints one table row per layer and a per-model total
  * (each layer's time times its count in the model: convolutions only).
  *
  *   remat_bench_gpu_layers [--model resnet50|vgg16|all] [--batch N]
- *                          [--reps N] [--engines handwritten,cublas,cudnn]
+ *                          [--reps N] [--kernels handwritten,cublas,cudnn]
  *
- * The hand-written engine is exact but slow (direct convolution summed in
- * double): it runs min(reps, 3) repetitions. Without a GPU it says so and
- * exits 0. Settings: deterministic, precise (REMAT_DETERMINISTIC /
+ * (--engines is the older name of --kernels.) The hand-written library is
+ * exact but slow (direct convolution summed in double): it runs min(reps, 3)
+ * repetitions. Without a GPU it says so and exits 0. Settings: deterministic, precise (REMAT_DETERMINISTIC /
  * REMAT_FAST_MATH override, e.g. REMAT_FAST_MATH=1 to compare with a
  * framework's TF32 default). */
 #include <cuda_runtime.h>
@@ -164,11 +165,12 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--model") && i + 1 < argc) model = argv[++i];
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc) batch = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--engines") && i + 1 < argc) engines = argv[++i];
+        else if ((!strcmp(argv[i], "--kernels") || !strcmp(argv[i], "--engines")) && i + 1 < argc)
+            engines = argv[++i];
         else {
             fprintf(stderr,
                     "usage: %s [--model resnet50|vgg16|all] [--batch N] [--reps N] "
-                    "[--engines handwritten,cublas,cudnn]\n",
+                    "[--kernels handwritten,cublas,cudnn]\n",
                     argv[0]);
             return 2;
         }
@@ -186,26 +188,26 @@ int main(int argc, char **argv)
     }
     if (rc) die("cuda backend", &e);
 
-    rm_cuda_engine eng[RM_ENGINE_COUNT];
+    rm_kernel_lib eng[RM_KERNELS_COUNT];
     int neng = 0;
     char list[128];
     snprintf(list, sizeof list, "%s", engines);
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-        if (rm_cuda_engine_parse(&eng[neng], tok, &e)) die("--engines", &e);
-        if (eng[neng] == RM_ENGINE_CUDNN && !rm_backend_cuda_has_cudnn()) {
+        if (rm_kernel_lib_parse(&eng[neng], tok, &e)) die("--kernels", &e);
+        if (eng[neng] == RM_KERNELS_CUDNN && !rm_backend_cuda_has_cudnn()) {
             fprintf(stderr, "remat_bench_gpu_layers: this build has no cuDNN: cudnn skipped\n");
             continue;
         }
-        if (neng < RM_ENGINE_COUNT) neng++;
+        if (neng < RM_KERNELS_COUNT) neng++;
     }
     struct cudaDeviceProp prop;
     CHECK(cudaGetDeviceProperties(&prop, 0));
     printf("# %s, batch %d, median of %d (handwritten: %d) after %d warm-up, deterministic %d, fast_math %d\n", prop.name,
            batch, reps, reps < 3 ? reps : 3, warmup, rm_backend_cuda_deterministic(be), rm_backend_cuda_fast_math(be));
     printf("%-9s %-10s %-22s", "model", "layer", "shape (cin>cout k s @hw)");
-    for (int k = 0; k < neng; k++) printf(" %11s_fwd %11s_bwd", rm_cuda_engine_name(eng[k]), rm_cuda_engine_name(eng[k]));
+    for (int k = 0; k < neng; k++) printf(" %11s_fwd %11s_bwd", rm_kernel_lib_name(eng[k]), rm_kernel_lib_name(eng[k]));
     printf("   (ms)\n");
-    double total[2][RM_ENGINE_COUNT][2];
+    double total[2][RM_KERNELS_COUNT][2];
     memset(total, 0, sizeof total);
     const char *models[2] = {"resnet50", "vgg16"};
     for (size_t i = 0; i < NSHAPES; i++) {
@@ -215,11 +217,11 @@ int main(int argc, char **argv)
         snprintf(shape, sizeof shape, "%d>%d k%d s%d @%d x%d", cs->cin, cs->cout, cs->k, cs->s, cs->hw, cs->count);
         printf("%-9s %-10s %-22s", cs->model, cs->name, shape);
         for (int k = 0; k < neng; k++) {
-            if (rm_backend_cuda_set_engine(be, eng[k], &e)) die("set engine", &e);
+            if (rm_backend_cuda_set_kernels(be, eng[k], &e)) die("set kernel library", &e);
             float f, b;
             unsigned long long fb;
-            int n = eng[k] == RM_ENGINE_HANDWRITTEN && reps > 3 ? 3 : reps;
-            time_shape(&f, &b, &fb, be, cs, batch, eng[k] == RM_ENGINE_HANDWRITTEN ? 1 : warmup, n);
+            int n = eng[k] == RM_KERNELS_HANDWRITTEN && reps > 3 ? 3 : reps;
+            time_shape(&f, &b, &fb, be, cs, batch, eng[k] == RM_KERNELS_HANDWRITTEN ? 1 : warmup, n);
             printf(" %15.3f %15.3f%s", f, b, fb ? "*" : "");
             int m = strcmp(cs->model, "resnet50") ? 1 : 0;
             total[m][k][0] += (double)cs->count * f, total[m][k][1] += (double)cs->count * b;

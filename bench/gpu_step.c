@@ -1,11 +1,12 @@
 /* Training-step throughput on the GPU: forward, loss, backward and the
- * optimizer update of a whole model, for one or more CUDA engines
+ * optimizer update of a whole model, for one or more CUDA kernel libraries
  * (handwritten, cublas, cudnn), under a rematerialization schedule.
  *
- *   remat_bench_gpu_step --model NAME|FILE --batch N [--engines E[,E...]]
+ *   remat_bench_gpu_step --model NAME|FILE --batch N [--kernels E[,E...]]
  *                        [--strategy S] [--budget B] [--steps K] [--warmup W]
  *                        [--max-seconds T] [--time-limit S] [--lr X]
  *
+ * (--engines and --engine are older names of --kernels.)
  * The job is built by the library's one path, rm_trainer_create on the CUDA
  * backend (model, fixed-memory accounting, schedule for the budget, plan,
  * executor, optimizer); this file only drives rm_executor_step and
@@ -101,7 +102,7 @@ typedef struct args {
 static int usage(const char *why)
 {
     if (why) fprintf(stderr, ME ": %s\n", why);
-    fprintf(stderr, "usage: " ME " --model NAME|FILE --batch N [--engines handwritten,cublas,cudnn] [--strategy S]\n"
+    fprintf(stderr, "usage: " ME " --model NAME|FILE --batch N [--kernels handwritten,cublas,cudnn] [--strategy S]\n"
                     "       [--budget 16GiB|P%%] [--steps K (20)] [--warmup W (3)] [--max-seconds T (20)]\n"
                     "       [--time-limit S (30, lp_round / milp)] [--lr X (0.01)]\n");
     return 2;
@@ -120,7 +121,7 @@ static int parse_args(args *a, int argc, char **argv, char *pathbuf, size_t path
         if (!v) return usage("every option takes a value");
         i++;
         if (!strcmp(o, "--model")) a->model_arg = v;
-        else if (!strcmp(o, "--engines") || !strcmp(o, "--engine")) a->engines = v;
+        else if (!strcmp(o, "--kernels") || !strcmp(o, "--engines") || !strcmp(o, "--engine")) a->engines = v;
         else if (!strcmp(o, "--strategy")) a->strategy = v;
         else if (!strcmp(o, "--budget")) a->budget = v;
         else if (!strcmp(o, "--batch") && !rm_cli_parse_long(&n, v, 1, 1L << 20)) a->batch = (int)n;
@@ -332,24 +333,24 @@ int main(int argc, char **argv)
     snprintf(list, sizeof list, "%s", a.engines);
     char *save = NULL;
     for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        rm_cuda_engine eng;
+        rm_kernel_lib eng;
         rm_err ee = {RM_OK, ""};
-        if (rm_cuda_engine_parse(&eng, tok, &ee)) {
-            fprintf(stderr, ME ": --engines: %s\n", ee.msg);
+        if (rm_kernel_lib_parse(&eng, tok, &ee)) {
+            fprintf(stderr, ME ": --kernels: %s\n", ee.msg);
             failed = 1;
             continue;
         }
-        if (eng == RM_ENGINE_CUDNN && !rm_backend_cuda_has_cudnn()) {
+        if (eng == RM_KERNELS_CUDNN && !rm_backend_cuda_has_cudnn()) {
             printf("%-12s this build has no cuDNN: skipped\n", tok);
             continue;
         }
-        if (rm_backend_cuda_set_engine(be, eng, &ee)) {
+        if (rm_backend_cuda_set_kernels(be, eng, &ee)) {
             fprintf(stderr, ME ": %s: %s\n", tok, ee.msg);
             failed = 1;
             continue;
         }
         timing r;
-        run_engine(&r, t, &a, eng == RM_ENGINE_HANDWRITTEN && a.warmup > 1 ? 1 : a.warmup, images, labels, &step);
+        run_engine(&r, t, &a, eng == RM_KERNELS_HANDWRITTEN && a.warmup > 1 ? 1 : a.warmup, images, labels, &step);
         size_t free1 = 0, tot1 = 0;
         size_t device = cuda_ok(cudaMemGetInfo(&free1, &tot1), "cudaMemGetInfo") && free0 > free1 ? free0 - free1 : 0;
         size_t remat = s->fp.total + rm_executor_arena_high_water(ex);

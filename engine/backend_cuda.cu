@@ -1,16 +1,18 @@
-/* The CUDA backend: device memory, one stream, and the engines the layer
- * kernels run on: a cuBLAS handle and (when built with cuDNN) a cuDNN handle,
- * both created once and bound to the stream, the engine choice and its
- * numerics settings, and a cache of per-shape plans. Every CUDA, cuBLAS and
- * cuDNN call is checked. Kernels for the layers live beside each layer
- * (layers/<name>.cu). */
+/* The CUDA backend: device memory, one stream, and the kernel libraries the
+ * layer kernels run on: a cuBLAS handle and (when built with cuDNN) a cuDNN
+ * handle, both created once and bound to the stream, the library choice and
+ * its numerics settings, the kernel table (each layer's kernels for the
+ * library, resolved once), and a cache of per-shape plans. Every CUDA,
+ * cuBLAS and cuDNN call is checked. Kernels for the layers live beside each
+ * layer (layers/<name>.cu); the backend's own in backend_cuda_kernels.cu. */
 #include <cuda_runtime.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend_cuda.h"
+#include "backend_cuda.cuh"
 
 extern "C" {
+#include "layer.h"
 #include "log.h"
 }
 
@@ -35,19 +37,17 @@ typedef struct cuda_ctx {
 #ifdef REMAT_HAVE_CUDNN
     cudnnHandle_t cudnn;
 #endif
-    rm_cuda_engine engine;
+    rm_backend *self; /* the backend this is the context of: layer kernels take it */
+    rm_kernel_lib lib;
+    /* Each layer kind's kernels for lib, resolved at its first call after
+     * the library is set (the one place the choice is made), then reused. */
+    rm_layer_kernels kernels[RM_LAYER_KIND_COUNT];
+    unsigned char resolved[RM_LAYER_KIND_COUNT];
     int deterministic, fast_math;
     unsigned long long fallbacks;
     plan_entry *plans;
     int nplans;
 } cuda_ctx;
-
-#define CUDA_CHECK(call, e, what)                                                                    \
-    do {                                                                                             \
-        cudaError_t st_ = (call);                                                                    \
-        if (st_ != cudaSuccess)                                                                      \
-            return rm_errorf((e), RM_ERR_DEVICE, "cuda: %s failed: %s", (what), cudaGetErrorString(st_)); \
-    } while (0)
 
 static int cuda_alloc(void *ctx, void **ptr, size_t bytes, rm_err *e)
 {
@@ -69,36 +69,36 @@ static void cuda_release(void *ctx, void *ptr)
 static int cuda_upload(void *ctx, void *dst, const void *src, size_t bytes, rm_err *e)
 {
     cuda_ctx *c = (cuda_ctx *)ctx;
-    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, c->stream), e, "upload");
+    RM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, c->stream), e, "upload");
     return RM_OK;
 }
 
 static int cuda_download(void *ctx, void *dst, const void *src, size_t bytes, rm_err *e)
 {
     cuda_ctx *c = (cuda_ctx *)ctx;
-    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c->stream), e, "download");
-    CUDA_CHECK(cudaStreamSynchronize(c->stream), e, "download sync");
+    RM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c->stream), e, "download");
+    RM_CUDA_CHECK(cudaStreamSynchronize(c->stream), e, "download sync");
     return RM_OK;
 }
 
 static int cuda_copy(void *ctx, void *dst, const void *src, size_t bytes, rm_err *e)
 {
     cuda_ctx *c = (cuda_ctx *)ctx;
-    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, c->stream), e, "copy");
+    RM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, c->stream), e, "copy");
     return RM_OK;
 }
 
 static int cuda_zero(void *ctx, void *dst, size_t bytes, rm_err *e)
 {
     cuda_ctx *c = (cuda_ctx *)ctx;
-    CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, c->stream), e, "memset");
+    RM_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, c->stream), e, "memset");
     return RM_OK;
 }
 
 static int cuda_sync(void *ctx, rm_err *e)
 {
     cuda_ctx *c = (cuda_ctx *)ctx;
-    CUDA_CHECK(cudaStreamSynchronize(c->stream), e, "stream sync");
+    RM_CUDA_CHECK(cudaStreamSynchronize(c->stream), e, "stream sync");
     return RM_OK;
 }
 
@@ -127,24 +127,137 @@ static void cuda_destroy(void *ctx)
     free(c);
 }
 
-static const rm_backend_ops cuda_ops = {
-    cuda_alloc, cuda_release, cuda_upload, cuda_download, cuda_copy, cuda_zero, cuda_sync, cuda_destroy,
-};
-
 extern "C" void *rm_backend_cuda_stream(const rm_backend *be)
 {
     if (!be || be->kind != RM_BACKEND_CUDA) return NULL;
     return (void *)((const cuda_ctx *)be->ctx)->stream;
 }
 
+static int cuda_mem_info(void *ctx, size_t *free_bytes, size_t *total_bytes, rm_err *e)
+{
+    RM_CUDA_CHECK(cudaSetDevice(((const cuda_ctx *)ctx)->device), e, "cudaSetDevice");
+    RM_CUDA_CHECK(cudaMemGetInfo(free_bytes, total_bytes), e, "cudaMemGetInfo");
+    return RM_OK;
+}
+
 extern "C" int rm_backend_cuda_mem_info(const rm_backend *be, size_t *free_bytes, size_t *total_bytes, rm_err *e)
 {
     if (!be || be->kind != RM_BACKEND_CUDA)
         return rm_errorf(e, RM_ERR_UNSUPPORTED, "device memory: not a CUDA backend");
-    CUDA_CHECK(cudaSetDevice(((const cuda_ctx *)be->ctx)->device), e, "cudaSetDevice");
-    CUDA_CHECK(cudaMemGetInfo(free_bytes, total_bytes), e, "cudaMemGetInfo");
-    return RM_OK;
+    return cuda_mem_info(be->ctx, free_bytes, total_bytes, e);
 }
+
+/* ---- layers: the kernel table ---- */
+
+/* Layer d's kernels for the backend's library: resolved at the first call
+ * after the library was set (the layer's cuda_kernels, or its hand-written
+ * kernels when it has no others), then taken from the table. */
+static const rm_layer_kernels *kernels_of(cuda_ctx *c, const rm_layer_desc *d)
+{
+    rm_layer_kernels *k = &c->kernels[d->kind];
+    if (!c->resolved[d->kind]) {
+        if (d->cuda_kernels) {
+            *k = d->cuda_kernels(c->lib);
+        } else {
+            k->forward = d->forward_cuda;
+            k->backward = d->backward_cuda;
+            k->workspace = NULL;
+        }
+        c->resolved[d->kind] = 1;
+    }
+    return k;
+}
+
+static int cuda_layer_forward(void *ctx, const rm_layer_desc *d, const rm_layer_call *call, rm_err *e)
+{
+    const rm_layer_kernels *k = kernels_of((cuda_ctx *)ctx, d);
+    if (!k->forward) return rm_errorf(e, RM_ERR_UNSUPPORTED, "%s: no forward kernel for backend cuda", d->name);
+    return k->forward(call, e);
+}
+
+static int cuda_layer_backward(void *ctx, const rm_layer_desc *d, const rm_layer_call *call, rm_err *e)
+{
+    const rm_layer_kernels *k = kernels_of((cuda_ctx *)ctx, d);
+    if (!k->backward) return rm_errorf(e, RM_ERR_UNSUPPORTED, "%s: no backward kernel for backend cuda", d->name);
+    return k->backward(call, e);
+}
+
+/* The exact need of the library's kernels; the engine-independent bound
+ * (workspace_bytes_cuda) for layers whose kernels need the same everywhere. */
+static size_t cuda_layer_workspace(void *ctx, const rm_layer_desc *d, const rm_layer_config *cfg, const rm_shape *in,
+                                   int nin, rm_shape out, int backward)
+{
+    cuda_ctx *c = (cuda_ctx *)ctx;
+    const rm_layer_kernels *k = kernels_of(c, d);
+    if (k->workspace) return k->workspace(c->self, cfg, in, nin, out, backward);
+    return d->workspace_bytes_cuda ? d->workspace_bytes_cuda(cfg, in, nin, out, backward) : 0;
+}
+
+/* ---- the executor's and the optimizer's kernels, on the stream ---- */
+
+static int cuda_poison(void *ctx, void *dst, size_t bytes, rm_err *e)
+{
+    return rm_cuda_poison(((cuda_ctx *)ctx)->stream, dst, bytes, e);
+}
+
+static int cuda_grad_sum(void *ctx, float *out, const float *const *src, int nsrc, size_t count, rm_err *e)
+{
+    return rm_cuda_grad_sum(((cuda_ctx *)ctx)->stream, out, src, nsrc, count, e);
+}
+
+static int cuda_sgd_update(void *ctx, float *w, const float *dw, float *v, size_t n, float lr, float wd, float mu,
+                           int nesterov, rm_err *e)
+{
+    return rm_cuda_sgd_update(((cuda_ctx *)ctx)->stream, w, dw, v, n, lr, wd, mu, nesterov, e);
+}
+
+static int cuda_adam_update(void *ctx, float *w, const float *dw, float *m, float *v, size_t n,
+                            const rm_adam_scalars *k, rm_err *e)
+{
+    return rm_cuda_adam_update(((cuda_ctx *)ctx)->stream, w, dw, m, v, n, k, e);
+}
+
+static int cuda_timer_create(void *ctx, rm_backend_timer **out, int nevents, rm_err *e)
+{
+    return rm_cuda_timer_create(out, ((cuda_ctx *)ctx)->stream, nevents, e);
+}
+
+static int cuda_timer_record(void *ctx, rm_backend_timer *t, int k, rm_err *e)
+{
+    (void)ctx;
+    return rm_cuda_timer_record(t, k, e);
+}
+
+static int cuda_timer_elapsed(void *ctx, rm_backend_timer *t, int a, int b, double *seconds, rm_err *e)
+{
+    (void)ctx;
+    return rm_cuda_timer_elapsed(t, a, b, seconds, e);
+}
+
+static void cuda_timer_free(void *ctx, rm_backend_timer *t)
+{
+    (void)ctx;
+    rm_cuda_timer_free(t);
+}
+
+static rm_backend_ops make_cuda_ops(void)
+{
+    rm_backend_ops o;
+    memset(&o, 0, sizeof o);
+    o.alloc = cuda_alloc, o.release = cuda_release, o.upload = cuda_upload, o.download = cuda_download;
+    o.copy = cuda_copy, o.zero = cuda_zero, o.sync = cuda_sync, o.destroy = cuda_destroy;
+    o.mem_info = cuda_mem_info;
+    o.layer_forward = cuda_layer_forward, o.layer_backward = cuda_layer_backward;
+    o.layer_workspace = cuda_layer_workspace;
+    o.poison = cuda_poison, o.grad_sum = cuda_grad_sum;
+    o.sgd_update = cuda_sgd_update, o.adam_update = cuda_adam_update;
+    o.timer_create = cuda_timer_create, o.timer_record = cuda_timer_record;
+    o.timer_elapsed = cuda_timer_elapsed, o.timer_free = cuda_timer_free;
+    return o;
+}
+
+/* C++ has no designated initialisers in C++17: filled once, by name. */
+static const rm_backend_ops cuda_ops = make_cuda_ops();
 
 const char *rm_cublas_status_str(cublasStatus_t st)
 {
@@ -186,11 +299,6 @@ cudnnHandle_t rm_cuda_cudnn(const rm_backend *be)
 }
 #endif
 
-rm_cuda_engine rm_cuda_engine_of(const rm_backend *be)
-{
-    cuda_ctx *c = ctx_of(be);
-    return c ? c->engine : RM_ENGINE_HANDWRITTEN;
-}
 
 int rm_cuda_is_deterministic(const rm_backend *be)
 {
@@ -256,33 +364,44 @@ static int settings_ctx(cuda_ctx **c, const rm_backend *be, const char *what, rm
     return RM_OK;
 }
 
-extern "C" int rm_backend_cuda_set_engine(rm_backend *be, rm_cuda_engine engine, rm_err *e)
+/* A new library: the plans and the kernel table were made for the old one. */
+static void lib_set(cuda_ctx *c, rm_kernel_lib lib)
+{
+    plans_drop(c);
+    c->lib = lib;
+    memset(c->resolved, 0, sizeof c->resolved);
+}
+
+extern "C" int rm_backend_cuda_set_kernels(rm_backend *be, rm_kernel_lib lib, rm_err *e)
 {
     cuda_ctx *c;
-    int rc = settings_ctx(&c, be, "set engine", e);
+    int rc = settings_ctx(&c, be, "set kernel library", e);
     if (rc) return rc;
-    if (engine < 0 || engine >= RM_ENGINE_COUNT)
-        return rm_errorf(e, RM_ERR_INVALID, "set engine: no engine %d", (int)engine);
+    if (lib < 0 || lib >= RM_KERNELS_COUNT)
+        return rm_errorf(e, RM_ERR_INVALID, "set kernel library: no library %d", (int)lib);
 #ifndef REMAT_HAVE_CUDNN
-    if (engine == RM_ENGINE_CUDNN)
+    if (lib == RM_KERNELS_CUDNN)
         return rm_errorf(e, RM_ERR_UNSUPPORTED,
-                         "the cudnn engine: this build has no cuDNN (cudnn.h / libcudnn were not found when it was "
-                         "configured); use handwritten or cublas");
+                         "the cudnn kernel library: this build has no cuDNN (cudnn.h / libcudnn were not found when "
+                         "it was configured); use handwritten or cublas");
 #endif
-    CUDA_CHECK(cudaStreamSynchronize(c->stream), e, "stream sync before an engine change");
-    plans_drop(c);
-    c->engine = engine;
+    RM_CUDA_CHECK(cudaStreamSynchronize(c->stream), e, "stream sync before a kernel library change");
+    lib_set(c, lib);
     return RM_OK;
 }
 
-extern "C" rm_cuda_engine rm_backend_cuda_engine(const rm_backend *be) { return rm_cuda_engine_of(be); }
+extern "C" rm_kernel_lib rm_backend_cuda_kernels(const rm_backend *be)
+{
+    cuda_ctx *c = ctx_of(be);
+    return c ? c->lib : RM_KERNELS_HANDWRITTEN;
+}
 
 extern "C" int rm_backend_cuda_set_deterministic(rm_backend *be, int on, rm_err *e)
 {
     cuda_ctx *c;
     int rc = settings_ctx(&c, be, "set deterministic", e);
     if (rc) return rc;
-    CUDA_CHECK(cudaStreamSynchronize(c->stream), e, "stream sync before a settings change");
+    RM_CUDA_CHECK(cudaStreamSynchronize(c->stream), e, "stream sync before a settings change");
     plans_drop(c);
     c->deterministic = on != 0;
     return cublas_apply(c, e);
@@ -295,7 +414,7 @@ extern "C" int rm_backend_cuda_set_fast_math(rm_backend *be, int on, rm_err *e)
     cuda_ctx *c;
     int rc = settings_ctx(&c, be, "set fast math", e);
     if (rc) return rc;
-    CUDA_CHECK(cudaStreamSynchronize(c->stream), e, "stream sync before a settings change");
+    RM_CUDA_CHECK(cudaStreamSynchronize(c->stream), e, "stream sync before a settings change");
     plans_drop(c);
     c->fast_math = on != 0;
     return cublas_apply(c, e);
@@ -326,23 +445,39 @@ static int env_flag(int *out, const char *name, rm_err *e)
     return RM_OK;
 }
 
-/* Engine and numerics from the defaults and the environment. */
+/* The kernel library the environment asks for: REMAT_KERNELS, or its older
+ * name REMAT_ENGINE; NULL when neither is set. *var names the one used. */
+static const char *env_kernels(const char **var)
+{
+    static const char *const vars[] = {"REMAT_KERNELS", "REMAT_ENGINE"};
+    for (int i = 0; i < 2; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) {
+            *var = vars[i];
+            return v;
+        }
+    }
+    return NULL;
+}
+
+/* Kernel library and numerics from the defaults and the environment. */
 static int settings_from_env(cuda_ctx *c, rm_err *e)
 {
-    c->engine = rm_backend_cuda_has_cudnn() ? RM_ENGINE_CUDNN : RM_ENGINE_CUBLAS;
+    c->lib = rm_backend_cuda_has_cudnn() ? RM_KERNELS_CUDNN : RM_KERNELS_CUBLAS;
     c->deterministic = 1;
     c->fast_math = 0;
-    const char *v = getenv("REMAT_ENGINE");
-    if (v && *v) {
-        rm_cuda_engine eng;
-        if (rm_cuda_engine_parse(&eng, v, e)) return rm_err_context(e, "cuda backend: REMAT_ENGINE: ");
-        if (eng == RM_ENGINE_CUDNN && !rm_backend_cuda_has_cudnn())
+    const char *var = NULL, *v = env_kernels(&var);
+    if (v) {
+        rm_kernel_lib lib;
+        if (rm_kernel_lib_parse(&lib, v, e)) return rm_err_context(e, "cuda backend: %s: ", var);
+        if (lib == RM_KERNELS_CUDNN && !rm_backend_cuda_has_cudnn())
             /* Not RM_ERR_UNSUPPORTED: that code means "no GPU" to callers
              * that skip, and this is a request that cannot be honoured. */
             return rm_errorf(e, RM_ERR_INVALID,
-                             "cuda backend: REMAT_ENGINE=cudnn, but this build has no cuDNN (cudnn.h / libcudnn were "
-                             "not found when it was configured); use handwritten or cublas");
-        c->engine = eng;
+                             "cuda backend: %s=cudnn, but this build has no cuDNN (cudnn.h / libcudnn were not found "
+                             "when it was configured); use handwritten or cublas",
+                             var);
+        c->lib = lib;
     }
     int rc = env_flag(&c->deterministic, "REMAT_DETERMINISTIC", e);
     if (!rc) rc = env_flag(&c->fast_math, "REMAT_FAST_MATH", e);
@@ -350,10 +485,10 @@ static int settings_from_env(cuda_ctx *c, rm_err *e)
 }
 
 /* Everything after the stream: handles bound to it, cuBLAS's own workspace. */
-static int engines_create(cuda_ctx *c, rm_err *e)
+static int libraries_create(cuda_ctx *c, rm_err *e)
 {
     int major = 0;
-    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, c->device), e,
+    RM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, c->device), e,
                "cudaDeviceGetAttribute(compute capability)");
     RM_CUBLAS_CHECK(cublasCreate(&c->cublas), e, "cublasCreate");
     /* cublasSetStream resets the workspace to cuBLAS's pool: stream first.
@@ -376,13 +511,14 @@ static int engines_create(cuda_ctx *c, rm_err *e)
         c->cudnn = NULL;
         char detail[256] = "";
         cudnnGetLastErrorString(detail, sizeof detail);
-        if (c->engine == RM_ENGINE_CUDNN && getenv("REMAT_ENGINE") && *getenv("REMAT_ENGINE"))
+        const char *var;
+        if (c->lib == RM_KERNELS_CUDNN && env_kernels(&var))
             return rm_errorf(e, RM_ERR_DEVICE, "cudnn: cudnnCreate failed: %s (%s)", cudnnGetErrorString(dst),
                              detail);
         /* cuDNN was only the default: say so and run without it. */
-        RM_LOG_WARN("cudnn: cudnnCreate failed: %s (%s); the cuda backend uses the cublas engine", cudnnGetErrorString(dst),
-                    detail);
-        if (c->engine == RM_ENGINE_CUDNN) c->engine = RM_ENGINE_CUBLAS;
+        RM_LOG_WARN("cudnn: cudnnCreate failed: %s (%s); the cuda backend uses the cublas kernels",
+                    cudnnGetErrorString(dst), detail);
+        if (c->lib == RM_KERNELS_CUDNN) c->lib = RM_KERNELS_CUBLAS;
         return RM_OK;
     }
     RM_CUDNN_CHECK(cudnnSetStream(c->cudnn, c->stream), e, "cudnnSetStream");
@@ -400,7 +536,7 @@ extern "C" int rm_backend_cuda_create(rm_backend **out, int device, rm_err *e)
                          st == cudaSuccess ? "no device" : cudaGetErrorString(st));
     if (device < 0 || device >= count)
         return rm_errorf(e, RM_ERR_INVALID, "cuda: device %d does not exist (%d found)", device, count);
-    CUDA_CHECK(cudaSetDevice(device), e, "cudaSetDevice");
+    RM_CUDA_CHECK(cudaSetDevice(device), e, "cudaSetDevice");
     cuda_ctx *c = (cuda_ctx *)calloc(1, sizeof *c);
     rm_backend *be = (rm_backend *)calloc(1, sizeof *be);
     plan_entry *plans = (plan_entry *)calloc(PLAN_CACHE_SIZE, sizeof *plans);
@@ -425,7 +561,7 @@ extern "C" int rm_backend_cuda_create(rm_backend **out, int device, rm_err *e)
         free(be);
         return rm_errorf(e, RM_ERR_DEVICE, "cuda: cudaStreamCreate failed: %s", cudaGetErrorString(st));
     }
-    if ((rc = engines_create(c, e))) {
+    if ((rc = libraries_create(c, e))) {
         cuda_destroy(c);
         free(be);
         return rc;
@@ -434,6 +570,10 @@ extern "C" int rm_backend_cuda_create(rm_backend **out, int device, rm_err *e)
     be->name = "cuda";
     be->ops = &cuda_ops;
     be->ctx = c;
+    be->max_grad_sum = RM_CUDA_GRAD_SUM_MAX;
+    be->queued = 1;
+    be->host_memory = 0;
+    c->self = be;
     *out = be;
     return RM_OK;
 }

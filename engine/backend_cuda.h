@@ -1,72 +1,72 @@
-/* What the CUDA backend gives the layers' .cu files (C++ only: C callers use
- * backend.h and never see a CUDA header): its cuBLAS and cuDNN handles, both
- * bound to the backend's stream, the engine settings, status strings for
- * error messages, and a per-backend cache of per-shape plans (cuDNN
- * descriptors and algorithm choices), so a training step creates nothing. */
+/* The CUDA backend's own settings and queries, C-callable (the layers' .cu
+ * files see its handles through backend_cuda.cuh). Generic code never needs
+ * these: it calls the backend's ops (backend.h). In a build without CUDA
+ * (backend_cuda_none.c) no CUDA backend exists; the setters answer
+ * RM_ERR_UNSUPPORTED and the queries their defaults. */
 #ifndef REMAT_BACKEND_CUDA_H
 #define REMAT_BACKEND_CUDA_H
 
-#ifndef __cplusplus
-#error "backend_cuda.h is for CUDA C++ sources; C code uses backend.h"
-#endif
+#include <stddef.h>
 
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
-#ifdef REMAT_HAVE_CUDNN
-#include <cudnn.h>
-#endif
-
-extern "C" {
 #include "backend.h"
-}
 
-/* The handle of a CUDA backend (NULL for any other backend). */
-cublasHandle_t rm_cuda_cublas(const rm_backend *be);
-#ifdef REMAT_HAVE_CUDNN
-cudnnHandle_t rm_cuda_cudnn(const rm_backend *be);
-const char *rm_cudnn_status_str(cudnnStatus_t st);
-#endif
-const char *rm_cublas_status_str(cublasStatus_t st);
+/* The cudaStream_t every kernel of a CUDA backend runs on (as void *, so C
+ * callers need no CUDA headers); NULL for other backends. */
+void *rm_backend_cuda_stream(const rm_backend *be);
+/* be->ops->mem_info for a CUDA backend; RM_ERR_UNSUPPORTED for others. */
+int rm_backend_cuda_mem_info(const rm_backend *be, size_t *free_bytes, size_t *total_bytes, rm_err *e);
 
-/* The engine a layer call should use: the backend's, or handwritten for a
- * backend that is not CUDA. */
-rm_cuda_engine rm_cuda_engine_of(const rm_backend *be);
-int rm_cuda_is_deterministic(const rm_backend *be);
-int rm_cuda_is_fast_math(const rm_backend *be);
-/* Counts one layer call that fell back to the hand-written kernels. */
-void rm_cuda_note_fallback(const rm_backend *be);
+/* Kernel libraries of the CUDA backend ("engine" in older versions):
+ *   handwritten  the hand-written kernels alone (exact: double accumulation);
+ *   cublas       hand-written kernels, plus cuBLAS SGEMM for linear and for
+ *                convolution (im2col / col2im around the product);
+ *   cudnn        cuDNN convolution (conv, conv_transpose2x2) and batch norm,
+ *                cuBLAS for linear, hand-written for the rest.
+ * Each layer's kernels for the library are chosen once per backend and
+ * library (the backend's kernel table), never per call. A configuration a
+ * library rejects at run time runs on the hand-written kernels
+ * (rm_backend_cuda_fallbacks counts those calls). Default: cudnn when this
+ * build has cuDNN, else cublas; the environment variable REMAT_KERNELS
+ * (REMAT_ENGINE is an alias) = handwritten|cublas|cudnn overrides it when a
+ * backend is created. */
+typedef enum rm_kernel_lib {
+    RM_KERNELS_HANDWRITTEN = 0,
+    RM_KERNELS_CUBLAS,
+    RM_KERNELS_CUDNN,
+    RM_KERNELS_COUNT
+} rm_kernel_lib;
 
-/* Plan cache. A key is a kind tag (which layer and what the plan is for) and
- * up to 15 ints (shapes, hyper-parameters); unused ints must be 0. The cache
- * is dropped whenever the engine or numerics settings change, and when the
- * backend is freed. */
-typedef struct rm_cuda_plan_key {
-    int kind;
-    int v[15];
-} rm_cuda_plan_key;
+/* Names of the kernel libraries (kernel_lib.c, in every build: the CLI and
+ * the benchmarks parse them). */
+const char *rm_kernel_lib_name(rm_kernel_lib lib);
+/* "handwritten", "cublas" or "cudnn"; RM_ERR_INVALID naming the value otherwise. */
+int rm_kernel_lib_parse(rm_kernel_lib *out, const char *name, rm_err *e);
+/* 1 when this build has the cudnn kernel library (cudnn.h and libcudnn were found). */
+int rm_backend_cuda_has_cudnn(void);
 
-/* The cached plan of key, or NULL. */
-void *rm_cuda_plan_find(const rm_backend *be, const rm_cuda_plan_key *key);
-/* Hands plan to the cache, which destroys it with destroy(plan) when it is
- * dropped. Returns 1 when cached; 0 when the cache is full, and then the
- * caller still owns plan and must destroy it after use. */
-int rm_cuda_plan_put(const rm_backend *be, const rm_cuda_plan_key *key, void *plan, void (*destroy)(void *plan));
-
-/* Checks a cuBLAS / cuDNN call; returns RM_ERR_DEVICE naming the call. */
-#define RM_CUBLAS_CHECK(call, e, what)                                                                                 \
-    do {                                                                                                               \
-        cublasStatus_t cst_ = (call);                                                                                  \
-        if (cst_ != CUBLAS_STATUS_SUCCESS)                                                                             \
-            return rm_errorf((e), RM_ERR_DEVICE, "cublas: %s failed: %s", (what), rm_cublas_status_str(cst_));         \
-    } while (0)
-
-#ifdef REMAT_HAVE_CUDNN
-#define RM_CUDNN_CHECK(call, e, what)                                                                                  \
-    do {                                                                                                               \
-        cudnnStatus_t dst_ = (call);                                                                                   \
-        if (dst_ != CUDNN_STATUS_SUCCESS)                                                                              \
-            return rm_errorf((e), RM_ERR_DEVICE, "cudnn: %s failed: %s", (what), rm_cudnn_status_str(dst_));           \
-    } while (0)
-#endif
+/* Kernel library and numerics of a CUDA backend. Change them between steps,
+ * never inside one: cached algorithm choices and the kernel table are
+ * dropped. set_* answer RM_ERR_INVALID for a non-CUDA backend,
+ * RM_ERR_UNSUPPORTED for cudnn in a build without cuDNN.
+ *   deterministic (default 1; REMAT_DETERMINISTIC=0|1): every kernel of every
+ *     library gives the same bits for the same inputs: cuDNN algorithms are
+ *     restricted to CUDNN_DETERMINISTIC ones, cuBLAS runs with
+ *     CUBLAS_ATOMICS_NOT_ALLOWED on one stream and a fixed workspace.
+ *   fast_math (default 0; REMAT_FAST_MATH=0|1): allows TF32 tensor-core math
+ *     in cuBLAS and cuDNN and cuDNN's Winograd and FFT algorithms. Off, every
+ *     library stays within float32 rounding of the CPU reference. */
+int rm_backend_cuda_set_kernels(rm_backend *be, rm_kernel_lib lib, rm_err *e);
+rm_kernel_lib rm_backend_cuda_kernels(const rm_backend *be);
+int rm_backend_cuda_set_deterministic(rm_backend *be, int on, rm_err *e);
+int rm_backend_cuda_deterministic(const rm_backend *be);
+int rm_backend_cuda_set_fast_math(rm_backend *be, int on, rm_err *e);
+int rm_backend_cuda_fast_math(const rm_backend *be);
+/* Layer calls that fell back from the chosen library to the hand-written
+ * kernels (cuDNN rejected the configuration, or no algorithm fit the
+ * workspace) since the backend was created. */
+unsigned long long rm_backend_cuda_fallbacks(const rm_backend *be);
+/* Device memory the backend itself holds outside any arena (the cuBLAS
+ * workspace), so a memory budget can count it. 0 for other backends. */
+size_t rm_backend_cuda_fixed_bytes(const rm_backend *be);
 
 #endif

@@ -1,5 +1,5 @@
 /* Built instead of backend_cuda.cu when CUDA is off, so callers need no #ifdef. */
-#include "backend.h"
+#include "backend_cuda.h"
 
 int rm_backend_cuda_create(rm_backend **out, int device, rm_err *e)
 {
@@ -23,16 +23,16 @@ int rm_backend_cuda_mem_info(const rm_backend *be, size_t *free_bytes, size_t *t
 
 int rm_backend_cuda_has_cudnn(void) { return 0; }
 
-int rm_backend_cuda_set_engine(rm_backend *be, rm_cuda_engine engine, rm_err *e)
+int rm_backend_cuda_set_kernels(rm_backend *be, rm_kernel_lib lib, rm_err *e)
 {
-    (void)be, (void)engine;
+    (void)be, (void)lib;
     return rm_errorf(e, RM_ERR_UNSUPPORTED, "this build of remat has no CUDA support");
 }
 
-rm_cuda_engine rm_backend_cuda_engine(const rm_backend *be)
+rm_kernel_lib rm_backend_cuda_kernels(const rm_backend *be)
 {
     (void)be;
-    return RM_ENGINE_HANDWRITTEN;
+    return RM_KERNELS_HANDWRITTEN;
 }
 
 int rm_backend_cuda_set_deterministic(rm_backend *be, int on, rm_err *e)

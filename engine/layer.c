@@ -1,19 +1,27 @@
-/* Calling a layer through the interface: dispatch to the backend's kernels,
- * and the parameter count every caller derives from the descriptor. */
+/* Calling a layer through the interface: the call goes to its backend's
+ * layer ops (which choose the kernels), and the parameter count every caller
+ * derives from the descriptor. */
 #include "layer.h"
+
+static const rm_backend *backend_of(const rm_backend *be) { return be ? be : rm_backend_host(); }
 
 int rm_layer_forward(const rm_layer_desc *d, const rm_layer_call *call, rm_err *e)
 {
-    if (!call->be || call->be->kind == RM_BACKEND_CPU) return d->forward_cpu(call, e);
-    if (call->be->kind == RM_BACKEND_CUDA && d->forward_cuda) return d->forward_cuda(call, e);
-    return rm_errorf(e, RM_ERR_UNSUPPORTED, "%s: no forward kernel for backend %s", d->name, call->be->name);
+    const rm_backend *be = backend_of(call->be);
+    return be->ops->layer_forward(be->ctx, d, call, e);
 }
 
 int rm_layer_backward(const rm_layer_desc *d, const rm_layer_call *call, rm_err *e)
 {
-    if (!call->be || call->be->kind == RM_BACKEND_CPU) return d->backward_cpu(call, e);
-    if (call->be->kind == RM_BACKEND_CUDA && d->backward_cuda) return d->backward_cuda(call, e);
-    return rm_errorf(e, RM_ERR_UNSUPPORTED, "%s: no backward kernel for backend %s", d->name, call->be->name);
+    const rm_backend *be = backend_of(call->be);
+    return be->ops->layer_backward(be->ctx, d, call, e);
+}
+
+size_t rm_layer_workspace_bytes_device(const rm_layer_desc *d, const rm_backend *be, const rm_layer_config *cfg,
+                                       const rm_shape *in, int nin, rm_shape out, int backward)
+{
+    be = backend_of(be);
+    return be->ops->layer_workspace(be->ctx, d, cfg, in, nin, out, backward);
 }
 
 size_t rm_layer_param_count(const rm_layer_desc *d, const rm_layer_config *cfg, const rm_shape *in, int nin)

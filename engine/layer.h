@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "backend.h"
+#include "backend_cuda.h"
 #include "error.h"
 #include "rng.h"
 #include "tensor.h"
@@ -100,6 +101,18 @@ typedef struct rm_layer_call {
     size_t workspace_size; /* bytes available at workspace */
 } rm_layer_call;
 
+/* A layer's kernels for one kernel library of the CUDA backend
+ * (backend_cuda.h): what the backend's kernel table holds per layer. */
+typedef struct rm_layer_kernels {
+    int (*forward)(const rm_layer_call *call, rm_err *e);
+    int (*backward)(const rm_layer_call *call, rm_err *e);
+    /* Exact device scratch bytes of one call on be with these kernels (for
+     * cudnn it asks cuDNN, which chooses and caches the algorithms). NULL:
+     * the layer's workspace_bytes_cuda. */
+    size_t (*workspace)(const rm_backend *be, const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out,
+                        int backward);
+} rm_layer_kernels;
+
 typedef struct rm_layer_desc {
     rm_layer_kind kind;
     const char *name; /* the config section name, e.g. "conv" */
@@ -119,8 +132,9 @@ typedef struct rm_layer_desc {
     /* Scratch bytes one forward (backward = 0) or backward call needs at these
      * shapes (in with the batch in n). NULL: the layer needs none. */
     size_t (*workspace_bytes)(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out, int backward);
-    /* The CUDA kernels (layers/<name>.cu), NULL in a build without CUDA; the
-     * dispatch below answers RM_ERR_UNSUPPORTED for a NULL one. Same call, but
+    /* The hand-written CUDA kernels (layers/<name>.cu), NULL in a build
+     * without CUDA, where the backend answers RM_ERR_UNSUPPORTED. Every
+     * kernel library's default, and the fallback of the others. Same call, but
      * every pointer in it (tensors, parameters, running statistics, labels,
      * workspace) is device memory of call->be, and kernels run on its stream.
      * Deterministic: no kernel uses atomics, every reduction runs in an order
@@ -128,9 +142,18 @@ typedef struct rm_layer_desc {
     int (*forward_cuda)(const rm_layer_call *call, rm_err *e);
     int (*backward_cuda)(const rm_layer_call *call, rm_err *e);
     /* Device scratch bytes of one CUDA call, as workspace_bytes is for the CPU
-     * (a CUDA call's call->workspace must hold this many). NULL: none. */
+     * (a CUDA call's call->workspace must hold this many): a bound that every
+     * kernel library fits in, a function of the shapes alone, so that
+     * planning needs no device and the algorithms chosen (and the bits) never
+     * depend on how much workspace an executor holds. NULL: none. */
     size_t (*workspace_bytes_cuda)(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out,
                                    int backward);
+    /* The kernels of library lib, for layers with more than the hand-written
+     * ones (conv2d, conv_transpose2x2, linear, batchnorm2d): the one place
+     * that choice is made. The CUDA backend calls it once per layer and
+     * library (its kernel table), never per call. NULL: forward_cuda and
+     * backward_cuda serve every library. */
+    rm_layer_kernels (*cuda_kernels)(rm_kernel_lib lib);
 } rm_layer_desc;
 
 /* The scratch of one kernel call: call->workspace when the caller gave one
@@ -154,10 +177,17 @@ static inline int rm_layer_workspace(void **ws, void **owned, const rm_layer_cal
     return RM_OK;
 }
 
-/* Dispatch on call->be->kind: the CPU reference (also for be == NULL), or the
- * CUDA kernels; RM_ERR_UNSUPPORTED when the layer has none for that backend. */
+/* One call on call->be (the CPU reference when be is NULL), through the
+ * backend's layer ops; RM_ERR_UNSUPPORTED when the layer has no kernel there. */
 int rm_layer_forward(const rm_layer_desc *d, const rm_layer_call *call, rm_err *e);
 int rm_layer_backward(const rm_layer_desc *d, const rm_layer_call *call, rm_err *e);
+
+/* Scratch bytes one call of layer d needs on backend be (NULL: the CPU),
+ * exactly, for the kernels and settings be runs (be->ops->layer_workspace).
+ * An executor sizes its one workspace with the bound of the backend's kind
+ * instead (rm_backend_kind_layer_workspace), which every library fits in. */
+size_t rm_layer_workspace_bytes_device(const rm_layer_desc *d, const rm_backend *be, const rm_layer_config *cfg,
+                                       const rm_shape *in, int nin, rm_shape out, int backward);
 
 /* Parameter count (w and b elements) for a layer with these inputs. */
 size_t rm_layer_param_count(const rm_layer_desc *d, const rm_layer_config *cfg, const rm_shape *in, int nin);

@@ -187,5 +187,6 @@ const rm_layer_desc rm_batchnorm2d_desc = {
     .backward_cpu = bn_backward,
     .forward_cuda = RM_CUDA_FN(rm_batchnorm2d_forward_cuda),
     .backward_cuda = RM_CUDA_FN(rm_batchnorm2d_backward_cuda),
+    .cuda_kernels = RM_CUDA_FN(rm_batchnorm2d_cuda_kernels),
     .workspace_bytes_cuda = RM_CUDA_FN(rm_batchnorm2d_workspace_cuda),
 };

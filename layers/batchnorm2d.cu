@@ -1,12 +1,12 @@
 /* Batch normalisation on the GPU, the CPU reference's semantics.
  *
- * Hand-written engine (also cublas's, and the fallback): the batch
+ * Hand-written kernel library (also cublas's, and the fallback): the batch
  * statistics come from one block per channel, two passes in double (mean,
  * then squared deviations) with fixed-tree sums, and the backward recomputes
  * them with the same kernel, so forward and backward agree bit for bit and
  * every run gives the same bits.
  *
- * cudnn engine: cudnnBatchNormalizationForwardTraining / ForwardInference /
+ * cudnn kernel library: cudnnBatchNormalizationForwardTraining / ForwardInference /
  * Backward (CUDNN_BATCHNORM_SPATIAL), with two deliberate departures from how
  * frameworks usually call them:
  *  - cuDNN is never handed the running statistics. Its forward then computes
@@ -24,10 +24,10 @@
  * Eval-mode backward, a backward without dx, and an eps below cuDNN's
  * minimum run the hand-written kernels.
  *
- * Device workspace (every engine): 4*C doubles (the hand-written kernels'
+ * Device workspace (every kernel library): 4*C doubles (the hand-written kernels'
  * mean, var, dgamma, dbeta; the cudnn path uses its first 2*C floats for the
  * saved statistics, or for dgamma / dbeta when the caller wants none). */
-#include "cuda_engines.cuh"
+#include "cuda_kernel_libs.cuh"
 
 extern "C" size_t rm_batchnorm2d_workspace_cuda(const rm_layer_config *cfg, const rm_shape *in, int nin,
                                                 rm_shape out, int backward)
@@ -353,29 +353,41 @@ static int cudnn_backward(const rm_layer_call *call, int *done, rm_err *e)
 }
 #endif
 
-extern "C" int rm_batchnorm2d_forward_cuda(const rm_layer_call *call, rm_err *e)
-{
+/* The hand-written kernels: the handwritten and cublas libraries' (cuBLAS
+ * has no batch norm), and the cudnn library's fallback. */
+extern "C" int rm_batchnorm2d_forward_cuda(const rm_layer_call *call, rm_err *e) { return hw_forward(call, e); }
+
+extern "C" int rm_batchnorm2d_backward_cuda(const rm_layer_call *call, rm_err *e) { return hw_backward(call, e); }
+
 #ifdef REMAT_HAVE_CUDNN
-    if (rm_call_engine(call) == RM_ENGINE_CUDNN) {
-        int rc = rm_batchnorm2d_check_call(call, call->in[0]->shape, "forward", e), done = 0;
-        if (rc) return rc;
-        if ((rc = cudnn_forward(call, &done, e)) || done) return rc;
-        rm_cuda_note_fallback(call->be);
-    }
-#endif
+static int cudnn_forward_call(const rm_layer_call *call, rm_err *e)
+{
+    int rc = rm_batchnorm2d_check_call(call, call->in[0]->shape, "forward", e), done = 0;
+    if (rc) return rc;
+    if ((rc = cudnn_forward(call, &done, e)) || done) return rc;
+    rm_cuda_note_fallback(call->be);
     return hw_forward(call, e);
 }
 
-extern "C" int rm_batchnorm2d_backward_cuda(const rm_layer_call *call, rm_err *e)
+static int cudnn_backward_call(const rm_layer_call *call, rm_err *e)
 {
-#ifdef REMAT_HAVE_CUDNN
-    if (rm_call_engine(call) == RM_ENGINE_CUDNN) {
-        int rc = rm_batchnorm2d_check_call(call, call->in[0]->shape, "backward", e), done = 0;
-        if (rc) return rc;
-        if ((rc = cudnn_backward(call, &done, e)) || done) return rc;
-        /* eval mode and dx-less calls are hand-written by design, not a fallback */
-        if (call->training && call->din[0] && call->din[0]->data) rm_cuda_note_fallback(call->be);
-    }
-#endif
+    int rc = rm_batchnorm2d_check_call(call, call->in[0]->shape, "backward", e), done = 0;
+    if (rc) return rc;
+    if ((rc = cudnn_backward(call, &done, e)) || done) return rc;
+    /* eval mode and dx-less calls are hand-written by design, not a fallback */
+    if (call->training && call->din[0] && call->din[0]->data) rm_cuda_note_fallback(call->be);
     return hw_backward(call, e);
+}
+#endif
+
+/* The workspace is the same in every library (NULL: workspace_bytes_cuda). */
+extern "C" rm_layer_kernels rm_batchnorm2d_cuda_kernels(rm_kernel_lib lib)
+{
+    rm_layer_kernels k = {rm_batchnorm2d_forward_cuda, rm_batchnorm2d_backward_cuda, NULL};
+#ifdef REMAT_HAVE_CUDNN
+    if (lib == RM_KERNELS_CUDNN) k = {cudnn_forward_call, cudnn_backward_call, NULL};
+#else
+    (void)lib;
+#endif
+    return k;
 }

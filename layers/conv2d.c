@@ -288,5 +288,6 @@ const rm_layer_desc rm_conv2d_desc = {
     .workspace_bytes = conv2d_workspace_bytes,
     .forward_cuda = RM_CUDA_FN(rm_conv2d_forward_cuda),
     .backward_cuda = RM_CUDA_FN(rm_conv2d_backward_cuda),
+    .cuda_kernels = RM_CUDA_FN(rm_conv2d_cuda_kernels),
     .workspace_bytes_cuda = RM_CUDA_FN(rm_conv2d_workspace_cuda),
 };

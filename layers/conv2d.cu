@@ -1,4 +1,4 @@
-/* 2-D convolution on the GPU, three engines (backend.h), all deterministic:
+/* 2-D convolution on the GPU, three kernel libraries (backend_cuda.h), all deterministic:
  *  - hand-written, direct (no im2col buffer): forward and the data gradient
  *    give each output element one thread that sums in double in the CPU
  *    reference's order (taps ci, ky, kx; for dx, per tap the sum over output
@@ -11,8 +11,8 @@
  *    accumulated chunk after chunk in a fixed order.
  *  - cudnn: cuDNN's forward / backward-data / backward-filter with the
  *    algorithms rm_cudnn_conv_algo chooses (deterministic ones by default).
- * Bias and bias gradient are hand-written kernels in every engine. */
-#include "cuda_engines.cuh"
+ * Bias and bias gradient are hand-written kernels in every kernel library. */
+#include "cuda_kernel_libs.cuh"
 
 typedef struct conv_geom {
     int n, cin, h, w;  /* input */
@@ -118,7 +118,7 @@ static __global__ void conv2d_backward_bias_kernel(float *db, const float *dy, i
     if (threadIdx.x == 0) db[co] = (float)acc;
 }
 
-/* The hand-written path, one piece at a time so an engine can fall back per
+/* The hand-written path, one piece at a time so a kernel library can fall back per
  * direction. */
 static int hw_forward(const rm_layer_call *call, const conv_geom &g, cudaStream_t st, rm_err *e)
 {
@@ -243,7 +243,7 @@ static rm_conv_chunk conv_chunk(const conv_geom &g)
     return rm_conv_gemm_chunk((size_t)g.n, conv_kdim(g), (size_t)g.cout, (size_t)g.ho * g.wo);
 }
 
-/* The engine-independent bound (cuda_engines.cuh): the cuBLAS path's column
+/* The library-independent bound (cuda_kernel_libs.cuh): the cuBLAS path's column
  * buffer, and at least RM_CUDNN_WS_FLOOR for cuDNN's algorithms. */
 extern "C" size_t rm_conv2d_workspace_cuda(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out,
                                            int backward)
@@ -392,65 +392,89 @@ static int cudnn_backward(const rm_layer_call *call, const conv_geom &g, cudaStr
 }
 #endif
 
-extern "C" size_t rm_conv2d_workspace_engine(const rm_backend *be, const rm_layer_config *cfg, const rm_shape *in,
-                                             int nin, rm_shape out, int backward)
+/* ---- the kernels of each library (rm_conv2d_cuda_kernels chooses) ---- */
+
+static size_t hw_workspace(const rm_backend *, const rm_layer_config *, const rm_shape *, int, rm_shape, int)
 {
-    conv_geom g = conv_geom_of(cfg, in[0], out);
-    (void)nin, (void)out, (void)backward; /* used by the cudnn case only */
-    switch (rm_cuda_engine_of(be)) {
-    case RM_ENGINE_CUBLAS:
-        if (!backward && conv_direct(g)) return 0;
-        return conv_chunk(g).bytes;
-#ifdef REMAT_HAVE_CUDNN
-    case RM_ENGINE_CUDNN: {
-        rm_cudnn_conv *plan;
-        int owned_plan;
-        rm_err e{};
-        size_t cap = rm_conv2d_workspace_cuda(cfg, in, nin, out, 0);
-        /* cannot ask cuDNN: the bound is always enough */
-        if (conv_plan(&plan, &owned_plan, be, cfg, g, &e)) return cap;
-        return rm_cudnn_layer_workspace(plan, owned_plan, be, RM_CONV_FWD, RM_CONV_BWD_DATA, backward, cap);
-    }
-#endif
-    default: return 0;
-    }
+    return 0; /* the direct kernels need no scratch */
 }
 
+static size_t gemm_workspace(const rm_backend *, const rm_layer_config *cfg, const rm_shape *in, int, rm_shape out,
+                             int backward)
+{
+    conv_geom g = conv_geom_of(cfg, in[0], out);
+    if (!backward && conv_direct(g)) return 0;
+    return conv_chunk(g).bytes;
+}
+
+/* The hand-written kernels: every library's default, and the fallback. */
 extern "C" int rm_conv2d_forward_cuda(const rm_layer_call *call, rm_err *e)
 {
     conv_geom g = conv_geom_of(call->cfg, call->in[0]->shape, call->out->shape);
-    cudaStream_t st = rm_cuda_stream(call->be);
-    switch (rm_call_engine(call)) {
-    case RM_ENGINE_CUBLAS: return gemm_forward(call, g, st, e);
-#ifdef REMAT_HAVE_CUDNN
-    case RM_ENGINE_CUDNN: {
-        int done = 0, rc = cudnn_forward(call, g, st, &done, e);
-        if (rc || done) return rc;
-        rm_cuda_note_fallback(call->be);
-        return hw_forward(call, g, st, e);
-    }
-#endif
-    default: return hw_forward(call, g, st, e);
-    }
+    return hw_forward(call, g, rm_cuda_stream(call->be), e);
 }
 
 extern "C" int rm_conv2d_backward_cuda(const rm_layer_call *call, rm_err *e)
 {
-    const rm_tensor *x = call->in[0], *dy = call->dout;
-    rm_tensor *dx = call->din[0];
-    rm_layer_params *prm = call->params;
-    conv_geom g = conv_geom_of(call->cfg, x->shape, dy->shape);
+    conv_geom g = conv_geom_of(call->cfg, call->in[0]->shape, call->dout->shape);
     cudaStream_t st = rm_cuda_stream(call->be);
-    switch (rm_call_engine(call)) {
-    case RM_ENGINE_CUBLAS: return gemm_backward(call, g, st, e);
-#ifdef REMAT_HAVE_CUDNN
-    case RM_ENGINE_CUDNN: return cudnn_backward(call, g, st, e);
-#endif
-    default: break;
-    }
+    rm_tensor *dx = call->din[0];
     int rc = RM_OK;
     if (dx && dx->data) rc = hw_backward_data(call, g, st, e);
-    if (!rc && prm->dw.data) rc = hw_backward_weight(call, g, st, e);
-    if (!rc && prm->db.data) rc = hw_backward_bias(call, g, st, e);
+    if (!rc && call->params->dw.data) rc = hw_backward_weight(call, g, st, e);
+    if (!rc && call->params->db.data) rc = hw_backward_bias(call, g, st, e);
     return rc;
+}
+
+static int gemm_forward_call(const rm_layer_call *call, rm_err *e)
+{
+    conv_geom g = conv_geom_of(call->cfg, call->in[0]->shape, call->out->shape);
+    return gemm_forward(call, g, rm_cuda_stream(call->be), e);
+}
+
+static int gemm_backward_call(const rm_layer_call *call, rm_err *e)
+{
+    conv_geom g = conv_geom_of(call->cfg, call->in[0]->shape, call->dout->shape);
+    return gemm_backward(call, g, rm_cuda_stream(call->be), e);
+}
+
+#ifdef REMAT_HAVE_CUDNN
+static size_t cudnn_workspace(const rm_backend *be, const rm_layer_config *cfg, const rm_shape *in, int nin,
+                              rm_shape out, int backward)
+{
+    conv_geom g = conv_geom_of(cfg, in[0], out);
+    rm_cudnn_conv *plan;
+    int owned_plan;
+    rm_err e{};
+    size_t cap = rm_conv2d_workspace_cuda(cfg, in, nin, out, 0);
+    /* cannot ask cuDNN: the bound is always enough */
+    if (conv_plan(&plan, &owned_plan, be, cfg, g, &e)) return cap;
+    return rm_cudnn_layer_workspace(plan, owned_plan, be, RM_CONV_FWD, RM_CONV_BWD_DATA, backward, cap);
+}
+
+static int cudnn_forward_call(const rm_layer_call *call, rm_err *e)
+{
+    conv_geom g = conv_geom_of(call->cfg, call->in[0]->shape, call->out->shape);
+    cudaStream_t st = rm_cuda_stream(call->be);
+    int done = 0, rc = cudnn_forward(call, g, st, &done, e);
+    if (rc || done) return rc;
+    rm_cuda_note_fallback(call->be);
+    return hw_forward(call, g, st, e);
+}
+
+static int cudnn_backward_call(const rm_layer_call *call, rm_err *e)
+{
+    conv_geom g = conv_geom_of(call->cfg, call->in[0]->shape, call->dout->shape);
+    return cudnn_backward(call, g, rm_cuda_stream(call->be), e);
+}
+#endif
+
+extern "C" rm_layer_kernels rm_conv2d_cuda_kernels(rm_kernel_lib lib)
+{
+    rm_layer_kernels k = {rm_conv2d_forward_cuda, rm_conv2d_backward_cuda, hw_workspace};
+    if (lib == RM_KERNELS_CUBLAS) k = {gemm_forward_call, gemm_backward_call, gemm_workspace};
+#ifdef REMAT_HAVE_CUDNN
+    if (lib == RM_KERNELS_CUDNN) k = {cudnn_forward_call, cudnn_backward_call, cudnn_workspace};
+#endif
+    return k;
 }

@@ -192,5 +192,6 @@ const rm_layer_desc rm_conv_transpose2x2_desc = {
     .workspace_bytes = convt_workspace_bytes,
     .forward_cuda = RM_CUDA_FN(rm_conv_transpose2x2_forward_cuda),
     .backward_cuda = RM_CUDA_FN(rm_conv_transpose2x2_backward_cuda),
+    .cuda_kernels = RM_CUDA_FN(rm_conv_transpose2x2_cuda_kernels),
     .workspace_bytes_cuda = RM_CUDA_FN(rm_conv_transpose2x2_workspace_cuda),
 };

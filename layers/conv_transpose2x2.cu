@@ -1,5 +1,5 @@
-/* Transposed 2x2, stride-2 convolution on the GPU, three engines
- * (backend.h), all deterministic. Weight layout (Cin, Cout, 2, 2).
+/* Transposed 2x2, stride-2 convolution on the GPU, three kernel libraries
+ * (backend_cuda.h), all deterministic. Weight layout (Cin, Cout, 2, 2).
  *  - hand-written: every output pixel comes from exactly one input pixel, so
  *    forward and the data gradient are one thread per output element summing
  *    in double in the CPU reference's order (ci, resp. q = (co, a, b)); the
@@ -14,7 +14,7 @@
  *    (Cin, H, W) one, whose filter (K = Cin, C = Cout, 2, 2) is exactly this
  *    layer's weight: forward = backward-data, data gradient = forward,
  *    weight gradient = backward-filter with the roles of x and dy swapped. */
-#include "cuda_engines.cuh"
+#include "cuda_kernel_libs.cuh"
 
 typedef struct convt_geom {
     int n, cin, h, w, cout;
@@ -273,63 +273,82 @@ static int cudnn_backward(const rm_layer_call *call, const convt_geom &g, cudaSt
 }
 #endif
 
-extern "C" size_t rm_conv_transpose2x2_workspace_engine(const rm_backend *be, const rm_layer_config *cfg,
-                                                        const rm_shape *in, int nin, rm_shape out, int backward)
+/* ---- the kernels of each library (rm_conv_transpose2x2_cuda_kernels chooses) ---- */
+
+static size_t hw_workspace(const rm_backend *, const rm_layer_config *, const rm_shape *, int, rm_shape, int)
 {
-    convt_geom g = convt_geom_of(cfg, in[0]);
-    (void)nin, (void)out, (void)backward; /* used by the cudnn case only */
-    switch (rm_cuda_engine_of(be)) {
-    case RM_ENGINE_CUBLAS: return convt_gemm_bytes(g);
-#ifdef REMAT_HAVE_CUDNN
-    case RM_ENGINE_CUDNN: {
-        rm_cudnn_conv *plan;
-        int owned_plan;
-        rm_err e{};
-        size_t cap = rm_conv_transpose2x2_workspace_cuda(cfg, in, nin, out, 0);
-        if (convt_plan(&plan, &owned_plan, be, cfg, g, &e)) return cap;
-        /* forward: the convolution's data gradient; backward: dx by its forward */
-        return rm_cudnn_layer_workspace(plan, owned_plan, be, RM_CONV_BWD_DATA, RM_CONV_FWD, backward, cap);
-    }
-#endif
-    default: return 0;
-    }
+    return 0; /* the direct kernels need no scratch */
 }
 
+static size_t gemm_workspace(const rm_backend *, const rm_layer_config *cfg, const rm_shape *in, int, rm_shape, int)
+{
+    return convt_gemm_bytes(convt_geom_of(cfg, in[0]));
+}
+
+/* The hand-written kernels: every library's default, and the fallback. */
 extern "C" int rm_conv_transpose2x2_forward_cuda(const rm_layer_call *call, rm_err *e)
 {
-    convt_geom g = convt_geom_of(call->cfg, call->in[0]->shape);
-    cudaStream_t st = rm_cuda_stream(call->be);
-    switch (rm_call_engine(call)) {
-    case RM_ENGINE_CUBLAS: return gemm_forward(call, g, st, e);
-#ifdef REMAT_HAVE_CUDNN
-    case RM_ENGINE_CUDNN: {
-        int done = 0, rc = cudnn_forward(call, g, st, &done, e);
-        if (rc || done) return rc;
-        rm_cuda_note_fallback(call->be);
-        return hw_forward(call, g, st, e);
-    }
-#endif
-    default: return hw_forward(call, g, st, e);
-    }
+    return hw_forward(call, convt_geom_of(call->cfg, call->in[0]->shape), rm_cuda_stream(call->be), e);
 }
 
 extern "C" int rm_conv_transpose2x2_backward_cuda(const rm_layer_call *call, rm_err *e)
 {
-    const rm_tensor *x = call->in[0];
-    rm_tensor *dx = call->din[0];
-    rm_layer_params *prm = call->params;
-    convt_geom g = convt_geom_of(call->cfg, x->shape);
+    convt_geom g = convt_geom_of(call->cfg, call->in[0]->shape);
     cudaStream_t st = rm_cuda_stream(call->be);
-    switch (rm_call_engine(call)) {
-    case RM_ENGINE_CUBLAS: return gemm_backward(call, g, st, e);
-#ifdef REMAT_HAVE_CUDNN
-    case RM_ENGINE_CUDNN: return cudnn_backward(call, g, st, e);
-#endif
-    default: break;
-    }
+    rm_tensor *dx = call->din[0];
     int rc = RM_OK;
     if (dx && dx->data) rc = hw_backward_data(call, g, st, e);
-    if (!rc && prm->dw.data) rc = hw_backward_weight(call, g, st, e);
-    if (!rc && prm->db.data) rc = hw_backward_bias(call, g, st, e);
+    if (!rc && call->params->dw.data) rc = hw_backward_weight(call, g, st, e);
+    if (!rc && call->params->db.data) rc = hw_backward_bias(call, g, st, e);
     return rc;
+}
+
+static int gemm_forward_call(const rm_layer_call *call, rm_err *e)
+{
+    return gemm_forward(call, convt_geom_of(call->cfg, call->in[0]->shape), rm_cuda_stream(call->be), e);
+}
+
+static int gemm_backward_call(const rm_layer_call *call, rm_err *e)
+{
+    return gemm_backward(call, convt_geom_of(call->cfg, call->in[0]->shape), rm_cuda_stream(call->be), e);
+}
+
+#ifdef REMAT_HAVE_CUDNN
+static size_t cudnn_workspace(const rm_backend *be, const rm_layer_config *cfg, const rm_shape *in, int nin,
+                              rm_shape out, int backward)
+{
+    convt_geom g = convt_geom_of(cfg, in[0]);
+    rm_cudnn_conv *plan;
+    int owned_plan;
+    rm_err e{};
+    size_t cap = rm_conv_transpose2x2_workspace_cuda(cfg, in, nin, out, 0);
+    if (convt_plan(&plan, &owned_plan, be, cfg, g, &e)) return cap; /* cannot ask cuDNN: the bound is enough */
+    /* forward: the convolution's data gradient; backward: dx by its forward */
+    return rm_cudnn_layer_workspace(plan, owned_plan, be, RM_CONV_BWD_DATA, RM_CONV_FWD, backward, cap);
+}
+
+static int cudnn_forward_call(const rm_layer_call *call, rm_err *e)
+{
+    convt_geom g = convt_geom_of(call->cfg, call->in[0]->shape);
+    cudaStream_t st = rm_cuda_stream(call->be);
+    int done = 0, rc = cudnn_forward(call, g, st, &done, e);
+    if (rc || done) return rc;
+    rm_cuda_note_fallback(call->be);
+    return hw_forward(call, g, st, e);
+}
+
+static int cudnn_backward_call(const rm_layer_call *call, rm_err *e)
+{
+    return cudnn_backward(call, convt_geom_of(call->cfg, call->in[0]->shape), rm_cuda_stream(call->be), e);
+}
+#endif
+
+extern "C" rm_layer_kernels rm_conv_transpose2x2_cuda_kernels(rm_kernel_lib lib)
+{
+    rm_layer_kernels k = {rm_conv_transpose2x2_forward_cuda, rm_conv_transpose2x2_backward_cuda, hw_workspace};
+    if (lib == RM_KERNELS_CUBLAS) k = {gemm_forward_call, gemm_backward_call, gemm_workspace};
+#ifdef REMAT_HAVE_CUDNN
+    if (lib == RM_KERNELS_CUDNN) k = {cudnn_forward_call, cudnn_backward_call, cudnn_workspace};
+#endif
+    return k;
 }

@@ -13,34 +13,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend_cuda.cuh" /* RM_CUDA_CHECK, RM_CUDA_FOR, RM_THREADS, rm_cuda_blocks */
+
 extern "C" {
 #include "layers.h"
-}
-
-/* Checks a CUDA runtime call; returns RM_ERR_DEVICE naming it on failure. */
-#define RM_CUDA_CHECK(call, e, what)                                                                                   \
-    do {                                                                                                               \
-        cudaError_t st_ = (call);                                                                                      \
-        if (st_ != cudaSuccess)                                                                                        \
-            return rm_errorf((e), RM_ERR_DEVICE, "cuda: %s failed: %s", (what), cudaGetErrorString(st_));             \
-    } while (0)
-
-/* After a <<<...>>> launch: a bad configuration shows up here. */
-#define RM_CUDA_LAUNCHED(e, what) RM_CUDA_CHECK(cudaGetLastError(), e, what)
-
-/* Threads per block everywhere (a power of two: rm_block_sum relies on it). */
-#define RM_THREADS 256
-
-/* One thread per element of [0, n), in grid-stride loops so huge tensors need
- * no huge grids. */
-#define RM_CUDA_FOR(i, n)                                                                                              \
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
-
-static inline unsigned rm_cuda_blocks(size_t n)
-{
-    size_t b = (n + RM_THREADS - 1) / RM_THREADS;
-    if (b < 1) b = 1;
-    return b > (1u << 20) ? (1u << 20) : (unsigned)b;
 }
 
 /* The sum of v over the block, in a fixed tree order: identical bits for

@@ -44,25 +44,19 @@ size_t rm_pixel_softmax_xent_workspace_cuda(const rm_layer_config *cfg, const rm
 size_t rm_cuda_gemm_ws_cap(void);
 void rm_cuda_set_gemm_ws_cap(size_t bytes);
 
-/* The convolutions' device scratch: desc.workspace_bytes_cuda knows no
- * backend, so it is a bound that every engine fits in (cuda_engines.cuh);
- * the _engine variant is the exact need of be's engine and settings (for
- * cudnn it asks cuDNN, which chooses and caches the algorithms). */
+/* The convolutions' device scratch bound (desc.workspace_bytes_cuda): it
+ * knows no backend, so every kernel library fits in it (cuda_kernel_libs.cuh). */
 size_t rm_conv2d_workspace_cuda(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out, int backward);
-size_t rm_conv2d_workspace_engine(const rm_backend *be, const rm_layer_config *cfg, const rm_shape *in, int nin,
-                                  rm_shape out, int backward);
 size_t rm_conv_transpose2x2_workspace_cuda(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out,
                                            int backward);
-size_t rm_conv_transpose2x2_workspace_engine(const rm_backend *be, const rm_layer_config *cfg, const rm_shape *in,
-                                             int nin, rm_shape out, int backward);
 
-/* Device scratch bytes one call of layer d needs on backend be, exactly, for
- * the engine be runs (the CPU workspace_bytes for a non-CUDA backend). An
- * executor that knows its backend sizes its one workspace with this;
- * desc.workspace_bytes_cuda is the engine-independent bound. Only in a CUDA
- * build. */
-size_t rm_layer_workspace_bytes_device(const rm_layer_desc *d, const rm_backend *be, const rm_layer_config *cfg,
-                                       const rm_shape *in, int nin, rm_shape out, int backward);
+/* The kernels of each kernel library for the layers that have more than the
+ * hand-written ones (desc.cuda_kernels): the one place each layer's choice
+ * is made, called by the CUDA backend once per library. */
+rm_layer_kernels rm_conv2d_cuda_kernels(rm_kernel_lib lib);
+rm_layer_kernels rm_conv_transpose2x2_cuda_kernels(rm_kernel_lib lib);
+rm_layer_kernels rm_linear_cuda_kernels(rm_kernel_lib lib);
+rm_layer_kernels rm_batchnorm2d_cuda_kernels(rm_kernel_lib lib);
 
 #undef RM_CUDA_LAYER_DECL
 

@@ -134,4 +134,5 @@ const rm_layer_desc rm_linear_desc = {
     .workspace_bytes = linear_workspace_bytes,
     .forward_cuda = RM_CUDA_FN(rm_linear_forward_cuda),
     .backward_cuda = RM_CUDA_FN(rm_linear_backward_cuda),
+    .cuda_kernels = RM_CUDA_FN(rm_linear_cuda_kernels),
 };

@@ -1,10 +1,10 @@
-/* Fully connected layer on the GPU. Hand-written engine: one thread per
+/* Fully connected layer on the GPU. Hand-written kernel library: one thread per
  * output element, each a dot product summed in double in the CPU reference's
- * order (deterministic, no atomics). cublas and cudnn engines: one SGEMM per
+ * order (deterministic, no atomics). cublas and cudnn kernel libraries: one SGEMM per
  * product (y, dx, dw) through the backend's cuBLAS handle, which runs without
  * atomics on one stream with a fixed workspace, so it is deterministic too;
- * the bias and its gradient stay hand-written. No workspace in any engine. */
-#include "cuda_engines.cuh"
+ * the bias and its gradient stay hand-written. No workspace in any kernel library. */
+#include "cuda_kernel_libs.cuh"
 
 /* y[n][o] = b[o] + sum_i w[o][i] x[n][i]. */
 static __global__ void linear_forward_kernel(float *y, const float *w, const float *b, const float *x, size_t nb,
@@ -101,7 +101,6 @@ extern "C" int rm_linear_forward_cuda(const rm_layer_call *call, rm_err *e)
 {
     const rm_tensor *x = call->in[0];
     size_t nb = (size_t)x->shape.n, in = rm_tensor_numel(x) / nb, out = (size_t)call->cfg->out_channels;
-    if (rm_call_engine(call) != RM_ENGINE_HANDWRITTEN) return gemm_forward(call, nb, in, out, e);
     linear_forward_kernel<<<rm_cuda_blocks(nb * out), RM_THREADS, 0, rm_cuda_stream(call->be)>>>(
         call->out->data, call->params->w.data, call->params->b.data, x->data, nb, in, out);
     RM_CUDA_LAUNCHED(e, "linear_forward_kernel");
@@ -114,7 +113,6 @@ extern "C" int rm_linear_backward_cuda(const rm_layer_call *call, rm_err *e)
     rm_tensor *dx = call->din[0];
     rm_layer_params *prm = call->params;
     size_t nb = (size_t)x->shape.n, in = rm_shape_numel(x->shape) / nb, out = (size_t)call->cfg->out_channels;
-    if (rm_call_engine(call) != RM_ENGINE_HANDWRITTEN) return gemm_backward(call, nb, in, out, e);
     cudaStream_t st = rm_cuda_stream(call->be);
     if (dx && dx->data) {
         linear_backward_data_kernel<<<rm_cuda_blocks(nb * in), RM_THREADS, 0, st>>>(dx->data, dy->data, prm->w.data,
@@ -131,4 +129,26 @@ extern "C" int rm_linear_backward_cuda(const rm_layer_call *call, rm_err *e)
         RM_CUDA_LAUNCHED(e, "linear_backward_bias_kernel");
     }
     return RM_OK;
+}
+
+static int gemm_forward_call(const rm_layer_call *call, rm_err *e)
+{
+    const rm_tensor *x = call->in[0];
+    size_t nb = (size_t)x->shape.n, in = rm_tensor_numel(x) / nb, out = (size_t)call->cfg->out_channels;
+    return gemm_forward(call, nb, in, out, e);
+}
+
+static int gemm_backward_call(const rm_layer_call *call, rm_err *e)
+{
+    const rm_tensor *x = call->in[0];
+    size_t nb = (size_t)x->shape.n, in = rm_shape_numel(x->shape) / nb, out = (size_t)call->cfg->out_channels;
+    return gemm_backward(call, nb, in, out, e);
+}
+
+/* cublas and cudnn: one SGEMM per product (cuDNN has no better one). No
+ * workspace in any library. */
+extern "C" rm_layer_kernels rm_linear_cuda_kernels(rm_kernel_lib lib)
+{
+    if (lib == RM_KERNELS_HANDWRITTEN) return {rm_linear_forward_cuda, rm_linear_backward_cuda, NULL};
+    return {gemm_forward_call, gemm_backward_call, NULL};
 }

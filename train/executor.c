@@ -19,7 +19,7 @@
  * memory allocated once at creation; the parameters are initialised on the
  * host by the layers' init and uploaded. A step uploads the batch and the
  * labels, queues every node's kernels on the backend's stream (grad-sum and
- * the poison fill have kernels of their own, cuda_train.cu), copies the loss
+ * the poison fill are backend ops too, backend.h), copies the loss
  * into its fixed slot when the loss node is computed and downloads that one
  * float at the end, which synchronises the stream. */
 #include "executor.h"
@@ -30,7 +30,6 @@
 
 #include "arena.h"
 #include "log.h"
-#include "cuda_train.h"
 #include "layer.h"
 #include "trace.h"
 
@@ -41,7 +40,8 @@ struct rm_executor {
     rm_backend *be;
     uint64_t seed;
     int poison;
-    int cuda; /* be is a CUDA backend: every pointer below marked (dev) is device memory */
+    /* Every pointer below marked (dev) is memory of be (device memory on a
+     * device backend); only be's ops touch it. */
 
     int L, batch;
     rm_shape *in_shape;  /* [L * RM_MAX_INPUTS]: layer inputs at the batch */
@@ -59,7 +59,8 @@ struct rm_executor {
     void *workspace;
     size_t workspace_size;
     size_t fixed_bytes;
-    float *loss_dev;     /* CUDA: the loss's fixed slot (dev); NULL on the CPU */
+    float *loss_dev;     /* be->queued: the loss's fixed slot (dev); else NULL */
+    const float **grad_src; /* [largest grad-sum]: its sources, filled per node (host) */
 
     /* Activations, and the step's bookkeeping (host, allocated once). */
     rm_arena *arena;
@@ -233,11 +234,9 @@ int rm_executor_workspace_needed_on(size_t *out, const rm_model *m, int batch, r
                            : rm_model_shapes(ins, outs, m, batch, e);
     for (int i = 0; !rc && i < m->nlayers; i++) {
         const rm_model_layer *ly = &m->layers[i];
-        size_t (*bytes_fn)(const rm_layer_config *, const rm_shape *, int, rm_shape, int) =
-            kind == RM_BACKEND_CUDA ? ly->desc->workspace_bytes_cuda : ly->desc->workspace_bytes;
-        if (!bytes_fn) continue;
         for (int backward = 0; backward < 2; backward++) {
-            size_t w = bytes_fn(&ly->cfg, &ins[(size_t)i * RM_MAX_INPUTS], ly->nin, outs[i], backward);
+            size_t w = rm_backend_kind_layer_workspace(kind, ly->desc, &ly->cfg, &ins[(size_t)i * RM_MAX_INPUTS],
+                                                       ly->nin, outs[i], backward);
             if (w > *out) *out = w;
         }
     }
@@ -255,7 +254,7 @@ int rm_executor_fixed_needed(rm_executor_fixed *f, const rm_model *m, int batch,
     f->weights = f->grads = rm_align_up(sizeof(float) * m->param_count);
     f->buffers = rm_align_up(sizeof(float) * m->buffer_count);
     f->labels = rm_align_up(sizeof(int32_t) * rm_model_label_count(m, batch));
-    if (kind == RM_BACKEND_CUDA) f->labels += rm_align_up(sizeof(float)); /* the loss slot */
+    if (be && be->queued) f->labels += rm_align_up(sizeof(float)); /* the loss slot: a download per run waits for its work */
     f->workspace = rm_align_up(f->workspace_bytes);
     f->total = f->weights + f->grads + f->buffers + f->labels + f->workspace;
     return RM_OK;
@@ -324,13 +323,7 @@ static int layout_params(rm_executor *ex, float *params, float *grads, float *bu
 
 static int init_params(rm_executor *ex, rm_err *e)
 {
-    if (!ex->cuda) {
-        int rc = layout_params(ex, ex->params, ex->grads, ex->buffers, 1, e);
-        if (rc) return rc;
-        if (ex->nparams) memset(ex->grads, 0, ex->nparams * sizeof(float));
-        return RM_OK;
-    }
-    /* CUDA: the layers' init writes host memory, so initialise host copies
+    /* The layers' init writes host memory, so initialise host copies
      * (grads too, which init never reads), upload them, then lay the
      * tensors out over the device vectors. Creation only: a step never
      * allocates. */
@@ -377,15 +370,14 @@ int rm_executor_create(rm_executor **out, const rm_model *m, const rm_graph *g, 
     *out = NULL;
     rm_executor_options defaults = {0, 0, 0};
     if (!opts) opts = &defaults;
-    if (be->kind != RM_BACKEND_CPU && be->kind != RM_BACKEND_CUDA)
-        return rm_errorf(e, RM_ERR_UNSUPPORTED, "executor: backend %s is not supported (cpu or cuda)", be->name);
+    if (!be->ops->layer_forward || !be->ops->grad_sum || !be->ops->poison || !be->ops->mem_info)
+        return rm_errorf(e, RM_ERR_UNSUPPORTED, "executor: backend %s does not compute", be->name);
     if (m->nlayers < 1 || g->n < 1 || g->batch < 1)
         return rm_errorf(e, RM_ERR_INVALID, "executor: empty model or graph");
     rm_executor *ex = calloc(1, sizeof *ex);
     if (!ex) return rm_errorf(e, RM_ERR_NOMEM, "executor: out of memory");
     ex->m = m, ex->g = g, ex->plan = plan, ex->be = be, ex->seed = opts->seed;
     ex->poison = opts->poison;
-    ex->cuda = be->kind == RM_BACKEND_CUDA;
 #ifndef NDEBUG
     ex->poison = 1; /* debug builds always check that nothing reads a dead value */
 #endif
@@ -418,14 +410,21 @@ int rm_executor_create(rm_executor **out, const rm_model *m, const rm_graph *g, 
         }
     }
     if ((rc = check_graph(ex, e)) || (rc = check_plan(ex, e))) goto fail;
-    if (ex->cuda)
-        for (int i = 0; i < g->n; i++)
-            if (g->nodes[i].op == RM_OP_GRAD_SUM && g->nodes[i].ndeps > RM_CUDA_GRAD_SUM_MAX) {
-                rc = rm_errorf(e, RM_ERR_UNSUPPORTED,
-                               "executor: grad-sum node %d (%s) sums %d gradients; the CUDA kernel takes at most %d",
-                               i, g->nodes[i].name, g->nodes[i].ndeps, RM_CUDA_GRAD_SUM_MAX);
-                goto fail;
-            }
+    int max_src = 1;
+    for (int i = 0; i < g->n; i++) {
+        if (g->nodes[i].op != RM_OP_GRAD_SUM) continue;
+        if (be->max_grad_sum && g->nodes[i].ndeps > be->max_grad_sum) {
+            rc = rm_errorf(e, RM_ERR_UNSUPPORTED,
+                           "executor: grad-sum node %d (%s) sums %d gradients; the %s backend takes at most %d", i,
+                           g->nodes[i].name, g->nodes[i].ndeps, be->name, be->max_grad_sum);
+            goto fail;
+        }
+        if (g->nodes[i].ndeps > max_src) max_src = g->nodes[i].ndeps;
+    }
+    if (!(ex->grad_src = malloc((size_t)max_src * sizeof *ex->grad_src))) {
+        rc = rm_errorf(e, RM_ERR_NOMEM, "executor: out of memory");
+        goto fail;
+    }
 
     ex->nparams = m->param_count;
     ex->nbuffers = m->buffer_count;
@@ -433,19 +432,20 @@ int rm_executor_create(rm_executor **out, const rm_model *m, const rm_graph *g, 
     rm_executor_fixed fx;
     if ((rc = rm_executor_fixed_needed(&fx, m, ex->batch, be, e))) goto fail;
     ex->workspace_size = fx.workspace_bytes;
-    if (ex->cuda) {
-        /* Refused before anything is allocated: a budget the device cannot hold. */
+    {
+        /* Refused before anything is allocated: a budget the device cannot
+         * hold (the CPU backend reports no bound). */
         size_t arena = opts->arena_budget ? opts->arena_budget : plan->span, free_b = 0, total_b = 0;
-        if ((rc = rm_backend_cuda_mem_info(be, &free_b, &total_b, e))) goto fail;
-        if (fx.total + arena > free_b) {
+        if ((rc = be->ops->mem_info(be->ctx, &free_b, &total_b, e))) goto fail;
+        if (fx.total + arena < fx.total || fx.total + arena > free_b) {
             rc = rm_errorf(e, RM_ERR_BUDGET,
                            "executor: %zu bytes of fixed memory plus an arena of %zu bytes do not fit in the %zu "
-                           "bytes free on the GPU (of %zu)",
-                           fx.total, arena, free_b, total_b);
+                           "bytes free on %s (of %zu)",
+                           fx.total, arena, free_b, rm_backend_kind_device(be->kind), total_b);
             goto fail;
         }
-        if ((rc = alloc_fixed(ex, (void **)&ex->loss_dev, sizeof(float), e))) goto fail;
     }
+    if (be->queued && (rc = alloc_fixed(ex, (void **)&ex->loss_dev, sizeof(float), e))) goto fail;
     if ((rc = alloc_fixed(ex, (void **)&ex->params, ex->nparams * sizeof(float), e)) ||
         (rc = alloc_fixed(ex, (void **)&ex->grads, ex->nparams * sizeof(float), e)) ||
         (rc = alloc_fixed(ex, (void **)&ex->buffers, ex->nbuffers * sizeof(float), e)) ||
@@ -483,24 +483,16 @@ void rm_executor_free(rm_executor *ex)
     free(ex->ptr);
     free(ex->live);
     free(ex->computed);
+    free(ex->grad_src);
     free(ex);
 }
 
 /* ---- the step ------------------------------------------------------------ */
 
-static void fill_nan(float *p, size_t bytes)
-{
-    for (size_t i = 0; i < bytes / sizeof(float); i++) p[i] = NAN;
-}
-
-/* Poison of a buffer on either backend (CUDA: all-ones bytes, a NaN). */
+/* Poison of a buffer: NaNs, however the backend writes them. */
 static int poison_fill(rm_executor *ex, float *p, size_t bytes, rm_err *e)
 {
-    if (!ex->cuda) {
-        fill_nan(p, bytes);
-        return RM_OK;
-    }
-    return rm_cuda_fill_nan(ex->be, p, bytes, e);
+    return ex->be->ops->poison(ex->be->ctx, p, bytes, e);
 }
 
 /* Where the gradient slice that dependency d of node i refers to starts. */
@@ -559,10 +551,10 @@ static int run_forward(rm_executor *ex, const exec_run *run, int v, rm_err *e)
         return rc;
     }
     if (L == ex->L - 1) {
-        /* CUDA: into the fixed slot, downloaded once at the end of the step
-         * (the loss node's buffer may be freed before then). */
-        rc = ex->cuda ? ex->be->ops->copy(ex->be->ctx, ex->loss_dev, ex->ptr[v], sizeof(float), e)
-                      : ex->be->ops->download(ex->be->ctx, &ex->loss, ex->ptr[v], sizeof(float), e);
+        /* Queued work: into the fixed slot, downloaded once at the end of
+         * the run (the loss node's buffer may be freed before then). */
+        rc = ex->be->queued ? ex->be->ops->copy(ex->be->ctx, ex->loss_dev, ex->ptr[v], sizeof(float), e)
+                            : ex->be->ops->download(ex->be->ctx, &ex->loss, ex->ptr[v], sizeof(float), e);
         if (rc) return rc;
     }
     return RM_OK;
@@ -596,33 +588,15 @@ static int run_backward(rm_executor *ex, const exec_run *run, int v, rm_err *e)
     return rc;
 }
 
-/* Summed in double, in dependency order: the same bits under every schedule
- * (and on the GPU, whose kernel does the same additions). */
+/* Summed in double, in dependency order, by the backend: the same bits
+ * under every schedule and on every backend. */
 static int run_grad_sum(rm_executor *ex, int v, rm_err *e)
 {
     const rm_graph_node *nd = &ex->g->nodes[v];
-    int nsrc = nd->ndeps;
-    float *out = ex->ptr[v];
-    size_t count = rm_shape_numel(nd->shape);
-    if (ex->cuda) {
-        const float *src[RM_CUDA_GRAD_SUM_MAX]; /* ndeps checked at creation */
-        for (int d = 0; d < nsrc && d < RM_CUDA_GRAD_SUM_MAX; d++)
-            src[d] = grad_slice(ex, nd->deps[d], nd->dep_slot[d]);
-        int rc = rm_cuda_grad_sum(ex->be, out, src, nsrc, count, e);
-        if (rc) rm_err_context(e, "executor: gradient sum %s", nd->name);
-        return rc;
-    }
-    for (size_t i0 = 0; i0 < count; i0 += 256) {
-        size_t i1 = count - i0 < 256 ? count : i0 + 256;
-        double acc[256];
-        for (size_t i = i0; i < i1; i++) acc[i - i0] = 0.0;
-        for (int d = 0; d < nsrc; d++) {
-            const float *s = grad_slice(ex, nd->deps[d], nd->dep_slot[d]);
-            for (size_t i = i0; i < i1; i++) acc[i - i0] += s[i];
-        }
-        for (size_t i = i0; i < i1; i++) out[i] = (float)acc[i - i0];
-    }
-    return RM_OK;
+    for (int d = 0; d < nd->ndeps; d++) ex->grad_src[d] = grad_slice(ex, nd->deps[d], nd->dep_slot[d]);
+    int rc = ex->be->ops->grad_sum(ex->be->ctx, ex->ptr[v], ex->grad_src, nd->ndeps, rm_shape_numel(nd->shape), e);
+    if (rc) rm_err_context(e, "executor: gradient sum %s", nd->name);
+    return rc;
 }
 
 static int run_node(rm_executor *ex, const exec_run *run, int v, rm_err *e)
@@ -661,7 +635,7 @@ static int run_plan(rm_executor *ex, const exec_run *run, const int32_t *labels,
     memset(ex->computed, 0, (size_t)g->n);
     for (int i = 0; i < g->n; i++) ex->ptr[i] = NULL;
     ex->loss = NAN;
-    if (ex->cuda && (rc = rm_cuda_fill_nan(ex->be, ex->loss_dev, sizeof(float), e))) return rc;
+    if (ex->loss_dev && (rc = poison_fill(ex, ex->loss_dev, sizeof(float), e))) return rc;
     for (int o = 0; o < p->nops; o++) {
         const rm_plan_op *op = &p->ops[o];
         const rm_plan_buffer *b = &p->buffers[op->buffer];
@@ -695,9 +669,9 @@ static int run_plan(rm_executor *ex, const exec_run *run, const int32_t *labels,
         if ((rc = fetch(ex, run, v, e))) return rc;
         ex->computed[v] = 1;
     }
-    /* CUDA: the one download of the run; it waits for every queued kernel,
-     * so an execution error of any of them surfaces here. */
-    if (ex->cuda && (rc = ex->be->ops->download(ex->be->ctx, &ex->loss, ex->loss_dev, sizeof(float), e))) {
+    /* Queued work: the one download of the run; it waits for every queued
+     * kernel, so an execution error of any of them surfaces here. */
+    if (ex->loss_dev && (rc = ex->be->ops->download(ex->be->ctx, &ex->loss, ex->loss_dev, sizeof(float), e))) {
         rm_err_context(e, "executor: the step's kernels");
         return rc;
     }

@@ -23,7 +23,7 @@
  * Backends. On the CPU backend everything is host memory. On a CUDA backend
  * (rm_backend_cuda_create) every fixed buffer and the arena are DEVICE memory
  * allocated once at creation, the kernels are the layers' CUDA ones (plus
- * train/cuda_train.cu for gradient sums and poison), all queued on the
+ * the backend's own for gradient sums and poison), all queued on the
  * backend's stream; a step uploads the batch and labels and downloads only
  * the loss. The CUDA kernels are deterministic too, so recomputation stays
  * bit-exact on the GPU. Which functions return or take device pointers is
@@ -161,7 +161,8 @@ int rm_executor_fixed_needed(rm_executor_fixed *f, const rm_model *m, int batch,
 
 /* The largest scratch any forward or backward of m needs at a batch size: the
  * workspace rm_executor_create allocates. The first is the CPU's (the layers'
- * workspace_bytes); _on is a backend kind's (CUDA: workspace_bytes_cuda). */
+ * workspace_bytes); _on is a backend kind's (rm_backend_kind_layer_workspace:
+ * for CUDA the bound every kernel library fits in). */
 int rm_executor_workspace_needed(size_t *out, const rm_model *m, int batch, rm_err *e);
 int rm_executor_workspace_needed_on(size_t *out, const rm_model *m, int batch, rm_backend_kind kind, rm_err *e);
 

@@ -3,8 +3,6 @@
  * decay skips biases and batchnorm are in optim.h. */
 #include "optim.h"
 
-#include "cuda_train.h"
-
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,10 +14,9 @@ struct rm_optim {
     size_t *offset;           /* [count]: first element of tensor i in each state slot */
     size_t total;             /* parameters over all tensors */
     int slots;
-    float *state;             /* [slots][total], zeroed at creation; device memory when dev */
+    float *state;             /* [slots][total], zeroed at creation; memory of be */
     uint64_t steps;
-    rm_backend *be;           /* NULL: host (the CPU loops below) */
-    int dev;                  /* be is CUDA: tensors and state are device memory, updates are kernels */
+    rm_backend *be;           /* where tensors and state live and updates run (the host backend by default) */
 };
 
 rm_optim_options rm_optim_options_default(rm_optim_kind kind)
@@ -119,8 +116,9 @@ int rm_optim_create_on(rm_optim **out, const rm_optim_tensor *tensors, int count
                        rm_backend *be, rm_err *e)
 {
     *out = NULL;
-    if (be && be->kind != RM_BACKEND_CPU && be->kind != RM_BACKEND_CUDA)
-        return rm_errorf(e, RM_ERR_UNSUPPORTED, "optimizer: backend %s is not supported (cpu or cuda)", be->name);
+    if (!be) be = rm_backend_host();
+    if (!be->ops->sgd_update || !be->ops->adam_update)
+        return rm_errorf(e, RM_ERR_UNSUPPORTED, "optimizer: backend %s has no optimizer updates", be->name);
     rm_optim_options o = opts ? *opts : rm_optim_options_default(RM_OPTIM_SGD);
     int rc = rm_optim_options_check(&o, e);
     if (rc) return rc;
@@ -139,19 +137,16 @@ int rm_optim_create_on(rm_optim **out, const rm_optim_tensor *tensors, int count
     op->count = count;
     op->total = total;
     op->slots = rm_optim_slots_for(&o);
-    op->dev = be && be->kind == RM_BACKEND_CUDA;
-    op->be = op->dev ? be : NULL;
+    op->be = be;
     size_t nt = count ? (size_t)count : 1;
     op->tensors = malloc(nt * sizeof *op->tensors);
     op->offset = malloc(nt * sizeof *op->offset);
     size_t nstate = (size_t)op->slots * total;
-    if (!op->dev) op->state = nstate ? calloc(nstate, sizeof(float)) : NULL;
-    if (!op->tensors || !op->offset || (!op->dev && nstate && !op->state)) {
+    if (!op->tensors || !op->offset) {
         rm_optim_free(op);
-        return rm_errorf(e, RM_ERR_NOMEM, "optimizer: no memory for %zu state bytes",
-                         nstate * sizeof(float));
+        return rm_errorf(e, RM_ERR_NOMEM, "optimizer: no memory for %d tensors", count);
     }
-    if (op->dev && nstate) { /* device state, allocated and zeroed once */
+    if (nstate) { /* the state, allocated and zeroed once */
         rc = rm_backend_alloc(op->be, (void **)&op->state, nstate * sizeof(float), e);
         if (!rc) rc = op->be->ops->zero(op->be->ctx, op->state, nstate * sizeof(float), e);
         if (rc) {
@@ -175,45 +170,8 @@ void rm_optim_free(rm_optim *o)
     if (!o) return;
     free(o->tensors);
     free(o->offset);
-    if (o->dev) {
-        if (o->state) rm_backend_release(o->be, o->state);
-    } else {
-        free(o->state);
-    }
+    if (o->state) rm_backend_release(o->be, o->state);
     free(o);
-}
-
-/* The element-wise parts run in float on float32 state, in the order of
- * torch.optim's single-tensor implementation; scalars arrive as floats
- * rounded from doubles (see rm_optim_options). */
-static void sgd_update(float *restrict w, const float *restrict dw, float *restrict v, size_t n, float lr, float wd,
-                       float mu, int nesterov)
-{
-    if (!v) { /* no momentum: plain SGD */
-        for (size_t j = 0; j < n; j++) w[j] -= lr * (dw[j] + wd * w[j]);
-        return;
-    }
-    for (size_t j = 0; j < n; j++) {
-        float g = dw[j] + wd * w[j];
-        float vj = mu * v[j] + g;
-        v[j] = vj;
-        w[j] -= lr * (nesterov ? g + mu * vj : vj);
-    }
-}
-
-/* Adam's per-step constants: rm_cuda_adam_scalars (cuda_train.h), one struct for both devices. */
-static void adam_update(float *restrict w, const float *restrict dw, float *restrict m, float *restrict v, size_t n,
-                        const rm_cuda_adam_scalars *k)
-{
-    for (size_t j = 0; j < n; j++) {
-        float wj = w[j] * k->shrink;
-        float g = dw[j] + k->l2 * wj;
-        float mj = k->b1 * m[j] + k->one_minus_b1 * g;
-        float vj = k->b2 * v[j] + k->one_minus_b2 * g * g;
-        m[j] = mj;
-        v[j] = vj;
-        w[j] = wj - k->step_size * mj / (sqrtf(vj) / k->bc2_sqrt + k->eps);
-    }
 }
 
 int rm_optim_step(rm_optim *o, double lr, rm_err *e)
@@ -228,15 +186,11 @@ int rm_optim_step(rm_optim *o, double lr, rm_err *e)
         double wd = (p->decay_all || tn->decay) ? p->weight_decay : 0.0;
         if (p->kind == RM_OPTIM_SGD) {
             float *v = o->slots ? o->state + o->offset[i] : NULL;
-            if (o->dev) {
-                int rc = rm_cuda_sgd_update(o->be, tn->w, tn->dw, v, tn->n, (float)lr, (float)wd, (float)p->momentum,
-                                            p->nesterov, e);
-                if (rc) return rc; /* steps not advanced: the update was not (fully) queued */
-            } else {
-                sgd_update(tn->w, tn->dw, v, tn->n, (float)lr, (float)wd, (float)p->momentum, p->nesterov);
-            }
+            int rc = o->be->ops->sgd_update(o->be->ctx, tn->w, tn->dw, v, tn->n, (float)lr, (float)wd,
+                                            (float)p->momentum, p->nesterov, e);
+            if (rc) return rc; /* steps not advanced: the update was not (fully) queued */
         } else {
-            rm_cuda_adam_scalars k;
+            rm_adam_scalars k; /* computed here, so that every backend uses the same floats */
             k.b1 = (float)p->beta1;
             k.one_minus_b1 = (float)(1.0 - p->beta1);
             k.b2 = (float)p->beta2;
@@ -248,12 +202,8 @@ int rm_optim_step(rm_optim *o, double lr, rm_err *e)
             k.l2 = p->decoupled_wd ? 0.0f : (float)wd;
             k.shrink = p->decoupled_wd ? (float)(1.0 - lr * wd) : 1.0f;
             float *m = o->state + o->offset[i], *v = o->state + o->total + o->offset[i];
-            if (o->dev) {
-                int rc = rm_cuda_adam_update(o->be, tn->w, tn->dw, m, v, tn->n, &k, e);
-                if (rc) return rc;
-            } else {
-                adam_update(tn->w, tn->dw, m, v, tn->n, &k);
-            }
+            int rc = o->be->ops->adam_update(o->be->ctx, tn->w, tn->dw, m, v, tn->n, &k, e);
+            if (rc) return rc;
         }
     }
     o->steps = t;
@@ -262,18 +212,16 @@ int rm_optim_step(rm_optim *o, double lr, rm_err *e)
 
 void rm_optim_reset(rm_optim *o)
 {
-    if (o->state && o->dev) {
+    if (o->state) {
         rm_err e = {RM_OK, ""};
-        /* Queued on the stream like every update; a failure here would also
-         * fail the next update or download, which report it. */
+        /* Queued like every update; a failure here would also fail the next
+         * update or download, which report it. */
         (void)o->be->ops->zero(o->be->ctx, o->state, (size_t)o->slots * o->total * sizeof(float), &e);
-    } else if (o->state) {
-        memset(o->state, 0, (size_t)o->slots * o->total * sizeof(float));
     }
     o->steps = 0;
 }
 
-rm_backend *rm_optim_backend(const rm_optim *o) { return o->be; }
+rm_backend *rm_optim_backend(const rm_optim *o) { return o->be->host_memory ? NULL : o->be; }
 
 int rm_optim_state_copy(rm_optim *dst, const rm_optim *src, rm_err *e)
 {
@@ -289,9 +237,10 @@ int rm_optim_state_copy(rm_optim *dst, const rm_optim *src, rm_err *e)
     size_t bytes = (size_t)src->slots * src->total * sizeof(float);
     int rc = RM_OK;
     if (bytes) {
-        if (src->dev && dst->dev) rc = src->be->ops->copy(src->be->ctx, dst->state, src->state, bytes, e);
-        else if (src->dev) rc = src->be->ops->download(src->be->ctx, dst->state, src->state, bytes, e);
-        else if (dst->dev) {
+        int src_dev = !src->be->host_memory, dst_dev = !dst->be->host_memory;
+        if (src_dev && dst_dev) rc = src->be->ops->copy(src->be->ctx, dst->state, src->state, bytes, e);
+        else if (src_dev) rc = src->be->ops->download(src->be->ctx, dst->state, src->state, bytes, e);
+        else if (dst_dev) {
             rc = dst->be->ops->upload(dst->be->ctx, dst->state, src->state, bytes, e);
             if (!rc) rc = dst->be->ops->sync(dst->be->ctx, e); /* src may be changed once this returns */
         } else memcpy(dst->state, src->state, bytes);

@@ -97,16 +97,16 @@ int rm_optim_tensors_from_model(rm_optim_tensor *out, int *count, const rm_model
  * and allocates the state, zeroed. opts NULL: SGD defaults. Host memory. */
 int rm_optim_create(rm_optim **out, const rm_optim_tensor *tensors, int count, const rm_optim_options *opts,
                     rm_err *e);
-/* The same on a backend (NULL or CPU: rm_optim_create). On a CUDA backend
- * the tensors' w and dw are DEVICE pointers (the executor's, on the same
- * backend), the state is device memory allocated once here, and a step
- * queues one update kernel per tensor on the backend's stream without
- * waiting (train/cuda_train.cu: the same float operations as the CPU loops,
- * so the same bits). */
+/* The same on a backend (NULL: the host backend, as rm_optim_create), which
+ * must outlive the optimizer. The tensors' w and dw are memory of be (the
+ * executor's, on the same backend; DEVICE pointers on a CUDA backend), the
+ * state is allocated there once here, and a step calls be's sgd_update or
+ * adam_update once per tensor (on a device: queued, without waiting; the
+ * same float operations as the CPU loops, so the same bits). */
 int rm_optim_create_on(rm_optim **out, const rm_optim_tensor *tensors, int count, const rm_optim_options *opts,
                        rm_backend *be, rm_err *e);
 void rm_optim_free(rm_optim *o);
-/* The CUDA backend of a device optimizer; NULL for a host one. */
+/* The backend of a device optimizer; NULL for one in host memory. */
 rm_backend *rm_optim_backend(const rm_optim *o);
 /* Copies the state and step count of src into dst, host or device either
  * side (a device optimizer's state to a host twin for a checkpoint, and

@@ -31,25 +31,18 @@ static double now_s(void)
 /* What the hook fills during one step. */
 typedef struct timing {
     int n;
-    int cuda;
-    rm_cuda_timer *timer; /* CUDA: events 2v (before node v) and 2v + 1 (after) */
-    double *t0;           /* CPU: [n] host clock before each node */
-    double *dt;           /* CPU: [n] seconds of each node in this step */
-    int *count;           /* [n] computations in this step (checkpoint-all: 1 each) */
+    rm_backend *be;
+    rm_backend_timer *timer; /* the backend's: events 2v (before node v) and 2v + 1 (after) */
+    int *count;              /* [n] computations in this step (checkpoint-all: 1 each) */
 } timing;
 
+/* The backend's timer times in its order of work (on a GPU, the device's
+ * time between the events, not the host's queuing). */
 static int node_hook(void *ctx, int node, int after, rm_err *e)
 {
     timing *tm = ctx;
-    if (tm->cuda) return rm_cuda_timer_record(tm->timer, 2 * node + after, e);
-    double t = now_s();
-    if (!after) {
-        tm->t0[node] = t;
-    } else {
-        tm->dt[node] = t - tm->t0[node];
-        tm->count[node]++;
-    }
-    return RM_OK;
+    if (after) tm->count[node]++;
+    return tm->be->ops->timer_record(tm->be->ctx, tm->timer, 2 * node + after, e);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -96,15 +89,8 @@ int rm_profile_run(rm_profile **out, const rm_model *m, const rm_profile_options
     int rc = rm_model_trace(&pr->g, m, o->batch, e);
     if (rc) goto done;
     const int n = pr->g.n;
-    if (o->device == RM_BACKEND_CUDA) {
-        if ((rc = rm_backend_cuda_create(&be, 0, e))) {
-            rm_err_context(e, "cannot profile on the GPU");
-            goto done;
-        }
-    } else if (o->device != RM_BACKEND_CPU) {
-        rc = rm_errorf(e, RM_ERR_INVALID, "profile: unknown device %d (cpu or cuda)", (int)o->device);
-        goto done;
-    } else if ((rc = rm_backend_cpu_create(&be, e))) {
+    if ((rc = rm_backend_create(&be, o->device, e))) {
+        rm_err_context(e, "cannot profile on %s", rm_backend_kind_device(o->device));
         goto done;
     }
     if ((rc = rm_schedule_plan_all(&plan, &pr->g, e))) goto done;
@@ -129,19 +115,16 @@ int rm_profile_run(rm_profile **out, const rm_model *m, const rm_profile_options
     samples = malloc((size_t)n * (size_t)o->reps * sizeof *samples);
     steps = malloc((size_t)o->reps * sizeof *steps);
     tm.n = n;
-    tm.cuda = be->kind == RM_BACKEND_CUDA;
-    tm.t0 = calloc((size_t)n, sizeof *tm.t0);
-    tm.dt = calloc((size_t)n, sizeof *tm.dt);
+    tm.be = be;
     tm.count = calloc((size_t)n, sizeof *tm.count);
-    if (!input || !labels || !pr->seconds || !pr->lo || !pr->hi || !samples || !steps || !tm.t0 || !tm.dt ||
-        !tm.count) {
+    if (!input || !labels || !pr->seconds || !pr->lo || !pr->hi || !samples || !steps || !tm.count) {
         rc = rm_errorf(e, RM_ERR_NOMEM, "profile: out of memory");
         goto done;
     }
     rm_rng r = rm_rng_make(rm_hash64(o->seed ^ 0x70726f66ULL));
     for (size_t i = 0; i < nin; i++) input[i] = (float)rm_rng_range(&r, -1.0, 1.0);
     for (size_t i = 0; i < nlab; i++) labels[i] = (int32_t)(rm_rng_next(&r) % (uint64_t)(classes > 0 ? classes : 1));
-    if (tm.cuda && (rc = rm_cuda_timer_create(&tm.timer, be, 2 * n, e))) goto done;
+    if ((rc = be->ops->timer_create(be->ctx, &tm.timer, 2 * n, e))) goto done;
 
     for (int s = 0; s < o->warmup + o->reps; s++) {
         int timed = s >= o->warmup;
@@ -161,16 +144,12 @@ int rm_profile_run(rm_profile **out, const rm_model *m, const rm_profile_options
         steps[k] = t1 - t0;
         for (int v = 0; v < n; v++) {
             double sec;
-            if (tm.cuda) {
-                if ((rc = rm_cuda_timer_elapsed(tm.timer, 2 * v, 2 * v + 1, &sec, e))) goto done;
-            } else {
-                if (tm.count[v] != 1) {
-                    rc = rm_errorf(e, RM_ERR_INVALID, "profile: node %d (%s) ran %d times in a checkpoint-all step",
-                                   v, pr->g.nodes[v].name, tm.count[v]);
-                    goto done;
-                }
-                sec = tm.dt[v];
+            if (tm.count[v] != 1) {
+                rc = rm_errorf(e, RM_ERR_INVALID, "profile: node %d (%s) ran %d times in a checkpoint-all step", v,
+                               pr->g.nodes[v].name, tm.count[v]);
+                goto done;
             }
+            if ((rc = be->ops->timer_elapsed(be->ctx, tm.timer, 2 * v, 2 * v + 1, &sec, e))) goto done;
             samples[(size_t)v * (size_t)o->reps + (size_t)k] = sec;
         }
     }
@@ -188,21 +167,19 @@ int rm_profile_run(rm_profile **out, const rm_model *m, const rm_profile_options
     pr->step_median = sorted_median(steps, o->reps);
 done:
     rm_executor_free(ex);
-    rm_cuda_timer_free(tm.timer);
+    if (tm.timer) be->ops->timer_free(be->ctx, tm.timer);
     rm_plan_free(plan);
     rm_backend_free(be);
     free(input);
     free(labels);
     free(samples);
     free(steps);
-    free(tm.t0);
-    free(tm.dt);
     free(tm.count);
     if (rc) {
         rm_profile_free(pr);
         return rc;
     }
-    pr->device = o->device == RM_BACKEND_CUDA ? "cuda" : "cpu"; /* the backend (and its name) is gone */
+    pr->device = rm_backend_kind_name(o->device); /* the backend (and its name) is gone */
     *out = pr;
     return RM_OK;
 }

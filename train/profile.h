@@ -55,16 +55,4 @@ void rm_profile_free(rm_profile *p);
  * problem's nodes are; model is m's name (rm_cost_model_name). */
 int rm_profile_cost_file(rm_cost_file **out, const rm_profile *p, const char *model, rm_err *e);
 
-/* ---- CUDA event timers (train/profile_cuda.cu; profile_cuda_none.c answers
- * RM_ERR_UNSUPPORTED in a build without CUDA). C callers need no CUDA
- * headers. ---- */
-typedef struct rm_cuda_timer rm_cuda_timer;
-/* nevents cudaEvents (default flags: they keep timing) on be's stream. */
-int rm_cuda_timer_create(rm_cuda_timer **out, rm_backend *be, int nevents, rm_err *e);
-/* Records event k on the stream: it completes when the work queued before it does. */
-int rm_cuda_timer_record(rm_cuda_timer *t, int k, rm_err *e);
-/* Seconds between events a and b (both recorded; waits for b to complete). */
-int rm_cuda_timer_elapsed(rm_cuda_timer *t, int a, int b, double *seconds, rm_err *e);
-void rm_cuda_timer_free(rm_cuda_timer *t);
-
 #endif

@@ -268,7 +268,7 @@ static int seeded_build(rm_trainer *t, uint64_t seed, rm_err *e)
     if (!rc) rc = rm_optim_create_on(&t->opt, ts, nts, &c->optim, t->be, e);
     free(ts);
     if (rc) return rc;
-    if (t->be->kind == RM_BACKEND_CUDA && (rc = rm_trainer_mirror_build(t, e))) return rc;
+    if (!t->be->host_memory && (rc = rm_trainer_mirror_build(t, e))) return rc;
 
     /* Accuracy comes from the logits the executor fetches when it computes
      * them, so measuring it costs a download, no memory on the device. */
@@ -359,10 +359,10 @@ int rm_trainer_create(rm_trainer **out, const rm_trainer_config *c, rm_err *e)
     if (t->batch == 0 && (rc = rm_trainer_auto_batch(t, e))) goto fail;
     t->sum.batch = t->batch;
     if ((rc = rm_trainer_plan_memory(t, e))) goto fail;
-    if (t->be->kind == RM_BACKEND_CUDA) {
-        /* The budget is device memory: refused before allocating if the GPU has less free. */
+    {
+        /* The budget is device memory: refused before allocating if the GPU has less free (the CPU: no bound). */
         size_t free_b = 0, total_b = 0;
-        if ((rc = rm_backend_cuda_mem_info(t->be, &free_b, &total_b, e))) goto fail;
+        if ((rc = t->be->ops->mem_info(t->be->ctx, &free_b, &total_b, e))) goto fail;
         if (t->sum.budget > free_b) {
             rc = rm_errorf(e, RM_ERR_BUDGET, "the budget %s is more than the GPU has free, %s (of %s)",
                            MB(t->sum.budget).s, MB(free_b).s, MB(total_b).s);

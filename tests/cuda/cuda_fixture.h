@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "backend.h"
+#include "backend_cuda.h"
 #include "rng.h"
 
 typedef struct devmem {

@@ -1,5 +1,6 @@
-/* The CUDA kernel engines (handwritten, cublas, cudnn) against the CPU
- * reference, for the four layers that have engine paths: conv2d, linear,
+/* The CUDA kernel libraries (handwritten, cublas, cudnn; "engines" in the
+ * suite's older name, kept so that filters still match) against the CPU
+ * reference, for the four layers that have library paths: conv2d, linear,
  * batchnorm2d, conv_transpose2x2. Odd shapes (a fixed list plus one drawn
  * from a seeded generator per layer), random non-zero data, forward and
  * backward, in the default deterministic, precise mode. Checked for each:
@@ -15,7 +16,7 @@
  *  - no silent fallback to the hand-written kernels.
  * Part of remat_cuda_tests, whose main (test_cuda_layers.c) skips the whole
  * binary without a usable GPU. REMAT_CUDA_REPORT=<file> appends
- * "layer engine/case tensor error" lines, as the layer suite does. */
+ * "layer library/case tensor error" lines, as the layer suite does. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -65,12 +66,12 @@ static void expect_same_bits(const float *a, const float *b, size_t n, const cha
               tensor, diff, diff < n ? (double)a[diff] : 0.0, diff < n ? (double)b[diff] : 0.0);
 }
 
-static rm_backend *engine_backend(rm_cuda_engine engine)
+static rm_backend *engine_backend(rm_kernel_lib engine)
 {
     rm_backend *be = NULL;
     rm_err e = {0};
     cr_assert_eq(rm_backend_cuda_create(&be, 0, &e), RM_OK, "cuda backend: %s", e.msg);
-    cr_assert_eq(rm_backend_cuda_set_engine(be, engine, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_backend_cuda_set_kernels(be, engine, &e), RM_OK, "%s", e.msg);
     cr_assert_eq(rm_backend_cuda_set_deterministic(be, 1, &e), RM_OK, "%s", e.msg);
     cr_assert_eq(rm_backend_cuda_set_fast_math(be, 0, &e), RM_OK, "%s", e.msg);
     return be;
@@ -82,11 +83,11 @@ typedef struct gpu_bufs {
     float *out, *dx, *dw, *db;
 } gpu_bufs;
 
-static void run_case(rm_cuda_engine engine, rm_layer_kind kind, const ecase *c)
+static void run_case(rm_kernel_lib engine, rm_layer_kind kind, const ecase *c)
 {
     const rm_layer_desc *d = rm_layer_desc_of(kind);
-    const char *en = rm_cuda_engine_name(engine);
-    double tol = engine == RM_ENGINE_HANDWRITTEN ? TOL_EXACT : TOL_FLOAT;
+    const char *en = rm_kernel_lib_name(engine);
+    double tol = engine == RM_KERNELS_HANDWRITTEN ? TOL_EXACT : TOL_FLOAT;
     rm_err e = {0};
     rm_shape os;
     cr_assert_eq(d->infer(&os, &c->cfg, &c->in, 1, &e), RM_OK, "%s %s: %s", d->name, c->name, e.msg);
@@ -247,7 +248,7 @@ static int odd_in(rm_rng *rng, int lo, int hi)
     return v | 1;
 }
 
-static void conv_cases(rm_cuda_engine engine)
+static void conv_cases(rm_kernel_lib engine)
 {
     ecase cs[] = {
         conv_case("k3s2p1", rm_shape_make(3, 5, 11, 13), 7, 3, 2, 1, 1),
@@ -268,7 +269,7 @@ static void conv_cases(rm_cuda_engine engine)
     run_case(engine, RM_LAYER_CONV2D, &r);
 }
 
-static void linear_cases(rm_cuda_engine engine)
+static void linear_cases(rm_kernel_lib engine)
 {
     ecase a = make_case("bias", RM_LAYER_LINEAR, rm_shape_make(5, 3, 3, 7));
     a.cfg.out_channels = 11, a.cfg.bias = 1;
@@ -283,7 +284,7 @@ static void linear_cases(rm_cuda_engine engine)
     run_case(engine, RM_LAYER_LINEAR, &r);
 }
 
-static void bn_cases(rm_cuda_engine engine)
+static void bn_cases(rm_kernel_lib engine)
 {
     ecase t = make_case("train", RM_LAYER_BATCHNORM2D, rm_shape_make(3, 5, 7, 9));
     t.cfg.eps = 1e-5f, t.cfg.momentum = 0.1f, t.update_stats = 1;
@@ -302,7 +303,7 @@ static void bn_cases(rm_cuda_engine engine)
     run_case(engine, RM_LAYER_BATCHNORM2D, &r);
 }
 
-static void convt_cases(rm_cuda_engine engine)
+static void convt_cases(rm_kernel_lib engine)
 {
     ecase a = make_case("bias", RM_LAYER_CONV_TRANSPOSE2X2, rm_shape_make(3, 5, 7, 9));
     a.cfg.out_channels = 3, a.cfg.bias = 1;
@@ -323,8 +324,8 @@ static void convt_cases(rm_cuda_engine engine)
     Test(cuda_engines, batchnorm2d_##tag) { bn_cases(engine); }                                                        \
     Test(cuda_engines, conv_transpose2x2_##tag) { convt_cases(engine); }
 
-ENGINE_TESTS(RM_ENGINE_HANDWRITTEN, handwritten)
-ENGINE_TESTS(RM_ENGINE_CUBLAS, cublas)
+ENGINE_TESTS(RM_KERNELS_HANDWRITTEN, handwritten)
+ENGINE_TESTS(RM_KERNELS_CUBLAS, cublas)
 
 /* The cuBLAS convolutions' chunked paths, which real layers take above 64 MiB
  * of im2col columns (VGG-16's first layers at 224x224): with the cap lowered,
@@ -336,8 +337,8 @@ Test(cuda_engines, convolutions_chunked_cublas)
     for (int i = 0; i < 2; i++) {
         rm_cuda_set_gemm_ws_cap(caps[i]);
         cr_assert_eq(rm_cuda_gemm_ws_cap(), caps[i]);
-        conv_cases(RM_ENGINE_CUBLAS);
-        convt_cases(RM_ENGINE_CUBLAS);
+        conv_cases(RM_KERNELS_CUBLAS);
+        convt_cases(RM_KERNELS_CUBLAS);
     }
     rm_cuda_set_gemm_ws_cap(0);
 }
@@ -348,40 +349,49 @@ Test(cuda_engines, convolutions_chunked_cublas)
     do {                                                                                                               \
         if (!rm_backend_cuda_has_cudnn()) cr_skip_test("this build has no cuDNN");                                     \
     } while (0)
-Test(cuda_engines, conv2d_cudnn) { CUDNN_OR_SKIP(); conv_cases(RM_ENGINE_CUDNN); }
-Test(cuda_engines, linear_cudnn) { CUDNN_OR_SKIP(); linear_cases(RM_ENGINE_CUDNN); }
-Test(cuda_engines, batchnorm2d_cudnn) { CUDNN_OR_SKIP(); bn_cases(RM_ENGINE_CUDNN); }
-Test(cuda_engines, conv_transpose2x2_cudnn) { CUDNN_OR_SKIP(); convt_cases(RM_ENGINE_CUDNN); }
+Test(cuda_engines, conv2d_cudnn) { CUDNN_OR_SKIP(); conv_cases(RM_KERNELS_CUDNN); }
+Test(cuda_engines, linear_cudnn) { CUDNN_OR_SKIP(); linear_cases(RM_KERNELS_CUDNN); }
+Test(cuda_engines, batchnorm2d_cudnn) { CUDNN_OR_SKIP(); bn_cases(RM_KERNELS_CUDNN); }
+Test(cuda_engines, conv_transpose2x2_cudnn) { CUDNN_OR_SKIP(); convt_cases(RM_KERNELS_CUDNN); }
 
-/* Engine selection: names, the environment, the API, the defaults. */
+/* Kernel library selection: names, the environment (REMAT_KERNELS, and
+ * REMAT_ENGINE, its older name), the API, the defaults. */
 Test(cuda_engines, selection)
 {
     rm_err e = {0};
-    rm_cuda_engine eng;
-    cr_expect_eq(rm_cuda_engine_parse(&eng, "cublas", &e), RM_OK);
-    cr_expect_eq(eng, RM_ENGINE_CUBLAS);
-    cr_expect_eq(rm_cuda_engine_parse(&eng, "tensorrt", &e), RM_ERR_INVALID);
+    rm_kernel_lib eng;
+    cr_expect_eq(rm_kernel_lib_parse(&eng, "cublas", &e), RM_OK);
+    cr_expect_eq(eng, RM_KERNELS_CUBLAS);
+    cr_expect_eq(rm_kernel_lib_parse(&eng, "tensorrt", &e), RM_ERR_INVALID);
     cr_expect(strstr(e.msg, "tensorrt") != NULL, "message: %s", e.msg);
 
     rm_backend *be = NULL;
-    unsetenv("REMAT_ENGINE"), unsetenv("REMAT_DETERMINISTIC"), unsetenv("REMAT_FAST_MATH");
+    unsetenv("REMAT_KERNELS"), unsetenv("REMAT_ENGINE"), unsetenv("REMAT_DETERMINISTIC"), unsetenv("REMAT_FAST_MATH");
     cr_assert_eq(rm_backend_cuda_create(&be, 0, &e), RM_OK, "%s", e.msg);
-    cr_expect_eq(rm_backend_cuda_engine(be),
-                 rm_backend_cuda_has_cudnn() ? RM_ENGINE_CUDNN : RM_ENGINE_CUBLAS); /* cudnn, or warned */
+    cr_expect_eq(rm_backend_cuda_kernels(be),
+                 rm_backend_cuda_has_cudnn() ? RM_KERNELS_CUDNN : RM_KERNELS_CUBLAS); /* cudnn, or warned */
     cr_expect_eq(rm_backend_cuda_deterministic(be), 1);
     cr_expect_eq(rm_backend_cuda_fast_math(be), 0);
     cr_expect_gt(rm_backend_cuda_fixed_bytes(be), 0);
-    cr_expect_eq(rm_backend_cuda_set_engine(be, RM_ENGINE_HANDWRITTEN, &e), RM_OK, "%s", e.msg);
-    cr_expect_eq(rm_backend_cuda_engine(be), RM_ENGINE_HANDWRITTEN);
-    if (!rm_backend_cuda_has_cudnn()) cr_expect_eq(rm_backend_cuda_set_engine(be, RM_ENGINE_CUDNN, &e), RM_ERR_UNSUPPORTED);
+    cr_expect_eq(rm_backend_cuda_set_kernels(be, RM_KERNELS_HANDWRITTEN, &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(rm_backend_cuda_kernels(be), RM_KERNELS_HANDWRITTEN);
+    if (!rm_backend_cuda_has_cudnn()) cr_expect_eq(rm_backend_cuda_set_kernels(be, RM_KERNELS_CUDNN, &e), RM_ERR_UNSUPPORTED);
     rm_backend_free(be);
 
     setenv("REMAT_ENGINE", "handwritten", 1);
     setenv("REMAT_FAST_MATH", "1", 1);
     cr_assert_eq(rm_backend_cuda_create(&be, 0, &e), RM_OK, "%s", e.msg);
-    cr_expect_eq(rm_backend_cuda_engine(be), RM_ENGINE_HANDWRITTEN);
+    cr_expect_eq(rm_backend_cuda_kernels(be), RM_KERNELS_HANDWRITTEN);
     cr_expect_eq(rm_backend_cuda_fast_math(be), 1);
     rm_backend_free(be);
+    setenv("REMAT_KERNELS", "cublas", 1); /* the new name wins over the old */
+    cr_assert_eq(rm_backend_cuda_create(&be, 0, &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(rm_backend_cuda_kernels(be), RM_KERNELS_CUBLAS);
+    rm_backend_free(be);
+    setenv("REMAT_KERNELS", "fastest", 1);
+    cr_expect_eq(rm_backend_cuda_create(&be, 0, &e), RM_ERR_INVALID);
+    cr_expect(strstr(e.msg, "REMAT_KERNELS") != NULL, "message: %s", e.msg);
+    unsetenv("REMAT_KERNELS");
     setenv("REMAT_ENGINE", "fastest", 1);
     cr_expect_eq(rm_backend_cuda_create(&be, 0, &e), RM_ERR_INVALID);
     cr_expect(strstr(e.msg, "REMAT_ENGINE") != NULL, "message: %s", e.msg);
@@ -389,10 +399,10 @@ Test(cuda_engines, selection)
     setenv("REMAT_DETERMINISTIC", "yes", 1);
     cr_expect_eq(rm_backend_cuda_create(&be, 0, &e), RM_ERR_INVALID);
     cr_expect(strstr(e.msg, "REMAT_DETERMINISTIC") != NULL, "message: %s", e.msg);
-    unsetenv("REMAT_ENGINE"), unsetenv("REMAT_DETERMINISTIC"), unsetenv("REMAT_FAST_MATH");
+    unsetenv("REMAT_KERNELS"), unsetenv("REMAT_ENGINE"), unsetenv("REMAT_DETERMINISTIC"), unsetenv("REMAT_FAST_MATH");
 
     rm_backend *cpu = NULL;
     cr_assert_eq(rm_backend_cpu_create(&cpu, &e), RM_OK);
-    cr_expect_eq(rm_backend_cuda_set_engine(cpu, RM_ENGINE_CUBLAS, &e), RM_ERR_INVALID);
+    cr_expect_eq(rm_backend_cuda_set_kernels(cpu, RM_KERNELS_CUBLAS, &e), RM_ERR_INVALID);
     rm_backend_free(cpu);
 }

@@ -58,7 +58,7 @@ static rm_backend *cuda_backend(void)
     cr_assert_eq(rc, RM_OK, "cuda backend: %s", e.msg);
     /* This suite checks the hand-written kernels (double accumulation, 1e-5);
      * the cuBLAS/cuDNN engines have their own suite (test_cuda_engines.c). */
-    cr_assert_eq(rm_backend_cuda_set_engine(be, RM_ENGINE_HANDWRITTEN, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_backend_cuda_set_kernels(be, RM_KERNELS_HANDWRITTEN, &e), RM_OK, "%s", e.msg);
     return be;
 }
 

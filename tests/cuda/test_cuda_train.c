@@ -613,13 +613,13 @@ Test(cuda_train, profile_on_the_gpu, .timeout = 300)
 size_t rm_emu_allocation_count(void); /* tests/cuda_emu/runtime.cpp */
 
 /* Issue 5's rule "no allocation inside a step", checked where allocations
- * can be counted (the CUDA emulator): every engine's trainer allocates all
+ * can be counted (the CUDA emulator): every kernel library's trainer allocates all
  * device memory at creation, and its steps and evaluations none. */
 Test(cuda_train, no_device_allocation_inside_steps, .timeout = 300)
 {
     static const char *engines[] = {"handwritten", "cublas", "cudnn"};
     for (int i = 0; i < 3; i++) {
-        setenv("REMAT_ENGINE", engines[i], 1);
+        setenv("REMAT_KERNELS", engines[i], 1);
         rm_trainer_config c = train_config();
         c.max_steps = 3;
         c.eval_every = 2;

@@ -1,10 +1,8 @@
-/* The layers' shared cuBLAS and cuDNN helpers (see cuda_engines.cuh), and
- * rm_layer_workspace_bytes_device, the exact device workspace of a layer on
- * a given backend's engine. */
+/* The layers' shared cuBLAS and cuDNN helpers (see cuda_kernel_libs.cuh). */
 #include <limits.h>
 #include <string.h>
 
-#include "cuda_engines.cuh"
+#include "cuda_kernel_libs.cuh"
 
 int rm_sgemm(const rm_backend *be, cublasOperation_t ta, cublasOperation_t tb, size_t m, size_t n, size_t k,
              const float *a, size_t lda, long long sa, const float *b, size_t ldb, long long sb, float beta, float *c,
@@ -311,16 +309,3 @@ size_t rm_cudnn_layer_workspace(rm_cudnn_conv *plan, int owned_plan, const rm_ba
 }
 
 #endif /* REMAT_HAVE_CUDNN */
-
-extern "C" size_t rm_layer_workspace_bytes_device(const rm_layer_desc *d, const rm_backend *be,
-                                                  const rm_layer_config *cfg, const rm_shape *in, int nin,
-                                                  rm_shape out, int backward)
-{
-    if (!be || be->kind != RM_BACKEND_CUDA)
-        return d->workspace_bytes ? d->workspace_bytes(cfg, in, nin, out, backward) : 0;
-    switch (d->kind) {
-    case RM_LAYER_CONV2D: return rm_conv2d_workspace_engine(be, cfg, in, nin, out, backward);
-    case RM_LAYER_CONV_TRANSPOSE2X2: return rm_conv_transpose2x2_workspace_engine(be, cfg, in, nin, out, backward);
-    default: return d->workspace_bytes_cuda ? d->workspace_bytes_cuda(cfg, in, nin, out, backward) : 0;
-    }
-}

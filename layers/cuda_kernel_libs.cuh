@@ -1,22 +1,24 @@
 /* What the layers' cuBLAS and cuDNN paths share (conv2d, conv_transpose2x2,
- * linear, batchnorm2d): the engine a call runs on, checked SGEMMs in
- * row-major terms, the bias kernels, the workspace rule, and cuDNN
- * convolution plans cached per shape in the backend.
+ * linear, batchnorm2d): checked SGEMMs in row-major terms, the bias kernels,
+ * the workspace rule, and cuDNN convolution plans cached per shape in the
+ * backend. Which kernels a layer runs for a library is its cuda_kernels
+ * function's choice (layer.h), made once per backend and library.
  *
  * Workspace rule. rm_layer_desc.workspace_bytes_cuda has no backend, so it
- * cannot know the engine: for the convolutions it reports one size that every
- * engine fits in, a function of the shapes alone (see rm_conv_gemm_ws and
- * RM_CUDNN_WS_FLOOR). cuDNN algorithms are chosen among those whose workspace
- * fits that same size, so the choice, and the bits, never depend on how much
- * workspace an executor happens to hold. rm_layer_workspace_bytes_device
- * (layer_cuda.h) gives the exact need of a backend's engine. */
-#ifndef REMAT_CUDA_ENGINES_CUH
-#define REMAT_CUDA_ENGINES_CUH
+ * cannot know the kernel library: for the convolutions it reports one size
+ * that every library fits in, a function of the shapes alone (see
+ * rm_conv_gemm_ws and RM_CUDNN_WS_FLOOR). cuDNN algorithms are chosen among
+ * those whose workspace fits that same size, so the choice, and the bits,
+ * never depend on how much workspace an executor happens to hold.
+ * rm_layer_workspace_bytes_device (layer.h) gives the exact need of a
+ * backend's library. */
+#ifndef REMAT_CUDA_KERNEL_LIBS_CUH
+#define REMAT_CUDA_KERNEL_LIBS_CUH
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend_cuda.h"
+#include "backend_cuda.cuh"
 #include "cuda_common.cuh"
 
 /* The default of rm_cuda_gemm_ws_cap() (layer_cuda.h): the largest im2col /
@@ -25,9 +27,6 @@
 /* cuDNN algorithms may use at least this much workspace even where the
  * cuBLAS path would need less (small layers). */
 #define RM_CUDNN_WS_FLOOR ((size_t)4 << 20)
-
-/* The engine a layer call runs on. */
-static inline rm_cuda_engine rm_call_engine(const rm_layer_call *call) { return rm_cuda_engine_of(call->be); }
 
 /* C (m x n) = alpha op(A) op(B) + beta C in cuBLAS's column-major terms,
  * batch times with strides sa, sb, sc (elements; 0 reuses one matrix); one

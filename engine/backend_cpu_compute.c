@@ -1,0 +1,71 @@
+/* The CPU backend's compute beyond the layers: the executor's poison fill
+ * and gradient sum and the optimizer's SGD and Adam updates. These loops are
+ * the reference: the CUDA kernels (backend_cuda_kernels.cu) evaluate the
+ * same float (or double) operations in the same order, and tests assert
+ * bit-equality across schedules and between the two backends. */
+#include <math.h>
+#include <string.h>
+
+#include "backend_cpu.h"
+
+int rm_cpu_poison(void *ctx, void *dst, size_t bytes, rm_err *e)
+{
+    (void)ctx, (void)e;
+    float *p = dst;
+    for (size_t i = 0; i < bytes / sizeof(float); i++) p[i] = NAN;
+    return RM_OK;
+}
+
+/* Summed in double, in source order, 256 elements at a time (the
+ * accumulators stay in cache whatever the number of sources). */
+int rm_cpu_grad_sum(void *ctx, float *out, const float *const *src, int nsrc, size_t count, rm_err *e)
+{
+    (void)ctx, (void)e;
+    for (size_t i0 = 0; i0 < count; i0 += 256) {
+        size_t i1 = count - i0 < 256 ? count : i0 + 256;
+        double acc[256];
+        for (size_t i = i0; i < i1; i++) acc[i - i0] = 0.0;
+        for (int d = 0; d < nsrc; d++) {
+            const float *s = src[d];
+            for (size_t i = i0; i < i1; i++) acc[i - i0] += s[i];
+        }
+        for (size_t i = i0; i < i1; i++) out[i] = (float)acc[i - i0];
+    }
+    return RM_OK;
+}
+
+/* The element-wise parts run in float on float32 state, in the order of
+ * torch.optim's single-tensor implementation; scalars arrive as floats
+ * rounded from doubles (see rm_optim_options). */
+int rm_cpu_sgd_update(void *ctx, float *restrict w, const float *restrict dw, float *restrict v, size_t n, float lr,
+                      float wd, float mu, int nesterov, rm_err *e)
+{
+    (void)ctx, (void)e;
+    if (!v) { /* no momentum: plain SGD */
+        for (size_t j = 0; j < n; j++) w[j] -= lr * (dw[j] + wd * w[j]);
+        return RM_OK;
+    }
+    for (size_t j = 0; j < n; j++) {
+        float g = dw[j] + wd * w[j];
+        float vj = mu * v[j] + g;
+        v[j] = vj;
+        w[j] -= lr * (nesterov ? g + mu * vj : vj);
+    }
+    return RM_OK;
+}
+
+int rm_cpu_adam_update(void *ctx, float *restrict w, const float *restrict dw, float *restrict m, float *restrict v,
+                       size_t n, const rm_adam_scalars *k, rm_err *e)
+{
+    (void)ctx, (void)e;
+    for (size_t j = 0; j < n; j++) {
+        float wj = w[j] * k->shrink;
+        float g = dw[j] + k->l2 * wj;
+        float mj = k->b1 * m[j] + k->one_minus_b1 * g;
+        float vj = k->b2 * v[j] + k->one_minus_b2 * g * g;
+        m[j] = mj;
+        v[j] = vj;
+        w[j] = wj - k->step_size * mj / (sqrtf(vj) / k->bc2_sqrt + k->eps);
+    }
+    return RM_OK;
+}

@@ -1,0 +1,114 @@
+/* The CUDA backend's compute ops against the CPU backend's (engine/backend.h):
+ * the same bits from the gradient sum and the optimizer updates, NaN poison,
+ * its properties and timers, and its kernel table: each layer's kernels for
+ * the library chosen once, and chosen again after the library changes. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_fixture.h"
+#include "layers.h"
+
+static rm_backend *gpu(void)
+{
+    rm_backend *be = NULL;
+    rm_err e = {0};
+    cr_assert_eq(rm_backend_create(&be, RM_BACKEND_CUDA, &e), RM_OK, "cuda backend: %s", e.msg);
+    return be;
+}
+
+Test(cuda_backend, properties)
+{
+    rm_backend *be = gpu();
+    rm_err e = {0};
+    cr_expect_gt(be->max_grad_sum, 0, "a kernel argument holds the sources: bounded");
+    cr_expect_eq(be->queued, 1);
+    cr_expect_eq(be->host_memory, 0);
+    size_t f = 0, t = 0, f2 = 0, t2 = 0;
+    cr_expect_eq(be->ops->mem_info(be->ctx, &f, &t, &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(rm_backend_cuda_mem_info(be, &f2, &t2, &e), RM_OK, "%s", e.msg);
+    cr_expect(t > 0 && t == t2 && f <= t);
+    rm_backend_timer *tm = NULL;
+    cr_assert_eq(be->ops->timer_create(be->ctx, &tm, 2, &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(be->ops->timer_record(be->ctx, tm, 0, &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(be->ops->timer_record(be->ctx, tm, 1, &e), RM_OK, "%s", e.msg);
+    double s = -1;
+    cr_expect_eq(be->ops->timer_elapsed(be->ctx, tm, 0, 1, &s, &e), RM_OK, "%s", e.msg);
+    cr_expect_geq(s, 0.0);
+    be->ops->timer_free(be->ctx, tm);
+    rm_backend_free(be);
+}
+
+/* Gradient sum, poison, SGD and Adam: the device's bits are the CPU's. */
+Test(cuda_backend, compute_ops_match_the_cpu)
+{
+    enum { N = 1000, NSRC = 5 };
+    rm_backend *be = gpu(), *cpu = rm_backend_host();
+    devmem m = {.be = be};
+    rm_rng r = rm_rng_make(42);
+    rm_err e = {0};
+    float *src[NSRC], *dsrc[NSRC], got[N], want[N];
+    for (int d = 0; d < NSRC; d++) {
+        src[d] = host_random(N, &r);
+        dsrc[d] = dev_upload(&m, src[d], N * sizeof(float));
+    }
+    float *dout = dev_upload(&m, NULL, N * sizeof(float));
+    cr_assert_eq(be->ops->grad_sum(be->ctx, dout, (const float *const *)dsrc, NSRC, N, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(cpu->ops->grad_sum(cpu->ctx, want, (const float *const *)src, NSRC, N, &e), RM_OK);
+    dev_download(&m, got, dout, sizeof got);
+    cr_expect_eq(memcmp(got, want, sizeof got), 0, "gradient sum: not the CPU's bits");
+
+    cr_assert_eq(be->ops->poison(be->ctx, dout, N * sizeof(float), &e), RM_OK, "%s", e.msg);
+    dev_download(&m, got, dout, sizeof got);
+    for (int i = 0; i < N; i++) cr_assert(isnan(got[i]), "poison: element %d is %g", i, got[i]);
+
+    /* SGD with Nesterov momentum (momentum mu), then Adam (moments m1, v2),
+     * from the same state on both backends. */
+    float *h[4], *dh[4]; /* w, mu, m1, v2 */
+    for (int q = 0; q < 4; q++) h[q] = host_random(N, &r);
+    for (int i = 0; i < N; i++) h[3][i] = fabsf(h[3][i]); /* a second moment is >= 0 */
+    for (int q = 0; q < 4; q++) dh[q] = dev_upload(&m, h[q], sizeof got);
+    float *dw = host_random(N, &r), *ddw = dev_upload(&m, dw, sizeof got);
+    rm_adam_scalars k = {.b1 = 0.9f, .one_minus_b1 = 0.1f, .b2 = 0.999f, .one_minus_b2 = 0.001f, .eps = 1e-8f,
+                         .step_size = 0.3f, .bc2_sqrt = 0.05f, .l2 = 0.01f, .shrink = 0.999f};
+    rm_backend *bes[2] = {be, cpu};
+    for (int b = 0; b < 2; b++) {
+        float **p = b ? h : dh;
+        const float *g = b ? dw : ddw;
+        cr_assert_eq(bes[b]->ops->sgd_update(bes[b]->ctx, p[0], g, p[1], N, 0.1f, 1e-4f, 0.9f, 1, &e), RM_OK);
+        cr_assert_eq(bes[b]->ops->adam_update(bes[b]->ctx, p[0], g, p[2], p[3], N, &k, &e), RM_OK);
+    }
+    static const char *const names[4] = {"weights", "sgd momentum", "adam m", "adam v"};
+    for (int q = 0; q < 4; q++) {
+        dev_download(&m, got, dh[q], sizeof got);
+        cr_expect_eq(memcmp(got, h[q], sizeof got), 0, "%s after sgd + adam: not the CPU's bits", names[q]);
+        free(h[q]);
+    }
+    free(dw);
+    for (int d = 0; d < NSRC; d++) free(src[d]);
+    devmem_free(&m);
+    rm_backend_free(be);
+}
+
+/* The kernel table: a 3x3 convolution needs no workspace with the
+ * hand-written kernels and im2col columns with cuBLAS; the layer's kernels
+ * are chosen again when the library changes. */
+Test(cuda_backend, kernel_table_follows_the_library)
+{
+    rm_backend *be = gpu();
+    rm_err e = {0};
+    const rm_layer_desc *d = rm_layer_desc_of(RM_LAYER_CONV2D);
+    rm_layer_config cfg = {.kind = RM_LAYER_CONV2D, .out_channels = 8, .kernel = 3, .stride = 1, .pad = 1};
+    rm_shape in = rm_shape_make(2, 4, 8, 8), out = rm_shape_make(2, 8, 8, 8);
+    cr_assert_eq(rm_backend_cuda_set_kernels(be, RM_KERNELS_HANDWRITTEN, &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(rm_layer_workspace_bytes_device(d, be, &cfg, &in, 1, out, 1), 0);
+    cr_assert_eq(rm_backend_cuda_set_kernels(be, RM_KERNELS_CUBLAS, &e), RM_OK, "%s", e.msg);
+    size_t ws = rm_layer_workspace_bytes_device(d, be, &cfg, &in, 1, out, 1);
+    cr_expect_gt(ws, 0);
+    cr_expect_leq(ws, rm_backend_kind_layer_workspace(RM_BACKEND_CUDA, d, &cfg, &in, 1, out, 1),
+                  "the kind's bound holds every library");
+    cr_assert_eq(rm_backend_cuda_set_kernels(be, RM_KERNELS_HANDWRITTEN, &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(rm_layer_workspace_bytes_device(d, be, &cfg, &in, 1, out, 1), 0);
+    rm_backend_free(be);
+}
