@@ -17,7 +17,7 @@
  *    live_peak; the difference is fragmentation. Budget checks must use the
  *    span, since that is what the executor allocates.
  * The layer-agnostic part of execution lives here, in engine/; the executor
- * that calls the layers is train/executor.c (see the comment there). */
+ * that calls the layers is engine/executor.c. */
 #ifndef REMAT_PLAN_H
 #define REMAT_PLAN_H
 

@@ -1,5 +1,5 @@
 /* The Checkmate rematerialization model, built sparsely for lp_solve 5.5
- * (see lp_model.h for the levers; DESIGN.md, section 4). Over the ~600-line
+ * (see lp_model.h for the levers). Over the ~600-line
  * guide on purpose: the row families, the watched solve and the relaxation
  * all work on rm_lp_model's column maps, whose invariants (0 = no column,
  * FREE sorted by stage and point) would otherwise be shared across files.

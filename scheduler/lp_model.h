@@ -12,7 +12,7 @@
  * the simulator's for the same R and S, so every MILP-feasible schedule is
  * simulator-feasible; the formulation in detail is at the top of lp_model.c.
  *
- * Stock lp_solve is hopeless on this model (DESIGN.md section 4; here: no
+ * Stock lp_solve is hopeless on this model (measured here: no
  * integer solution for the 79-node VGG16 graph at 90% in 120 s, none for
  * five random 22-38-node training graphs in 2000 nodes), so the model prunes
  * variables fixed by structure, adds a valid cut, and scales its rows; the

@@ -1,6 +1,6 @@
 /* The Checkmate MILP with lp_solve: the model of lp_model.c with S and R
  * binary, solved with every lever that makes lp_solve usable on it
- * (DESIGN.md, section 4; the levers in lp_model.h). One call runs these
+ * (the levers in lp_model.h). One call runs these
  * steps in order, each below its own function:
  *   guards     the trivial bound; checkpoint-all (SHORTCUT / INCUMBENT); the given incumbent
  *   root       the LP relaxation: the lower bound, and the fractional S

@@ -128,7 +128,7 @@ static int milp_direct(rm_schedule **out, rm_strategy_stats *stats, const rm_pro
      * baseline is the incumbent (LP rounding, the MILP's own, sometimes
      * overshoots a tight budget where a checkpointing heuristic fits, and
      * without any incumbent lp_solve's branch and bound may find nothing at
-     * all; DESIGN.md, section 4). The baselines are fast next to any MILP. */
+     * all). The baselines are fast next to any MILP. */
     rm_schedule *incumbent = NULL;
     if (p->budget > 0) {
         const char *name = NULL;

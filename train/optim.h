@@ -2,7 +2,7 @@
  * tensors and their gradients, and learning-rate schedules.
  *
  * The parameters, their gradients and the optimizer state are fixed memory
- * (DESIGN.md, section 3): the optimizer keeps pointers to the caller's
+ * too: the optimizer keeps pointers to the caller's
  * parameter and gradient storage (the executor's, which never moves) and
  * allocates its own state once at creation, so a step allocates nothing.
  * rm_optim_state_bytes_for tells the memory accounting how much state an

@@ -342,15 +342,8 @@ int rm_trainer_create(rm_trainer **out, const rm_trainer_config *c, rm_err *e)
     t->sum.classes = t->classes;
     t->sum.task = t->task;
     t->sum.params = t->m->param_count;
-    if (c->device == RM_BACKEND_CUDA) {
-        if ((rc = rm_backend_cuda_create(&t->be, 0, e))) {
-            rm_err_context(e, "cannot train on the GPU");
-            goto fail;
-        }
-    } else if (c->device != RM_BACKEND_CPU) {
-        rc = rm_errorf(e, RM_ERR_INVALID, "unknown device %d (cpu or cuda)", (int)c->device);
-        goto fail;
-    } else if ((rc = rm_backend_cpu_create(&t->be, e))) {
+    if ((rc = rm_backend_create(&t->be, c->device, e))) {
+        rm_err_context(e, "cannot train on %s", rm_backend_kind_device(c->device));
         goto fail;
     }
     t->sum.device = t->be->name;

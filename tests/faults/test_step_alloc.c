@@ -1,7 +1,7 @@
 /* No host allocation inside a training step, on the CPU: the twin of the
  * GPU suite's cuda_train::no_device_allocation_inside_steps. The executor
  * allocates its fixed memory, arena and layer workspace once at creation
- * (train/executor.h: "a step allocates nothing"), and so does the optimizer
+ * (engine/executor.h: "a run allocates nothing"), and so does the optimizer
  * (train/optim.h); a layer that mallocs its scratch per call (a NULL
  * workspace makes rm_layer_workspace do that) or bookkeeping grown per step
  * would pass every other CPU test. Here the fault injector's wrappers

@@ -1,18 +1,17 @@
-/* The executor: runs one training step (forward, loss, backward) of a model
- * by following a plan (engine/plan.h) operation by operation, with every
- * activation, gradient and recomputed value at its planned offset in one
- * arena. Fixed memory (parameters, their gradients, batchnorm running
- * statistics, labels, the loss and the layers' scratch workspace) is
- * allocated once at creation; a step allocates nothing.
+/* The executor, the one place a plan runs: one training step (forward, loss,
+ * backward) of a model, or an inference pass (evaluation), by following a
+ * plan (engine/plan.h) operation by operation, with every activation,
+ * gradient and recomputed value at its planned offset in one arena. Fixed
+ * memory (parameters, their gradients, batchnorm running statistics, labels,
+ * the loss and the layers' scratch workspace) is allocated once at creation;
+ * a run allocates nothing.
  *
- * Why here and not in engine/: running a node means calling its layer's
- * kernels with the model's configuration and parameters, and engine/ must
- * not depend on layers/ or models/ (DESIGN.md, section 2). So the
- * layer-agnostic half of execution, the plan with its lifetimes and offsets,
- * is engine/plan.c, and the half that calls layers is this file, in train/,
- * which may depend on everything.
+ * It lives in engine/ beside the layer interface and calls layers only
+ * through it (engine/layer.h, on the backend's ops), as Caffe's Net calls
+ * Layer: it needs the model's structure (engine/model.h), never layers/ or
+ * models/.
  *
- * Exactness (DESIGN.md, section 3): a recomputed forward is bit-identical to
+ * Exactness: a recomputed forward is bit-identical to
  * the first computation because the CPU kernels are deterministic, dropout
  * masks are a pure function of (seed, step, forward node index) (the backward
  * of a layer uses its forward node's index too), and batchnorm folds batch
@@ -29,8 +28,8 @@
  * bit-exact on the GPU. Which functions return or take device pointers is
  * said at each one below: "(dev)" means device memory on CUDA, host memory
  * on the CPU backend. */
-#ifndef REMAT_TRAIN_EXECUTOR_H
-#define REMAT_TRAIN_EXECUTOR_H
+#ifndef REMAT_EXECUTOR_H
+#define REMAT_EXECUTOR_H
 
 #include <stddef.h>
 #include <stdint.h>
