@@ -238,6 +238,106 @@ static void run_engine(timing *r, rm_trainer *t, const args *a, int warmup, cons
 
 static double mib(size_t b) { return (double)b / (1024.0 * 1024.0); }
 
+/* The trainer's configuration for the job: the model at --batch on the CUDA
+ * backend, --strategy under --budget (default: 90% of free0, the GPU's free
+ * memory after the context). 0, or usage's status for a bad --budget. */
+static int trainer_config_of(rm_trainer_config *c, const args *a, size_t free0)
+{
+    rm_trainer_config_default(c);
+    c->model_path = a->model;
+    c->data = "synthetic";
+    /* The trainer's data is never read here: a small set (a quarter more is held out). */
+    c->synthetic_samples = a->batch < 8 ? 8 : a->batch;
+    c->batch = a->batch;
+    c->strategy = a->strategy;
+    c->solver.time_limit_s = a->time_limit;
+    c->train_accuracy_every = 0;
+    c->lr = a->lr;
+    c->device = RM_BACKEND_CUDA;
+    c->event = on_event;
+    if (a->budget) {
+        rm_cli_budget bud;
+        char why[256];
+        if (rm_cli_parse_budget(&bud, a->budget, why, sizeof why)) return usage(why);
+        if (bud.percent) c->budget_percent = bud.value;
+        else c->budget = (size_t)bud.value;
+    } else {
+        c->budget = free0 / 10 * 9;
+    }
+    return 0;
+}
+
+/* The "# ..." lines that describe the job (model, schedule, memory, timing
+ * method) and the table's column titles. */
+static void print_job(const args *a, const rm_trainer_summary *s, const rm_model *m, rm_backend *be, double build_s)
+{
+    printf("# model %s, batch %d, input %dx%dx%d, %zu parameters; SGD momentum 0.9, lr %g\n", a->model, a->batch,
+           m->input.c, m->input.h, m->input.w, s->params, a->lr);
+    printf("# schedule %s (%s, %.2f s): compute overhead %+.2f%%, %ld recomputations; built in %.1f s\n", s->strategy,
+           s->status, s->solve_s, s->base_cost > 0 ? 100.0 * (s->cost / s->base_cost - 1) : 0.0, s->recomputations,
+           build_s);
+    printf("# budget %.1f MiB: fixed %.1f MiB (workspace %.1f) + arena %.1f MiB (no-remat peak %.1f MiB)\n",
+           mib(s->budget), mib(s->fp.total), mib(s->fp.workspace + s->fp.backend), mib(s->plan_span), mib(s->noremat_peak));
+    printf("# deterministic %d, fast_math %d; median of up to %d steps after %d warm-up (handwritten: %d), at most "
+           "%g s per engine\n",
+           rm_backend_cuda_deterministic(be), rm_backend_cuda_fast_math(be), a->steps, a->warmup,
+           a->warmup < 1 ? a->warmup : 1, a->max_seconds);
+    printf("%-12s %6s %10s %10s %10s %10s %10s %9s %s\n", "engine", "steps", "median_ms", "min_ms", "images/s",
+           "remat_MiB", "device_MiB", "fallbacks", "loss first -> last");
+    fflush(stdout);
+}
+
+/* One engine (tok, a name of --kernels): switch the backend to it, time its
+ * steps, print its table row and RESULT line. 1 when it failed, 0 when it
+ * ran or was skipped (no cuDNN in this build). free0: the device's free
+ * memory after the context, what its measured use is counted from. */
+static int bench_engine(const char *tok, rm_trainer *t, const args *a, size_t free0, const float *images,
+                        const int32_t *labels, uint64_t *step)
+{
+    const rm_trainer_summary *s = rm_trainer_summary_of(t);
+    rm_executor *ex = rm_trainer_executor(t);
+    rm_backend *be = rm_executor_backend(ex);
+    rm_kernel_lib eng;
+    rm_err ee = {RM_OK, ""};
+    if (rm_kernel_lib_parse(&eng, tok, &ee)) {
+        fprintf(stderr, ME ": --kernels: %s\n", ee.msg);
+        return 1;
+    }
+    if (eng == RM_KERNELS_CUDNN && !rm_backend_cuda_has_cudnn()) {
+        printf("%-12s this build has no cuDNN: skipped\n", tok);
+        return 0;
+    }
+    if (rm_backend_cuda_set_kernels(be, eng, &ee)) {
+        fprintf(stderr, ME ": %s: %s\n", tok, ee.msg);
+        return 1;
+    }
+    timing r;
+    run_engine(&r, t, a, eng == RM_KERNELS_HANDWRITTEN && a->warmup > 1 ? 1 : a->warmup, images, labels, step);
+    size_t free1 = 0, tot1 = 0;
+    size_t device = cuda_ok(cudaMemGetInfo(&free1, &tot1), "cudaMemGetInfo") && free0 > free1 ? free0 - free1 : 0;
+    size_t remat = s->fp.total + rm_executor_arena_high_water(ex);
+    if (!r.ran) {
+        fprintf(stderr, ME ": %s: %s\n", tok, r.err);
+        printf("%-12s failed: %s\n", tok, r.err);
+        printf("RESULT model=%s batch=%d strategy=%s engine=%s status=%s ms=- images_s=- steps=0 budget=%zu "
+               "remat_bytes=%zu device_bytes=%zu\n",
+               a->model_arg, a->batch, s->strategy, tok, status_of(r.rc), s->budget, remat, device);
+        return 1;
+    }
+    int finite = isfinite(r.loss_first) && isfinite(r.loss_last);
+    printf("%-12s %5d%s %10.2f %10.2f %10.1f %10.1f %10.1f %9llu %.4g -> %.4g%s\n", tok, r.steps,
+           r.warm_only ? "*" : (r.steps < a->steps ? "+" : " "), r.median_ms, r.min_ms,
+           1e3 * a->batch / r.median_ms, mib(remat), mib(device), r.fallbacks,
+           (double)r.loss_first, (double)r.loss_last, finite ? "" : " (not finite)");
+    printf("RESULT model=%s batch=%d strategy=%s engine=%s status=OK ms=%.3f images_s=%.2f steps=%d budget=%zu "
+           "remat_bytes=%zu device_bytes=%zu overhead_pct=%.2f fallbacks=%llu\n",
+           a->model_arg, a->batch, s->strategy, tok, r.median_ms, 1e3 * a->batch / r.median_ms, r.steps, s->budget,
+           remat, device, s->base_cost > 0 ? 100.0 * (s->cost / s->base_cost - 1) : 0.0,
+           r.fallbacks);
+    fflush(stdout);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     args a;
@@ -261,27 +361,7 @@ int main(int argc, char **argv)
     if (!cuda_ok(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties")) return 1;
 
     rm_trainer_config c;
-    rm_trainer_config_default(&c);
-    c.model_path = a.model;
-    c.data = "synthetic";
-    /* The trainer's data is never read here: a small set (a quarter more is held out). */
-    c.synthetic_samples = a.batch < 8 ? 8 : a.batch;
-    c.batch = a.batch;
-    c.strategy = a.strategy;
-    c.solver.time_limit_s = a.time_limit;
-    c.train_accuracy_every = 0;
-    c.lr = a.lr;
-    c.device = RM_BACKEND_CUDA;
-    c.event = on_event;
-    if (a.budget) {
-        rm_cli_budget bud;
-        char why[256];
-        if (rm_cli_parse_budget(&bud, a.budget, why, sizeof why)) return usage(why);
-        if (bud.percent) c.budget_percent = bud.value;
-        else c.budget = (size_t)bud.value;
-    } else {
-        c.budget = free0 / 10 * 9;
-    }
+    if ((urc = trainer_config_of(&c, &a, free0))) return urc;
 
     printf("# %s (%d SMs, %.1f GiB, %.1f GiB free after the context); " ME "\n", prop.name,
            prop.multiProcessorCount, (double)total / 1073741824.0, (double)free0 / 1073741824.0);
@@ -298,8 +378,6 @@ int main(int argc, char **argv)
     }
     double build_s = now_s() - tc0;
     const rm_trainer_summary *s = rm_trainer_summary_of(t);
-    rm_executor *ex = rm_trainer_executor(t);
-    rm_backend *be = rm_executor_backend(ex);
     const rm_model *m = rm_trainer_model(t);
 
     size_t numel = (size_t)a.batch * (size_t)m->input.c * (size_t)m->input.h * (size_t)m->input.w;
@@ -312,69 +390,14 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    printf("# model %s, batch %d, input %dx%dx%d, %zu parameters; SGD momentum 0.9, lr %g\n", a.model, a.batch,
-           m->input.c, m->input.h, m->input.w, s->params, a.lr);
-    printf("# schedule %s (%s, %.2f s): compute overhead %+.2f%%, %ld recomputations; built in %.1f s\n", s->strategy,
-           s->status, s->solve_s, s->base_cost > 0 ? 100.0 * (s->cost / s->base_cost - 1) : 0.0, s->recomputations,
-           build_s);
-    printf("# budget %.1f MiB: fixed %.1f MiB (workspace %.1f) + arena %.1f MiB (no-remat peak %.1f MiB)\n",
-           mib(s->budget), mib(s->fp.total), mib(s->fp.workspace + s->fp.backend), mib(s->plan_span), mib(s->noremat_peak));
-    printf("# deterministic %d, fast_math %d; median of up to %d steps after %d warm-up (handwritten: %d), at most "
-           "%g s per engine\n",
-           rm_backend_cuda_deterministic(be), rm_backend_cuda_fast_math(be), a.steps, a.warmup,
-           a.warmup < 1 ? a.warmup : 1, a.max_seconds);
-    printf("%-12s %6s %10s %10s %10s %10s %10s %9s %s\n", "engine", "steps", "median_ms", "min_ms", "images/s",
-           "remat_MiB", "device_MiB", "fallbacks", "loss first -> last");
-    fflush(stdout);
-
+    print_job(&a, s, m, rm_executor_backend(rm_trainer_executor(t)), build_s);
     int failed = 0;
     uint64_t step = 0;
     char list[256];
     snprintf(list, sizeof list, "%s", a.engines);
     char *save = NULL;
-    for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        rm_kernel_lib eng;
-        rm_err ee = {RM_OK, ""};
-        if (rm_kernel_lib_parse(&eng, tok, &ee)) {
-            fprintf(stderr, ME ": --kernels: %s\n", ee.msg);
-            failed = 1;
-            continue;
-        }
-        if (eng == RM_KERNELS_CUDNN && !rm_backend_cuda_has_cudnn()) {
-            printf("%-12s this build has no cuDNN: skipped\n", tok);
-            continue;
-        }
-        if (rm_backend_cuda_set_kernels(be, eng, &ee)) {
-            fprintf(stderr, ME ": %s: %s\n", tok, ee.msg);
-            failed = 1;
-            continue;
-        }
-        timing r;
-        run_engine(&r, t, &a, eng == RM_KERNELS_HANDWRITTEN && a.warmup > 1 ? 1 : a.warmup, images, labels, &step);
-        size_t free1 = 0, tot1 = 0;
-        size_t device = cuda_ok(cudaMemGetInfo(&free1, &tot1), "cudaMemGetInfo") && free0 > free1 ? free0 - free1 : 0;
-        size_t remat = s->fp.total + rm_executor_arena_high_water(ex);
-        if (!r.ran) {
-            fprintf(stderr, ME ": %s: %s\n", tok, r.err);
-            printf("%-12s failed: %s\n", tok, r.err);
-            printf("RESULT model=%s batch=%d strategy=%s engine=%s status=%s ms=- images_s=- steps=0 budget=%zu "
-                   "remat_bytes=%zu device_bytes=%zu\n",
-                   a.model_arg, a.batch, s->strategy, tok, status_of(r.rc), s->budget, remat, device);
-            failed = 1;
-            continue;
-        }
-        int finite = isfinite(r.loss_first) && isfinite(r.loss_last);
-        printf("%-12s %5d%s %10.2f %10.2f %10.1f %10.1f %10.1f %9llu %.4g -> %.4g%s\n", tok, r.steps,
-               r.warm_only ? "*" : (r.steps < a.steps ? "+" : " "), r.median_ms, r.min_ms,
-               1e3 * a.batch / r.median_ms, mib(remat), mib(device), r.fallbacks,
-               (double)r.loss_first, (double)r.loss_last, finite ? "" : " (not finite)");
-        printf("RESULT model=%s batch=%d strategy=%s engine=%s status=OK ms=%.3f images_s=%.2f steps=%d budget=%zu "
-               "remat_bytes=%zu device_bytes=%zu overhead_pct=%.2f fallbacks=%llu\n",
-               a.model_arg, a.batch, s->strategy, tok, r.median_ms, 1e3 * a.batch / r.median_ms, r.steps, s->budget,
-               remat, device, s->base_cost > 0 ? 100.0 * (s->cost / s->base_cost - 1) : 0.0,
-               r.fallbacks);
-        fflush(stdout);
-    }
+    for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+        if (bench_engine(tok, t, &a, free0, images, labels, &step)) failed = 1;
     printf("# steps: '+' the --max-seconds cap stopped it early; '*' only warm-up steps fit under the cap (their\n"
            "# times). remat: fixed + arena high-water (what the budget governs); device: cudaMemGetInfo, all this\n"
            "# process took after its CUDA context (library handles and cuDNN's kernels included).\n"

@@ -6,7 +6,13 @@
  * run) handles every value. Tensors are streamed, never copied whole: a
  * ResNet-152 with Adam state is 700 MB, which a training process should not
  * have to hold twice. That is why a load reads the file twice, once to check
- * its checksum and once to copy. */
+ * its checksum and once to copy.
+ *
+ * One file, over the ~600-line guide on purpose: it is one binary format, and
+ * the writer and the reader below must agree on every field (the constants,
+ * the roles, the tensor list of model_tensors, payload_bytes). Side by side,
+ * a change to one half shows where the other must change; split in two, that
+ * shared part would be a quarter of the code in an internal header. */
 #include "snapshot.h"
 
 #include "atomic_file.h"
