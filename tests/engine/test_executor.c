@@ -9,7 +9,11 @@
  * transposed convolutions); the arena's measured high-water mark equals the
  * plan's span; and resnet-tiny's gradients match central finite differences
  * of the loss, which checks the graph wiring (gradient slices, sums) end to
- * end. */
+ * end.
+ *
+ * Over ~600 lines on purpose: the plan and executor cases share the
+ * schedule sets and plan checks at the top of this file.
+ */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <math.h>

@@ -1,7 +1,11 @@
 /* Gradient checks, hand-computed values and shape errors for layer set b:
  * relu, add, concat, upsample, dropout, flatten, softmax_xent and
  * pixel_softmax_xent. Shapes are odd on purpose so that no loop can get away
- * with assuming even or square sizes. */
+ * with assuming even or square sizes.
+ *
+ * Over ~600 lines on purpose: one suite per layer set, each Test independent,
+ * sharing gradcheck.c; splitting it further would only scatter the layers.
+ */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
