@@ -299,6 +299,8 @@ Test(cli_budget, parses_sizes_and_percentages)
         cr_assert_gt(strlen(why), 5, "'%s': no reason", bad[k]);
     }
     char why[256];
+    cr_assert_eq(rm_cli_parse_budget(&b, "1e400", why, sizeof why), -1);
+    cr_assert(strstr(why, "too large"), "an overflowing number is too large, not 'not positive': %s", why);
     cr_assert_eq(rm_cli_parse_budget(&b, "16G", why, sizeof why), -1);
     cr_assert(strstr(why, "16GiB") && strstr(why, "16GB"), "the message suggests both spellings: %s", why);
 }
