@@ -519,6 +519,37 @@ Test(trainer_cli, refuses_bad_input_with_a_reason)
     }
 }
 
+/* An unwritable --snapshot was found only when the first epoch ended, a
+ * --resume that is no snapshot only after the solve: both now fail before
+ * anything is solved or printed. */
+Test(trainer_cli, refuses_a_bad_snapshot_path_before_solving)
+{
+    const char *junk = cf_path("junk.snap");
+    FILE *f = fopen(junk, "wb");
+    cr_assert_not_null(f);
+    fputs("not a snapshot, but long enough to hold a header", f);
+    fclose(f);
+    struct {
+        const char *flag, *path, *want;
+    } cases[] = {
+        {"--snapshot", cf_dir, "is a directory"},
+        {"--snapshot", "/nonexistent/dir/run.snap", "No such file or directory"},
+        {"--checkpoint", "/nonexistent/dir/run.snap", "No such file or directory"},
+        {"--resume", junk, "not a remat snapshot"},
+        {"--resume", cf_dir, "not a regular file"},
+        {"--resume", "/nonexistent/run.snap", "No such file or directory"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *args[] = {"--model", RESNET_TINY, "--data", "synthetic", "--batch", "8", "--budget", "80%",
+                              "--strategy", "milp", "--time-limit", "0", cases[i].flag, cases[i].path, "--quiet",
+                              NULL};
+        int rc = train_cli(args);
+        cr_expect_eq(rc, 1, "case %zu: exit %d, stderr: %s", i, rc, cf_err);
+        cr_expect(strstr(cf_err, cases[i].want), "case %zu: stderr lacks '%s': %s", i, cases[i].want, cf_err);
+        cr_expect(!cf_said(0, "schedule"), "case %zu: refused only after the solve", i);
+    }
+}
+
 Test(trainer_cli, refuses_a_corrupt_checkpoint)
 {
     const char *snap = cf_path("run.snap");
