@@ -450,6 +450,27 @@ Test(cli_explain, explains_recomputations_and_the_peak)
     free(out);
 }
 
+/* As `remat plan` does, explain takes a problem file's own budget when no
+ * --budget is given (it used to require --budget even then). */
+Test(cli_explain, a_problem_files_budget_is_the_default)
+{
+    const char *prob = cf_path("two-layer.txt");
+    FILE *f = fopen(prob, "w");
+    cr_assert_not_null(f);
+    fputs("problem 7 4096 11000\n" CF_EXAMPLE_NODES, f);
+    fclose(f);
+    cr_assert_eq(cf_remat("explain", "--problem", prob, "--strategy", "milp", "--quiet", NULL), 0, "%s", err_text());
+    char *out = out_text();
+    cr_assert(strstr(out, "The device budget is 10.74 KiB."), "%s", out);
+    free(out);
+    f = fopen(prob, "w");
+    cr_assert_not_null(f);
+    fputs("problem 7 4096\n" CF_EXAMPLE_NODES, f);
+    fclose(f);
+    cr_assert_eq(cf_remat("explain", "--problem", prob, "--quiet", NULL), 1);
+    cr_assert(strstr(cf_err, "the problem file sets none"), "%s", cf_err);
+}
+
 Test(cli_maxbatch, runs_and_refuses_percentages)
 {
     cr_assert_eq(
