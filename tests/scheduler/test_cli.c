@@ -248,6 +248,19 @@ Test(cli_plan, unknown_strategy_and_bad_usage_fail_fast)
     cr_assert_eq(
         cf_remat("plan", "--model", "/nonexistent.cfg", "--batch", "2", "--budget", "80%", "--strategy", "milp", NULL),
         1);
+    /* --out and --svg are written after the solve; one that cannot be written is refused before it. */
+    cr_assert_eq(cf_remat("plan", "--model", TINY, "--batch", "2", "--budget", "80%", "--strategy", "milp",
+                          "--time-limit", "0", "--out", cf_dir, NULL),
+                 1);
+    msg = err_text();
+    cr_assert(strstr(msg, "is a directory"), "%s", msg);
+    free(msg);
+    cr_assert_eq(cf_remat("plan", "--model", TINY, "--batch", "2", "--budget", "80%", "--strategy", "milp",
+                          "--time-limit", "0", "--svg", "/nonexistent/dir/fig", NULL),
+                 1);
+    msg = err_text();
+    cr_assert(strstr(msg, "/nonexistent/dir/fig-rs.svg"), "%s", msg);
+    free(msg);
     cr_assert_lt((double)(clock() - t0) / CLOCKS_PER_SEC, 1.0);
 }
 
