@@ -411,6 +411,7 @@ Test(trainer, schedule_cache_hits_and_rejects_tampering)
     rm_trainer *a = create(&c);
     const rm_trainer_summary *sa = rm_trainer_summary_of(a);
     cr_assert_eq(sa->cache, 0, "first run: a miss");
+    cr_assert_eq(sa->cache_stored, 1);
     FILE *f = fopen(sa->cache_file, "r");
     cr_assert_not_null(f, "%s was not written", sa->cache_file);
     fclose(f);
@@ -429,6 +430,18 @@ Test(trainer, schedule_cache_hits_and_rejects_tampering)
     c2.budget_percent = 90;
     b = create(&c2);
     cr_assert_eq(rm_trainer_summary_of(b)->cache, 0);
+    rm_trainer_free(b);
+
+    /* A cache folder that cannot be created: a note, and the summary does
+     * not claim the schedule was stored (`remat train` printed "stored in
+     * the cache as /nonexistent/..."). */
+    rm_trainer_config c3 = c;
+    c3.cache_dir = "/nonexistent/remat-cache";
+    memset(r.notes, 0, sizeof r.notes);
+    b = create(&c3);
+    cr_assert_eq(rm_trainer_summary_of(b)->cache, 0);
+    cr_assert_eq(rm_trainer_summary_of(b)->cache_stored, 0);
+    cr_assert(strstr(r.notes, "cannot create /nonexistent/remat-cache"), "notes: %s", r.notes);
     rm_trainer_free(b);
 
     /* A tampered file: stage 5 no longer computes node 5 (R[5][5] = 0); the reader rejects it and the
