@@ -360,11 +360,11 @@ int rm_problem_read(rm_problem **out, const char *path, rm_err *e)
     size_t cap = 0;
     int line = 0, header_line = 0, nodes_seen = 0, rc = RM_OK;
     char *f[MAX_FIELDS + 1];
-    /* errno tells end of file (0) from a failed read or a line getline
-     * could not allocate (ENOMEM): both return -1. */
+    /* errno tells end of file (0) from a failed read, a line that could not
+     * be allocated (ENOMEM) or one too long (EOVERFLOW): all return -1. */
     size_t total = 0; /* fixed bytes plus the outputs read so far */
     ssize_t len;
-    while ((errno = 0, len = getline(&buf, &cap, fp)) >= 0) {
+    while ((errno = 0, len = rm_text_getline(&buf, &cap, fp)) >= 0) {
         line++;
         /* The fields end at a NUL: what follows it would be dropped unread. */
         if (strlen(buf) != (size_t)len) {
@@ -410,6 +410,9 @@ int rm_problem_read(rm_problem **out, const char *path, rm_err *e)
     int read_errno = errno;
     if (!rc && read_errno == ENOMEM)
         rc = rm_errorf(e, RM_ERR_NOMEM, "%s:%d: out of memory reading a line", path, line + 1);
+    else if (!rc && read_errno == EOVERFLOW)
+        rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: a line longer than %zu bytes (not a problem file?)", path, line + 1,
+                       RM_TEXT_MAX_LINE);
     else if (!rc && (ferror(fp) || read_errno))
         rc = rm_errorf(e, RM_ERR_IO, "%s: read error: %s", path,
                        read_errno ? strerror(read_errno) : "the stream failed");

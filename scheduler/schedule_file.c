@@ -115,9 +115,9 @@ int rm_schedule_read(rm_schedule **out, const rm_problem *p, const char *path, r
     memset(&r, 0, sizeof r);
     char *buf = NULL, *f[MAX_FIELDS + 1];
     size_t cap = 0;
-    /* errno tells end of file (0) from a failed read or a line getline
-     * could not allocate (ENOMEM): both return -1. */
-    while ((errno = 0, getline(&buf, &cap, fp)) >= 0) {
+    /* errno tells end of file (0) from a failed read, a line that could not
+     * be allocated (ENOMEM) or one too long (EOVERFLOW): all return -1. */
+    while ((errno = 0, rm_text_getline(&buf, &cap, fp)) >= 0) {
         line++;
         int nf = rm_text_fields(buf, f, MAX_FIELDS + 1);
         if (nf == 0) continue;
@@ -211,6 +211,9 @@ int rm_schedule_read(rm_schedule **out, const rm_problem *p, const char *path, r
     int read_errno = errno;
     if (!rc && read_errno == ENOMEM)
         rc = rm_errorf(e, RM_ERR_NOMEM, "%s:%d: out of memory reading the line", path, line + 1);
+    else if (!rc && read_errno == EOVERFLOW)
+        rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: a line longer than %zu bytes (not a schedule file?)", path, line + 1,
+                       RM_TEXT_MAX_LINE);
     else if (!rc && (ferror(fp) || read_errno))
         rc = rm_errorf(e, RM_ERR_IO, "%s:%d: read error: %s", path, line + 1,
                        read_errno ? strerror(read_errno) : "the stream failed");

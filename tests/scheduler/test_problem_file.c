@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli_fixture.h"
+#include "cost_file.h"
 #include "random_graphs.h"
 #include "schedule.h"
 #include "simulate.h"
@@ -178,6 +179,27 @@ Test(problem_file, nul_byte_is_refused)
     rm_err e = {0};
     cr_assert_eq(rm_problem_read(&p, path, &e), RM_ERR_PARSE, "%s", e.msg);
     cr_assert(strstr(e.msg, ":3:") && strstr(e.msg, "NUL"), "%s", e.msg);
+    unlink(path);
+}
+
+/* An endless line (/dev/zero) made getline grow its buffer until memory ran
+ * out; every line-based reader now stops at RM_TEXT_MAX_LINE. */
+Test(problem_file, endless_line_is_refused, .timeout = 60)
+{
+    rm_err e = {0};
+    rm_problem *p = NULL;
+    cr_assert_eq(rm_problem_read(&p, "/dev/zero", &e), RM_ERR_PARSE, "%s", e.msg);
+    cr_assert(strstr(e.msg, "/dev/zero:1: a line longer than"), "%s", e.msg);
+    rm_cost_file *c = NULL;
+    cr_assert_eq(rm_cost_file_read(&c, "/dev/zero", &e), RM_ERR_PARSE, "%s", e.msg);
+    cr_assert(strstr(e.msg, "a line longer than"), "%s", e.msg);
+    char path[64];
+    temp_file(path, sizeof path, example);
+    cr_assert_eq(rm_problem_read(&p, path, &e), RM_OK, "%s", e.msg);
+    rm_schedule *s = NULL;
+    cr_assert_eq(rm_schedule_read(&s, p, "/dev/zero", &e), RM_ERR_PARSE, "%s", e.msg);
+    cr_assert(strstr(e.msg, "a line longer than"), "%s", e.msg);
+    rm_problem_free(p);
     unlink(path);
 }
 
