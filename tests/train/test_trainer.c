@@ -519,6 +519,9 @@ Test(trainer_cli, refuses_bad_input_with_a_reason)
         {{"--model", RESNET_TINY, "--data", "synthetic", "--budget", "80%", "--optimizer", "rmsprop", NULL},
          "sgd or adam"},
         {{"--model", RESNET_TINY, "--data", "synthetic", "--budget", "80%", "--epochs", "0", NULL}, "--epochs"},
+        /* Over the bound: the message gives it (it said "an integer >= 1" of 99999999999). */
+        {{"--model", RESNET_TINY, "--data", "synthetic", "--budget", "80%", "--samples", "99999999999", NULL},
+         "--samples must be an integer from 1 to 2000000000"},
         {{"--model", RESNET_TINY, "--data", "synthetic", NULL}, "--budget B is required"},
         {{"--model", RESNET_TINY, "--budget", "80%", NULL}, "--data"},
         {{"--model", UNET_TINY, "--data", "synthetic", "--budget", "8MiB", "--batch", "auto", "--strategy",
