@@ -170,7 +170,11 @@ int rm_cli_parse_budget(rm_cli_budget *out, const char *s, char *why, size_t len
     }
     double v = strtod(s, NULL);
     const char *suffix = s + n;
-    if (!isfinite(v) || v <= 0) {
+    if (!isfinite(v)) {
+        snprintf(why, len, "'%s' is too large", s);
+        return -1;
+    }
+    if (v <= 0) {
         snprintf(why, len, "'%s' is not a positive amount", s);
         return -1;
     }

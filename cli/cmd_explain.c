@@ -26,7 +26,7 @@
     "\n"                                                                                                               \
     "options:\n"                                                                                                       \
     "  --model FILE     model config (models/*.cfg), traced at --batch N\n"                                            \
-    "  --problem FILE   a problem file instead (docs/problem-format.md)\n"                                             \
+    "  --problem FILE   a problem file instead (docs/problem-format.md); its budget is the default\n"                  \
     "  --budget B       TOTAL device memory, fixed bytes included: 6GiB, 512MiB, 1.5e9, 16GB, or a\n"                  \
     "                   percentage of the no-remat peak (80%); see `remat plan --help`\n"                              \
     "  --strategy NAME  any of `remat plan`'s strategies; default: milp, and lp_round if the MILP finds\n"             \
@@ -347,10 +347,11 @@ static int explain_run(int argc, char **argv)
     long batch_n = 0;
     if (batch && rm_cli_parse_long(&batch_n, batch, 1, 1000000000L))
         return usage_error("--batch must be an integer from 1 to 1000000000, got '%s'", batch);
-    if (!budget) return usage_error("--budget B is required");
-    rm_cli_budget bud;
+    /* As in `remat plan`: a problem file's own budget is the default. */
+    if (!budget && !problem) return usage_error("--budget B is required");
+    rm_cli_budget bud = {0, 0};
     char why[256];
-    if (rm_cli_parse_budget(&bud, budget, why, sizeof why)) return usage_error("--budget: %s", why);
+    if (budget && rm_cli_parse_budget(&bud, budget, why, sizeof why)) return usage_error("--budget: %s", why);
     double limit = 60;
     if (time_limit && rm_cli_parse_seconds(&limit, time_limit))
         return usage_error("--time-limit must be a number of seconds >= 0, got '%s'", time_limit);
@@ -361,6 +362,13 @@ static int explain_run(int argc, char **argv)
     rm_cli_problem cp;
     int rc = rm_cli_problem_load_costs(&cp, "explain", model, batch_n, problem, costs);
     if (rc) return rc;
+    if (!budget) {
+        if (!cp.file_budget) {
+            rm_cli_problem_free(&cp);
+            return usage_error("--budget B is required (the problem file sets none)");
+        }
+        bud.value = (double)cp.file_budget;
+    }
     if ((rc = rm_cli_problem_set_budget(&cp, "explain", &bud))) {
         rm_cli_problem_free(&cp);
         return rc;

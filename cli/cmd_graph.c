@@ -119,7 +119,12 @@ static int report(const rm_graph *g, const rm_model *m, const char *model_path)
     memset(&sim, 0, sizeof sim);
     rm_optim_options sgd = rm_optim_options_default(RM_OPTIM_SGD);
     int rc = rm_training_problem(&p, &fp, m, g->batch, &sgd, NULL, NULL, RM_COST_SAME_BATCH, &e);
-    if (!rc) rc = rm_strategy_checkpoint_all(&s, p, &e);
+    if (rc) {
+        /* The model at this batch (too large to account, out of memory), not the simulator. */
+        fprintf(stderr, "remat graph: %s\n", e.msg);
+        return rc == RM_ERR_NOMEM ? 2 : 1;
+    }
+    rc = rm_strategy_checkpoint_all(&s, p, &e);
     if (!rc) rc = rm_simulate(&sim, p, s, &e);
     rm_schedule_free(s);
     rm_problem_free(p);

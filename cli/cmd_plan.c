@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atomic_file.h"
 #include "cli_util.h"
 #include "commands.h"
 #include "figures.h"
@@ -519,6 +520,20 @@ static int plan_run(int argc, char **argv)
         if (strcmp(a.strategy, "all") && !(st = rm_strategy_find(a.strategy)))
             return usage_error("unknown strategy '%s'", a.strategy);
         if (!a.have_budget && !a.problem) return usage_error("--budget B is required");
+    }
+
+    /* Files written only after the solve: one that cannot be written fails now. */
+    {
+        rm_err e = {RM_OK, ""};
+        char rs[4096], mem[4096];
+        if (a.svg) {
+            snprintf(rs, sizeof rs, "%s-rs.svg", a.svg);
+            snprintf(mem, sizeof mem, "%s-memory.svg", a.svg);
+        }
+        if ((a.out && rm_atomic_probe(a.out, &e)) || (a.svg && (rm_atomic_probe(rs, &e) || rm_atomic_probe(mem, &e)))) {
+            fprintf(stderr, "remat plan: %s\n", e.msg);
+            return 1;
+        }
     }
 
     rm_cli_problem cp;

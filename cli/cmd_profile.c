@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atomic_file.h"
 #include "cli_util.h"
 #include "commands.h"
 #include "layer.h"
@@ -251,6 +252,12 @@ static int profile_run(int argc, char **argv)
         snprintf(path, sizeof path, "%s", out);
     else
         snprintf(path, sizeof path, "%s-b%d-%s.costs", name, o.batch, o.device == RM_BACKEND_CUDA ? "cuda" : "cpu");
+    /* Written after the measurement: a path that cannot be written fails now. */
+    if (rm_atomic_probe(path, &e)) {
+        fprintf(stderr, "remat profile: %s\n", e.msg);
+        rm_model_free(m);
+        return 1;
+    }
     if (!quiet)
         fprintf(stderr, "remat profile: %s at batch %d on %s: %d warm-up and %d timed steps\n", model, o.batch,
                 o.device == RM_BACKEND_CUDA ? "cuda" : "cpu", o.warmup, o.reps);

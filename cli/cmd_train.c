@@ -215,7 +215,8 @@ static void print_summary(const rm_trainer_summary *s, const rm_trainer_config *
     printf("             compute overhead %+.2f%%: %ld recomputation%s of %d node%s\n",
            s->base_cost > 0 ? 100.0 * (s->cost / s->base_cost - 1) : 0.0, s->recomputations,
            s->recomputations == 1 ? "" : "s", s->recomputed_nodes, s->recomputed_nodes == 1 ? "" : "s");
-    if (s->cache == 0) printf("             stored in the cache as %s\n", s->cache_file);
+    if (s->cache == 0 && s->cache_stored) printf("             stored in the cache as %s\n", s->cache_file);
+    else if (s->cache == 0) printf("             not stored in the cache: %s could not be written\n", s->cache_file);
     const char *sched = c->lr_kind == RM_LR_STEP ? "step (x0.1 after each third)"
                         : c->lr_kind == RM_LR_COSINE ? "cosine"
                                                      : "constant";
@@ -278,15 +279,15 @@ static int config_run(rm_trainer_config *c, const train_args *a)
         c->batch = (int)b;
     }
     if (a->epochs && parse_u64(&c->epochs, a->epochs, 1))
-        return usage_error("--epochs must be an integer >= 1, got '%s'", a->epochs);
+        return usage_error("--epochs must be an integer from 1 to 2000000000, got '%s'", a->epochs);
     if (a->steps && parse_u64(&c->max_steps, a->steps, 1))
-        return usage_error("--steps must be an integer >= 1, got '%s'", a->steps);
+        return usage_error("--steps must be an integer from 1 to 2000000000, got '%s'", a->steps);
     if (a->eval_every && parse_u64(&c->eval_every, a->eval_every, 1))
-        return usage_error("--eval-every must be an integer >= 1, got '%s'", a->eval_every);
+        return usage_error("--eval-every must be an integer from 1 to 2000000000, got '%s'", a->eval_every);
     if (a->samples) {
         uint64_t n;
         if (parse_u64(&n, a->samples, 1))
-            return usage_error("--samples must be an integer >= 1, got '%s'", a->samples);
+            return usage_error("--samples must be an integer from 1 to 2000000000, got '%s'", a->samples);
         if (strcmp(a->data, "synthetic")) return usage_error("--samples is for --data synthetic only");
         c->synthetic_samples = (int64_t)n;
     }

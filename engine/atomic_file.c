@@ -102,6 +102,23 @@ int rm_atomic_open(rm_atomic_file *af, const char *path, rm_err *e)
     return RM_OK;
 }
 
+int rm_atomic_probe(const char *path, rm_err *e)
+{
+    if (!path || !*path) return rm_errorf(e, RM_ERR_INVALID, "no file name to write");
+    char *target = target_of(path);
+    if (!target) return rm_errorf(e, RM_ERR_NOMEM, "%s: no memory to write the file", path);
+    struct stat st;
+    int exists = stat(target, &st) == 0;
+    free(target);
+    if (exists && S_ISDIR(st.st_mode)) return rm_errorf(e, RM_ERR_IO, "%s: is a directory, not a file", path);
+    if (exists && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) || S_ISFIFO(st.st_mode))) return RM_OK;
+    rm_atomic_file af;
+    int rc = rm_atomic_open(&af, path, e);
+    if (rc) return rc;
+    rm_atomic_abort(&af);
+    return RM_OK;
+}
+
 /* Makes the rename itself durable. Best effort: some file systems refuse to
  * fsync a directory (EINVAL), and by now the new file is complete and in
  * place, so a failure here is no reason to report the write as failed. */

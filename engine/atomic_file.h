@@ -43,4 +43,11 @@ int rm_atomic_commit(rm_atomic_file *af, rm_err *e);
  * is as it was. Safe on an af whose open failed or that was released. */
 void rm_atomic_abort(rm_atomic_file *af);
 
+/* Checks, without writing it, that path could be written: it is not a
+ * folder, and a temporary file can be created next to it (created and
+ * removed at once). A device or FIFO is not opened (a FIFO would block).
+ * For a run that writes path only later (a snapshot after an epoch), to
+ * fail at once instead. RM_OK, or the error rm_atomic_open would give. */
+int rm_atomic_probe(const char *path, rm_err *e);
+
 #endif

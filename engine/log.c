@@ -1,19 +1,28 @@
-/* Logging: reads REMAT_LOG on each call (cheap, and keeps no global state). */
+/* Logging: reads REMAT_LOG on each call (cheap; the only global state is the
+ * flag that warns once about a value it does not know). */
 #include "log.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 rm_log_level rm_log_threshold(void)
 {
     const char *v = getenv("REMAT_LOG");
     if (!v || !*v) return RM_LOG_WARN;
-    if (!strcmp(v, "error")) return RM_LOG_ERROR;
-    if (!strcmp(v, "warn")) return RM_LOG_WARN;
-    if (!strcmp(v, "info")) return RM_LOG_INFO;
-    if (!strcmp(v, "debug")) return RM_LOG_DEBUG;
+    if (!strcasecmp(v, "error")) return RM_LOG_ERROR;
+    if (!strcasecmp(v, "warn")) return RM_LOG_WARN;
+    if (!strcasecmp(v, "info")) return RM_LOG_INFO;
+    if (!strcasecmp(v, "debug")) return RM_LOG_DEBUG;
+    /* A typo (REMAT_LOG=verbose) would otherwise silently show nothing more;
+     * said once per process, the only state this file keeps. */
+    static int warned;
+    if (!warned) {
+        warned = 1;
+        fprintf(stderr, "remat warn: REMAT_LOG='%s' is not error, warn, info or debug; logging at warn\n", v);
+    }
     return RM_LOG_WARN;
 }
 

@@ -1,5 +1,6 @@
 /* Levelled logging to stderr. The level comes from the REMAT_LOG environment
- * variable (error, warn, info, debug; default warn) so library code can explain
+ * variable (error, warn, info, debug, in any case; default warn, and a warning
+ * for any other value) so library code can explain
  * itself without a global switch anyone has to set. */
 #ifndef REMAT_LOG_H
 #define REMAT_LOG_H

@@ -164,6 +164,7 @@ int rm_cfg_read(rm_cfg_file **out, const char *path, rm_err *e)
     if (!fp) return rm_errorf(e, RM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     char *buf = NULL;
     size_t len = 0, cap = 0;
+    int read_errno = 0;
     for (;;) {
         if (len + 4096 + 1 > cap) {
             cap = cap ? cap * 2 : 8192;
@@ -175,7 +176,9 @@ int rm_cfg_read(rm_cfg_file **out, const char *path, rm_err *e)
             }
             buf = nb;
         }
+        errno = 0;
         size_t got = fread(buf + len, 1, cap - len - 1, fp);
+        if (!got && ferror(fp)) read_errno = errno; /* EISDIR for a folder */
         len += got;
         if (len > CFG_MAX_BYTES) {
             free(buf);
@@ -188,7 +191,8 @@ int rm_cfg_read(rm_cfg_file **out, const char *path, rm_err *e)
     fclose(fp);
     if (bad) {
         free(buf);
-        return rm_errorf(e, RM_ERR_IO, "%s: read error", path);
+        return rm_errorf(e, RM_ERR_IO, "%s: read error: %s", path,
+                         read_errno ? strerror(read_errno) : "the stream failed");
     }
     buf[len] = '\0';
     if (strlen(buf) != len) {

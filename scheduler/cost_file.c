@@ -206,7 +206,7 @@ int rm_cost_file_read(rm_cost_file **out, const char *path, rm_err *e)
     int line = 0, seen = 0, rc = RM_OK;
     char *f[MAX_FIELDS];
     ssize_t len;
-    while ((len = getline(&buf, &cap, fp)) >= 0) {
+    while ((errno = 0, len = rm_text_getline(&buf, &cap, fp)) >= 0) {
         line++;
         if (strlen(buf) != (size_t)len) {
             rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: a NUL byte inside the line (not a text file?)", path, line);
@@ -232,7 +232,15 @@ int rm_cost_file_read(rm_cost_file **out, const char *path, rm_err *e)
         if ((rc = parse_node(c, seen, f, nf, path, line, e))) break;
         seen++;
     }
-    if (!rc && ferror(fp)) rc = rm_errorf(e, RM_ERR_IO, "%s: read error", path);
+    int read_errno = errno; /* EISDIR for a folder */
+    if (!rc && read_errno == ENOMEM)
+        rc = rm_errorf(e, RM_ERR_NOMEM, "%s:%d: out of memory reading a line", path, line + 1);
+    else if (!rc && read_errno == EOVERFLOW)
+        rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: a line longer than %zu bytes (not a cost file?)", path, line + 1,
+                       RM_TEXT_MAX_LINE);
+    else if (!rc && ferror(fp))
+        rc = rm_errorf(e, RM_ERR_IO, "%s: read error: %s", path,
+                       read_errno ? strerror(read_errno) : "the stream failed");
     if (!rc && !c)
         rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: empty file: expected the header " HEADER_FORM, path, line + 1);
     if (!rc && seen != c->n)

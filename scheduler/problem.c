@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 
 int rm_problem_create(rm_problem **out, int n, rm_err *e)
 {
@@ -92,8 +93,16 @@ static const char *node_name(const rm_problem *p, int i) { return p->nodes[i].na
 int rm_problem_validate(const rm_problem *p, rm_err *e)
 {
     if (p->n < 1) return rm_errorf(e, RM_ERR_INVALID, "problem: no nodes");
+    size_t total = p->fixed_bytes;
     for (int i = 0; i < p->n; i++) {
         const rm_problem_node *nd = &p->nodes[i];
+        /* Checked before adding: both terms are below the bound, so the sum cannot wrap. */
+        if (total > RM_PROBLEM_MAX_BYTES || nd->bytes > RM_PROBLEM_MAX_BYTES - total)
+            return rm_errorf(e, RM_ERR_INVALID,
+                             "problem: the fixed bytes and the outputs up to node %d (%s) add up to more than 2^62 "
+                             "bytes (4 EiB), more than any device holds",
+                             i, node_name(p, i));
+        total += nd->bytes;
         if (!(nd->cost >= 0) || !isfinite(nd->cost))
             return rm_errorf(e, RM_ERR_INVALID, "problem: node %d (%s) has cost %g; costs must be finite and >= 0", i,
                              node_name(p, i), nd->cost);
@@ -224,6 +233,10 @@ static int parse_deps(rm_problem *p, int i, char *tok, const char *path, int lin
     if (!deps) return rm_errorf(e, RM_ERR_NOMEM, "%s:%d: out of memory", path, line);
     int nd = 0, rc = RM_OK;
     char *save = NULL;
+    /* strtok_r cuts tok at the commas; the message quotes the whole list. */
+    char list[64];
+    size_t toklen = strlen(tok);
+    snprintf(list, sizeof list, "%s", tok);
     for (char *s = tok;; s = NULL) {
         char *d = strtok_r(s, ",", &save);
         if (!d) break;
@@ -252,7 +265,8 @@ static int parse_deps(rm_problem *p, int i, char *tok, const char *path, int lin
         deps[nd++] = v;
     }
     if (!rc && nd != cap)
-        rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: dependency list '%s' has an empty entry", path, line, tok);
+        rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: dependency list '%s%s' has an empty entry", path, line, list,
+                       toklen >= sizeof list ? "..." : "");
     if (!rc) {
         qsort(deps, (size_t)nd, sizeof *deps, cmp_int);
         p->nodes[i].deps = deps;
@@ -346,15 +360,23 @@ int rm_problem_read(rm_problem **out, const char *path, rm_err *e)
     size_t cap = 0;
     int line = 0, header_line = 0, nodes_seen = 0, rc = RM_OK;
     char *f[MAX_FIELDS + 1];
-    /* errno tells end of file (0) from a failed read or a line getline
-     * could not allocate (ENOMEM): both return -1. */
-    while ((errno = 0, getline(&buf, &cap, fp)) >= 0) {
+    /* errno tells end of file (0) from a failed read, a line that could not
+     * be allocated (ENOMEM) or one too long (EOVERFLOW): all return -1. */
+    size_t total = 0; /* fixed bytes plus the outputs read so far */
+    ssize_t len;
+    while ((errno = 0, len = rm_text_getline(&buf, &cap, fp)) >= 0) {
         line++;
+        /* The fields end at a NUL: what follows it would be dropped unread. */
+        if (strlen(buf) != (size_t)len) {
+            rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: a NUL byte inside the line (not a text file?)", path, line);
+            break;
+        }
         int nf = rm_text_fields(buf, f, MAX_FIELDS + 1);
         if (nf == 0) continue;
         if (!p) {
             if ((rc = parse_header(&p, f, nf, file_size, path, line, e))) break;
             header_line = line;
+            total = p->fixed_bytes;
             node_line = calloc((size_t)p->n, sizeof *node_line);
             if (!node_line) {
                 rc = rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory", path);
@@ -373,11 +395,24 @@ int rm_problem_read(rm_problem **out, const char *path, rm_err *e)
             break;
         }
         if ((rc = parse_node_line(p, nodes_seen, node_line, f, nf, path, line, e))) break;
+        /* The same bound rm_problem_validate checks, here with the line. */
+        size_t b = p->nodes[nodes_seen].bytes;
+        if (total > RM_PROBLEM_MAX_BYTES || b > RM_PROBLEM_MAX_BYTES - total) {
+            rc = rm_errorf(e, RM_ERR_PARSE,
+                           "%s:%d: the fixed bytes and the node outputs up to here add up to more than 2^62 bytes "
+                           "(4 EiB), more than any device holds",
+                           path, line);
+            break;
+        }
+        total += b;
         nodes_seen++;
     }
     int read_errno = errno;
     if (!rc && read_errno == ENOMEM)
         rc = rm_errorf(e, RM_ERR_NOMEM, "%s:%d: out of memory reading a line", path, line + 1);
+    else if (!rc && read_errno == EOVERFLOW)
+        rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: a line longer than %zu bytes (not a problem file?)", path, line + 1,
+                       RM_TEXT_MAX_LINE);
     else if (!rc && (ferror(fp) || read_errno))
         rc = rm_errorf(e, RM_ERR_IO, "%s: read error: %s", path,
                        read_errno ? strerror(read_errno) : "the stream failed");

@@ -49,8 +49,14 @@ size_t rm_problem_peak_lower_bound(const rm_problem *p);
  * strategy and solver refuses such a budget at once with this answer. */
 int rm_problem_check_budget(const rm_problem *p, const char *who, rm_err *e);
 
+/* The most bytes a problem may hold: fixed bytes plus every node's output,
+ * summed (2^62, 4 EiB). Peaks, budgets and percentages of them are computed
+ * in size_t; below this bound none of those sums can wrap around. */
+#define RM_PROBLEM_MAX_BYTES ((size_t)1 << 62)
+
 /* Checks what every strategy assumes: n >= 1, deps earlier than their node,
- * no duplicate deps, finite non-negative costs. Errors name the node. */
+ * no duplicate deps, finite non-negative costs, fixed bytes plus all output
+ * bytes at most RM_PROBLEM_MAX_BYTES. Errors name the node. */
 int rm_problem_validate(const rm_problem *p, rm_err *e);
 
 /* An empty problem of n nodes (names empty, tag forward, no deps) for

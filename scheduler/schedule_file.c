@@ -211,13 +211,16 @@ static int read_tail_line(schedule_reader *rd, char **f, int nf, int line)
 }
 
 /* At the end of the file (line lines read, read_errno from the last
- * getline): a failed read, or a file that stops short of its header, its
+ * rm_text_getline): a failed read, a line too long, or a file that stops short of its header, its
  * stage rows or its declared operations. */
 static int check_end(const schedule_reader *rd, FILE *fp, int line, int read_errno)
 {
     const char *path = rd->path;
     if (read_errno == ENOMEM)
         return rm_errorf(rd->e, RM_ERR_NOMEM, "%s:%d: out of memory reading the line", path, line + 1);
+    if (read_errno == EOVERFLOW)
+        return rm_errorf(rd->e, RM_ERR_PARSE, "%s:%d: a line longer than %zu bytes (not a schedule file?)", path,
+                         line + 1, RM_TEXT_MAX_LINE);
     if (ferror(fp) || read_errno)
         return rm_errorf(rd->e, RM_ERR_IO, "%s:%d: read error: %s", path, line + 1,
                          read_errno ? strerror(read_errno) : "the stream failed");
@@ -243,9 +246,9 @@ int rm_schedule_read(rm_schedule **out, const rm_problem *p, const char *path, r
     int line = 0, rc = RM_OK;
     char *buf = NULL, *f[MAX_FIELDS + 1];
     size_t cap = 0;
-    /* errno tells end of file (0) from a failed read or a line getline
-     * could not allocate (ENOMEM): both return -1. */
-    while ((errno = 0, getline(&buf, &cap, fp)) >= 0) {
+    /* errno tells end of file (0) from a failed read, a line that could not
+     * be allocated (ENOMEM) or one too long (EOVERFLOW): all return -1. */
+    while ((errno = 0, rm_text_getline(&buf, &cap, fp)) >= 0) {
         line++;
         int nf = rm_text_fields(buf, f, MAX_FIELDS + 1);
         if (nf == 0) continue;

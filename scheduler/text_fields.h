@@ -9,4 +9,21 @@
  * which may exceed cap, so a caller sees extra fields without storing them. */
 int rm_text_fields(char *line, char **f, int cap);
 
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+/* The longest line the readers accept, newline included (64 MiB): a
+ * schedule of 10 million nodes has lines of 20 MB; a longer "line" is not one
+ * of these formats (/dev/zero made getline grow its buffer until memory ran
+ * out). */
+#define RM_TEXT_MAX_LINE ((size_t)64 << 20)
+
+/* getline(3) with a bound: reads one line (newline kept) into *buf, growing
+ * it with realloc, and returns its length. -1 at end of file (errno 0), on a
+ * read error (ferror), when memory runs out (errno ENOMEM) or when the line
+ * exceeds RM_TEXT_MAX_LINE bytes (errno EOVERFLOW). A NUL byte is stored
+ * like any other, so strlen(*buf) < the length tells a caller it is there. */
+ssize_t rm_text_getline(char **buf, size_t *cap, FILE *fp);
+
 #endif

@@ -37,11 +37,16 @@ int rm_training_problem(rm_problem **out, rm_footprint *f, const rm_model *m, in
     rm_problem *p = NULL;
     rc = rm_problem_from_graph(&p, &g, e);
     rm_graph_free(&g);
-    if (rc) return rc;
+    if (rc) return rm_err_context(e, "%s at batch %d", m->path, batch);
     /* Aligned as the plan places them, so the simulator's peak is the plan's live peak. */
     for (int i = 0; i < p->n; i++) p->nodes[i].bytes = rm_align_up(p->nodes[i].bytes);
     p->fixed_bytes = fp.total;
     p->budget = 0;
+    /* Again with the fixed bytes and the alignment: their total must not wrap either. */
+    if ((rc = rm_problem_validate(p, e))) {
+        rm_problem_free(p);
+        return rm_err_context(e, "%s at batch %d", m->path, batch);
+    }
     if (costs) {
         char name[RM_NAME_LEN];
         rm_cost_model_name(name, sizeof name, m->path);

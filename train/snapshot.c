@@ -575,6 +575,27 @@ static int read_payload(rm_snapshot_counters *c, ck_reader *r, uint64_t payload,
     return RM_OK;
 }
 
+int rm_snapshot_check_header(const char *path, rm_err *e)
+{
+    if (!path || !*path) return rm_errorf(e, RM_ERR_INVALID, "snapshot: no file name");
+    ck_reader *r = malloc(sizeof *r);
+    if (!r) return rm_errorf(e, RM_ERR_NOMEM, "%s: no memory to read a snapshot", path);
+    r->path = path;
+    r->left = 0;
+    int rc = RM_OK;
+    struct stat st;
+    uint64_t payload = 0;
+    errno = 0;
+    r->f = fopen(path, "rb");
+    if (!r->f) rc = io_error(e, path, "open snapshot");
+    else if (fstat(fileno(r->f), &st) != 0) rc = io_error(e, path, "stat snapshot");
+    else if (!S_ISREG(st.st_mode)) rc = rm_errorf(e, RM_ERR_IO, "%s: not a regular file", path);
+    else rc = read_header(&payload, r, (long long)st.st_size, e);
+    if (r->f) fclose(r->f);
+    free(r);
+    return rc;
+}
+
 int rm_snapshot_load(rm_snapshot_counters *c, const char *path, const rm_model *m, rm_layer_params *const *lp,
                        rm_optim *opt, rm_err *e)
 {

@@ -63,6 +63,13 @@ int rm_snapshot_save(const char *path, const rm_model *m, rm_layer_params *const
 int rm_snapshot_load(rm_snapshot_counters *c, const char *path, const rm_model *m, rm_layer_params *const *lp,
                        rm_optim *opt, rm_err *e);
 
+/* The checks rm_snapshot_load makes before it needs the model: the file
+ * opens, is a regular file, and its header is a snapshot of this version
+ * whose sizes match the file's (the payload checksum is left to the load).
+ * Cheap, so a run can refuse a wrong --resume before a long solve. Errors
+ * as rm_snapshot_load's, naming the file. */
+int rm_snapshot_check_header(const char *path, rm_err *e);
+
 /* CRC-32 (IEEE 802.3, the polynomial of zlib and PNG) of n bytes, continuing
  * from crc (0 to start): the checksum the format uses, for tests and tools. */
 uint32_t rm_snapshot_crc32(uint32_t crc, const void *data, size_t n);

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "atomic_file.h"
 #include "builder.h"
 #include "snapshot.h"
 #include "rng.h"
@@ -349,6 +350,10 @@ int rm_trainer_create(rm_trainer **out, const rm_trainer_config *c, rm_err *e)
     t->sum.device = t->be->name;
     /* A missing data folder fails before any solve. */
     if (!t->synthetic && (rc = open_dir_data(t, e))) goto fail;
+    /* So do a --resume that is no snapshot and a --snapshot that cannot be
+     * written: found otherwise only after the solve, or after a whole epoch. */
+    if (c->resume_path && (rc = rm_snapshot_check_header(c->resume_path, e))) goto fail;
+    if (c->snapshot_path && (rc = rm_atomic_probe(c->snapshot_path, e))) goto fail;
     if (t->batch == 0 && (rc = rm_trainer_auto_batch(t, e))) goto fail;
     t->sum.batch = t->batch;
     if ((rc = rm_trainer_plan_memory(t, e))) goto fail;

@@ -154,7 +154,8 @@ typedef struct rm_trainer_summary {
     long recomputations;     /* computes beyond the first */
     int recomputed_nodes;    /* nodes computed more than once */
     int resolves;            /* extra solves to absorb fragmentation */
-    int cache;               /* -1 no cache, 0 miss (solved and stored), 1 hit */
+    int cache;               /* -1 no cache, 0 miss (solved; stored when cache_stored), 1 hit */
+    int cache_stored;        /* a miss's schedule was written to cache_file (else a note says why not) */
     char cache_file[512];
     /* the run */
     int64_t epoch_steps;

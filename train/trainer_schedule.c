@@ -113,6 +113,7 @@ static void cache_store(rm_trainer *t, const char *path)
         return;
     }
     if (rm_schedule_write(t->s, t->p, path, &e)) rm_trainer_note(t, "schedule cache: not stored: %s", e.msg);
+    else t->sum.cache_stored = 1;
 }
 
 /* Where no schedule is found, what would fit: the largest batch this
@@ -155,6 +156,7 @@ static int solve(rm_trainer *t, rm_err *e)
     const size_t budget = p->budget, fixed = p->fixed_bytes, act = budget - fixed;
     t->sum.strategy = st->name;
     t->sum.cache = -1;
+    t->sum.cache_stored = 0;
     char path[512] = "";
     if (t->cfg.cache_dir) {
         snprintf(path, sizeof path, "%s/%s-%016llx.schedule", t->cfg.cache_dir, st->name,

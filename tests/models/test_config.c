@@ -260,3 +260,13 @@ Test(models_config, missing_file)
     cr_assert_eq(rm_model_load(&m, "/nonexistent/x.cfg", &e), RM_ERR_IO);
     cr_assert(strstr(e.msg, "/nonexistent/x.cfg"));
 }
+
+/* A folder opens but cannot be read: the message said only "read error". */
+Test(models_config, folder_instead_of_a_file)
+{
+    rm_model *m = NULL;
+    rm_err e = {RM_OK, ""};
+    cr_assert_eq(rm_model_load(&m, "/tmp", &e), RM_ERR_IO);
+    cr_assert_null(m);
+    cr_assert(strstr(e.msg, "/tmp") && strstr(e.msg, "Is a directory"), "%s", e.msg);
+}

@@ -118,6 +118,28 @@ Test(models_cli, bad_config_fails)
     rmdir(dir);
 }
 
+/* Each tensor addressable, but their sum past 2^64 bytes: the totals wrapped
+ * around (an activation sum below the peak) and graph exited 0. */
+Test(models_cli, byte_totals_that_would_wrap_fail)
+{
+    char dir[] = "/tmp/remat_cli_XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/wide.cfg", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs("[net]\nchannels=4\nheight=1048576\nwidth=1048576\n", f);
+    for (int i = 0; i < 30; i++) fputs("[relu]\n", f);
+    fputs("[global_avgpool]\n[linear]\nout=10\n[softmax_xent]\n", f);
+    fclose(f);
+    cr_assert_eq(run_cli(6, (const char *[]){"remat", "graph", "--model", path, "--batch", "60000"}), 1);
+    cr_assert_eq(run_cli(10, (const char *[]){"remat", "plan", "--model", path, "--batch", "60000", "--budget", "50%",
+                                              "--strategy", "checkpoint_all"}),
+                 1);
+    remove(path);
+    rmdir(dir);
+}
+
 Test(models_cli, bad_arguments_fail)
 {
     char model[512];

@@ -248,6 +248,19 @@ Test(cli_plan, unknown_strategy_and_bad_usage_fail_fast)
     cr_assert_eq(
         cf_remat("plan", "--model", "/nonexistent.cfg", "--batch", "2", "--budget", "80%", "--strategy", "milp", NULL),
         1);
+    /* --out and --svg are written after the solve; one that cannot be written is refused before it. */
+    cr_assert_eq(cf_remat("plan", "--model", TINY, "--batch", "2", "--budget", "80%", "--strategy", "milp",
+                          "--time-limit", "0", "--out", cf_dir, NULL),
+                 1);
+    msg = err_text();
+    cr_assert(strstr(msg, "is a directory"), "%s", msg);
+    free(msg);
+    cr_assert_eq(cf_remat("plan", "--model", TINY, "--batch", "2", "--budget", "80%", "--strategy", "milp",
+                          "--time-limit", "0", "--svg", "/nonexistent/dir/fig", NULL),
+                 1);
+    msg = err_text();
+    cr_assert(strstr(msg, "/nonexistent/dir/fig-rs.svg"), "%s", msg);
+    free(msg);
     cr_assert_lt((double)(clock() - t0) / CLOCKS_PER_SEC, 1.0);
 }
 
@@ -299,6 +312,8 @@ Test(cli_budget, parses_sizes_and_percentages)
         cr_assert_gt(strlen(why), 5, "'%s': no reason", bad[k]);
     }
     char why[256];
+    cr_assert_eq(rm_cli_parse_budget(&b, "1e400", why, sizeof why), -1);
+    cr_assert(strstr(why, "too large"), "an overflowing number is too large, not 'not positive': %s", why);
     cr_assert_eq(rm_cli_parse_budget(&b, "16G", why, sizeof why), -1);
     cr_assert(strstr(why, "16GiB") && strstr(why, "16GB"), "the message suggests both spellings: %s", why);
 }
@@ -446,6 +461,27 @@ Test(cli_explain, explains_recomputations_and_the_peak)
     out = out_text();
     cr_assert(strstr(out, "Nothing: every value is computed once"), "%s", out);
     free(out);
+}
+
+/* As `remat plan` does, explain takes a problem file's own budget when no
+ * --budget is given (it used to require --budget even then). */
+Test(cli_explain, a_problem_files_budget_is_the_default)
+{
+    const char *prob = cf_path("two-layer.txt");
+    FILE *f = fopen(prob, "w");
+    cr_assert_not_null(f);
+    fputs("problem 7 4096 11000\n" CF_EXAMPLE_NODES, f);
+    fclose(f);
+    cr_assert_eq(cf_remat("explain", "--problem", prob, "--strategy", "milp", "--quiet", NULL), 0, "%s", err_text());
+    char *out = out_text();
+    cr_assert(strstr(out, "The device budget is 10.74 KiB."), "%s", out);
+    free(out);
+    f = fopen(prob, "w");
+    cr_assert_not_null(f);
+    fputs("problem 7 4096\n" CF_EXAMPLE_NODES, f);
+    fclose(f);
+    cr_assert_eq(cf_remat("explain", "--problem", prob, "--quiet", NULL), 1);
+    cr_assert(strstr(cf_err, "the problem file sets none"), "%s", cf_err);
 }
 
 Test(cli_maxbatch, runs_and_refuses_percentages)

@@ -165,6 +165,16 @@ static rm_cost_file *costs_for(const rm_problem *p, const double *secs, int batc
 
 static const double chain_secs[] = {0, 1e-3, 2e-3, 1e-3, 1e-4, 1e-4, 1e-3, 1e-3, 1e-3};
 
+/* A folder opens but cannot be read: the message said only "read error". */
+Test(cost_file, folder_instead_of_a_file)
+{
+    rm_cost_file *c = NULL;
+    rm_err e = {0};
+    cr_assert_eq(rm_cost_file_read(&c, "/tmp", &e), RM_ERR_IO);
+    cr_assert_null(c);
+    cr_assert(strstr(e.msg, "/tmp") && strstr(e.msg, "Is a directory"), "%s", e.msg);
+}
+
 Test(cost_file, apply_checks_that_the_file_is_the_problems)
 {
     rm_problem *p = chain();

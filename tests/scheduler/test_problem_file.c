@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli_fixture.h"
+#include "cost_file.h"
 #include "random_graphs.h"
 #include "schedule.h"
 #include "simulate.h"
@@ -123,6 +124,8 @@ Test(problem_file, malformed_files_name_the_line)
     expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 -1\n2 c forward 1 8 1\n", 3, "outside 0..2");
     expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 0,0\n2 c forward 1 8 1\n", 3, "twice");
     expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 0,\n2 c forward 1 8 1\n", 3, "empty entry");
+    /* The message quotes the whole list, not what strtok left of it. */
+    expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 0\n2 c forward 1 8 0,,1\n", 4, "'0,,1' has an empty entry");
     expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 -8 0\n2 c forward 1 8 1\n", 3, "negative");
     expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8k 0\n2 c forward 1 8 1\n", 3, "not a non-negative integer");
     expect_error(HDR "0 a forward 1 8 -\n1 b forward -2 8 0\n2 c forward 1 8 1\n", 3, "negative");
@@ -138,6 +141,66 @@ Test(problem_file, malformed_files_name_the_line)
                  "more node lines than the 3");
     expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 0\n2 c forward 1 8 1\n1 b forward 1 8 0\n", 5,
                  "defined twice (first at line 3)");
+}
+
+/* Sizes each within range but summing past 2^64 once wrapped around: the
+ * no-remat peak came out as 98 bytes and every strategy "fit". */
+Test(problem_file, byte_totals_that_would_wrap_are_refused)
+{
+    expect_error("problem 3 0\n0 a forward 1 9223372036854775807 -\n1 b loss 1 9223372036854775807 0\n"
+                 "2 c backward 1 9223372036854775807 0,1\n",
+                 2, "more than 2^62 bytes");
+    expect_error("problem 3 0\n0 a forward 1 3000000000000000000 -\n1 b loss 1 3000000000000000000 0\n"
+                 "2 c backward 1 8 0,1\n",
+                 3, "more than 2^62 bytes");
+    expect_error("problem 2 4611686018427387000\n0 a forward 1 8 -\n1 b loss 1 4096 0\n", 3, "more than 2^62 bytes");
+    /* Every constructor validates: the same bound holds for built problems. */
+    rm_problem *p = NULL;
+    rm_err e = {0};
+    cr_assert_eq(rm_problem_create(&p, 2, &e), RM_OK);
+    p->nodes[0].bytes = RM_PROBLEM_MAX_BYTES;
+    cr_assert_eq(rm_problem_validate(p, &e), RM_OK, "%s", e.msg);
+    p->nodes[1].bytes = 1;
+    cr_assert_eq(rm_problem_validate(p, &e), RM_ERR_INVALID);
+    cr_assert(strstr(e.msg, "node 1"), "%s", e.msg);
+    rm_problem_free(p);
+}
+
+/* A NUL byte ended the line's fields silently: "0\0,1" read as deps "0". */
+Test(problem_file, nul_byte_is_refused)
+{
+    static const char text[] = "problem 2 0\n0 a forward 1 8 -\n1 b loss 1 8 0\0,5\n";
+    char path[64] = "/tmp/remat_test_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    cr_assert_eq(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
+    close(fd);
+    rm_problem *p = NULL;
+    rm_err e = {0};
+    cr_assert_eq(rm_problem_read(&p, path, &e), RM_ERR_PARSE, "%s", e.msg);
+    cr_assert(strstr(e.msg, ":3:") && strstr(e.msg, "NUL"), "%s", e.msg);
+    unlink(path);
+}
+
+/* An endless line (/dev/zero) made getline grow its buffer until memory ran
+ * out; every line-based reader now stops at RM_TEXT_MAX_LINE. */
+Test(problem_file, endless_line_is_refused, .timeout = 60)
+{
+    rm_err e = {0};
+    rm_problem *p = NULL;
+    cr_assert_eq(rm_problem_read(&p, "/dev/zero", &e), RM_ERR_PARSE, "%s", e.msg);
+    cr_assert(strstr(e.msg, "/dev/zero:1: a line longer than"), "%s", e.msg);
+    rm_cost_file *c = NULL;
+    cr_assert_eq(rm_cost_file_read(&c, "/dev/zero", &e), RM_ERR_PARSE, "%s", e.msg);
+    cr_assert(strstr(e.msg, "a line longer than"), "%s", e.msg);
+    char path[64];
+    temp_file(path, sizeof path, example);
+    cr_assert_eq(rm_problem_read(&p, path, &e), RM_OK, "%s", e.msg);
+    rm_schedule *s = NULL;
+    cr_assert_eq(rm_schedule_read(&s, p, "/dev/zero", &e), RM_ERR_PARSE, "%s", e.msg);
+    cr_assert(strstr(e.msg, "a line longer than"), "%s", e.msg);
+    rm_problem_free(p);
+    unlink(path);
 }
 
 Test(problem_file, missing_file_is_io_error)

@@ -119,3 +119,18 @@ Test(route, quiet_by_default)
     cr_expect(!strstr(log, "remat info:") && !strstr(log, "remat debug:"), "%s", log);
     rm_problem_free(p);
 }
+
+/* A value it does not know is said once, not silently ignored; the level
+ * names are case-insensitive. */
+Test(route, unknown_level_is_reported_and_case_is_ignored)
+{
+    rm_problem *p = mid_budget_problem();
+    const char *log = run_logged("verbose", "milp", p, RM_OK);
+    expect_line(log, "remat warn: REMAT_LOG='verbose' is not error, warn, info or debug");
+    cr_expect(!strstr(log, "remat info:"), "%s", log);
+    const char *first = strstr(log, "REMAT_LOG='verbose'");
+    cr_expect(first && !strstr(first + 1, "REMAT_LOG='verbose'"), "said once: %s", log);
+    log = run_logged("INFO", "milp", p, RM_OK);
+    expect_line(log, "remat info: route milp: ");
+    rm_problem_free(p);
+}

@@ -133,6 +133,10 @@ Test(profile, bad_usage_and_cuda_without_a_gpu)
     cr_assert_eq(cf_remat("profile", "--model", TINY, "--batch", "4", "--device", "tpu", NULL), 1);
     cr_assert(cf_said(1, "--device must be cpu or cuda"));
     cr_assert_eq(cf_remat("profile", "--model", TINY, "--batch", "4", "--reps", "0", NULL), 1);
+    /* An --out that cannot be written is refused before the measurement, not after it. */
+    cr_assert_eq(cf_remat("profile", "--model", TINY, "--batch", "4", "--out", cf_dir, "--quiet", NULL), 1);
+    cr_assert(cf_said(1, "is a directory"), "%s", cf_err);
+    cr_assert(!cf_said(0, "model"), "refused only after profiling");
     /* Only where CUDA cannot run: no CUDA build, or no GPU. */
     rm_err e = {RM_OK, ""};
     rm_backend *be = NULL;

@@ -411,6 +411,7 @@ Test(trainer, schedule_cache_hits_and_rejects_tampering)
     rm_trainer *a = create(&c);
     const rm_trainer_summary *sa = rm_trainer_summary_of(a);
     cr_assert_eq(sa->cache, 0, "first run: a miss");
+    cr_assert_eq(sa->cache_stored, 1);
     FILE *f = fopen(sa->cache_file, "r");
     cr_assert_not_null(f, "%s was not written", sa->cache_file);
     fclose(f);
@@ -429,6 +430,18 @@ Test(trainer, schedule_cache_hits_and_rejects_tampering)
     c2.budget_percent = 90;
     b = create(&c2);
     cr_assert_eq(rm_trainer_summary_of(b)->cache, 0);
+    rm_trainer_free(b);
+
+    /* A cache folder that cannot be created: a note, and the summary does
+     * not claim the schedule was stored (`remat train` printed "stored in
+     * the cache as /nonexistent/..."). */
+    rm_trainer_config c3 = c;
+    c3.cache_dir = "/nonexistent/remat-cache";
+    memset(r.notes, 0, sizeof r.notes);
+    b = create(&c3);
+    cr_assert_eq(rm_trainer_summary_of(b)->cache, 0);
+    cr_assert_eq(rm_trainer_summary_of(b)->cache_stored, 0);
+    cr_assert(strstr(r.notes, "cannot create /nonexistent/remat-cache"), "notes: %s", r.notes);
     rm_trainer_free(b);
 
     /* A tampered file: stage 5 no longer computes node 5 (R[5][5] = 0); the reader rejects it and the
@@ -506,6 +519,9 @@ Test(trainer_cli, refuses_bad_input_with_a_reason)
         {{"--model", RESNET_TINY, "--data", "synthetic", "--budget", "80%", "--optimizer", "rmsprop", NULL},
          "sgd or adam"},
         {{"--model", RESNET_TINY, "--data", "synthetic", "--budget", "80%", "--epochs", "0", NULL}, "--epochs"},
+        /* Over the bound: the message gives it (it said "an integer >= 1" of 99999999999). */
+        {{"--model", RESNET_TINY, "--data", "synthetic", "--budget", "80%", "--samples", "99999999999", NULL},
+         "--samples must be an integer from 1 to 2000000000"},
         {{"--model", RESNET_TINY, "--data", "synthetic", NULL}, "--budget B is required"},
         {{"--model", RESNET_TINY, "--budget", "80%", NULL}, "--data"},
         {{"--model", UNET_TINY, "--data", "synthetic", "--budget", "8MiB", "--batch", "auto", "--strategy",
@@ -516,6 +532,37 @@ Test(trainer_cli, refuses_bad_input_with_a_reason)
         int rc = train_cli(cases[i].args);
         cr_expect_eq(rc, 1, "case %zu: exit %d, stderr: %s", i, rc, cf_err);
         cr_expect(strstr(cf_err, cases[i].want), "case %zu: stderr lacks '%s': %s", i, cases[i].want, cf_err);
+    }
+}
+
+/* An unwritable --snapshot was found only when the first epoch ended, a
+ * --resume that is no snapshot only after the solve: both now fail before
+ * anything is solved or printed. */
+Test(trainer_cli, refuses_a_bad_snapshot_path_before_solving)
+{
+    const char *junk = cf_path("junk.snap");
+    FILE *f = fopen(junk, "wb");
+    cr_assert_not_null(f);
+    fputs("not a snapshot, but long enough to hold a header", f);
+    fclose(f);
+    struct {
+        const char *flag, *path, *want;
+    } cases[] = {
+        {"--snapshot", cf_dir, "is a directory"},
+        {"--snapshot", "/nonexistent/dir/run.snap", "No such file or directory"},
+        {"--checkpoint", "/nonexistent/dir/run.snap", "No such file or directory"},
+        {"--resume", junk, "not a remat snapshot"},
+        {"--resume", cf_dir, "not a regular file"},
+        {"--resume", "/nonexistent/run.snap", "No such file or directory"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *args[] = {"--model", RESNET_TINY, "--data", "synthetic", "--batch", "8", "--budget", "80%",
+                              "--strategy", "milp", "--time-limit", "0", cases[i].flag, cases[i].path, "--quiet",
+                              NULL};
+        int rc = train_cli(args);
+        cr_expect_eq(rc, 1, "case %zu: exit %d, stderr: %s", i, rc, cf_err);
+        cr_expect(strstr(cf_err, cases[i].want), "case %zu: stderr lacks '%s': %s", i, cases[i].want, cf_err);
+        cr_expect(!cf_said(0, "schedule"), "case %zu: refused only after the solve", i);
     }
 }
 
