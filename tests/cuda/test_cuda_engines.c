@@ -77,150 +77,218 @@ static rm_backend *engine_backend(rm_kernel_lib engine)
     return be;
 }
 
-/* One layer call pair on the GPU: forward then backward, writing into the
- * buffers given; the workspace is exactly what the engine reports. */
+/* The outputs of one forward + backward pair on the GPU. */
 typedef struct gpu_bufs {
     float *out, *dx, *dw, *db;
 } gpu_bufs;
 
-static void run_case(rm_kernel_lib engine, rm_layer_kind kind, const ecase *c)
-{
-    const rm_layer_desc *d = rm_layer_desc_of(kind);
-    const char *en = rm_kernel_lib_name(engine);
-    double tol = engine == RM_KERNELS_HANDWRITTEN ? TOL_EXACT : TOL_FLOAT;
-    rm_err e = {0};
-    rm_shape os;
-    cr_assert_eq(d->infer(&os, &c->cfg, &c->in, 1, &e), RM_OK, "%s %s: %s", d->name, c->name, e.msg);
-    rm_shape ws = {0, 0, 0, 0}, bs = {0, 0, 0, 0};
-    if (d->param_shapes) d->param_shapes(&ws, &bs, &c->cfg, &c->in, 1);
-    rm_rng rng = rm_rng_make(0xe9e1e000u + (uint64_t)kind * 977u + (uint64_t)c->in.h * 31u + (uint64_t)c->in.c);
-    int is_bn = kind == RM_LAYER_BATCHNORM2D;
-    size_t nx = rm_shape_numel(c->in), nw = rm_shape_numel(ws), nb = rm_shape_numel(bs), no = rm_shape_numel(os);
-    size_t nc = (size_t)c->in.c;
-    float *x = host_random(nx, &rng), *w = host_random(nw, &rng), *b = host_random(nb, &rng);
-    float *dy = host_random(no, &rng), *rmean = host_random(nc, &rng), *rvar = host_random(nc, &rng);
-    for (size_t i = 0; i < nc; i++) rvar[i] = 0.5f + fabsf(rvar[i]);
+/* One case's host data: the inputs both backends get (from one seeded
+ * generator) and the CPU reference's results. */
+typedef struct ehost {
+    const rm_layer_desc *d;
+    rm_shape os, ws, bs;
+    size_t nx, nw, nb, no, nc;
+    int is_bn;
+    float *x, *w, *b, *dy, *rmean, *rvar;
+    float *cpu_out, *cpu_dx, *cpu_dw, *cpu_db, *cpu_rmean, *cpu_rvar;
+} ehost;
 
-    /* CPU reference. */
-    float *cpu_out = host_fill(no, 1e30f), *cpu_dx = host_fill(nx, 1e30f), *cpu_dw = host_fill(nw, 1e30f);
-    float *cpu_db = host_fill(nb, 1e30f), *cpu_rmean = malloc(nc * sizeof(float)), *cpu_rvar = malloc(nc * sizeof(float));
-    memcpy(cpu_rmean, rmean, nc * sizeof(float));
-    memcpy(cpu_rvar, rvar, nc * sizeof(float));
-    rm_tensor tx = rm_tensor_make(c->in, x), tout = rm_tensor_make(os, cpu_out), tdy = rm_tensor_make(os, dy);
-    rm_tensor tdx = rm_tensor_make(c->in, cpu_dx);
+/* The GPU side of a case: two runs of the same calls, each into its own
+ * buffers pre-filled with different garbage, so that equal bits mean
+ * determinism and not a kernel that left its output alone. */
+typedef struct egpu {
+    devmem m;
+    const char *en;
+    size_t ws_fwd, ws_bwd;
+    float *g_rmean, *g_rvar, *garbage1, *garbage2;
+    gpu_bufs run[2];
+    float *rm_after[2], *rv_after[2]; /* running statistics after each run's forward */
+    float *y[2], *dx[2], *dw[2], *db[2]; /* each run's outputs, downloaded */
+} egpu;
+
+static void host_prepare(ehost *h, rm_layer_kind kind, const ecase *c)
+{
+    memset(h, 0, sizeof *h);
+    const rm_layer_desc *d = h->d = rm_layer_desc_of(kind);
+    rm_err e = {0};
+    cr_assert_eq(d->infer(&h->os, &c->cfg, &c->in, 1, &e), RM_OK, "%s %s: %s", d->name, c->name, e.msg);
+    if (d->param_shapes) d->param_shapes(&h->ws, &h->bs, &c->cfg, &c->in, 1);
+    rm_rng rng = rm_rng_make(0xe9e1e000u + (uint64_t)kind * 977u + (uint64_t)c->in.h * 31u + (uint64_t)c->in.c);
+    h->is_bn = kind == RM_LAYER_BATCHNORM2D;
+    h->nx = rm_shape_numel(c->in), h->nw = rm_shape_numel(h->ws), h->nb = rm_shape_numel(h->bs);
+    h->no = rm_shape_numel(h->os), h->nc = (size_t)c->in.c;
+    /* The draw order fixes every case's data: keep it. */
+    h->x = host_random(h->nx, &rng);
+    h->w = host_random(h->nw, &rng);
+    h->b = host_random(h->nb, &rng);
+    h->dy = host_random(h->no, &rng);
+    h->rmean = host_random(h->nc, &rng);
+    h->rvar = host_random(h->nc, &rng);
+    for (size_t i = 0; i < h->nc; i++) h->rvar[i] = 0.5f + fabsf(h->rvar[i]);
+}
+
+static void cpu_reference(ehost *h, const ecase *c)
+{
+    size_t nw = h->nw, nb = h->nb, nc = h->nc;
+    rm_err e = {0};
+    h->cpu_out = host_fill(h->no, 1e30f), h->cpu_dx = host_fill(h->nx, 1e30f), h->cpu_dw = host_fill(nw, 1e30f);
+    h->cpu_db = host_fill(nb, 1e30f);
+    h->cpu_rmean = malloc(nc * sizeof(float)), h->cpu_rvar = malloc(nc * sizeof(float));
+    memcpy(h->cpu_rmean, h->rmean, nc * sizeof(float));
+    memcpy(h->cpu_rvar, h->rvar, nc * sizeof(float));
+    rm_tensor tx = rm_tensor_make(c->in, h->x), tout = rm_tensor_make(h->os, h->cpu_out);
+    rm_tensor tdy = rm_tensor_make(h->os, h->dy), tdx = rm_tensor_make(c->in, h->cpu_dx);
     rm_layer_params prm;
     memset(&prm, 0, sizeof prm);
-    prm.w = rm_tensor_make(ws, nw ? w : NULL);
-    prm.b = rm_tensor_make(bs, nb ? b : NULL);
-    if (is_bn) {
-        prm.running_mean = rm_tensor_make(rm_shape_make((int)nc, 1, 1, 1), cpu_rmean);
-        prm.running_var = rm_tensor_make(rm_shape_make((int)nc, 1, 1, 1), cpu_rvar);
+    prm.w = rm_tensor_make(h->ws, nw ? h->w : NULL);
+    prm.b = rm_tensor_make(h->bs, nb ? h->b : NULL);
+    if (h->is_bn) {
+        prm.running_mean = rm_tensor_make(rm_shape_make((int)nc, 1, 1, 1), h->cpu_rmean);
+        prm.running_var = rm_tensor_make(rm_shape_make((int)nc, 1, 1, 1), h->cpu_rvar);
     }
     rm_layer_call call;
     memset(&call, 0, sizeof call);
     call.cfg = &c->cfg, call.params = &prm, call.nin = 1, call.in[0] = &tx, call.out = &tout;
     call.training = c->training, call.update_stats = c->update_stats;
-    cr_assert_eq(rm_layer_forward(d, &call, &e), RM_OK, "cpu forward: %s", e.msg);
-    prm.dw = rm_tensor_make(ws, nw ? cpu_dw : NULL);
-    prm.db = rm_tensor_make(bs, nb ? cpu_db : NULL);
+    cr_assert_eq(rm_layer_forward(h->d, &call, &e), RM_OK, "cpu forward: %s", e.msg);
+    prm.dw = rm_tensor_make(h->ws, nw ? h->cpu_dw : NULL);
+    prm.db = rm_tensor_make(h->bs, nb ? h->cpu_db : NULL);
     call.din[0] = &tdx, call.dout = &tdy;
-    cr_assert_eq(rm_layer_backward(d, &call, &e), RM_OK, "cpu backward: %s", e.msg);
+    cr_assert_eq(rm_layer_backward(h->d, &call, &e), RM_OK, "cpu backward: %s", e.msg);
+}
 
-    /* GPU. */
-    devmem m = {engine_backend(engine), {0}, 0};
-    size_t ws_fwd = rm_layer_workspace_bytes_device(d, m.be, &c->cfg, &c->in, 1, os, 0);
-    size_t ws_bwd = rm_layer_workspace_bytes_device(d, m.be, &c->cfg, &c->in, 1, os, 1);
+/* The engine's workspace for each direction, checked against the layer's
+ * bound; a buffer for the larger one (every call gets exactly its size). */
+static void *gpu_workspace(egpu *g, const ehost *h, const ecase *c)
+{
+    const rm_layer_desc *d = h->d;
+    g->ws_fwd = rm_layer_workspace_bytes_device(d, g->m.be, &c->cfg, &c->in, 1, h->os, 0);
+    g->ws_bwd = rm_layer_workspace_bytes_device(d, g->m.be, &c->cfg, &c->in, 1, h->os, 1);
     if (d->workspace_bytes_cuda) {
-        size_t bound_f = d->workspace_bytes_cuda(&c->cfg, &c->in, 1, os, 0);
-        size_t bound_b = d->workspace_bytes_cuda(&c->cfg, &c->in, 1, os, 1);
-        cr_expect(ws_fwd <= bound_f && ws_bwd <= bound_b,
-                  "%s [%s] %s: engine workspace %zu / %zu exceeds the descriptor's bound %zu / %zu", d->name, en,
-                  c->name, ws_fwd, ws_bwd, bound_f, bound_b);
+        size_t bound_f = d->workspace_bytes_cuda(&c->cfg, &c->in, 1, h->os, 0);
+        size_t bound_b = d->workspace_bytes_cuda(&c->cfg, &c->in, 1, h->os, 1);
+        cr_expect(g->ws_fwd <= bound_f && g->ws_bwd <= bound_b,
+                  "%s [%s] %s: engine workspace %zu / %zu exceeds the descriptor's bound %zu / %zu", d->name, g->en,
+                  c->name, g->ws_fwd, g->ws_bwd, bound_f, bound_b);
     } else {
-        cr_expect(ws_fwd == 0 && ws_bwd == 0, "%s [%s]: workspace %zu / %zu but no workspace_bytes_cuda", d->name, en,
-                  ws_fwd, ws_bwd);
+        cr_expect(g->ws_fwd == 0 && g->ws_bwd == 0, "%s [%s]: workspace %zu / %zu but no workspace_bytes_cuda", d->name,
+                  g->en, g->ws_fwd, g->ws_bwd);
     }
-    void *gws = dev_upload(&m, NULL, (ws_fwd > ws_bwd ? ws_fwd : ws_bwd) + 64);
-    float *gx = dev_upload(&m, x, nx * sizeof(float)), *gdy = dev_upload(&m, dy, no * sizeof(float));
-    float *gw = nw ? dev_upload(&m, w, nw * sizeof(float)) : NULL, *gb = nb ? dev_upload(&m, b, nb * sizeof(float)) : NULL;
-    float *g_rmean = is_bn ? dev_upload(&m, rmean, nc * sizeof(float)) : NULL;
-    float *g_rvar = is_bn ? dev_upload(&m, rvar, nc * sizeof(float)) : NULL;
+    return dev_upload(&g->m, NULL, (g->ws_fwd > g->ws_bwd ? g->ws_fwd : g->ws_bwd) + 64);
+}
+
+/* Forward then backward, twice, on the same inputs; the second forward is a
+ * recomputation (no statistics update), as a rematerialising executor does. */
+static void gpu_runs(egpu *g, const ehost *h, const ecase *c)
+{
+    const rm_layer_desc *d = h->d;
+    size_t nx = h->nx, nw = h->nw, nb = h->nb, no = h->no, nc = h->nc;
+    devmem *m = &g->m;
+    rm_err e = {0};
+    void *gws = gpu_workspace(g, h, c);
+    float *gx = dev_upload(m, h->x, nx * sizeof(float)), *gdy = dev_upload(m, h->dy, no * sizeof(float));
+    float *gw = nw ? dev_upload(m, h->w, nw * sizeof(float)) : NULL;
+    float *gb = nb ? dev_upload(m, h->b, nb * sizeof(float)) : NULL;
+    g->g_rmean = h->is_bn ? dev_upload(m, h->rmean, nc * sizeof(float)) : NULL;
+    g->g_rvar = h->is_bn ? dev_upload(m, h->rvar, nc * sizeof(float)) : NULL;
     size_t big = no > nx ? no : nx;
     big = big > nw ? big : nw;
-    float *garbage1 = host_fill(big, 1e30f), *garbage2 = host_fill(big, -7.0f);
-    gpu_bufs run[2];
+    g->garbage1 = host_fill(big, 1e30f), g->garbage2 = host_fill(big, -7.0f);
     for (int r = 0; r < 2; r++) {
-        float *g = r ? garbage2 : garbage1;
-        run[r].out = dev_upload(&m, g, no * sizeof(float));
-        run[r].dx = dev_upload(&m, g, nx * sizeof(float));
-        run[r].dw = nw ? dev_upload(&m, g, nw * sizeof(float)) : NULL;
-        run[r].db = nb ? dev_upload(&m, g, nb * sizeof(float)) : NULL;
+        float *junk = r ? g->garbage2 : g->garbage1;
+        g->run[r].out = dev_upload(m, junk, no * sizeof(float));
+        g->run[r].dx = dev_upload(m, junk, nx * sizeof(float));
+        g->run[r].dw = nw ? dev_upload(m, junk, nw * sizeof(float)) : NULL;
+        g->run[r].db = nb ? dev_upload(m, junk, nb * sizeof(float)) : NULL;
     }
     rm_layer_params gprm;
     memset(&gprm, 0, sizeof gprm);
-    gprm.w = rm_tensor_make(ws, gw);
-    gprm.b = rm_tensor_make(bs, gb);
-    if (is_bn) {
-        gprm.running_mean = rm_tensor_make(rm_shape_make((int)nc, 1, 1, 1), g_rmean);
-        gprm.running_var = rm_tensor_make(rm_shape_make((int)nc, 1, 1, 1), g_rvar);
+    gprm.w = rm_tensor_make(h->ws, gw);
+    gprm.b = rm_tensor_make(h->bs, gb);
+    if (h->is_bn) {
+        gprm.running_mean = rm_tensor_make(rm_shape_make((int)nc, 1, 1, 1), g->g_rmean);
+        gprm.running_var = rm_tensor_make(rm_shape_make((int)nc, 1, 1, 1), g->g_rvar);
     }
-    rm_tensor gtx = rm_tensor_make(c->in, gx), gtdy = rm_tensor_make(os, gdy), gtout, gtdx;
-    rm_layer_call g;
-    memset(&g, 0, sizeof g);
-    g.cfg = &c->cfg, g.params = &gprm, g.be = m.be, g.nin = 1, g.in[0] = &gtx, g.out = &gtout;
-    g.training = c->training;
-    g.workspace = gws;
-
-    float *rm_after[2] = {NULL, NULL}, *rv_after[2] = {NULL, NULL};
+    rm_tensor gtx = rm_tensor_make(c->in, gx), gtdy = rm_tensor_make(h->os, gdy), gtout, gtdx;
+    rm_layer_call call;
+    memset(&call, 0, sizeof call);
+    call.cfg = &c->cfg, call.params = &gprm, call.be = m->be, call.nin = 1, call.in[0] = &gtx, call.out = &gtout;
+    call.training = c->training;
+    call.workspace = gws;
     for (int r = 0; r < 2; r++) {
-        /* Forward; the second one is a recomputation: no statistics update. */
-        gtout = rm_tensor_make(os, run[r].out);
-        g.update_stats = r == 0 ? c->update_stats : 0;
-        g.dout = NULL, g.din[0] = NULL;
-        gprm.dw = rm_tensor_make(ws, NULL), gprm.db = rm_tensor_make(bs, NULL);
-        g.workspace_size = ws_fwd;
-        cr_assert_eq(rm_layer_forward(d, &g, &e), RM_OK, "%s [%s] %s forward: %s", d->name, en, c->name, e.msg);
-        cr_assert_eq(m.be->ops->sync(m.be->ctx, &e), RM_OK, "%s [%s] forward: %s", d->name, en, e.msg);
-        if (is_bn) rm_after[r] = download(&m, g_rmean, nc), rv_after[r] = download(&m, g_rvar, nc);
+        gtout = rm_tensor_make(h->os, g->run[r].out);
+        call.update_stats = r == 0 ? c->update_stats : 0;
+        call.dout = NULL, call.din[0] = NULL;
+        gprm.dw = rm_tensor_make(h->ws, NULL), gprm.db = rm_tensor_make(h->bs, NULL);
+        call.workspace_size = g->ws_fwd;
+        cr_assert_eq(rm_layer_forward(d, &call, &e), RM_OK, "%s [%s] %s forward: %s", d->name, g->en, c->name, e.msg);
+        cr_assert_eq(m->be->ops->sync(m->be->ctx, &e), RM_OK, "%s [%s] forward: %s", d->name, g->en, e.msg);
+        if (h->is_bn) g->rm_after[r] = download(m, g->g_rmean, nc), g->rv_after[r] = download(m, g->g_rvar, nc);
         /* Backward: only x (RM_READS_INPUTS) carries data besides dy. */
-        gtout.data = d->backward_reads & RM_READS_OUTPUT ? run[r].out : NULL;
-        gtdx = rm_tensor_make(c->in, run[r].dx);
-        g.din[0] = &gtdx, g.dout = &gtdy;
-        gprm.dw = rm_tensor_make(ws, run[r].dw), gprm.db = rm_tensor_make(bs, run[r].db);
-        g.workspace_size = ws_bwd;
-        cr_assert_eq(rm_layer_backward(d, &g, &e), RM_OK, "%s [%s] %s backward: %s", d->name, en, c->name, e.msg);
-        cr_assert_eq(m.be->ops->sync(m.be->ctx, &e), RM_OK, "%s [%s] backward: %s", d->name, en, e.msg);
+        gtout.data = d->backward_reads & RM_READS_OUTPUT ? g->run[r].out : NULL;
+        gtdx = rm_tensor_make(c->in, g->run[r].dx);
+        call.din[0] = &gtdx, call.dout = &gtdy;
+        gprm.dw = rm_tensor_make(h->ws, g->run[r].dw), gprm.db = rm_tensor_make(h->bs, g->run[r].db);
+        call.workspace_size = g->ws_bwd;
+        cr_assert_eq(rm_layer_backward(d, &call, &e), RM_OK, "%s [%s] %s backward: %s", d->name, g->en, c->name, e.msg);
+        cr_assert_eq(m->be->ops->sync(m->be->ctx, &e), RM_OK, "%s [%s] backward: %s", d->name, g->en, e.msg);
     }
+}
 
-    float *y[2], *dx[2], *dw[2], *db[2];
+static void check_runs(egpu *g, const ehost *h, const ecase *c, double tol)
+{
+    const char *ln = h->d->name, *en = g->en;
+    size_t nx = h->nx, nw = h->nw, nb = h->nb, no = h->no, nc = h->nc;
     for (int r = 0; r < 2; r++) {
-        y[r] = download(&m, run[r].out, no), dx[r] = download(&m, run[r].dx, nx);
-        dw[r] = download(&m, run[r].dw, nw), db[r] = download(&m, run[r].db, nb);
+        g->y[r] = download(&g->m, g->run[r].out, no), g->dx[r] = download(&g->m, g->run[r].dx, nx);
+        g->dw[r] = download(&g->m, g->run[r].dw, nw), g->db[r] = download(&g->m, g->run[r].db, nb);
     }
-    compare(y[0], cpu_out, no, tol, d->name, en, c, "y");
-    compare(dx[0], cpu_dx, nx, tol, d->name, en, c, "dx");
-    if (nw) compare(dw[0], cpu_dw, nw, tol, d->name, en, c, "dw");
-    if (nb) compare(db[0], cpu_db, nb, tol, d->name, en, c, "db");
-    if (is_bn && c->training && c->update_stats) {
-        compare(rm_after[0], cpu_rmean, nc, tol, d->name, en, c, "running_mean");
-        compare(rv_after[0], cpu_rvar, nc, tol, d->name, en, c, "running_var");
+    compare(g->y[0], h->cpu_out, no, tol, ln, en, c, "y");
+    compare(g->dx[0], h->cpu_dx, nx, tol, ln, en, c, "dx");
+    if (nw) compare(g->dw[0], h->cpu_dw, nw, tol, ln, en, c, "dw");
+    if (nb) compare(g->db[0], h->cpu_db, nb, tol, ln, en, c, "db");
+    if (h->is_bn && c->training && c->update_stats) {
+        compare(g->rm_after[0], h->cpu_rmean, nc, tol, ln, en, c, "running_mean");
+        compare(g->rv_after[0], h->cpu_rvar, nc, tol, ln, en, c, "running_var");
     }
-    if (is_bn) { /* the recomputation left them alone */
-        expect_same_bits(rm_after[0], rm_after[1], nc, d->name, en, c, "running_mean (recomputed)");
-        expect_same_bits(rv_after[0], rv_after[1], nc, d->name, en, c, "running_var (recomputed)");
+    if (h->is_bn) { /* the recomputation left them alone */
+        expect_same_bits(g->rm_after[0], g->rm_after[1], nc, ln, en, c, "running_mean (recomputed)");
+        expect_same_bits(g->rv_after[0], g->rv_after[1], nc, ln, en, c, "running_var (recomputed)");
     }
-    expect_same_bits(y[0], y[1], no, d->name, en, c, "y (twice)");
-    expect_same_bits(dx[0], dx[1], nx, d->name, en, c, "dx (twice)");
-    if (nw) expect_same_bits(dw[0], dw[1], nw, d->name, en, c, "dw (twice)");
-    if (nb) expect_same_bits(db[0], db[1], nb, d->name, en, c, "db (twice)");
-    cr_expect_eq(rm_backend_cuda_fallbacks(m.be), 0ULL, "%s [%s] %s: %llu call(s) fell back to the hand-written kernels",
-                 d->name, en, c->name, rm_backend_cuda_fallbacks(m.be));
+    expect_same_bits(g->y[0], g->y[1], no, ln, en, c, "y (twice)");
+    expect_same_bits(g->dx[0], g->dx[1], nx, ln, en, c, "dx (twice)");
+    if (nw) expect_same_bits(g->dw[0], g->dw[1], nw, ln, en, c, "dw (twice)");
+    if (nb) expect_same_bits(g->db[0], g->db[1], nb, ln, en, c, "db (twice)");
+    cr_expect_eq(rm_backend_cuda_fallbacks(g->m.be), 0ULL,
+                 "%s [%s] %s: %llu call(s) fell back to the hand-written kernels", ln, en, c->name,
+                 rm_backend_cuda_fallbacks(g->m.be));
+}
 
-    for (int r = 0; r < 2; r++) free(y[r]), free(dx[r]), free(dw[r]), free(db[r]), free(rm_after[r]), free(rv_after[r]);
-    devmem_free(&m);
-    rm_backend_free(m.be);
-    free(x), free(w), free(b), free(dy), free(rmean), free(rvar), free(cpu_out), free(cpu_dx), free(cpu_dw);
-    free(cpu_db), free(cpu_rmean), free(cpu_rvar), free(garbage1), free(garbage2);
+static void case_free(egpu *g, ehost *h)
+{
+    for (int r = 0; r < 2; r++) {
+        free(g->y[r]), free(g->dx[r]), free(g->dw[r]), free(g->db[r]);
+        free(g->rm_after[r]), free(g->rv_after[r]);
+    }
+    devmem_free(&g->m);
+    rm_backend_free(g->m.be);
+    free(g->garbage1), free(g->garbage2);
+    free(h->x), free(h->w), free(h->b), free(h->dy), free(h->rmean), free(h->rvar), free(h->cpu_out), free(h->cpu_dx);
+    free(h->cpu_dw), free(h->cpu_db), free(h->cpu_rmean), free(h->cpu_rvar);
+}
+
+static void run_case(rm_kernel_lib engine, rm_layer_kind kind, const ecase *c)
+{
+    ehost h;
+    egpu g;
+    host_prepare(&h, kind, c);
+    cpu_reference(&h, c);
+    memset(&g, 0, sizeof g);
+    g.m = (devmem){engine_backend(engine), {0}, 0};
+    g.en = rm_kernel_lib_name(engine);
+    gpu_runs(&g, &h, c);
+    check_runs(&g, &h, c, engine == RM_KERNELS_HANDWRITTEN ? TOL_EXACT : TOL_FLOAT);
+    case_free(&g, &h);
 }
 
 static ecase make_case(const char *name, rm_layer_kind kind, rm_shape in)

@@ -62,136 +62,204 @@ static rm_backend *cuda_backend(void)
     return be;
 }
 
-static void run_case(rm_layer_kind kind, const lcase *c)
-{
-    const rm_layer_desc *d = rm_layer_desc_of(kind);
-    cr_assert_not_null(d->forward_cuda, "%s: no CUDA forward", d->name);
-    cr_assert_not_null(d->backward_cuda, "%s: no CUDA backward", d->name);
-    rm_err e = {0};
-    rm_shape os;
-    cr_assert_eq(d->infer(&os, &c->cfg, c->in, c->nin, &e), RM_OK, "%s", e.msg);
-    rm_shape ws = {0, 0, 0, 0}, bs = {0, 0, 0, 0};
-    if (d->param_shapes) d->param_shapes(&ws, &bs, &c->cfg, c->in, c->nin);
-    rm_rng rng = rm_rng_make(0x5eed0000u + (uint64_t)kind * 131u + (uint64_t)c->in[0].h);
-    int is_bn = kind == RM_LAYER_BATCHNORM2D, is_loss = kind == RM_LAYER_SOFTMAX_XENT ||
-                                                        kind == RM_LAYER_PIXEL_SOFTMAX_XENT;
-    size_t nw = rm_shape_numel(ws), nb = rm_shape_numel(bs), no = rm_shape_numel(os), nc = (size_t)c->in[0].c;
+/* One case's host data: the inputs both backends get (from one seeded
+ * generator) and the CPU reference's results. */
+typedef struct lhost {
+    const rm_layer_desc *d;
+    rm_shape os, ws, bs;
+    size_t nw, nb, no, nc, nlabels;
+    int is_bn, is_loss;
+    float *x[RM_MAX_INPUTS], *w, *b, *dy, *rmean, *rvar;
+    int32_t *labels;
+    float *cpu_out, *cpu_out_fwd, *cpu_din[RM_MAX_INPUTS], *cpu_dw, *cpu_db, *cpu_rmean, *cpu_rvar;
+} lhost;
 
-    /* Host data, shared by both backends. */
-    float *x[RM_MAX_INPUTS], *w = host_random(nw, &rng), *b = host_random(nb, &rng), *dy = host_random(no, &rng);
-    for (int k = 0; k < c->nin; k++) x[k] = host_random(rm_shape_numel(c->in[k]), &rng);
-    float *rmean = host_random(nc, &rng), *rvar = host_random(nc, &rng);
-    for (size_t i = 0; i < nc; i++) rvar[i] = 0.5f + fabsf(rvar[i]);
-    size_t nlabels = is_loss ? (size_t)c->in[0].n * c->in[0].h * c->in[0].w : 0;
-    int32_t *labels = malloc((nlabels ? nlabels : 1) * sizeof *labels);
-    for (size_t i = 0; i < nlabels; i++) labels[i] = (int32_t)(rm_rng_next(&rng) % (uint64_t)c->in[0].c);
-
-    /* CPU reference. */
-    float *cpu_out = host_fill(no, 1e30f), *cpu_din[RM_MAX_INPUTS];
-    float *cpu_dw = host_fill(nw, 1e30f), *cpu_db = host_fill(nb, 1e30f);
-    float *cpu_rmean = malloc(nc * sizeof(float)), *cpu_rvar = malloc(nc * sizeof(float));
-    memcpy(cpu_rmean, rmean, nc * sizeof(float));
-    memcpy(cpu_rvar, rvar, nc * sizeof(float));
-    rm_tensor tin[RM_MAX_INPUTS], tout = rm_tensor_make(os, cpu_out), tdy = rm_tensor_make(os, dy);
-    rm_tensor tdin[RM_MAX_INPUTS];
+/* The GPU side of a case. The call points into this struct, so it stays put
+ * (on run_case's stack) from the forward to the backward pass. */
+typedef struct lgpu {
+    devmem m;
     rm_layer_params prm;
-    memset(&prm, 0, sizeof prm);
-    prm.w = rm_tensor_make(ws, nw ? w : NULL);
-    prm.b = rm_tensor_make(bs, nb ? b : NULL);
-    if (is_bn) {
-        prm.running_mean = rm_tensor_make(rm_shape_make((int)nc, 1, 1, 1), cpu_rmean);
-        prm.running_var = rm_tensor_make(rm_shape_make((int)nc, 1, 1, 1), cpu_rvar);
-    }
+    rm_tensor in[RM_MAX_INPUTS], out, dy, din[RM_MAX_INPUTS];
+    rm_layer_call call;
+    float *garbage;
+} lgpu;
+
+/* The call fields both backends share; dropout's mask depends on the seed,
+ * step and node id, so they must match for the outputs to. */
+static rm_layer_call base_call(const lcase *c)
+{
     rm_layer_call call;
     memset(&call, 0, sizeof call);
     call.cfg = &c->cfg;
-    call.params = &prm;
     call.nin = c->nin;
-    call.out = &tout;
-    call.labels = labels;
     call.training = c->training;
     call.update_stats = c->update_stats;
     call.seed = 1234567, call.step = 42, call.node_id = 7;
+    return call;
+}
+
+static void host_prepare(lhost *h, rm_layer_kind kind, const lcase *c)
+{
+    memset(h, 0, sizeof *h);
+    const rm_layer_desc *d = h->d = rm_layer_desc_of(kind);
+    cr_assert_not_null(d->forward_cuda, "%s: no CUDA forward", d->name);
+    cr_assert_not_null(d->backward_cuda, "%s: no CUDA backward", d->name);
+    rm_err e = {0};
+    cr_assert_eq(d->infer(&h->os, &c->cfg, c->in, c->nin, &e), RM_OK, "%s", e.msg);
+    if (d->param_shapes) d->param_shapes(&h->ws, &h->bs, &c->cfg, c->in, c->nin);
+    rm_rng rng = rm_rng_make(0x5eed0000u + (uint64_t)kind * 131u + (uint64_t)c->in[0].h);
+    h->is_bn = kind == RM_LAYER_BATCHNORM2D;
+    h->is_loss = kind == RM_LAYER_SOFTMAX_XENT || kind == RM_LAYER_PIXEL_SOFTMAX_XENT;
+    h->nw = rm_shape_numel(h->ws), h->nb = rm_shape_numel(h->bs), h->no = rm_shape_numel(h->os);
+    h->nc = (size_t)c->in[0].c;
+
+    /* The draw order fixes every case's data: keep it. */
+    h->w = host_random(h->nw, &rng);
+    h->b = host_random(h->nb, &rng);
+    h->dy = host_random(h->no, &rng);
+    for (int k = 0; k < c->nin; k++) h->x[k] = host_random(rm_shape_numel(c->in[k]), &rng);
+    h->rmean = host_random(h->nc, &rng);
+    h->rvar = host_random(h->nc, &rng);
+    for (size_t i = 0; i < h->nc; i++) h->rvar[i] = 0.5f + fabsf(h->rvar[i]);
+    h->nlabels = h->is_loss ? (size_t)c->in[0].n * c->in[0].h * c->in[0].w : 0;
+    h->labels = malloc((h->nlabels ? h->nlabels : 1) * sizeof *h->labels);
+    for (size_t i = 0; i < h->nlabels; i++) h->labels[i] = (int32_t)(rm_rng_next(&rng) % (uint64_t)c->in[0].c);
+}
+
+static void cpu_reference(lhost *h, const lcase *c)
+{
+    size_t nw = h->nw, nb = h->nb, no = h->no, nc = h->nc;
+    rm_err e = {0};
+    h->cpu_out = host_fill(no, 1e30f);
+    h->cpu_dw = host_fill(nw, 1e30f), h->cpu_db = host_fill(nb, 1e30f);
+    h->cpu_rmean = malloc(nc * sizeof(float)), h->cpu_rvar = malloc(nc * sizeof(float));
+    memcpy(h->cpu_rmean, h->rmean, nc * sizeof(float));
+    memcpy(h->cpu_rvar, h->rvar, nc * sizeof(float));
+    rm_tensor tin[RM_MAX_INPUTS], tout = rm_tensor_make(h->os, h->cpu_out), tdy = rm_tensor_make(h->os, h->dy);
+    rm_tensor tdin[RM_MAX_INPUTS];
+    rm_layer_params prm;
+    memset(&prm, 0, sizeof prm);
+    prm.w = rm_tensor_make(h->ws, nw ? h->w : NULL);
+    prm.b = rm_tensor_make(h->bs, nb ? h->b : NULL);
+    if (h->is_bn) {
+        prm.running_mean = rm_tensor_make(rm_shape_make((int)nc, 1, 1, 1), h->cpu_rmean);
+        prm.running_var = rm_tensor_make(rm_shape_make((int)nc, 1, 1, 1), h->cpu_rvar);
+    }
+    rm_layer_call call = base_call(c);
+    call.params = &prm;
+    call.out = &tout;
+    call.labels = h->labels;
     for (int k = 0; k < c->nin; k++) {
-        tin[k] = rm_tensor_make(c->in[k], x[k]);
+        tin[k] = rm_tensor_make(c->in[k], h->x[k]);
         call.in[k] = &tin[k];
     }
-    cr_assert_eq(rm_layer_forward(d, &call, &e), RM_OK, "cpu forward: %s", e.msg);
-    float *cpu_out_fwd = malloc((no ? no : 1) * sizeof(float));
-    memcpy(cpu_out_fwd, cpu_out, no * sizeof(float));
+    cr_assert_eq(rm_layer_forward(h->d, &call, &e), RM_OK, "cpu forward: %s", e.msg);
+    h->cpu_out_fwd = malloc((no ? no : 1) * sizeof(float));
+    memcpy(h->cpu_out_fwd, h->cpu_out, no * sizeof(float));
     for (int k = 0; k < c->nin; k++) {
-        cpu_din[k] = host_fill(rm_shape_numel(c->in[k]), 1e30f);
-        tdin[k] = rm_tensor_make(c->in[k], cpu_din[k]);
+        h->cpu_din[k] = host_fill(rm_shape_numel(c->in[k]), 1e30f);
+        tdin[k] = rm_tensor_make(c->in[k], h->cpu_din[k]);
         call.din[k] = &tdin[k];
     }
-    prm.dw = rm_tensor_make(ws, nw ? cpu_dw : NULL);
-    prm.db = rm_tensor_make(bs, nb ? cpu_db : NULL);
-    call.dout = is_loss ? NULL : &tdy;
-    cr_assert_eq(rm_layer_backward(d, &call, &e), RM_OK, "cpu backward: %s", e.msg);
+    prm.dw = rm_tensor_make(h->ws, nw ? h->cpu_dw : NULL);
+    prm.db = rm_tensor_make(h->bs, nb ? h->cpu_db : NULL);
+    call.dout = h->is_loss ? NULL : &tdy;
+    cr_assert_eq(rm_layer_backward(h->d, &call, &e), RM_OK, "cpu backward: %s", e.msg);
+}
 
-    /* The same on the GPU. */
-    devmem m = {cuda_backend(), {0}, 0};
-    float *gx[RM_MAX_INPUTS], *gdin[RM_MAX_INPUTS];
-    for (int k = 0; k < c->nin; k++) gx[k] = dev_upload(&m, x[k], rm_shape_numel(c->in[k]) * sizeof(float));
-    float *gw = nw ? dev_upload(&m, w, nw * sizeof(float)) : NULL, *gb = nb ? dev_upload(&m, b, nb * sizeof(float)) : NULL;
-    float *garbage = host_fill(no > nw + nb ? no : nw + nb, 1e30f);
-    float *gout = dev_upload(&m, garbage, no * sizeof(float)), *gdy = dev_upload(&m, dy, no * sizeof(float));
-    int32_t *glabels = (int32_t *)dev_upload(&m, labels, nlabels * sizeof(int32_t));
-    rm_layer_params gprm;
-    memset(&gprm, 0, sizeof gprm);
-    gprm.w = rm_tensor_make(ws, gw);
-    gprm.b = rm_tensor_make(bs, gb);
-    if (is_bn) {
-        gprm.running_mean = rm_tensor_make(rm_shape_make((int)nc, 1, 1, 1), dev_upload(&m, rmean, nc * sizeof(float)));
-        gprm.running_var = rm_tensor_make(rm_shape_make((int)nc, 1, 1, 1), dev_upload(&m, rvar, nc * sizeof(float)));
+static void gpu_forward(lgpu *g, const lhost *h, const lcase *c)
+{
+    size_t nw = h->nw, nb = h->nb, no = h->no, nc = h->nc;
+    rm_err e = {0};
+    g->m = (devmem){cuda_backend(), {0}, 0};
+    devmem *m = &g->m;
+    float *gx[RM_MAX_INPUTS];
+    for (int k = 0; k < c->nin; k++) gx[k] = dev_upload(m, h->x[k], rm_shape_numel(c->in[k]) * sizeof(float));
+    float *gw = nw ? dev_upload(m, h->w, nw * sizeof(float)) : NULL;
+    float *gb = nb ? dev_upload(m, h->b, nb * sizeof(float)) : NULL;
+    g->garbage = host_fill(no > nw + nb ? no : nw + nb, 1e30f);
+    float *gout = dev_upload(m, g->garbage, no * sizeof(float)), *gdy = dev_upload(m, h->dy, no * sizeof(float));
+    int32_t *glabels = (int32_t *)dev_upload(m, h->labels, h->nlabels * sizeof(int32_t));
+    memset(&g->prm, 0, sizeof g->prm);
+    g->prm.w = rm_tensor_make(h->ws, gw);
+    g->prm.b = rm_tensor_make(h->bs, gb);
+    if (h->is_bn) {
+        rm_shape sc = rm_shape_make((int)nc, 1, 1, 1);
+        g->prm.running_mean = rm_tensor_make(sc, dev_upload(m, h->rmean, nc * sizeof(float)));
+        g->prm.running_var = rm_tensor_make(sc, dev_upload(m, h->rvar, nc * sizeof(float)));
     }
-    rm_tensor gin[RM_MAX_INPUTS], gtout = rm_tensor_make(os, gout), gtdy = rm_tensor_make(os, gdy), gtdin[RM_MAX_INPUTS];
-    rm_layer_call g = call;
-    g.be = m.be;
-    g.params = &gprm;
-    g.out = &gtout;
-    g.labels = glabels;
+    g->out = rm_tensor_make(h->os, gout), g->dy = rm_tensor_make(h->os, gdy);
+    g->call = base_call(c);
+    g->call.be = m->be;
+    g->call.params = &g->prm;
+    g->call.out = &g->out;
+    g->call.labels = glabels;
     for (int k = 0; k < c->nin; k++) {
-        gin[k] = rm_tensor_make(c->in[k], gx[k]);
-        g.in[k] = &gin[k];
-        g.din[k] = NULL;
+        g->in[k] = rm_tensor_make(c->in[k], gx[k]);
+        g->call.in[k] = &g->in[k];
     }
-    g.dout = NULL;
-    cr_assert_eq(rm_layer_forward(d, &g, &e), RM_OK, "cuda forward: %s", e.msg);
-    cr_assert_eq(m.be->ops->sync(m.be->ctx, &e), RM_OK, "cuda forward: %s", e.msg);
-    compare(&m, gout, cpu_out_fwd, no, d->name, c, "y");
-    if (is_bn && c->training && c->update_stats) {
-        compare(&m, gprm.running_mean.data, cpu_rmean, nc, d->name, c, "running_mean");
-        compare(&m, gprm.running_var.data, cpu_rvar, nc, d->name, c, "running_var");
+    cr_assert_eq(rm_layer_forward(h->d, &g->call, &e), RM_OK, "cuda forward: %s", e.msg);
+    cr_assert_eq(m->be->ops->sync(m->be->ctx, &e), RM_OK, "cuda forward: %s", e.msg);
+    compare(m, gout, h->cpu_out_fwd, no, h->d->name, c, "y");
+    if (h->is_bn && c->training && c->update_stats) {
+        compare(m, g->prm.running_mean.data, h->cpu_rmean, nc, h->d->name, c, "running_mean");
+        compare(m, g->prm.running_var.data, h->cpu_rvar, nc, h->d->name, c, "running_var");
     }
+}
 
-    /* Backward: only the declared forward tensors carry data. */
+/* Only the forward tensors the layer declares in backward_reads carry data,
+ * so a kernel that reads any other one fails here instead of in an executor
+ * that has freed it. */
+static void gpu_backward(lgpu *g, const lhost *h, const lcase *c)
+{
+    const rm_layer_desc *d = h->d;
+    size_t nw = h->nw, nb = h->nb;
+    devmem *m = &g->m;
+    rm_err e = {0};
+    float *gdin[RM_MAX_INPUTS];
     for (int k = 0; k < c->nin; k++) {
-        gdin[k] = dev_upload(&m, NULL, rm_shape_numel(c->in[k]) * sizeof(float));
-        float *junk = host_fill(rm_shape_numel(c->in[k]), 1e30f);
+        size_t nx = rm_shape_numel(c->in[k]);
+        gdin[k] = dev_upload(m, NULL, nx * sizeof(float));
+        float *junk = host_fill(nx, 1e30f);
         rm_err e2 = {0};
-        cr_assert_eq(m.be->ops->upload(m.be->ctx, gdin[k], junk, rm_shape_numel(c->in[k]) * sizeof(float), &e2), RM_OK);
+        cr_assert_eq(m->be->ops->upload(m->be->ctx, gdin[k], junk, nx * sizeof(float), &e2), RM_OK);
         free(junk);
-        gtdin[k] = rm_tensor_make(c->in[k], gdin[k]);
-        g.din[k] = &gtdin[k];
-        if (!(d->backward_reads & RM_READS_INPUTS)) gin[k].data = NULL;
+        g->din[k] = rm_tensor_make(c->in[k], gdin[k]);
+        g->call.din[k] = &g->din[k];
+        if (!(d->backward_reads & RM_READS_INPUTS)) g->in[k].data = NULL;
     }
-    if (!(d->backward_reads & RM_READS_OUTPUT)) gtout.data = NULL;
-    gprm.dw = rm_tensor_make(ws, nw ? dev_upload(&m, garbage, nw * sizeof(float)) : NULL);
-    gprm.db = rm_tensor_make(bs, nb ? dev_upload(&m, garbage, nb * sizeof(float)) : NULL);
-    g.dout = is_loss ? NULL : &gtdy;
-    cr_assert_eq(rm_layer_backward(d, &g, &e), RM_OK, "cuda backward: %s", e.msg);
-    cr_assert_eq(m.be->ops->sync(m.be->ctx, &e), RM_OK, "cuda backward: %s", e.msg);
+    if (!(d->backward_reads & RM_READS_OUTPUT)) g->out.data = NULL;
+    g->prm.dw = rm_tensor_make(h->ws, nw ? dev_upload(m, g->garbage, nw * sizeof(float)) : NULL);
+    g->prm.db = rm_tensor_make(h->bs, nb ? dev_upload(m, g->garbage, nb * sizeof(float)) : NULL);
+    g->call.dout = h->is_loss ? NULL : &g->dy;
+    cr_assert_eq(rm_layer_backward(d, &g->call, &e), RM_OK, "cuda backward: %s", e.msg);
+    cr_assert_eq(m->be->ops->sync(m->be->ctx, &e), RM_OK, "cuda backward: %s", e.msg);
     static const char *dnames[RM_MAX_INPUTS] = {"dx0", "dx1", "dx2", "dx3", "dx4", "dx5", "dx6", "dx7"};
-    for (int k = 0; k < c->nin; k++) compare(&m, gdin[k], cpu_din[k], rm_shape_numel(c->in[k]), d->name, c, dnames[k]);
-    if (nw) compare(&m, gprm.dw.data, cpu_dw, nw, d->name, c, "dw");
-    if (nb) compare(&m, gprm.db.data, cpu_db, nb, d->name, c, "db");
+    for (int k = 0; k < c->nin; k++)
+        compare(m, gdin[k], h->cpu_din[k], rm_shape_numel(c->in[k]), d->name, c, dnames[k]);
+    if (nw) compare(m, g->prm.dw.data, h->cpu_dw, nw, d->name, c, "dw");
+    if (nb) compare(m, g->prm.db.data, h->cpu_db, nb, d->name, c, "db");
+}
 
-    devmem_free(&m);
-    rm_backend_free(m.be);
-    for (int k = 0; k < c->nin; k++) free(x[k]), free(cpu_din[k]);
-    free(w), free(b), free(dy), free(rmean), free(rvar), free(labels), free(cpu_out), free(cpu_out_fwd);
-    free(cpu_dw), free(cpu_db), free(cpu_rmean), free(cpu_rvar), free(garbage);
+static void case_free(lgpu *g, lhost *h, const lcase *c)
+{
+    devmem_free(&g->m);
+    rm_backend_free(g->m.be);
+    free(g->garbage);
+    for (int k = 0; k < c->nin; k++) free(h->x[k]), free(h->cpu_din[k]);
+    free(h->w), free(h->b), free(h->dy), free(h->rmean), free(h->rvar), free(h->labels), free(h->cpu_out);
+    free(h->cpu_out_fwd), free(h->cpu_dw), free(h->cpu_db), free(h->cpu_rmean), free(h->cpu_rvar);
+}
+
+static void run_case(rm_layer_kind kind, const lcase *c)
+{
+    lhost h;
+    lgpu g;
+    host_prepare(&h, kind, c);
+    cpu_reference(&h, c);
+    gpu_forward(&g, &h, c);
+    gpu_backward(&g, &h, c);
+    case_free(&g, &h, c);
 }
 
 static rm_layer_config cfg_of(rm_layer_kind kind)
