@@ -320,8 +320,8 @@ int rm_cli_problem_load_costs(rm_cli_problem *out, const char *cmd, const char *
         }
         /* The accounting `remat train` uses (SGD with momentum), so a plan
          * made here is one the executor can run within the same budget. */
-        rm_optim_options sgd = rm_optim_options_default(RM_OPTIM_SGD);
-        rc = rm_training_problem(&out->p, &out->fp, m, (int)batch, &sgd, NULL, costs, RM_COST_SAME_BATCH, &e);
+        out->optim = rm_optim_options_default(RM_OPTIM_SGD);
+        rc = rm_training_problem(&out->p, &out->fp, m, (int)batch, &out->optim, NULL, costs, RM_COST_SAME_BATCH, &e);
         out->has_footprint = !rc;
         rm_model_free(m);
         if (rc) {
@@ -439,8 +439,7 @@ void rm_cli_problem_print(const rm_cli_problem *cp, const rm_cli_budget *b)
            nf, nl, nb, rm_cli_cost(x, sizeof x, cp->base_cost, cp->flops));
     printf("costs        %s\n", cp->cost_model);
     if (cp->has_footprint) {
-        rm_optim_options sgd = rm_optim_options_default(RM_OPTIM_SGD); /* as rm_cli_problem_load accounts */
-        rm_cli_print_footprint(&cp->fp, &sgd);
+        rm_cli_print_footprint(&cp->fp, &cp->optim);
     } else {
         printf("fixed        %s, always resident (the problem's own fixed bytes)\n",
                rm_cli_bytes(x, sizeof x, (double)p->fixed_bytes));

@@ -86,6 +86,7 @@ typedef struct rm_cli_problem {
     size_t file_budget;    /* the budget a problem file gave (0: none) */
     int has_footprint;     /* traced from a model: fp holds the fixed bytes' parts */
     rm_footprint fp;
+    rm_optim_options optim; /* accounted for this optimizer (SGD with momentum, as `remat train`) */
     rm_sim_result noremat; /* checkpoint-all (every value kept until its last use), simulated */
     size_t noremat_total;  /* fixed + noremat.peak_bytes: what "80%" is a percentage of */
     size_t lower_bound;    /* the trivial lower bound on the activation peak */

@@ -297,9 +297,8 @@ static void explain_budget(const rm_cli_problem *cp, const rm_cli_budget *bud)
            rm_cli_bytes(b, sizeof b, (double)p->fixed_bytes),
            rm_cli_bytes(c, sizeof c, (double)(p->budget - p->fixed_bytes)));
     if (cp->has_footprint) {
-        rm_optim_options sgd = rm_optim_options_default(RM_OPTIM_SGD); /* as rm_cli_problem_load accounts */
         printf("  ");
-        rm_cli_print_footprint(&cp->fp, &sgd);
+        rm_cli_print_footprint(&cp->fp, &cp->optim);
     }
     printf("  Without rematerialization (every value kept until its last use) the step peaks at %s =\n"
            "  fixed + %s",
