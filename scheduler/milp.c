@@ -71,6 +71,9 @@ typedef struct milp_run {
     double lower;    /* the LP bound rounded up to the cost step */
     int cutoff;      /* branch and bound was given the incumbent's cost */
     rm_schedule *cand;
+    uint8_t *nogood_S; /* n x n: the S of lp_solve's last answer (the no-good cut's support) */
+    int nogood_stage;  /* the stage where the simulator found it over the budget */
+    const char *stop;  /* why the search stopped without a proof, when not a limit */
 } milp_run;
 
 /* What a step leaves to do: the next step, the finish, or the finish after a
@@ -275,16 +278,19 @@ setfail:
 }
 
 /* lp_solve's integer solution: its S, the cheapest R for it, judged by the
- * simulator. */
-static int take_solution(milp_run *r, rm_err *e)
+ * simulator. *rejected: the simulator found it over the budget (see
+ * step_search); r->cand then keeps lp_solve's S for the no-good cut. */
+static int take_solution(milp_run *r, int *rejected, rm_err *e)
 {
     int n = r->n, rc;
     const rm_lp_model *m = &r->m;
+    *rejected = 0;
     if ((rc = rm_schedule_create(&r->cand, n, e)) != RM_OK) return rc;
     /* By original index: presolve may have removed columns, and
      * get_var_primalresult answers for those too. */
     for (size_t x = 0; x < (size_t)n * n; x++)
         r->cand->S[x] = m->s_col[x] && get_var_primalresult(m->lp, m->nrows + m->s_col[x]) > 0.5;
+    if (r->nogood_S) memcpy(r->nogood_S, r->cand->S, (size_t)n * n);
     /* The cheapest R for the solver's S: never dearer, never more memory. */
     if ((rc = rm_milp_cheapest_R(r->cand, r->p, e)) != RM_OK) return rc;
     rm_sim_result sim;
@@ -292,11 +298,16 @@ static int take_solution(milp_run *r, rm_err *e)
         rm_err_context(e, "milp: lp_solve's solution was rejected by the simulator");
         return rc;
     }
-    if (sim.peak_bytes > r->act)
-        return rm_errorf(e, RM_ERR_SOLVER,
-                         "milp: lp_solve's solution peaks at %zu bytes in the simulator, above the budget %zu "
-                         "(stage %d, node %d): model and simulator disagree",
-                         sim.peak_bytes, r->act, sim.peak_stage, sim.peak_node);
+    if (sim.peak_bytes > r->act) {
+        RM_LOG_WARN("milp: lp_solve's solution peaks at %zu bytes in the simulator, above the budget %zu (stage %d, "
+                    "node %d): within lp_solve's tolerances only; excluded, and the search restarts",
+                    sim.peak_bytes, r->act, sim.peak_stage, sim.peak_node);
+        rm_schedule_free(r->cand);
+        r->cand = NULL;
+        r->nogood_stage = sim.peak_stage;
+        *rejected = 1;
+        return RM_OK;
+    }
     int had = r->best.s != NULL;
     offer(&r->best, r->cand, &sim);
     r->cand = NULL;
@@ -304,30 +315,37 @@ static int take_solution(milp_run *r, rm_err *e)
     return RM_OK;
 }
 
-/* Branch and bound, and what its answer means. */
-static int step_search(milp_run *r, int *rc, rm_err *e)
+/* Cuts off the rejected answer's stage t: (S[t], S[t+1]) must differ from
+ * lp_solve's somewhere. Valid for every schedule: stage t's memory depends
+ * only on S[t], R[t] and S[t+1]; the cheapest R[t] for that pair (what the
+ * simulator judged) has the least peak of any R[t] (computing less never
+ * raises the peak), and clearing unread S entries only lowers it; so no
+ * schedule with that pair fits. Cutting the stage, not the whole S, is what
+ * keeps the restarts few: other stages' S vary freely behind one overshoot. */
+static int add_nogood(milp_run *r, rm_err *e)
+{
+    const rm_lp_model *m = &r->m;
+    int cnt = 0, t = r->nogood_stage, n = r->n;
+    double rhs = 1;
+    for (size_t x = (size_t)t * n; x < (size_t)(t + 2 < n ? t + 2 : n) * n; x++) {
+        if (!m->s_col[x]) continue;
+        r->m.rv[cnt] = r->nogood_S[x] ? -1.0 : 1.0;
+        r->m.ri[cnt++] = m->s_col[x];
+        if (r->nogood_S[x]) rhs -= 1;
+    }
+    if (cnt == 0) /* stage t has no S column: nothing lp_solve chose made it overshoot */
+        return rm_errorf(e, RM_ERR_SOLVER, "milp: stage %d is over the budget with no retention to cut", t);
+    if (!add_constraintex(m->lp, cnt, r->m.rv, r->m.ri, GE, rhs))
+        return rm_errorf(e, RM_ERR_SOLVER, "lp_solve add_constraintex failed on a no-good cut (%d entries)", cnt);
+    r->m.nrows++;
+    return RM_OK;
+}
+
+/* A search that found nothing: proved (nothing below the cutoff), a limit,
+ * or a failure. */
+static int search_ended(milp_run *r, int code, int *rc, rm_err *e)
 {
     rm_milp_result *info = r->info;
-    if ((*rc = bb_setup(r, e)) != RM_OK) return STEP_DONE;
-    rm_lp_watch w = rm_lp_watch_make(r->opt->node_limit, r->deadline);
-    int code = rm_lp_solve_watched(r->m.lp, &w, 1);
-    info->solver_code = code;
-    info->nodes = (long)get_total_nodes(r->m.lp);
-    info->improvements = w.improvements;
-    if (w.first >= 0) info->first_solution_s = w.first + (w.t0 - r->t0);
-    /* With a cutoff, lp_solve 5.5 may answer OPTIMAL or SUBOPTIMAL without
-     * having found anything better, and its "solution" is then not one: only
-     * a reported improvement counts. SUBOPTIMAL means "stopped early", so
-     * even without a cutoff it holds a solution only if one was reported:
-     * reading the variables of a search stopped before its first solution
-     * gives a meaningless S. */
-    int found = code == OPTIMAL ? !r->cutoff || w.first >= 0 : code == SUBOPTIMAL ? w.first >= 0 : 0;
-    if (found) {
-        if ((*rc = take_solution(r, e)) != RM_OK) return STEP_DONE;
-        if (code != OPTIMAL) return STEP_LIMIT;
-        info->status = RM_STATUS_OPTIMAL;
-        return STEP_DONE;
-    }
     if (code == INFEASIBLE || code == OPTIMAL) {
         /* The search finished and found nothing below the cutoff. */
         if (r->best.s) {
@@ -347,6 +365,71 @@ static int step_search(milp_run *r, int *rc, rm_err *e)
     return STEP_DONE;
 }
 
+/* Branch and bound, and what its answer means.
+ *
+ * lp_solve 5.5 accepts a binary within about 1e-7 of 0 or 1 as integral
+ * whatever set_epsint says (measured: a binary held to x <= 1 - 5e-8 is
+ * answered as x = 0.99999995 with epsint 1e-11), so on a tight budget row a
+ * 10 MB value at S = 0.99999995 hides a byte above the budget. The
+ * simulator judges every answer exactly; a rejected S is cut off (a no-good
+ * row, valid for every R) and the search restarts, up to MAX_REJECTIONS
+ * times (each restart of a small model takes milliseconds); then the best
+ * schedule found so far is the answer, unproved. */
+#define MAX_REJECTIONS 50
+static int step_search(milp_run *r, int *rc, rm_err *e)
+{
+    rm_milp_result *info = r->info;
+    if ((*rc = bb_setup(r, e)) != RM_OK) return STEP_DONE;
+    if (!(r->nogood_S = malloc((size_t)r->n * r->n))) {
+        *rc = rm_errorf(e, RM_ERR_NOMEM, "milp: out of memory");
+        return STEP_DONE;
+    }
+    for (int rejections = 0;; rejections++) {
+        rm_lp_watch w = rm_lp_watch_make(r->opt->node_limit > 0 ? r->opt->node_limit - info->nodes : 0, r->deadline);
+        int code = rm_lp_solve_watched(r->m.lp, &w, 1);
+        info->solver_code = code;
+        info->nodes += (long)get_total_nodes(r->m.lp);
+        info->improvements += w.improvements;
+        if (w.first >= 0 && info->first_solution_s < 0) info->first_solution_s = w.first + (w.t0 - r->t0);
+        /* With a cutoff, lp_solve 5.5 may answer OPTIMAL or SUBOPTIMAL
+         * without having found anything better, and its "solution" is then
+         * not one: only a reported improvement counts. SUBOPTIMAL means
+         * "stopped early", so even without a cutoff it holds a solution
+         * only if one was reported: reading the variables of a search
+         * stopped before its first solution gives a meaningless S. */
+        int found = code == OPTIMAL ? !r->cutoff || w.first >= 0 : code == SUBOPTIMAL ? w.first >= 0 : 0;
+        if (!found && rejections > 0 && code != INFEASIBLE && code != OPTIMAL && code != SUBOPTIMAL &&
+            code != USERABORT && code != TIMEOUT) {
+            /* Cut after cut, lp_solve may lose accuracy (ACCURACYERROR seen
+             * here); what was found before stands, unproved. */
+            RM_LOG_WARN("milp: lp_solve stopped with %s after %d restart%s: the best schedule found is returned "
+                        "without a proof",
+                        rm_lp_code_name(code), rejections, rejections == 1 ? "" : "s");
+            info->from_incumbent = r->best.s != NULL;
+            r->stop = "lp_solve lost accuracy on its answers over the budget";
+            return STEP_LIMIT;
+        }
+        if (!found) return search_ended(r, code, rc, e);
+        int rejected;
+        if ((*rc = take_solution(r, &rejected, e)) != RM_OK) return STEP_DONE;
+        if (!rejected) {
+            if (code != OPTIMAL) return STEP_LIMIT;
+            info->status = RM_STATUS_OPTIMAL;
+            return STEP_DONE;
+        }
+        if (rejections + 1 >= MAX_REJECTIONS || (r->deadline > 0 && now_s() >= r->deadline) ||
+            (r->opt->node_limit > 0 && info->nodes >= r->opt->node_limit)) {
+            RM_LOG_WARN("milp: %d of lp_solve's answers were over the budget: the best schedule found is returned "
+                        "without a proof",
+                        rejections + 1);
+            info->from_incumbent = r->best.s != NULL;
+            r->stop = "lp_solve's answers were over the budget";
+            return STEP_LIMIT;
+        }
+        if ((*rc = add_nogood(r, e)) != RM_OK) return STEP_DONE;
+    }
+}
+
 /* A limit stopped the search: optimal only if the bound proves it. */
 static int limit_status(milp_run *r, rm_err *e)
 {
@@ -361,7 +444,9 @@ static int limit_status(milp_run *r, rm_err *e)
     info->status = RM_STATUS_NO_SOLUTION;
     return rm_errorf(e, RM_ERR_INFEASIBLE,
                      "milp: no schedule found within the limits (%s; %ld nodes, %.1f s): not proved infeasible",
-                     r->opt->node_limit > 0 && info->nodes >= r->opt->node_limit ? "node limit" : "time limit",
+                     r->stop                                                     ? r->stop
+                     : r->opt->node_limit > 0 && info->nodes >= r->opt->node_limit ? "node limit"
+                                                                                   : "time limit",
                      info->nodes, now_s() - r->t0);
 }
 
@@ -370,6 +455,7 @@ static int finish(milp_run *r, rm_schedule **out, int rc, rm_err *e)
 {
     rm_milp_result *info = r->info;
     rm_schedule_free(r->cand);
+    free(r->nogood_S);
     rm_lp_model_free(&r->m);
     info->seconds = now_s() - r->t0;
     if (rc == RM_OK && r->best.s) {
