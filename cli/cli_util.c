@@ -244,7 +244,8 @@ void rm_cli_progress_log(void *ctx, const char *line)
     char msg[600];
     const char *sol = strstr(text, " solution ");
     const char *nodes = strstr(text, " nodes");
-    if (!strncmp(text, "incumbent", 9) || !strncmp(text, "milp:", 5) || !strncmp(text, "lp_round:", 9)) {
+    if (!strncmp(text, "incumbent", 9) || !strncmp(text, "milp:", 5) || !strncmp(text, "lp_round:", 9) ||
+        !strncmp(text, "best:", 5)) {
         /* Our own lines (the incumbent, coarsening) are already readable. */
         snprintf(msg, sizeof msg, "%s", text);
     } else if (strstr(text, "is B&B base")) {

@@ -29,10 +29,9 @@
     "  --problem FILE   a problem file instead (docs/problem-format.md); its budget is the default\n"                  \
     "  --budget B       TOTAL device memory, fixed bytes included: 6GiB, 512MiB, 1.5e9, 16GB, or a\n"                  \
     "                   percentage of the no-remat peak (80%); see `remat plan --help`\n"                              \
-    "  --strategy NAME  any of `remat plan`'s strategies; default: milp, and lp_round if the MILP finds\n"             \
-    "                   nothing within the time limit\n"                                                               \
+    "  --strategy NAME  any of `remat plan`'s strategies; default: best (every heuristic, then the MILP)\n"            \
     "  --costs FILE     node costs in profiled seconds (`remat profile`, docs/cost-format.md)\n"                       \
-    "  --time-limit S   seconds for each lp_round / milp solve (default 60; 0 = none)\n"                               \
+    "  --time-limit S   seconds for the best / lp_round / milp solve (default 60; 0 = none)\n"                        \
     "  --quiet          no progress on stderr\n"                                                                       \
     "\n"                                                                                                               \
     "example: remat explain --model models/vgg16.cfg --batch 32 --budget 80%"
@@ -354,9 +353,8 @@ static int explain_run(int argc, char **argv)
     double limit = 60;
     if (time_limit && rm_cli_parse_seconds(&limit, time_limit))
         return usage_error("--time-limit must be a number of seconds >= 0, got '%s'", time_limit);
-    const rm_strategy_info *st = rm_strategy_find(strategy ? strategy : "milp");
+    const rm_strategy_info *st = rm_strategy_find(strategy ? strategy : "best");
     if (!st) return usage_error("unknown strategy '%s' (see `remat plan --help`)", strategy);
-    const rm_strategy_info *fallback = strategy ? NULL : rm_strategy_find("lp_round");
 
     rm_cli_problem cp;
     int rc = rm_cli_problem_load_costs(&cp, "explain", model, batch_n, problem, costs);
@@ -389,14 +387,6 @@ static int explain_run(int argc, char **argv)
     rm_strategy_stats stats;
     rm_err e = {RM_OK, ""};
     rc = rm_strategy_run(&s, &stats, st, cp.p, &o, &e);
-    if (rc == RM_ERR_INFEASIBLE && fallback && stats.status != RM_STATUS_INFEASIBLE) {
-        /* The MILP found nothing in time (not a proof): LP rounding usually does. */
-        if (!quiet) fprintf(stderr, "remat explain: milp: %s; falling back to lp_round ...\n", e.msg);
-        printf("\n(The MILP found no schedule within %g s; LP rounding is explained instead.)\n", limit);
-        st = fallback;
-        pr.prefix = st->name;
-        rc = rm_strategy_run(&s, &stats, st, cp.p, &o, &e);
-    }
     if (rc) {
         if (rc == RM_ERR_INFEASIBLE)
             fprintf(stderr, "remat explain: %s found no schedule within the budget: %s\n", st->name, e.msg);

@@ -18,7 +18,7 @@
 #include "strategy.h"
 
 #define PLAN_USAGE                                                                                                     \
-    "usage: remat plan (--model FILE --batch N | --problem FILE) --budget B --strategy NAME\n"                         \
+    "usage: remat plan (--model FILE --batch N | --problem FILE) --budget B [--strategy NAME]\n"                       \
     "                  [--costs FILE] [--time-limit S] [--node-limit N] [--out FILE] [--svg PREFIX] [--quiet]\n"       \
     "       remat plan --check FILE (--model FILE --batch N | --problem FILE) [--budget B] [--svg PREFIX]\n"           \
     "\n"                                                                                                               \
@@ -36,10 +36,12 @@
     "  --budget B        TOTAL device memory, fixed bytes included: bytes (1500000000, 1.5e9), a size\n"               \
     "                    (6GiB, 512MiB, 16GB; KiB/MiB/GiB/TiB are powers of 1024, KB/MB/GB/TB of 1000),\n"             \
     "                    or a percentage of the no-remat peak (80%: 80% of fixed + checkpoint-all's peak)\n"           \
-    "  --strategy NAME   checkpoint_all, chen_sqrtn, chen_greedy, griewank, ap_sqrtn, ap_greedy,\n"                    \
+    "  --strategy NAME   best (the default): every heuristic first, then the MILP with the cheapest of them\n"         \
+    "                    as incumbent; the cheapest schedule found, never dearer than a heuristic;\n"                  \
+    "                    or one of checkpoint_all, chen_sqrtn, chen_greedy, griewank, ap_sqrtn, ap_greedy,\n"         \
     "                    linearized_sqrtn, linearized_greedy, ogc, lp_round, milp ('-' works for '_'),\n"              \
     "                    or all: run every strategy and compare them in a table\n"                                     \
-    "  --time-limit S    wall-clock seconds for each lp_round / milp solve (default 60; 0 = none)\n"                   \
+    "  --time-limit S    wall-clock seconds for each best / lp_round / milp solve (default 60; 0 = none)\n"            \
     "  --node-limit N    branch-and-bound nodes for milp (deterministic; default none)\n"                              \
     "  --out FILE        write the schedule (docs/schedule-format.md); with all, the cheapest one\n"                   \
     "  --svg PREFIX      write PREFIX-rs.svg (R and S as coloured grids) and PREFIX-memory.svg (memory\n"              \
@@ -516,7 +518,7 @@ static int plan_run(int argc, char **argv)
         if (a.strategy || a.out || a.time_limit || a.node_limit)
             return usage_error("--check takes the problem, --budget and --svg only");
     } else {
-        if (!a.strategy) return usage_error("--strategy NAME is required (see the list below, or 'all')");
+        if (!a.strategy) a.strategy = "best";
         if (strcmp(a.strategy, "all") && !(st = rm_strategy_find(a.strategy)))
             return usage_error("unknown strategy '%s'", a.strategy);
         if (!a.have_budget && !a.problem) return usage_error("--budget B is required");

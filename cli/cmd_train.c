@@ -39,12 +39,13 @@
     "                        percentage of the no-remat peak at the batch (75%)\n"                             \
     "  --batch N|auto        batch size (default 32); auto: the largest batch the strategy fits in the\n"      \
     "                        budget (the max-batch search of `remat maxbatch`; needs an amount, not a %)\n"    \
-    "  --strategy NAME       checkpoint_all, chen_sqrtn, chen_greedy, griewank, ap_sqrtn, ap_greedy,\n"       \
-    "                        linearized_sqrtn, linearized_greedy, ogc, lp_round (default), milp\n"            \
+    "  --strategy NAME       best (default: every heuristic, then the MILP, the cheapest that fits), or\n"    \
+    "                        checkpoint_all, chen_sqrtn, chen_greedy, griewank, ap_sqrtn, ap_greedy,\n"       \
+    "                        linearized_sqrtn, linearized_greedy, ogc, lp_round, milp\n"                      \
     "  --costs FILE          the schedule minimises profiled seconds (`remat profile`, docs/cost-format.md)\n"\
     "                        instead of FLOPs; the file must be the model's at this batch (with --batch\n"     \
     "                        auto, scaled linearly to each batch tried)\n"                                     \
-    "  --time-limit S        seconds for an lp_round / milp solve (default 60; 0 = none)\n"                   \
+    "  --time-limit S        seconds for a best / lp_round / milp solve (default 60; 0 = none)\n"            \
     "  --node-limit N        branch-and-bound nodes for milp (deterministic; default none)\n"                 \
     "  --schedule-cache DIR  keep solved schedules in DIR, keyed by the problem, budget and strategy; a\n"    \
     "                        cached one is re-checked by the simulator before it is used\n"                  \
@@ -260,7 +261,7 @@ static int config_run(rm_trainer_config *c, const train_args *a)
 {
     c->model_path = a->model;
     c->data = a->data;
-    c->strategy = a->strategy ? a->strategy : "lp_round";
+    c->strategy = a->strategy ? a->strategy : "best";
     if (!rm_strategy_find(c->strategy)) return usage_error("unknown strategy '%s' (see the list below)", c->strategy);
     rm_cli_budget bud;
     char why[256];

@@ -79,6 +79,7 @@ typedef struct probe_ctx {
     void *ctx;
     const rm_maxbatch_options *o;
     rm_maxbatch_result *res;
+    int first_fit;
 } probe_ctx;
 
 static double total_cost(const rm_problem *p)
@@ -100,7 +101,9 @@ static int strategy_fits(int *feasible, void *vctx, int batch, rm_err *e)
     rm_schedule *s = NULL;
     rm_strategy_stats stats;
     rm_err se = {RM_OK, ""};
-    rc = rm_strategy_run(&s, &stats, c->st, p, &o->solver, &se);
+    rm_strategy_options so = o->solver;
+    so.first_fit = c->first_fit; /* a probe asks whether anything fits */
+    rc = rm_strategy_run(&s, &stats, c->st, p, &so, &se);
     c->res->probes++;
     if (rc == RM_OK) {
         *feasible = 1;
@@ -138,10 +141,17 @@ int rm_maxbatch_search(rm_maxbatch_result *out, const rm_strategy_info *st, rm_m
     /* No strategy goes below the trivial bound, so batches above it are
      * known not to fit and never solved: for the MILP those would be the
      * slowest probes of all. */
-    probe_ctx c = {st, build, ctx, o, out};
+    probe_ctx c = {st, build, ctx, o, out, 1};
     if (out->bound_batch > 0 &&
         (rc = rm_maxbatch_bisect(&out->max_batch, NULL, strategy_fits, &c, out->bound_batch + 1, e)))
         return rc;
+    if (out->max_batch > 0 && out->stats.first_fit) {
+        /* "best" stopped at the first fit on the probes: the answer's batch
+         * is solved once more in full, for the cost it reports. */
+        int fits;
+        c.first_fit = 0;
+        if ((rc = strategy_fits(&fits, &c, out->max_batch, e))) return rc;
+    }
     out->capped = out->max_batch == cap;
     out->search_s = now_s() - t0;
     return RM_OK;

@@ -31,6 +31,11 @@ int rm_route_lp_round(rm_schedule **out, rm_strategy_stats *stats, const rm_prob
                       rm_err *e);
 int rm_route_milp(rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p, const rm_strategy_options *o,
                   rm_err *e);
+/* "best" (route_best.c): the cheapest fitting baseline first, then the MILP
+ * route with it as incumbent, and the cheaper answer with the best bound.
+ * With o->first_fit it stops at the first schedule that fits. */
+int rm_route_best(rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p, const rm_strategy_options *o,
+                  rm_err *e);
 
 /* The coarsened route for large problems: coarsens p to about target nodes
  * (RM_COARSEN_TARGET when target <= 0), runs solve (a strategy's

@@ -1,6 +1,7 @@
 /* The one table of strategies, so the CLI and benchmarks can list them and
  * pick one by name: the baselines first (baseline_table.c), then the solver
- * strategies (LP rounding, the MILP) through the solver route (route.c);
+ * strategies (LP rounding, the MILP, and "best", the default) through the
+ * solver route (route.c);
  * plus rm_strategy_run, which times a strategy and has the simulator judge
  * its answer. The top of scheduler/: nothing below it includes it. */
 #include <string.h>
@@ -28,11 +29,17 @@ static int milp_default(rm_schedule **out, const rm_problem *p, rm_err *e)
     return rm_route_milp(out, NULL, p, NULL, e);
 }
 
+static int best_default(rm_schedule **out, const rm_problem *p, rm_err *e)
+{
+    return rm_route_best(out, NULL, p, NULL, e);
+}
+
 /* The baselines come first and are what rm_strategy_list returns. */
 static const rm_strategy_info strategies[] = {
     RM_BASELINE_TABLE,
     {"lp_round", "Checkmate LP rounding", lp_round_default, rm_route_lp_round},
     {"milp", "Checkmate MILP (lp_solve)", milp_default, rm_route_milp},
+    {"best", "best found: every heuristic, then the MILP", best_default, rm_route_best},
 };
 _Static_assert(RM_BASELINE_COUNT < sizeof strategies / sizeof strategies[0], "the solvers follow the baselines");
 

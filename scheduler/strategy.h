@@ -92,6 +92,13 @@ typedef struct rm_strategy_options {
     int verbosity;       /* lp_solve's log level (see milp.h, lp_model.h) when log is set; 0 = 4 (NORMAL) */
     rm_strategy_log_fn log;
     void *log_ctx;
+    /* A schedule known to fit (n stages), for lp_round and the MILP: its
+     * cost is their cutoff, and they never return anything dearer. NULL:
+     * each finds its own (the cheapest fitting baseline). */
+    const rm_schedule *incumbent;
+    /* "best" only: stop at the first schedule that fits (max-batch probes
+     * ask whether anything fits, not what is cheapest); others ignore it. */
+    int first_fit;
 } rm_strategy_options;
 
 /* What a strategy run reports besides its schedule. */
@@ -107,6 +114,8 @@ typedef struct rm_strategy_stats {
     double lp_bound;    /* the LP relaxation (or the trivial bound): no schedule costs less */
     double gap;         /* (cost - proved lower bound) / cost */
     rm_sim_result sim;  /* the simulator's verdict on the returned schedule */
+    int first_fit;      /* the answer is the first that fit (options.first_fit), not the cheapest found */
+    const char *source; /* what produced the answer ("ogc", "milp", ...), for "best"; NULL otherwise */
 } rm_strategy_stats;
 
 typedef int (*rm_strategy_opt_fn)(rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p,

@@ -52,7 +52,7 @@ Test(boundary, five_node_problem_one_byte_below_checkpoint_all)
 {
     rm_problem *p = five_nodes();
     p->budget = 40000015;
-    const char *names[] = {"milp", "lp_round", "ogc", "chen_greedy"};
+    const char *names[] = {"best", "milp", "lp_round", "ogc", "chen_greedy"};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
         double cost = -1;
         cr_assert_eq(run_named(&cost, NULL, names[k], p), RM_OK, "%s found no schedule", names[k]);
@@ -144,6 +144,10 @@ static void milp_exact_at_the_boundary(size_t scale)
                 cr_assert(close_rel(cost, dp[b]), "%s: milp says optimal at %g, DP %g", what, cost, dp[b]);
                 proved++;
             }
+            double best = -1;
+            cr_assert_eq(run_named(&best, &status, "best", p), RM_OK, "%s: milp answered, best did not", what);
+            cr_assert(best <= cost && best >= dp[b] * (1 - 1e-9), "%s: best %g, milp %g, DP %g", what, best, cost,
+                      dp[b]);
         }
         rm_problem_free(p);
     }

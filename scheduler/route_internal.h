@@ -1,0 +1,37 @@
+/* What the solver route's files (route.c, route_coarse.c, route_best.c)
+ * share: the route's log lines, its shortcuts, its incumbent and its
+ * "keep the cheaper schedule". Not for use outside the route. */
+#ifndef REMAT_ROUTE_INTERNAL_H
+#define REMAT_ROUTE_INTERNAL_H
+
+#include "route.h"
+
+double rm_route_now(void);
+
+/* A route line at REMAT_LOG=info, and on o's log when to_caller (the lines
+ * callers of the solver strategies have always been given). */
+void rm_route_say(const rm_strategy_options *o, int to_caller, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+enum { RM_ROUTE_SOLVE, RM_ROUTE_ANSWERED };
+
+/* The shortcuts, asked once per call. RM_ROUTE_ANSWERED with *rc:
+ * infeasible below the trivial bound, or checkpoint-all in *out (optimal:
+ * its bound is its cost; status OPTIMAL where the strategy proves
+ * optimality, proves != 0). An invalid problem skips them and goes on to
+ * the solver, which reports it. */
+int rm_route_shortcuts(int *rc, rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p, const char *who,
+                       int proves, rm_err *e);
+
+/* Keeps s in *best if it fits and is cheaper (ties: lower peak); takes s.
+ * Returns 1 when s was kept. */
+int rm_route_offer(rm_schedule **best, rm_sim_result *best_r, rm_schedule *s, const rm_problem *p);
+
+/* The incumbent of a solve, owned by the caller: a copy of o->incumbent
+ * when the caller gave one that fits, else the cheapest fitting baseline
+ * (tried until deadline; 0 = none), else NULL. *name: where it came from;
+ * *r: its simulation. Logged as "route WHO: incumbent: ...". */
+rm_schedule *rm_route_incumbent(const rm_problem *p, const rm_strategy_options *o, double deadline, const char *who,
+                                const char **name, rm_sim_result *r);
+
+#endif

@@ -1,0 +1,148 @@
+/* "best", the default strategy: on random DAGs and training graphs at
+ * budgets from the trivial bound to checkpoint-all, it answers whenever any
+ * strategy does and is never dearer than any of them (every baseline, LP
+ * rounding, the MILP under the same node limit); a solver stopped by its
+ * limit leaves the cheapest heuristic as the answer, not an error; and a
+ * first-fit probe stops at the first heuristic that fits. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "random_graphs.h"
+#include "simulate.h"
+#include "strategy.h"
+
+static rm_strategy_options limits(long nodes)
+{
+    rm_strategy_options o;
+    memset(&o, 0, sizeof o);
+    o.node_limit = nodes; /* deterministic: no wall clock in tests */
+    return o;
+}
+
+/* Cost of a strategy's answer, or -1 when it finds none (errors fail). */
+static double cost_of(const rm_strategy_info *st, const rm_problem *p, const rm_strategy_options *o,
+                      rm_strategy_stats *stats)
+{
+    rm_schedule *s = NULL;
+    rm_err e = {0};
+    int rc = rm_strategy_run(&s, stats, st, p, o, &e);
+    cr_assert(rc == RM_OK || rc == RM_ERR_INFEASIBLE, "%s failed: %s", st->name, e.msg);
+    if (rc != RM_OK) return -1;
+    cr_assert(rm_sim_fits(p, &stats->sim), "%s: over the budget", st->name);
+    rm_schedule_free(s);
+    return stats->sim.cost;
+}
+
+static size_t ckpt_all_peak(const rm_problem *p)
+{
+    rm_schedule *s = NULL;
+    rm_sim_result r;
+    rm_err e = {0};
+    rm_problem q = *p;
+    q.budget = 0;
+    cr_assert_eq(rm_strategy_checkpoint_all(&s, &q, &e), RM_OK);
+    cr_assert_eq(rm_simulate(&r, &q, s, &e), RM_OK);
+    rm_schedule_free(s);
+    return r.peak_bytes;
+}
+
+/* best against every other strategy at budgets across the feasible range. */
+static void best_is_never_dearer(rm_problem *p, const char *what, int *answered)
+{
+    int count;
+    const rm_strategy_info *all = rm_strategy_list_all(&count), *best = rm_strategy_find("best");
+    rm_strategy_options o = limits(300);
+    size_t lo = rm_problem_peak_lower_bound(p), hi = ckpt_all_peak(p);
+    for (int k = 0; k <= 4; k++) {
+        p->budget = p->fixed_bytes + lo + (hi - lo) * (size_t)k / 5;
+        rm_strategy_stats bs;
+        double b = cost_of(best, p, &o, &bs);
+        for (int i = 0; i < count; i++) {
+            if (&all[i] == best) continue;
+            rm_strategy_stats ss;
+            double c = cost_of(&all[i], p, &o, &ss);
+            if (c < 0) continue;
+            cr_assert(b >= 0, "%s budget %zu: %s fits (cost %g), best found nothing", what, p->budget, all[i].name,
+                      c);
+            cr_assert(b <= c * (1 + 1e-12), "%s budget %zu: best %g dearer than %s %g", what, p->budget, b,
+                      all[i].name, c);
+        }
+        if (b >= 0) {
+            (*answered)++;
+            cr_assert(bs.has_bound && bs.lp_bound <= b * (1 + 1e-9), "%s: best's bound %g above its cost %g", what,
+                      bs.lp_bound, b);
+        }
+    }
+}
+
+Test(best, never_dearer_than_any_strategy_on_random_graphs)
+{
+    int answered = 0;
+    for (uint64_t seed = 1; seed <= 12; seed++) {
+        rg_options go = {4 + (int)(seed % 6), 0.3, 0.2, 0, 4096};
+        rm_problem *p = rg_training_problem(seed, &go);
+        cr_assert_not_null(p);
+        char what[64];
+        snprintf(what, sizeof what, "training graph seed %llu (n=%d)", (unsigned long long)seed, p->n);
+        best_is_never_dearer(p, what, &answered);
+        rm_problem_free(p);
+    }
+    for (uint64_t seed = 1; seed <= 5; seed++) {
+        rm_problem *p = rg_chain_problem(seed, 3 + (int)seed, 2048);
+        cr_assert_not_null(p);
+        char what[64];
+        snprintf(what, sizeof what, "chain seed %llu (n=%d)", (unsigned long long)seed, p->n);
+        best_is_never_dearer(p, what, &answered);
+        rm_problem_free(p);
+    }
+    cr_assert(answered >= 50, "only %d budgets had an answer", answered);
+}
+
+/* A MILP stopped before it finds anything (one node) is no error for best:
+ * the cheapest heuristic is the answer, unproved. */
+Test(best, a_stopped_solver_leaves_the_cheapest_heuristic)
+{
+    int tested = 0;
+    for (uint64_t seed = 1; seed <= 12; seed++) {
+        rg_options go = {8, 0.3, 0.2, 0, 4096};
+        rm_problem *p = rg_training_problem(seed, &go);
+        size_t lo = rm_problem_peak_lower_bound(p), hi = ckpt_all_peak(p);
+        p->budget = p->fixed_bytes + lo + (hi - lo) / 2;
+        rm_strategy_options o = limits(1);
+        rm_strategy_stats bs;
+        rm_schedule *h = NULL;
+        rm_sim_result hr;
+        h = rm_best_baseline(p, 0, 0, NULL, &hr);
+        double b = cost_of(rm_strategy_find("best"), p, &o, &bs);
+        if (h) {
+            cr_assert(b >= 0 && b <= hr.cost, "seed %llu: best %g, cheapest heuristic %g", (unsigned long long)seed,
+                      b, hr.cost);
+            cr_assert(bs.status == RM_STATUS_OPTIMAL || bs.status == RM_STATUS_FEASIBLE);
+            tested++;
+        }
+        rm_schedule_free(h);
+        rm_problem_free(p);
+    }
+    cr_assert(tested >= 6);
+}
+
+Test(best, first_fit_stops_at_the_first_heuristic_that_fits)
+{
+    rg_options go = {8, 0.3, 0.2, 0, 4096};
+    rm_problem *p = rg_training_problem(5, &go);
+    size_t lo = rm_problem_peak_lower_bound(p), hi = ckpt_all_peak(p);
+    p->budget = p->fixed_bytes + lo + (hi - lo) * 3 / 4;
+    rm_sim_result hr;
+    rm_schedule *h = rm_best_baseline(p, 0, 0, NULL, &hr);
+    cr_assert_not_null(h, "the test needs a budget some heuristic fits");
+    rm_strategy_options o = limits(0);
+    o.first_fit = 1;
+    rm_strategy_stats bs;
+    double b = cost_of(rm_strategy_find("best"), p, &o, &bs);
+    cr_assert_eq(bs.first_fit, 1);
+    cr_assert_eq(b, hr.cost, "first fit %g, cheapest heuristic %g", b, hr.cost);
+    rm_schedule_free(h);
+    rm_problem_free(p);
+}
