@@ -3,6 +3,7 @@
  * Everything downstream (simulator, baselines, MILP) trusts what
  * rm_problem_validate checks, so every constructor ends with it. */
 #include "problem.h"
+#include "problem_json.h"
 #include "text_fields.h"
 
 #include <ctype.h>
@@ -321,15 +322,17 @@ static int parse_header(rm_problem **out, char **f, int nf, long long file_size,
                         rm_err *e)
 {
     if (strcmp(f[0], "problem") != 0)
-        return rm_errorf(e, RM_ERR_PARSE, "%s:%d: expected the header 'problem NODES FIXED_BYTES [BUDGET]', found '%s'",
-                         path, line, f[0]);
+        return rm_errorf(e, RM_ERR_PARSE,
+                         "%s:%d: expected the header 'problem NODES FIXED_BYTES [BUDGET]', found '%s'%s", path, line,
+                         f[0], f[0][0] == '{' ? " (node-link JSON is read from a file, not from a pipe)" : "");
     if (nf < 3) return rm_errorf(e, RM_ERR_PARSE, "%s:%d: header needs NODES and FIXED_BYTES", path, line);
     if (nf > 4) return rm_errorf(e, RM_ERR_PARSE, "%s:%d: trailing junk '%s' after the header", path, line, f[4]);
     size_t n, fixed, budget = 0;
     int rc;
     if ((rc = parse_size(&n, f[1], "node count", path, line, e))) return rc;
-    if (n < 1 || n > 10000000)
-        return rm_errorf(e, RM_ERR_PARSE, "%s:%d: node count %zu must be between 1 and 10000000", path, line, n);
+    if (n < 1 || n > RM_PROBLEM_MAX_NODES)
+        return rm_errorf(e, RM_ERR_PARSE, "%s:%d: node count %zu must be between 1 and %d", path, line, n,
+                         RM_PROBLEM_MAX_NODES);
     if ((rc = parse_size(&fixed, f[2], "fixed bytes", path, line, e))) return rc;
     if (nf == 4 && (rc = parse_size(&budget, f[3], "budget", path, line, e))) return rc;
     /* The nodes are allocated from the header's count, so a short file must
@@ -346,11 +349,28 @@ static int parse_header(rm_problem **out, char **f, int nf, long long file_size,
     return RM_OK;
 }
 
+/* 1 when the first byte that is not JSON white space is '{': a node-link
+ * JSON problem. A text problem starts with '#' or "problem", so the two never
+ * overlap. The stream is rewound; one that cannot be (a pipe) is read as text. */
+static int looks_like_json(FILE *fp)
+{
+    if (fseek(fp, 0, SEEK_SET) != 0) return 0;
+    int c;
+    while ((c = getc(fp)) == ' ' || c == '\t' || c == '\n' || c == '\r') continue;
+    rewind(fp);
+    return c == '{';
+}
+
 int rm_problem_read(rm_problem **out, const char *path, rm_err *e)
 {
     *out = NULL;
     FILE *fp = fopen(path, "r");
     if (!fp) return rm_errorf(e, RM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (looks_like_json(fp)) {
+        int rc = rm_problem_read_json(out, fp, path, e);
+        fclose(fp);
+        return rc;
+    }
     /* -1 when unknown (a pipe): the node count is then bounded only by the header limit. */
     struct stat st;
     long long file_size = fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode) ? (long long)st.st_size : -1;

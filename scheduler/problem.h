@@ -29,7 +29,9 @@ typedef struct rm_problem {
 
 /* Costs are node FLOPs; budget = 0 (set it before solving). */
 int rm_problem_from_graph(rm_problem **out, const rm_graph *g, rm_err *e);
-/* The documented problem-file format (see docs/problem-format.md). Errors name the line. */
+/* The documented problem-file format (see docs/problem-format.md), or the
+ * node-link JSON of Checkmate and Moccasin when the file's first byte that is
+ * not white space is '{' (same document). Errors name the line. */
 int rm_problem_read(rm_problem **out, const char *path, rm_err *e);
 int rm_problem_write(const rm_problem *p, const char *path, rm_err *e);
 void rm_problem_free(rm_problem *p);
@@ -53,6 +55,9 @@ int rm_problem_check_budget(const rm_problem *p, const char *who, rm_err *e);
  * summed (2^62, 4 EiB). Peaks, budgets and percentages of them are computed
  * in size_t; below this bound none of those sums can wrap around. */
 #define RM_PROBLEM_MAX_BYTES ((size_t)1 << 62)
+
+/* The most nodes a problem file may declare. */
+#define RM_PROBLEM_MAX_NODES 10000000
 
 /* Checks what every strategy assumes: n >= 1, deps earlier than their node,
  * no duplicate deps, finite non-negative costs, fixed bytes plus all output

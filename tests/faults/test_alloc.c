@@ -151,20 +151,29 @@ Test(alloc_faults, model_load_and_trace)
 
 /* ---- problem files ---------------------------------------------------------------------- */
 
+typedef struct problem_ctx {
+    const char *path;
+    int n; /* the nodes the file holds */
+} problem_ctx;
+
 static int op_problem_read(void *ctx, rm_err *e)
 {
+    const problem_ctx *c = ctx;
     rm_problem *p = NULL;
-    int rc = rm_problem_read(&p, ctx, e);
-    if (!rc) cr_assert_eq(p->n, 7);
+    int rc = rm_problem_read(&p, c->path, e);
+    if (!rc) cr_assert_eq(p->n, c->n);
     rm_problem_free(p);
     return rc;
 }
 
 Test(alloc_faults, problem_file_read)
 {
-    const char *path = cf_path("p.txt");
-    cf_write(path, CF_EXAMPLE_HEADER CF_EXAMPLE_NODES);
-    alloc_loop("rm_problem_read", op_problem_read, (void *)path, ALL_DENSE, 1);
+    problem_ctx c = {cf_path("p.txt"), 7};
+    cf_write(c.path, CF_EXAMPLE_HEADER CF_EXAMPLE_NODES);
+    alloc_loop("rm_problem_read", op_problem_read, &c, ALL_DENSE, 1);
+    /* The node-link JSON reader (problem_json.c) behind the same call. */
+    problem_ctx j = {REMAT_SOURCE_DIR "/docs/examples/checkmate-linear-4.json", 9};
+    alloc_loop("rm_problem_read (JSON)", op_problem_read, &j, ALL_DENSE, 1);
 }
 
 /* ---- strategies ----------------------------------------------------------------------------- */

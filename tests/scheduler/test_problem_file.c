@@ -9,21 +9,11 @@
 
 #include "cli_fixture.h"
 #include "cost_file.h"
+#include "problem_files.h"
 #include "random_graphs.h"
 #include "schedule.h"
 #include "simulate.h"
 #include "strategy.h"
-
-/* A fresh temporary file holding text (tests run in parallel). */
-static void temp_file(char *path, size_t len, const char *text)
-{
-    snprintf(path, len, "/tmp/remat_test_XXXXXX");
-    int fd = mkstemp(path);
-    cr_assert(fd >= 0);
-    size_t n = strlen(text);
-    cr_assert_eq(write(fd, text, n), (ssize_t)n);
-    close(fd);
-}
 
 /* The example of docs/problem-format.md. */
 static const char *example = "# A two-layer training graph (docs/problem-format.md)\n" CF_EXAMPLE_HEADER
@@ -32,7 +22,7 @@ static const char *example = "# A two-layer training graph (docs/problem-format.
 Test(problem_file, reads_documented_example)
 {
     char path[64];
-    temp_file(path, sizeof path, example);
+    tp_temp_file(path, sizeof path, example);
     rm_problem *p;
     rm_err e = {0};
     cr_assert_eq(rm_problem_read(&p, path, &e), RM_OK, "%s", e.msg);
@@ -57,15 +47,10 @@ Test(problem_file, reads_documented_example)
 Test(problem_file, round_trip)
 {
     for (uint64_t seed = 1; seed <= 10; seed++) {
-        rg_options o = {5 + (int)seed * 3, 0.3, 0.2, 0, 1 << 20};
-        rm_problem *p = rg_training_problem(seed, &o);
-        cr_assert_not_null(p);
-        p->budget = 123456789 * seed;
-        p->nodes[1].cost = 1.0 / 3.0; /* needs all 17 digits */
-        p->nodes[2].name[0] = '\0';
+        rm_problem *p = tp_round_trip_problem(seed);
         char path[64], path2[64];
-        temp_file(path, sizeof path, "");
-        temp_file(path2, sizeof path2, "");
+        tp_temp_file(path, sizeof path, "");
+        tp_temp_file(path2, sizeof path2, "");
         rm_err e = {0};
         cr_assert_eq(rm_problem_write(p, path, &e), RM_OK, "%s", e.msg);
         rm_problem *q;
@@ -93,67 +78,52 @@ Test(problem_file, round_trip)
     }
 }
 
-/* Reads text and expects a parse error naming "path:line:" and saying what. */
-static void expect_error(const char *text, int line, const char *what)
-{
-    char path[64], where[96];
-    temp_file(path, sizeof path, text);
-    rm_problem *p = (rm_problem *)1;
-    rm_err e = {0};
-    cr_assert_eq(rm_problem_read(&p, path, &e), RM_ERR_PARSE, "expected a parse error for:\n%s\ngot: %s", text, e.msg);
-    cr_assert_null(p);
-    snprintf(where, sizeof where, "%s:%d:", path, line);
-    cr_assert(strstr(e.msg, where), "message '%s' should name %s", e.msg, where);
-    cr_assert(strstr(e.msg, what), "message '%s' should say '%s'", e.msg, what);
-    unlink(path);
-}
-
 #define HDR "problem 3 0\n"
 
 Test(problem_file, malformed_files_name_the_line)
 {
-    expect_error("", 1, "empty file");
-    expect_error("# nothing\n\n", 3, "empty file");
-    expect_error("nodes 3\n", 1, "header");
-    expect_error("problem 3 0 0 junk\n", 1, "trailing junk");
-    expect_error("problem x 0\n", 1, "not a non-negative integer");
-    expect_error("problem 3 -5\n", 1, "negative");
-    expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 2\n2 c forward 1 8 1\n", 3, "later node 2");
-    expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 1\n2 c forward 1 8 1\n", 3, "itself");
-    expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 0\n2 c forward 1 8 9\n", 4, "outside 0..2");
-    expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 -1\n2 c forward 1 8 1\n", 3, "outside 0..2");
-    expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 0,0\n2 c forward 1 8 1\n", 3, "twice");
-    expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 0,\n2 c forward 1 8 1\n", 3, "empty entry");
+    tp_expect_error("", 1, "empty file");
+    tp_expect_error("# nothing\n\n", 3, "empty file");
+    tp_expect_error("nodes 3\n", 1, "header");
+    tp_expect_error("problem 3 0 0 junk\n", 1, "trailing junk");
+    tp_expect_error("problem x 0\n", 1, "not a non-negative integer");
+    tp_expect_error("problem 3 -5\n", 1, "negative");
+    tp_expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 2\n2 c forward 1 8 1\n", 3, "later node 2");
+    tp_expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 1\n2 c forward 1 8 1\n", 3, "itself");
+    tp_expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 0\n2 c forward 1 8 9\n", 4, "outside 0..2");
+    tp_expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 -1\n2 c forward 1 8 1\n", 3, "outside 0..2");
+    tp_expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 0,0\n2 c forward 1 8 1\n", 3, "twice");
+    tp_expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 0,\n2 c forward 1 8 1\n", 3, "empty entry");
     /* The message quotes the whole list, not what strtok left of it. */
-    expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 0\n2 c forward 1 8 0,,1\n", 4, "'0,,1' has an empty entry");
-    expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 -8 0\n2 c forward 1 8 1\n", 3, "negative");
-    expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8k 0\n2 c forward 1 8 1\n", 3, "not a non-negative integer");
-    expect_error(HDR "0 a forward 1 8 -\n1 b forward -2 8 0\n2 c forward 1 8 1\n", 3, "negative");
-    expect_error(HDR "0 a forward 1 8 -\n1 b forward abc 8 0\n2 c forward 1 8 1\n", 3, "not a finite number");
-    expect_error(HDR "0 a forward nan 8 -\n", 2, "not a finite number");
-    expect_error(HDR "0 a forward 1 8 - extra\n", 2, "trailing junk 'extra'");
-    expect_error(HDR "0 a forward 1 8\n", 2, "expected 6");
-    expect_error(HDR "0 a sideways 1 8 -\n", 2, "unknown tag");
-    expect_error(HDR "0 a forward 1 8 -\n0 a forward 1 8 -\n", 3, "defined twice (first at line 2)");
-    expect_error(HDR "0 a forward 1 8 -\n2 c forward 1 8 0\n", 3, "expected node 1");
-    expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 0\n", 4, "end of file after 2 node lines");
-    expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 0\n2 c forward 1 8 1\n3 d forward 1 8 2\n", 5,
-                 "more node lines than the 3");
-    expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 0\n2 c forward 1 8 1\n1 b forward 1 8 0\n", 5,
-                 "defined twice (first at line 3)");
+    tp_expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 0\n2 c forward 1 8 0,,1\n", 4, "'0,,1' has an empty entry");
+    tp_expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 -8 0\n2 c forward 1 8 1\n", 3, "negative");
+    tp_expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8k 0\n2 c forward 1 8 1\n", 3, "not a non-negative integer");
+    tp_expect_error(HDR "0 a forward 1 8 -\n1 b forward -2 8 0\n2 c forward 1 8 1\n", 3, "negative");
+    tp_expect_error(HDR "0 a forward 1 8 -\n1 b forward abc 8 0\n2 c forward 1 8 1\n", 3, "not a finite number");
+    tp_expect_error(HDR "0 a forward nan 8 -\n", 2, "not a finite number");
+    tp_expect_error(HDR "0 a forward 1 8 - extra\n", 2, "trailing junk 'extra'");
+    tp_expect_error(HDR "0 a forward 1 8\n", 2, "expected 6");
+    tp_expect_error(HDR "0 a sideways 1 8 -\n", 2, "unknown tag");
+    tp_expect_error(HDR "0 a forward 1 8 -\n0 a forward 1 8 -\n", 3, "defined twice (first at line 2)");
+    tp_expect_error(HDR "0 a forward 1 8 -\n2 c forward 1 8 0\n", 3, "expected node 1");
+    tp_expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 0\n", 4, "end of file after 2 node lines");
+    tp_expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 0\n2 c forward 1 8 1\n3 d forward 1 8 2\n", 5,
+                    "more node lines than the 3");
+    tp_expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 0\n2 c forward 1 8 1\n1 b forward 1 8 0\n", 5,
+                    "defined twice (first at line 3)");
 }
 
 /* Sizes each within range but summing past 2^64 once wrapped around: the
  * no-remat peak came out as 98 bytes and every strategy "fit". */
 Test(problem_file, byte_totals_that_would_wrap_are_refused)
 {
-    expect_error("problem 3 0\n0 a forward 1 9223372036854775807 -\n1 b loss 1 9223372036854775807 0\n"
-                 "2 c backward 1 9223372036854775807 0,1\n",
-                 2, "more than 2^62 bytes");
-    expect_error("problem 3 0\n0 a forward 1 3000000000000000000 -\n1 b loss 1 3000000000000000000 0\n"
-                 "2 c backward 1 8 0,1\n",
-                 3, "more than 2^62 bytes");
-    expect_error("problem 2 4611686018427387000\n0 a forward 1 8 -\n1 b loss 1 4096 0\n", 3, "more than 2^62 bytes");
+    tp_expect_error("problem 3 0\n0 a forward 1 9223372036854775807 -\n1 b loss 1 9223372036854775807 0\n"
+                    "2 c backward 1 9223372036854775807 0,1\n",
+                    2, "more than 2^62 bytes");
+    tp_expect_error("problem 3 0\n0 a forward 1 3000000000000000000 -\n1 b loss 1 3000000000000000000 0\n"
+                    "2 c backward 1 8 0,1\n",
+                    3, "more than 2^62 bytes");
+    tp_expect_error("problem 2 4611686018427387000\n0 a forward 1 8 -\n1 b loss 1 4096 0\n", 3, "more than 2^62 bytes");
     /* Every constructor validates: the same bound holds for built problems. */
     rm_problem *p = NULL;
     rm_err e = {0};
@@ -194,7 +164,7 @@ Test(problem_file, endless_line_is_refused, .timeout = 60)
     cr_assert_eq(rm_cost_file_read(&c, "/dev/zero", &e), RM_ERR_PARSE, "%s", e.msg);
     cr_assert(strstr(e.msg, "a line longer than"), "%s", e.msg);
     char path[64];
-    temp_file(path, sizeof path, example);
+    tp_temp_file(path, sizeof path, example);
     cr_assert_eq(rm_problem_read(&p, path, &e), RM_OK, "%s", e.msg);
     rm_schedule *s = NULL;
     cr_assert_eq(rm_schedule_read(&s, p, "/dev/zero", &e), RM_ERR_PARSE, "%s", e.msg);
@@ -216,7 +186,7 @@ Test(problem_file, write_rejects_unwritable_names)
     rm_problem *p = rg_chain_problem(3, 4, 64);
     snprintf(p->nodes[1].name, RM_NAME_LEN, "has space");
     char path[64];
-    temp_file(path, sizeof path, "");
+    tp_temp_file(path, sizeof path, "");
     rm_err e = {0};
     cr_assert_eq(rm_problem_write(p, path, &e), RM_ERR_INVALID);
     cr_assert(strstr(e.msg, "node 1"), "%s", e.msg);
@@ -227,7 +197,7 @@ Test(problem_file, write_rejects_unwritable_names)
 static void schedule_round_trip(rm_problem *p, rm_schedule *s)
 {
     char path[64];
-    temp_file(path, sizeof path, "");
+    tp_temp_file(path, sizeof path, "");
     rm_err e = {0};
     cr_assert_eq(rm_schedule_write(s, p, path, &e), RM_OK, "%s", e.msg);
     rm_schedule *q;
@@ -262,7 +232,7 @@ static void expect_schedule_error(int line, const char *replacement, int err_lin
     rm_err e = {0};
     cr_assert_eq(rm_strategy_checkpoint_all(&s, p, &e), RM_OK);
     char path[64];
-    temp_file(path, sizeof path, "");
+    tp_temp_file(path, sizeof path, "");
     cr_assert_eq(rm_schedule_write(s, p, path, &e), RM_OK, "%s", e.msg);
     char *text = cf_text(path), out[8192] = "";
     int l = 1;
@@ -323,7 +293,7 @@ Test(schedule_file, reads_documented_example)
     static const char *const deps[] = {"", "0", "1", "0,2"};
     rm_problem *p = rg_problem_make(4, bytes, cost, deps);
     char path[64];
-    temp_file(path, sizeof path, text);
+    tp_temp_file(path, sizeof path, text);
     rm_schedule *s;
     rm_err e = {0};
     cr_assert_eq(rm_schedule_read(&s, p, path, &e), RM_OK, "%s", e.msg);
