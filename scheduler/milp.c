@@ -69,6 +69,8 @@ typedef struct milp_run {
     int lp_done;     /* the root LP reached its optimum */
     double lp_bound; /* and this is it */
     double lower;    /* the LP bound rounded up to the cost step */
+    double *rc, *x0; /* RC_FIX: the root LP's reduced costs and values, by column (0-based) */
+    double lp_obj;   /* the root LP's objective in lp_solve's units */
     int cutoff;      /* branch and bound was given the incumbent's cost */
     rm_schedule *cand;
     uint8_t *nogood_S; /* n x n: the S of lp_solve's last answer (the no-good cut's support) */
@@ -124,6 +126,47 @@ static int step_guards(milp_run *r, int *rc, rm_err *e)
     return STEP_NEXT;
 }
 
+/* RC_FIX: the root LP's reduced costs and values, kept for bb_setup. */
+static int keep_reduced_costs(milp_run *r, rm_err *e)
+{
+    lprec *lp = r->m.lp;
+    int nc = r->m.ncols, nr = r->m.nrows;
+    REAL *duals = NULL, *v = NULL;
+    r->lp_obj = get_objective(lp);
+    r->rc = malloc((size_t)nc * sizeof *r->rc);
+    r->x0 = malloc((size_t)nc * sizeof *r->x0);
+    if (!r->rc || !r->x0) return rm_errorf(e, RM_ERR_NOMEM, "milp: out of memory");
+    /* lp_solve's duals: nrows row duals, then the columns' reduced costs. */
+    if (!get_ptr_sensitivity_rhs(lp, &duals, NULL, NULL) || !duals || !get_ptr_variables(lp, &v) || !v)
+        return rm_errorf(e, RM_ERR_SOLVER, "lp_solve gave no reduced costs after the LP relaxation");
+    memcpy(r->rc, duals + nr, (size_t)nc * sizeof *r->rc);
+    memcpy(r->x0, v, (size_t)nc * sizeof *r->x0);
+    set_presolve(lp, get_presolve(lp) & ~PRESOLVE_SENSDUALS, get_presolveloops(lp)); /* the search needs none */
+    return RM_OK;
+}
+
+/* RC_FIX: every S and R at a bound of the root LP whose reduced cost alone
+ * takes the bound past the cutoff keeps that bound: moving it costs at
+ * least its reduced cost, and nothing at or above the cutoff is wanted. */
+static int fix_by_reduced_cost(milp_run *r, double cut, rm_err *e)
+{
+    const rm_lp_model *m = &r->m;
+    double room = cut - r->lp_obj + 1e-9 * fmax(1.0, fabs(cut));
+    int fixed = 0;
+    for (size_t x = 0; x < (size_t)r->n * r->n; x++)
+        for (int k = 0; k < 2; k++) {
+            int c = k ? m->r_col[x] : m->s_col[x];
+            if (!c) continue;
+            double d = r->rc[c - 1], v = r->x0[c - 1];
+            int ok = 1;
+            if (v <= 1e-9 && d > room) ok = set_upbo(m->lp, c, 0.0), fixed++;
+            else if (v >= 1 - 1e-9 && -d > room) ok = set_lowbo(m->lp, c, 1.0), fixed++;
+            if (!ok) return rm_errorf(e, RM_ERR_SOLVER, "lp_solve set_upbo/set_lowbo failed on column %d", c);
+        }
+    RM_LOG_DEBUG("milp: reduced-cost fixing: %d of %d S and R fixed (room %.6g)", fixed, m->nS + m->nR, room);
+    return RM_OK;
+}
+
 /* The model and its LP relaxation: the bound, and the fractional S to round. */
 static int step_root(milp_run *r, int *rc, rm_err *e)
 {
@@ -137,9 +180,13 @@ static int step_root(milp_run *r, int *rc, rm_err *e)
     double lp_t0 = now_s();
     int code;
     r->lp_bound = 0;
+    /* lp_solve 5.5 computes duals only when asked, through set_presolve. */
+    if (r->lv & RM_MILP_RC_FIX)
+        set_presolve(r->m.lp, get_presolve(r->m.lp) | PRESOLVE_SENSDUALS, get_presolveloops(r->m.lp));
     *rc = rm_lp_solve_relaxation(&r->m, &code, &r->lp_bound, r->deadline, e);
     info->lp_seconds = now_s() - lp_t0;
     if (*rc != RM_OK) return STEP_DONE;
+    if (code == OPTIMAL && (r->lv & RM_MILP_RC_FIX) && (*rc = keep_reduced_costs(r, e)) != RM_OK) return STEP_DONE;
     if (code == INFEASIBLE && r->best.s) {
         /* The relaxation has no cutoff, and a schedule the simulator
          * accepted within the budget is a point of it: lp_solve's answer is
@@ -271,6 +318,7 @@ static int bb_setup(milp_run *r, rm_err *e)
         else
             cut = (r->best.sim.cost - m->cost_const) / m->cost_scale;
         set_obj_bound(lp, cut);
+        if (r->rc && (rc = fix_by_reduced_cost(r, cut, e)) != RM_OK) return rc;
     }
     return RM_OK;
 setfail:
@@ -456,6 +504,8 @@ static int finish(milp_run *r, rm_schedule **out, int rc, rm_err *e)
     rm_milp_result *info = r->info;
     rm_schedule_free(r->cand);
     free(r->nogood_S);
+    free(r->rc);
+    free(r->x0);
     rm_lp_model_free(&r->m);
     info->seconds = now_s() - r->t0;
     if (rc == RM_OK && r->best.s) {
