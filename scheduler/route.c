@@ -100,17 +100,20 @@ rm_schedule *rm_route_incumbent(const rm_problem *p, const rm_strategy_options *
     rm_err ignored = {RM_OK, ""};
     *name = NULL;
     if (p->budget == 0) return NULL;
-    if (o && o->incumbent && o->incumbent->n == p->n && rm_schedule_copy(&inc, o->incumbent, &ignored) == RM_OK &&
-        rm_route_offer(&inc, r, inc, p))
-        *name = "the caller's incumbent";
-    else if (o && o->incumbent)
-        inc = NULL; /* rm_route_offer freed a copy that does not fit */
+    if (o && o->incumbent && o->incumbent->n == p->n && rm_schedule_copy(&inc, o->incumbent, &ignored) == RM_OK) {
+        if (rm_simulate(r, p, inc, &ignored) == RM_OK && rm_sim_fits(p, r)) {
+            *name = "the caller's incumbent";
+        } else {
+            rm_schedule_free(inc);
+            inc = NULL;
+        }
+    }
     if (!inc && (inc = rm_best_baseline(p, deadline, 0, name, r)) == NULL) {
         rm_route_say(NULL, 0, "route %s: no baseline fits: no incumbent", who);
         return NULL;
     }
     rm_route_say(NULL, 0, "route %s: incumbent: %s, cost %.6g", who, *name, r->cost);
-    if (o && o->log) {
+    if (o && o->log && inc && !(o->incumbent && o->incumbent->n == p->n && !strcmp(*name, "the caller's incumbent"))) {
         char line[160];
         snprintf(line, sizeof line, "incumbent: %s, cost %.6g\n", *name, r->cost);
         o->log(o->log_ctx, line);
