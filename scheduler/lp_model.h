@@ -60,12 +60,14 @@ enum {
                                        fixed there for the branch and bound. Fixes 15-40% of S and R where
                                        the incumbent is near the bound (none where it is far); 6 random
                                        graphs of 26-38 nodes and Checkmate's linear 8/16 at 4 budgets,
-                                       20 s each: same proofs, one search 510 -> 414 nodes, others equal */
+                                       20 s each: same proofs, one search 510 -> 414 nodes, others equal.
+                                       Off: lp_solve computes the reduced costs only with its full
+                                       sensitivity analysis, which cannot be interrupted (U-Net-tiny,
+                                       79 nodes: 10 s past a 10 s limit) */
 };
 #define RM_MILP_DEFAULT                                                                                  \
     (RM_MILP_FLOOR_FIRST | RM_MILP_S_PRIORITY | RM_MILP_STAGE_ORDER | RM_MILP_PRUNE | RM_MILP_FREE_CUT | \
-     RM_MILP_PREFIX_ROWS | RM_MILP_INCUMBENT | RM_MILP_FREE_CONT | RM_MILP_SHORTCUT | RM_MILP_NO_SCALING | \
-     RM_MILP_RC_FIX)
+     RM_MILP_PREFIX_ROWS | RM_MILP_INCUMBENT | RM_MILP_FREE_CONT | RM_MILP_SHORTCUT | RM_MILP_NO_SCALING)
 
 /* Optional sink for lp_solve's own messages (library code never prints). */
 typedef void (*rm_milp_log_fn)(void *ctx, const char *line);

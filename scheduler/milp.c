@@ -209,8 +209,11 @@ static int step_root(milp_run *r, int *rc, rm_err *e)
     return STEP_NEXT;
 }
 
-/* The relaxation rounded into an incumbent (lp_round.c): with nothing to cut
- * with yet, also the relaxations of tighter budgets. */
+/* The relaxation rounded into an incumbent (lp_round.c), exactly as
+ * lp_round does it: where no rounding fits, the relaxations of tighter
+ * budgets too, even with an incumbent at hand, so that the MILP's answer is
+ * never dearer than LP rounding's ("best" relies on it and runs no
+ * separate rounding). */
 static int round_incumbent(milp_run *r, rm_err *e)
 {
     int n = r->n, rc;
@@ -228,7 +231,7 @@ static int round_incumbent(milp_run *r, rm_err *e)
     rm_err re = {0};
     int rrc = rm_lp_round_from(&r->cand, &rr, r->p, S_frac, r->lp_bound, &ro, &re);
     free(S_frac);
-    if (rrc == RM_ERR_INFEASIBLE && !r->best.s) {
+    if (rrc == RM_ERR_INFEASIBLE) {
         ro.time_limit_s = r->deadline > 0 ? r->deadline - now_s() : 0;
         if (r->deadline == 0 || ro.time_limit_s > 0)
             rrc = rm_lp_round_tightened(&r->cand, &rr, r->p, r->lp_bound, &ro, &re);

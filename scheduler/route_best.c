@@ -1,9 +1,11 @@
-/* "best", the default strategy: every cheap strategy first, then the
- * solvers with the cheapest as their incumbent, and the cheapest schedule
- * found, with the best bound known. Never dearer than a heuristic it could
- * have run in milliseconds: the baselines are the MILP's incumbent, the MILP
+/* "best", the default strategy: every cheap strategy first, then the MILP
+ * route with the cheapest as incumbent, and the cheapest schedule found,
+ * with the best bound known. Never dearer than a heuristic it could have
+ * run in milliseconds: the baselines are the MILP's incumbent, the MILP
  * never returns anything dearer than its incumbent, and a solver that fails
- * after an incumbent exists is a logged event, not an error. */
+ * after an incumbent exists is a logged event, not an error. Never dearer
+ * than LP rounding either: the MILP rounds its own relaxation exactly as
+ * lp_round does (milp.c), so the one LP is solved once. */
 #include <math.h>
 #include <string.h>
 
@@ -46,35 +48,6 @@ static int settle(rm_schedule **out, rm_strategy_stats *stats, int mrc, const rm
     return RM_OK;
 }
 
-/* LP rounding with the heuristics' incumbent, when the graph is small enough
- * for the LP (above RM_COARSEN_MIN_NODES the MILP route rounds on its own,
- * coarsened): its answer replaces the incumbent when cheaper. A third of
- * the time limit at most; the MILP solves the same LP again, which on
- * VGG16 (79 nodes) costs seconds, for a guarantee: never dearer than
- * lp_round either. */
-static int rounded_incumbent(rm_schedule **inc, rm_sim_result *ir, const char **iname, const rm_problem *p,
-                             const rm_strategy_options *so, double t0, double limit, rm_err *e)
-{
-    if (p->n > RM_COARSEN_MIN_NODES) return RM_OK;
-    rm_strategy_options lo = *so;
-    lo.incumbent = *inc;
-    if (limit > 0) lo.time_limit_s = fmax(0.01, limit / 3 - (rm_route_now() - t0));
-    rm_schedule *s = NULL;
-    rm_strategy_stats ls;
-    memset(&ls, 0, sizeof ls);
-    rm_err le = {RM_OK, ""};
-    int rc = rm_route_lp_round(&s, &ls, p, &lo, &le);
-    if (rc == RM_ERR_NOMEM) {
-        if (e) *e = le;
-        return rc;
-    }
-    if (rc == RM_OK && rm_route_offer(inc, ir, s, p)) {
-        *iname = "lp_round";
-        rm_route_say(so, 1, "best: lp_round's schedule is the incumbent, cost %.6g", ir->cost);
-    }
-    return RM_OK;
-}
-
 int rm_route_best(rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p, const rm_strategy_options *o,
                   rm_err *e)
 {
@@ -98,10 +71,6 @@ int rm_route_best(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
     rm_strategy_options so;
     memset(&so, 0, sizeof so);
     if (o) so = *o;
-    if ((rc = rounded_incumbent(&inc, &ir, &iname, p, &so, t0, limit, e)) != RM_OK) {
-        rm_schedule_free(inc);
-        return rc;
-    }
     so.incumbent = inc;
     if (limit > 0) so.time_limit_s = fmax(0.01, limit - (rm_route_now() - t0));
     rm_strategy_stats ms;
