@@ -278,7 +278,9 @@ static void set_scales(rm_lp_model *m, const rm_problem *p, size_t act)
     /* Peaks are multiples of g, so the budget is really act rounded down to
      * one; half a unit of slack above that keeps exact fits feasible despite
      * lp_solve's tolerances and still rejects every peak above the budget. */
-    m->mem_rhs = ((double)(act - act % g) + 0.5 * (double)g) / m->mem_scale;
+    double slack = 0.5 * (double)g;
+    if (slack > 1e-7 * (double)act) slack = 1e-7 * (double)act;
+    m->mem_rhs = ((double)(act - act % g) + slack) / m->mem_scale;
 }
 
 /* lp_solve's model: its settings, the columns' bounds and the objective. */
