@@ -276,17 +276,14 @@ static void set_scales(rm_lp_model *m, const rm_problem *p, size_t act)
     if (g == 0) g = 1;
     m->mem_scale = (double)act;
     /* Peaks are multiples of g, so the budget is really act rounded down to
-     * one. A little slack above that keeps exact fits feasible despite
-     * lp_solve's tolerances (~1e-9 on these rows), and any slack below g
-     * still rejects every peak above the budget. It used to be half a unit,
-     * which on graphs of few, equal values (Checkmate's linear graphs: a
-     * budget of 4 values became 4.5) let the LP relaxation use that half
-     * value at every point: its bound fell below the published
-     * formulation's (22.65 instead of 23 on the 8-layer graph at 3 values;
-     * tests/scheduler/test_relaxation.c). 1e-7 of the budget is far above
-     * the tolerance and moves the bound by a negligible amount. */
+     * one, and any slack below g still rejects every peak above it; some
+     * slack keeps exact fits feasible despite lp_solve's tolerances (~1e-9
+     * on these rows). Half a unit (without TIGHT_BUDGET) lets the LP use
+     * half a value more at every point, which on graphs of few equal values
+     * (Checkmate's linear graphs: 4 values become 4.5) puts the bound below
+     * the published formulation's; 1e-7 of the budget does not. */
     double slack = 0.5 * (double)g;
-    if (slack > 1e-7 * (double)act) slack = 1e-7 * (double)act;
+    if ((m->levers & RM_MILP_TIGHT_BUDGET) && slack > 1e-7 * (double)act) slack = 1e-7 * (double)act;
     m->mem_rhs = ((double)(act - act % g) + slack) / m->mem_scale;
 }
 
