@@ -3,9 +3,9 @@
  * independently), and both must stay below the exact optimum. On Checkmate's
  * linear graphs at every feasible budget and on random training DAGs at
  * budgets between the trivial lower bound and the checkpoint-all peak.
- * REMAT_RELAX_REPORT=l (linear graphs of 8, 16, 24 layers; at most
- * REMAT_RELAX_MAX_LAYERS) and/or r (random training graphs) also prints the
- * measurements behind RM_MILP_TIGHT_BUDGET: both bounds, the optimum (DP, or
+ * REMAT_RELAX_REPORT=l (linear graphs of 8, 16, 24 layers, or from
+ * REMAT_RELAX_MIN_LAYERS to REMAT_RELAX_MAX_LAYERS) and/or r (random
+ * training graphs) also prints the measurements behind RM_MILP_TIGHT_BUDGET: both bounds, the optimum (DP, or
  * the MILP within 30 s: '?' when unproved; skipped with REMAT_RELAX_NO_OPT),
  * and the cost of rounding either relaxation (-1: nothing fits), with
  * remat's relaxation built with REMAT_RELAX_LEVERS (default RM_MILP_DEFAULT). */
@@ -227,8 +227,9 @@ Test(relaxation, report, .timeout = 3600)
 {
     const char *which = getenv("REMAT_RELAX_REPORT");
     if (!which) return;
+    int least = getenv("REMAT_RELAX_MIN_LAYERS") ? atoi(getenv("REMAT_RELAX_MIN_LAYERS")) : 8;
     int most = getenv("REMAT_RELAX_MAX_LAYERS") ? atoi(getenv("REMAT_RELAX_MAX_LAYERS")) : 24;
-    for (int layers = 8; layers <= most && strchr(which, 'l'); layers += 8) {
+    for (int layers = least; layers <= most && strchr(which, 'l'); layers += 8) {
         rm_problem *p = rg_checkmate_linear(layers, 0, 0);
         size_t lo = rm_problem_peak_lower_bound(p), hi = checkpoint_all_peak(p);
         char what[32];
