@@ -105,18 +105,18 @@ static rm_problem *random_training(uint64_t seed, int forward)
 
 Test(relaxation, random_training_graphs_bound_at_least_published)
 {
-    /* four budgets between the trivial bound and checkpoint-all on each */
+    /* three budgets between the trivial bound and checkpoint-all on each */
     for (uint64_t seed = 1; seed <= 30; seed++) {
         rm_problem *p = random_training(seed, 5 + (int)(seed % 6)); /* 11-25 nodes: ~0.1-1 s each */
         size_t lo = rm_problem_peak_lower_bound(p), hi = checkpoint_all_peak(p);
         char what[64];
         snprintf(what, sizeof what, "training graph seed %llu (n=%d)", (unsigned long long)seed, p->n);
-        for (int k = 0; k < 4; k++) check_at_least_published(p, lo + (hi - lo) * (size_t)k / 4, what);
+        for (int k = 0; k < 3; k++) check_at_least_published(p, lo + (hi - lo) * (size_t)k / 3, what);
         rm_problem_free(p);
     }
 }
 
-/* Both bounds below the exact optimum, where the DP is cheap (<= 13 nodes). */
+/* Both bounds below the exact optimum, where the DP is cheap (<= 11 nodes). */
 static void check_below_optimum(rm_problem *p, const char *what)
 {
     size_t lo = rm_problem_peak_lower_bound(p), hi = checkpoint_all_peak(p), b[5];
@@ -136,7 +136,7 @@ static void check_below_optimum(rm_problem *p, const char *what)
 
 Test(relaxation, bounds_below_the_exact_optimum)
 {
-    for (int layers = 3; layers <= 6; layers++) {
+    for (int layers = 3; layers <= 5; layers++) {
         rm_problem *p = rg_checkmate_linear(layers, 0, 0);
         check_below_optimum(p, "unit linear graph");
         rm_problem_free(p);
@@ -147,7 +147,7 @@ Test(relaxation, bounds_below_the_exact_optimum)
     int tested = 0;
     for (uint64_t seed = 1; seed <= 60 && tested < 10; seed++) {
         rm_problem *p = random_training(seed, 3 + (int)(seed % 4));
-        if (p->n <= 13) {
+        if (p->n <= 11) {
             check_below_optimum(p, "training graph");
             tested++;
         }
