@@ -276,9 +276,15 @@ static void set_scales(rm_lp_model *m, const rm_problem *p, size_t act)
     if (g == 0) g = 1;
     m->mem_scale = (double)act;
     /* Peaks are multiples of g, so the budget is really act rounded down to
-     * one; half a unit of slack above that keeps exact fits feasible despite
-     * lp_solve's tolerances and still rejects every peak above the budget. */
-    m->mem_rhs = ((double)(act - act % g) + 0.5 * (double)g) / m->mem_scale;
+     * one, and any slack below g still rejects every peak above it; some
+     * slack keeps exact fits feasible despite lp_solve's tolerances (~1e-9
+     * on these rows). Half a unit (without TIGHT_BUDGET) lets the LP use
+     * half a value more at every point, which on graphs of few equal values
+     * (Checkmate's linear graphs: 4 values become 4.5) puts the bound below
+     * the published formulation's; 1e-7 of the budget does not. */
+    double slack = 0.5 * (double)g;
+    if ((m->levers & RM_MILP_TIGHT_BUDGET) && slack > 1e-7 * (double)act) slack = 1e-7 * (double)act;
+    m->mem_rhs = ((double)(act - act % g) + slack) / m->mem_scale;
 }
 
 /* lp_solve's model: its settings, the columns' bounds and the objective. */

@@ -20,7 +20,11 @@ void rm_lp_round_options_default(rm_lp_round_options *o)
     o->seeds = 16;
     o->seed = 0x5eed;
     o->tighten = 4;
-    o->levers = RM_MILP_DEFAULT;
+    /* The half-unit budget slack's vertex rounds better on the pinned
+     * instances of test_milp.c: with TIGHT_BUDGET, 77 cost units above the
+     * optima instead of 64 on the 39 small budgets, and nothing fits on the
+     * 16-layer training graph even at 80%. Its bound is a little looser. */
+    o->levers = RM_MILP_DEFAULT & ~RM_MILP_TIGHT_BUDGET;
 }
 
 int rm_milp_cheapest_R(rm_schedule *s, const rm_problem *p, rm_err *e)

@@ -176,6 +176,34 @@ rm_problem *rg_chain_problem(uint64_t seed, int forward, size_t max_bytes)
     return rg_training_problem(seed, &o);
 }
 
+rm_problem *rg_checkmate_linear(int layers, uint64_t seed, size_t max_bytes)
+{
+    int n = 2 * layers + 1;
+    rm_problem *p;
+    rm_err e = {0};
+    if (layers < 1 || rm_problem_create(&p, n, &e)) return NULL;
+    rm_rng r = rm_rng_make(seed * 0x9e3779b97f4a7c15ULL + 777);
+    for (int k = 0; k < n; k++) {
+        rm_problem_node *nd = &p->nodes[k];
+        nd->tag = k < layers ? RM_TAG_FORWARD : k == layers ? RM_TAG_LOSS : RM_TAG_BACKWARD;
+        snprintf(nd->name, sizeof nd->name, k < layers ? "f%d" : k == layers ? "loss" : "b%d", k < layers ? k : 2 * layers - k);
+        nd->bytes = seed ? rand_bytes(&r, max_bytes) : 16;
+        nd->cost = seed ? (double)(1 + rm_rng_next(&r) % 10) : 1.0;
+        int deps[2], nd2 = 0;
+        if (k > 0) deps[nd2++] = k - 1;
+        if (k > layers) deps[nd2++] = 2 * layers - k; /* the forward value its gradient needs */
+        if (set_deps(p, k, deps, nd2)) {
+            rm_problem_free(p);
+            return NULL;
+        }
+    }
+    if (rm_problem_validate(p, &e)) {
+        rm_problem_free(p);
+        return NULL;
+    }
+    return p;
+}
+
 int rg_loss_index(const rm_problem *p)
 {
     for (int i = 0; i < p->n; i++)

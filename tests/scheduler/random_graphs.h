@@ -32,6 +32,14 @@ rm_problem *rg_training_problem(uint64_t seed, const rg_options *opt);
 /* A training graph on a forward chain (no skips, no branches). */
 rm_problem *rg_chain_problem(uint64_t seed, int forward, size_t max_bytes);
 
+/* Checkmate's gen_linear_graph(layers): 2 layers + 1 nodes, forward 0..layers-1
+ * each reading the previous, the loss (node layers) reading the last forward
+ * node, and backward nodes layers+1..2 layers where node 2 layers - i reads
+ * node 2 layers - i - 1 and forward node i. seed 0: unit costs and 16-byte
+ * values, as in the paper's linear benchmark; else costs 1..10 and sizes
+ * uniform multiples of 16 in [16, max_bytes]. No fixed bytes. */
+rm_problem *rg_checkmate_linear(int layers, uint64_t seed, size_t max_bytes);
+
 /* Index of the loss node of a problem from the generators above. */
 int rg_loss_index(const rm_problem *p);
 

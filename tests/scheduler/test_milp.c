@@ -239,7 +239,7 @@ Test(milp, every_lever_setting_is_exact)
     const unsigned variants[] = {
         base & ~RM_MILP_PRUNE,          base & ~RM_MILP_PREFIX_ROWS,  base & ~RM_MILP_STAGE_ORDER,
         base & ~RM_MILP_FREE_CONT,      base & ~RM_MILP_FREE_CUT,     base & ~RM_MILP_INCUMBENT,
-        base & ~RM_MILP_FLOOR_FIRST,    base & ~RM_MILP_S_PRIORITY,
+        base & ~RM_MILP_FLOOR_FIRST,    base & ~RM_MILP_S_PRIORITY,   base & ~RM_MILP_TIGHT_BUDGET,
         /* not RM_MILP_PRESOLVE: lp_solve's presolve answers ACCURACYERROR on some of these */
         RM_MILP_PREFIX_ROWS, /* nothing else: plain Checkmate with prefix rows */
         0,                   /* plain Checkmate: U variables, binary FREE, ceiling branching */
