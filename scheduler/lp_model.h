@@ -68,8 +68,8 @@ enum {
                                        unit: without, the LP bound is below Checkmate's published relaxation on
                                        its linear graphs (8 layers at 3 values: 22.65 vs 23; 16 layers at 4:
                                        45.53 vs 46); with, at or above it on every instance of
-                                       test_relaxation.c. MILP answers unchanged. Off for LP rounding (see
-                                       rm_lp_round_options_default) */
+                                       test_relaxation.c. MILP answers unchanged; LP rounding uses it too
+                                       (see rm_lp_round_options_default) */
 };
 #define RM_MILP_DEFAULT                                                                                  \
     (RM_MILP_FLOOR_FIRST | RM_MILP_S_PRIORITY | RM_MILP_STAGE_ORDER | RM_MILP_PRUNE | RM_MILP_FREE_CUT | \
