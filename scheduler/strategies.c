@@ -39,7 +39,7 @@ static const rm_strategy_info strategies[] = {
     RM_BASELINE_TABLE,
     {"lp_round", "Checkmate LP rounding", lp_round_default, rm_route_lp_round},
     {"milp", "Checkmate MILP (lp_solve)", milp_default, rm_route_milp},
-    {"best", "every heuristic, then LP rounding and the MILP: the cheapest found", best_default, rm_route_best},
+    {"best", "every heuristic, then the MILP with the cheapest as incumbent", best_default, rm_route_best},
 };
 _Static_assert(RM_BASELINE_COUNT < sizeof strategies / sizeof strategies[0], "the solvers follow the baselines");
 
