@@ -21,13 +21,19 @@
 #define REMAT_SOURCE_DIR "."
 #endif
 
-/* Above this many columns CBC is not run. ResNet-50's full model at batch 32
- * (~520 nodes) has ~N columns; CBC's LP alone would not finish in 60 s. */
+/* Where CBC is not run. The budget rows make the model ~n^3 nonzeros:
+ * measured here, ResNet-18 (147 nodes) is 45818 columns, a 97 MB MPS file
+ * and 0.9 GB resident, and CBC with a 5 s limit took 11-45 s (reading and
+ * its root) without finding a solution; ResNet-34 (267 nodes) would be ~6x
+ * that, ResNet-50 (367) ~15x. So the full models stop at ResNet-18 / U-Net
+ * (141 nodes) by default; --max-nodes 0 --max-cols 0 lifts both caps. */
 #define DEFAULT_MAX_COLS 200000L
+#define DEFAULT_MAX_NODES 150L
 
 #define USAGE                                                                                                    \
     "usage: remat_bench_cbc [--quick] [--time-limit S] [--only models|linear|random] [--out FILE]\n"             \
-    "                       [--cbc PROGRAM] [--max-cols N] [--workdir DIR] [--keep-files] [--models-dir DIR]\n"  \
+    "                       [--models LIST] [--random N] [--cbc PROGRAM] [--max-nodes N] [--max-cols N]\n"   \
+    "                       [--workdir DIR] [--keep-files] [--models-dir DIR]\n"                                \
     "\n"                                                                                                         \
     "remat's MILP (lp_solve) against CBC on the same MILP: markdown on stdout (and in --out FILE, written\n"      \
     "instance by instance), progress on stderr.\n"                                                               \
@@ -38,6 +44,9 @@
     "  --only FAMILY    models, linear or random (default: all three)\n"                                         \
     "  --out FILE       also write the markdown to FILE (e.g. docs/bench/cbc.md)\n"                              \
     "  --cbc PROGRAM    the CBC executable (default: cbc, from PATH)\n"                                          \
+    "  --models LIST    built-in models to run, e.g. vgg16,resnet50 (default: every non-tiny one)\n"            \
+    "  --max-nodes N    do not even build the MILP for CBC above N nodes (default 150; 0 = no cap)\n"           \
+    "  --random N       how many random DAGs (default 50; --quick 3)\n"                                        \
     "  --max-cols N     do not run CBC on models with more columns (default 200000; 0 = no cap)\n"               \
     "  --workdir DIR    where the MPS and solution files go (default: a fresh directory in /tmp)\n"              \
     "  --keep-files     keep them (one per instance)\n"                                                          \
@@ -52,7 +61,7 @@ static int usage_error(const char *msg, const char *arg)
 /* Flags, then options with a value; 0, 1 (usage error) or -1 (--help). */
 static int parse_args(cbc_cfg *c, const char **out, int argc, char **argv)
 {
-    const char *time_s = NULL, *cols_s = NULL;
+    const char *time_s = NULL, *cols_s = NULL, *nodes_s = NULL, *random_s = NULL;
     for (int i = 1; i < argc; i++) {
         const char *v = NULL, **slot = NULL;
         if (!strcmp(argv[i], "--quick")) c->quick = 1;
@@ -63,6 +72,9 @@ static int parse_args(cbc_cfg *c, const char **out, int argc, char **argv)
         else if (rm_cli_option(&v, argc, argv, &i, "--out")) slot = out;
         else if (rm_cli_option(&v, argc, argv, &i, "--cbc")) slot = &c->cbc;
         else if (rm_cli_option(&v, argc, argv, &i, "--max-cols")) slot = &cols_s;
+        else if (rm_cli_option(&v, argc, argv, &i, "--max-nodes")) slot = &nodes_s;
+        else if (rm_cli_option(&v, argc, argv, &i, "--models")) slot = &c->models;
+        else if (rm_cli_option(&v, argc, argv, &i, "--random")) slot = &random_s;
         else if (rm_cli_option(&v, argc, argv, &i, "--workdir")) slot = &c->workdir;
         else if (rm_cli_option(&v, argc, argv, &i, "--models-dir")) slot = &c->models_dir;
         else return usage_error("unknown argument", argv[i]);
@@ -74,6 +86,11 @@ static int parse_args(cbc_cfg *c, const char **out, int argc, char **argv)
         return usage_error("--time-limit takes seconds >= 0, not", time_s);
     if (cols_s && rm_cli_parse_long(&c->max_cols, cols_s, 0, 1000000000L))
         return usage_error("--max-cols takes a count >= 0, not", cols_s);
+    if (nodes_s && rm_cli_parse_long(&c->max_nodes, nodes_s, 0, 1000000000L))
+        return usage_error("--max-nodes takes a count >= 0, not", nodes_s);
+    if (c->quick && !random_s) c->random = 3;
+    if (random_s && rm_cli_parse_long(&c->random, random_s, 0, 100000L))
+        return usage_error("--random takes a count >= 0, not", random_s);
     if (c->only && strcmp(c->only, "models") && strcmp(c->only, "linear") && strcmp(c->only, "random"))
         return usage_error("--only takes models, linear or random, not", c->only);
     /* The paths go into a shell command between single quotes. */
@@ -107,21 +124,21 @@ static void print_header(const cbc_cfg *c, int argc, char **argv, const char *ve
          "- date: %s\n- machine: %ld CPUs (nproc), %s\n- load average at the start: %s (times are wall clock)\n"
          "- CBC %s, run as `cbc MODEL.mps -timeMode elapsed -sec %g -solve -solu SOL` on the MILP remat solves "
          "(lp_model.h, RM_MILP_DEFAULT, S and R binary) written by lp_solve's write_freemps; not run above %ld "
-         "columns\n- remat: `rm_strategy_run(\"milp\")`, as `remat plan --strategy milp`, time limit %g s\n\n"
+         "nodes or %ld columns\n- remat: `rm_strategy_run(\"milp\")`, as `remat plan --strategy milp`, time limit %g s\n\n"
          "Columns: cols, the MILP's columns (CBC's model; remat solves problems above 80 nodes on a coarsened "
          "graph). Cheapest heuristic: the cheapest baseline that fits (the MILP's incumbent). Bound: a proved "
          "floor ('trivial': every node once, not an LP bound). To proof: remat's time where it proved "
          "optimality. CBC time: wall clock of the cbc process. Ratio: remat's time to proof over CBC's, where "
          "both proved. Check: CBC's solution (its S, the cheapest R) is judged by remat's simulator, and each "
          "solver's proved claims are checked against the other's answer; DISAGREE says which failed.\n",
-         cmd, date, sysconf(_SC_NPROCESSORS_ONLN), cpu, load, version, c->time_limit_s, c->max_cols,
+         cmd, date, sysconf(_SC_NPROCESSORS_ONLN), cpu, load, version, c->time_limit_s, c->max_nodes, c->max_cols,
          c->time_limit_s);
     emit_flush();
 }
 
 int main(int argc, char **argv)
 {
-    cbc_cfg c = {60, 0, NULL, REMAT_SOURCE_DIR "/models", "cbc", NULL, DEFAULT_MAX_COLS, 0};
+    cbc_cfg c = {60, 0, NULL, REMAT_SOURCE_DIR "/models", "cbc", NULL, NULL, DEFAULT_MAX_NODES, DEFAULT_MAX_COLS, 50, 0};
     const char *out = NULL;
     int rc = parse_args(&c, &out, argc, argv);
     if (rc) {

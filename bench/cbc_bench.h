@@ -24,7 +24,10 @@ typedef struct cbc_cfg {
     const char *models_dir;
     const char *cbc;      /* the CBC program */
     const char *workdir;  /* where the MPS and solution files go */
+    const char *models;   /* built-in models to run, comma-separated (NULL: all) */
+    long max_nodes;       /* above this many nodes the MILP is not even built for CBC */
     long max_cols;        /* CBC is not run on models with more columns */
+    long random;          /* how many random DAGs */
     int keep_files;       /* keep the MPS and solution files */
 } cbc_cfg;
 

@@ -177,6 +177,11 @@ static void run_cbc_side(cbc_row *row, const cbc_cfg *c, const rm_problem *p)
     base[k] = '\0';
     snprintf(mps, sizeof mps, "%s/%s.mps", c->workdir, base);
     snprintf(sol, sizeof sol, "%s/%s.sol", c->workdir, base);
+    if (c->max_nodes > 0 && p->n > c->max_nodes) {
+        /* The budget rows alone are ~n^3 nonzeros: not worth building. */
+        snprintf(cs->status, sizeof cs->status, "not run: %d nodes", p->n);
+        return;
+    }
     int rc = rm_lp_model_build(&m, p, rm_problem_activation_budget(p), RM_MILP_DEFAULT, NULL, NULL, 0, &e);
     if (rc == RM_OK) rc = rm_lp_model_set_integers(&m, &e);
     row->ncols = m.ncols;
