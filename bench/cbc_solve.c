@@ -136,9 +136,12 @@ static int read_solution_S(rm_schedule *s, const rm_lp_model *m, const char *sol
     char line[512];
     int idx, col;
     double val;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "%d C%d %lf", &idx, &col, &val) == 3 && col >= 1 && col <= m->ncols && s_of_col[col])
+    while (fgets(line, sizeof line, f)) {
+        /* CBC flags a value outside its bounds with a leading "**". */
+        const char *l = line + strspn(line, " *");
+        if (sscanf(l, "%d C%d %lf", &idx, &col, &val) == 3 && col >= 1 && col <= m->ncols && s_of_col[col])
             s->S[s_of_col[col] - 1] = val > 0.5;
+    }
     fclose(f);
     free(s_of_col);
     return 0;
