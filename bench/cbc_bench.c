@@ -108,7 +108,7 @@ static int cbc_present(const cbc_cfg *c, char *version, size_t len)
     if (!f) return 0;
     snprintf(version, len, "unknown");
     while (fgets(line, sizeof line, f))
-        if (!strncmp(line, "Version:", 8)) snprintf(version, len, "%.*s", (int)strcspn(line + 9, "\n"), line + 9);
+        if (!strncmp(line, "Version:", 8)) snprintf(version, len, "%.*s", (int)strcspn(line + 9, " \r\n"), line + 9);
     int st = pclose(f);
     return st == 0;
 }
