@@ -27,9 +27,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "bench_host.h"
 #include "cli_util.h"
 #include "sched_bench.h"
 #include "strategy.h"
@@ -57,29 +57,6 @@
     "  --out FILE         also write the markdown to FILE (e.g. docs/bench/scheduler.md)\n"                        \
     "  --quick            smoke run: vgg16:32 at 100,80% with the baselines only, table 2 for vgg16:64\n"          \
     "  --verbose          lp_solve's log on stderr\n"
-
-/* ---- output: stdout and, optionally, a file ---- */
-
-static FILE *g_out_file;
-
-void emit(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    if (g_out_file) {
-        va_start(ap, fmt);
-        vfprintf(g_out_file, fmt, ap);
-        va_end(ap);
-    }
-}
-
-void emit_flush(void)
-{
-    fflush(stdout);
-    if (g_out_file) fflush(g_out_file);
-}
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int usage_error(const char *fmt, ...)
@@ -201,59 +178,6 @@ static int parse_strategies(const rm_strategy_info ***out, int *count, const cha
     return 0;
 }
 
-/* ---- the machine and the command, for the document's header ---- */
-
-static void cpu_model(char *buf, size_t len)
-{
-    snprintf(buf, len, "unknown");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10)) continue;
-        char *colon = strchr(line, ':');
-        if (!colon) continue;
-        colon++;
-        while (*colon == ' ' || *colon == '\t') colon++;
-        colon[strcspn(colon, "\n")] = '\0';
-        snprintf(buf, len, "%s", colon);
-        break;
-    }
-    fclose(f);
-}
-
-/* The machine is shared with other jobs; the load says how much the times
- * below can be trusted. */
-static void load_average(char *buf, size_t len)
-{
-    snprintf(buf, len, "unknown");
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (!f) return;
-    double a, b, c;
-    if (fscanf(f, "%lf %lf %lf", &a, &b, &c) == 3) snprintf(buf, len, "%.2f %.2f %.2f", a, b, c);
-    fclose(f);
-}
-
-static void command_line(char *buf, size_t len, int argc, char **argv)
-{
-    size_t o = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < argc && o < len; i++) {
-        /* Quote what a shell would split or expand. */
-        int plain = argv[i][0] != '\0' && strspn(argv[i], "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                          "0123456789-_./:,=%+@") == strlen(argv[i]);
-        o += (size_t)snprintf(buf + o, len - o, plain ? "%s%s" : "%s'%s'", i ? " " : "", argv[i]);
-    }
-}
-
-static void utc_now(char *buf, size_t len)
-{
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(buf, len, "%Y-%m-%d %H:%M UTC", &tm);
-}
-
 /* ---- main ---- */
 
 int main(int argc, char **argv)
@@ -325,17 +249,16 @@ int main(int argc, char **argv)
         for (int k = 0; k < n; k++) c.strats[k] = &list[k];
         c.nstrats = n;
     }
-    if (out && !(g_out_file = fopen(out, "w"))) {
-        perror(out);
+    if (out && emit_open(out)) {
         rc = 1;
         goto done;
     }
 
     char cmd[4096], cpu[256], date[64], load[64];
-    command_line(cmd, sizeof cmd, argc, argv);
-    cpu_model(cpu, sizeof cpu);
-    utc_now(date, sizeof date);
-    load_average(load, sizeof load);
+    bench_command_line(cmd, sizeof cmd, argc, argv);
+    bench_cpu_model(cpu, sizeof cpu);
+    bench_utc_now(date, sizeof date);
+    bench_load_average(load, sizeof load);
     double t0 = rm_cli_now();
     emit("# Scheduler benchmark\n\n"
          "Produced by:\n\n```sh\n%s\n```\n\n"
@@ -349,15 +272,12 @@ int main(int argc, char **argv)
         int s2 = run_table2(ogc_models, nogc);
         if (!status) status = s2;
     }
-    load_average(load, sizeof load);
+    bench_load_average(load, sizeof load);
     emit("\nTotal wall clock %.0f s; load average at the end: %s.\n", rm_cli_now() - t0, load);
     emit_flush();
     rc = status;
 done:
-    if (g_out_file && fclose(g_out_file)) {
-        perror(out);
-        if (!rc) rc = 2;
-    }
+    if (emit_close() && !rc) rc = 2;
     free(models);
     free(ogc_models);
     free(c.budgets);

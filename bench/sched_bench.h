@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 
+#include "bench_host.h"
 #include "cli_util.h"
 #include "strategy.h"
 
@@ -71,10 +72,6 @@ typedef struct goal_line {
 
 static inline double overhead_pct(double cost, double base) { return base > 0 ? 100.0 * (cost / base - 1) : 0.0; }
 
-/* Markdown to stdout and to --out's file (sched_bench.c). */
-void emit(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* After each section, so a killed run keeps what it finished. */
-void emit_flush(void);
 
 /* Table 1 (sched_bench_table1.c): 0, or the first failure's status. */
 int run_table1(const bench_cfg *c, const model_spec *models, int nmodels);

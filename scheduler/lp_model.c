@@ -29,6 +29,7 @@
 #include <lp_lib.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -480,6 +481,62 @@ int rm_lp_model_build(rm_lp_model *m, const rm_problem *p, size_t act, unsigned 
     return RM_OK;
 nomem:
     return rm_errorf(e, RM_ERR_NOMEM, "milp: out of memory building the model (n = %d)", n);
+}
+
+int rm_lp_model_set_integers(rm_lp_model *m, rm_err *e)
+{
+    size_t nn = (size_t)m->n * (size_t)m->n;
+    for (size_t x = 0; x < nn; x++) {
+        if (m->s_col[x] && !set_int(m->lp, m->s_col[x], TRUE)) goto fail;
+        if (m->r_col[x] && !set_int(m->lp, m->r_col[x], TRUE)) goto fail;
+    }
+    if (!(m->levers & RM_MILP_FREE_CONT))
+        for (int f = 0; f < m->nfree; f++)
+            if (!set_int(m->lp, m->fv[f].col, TRUE)) goto fail;
+    return RM_OK;
+fail:
+    return rm_errorf(e, RM_ERR_SOLVER, "lp_solve set_int failed");
+}
+
+/* Names every column C<k>, then deletes the empty ones (from the last, so
+ * the numbers still to visit do not move): the names keep the numbering. */
+static int drop_empty_columns(rm_lp_model *m, int *dropped, rm_err *e)
+{
+    char name[32];
+    *dropped = 0;
+    REAL *col = malloc(((size_t)m->nrows + 1) * sizeof *col);
+    int *nz = malloc(((size_t)m->nrows + 1) * sizeof *nz);
+    if (!col || !nz) {
+        free(col);
+        free(nz);
+        return rm_errorf(e, RM_ERR_NOMEM, "out of memory");
+    }
+    int rc = RM_OK;
+    for (int c = 1; c <= m->ncols && rc == RM_OK; c++) {
+        snprintf(name, sizeof name, "C%d", c);
+        if (!set_col_name(m->lp, c, name)) rc = rm_errorf(e, RM_ERR_SOLVER, "lp_solve set_col_name failed");
+    }
+    for (int c = m->ncols; c >= 1 && rc == RM_OK; c--) {
+        if (get_columnex(m->lp, c, col, nz) != 0) continue;
+        if (!del_column(m->lp, c)) rc = rm_errorf(e, RM_ERR_SOLVER, "lp_solve del_column failed on column %d", c);
+        (*dropped)++;
+    }
+    free(col);
+    free(nz);
+    return rc;
+}
+
+int rm_lp_model_write_mps(rm_lp_model *m, const char *path, int *dropped, rm_err *e)
+{
+    int rc = drop_empty_columns(m, dropped, e);
+    if (rc != RM_OK) return rc;
+    /* lp_solve's prototype takes a mutable name but only reads it. */
+    char *name = strdup(path);
+    if (!name) return rm_errorf(e, RM_ERR_NOMEM, "out of memory");
+    MYBOOL ok = write_freemps(m->lp, name);
+    free(name);
+    if (!ok) return rm_errorf(e, RM_ERR_IO, "lp_solve write_freemps failed for %s", path);
+    return RM_OK;
 }
 
 /* Maps a solve() code that is neither a solution nor infeasibility to an error. */

@@ -119,6 +119,21 @@ int rm_lp_model_build(rm_lp_model *m, const rm_problem *p, size_t act, unsigned 
                       void *log_ctx, int verbosity, rm_err *e);
 void rm_lp_model_free(rm_lp_model *m);
 
+/* Makes the model the MILP: S and R binary, and FREE too unless the levers
+ * keep it continuous (RM_MILP_FREE_CONT). What milp.c solves, and what the
+ * CBC benchmark (bench/cbc_bench.c) hands to another solver. */
+int rm_lp_model_set_integers(rm_lp_model *m, rm_err *e);
+/* Writes the model in free MPS (lp_solve's write_freemps), so that another
+ * solver can solve the very same rows; its objective maps to cost units as
+ * here: cost_const + cost_scale * objective. Column k is named C<k> (the
+ * model's numbering), so a solution file maps back through s_col/r_col.
+ * Columns in no row and not in the objective are left out (*dropped: how
+ * many): MPS cannot declare a column without entries, and CBC rejects the
+ * bound of a column it never saw. Empty columns are FREE variables after
+ * the last compute of the last stage, which no later point counts. The
+ * model itself loses them: write it last, never solve it after. */
+int rm_lp_model_write_mps(rm_lp_model *m, const char *path, int *dropped, rm_err *e);
+
 /* Every cost is an integer multiple of the result when the costs are
  * integers (FLOP counts, test costs); 0 otherwise. */
 double rm_lp_cost_step(const rm_problem *p);

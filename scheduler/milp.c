@@ -283,13 +283,7 @@ static int bb_setup(milp_run *r, rm_err *e)
     }
     const rm_lp_model *m = &r->m;
     lprec *lp = m->lp;
-    for (size_t x = 0; x < (size_t)n * n; x++) {
-        if (m->s_col[x] && !set_int(lp, m->s_col[x], TRUE)) goto setfail;
-        if (m->r_col[x] && !set_int(lp, m->r_col[x], TRUE)) goto setfail;
-    }
-    if (!(lv & RM_MILP_FREE_CONT))
-        for (int f = 0; f < m->nfree; f++)
-            if (!set_int(lp, m->fv[f].col, TRUE)) goto setfail;
+    if ((rc = rm_lp_model_set_integers(&r->m, e)) != RM_OK) return rc;
     set_bb_floorfirst(lp, (lv & RM_MILP_BRANCH_AUTO)  ? BRANCH_AUTOMATIC
                           : (lv & RM_MILP_FLOOR_FIRST) ? BRANCH_FLOOR
                                                        : BRANCH_CEILING);
@@ -324,8 +318,6 @@ static int bb_setup(milp_run *r, rm_err *e)
         if (r->rc && (rc = fix_by_reduced_cost(r, cut, e)) != RM_OK) return rc;
     }
     return RM_OK;
-setfail:
-    return rm_errorf(e, RM_ERR_SOLVER, "lp_solve set_int failed");
 }
 
 /* lp_solve's integer solution: its S, the cheapest R for it, judged by the

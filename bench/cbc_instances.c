@@ -1,0 +1,225 @@
+/* The instance families of remat_bench_cbc:
+ *   models  every built-in model (batch 32, U-Net 8) at 90/80/70/60% of its
+ *           no-remat peak, total memory as `remat plan --budget P%` means it
+ *   linear  Checkmate's linear graphs (gen_linear_graph) of 8, 16 and 24
+ *           layers at every integer budget from the trivial lower bound to
+ *           just below the checkpoint-all peak
+ *   random  50 seeded random training DAGs of 20-80 nodes (the scheduler
+ *           tests' generator), each at one budget between the trivial bound
+ *           and the checkpoint-all peak
+ * --quick keeps a few small instances of each. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cbc_bench.h"
+#include "cli_util.h"
+#include "random_graphs.h"
+#include "rng.h"
+#include "strategy.h"
+
+/* A row run, printed and counted. */
+static int one(cbc_totals t[CBC_NFAM], int fam, const cbc_cfg *c, rm_problem *p, const char *name, int flops)
+{
+    static const char *names[CBC_NFAM] = {"models", "linear", "random", "all"};
+    cbc_row row;
+    memset(&row, 0, sizeof row);
+    snprintf(row.name, sizeof row.name, "%s", name);
+    snprintf(row.family, sizeof row.family, "%s", names[fam]);
+    cbc_run_instance(&row, c, p);
+    cbc_table_row(&row, flops);
+    if (cbc_totals_add(&t[fam], &row) || cbc_totals_add(&t[CBC_ALL], &row)) {
+        fprintf(stderr, "remat_bench_cbc: out of memory\n");
+        return 2;
+    }
+    return 0;
+}
+
+/* The activation peak of checkpoint-all (every value kept until its last
+ * use): the budgets of interest are below it. */
+static int noremat_peak(size_t *peak, const rm_problem *p)
+{
+    rm_problem q = *p;
+    q.budget = 0;
+    rm_schedule *s = NULL;
+    rm_sim_result sim;
+    rm_err e = {RM_OK, ""};
+    if (rm_checkpoint_all_fit(&s, &sim, &q, &e) != RM_OK || !s) {
+        fprintf(stderr, "remat_bench_cbc: checkpoint-all: %s\n", e.msg);
+        return 2;
+    }
+    rm_schedule_free(s);
+    *peak = sim.peak_bytes;
+    return 0;
+}
+
+/* ---- built-in models ---- */
+
+static int run_model(cbc_totals t[CBC_NFAM], const cbc_cfg *c, const char *model, long batch, const double *pct,
+                     int npct)
+{
+    char path[4096], name[64];
+    snprintf(path, sizeof path, "%s/%s.cfg", c->models_dir, model);
+    fprintf(stderr, "cbc-bench: tracing %s at batch %ld ...\n", path, batch);
+    rm_cli_problem cp;
+    int rc = rm_cli_problem_load(&cp, "cbc-bench", path, batch, NULL);
+    if (rc) {
+        emit("| %s b%ld | failed to load (see stderr) |\n", model, batch);
+        return rc;
+    }
+    for (int k = 0; k < npct && !rc; k++) {
+        rm_cli_budget b = {1, pct[k]};
+        snprintf(name, sizeof name, "%s b%ld %g%%", model, batch, pct[k]);
+        if (rm_cli_problem_set_budget(&cp, "cbc-bench", &b)) {
+            /* Why is on stderr; the table says that it was not forgotten. */
+            char bytes[32];
+            emit("| %s | %d | - | %s | below the trivial lower bound: no schedule exists, nothing run |\n", name,
+                 cp.p->n, rm_cli_bytes(bytes, sizeof bytes, (double)rm_cli_budget_bytes(&b, cp.noremat_total)));
+            continue;
+        }
+        rc = one(t, CBC_MODELS, c, cp.p, name, cp.flops == RM_CLI_COST_FLOPS);
+    }
+    rm_cli_problem_free(&cp);
+    return rc;
+}
+
+/* name is an item of the comma-separated list. */
+static int in_list(const char *list, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *s = list; s; s = strchr(s, ',') ? strchr(s, ',') + 1 : NULL)
+        if (!strncmp(s, name, len) && (s[len] == ',' || s[len] == '\0')) return 1;
+    return 0;
+}
+
+static int run_models(cbc_totals t[CBC_NFAM], const cbc_cfg *c)
+{
+    static const char *all[] = {"vgg11",    "vgg13",     "vgg16",     "vgg19", "resnet18", "resnet34",
+                                "resnet50", "resnet101", "resnet152", "unet"};
+    static const double pct[] = {90, 80, 70, 60}, quick_pct[] = {98};
+    cbc_table_start("Built-in models", c->quick ? "vgg-tiny at batch 4, 98% of its no-remat peak (--quick)."
+                                                : "Batch 32 (U-Net 8), at 90/80/70/60% of the no-remat peak "
+                                                  "(total memory, fixed bytes included). Costs: overhead over "
+                                                  "checkpoint-all in FLOPs.");
+    if (c->quick) return run_model(t, c, "vgg-tiny", 4, quick_pct, 1);
+    int status = 0;
+    for (size_t k = 0; k < sizeof all / sizeof *all; k++) {
+        if (c->models && !in_list(c->models, all[k])) continue;
+        long batch = strcmp(all[k], "unet") ? 32 : 8;
+        int rc = run_model(t, c, all[k], batch, pct, 4);
+        if (rc && !status) status = rc;
+    }
+    return status;
+}
+
+/* ---- Checkmate's linear graphs ---- */
+
+/* gen_linear_graph(n) of Checkmate: forward nodes 0..n-1 each reading the
+ * one before, the loss n reading n-1, backward nodes n+1..2n where node j
+ * reads j-1 and forward node 2n-j; every cost and size 1. */
+static rm_problem *linear_problem(int n)
+{
+    rm_problem *p;
+    rm_err e = {RM_OK, ""};
+    if (rm_problem_create(&p, 2 * n + 1, &e)) return NULL;
+    for (int j = 0; j <= 2 * n; j++) {
+        rm_problem_node *nd = &p->nodes[j];
+        snprintf(nd->name, sizeof nd->name, "n%d", j);
+        nd->tag = j < n ? RM_TAG_FORWARD : j == n ? RM_TAG_LOSS : RM_TAG_BACKWARD;
+        nd->cost = 1;
+        nd->bytes = 1;
+        int deps[2] = {2 * n - j, j - 1}, nd_ = j > n ? 2 : j > 0;
+        if (rm_problem_set_deps(p, j, j > n ? deps : deps + 1, nd_, &e)) {
+            rm_problem_free(p);
+            return NULL;
+        }
+    }
+    if (rm_problem_validate(p, &e)) {
+        fprintf(stderr, "remat_bench_cbc: linear graph: %s\n", e.msg);
+        rm_problem_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+static int run_linear(cbc_totals t[CBC_NFAM], const cbc_cfg *c)
+{
+    static const int layers[] = {8, 16, 24};
+    char name[64];
+    cbc_table_start("Checkmate's linear graphs", "gen_linear_graph(n): 2n+1 nodes, every cost and size 1, at "
+                                                 "every integer budget from the trivial lower bound to one below "
+                                                 "the checkpoint-all peak.");
+    for (int k = 0; k < (c->quick ? 1 : 3); k++) {
+        rm_problem *p = linear_problem(layers[k]);
+        size_t peak, lb;
+        if (!p) return 2;
+        int rc = noremat_peak(&peak, p);
+        lb = rm_problem_peak_lower_bound(p);
+        /* --quick: the three budgets just under the peak, the easy end. */
+        for (size_t b = c->quick && peak > lb + 3 ? peak - 3 : lb; !rc && b < peak; b++) {
+            p->budget = b;
+            snprintf(name, sizeof name, "linear %d, budget %zu", layers[k], b);
+            rc = one(t, CBC_LINEAR, c, p, name, 0);
+        }
+        rm_problem_free(p);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* ---- random DAGs ---- */
+
+/* A training DAG of 20-80 nodes from seed: the forward length is drawn,
+ * then nudged until the graph (whose size also depends on its grad-sum
+ * nodes) is in range. */
+static rm_problem *random_problem(uint64_t seed, int quick)
+{
+    rm_rng r = rm_rng_make(seed * 0x2545f4914f6cdd1dULL + 7);
+    int lo = 20, hi = quick ? 26 : 80;
+    int F = 9 + (int)(rm_rng_next(&r) % (uint64_t)(quick ? 3 : 30));
+    for (int tries = 0; tries < 40; tries++) {
+        rg_options o = {F, 0.3, 0.2, 0, 1 << 20};
+        rm_problem *p = rg_training_problem(seed, &o);
+        if (!p) return NULL;
+        if (p->n >= lo && p->n <= hi) return p;
+        F += p->n < lo ? 1 : -1;
+        rm_problem_free(p);
+    }
+    return NULL;
+}
+
+static int run_random(cbc_totals t[CBC_NFAM], const cbc_cfg *c)
+{
+    char name[64];
+    cbc_table_start("Random training DAGs", "The scheduler tests' generator (rg_training_problem: skips 0.3, "
+                                            "branches 0.2, sizes up to 1 MiB), seeds 1, 2, ..., each at a budget drawn "
+                                            "between the trivial lower bound and the checkpoint-all peak "
+                                            "(budget: total bytes, the generator's fixed bytes included).");
+    for (int k = 1; k <= c->random; k++) {
+        rm_problem *p = random_problem((uint64_t)k, c->quick);
+        size_t peak;
+        if (!p || noremat_peak(&peak, p)) {
+            fprintf(stderr, "remat_bench_cbc: random DAG %d could not be made\n", k);
+            rm_problem_free(p);
+            return 2;
+        }
+        size_t lb = rm_problem_peak_lower_bound(p);
+        rm_rng r = rm_rng_make((uint64_t)k * 0x9e3779b97f4a7c15ULL + 99);
+        /* 20-80% of the way from the bound to the peak: the interesting range. */
+        p->budget = p->fixed_bytes + lb + (size_t)((double)(peak - lb) * rm_rng_range(&r, 0.2, 0.8));
+        snprintf(name, sizeof name, "random %d", k);
+        int rc = one(t, CBC_RANDOM, c, p, name, 0);
+        rm_problem_free(p);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+int cbc_run_all(const cbc_cfg *c, cbc_totals t[CBC_NFAM])
+{
+    int status = 0, rc;
+    if (!c->only || !strcmp(c->only, "models")) status = run_models(t, c);
+    if ((!c->only || !strcmp(c->only, "linear")) && (rc = run_linear(t, c)) && !status) status = rc;
+    if ((!c->only || !strcmp(c->only, "random")) && (rc = run_random(t, c)) && !status) status = rc;
+    return status;
+}
