@@ -114,31 +114,16 @@ static int run_models(cbc_totals t[CBC_NFAM], const cbc_cfg *c)
 
 /* ---- Checkmate's linear graphs ---- */
 
-/* gen_linear_graph(n) of Checkmate: forward nodes 0..n-1 each reading the
- * one before, the loss n reading n-1, backward nodes n+1..2n where node j
- * reads j-1 and forward node 2n-j; every cost and size 1. */
+/* Checkmate's gen_linear_graph(n) (the tests' generator, unit costs) with
+ * every size 1, as Checkmate's defaults have it: budgets are value counts. */
 static rm_problem *linear_problem(int n)
 {
-    rm_problem *p;
-    rm_err e = {RM_OK, ""};
-    if (rm_problem_create(&p, 2 * n + 1, &e)) return NULL;
-    for (int j = 0; j <= 2 * n; j++) {
-        rm_problem_node *nd = &p->nodes[j];
-        snprintf(nd->name, sizeof nd->name, "n%d", j);
-        nd->tag = j < n ? RM_TAG_FORWARD : j == n ? RM_TAG_LOSS : RM_TAG_BACKWARD;
-        nd->cost = 1;
-        nd->bytes = 1;
-        int deps[2] = {2 * n - j, j - 1}, nd_ = j > n ? 2 : j > 0;
-        if (rm_problem_set_deps(p, j, j > n ? deps : deps + 1, nd_, &e)) {
-            rm_problem_free(p);
-            return NULL;
-        }
-    }
-    if (rm_problem_validate(p, &e)) {
-        fprintf(stderr, "remat_bench_cbc: linear graph: %s\n", e.msg);
-        rm_problem_free(p);
+    rm_problem *p = rg_checkmate_linear(n, 0, 0);
+    if (!p) {
+        fprintf(stderr, "remat_bench_cbc: linear graph of %d layers: out of memory\n", n);
         return NULL;
     }
+    for (int j = 0; j < p->n; j++) p->nodes[j].bytes = 1;
     return p;
 }
 
