@@ -1,0 +1,29 @@
+/* A lower bound on the cost of any schedule that fits a problem's budget,
+ * cheap enough for the hundreds of nodes where Checkmate's LP (lp_model.h)
+ * is out of reach: the LP of a relaxed model with only S and R, no FREE
+ * variables, and one memory row per stage instead of one per point. The
+ * formulation and why every valid schedule satisfies it are at the top of
+ * lp_bound.c. It is weaker than the full LP relaxation (rm_milp_relax) but
+ * never below the trivial bound (every node once), which it returns when
+ * its LP is not solved in time. */
+#ifndef REMAT_LP_BOUND_H
+#define REMAT_LP_BOUND_H
+
+#include "problem.h"
+
+typedef struct rm_lp_bound_result {
+    double bound;   /* no schedule within the budget costs less */
+    double trivial; /* every node once */
+    int solved;     /* 1: bound is the relaxed LP's optimum (never below trivial); 0: trivial */
+    int ncols, nrows;
+    double seconds;
+} rm_lp_bound_result;
+
+/* The bound at p's budget, within time_limit_s (0 = none). A budget of 0
+ * (unlimited) gives the trivial bound, which checkpoint-all attains.
+ * RM_ERR_INFEASIBLE when the budget is below the trivial peak or the relaxed
+ * LP is infeasible (then no schedule fits); RM_ERR_SOLVER / RM_ERR_NOMEM for
+ * lp_solve failures. A time limit hit is no error: solved = 0. */
+int rm_lp_bound(rm_lp_bound_result *out, const rm_problem *p, double time_limit_s, rm_err *e);
+
+#endif
