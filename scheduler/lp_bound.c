@@ -38,16 +38,17 @@
 #include "log.h"
 #include "lp_model.h"
 
-/* Above this many nodes the n x n column maps alone are too large to bother:
- * the LP would not finish in any sensible limit either. */
+/* Above this many nodes the column maps alone are too large to bother: the
+ * LP would not finish in any sensible limit either. */
 #define BOUND_MAX_NODES 2000
 
 typedef struct bmodel {
     const rm_problem *p;
-    int n;
-    int *lastdesc;      /* largest node reachable from i (i itself if none) */
-    int *s_col, *r_col; /* n x n, lp_solve columns; 0 = none */
-    int *mark;          /* n: stamp of D_t while stage t's memory row is built */
+    int n, nb;
+    const int *lastdesc; /* largest node reachable from i (i itself if none) */
+    int *start;          /* nb + 1: block B is stages start[B] .. start[B+1]-1 */
+    int *s_col, *y_col;  /* nb x n, lp_solve columns; 0 = none */
+    int *mark;           /* n: stamps while a row is built */
     int ncols, nrows;
     double cost_scale, act;
     double *rv;
@@ -58,36 +59,24 @@ typedef struct bmodel {
 static void bmodel_free(bmodel *m)
 {
     if (m->lp) delete_lp(m->lp);
-    free(m->lastdesc);
+    free(m->start);
     free(m->s_col);
-    free(m->r_col);
+    free(m->y_col);
     free(m->mark);
     free(m->rv);
     free(m->ri);
     memset(m, 0, sizeof *m);
 }
 
-static int live(const bmodel *m, int t, int i)
-{
-    return i < t && m->lastdesc[i] >= t;
-}
-
-/* Column maps: stage by stage, S then R. */
+/* Columns, block by block: S then Y of every value live at the block's start. */
 static void number_columns(bmodel *m)
 {
-    const rm_problem *p = m->p;
-    int n = m->n;
-    for (int i = n - 1; i >= 0; i--) m->lastdesc[i] = i;
-    for (int k = n - 1; k >= 0; k--) /* users come after, so their lastdesc is final */
-        for (int d = 0; d < p->nodes[k].ndeps; d++) {
-            int j = p->nodes[k].deps[d];
-            if (m->lastdesc[k] > m->lastdesc[j]) m->lastdesc[j] = m->lastdesc[k];
-        }
-    for (int t = 0; t < n; t++) {
-        for (int i = 0; i < t; i++)
-            if (live(m, t, i)) m->s_col[(size_t)t * n + i] = ++m->ncols;
-        for (int i = 0; i < t; i++)
-            if (live(m, t, i)) m->r_col[(size_t)t * n + i] = ++m->ncols;
+    for (int B = 0; B < m->nb; B++) {
+        int a = m->start[B];
+        for (int i = 0; i < a; i++)
+            if (m->lastdesc[i] >= a) m->s_col[(size_t)B * m->n + i] = ++m->ncols;
+        for (int i = 0; i < a; i++)
+            if (m->lastdesc[i] >= a) m->y_col[(size_t)B * m->n + i] = ++m->ncols;
     }
 }
 
@@ -100,15 +89,15 @@ static int add_row(bmodel *m, int cnt, int type, double rhs, rm_err *e)
     return RM_OK;
 }
 
-#define S_(t, i) m->s_col[(size_t)(t) * m->n + (i)]
-#define R_(t, i) m->r_col[(size_t)(t) * m->n + (i)]
+#define S_(B, i) m->s_col[(size_t)(B) * m->n + (i)]
+#define Y_(B, i) m->y_col[(size_t)(B) * m->n + (i)]
 
 /* Columns in [0, 1] and the objective (costs over the largest cost, so the
  * LP's numbers stay near 1). */
 static int make_columns(bmodel *m, rm_err *e)
 {
     const rm_problem *p = m->p;
-    int n = m->n, cnt = 0;
+    int cnt = 0;
     m->lp = make_lp(0, m->ncols);
     if (!m->lp) return rm_errorf(e, RM_ERR_NOMEM, "lp bound: lp_solve make_lp failed for %d columns", m->ncols);
     if (!set_outputfile(m->lp, "")) return rm_errorf(e, RM_ERR_SOLVER, "lp bound: lp_solve set_outputfile failed");
@@ -117,53 +106,59 @@ static int make_columns(bmodel *m, rm_err *e)
     for (int c = 1; c <= m->ncols; c++)
         if (!set_bounds(m->lp, c, 0.0, 1.0))
             return rm_errorf(e, RM_ERR_SOLVER, "lp bound: lp_solve set_bounds failed on column %d", c);
-    for (int t = 0; t < n; t++)
-        for (int i = 0; i < t; i++)
-            if (R_(t, i)) m->rv[cnt] = p->nodes[i].cost / m->cost_scale, m->ri[cnt++] = R_(t, i);
+    for (int B = 0; B < m->nb; B++)
+        for (int i = 0; i < m->start[B]; i++)
+            if (Y_(B, i)) m->rv[cnt] = p->nodes[i].cost / m->cost_scale, m->ri[cnt++] = Y_(B, i);
     if (!set_obj_fnex(m->lp, cnt, m->rv, m->ri))
         return rm_errorf(e, RM_ERR_SOLVER, "lp bound: lp_solve set_obj_fnex failed");
     return RM_OK;
 }
 
-/* Retention into stage t+1 and the inputs of every compute of stage t. */
-static int rows_retention_inputs(bmodel *m, int t, rm_err *e)
+/* Retention into the next block, and the inputs of what block B computes:
+ * its own nodes (first computes, whose earlier inputs must be held into the
+ * block or recomputed in it) and its recomputations Y. */
+static int rows_retention_inputs(bmodel *m, int B, rm_err *e)
 {
     const rm_problem *p = m->p;
-    int rc;
-    for (int i = 0; t + 1 < m->n && i < t; i++) {
-        if (!S_(t + 1, i)) continue;
-        int cnt = 0;
-        m->rv[cnt] = 1, m->ri[cnt++] = S_(t + 1, i);
-        if (S_(t, i)) m->rv[cnt] = -1, m->ri[cnt++] = S_(t, i);
-        if (R_(t, i)) m->rv[cnt] = -1, m->ri[cnt++] = R_(t, i);
+    int a = m->start[B], b = m->start[B + 1] - 1, rc, stamp = 2 * B + 1;
+    for (int i = 0; B + 1 < m->nb && i < a; i++) {
+        if (!S_(B + 1, i)) continue;
+        int cnt = 0; /* i < a is live at a wherever it is live after the block */
+        m->rv[cnt] = 1, m->ri[cnt++] = S_(B + 1, i);
+        m->rv[cnt] = -1, m->ri[cnt++] = S_(B, i);
+        m->rv[cnt] = -1, m->ri[cnt++] = Y_(B, i);
         if ((rc = add_row(m, cnt, LE, 0, e)) != RM_OK) return rc;
     }
-    for (int k = 0; k <= t; k++) {
-        if (k != t && !R_(t, k)) continue;
+    for (int k = 0; k <= b; k++) {
+        if (k < a && !Y_(B, k)) continue;
         for (int d = 0; d < p->nodes[k].ndeps; d++) {
-            int j = p->nodes[k].deps[d], cnt = 0; /* j is live wherever k is: both columns exist */
-            if (k != t) m->rv[cnt] = 1, m->ri[cnt++] = R_(t, k);
-            m->rv[cnt] = -1, m->ri[cnt++] = R_(t, j);
-            m->rv[cnt] = -1, m->ri[cnt++] = S_(t, j);
-            if ((rc = add_row(m, cnt, LE, k == t ? -1.0 : 0.0, e)) != RM_OK) return rc;
+            int j = p->nodes[k].deps[d], cnt = 0; /* j < k is live at a wherever k is */
+            if (j >= a || (k >= a && m->mark[j] == stamp)) continue; /* computed in the block; a row already made */
+            if (k >= a) m->mark[j] = stamp;
+            if (k < a) m->rv[cnt] = 1, m->ri[cnt++] = Y_(B, k);
+            m->rv[cnt] = -1, m->ri[cnt++] = Y_(B, j);
+            m->rv[cnt] = -1, m->ri[cnt++] = S_(B, j);
+            if ((rc = add_row(m, cnt, LE, k >= a ? -1.0 : 0.0, e)) != RM_OK) return rc;
         }
     }
     return RM_OK;
 }
 
-/* The memory row of stage t, at the point t is computed (see the top). */
-static int row_memory(bmodel *m, int t, rm_err *e)
+/* The memory row at the block's last stage t, at the point t is computed:
+ * S[t+1] is the next block's S (see the top). */
+static int row_memory(bmodel *m, int B, rm_err *e)
 {
     const rm_problem *p = m->p;
+    int t = m->start[B + 1] - 1, stamp = 2 * B + 2;
     const rm_problem_node *nd = &p->nodes[t];
-    if (t + 1 >= m->n) return RM_OK; /* nothing is retained after the last stage */
+    if (B + 1 >= m->nb) return RM_OK; /* nothing is retained after the last stage */
     double fixed = (double)nd->bytes;
-    m->mark[t] = t + 1;
-    for (int d = 0; d < nd->ndeps; d++) m->mark[nd->deps[d]] = t + 1, fixed += (double)p->nodes[nd->deps[d]].bytes;
+    m->mark[t] = stamp;
+    for (int d = 0; d < nd->ndeps; d++) m->mark[nd->deps[d]] = stamp, fixed += (double)p->nodes[nd->deps[d]].bytes;
     int cnt = 0;
     for (int i = 0; i < t; i++)
-        if (S_(t + 1, i) && m->mark[i] != t + 1)
-            m->rv[cnt] = (double)p->nodes[i].bytes / m->act, m->ri[cnt++] = S_(t + 1, i);
+        if (S_(B + 1, i) && m->mark[i] != stamp)
+            m->rv[cnt] = (double)p->nodes[i].bytes / m->act, m->ri[cnt++] = S_(B + 1, i);
     /* A hair of slack for lp_solve's tolerances: loosening only lowers the bound. */
     double rhs = (m->act - fixed) / m->act + 1e-9;
     if (rhs < 0) return rm_errorf(e, RM_ERR_INFEASIBLE, "lp bound: node %d and its inputs exceed the budget", t);
@@ -171,19 +166,25 @@ static int row_memory(bmodel *m, int t, rm_err *e)
 }
 
 #undef S_
-#undef R_
+#undef Y_
 
-static int build(bmodel *m, const rm_problem *p, size_t act, rm_err *e)
+/* The model for blocks ending at the stages ends[0..nends-1] (ascending;
+ * the last stage always ends one). */
+static int build(bmodel *m, const rm_problem *p, const int *lastdesc, const int *ends, int nends, rm_err *e)
 {
     int n = p->n, rc;
-    size_t nn = (size_t)n * (size_t)n;
     memset(m, 0, sizeof *m);
-    m->p = p, m->n = n, m->act = (double)act;
-    m->lastdesc = malloc((size_t)n * sizeof *m->lastdesc);
+    m->p = p, m->n = n, m->lastdesc = lastdesc, m->act = (double)rm_problem_activation_budget(p);
+    m->start = malloc(((size_t)nends + 2) * sizeof *m->start);
     m->mark = calloc((size_t)n, sizeof *m->mark);
-    m->s_col = calloc(nn, sizeof *m->s_col);
-    m->r_col = calloc(nn, sizeof *m->r_col);
-    if (!m->lastdesc || !m->mark || !m->s_col || !m->r_col) goto nomem;
+    if (!m->start || !m->mark) goto nomem;
+    m->start[0] = 0;
+    for (int k = 0; k < nends; k++)
+        if (ends[k] >= m->start[m->nb] && ends[k] < n - 1) m->start[++m->nb] = ends[k] + 1;
+    m->start[++m->nb] = n;
+    m->s_col = calloc((size_t)m->nb * n, sizeof *m->s_col);
+    m->y_col = calloc((size_t)m->nb * n, sizeof *m->y_col);
+    if (!m->s_col || !m->y_col) goto nomem;
     number_columns(m);
     m->rv = malloc(((size_t)m->ncols + 3) * sizeof *m->rv);
     m->ri = malloc(((size_t)m->ncols + 3) * sizeof *m->ri);
@@ -194,9 +195,9 @@ static int build(bmodel *m, const rm_problem *p, size_t act, rm_err *e)
     if (m->cost_scale <= 0) m->cost_scale = 1;
     if ((rc = make_columns(m, e)) != RM_OK) return rc;
     if (!set_add_rowmode(m->lp, TRUE)) return rm_errorf(e, RM_ERR_SOLVER, "lp bound: set_add_rowmode(TRUE) failed");
-    for (int t = 0; t < n; t++) {
-        if ((rc = rows_retention_inputs(m, t, e)) != RM_OK) return rc;
-        if ((rc = row_memory(m, t, e)) != RM_OK) return rc;
+    for (int B = 0; B < m->nb; B++) {
+        if ((rc = rows_retention_inputs(m, B, e)) != RM_OK) return rc;
+        if ((rc = row_memory(m, B, e)) != RM_OK) return rc;
     }
     if (!set_add_rowmode(m->lp, FALSE)) return rm_errorf(e, RM_ERR_SOLVER, "lp bound: set_add_rowmode(FALSE) failed");
     return RM_OK;
@@ -204,43 +205,137 @@ nomem:
     return rm_errorf(e, RM_ERR_NOMEM, "lp bound: out of memory building the model (n = %d)", n);
 }
 
-/* Solves the built model; *solved = 0 on a time limit. */
-static int solve_model(bmodel *m, rm_lp_bound_result *out, double deadline, rm_err *e)
+/* Solves the built model; *lp = -1 on a time limit. */
+static int solve_model(bmodel *m, double *lp, double trivial, double deadline, rm_err *e)
 {
     rm_lp_watch w = rm_lp_watch_make(0, deadline);
     int code = rm_lp_solve_watched(m->lp, &w, 0);
+    *lp = -1;
     if (code == INFEASIBLE)
         return rm_errorf(e, RM_ERR_INFEASIBLE, "lp bound: the relaxed LP is infeasible: no schedule fits");
     if (code == TIMEOUT || code == USERABORT || code == SUBOPTIMAL) return RM_OK;
     if (code != OPTIMAL) return rm_lp_failure(code, "relaxed LP bound", e);
     /* lp_solve's optimum is exact to its tolerances only: give back a hair
      * (far below any gap worth reporting) before rounding to the cost step. */
-    double lp = out->trivial + m->cost_scale * get_objective(m->lp);
-    lp -= 1e-9 * out->trivial + 1e-9 * m->cost_scale;
-    lp = rm_lp_step_up(lp, rm_lp_cost_step(m->p));
-    out->solved = 1;
-    if (lp > out->bound) out->bound = lp;
+    double v = trivial + m->cost_scale * get_objective(m->lp);
+    v -= 1e-9 * trivial + 1e-9 * m->cost_scale;
+    *lp = rm_lp_step_up(v, rm_lp_cost_step(m->p));
     return RM_OK;
 }
 
-int rm_lp_bound(rm_lp_bound_result *out, const rm_problem *p, double time_limit_s, rm_err *e)
+/* lastdesc[i]: the largest node reachable from i (i itself when none). */
+static void last_descendants(int *lastdesc, const rm_problem *p)
 {
-    double t0 = rm_lp_now();
+    for (int i = 0; i < p->n; i++) lastdesc[i] = i;
+    for (int k = p->n - 1; k >= 0; k--) /* users come after, so their lastdesc is final */
+        for (int d = 0; d < p->nodes[k].ndeps; d++) {
+            int j = p->nodes[k].deps[d];
+            if (lastdesc[k] > lastdesc[j]) lastdesc[j] = lastdesc[k];
+        }
+}
+
+/* One level: the model for the given block ends, solved; raises out->bound. */
+static int solve_level(rm_lp_bound_result *out, const rm_problem *p, const int *lastdesc, const int *ends,
+                       int nends, double deadline, rm_err *e)
+{
+    bmodel m;
+    double lp = -1;
+    int rc = build(&m, p, lastdesc, ends, nends, e);
+    out->ncols = m.ncols, out->nrows = m.nrows, out->blocks = m.nb;
+    if (rc == RM_OK && m.ncols == 0)
+        lp = out->trivial; /* nothing to recompute or retain (lp_solve answers NOTRUN) */
+    else if (rc == RM_OK && (deadline == 0 || rm_lp_now() < deadline))
+        rc = solve_model(&m, &lp, out->trivial, deadline, e);
+    bmodel_free(&m);
+    if (lp >= 0) out->solved = 1, out->levels++;
+    if (lp > out->bound) out->bound = lp;
+    RM_LOG_DEBUG("lp bound: %d nodes in %d blocks, %d columns, %d rows: %s %.6g", p->n, out->blocks, out->ncols,
+                 out->nrows, lp >= 0 ? "solved" : "not solved", lp);
+    return rc;
+}
+
+/* The stages whose memory row checkpoint-all violates (candidate block
+ * ends): elsewhere the row is slack for the schedule that keeps everything,
+ * and a relaxation may drop any row. */
+static int pressure_stages(int *ends, const rm_problem *p, const int *lastdesc)
+{
+    int n = p->n, ne = 0;
+    double act = (double)rm_problem_activation_budget(p);
+    for (int t = 0; t + 1 < n; t++) {
+        const rm_problem_node *nd = &p->nodes[t];
+        double used = (double)nd->bytes;
+        for (int i = 0; i < t; i++) {
+            int in_d = 0;
+            for (int d = 0; d < nd->ndeps && !in_d; d++) in_d = nd->deps[d] == i;
+            if (in_d || lastdesc[i] > t) used += (double)p->nodes[i].bytes;
+        }
+        if (used > act) ends[ne++] = t;
+    }
+    return ne;
+}
+
+static int bound_begin(rm_lp_bound_result *out, const rm_problem *p, int **lastdesc, rm_err *e)
+{
     memset(out, 0, sizeof *out);
+    *lastdesc = NULL;
     int rc = rm_problem_validate(p, e);
     if (rc == RM_OK) rc = rm_problem_check_budget(p, "lp bound", e);
     if (rc != RM_OK) return rc;
     for (int k = 0; k < p->n; k++) out->trivial += p->nodes[k].cost;
     out->bound = out->trivial;
     if (p->budget == 0 || p->n > BOUND_MAX_NODES) return RM_OK;
-    bmodel m;
-    rc = build(&m, p, rm_problem_activation_budget(p), e);
-    out->ncols = m.ncols, out->nrows = m.nrows;
-    double deadline = time_limit_s > 0 ? t0 + time_limit_s : 0;
-    if (rc == RM_OK && (deadline == 0 || rm_lp_now() < deadline)) rc = solve_model(&m, out, deadline, e);
-    bmodel_free(&m);
+    if (!(*lastdesc = malloc((size_t)p->n * sizeof **lastdesc)))
+        return rm_errorf(e, RM_ERR_NOMEM, "lp bound: out of memory (n = %d)", p->n);
+    last_descendants(*lastdesc, p);
+    return RM_OK;
+}
+
+int rm_lp_bound_blocks(rm_lp_bound_result *out, const rm_problem *p, const int *ends, int nends, rm_err *e)
+{
+    double t0 = rm_lp_now();
+    int *lastdesc;
+    int rc = bound_begin(out, p, &lastdesc, e);
+    if (rc == RM_OK && lastdesc) rc = solve_level(out, p, lastdesc, ends, nends, 0, e);
+    free(lastdesc);
     out->seconds = rm_lp_now() - t0;
-    RM_LOG_DEBUG("lp bound: %d nodes, %d columns, %d rows: %.6g (%s; trivial %.6g), %.3f s", p->n, out->ncols,
-                 out->nrows, out->bound, out->solved ? "solved" : "not solved", out->trivial, out->seconds);
+    return rc;
+}
+
+/* k of the ne candidate ends, evenly spread, into sel. */
+static void spread(int *sel, const int *ends, int ne, int k)
+{
+    for (int j = 0; j < k; j++) sel[j] = ends[(int)(((long long)(2 * j + 1) * ne) / (2LL * k))];
+}
+
+/* Levels of 16, 32, 64, ... blocks until every candidate ends one, while
+ * the next level (about 4x the last: twice the columns) fits the time. */
+static int refine(rm_lp_bound_result *out, const rm_problem *p, const int *lastdesc, double deadline, rm_err *e)
+{
+    int *ends = malloc((size_t)p->n * sizeof *ends), *sel = malloc((size_t)p->n * sizeof *sel), rc = RM_OK;
+    if (!ends || !sel) rc = rm_errorf(e, RM_ERR_NOMEM, "lp bound: out of memory (n = %d)", p->n);
+    int ne = rc == RM_OK ? pressure_stages(ends, p, lastdesc) : 0;
+    for (int k = deadline > 0 ? 16 : ne; rc == RM_OK && ne > 0; k *= 2) {
+        if (k > ne) k = ne;
+        double l0 = rm_lp_now();
+        spread(sel, ends, ne, k);
+        rc = solve_level(out, p, lastdesc, sel, k, deadline, e);
+        double took = rm_lp_now() - l0;
+        if (k == ne || (deadline > 0 && rm_lp_now() + 4 * took > deadline)) break;
+    }
+    free(ends);
+    free(sel);
+    return rc;
+}
+
+int rm_lp_bound(rm_lp_bound_result *out, const rm_problem *p, double time_limit_s, rm_err *e)
+{
+    double t0 = rm_lp_now();
+    int *lastdesc;
+    int rc = bound_begin(out, p, &lastdesc, e);
+    if (rc == RM_OK && lastdesc) rc = refine(out, p, lastdesc, time_limit_s > 0 ? t0 + time_limit_s : 0, e);
+    free(lastdesc);
+    out->seconds = rm_lp_now() - t0;
+    RM_LOG_DEBUG("lp bound: %d nodes: %.6g (%s; trivial %.6g), %d levels, %.3f s", p->n, out->bound,
+                 out->solved ? "solved" : "not solved", out->trivial, out->levels, out->seconds);
     return rc;
 }

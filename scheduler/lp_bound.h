@@ -14,8 +14,9 @@
 typedef struct rm_lp_bound_result {
     double bound;   /* no schedule within the budget costs less */
     double trivial; /* every node once */
-    int solved;     /* 1: bound is the relaxed LP's optimum (never below trivial); 0: trivial */
-    int ncols, nrows;
+    int solved;     /* 1: bound is a relaxed LP's optimum (never below trivial); 0: trivial */
+    int levels;     /* block partitions solved (the bound is the best of them) */
+    int blocks, ncols, nrows; /* the last level's model */
     double seconds;
 } rm_lp_bound_result;
 
@@ -25,5 +26,10 @@ typedef struct rm_lp_bound_result {
  * LP is infeasible (then no schedule fits); RM_ERR_SOLVER / RM_ERR_NOMEM for
  * lp_solve failures. A time limit hit is no error: solved = 0. */
 int rm_lp_bound(rm_lp_bound_result *out, const rm_problem *p, double time_limit_s, rm_err *e);
+/* One level: the bound of the partition of the stages into blocks ending at
+ * ends[0..nends-1] (ascending; ends at or after the last stage are
+ * ignored). Every partition gives a valid bound; one block per stage is the
+ * finest. For tests and measurements. */
+int rm_lp_bound_blocks(rm_lp_bound_result *out, const rm_problem *p, const int *ends, int nends, rm_err *e);
 
 #endif

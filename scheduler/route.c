@@ -230,10 +230,20 @@ int rm_route_lp_round(rm_schedule **out, rm_strategy_stats *stats, const rm_prob
     if (p->n > RM_COARSEN_MIN_NODES) {
         rm_route_say(NULL, 0, "route lp_round: %d nodes > %d: coarsened, refined while the time lasts", p->n,
             RM_COARSEN_MIN_NODES);
-        return rm_coarsen_run(out, stats, p, o, lp_round_direct, "lp_round", 0, RM_COARSEN_REFINE | RM_COARSEN_FALLBACK,
-                              e);
+        return rm_coarsen_run(out, stats, p, o, lp_round_direct, "lp_round", 0,
+                              RM_COARSEN_REFINE | RM_COARSEN_FALLBACK | RM_COARSEN_BOUND, e);
     }
     return lp_round_direct(out, stats, p, o, e);
+}
+
+/* The relaxed LP bound the rounding half found (bound > 0) for the answer s. */
+static int keep_bound(int rc, rm_strategy_stats *stats, double bound, const rm_schedule *s, const rm_problem *p)
+{
+    rm_sim_result r;
+    rm_err ignored = {RM_OK, ""};
+    if (rc == RM_OK && stats && bound > 0 && s && rm_simulate(&r, p, s, &ignored) == RM_OK)
+        rm_route_set_bound(stats, bound, r.cost);
+    return rc;
 }
 
 /* Above RM_COARSEN_MIN_NODES the coarse MILP spends its whole limit in
@@ -249,7 +259,7 @@ int rm_route_milp(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
     if (!o || o->time_limit_s <= 0) {
         rm_route_say(NULL, 0, "route milp: %d nodes > %d: coarsened MILP, the best baseline as fallback", p->n,
             RM_COARSEN_MIN_NODES);
-        return rm_coarsen_run(out, stats, p, o, milp_direct, "milp", 0, RM_COARSEN_FALLBACK, e);
+        return rm_coarsen_run(out, stats, p, o, milp_direct, "milp", 0, RM_COARSEN_FALLBACK | RM_COARSEN_BOUND, e);
     }
     rm_route_say(NULL, 0, "route milp: %d nodes > %d: half the time to refined LP rounding, half to the coarsened MILP", p->n,
         RM_COARSEN_MIN_NODES);
@@ -261,7 +271,9 @@ int rm_route_milp(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
     memset(&rstats, 0, sizeof rstats);
     rstats.status = RM_STATUS_ERROR;
     rm_err rerr = {RM_OK, ""};
-    int rrc = rm_coarsen_run(&rounded, &rstats, p, &part, lp_round_direct, "lp_round", 0, RM_COARSEN_REFINE, &rerr);
+    int rrc = rm_coarsen_run(&rounded, &rstats, p, &part, lp_round_direct, "lp_round", 0,
+                             RM_COARSEN_REFINE | RM_COARSEN_BOUND, &rerr);
+    double bound = rstats.has_bound && !rstats.bound_trivial ? rstats.lp_bound : 0;
     if (rrc == RM_ERR_NOMEM) {
         *e = rerr;
         return rrc;
@@ -269,13 +281,13 @@ int rm_route_milp(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
     part.time_limit_s = o->time_limit_s - (rm_route_now() - t0);
     if (part.time_limit_s < 0.01) part.time_limit_s = 0.01;
     int rc = rm_coarsen_run(out, stats, p, &part, milp_direct, "milp", 0, RM_COARSEN_FALLBACK, e);
-    if (rrc != RM_OK) return rc; /* rounding found nothing: the MILP route's answer stands */
+    if (rrc != RM_OK) return keep_bound(rc, stats, bound, *out, p); /* rounding found nothing: the MILP's answer */
     rm_sim_result a, b;
     rm_err ignored = {RM_OK, ""};
     if (rm_simulate(&a, p, rounded, &ignored) != RM_OK || !rm_sim_fits(p, &a) ||
         (rc == RM_OK && rm_simulate(&b, p, *out, &ignored) == RM_OK && b.cost <= a.cost)) {
         rm_schedule_free(rounded);
-        return rc;
+        return keep_bound(rc, stats, bound, *out, p);
     }
     rm_route_say(o, 1, "milp: the refined LP rounding is cheaper than the coarse MILP; returning it");
     rm_schedule_free(*out);
@@ -284,5 +296,5 @@ int rm_route_milp(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
         stats->status = RM_STATUS_FEASIBLE;
         stats->has_bound = 0;
     }
-    return RM_OK;
+    return keep_bound(RM_OK, stats, bound, rounded, p);
 }
