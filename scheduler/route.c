@@ -233,8 +233,8 @@ int rm_route_lp_round(rm_schedule **out, rm_strategy_stats *stats, const rm_prob
     if (p->n > RM_COARSEN_MIN_NODES) {
         rm_route_say(NULL, 0, "route lp_round: %d nodes > %d: coarsened, refined while the time lasts", p->n,
             RM_COARSEN_MIN_NODES);
-        return rm_coarsen_run(out, stats, p, o, lp_round_direct, "lp_round", 0, RM_COARSEN_REFINE | RM_COARSEN_FALLBACK,
-                              e);
+        return rm_coarsen_run(out, stats, p, o, lp_round_direct, "lp_round", 0,
+                              RM_COARSEN_REFINE | RM_COARSEN_FALLBACK | RM_COARSEN_BOUND, e);
     }
     return lp_round_direct(out, stats, p, o, e);
 }
@@ -252,7 +252,7 @@ int rm_route_milp(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
     if (!o || o->time_limit_s <= 0) {
         rm_route_say(NULL, 0, "route milp: %d nodes > %d: coarsened MILP, the best baseline as fallback", p->n,
             RM_COARSEN_MIN_NODES);
-        return rm_coarsen_run(out, stats, p, o, milp_direct, "milp", 0, RM_COARSEN_FALLBACK, e);
+        return rm_coarsen_run(out, stats, p, o, milp_direct, "milp", 0, RM_COARSEN_FALLBACK | RM_COARSEN_BOUND, e);
     }
     rm_route_say(NULL, 0, "route milp: %d nodes > %d: half the time to refined LP rounding, half to the coarsened MILP", p->n,
         RM_COARSEN_MIN_NODES);
@@ -271,7 +271,9 @@ int rm_route_milp(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
     }
     part.time_limit_s = o->time_limit_s - (rm_route_now() - t0);
     if (part.time_limit_s < 0.01) part.time_limit_s = 0.01;
-    int rc = rm_coarsen_run(out, stats, p, &part, milp_direct, "milp", 0, RM_COARSEN_FALLBACK, e);
+    /* The bound's time comes from the coarse MILP's half, which rarely wins. */
+    int rc = rm_coarsen_run(out, stats, p, &part, milp_direct, "milp", 0, RM_COARSEN_FALLBACK | RM_COARSEN_BOUND, e);
+    double bound = stats && stats->has_bound && !stats->bound_trivial ? stats->lp_bound : 0;
     if (rrc != RM_OK) return rc; /* rounding found nothing: the MILP route's answer stands */
     rm_sim_result a, b;
     rm_err ignored = {RM_OK, ""};
@@ -286,6 +288,7 @@ int rm_route_milp(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
     if (stats) {
         stats->status = RM_STATUS_FEASIBLE;
         stats->has_bound = 0;
+        if (bound > 0) rm_route_set_bound(stats, bound, a.cost);
     }
     return RM_OK;
 }

@@ -55,9 +55,13 @@ int rm_route_best(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
  * The schedule is always judged by rm_simulate on p; RM_ERR_INFEASIBLE with
  * a message when nothing fits. Never proves optimality: stats->status is
  * FEASIBLE for the MILP route (FALLBACK), has_bound = 0 (the coarse LP
- * bound is no bound for p, and p's own LP is what is out of reach). Where
+ * bound is no bound for p, and p's own LP is what is out of reach) unless
+ * RM_COARSEN_BOUND found one. Where
  * checkpoint-all fits it is returned as optimal, as the solvers do. */
-enum { RM_COARSEN_FALLBACK = 1, RM_COARSEN_REFINE = 2 };
+/* - RM_COARSEN_BOUND: first, within a third of the time limit, the relaxed
+ *   LP bound of p (lp_bound.h): the answer's has_bound, lp_bound and gap
+ *   (bound_trivial = 0) where one is solved. */
+enum { RM_COARSEN_FALLBACK = 1, RM_COARSEN_REFINE = 2, RM_COARSEN_BOUND = 4 };
 int rm_coarsen_run(rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p, const rm_strategy_options *o,
                    rm_strategy_opt_fn solve, const char *name, int target, int flags, rm_err *e);
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "coarsen.h"
+#include "lp_bound.h"
 #include "milp.h"
 #include "route_internal.h"
 
@@ -99,6 +100,30 @@ static int coarse_level(coarse_best *b, int *same, const rm_problem *p, const rm
     return RM_OK;
 }
 
+void rm_route_set_bound(rm_strategy_stats *stats, double bound, double cost)
+{
+    stats->has_bound = 1;
+    stats->bound_trivial = 0;
+    stats->lp_bound = bound;
+    stats->gap = cost > bound ? (cost - bound) / cost : 0;
+}
+
+/* The relaxed LP bound of p itself (lp_bound.h; the coarse LP's bounds
+ * nothing here) within limit seconds (0 = none); 0 when none was solved. */
+static double relaxed_bound(const rm_problem *p, double limit, const char *name)
+{
+    rm_lp_bound_result r;
+    rm_err e = {RM_OK, ""};
+    if (rm_lp_bound(&r, p, limit, &e) != RM_OK || !r.solved) {
+        rm_route_say(NULL, 0, "route %s: relaxed LP bound: none in %.2f s (%s)", name, r.seconds,
+                     e.msg[0] ? e.msg : "time limit");
+        return 0;
+    }
+    rm_route_say(NULL, 0, "route %s: relaxed LP bound %.6g (every node once %.6g), %d levels, last %d blocks, %.2f s",
+                 name, r.bound, r.trivial, r.levels, r.blocks, r.seconds);
+    return r.bound;
+}
+
 int rm_coarsen_run(rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p, const rm_strategy_options *o,
                    rm_strategy_opt_fn solve, const char *name, int target, int flags, rm_err *e)
 {
@@ -113,6 +138,8 @@ int rm_coarsen_run(rm_schedule **out, rm_strategy_stats *stats, const rm_problem
     coarse_best b;
     memset(&b, 0, sizeof b);
     b.cstatus = RM_STATUS_ERROR;
+    /* A third of the time: the bound's later levels gain little (lp_bound.c). */
+    double bound = flags & RM_COARSEN_BOUND ? relaxed_bound(p, limit / 3, name) : 0;
     if (baseline_fallback) b.s = rm_route_incumbent(p, o, limit > 0 ? t0 + limit : 0, name, &b.from, &b.r);
     /* One level, or (refine) finer and finer levels while the time lasts. */
     for (int level = target;;) {
@@ -133,6 +160,7 @@ int rm_coarsen_run(rm_schedule **out, rm_strategy_stats *stats, const rm_problem
         stats->has_bound = 0; /* the coarse bound is no bound for p */
         if (baseline_fallback || b.cstatus == RM_STATUS_OPTIMAL) stats->status = RM_STATUS_FEASIBLE;
         else if (b.cstatus != RM_STATUS_ERROR) stats->status = b.cstatus;
+        if (bound > 0) rm_route_set_bound(stats, bound, b.s ? b.r.cost : bound);
     }
     if (!b.s)
         return rm_errorf(e, RM_ERR_INFEASIBLE, "%s: nothing fits on the %d-node coarse problem of %d nodes: %s", name,

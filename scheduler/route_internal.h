@@ -34,4 +34,8 @@ int rm_route_offer(rm_schedule **best, rm_sim_result *best_r, rm_schedule *s, co
 rm_schedule *rm_route_incumbent(const rm_problem *p, const rm_strategy_options *o, double deadline, const char *who,
                                 const char **name, rm_sim_result *r);
 
+/* A bound for p itself (the relaxed LP bound, route_coarse.c) into stats,
+ * with the gap of an answer costing cost. */
+void rm_route_set_bound(rm_strategy_stats *stats, double bound, double cost);
+
 #endif

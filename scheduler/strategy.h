@@ -146,8 +146,9 @@ rm_schedule *rm_best_baseline(const rm_problem *p, double deadline, int prefer_l
  * it without solving anything: it costs every node once, the least
  * possible, so it is optimal. Problems above 80 nodes are solved on a
  * coarsened graph of 64 super-nodes and expanded back (scheduler/coarsen.h):
- * valid and within budget, but with only the trivial bound for the original
- * problem; there, with a time limit, the MILP spends half of it on refined
+ * valid and within budget, with the relaxed LP bound of the original
+ * problem (lp_bound.h) where it is solved in a third of the time (else the
+ * trivial one); there, with a time limit, the MILP spends half of it on refined
  * LP rounding and returns the cheaper answer. */
 const rm_strategy_info *rm_strategy_list_all(int *count);
 /* By name, in the whole table; '-' and '_' are the same ("lp-round"). NULL if
