@@ -112,6 +112,7 @@ rm_schedule *rm_route_incumbent(const rm_problem *p, const rm_strategy_options *
         rm_route_say(NULL, 0, "route %s: no baseline fits: no incumbent", who);
         return NULL;
     }
+    if (!*name) *name = "a baseline"; /* rm_best_baseline names its winner; never left unnamed */
     rm_route_say(NULL, 0, "route %s: incumbent: %s, cost %.6g", who, *name, r->cost);
     if (o && o->log && inc && !(o->incumbent && o->incumbent->n == p->n && !strcmp(*name, "the caller's incumbent"))) {
         char line[160];
