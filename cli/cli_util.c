@@ -86,16 +86,27 @@ const char *rm_cli_group_digits(char *buf, size_t len, unsigned long long v)
     return buf;
 }
 
-const char *rm_cli_bytes(char *buf, size_t len, double b)
+static const char *bytes_in(char *buf, size_t len, double b, double step, const char *const units[5])
 {
-    const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     int u = 0;
-    while (b >= 1024.0 && u < 4) {
-        b /= 1024.0;
+    while (b >= step && u < 4) {
+        b /= step;
         u++;
     }
     snprintf(buf, len, u ? "%.2f %s" : "%.0f %s", b, units[u]);
     return buf;
+}
+
+const char *rm_cli_bytes(char *buf, size_t len, double b)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    return bytes_in(buf, len, b, 1024.0, units);
+}
+
+const char *rm_cli_bytes_si(char *buf, size_t len, double b)
+{
+    static const char *const units[] = {"B", "KB", "MB", "GB", "TB"};
+    return bytes_in(buf, len, b, 1000.0, units);
 }
 
 int rm_cli_parse_long(long *out, const char *s, long lo, long hi)

@@ -52,6 +52,8 @@ int rm_cli_add_strategies(const rm_strategy_info **v, int *n, int cap, const cha
 const char *rm_cli_group_digits(char *buf, size_t len, unsigned long long v);
 /* Binary units, three significant digits or so: "12.34 MiB", "512 B". */
 const char *rm_cli_bytes(char *buf, size_t len, double bytes);
+/* The same in powers of 1000 ("16.00 GB"), as Checkmate's paper counts. */
+const char *rm_cli_bytes_si(char *buf, size_t len, double bytes);
 
 /* A whole decimal number in [lo, hi] with nothing after it. 0 on success;
  * -1 otherwise (*out untouched). */

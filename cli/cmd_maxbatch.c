@@ -1,7 +1,9 @@
 /* `remat maxbatch`: for each strategy, the largest batch size whose schedule
- * the simulator accepts within a device budget (fixed bytes included), found
- * by scheduler/maxbatch.c's exponential-then-binary search; this file
- * supplies the problem for each batch size by tracing the model. */
+ * the simulator accepts within a device budget (fixed bytes included) and an
+ * overhead cap, found by scheduler/maxbatch.c's galloping-then-binary
+ * search; this file supplies the problem for each batch size by tracing the
+ * model, in remat's accounting or Checkmate's. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,26 +14,38 @@
 #include "builder.h"
 #include "trace.h"
 #include "trainer.h"
+#include <unistd.h>
 
 #define MAXBATCH_USAGE                                                                                                 \
-    "usage: remat maxbatch --model FILE --budget B [--strategies a,b,...] [--max-batch N]\n"                           \
-    "                      [--costs FILE] [--time-limit S] [--device cpu|cuda] [--quiet]\n"                                                \
+    "usage: remat maxbatch --model FILE --budget B [--max-overhead X] [--accounting remat|checkmate]\n"                 \
+    "                      [--input HxW] [--strategies a,b,...] [--max-batch N] [--costs FILE]\n"                    \
+    "                      [--time-limit S] [--device cpu|cuda] [--quiet]\n"                                         \
     "\n"                                                                                                               \
     "For each strategy, the largest batch size at which it finds a schedule that the simulator accepts\n"              \
-    "within the budget, fixed bytes (weights, gradients, optimizer state, labels) included; and how it\n"              \
-    "compares with training without rematerialization (checkpoint-all), which is always measured.\n"                   \
+    "within the budget, fixed bytes included, and whose extra compute stays within the overhead cap; and\n"          \
+    "how it compares with training without rematerialization (checkpoint-all), which is always measured.\n"          \
     "\n"                                                                                                               \
-    "The search grows the batch 1, 2, 4, ... until it does not fit, then bisects. No batch whose trivial\n"            \
-    "lower bound (the largest node with its inputs) exceeds the budget is ever solved. Feasibility is\n"               \
-    "monotone for checkpoint-all and an exactly solved MILP, so their answers are exact; a heuristic (or a\n"          \
-    "MILP stopped by its time limit) need not be monotone, and for those the answer is a batch that fits\n"            \
-    "with the next one verified not to: a larger batch beyond a failing one is not looked for. A '*' in\n"             \
-    "the notes marks a MILP answer where some larger batch was given up at the time limit, unproved.\n"                \
+    "The search grows the batch 1, 2, 4, ... until it does not fit, then bisects. The solvers (lp_round,\n"           \
+    "milp, best) start from the largest batch a heuristic fitted, since they are never worse than their\n"          \
+    "incumbent, and gallop up from it; each probe asks for the first schedule that fits, not the cheapest\n"       \
+    "(the overhead shown is that schedule's). No batch whose trivial lower bound (the largest node with\n"         \
+    "its inputs) exceeds the budget is ever solved. Feasibility is monotone for checkpoint-all and an\n"             \
+    "exactly solved MILP, so their answers are exact; a heuristic (or a MILP stopped by its time limit)\n"           \
+    "need not be monotone, and for those the answer is a batch that fits with the next one verified not\n"          \
+    "to. A '*' in the notes marks a solver answer where some larger batch was given up at the time limit,\n"       \
+    "unproved.\n"                                                                                                      \
     "\n"                                                                                                               \
     "options:\n"                                                                                                       \
     "  --model FILE          model config (models/*.cfg)\n"                                                            \
     "  --budget B            TOTAL device memory: 16GiB, 512MiB, 1.5e9, 16GB (no percentages here: the\n"              \
     "                        peak they would refer to depends on the batch)\n"                                         \
+    "  --max-overhead X      the most extra compute a schedule may cost over checkpoint-all's: 1fwd (the\n"           \
+    "                        default: one extra forward pass, as Checkmate's max-batch figure), Nfwd,\n"             \
+    "                        a percentage (50%), or none\n"                                                          \
+    "  --accounting A        remat (default): fixed bytes as `remat train` allocates them (weights,\n"              \
+    "                        gradients, momentum, batchnorm statistics, labels, workspace); checkmate:\n"         \
+    "                        parameters and their gradients only, and sizes in GB (10^9 bytes), as the paper\n"  \
+    "  --input HxW           the input's height and width instead of the config's (e.g. 416x608)\n"              \
     "  --strategies LIST     comma-separated names from `remat plan --help` (default: all of them)\n"                  \
     "  --max-batch N         the largest batch tried (default 1048576)\n"                                              \
     "  --costs FILE          node costs in profiled seconds (`remat profile`, docs/cost-format.md) instead\n"          \
@@ -54,23 +68,89 @@ typedef struct trace_ctx {
     rm_optim_options optim;
     const rm_cost_file *costs; /* NULL: FLOPs */
     const rm_backend *be;      /* NULL: the CPU's accounting; else this GPU's */
+    int checkmate;             /* Checkmate's accounting: fixed = parameters + gradients */
 } trace_ctx;
 
-/* The same accounting as `remat train` (workspace and optimizer state
- * included), so the batch reported here is one that really trains. */
+/* By default the same accounting as `remat train` (workspace and optimizer
+ * state included), so the batch reported here is one that really trains;
+ * Checkmate's counts only the parameters and their gradients as fixed, so
+ * that its batches compare with the paper's. */
 static int build_problem(rm_problem **out, void *vctx, int batch, rm_err *e)
 {
     trace_ctx *c = vctx;
-    return rm_training_problem(out, NULL, c->m, batch, &c->optim, c->be, c->costs, RM_COST_SCALE_BATCH, e);
+    rm_footprint f;
+    int rc = rm_training_problem(out, &f, c->m, batch, &c->optim, c->be, c->costs, RM_COST_SCALE_BATCH, e);
+    if (rc == RM_OK && c->checkmate) (*out)->fixed_bytes = f.weights + f.grads;
+    return rc;
 }
+
+/* Progress on stderr: on a terminal one line, rewritten at each probe; in
+ * a log one line per strategy, when it is done. */
+typedef struct progress_state {
+    int tty;
+} progress_state;
 
 static void progress(void *ctx, const char *strategy, int batch, int feasible, double seconds)
 {
-    (void)ctx;
+    progress_state *ps = ctx;
+    if (!ps->tty) return;
     if (feasible < 0)
-        fprintf(stderr, "remat maxbatch: %-18s batch %7d ...", strategy, batch);
+        fprintf(stderr, "\r\033[Kremat maxbatch: %s: batch %d ...", strategy, batch);
     else
-        fprintf(stderr, " %s (%.2f s)\n", feasible ? "fits" : "does not fit", seconds);
+        fprintf(stderr, " %s (%.2f s)", feasible ? "fits" : "does not fit", seconds);
+}
+
+static void strategy_done(const progress_state *ps, const char *name, const rm_maxbatch_result *r, int ok)
+{
+    if (ps->tty) fprintf(stderr, "\r\033[K");
+    if (ps->tty || !ok) return; /* errors are reported by the caller */
+    fprintf(stderr, "remat maxbatch: %s: batch %d (%d probe%s, %.2f s)\n", name, r->max_batch, r->probes,
+            r->probes == 1 ? "" : "s", r->search_s);
+}
+
+/* --max-overhead: "1fwd", "2.5fwd", "50%", "50", "none". 0 on success. */
+static int parse_cap(rm_overhead_cap *cap, const char *s)
+{
+    char *end;
+    if (!strcmp(s, "none")) {
+        cap->kind = RM_CAP_NONE;
+        return 0;
+    }
+    double v = strtod(s, &end);
+    if (end == s || !isfinite(v) || v < 0) return -1;
+    if (!strcmp(end, "fwd") && v > 0) {
+        cap->kind = RM_CAP_FORWARDS;
+        cap->value = v;
+        return 0;
+    }
+    if ((!strcmp(end, "%") || !*end) && v <= 100000) {
+        cap->kind = RM_CAP_FRACTION;
+        cap->value = v / 100;
+        return 0;
+    }
+    return -1;
+}
+
+/* The cap in words, with what it is in percent at batch 1 (costs grow
+ * linearly with the batch, so at every batch). */
+static void describe_cap(char *buf, size_t len, const rm_overhead_cap *cap, trace_ctx *tc)
+{
+    rm_problem *p = NULL;
+    rm_err e = {RM_OK, ""};
+    double pct = -1;
+    if (cap->kind != RM_CAP_NONE && build_problem(&p, tc, 1, &e) == RM_OK) {
+        double all = 0;
+        for (int i = 0; i < p->n; i++) all += p->nodes[i].cost;
+        if (all > 0) pct = 100.0 * (rm_overhead_cap_cost(cap, p) / all - 1);
+    }
+    rm_problem_free(p);
+    if (cap->kind == RM_CAP_FORWARDS)
+        snprintf(buf, len, "%g extra forward pass%s (+%.2f%% of checkpoint-all's compute)", cap->value,
+                 cap->value == 1 ? "" : "es", pct);
+    else if (cap->kind == RM_CAP_FRACTION)
+        snprintf(buf, len, "+%g%% of checkpoint-all's compute", 100 * cap->value);
+    else
+        snprintf(buf, len, "none: any recomputation is allowed");
 }
 
 /* The GPU the search accounts for, refusing a budget it cannot hold. 0, or
@@ -102,7 +182,7 @@ static int open_gpu(rm_backend **gpu, size_t *gpu_free, size_t *gpu_total, doubl
 
 /* The results, one row per strategy, ratios to checkpoint-all's (row 0). */
 static void print_table(const rm_strategy_info *const *list, int nlist, const rm_maxbatch_result *res, const int *ok,
-                        char err[][160])
+                        char err[][160], const char *const *from, int si)
 {
     printf("%-18s %9s %7s %9s %11s %8s %8s %6s  %s\n", "strategy", "max batch", "vs all", "overhead", "peak", "solve",
            "search", "probes", "notes");
@@ -118,12 +198,14 @@ static void print_table(const rm_strategy_info *const *list, int nlist, const rm
         if (base > 0) snprintf(ratio, sizeof ratio, "%.2fx", (double)r->max_batch / base);
         if (r->max_batch > 0) {
             snprintf(ov, sizeof ov, "%+.2f%%", r->base_cost > 0 ? 100.0 * (r->cost / r->base_cost - 1) : 0.0);
-            rm_cli_bytes(pk, sizeof pk, (double)(r->fixed_bytes + r->peak_bytes));
+            (si ? rm_cli_bytes_si : rm_cli_bytes)(pk, sizeof pk, (double)(r->fixed_bytes + r->peak_bytes));
             snprintf(solve, sizeof solve, "%.2fs", r->stats.seconds);
-            if (r->stats.has_bound) {
+            if (r->stats.source && list[k]->solve_opt) {
+                /* The incumbent handed over is the schedule of the strategy it came from. */
+                const char *src = !strcmp(r->stats.source, "the caller's incumbent") && from[k] ? from[k]
+                                                                                               : r->stats.source;
                 size_t l = strlen(notes);
-                snprintf(notes + l, sizeof notes - l, "%s%s, gap %.1f%%%s", l ? "; " : "", rm_status_name(r->stats.status),
-                         100.0 * r->stats.gap, r->stats.bound_trivial ? " (trivial bound)" : "");
+                snprintf(notes + l, sizeof notes - l, "%sfrom %s", l ? "; " : "", src);
             }
         }
         if (r->unproved) {
@@ -137,20 +219,24 @@ static void print_table(const rm_strategy_info *const *list, int nlist, const rm
         printf("%-18s %9d %7s %9s %11s %8s %7.2fs %6d  %s\n", list[k]->name, r->max_batch, ratio, ov, pk, solve,
                r->search_s, r->probes, notes);
     }
-    printf("\nmax batch: the largest batch that fits; vs all: its ratio to checkpoint-all's; overhead: extra\n"
-           "compute at that batch over checkpoint-all's (every node once); peak: fixed + activations there;\n"
-           "solve: the solve at that batch; search: all probes of the strategy.\n");
+    printf("\nmax batch: the largest batch that fits the budget and the overhead cap; vs all: its ratio to\n"
+           "checkpoint-all's; overhead: extra compute at that batch over checkpoint-all's (every node once), of\n"
+           "the first schedule found to fit (not the cheapest); peak: fixed + activations there; solve: the solve\n"
+           "at that batch; search: all probes of the strategy; from: what found the solver's schedule.\n");
 }
 
 /* What the search is for: model, costs, device, budget, bound. 1 when not
  * even batch 1 fits (said on stderr). */
-static int print_setup(const char *model, const char *costs_path, const rm_cost_file *costs, const rm_backend *gpu,
-                       size_t gpu_free, size_t gpu_total, const rm_cli_budget *budget, const rm_maxbatch_options *o,
-                       trace_ctx *tc, double limit)
+static int print_setup(const char *model, const char *input, const char *costs_path, const rm_cost_file *costs,
+                       const rm_backend *gpu, size_t gpu_free, size_t gpu_total, const rm_cli_budget *budget,
+                       const rm_maxbatch_options *o, trace_ctx *tc, double limit)
 {
-    char a[32], b[32];
+    char a[32], b[32], cap[160];
     rm_err e = {RM_OK, ""};
-    printf("model        %s\n", model);
+    const char *(*bytes)(char *, size_t, double) = tc->checkmate ? rm_cli_bytes_si : rm_cli_bytes;
+    printf("model        %s", model);
+    if (input) printf(" at input %s", input);
+    printf("\n");
     if (costs)
         printf("costs        profiled seconds from %s (%s, batch %d), scaled linearly to each batch tried:\n"
                "             an assumption (kernels run below peak at small batches); overheads are in time\n",
@@ -164,16 +250,19 @@ static int print_setup(const char *model, const char *costs_path, const rm_cost_
                rm_cli_bytes(f, sizeof f, (double)gpu_free), rm_cli_bytes(t, sizeof t, (double)gpu_total),
                rm_cli_bytes(w, sizeof w, (double)rm_backend_cuda_fixed_bytes(gpu)));
     }
-    printf("budget       %s (%s bytes) in total, fixed bytes included\n", rm_cli_bytes(a, sizeof a, budget->value),
+    printf("budget       %s (%s bytes) in total, fixed bytes included\n", bytes(a, sizeof a, budget->value),
            rm_cli_group_digits(b, sizeof b, (unsigned long long)budget->value));
+    printf("accounting   %s\n", tc->checkmate ? "checkmate: fixed = parameters + their gradients (as the paper)"
+                                               : "remat: fixed bytes as `remat train` allocates them");
+    describe_cap(cap, sizeof cap, &o->cap, tc);
+    printf("overhead cap %s\n", cap);
     if (o->bound_batch == 0) {
         rm_problem *p = NULL;
         fflush(stdout);
         if (!build_problem(&p, tc, 1, &e))
             fprintf(stderr,
                     "remat maxbatch: not even batch 1 fits: fixed %s + the trivial lower bound %s exceed the budget\n",
-                    rm_cli_bytes(a, sizeof a, (double)p->fixed_bytes),
-                    rm_cli_bytes(b, sizeof b, (double)rm_problem_peak_lower_bound(p)));
+                    bytes(a, sizeof a, (double)p->fixed_bytes), bytes(b, sizeof b, (double)rm_problem_peak_lower_bound(p)));
         else
             fprintf(stderr, "remat maxbatch: not even batch 1 fits the budget (%s)\n", e.msg);
         rm_problem_free(p);
@@ -191,7 +280,7 @@ static int print_setup(const char *model, const char *costs_path, const rm_cost_
 static int maxbatch_run(int argc, char **argv)
 {
     const char *model = NULL, *budget = NULL, *strategies = NULL, *max_batch = NULL, *time_limit = NULL,
-               *costs_path = NULL, *device = NULL;
+               *costs_path = NULL, *device = NULL, *max_overhead = NULL, *accounting = NULL, *input = NULL;
     int quiet = 0;
     const rm_cli_opt opts[] = {
         RM_CLI_FLAG("--quiet", "-q", &quiet),
@@ -202,6 +291,9 @@ static int maxbatch_run(int argc, char **argv)
         RM_CLI_VALUE("--time-limit", &time_limit),
         RM_CLI_VALUE("--costs", &costs_path),
         RM_CLI_VALUE("--device", &device),
+        RM_CLI_VALUE("--max-overhead", &max_overhead),
+        RM_CLI_VALUE("--accounting", &accounting),
+        RM_CLI_VALUE("--input", &input),
     };
     if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "maxbatch", MAXBATCH_USAGE)) return 1;
     if (!model) return usage_error("--model FILE is required");
@@ -221,6 +313,25 @@ static int maxbatch_run(int argc, char **argv)
     double limit = 30;
     if (time_limit && rm_cli_parse_seconds(&limit, time_limit))
         return usage_error("--time-limit must be a number of seconds >= 0, got '%s'", time_limit);
+    rm_overhead_cap ocap = {RM_CAP_FORWARDS, 1};
+    if (max_overhead && parse_cap(&ocap, max_overhead))
+        return usage_error("--max-overhead must be 1fwd (one extra forward pass), Nfwd, a percentage such as 50%% "
+                           "(at most 100000%%), or none; got '%s'",
+                           max_overhead);
+    int checkmate = accounting && !strcmp(accounting, "checkmate");
+    if (accounting && !checkmate && strcmp(accounting, "remat"))
+        return usage_error("--accounting must be remat or checkmate, got '%s'", accounting);
+    if (checkmate && cuda)
+        return usage_error("--accounting checkmate counts what the paper counts, not what a GPU allocates: it "
+                           "does not go with --device cuda");
+    int height = 0, width = 0;
+    if (input) {
+        char tail;
+        if (sscanf(input, "%dx%d%c", &height, &width, &tail) != 2 || height < 1 || width < 1 || height > 65536 ||
+            width > 65536)
+            return usage_error("--input must be HEIGHTxWIDTH with each from 1 to 65536 (e.g. 416x608), got '%s'",
+                               input);
+    }
 
     /* The strategies, checkpoint_all first: every ratio is to it. */
     const rm_strategy_info *list[MAX_STRATEGIES];
@@ -239,7 +350,8 @@ static int maxbatch_run(int argc, char **argv)
         if (rc) return rc;
     }
     rm_model *m = NULL;
-    if (rm_model_load(&m, model, &e)) {
+    if (rm_model_load_input(&m, model, height, width, &e)) {
+        if (input) rm_err_context(&e, "at --input %s: ", input);
         fprintf(stderr, "remat maxbatch: %s\n", e.msg);
         rm_backend_free(gpu);
         return 1;
@@ -251,7 +363,7 @@ static int maxbatch_run(int argc, char **argv)
         rm_backend_free(gpu);
         return e.code == RM_ERR_NOMEM ? 2 : 1;
     }
-    trace_ctx tc = {m, rm_optim_options_default(RM_OPTIM_SGD), costs, gpu};
+    trace_ctx tc = {m, rm_optim_options_default(RM_OPTIM_SGD), costs, gpu, checkmate};
     /* A file of another model is refused now, not at the first probe. */
     rm_problem *check = NULL;
     if (costs && build_problem(&check, &tc, costs->batch, &e)) {
@@ -267,7 +379,12 @@ static int maxbatch_run(int argc, char **argv)
     o.budget = (size_t)bud.value;
     o.max_batch = (int)cap;
     o.solver.time_limit_s = limit;
-    if (!quiet) o.progress = progress;
+    o.cap = ocap;
+    progress_state ps = {isatty(STDERR_FILENO)};
+    if (!quiet) {
+        o.progress = progress;
+        o.progress_ctx = &ps;
+    }
 
     int rc = rm_maxbatch_bound(&o.bound_batch, build_problem, &tc, o.budget, o.max_batch, &e);
     if (rc) {
@@ -277,7 +394,7 @@ static int maxbatch_run(int argc, char **argv)
         rm_backend_free(gpu);
         return e.code == RM_ERR_NOMEM ? 2 : 1;
     }
-    if (print_setup(model, costs_path, costs, gpu, gpu_free, gpu_total, &bud, &o, &tc, limit)) {
+    if (print_setup(model, input, costs_path, costs, gpu, gpu_free, gpu_total, &bud, &o, &tc, limit)) {
         rm_cost_file_free(costs);
         rm_model_free(m);
         rm_backend_free(gpu);
@@ -286,14 +403,26 @@ static int maxbatch_run(int argc, char **argv)
     rm_maxbatch_result res[MAX_STRATEGIES];
     int ok[MAX_STRATEGIES];
     char err[MAX_STRATEGIES][160];
+    const char *from[MAX_STRATEGIES];
+    int lead = -1; /* the strategy with the largest batch so far */
     for (int k = 0; k < nlist; k++) {
         rm_err se = {RM_OK, ""};
+        /* A solver is never worse than its incumbent: it starts where the
+         * strategies before it ended, with that schedule as incumbent. */
+        int start = list[k]->solve_opt && lead >= 0;
+        o.start_batch = start ? res[lead].max_batch : 0;
+        o.start_schedule = start ? res[lead].schedule : NULL;
+        from[k] = start ? list[lead]->name : NULL;
         ok[k] = rm_maxbatch_search(&res[k], list[k], build_problem, &tc, &o, &se) == RM_OK;
         snprintf(err[k], sizeof err[k], "%s", se.msg);
-        if (!ok[k] && !quiet) fprintf(stderr, "\nremat maxbatch: %s: %s\n", list[k]->name, se.msg);
+        if (!quiet) strategy_done(&ps, list[k]->name, &res[k], ok[k]);
+        if (!ok[k] && !quiet) fprintf(stderr, "remat maxbatch: %s: %s\n", list[k]->name, se.msg);
+        if (ok[k] && res[k].max_batch > 0 && (lead < 0 || res[k].max_batch > res[lead].max_batch)) lead = k;
     }
 
-    print_table(list, nlist, res, ok, err);
+    print_table(list, nlist, res, ok, err, from, checkmate);
+    for (int k = 0; k < nlist; k++)
+        if (ok[k]) rm_schedule_free(res[k].schedule);
     rm_cost_file_free(costs);
     rm_model_free(m);
     rm_backend_free(gpu);

@@ -587,6 +587,32 @@ int rm_model_parse(rm_model **out, const char *text, const char *path, rm_err *e
     return rc;
 }
 
+int rm_model_load_input(rm_model **out, const char *path, int height, int width, rm_err *e)
+{
+    *out = NULL;
+    rm_cfg_file *f;
+    int rc = rm_cfg_read(&f, path, e);
+    if (rc) return rc;
+    const int dims[2] = {height, width};
+    const char *names[2] = {"height", "width"};
+    for (int j = 0; j < 2 && f->nsections > 0 && !strcmp(f->sections[0].type, "net"); j++) {
+        rm_cfg_key *k = (rm_cfg_key *)rm_cfg_find(&f->sections[0], names[j]);
+        char v[16];
+        if (dims[j] <= 0 || !k) continue; /* a missing key is the builder's error */
+        snprintf(v, sizeof v, "%d", dims[j]);
+        char *copy = strdup(v);
+        if (!copy) {
+            rm_cfg_free(f);
+            return rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory", path);
+        }
+        free(k->value);
+        k->value = copy;
+    }
+    rc = rm_model_build(out, f, e);
+    rm_cfg_free(f);
+    return rc;
+}
+
 int rm_model_load(rm_model **out, const char *path, rm_err *e)
 {
     *out = NULL;

@@ -12,6 +12,11 @@
 /* Loads and checks a config file. Every error is RM_ERR_IO, RM_ERR_PARSE or
  * RM_ERR_SHAPE with a message "path:line: what". */
 int rm_model_load(rm_model **out, const char *path, rm_err *e);
+/* The same with the input's height and width replaced (0 keeps the
+ * config's): one config serves every input size (U-Net at 416x608, as
+ * Checkmate measures it). Errors at the size (a shape that no longer
+ * divides) name the config's lines, as without the override. */
+int rm_model_load_input(rm_model **out, const char *path, int height, int width, rm_err *e);
 /* The same from text in memory (tests); path is used in messages only. */
 int rm_model_parse(rm_model **out, const char *text, const char *path, rm_err *e);
 /* The same from an already tokenized file. */

@@ -184,6 +184,7 @@ int rm_coarsen_problem(rm_problem **out, const rm_problem *p, const rm_coarsenin
     if (rc) return rc;
     q->fixed_bytes = p->fixed_bytes;
     q->budget = p->budget;
+    q->max_cost = p->max_cost; /* a coarse schedule never costs less than its expansion */
     int *deps = malloc((size_t)c->m * sizeof *deps), *stamp = malloc((size_t)c->m * sizeof *stamp);
     if (!deps || !stamp) {
         rc = rm_errorf(e, RM_ERR_NOMEM, "coarsen: out of memory (m = %d)", c->m);

@@ -1,7 +1,9 @@
-/* The max-batch search (see maxbatch.h): an exponential-then-binary search
+/* The max-batch search (see maxbatch.h): a galloping-then-binary search
  * on a feasibility predicate, the predicate "this strategy's schedule fits
- * the budget at this batch", and the trivial-bound ceiling that caps every
- * strategy's search. */
+ * the budget and the overhead cap at this batch", and the trivial-bound
+ * ceiling that caps every strategy's search. Probes ask for the first
+ * schedule that fits, not the cheapest: whether one exists is the question,
+ * and for the MILP the difference is minutes. */
 #include "maxbatch.h"
 
 #include <string.h>
@@ -14,13 +16,15 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-int rm_maxbatch_bisect(int *best, int *probes, rm_maxbatch_feasible_fn feasible, void *ctx, int hi, rm_err *e)
+int rm_maxbatch_bisect(int *best, int *probes, rm_maxbatch_feasible_fn feasible, void *ctx, int lo, int hi,
+                       rm_err *e)
 {
-    int lo = 0, count = 0, rc;
-    *best = 0;
-    if (hi < 1) return rm_errorf(e, RM_ERR_INVALID, "maxbatch: the upper end %d is below 1", hi);
+    int count = 0, rc;
+    *best = lo;
+    if (lo < 0 || hi <= lo) return rm_errorf(e, RM_ERR_INVALID, "maxbatch: the range (%d, %d) is empty", lo, hi);
     /* Invariant: lo fits (0 trivially), hi does not (or is past the cap). */
-    for (int b = 1; b < hi;) {
+    const int base = lo;
+    for (int step = 1, b = lo + 1; b < hi;) {
         int ok = 0;
         count++;
         if ((rc = feasible(&ok, ctx, b, e))) goto out;
@@ -29,8 +33,10 @@ int rm_maxbatch_bisect(int *best, int *probes, rm_maxbatch_feasible_fn feasible,
             break;
         }
         lo = b;
-        int next = b > (hi - 1) / 2 ? hi - 1 : 2 * b; /* no overflow near INT_MAX */
+        /* base + 2 step, at most hi - 1, without overflow near INT_MAX */
+        int next = step > (hi - 1 - base) / 2 ? hi - 1 : base + 2 * step;
         if (next <= lo) break;
+        step *= 2;
         b = next;
     }
     while (hi - lo > 1) {
@@ -70,7 +76,7 @@ static int bound_fits(int *feasible, void *vctx, int batch, rm_err *e)
 int rm_maxbatch_bound(int *out, rm_maxbatch_problem_fn build, void *ctx, size_t budget, int cap, rm_err *e)
 {
     bound_ctx c = {build, ctx, budget};
-    return rm_maxbatch_bisect(out, NULL, bound_fits, &c, cap + 1, e);
+    return rm_maxbatch_bisect(out, NULL, bound_fits, &c, 0, cap + 1, e);
 }
 
 typedef struct probe_ctx {
@@ -79,7 +85,6 @@ typedef struct probe_ctx {
     void *ctx;
     const rm_maxbatch_options *o;
     rm_maxbatch_result *res;
-    int first_fit;
 } probe_ctx;
 
 static double total_cost(const rm_problem *p)
@@ -87,6 +92,18 @@ static double total_cost(const rm_problem *p)
     double c = 0;
     for (int i = 0; i < p->n; i++) c += p->nodes[i].cost;
     return c;
+}
+
+double rm_overhead_cap_cost(const rm_overhead_cap *c, const rm_problem *p)
+{
+    double all = total_cost(p), fwd = 0;
+    for (int i = 0; i < p->n; i++)
+        if (p->nodes[i].tag == RM_TAG_FORWARD) fwd += p->nodes[i].cost;
+    switch (c->kind) {
+    case RM_CAP_FORWARDS: return all + c->value * fwd;
+    case RM_CAP_FRACTION: return all * (1 + c->value);
+    default: return 0;
+    }
 }
 
 static int strategy_fits(int *feasible, void *vctx, int batch, rm_err *e)
@@ -97,12 +114,14 @@ static int strategy_fits(int *feasible, void *vctx, int batch, rm_err *e)
     int rc = c->build(&p, c->ctx, batch, e);
     if (rc) return rc;
     p->budget = o->budget;
+    p->max_cost = rm_overhead_cap_cost(&o->cap, p);
     if (o->progress) o->progress(o->progress_ctx, c->st->name, batch, -1, 0);
     rm_schedule *s = NULL;
     rm_strategy_stats stats;
     rm_err se = {RM_OK, ""};
     rm_strategy_options so = o->solver;
-    so.first_fit = c->first_fit; /* a probe asks whether anything fits */
+    so.first_fit = 1; /* a probe asks whether anything fits */
+    if (batch == o->start_batch && o->start_schedule) so.incumbent = o->start_schedule;
     rc = rm_strategy_run(&s, &stats, c->st, p, &so, &se);
     c->res->probes++;
     if (rc == RM_OK) {
@@ -113,6 +132,8 @@ static int strategy_fits(int *feasible, void *vctx, int batch, rm_err *e)
         c->res->peak_bytes = stats.sim.peak_bytes;
         c->res->fixed_bytes = p->fixed_bytes;
         c->res->stats = stats;
+        rm_schedule_free(c->res->schedule);
+        c->res->schedule = s, s = NULL;
     } else if (rc == RM_ERR_INFEASIBLE) {
         *feasible = 0;
         if (stats.status == RM_STATUS_NO_SOLUTION) c->res->unproved = 1;
@@ -141,18 +162,29 @@ int rm_maxbatch_search(rm_maxbatch_result *out, const rm_strategy_info *st, rm_m
     /* No strategy goes below the trivial bound, so batches above it are
      * known not to fit and never solved: for the MILP those would be the
      * slowest probes of all. */
-    probe_ctx c = {st, build, ctx, o, out, 1};
-    if (out->bound_batch > 0 &&
-        (rc = rm_maxbatch_bisect(&out->max_batch, NULL, strategy_fits, &c, out->bound_batch + 1, e)))
-        return rc;
-    if (out->max_batch > 0 && out->stats.first_fit) {
-        /* "best" stopped at the first fit on the probes: the answer's batch
-         * is solved once more in full, for the cost it reports. */
-        int fits;
-        c.first_fit = 0;
-        if ((rc = strategy_fits(&fits, &c, out->max_batch, e))) return rc;
+    probe_ctx c = {st, build, ctx, o, out};
+    int lo = 0, hi = out->bound_batch + 1, fits;
+    if (o->start_batch > 0 && o->start_batch < out->bound_batch) {
+        /* Where the trivial bound's batch fits, no larger one can: one
+         * probe, and the search is over (VGG's frontier is often there). */
+        if ((rc = strategy_fits(&fits, &c, out->bound_batch, e))) goto fail;
+        if (fits) lo = out->max_batch = out->bound_batch;
+        else hi = out->bound_batch;
     }
+    if (o->start_batch > 0 && o->start_batch < hi && lo == 0) {
+        /* Known to fit (another strategy's answer): verified, then the
+         * search gallops up from it, so a solver is run only near the
+         * frontier. */
+        if ((rc = strategy_fits(&fits, &c, o->start_batch, e))) goto fail;
+        if (fits) lo = out->max_batch = o->start_batch;
+        else hi = o->start_batch;
+    }
+    if (hi - lo > 1 && (rc = rm_maxbatch_bisect(&out->max_batch, NULL, strategy_fits, &c, lo, hi, e))) goto fail;
     out->capped = out->max_batch == cap;
     out->search_s = now_s() - t0;
     return RM_OK;
+fail:
+    rm_schedule_free(out->schedule);
+    out->schedule = NULL;
+    return rc;
 }

@@ -14,7 +14,15 @@
  * batch b that fits, verified, with b+1 verified not to fit (or b the cap);
  * a larger batch beyond a failing one may exist and is not looked for. Every
  * reported batch was solved and simulated: the search never reports a batch
- * it did not see fit. */
+ * it did not see fit.
+ *
+ * "Fits" includes the overhead cap: a schedule whose compute exceeds
+ * checkpoint-all's by more than the cap does not fit (Checkmate's max-batch
+ * figure allows one extra forward pass). The cap is the problem's max_cost,
+ * so every strategy is judged by it the same way, and the MILP takes it as
+ * its cutoff: a constraint on branch and bound, and with the LP bound a
+ * proof that nothing fits. Costs grow linearly with the batch, so a cap in
+ * percent is the same at every batch. */
 #ifndef REMAT_MAXBATCH_H
 #define REMAT_MAXBATCH_H
 
@@ -28,11 +36,26 @@ typedef int (*rm_maxbatch_problem_fn)(rm_problem **out, void *ctx, int batch, rm
 /* Sets *feasible for a batch size; an error aborts the search. */
 typedef int (*rm_maxbatch_feasible_fn)(int *feasible, void *ctx, int batch, rm_err *e);
 
-/* The bisection itself, on any predicate: the largest b in [1, hi-1] the
- * search finds feasible (0 when batch 1 is not), where hi is a batch known
- * not to fit (or the cap + 1); b is never probed at or above hi. *probes
- * (may be NULL) counts the predicate calls: at most 2 log2(hi) + 2. */
-int rm_maxbatch_bisect(int *best, int *probes, rm_maxbatch_feasible_fn feasible, void *ctx, int hi, rm_err *e);
+/* The search itself, on any predicate: the largest b in [lo+1, hi-1] the
+ * search finds feasible (lo when lo+1 is not), where lo is a batch known to
+ * fit (0: none) and hi one known not to (or the cap + 1); b is never probed
+ * at or below lo, nor at or above hi. From lo it gallops (lo+1, lo+2,
+ * lo+4, ...) to the first batch that does not fit, then bisects: *probes
+ * (may be NULL) counts the predicate calls, at most 2 log2(hi - lo) + 2. */
+int rm_maxbatch_bisect(int *best, int *probes, rm_maxbatch_feasible_fn feasible, void *ctx, int lo, int hi,
+                       rm_err *e);
+
+/* The overhead cap: how much more than checkpoint-all (every node once) a
+ * schedule may compute. */
+typedef enum { RM_CAP_NONE, RM_CAP_FORWARDS, RM_CAP_FRACTION } rm_cap_kind;
+typedef struct rm_overhead_cap {
+    rm_cap_kind kind;
+    double value; /* FORWARDS: extra forward passes (each the forward nodes' cost; 1 = Checkmate's);
+                     FRACTION: of checkpoint-all's cost (0.5 = +50%) */
+} rm_overhead_cap;
+
+/* The cap as a problem's max_cost (0: none). */
+double rm_overhead_cap_cost(const rm_overhead_cap *c, const rm_problem *p);
 
 /* Progress: called before each probe (feasible = -1) and after it (0 or 1,
  * with the solve's seconds). */
@@ -42,6 +65,13 @@ typedef struct rm_maxbatch_options {
     size_t budget;              /* total device bytes, fixed bytes included; > 0 */
     int max_batch;              /* the largest batch tried; 0 = 1 << 20 */
     int bound_batch;            /* from rm_maxbatch_bound when already known (0: computed) */
+    rm_overhead_cap cap;        /* zeroed: none */
+    int start_batch;            /* a batch known to fit for this strategy (0: none): another strategy's
+                                   answer, for a solver that is never dearer than its incumbent. The
+                                   trivial-bound batch is probed first (where it fits, nothing larger
+                                   can), then start_batch, and the search gallops up from it */
+    const rm_schedule *start_schedule; /* that strategy's schedule at start_batch (or NULL): the
+                                          incumbent of the probe there, so it is not solved again */
     rm_strategy_options solver; /* per-solve limits for lp_round and milp */
     rm_maxbatch_progress_fn progress;
     void *progress_ctx;
@@ -55,11 +85,12 @@ typedef struct rm_maxbatch_result {
     int unproved;    /* some batch was judged not to fit because a limit stopped the solver,
                         not because it was proved infeasible */
     /* At max_batch (when > 0): */
-    double cost;       /* the schedule's cost */
+    double cost;       /* the schedule's cost (with first_fit, the first schedule that fit, not the cheapest) */
     double base_cost;  /* checkpoint-all's cost: every node once */
     size_t peak_bytes; /* activation peak */
     size_t fixed_bytes;
     rm_strategy_stats stats; /* of that solve (status, seconds, LP bound, gap) */
+    rm_schedule *schedule;   /* that schedule (the caller frees it; NULL when max_batch is 0) */
     double search_s;         /* the whole search */
 } rm_maxbatch_result;
 

@@ -120,7 +120,7 @@ static int step_guards(milp_run *r, int *rc, rm_err *e)
         rm_err_context(e, "milp: the given incumbent is invalid");
         return STEP_DONE;
     }
-    if (sim.peak_bytes <= r->act) offer(&r->best, r->cand, &sim);
+    if (rm_sim_fits(p, &sim)) offer(&r->best, r->cand, &sim);
     else rm_schedule_free(r->cand);
     r->cand = NULL;
     return STEP_NEXT;
@@ -206,6 +206,13 @@ static int step_root(milp_run *r, int *rc, rm_err *e)
     if (code != OPTIMAL) return STEP_LIMIT;
     info->lp_bound = r->lp_bound;
     r->lp_done = 1;
+    if (r->p->max_cost > 0 && r->lp_bound > r->p->max_cost && !near_equal(r->lp_bound, r->p->max_cost)) {
+        info->status = RM_STATUS_INFEASIBLE;
+        *rc = rm_errorf(e, RM_ERR_INFEASIBLE,
+                        "milp: the LP bound %.6g is above the compute cap %.6g: no schedule fits %zu bytes within it",
+                        r->lp_bound, r->p->max_cost, r->act);
+        return STEP_DONE;
+    }
     return STEP_NEXT;
 }
 
@@ -257,6 +264,10 @@ static int step_rounding(milp_run *r, int *rc, rm_err *e)
     if ((r->lv & RM_MILP_INCUMBENT) && (*rc = round_incumbent(r, e)) != RM_OK) return STEP_DONE;
     if (r->best.s) {
         r->info->incumbent_cost = r->best.sim.cost;
+        if (r->opt->first_fit) {
+            r->stop = "first fit";
+            return STEP_LIMIT; /* the status then says whether the bound proves it optimal */
+        }
         if (r->best.sim.cost <= rm_lp_step_up(r->lp_bound, r->m.step) || near_equal(r->best.sim.cost, r->lp_bound)) {
             r->info->status = RM_STATUS_OPTIMAL; /* the bound is attained: nothing to search */
             r->info->from_incumbent = 1;
@@ -316,7 +327,15 @@ static int bb_setup(milp_run *r, rm_err *e)
             cut = (r->best.sim.cost - m->cost_const) / m->cost_scale;
         set_obj_bound(lp, cut);
         if (r->rc && (rc = fix_by_reduced_cost(r, cut, e)) != RM_OK) return rc;
+    } else if (r->p->max_cost > 0) {
+        /* The compute cap is a cutoff too: branch and bound prunes every
+         * node whose bound passes it, so ending with nothing proves that
+         * no schedule fits within the cap. A hair below it, so that the
+         * simulator's sum of the same costs cannot land above. */
+        r->cutoff = 1;
+        set_obj_bound(lp, (r->p->max_cost * (1 - 1e-12) - m->cost_const) / m->cost_scale);
     }
+    if (r->opt->first_fit) set_break_at_first(lp, TRUE);
     return RM_OK;
 }
 
@@ -340,6 +359,16 @@ static int take_solution(milp_run *r, int *rejected, rm_err *e)
     if ((rc = rm_simulate(&sim, r->p, r->cand, e)) != RM_OK) {
         rm_err_context(e, "milp: lp_solve's solution was rejected by the simulator");
         return rc;
+    }
+    if (sim.peak_bytes <= r->act && !rm_sim_fits(r->p, &sim)) {
+        /* Within the budget, over the compute cap (the cutoff's tolerance):
+         * the search stops with what it has. */
+        RM_LOG_WARN("milp: lp_solve's solution costs %.9g in the simulator, above the compute cap %.9g",
+                    sim.cost, r->p->max_cost);
+        rm_schedule_free(r->cand);
+        r->cand = NULL;
+        *rejected = 2;
+        return RM_OK;
     }
     if (sim.peak_bytes > r->act) {
         RM_LOG_WARN("milp: lp_solve's solution peaks at %zu bytes in the simulator, above the budget %zu (stage %d, "
@@ -397,7 +426,11 @@ static int search_ended(milp_run *r, int code, int *rc, rm_err *e)
             return STEP_DONE;
         }
         info->status = RM_STATUS_INFEASIBLE;
-        *rc = rm_errorf(e, RM_ERR_INFEASIBLE, "milp: lp_solve proved that no schedule fits %zu bytes", r->act);
+        if (r->p->max_cost > 0)
+            *rc = rm_errorf(e, RM_ERR_INFEASIBLE, "milp: lp_solve proved that no schedule fits %zu bytes within the "
+                            "compute cap %.6g", r->act, r->p->max_cost);
+        else
+            *rc = rm_errorf(e, RM_ERR_INFEASIBLE, "milp: lp_solve proved that no schedule fits %zu bytes", r->act);
         return STEP_DONE;
     }
     if (code == SUBOPTIMAL || code == USERABORT || code == TIMEOUT) {
@@ -455,6 +488,11 @@ static int step_search(milp_run *r, int *rc, rm_err *e)
         if (!found) return search_ended(r, code, rc, e);
         int rejected;
         if ((*rc = take_solution(r, &rejected, e)) != RM_OK) return STEP_DONE;
+        if (rejected == 2) {
+            info->from_incumbent = r->best.s != NULL;
+            r->stop = "lp_solve's answer was over the compute cap";
+            return STEP_LIMIT;
+        }
         if (!rejected) {
             if (code != OPTIMAL) return STEP_LIMIT;
             info->status = RM_STATUS_OPTIMAL;

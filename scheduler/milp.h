@@ -30,6 +30,8 @@ typedef struct rm_milp_options {
     int bb_rule;                  /* lp_solve NODE_* rule; default NODE_GAPSELECT (1); -1 = lp_solve's own */
     int depth_limit;              /* set_bb_depthlimit; 0 = lp_solve's default (-50: 50 x #integers) */
     int verbosity;                /* lp_solve's level (0 = NEUTRAL ... 6 = FULL); needs log */
+    int first_fit;                /* stop at the first schedule that fits (the budget and p->max_cost),
+                                     e.g. the rounded incumbent: max batch asks whether one exists */
     rm_milp_log_fn log;
     void *log_ctx;
 } rm_milp_options;

@@ -77,6 +77,13 @@ size_t rm_problem_peak_lower_bound(const rm_problem *p)
 
 int rm_problem_check_budget(const rm_problem *p, const char *who, rm_err *e)
 {
+    if (p->max_cost > 0) {
+        double all = 0;
+        for (int i = 0; i < p->n; i++) all += p->nodes[i].cost;
+        if (all > p->max_cost)
+            return rm_errorf(e, RM_ERR_INFEASIBLE, "%s: the compute cap %.6g is below %.6g, every node once", who,
+                             p->max_cost, all);
+    }
     if (p->budget == 0) return RM_OK;
     size_t lb = rm_problem_peak_lower_bound(p);
     if (p->fixed_bytes <= p->budget && lb <= p->budget - p->fixed_bytes) return RM_OK;
@@ -94,6 +101,8 @@ static const char *node_name(const rm_problem *p, int i) { return p->nodes[i].na
 int rm_problem_validate(const rm_problem *p, rm_err *e)
 {
     if (p->n < 1) return rm_errorf(e, RM_ERR_INVALID, "problem: no nodes");
+    if (!(p->max_cost >= 0) || !isfinite(p->max_cost))
+        return rm_errorf(e, RM_ERR_INVALID, "problem: the compute cap %g must be finite and >= 0", p->max_cost);
     size_t total = p->fixed_bytes;
     for (int i = 0; i < p->n; i++) {
         const rm_problem_node *nd = &p->nodes[i];

@@ -25,6 +25,10 @@ typedef struct rm_problem {
     rm_problem_node *nodes;
     size_t fixed_bytes; /* parameters, gradients, optimizer state: always resident */
     size_t budget;      /* total device budget in bytes, fixed bytes included; 0 = unlimited */
+    /* The compute cap: a schedule costing more does not fit, like one over
+     * the budget (maxbatch's overhead cap: Checkmate's max-batch figure
+     * allows one extra forward pass). 0 = none; never below every node once. */
+    double max_cost;
 } rm_problem;
 
 /* Costs are node FLOPs; budget = 0 (set it before solving). */
@@ -47,8 +51,9 @@ size_t rm_problem_peak_lower_bound(const rm_problem *p);
 
 /* "Is the budget below the trivial bound?", asked here only: RM_OK when the
  * budget is 0 (unlimited) or holds the fixed bytes plus the trivial lower
- * bound; else RM_ERR_INFEASIBLE with a message prefixed by who. Every
- * strategy and solver refuses such a budget at once with this answer. */
+ * bound, and the compute cap (if any) is at least every node once; else
+ * RM_ERR_INFEASIBLE with a message prefixed by who. Every strategy and
+ * solver refuses such a problem at once with this answer. */
 int rm_problem_check_budget(const rm_problem *p, const char *who, rm_err *e);
 
 /* The most bytes a problem may hold: fixed bytes plus every node's output,

@@ -122,6 +122,20 @@ rm_schedule *rm_route_incumbent(const rm_problem *p, const rm_strategy_options *
     return inc;
 }
 
+int rm_route_first_fit(rm_schedule **out, rm_strategy_stats *stats, rm_schedule *inc, const char *iname,
+                       const rm_sim_result *ir, const rm_strategy_options *o, const char *who)
+{
+    if (!inc || !o || !o->first_fit) return 0;
+    rm_route_say(o, 1, "%s: %s fits (cost %.6g); first fit asked: no solver run", who, iname, ir->cost);
+    *out = inc;
+    if (stats) {
+        stats->status = RM_STATUS_FEASIBLE;
+        stats->first_fit = 1;
+        stats->source = iname;
+    }
+    return 1;
+}
+
 /* ---------------------------------------------------------------- 4. the solvers */
 
 /* Checkmate's two-phase rounding, never dearer than the incumbent: where no
@@ -136,6 +150,7 @@ static int lp_round_direct(rm_schedule **out, rm_strategy_stats *stats, const rm
     rm_sim_result ir;
     double limit = o ? o->time_limit_s : 0;
     rm_schedule *inc = rm_route_incumbent(p, o, limit > 0 ? t0 + limit : 0, "lp_round", &iname, &ir);
+    if (rm_route_first_fit(out, stats, inc, iname, &ir, o, "lp_round")) return RM_OK;
     rm_lp_round_options lo;
     rm_lp_round_options_default(&lo);
     if (limit > 0) lo.time_limit_s = fmax(0.01, limit - (rm_route_now() - t0));
@@ -200,6 +215,7 @@ static int milp_direct(rm_schedule **out, rm_strategy_stats *stats, const rm_pro
         mo.log = o->log;
         mo.log_ctx = o->log_ctx;
         mo.verbosity = o->verbosity ? o->verbosity : 4;
+        mo.first_fit = o->first_fit;
     }
     int rc;
     if (rm_route_shortcuts(&rc, out, stats, p, "milp", 1, e) == RM_ROUTE_ANSWERED) return rc;
@@ -207,6 +223,7 @@ static int milp_direct(rm_schedule **out, rm_strategy_stats *stats, const rm_pro
     rm_sim_result ir;
     rm_schedule *incumbent =
         rm_route_incumbent(p, o, mo.time_limit_s > 0 ? t0 + mo.time_limit_s : 0, "milp", &iname, &ir);
+    if (rm_route_first_fit(out, stats, incumbent, iname, &ir, o, "milp")) return RM_OK;
     if (mo.time_limit_s > 0) /* the limit is for the whole call: what the baselines took is gone */
         mo.time_limit_s = fmax(0.01, mo.time_limit_s - (rm_route_now() - t0));
     mo.incumbent = incumbent;
@@ -258,6 +275,13 @@ int rm_route_milp(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
     rm_route_say(NULL, 0, "route milp: %d nodes > %d: half the time to refined LP rounding, half to the coarsened MILP", p->n,
         RM_COARSEN_MIN_NODES);
     double t0 = rm_route_now();
+    int ff = o->first_fit;
+    if (ff) { /* a baseline that fits answers at once */
+        const char *iname;
+        rm_sim_result ir;
+        rm_schedule *inc = rm_route_incumbent(p, o, t0 + o->time_limit_s, "milp", &iname, &ir);
+        if (rm_route_first_fit(out, stats, inc, iname, &ir, o, "milp")) return RM_OK;
+    }
     rm_strategy_options part = *o;
     part.time_limit_s = o->time_limit_s / 2;
     rm_schedule *rounded = NULL;
@@ -265,9 +289,18 @@ int rm_route_milp(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
     memset(&rstats, 0, sizeof rstats);
     rstats.status = RM_STATUS_ERROR;
     rm_err rerr = {RM_OK, ""};
-    int rrc = rm_coarsen_run(&rounded, &rstats, p, &part, lp_round_direct, "lp_round", 0, RM_COARSEN_REFINE, &rerr);
-    if (rrc == RM_ERR_NOMEM) {
-        *e = rerr;
+    /* First fit: the bound comes first, since above the largest batch that
+     * fits it is what proves nothing does (past the compute cap). */
+    int rrc = rm_coarsen_run(&rounded, &rstats, p, &part, lp_round_direct, "lp_round", 0,
+                             RM_COARSEN_REFINE | (ff ? RM_COARSEN_BOUND : 0), &rerr);
+    if (rrc == RM_ERR_NOMEM || (rrc == RM_ERR_INFEASIBLE && rstats.status == RM_STATUS_INFEASIBLE) ||
+        (ff && rrc == RM_OK)) {
+        if (rrc != RM_OK) {
+            if (e) *e = rerr;
+        } else {
+            *out = rounded;
+        }
+        if (stats) *stats = rstats;
         return rrc;
     }
     part.time_limit_s = o->time_limit_s - (rm_route_now() - t0);

@@ -60,14 +60,7 @@ int rm_route_best(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
     const char *iname = NULL;
     rm_sim_result ir;
     rm_schedule *inc = rm_route_incumbent(p, o, limit > 0 ? t0 + limit : 0, "best", &iname, &ir);
-    if (inc && o && o->first_fit) {
-        rm_route_say(o, 1, "best: %s fits (cost %.6g); first fit asked: no solver run", iname, ir.cost);
-        *out = inc;
-        stats->status = RM_STATUS_FEASIBLE;
-        stats->first_fit = 1;
-        stats->source = iname;
-        return RM_OK;
-    }
+    if (rm_route_first_fit(out, stats, inc, iname, &ir, o, "best")) return RM_OK;
     rm_strategy_options so;
     memset(&so, 0, sizeof so);
     if (o) so = *o;

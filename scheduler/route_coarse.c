@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "coarsen.h"
+#include "log.h"
 #include "lp_bound.h"
 #include "milp.h"
 #include "route_internal.h"
@@ -109,15 +110,30 @@ void rm_route_set_bound(rm_strategy_stats *stats, double bound, double cost)
 }
 
 /* The relaxed LP bound of p itself (lp_bound.h; the coarse LP's bounds
- * nothing here) within limit seconds (0 = none); 0 when none was solved. */
-static double relaxed_bound(const rm_problem *p, double limit, const char *name)
+ * nothing here) within limit seconds (0 = none); 0 when none was solved.
+ * *proof: RM_ERR_INFEASIBLE with a message in e when the bound proves that
+ * nothing fits (the relaxed LP is infeasible, or the bound passes p's
+ * compute cap), else RM_OK. */
+static double relaxed_bound(int *proof, const rm_problem *p, double limit, const char *name, rm_err *pe)
 {
     rm_lp_bound_result r;
     rm_err e = {RM_OK, ""};
-    if (rm_lp_bound(&r, p, limit, &e) != RM_OK || !r.solved) {
+    int rc = rm_lp_bound(&r, p, limit, &e);
+    *proof = RM_OK;
+    if (rc == RM_ERR_INFEASIBLE) {
+        *proof = rc;
+        if (pe) *pe = e;
+        rm_err_context(pe, "%s: ", name);
+    }
+    if (rc != RM_OK || !r.solved) {
         rm_route_say(NULL, 0, "route %s: relaxed LP bound: none in %.2f s (%s)", name, r.seconds,
                      e.msg[0] ? e.msg : "time limit");
         return 0;
+    }
+    if (p->max_cost > 0 && r.bound > p->max_cost * (1 + 1e-9)) {
+        *proof = rm_errorf(pe, RM_ERR_INFEASIBLE,
+                           "%s: the relaxed LP bound %.6g is above the compute cap %.6g: nothing fits within it", name,
+                           r.bound, p->max_cost);
     }
     rm_route_say(NULL, 0, "route %s: relaxed LP bound %.6g (every node once %.6g), %d levels, last %d blocks, %.2f s",
                  name, r.bound, r.trivial, r.levels, r.blocks, r.seconds);
@@ -138,9 +154,20 @@ int rm_coarsen_run(rm_schedule **out, rm_strategy_stats *stats, const rm_problem
     coarse_best b;
     memset(&b, 0, sizeof b);
     b.cstatus = RM_STATUS_ERROR;
+    if (baseline_fallback) {
+        b.s = rm_route_incumbent(p, o, limit > 0 ? t0 + limit : 0, name, &b.from, &b.r);
+        if (rm_route_first_fit(out, stats, b.s, b.from, &b.r, o, name)) return RM_OK;
+    }
     /* A third of the time: the bound's later levels gain little (lp_bound.c). */
-    double bound = flags & RM_COARSEN_BOUND ? relaxed_bound(p, limit / 3, name) : 0;
-    if (baseline_fallback) b.s = rm_route_incumbent(p, o, limit > 0 ? t0 + limit : 0, name, &b.from, &b.r);
+    int proof = RM_OK;
+    double bound = flags & RM_COARSEN_BOUND ? relaxed_bound(&proof, p, limit / 3, name, e) : 0;
+    if (proof != RM_OK && !b.s) {
+        if (stats) stats->status = RM_STATUS_INFEASIBLE;
+        return proof;
+    }
+    if (proof != RM_OK) /* a baseline that fits contradicts it: numerical trouble, reported */
+        RM_LOG_ERROR("route %s: %s, yet %s fits (cost %.6g)", name, e ? e->msg : "the bound proves nothing fits",
+                     b.from ? b.from : "a baseline", b.r.cost);
     /* One level, or (refine) finer and finer levels while the time lasts. */
     for (int level = target;;) {
         double lt0 = rm_route_now();
@@ -149,7 +176,7 @@ int rm_coarsen_run(rm_schedule **out, rm_strategy_stats *stats, const rm_problem
         /* The next level's LP is several times this one's (ResNet-50 at 80%:
          * 64 groups 2.3 s, 96 14 s, 128 37 s); try it only when 3x fits. */
         double rest = limit - (rm_route_now() - t0), took = rm_route_now() - lt0;
-        if (!refine || limit <= 0 || b.m >= p->n || rest < 3 * took) break;
+        if (!refine || limit <= 0 || b.m >= p->n || rest < 3 * took || (b.s && o && o->first_fit)) break;
         level += level / 3 > 0 ? level / 3 : 1;
     }
     if (rc) {
@@ -166,6 +193,7 @@ int rm_coarsen_run(rm_schedule **out, rm_strategy_stats *stats, const rm_problem
         return rm_errorf(e, RM_ERR_INFEASIBLE, "%s: nothing fits on the %d-node coarse problem of %d nodes: %s", name,
                          b.m, p->n, b.why[0] ? b.why : "no schedule");
     rm_route_say(o, 1, "%s: returning %s, cost %.6g, peak %zu", name, b.from ? b.from : "?", b.r.cost, b.r.peak_bytes);
+    if (stats && o && o->first_fit) stats->first_fit = 1;
     *out = b.s;
     return RM_OK;
 }

@@ -34,6 +34,12 @@ int rm_route_offer(rm_schedule **best, rm_sim_result *best_r, rm_schedule *s, co
 rm_schedule *rm_route_incumbent(const rm_problem *p, const rm_strategy_options *o, double deadline, const char *who,
                                 const char **name, rm_sim_result *r);
 
+/* First fit asked (o->first_fit) and an incumbent at hand: it is the
+ * answer (FEASIBLE, stats->first_fit), no solver runs, and 1 is returned
+ * (inc taken into *out). Else 0, inc untouched. */
+int rm_route_first_fit(rm_schedule **out, rm_strategy_stats *stats, rm_schedule *inc, const char *iname,
+                       const rm_sim_result *ir, const rm_strategy_options *o, const char *who);
+
 /* A bound for p itself (the relaxed LP bound, route_coarse.c) into stats,
  * with the gap of an answer costing cost. */
 void rm_route_set_bound(rm_strategy_stats *stats, double bound, double cost);

@@ -103,5 +103,6 @@ int rm_simulate(rm_sim_result *out, const rm_problem *p, const rm_schedule *s, r
 
 int rm_sim_fits(const rm_problem *p, const rm_sim_result *r)
 {
-    return r->peak_bytes <= rm_problem_activation_budget(p) && (p->budget == 0 || p->fixed_bytes <= p->budget);
+    return r->peak_bytes <= rm_problem_activation_budget(p) && (p->budget == 0 || p->fixed_bytes <= p->budget) &&
+           (p->max_cost <= 0 || r->cost <= p->max_cost);
 }

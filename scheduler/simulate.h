@@ -31,7 +31,8 @@ int rm_simulate(rm_sim_result *out, const rm_problem *p, const rm_schedule *s, r
 int rm_simulate_ops(rm_sim_result *out, size_t *mem_after, const rm_problem *p, const rm_schedule *s, const rm_op *ops,
                     int nops, rm_err *e);
 
-/* 1 when fixed_bytes + peak fits the problem's budget (always when budget = 0). */
+/* 1 when fixed_bytes + peak fits the problem's budget (always when budget = 0)
+ * and the cost is within its compute cap (max_cost, when set). */
 int rm_sim_fits(const rm_problem *p, const rm_sim_result *r);
 
 #endif

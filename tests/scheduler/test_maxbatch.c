@@ -22,17 +22,47 @@ typedef struct pred {
     const int *set; /* non-monotone: feasible iff set[batch] (when not NULL) */
     int set_len;
     int fail_at; /* an error at this batch (0: never) */
+    int lo;      /* known to fit: no probe at or below it */
 } pred;
 
 static int feasible(int *ok, void *ctx, int batch, rm_err *e)
 {
     pred *p = ctx;
     cr_assert_geq(batch, 1);
+    cr_assert_gt(batch, p->lo, "probed %d at or below the known-feasible %d", batch, p->lo);
     cr_assert_lt(batch, p->hi, "probed %d at or above the known-infeasible %d", batch, p->hi);
     p->probes++;
     if (batch == p->fail_at) return rm_errorf(e, RM_ERR_SOLVER, "boom at %d", batch);
     *ok = p->set ? (batch < p->set_len && p->set[batch]) : batch <= p->boundary;
     return RM_OK;
+}
+
+/* From a batch known to fit (a heuristic's answer), the search gallops up:
+ * exact, never at or below the known batch, and a boundary just above it
+ * costs one or two probes. */
+Test(cli_maxbatch_lib, galloping_from_a_known_batch_finds_the_exact_boundary)
+{
+    const int los[] = {1, 5, 100, 393, 1000};
+    const int his[] = {2, 7, 401, 1313, 1 << 20};
+    for (size_t a = 0; a < sizeof los / sizeof los[0]; a++)
+        for (size_t b = 0; b < sizeof his / sizeof his[0]; b++) {
+            int lo = los[a], hi = his[b];
+            if (hi <= lo) continue;
+            int limit = 2 * (int)ceil(log2((double)(hi - lo) + 1)) + 2;
+            for (int k = lo; k < hi && k <= lo + 300; k++) {
+                pred p = {.boundary = k, .hi = hi, .lo = lo};
+                int best = -1, probes = -1;
+                rm_err e = {RM_OK, ""};
+                cr_assert_eq(rm_maxbatch_bisect(&best, &probes, feasible, &p, lo, hi, &e), RM_OK, "%s", e.msg);
+                cr_assert_eq(best, k, "(%d, %d) boundary %d: found %d", lo, hi, k, best);
+                cr_assert_leq(probes, limit, "(%d, %d) boundary %d: %d probes", lo, hi, k, probes);
+                if (k == lo) cr_assert_eq(probes, hi > lo + 1, "a boundary at the known batch costs one probe");
+            }
+        }
+    pred p = {.boundary = 9, .hi = 10, .lo = 9};
+    int best = -1;
+    rm_err e = {RM_OK, ""};
+    cr_assert_eq(rm_maxbatch_bisect(&best, NULL, feasible, &p, 9, 9, &e), RM_ERR_INVALID);
 }
 
 Test(cli_maxbatch_lib, bisection_finds_the_exact_boundary)
@@ -45,7 +75,7 @@ Test(cli_maxbatch_lib, bisection_finds_the_exact_boundary)
             pred p = {.boundary = k, .hi = cap + 1};
             int best = -1, probes = -1;
             rm_err e = {RM_OK, ""};
-            cr_assert_eq(rm_maxbatch_bisect(&best, &probes, feasible, &p, cap + 1, &e), RM_OK, "%s", e.msg);
+            cr_assert_eq(rm_maxbatch_bisect(&best, &probes, feasible, &p, 0, cap + 1, &e), RM_OK, "%s", e.msg);
             cr_assert_eq(best, k, "cap %d boundary %d: found %d", cap, k, best);
             cr_assert_eq(probes, p.probes);
             cr_assert_leq(probes, limit, "cap %d boundary %d: %d probes", cap, k, probes);
@@ -55,7 +85,7 @@ Test(cli_maxbatch_lib, bisection_finds_the_exact_boundary)
             pred p = {.boundary = k, .hi = cap + 1};
             int best = -1;
             rm_err e = {RM_OK, ""};
-            cr_assert_eq(rm_maxbatch_bisect(&best, NULL, feasible, &p, cap + 1, &e), RM_OK, "%s", e.msg);
+            cr_assert_eq(rm_maxbatch_bisect(&best, NULL, feasible, &p, 0, cap + 1, &e), RM_OK, "%s", e.msg);
             cr_assert_eq(best, k, "cap %d boundary %d: found %d", cap, k, best);
         }
     }
@@ -71,7 +101,7 @@ Test(cli_maxbatch_lib, non_monotone_gives_a_verified_local_boundary)
     pred p = {.hi = 64, .set = set, .set_len = 64};
     int best = -1;
     rm_err e = {RM_OK, ""};
-    cr_assert_eq(rm_maxbatch_bisect(&best, NULL, feasible, &p, 64, &e), RM_OK);
+    cr_assert_eq(rm_maxbatch_bisect(&best, NULL, feasible, &p, 0, 64, &e), RM_OK);
     cr_assert(set[best], "%d does not fit", best);
     cr_assert(!set[best + 1], "%d + 1 fits: not a boundary", best);
 }
@@ -81,9 +111,9 @@ Test(cli_maxbatch_lib, errors_abort_the_search)
     pred p = {.boundary = 50, .hi = 1001, .fail_at = 64};
     int best = -1;
     rm_err e = {RM_OK, ""};
-    cr_assert_eq(rm_maxbatch_bisect(&best, NULL, feasible, &p, 1001, &e), RM_ERR_SOLVER);
+    cr_assert_eq(rm_maxbatch_bisect(&best, NULL, feasible, &p, 0, 1001, &e), RM_ERR_SOLVER);
     cr_assert(strstr(e.msg, "boom at 64"));
-    cr_assert_eq(rm_maxbatch_bisect(&best, NULL, feasible, &p, 0, &e), RM_ERR_INVALID);
+    cr_assert_eq(rm_maxbatch_bisect(&best, NULL, feasible, &p, 0, 0, &e), RM_ERR_INVALID);
 }
 
 static int build(rm_problem **out, void *ctx, int batch, rm_err *e)
