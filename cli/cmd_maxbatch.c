@@ -208,6 +208,11 @@ static void print_table(const rm_strategy_info *const *list, int nlist, const rm
                 snprintf(notes + l, sizeof notes - l, "%sfrom %s", l ? "; " : "", src);
             }
         }
+        if (r->max_batch == 0) {
+            size_t l = strlen(notes);
+            snprintf(notes + l, sizeof notes - l, "%snothing within the budget and the overhead cap at batch 1",
+                     l ? "; " : "");
+        }
         if (r->unproved) {
             size_t l = strlen(notes);
             snprintf(notes + l, sizeof notes - l, "%s* a larger batch hit the time limit", l ? "; " : "");
@@ -405,6 +410,7 @@ static int maxbatch_run(int argc, char **argv)
     char err[MAX_STRATEGIES][160];
     const char *from[MAX_STRATEGIES];
     int lead = -1; /* the strategy with the largest batch so far */
+    int milp = -1;
     for (int k = 0; k < nlist; k++) {
         rm_err se = {RM_OK, ""};
         /* A solver is never worse than its incumbent: it starts where the
@@ -412,12 +418,19 @@ static int maxbatch_run(int argc, char **argv)
         int start = list[k]->solve_opt && lead >= 0;
         o.start_batch = start ? res[lead].max_batch : 0;
         o.start_schedule = start ? res[lead].schedule : NULL;
+        /* Probes ask for a first fit, and there "best" is the MILP route
+         * after the heuristics, with the same incumbent: where the MILP
+         * gave up, it would repeat the same solve. */
+        o.fail_batch = 0;
+        if (!strcmp(list[k]->name, "best") && milp >= 0 && ok[milp] && res[milp].max_batch == o.start_batch)
+            o.fail_batch = res[milp].fail_batch;
         from[k] = start ? list[lead]->name : NULL;
         ok[k] = rm_maxbatch_search(&res[k], list[k], build_problem, &tc, &o, &se) == RM_OK;
         snprintf(err[k], sizeof err[k], "%s", se.msg);
         if (!quiet) strategy_done(&ps, list[k]->name, &res[k], ok[k]);
         if (!ok[k] && !quiet) fprintf(stderr, "remat maxbatch: %s: %s\n", list[k]->name, se.msg);
         if (ok[k] && res[k].max_batch > 0 && (lead < 0 || res[k].max_batch > res[lead].max_batch)) lead = k;
+        if (!strcmp(list[k]->name, "milp")) milp = k;
     }
 
     print_table(list, nlist, res, ok, err, from, checkmate);

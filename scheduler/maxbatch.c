@@ -164,12 +164,14 @@ int rm_maxbatch_search(rm_maxbatch_result *out, const rm_strategy_info *st, rm_m
      * slowest probes of all. */
     probe_ctx c = {st, build, ctx, o, out};
     int lo = 0, hi = out->bound_batch + 1, fits;
-    if (o->start_batch > 0 && o->start_batch < out->bound_batch) {
-        /* Where the trivial bound's batch fits, no larger one can: one
-         * probe, and the search is over (VGG's frontier is often there). */
-        if ((rc = strategy_fits(&fits, &c, out->bound_batch, e))) goto fail;
-        if (fits) lo = out->max_batch = out->bound_batch;
-        else hi = out->bound_batch;
+    if (o->fail_batch > o->start_batch && o->fail_batch < hi) hi = o->fail_batch;
+    if (o->start_batch > 0 && o->start_batch < hi - 1 && o->start_batch >= 0.9 * (hi - 1)) {
+        /* Near the top of the range, the top first: where it fits, nothing
+         * larger can (the trivial bound), and one probe ends the search;
+         * VGG's frontier is often the bound itself. */
+        if ((rc = strategy_fits(&fits, &c, hi - 1, e))) goto fail;
+        if (fits) lo = out->max_batch = hi - 1;
+        else hi = hi - 1;
     }
     if (o->start_batch > 0 && o->start_batch < hi && lo == 0) {
         /* Known to fit (another strategy's answer): verified, then the
@@ -180,6 +182,9 @@ int rm_maxbatch_search(rm_maxbatch_result *out, const rm_strategy_info *st, rm_m
         else hi = o->start_batch;
     }
     if (hi - lo > 1 && (rc = rm_maxbatch_bisect(&out->max_batch, NULL, strategy_fits, &c, lo, hi, e))) goto fail;
+    /* Below the bound the search ends on a batch that did not fit (or was
+     * given as one). */
+    out->fail_batch = out->max_batch < out->bound_batch ? out->max_batch + 1 : 0;
     out->capped = out->max_batch == cap;
     out->search_s = now_s() - t0;
     return RM_OK;

@@ -67,9 +67,12 @@ typedef struct rm_maxbatch_options {
     int bound_batch;            /* from rm_maxbatch_bound when already known (0: computed) */
     rm_overhead_cap cap;        /* zeroed: none */
     int start_batch;            /* a batch known to fit for this strategy (0: none): another strategy's
-                                   answer, for a solver that is never dearer than its incumbent. The
-                                   trivial-bound batch is probed first (where it fits, nothing larger
-                                   can), then start_batch, and the search gallops up from it */
+                                   answer, for a solver that is never dearer than its incumbent. When it
+                                   is within 10% of the trivial bound's batch, that batch is probed
+                                   first (where it fits, nothing larger can); then start_batch, and the
+                                   search gallops up from it */
+    int fail_batch;             /* a batch above start_batch known not to fit (0: none): where a
+                                   strategy that finds everything this one does gave up */
     const rm_schedule *start_schedule; /* that strategy's schedule at start_batch (or NULL): the
                                           incumbent of the probe there, so it is not solved again */
     rm_strategy_options solver; /* per-solve limits for lp_round and milp */
@@ -79,6 +82,7 @@ typedef struct rm_maxbatch_options {
 
 typedef struct rm_maxbatch_result {
     int max_batch;   /* the largest batch that fit; 0 when batch 1 does not */
+    int fail_batch;  /* the smallest batch above it seen not to fit (0: none was probed) */
     int capped;      /* max_batch is the cap: a larger batch may fit */
     int bound_batch; /* the largest batch whose trivial lower bound fits: no strategy exceeds it */
     int probes;      /* solves */
