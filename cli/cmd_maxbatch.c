@@ -356,7 +356,7 @@ static int maxbatch_run(int argc, char **argv)
     }
     rm_model *m = NULL;
     if (rm_model_load_input(&m, model, height, width, &e)) {
-        if (input) rm_err_context(&e, "at --input %s: ", input);
+        if (input) rm_err_context(&e, "at --input %s", input);
         fprintf(stderr, "remat maxbatch: %s\n", e.msg);
         rm_backend_free(gpu);
         return 1;
@@ -429,7 +429,11 @@ static int maxbatch_run(int argc, char **argv)
         snprintf(err[k], sizeof err[k], "%s", se.msg);
         if (!quiet) strategy_done(&ps, list[k]->name, &res[k], ok[k]);
         if (!ok[k] && !quiet) fprintf(stderr, "remat maxbatch: %s: %s\n", list[k]->name, se.msg);
-        if (ok[k] && res[k].max_batch > 0 && (lead < 0 || res[k].max_batch > res[lead].max_batch)) lead = k;
+        /* The lead: the largest batch, the cheaper schedule on a tie. */
+        if (ok[k] && res[k].max_batch > 0 &&
+            (lead < 0 || res[k].max_batch > res[lead].max_batch ||
+             (res[k].max_batch == res[lead].max_batch && res[k].cost < res[lead].cost)))
+            lead = k;
         if (!strcmp(list[k]->name, "milp")) milp = k;
     }
 

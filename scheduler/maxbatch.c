@@ -140,7 +140,7 @@ static int strategy_fits(int *feasible, void *vctx, int batch, rm_err *e)
         rc = RM_OK;
     } else if (e) {
         *e = se;
-        rm_err_context(e, "%s at batch %d: ", c->st->name, batch);
+        rm_err_context(e, "%s at batch %d", c->st->name, batch);
     }
     if (o->progress && rc == RM_OK) o->progress(o->progress_ctx, c->st->name, batch, *feasible, stats.seconds);
     rm_schedule_free(s);

@@ -123,7 +123,7 @@ static double relaxed_bound(int *proof, const rm_problem *p, double limit, const
     if (rc == RM_ERR_INFEASIBLE) {
         *proof = rc;
         if (pe) *pe = e;
-        rm_err_context(pe, "%s: ", name);
+        rm_err_context(pe, "%s", name);
     }
     if (rc != RM_OK || !r.solved) {
         rm_route_say(NULL, 0, "route %s: relaxed LP bound: none in %.2f s (%s)", name, r.seconds,

@@ -501,6 +501,128 @@ Test(cli_maxbatch, runs_and_refuses_percentages)
     cr_assert_eq(cf_remat("maxbatch", "--model", TINY, "--budget", "100KiB", "--quiet", NULL), 1);
 }
 
+/* What the last command wrote to stdout (the fixture's file accumulates). */
+static char *out_since(size_t before)
+{
+    char *all = out_text();
+    cr_assert_geq(strlen(all), before);
+    char *mine = strdup(all + before);
+    free(all);
+    return mine;
+}
+
+static size_t out_len(void)
+{
+    char *all = out_text();
+    size_t n = strlen(all);
+    free(all);
+    return n;
+}
+
+/* The batch in a strategy's row of maxbatch's table (-1: no such row). */
+static int row_batch(const char *out, const char *name, double *overhead)
+{
+    char key[64];
+    snprintf(key, sizeof key, "\n%s ", name);
+    const char *r = strstr(out, key);
+    int batch = -1;
+    char ov[32] = "";
+    if (!r || sscanf(r + strlen(key), "%d %*s %31s", &batch, ov) < 1) return -1;
+    if (overhead) *overhead = ov[0] == '+' ? atof(ov + 1) : -1;
+    return batch;
+}
+
+/* The overhead cap: 0% leaves every strategy at checkpoint-all's batch; a
+ * looser cap never gives a smaller batch; every row's overhead is within
+ * the cap the header states. */
+Test(cli_maxbatch, the_overhead_cap_orders_the_batches)
+{
+    const char *caps[] = {"0%", "1fwd", "none"};
+    int prev[3] = {0, 0, 0};
+    const char *names[] = {"chen_greedy", "ogc", "milp"};
+    for (int c = 0; c < 3; c++) {
+        size_t before = out_len();
+        cr_assert_eq(cf_remat("maxbatch", "--model", TINY, "--budget", "4MiB", "--strategies", "chen_greedy,ogc,milp",
+                              "--max-overhead", caps[c], "--quiet", NULL),
+                     0, "%s", err_text());
+        char *out = out_since(before);
+        int all = row_batch(out, "checkpoint_all", NULL);
+        cr_assert_gt(all, 0, "%s", out);
+        double cap_pct = -1;
+        const char *line = strstr(out, "overhead cap ");
+        cr_assert_not_null(line, "%s", out);
+        const char *plus = strstr(line, "(+");
+        if (c == 1) cr_assert(plus && sscanf(plus, "(+%lf%%", &cap_pct) == 1, "%s", line);
+        for (int k = 0; k < 3; k++) {
+            double ov = -1;
+            int b = row_batch(out, names[k], &ov);
+            cr_assert_geq(b, 0, "%s: %s", names[k], out);
+            if (c == 0 && b > 0) cr_assert_eq(b, all, "0%%: %s fits %d, checkpoint-all %d", names[k], b, all);
+            if (c == 1 && b > 0) cr_assert_leq(ov, cap_pct + 1e-9, "%s: +%g%% over the cap +%g%%", names[k], ov, cap_pct);
+            if (!strcmp(names[k], "milp")) cr_assert_geq(b, all, "the MILP below checkpoint-all");
+            cr_assert_geq(b, prev[k], "%s: %d under cap %s, %d under a tighter one", names[k], b, caps[c], prev[k]);
+            prev[k] = b;
+        }
+        free(out);
+    }
+    const char *bad[] = {"fwd", "-1%", "abc", "0fwd", "50%%", "1e6%", "nan"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        cr_assert_eq(cf_remat("maxbatch", "--model", TINY, "--budget", "4MiB", "--max-overhead", bad[k], NULL), 1,
+                     "%s", bad[k]);
+        cr_assert(strstr(cf_err, "--max-overhead must be"), "%s: %s", bad[k], cf_err);
+    }
+}
+
+/* Checkmate's accounting counts less as fixed (parameters and gradients,
+ * not momentum, labels or workspace), so checkpoint-all fits at least as
+ * large a batch, and sizes are in powers of 1000. */
+Test(cli_maxbatch, checkmate_accounting)
+{
+    int batch[2];
+    const char *acc[] = {"remat", "checkmate"};
+    for (int a = 0; a < 2; a++) {
+        size_t before = out_len();
+        cr_assert_eq(cf_remat("maxbatch", "--model", TINY, "--budget", "4MB", "--strategies", "chen_greedy",
+                              "--accounting", acc[a], "--quiet", NULL),
+                     0, "%s", err_text());
+        char *out = out_since(before);
+        batch[a] = row_batch(out, "checkpoint_all", NULL);
+        cr_assert(strstr(out, a ? " MB " : " MiB "), "%s", out);
+        cr_assert(strstr(out, a ? "accounting   checkmate" : "accounting   remat"), "%s", out);
+        free(out);
+    }
+    cr_assert_gt(batch[1], batch[0], "checkmate %d, remat %d", batch[1], batch[0]);
+    cr_assert_eq(cf_remat("maxbatch", "--model", TINY, "--budget", "4MB", "--accounting", "paper", NULL), 1);
+}
+
+/* --input replaces the config's input size; a size the model cannot take
+ * is refused naming the config line and the override. */
+Test(cli_maxbatch, input_size_override)
+{
+    const char *unet = REMAT_SOURCE_DIR "/models/unet-tiny.cfg";
+    int batch[2];
+    const char *sizes[] = {"32x32", "64x96"};
+    for (int k = 0; k < 2; k++) {
+        size_t before = out_len();
+        cr_assert_eq(cf_remat("maxbatch", "--model", unet, "--budget", "64MiB", "--strategies", "chen_greedy",
+                              "--input", sizes[k], "--quiet", NULL),
+                     0, "%s", err_text());
+        char *out = out_since(before);
+        batch[k] = row_batch(out, "checkpoint_all", NULL);
+        cr_assert(strstr(out, sizes[k]), "%s", out);
+        free(out);
+    }
+    cr_assert_gt(batch[0], batch[1], "a 6x larger input fits a smaller batch: %d vs %d", batch[0], batch[1]);
+    cr_assert_eq(cf_remat("maxbatch", "--model", unet, "--budget", "64MiB", "--input", "30x30", NULL), 1);
+    cr_assert(strstr(cf_err, "at --input 30x30: ") && strstr(cf_err, "unet-tiny.cfg:"), "%s", cf_err);
+    const char *bad[] = {"32", "32x", "x32", "0x32", "32x32x3", "-4x4"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        cr_assert_eq(cf_remat("maxbatch", "--model", unet, "--budget", "64MiB", "--input", bad[k], NULL), 1, "%s",
+                     bad[k]);
+        cr_assert(strstr(cf_err, "--input must be"), "%s: %s", bad[k], cf_err);
+    }
+}
+
 /* --device cuda counts the GPU's fixed bytes (the cuBLAS workspace is read
  * off a live backend), so without a GPU, or in a build without CUDA, it
  * refuses plainly before any search; --device cpu is the default. */
