@@ -208,6 +208,10 @@ static void print_table(const rm_strategy_info *const *list, int nlist, const rm
                 snprintf(notes + l, sizeof notes - l, "%sfrom %s", l ? "; " : "", src);
             }
         }
+        if (r->max_batch > 0 && r->max_batch == r->bound_batch && !r->capped) {
+            size_t l = strlen(notes);
+            snprintf(notes + l, sizeof notes - l, "%sthe bound: no larger batch fits", l ? "; " : "");
+        }
         if (r->max_batch == 0) {
             size_t l = strlen(notes);
             snprintf(notes + l, sizeof notes - l, "%snothing within the budget and the overhead cap at batch 1",
@@ -426,6 +430,7 @@ static int maxbatch_run(int argc, char **argv)
             o.fail_batch = res[milp].fail_batch;
         from[k] = start ? list[lead]->name : NULL;
         ok[k] = rm_maxbatch_search(&res[k], list[k], build_problem, &tc, &o, &se) == RM_OK;
+        if (ok[k] && o.fail_batch && res[k].fail_batch == o.fail_batch) res[k].unproved |= res[milp].unproved;
         snprintf(err[k], sizeof err[k], "%s", se.msg);
         if (!quiet) strategy_done(&ps, list[k]->name, &res[k], ok[k]);
         if (!ok[k] && !quiet) fprintf(stderr, "remat maxbatch: %s: %s\n", list[k]->name, se.msg);

@@ -189,9 +189,13 @@ int rm_coarsen_run(rm_schedule **out, rm_strategy_stats *stats, const rm_problem
         else if (b.cstatus != RM_STATUS_ERROR) stats->status = b.cstatus;
         if (bound > 0) rm_route_set_bound(stats, bound, b.s ? b.r.cost : bound);
     }
-    if (!b.s)
+    if (!b.s) {
+        /* Nothing found is no proof: the coarse problem has fewer schedules
+         * than p (only the bound above proves infeasibility). */
+        if (stats) stats->status = RM_STATUS_NO_SOLUTION;
         return rm_errorf(e, RM_ERR_INFEASIBLE, "%s: nothing fits on the %d-node coarse problem of %d nodes: %s", name,
                          b.m, p->n, b.why[0] ? b.why : "no schedule");
+    }
     rm_route_say(o, 1, "%s: returning %s, cost %.6g, peak %zu", name, b.from ? b.from : "?", b.r.cost, b.r.peak_bytes);
     if (stats && o && o->first_fit) stats->first_fit = 1;
     *out = b.s;
