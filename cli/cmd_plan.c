@@ -2,7 +2,8 @@
  * and shows it: a summary (cost overhead, peak, recomputations), for small
  * graphs the R and S matrices as text, and the memory timeline; optionally
  * the schedule file and SVG figures. `--strategy all` compares every
- * strategy in one table; `--check FILE` re-validates a saved schedule. */
+ * strategy in one table (cli/table.h; --format csv|json prints it alone, as
+ * data); `--check FILE` re-validates a saved schedule. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -54,8 +55,10 @@
     "  --format F        text (the default), csv or json. csv and json print the table of --strategy all\n"          \
     "                    (or, for one strategy, its one row in that table's columns) and nothing else on\n"          \
     "                    stdout: no problem lines, matrices, timeline or footnotes; the cheapest strategy and\n"      \
-    "                    the files written are said on stderr. Numbers are numbers: cost (the problem's unit),\n"    \
-    "                    overhead_pct, peak_bytes, seconds, lp_bound_pct, gap_pct; missing ones empty / null\n"     \
+    "                    the files written are said on stderr. Columns: strategy, status, overhead_pct, cost\n"     \
+    "                    (the problem's unit), peak_bytes, recomputed_nodes, recomputations, seconds,\n"            \
+    "                    lp_bound_pct, bound (lp or trivial), gap_pct; numbers are numbers, missing ones\n"        \
+    "                    empty (csv) or null (json). Not with --check\n"                                           \
     "  --quiet           no progress on stderr\n"                                                                      \
     "\n"                                                                                                               \
     "examples:\n"                                                                                                      \
