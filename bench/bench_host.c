@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -10,9 +11,13 @@
 
 static FILE *g_out_file;
 static const char *g_out_path;
+static int g_muted;
+
+void emit_mute(int muted) { g_muted = muted; }
 
 void emit(const char *fmt, ...)
 {
+    if (g_muted) return;
     va_list ap;
     va_start(ap, fmt);
     vprintf(fmt, ap);
@@ -47,6 +52,57 @@ int emit_close(void)
     g_out_file = NULL;
     if (rc) perror(g_out_path);
     return rc ? -1 : 0;
+}
+
+/* ---- tables ---- */
+
+int bench_format_parse(rm_table_format *out, const char *s)
+{
+    return rm_table_format_parse(out, s) || *out == RM_TABLE_TEXT ? -1 : 0;
+}
+
+/* What the writer put in the buffer since the last call, to both outputs. */
+static int bench_table_pass(bench_table *bt, int rc)
+{
+    if (fflush(bt->mem)) rc = -1;
+    if (bt->len > bt->done) {
+        int muted = g_muted;
+        g_muted = 0;
+        emit("%.*s", (int)(bt->len - bt->done), bt->buf + bt->done);
+        emit_flush();
+        g_muted = muted;
+        bt->done = bt->len;
+    }
+    return rc;
+}
+
+int bench_table_begin(bench_table *bt, const rm_table_col *cols, int ncols, rm_table_format fmt)
+{
+    memset(bt, 0, sizeof *bt);
+    bt->t = rm_table_create(cols, ncols);
+    bt->mem = open_memstream(&bt->buf, &bt->len);
+    if (!bt->t || !bt->mem) {
+        fprintf(stderr, "bench: out of memory\n");
+        rm_table_free(bt->t);
+        if (bt->mem) fclose(bt->mem);
+        free(bt->buf);
+        memset(bt, 0, sizeof *bt);
+        return -1;
+    }
+    return bench_table_pass(bt, rm_table_begin(bt->t, bt->mem, fmt));
+}
+
+int bench_table_row(bench_table *bt) { return bt->t ? bench_table_pass(bt, rm_table_add_row(bt->t)) : -1; }
+
+int bench_table_end(bench_table *bt)
+{
+    if (!bt->t) return -1;
+    int rc = bench_table_pass(bt, rm_table_end(bt->t));
+    rm_table_free(bt->t);
+    fclose(bt->mem);
+    free(bt->buf);
+    memset(bt, 0, sizeof *bt);
+    return rc;
 }
 
 /* ---- the machine and the command, for the document's header ---- */

@@ -2,7 +2,7 @@
 # remat's MILP against CBC on the same MILP (bench/cbc_bench.c): installs
 # CBC (Debian's coinor-cbc) when `cbc` is missing, builds, and runs
 # remat_bench_cbc, writing the markdown to docs/bench/cbc.md (progress on
-# stderr). Arguments go to remat_bench_cbc, e.g.
+# stderr; with --format csv|json, stdout only). Arguments go to remat_bench_cbc, e.g.
 #
 #   bench/cbc.sh                          # the full benchmark: hours
 #   bench/cbc.sh --quick                  # a smoke run: seconds
@@ -20,7 +20,13 @@ if ! command -v cbc >/dev/null 2>&1; then
 fi
 REMAT_BUILD_TARGET=remat_bench_cbc ./scripts/build "${REMAT_BUILD_ARGS:--DREMAT_WERROR=ON}"
 dir="${REMAT_BUILD_DIR:-build}"
+# The document is the markdown: another --out, or csv / json (--format), leaves it alone.
 out=(--out docs/bench/cbc.md)
-for a in "$@"; do [ "$a" = --out ] && out=(); done
+prev=
+for a in "$@"; do
+    case "$a" in --out | --out=* | --format=csv | --format=json) out=() ;; esac
+    [ "$prev" = --format ] && [ "$a" != md ] && out=()
+    prev=$a
+done
 mkdir -p docs/bench
 exec "$dir/bench/remat_bench_cbc" "${out[@]}" "$@"

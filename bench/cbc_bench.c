@@ -33,7 +33,7 @@
 #define USAGE                                                                                                    \
     "usage: remat_bench_cbc [--quick] [--time-limit S] [--only models|linear|random] [--out FILE]\n"             \
     "                       [--models LIST] [--random N] [--cbc PROGRAM] [--max-nodes N] [--max-cols N]\n"   \
-    "                       [--workdir DIR] [--keep-files] [--models-dir DIR]\n"                                \
+    "                       [--workdir DIR] [--keep-files] [--models-dir DIR] [--format md|csv|json]\n"         \
     "\n"                                                                                                         \
     "remat's MILP (lp_solve) against CBC on the same MILP: markdown on stdout (and in --out FILE, written\n"      \
     "instance by instance), progress on stderr.\n"                                                               \
@@ -42,7 +42,7 @@
     "  --quick          a few small instances (seconds): a smoke run; time limit 10 s unless given\n"            \
     "  --time-limit S   wall-clock seconds for remat's milp and for CBC, each (default 60; 0 = none)\n"          \
     "  --only FAMILY    models, linear or random (default: all three)\n"                                         \
-    "  --out FILE       also write the markdown to FILE (e.g. docs/bench/cbc.md)\n"                              \
+    "  --out FILE       also write the output to FILE (e.g. docs/bench/cbc.md)\n"                                \
     "  --cbc PROGRAM    the CBC executable (default: cbc, from PATH)\n"                                          \
     "  --models LIST    built-in models to run, e.g. vgg16,resnet50 (default: every non-tiny one)\n"            \
     "  --max-nodes N    do not even build the MILP for CBC above N nodes (default 150; 0 = no cap)\n"           \
@@ -50,7 +50,10 @@
     "  --max-cols N     do not run CBC on models with more columns (default 200000; 0 = no cap)\n"               \
     "  --workdir DIR    where the MPS and solution files go (default: a fresh directory in /tmp)\n"              \
     "  --keep-files     keep them (one per instance)\n"                                                          \
-    "  --models-dir DIR where model names are looked up (default: the source tree's models/)\n"
+    "  --models-dir DIR where model names are looked up (default: the source tree's models/)\n"                 \
+    "  --format F       md (the default): the markdown document; csv or json: only the instances' rows, one\n"  \
+    "                   table over every family, each value its own column (costs in the instance's unit,\n"   \
+    "                   with checkpoint_all_cost to make overheads of them); no header, prose or totals\n"
 
 static int usage_error(const char *msg, const char *arg)
 {
@@ -61,7 +64,7 @@ static int usage_error(const char *msg, const char *arg)
 /* Flags, then options with a value; 0, 1 (usage error) or -1 (--help). */
 static int parse_args(cbc_cfg *c, const char **out, int argc, char **argv)
 {
-    const char *time_s = NULL, *cols_s = NULL, *nodes_s = NULL, *random_s = NULL;
+    const char *time_s = NULL, *cols_s = NULL, *nodes_s = NULL, *random_s = NULL, *format_s = NULL;
     for (int i = 1; i < argc; i++) {
         const char *v = NULL, **slot = NULL;
         if (!strcmp(argv[i], "--quick")) c->quick = 1;
@@ -77,10 +80,13 @@ static int parse_args(cbc_cfg *c, const char **out, int argc, char **argv)
         else if (rm_cli_option(&v, argc, argv, &i, "--random")) slot = &random_s;
         else if (rm_cli_option(&v, argc, argv, &i, "--workdir")) slot = &c->workdir;
         else if (rm_cli_option(&v, argc, argv, &i, "--models-dir")) slot = &c->models_dir;
+        else if (rm_cli_option(&v, argc, argv, &i, "--format")) slot = &format_s;
         else return usage_error("unknown argument", argv[i]);
         if (slot && (!v || !*v)) return usage_error("a value is missing after", argv[i]);
         if (slot) *slot = v;
     }
+    if (format_s && bench_format_parse(&c->fmt, format_s))
+        return usage_error("--format takes md, csv or json, not", format_s);
     if (c->quick && !time_s) c->time_limit_s = 10;
     if (time_s && rm_cli_parse_seconds(&c->time_limit_s, time_s))
         return usage_error("--time-limit takes seconds >= 0, not", time_s);
@@ -138,7 +144,8 @@ static void print_header(const cbc_cfg *c, int argc, char **argv, const char *ve
 
 int main(int argc, char **argv)
 {
-    cbc_cfg c = {60, 0, NULL, REMAT_SOURCE_DIR "/models", "cbc", NULL, NULL, DEFAULT_MAX_NODES, DEFAULT_MAX_COLS, 50, 0};
+    cbc_cfg c = {60,   0, NULL, REMAT_SOURCE_DIR "/models", "cbc", NULL, NULL, DEFAULT_MAX_NODES, DEFAULT_MAX_COLS, 50,
+                 0,    RM_TABLE_MD, NULL};
     const char *out = NULL;
     int rc = parse_args(&c, &out, argc, argv);
     if (rc) {
@@ -160,10 +167,18 @@ int main(int argc, char **argv)
     }
     if (out && emit_open(out)) return 1;
     double t0 = rm_cli_now();
+    /* csv / json: the rows alone; the prose around them is markdown's. */
+    bench_table data;
+    if (c.fmt != RM_TABLE_MD) {
+        emit_mute(1);
+        if (cbc_data_begin(&data, c.fmt)) return 2;
+        c.data = &data;
+    }
     print_header(&c, argc, argv, version);
     cbc_totals t[CBC_NFAM];
     memset(t, 0, sizeof t);
     rc = cbc_run_all(&c, t);
+    if (c.data && bench_table_end(c.data) && !rc) rc = 2;
     cbc_totals_print(t);
     char load[64];
     bench_load_average(load, sizeof load);

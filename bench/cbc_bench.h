@@ -29,6 +29,8 @@ typedef struct cbc_cfg {
     long max_cols;        /* CBC is not run on models with more columns */
     long random;          /* how many random DAGs */
     int keep_files;       /* keep the MPS and solution files */
+    rm_table_format fmt;  /* md: the document; csv / json: the instances' rows only */
+    bench_table *data;    /* csv / json: that one table, every family's rows */
 } cbc_cfg;
 
 /* remat's answer through rm_strategy_run("milp"). */
@@ -88,9 +90,11 @@ int cbc_run_all(const cbc_cfg *c, cbc_totals t[CBC_NFAM]);
 /* One instance (cbc_solve.c): p's budget is set; name its row. */
 int cbc_run_instance(cbc_row *row, const cbc_cfg *c, const rm_problem *p);
 
-/* Markdown (cbc_report.c). */
+/* Markdown (cbc_report.c); with c->data, a row of that table instead. */
 void cbc_table_start(const char *title, const char *what);
-void cbc_table_row(const cbc_row *row, int flops);
+void cbc_table_row(const cbc_cfg *c, const cbc_row *row, int flops);
+/* The csv / json table of every instance (c->fmt). */
+int cbc_data_begin(bench_table *bt, rm_table_format fmt);
 int cbc_totals_add(cbc_totals *t, const cbc_row *row);
 void cbc_totals_print(const cbc_totals t[CBC_NFAM]);
 void cbc_totals_free(cbc_totals *t);

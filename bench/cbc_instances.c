@@ -27,7 +27,7 @@ static int one(cbc_totals t[CBC_NFAM], int fam, const cbc_cfg *c, rm_problem *p,
     snprintf(row.name, sizeof row.name, "%s", name);
     snprintf(row.family, sizeof row.family, "%s", names[fam]);
     cbc_run_instance(&row, c, p);
-    cbc_table_row(&row, flops);
+    cbc_table_row(c, &row, flops);
     if (cbc_totals_add(&t[fam], &row) || cbc_totals_add(&t[CBC_ALL], &row)) {
         fprintf(stderr, "remat_bench_cbc: out of memory\n");
         return 2;

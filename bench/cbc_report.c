@@ -53,8 +53,79 @@ static void cbc_cells(char *buf, size_t len, const cbc_row *row, int flops)
     snprintf(buf, len, "%s | %s | %s | %s", c->status, cost, bound, secs);
 }
 
-void cbc_table_row(const cbc_row *row, int flops)
+/* ---- csv / json: the same rows, every value in its own column ---- */
+
+enum { C_FAMILY, C_INSTANCE, C_NODES, C_COLS, C_BUDGET, C_BASE, C_HEUR, C_HEUR_COST, C_R_STATUS, C_R_COST, C_R_BOUND,
+       C_R_BOUND_KIND, C_R_GAP, C_R_SECONDS, C_R_PROOF, C_C_STATUS, C_C_COST, C_C_BOUND, C_C_SECONDS, C_RATIO,
+       C_CHECK, C_NCOLS };
+#define DATA_COL(key) {key, key, RM_TABLE_LEFT, 0, RM_TABLE_BOTH}
+static const rm_table_col data_cols[C_NCOLS] = {
+    [C_FAMILY] = DATA_COL("family"),
+    [C_INSTANCE] = DATA_COL("instance"),
+    [C_NODES] = DATA_COL("nodes"),
+    [C_COLS] = DATA_COL("cols"),
+    [C_BUDGET] = DATA_COL("budget_bytes"),
+    [C_BASE] = DATA_COL("checkpoint_all_cost"),
+    [C_HEUR] = DATA_COL("heuristic"),
+    [C_HEUR_COST] = DATA_COL("heuristic_cost"),
+    [C_R_STATUS] = DATA_COL("remat_status"),
+    [C_R_COST] = DATA_COL("remat_cost"),
+    [C_R_BOUND] = DATA_COL("remat_bound"),
+    [C_R_BOUND_KIND] = DATA_COL("remat_bound_kind"),
+    [C_R_GAP] = DATA_COL("remat_gap_pct"),
+    [C_R_SECONDS] = DATA_COL("remat_seconds"),
+    [C_R_PROOF] = DATA_COL("remat_proof_seconds"),
+    [C_C_STATUS] = DATA_COL("cbc_status"),
+    [C_C_COST] = DATA_COL("cbc_cost"),
+    [C_C_BOUND] = DATA_COL("cbc_bound"),
+    [C_C_SECONDS] = DATA_COL("cbc_seconds"),
+    [C_RATIO] = DATA_COL("ratio"),
+    [C_CHECK] = DATA_COL("check"),
+};
+#undef DATA_COL
+
+int cbc_data_begin(bench_table *bt, rm_table_format fmt) { return bench_table_begin(bt, data_cols, C_NCOLS, fmt); }
+
+/* The markdown row's facts as values (costs in the instance's unit; the
+ * md table's overheads are each cost over checkpoint_all_cost). */
+static void data_row(bench_table *bt, const cbc_row *row)
 {
+    rm_table *t = bt->t;
+    const remat_side *r = &row->r;
+    const cbc_side *c = &row->c;
+    rm_table_set_text(t, C_FAMILY, "%s", row->family);
+    rm_table_set_text(t, C_INSTANCE, "%s", row->name);
+    rm_table_set_num(t, C_NODES, row->nodes, "%d", row->nodes);
+    rm_table_set_num(t, C_COLS, row->ncols, "%d", row->ncols);
+    rm_table_set_num(t, C_BUDGET, (double)row->budget, "%zu", row->budget);
+    rm_table_set_num(t, C_BASE, row->base_cost, "%g", row->base_cost);
+    if (row->has_heur) rm_table_set_text(t, C_HEUR, "%s", row->heur_name);
+    rm_table_set_num(t, C_HEUR_COST, row->has_heur ? row->heur_cost : NAN, "%s", "");
+    rm_table_set_text(t, C_R_STATUS, "%s", r->status ? r->status : "");
+    rm_table_set_num(t, C_R_COST, r->rc == 0 ? r->cost : NAN, "%s", "");
+    rm_table_set_num(t, C_R_BOUND, r->rc == 0 ? r->bound : NAN, "%s", "");
+    if (r->rc == 0) rm_table_set_text(t, C_R_BOUND_KIND, "%s", r->bound_trivial ? "trivial" : "lp");
+    rm_table_set_num(t, C_R_GAP, r->rc == 0 ? 100 * r->gap : NAN, "%s", "");
+    rm_table_set_num(t, C_R_SECONDS, r->seconds, "%s", "");
+    rm_table_set_num(t, C_R_PROOF, r->proved ? r->seconds : NAN, "%s", "");
+    rm_table_set_text(t, C_C_STATUS, "%s", c->status);
+    rm_table_set_num(t, C_C_COST, c->has_cost ? c->cost : NAN, "%s", "");
+    rm_table_set_num(t, C_C_BOUND, c->has_bound ? c->bound : NAN, "%s", "");
+    rm_table_set_num(t, C_C_SECONDS, c->ran ? c->seconds : NAN, "%s", "");
+    int both = r->proved && c->proved && c->seconds > 0;
+    rm_table_set_num(t, C_RATIO, both ? r->seconds / c->seconds : NAN, "%s", "");
+    int above = row->has_heur && r->rc == 0 && r->cost > row->heur_cost;
+    rm_table_set_text(t, C_CHECK, "%s%s%s", row->disagree[0] ? "DISAGREE: " : "", row->disagree,
+                      above ? " above the heuristic" : row->disagree[0] ? "" : "ok");
+    if (bench_table_row(bt)) fprintf(stderr, "remat_bench_cbc: writing the table failed\n");
+}
+
+void cbc_table_row(const cbc_cfg *cfg, const cbc_row *row, int flops)
+{
+    if (cfg->data) {
+        data_row(cfg->data, row);
+        return;
+    }
     char b[32], heur[48] = "none fits", rs[256], cs[256], ratio[16] = "-", check[240];
     if (row->has_heur) fmt_cost(heur, sizeof heur, row->heur_cost, row->base_cost, flops);
     remat_cells(rs, sizeof rs, row, flops);

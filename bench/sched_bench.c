@@ -16,7 +16,8 @@
  * `remat plan --strategy all` (cli_util, strategy.h), so what it measures is
  * what the CLI does. Markdown goes to stdout and, with --out, to a file
  * written section by section, so a run stopped early still leaves its
- * finished models behind. Progress goes to stderr. A benchmark, never a
+ * finished models behind. --format csv|json gives table 1's detail rows
+ * alone, through the table writer (cli/table.h). Progress goes to stderr. A benchmark, never a
  * test: it times things and the full run takes many minutes.
  *
  * This file: the options, the model/budget/strategy lists, the document's
@@ -40,7 +41,8 @@
 
 #define USAGE                                                                                                      \
     "usage: remat_bench_sched [--models LIST] [--budgets LIST] [--strategies LIST] [--time-limit S]\n"             \
-    "                         [--ogc-models LIST] [--models-dir DIR] [--out FILE] [--quick] [--verbose]\n"         \
+    "                         [--ogc-models LIST] [--models-dir DIR] [--out FILE] [--format md|csv|json]\n"     \
+    "                         [--quick] [--verbose]\n"                                                             \
     "\n"                                                                                                           \
     "The scheduler benchmark: markdown tables on stdout (and in --out FILE), progress on stderr.\n"                \
     "\n"                                                                                                           \
@@ -54,7 +56,11 @@
     "  --ogc-models LIST  table 2: name:batch,... (default vgg16:64,resnet18:256,resnet50:64,resnet101:32);\n"     \
     "                     'none' skips table 2\n"                                                                  \
     "  --models-dir DIR   where model names are looked up (default: the source tree's models/)\n"                  \
-    "  --out FILE         also write the markdown to FILE (e.g. docs/bench/scheduler.md)\n"                        \
+    "  --out FILE         also write the output to FILE (e.g. docs/bench/scheduler.md)\n"                          \
+    "  --format F         md (the default): the markdown document; csv or json: only table 1's detail, one\n"     \
+    "                     row per model, budget and strategy (model, batch, budget_pct, budget_bytes, strategy,\n" \
+    "                     status, overhead_pct, cost, peak_bytes, seconds, lp_bound_pct, bound, gap_pct; numbers\n" \
+    "                     as numbers, missing ones empty / null); table 2 is then not run\n"                       \
     "  --quick            smoke run: vgg16:32 at 100,80% with the baselines only, table 2 for vgg16:64\n"          \
     "  --verbose          lp_solve's log on stderr\n"
 
@@ -183,7 +189,7 @@ static int parse_strategies(const rm_strategy_info ***out, int *count, const cha
 int main(int argc, char **argv)
 {
     const char *models_s = NULL, *budgets_s = NULL, *strategies_s = NULL, *time_s = NULL, *ogc_s = NULL,
-               *dir = REMAT_SOURCE_DIR "/models", *out = NULL;
+               *dir = REMAT_SOURCE_DIR "/models", *out = NULL, *format_s = NULL;
     int quick = 0, verbose = 0;
     for (int i = 1; i < argc; i++) {
         const char *v;
@@ -214,6 +220,8 @@ int main(int argc, char **argv)
             slot = &dir, opt = "--models-dir";
         else if (rm_cli_option(&v, argc, argv, &i, "--out"))
             slot = &out, opt = "--out";
+        else if (rm_cli_option(&v, argc, argv, &i, "--format"))
+            slot = &format_s, opt = "--format";
         else
             return usage_error("unknown argument '%s'", argv[i]);
         if (!v || !*v) return usage_error("%s needs a value", opt);
@@ -228,6 +236,9 @@ int main(int argc, char **argv)
     memset(&c, 0, sizeof c);
     c.time_limit_s = 60;
     c.verbose = verbose;
+    c.fmt = RM_TABLE_MD;
+    if (format_s && bench_format_parse(&c.fmt, format_s))
+        return usage_error("--format must be md, csv or json, got '%s'", format_s);
     if (time_s && rm_cli_parse_seconds(&c.time_limit_s, time_s))
         return usage_error("--time-limit must be a number of seconds >= 0, got '%s'", time_s);
     model_spec *models = NULL, *ogc_models = NULL;
@@ -248,6 +259,11 @@ int main(int argc, char **argv)
         }
         for (int k = 0; k < n; k++) c.strats[k] = &list[k];
         c.nstrats = n;
+    }
+    /* csv / json: table 1's detail only; the prose and table 2 are markdown's. */
+    if (c.fmt != RM_TABLE_MD) {
+        emit_mute(1);
+        nogc = 0;
     }
     if (out && emit_open(out)) {
         rc = 1;

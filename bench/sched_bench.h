@@ -30,6 +30,8 @@ typedef struct bench_cfg {
     int nstrats;
     double time_limit_s;
     int verbose;
+    rm_table_format fmt; /* md: the whole document; csv / json: the detail rows of table 1 only */
+    bench_table *data;   /* csv / json: that one table, across every model */
 } bench_cfg;
 
 /* One strategy's run at one budget (table 1). */
@@ -81,6 +83,9 @@ int run_table1(const bench_cfg *c, const model_spec *models, int nmodels);
 void print_model(const bench_cfg *c, const model_spec *m, const rm_cli_problem *cp, const budget_row *rows, int nrows,
                  goal_line *goals, int *ngoals);
 void print_goal_table(const goal_line *goals, int n);
+/* The detail table of table 1 (every run) in fmt; csv and json add the
+ * model, batch and bytes columns md leaves to the section's heading. */
+int detail_table_begin(bench_table *bt, rm_table_format fmt);
 
 /* Table 2 (sched_bench_table2.c): 0, or the first failure's status. */
 int run_table2(const model_spec *models, int nmodels);

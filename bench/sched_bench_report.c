@@ -2,6 +2,7 @@
  * and detail table, and each budget judged against the issue's goal (the
  * MILP or the LP rounding within GOAL_GAP of the LP bound, or proved
  * optimal, in under GOAL_SECONDS), with the reason when it is missed. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -133,6 +134,58 @@ static const char *overhead_cell(char *buf, size_t len, const cell *x, double ba
     return buf;
 }
 
+enum { D_MODEL, D_BATCH, D_BUDGET, D_BYTES, D_STRATEGY, D_STATUS, D_OVERHEAD, D_COST, D_PEAK, D_TIME, D_BOUND,
+       D_BOUND_KIND, D_GAP, D_NCOLS };
+static const rm_table_col detail_cols[D_NCOLS] = {
+    [D_MODEL] = {"model", "model", RM_TABLE_LEFT, 0, RM_TABLE_DATA},
+    [D_BATCH] = {"batch", "batch", RM_TABLE_RIGHT, 0, RM_TABLE_DATA},
+    [D_BUDGET] = {"budget", "budget_pct", RM_TABLE_LEFT, 0, RM_TABLE_BOTH},
+    [D_BYTES] = {"budget bytes", "budget_bytes", RM_TABLE_RIGHT, 0, RM_TABLE_DATA},
+    [D_STRATEGY] = {"strategy", "strategy", RM_TABLE_LEFT, 0, RM_TABLE_BOTH},
+    [D_STATUS] = {"status", "status", RM_TABLE_LEFT, 0, RM_TABLE_BOTH},
+    [D_OVERHEAD] = {"overhead", "overhead_pct", RM_TABLE_RIGHT, 0, RM_TABLE_BOTH},
+    [D_COST] = {"cost", "cost", RM_TABLE_RIGHT, 0, RM_TABLE_DATA},
+    [D_PEAK] = {"peak", "peak_bytes", RM_TABLE_RIGHT, 0, RM_TABLE_BOTH},
+    [D_TIME] = {"time", "seconds", RM_TABLE_RIGHT, 0, RM_TABLE_BOTH},
+    [D_BOUND] = {"LP bound", "lp_bound_pct", RM_TABLE_RIGHT, 0, RM_TABLE_BOTH},
+    [D_BOUND_KIND] = {"bound", "bound", RM_TABLE_LEFT, 0, RM_TABLE_DATA},
+    [D_GAP] = {"gap", "gap_pct", RM_TABLE_RIGHT, 0, RM_TABLE_BOTH},
+};
+
+int detail_table_begin(bench_table *bt, rm_table_format fmt)
+{
+    return bench_table_begin(bt, detail_cols, D_NCOLS, fmt);
+}
+
+/* One run's row: md shows the text it always has, csv / json the numbers. */
+static void detail_row(rm_table *t, const model_spec *m, const budget_row *row, const rm_strategy_info *st,
+                       const cell *q, const rm_cli_problem *cp)
+{
+    char ov[32], pk[32] = "—";
+    int ok = q->rc == RM_OK;
+    rm_table_set_text(t, D_MODEL, "%s", m->name);
+    rm_table_set_num(t, D_BATCH, (double)m->batch, "%ld", m->batch);
+    rm_table_set_num(t, D_BUDGET, row->percent, "%g%%", row->percent);
+    rm_table_set_num(t, D_BYTES, (double)row->bytes, "%zu", row->bytes);
+    rm_table_set_text(t, D_STRATEGY, "%s", st->name);
+    rm_table_set_text(t, D_STATUS, "%s", ok || q->rc == RM_ERR_INFEASIBLE ? q->status : "error");
+    overhead_cell(ov, sizeof ov, q, cp->base_cost);
+    if (ok) rm_cli_bytes(pk, sizeof pk, (double)q->peak_total);
+    rm_table_set_num(t, D_OVERHEAD, ok ? overhead_pct(q->cost, cp->base_cost) : NAN, "%s", ov);
+    rm_table_set_num(t, D_COST, ok ? q->cost : NAN, "%s", "");
+    rm_table_set_num(t, D_PEAK, ok ? (double)q->peak_total : NAN, "%s", pk);
+    rm_table_set_num(t, D_TIME, q->seconds, "%.2f s", q->seconds);
+    rm_table_set_num(t, D_BOUND, NAN, "%s", "");
+    rm_table_set_num(t, D_GAP, NAN, "%s", "");
+    if (q->has_bound) {
+        double lb = overhead_pct(q->lp_bound, cp->base_cost);
+        if (q->bound_trivial) rm_table_set_num(t, D_BOUND, lb, "trivial");
+        else rm_table_set_num(t, D_BOUND, lb, "%+.2f%%", lb);
+        rm_table_set_text(t, D_BOUND_KIND, "%s", q->bound_trivial ? "trivial" : "lp");
+        if (ok) rm_table_set_num(t, D_GAP, 100.0 * q->gap, "%.2f%%", 100.0 * q->gap);
+    }
+}
+
 void print_model(const bench_cfg *c, const model_spec *m, const rm_cli_problem *cp, const budget_row *rows, int nrows,
                  goal_line *goals, int *ngoals)
 {
@@ -171,25 +224,20 @@ void print_model(const bench_cfg *c, const model_spec *m, const rm_cli_problem *
                  rm_cli_bytes(x, sizeof x, (double)rows[r].bytes),
                  rm_cli_bytes(y, sizeof y, (double)(p->fixed_bytes + cp->lower_bound)));
 
-    /* The detail: every run. */
-    emit("\n| budget | strategy | status | overhead | peak | time | LP bound | gap |\n"
-         "|---|---|---|---:|---:|---:|---:|---:|\n");
-    for (int r = 0; r < nrows; r++) {
+    /* The detail: every run; in md a table per model, in csv / json the one table of c->data. */
+    bench_table own, *bt = c->data;
+    if (c->fmt == RM_TABLE_MD) {
+        emit("\n");
+        bt = detail_table_begin(&own, RM_TABLE_MD) ? NULL : &own;
+    }
+    for (int r = 0; bt && r < nrows; r++) {
         if (rows[r].below_lb) continue;
         for (int k = 0; k < c->nstrats; k++) {
-            const cell *q = &rows[r].cells[k];
-            char ov[32], pk[32] = "—", lb[32] = "", gap[32] = "";
-            overhead_cell(ov, sizeof ov, q, cp->base_cost);
-            if (q->rc == RM_OK) rm_cli_bytes(pk, sizeof pk, (double)q->peak_total);
-            if (q->has_bound) {
-                if (q->bound_trivial) snprintf(lb, sizeof lb, "trivial");
-                else snprintf(lb, sizeof lb, "%+.2f%%", overhead_pct(q->lp_bound, cp->base_cost));
-                if (q->rc == RM_OK) snprintf(gap, sizeof gap, "%.2f%%", 100.0 * q->gap);
-            }
-            emit("| %g%% | %s | %s | %s | %s | %.2f s | %s | %s |\n", rows[r].percent, c->strats[k]->name,
-                 q->rc == RM_OK || q->rc == RM_ERR_INFEASIBLE ? q->status : "error", ov, pk, q->seconds, lb, gap);
+            detail_row(bt->t, m, &rows[r], c->strats[k], &rows[r].cells[k], cp);
+            if (bench_table_row(bt)) fprintf(stderr, "remat_bench_sched: writing the table failed\n");
         }
     }
+    if (bt == &own) bench_table_end(&own);
 
     /* The goal, one line per budget that was run. */
     int km = find_strategy(c, "milp"), kr = find_strategy(c, "lp_round");

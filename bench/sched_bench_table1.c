@@ -76,6 +76,17 @@ int run_table1(const bench_cfg *c, const model_spec *models, int nmodels)
         return 2;
     }
     int ngoals = 0, status = 0;
+    /* csv / json: the one table every model's runs go into. */
+    bench_table data;
+    bench_cfg cd = *c;
+    if (c->fmt != RM_TABLE_MD) {
+        if (detail_table_begin(&data, c->fmt)) {
+            free(goals);
+            return 2;
+        }
+        cd.data = &data;
+        c = &cd;
+    }
     for (int i = 0; i < nmodels; i++) {
         const model_spec *m = &models[i];
         fprintf(stderr, "bench: tracing %s at batch %ld ...\n", m->path, m->batch);
@@ -120,6 +131,10 @@ int run_table1(const bench_cfg *c, const model_spec *models, int nmodels)
         free(cells);
         free(rows);
         rm_cli_problem_free(&cp);
+    }
+    if (c->data && bench_table_end(c->data)) {
+        fprintf(stderr, "remat_bench_sched: writing the table failed\n");
+        status = 2;
     }
     print_goal_table(goals, ngoals);
     emit_flush();

@@ -2,7 +2,9 @@
  * and shows it: a summary (cost overhead, peak, recomputations), for small
  * graphs the R and S matrices as text, and the memory timeline; optionally
  * the schedule file and SVG figures. `--strategy all` compares every
- * strategy in one table; `--check FILE` re-validates a saved schedule. */
+ * strategy in one table (cli/table.h; --format csv|json prints it alone, as
+ * data); `--check FILE` re-validates a saved schedule. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,10 +18,12 @@
 #include "schedule.h"
 #include "simulate.h"
 #include "strategy.h"
+#include "table.h"
 
 #define PLAN_USAGE                                                                                                     \
     "usage: remat plan (--model FILE --batch N | --problem FILE) --budget B [--strategy NAME]\n"                       \
-    "                  [--costs FILE] [--time-limit S] [--node-limit N] [--out FILE] [--svg PREFIX] [--quiet]\n"       \
+    "                  [--costs FILE] [--time-limit S] [--node-limit N] [--out FILE] [--svg PREFIX]\n"                \
+    "                  [--format text|csv|json] [--quiet]\n"                                                          \
     "       remat plan --check FILE (--model FILE --batch N | --problem FILE) [--budget B] [--svg PREFIX]\n"           \
     "\n"                                                                                                               \
     "Solves a rematerialization schedule: which activations to keep in memory between the stages of a\n"               \
@@ -48,10 +52,18 @@
     "                    over the operation sequence: fixed band, live activations, budget, recomputations)\n"         \
     "  --check FILE      re-validate a saved schedule against the problem (and the budget when one is\n"               \
     "                    given): exit 0 when valid, 1 with the reason\n"                                               \
+    "  --format F        text (the default), csv or json. csv and json print the table of --strategy all\n"          \
+    "                    (or, for one strategy, its one row in that table's columns) and nothing else on\n"          \
+    "                    stdout: no problem lines, matrices, timeline or footnotes; the cheapest strategy and\n"      \
+    "                    the files written are said on stderr. Columns: strategy, status, overhead_pct, cost\n"     \
+    "                    (the problem's unit), peak_bytes, recomputed_nodes, recomputations, seconds,\n"            \
+    "                    lp_bound_pct, bound (lp or trivial), gap_pct; numbers are numbers, missing ones\n"        \
+    "                    empty (csv) or null (json). Not with --check\n"                                           \
     "  --quiet           no progress on stderr\n"                                                                      \
     "\n"                                                                                                               \
     "examples:\n"                                                                                                      \
     "  remat plan --model models/vgg16.cfg --batch 32 --budget 80% --strategy all\n"                                   \
+    "  remat plan --model models/vgg16.cfg --batch 32 --budget 80% --strategy all --format csv --quiet > all.csv\n"    \
     "  remat plan --model models/resnet-tiny.cfg --batch 4 --budget 70% --strategy milp --svg rt\n"                    \
     "  remat plan --problem graph.txt --budget 6GiB --strategy lp-round --out s.txt\n"                                 \
     "  remat plan --check s.txt --problem graph.txt"
@@ -62,8 +74,11 @@
 #define TEXT_MATRIX_MAX 60
 
 typedef struct plan_args {
-    const char *model, *batch, *problem, *budget, *strategy, *time_limit, *node_limit, *out, *svg, *check, *costs;
+    const char *model, *batch, *problem, *budget, *strategy, *time_limit, *node_limit, *out, *svg, *check, *costs,
+        *format;
     int quiet;
+    rm_table_format fmt;
+    FILE *info; /* where the lines around a table go: stdout in text, stderr in csv and json */
     long batch_n;
     double time_limit_s;
     long node_limit_n;
@@ -275,7 +290,7 @@ static int write_outputs(const plan_args *a, const rm_problem *p, const rm_sched
             fprintf(stderr, "remat plan: %s\n", e.msg);
             return 1;
         }
-        printf("schedule     %s%s\n", a->out, what);
+        fprintf(a->info, "schedule     %s%s\n", a->out, what);
     }
     if (a->svg) {
         char rs[4096], mem[4096];
@@ -285,7 +300,7 @@ static int write_outputs(const plan_args *a, const rm_problem *p, const rm_sched
             fprintf(stderr, "remat plan: %s\n", e.msg);
             return 1;
         }
-        printf("figures      %s, %s\n", rs, mem);
+        fprintf(a->info, "figures      %s, %s\n", rs, mem);
     }
     return 0;
 }
@@ -317,6 +332,86 @@ static void set_solver_options(rm_strategy_options *o, rm_cli_progress *pr, cons
     }
 }
 
+/* ---- the comparison table (--strategy all, and --format csv|json) ---- */
+
+/* The text widths are today's fixed ones, so the table streams aligned. */
+enum { COL_STRATEGY, COL_STATUS, COL_OVERHEAD, COL_COST, COL_PEAK, COL_RECOMPUTED, COL_NODES, COL_TIMES, COL_TIME,
+       COL_BOUND, COL_BOUND_KIND, COL_GAP, NCOLS };
+static const rm_table_col plan_cols[NCOLS] = {
+    [COL_STRATEGY] = {"strategy", "strategy", RM_TABLE_LEFT, 18, RM_TABLE_BOTH},
+    [COL_STATUS] = {"status", "status", RM_TABLE_LEFT, 11, RM_TABLE_BOTH},
+    [COL_OVERHEAD] = {"overhead", "overhead_pct", RM_TABLE_RIGHT, 9, RM_TABLE_BOTH},
+    [COL_COST] = {"cost", "cost", RM_TABLE_RIGHT, 0, RM_TABLE_DATA},
+    [COL_PEAK] = {"peak", "peak_bytes", RM_TABLE_RIGHT, 12, RM_TABLE_BOTH},
+    [COL_RECOMPUTED] = {"recomputed", "recomputed", RM_TABLE_RIGHT, 12, RM_TABLE_HUMAN},
+    [COL_NODES] = {"recomputed nodes", "recomputed_nodes", RM_TABLE_RIGHT, 0, RM_TABLE_DATA},
+    [COL_TIMES] = {"recomputations", "recomputations", RM_TABLE_RIGHT, 0, RM_TABLE_DATA},
+    [COL_TIME] = {"time", "seconds", RM_TABLE_RIGHT, 9, RM_TABLE_BOTH},
+    [COL_BOUND] = {"LP bound", "lp_bound_pct", RM_TABLE_RIGHT, 9, RM_TABLE_BOTH},
+    [COL_BOUND_KIND] = {"bound", "bound", RM_TABLE_LEFT, 0, RM_TABLE_DATA},
+    [COL_GAP] = {"gap", "gap_pct", RM_TABLE_RIGHT, 7, RM_TABLE_BOTH},
+};
+
+/* One strategy's row. rc: rm_strategy_run's (RM_OK: s is its schedule;
+ * RM_ERR_INFEASIBLE: no schedule; else an error). */
+static int add_strategy_row(rm_table *t, const rm_cli_problem *cp, const rm_strategy_info *st, int rc,
+                            const rm_strategy_stats *stats, const rm_schedule *s)
+{
+    char x[32];
+    int ok = rc == RM_OK, shown = ok || rc == RM_ERR_INFEASIBLE;
+    rm_table_set_text(t, COL_STRATEGY, "%s", st->name);
+    rm_table_set_text(t, COL_STATUS, "%s", shown ? rm_status_name(stats->status) : "error");
+    if (ok) {
+        double ov = 100.0 * (stats->sim.cost / cp->base_cost - 1);
+        size_t peak = cp->p->fixed_bytes + stats->sim.peak_bytes;
+        int nodes = recomputed_nodes(s);
+        rm_table_set_num(t, COL_OVERHEAD, ov, "%+.2f%%", ov);
+        rm_table_set_num(t, COL_COST, stats->sim.cost, "%s", "");
+        rm_table_set_num(t, COL_PEAK, (double)peak, "%s", rm_cli_bytes(x, sizeof x, (double)peak));
+        rm_table_set_text(t, COL_RECOMPUTED, "%d (%ldx)", nodes, stats->sim.recomputations);
+        rm_table_set_num(t, COL_NODES, nodes, "%s", "");
+        rm_table_set_num(t, COL_TIMES, (double)stats->sim.recomputations, "%s", "");
+    } else {
+        /* No schedule: "-" for people, missing for programs. */
+        const int none[] = {COL_OVERHEAD, COL_COST, COL_PEAK, COL_RECOMPUTED, COL_NODES, COL_TIMES};
+        for (size_t i = 0; i < sizeof none / sizeof none[0]; i++) rm_table_set_num(t, none[i], NAN, "-");
+    }
+    rm_table_set_num(t, COL_TIME, stats->seconds, "%.2fs", stats->seconds);
+    if (shown && stats->has_bound) {
+        double lb = 100.0 * (stats->lp_bound / cp->base_cost - 1);
+        if (stats->bound_trivial) rm_table_set_num(t, COL_BOUND, lb, "trivial");
+        else rm_table_set_num(t, COL_BOUND, lb, "%+.2f%%", lb);
+        rm_table_set_text(t, COL_BOUND_KIND, "%s", stats->bound_trivial ? "trivial" : "lp");
+        if (ok) rm_table_set_num(t, COL_GAP, 100.0 * stats->gap, "%.2f%%", 100.0 * stats->gap);
+        else rm_table_set_num(t, COL_GAP, NAN, "%s", "");
+    } else {
+        rm_table_set_num(t, COL_BOUND, NAN, "%s", "");
+        rm_table_set_num(t, COL_GAP, NAN, "%s", "");
+    }
+    return rm_table_add_row(t);
+}
+
+/* The table's start, and its stream's: NULL (said on stderr) when out of memory. */
+static rm_table *plan_table_begin(const plan_args *a)
+{
+    rm_table *t = rm_table_create(plan_cols, NCOLS);
+    if (t && a->fmt == RM_TABLE_TEXT) printf("\n");
+    if (!t || rm_table_begin(t, stdout, a->fmt)) {
+        fprintf(stderr, "remat plan: writing the table failed\n");
+        rm_table_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+static int plan_table_end(rm_table *t)
+{
+    int rc = rm_table_end(t);
+    rm_table_free(t);
+    if (rc) fprintf(stderr, "remat plan: writing the table failed\n");
+    return rc ? 2 : 0;
+}
+
 static int plan_one(const plan_args *a, rm_cli_problem *cp, const rm_strategy_info *st)
 {
     rm_problem *p = cp->p;
@@ -341,6 +436,21 @@ static int plan_one(const plan_args *a, rm_cli_problem *cp, const rm_strategy_in
         }
         fprintf(stderr, "remat plan: %s failed: %s\n", st->name, e.msg);
         return 2;
+    }
+    if (a->fmt != RM_TABLE_TEXT) {
+        /* One row of the comparison table, then the files. */
+        rm_table *t = plan_table_begin(a);
+        if (!t) {
+            rm_schedule_free(s);
+            return 2;
+        }
+        if (add_strategy_row(t, cp, st, rc, &stats, s)) rc = 2;
+        if (plan_table_end(t)) rc = 2;
+        char title[400];
+        figure_title(title, sizeof title, cp, st->name, stats.sim.cost);
+        if (!rc) rc = write_outputs(a, p, s, "", title);
+        rm_schedule_free(s);
+        return rc;
     }
     print_summary(p, cp, st, &stats, s);
     timeline tl;
@@ -371,8 +481,9 @@ static int plan_all(const plan_args *a, rm_cli_problem *cp)
     rm_schedule *best = NULL;
     int best_k = -1;
     double best_cost = 0;
-    printf("\n%-18s %-11s %9s %12s %12s %9s %9s %7s\n", "strategy", "status", "overhead", "peak", "recomputed", "time",
-           "LP bound", "gap");
+    rm_table *t = plan_table_begin(a);
+    if (!t) return 2;
+    int failed = 0;
     for (int k = 0; k < count; k++) {
         const rm_strategy_info *st = &list[k];
         rm_strategy_options o;
@@ -387,26 +498,8 @@ static int plan_all(const plan_args *a, rm_cli_problem *cp)
         rm_strategy_stats stats;
         rm_err e = {RM_OK, ""};
         int rc = rm_strategy_run(&s, &stats, st, p, &o, &e);
-        fflush(stdout);
-        if (rc && rc != RM_ERR_INFEASIBLE) {
-            fprintf(stderr, "remat plan: %s failed: %s\n", st->name, e.msg);
-            printf("%-18s %-11s %9s %12s %12s %8.2fs\n", st->name, "error", "-", "-", "-", stats.seconds);
-            continue;
-        }
-        char ov[32] = "-", pk[32] = "-", re[32] = "-", lb[32] = "", gap[32] = "";
-        if (!rc) {
-            snprintf(ov, sizeof ov, "%+.2f%%", 100.0 * (stats.sim.cost / cp->base_cost - 1));
-            rm_cli_bytes(pk, sizeof pk, (double)(p->fixed_bytes + stats.sim.peak_bytes));
-            snprintf(re, sizeof re, "%d (%ldx)", recomputed_nodes(s), stats.sim.recomputations);
-        }
-        if (stats.has_bound) {
-            if (stats.bound_trivial) snprintf(lb, sizeof lb, "trivial");
-            else snprintf(lb, sizeof lb, "%+.2f%%", 100.0 * (stats.lp_bound / cp->base_cost - 1));
-            if (!rc) snprintf(gap, sizeof gap, "%.2f%%", 100.0 * stats.gap);
-        }
-        printf("%-18s %-11s %9s %12s %12s %8.2fs %9s %7s\n", st->name, rm_status_name(stats.status), ov, pk, re,
-               stats.seconds, lb, gap);
-        fflush(stdout);
+        if (rc && rc != RM_ERR_INFEASIBLE) fprintf(stderr, "remat plan: %s failed: %s\n", st->name, e.msg);
+        if (add_strategy_row(t, cp, st, rc, &stats, s)) failed = 1;
         if (!rc && (!best || stats.sim.cost < best_cost)) {
             rm_schedule_free(best);
             best = s;
@@ -416,16 +509,21 @@ static int plan_all(const plan_args *a, rm_cli_problem *cp)
         }
         rm_schedule_free(s);
     }
+    if (plan_table_end(t) || failed) {
+        rm_schedule_free(best);
+        return 2;
+    }
     char x[32];
-    printf("\noverhead: extra compute over checkpoint-all (every node once, %s); peak: fixed + activations;\n"
-           "recomputed: nodes computed more than once (total recomputations); LP bound: the LP relaxation, a\n"
-           "proved floor on any schedule's overhead; gap: how far the cost may be from the optimum.\n",
-           rm_cli_cost(x, sizeof x, cp->base_cost, cp->flops));
+    if (a->fmt == RM_TABLE_TEXT)
+        printf("\noverhead: extra compute over checkpoint-all (every node once, %s); peak: fixed + activations;\n"
+               "recomputed: nodes computed more than once (total recomputations); LP bound: the LP relaxation, a\n"
+               "proved floor on any schedule's overhead; gap: how far the cost may be from the optimum.\n",
+               rm_cli_cost(x, sizeof x, cp->base_cost, cp->flops));
     if (!best) {
         fprintf(stderr, "remat plan: no strategy found a schedule within the budget\n");
         return 1;
     }
-    printf("cheapest: %s\n", list[best_k].name);
+    fprintf(a->info, "cheapest: %s\n", list[best_k].name);
     char what[96], title[400];
     snprintf(what, sizeof what, " (the cheapest: %s)", list[best_k].name);
     figure_title(title, sizeof title, cp, list[best_k].name, best_cost);
@@ -494,6 +592,7 @@ static int plan_run(int argc, char **argv)
         RM_CLI_VALUE("--svg", &a.svg),
         RM_CLI_VALUE("--check", &a.check),
         RM_CLI_VALUE("--costs", &a.costs),
+        RM_CLI_VALUE("--format", &a.format),
     };
     if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "plan", PLAN_USAGE)) return 1;
     /* Everything that can be judged without loading anything is, so a typo
@@ -513,9 +612,12 @@ static int plan_run(int argc, char **argv)
         return usage_error("--time-limit must be a number of seconds >= 0, got '%s'", a.time_limit);
     if (a.node_limit && rm_cli_parse_long(&a.node_limit_n, a.node_limit, 0, 1000000000000L))
         return usage_error("--node-limit must be a whole number >= 0, got '%s'", a.node_limit);
+    if (a.format && (rm_table_format_parse(&a.fmt, a.format) || a.fmt == RM_TABLE_MD))
+        return usage_error("--format must be text, csv or json, got '%s'", a.format);
+    a.info = a.fmt == RM_TABLE_TEXT ? stdout : stderr;
     const rm_strategy_info *st = NULL;
     if (a.check) {
-        if (a.strategy || a.out || a.time_limit || a.node_limit)
+        if (a.strategy || a.out || a.time_limit || a.node_limit || a.format)
             return usage_error("--check takes the problem, --budget and --svg only");
     } else {
         if (!a.strategy) a.strategy = "best";
@@ -566,9 +668,11 @@ static int plan_run(int argc, char **argv)
     if (a.check)
         rc = plan_check(&a, &cp);
     else {
-        rm_cli_problem_print(&cp, a.have_budget ? &a.b : NULL);
-        if (cp.p->budget && cp.p->budget >= cp.noremat_total)
-            printf("             the no-remat peak fits: nothing needs recomputing\n");
+        if (a.fmt == RM_TABLE_TEXT) {
+            rm_cli_problem_print(&cp, a.have_budget ? &a.b : NULL);
+            if (cp.p->budget && cp.p->budget >= cp.noremat_total)
+                printf("             the no-remat peak fits: nothing needs recomputing\n");
+        }
         rc = st ? plan_one(&a, &cp, st) : plan_all(&a, &cp);
     }
     rm_cli_problem_free(&cp);
