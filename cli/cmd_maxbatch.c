@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli_util.h"
+#include "table.h"
 #include "commands.h"
 #include "maxbatch.h"
 #include "builder.h"
@@ -19,7 +20,7 @@
 #define MAXBATCH_USAGE                                                                                                 \
     "usage: remat maxbatch --model FILE --budget B [--max-overhead X] [--accounting remat|checkmate]\n"                 \
     "                      [--input HxW] [--strategies a,b,...] [--max-batch N] [--costs FILE]\n"                    \
-    "                      [--time-limit S] [--device cpu|cuda] [--quiet]\n"                                         \
+    "                      [--time-limit S] [--device cpu|cuda] [--format text|csv|json] [--quiet]\n"                \
     "\n"                                                                                                               \
     "For each strategy, the largest batch size at which it finds a schedule that the simulator accepts\n"              \
     "within the budget, fixed bytes included, and whose extra compute stays within the overhead cap; and\n"          \
@@ -46,6 +47,9 @@
     "                        gradients, momentum, batchnorm statistics, labels, workspace); checkmate:\n"         \
     "                        parameters and their gradients only, and sizes in GB (10^9 bytes), as the paper\n"  \
     "  --input HxW           the input's height and width instead of the config's (e.g. 416x608)\n"              \
+    "  --format F            text (default), csv or json: the results table alone on stdout as data (the setup\n"\
+    "                        goes to stderr); columns strategy, max_batch, vs_all, overhead_pct, peak_bytes,\n"  \
+    "                        solve_s, search_s, probes, notes, bound_batch, unproved (0/1), from\n"             \
     "  --strategies LIST     comma-separated names from `remat plan --help` (default: all of them)\n"                  \
     "  --max-batch N         the largest batch tried (default 1048576)\n"                                              \
     "  --costs FILE          node costs in profiled seconds (`remat profile`, docs/cost-format.md) instead\n"          \
@@ -181,93 +185,124 @@ static int open_gpu(rm_backend **gpu, size_t *gpu_free, size_t *gpu_total, doubl
 }
 
 /* The results, one row per strategy, ratios to checkpoint-all's (row 0). */
-static void print_table(const rm_strategy_info *const *list, int nlist, const rm_maxbatch_result *res, const int *ok,
-                        char err[][160], const char *const *from, int si)
+enum { COL_STRATEGY, COL_BATCH, COL_RATIO, COL_OVERHEAD, COL_PEAK, COL_SOLVE, COL_SEARCH, COL_PROBES, COL_NOTES,
+       COL_BOUND, COL_UNPROVED, COL_FROM, NCOLS };
+static const rm_table_col maxbatch_cols[NCOLS] = {
+    [COL_STRATEGY] = {"strategy", "strategy", RM_TABLE_LEFT, 18, RM_TABLE_BOTH},
+    [COL_BATCH] = {"max batch", "max_batch", RM_TABLE_RIGHT, 9, RM_TABLE_BOTH},
+    [COL_RATIO] = {"vs all", "vs_all", RM_TABLE_RIGHT, 7, RM_TABLE_BOTH},
+    [COL_OVERHEAD] = {"overhead", "overhead_pct", RM_TABLE_RIGHT, 9, RM_TABLE_BOTH},
+    [COL_PEAK] = {"peak", "peak_bytes", RM_TABLE_RIGHT, 11, RM_TABLE_BOTH},
+    [COL_SOLVE] = {"solve", "solve_s", RM_TABLE_RIGHT, 8, RM_TABLE_BOTH},
+    [COL_SEARCH] = {"search", "search_s", RM_TABLE_RIGHT, 8, RM_TABLE_BOTH},
+    [COL_PROBES] = {"probes", "probes", RM_TABLE_RIGHT, 6, RM_TABLE_BOTH},
+    [COL_NOTES] = {" notes", "notes", RM_TABLE_LEFT, 0, RM_TABLE_BOTH},
+    [COL_BOUND] = {"bound batch", "bound_batch", RM_TABLE_RIGHT, 0, RM_TABLE_DATA},
+    [COL_UNPROVED] = {"unproved", "unproved", RM_TABLE_RIGHT, 0, RM_TABLE_DATA},
+    [COL_FROM] = {"from", "from", RM_TABLE_LEFT, 0, RM_TABLE_DATA},
+};
+
+static void add_note(char *notes, size_t len, const char *note)
 {
-    printf("%-18s %9s %7s %9s %11s %8s %8s %6s  %s\n", "strategy", "max batch", "vs all", "overhead", "peak", "solve",
-           "search", "probes", "notes");
+    size_t l = strlen(notes);
+    snprintf(notes + l, len - l, "%s%s", l ? "; " : "", note);
+}
+
+static int print_table(const rm_strategy_info *const *list, int nlist, const rm_maxbatch_result *res, const int *ok,
+                       char err[][160], const char *const *from, int si, rm_table_format fmt)
+{
+    rm_table *t = rm_table_create(maxbatch_cols, NCOLS);
+    if (!t) return -1;
     int base = ok[0] ? res[0].max_batch : 0;
     for (int k = 0; k < nlist; k++) {
         const rm_maxbatch_result *r = &res[k];
+        char x[32], notes[200] = " ";
+        rm_table_set_text(t, COL_STRATEGY, "%s", list[k]->name);
         if (!ok[k]) {
-            printf("%-18s %9s %7s %9s %11s %8s %8s %6s  error: %s\n", list[k]->name, "-", "-", "-", "-", "-", "-", "-",
-                   err[k]);
+            for (int c = COL_BATCH; c < COL_NOTES; c++) rm_table_set_num(t, c, NAN, "-");
+            rm_table_set_text(t, COL_NOTES, " error: %s", err[k]);
+            rm_table_add_row(t);
             continue;
         }
-        char ratio[16] = "-", ov[16] = "-", pk[32] = "-", solve[16] = "-", notes[128] = "";
-        if (base > 0) snprintf(ratio, sizeof ratio, "%.2fx", (double)r->max_batch / base);
+        rm_table_set_num(t, COL_BATCH, r->max_batch, "%d", r->max_batch);
+        if (base > 0) rm_table_set_num(t, COL_RATIO, (double)r->max_batch / base, "%.2fx", (double)r->max_batch / base);
+        else rm_table_set_num(t, COL_RATIO, NAN, "-");
+        const char *src = NULL;
         if (r->max_batch > 0) {
-            snprintf(ov, sizeof ov, "%+.2f%%", r->base_cost > 0 ? 100.0 * (r->cost / r->base_cost - 1) : 0.0);
-            (si ? rm_cli_bytes_si : rm_cli_bytes)(pk, sizeof pk, (double)(r->fixed_bytes + r->peak_bytes));
-            snprintf(solve, sizeof solve, "%.2fs", r->stats.seconds);
+            double ov = r->base_cost > 0 ? 100.0 * (r->cost / r->base_cost - 1) : 0.0;
+            double peak = (double)(r->fixed_bytes + r->peak_bytes);
+            rm_table_set_num(t, COL_OVERHEAD, ov, "%+.2f%%", ov);
+            rm_table_set_num(t, COL_PEAK, peak, "%s", (si ? rm_cli_bytes_si : rm_cli_bytes)(x, sizeof x, peak));
+            rm_table_set_num(t, COL_SOLVE, r->stats.seconds, "%.2fs", r->stats.seconds);
             if (r->stats.source && list[k]->solve_opt) {
                 /* The incumbent handed over is the schedule of the strategy it came from. */
-                const char *src = !strcmp(r->stats.source, "the caller's incumbent") && from[k] ? from[k]
-                                                                                               : r->stats.source;
-                size_t l = strlen(notes);
-                snprintf(notes + l, sizeof notes - l, "%sfrom %s", l ? "; " : "", src);
+                src = !strcmp(r->stats.source, "the caller's incumbent") && from[k] ? from[k] : r->stats.source;
+                char note[64];
+                snprintf(note, sizeof note, "from %s", src);
+                add_note(notes + 1, sizeof notes - 1, note);
             }
+        } else {
+            for (int c = COL_OVERHEAD; c <= COL_SOLVE; c++) rm_table_set_num(t, c, NAN, "-");
         }
-        if (r->max_batch > 0 && r->max_batch == r->bound_batch && !r->capped) {
-            size_t l = strlen(notes);
-            snprintf(notes + l, sizeof notes - l, "%sthe bound: no larger batch fits", l ? "; " : "");
-        }
-        if (r->max_batch == 0) {
-            size_t l = strlen(notes);
-            snprintf(notes + l, sizeof notes - l, "%snothing within the budget and the overhead cap at batch 1",
-                     l ? "; " : "");
-        }
-        if (r->unproved) {
-            size_t l = strlen(notes);
-            snprintf(notes + l, sizeof notes - l, "%s* a larger batch hit the time limit", l ? "; " : "");
-        }
-        if (r->capped) {
-            size_t l = strlen(notes);
-            snprintf(notes + l, sizeof notes - l, "%sthe --max-batch cap", l ? "; " : "");
-        }
-        printf("%-18s %9d %7s %9s %11s %8s %7.2fs %6d  %s\n", list[k]->name, r->max_batch, ratio, ov, pk, solve,
-               r->search_s, r->probes, notes);
+        rm_table_set_num(t, COL_SEARCH, r->search_s, "%.2fs", r->search_s);
+        rm_table_set_num(t, COL_PROBES, r->probes, "%d", r->probes);
+        if (r->max_batch > 0 && r->max_batch == r->bound_batch && !r->capped)
+            add_note(notes + 1, sizeof notes - 1, "the bound: no larger batch fits");
+        if (r->max_batch == 0)
+            add_note(notes + 1, sizeof notes - 1, "nothing within the budget and the overhead cap at batch 1");
+        if (r->unproved) add_note(notes + 1, sizeof notes - 1, "* a larger batch hit the time limit");
+        if (r->capped) add_note(notes + 1, sizeof notes - 1, "the --max-batch cap");
+        /* The leading space is text's second space before the notes. */
+        rm_table_set_text(t, COL_NOTES, "%s", fmt == RM_TABLE_TEXT ? notes : notes + 1);
+        rm_table_set_num(t, COL_BOUND, r->bound_batch, "%d", r->bound_batch);
+        rm_table_set_num(t, COL_UNPROVED, r->unproved, "%d", r->unproved);
+        if (src) rm_table_set_text(t, COL_FROM, "%s", src);
+        rm_table_add_row(t);
     }
-    printf("\nmax batch: the largest batch that fits the budget and the overhead cap; vs all: its ratio to\n"
-           "checkpoint-all's; overhead: extra compute at that batch over checkpoint-all's (every node once), of\n"
-           "the first schedule found to fit (not the cheapest); peak: fixed + activations there; solve: the solve\n"
-           "at that batch; search: all probes of the strategy; from: what found the solver's schedule.\n");
+    int rc = rm_table_write(t, stdout, fmt);
+    rm_table_free(t);
+    if (fmt == RM_TABLE_TEXT)
+        printf("\nmax batch: the largest batch that fits the budget and the overhead cap; vs all: its ratio to\n"
+               "checkpoint-all's; overhead: extra compute at that batch over checkpoint-all's (every node once), of\n"
+               "the first schedule found to fit (not the cheapest); peak: fixed + activations there; solve: the solve\n"
+               "at that batch; search: all probes of the strategy; from: what found the solver's schedule.\n");
+    return rc;
 }
 
 /* What the search is for: model, costs, device, budget, bound. 1 when not
  * even batch 1 fits (said on stderr). */
 static int print_setup(const char *model, const char *input, const char *costs_path, const rm_cost_file *costs,
                        const rm_backend *gpu, size_t gpu_free, size_t gpu_total, const rm_cli_budget *budget,
-                       const rm_maxbatch_options *o, trace_ctx *tc, double limit)
+                       const rm_maxbatch_options *o, trace_ctx *tc, double limit, FILE *out)
 {
     char a[32], b[32], cap[160];
     rm_err e = {RM_OK, ""};
     const char *(*bytes)(char *, size_t, double) = tc->checkmate ? rm_cli_bytes_si : rm_cli_bytes;
-    printf("model        %s", model);
-    if (input) printf(" at input %s", input);
-    printf("\n");
+    fprintf(out, "model        %s", model);
+    if (input) fprintf(out, " at input %s", input);
+    fprintf(out, "\n");
     if (costs)
-        printf("costs        profiled seconds from %s (%s, batch %d), scaled linearly to each batch tried:\n"
+        fprintf(out, "costs        profiled seconds from %s (%s, batch %d), scaled linearly to each batch tried:\n"
                "             an assumption (kernels run below peak at small batches); overheads are in time\n",
                costs_path, costs->device, costs->batch);
     else
-        printf("costs        FLOPs (traced from the model)\n");
+        fprintf(out, "costs        FLOPs (traced from the model)\n");
     if (gpu) {
         char f[32], t[32], w[32];
-        printf("device       cuda (GPU 0, %s free of %s): fixed bytes as `remat train --device cuda` allocates\n"
+        fprintf(out, "device       cuda (GPU 0, %s free of %s): fixed bytes as `remat train --device cuda` allocates\n"
                "             them, the layers' CUDA workspace and the %s cuBLAS workspace included\n",
                rm_cli_bytes(f, sizeof f, (double)gpu_free), rm_cli_bytes(t, sizeof t, (double)gpu_total),
                rm_cli_bytes(w, sizeof w, (double)rm_backend_cuda_fixed_bytes(gpu)));
     }
-    printf("budget       %s (%s bytes) in total, fixed bytes included\n", bytes(a, sizeof a, budget->value),
+    fprintf(out, "budget       %s (%s bytes) in total, fixed bytes included\n", bytes(a, sizeof a, budget->value),
            rm_cli_group_digits(b, sizeof b, (unsigned long long)budget->value));
-    printf("accounting   %s\n", tc->checkmate ? "checkmate: fixed = parameters + their gradients (as the paper)"
+    fprintf(out, "accounting   %s\n", tc->checkmate ? "checkmate: fixed = parameters + their gradients (as the paper)"
                                                : "remat: fixed bytes as `remat train` allocates them");
     describe_cap(cap, sizeof cap, &o->cap, tc);
-    printf("overhead cap %s\n", cap);
+    fprintf(out, "overhead cap %s\n", cap);
     if (o->bound_batch == 0) {
         rm_problem *p = NULL;
-        fflush(stdout);
+        fflush(out);
         if (!build_problem(&p, tc, 1, &e))
             fprintf(stderr,
                     "remat maxbatch: not even batch 1 fits: fixed %s + the trivial lower bound %s exceed the budget\n",
@@ -277,11 +312,11 @@ static int print_setup(const char *model, const char *input, const char *costs_p
         rm_problem_free(p);
         return 1;
     }
-    printf("bound        batch %d%s: above it the largest node with its inputs alone exceeds the budget\n",
+    fprintf(out, "bound        batch %d%s: above it the largest node with its inputs alone exceeds the budget\n",
            o->bound_batch, o->bound_batch == o->max_batch ? " (the --max-batch cap)" : "");
-    if (limit > 0) printf("time limit   %g s for each lp_round / milp solve\n", limit);
-    printf("\n");
-    fflush(stdout);
+    if (limit > 0) fprintf(out, "time limit   %g s for each lp_round / milp solve\n", limit);
+    fprintf(out, "\n");
+    fflush(out);
 
     return 0;
 }
@@ -289,7 +324,8 @@ static int print_setup(const char *model, const char *input, const char *costs_p
 static int maxbatch_run(int argc, char **argv)
 {
     const char *model = NULL, *budget = NULL, *strategies = NULL, *max_batch = NULL, *time_limit = NULL,
-               *costs_path = NULL, *device = NULL, *max_overhead = NULL, *accounting = NULL, *input = NULL;
+               *costs_path = NULL, *device = NULL, *max_overhead = NULL, *accounting = NULL, *input = NULL,
+               *format = NULL;
     int quiet = 0;
     const rm_cli_opt opts[] = {
         RM_CLI_FLAG("--quiet", "-q", &quiet),
@@ -303,6 +339,7 @@ static int maxbatch_run(int argc, char **argv)
         RM_CLI_VALUE("--max-overhead", &max_overhead),
         RM_CLI_VALUE("--accounting", &accounting),
         RM_CLI_VALUE("--input", &input),
+        RM_CLI_VALUE("--format", &format),
     };
     if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "maxbatch", MAXBATCH_USAGE)) return 1;
     if (!model) return usage_error("--model FILE is required");
@@ -333,6 +370,9 @@ static int maxbatch_run(int argc, char **argv)
     if (checkmate && cuda)
         return usage_error("--accounting checkmate counts what the paper counts, not what a GPU allocates: it "
                            "does not go with --device cuda");
+    rm_table_format fmt = RM_TABLE_TEXT;
+    if (format && (rm_table_format_parse(&fmt, format) || fmt == RM_TABLE_MD))
+        return usage_error("--format must be text, csv or json, got '%s'", format);
     int height = 0, width = 0;
     if (input) {
         char tail;
@@ -403,7 +443,9 @@ static int maxbatch_run(int argc, char **argv)
         rm_backend_free(gpu);
         return e.code == RM_ERR_NOMEM ? 2 : 1;
     }
-    if (print_setup(model, input, costs_path, costs, gpu, gpu_free, gpu_total, &bud, &o, &tc, limit)) {
+    /* With csv or json, stdout carries the table alone; the setup goes to stderr. */
+    if (print_setup(model, input, costs_path, costs, gpu, gpu_free, gpu_total, &bud, &o, &tc, limit,
+                    fmt == RM_TABLE_TEXT ? stdout : stderr)) {
         rm_cost_file_free(costs);
         rm_model_free(m);
         rm_backend_free(gpu);
@@ -442,9 +484,16 @@ static int maxbatch_run(int argc, char **argv)
         if (!strcmp(list[k]->name, "milp")) milp = k;
     }
 
-    print_table(list, nlist, res, ok, err, from, checkmate);
+    int prc = print_table(list, nlist, res, ok, err, from, checkmate, fmt);
     for (int k = 0; k < nlist; k++)
         if (ok[k]) rm_schedule_free(res[k].schedule);
+    if (prc) {
+        fprintf(stderr, "remat maxbatch: cannot write the table (out of memory or a write error)\n");
+        rm_cost_file_free(costs);
+        rm_model_free(m);
+        rm_backend_free(gpu);
+        return 2;
+    }
     rm_cost_file_free(costs);
     rm_model_free(m);
     rm_backend_free(gpu);

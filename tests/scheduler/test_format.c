@@ -507,3 +507,51 @@ Test(cli_format, a_bad_format_is_a_usage_error)
     cr_assert_eq(cf_remat("plan", "--model", TINY, "--batch", "2", "--budget", "98%", "--format", "md", NULL), 1);
     cr_assert_eq(cf_remat("plan", "--check", "x", "--model", TINY, "--batch", "2", "--format", "csv", NULL), 1);
 }
+
+/* maxbatch's table as data: the same batches as its text table, a header
+ * and one row per strategy in csv, typed values in json, nothing but the
+ * table on stdout. */
+static char *maxbatch_out(const char *format)
+{
+    fflush(stdout);
+    long from = ftell(stdout);
+    cr_assert_geq(from, 0);
+    cr_assert_eq(cf_remat("maxbatch", "--model", TINY, "--budget", "4MiB", "--strategies", "chen_greedy,ogc,milp",
+                          "--quiet", "--format", format, NULL),
+                 0, "%s", cf_err);
+    fflush(stdout);
+    char *all = out_text();
+    char *mine = strdup(all + from);
+    free(all);
+    return mine;
+}
+
+Test(cli_format, maxbatch_csv_and_json_match_the_text_table)
+{
+    char *text = maxbatch_out("text"), *csv = maxbatch_out("csv"), *json = maxbatch_out("json");
+    const char *names[] = {"checkpoint_all", "chen_greedy", "ogc", "milp"};
+    csv_doc d;
+    cr_assert_eq(csv_parse(&d, csv), 0, "not RFC 4180: %s", csv);
+    cr_assert_eq(d.n, 5, "a header and four rows: %s", csv);
+    cr_assert_null(strstr(csv, "overhead cap"), "stdout carries only the table: %s", csv);
+    jdoc j;
+    cr_assert_eq(j_parse(&j, json), 0, "not JSON: %s", json);
+    cr_assert_eq(j.rows, 4);
+    int kb = csv_col(&d, "max_batch"), ks = csv_col(&d, "strategy");
+    cr_assert(kb >= 0 && ks >= 0);
+    for (int k = 0; k < 4; k++) {
+        cr_assert_str_eq(d.f[k + 1][ks], names[k]);
+        const char *line = text_row(text, names[k]);
+        cr_assert_not_null(line, "%s", text);
+        int batch = -1;
+        cr_assert_eq(sscanf(line + strlen(names[k]), "%d", &batch), 1);
+        cr_assert_eq(atoi(d.f[k + 1][kb]), batch, "%s: csv %s, text %d", names[k], d.f[k + 1][kb], batch);
+        const jentry *b = j_get(&j, k, "max_batch"), *u = j_get(&j, k, "unproved"), *p = j_get(&j, k, "peak_bytes");
+        cr_assert(b && b->type == 'n' && b->num == batch, "%s", names[k]);
+        cr_assert(u && u->type == 'n' && (u->num == 0 || u->num == 1));
+        cr_assert(p && p->type == 'n' && p->num > 0 && p->num == floor(p->num));
+    }
+    free(text), free(csv), free(json);
+    cr_assert_eq(cf_remat("maxbatch", "--model", TINY, "--budget", "4MiB", "--format", "md", NULL), 1);
+    cr_assert_eq(cf_remat("maxbatch", "--model", TINY, "--budget", "4MiB", "--format", "xml", NULL), 1);
+}
