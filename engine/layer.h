@@ -35,6 +35,7 @@ typedef enum rm_layer_kind {
     RM_LAYER_FLATTEN,
     RM_LAYER_SOFTMAX_XENT,       /* logits N x K x 1 x 1, labels N */
     RM_LAYER_PIXEL_SOFTMAX_XENT, /* logits N x K x H x W, labels N*H*W */
+    RM_LAYER_DWCONV2D,           /* depthwise: one filter per channel */
     RM_LAYER_KIND_COUNT
 } rm_layer_kind;
 
@@ -49,10 +50,10 @@ enum {
 typedef struct rm_layer_config {
     rm_layer_kind kind;
     int out_channels; /* conv2d, conv_transpose2x2, linear (output features) */
-    int kernel;       /* conv2d, maxpool2d, avgpool2d */
-    int stride;       /* conv2d, maxpool2d, avgpool2d */
-    int pad;          /* conv2d, maxpool2d, avgpool2d */
-    int bias;         /* conv2d, conv_transpose2x2, linear: 1 = has a bias */
+    int kernel;       /* conv2d, dwconv2d, maxpool2d, avgpool2d */
+    int stride;       /* conv2d, dwconv2d, maxpool2d, avgpool2d */
+    int pad;          /* conv2d, dwconv2d, maxpool2d, avgpool2d */
+    int bias;         /* conv2d, dwconv2d, conv_transpose2x2, linear: 1 = has a bias */
     float eps;        /* batchnorm2d */
     float momentum;   /* batchnorm2d: running = (1-m)*running + m*batch */
     float p;          /* dropout: probability of dropping */

@@ -23,7 +23,7 @@ const rm_layer_desc *rm_layer_desc_by_name(const char *name);
 extern const rm_layer_desc rm_conv2d_desc, rm_batchnorm2d_desc, rm_relu_desc, rm_maxpool2d_desc,
     rm_avgpool2d_desc, rm_global_avgpool_desc, rm_linear_desc, rm_add_desc, rm_concat_desc, rm_upsample2x_desc,
     rm_conv_transpose2x2_desc, rm_dropout_desc, rm_flatten_desc, rm_softmax_xent_desc,
-    rm_pixel_softmax_xent_desc;
+    rm_pixel_softmax_xent_desc, rm_dwconv2d_desc;
 
 #include "layer_cuda.h"
 

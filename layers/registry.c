@@ -19,6 +19,7 @@ static const rm_layer_desc *const all_layers[RM_LAYER_KIND_COUNT] = {
     [RM_LAYER_FLATTEN] = &rm_flatten_desc,
     [RM_LAYER_SOFTMAX_XENT] = &rm_softmax_xent_desc,
     [RM_LAYER_PIXEL_SOFTMAX_XENT] = &rm_pixel_softmax_xent_desc,
+    [RM_LAYER_DWCONV2D] = &rm_dwconv2d_desc,
 };
 
 const rm_layer_desc *rm_layer_desc_of(rm_layer_kind kind)

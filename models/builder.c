@@ -32,6 +32,7 @@ static unsigned layer_keys(rm_layer_kind k, unsigned *required)
     *required = 0;
     switch (k) {
     case RM_LAYER_CONV2D: *required = K_FILTERS | K_SIZE; return K_FILTERS | K_SIZE | K_STRIDE | K_PAD | K_BIAS;
+    case RM_LAYER_DWCONV2D: *required = K_SIZE; return K_SIZE | K_STRIDE | K_PAD | K_BIAS;
     case RM_LAYER_CONV_TRANSPOSE2X2: *required = K_FILTERS; return K_FILTERS | K_BIAS;
     case RM_LAYER_LINEAR: *required = K_OUT; return K_OUT | K_BIAS;
     case RM_LAYER_BATCHNORM2D: return K_EPS | K_MOMENTUM;

@@ -69,7 +69,10 @@ size_t rm_optim_state_bytes_for(const rm_optim_options *o, size_t param_count)
     return (size_t)rm_optim_slots_for(o) * param_count * sizeof(float);
 }
 
-/* Only the weights of layers that multiply (conv, linear, conv_t) decay. */
+/* Only the weights of layers that multiply (conv, linear, conv_t) decay.
+ * Depthwise filters do not: MobileNet's authors put "very little or no
+ * weight decay" on them, since they hold so few parameters (Howard et al.
+ * 2017, "Network Structure and Training"). */
 static int layer_weight_decays(rm_layer_kind kind)
 {
     return kind == RM_LAYER_CONV2D || kind == RM_LAYER_LINEAR || kind == RM_LAYER_CONV_TRANSPOSE2X2;

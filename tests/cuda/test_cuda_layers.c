@@ -288,6 +288,24 @@ Test(cuda_layers, conv2d)
     run_case(RM_LAYER_CONV2D, &c3);
 }
 
+/* Depthwise: stride 2 with and without padding, 1x1 and 5x5 filters,
+ * non-square planes, batch > 1, with and without bias. */
+Test(cuda_layers, dwconv2d)
+{
+    lcase c = {"k3s2p1", cfg_of(RM_LAYER_DWCONV2D), {SHAPE(3, 5, 11, 13)}, 1, 1, 0};
+    c.cfg.kernel = 3, c.cfg.stride = 2, c.cfg.pad = 1, c.cfg.bias = 1;
+    run_case(RM_LAYER_DWCONV2D, &c);
+    lcase c0 = {"k3s2p0", cfg_of(RM_LAYER_DWCONV2D), {SHAPE(2, 4, 9, 6)}, 1, 1, 0};
+    c0.cfg.kernel = 3, c0.cfg.stride = 2, c0.cfg.pad = 0, c0.cfg.bias = 0;
+    run_case(RM_LAYER_DWCONV2D, &c0);
+    lcase c1 = {"k1s1p0", cfg_of(RM_LAYER_DWCONV2D), {SHAPE(2, 3, 7, 5)}, 1, 1, 0};
+    c1.cfg.kernel = 1, c1.cfg.stride = 1, c1.cfg.bias = 1;
+    run_case(RM_LAYER_DWCONV2D, &c1);
+    lcase c5 = {"k5s1p2", cfg_of(RM_LAYER_DWCONV2D), {SHAPE(2, 3, 8, 10)}, 1, 1, 0};
+    c5.cfg.kernel = 5, c5.cfg.stride = 1, c5.cfg.pad = 2, c5.cfg.bias = 0;
+    run_case(RM_LAYER_DWCONV2D, &c5);
+}
+
 Test(cuda_layers, batchnorm2d)
 {
     lcase t = {"train", cfg_of(RM_LAYER_BATCHNORM2D), {SHAPE(3, 5, 7, 9)}, 1, 1, 1};

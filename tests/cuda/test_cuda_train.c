@@ -2,7 +2,7 @@
  *
  *  - One training step of each tiny model (vgg-tiny: dropout; resnet-tiny:
  *    batchnorm and residual gradient sums; unet-tiny: concat, transposed
- *    convolutions) under checkpoint-all, on random non-zero data: the loss,
+ *    convolutions; mobilenet-tiny: depthwise convolutions) under checkpoint-all, on random non-zero data: the loss,
  *    every layer's parameter gradients and the batchnorm running statistics
  *    against the CPU executor, by the layer suite's relative error (per
  *    tensor, max_i |gpu_i - cpu_i| / max(|cpu_i|, 1e-2 max_j |cpu_j|)) with a
@@ -337,6 +337,7 @@ static void step_vs_cpu(const char *cfg, int batch)
 Test(cuda_train, step_vs_cpu_vgg_tiny) { step_vs_cpu("vgg-tiny.cfg", 3); }
 Test(cuda_train, step_vs_cpu_resnet_tiny) { step_vs_cpu("resnet-tiny.cfg", 2); }
 Test(cuda_train, step_vs_cpu_unet_tiny) { step_vs_cpu("unet-tiny.cfg", 2); }
+Test(cuda_train, step_vs_cpu_mobilenet_tiny) { step_vs_cpu("mobilenet-tiny.cfg", 2); }
 
 /* ---- remat on the GPU: bit-identical to checkpoint-all ---------------------- */
 

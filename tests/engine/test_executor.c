@@ -5,9 +5,10 @@
  * and on random training graphs. The executor: one training step under every
  * such schedule gives a loss, parameter gradients and batchnorm running
  * statistics bit-identical to checkpoint-all (memcmp) on vgg-tiny (dropout),
- * resnet-tiny (batchnorm, residual gradient sums) and unet-tiny (concat,
- * transposed convolutions); the arena's measured high-water mark equals the
- * plan's span; and resnet-tiny's gradients match central finite differences
+ * resnet-tiny (batchnorm, residual gradient sums), unet-tiny (concat,
+ * transposed convolutions) and mobilenet-tiny (depthwise convolutions); the
+ * arena's measured high-water mark equals the plan's span; and the tiny
+ * models' gradients match central finite differences
  * of the loss, which checks the graph wiring (gradient slices, sums) end to
  * end.
  *
@@ -300,6 +301,7 @@ static int is_layer_kind(const tiny *t, int i, rm_layer_kind kind)
 }
 static int is_batchnorm(const tiny *t, int i) { return is_layer_kind(t, i, RM_LAYER_BATCHNORM2D); }
 static int is_dropout(const tiny *t, int i) { return is_layer_kind(t, i, RM_LAYER_DROPOUT); }
+static int is_dwconv(const tiny *t, int i) { return is_layer_kind(t, i, RM_LAYER_DWCONV2D); }
 static int is_any(const tiny *t, int i) { return (void)t, (void)i, 1; }
 
 /* The exactness check of one model: every schedule against checkpoint-all. */
@@ -460,6 +462,7 @@ static void plan_every_schedule(const char *cfg)
 Test(executor_plan, vgg_tiny_every_strategy) { plan_every_schedule("vgg-tiny.cfg"); }
 Test(executor_plan, resnet_tiny_every_strategy) { plan_every_schedule("resnet-tiny.cfg"); }
 Test(executor_plan, unet_tiny_every_strategy) { plan_every_schedule("unet-tiny.cfg"); }
+Test(executor_plan, mobilenet_tiny_every_strategy) { plan_every_schedule("mobilenet-tiny.cfg"); }
 
 /* Random training graphs with sizes in multiples of 16 bytes, so rounding to
  * 64 matters; every strategy at every budget level it fits. */
@@ -514,6 +517,7 @@ Test(executor_plan, random_graphs_every_strategy)
 Test(executor, bit_identical_vgg_tiny_dropout) { expect_bit_identical("vgg-tiny.cfg", 3, is_dropout, 1); }
 Test(executor, bit_identical_resnet_tiny_batchnorm) { expect_bit_identical("resnet-tiny.cfg", 2, is_batchnorm, 0); }
 Test(executor, bit_identical_unet_tiny) { expect_bit_identical("unet-tiny.cfg", 2, is_any, 0); }
+Test(executor, bit_identical_mobilenet_tiny_dwconv) { expect_bit_identical("mobilenet-tiny.cfg", 2, is_dwconv, 0); }
 
 /* Batchnorm's running statistics after one step are exactly one momentum
  * update with the batch statistics, however often its forward ran: the
@@ -787,3 +791,5 @@ Test(executor, finite_differences_resnet_tiny) { expect_finite_differences("resn
 Test(executor, finite_differences_unet_tiny) { expect_finite_differences("unet-tiny.cfg", 2, 1); }
 /* Dropout: the backward must replay the forward's mask. */
 Test(executor, finite_differences_vgg_tiny) { expect_finite_differences("vgg-tiny.cfg", 2, 2); }
+/* Depthwise convolutions (one with a bias) between batchnorms. */
+Test(executor, finite_differences_mobilenet_tiny) { expect_finite_differences("mobilenet-tiny.cfg", 2, 1); }

@@ -1,5 +1,5 @@
-/* Layer set a (conv2d, conv_transpose2x2, linear, batchnorm2d, maxpool2d,
- * avgpool2d, global_avgpool): finite-difference gradient checks on odd
+/* Layer set a (conv2d, dwconv2d, conv_transpose2x2, linear, batchnorm2d,
+ * maxpool2d, avgpool2d, global_avgpool): finite-difference gradient checks on odd
  * shapes, hand-computed forward values, BatchNorm running statistics,
  * backward's overwrite contract, parameter counts against torchvision, and
  * shape-inference errors.
@@ -343,6 +343,196 @@ Test(conv2d, shape_errors)
     expect_shape_error(&rm_conv2d_desc, conv_cfg(4, 3, 1, 1, 1), rm_shape_make(2, 0, 3, 3), "empty input");
     /* 5 + 2*1 = 7 >= 5 is fine even though the kernel is larger than the raw input. */
     infer_ok(&rm_conv2d_desc, conv_cfg(4, 5, 1, 1, 1), rm_shape_make(1, 1, 5, 5));
+}
+
+/* ---- dwconv2d (depthwise) --------------------------------------------------- */
+
+static rm_layer_config dw_cfg(int k, int s, int p, int bias)
+{
+    rm_layer_config c = {.kind = RM_LAYER_DWCONV2D, .kernel = k, .stride = s, .pad = p, .bias = bias};
+    return c;
+}
+
+Test(dwconv2d, gradcheck_k3_s1_p1_bias)
+{
+    check(&rm_dwconv2d_desc, dw_cfg(3, 1, 1, 1), ODD, GC_FILL_UNIFORM, 1, 81, 0);
+}
+Test(dwconv2d, gradcheck_k3_s2_p1_nobias)
+{
+    check(&rm_dwconv2d_desc, dw_cfg(3, 2, 1, 0), ODD, GC_FILL_UNIFORM, 1, 82, 0);
+}
+Test(dwconv2d, gradcheck_k3_s2_p0_bias)
+{
+    check(&rm_dwconv2d_desc, dw_cfg(3, 2, 0, 1), ODD, GC_FILL_UNIFORM, 1, 83, 0);
+}
+Test(dwconv2d, gradcheck_k1_s1_p0_bias)
+{
+    check(&rm_dwconv2d_desc, dw_cfg(1, 1, 0, 1), ODD, GC_FILL_UNIFORM, 1, 84, 0);
+}
+Test(dwconv2d, gradcheck_k1_s2_p1_nobias)
+{
+    check(&rm_dwconv2d_desc, dw_cfg(1, 2, 1, 0), ODD, GC_FILL_UNIFORM, 1, 85, 0);
+}
+Test(dwconv2d, gradcheck_k5_s2_p1_wide_batch3)
+{
+    check(&rm_dwconv2d_desc, dw_cfg(5, 2, 1, 1), rm_shape_make(3, 4, 6, 11), GC_FILL_UNIFORM, 1, 86, 0);
+}
+Test(dwconv2d, gradcheck_k5_s1_p2_tall_nobias)
+{
+    check(&rm_dwconv2d_desc, dw_cfg(5, 1, 2, 0), rm_shape_make(2, 2, 9, 4), GC_FILL_UNIFORM, 1, 87, 0);
+}
+
+Test(dwconv2d, forward_hand_k3_p1_two_channels)
+{
+    /* x channel 0 = [1 2 3; 4 5 6; 7 8 9], channel 1 = 10 x channel 0.
+     * Channel 0's filter is all ones (each zero-padded 3x3 window's sum),
+     * channel 1's picks the centre times -2, bias 0.5 and -1: each output
+     * channel reads its own input channel only. */
+    layer_fixture f;
+    fixture_make(&f, &rm_dwconv2d_desc, dw_cfg(3, 1, 1, 1), rm_shape_make(1, 2, 3, 3), 1);
+    for (int i = 0; i < 9; i++) f.x.data[i] = (float)(i + 1), f.x.data[9 + i] = (float)(10 * (i + 1));
+    for (int i = 0; i < 9; i++) f.params.w.data[i] = 1.0f, f.params.w.data[9 + i] = i == 4 ? -2.0f : 0.0f;
+    f.params.b.data[0] = 0.5f, f.params.b.data[1] = -1.0f;
+    forward_ok(&f, 1);
+    cr_assert(rm_shape_equal(f.y.shape, rm_shape_make(1, 2, 3, 3)));
+    const double want[] = {12.5,  21.5,  16.5,  27.5,  45.5,  33.5,  24.5,  39.5,  28.5,
+                           -21.0, -41.0, -61.0, -81.0, -101.0, -121.0, -141.0, -161.0, -181.0};
+    assert_values(f.y.data, want, 18, 0, "y");
+    fixture_free(&f);
+}
+
+Test(dwconv2d, forward_hand_k2_s2_p0_batch2)
+{
+    /* 4x4 planes, 2x2 filter [1 2; 3 4], stride 2: four disjoint windows.
+     * Image 1 is image 0 negated, so the batch index is honoured too. */
+    layer_fixture f;
+    fixture_make(&f, &rm_dwconv2d_desc, dw_cfg(2, 2, 0, 0), rm_shape_make(2, 1, 4, 4), 1);
+    for (int i = 0; i < 16; i++) f.x.data[i] = (float)i, f.x.data[16 + i] = (float)-i;
+    for (int i = 0; i < 4; i++) f.params.w.data[i] = (float)(i + 1);
+    forward_ok(&f, 1);
+    cr_assert(rm_shape_equal(f.y.shape, rm_shape_make(2, 1, 2, 2)));
+    /* window at (0,0): 0*1 + 1*2 + 4*3 + 5*4 = 34; each step right adds 2*10, down 8*10. */
+    const double want[] = {34, 54, 114, 134, -34, -54, -114, -134};
+    assert_values(f.y.data, want, 8, 0, "y");
+    fixture_free(&f);
+}
+
+/* A depthwise convolution is a full convolution whose C x C x k x k weights
+ * are zero off the channel diagonal: forward, dx, the diagonal of dW and db
+ * of the two layers agree (both sum in double; only the order differs). */
+static void expect_like_block_diagonal_conv(rm_layer_config dc, rm_shape in)
+{
+    layer_fixture d, f;
+    fixture_make(&d, &rm_dwconv2d_desc, dc, in, 31);
+    rm_layer_config cc = conv_cfg(in.c, dc.kernel, dc.stride, dc.pad, dc.bias);
+    fixture_make(&f, &rm_conv2d_desc, cc, in, 32);
+    size_t kk = (size_t)dc.kernel * dc.kernel, c = (size_t)in.c;
+    memcpy(f.x.data, d.x.data, rm_shape_numel(in) * sizeof(float));
+    memcpy(f.dy.data, d.dy.data, rm_tensor_numel(&d.dy) * sizeof(float));
+    memset(f.params.w.data, 0, rm_tensor_numel(&f.params.w) * sizeof(float));
+    for (size_t ch = 0; ch < c; ch++)
+        memcpy(f.params.w.data + (ch * c + ch) * kk, d.params.w.data + ch * kk, kk * sizeof(float));
+    if (dc.bias) memcpy(f.params.b.data, d.params.b.data, c * sizeof(float));
+    forward_ok(&d, 1), forward_ok(&f, 1);
+    backward_ok(&d, 1, 1), backward_ok(&f, 1, 1);
+    cr_assert(rm_shape_equal(d.y.shape, f.y.shape));
+    const float *got[] = {d.y.data, d.dx.data};
+    const float *want[] = {f.y.data, f.dx.data};
+    size_t n[] = {rm_tensor_numel(&d.y), rm_tensor_numel(&d.dx)};
+    for (int t = 0; t < 2; t++)
+        for (size_t i = 0; i < n[t]; i++)
+            cr_assert(fabs(got[t][i] - want[t][i]) <= 1e-6 * fmax(1.0, fabs(want[t][i])), "%s[%zu]: %.9g vs %.9g",
+                      t ? "dx" : "y", i, got[t][i], want[t][i]);
+    for (size_t ch = 0; ch < c; ch++)
+        for (size_t j = 0; j < kk; j++) {
+            float g = d.params.dw.data[ch * kk + j], w = f.params.dw.data[(ch * c + ch) * kk + j];
+            cr_assert(fabs(g - w) <= 1e-6 * fmax(1.0, fabs(w)), "dw[%zu][%zu]: %.9g vs %.9g", ch, j, g, w);
+        }
+    for (size_t ch = 0; dc.bias && ch < c; ch++)
+        cr_assert(fabs(d.params.db.data[ch] - f.params.db.data[ch]) <= 1e-6 * fmax(1.0, fabs(f.params.db.data[ch])));
+    fixture_free(&d), fixture_free(&f);
+}
+
+Test(dwconv2d, same_as_block_diagonal_conv)
+{
+    expect_like_block_diagonal_conv(dw_cfg(3, 2, 1, 1), ODD);
+    expect_like_block_diagonal_conv(dw_cfg(5, 1, 2, 0), rm_shape_make(3, 4, 6, 9));
+    expect_like_block_diagonal_conv(dw_cfg(1, 1, 0, 1), rm_shape_make(1, 5, 3, 4));
+}
+
+Test(dwconv2d, backward_overwrites)
+{
+    check_overwrites(&rm_dwconv2d_desc, dw_cfg(3, 2, 1, 1), ODD, 1);
+}
+Test(dwconv2d, backward_without_dx)
+{
+    check_no_dx(&rm_dwconv2d_desc, dw_cfg(3, 1, 1, 1), ODD);
+}
+
+Test(dwconv2d, shapes_params_flops)
+{
+    /* Keras MobileNet conv_dw_1: DepthwiseConv2D(3, padding same, use_bias False) on 32 x 112 x 112. */
+    rm_shape in = rm_shape_make(8, 32, 112, 112);
+    rm_layer_config c = dw_cfg(3, 1, 1, 0);
+    rm_shape out = infer_ok(&rm_dwconv2d_desc, c, in);
+    cr_assert(rm_shape_equal(out, rm_shape_make(8, 32, 112, 112)));
+    cr_assert_eq(rm_layer_param_count(&rm_dwconv2d_desc, &c, &in, 1), 288);
+    rm_shape w, b;
+    rm_dwconv2d_desc.param_shapes(&w, &b, &c, &in, 1);
+    cr_assert(rm_shape_equal(w, rm_shape_make(32, 1, 3, 3)));
+    cr_assert_eq(rm_shape_numel(b), 0);
+    double macs = 8.0 * 32 * 112 * 112 * 9; /* no bias: no adds besides the products */
+    cr_assert_eq(rm_dwconv2d_desc.flops(&c, &in, 1, out, 0), 2 * macs);
+    cr_assert_eq(rm_dwconv2d_desc.flops(&c, &in, 1, out, 1), 4 * macs);
+    /* conv_dw_2 (stride 2 on 64 x 112 x 112): 56 x 56 out; with a bias, one add per output more. */
+    rm_shape in2 = rm_shape_make(1, 64, 112, 112);
+    rm_layer_config c2 = dw_cfg(3, 2, 1, 1);
+    rm_shape out2 = infer_ok(&rm_dwconv2d_desc, c2, in2);
+    cr_assert(rm_shape_equal(out2, rm_shape_make(1, 64, 56, 56)));
+    cr_assert_eq(rm_layer_param_count(&rm_dwconv2d_desc, &c2, &in2, 1), 64 * 9 + 64);
+    double outs2 = 64.0 * 56 * 56;
+    cr_assert_eq(rm_dwconv2d_desc.flops(&c2, &in2, 1, out2, 0), 2 * 9 * outs2 + outs2);
+    cr_assert_eq(rm_dwconv2d_desc.flops(&c2, &in2, 1, out2, 1), 4 * 9 * outs2 + outs2);
+    /* Floor division as conv: 7 + 2 - 3 = 6, / 2 + 1 = 4 rows; 5 + 2 - 3 = 4 -> 3 columns. */
+    cr_assert(rm_shape_equal(infer_ok(&rm_dwconv2d_desc, dw_cfg(3, 2, 1, 0), ODD), rm_shape_make(2, 3, 4, 3)));
+    /* Backward reads its input (for dW), never its output; no scratch on either backend. */
+    cr_assert_eq(rm_dwconv2d_desc.backward_reads, RM_READS_INPUTS);
+    cr_assert_null(rm_dwconv2d_desc.workspace_bytes);
+    cr_assert_null(rm_dwconv2d_desc.workspace_bytes_cuda);
+    cr_assert_eq(rm_dwconv2d_desc.min_inputs, 1);
+    cr_assert_eq(rm_dwconv2d_desc.max_inputs, 1);
+    cr_assert_eq(rm_layer_desc_by_name("dwconv"), &rm_dwconv2d_desc);
+    cr_assert_eq(rm_layer_desc_of(RM_LAYER_DWCONV2D), &rm_dwconv2d_desc);
+}
+
+Test(dwconv2d, he_init)
+{
+    /* Fan-in of one depthwise filter is k*k, whatever the channel count. */
+    layer_fixture f;
+    fixture_make(&f, &rm_dwconv2d_desc, dw_cfg(3, 1, 1, 1), rm_shape_make(1, 512, 4, 4), 9);
+    rm_rng rng = rm_rng_make(5);
+    rm_shape in = rm_shape_make(1, 512, 4, 4);
+    rm_dwconv2d_desc.init(&f.params, &f.cfg, &in, 1, &rng);
+    size_t n = rm_tensor_numel(&f.params.w);
+    double sum = 0, sq = 0;
+    for (size_t i = 0; i < n; i++) sum += f.params.w.data[i], sq += (double)f.params.w.data[i] * f.params.w.data[i];
+    double mean = sum / n, std = sqrt(sq / n - mean * mean), want = sqrt(2.0 / 9);
+    cr_assert(fabs(std - want) < 0.03 * want, "std %g, want %g", std, want);
+    cr_assert(fabs(mean) < 0.03 * want, "mean %g", mean);
+    for (int i = 0; i < 512; i++) cr_assert_eq(f.params.b.data[i], 0.0f);
+    fixture_free(&f);
+}
+
+Test(dwconv2d, shape_errors)
+{
+    rm_shape small = rm_shape_make(2, 3, 3, 3);
+    expect_shape_error(&rm_dwconv2d_desc, dw_cfg(5, 1, 0, 1), small, "larger than the padded input");
+    expect_shape_error(&rm_dwconv2d_desc, dw_cfg(6, 1, 1, 1), small, "larger than the padded input");
+    expect_shape_error(&rm_dwconv2d_desc, dw_cfg(3, 0, 1, 1), small, "stride");
+    expect_shape_error(&rm_dwconv2d_desc, dw_cfg(0, 1, 0, 1), small, "kernel");
+    expect_shape_error(&rm_dwconv2d_desc, dw_cfg(3, 1, -1, 1), small, "pad");
+    expect_shape_error(&rm_dwconv2d_desc, dw_cfg(3, 1, 1, 1), rm_shape_make(2, 0, 3, 3), "empty input");
+    infer_ok(&rm_dwconv2d_desc, dw_cfg(5, 1, 1, 1), rm_shape_make(1, 1, 5, 5));
 }
 
 /* ---- conv_transpose2x2 ---------------------------------------------------- */

@@ -184,6 +184,36 @@ Test(models_config, bad_numbers)
     expect_error("[net]\nchannels=3\nheight=-8\nwidth=8\n", RM_ERR_PARSE, 3, "out of range");
 }
 
+Test(models_config, dwconv_keys_defaults_and_errors)
+{
+    /* [dwconv] takes conv's keys minus filters, with conv's defaults: stride 1, pad 0, bias 1. */
+    rm_model *m = load_text(NET "[dwconv]\nname=d\nsize=3\n[dwconv]\nsize=3\nstride=2\npad=1\nbias=0\n" HEAD);
+    const rm_model_layer *d = &m->layers[0], *d2 = &m->layers[1];
+    cr_assert_eq(d->cfg.kind, RM_LAYER_DWCONV2D);
+    cr_assert_eq(d->cfg.stride, 1);
+    cr_assert_eq(d->cfg.pad, 0);
+    cr_assert_eq(d->cfg.bias, 1);
+    cr_assert(rm_shape_equal(d->out_shape, rm_shape_make(1, 3, 6, 6)));
+    cr_assert_eq(d->param_count, 3 * 9 + 3);
+    cr_assert_str_eq(d2->name, "dwconv2"); /* the count includes the named one */
+    cr_assert_eq(d2->cfg.stride, 2);
+    cr_assert_eq(d2->cfg.pad, 1);
+    cr_assert_eq(d2->cfg.bias, 0);
+    cr_assert(rm_shape_equal(d2->out_shape, rm_shape_make(1, 3, 3, 3)));
+    cr_assert_eq(d2->param_count, 3 * 9);
+    rm_model_free(m);
+
+    expect_error(NET "[dwconv]\nfilters=4\nsize=3\n" HEAD, RM_ERR_PARSE, 7,
+                 "unknown key 'filters' in [dwconv] (valid keys: name, input, inputs, size, stride, pad, bias)");
+    expect_error(NET "[dwconv]\npad=1\n" HEAD, RM_ERR_PARSE, 6, "[dwconv] needs the key 'size'");
+    expect_error(NET "[dwconv]\nsize=0\n" HEAD, RM_ERR_PARSE, 7, "out of range");
+    expect_error(NET "[dwconv]\nsize=3\nstride=0\n" HEAD, RM_ERR_PARSE, 8, "out of range");
+    expect_error(NET "[dwconv]\nsize=3\npad=-1\n" HEAD, RM_ERR_PARSE, 8, "out of range");
+    expect_error(NET "[dwconv]\nsize=3\nbias=2\n" HEAD, RM_ERR_PARSE, 8, "out of range");
+    expect_error(NET "[dwconv]\nsize=3x\n" HEAD, RM_ERR_PARSE, 7, "bad value '3x' for key 'size'");
+    expect_error(NET "[dwconv]\nsize=11\n" HEAD, RM_ERR_SHAPE, 6, "shape mismatch in [dwconv] 'dwconv1'");
+}
+
 Test(models_config, missing_required_key)
 {
     expect_error(NET "[conv]\nfilters=4\n" HEAD, RM_ERR_PARSE, 6, "[conv] needs the key 'size'");

@@ -24,7 +24,8 @@ static rm_model *load_builtin(const char *name)
 Test(models_builtin, every_config_parses)
 {
     const char *names[] = {"vgg11",     "vgg13",     "vgg16",    "vgg19",    "resnet18",    "resnet34", "resnet50",
-                           "resnet101", "resnet152", "unet",     "vgg-tiny", "resnet-tiny", "unet-tiny"};
+                           "resnet101", "resnet152", "unet",     "mobilenet", "vgg-tiny", "resnet-tiny",
+                           "unet-tiny", "mobilenet-tiny"};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
         rm_model *m = load_builtin(names[k]);
         const rm_model_layer *last = &m->layers[m->nlayers - 1];
@@ -51,6 +52,45 @@ Test(models_builtin, torchvision_parameter_counts)
                      m->param_count, want[k].params);
         rm_model_free(m);
     }
+}
+
+/* Keras' MobileNet(alpha=1.0, include_top=True) reports 4,253,864 parameters:
+ * 4,231,976 trainable (convolution and depthwise weights, batchnorm gamma and
+ * beta, the classifier's weights and bias) and 21,888 not (batchnorm running
+ * means and variances), which remat keeps as buffers, not parameters. */
+Test(models_builtin, keras_mobilenet)
+{
+    rm_model *m = load_builtin("mobilenet");
+    cr_assert(rm_shape_equal(m->input, rm_shape_make(1, 3, 224, 224)));
+    cr_assert_eq(m->param_count, 4231976, "mobilenet: %zu parameters, Keras has 4,231,976 trainable", m->param_count);
+    cr_assert_eq(m->buffer_count, 21888);
+    cr_assert_eq(m->layers[m->nlayers - 1].in_shape[0].c, 1000);
+    int dw = 0, stride2 = 0;
+    for (int k = 0; k < m->nlayers; k++)
+        if (m->layers[k].desc->kind == RM_LAYER_DWCONV2D) {
+            dw++;
+            stride2 += m->layers[k].cfg.stride == 2;
+            cr_assert_eq(m->layers[k].cfg.bias, 0);
+        }
+    cr_assert_eq(dw, 13);
+    cr_assert_eq(stride2, 4);
+    /* 224 -> 112 (conv1) -> 56 -> 28 -> 14 -> 7, as Keras' asymmetric "same" padding gives. */
+    const struct {
+        const char *name;
+        rm_shape out;
+    } want[] = {{"conv1_relu", rm_shape_make(1, 32, 112, 112)},  {"conv_dw_2", rm_shape_make(1, 64, 56, 56)},
+                {"conv_pw_2", rm_shape_make(1, 128, 56, 56)},     {"conv_dw_4", rm_shape_make(1, 128, 28, 28)},
+                {"conv_dw_6", rm_shape_make(1, 256, 14, 14)},     {"conv_pw_11_relu", rm_shape_make(1, 512, 14, 14)},
+                {"conv_dw_12", rm_shape_make(1, 512, 7, 7)},      {"conv_pw_13_relu", rm_shape_make(1, 1024, 7, 7)},
+                {"conv_preds", rm_shape_make(1, 1000, 1, 1)}};
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        int i = rm_model_find(m, want[k].name);
+        cr_assert_geq(i, 0, "%s", want[k].name);
+        char a[64], b[64];
+        cr_assert(rm_shape_equal(m->layers[i].out_shape, want[k].out), "%s: %s, want %s", want[k].name,
+                  rm_shape_str(m->layers[i].out_shape, a, sizeof a), rm_shape_str(want[k].out, b, sizeof b));
+    }
+    rm_model_free(m);
 }
 
 Test(models_builtin, shapes_of_the_big_models)
