@@ -138,9 +138,12 @@ static void what_fits(const rm_trainer *t, const rm_strategy_info *st, char *buf
         o.max_batch = t->batch - 1;
         o.bound_batch = bound < t->batch ? bound : t->batch - 1;
         rm_maxbatch_result r;
-        if (!rm_maxbatch_search(&r, st, build_problem, &pc, &o, &e) && r.max_batch > 0)
-            l = (size_t)snprintf(buf, len, "; in this budget %s fits batch %d (--batch %d)", st->name, r.max_batch,
-                                 r.max_batch);
+        if (!rm_maxbatch_search(&r, st, build_problem, &pc, &o, &e)) {
+            if (r.max_batch > 0)
+                l = (size_t)snprintf(buf, len, "; in this budget %s fits batch %d (--batch %d)", st->name,
+                                     r.max_batch, r.max_batch);
+            rm_schedule_free(r.schedule);
+        }
     }
     if (l >= len) return;
     if (bound < t->batch)
@@ -355,6 +358,7 @@ int rm_trainer_auto_batch(rm_trainer *t, rm_err *e)
          MB(c->budget).s, o.bound_batch);
     rm_maxbatch_result r;
     if ((rc = rm_maxbatch_search(&r, st, build_problem, &pc, &o, e))) return rc;
+    rm_schedule_free(r.schedule); /* the trainer plans its batch afresh, for the cheapest schedule */
     if (r.max_batch == 0)
         return rm_errorf(e, RM_ERR_INFEASIBLE, "%s fits no batch in the budget %s, not even 1%s", st->name,
                          MB(c->budget).s,

@@ -142,6 +142,70 @@ static size_t noremat_total(rm_model *m, int batch)
     return total;
 }
 
+/* A search's answer: its schedule, simulated on the problem at its batch,
+ * fits the budget at the cost and peak the result reports. */
+static void check_answer(rm_model *m, const rm_maxbatch_result *r, size_t budget)
+{
+    if (r->max_batch == 0) {
+        cr_assert_null(r->schedule);
+        return;
+    }
+    rm_problem *p;
+    rm_err e = {RM_OK, ""};
+    cr_assert_eq(build(&p, m, r->max_batch, &e), RM_OK, "%s", e.msg);
+    p->budget = budget;
+    cr_assert_not_null(r->schedule);
+    rm_sim_result s;
+    cr_assert_eq(rm_simulate(&s, p, r->schedule, &e), RM_OK, "%s", e.msg);
+    cr_assert(rm_sim_fits(p, &s), "batch %d: the answer's schedule does not fit", r->max_batch);
+    cr_assert_eq(s.cost, r->cost);
+    cr_assert_eq(s.peak_bytes, r->peak_bytes);
+    rm_problem_free(p);
+}
+
+/* With an overhead cap every answer's cost stays within it at its batch,
+ * 0% leaves only checkpoint-all's batch, and a looser cap never fits less. */
+Test(cli_maxbatch_lib, the_overhead_cap_bounds_every_answer)
+{
+    rm_model *m;
+    rm_err e = {RM_OK, ""};
+    cr_assert_eq(rm_model_load(&m, TINY, &e), RM_OK, "%s", e.msg);
+    const rm_overhead_cap caps[] = {{RM_CAP_FRACTION, 0}, {RM_CAP_FRACTION, 0.05}, {RM_CAP_FORWARDS, 1},
+                                    {RM_CAP_NONE, 0}};
+    const char *names[] = {"checkpoint_all", "chen_greedy", "griewank", "ogc", "milp"};
+    int prev[5] = {0};
+    for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++) {
+        int all = 0;
+        for (int k = 0; k < 5; k++) {
+            rm_maxbatch_options o;
+            memset(&o, 0, sizeof o);
+            o.budget = 3u << 20;
+            o.max_batch = 4096;
+            o.cap = caps[c];
+            o.solver.node_limit = 300;
+            rm_maxbatch_result r;
+            cr_assert_eq(rm_maxbatch_search(&r, rm_strategy_find(names[k]), build, m, &o, &e), RM_OK, "%s", e.msg);
+            check_answer(m, &r, o.budget);
+            if (k == 0) all = r.max_batch;
+            if (r.max_batch > 0) {
+                rm_problem *p;
+                cr_assert_eq(build(&p, m, r.max_batch, &e), RM_OK);
+                double cap = rm_overhead_cap_cost(&caps[c], p);
+                if (caps[c].kind != RM_CAP_NONE)
+                    cr_assert_leq(r.cost, cap, "%s cap %zu: cost %g over %g", names[k], c, r.cost, cap);
+                rm_problem_free(p);
+            }
+            if (c == 0 && r.max_batch > 0) cr_assert_eq(r.max_batch, all, "%s fits more than checkpoint-all at 0%%", names[k]);
+            if (!strcmp(names[k], "milp")) cr_assert_geq(r.max_batch, prev[1], "the MILP below chen_greedy");
+            cr_assert_geq(r.max_batch, prev[k], "%s: %d under a looser cap, %d under a tighter one", names[k],
+                          r.max_batch, prev[k]);
+            prev[k] = r.max_batch;
+            rm_schedule_free(r.schedule);
+        }
+    }
+    rm_model_free(m);
+}
+
 Test(cli_maxbatch_lib, checkpoint_all_matches_direct_computation)
 {
     rm_model *m;
@@ -179,6 +243,25 @@ Test(cli_maxbatch_lib, checkpoint_all_matches_direct_computation)
         cr_assert_eq(rm_maxbatch_search(&mi, rm_strategy_find("milp"), build, m, &o, &e), RM_OK, "%s", e.msg);
         cr_assert_geq(mi.max_batch, r.max_batch, "budget %zu: the MILP below checkpoint-all", budget);
         cr_assert_leq(mi.max_batch, g.bound_batch);
+        /* Started from chen_greedy's answer with its schedule, as the CLI
+         * does: at least as large, its first probe answered by the
+         * incumbent, and its schedule fits its batch. */
+        o.start_batch = g.max_batch;
+        o.start_schedule = g.schedule;
+        rm_maxbatch_result ms;
+        cr_assert_eq(rm_maxbatch_search(&ms, rm_strategy_find("milp"), build, m, &o, &e), RM_OK, "%s", e.msg);
+        cr_assert_geq(ms.max_batch, g.max_batch, "budget %zu: started at %d, answered %d", budget, g.max_batch,
+                      ms.max_batch);
+        check_answer(m, &ms, budget);
+        check_answer(m, &mi, budget);
+        check_answer(m, &g, budget);
+        check_answer(m, &r, budget);
+        o.start_batch = 0;
+        o.start_schedule = NULL;
+        rm_schedule_free(ms.schedule);
+        rm_schedule_free(mi.schedule);
+        rm_schedule_free(g.schedule);
+        rm_schedule_free(r.schedule);
     }
     /* The cap is honoured and reported. */
     rm_maxbatch_options o;
@@ -189,5 +272,6 @@ Test(cli_maxbatch_lib, checkpoint_all_matches_direct_computation)
     cr_assert_eq(rm_maxbatch_search(&r, rm_strategy_find("checkpoint_all"), build, m, &o, &e), RM_OK, "%s", e.msg);
     cr_assert_eq(r.max_batch, 5);
     cr_assert(r.capped);
+    rm_schedule_free(r.schedule);
     rm_model_free(m);
 }

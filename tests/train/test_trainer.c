@@ -392,6 +392,7 @@ Test(trainer, batch_auto_is_the_max_batch_answer)
     cr_assert_eq(rm_maxbatch_search(&mr, rm_strategy_find("chen_greedy"), problem_at, &pc, &o, &e), RM_OK, "%s",
                  e.msg);
     cr_assert_gt(mr.max_batch, 1);
+    rm_schedule_free(mr.schedule);
     cr_assert(s->batch_auto);
     cr_assert_eq(s->batch, mr.max_batch, "auto picked %d, the search says %d", s->batch, mr.max_batch);
     cr_assert_leq(s->fp.total + s->plan_span, c.budget);
