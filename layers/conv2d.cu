@@ -12,6 +12,7 @@
  *  - cudnn: cuDNN's forward / backward-data / backward-filter with the
  *    algorithms rm_cudnn_conv_algo chooses (deterministic ones by default).
  * Bias and bias gradient are hand-written kernels in every kernel library. */
+#include "conv_taps.h"
 #include "cuda_kernel_libs.cuh"
 
 typedef struct conv_geom {
@@ -52,16 +53,6 @@ static __global__ void conv2d_forward_kernel(float *y, const float *w, const flo
     }
 }
 
-/* The output row (or column) whose tap k reads input row (column) i, with
- * padding p and stride s, among [0, nout); -1 where no output reads it. */
-static __device__ inline int conv_out_of(int i, int k, int p, int s, int nout)
-{
-    int t = i + p - k;
-    if (t < 0 || t % s) return -1;
-    int o = t / s;
-    return o < nout ? o : -1;
-}
-
 /* dx[n][ci][iy][ix] = sum over the taps (ky, kx) that reach it of
  * (sum_co w[co][ci][ky][kx] dy[n][co][oy][ox]). */
 static __global__ void conv2d_backward_data_kernel(float *dx, const float *w, const float *dy, conv_geom g)
@@ -75,10 +66,10 @@ static __global__ void conv2d_backward_data_kernel(float *dx, const float *w, co
         const float *dyn = dy + (size_t)n * g.cout * pdim;
         double acc = 0.0;
         for (int ky = 0; ky < g.k; ky++) {
-            int oy = conv_out_of(iy, ky, g.p, g.s, g.ho);
+            int oy = rm_conv_tap_output(iy, ky, g.p, g.s, g.ho);
             if (oy < 0) continue;
             for (int kx = 0; kx < g.k; kx++) {
-                int ox = conv_out_of(ix, kx, g.p, g.s, g.wo);
+                int ox = rm_conv_tap_output(ix, kx, g.p, g.s, g.wo);
                 if (ox < 0) continue;
                 size_t kk = (ci * g.k + ky) * g.k + kx, pp = (size_t)oy * g.wo + ox;
                 double row = 0.0;
@@ -218,10 +209,10 @@ static __global__ void conv2d_col2im_kernel(float *dx, const float *dcol, conv_g
         int iy = (int)(r / g.w), ix = (int)(r % g.w);
         float acc = 0.0f;
         for (int ky = 0; ky < g.k; ky++) {
-            int oy = conv_out_of(iy, ky, g.p, g.s, g.ho);
+            int oy = rm_conv_tap_output(iy, ky, g.p, g.s, g.ho);
             if (oy < 0) continue;
             for (int kx = 0; kx < g.k; kx++) {
-                int ox = conv_out_of(ix, kx, g.p, g.s, g.wo);
+                int ox = rm_conv_tap_output(ix, kx, g.p, g.s, g.wo);
                 if (ox < 0) continue;
                 size_t pp = (size_t)oy * g.wo + ox;
                 if (pp < p0 || pp >= p0 + pn) continue;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv_taps.h"
 #include "layers.h"
 
 static int dwconv2d_infer(rm_shape *out, const rm_layer_config *cfg, const rm_shape *in, int nin, rm_err *e)
@@ -81,16 +82,6 @@ static dw_geom dw_geom_of(const rm_layer_config *cfg, rm_shape x, rm_shape y)
     return g;
 }
 
-/* The output row (column) whose tap k reads input row (column) i, with
- * padding p and stride s, among [0, nout); -1 where none does. */
-static int dw_out_of(int i, int k, int p, int s, int nout)
-{
-    int t = i + p - k;
-    if (t < 0 || t % s) return -1;
-    int o = t / s;
-    return o < nout ? o : -1;
-}
-
 /* y[oy][ox] = b + sum_{ky,kx} w[ky][kx] x[oy*s-p+ky][ox*s-p+kx] for one plane
  * (one image, one channel). */
 static void dwconv2d_forward_kernel(float *restrict y /* ho x wo */, const float *restrict w /* k x k */, double b,
@@ -138,10 +129,10 @@ static void dwconv2d_backward_data_kernel(float *restrict dx /* h x w */, const 
         for (int ix = 0; ix < g->w; ix++) {
             double acc = 0.0;
             for (int ky = 0; ky < g->k; ky++) {
-                int oy = dw_out_of(iy, ky, g->p, g->s, g->ho);
+                int oy = rm_conv_tap_output(iy, ky, g->p, g->s, g->ho);
                 if (oy < 0) continue;
                 for (int kx = 0; kx < g->k; kx++) {
-                    int ox = dw_out_of(ix, kx, g->p, g->s, g->wo);
+                    int ox = rm_conv_tap_output(ix, kx, g->p, g->s, g->wo);
                     if (ox < 0) continue;
                     acc += (double)w[ky * g->k + kx] * (double)dy[(size_t)oy * g->wo + ox];
                 }

@@ -9,6 +9,7 @@
  *    bias) whose threads take strided slices of the (n, pixel) sum and meet
  *    in rm_block_sum's fixed tree.
  * No workspace. */
+#include "conv_taps.h"
 #include "cuda_common.cuh"
 
 typedef struct dw_geom {
@@ -46,16 +47,6 @@ static __global__ void dwconv2d_forward_kernel(float *y, const float *w, const f
     }
 }
 
-/* The output row (column) whose tap k reads input row (column) i, with
- * padding p and stride s, among [0, nout); -1 where none does. */
-static __device__ inline int dw_out_of(int i, int k, int p, int s, int nout)
-{
-    int t = i + p - k;
-    if (t < 0 || t % s) return -1;
-    int o = t / s;
-    return o < nout ? o : -1;
-}
-
 /* dx[n][c][iy][ix] = sum over the taps (ky, kx) that reach it of w[c][ky][kx] dy[n][c][oy][ox]. */
 static __global__ void dwconv2d_backward_data_kernel(float *dx, const float *w, const float *dy, dw_geom g)
 {
@@ -67,10 +58,10 @@ static __global__ void dwconv2d_backward_data_kernel(float *dx, const float *w, 
         const float *wc = w + c * kk, *dyp = dy + plane * pdim;
         double acc = 0.0;
         for (int ky = 0; ky < g.k; ky++) {
-            int oy = dw_out_of(iy, ky, g.p, g.s, g.ho);
+            int oy = rm_conv_tap_output(iy, ky, g.p, g.s, g.ho);
             if (oy < 0) continue;
             for (int kx = 0; kx < g.k; kx++) {
-                int ox = dw_out_of(ix, kx, g.p, g.s, g.wo);
+                int ox = rm_conv_tap_output(ix, kx, g.p, g.s, g.wo);
                 if (ox < 0) continue;
                 acc += (double)wc[ky * g.k + kx] * (double)dyp[(size_t)oy * g.wo + ox];
             }
