@@ -12,6 +12,7 @@
  *  - cudnn: cuDNN's forward / backward-data / backward-filter with the
  *    algorithms rm_cudnn_conv_algo chooses (deterministic ones by default).
  * Bias and bias gradient are hand-written kernels in every kernel library. */
+#include "channel_sum.cuh"
 #include "conv_taps.h"
 #include "cuda_kernel_libs.cuh"
 
@@ -99,16 +100,6 @@ static __global__ void conv2d_backward_weight_kernel(float *dw, const float *dy,
     if (threadIdx.x == 0) dw[blockIdx.x] = (float)acc;
 }
 
-/* One block per output channel: db = sum_{n,pixel} dy. */
-static __global__ void conv2d_backward_bias_kernel(float *db, const float *dy, int n_img, int cout, size_t pdim)
-{
-    size_t co = blockIdx.x, m = (size_t)n_img * pdim;
-    double acc = 0.0;
-    for (size_t j = threadIdx.x; j < m; j += RM_THREADS) acc += dy[(j / pdim * cout + co) * pdim + j % pdim];
-    acc = rm_block_sum(acc);
-    if (threadIdx.x == 0) db[co] = (float)acc;
-}
-
 /* The hand-written path, one piece at a time so a kernel library can fall back per
  * direction. */
 static int hw_forward(const rm_layer_call *call, const conv_geom &g, cudaStream_t st, rm_err *e)
@@ -140,9 +131,9 @@ static int hw_backward_weight(const rm_layer_call *call, const conv_geom &g, cud
 
 static int hw_backward_bias(const rm_layer_call *call, const conv_geom &g, cudaStream_t st, rm_err *e)
 {
-    conv2d_backward_bias_kernel<<<(unsigned)g.cout, RM_THREADS, 0, st>>>(call->params->db.data, call->dout->data,
+    rm_channel_sum_kernel<<<(unsigned)g.cout, RM_THREADS, 0, st>>>(call->params->db.data, call->dout->data,
                                                                          g.n, g.cout, (size_t)g.ho * g.wo);
-    RM_CUDA_LAUNCHED(e, "conv2d_backward_bias_kernel");
+    RM_CUDA_LAUNCHED(e, "rm_channel_sum_kernel");
     return RM_OK;
 }
 

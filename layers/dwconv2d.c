@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "conv_taps.h"
+#include "dwconv2d.h"
 #include "layers.h"
 
 static int dwconv2d_infer(rm_shape *out, const rm_layer_config *cfg, const rm_shape *in, int nin, rm_err *e)
@@ -67,19 +68,6 @@ static void dwconv2d_init(rm_layer_params *p, const rm_layer_config *cfg, const 
     if (p->w.data)
         for (size_t i = 0; i < rm_tensor_numel(&p->w); i++) p->w.data[i] = (float)(std * rm_rng_normal(rng));
     if (p->b.data) memset(p->b.data, 0, rm_tensor_numel(&p->b) * sizeof(float));
-}
-
-/* Sizes of one call, derived once from the config and the input shape. */
-typedef struct dw_geom {
-    int n, c, h, w; /* input; the output has n and c too */
-    int k, s, p;    /* layer */
-    int ho, wo;     /* output */
-} dw_geom;
-
-static dw_geom dw_geom_of(const rm_layer_config *cfg, rm_shape x, rm_shape y)
-{
-    dw_geom g = {x.n, x.c, x.h, x.w, cfg->kernel, cfg->stride, cfg->pad, y.h, y.w};
-    return g;
 }
 
 /* y[oy][ox] = b + sum_{ky,kx} w[ky][kx] x[oy*s-p+ky][ox*s-p+kx] for one plane

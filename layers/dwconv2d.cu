@@ -9,20 +9,10 @@
  *    bias) whose threads take strided slices of the (n, pixel) sum and meet
  *    in rm_block_sum's fixed tree.
  * No workspace. */
+#include "channel_sum.cuh"
 #include "conv_taps.h"
+#include "dwconv2d.h"
 #include "cuda_common.cuh"
-
-typedef struct dw_geom {
-    int n, c, h, w; /* input; the output has n and c too */
-    int k, s, p;    /* layer */
-    int ho, wo;     /* output */
-} dw_geom;
-
-static dw_geom dw_geom_of(const rm_layer_config *cfg, rm_shape x, rm_shape y)
-{
-    dw_geom g = {x.n, x.c, x.h, x.w, cfg->kernel, cfg->stride, cfg->pad, y.h, y.w};
-    return g;
-}
 
 /* y[n][c][oy][ox] = b[c] + sum_{ky,kx} w[c][ky][kx] x[n][c][oy*s-p+ky][ox*s-p+kx]. */
 static __global__ void dwconv2d_forward_kernel(float *y, const float *w, const float *b, const float *x, dw_geom g)
@@ -87,16 +77,6 @@ static __global__ void dwconv2d_backward_weight_kernel(float *dw, const float *d
     if (threadIdx.x == 0) dw[blockIdx.x] = (float)acc;
 }
 
-/* One block per channel: db = sum_{n,pixel} dy. */
-static __global__ void dwconv2d_backward_bias_kernel(float *db, const float *dy, int n_img, int c_all, size_t pdim)
-{
-    size_t c = blockIdx.x, m = (size_t)n_img * pdim;
-    double acc = 0.0;
-    for (size_t j = threadIdx.x; j < m; j += RM_THREADS) acc += dy[(j / pdim * c_all + c) * pdim + j % pdim];
-    acc = rm_block_sum(acc);
-    if (threadIdx.x == 0) db[c] = (float)acc;
-}
-
 extern "C" int rm_dwconv2d_forward_cuda(const rm_layer_call *call, rm_err *e)
 {
     dw_geom g = dw_geom_of(call->cfg, call->in[0]->shape, call->out->shape);
@@ -125,9 +105,9 @@ extern "C" int rm_dwconv2d_backward_cuda(const rm_layer_call *call, rm_err *e)
         RM_CUDA_LAUNCHED(e, "dwconv2d_backward_weight_kernel");
     }
     if (prm->db.data) {
-        dwconv2d_backward_bias_kernel<<<(unsigned)g.c, RM_THREADS, 0, st>>>(prm->db.data, call->dout->data, g.n, g.c,
+        rm_channel_sum_kernel<<<(unsigned)g.c, RM_THREADS, 0, st>>>(prm->db.data, call->dout->data, g.n, g.c,
                                                                            (size_t)g.ho * g.wo);
-        RM_CUDA_LAUNCHED(e, "dwconv2d_backward_bias_kernel");
+        RM_CUDA_LAUNCHED(e, "rm_channel_sum_kernel");
     }
     return RM_OK;
 }
