@@ -140,6 +140,25 @@ static double relaxed_bound(int *proof, const rm_problem *p, double limit, const
     return r.bound;
 }
 
+/* The relaxed bound into *bound. 1 when it answers the call (*rc): it
+ * proves that nothing fits and no baseline contradicts it. */
+static int take_bound(double *bound, int *rc, const coarse_best *b, const rm_problem *p, double limit,
+                      const char *name, rm_strategy_stats *stats, rm_err *e)
+{
+    int proof = RM_OK;
+    *bound = relaxed_bound(&proof, p, limit, name, e);
+    if (proof == RM_OK) return 0;
+    if (!b->s) {
+        if (stats) stats->status = RM_STATUS_INFEASIBLE;
+        *rc = proof;
+        return 1;
+    }
+    /* A baseline that fits contradicts it: numerical trouble, reported. */
+    RM_LOG_ERROR("route %s: %s, yet %s fits (cost %.6g)", name, e ? e->msg : "the bound proves nothing fits",
+                 b->from ? b->from : "a baseline", b->r.cost);
+    return 0;
+}
+
 int rm_coarsen_run(rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p, const rm_strategy_options *o,
                    rm_strategy_opt_fn solve, const char *name, int target, int flags, rm_err *e)
 {
@@ -158,24 +177,33 @@ int rm_coarsen_run(rm_schedule **out, rm_strategy_stats *stats, const rm_problem
         b.s = rm_route_incumbent(p, o, limit > 0 ? t0 + limit : 0, name, &b.from, &b.r);
         if (rm_route_first_fit(out, stats, b.s, b.from, &b.r, o, name)) return RM_OK;
     }
-    /* A third of the time: the bound's later levels gain little (lp_bound.c). */
-    int proof = RM_OK;
-    double bound = flags & RM_COARSEN_BOUND ? relaxed_bound(&proof, p, limit / 3, name, e) : 0;
-    if (proof != RM_OK && !b.s) {
-        if (stats) stats->status = RM_STATUS_INFEASIBLE;
-        return proof;
-    }
-    if (proof != RM_OK) /* a baseline that fits contradicts it: numerical trouble, reported */
-        RM_LOG_ERROR("route %s: %s, yet %s fits (cost %.6g)", name, e ? e->msg : "the bound proves nothing fits",
-                     b.from ? b.from : "a baseline", b.r.cost);
+    /* A third of the time: the bound's later levels gain little (lp_bound.c).
+     * A first fit asks for the bound only where the first level finds
+     * nothing: then it may prove that nothing fits; where something does,
+     * it would be time spent on a number nobody reads. */
+    int ff = o && o->first_fit, want_bound = flags & RM_COARSEN_BOUND;
+    double bound = 0;
     /* One level, or (refine) finer and finer levels while the time lasts. */
     for (int level = target;;) {
+        if (want_bound && !ff) {
+            want_bound = 0;
+            if (take_bound(&bound, &rc, &b, p, limit / 3, name, stats, e)) return rc;
+        }
         double lt0 = rm_route_now();
         int same;
-        if ((rc = coarse_level(&b, &same, p, o, t0, limit, solve, name, level, e)) || same) break;
+        /* A first fit's first level leaves a third of the time to the bound. */
+        double level_limit = want_bound && limit > 0 ? limit * 2 / 3 : limit;
+        if ((rc = coarse_level(&b, &same, p, o, t0, level_limit, solve, name, level, e)) || same) break;
+        double took = rm_route_now() - lt0;
+        if (want_bound && !b.s) {
+            want_bound = 0;
+            double rest = limit > 0 ? limit - (rm_route_now() - t0) : 0;
+            if (limit <= 0 || rest > 0.01)
+                if (take_bound(&bound, &rc, &b, p, rest, name, stats, e)) return rc;
+        }
         /* The next level's LP is several times this one's (ResNet-50 at 80%:
          * 64 groups 2.3 s, 96 14 s, 128 37 s); try it only when 3x fits. */
-        double rest = limit - (rm_route_now() - t0), took = rm_route_now() - lt0;
+        double rest = limit - (rm_route_now() - t0);
         if (!refine || limit <= 0 || b.m >= p->n || rest < 3 * took || (b.s && o && o->first_fit)) break;
         level += level / 3 > 0 ? level / 3 : 1;
     }

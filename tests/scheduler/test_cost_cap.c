@@ -158,3 +158,51 @@ Test(cost_cap, a_cap_below_every_node_once_is_refused_and_a_bad_cap_is_invalid)
     cr_assert_eq(rm_problem_validate(p, &e), RM_OK);
     rm_problem_free(p);
 }
+
+/* Above 80 nodes the route solves a coarsened graph, which proves nothing;
+ * the relaxed LP bound of the whole graph does: a cap at every node once
+ * (below the bound, at a budget that needs recomputation) is infeasible,
+ * proved (status INFEASIBLE, not a limit), for lp_round and milp, with and
+ * without first fit; a first fit under a cap the cheapest heuristic meets
+ * returns at once. */
+Test(cost_cap, the_relaxed_bound_proves_a_cap_on_coarsened_graphs)
+{
+    rg_options ro = {.forward = 46, .skip_prob = 0.2, .branch_prob = 0.1, .max_skip = 4, .max_bytes = 4096};
+    rm_problem *p = rg_training_problem(77, &ro);
+    cr_assert_gt(p->n, 80);
+    size_t lo = rm_problem_peak_lower_bound(p), hi = noremat_peak(p);
+    p->budget = p->fixed_bytes + lo + (hi - lo) / 4;
+    double base = 0;
+    for (int i = 0; i < p->n; i++) base += p->nodes[i].cost;
+    rm_sim_result hr;
+    rm_schedule *h = rm_best_baseline(p, 0, 0, NULL, &hr);
+    cr_assert_not_null(h, "a heuristic fits");
+    rm_schedule_free(h);
+    cr_assert_gt(hr.cost, base, "the budget needs recomputation");
+    const char *names[] = {"lp_round", "milp"};
+    for (int k = 0; k < 2; k++)
+        for (int ff = 0; ff <= 1; ff++) {
+            rm_strategy_options o;
+            memset(&o, 0, sizeof o);
+            o.time_limit_s = 6; /* the bound gets a third or more; on 100 nodes it takes well under a second */
+            o.first_fit = ff;
+            rm_schedule *s = NULL;
+            rm_strategy_stats st;
+            rm_err e = {0};
+            p->max_cost = base * (1 + 1e-9);
+            int rc = rm_strategy_run(&s, &st, rm_strategy_find(names[k]), p, &o, &e);
+            cr_assert_eq(rc, RM_ERR_INFEASIBLE, "%s (first fit %d): a cap at every node once, rc %d", names[k], ff, rc);
+            cr_assert_eq(st.status, RM_STATUS_INFEASIBLE, "%s (first fit %d): %s, not a proof: %s", names[k], ff,
+                         rm_status_name(st.status), e.msg);
+            cr_assert(strstr(e.msg, "compute cap"), "%s", e.msg);
+            if (!ff) continue;
+            p->max_cost = hr.cost;
+            cr_assert_eq(rm_strategy_run(&s, &st, rm_strategy_find(names[k]), p, &o, &e), RM_OK, "%s: %s", names[k],
+                         e.msg);
+            cr_assert_leq(st.sim.cost, p->max_cost);
+            cr_assert(st.first_fit && st.source && rm_strategy_find(st.source),
+                      "%s: a heuristic answers the first fit, no solver: %s", names[k], st.source ? st.source : "?");
+            rm_schedule_free(s);
+        }
+    rm_problem_free(p);
+}
