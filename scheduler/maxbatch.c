@@ -6,6 +6,7 @@
  * and for the MILP the difference is minutes. */
 #include "maxbatch.h"
 
+#include <limits.h>
 #include <string.h>
 #include <time.h>
 
@@ -47,6 +48,34 @@ int rm_maxbatch_bisect(int *best, int *probes, rm_maxbatch_feasible_fn feasible,
             lo = mid;
         else
             hi = mid;
+    }
+    *best = lo;
+    rc = RM_OK;
+out:
+    if (probes) *probes = count;
+    return rc;
+}
+
+int rm_maxbatch_gallop(int *best, int *probes, rm_maxbatch_feasible_fn feasible, void *ctx, int lo, int hi,
+                       rm_err *e)
+{
+    int count = 0, rc;
+    *best = lo;
+    if (lo < 0 || hi <= lo) return rm_errorf(e, RM_ERR_INVALID, "maxbatch: the range (%d, %d) is empty", lo, hi);
+    /* Invariant: lo fits (0 trivially), hi does not (or is past the cap). */
+    while (hi - lo > 1) {
+        const int base = lo; /* a round: base + 1, base + 2, base + 4, ... */
+        for (int step = 1;; step = step > INT_MAX / 2 ? INT_MAX : 2 * step) {
+            int b = step > hi - 1 - base ? hi - 1 : base + step, ok = 0;
+            count++;
+            if ((rc = feasible(&ok, ctx, b, e))) goto out;
+            if (!ok) {
+                hi = b;
+                break;
+            }
+            lo = b;
+            if (b == hi - 1) break;
+        }
     }
     *best = lo;
     rc = RM_OK;
@@ -181,7 +210,11 @@ int rm_maxbatch_search(rm_maxbatch_result *out, const rm_strategy_info *st, rm_m
         if (fits) lo = out->max_batch = o->start_batch;
         else hi = o->start_batch;
     }
-    if (hi - lo > 1 && (rc = rm_maxbatch_bisect(&out->max_batch, NULL, strategy_fits, &c, lo, hi, e))) goto fail;
+    /* A solver's "no" is dear (its time limit, where nothing is proved),
+     * its "yes" cheap: it gallops, a heuristic bisects. */
+    if (hi - lo > 1 && (rc = (st->solve_opt ? rm_maxbatch_gallop : rm_maxbatch_bisect)(&out->max_batch, NULL,
+                                                                                         strategy_fits, &c, lo, hi, e)))
+        goto fail;
     /* Below the bound the search ends on a batch that did not fit (or was
      * given as one). */
     out->fail_batch = out->max_batch < out->bound_batch ? out->max_batch + 1 : 0;

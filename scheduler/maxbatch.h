@@ -45,6 +45,16 @@ typedef int (*rm_maxbatch_feasible_fn)(int *feasible, void *ctx, int batch, rm_e
 int rm_maxbatch_bisect(int *best, int *probes, rm_maxbatch_feasible_fn feasible, void *ctx, int lo, int hi,
                        rm_err *e);
 
+/* The same answer found with fewer failing probes, for predicates whose
+ * "no" is dear (a solver that stops at its time limit) and whose "yes" is
+ * cheap: gallop up from lo (lo+1, lo+2, lo+4, ...) to the first batch that
+ * does not fit, and start again from the last that did. Every round ends
+ * on one failing probe, so there are at most log2(hi - lo) + 1 of them
+ * (bisection may spend all its probes failing); a boundary just above lo
+ * costs one probe. The probes in all are at most (log2(hi - lo) + 1)^2. */
+int rm_maxbatch_gallop(int *best, int *probes, rm_maxbatch_feasible_fn feasible, void *ctx, int lo, int hi,
+                       rm_err *e);
+
 /* The overhead cap: how much more than checkpoint-all (every node once) a
  * schedule may compute. */
 typedef enum { RM_CAP_NONE, RM_CAP_FORWARDS, RM_CAP_FRACTION } rm_cap_kind;

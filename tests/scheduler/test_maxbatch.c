@@ -23,6 +23,7 @@ typedef struct pred {
     int set_len;
     int fail_at; /* an error at this batch (0: never) */
     int lo;      /* known to fit: no probe at or below it */
+    int fails;   /* probes that did not fit */
 } pred;
 
 static int feasible(int *ok, void *ctx, int batch, rm_err *e)
@@ -34,6 +35,7 @@ static int feasible(int *ok, void *ctx, int batch, rm_err *e)
     p->probes++;
     if (batch == p->fail_at) return rm_errorf(e, RM_ERR_SOLVER, "boom at %d", batch);
     *ok = p->set ? (batch < p->set_len && p->set[batch]) : batch <= p->boundary;
+    p->fails += !*ok;
     return RM_OK;
 }
 
@@ -63,6 +65,43 @@ Test(cli_maxbatch_lib, galloping_from_a_known_batch_finds_the_exact_boundary)
     int best = -1;
     rm_err e = {RM_OK, ""};
     cr_assert_eq(rm_maxbatch_bisect(&best, NULL, feasible, &p, 9, 9, &e), RM_ERR_INVALID);
+}
+
+/* The solvers' search: exact, never at or below the known batch, at most
+ * log2(hi - lo) + 1 failing probes (one when the boundary is lo itself),
+ * and at most (log2(hi - lo) + 1)^2 in all. */
+Test(cli_maxbatch_lib, restarting_gallop_finds_the_boundary_with_few_failures)
+{
+    const int los[] = {0, 1, 393, 1240};
+    const int his[] = {2, 9, 401, 1313, 1 << 20};
+    for (size_t a = 0; a < sizeof los / sizeof los[0]; a++)
+        for (size_t b = 0; b < sizeof his / sizeof his[0]; b++) {
+            int lo = los[a], hi = his[b];
+            if (hi <= lo) continue;
+            int lg = (int)ceil(log2((double)(hi - lo))) + 1;
+            for (int k = lo; k < hi && k <= lo + 300; k++) {
+                pred p = {.boundary = k, .hi = hi, .lo = lo};
+                int best = -1, probes = -1;
+                rm_err e = {RM_OK, ""};
+                cr_assert_eq(rm_maxbatch_gallop(&best, &probes, feasible, &p, lo, hi, &e), RM_OK, "%s", e.msg);
+                cr_assert_eq(best, k, "(%d, %d) boundary %d: found %d", lo, hi, k, best);
+                cr_assert_eq(probes, p.probes);
+                cr_assert_leq(p.fails, lg, "(%d, %d) boundary %d: %d failing probes", lo, hi, k, p.fails);
+                cr_assert_leq(probes, lg * lg, "(%d, %d) boundary %d: %d probes", lo, hi, k, probes);
+                if (k == lo) cr_assert_eq(probes, hi > lo + 1, "a boundary at the known batch costs one probe");
+            }
+        }
+    /* Against bisection on MobileNet's shape (known 1240, frontier 1368,
+     * bound 2625): bisection fails more often. */
+    pred g = {.boundary = 1368, .hi = 2625, .lo = 1240}, s = g;
+    int best;
+    rm_err e = {RM_OK, ""};
+    cr_assert_eq(rm_maxbatch_gallop(&best, NULL, feasible, &g, 1240, 2625, &e), RM_OK);
+    cr_assert_eq(rm_maxbatch_bisect(&best, NULL, feasible, &s, 1240, 2625, &e), RM_OK);
+    cr_assert_lt(g.fails, s.fails, "gallop %d failures, bisection %d", g.fails, s.fails);
+    pred p = {.boundary = 50, .hi = 1001, .fail_at = 64};
+    cr_assert_eq(rm_maxbatch_gallop(&best, NULL, feasible, &p, 0, 1001, &e), RM_ERR_SOLVER);
+    cr_assert_eq(rm_maxbatch_gallop(&best, NULL, feasible, &p, 5, 5, &e), RM_ERR_INVALID);
 }
 
 Test(cli_maxbatch_lib, bisection_finds_the_exact_boundary)
