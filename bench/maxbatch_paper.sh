@@ -15,8 +15,8 @@
 # MODEL: vgg19, unet, mobilenet (default: all three). --out: the markdown
 # (default docs/bench/maxbatch.md; '-' for stdout only). --time-limit: each
 # lp_round / milp probe (default 30, maxbatch's own). Progress on stderr.
-# Builds remat first. About 15 minutes on 2 cores, most of it MobileNet's
-# lp_round search (many probes near its frontier, each up to the limit).
+# Builds remat first. About 8 minutes on 2 cores, most of it the solvers'
+# probes above the answer, each up to the time limit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=docs/bench/maxbatch.md limit=30 budget=16GB models=() speed=1

@@ -20,7 +20,8 @@
 #define MAXBATCH_USAGE                                                                                                 \
     "usage: remat maxbatch --model FILE --budget B [--max-overhead X] [--accounting remat|checkmate]\n"                 \
     "                      [--input HxW] [--strategies a,b,...] [--max-batch N] [--costs FILE]\n"                    \
-    "                      [--time-limit S] [--device cpu|cuda] [--format text|csv|json] [--quiet]\n"                \
+    "                      [--time-limit S] [--node-limit N] [--device cpu|cuda] [--format text|csv|json]\n"       \
+    "                      [--quiet]\n"                                                                             \
     "\n"                                                                                                               \
     "For each strategy, the largest batch size at which it finds a schedule that the simulator accepts\n"              \
     "within the budget, fixed bytes included, and whose extra compute stays within the overhead cap; and\n"          \
@@ -33,8 +34,8 @@
     "its inputs) exceeds the budget is ever solved. Feasibility is monotone for checkpoint-all and an\n"             \
     "exactly solved MILP, so their answers are exact; a heuristic (or a MILP stopped by its time limit)\n"           \
     "need not be monotone, and for those the answer is a batch that fits with the next one verified not\n"          \
-    "to. A '*' in the notes marks a solver answer where some larger batch was given up at the time limit,\n"       \
-    "unproved.\n"                                                                                                      \
+    "to. A '*' in the notes marks a solver answer where some larger batch was given up at a time or node\n"       \
+    "limit, unproved.\n"                                                                                               \
     "\n"                                                                                                               \
     "options:\n"                                                                                                       \
     "  --model FILE          model config (models/*.cfg)\n"                                                            \
@@ -56,6 +57,7 @@
     "                        of FLOPs; the search tries many batches, so they are scaled linearly from the\n"        \
     "                        batch they were measured at (an assumption: small batches run below peak)\n"             \
     "  --time-limit S        seconds for each lp_round / milp solve (default 30; 0 = none)\n"                          \
+    "  --node-limit N        branch-and-bound nodes for each milp solve (deterministic; default none)\n"            \
     "  --device cpu|cuda     whose accounting (default cpu); cuda: GPU 0's, as `remat train --device cuda`\n"       \
     "                        allocates it (the layers' CUDA workspace, the loss slot, the cuBLAS\n"                \
     "                        workspace); needs a GPU, and the budget must be free on it\n"                         \
@@ -250,7 +252,7 @@ static int print_table(const rm_strategy_info *const *list, int nlist, const rm_
             add_note(notes + 1, sizeof notes - 1, "the bound: no larger batch fits");
         if (r->max_batch == 0)
             add_note(notes + 1, sizeof notes - 1, "nothing within the budget and the overhead cap at batch 1");
-        if (r->unproved) add_note(notes + 1, sizeof notes - 1, "* a larger batch hit the time limit");
+        if (r->unproved) add_note(notes + 1, sizeof notes - 1, "* a larger batch hit a solver limit, unproved");
         if (r->capped) add_note(notes + 1, sizeof notes - 1, "the --max-batch cap");
         /* The leading space is text's second space before the notes. */
         rm_table_set_text(t, COL_NOTES, "%s", fmt == RM_TABLE_TEXT ? notes : notes + 1);
@@ -325,7 +327,7 @@ static int maxbatch_run(int argc, char **argv)
 {
     const char *model = NULL, *budget = NULL, *strategies = NULL, *max_batch = NULL, *time_limit = NULL,
                *costs_path = NULL, *device = NULL, *max_overhead = NULL, *accounting = NULL, *input = NULL,
-               *format = NULL;
+               *format = NULL, *node_limit = NULL;
     int quiet = 0;
     const rm_cli_opt opts[] = {
         RM_CLI_FLAG("--quiet", "-q", &quiet),
@@ -340,6 +342,7 @@ static int maxbatch_run(int argc, char **argv)
         RM_CLI_VALUE("--accounting", &accounting),
         RM_CLI_VALUE("--input", &input),
         RM_CLI_VALUE("--format", &format),
+        RM_CLI_VALUE("--node-limit", &node_limit),
     };
     if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "maxbatch", MAXBATCH_USAGE)) return 1;
     if (!model) return usage_error("--model FILE is required");
@@ -359,6 +362,9 @@ static int maxbatch_run(int argc, char **argv)
     double limit = 30;
     if (time_limit && rm_cli_parse_seconds(&limit, time_limit))
         return usage_error("--time-limit must be a number of seconds >= 0, got '%s'", time_limit);
+    long nodes = 0;
+    if (node_limit && rm_cli_parse_long(&nodes, node_limit, 0, 1000000000000L))
+        return usage_error("--node-limit must be a whole number >= 0, got '%s'", node_limit);
     rm_overhead_cap ocap = {RM_CAP_FORWARDS, 1};
     if (max_overhead && parse_cap(&ocap, max_overhead))
         return usage_error("--max-overhead must be 1fwd (one extra forward pass), Nfwd, a percentage such as 50%% "
@@ -428,6 +434,7 @@ static int maxbatch_run(int argc, char **argv)
     o.budget = (size_t)bud.value;
     o.max_batch = (int)cap;
     o.solver.time_limit_s = limit;
+    o.solver.node_limit = nodes;
     o.cap = ocap;
     progress_state ps = {isatty(STDERR_FILENO)};
     if (!quiet) {
