@@ -64,7 +64,9 @@ title_mobilenet="MobileNet v1, 224x224"
     echo "in the same column, and the extra compute of the schedule found (FLOPs). **paper**: the batch in"
     echo "Figure 6 of Jain et al. (2020) on a 16 GB V100 with the paper's own graphs; '~' marks a number"
     echo "derived from a stated ratio. Where remat's MILP gave up a larger batch at its time limit the cell"
-    echo "has '*'. Search: the wall-clock seconds of that strategy's search, checkmate accounting."
+    echo "has '*'. Search: the wall-clock seconds of that strategy's search, checkmate accounting; a solver"
+    echo "starts from the largest batch a strategy before it fitted, with that schedule as its incumbent, so"
+    echo "its time is only its own probes above it (milp and best after lp_round often need none)."
 } >"$tmp/doc.md"
 
 for m in "${models[@]}"; do
