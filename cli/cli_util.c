@@ -122,7 +122,7 @@ int rm_cli_parse_long(long *out, const char *s, long lo, long hi)
 
 /* Length of the plain decimal number at s: digits, an optional fraction and
  * exponent. strtod alone would also take "inf", "nan", hex and spaces. */
-static size_t number_prefix(const char *s)
+size_t rm_cli_number_prefix(const char *s)
 {
     size_t i = 0, digits = 0;
     while (isdigit((unsigned char)s[i])) i++, digits++;
@@ -145,7 +145,7 @@ static size_t number_prefix(const char *s)
 int rm_cli_parse_seconds(double *out, const char *s)
 {
     if (!s) return -1;
-    size_t n = number_prefix(s);
+    size_t n = rm_cli_number_prefix(s);
     if (!n || s[n]) return -1;
     double v = strtod(s, NULL);
     if (!isfinite(v) || v < 0) return -1;
@@ -174,7 +174,7 @@ int rm_cli_parse_budget(rm_cli_budget *out, const char *s, char *why, size_t len
         snprintf(why, len, "an empty budget");
         return -1;
     }
-    size_t n = number_prefix(s);
+    size_t n = rm_cli_number_prefix(s);
     if (!n) {
         snprintf(why, len, "'%s' does not start with a number (examples: 6GiB, 512MiB, 1.5e9, 80%%)", s);
         return -1;

@@ -60,6 +60,9 @@ const char *rm_cli_bytes_si(char *buf, size_t len, double bytes);
 int rm_cli_parse_long(long *out, const char *s, long lo, long hi);
 /* A finite number of seconds >= 0 ("60", "2.5"); 0 on success, -1 otherwise. */
 int rm_cli_parse_seconds(double *out, const char *s);
+/* Length of the plain decimal number at s (digits, an optional fraction and
+ * exponent; no sign, space, hex, inf or nan); 0 when s does not start with one. */
+size_t rm_cli_number_prefix(const char *s);
 
 /* A memory budget as typed: bytes, or a percentage of a reference peak. */
 typedef struct rm_cli_budget {

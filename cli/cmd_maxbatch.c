@@ -34,8 +34,9 @@
     "its inputs) exceeds the budget is ever solved. Feasibility is monotone for checkpoint-all and an\n"             \
     "exactly solved MILP, so their answers are exact; a heuristic (or a MILP stopped by its time limit)\n"           \
     "need not be monotone, and for those the answer is a batch that fits with the next one verified not\n"          \
-    "to. A '*' in the notes marks a solver answer where some larger batch was given up at a time or node\n"       \
-    "limit, unproved.\n"                                                                                               \
+    "to. A '*' in the notes marks a solver answer where a larger batch found no schedule and none was ruled\n"     \
+    "out (a time or node limit stopped the solver, or no rounding fit): unproved. A strategy that fails\n"         \
+    "is a row saying why, and the exit status is 1.\n"                                                               \
     "\n"                                                                                                               \
     "options:\n"                                                                                                       \
     "  --model FILE          model config (models/*.cfg)\n"                                                            \
@@ -43,7 +44,7 @@
     "                        peak they would refer to depends on the batch)\n"                                         \
     "  --max-overhead X      the most extra compute a schedule may cost over checkpoint-all's: 1fwd (the\n"           \
     "                        default: one extra forward pass, as Checkmate's max-batch figure), Nfwd,\n"             \
-    "                        a percentage (50%), or none\n"                                                          \
+    "                        a percentage with its sign (50%), or none\n"                                            \
     "  --accounting A        remat (default): fixed bytes as `remat train` allocates them (weights,\n"              \
     "                        gradients, momentum, batchnorm statistics, labels, workspace); checkmate:\n"         \
     "                        parameters and their gradients only, and sizes in GB (10^9 bytes), as the paper\n"  \
@@ -57,7 +58,7 @@
     "                        of FLOPs; the search tries many batches, so they are scaled linearly from the\n"        \
     "                        batch they were measured at (an assumption: small batches run below peak)\n"             \
     "  --time-limit S        seconds for each lp_round / milp solve (default 30; 0 = none)\n"                          \
-    "  --node-limit N        branch-and-bound nodes for each milp solve (deterministic; default none)\n"            \
+    "  --node-limit N        branch-and-bound nodes for each milp solve (deterministic; default 0 = none)\n"        \
     "  --device cpu|cuda     whose accounting (default cpu); cuda: GPU 0's, as `remat train --device cuda`\n"       \
     "                        allocates it (the layers' CUDA workspace, the loss slot, the cuBLAS\n"                \
     "                        workspace); needs a GPU, and the budget must be free on it\n"                         \
@@ -114,27 +115,42 @@ static void strategy_done(const progress_state *ps, const char *name, const rm_m
             r->probes == 1 ? "" : "s", r->search_s);
 }
 
-/* --max-overhead: "1fwd", "2.5fwd", "50%", "50", "none". 0 on success. */
+/* --max-overhead: "1fwd", "2.5fwd" (more than 0, at most 1000), "50%"
+ * (at most 100000%), "none". Plain decimals only. 0 on success. */
 static int parse_cap(rm_overhead_cap *cap, const char *s)
 {
-    char *end;
     if (!strcmp(s, "none")) {
         cap->kind = RM_CAP_NONE;
         return 0;
     }
-    double v = strtod(s, &end);
-    if (end == s || !isfinite(v) || v < 0) return -1;
-    if (!strcmp(end, "fwd") && v > 0) {
+    size_t n = rm_cli_number_prefix(s);
+    if (!n) return -1;
+    double v = strtod(s, NULL);
+    if (!strcmp(s + n, "fwd") && v > 0 && v <= 1000) {
         cap->kind = RM_CAP_FORWARDS;
         cap->value = v;
         return 0;
     }
-    if ((!strcmp(end, "%") || !*end) && v <= 100000) {
+    if (!strcmp(s + n, "%") && v <= 100000) {
         cap->kind = RM_CAP_FRACTION;
         cap->value = v / 100;
         return 0;
     }
     return -1;
+}
+
+/* --input HxW, each a whole number from 1 to 65536. 0 on success. */
+static int parse_input(int *height, int *width, const char *s)
+{
+    const char *x = strchr(s, 'x');
+    long h, w;
+    char hs[16];
+    if (!x || (size_t)(x - s) >= sizeof hs) return -1;
+    memcpy(hs, s, (size_t)(x - s));
+    hs[x - s] = 0;
+    if (rm_cli_parse_long(&h, hs, 1, 65536) || rm_cli_parse_long(&w, x + 1, 1, 65536)) return -1;
+    *height = (int)h, *width = (int)w;
+    return 0;
 }
 
 /* The cap in words, with what it is in percent at batch 1 (costs grow
@@ -222,7 +238,7 @@ static int print_table(const rm_strategy_info *const *list, int nlist, const rm_
         rm_table_set_text(t, COL_STRATEGY, "%s", list[k]->name);
         if (!ok[k]) {
             for (int c = COL_BATCH; c < COL_NOTES; c++) rm_table_set_num(t, c, NAN, "-");
-            rm_table_set_text(t, COL_NOTES, " error: %s", err[k]);
+            rm_table_set_text(t, COL_NOTES, "%serror: %s", fmt == RM_TABLE_TEXT ? " " : "", err[k]);
             rm_table_add_row(t);
             continue;
         }
@@ -251,8 +267,10 @@ static int print_table(const rm_strategy_info *const *list, int nlist, const rm_
         if (r->max_batch > 0 && r->max_batch == r->bound_batch && !r->capped)
             add_note(notes + 1, sizeof notes - 1, "the bound: no larger batch fits");
         if (r->max_batch == 0)
-            add_note(notes + 1, sizeof notes - 1, "nothing within the budget and the overhead cap at batch 1");
-        if (r->unproved) add_note(notes + 1, sizeof notes - 1, "* a larger batch hit a solver limit, unproved");
+            add_note(notes + 1, sizeof notes - 1,
+                     list[k]->solve_opt || k > 0 ? "nothing within the budget and the overhead cap at batch 1"
+                                                 : "nothing within the budget at batch 1");
+        if (r->unproved) add_note(notes + 1, sizeof notes - 1, "* a larger batch unproved: no schedule found, none ruled out");
         if (r->capped) add_note(notes + 1, sizeof notes - 1, "the --max-batch cap");
         /* The leading space is text's second space before the notes. */
         rm_table_set_text(t, COL_NOTES, "%s", fmt == RM_TABLE_TEXT ? notes : notes + 1);
@@ -275,7 +293,7 @@ static int print_table(const rm_strategy_info *const *list, int nlist, const rm_
  * even batch 1 fits (said on stderr). */
 static int print_setup(const char *model, const char *input, const char *costs_path, const rm_cost_file *costs,
                        const rm_backend *gpu, size_t gpu_free, size_t gpu_total, const rm_cli_budget *budget,
-                       const rm_maxbatch_options *o, trace_ctx *tc, double limit, FILE *out)
+                       const rm_maxbatch_options *o, trace_ctx *tc, double limit, int solvers, FILE *out)
 {
     char a[32], b[32], cap[160];
     rm_err e = {RM_OK, ""};
@@ -314,9 +332,13 @@ static int print_setup(const char *model, const char *input, const char *costs_p
         rm_problem_free(p);
         return 1;
     }
-    fprintf(out, "bound        batch %d%s: above it the largest node with its inputs alone exceeds the budget\n",
-           o->bound_batch, o->bound_batch == o->max_batch ? " (the --max-batch cap)" : "");
-    if (limit > 0) fprintf(out, "time limit   %g s for each lp_round / milp solve\n", limit);
+    if (o->bound_batch == o->max_batch)
+        fprintf(out, "bound        batch %d: the --max-batch cap (the largest node with its inputs fits more)\n",
+                o->bound_batch);
+    else
+        fprintf(out, "bound        batch %d: above it the largest node with its inputs alone exceeds the budget\n",
+                o->bound_batch);
+    if (limit > 0 && solvers) fprintf(out, "time limit   %g s for each lp_round / milp solve\n", limit);
     fprintf(out, "\n");
     fflush(out);
 
@@ -367,8 +389,8 @@ static int maxbatch_run(int argc, char **argv)
         return usage_error("--node-limit must be a whole number >= 0, got '%s'", node_limit);
     rm_overhead_cap ocap = {RM_CAP_FORWARDS, 1};
     if (max_overhead && parse_cap(&ocap, max_overhead))
-        return usage_error("--max-overhead must be 1fwd (one extra forward pass), Nfwd, a percentage such as 50%% "
-                           "(at most 100000%%), or none; got '%s'",
+        return usage_error("--max-overhead must be 1fwd (one extra forward pass), Nfwd (N up to 1000), a "
+                           "percentage such as 50%% (at most 100000%%), or none; got '%s'",
                            max_overhead);
     int checkmate = accounting && !strcmp(accounting, "checkmate");
     if (accounting && !checkmate && strcmp(accounting, "remat"))
@@ -380,13 +402,12 @@ static int maxbatch_run(int argc, char **argv)
     if (format && (rm_table_format_parse(&fmt, format) || fmt == RM_TABLE_MD))
         return usage_error("--format must be text, csv or json, got '%s'", format);
     int height = 0, width = 0;
-    if (input) {
-        char tail;
-        if (sscanf(input, "%dx%d%c", &height, &width, &tail) != 2 || height < 1 || width < 1 || height > 65536 ||
-            width > 65536)
-            return usage_error("--input must be HEIGHTxWIDTH with each from 1 to 65536 (e.g. 416x608), got '%s'",
-                               input);
-    }
+    if (input && parse_input(&height, &width, input))
+        return usage_error("--input must be HEIGHTxWIDTH with each from 1 to 65536 (e.g. 416x608), got '%s'", input);
+    if (input && costs_path)
+        return usage_error("--costs was measured at the config's input size; at --input %s its seconds would be "
+                           "another size's: profile a config of that size instead",
+                           input);
 
     /* The strategies, checkpoint_all first: every ratio is to it. */
     const rm_strategy_info *list[MAX_STRATEGIES];
@@ -451,7 +472,9 @@ static int maxbatch_run(int argc, char **argv)
         return e.code == RM_ERR_NOMEM ? 2 : 1;
     }
     /* With csv or json, stdout carries the table alone; the setup goes to stderr. */
-    if (print_setup(model, input, costs_path, costs, gpu, gpu_free, gpu_total, &bud, &o, &tc, limit,
+    int solvers = 0;
+    for (int k = 0; k < nlist; k++) solvers |= list[k]->solve_opt != NULL;
+    if (print_setup(model, input, costs_path, costs, gpu, gpu_free, gpu_total, &bud, &o, &tc, limit, solvers,
                     fmt == RM_TABLE_TEXT ? stdout : stderr)) {
         rm_cost_file_free(costs);
         rm_model_free(m);
@@ -482,7 +505,7 @@ static int maxbatch_run(int argc, char **argv)
         if (ok[k] && o.fail_batch && res[k].fail_batch == o.fail_batch) res[k].unproved |= res[milp].unproved;
         snprintf(err[k], sizeof err[k], "%s", se.msg);
         if (!quiet) strategy_done(&ps, list[k]->name, &res[k], ok[k]);
-        if (!ok[k] && !quiet) fprintf(stderr, "remat maxbatch: %s: %s\n", list[k]->name, se.msg);
+        if (!ok[k] && !quiet) fprintf(stderr, "remat maxbatch: %s\n", se.msg); /* it names the strategy */
         /* The lead: the largest batch, the cheaper schedule on a tie. */
         if (ok[k] && res[k].max_batch > 0 &&
             (lead < 0 || res[k].max_batch > res[lead].max_batch ||
@@ -504,7 +527,9 @@ static int maxbatch_run(int argc, char **argv)
     rm_cost_file_free(costs);
     rm_model_free(m);
     rm_backend_free(gpu);
-    return 0;
+    int failed = 0;
+    for (int k = 0; k < nlist; k++) failed |= !ok[k];
+    return failed;
 }
 
 const rm_command rm_cmd_maxbatch = {

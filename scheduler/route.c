@@ -175,8 +175,11 @@ static int lp_round_direct(rm_schedule **out, rm_strategy_stats *stats, const rm
     } else if (rc != RM_OK && e) {
         *e = re;
     }
-    /* No rounding that fits is no proof that nothing does. */
-    if (rc == RM_ERR_INFEASIBLE && stats) stats->status = RM_STATUS_NO_SOLUTION;
+    /* No rounding that fits is no proof that nothing does; an LP bound
+     * above the compute cap is. */
+    if (rc == RM_ERR_INFEASIBLE && stats)
+        stats->status = p->max_cost > 0 && r.lp_bound > p->max_cost * (1 + 1e-9) ? RM_STATUS_INFEASIBLE
+                                                                                  : RM_STATUS_NO_SOLUTION;
     rm_schedule_free(inc);
     if (stats && r.lp_bound > 0) {
         stats->has_bound = 1;

@@ -339,6 +339,9 @@ int rm_trainer_auto_batch(rm_trainer *t, rm_err *e)
     o.budget = c->budget;
     o.max_batch = 1 << 16;
     o.solver = c->solver;
+    /* maxbatch's default: a batch that fits only by recomputing several
+     * times over is not worth training at. */
+    o.cap = (rm_overhead_cap){RM_CAP_FORWARDS, 1};
     o.progress = probe;
     o.progress_ctx = t;
     int rc = rm_maxbatch_bound(&o.bound_batch, build_problem, &pc, o.budget, o.max_batch, e);
@@ -354,8 +357,10 @@ int rm_trainer_auto_batch(rm_trainer *t, rm_err *e)
                          "the largest node with its inputs)",
                          MB(c->budget).s, t->m->path, MB(fixed + lb).s, MB(fixed).s);
     }
-    rm_trainer_note(t, "--batch auto: searching the largest batch %s fits in %s (no schedule fits more than %d)", st->name,
-         MB(c->budget).s, o.bound_batch);
+    rm_trainer_note(t,
+                    "--batch auto: searching the largest batch %s fits in %s with at most one extra forward pass of "
+                    "compute (no schedule fits more than %d)",
+                    st->name, MB(c->budget).s, o.bound_batch);
     rm_maxbatch_result r;
     if ((rc = rm_maxbatch_search(&r, st, build_problem, &pc, &o, e))) return rc;
     rm_schedule_free(r.schedule); /* the trainer plans its batch afresh, for the cheapest schedule */

@@ -565,7 +565,8 @@ Test(cli_maxbatch, the_overhead_cap_orders_the_batches)
         }
         free(out);
     }
-    const char *bad[] = {"fwd", "-1%", "abc", "0fwd", "50%%", "1e6%", "nan"};
+    const char *bad[] = {"fwd", "-1%", "abc", "0fwd", "50%%", "1e6%", "nan", "1e308fwd", "1001fwd", "0x10%",
+                         " 1fwd", "+1fwd", "50", "-0%", "inf%", "1FWD"};
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         cr_assert_eq(cf_remat("maxbatch", "--model", TINY, "--budget", "4MiB", "--max-overhead", bad[k], NULL), 1,
                      "%s", bad[k]);
@@ -613,9 +614,15 @@ Test(cli_maxbatch, input_size_override)
         free(out);
     }
     cr_assert_gt(batch[0], batch[1], "a 6x larger input fits a smaller batch: %d vs %d", batch[0], batch[1]);
+    /* A cost file was measured at the config's size: refused with another. */
+    cr_assert_eq(cf_remat("maxbatch", "--model", unet, "--budget", "64MiB", "--input", "64x96", "--costs",
+                          cf_path("any.costs"), NULL),
+                 1);
+    cr_assert(strstr(cf_err, "--costs was measured at the config's input size"), "%s", cf_err);
     cr_assert_eq(cf_remat("maxbatch", "--model", unet, "--budget", "64MiB", "--input", "30x30", NULL), 1);
     cr_assert(strstr(cf_err, "at --input 30x30: ") && strstr(cf_err, "unet-tiny.cfg:"), "%s", cf_err);
-    const char *bad[] = {"32", "32x", "x32", "0x32", "32x32x3", "-4x4"};
+    const char *bad[] = {"32", "32x", "x32", "0x32", "32x32x3", "-4x4", "4294967328x4294967328", " 32x32", "+32x32",
+                         "65537x1"};
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         cr_assert_eq(cf_remat("maxbatch", "--model", unet, "--budget", "64MiB", "--input", bad[k], NULL), 1, "%s",
                      bad[k]);

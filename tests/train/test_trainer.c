@@ -387,6 +387,7 @@ Test(trainer, batch_auto_is_the_max_batch_answer)
     memset(&o, 0, sizeof o);
     o.budget = c.budget;
     o.max_batch = 1 << 16;
+    o.cap = (rm_overhead_cap){RM_CAP_FORWARDS, 1}; /* --batch auto's, maxbatch's default */
     rm_maxbatch_result mr;
     rm_err e = {RM_OK, ""};
     cr_assert_eq(rm_maxbatch_search(&mr, rm_strategy_find("chen_greedy"), problem_at, &pc, &o, &e), RM_OK, "%s",
