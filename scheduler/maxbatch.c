@@ -17,71 +17,63 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-int rm_maxbatch_bisect(int *best, int *probes, rm_maxbatch_feasible_fn feasible, void *ctx, int lo, int hi,
-                       rm_err *e)
+/* One round of galloping from *lo (known to fit): *lo + 1, + 2, + 4, ... up
+ * to *hi - 1, until a batch does not fit (it becomes *hi) or *hi - 1 fits.
+ * *count counts the probes. */
+static int gallop_round(int *lo, int *hi, int *count, rm_maxbatch_feasible_fn feasible, void *ctx, rm_err *e)
 {
-    int count = 0, rc;
+    const int base = *lo;
+    for (int step = 1;; step = step > INT_MAX / 2 ? INT_MAX : 2 * step) {
+        int b = step > *hi - 1 - base ? *hi - 1 : base + step, ok = 0, rc;
+        (*count)++;
+        if ((rc = feasible(&ok, ctx, b, e))) return rc;
+        if (!ok) {
+            *hi = b;
+            return RM_OK;
+        }
+        *lo = b;
+        if (b == *hi - 1) return RM_OK;
+    }
+}
+
+/* The two searches: one round, then bisection (restart = 0), or rounds
+ * until the range closes (restart = 1). */
+static int search(int *best, int *probes, rm_maxbatch_feasible_fn feasible, void *ctx, int lo, int hi, int restart,
+                  rm_err *e)
+{
+    int count = 0, rc = RM_OK;
     *best = lo;
     if (lo < 0 || hi <= lo) return rm_errorf(e, RM_ERR_INVALID, "maxbatch: the range (%d, %d) is empty", lo, hi);
     /* Invariant: lo fits (0 trivially), hi does not (or is past the cap). */
-    const int base = lo;
-    for (int step = 1, b = lo + 1; b < hi;) {
-        int ok = 0;
-        count++;
-        if ((rc = feasible(&ok, ctx, b, e))) goto out;
-        if (!ok) {
-            hi = b;
-            break;
+    if (hi - lo > 1) rc = gallop_round(&lo, &hi, &count, feasible, ctx, e);
+    while (rc == RM_OK && hi - lo > 1) {
+        if (restart) {
+            rc = gallop_round(&lo, &hi, &count, feasible, ctx, e);
+            continue;
         }
-        lo = b;
-        /* base + 2 step, at most hi - 1, without overflow near INT_MAX */
-        int next = step > (hi - 1 - base) / 2 ? hi - 1 : base + 2 * step;
-        if (next <= lo) break;
-        step *= 2;
-        b = next;
-    }
-    while (hi - lo > 1) {
         int mid = lo + (hi - lo) / 2, ok = 0;
         count++;
-        if ((rc = feasible(&ok, ctx, mid, e))) goto out;
+        if ((rc = feasible(&ok, ctx, mid, e))) break;
         if (ok)
             lo = mid;
         else
             hi = mid;
     }
-    *best = lo;
-    rc = RM_OK;
-out:
+    if (rc == RM_OK) *best = lo;
     if (probes) *probes = count;
     return rc;
+}
+
+int rm_maxbatch_bisect(int *best, int *probes, rm_maxbatch_feasible_fn feasible, void *ctx, int lo, int hi,
+                       rm_err *e)
+{
+    return search(best, probes, feasible, ctx, lo, hi, 0, e);
 }
 
 int rm_maxbatch_gallop(int *best, int *probes, rm_maxbatch_feasible_fn feasible, void *ctx, int lo, int hi,
                        rm_err *e)
 {
-    int count = 0, rc;
-    *best = lo;
-    if (lo < 0 || hi <= lo) return rm_errorf(e, RM_ERR_INVALID, "maxbatch: the range (%d, %d) is empty", lo, hi);
-    /* Invariant: lo fits (0 trivially), hi does not (or is past the cap). */
-    while (hi - lo > 1) {
-        const int base = lo; /* a round: base + 1, base + 2, base + 4, ... */
-        for (int step = 1;; step = step > INT_MAX / 2 ? INT_MAX : 2 * step) {
-            int b = step > hi - 1 - base ? hi - 1 : base + step, ok = 0;
-            count++;
-            if ((rc = feasible(&ok, ctx, b, e))) goto out;
-            if (!ok) {
-                hi = b;
-                break;
-            }
-            lo = b;
-            if (b == hi - 1) break;
-        }
-    }
-    *best = lo;
-    rc = RM_OK;
-out:
-    if (probes) *probes = count;
-    return rc;
+    return search(best, probes, feasible, ctx, lo, hi, 1, e);
 }
 
 typedef struct bound_ctx {
