@@ -243,8 +243,7 @@ int cbc_run_instance(cbc_row *row, const cbc_cfg *c, const rm_problem *p)
     char b[32];
     row->nodes = p->n;
     row->budget = p->budget;
-    row->base_cost = 0;
-    for (int k = 0; k < p->n; k++) row->base_cost += p->nodes[k].cost;
+    row->base_cost = rm_problem_base_cost(p);
     fprintf(stderr, "cbc-bench: %s (%d nodes, budget %s) ...\n", row->name, p->n,
             rm_cli_bytes(b, sizeof b, (double)p->budget));
     run_heuristic(row, p);

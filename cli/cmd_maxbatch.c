@@ -161,8 +161,7 @@ static void describe_cap(char *buf, size_t len, const rm_overhead_cap *cap, trac
     rm_err e = {RM_OK, ""};
     double pct = -1;
     if (cap->kind != RM_CAP_NONE && build_problem(&p, tc, 1, &e) == RM_OK) {
-        double all = 0;
-        for (int i = 0; i < p->n; i++) all += p->nodes[i].cost;
+        double all = rm_problem_base_cost(p);
         if (all > 0) pct = 100.0 * (rm_overhead_cap_cost(cap, p) / all - 1);
     }
     rm_problem_free(p);
@@ -254,7 +253,7 @@ static int print_table(const rm_strategy_info *const *list, int nlist, const rm_
             rm_table_set_num(t, COL_SOLVE, r->stats.seconds, "%.2fs", r->stats.seconds);
             if (r->stats.source && list[k]->solve_opt) {
                 /* The incumbent handed over is the schedule of the strategy it came from. */
-                src = !strcmp(r->stats.source, "the caller's incumbent") && from[k] ? from[k] : r->stats.source;
+                src = !strcmp(r->stats.source, RM_SOURCE_CALLER_INCUMBENT) && from[k] ? from[k] : r->stats.source;
                 char note[64];
                 snprintf(note, sizeof note, "from %s", src);
                 add_note(notes + 1, sizeof notes - 1, note);

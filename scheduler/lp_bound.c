@@ -298,7 +298,7 @@ static int bound_begin(rm_lp_bound_result *out, const rm_problem *p, int **lastd
     int rc = rm_problem_validate(p, e);
     if (rc == RM_OK) rc = rm_problem_check_budget(p, "lp bound", e);
     if (rc != RM_OK) return rc;
-    for (int k = 0; k < p->n; k++) out->trivial += p->nodes[k].cost;
+    out->trivial = rm_problem_base_cost(p);
     out->bound = out->trivial;
     if (p->budget == 0 || p->n > BOUND_MAX_NODES) return RM_OK;
     if (!(*lastdesc = malloc((size_t)p->n * sizeof **lastdesc)))

@@ -167,12 +167,6 @@ fail:
     return rc;
 }
 
-/* The LP bound proves every schedule dearer than p's compute cap. */
-static int over_cap(const rm_problem *p, double lp_bound)
-{
-    return p->max_cost > 0 && lp_bound > p->max_cost * (1 + 1e-9);
-}
-
 /* Rounds the relaxation of p solved at a fraction of its activation budget
  * (the rounded schedule is still judged against the real budget). */
 static int round_at(rm_schedule **out, rm_lp_round_result *info, int *relax_failed, const rm_problem *p,
@@ -205,7 +199,7 @@ int rm_lp_round_tightened(rm_schedule **out, rm_lp_round_result *info, const rm_
 {
     double t0 = now_s(), deadline = opt->time_limit_s > 0 ? t0 + opt->time_limit_s : 0;
     int rc = RM_ERR_INFEASIBLE;
-    for (int k = 1; k <= opt->tighten && !over_cap(p, lp_bound); k++) {
+    for (int k = 1; k <= opt->tighten && !rm_problem_bound_over_cap(p, lp_bound); k++) {
         double factor = 1.0 - 0.05 * k;
         int relax_failed;
         rc = round_at(out, info, &relax_failed, p, factor, opt, deadline, e);
@@ -240,7 +234,7 @@ int rm_strategy_lp_round(rm_schedule **out, rm_lp_round_result *info, const rm_p
     int rc = rm_milp_relax(&rel, p, opt->levers, opt->time_limit_s, e);
     if (rc != RM_OK) return rc;
     double bound = rel.bound, lp_s = rel.seconds;
-    if (over_cap(p, bound)) {
+    if (rm_problem_bound_over_cap(p, bound)) {
         /* Every schedule costs at least the bound: none is within the cap,
          * and tighter budgets only raise it. */
         rm_milp_relaxation_free(&rel);

@@ -108,16 +108,9 @@ typedef struct probe_ctx {
     rm_maxbatch_result *res;
 } probe_ctx;
 
-static double total_cost(const rm_problem *p)
-{
-    double c = 0;
-    for (int i = 0; i < p->n; i++) c += p->nodes[i].cost;
-    return c;
-}
-
 double rm_overhead_cap_cost(const rm_overhead_cap *c, const rm_problem *p)
 {
-    double all = total_cost(p), fwd = 0;
+    double all = rm_problem_base_cost(p), fwd = 0;
     for (int i = 0; i < p->n; i++)
         if (p->nodes[i].tag == RM_TAG_FORWARD) fwd += p->nodes[i].cost;
     switch (c->kind) {
@@ -149,7 +142,7 @@ static int strategy_fits(int *feasible, void *vctx, int batch, rm_err *e)
         *feasible = 1;
         /* lo only grows, so the latest fit is the answer's. */
         c->res->cost = stats.sim.cost;
-        c->res->base_cost = total_cost(p);
+        c->res->base_cost = rm_problem_base_cost(p);
         c->res->peak_bytes = stats.sim.peak_bytes;
         c->res->fixed_bytes = p->fixed_bytes;
         c->res->stats = stats;

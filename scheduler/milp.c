@@ -206,7 +206,7 @@ static int step_root(milp_run *r, int *rc, rm_err *e)
     if (code != OPTIMAL) return STEP_LIMIT;
     info->lp_bound = r->lp_bound;
     r->lp_done = 1;
-    if (r->p->max_cost > 0 && r->lp_bound > r->p->max_cost && !near_equal(r->lp_bound, r->p->max_cost)) {
+    if (rm_problem_bound_over_cap(r->p, r->lp_bound)) {
         info->status = RM_STATUS_INFEASIBLE;
         *rc = rm_errorf(e, RM_ERR_INFEASIBLE,
                         "milp: the LP bound %.6g is above the compute cap %.6g: no schedule fits %zu bytes within it",

@@ -75,11 +75,23 @@ size_t rm_problem_peak_lower_bound(const rm_problem *p)
     return best;
 }
 
+double rm_problem_base_cost(const rm_problem *p)
+{
+    double c = 0;
+    for (int i = 0; i < p->n; i++) c += p->nodes[i].cost;
+    return c;
+}
+
+int rm_problem_bound_over_cap(const rm_problem *p, double bound)
+{
+    double cap = p->max_cost;
+    return cap > 0 && bound > cap && bound - cap > 1e-9 * fmax(1.0, fmax(fabs(bound), fabs(cap)));
+}
+
 int rm_problem_check_budget(const rm_problem *p, const char *who, rm_err *e)
 {
     if (p->max_cost > 0) {
-        double all = 0;
-        for (int i = 0; i < p->n; i++) all += p->nodes[i].cost;
+        double all = rm_problem_base_cost(p);
         if (all > p->max_cost)
             return rm_errorf(e, RM_ERR_INFEASIBLE, "%s: the compute cap %.6g is below %.6g, every node once", who,
                              p->max_cost, all);

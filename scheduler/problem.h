@@ -49,6 +49,15 @@ size_t rm_problem_activation_budget(const rm_problem *p);
  * output resident at once). No strategy can go below it. */
 size_t rm_problem_peak_lower_bound(const rm_problem *p);
 
+/* Every node once: checkpoint-all's cost, the least any schedule pays. */
+double rm_problem_base_cost(const rm_problem *p);
+
+/* 1 when a lower bound on every schedule's cost (an LP bound) proves that
+ * none is within p's compute cap (max_cost; never without one): above it by
+ * more than 1e-9 of the larger (at least 1), the solver's rounding. Asked
+ * here only. */
+int rm_problem_bound_over_cap(const rm_problem *p, double bound);
+
 /* "Is the budget below the trivial bound?", asked here only: RM_OK when the
  * budget is 0 (unlimited) or holds the fixed bytes plus the trivial lower
  * bound, and the compute cap (if any) is at least every node once; else

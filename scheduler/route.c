@@ -98,11 +98,13 @@ rm_schedule *rm_route_incumbent(const rm_problem *p, const rm_strategy_options *
 {
     rm_schedule *inc = NULL;
     rm_err ignored = {RM_OK, ""};
+    int from_caller = 0;
     *name = NULL;
     if (p->budget == 0) return NULL;
     if (o && o->incumbent && o->incumbent->n == p->n && rm_schedule_copy(&inc, o->incumbent, &ignored) == RM_OK) {
         if (rm_simulate(r, p, inc, &ignored) == RM_OK && rm_sim_fits(p, r)) {
-            *name = "the caller's incumbent";
+            *name = RM_SOURCE_CALLER_INCUMBENT;
+            from_caller = 1;
         } else {
             rm_schedule_free(inc);
             inc = NULL;
@@ -114,7 +116,7 @@ rm_schedule *rm_route_incumbent(const rm_problem *p, const rm_strategy_options *
     }
     if (!*name) *name = "a baseline"; /* rm_best_baseline names its winner; never left unnamed */
     rm_route_say(NULL, 0, "route %s: incumbent: %s, cost %.6g", who, *name, r->cost);
-    if (o && o->log && inc && !(o->incumbent && o->incumbent->n == p->n && !strcmp(*name, "the caller's incumbent"))) {
+    if (o && o->log && !from_caller) { /* the caller knows its own incumbent */
         char line[160];
         snprintf(line, sizeof line, "incumbent: %s, cost %.6g\n", *name, r->cost);
         o->log(o->log_ctx, line);
@@ -178,8 +180,7 @@ static int lp_round_direct(rm_schedule **out, rm_strategy_stats *stats, const rm
     /* No rounding that fits is no proof that nothing does; an LP bound
      * above the compute cap is. */
     if (rc == RM_ERR_INFEASIBLE && stats)
-        stats->status = p->max_cost > 0 && r.lp_bound > p->max_cost * (1 + 1e-9) ? RM_STATUS_INFEASIBLE
-                                                                                  : RM_STATUS_NO_SOLUTION;
+        stats->status = rm_problem_bound_over_cap(p, r.lp_bound) ? RM_STATUS_INFEASIBLE : RM_STATUS_NO_SOLUTION;
     rm_schedule_free(inc);
     if (stats && r.lp_bound > 0) {
         stats->has_bound = 1;

@@ -130,7 +130,7 @@ static double relaxed_bound(int *proof, const rm_problem *p, double limit, const
                      e.msg[0] ? e.msg : "time limit");
         return 0;
     }
-    if (p->max_cost > 0 && r.bound > p->max_cost * (1 + 1e-9)) {
+    if (rm_problem_bound_over_cap(p, r.bound)) {
         *proof = rm_errorf(pe, RM_ERR_INFEASIBLE,
                            "%s: the relaxed LP bound %.6g is above the compute cap %.6g: nothing fits within it", name,
                            r.bound, p->max_cost);

@@ -69,8 +69,7 @@ const rm_strategy_info *rm_strategy_find(const char *name)
  * trivial one (each node computed once) still bounds the gap. */
 static void trivial_bound(rm_strategy_stats *stats, const rm_problem *p)
 {
-    double base = 0;
-    for (int i = 0; i < p->n; i++) base += p->nodes[i].cost;
+    double base = rm_problem_base_cost(p);
     stats->has_bound = 1;
     stats->bound_trivial = 1;
     stats->lp_bound = base;

@@ -118,6 +118,9 @@ typedef struct rm_strategy_stats {
     const char *source; /* what produced the answer ("ogc", "milp", ...), for "best"; NULL otherwise */
 } rm_strategy_stats;
 
+/* stats.source when the answer is the incumbent the caller gave (options.incumbent). */
+#define RM_SOURCE_CALLER_INCUMBENT "the caller's incumbent"
+
 typedef int (*rm_strategy_opt_fn)(rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p,
                                   const rm_strategy_options *o, rm_err *e);
 

@@ -267,7 +267,7 @@ int rm_trainer_plan_memory(rm_trainer *t, rm_err *e)
     const size_t fixed = p->fixed_bytes, lb = rm_problem_peak_lower_bound(p);
     t->sum.noremat_peak = fixed + r.peak_bytes;
     t->sum.lower_bound = fixed + lb;
-    for (int i = 0; i < p->n; i++) t->sum.base_cost += p->nodes[i].cost;
+    t->sum.base_cost = rm_problem_base_cost(p);
     if (c->budget_percent > 0) {
         double v = floor((double)t->sum.noremat_peak * c->budget_percent / 100.0);
         t->sum.budget = v < 1 ? 1 : v >= 1.8e19 ? SIZE_MAX : (size_t)v;
