@@ -122,7 +122,7 @@ static int run_cbc(cbc_side *cs, const cbc_cfg *c, const char *mps, const char *
 
 /* Reads CBC's solution file: S from the columns lp_solve named C<k> (CBC
  * lists the nonzero ones). */
-static int read_solution_S(rm_schedule *s, const rm_lp_model *m, const char *sol)
+static int read_solution_S(rm_rs *s, const rm_lp_model *m, const char *sol)
 {
     int *s_of_col = calloc((size_t)m->ncols + 1, sizeof *s_of_col); /* column -> 1 + S index */
     FILE *f = s_of_col ? fopen(sol, "r") : NULL;
@@ -149,16 +149,16 @@ static int read_solution_S(rm_schedule *s, const rm_lp_model *m, const char *sol
 
 static void check_cbc_solution(cbc_side *cs, const rm_lp_model *m, const rm_problem *p, const char *sol)
 {
-    rm_schedule *s = NULL;
+    rm_rs *s = NULL;
     rm_err e = {RM_OK, ""};
     rm_sim_result sim;
-    if (rm_schedule_create(&s, p->n, &e) != RM_OK || read_solution_S(s, m, sol) != 0 ||
-        rm_milp_cheapest_R(s, p, &e) != RM_OK || rm_simulate(&sim, p, s, &e) != RM_OK) {
+    if (rm_rs_create(&s, p->n, &e) != RM_OK || read_solution_S(s, m, sol) != 0 ||
+        rm_milp_cheapest_R(s, p, &e) != RM_OK || rm_simulate_rs(&sim, p, s, &e) != RM_OK) {
         fprintf(stderr, "cbc-bench:   CBC's solution could not be judged: %s\n", e.msg[0] ? e.msg : sol);
-        rm_schedule_free(s);
+        rm_rs_free(s);
         return;
     }
-    rm_schedule_free(s);
+    rm_rs_free(s);
     cs->checked = 1;
     cs->sim_cost = sim.cost;
     cs->sim_peak = sim.peak_bytes;

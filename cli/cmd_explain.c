@@ -73,7 +73,7 @@ static void explain_event(const explain_ctx *x, int i, int t, int compute_op)
     size_t ul = 0;
     int nusers = 0;
     for (int k = i + 1; k <= t; k++) {
-        if (!rm_R_at(s, t, k) || !reads(p, k, i)) continue;
+        if (!rm_schedule_R(s, t, k) || !reads(p, k, i)) continue;
         if (nusers < 3)
             ul += (size_t)snprintf(users + ul, ul < sizeof users ? sizeof users - ul : 0, "%s%s", nusers ? ", " : "",
                                    nm(p, k));
@@ -148,9 +148,14 @@ static void explain_recomputations(const explain_ctx *x)
     /* Per node: how often, and what it costs. */
     printf("\n  In total, per value (times recomputed, extra cost):\n");
     int n = p->n, lines = 0, more = 0;
+    int *counts = malloc((size_t)n * sizeof *counts);
+    if (!counts) {
+        printf("    (out of memory)\n");
+        return;
+    }
+    rm_schedule_compute_counts(x->s, counts);
     for (int i = 0; i < n; i++) {
-        int times = 0;
-        for (int t = i + 1; t < n; t++) times += rm_R_at(x->s, t, i);
+        int times = counts[i] - 1;
         if (!times) continue;
         if (lines++ >= 40) {
             more++;
@@ -162,6 +167,7 @@ static void explain_recomputations(const explain_ctx *x)
                rm_cli_bytes(b, sizeof b, (double)p->nodes[i].bytes));
     }
     if (more) printf("    ... and %d more values\n", more);
+    free(counts);
 }
 
 static void explain_peak(const explain_ctx *x)
@@ -207,8 +213,8 @@ static void explain_peak(const explain_ctx *x)
     for (int j = 0; j < m && j < 8; j++) {
         int i = order[j];
         const char *why = i == x->ops[kp].node              ? "just computed"
-                          : rm_S_at(x->s, st, i)            ? "kept from an earlier stage"
-                          : rm_R_at(x->s, st, i) && i != st ? "recomputed in this stage"
+                          : rm_schedule_S(x->s, st, i)            ? "kept from an earlier stage"
+                          : rm_schedule_R(x->s, st, i) && i != st ? "recomputed in this stage"
                                                             : "computed in this stage";
         printf("    %-28s %12s  %s\n", nm(p, i), rm_cli_bytes(a, sizeof a, (double)p->nodes[i].bytes), why);
     }

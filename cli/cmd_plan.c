@@ -125,17 +125,6 @@ fail:
     return 2;
 }
 
-/* Nodes computed more than once. */
-static int recomputed_nodes(const rm_schedule *s)
-{
-    int n = s->n, count = 0;
-    for (int i = 0; i < n; i++) {
-        int times = 0;
-        for (int t = i; t < n; t++) times += rm_R_at(s, t, i);
-        count += times > 1;
-    }
-    return count;
-}
 
 static char tag_char(rm_node_tag t) { return t == RM_TAG_BACKWARD ? 'B' : t == RM_TAG_LOSS ? 'L' : 'F'; }
 
@@ -172,7 +161,7 @@ static void print_matrices(const rm_problem *p, const rm_schedule *s, const time
     for (int t = 0; t < n; t++) {
         printf("%5d %c %-*.*s ", t, tag_char(p->nodes[t].tag), w, w, p->nodes[t].name);
         for (int i = 0; i < n; i++) {
-            int r = i <= t && rm_R_at(s, t, i), k = i < t && rm_S_at(s, t, i);
+            int r = i <= t && rm_schedule_R(s, t, i), k = i < t && rm_schedule_S(s, t, i);
             putchar(r && k ? '*' : r ? '#' : k ? '+' : i <= t ? '.' : ' ');
         }
         char buf[32];
@@ -254,6 +243,7 @@ static void print_summary(const rm_problem *p, const rm_cli_problem *cp, const r
 {
     char a[32], b[32], c[32];
     const rm_sim_result *r = &stats->sim;
+    int nodes = rm_schedule_recomputed_nodes(s);
     printf("\nstrategy     %s: %s\n", st->name, st->title);
     printf("status       %s in %.2f s", rm_status_name(stats->status), stats->seconds);
     if (stats->has_bound)
@@ -265,7 +255,7 @@ static void print_summary(const rm_problem *p, const rm_cli_problem *cp, const r
     printf("cost         %s = checkpoint-all %+.2f%% (%ld recomputation%s of %d node%s)\n",
            rm_cli_cost(a, sizeof a, r->cost, cp->flops),
            cp->base_cost > 0 ? 100.0 * (r->cost / cp->base_cost - 1) : 0.0, r->recomputations,
-           r->recomputations == 1 ? "" : "s", recomputed_nodes(s), recomputed_nodes(s) == 1 ? "" : "s");
+           r->recomputations == 1 ? "" : "s", nodes, nodes == 1 ? "" : "s");
     printf("peak         %s = fixed + %s activations",
            rm_cli_bytes(a, sizeof a, (double)(p->fixed_bytes + r->peak_bytes)),
            rm_cli_bytes(b, sizeof b, (double)r->peak_bytes));
@@ -364,7 +354,7 @@ static int add_strategy_row(rm_table *t, const rm_cli_problem *cp, const rm_stra
     if (ok) {
         double ov = 100.0 * (stats->sim.cost / cp->base_cost - 1);
         size_t peak = cp->p->fixed_bytes + stats->sim.peak_bytes;
-        int nodes = recomputed_nodes(s);
+        int nodes = rm_schedule_recomputed_nodes(s);
         rm_table_set_num(t, COL_OVERHEAD, ov, "%+.2f%%", ov);
         rm_table_set_num(t, COL_COST, stats->sim.cost, "%s", "");
         rm_table_set_num(t, COL_PEAK, (double)peak, "%s", rm_cli_bytes(x, sizeof x, (double)peak));

@@ -80,10 +80,17 @@ int rm_fwd_info_init(rm_fwd_info *fi, const rm_problem *p, rm_err *e)
 
 /* ---- the construction ------------------------------------------------------ */
 
+/* The construction walks the backward stages in order, so what it asks of
+ * the schedule so far ("is v resident in stage t?") only needs, per value,
+ * the end of its longest retention and its latest compute: every retention
+ * added at stage t starts after t (or is the one-stage zero gap at t) and is
+ * for a value already resident at t, and every earlier one starts by b0. */
 typedef struct builder {
     const rm_problem *p;
     const rm_fwd_info *fi;
-    rm_schedule *s;
+    rm_schedule_builder sb;
+    int *until;   /* the last stage v is retained into so far (-1: none) */
+    int *comp_at; /* the last stage that computes v */
     const uint8_t *pinned;
     const int *seg;
     int *last_need;
@@ -94,7 +101,7 @@ typedef struct builder {
 
 static int is_resident(const builder *b, int v, int t)
 {
-    return (b->pinned && b->pinned[v]) || rm_S_at(b->s, t, v) || rm_R_at(b->s, t, v);
+    return (b->pinned && b->pinned[v]) || b->until[v] >= t || b->comp_at[v] == t;
 }
 
 static void note_use(builder *b, int v, int t)
@@ -102,17 +109,27 @@ static void note_use(builder *b, int v, int t)
     if (b->pinned && b->pinned[v] && b->last_need[v] < t) b->last_need[v] = t;
 }
 
-static void retain(rm_schedule *s, int v, int from, int to)
+static void compute(builder *b, int v, int t)
 {
-    if (to > s->n - 1) to = s->n - 1;
-    for (int u = from + 1; u <= to; u++) *rm_S(s, u, v) = 1;
+    rm_builder_compute(&b->sb, t, v);
+    b->comp_at[v] = t;
+}
+
+/* Keeps v over stages from+1 .. to (clamped to the last stage). */
+static void retain(builder *b, int v, int from, int to)
+{
+    if (to > b->p->n - 1) to = b->p->n - 1;
+    if (to <= from) return;
+    rm_builder_retain(&b->sb, v, from + 1, to);
+    if (to > b->until[v]) b->until[v] = to;
 }
 
 /* Resident in stage t-1 and read by that stage's own node: keeping it one
- * stage longer costs nothing at any compute of stage t-1. */
+ * stage longer costs nothing at any compute of stage t-1. Asked only of a
+ * value not resident at t, whose retention so far ends before t. */
 static int zero_gap(const builder *b, int x, int t)
 {
-    if (t < 1 || !(rm_S_at(b->s, t - 1, x) || rm_R_at(b->s, t - 1, x))) return 0;
+    if (t < 1 || !(b->until[x] == t - 1 || b->comp_at[x] == t - 1)) return 0;
     if (x == t - 1) return 1;
     const rm_problem_node *nd = &b->p->nodes[t - 1];
     for (int d = 0; d < nd->ndeps; d++)
@@ -132,10 +149,10 @@ static void need(builder *b, int v, int t)
             continue;
         }
         if (zero_gap(b, x, t)) {
-            *rm_S(b->s, t, x) = 1;
+            retain(b, x, t - 1, t);
             continue;
         }
-        *rm_R(b->s, t, x) = 1;
+        compute(b, x, t);
         const rm_problem_node *nd = &b->p->nodes[x];
         for (int d = 0; d < nd->ndeps; d++) {
             int u = nd->deps[d];
@@ -153,7 +170,7 @@ static void open_segment(builder *b, int k, int t)
     for (int v = b->head[k]; v >= 0; v = b->next[v]) {
         if (b->fi->lastuse[v] < t || (b->pinned && b->pinned[v])) continue;
         need(b, v, t);
-        retain(b->s, v, t, b->fi->lastuse[v]);
+        retain(b, v, t, b->fi->lastuse[v]);
     }
 }
 
@@ -182,17 +199,19 @@ int rm_build_schedule(rm_schedule **out, const rm_problem *p, const rm_fwd_info 
     b.fi = fi;
     b.pinned = pinned;
     b.seg = seg;
-    if ((rc = rm_schedule_create(&b.s, n, e))) return rc;
+    if ((rc = rm_builder_init(&b.sb, n, e))) return rc;
     int nseg = 0;
     if (seg)
         for (int v = 0; v < b0; v++)
             if (seg[v] + 1 > nseg) nseg = seg[v] + 1;
+    b.until = malloc((size_t)n * sizeof(int));
+    b.comp_at = malloc((size_t)n * sizeof(int));
     b.last_need = malloc((size_t)n * sizeof(int));
     b.open = calloc((size_t)nseg + 1, 1);
     b.head = malloc(((size_t)nseg + 1) * sizeof(int));
     b.next = malloc((size_t)n * sizeof(int));
     b.stack = malloc((edges + (size_t)n + 1) * sizeof(int));
-    if (!b.last_need || !b.open || !b.head || !b.next || !b.stack) {
+    if (!b.until || !b.comp_at || !b.last_need || !b.open || !b.head || !b.next || !b.stack) {
         rc = rm_errorf(e, RM_ERR_NOMEM, "baseline: out of memory");
         goto done;
     }
@@ -203,21 +222,21 @@ int rm_build_schedule(rm_schedule **out, const rm_problem *p, const rm_fwd_info 
                 b.next[v] = b.head[seg[v]];
                 b.head[seg[v]] = v;
             }
-    rm_schedule *s = b.s;
     for (int t = 0; t < n; t++) {
-        *rm_R(s, t, t) = 1;
+        b.until[t] = -1;
+        compute(&b, t, t);
         b.last_need[t] = fi->lastuse[t];
         if (t >= b0)
-            retain(s, t, t, fi->lastuse[t]);
+            retain(&b, t, t, fi->lastuse[t]);
         else if (!(pinned && pinned[t]))
-            retain(s, t, t, fi->lastfwd[t]);
+            retain(&b, t, t, fi->lastfwd[t]);
     }
     int k = 0;
-    for (; k < nsnaps && snaps[k].take < b0; k++) retain(s, snaps[k].node, snaps[k].node, snaps[k].free);
+    for (; k < nsnaps && snaps[k].take < b0; k++) retain(&b, snaps[k].node, snaps[k].node, snaps[k].free);
     for (int t = b0; t < n; t++) {
         for (; k < nsnaps && snaps[k].take <= t; k++) {
             need(&b, snaps[k].node, t);
-            retain(s, snaps[k].node, t, snaps[k].free);
+            retain(&b, snaps[k].node, t, snaps[k].free);
         }
         const rm_problem_node *nd = &p->nodes[t];
         for (int d = 0; d < nd->ndeps; d++)
@@ -225,19 +244,20 @@ int rm_build_schedule(rm_schedule **out, const rm_problem *p, const rm_fwd_info 
     }
     if (pinned)
         for (int v = 0; v < b0; v++)
-            if (pinned[v]) retain(s, v, v, b.last_need[v]);
+            if (pinned[v]) retain(&b, v, v, b.last_need[v]);
 done:
+    free(b.until);
+    free(b.comp_at);
     free(b.last_need);
     free(b.open);
     free(b.head);
     free(b.next);
     free(b.stack);
     if (rc) {
-        rm_schedule_free(b.s);
+        rm_builder_free(&b.sb);
         return rc;
     }
-    *out = b.s;
-    return RM_OK;
+    return rm_builder_finish(out, &b.sb, e);
 }
 
 int rm_build_from_checkpoints(rm_schedule **out, const rm_problem *p, const rm_fwd_info *fi, const uint8_t *pinned,

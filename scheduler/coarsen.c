@@ -243,8 +243,8 @@ int rm_coarsen_expand(rm_schedule **out, const rm_problem *p, const rm_coarsenin
     int n = p->n, m = c->m;
     if (c->n != n || cs->n != m)
         return rm_errorf(e, RM_ERR_INVALID,
-                         "coarsen: a %d-stage coarse schedule for %d groups of %d nodes (problem: %d)", cs->n, m, c->n,
-                         n);
+                         "coarsen: a %d-stage coarse schedule for %d groups of %d nodes (problem: %d)",
+                         cs->n, m, c->n, n);
     rm_problem *q;
     int rc = rm_coarsen_problem(&q, p, c, e);
     if (rc) return rc;
@@ -255,46 +255,52 @@ int rm_coarsen_expand(rm_schedule **out, const rm_problem *p, const rm_coarsenin
         rm_err_context(e, "coarsen: the coarse schedule is invalid");
         return rc;
     }
-    rm_schedule *s;
-    if ((rc = rm_schedule_create(&s, n, e))) return rc;
+    rm_rs *d = NULL; /* the coarse schedule, dense: m is small */
+    rm_schedule_builder sb;
     int *lastin = malloc((size_t)n * sizeof *lastin);
-    if (!lastin) {
-        rm_schedule_free(s);
-        return rm_errorf(e, RM_ERR_NOMEM, "coarsen: out of memory (n = %d)", n);
+    if (!lastin) return rm_errorf(e, RM_ERR_NOMEM, "coarsen: out of memory (n = %d)", n);
+    if ((rc = rm_rs_from_schedule(&d, cs, e)) || (rc = rm_builder_init(&sb, n, e))) {
+        free(lastin);
+        rm_rs_free(d);
+        return rc;
     }
     for (int i = 0; i < n; i++) lastin[i] = -1;
     for (int T = 0; T < m; T++) {
         int a = c->first[T], b = c->first[T + 1] - 1;
-        const uint8_t *Rc = &cs->R[(size_t)T * (size_t)m], *Sc = &cs->S[(size_t)T * (size_t)m];
-        const uint8_t *Sn = T + 1 < m ? &cs->S[(size_t)(T + 1) * (size_t)m] : NULL;
+        const uint8_t *Rc = &d->R[(size_t)T * (size_t)m], *Sc = &d->S[(size_t)T * (size_t)m];
+        const uint8_t *Sn = T + 1 < m ? &d->S[(size_t)(T + 1) * (size_t)m] : NULL;
         /* lastin[j]: the last member of T that reads j. */
         for (int r = a; r <= b; r++)
-            for (int d = 0; d < p->nodes[r].ndeps; d++) lastin[p->nodes[r].deps[d]] = r;
+            for (int k = 0; k < p->nodes[r].ndeps; k++) lastin[p->nodes[r].deps[k]] = r;
         /* Stage a: the coarse recomputations, then a. */
         for (int J = 0; J < T; J++) {
             if (Rc[J])
-                for (int j = c->first[J]; j < c->first[J + 1]; j++) *rm_R(s, a, j) = 1;
+                for (int j = c->first[J]; j < c->first[J + 1]; j++) rm_builder_compute(&sb, a, j);
             if (Sc[J])
                 for (int j = c->first[J]; j < c->first[J + 1]; j++)
-                    if (c->keep[j]) *rm_S(s, a, j) = 1;
+                    if (c->keep[j]) rm_builder_retain(&sb, j, a, a);
         }
-        for (int t = a; t <= b; t++) *rm_R(s, t, t) = 1;
-        /* Stages a+1..b: carry what a later member reads or the next coarse stage retains. */
+        for (int t = a; t <= b; t++) rm_builder_compute(&sb, t, t);
+        /* Stages a+1..b: carry what a later member reads or the next coarse stage
+         * retains. */
         for (int t = a + 1; t <= b; t++) {
             for (int J = 0; J < T; J++) {
                 if (!Rc[J] && !Sc[J]) continue;
                 int ret = Sn && Sn[J];
                 for (int j = c->first[J]; j < c->first[J + 1]; j++)
-                    if (c->keep[j] && (ret || lastin[j] >= t)) *rm_S(s, t, j) = 1;
+                    if (c->keep[j] && (ret || lastin[j] >= t)) rm_builder_retain(&sb, j, t, t);
             }
             int ret = Sn && Sn[T];
             for (int j = a; j < t; j++)
-                if (lastin[j] >= t || (c->keep[j] && ret)) *rm_S(s, t, j) = 1;
+                if (lastin[j] >= t || (c->keep[j] && ret)) rm_builder_retain(&sb, j, t, t);
         }
         for (int r = a; r <= b; r++)
-            for (int d = 0; d < p->nodes[r].ndeps; d++) lastin[p->nodes[r].deps[d]] = -1;
+            for (int k = 0; k < p->nodes[r].ndeps; k++) lastin[p->nodes[r].deps[k]] = -1;
     }
     free(lastin);
+    rm_rs_free(d);
+    rm_schedule *s;
+    if ((rc = rm_builder_finish(&s, &sb, e))) return rc;
     rm_sim_result r;
     if ((rc = rm_simulate(&r, p, s, e))) {
         rm_schedule_free(s);

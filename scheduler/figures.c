@@ -197,8 +197,8 @@ static void rs_panel(FILE *f, const rs_layout *g, const rm_problem *p, const rm_
         for (int i = 0; i < lim; i++) {
             const char *cls;
             if (panel)
-                cls = rm_S_at(s, t, i) ? "cell-kept" : "cell-empty";
-            else if (rm_R_at(s, t, i))
+                cls = rm_schedule_S(s, t, i) ? "cell-kept" : "cell-empty";
+            else if (rm_schedule_R(s, t, i))
                 cls = i == t ? "cell-new" : "cell-re";
             else
                 cls = "cell-empty";

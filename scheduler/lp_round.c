@@ -30,7 +30,7 @@ void rm_lp_round_options_default(rm_lp_round_options *o)
     o->levers = RM_MILP_DEFAULT;
 }
 
-int rm_milp_cheapest_R(rm_schedule *s, const rm_problem *p, rm_err *e)
+int rm_milp_cheapest_R(rm_rs *s, const rm_problem *p, rm_err *e)
 {
     if (!s || !p || s->n != p->n) return rm_errorf(e, RM_ERR_INVALID, "cheapest R: schedule and problem sizes differ");
     int n = p->n;
@@ -88,13 +88,13 @@ int rm_lp_round_from(rm_schedule **out, rm_lp_round_result *info, const rm_probl
     if (!out || !p || !S_frac || p->n <= 0) return rm_errorf(e, RM_ERR_INVALID, "lp_round: bad arguments");
     *out = NULL;
     int n = p->n, rc;
-    rm_schedule *cand = NULL, *best = NULL;
+    rm_rs *cand = NULL, *best = NULL;
     rm_sim_result best_sim = {0};
     double best_thr = -1;
     int best_seed = -1, tried = 0, fitted = 0;
-    if ((rc = rm_schedule_create(&cand, n, e)) != RM_OK) return rc;
-    if ((rc = rm_schedule_create(&best, n, e)) != RM_OK) {
-        rm_schedule_free(cand);
+    if ((rc = rm_rs_create(&cand, n, e)) != RM_OK) return rc;
+    if ((rc = rm_rs_create(&best, n, e)) != RM_OK) {
+        rm_rs_free(cand);
         return rc;
     }
     int have_best = 0;
@@ -114,7 +114,7 @@ int rm_lp_round_from(rm_schedule **out, rm_lp_round_result *info, const rm_probl
             }
         if ((rc = rm_milp_cheapest_R(cand, p, e)) != RM_OK) goto fail;
         rm_sim_result sim;
-        if ((rc = rm_simulate(&sim, p, cand, e)) != RM_OK) {
+        if ((rc = rm_simulate_rs(&sim, p, cand, e)) != RM_OK) {
             rm_err_context(e, "lp_round: a rounded schedule was rejected by the simulator");
             goto fail;
         }
@@ -131,7 +131,7 @@ int rm_lp_round_from(rm_schedule **out, rm_lp_round_result *info, const rm_probl
             best_seed = c < nthr ? -1 : c - nthr;
         }
     }
-    rm_schedule_free(cand);
+    rm_rs_free(cand);
     cand = NULL;
     if (info) {
         memset(info, 0, sizeof *info);
@@ -143,12 +143,12 @@ int rm_lp_round_from(rm_schedule **out, rm_lp_round_result *info, const rm_probl
         info->seconds = now_s() - t0;
     }
     if (have_best)
-        RM_LOG_DEBUG("lp_round: %d roundings of the relaxation (bound %.6g), %d fit; the cheapest costs %.6g", tried,
-                     lp_bound, fitted, best_sim.cost);
+        RM_LOG_DEBUG("lp_round: %d roundings of the relaxation (bound %.6g), %d fit; the cheapest costs %.6g",
+                     tried, lp_bound, fitted, best_sim.cost);
     else
         RM_LOG_DEBUG("lp_round: %d roundings of the relaxation (bound %.6g), none fits", tried, lp_bound);
     if (!have_best) {
-        rm_schedule_free(best);
+        rm_rs_free(best);
         return rm_errorf(e, RM_ERR_INFEASIBLE,
                          "lp_round: none of %d roundings of the LP relaxation fits the activation budget of %zu bytes",
                          tried, p->budget > p->fixed_bytes ? p->budget - p->fixed_bytes : (size_t)0);
@@ -159,11 +159,12 @@ int rm_lp_round_from(rm_schedule **out, rm_lp_round_result *info, const rm_probl
         info->gap = best_sim.cost > 0 ? (best_sim.cost - lp_bound) / best_sim.cost : 0;
         if (info->gap < 0) info->gap = 0;
     }
-    *out = best;
-    return RM_OK;
+    rc = rm_schedule_from_rs(out, best, e);
+    rm_rs_free(best);
+    return rc;
 fail:
-    rm_schedule_free(cand);
-    rm_schedule_free(best);
+    rm_rs_free(cand);
+    rm_rs_free(best);
     return rc;
 }
 

@@ -57,6 +57,6 @@ int rm_lp_round_from(rm_schedule **out, rm_lp_round_result *info, const rm_probl
  * retained into S[t+1] but not resident in S[t]) and clear the S entries
  * nothing reads or carries. Every R it keeps is forced, so the cost is
  * minimal for that S, and computing less never raises the peak. */
-int rm_milp_cheapest_R(rm_schedule *s, const rm_problem *p, rm_err *e);
+int rm_milp_cheapest_R(rm_rs *s, const rm_problem *p, rm_err *e);
 
 #endif

@@ -113,9 +113,7 @@ static int step_guards(milp_run *r, int *rc, rm_err *e)
         *rc = rm_errorf(e, RM_ERR_INVALID, "milp: the incumbent has %d stages, the problem %d nodes", inc->n, r->n);
         return STEP_DONE;
     }
-    if ((*rc = rm_schedule_create(&r->cand, r->n, e)) != RM_OK) return STEP_DONE;
-    memcpy(r->cand->R, inc->R, (size_t)r->n * r->n);
-    memcpy(r->cand->S, inc->S, (size_t)r->n * r->n);
+    if ((*rc = rm_schedule_copy(&r->cand, inc, e)) != RM_OK) return STEP_DONE;
     if ((*rc = rm_simulate(&sim, p, r->cand, e)) != RM_OK) {
         rm_err_context(e, "milp: the given incumbent is invalid");
         return STEP_DONE;
@@ -347,14 +345,17 @@ static int take_solution(milp_run *r, int *rejected, rm_err *e)
     int n = r->n, rc;
     const rm_lp_model *m = &r->m;
     *rejected = 0;
-    if ((rc = rm_schedule_create(&r->cand, n, e)) != RM_OK) return rc;
+    rm_rs *d;
+    if ((rc = rm_rs_create(&d, n, e)) != RM_OK) return rc;
     /* By original index: presolve may have removed columns, and
      * get_var_primalresult answers for those too. */
     for (size_t x = 0; x < (size_t)n * n; x++)
-        r->cand->S[x] = m->s_col[x] && get_var_primalresult(m->lp, m->nrows + m->s_col[x]) > 0.5;
-    if (r->nogood_S) memcpy(r->nogood_S, r->cand->S, (size_t)n * n);
+        d->S[x] = m->s_col[x] && get_var_primalresult(m->lp, m->nrows + m->s_col[x]) > 0.5;
+    if (r->nogood_S) memcpy(r->nogood_S, d->S, (size_t)n * n);
     /* The cheapest R for the solver's S: never dearer, never more memory. */
-    if ((rc = rm_milp_cheapest_R(r->cand, r->p, e)) != RM_OK) return rc;
+    if ((rc = rm_milp_cheapest_R(d, r->p, e)) == RM_OK) rc = rm_schedule_from_rs(&r->cand, d, e);
+    rm_rs_free(d);
+    if (rc != RM_OK) return rc;
     rm_sim_result sim;
     if ((rc = rm_simulate(&sim, r->p, r->cand, e)) != RM_OK) {
         rm_err_context(e, "milp: lp_solve's solution was rejected by the simulator");

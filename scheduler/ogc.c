@@ -217,8 +217,8 @@ static int simulate_batch(ogc_dp *d, int nb, int L, rm_err *e)
             if (o < 0 || d->owner[o] != j) continue;
             long long extra = 0;
             for (int v = 0; v <= lo && j > 0; v++)
-                if (d->pins[v] && !in_boundary(d, a, lo, v) && t + 1 < n && rm_S_at(s, t, v) &&
-                    rm_S_at(s, t + 1, v))
+                if (d->pins[v] && !in_boundary(d, a, lo, v) && t + 1 < n && rm_schedule_S(s, t, v) &&
+                    rm_schedule_S(s, t + 1, v))
                     extra += (long long)p->nodes[v].bytes;
             if (d->stage_max[t] - extra > hv) hv = d->stage_max[t] - extra;
             cv += d->stage_rc[t];
@@ -231,7 +231,7 @@ static int simulate_batch(ogc_dp *d, int nb, int L, rm_err *e)
          * to count. */
         long long ov = 0;
         for (int v = 0; v <= lo; v++)
-            if (in_boundary(d, a, lo, v) && !in_boundary(d, b, hi, v) && b0 < n && rm_S_at(s, b0, v))
+            if (in_boundary(d, a, lo, v) && !in_boundary(d, b, hi, v) && b0 < n && rm_schedule_S(s, b0, v))
                 ov += (long long)p->nodes[v].bytes;
         d->h[IDX(d, a, b)] = hv;
         d->hc[IDX(d, a, b)] = cv;

@@ -41,13 +41,14 @@ static void take_expansion(coarse_best *b, const rm_problem *p, const rm_problem
         snprintf(b->why, sizeof b->why, "the expanded schedule peaks at %zu, over the activation budget %zu",
                  xr.peak_bytes, rm_problem_activation_budget(p));
     rm_schedule *xc = NULL;
-    if (rm_schedule_copy(&xc, xs, &ce) == RM_OK && rm_milp_cheapest_R(xc, p, &ce) == RM_OK) {
+    rm_rs *d = NULL;
+    if (rm_rs_from_schedule(&d, xs, &ce) == RM_OK && rm_milp_cheapest_R(d, p, &ce) == RM_OK &&
+        rm_schedule_from_rs(&xc, d, &ce) == RM_OK) {
         rm_schedule *before = b->s;
         rm_route_offer(&b->s, &b->r, xc, p);
         if (b->s != before) b->from = "coarse solve + cheapest R";
-    } else {
-        rm_schedule_free(xc);
     }
+    rm_rs_free(d);
     rm_schedule *before = b->s;
     rm_route_offer(&b->s, &b->r, xs, p);
     if (b->s != before) b->from = "coarse solve";
@@ -132,10 +133,11 @@ static double relaxed_bound(int *proof, const rm_problem *p, double limit, const
     }
     if (rm_problem_bound_over_cap(p, r.bound)) {
         *proof = rm_errorf(pe, RM_ERR_INFEASIBLE,
-                           "%s: the relaxed LP bound %.6g is above the compute cap %.6g: nothing fits within it", name,
-                           r.bound, p->max_cost);
+                           "%s: the relaxed LP bound %.6g is above the compute cap %.6g: nothing fits within it",
+                           name, r.bound, p->max_cost);
     }
-    rm_route_say(NULL, 0, "route %s: relaxed LP bound %.6g (every node once %.6g), %d levels, last %d blocks, %.2f s",
+    rm_route_say(NULL, 0,
+                 "route %s: relaxed LP bound %.6g (every node once %.6g), %d levels, last %d blocks, %.2f s",
                  name, r.bound, r.trivial, r.levels, r.blocks, r.seconds);
     return r.bound;
 }

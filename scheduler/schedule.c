@@ -1,31 +1,312 @@
-/* Schedules (R, S) and the one place where the memory model's rules live:
- * rm_schedule_ops checks a schedule and turns it into the compute/free
- * sequence that the simulator replays and the executor follows. Keeping the
- * rules here, once, is what makes "simulated peak == executed peak" true by
- * construction. */
+/* The schedule's storage: the sparse form (each stage's computes, S as
+ * retention runs), the builder that produces it, and the dense 0/1 matrices
+ * the solvers work on. The rules of the memory model are not here but in
+ * schedule_ops.c. */
 #include "schedule.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-int rm_schedule_create(rm_schedule **out, int n, rm_err *e)
+void rm_schedule_free(rm_schedule *s)
+{
+    if (!s) return;
+    free(s->r_start);
+    free(s->r_node);
+    free(s->ret);
+    free(s->ret_start);
+    free(s);
+}
+
+/* A schedule of n stages with room for nc computes and nr runs. */
+static int alloc_schedule(rm_schedule **out, int n, size_t nc, size_t nr, rm_err *e)
+{
+    *out = NULL;
+    rm_schedule *s = calloc(1, sizeof *s);
+    if (!s) return rm_errorf(e, RM_ERR_NOMEM, "schedule: out of memory");
+    s->n = n;
+    s->r_start = calloc((size_t)n + 1, sizeof *s->r_start);
+    s->ret_start = calloc((size_t)n + 1, sizeof *s->ret_start);
+    s->r_node = malloc((nc ? nc : 1) * sizeof *s->r_node);
+    s->ret = malloc((nr ? nr : 1) * sizeof *s->ret);
+    if (!s->r_start || !s->ret_start || !s->r_node || !s->ret) {
+        rm_schedule_free(s);
+        return rm_errorf(e, RM_ERR_NOMEM, "schedule: out of memory for %zu computes and %zu retention runs", nc, nr);
+    }
+    s->nret = (int)nr;
+    *out = s;
+    return RM_OK;
+}
+
+int rm_schedule_copy(rm_schedule **out, const rm_schedule *s, rm_err *e)
+{
+    size_t nc = (size_t)rm_schedule_ncomputes(s), nr = (size_t)s->nret;
+    int rc = alloc_schedule(out, s->n, nc, nr, e);
+    if (rc) return rc;
+    memcpy((*out)->r_start, s->r_start, ((size_t)s->n + 1) * sizeof *s->r_start);
+    memcpy((*out)->ret_start, s->ret_start, ((size_t)s->n + 1) * sizeof *s->ret_start);
+    memcpy((*out)->r_node, s->r_node, nc * sizeof *s->r_node);
+    memcpy((*out)->ret, s->ret, nr * sizeof *s->ret);
+    return RM_OK;
+}
+
+int rm_schedule_equal(const rm_schedule *a, const rm_schedule *b)
+{
+    if (a->n != b->n || a->nret != b->nret || rm_schedule_ncomputes(a) != rm_schedule_ncomputes(b)) return 0;
+    size_t n1 = (size_t)a->n + 1, nc = (size_t)rm_schedule_ncomputes(a);
+    return !memcmp(a->r_start, b->r_start, n1 * sizeof(int)) && !memcmp(a->r_node, b->r_node, nc * sizeof(int)) &&
+           !memcmp(a->ret, b->ret, (size_t)a->nret * sizeof *a->ret);
+}
+
+int rm_schedule_R(const rm_schedule *s, int t, int i)
+{
+    if (t < 0 || t >= s->n) return 0;
+    int lo = s->r_start[t], hi = s->r_start[t + 1];
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (s->r_node[mid] < i)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < s->r_start[t + 1] && s->r_node[lo] == i;
+}
+
+int rm_schedule_S(const rm_schedule *s, int t, int i)
+{
+    if (i < 0 || i >= s->n) return 0;
+    /* The last run of i that starts at or before t. */
+    int lo = s->ret_start[i], hi = s->ret_start[i + 1];
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (s->ret[mid].from <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > s->ret_start[i] && s->ret[lo - 1].to >= t;
+}
+
+void rm_schedule_compute_counts(const rm_schedule *s, int *counts)
+{
+    memset(counts, 0, (size_t)s->n * sizeof *counts);
+    for (long k = 0; k < rm_schedule_ncomputes(s); k++) counts[s->r_node[k]]++;
+}
+
+int rm_schedule_recomputed_nodes(const rm_schedule *s)
+{
+    /* Each stage's computes ascend and end with the stage's own node, so a
+     * node computed twice appears in a stage after its own: count the nodes
+     * seen at a stage other than their own, once each. */
+    uint8_t *seen = calloc((size_t)s->n, 1);
+    int count = 0;
+    if (!seen) { /* only a count for display: fall back to computes beyond the
+                    first */
+        long extra = rm_schedule_ncomputes(s) - s->n;
+        return extra > s->n ? s->n : (int)extra;
+    }
+    for (int t = 0; t < s->n; t++)
+        for (int k = s->r_start[t]; k < s->r_start[t + 1]; k++) {
+            int v = s->r_node[k];
+            if (v != t && !seen[v]) {
+                seen[v] = 1;
+                count++;
+            }
+        }
+    free(seen);
+    return count;
+}
+
+/* Counting sort of the runs by a stage (their first or their last): bucket
+ * t is items[at[t] .. at[t+1]); at has n + 2 entries, bucket n is empty. */
+static void bucket(int *at, int *items, const rm_schedule *s, int by_end)
+{
+    int n = s->n;
+    memset(at, 0, ((size_t)n + 2) * sizeof *at);
+    for (int k = 0; k < s->nret; k++) at[(by_end ? s->ret[k].to : s->ret[k].from) + 2]++;
+    for (int t = 0; t < n; t++) at[t + 2] += at[t + 1];
+    for (int k = 0; k < s->nret; k++) items[at[(by_end ? s->ret[k].to : s->ret[k].from) + 1]++] = k;
+}
+
+int rm_run_index_init(rm_run_index *x, const rm_schedule *s, rm_err *e)
+{
+    size_t nn = (size_t)s->n + 2, nr = (size_t)s->nret + 1;
+    x->start_at = malloc(nn * sizeof(int));
+    x->end_at = malloc(nn * sizeof(int));
+    x->starts = malloc(nr * sizeof(int));
+    x->ends = malloc(nr * sizeof(int));
+    if (!x->start_at || !x->end_at || !x->starts || !x->ends) {
+        rm_run_index_free(x);
+        return rm_errorf(e, RM_ERR_NOMEM, "schedule: out of memory indexing %d retention runs", s->nret);
+    }
+    bucket(x->start_at, x->starts, s, 0);
+    bucket(x->end_at, x->ends, s, 1);
+    return RM_OK;
+}
+
+void rm_run_index_free(rm_run_index *x)
+{
+    free(x->start_at);
+    free(x->end_at);
+    free(x->starts);
+    free(x->ends);
+    memset(x, 0, sizeof *x);
+}
+
+/* ---- the builder ------------------------------------------------------------ */
+
+int rm_builder_init(rm_schedule_builder *b, int n, rm_err *e)
+{
+    memset(b, 0, sizeof *b);
+    if (n < 1) return rm_errorf(e, RM_ERR_INVALID, "schedule: %d stages; need at least 1", n);
+    b->n = n;
+    b->last = malloc((size_t)n * sizeof *b->last);
+    if (!b->last) return rm_errorf(e, RM_ERR_NOMEM, "schedule: out of memory (n = %d)", n);
+    for (int v = 0; v < n; v++) b->last[v] = -1;
+    return RM_OK;
+}
+
+void rm_builder_free(rm_schedule_builder *b)
+{
+    free(b->comp);
+    free(b->ret);
+    free(b->last);
+    memset(b, 0, sizeof *b);
+}
+
+static int grow(void **buf, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap) return 0;
+    size_t cap2 = *cap ? *cap * 2 : 256;
+    while (cap2 < need) cap2 *= 2;
+    void *p = realloc(*buf, cap2 * elem);
+    if (!p) return -1;
+    *buf = p;
+    *cap = cap2;
+    return 0;
+}
+
+static int in_range(rm_schedule_builder *b, int x, int y, const char *what)
+{
+    if (b->failed) return 0;
+    if (x >= 0 && x < b->n && y >= 0 && y < b->n) return 1;
+    rm_errorf(&b->err, RM_ERR_INVALID, "schedule: %s (%d, %d) is outside the %d stages", what, x, y, b->n);
+    b->failed = 1;
+    return 0;
+}
+
+static void out_of_memory(rm_schedule_builder *b)
+{
+    rm_errorf(&b->err, RM_ERR_NOMEM, "schedule: out of memory building a schedule of %d stages", b->n);
+    b->failed = 1;
+}
+
+void rm_builder_compute(rm_schedule_builder *b, int t, int i)
+{
+    if (!in_range(b, t, i, "compute")) return;
+    if (grow((void **)&b->comp, &b->capcomp, b->ncomp + 1, sizeof *b->comp)) return out_of_memory(b);
+    b->comp[b->ncomp][0] = t;
+    b->comp[b->ncomp][1] = i;
+    b->ncomp++;
+}
+
+void rm_builder_retain(rm_schedule_builder *b, int node, int from, int to)
+{
+    if (from > to || !in_range(b, from, to, "retention") || !in_range(b, node, node, "retention of node")) return;
+    /* Builders mostly extend a node's latest run stage by stage: merge in
+     * place so that a run costs one entry, not one per stage. */
+    int k = b->last[node];
+    if (k >= 0 && from >= b->ret[k].from && from <= b->ret[k].to + 1) {
+        if (to > b->ret[k].to) b->ret[k].to = to;
+        return;
+    }
+    if (grow((void **)&b->ret, &b->capret, b->nret + 1, sizeof *b->ret)) return out_of_memory(b);
+    b->ret[b->nret] = (rm_retention){node, from, to};
+    b->last[node] = (int)b->nret++;
+}
+
+static int cmp_pair(const void *x, const void *y)
+{
+    const int *a = x, *b = y;
+    return a[0] != b[0] ? (a[0] > b[0]) - (a[0] < b[0]) : (a[1] > b[1]) - (a[1] < b[1]);
+}
+
+static int cmp_ret(const void *x, const void *y)
+{
+    const rm_retention *a = x, *b = y;
+    return a->node != b->node ? (a->node > b->node) - (a->node < b->node) : (a->from > b->from) - (a->from < b->from);
+}
+
+int rm_builder_finish(rm_schedule **out, rm_schedule_builder *b, rm_err *e)
+{
+    *out = NULL;
+    if (b->failed) {
+        int code = b->err.code;
+        if (e) *e = b->err;
+        rm_builder_free(b);
+        return code;
+    }
+    qsort(b->comp, b->ncomp, sizeof *b->comp, cmp_pair);
+    qsort(b->ret, b->nret, sizeof *b->ret, cmp_ret);
+    size_t nc = 0, nr = 0;
+    for (size_t k = 0; k < b->ncomp; k++) /* duplicates dropped */
+        if (k == 0 || cmp_pair(b->comp[k], b->comp[nc - 1])) memcpy(b->comp[nc++], b->comp[k], sizeof *b->comp);
+    for (size_t k = 0; k < b->nret; k++) { /* overlapping or adjacent runs merged */
+        rm_retention *r = &b->ret[k], *top = nr ? &b->ret[nr - 1] : NULL;
+        if (top && top->node == r->node && r->from <= top->to + 1) {
+            if (r->to > top->to) top->to = r->to;
+        } else {
+            b->ret[nr++] = *r;
+        }
+    }
+    rm_schedule *s;
+    int rc = alloc_schedule(&s, b->n, nc, nr, e);
+    if (rc) {
+        rm_builder_free(b);
+        return rc;
+    }
+    for (size_t k = 0; k < nc; k++) {
+        s->r_node[k] = b->comp[k][1];
+        s->r_start[b->comp[k][0] + 1]++;
+    }
+    for (size_t k = 0; k < nr; k++) {
+        s->ret[k] = b->ret[k];
+        s->ret_start[b->ret[k].node + 1]++;
+    }
+    for (int t = 0; t < b->n; t++) {
+        s->r_start[t + 1] += s->r_start[t];
+        s->ret_start[t + 1] += s->ret_start[t];
+    }
+    rm_builder_free(b);
+    *out = s;
+    return RM_OK;
+}
+
+/* ---- the dense form
+ * ----------------------------------------------------------- */
+
+int rm_rs_create(rm_rs **out, int n, rm_err *e)
 {
     *out = NULL;
     if (n < 1) return rm_errorf(e, RM_ERR_INVALID, "schedule: %d stages; need at least 1", n);
-    rm_schedule *s = calloc(1, sizeof *s);
+    if (n > RM_RS_MAX_NODES)
+        return rm_errorf(e, RM_ERR_INVALID,
+                         "schedule: dense R and S matrices of %d x %d entries are too large (at most %d nodes); "
+                         "this strategy works on dense matrices",
+                         n, n, RM_RS_MAX_NODES);
+    rm_rs *s = calloc(1, sizeof *s);
     if (!s) return rm_errorf(e, RM_ERR_NOMEM, "schedule: out of memory");
     s->n = n;
     s->R = calloc((size_t)n * (size_t)n, 1);
     s->S = calloc((size_t)n * (size_t)n, 1);
     if (!s->R || !s->S) {
-        rm_schedule_free(s);
+        rm_rs_free(s);
         return rm_errorf(e, RM_ERR_NOMEM, "schedule: out of memory for %d x %d matrices", n, n);
     }
     *out = s;
     return RM_OK;
 }
 
-void rm_schedule_free(rm_schedule *s)
+void rm_rs_free(rm_rs *s)
 {
     if (!s) return;
     free(s->R);
@@ -33,208 +314,31 @@ void rm_schedule_free(rm_schedule *s)
     free(s);
 }
 
-int rm_schedule_copy(rm_schedule **out, const rm_schedule *s, rm_err *e)
+int rm_rs_from_schedule(rm_rs **out, const rm_schedule *s, rm_err *e)
 {
-    int rc = rm_schedule_create(out, s->n, e);
+    int rc = rm_rs_create(out, s->n, e);
     if (rc) return rc;
-    size_t nn = (size_t)s->n * (size_t)s->n;
-    memcpy((*out)->R, s->R, nn);
-    memcpy((*out)->S, s->S, nn);
+    for (int t = 0; t < s->n; t++)
+        for (int k = s->r_start[t]; k < s->r_start[t + 1]; k++) *rm_R(*out, t, s->r_node[k]) = 1;
+    for (int k = 0; k < s->nret; k++)
+        for (int t = s->ret[k].from; t <= s->ret[k].to; t++) *rm_S(*out, t, s->ret[k].node) = 1;
     return RM_OK;
 }
 
-static const char *nm(const rm_problem *p, int i) { return p->nodes[i].name[0] ? p->nodes[i].name : "?"; }
-
-/* Finds and reports the first violation in row t (the slow path of
- * check_structure, taken only when the fast scan found one). */
-static int report_row(const rm_problem *p, const rm_schedule *s, int t, rm_err *e)
+int rm_schedule_from_rs(rm_schedule **out, const rm_rs *d, rm_err *e)
 {
-    int n = s->n;
-    const uint8_t *R = &s->R[(size_t)t * (size_t)n], *S = &s->S[(size_t)t * (size_t)n];
-    for (int i = 0; i < n; i++) {
-        if (R[i] > 1 || S[i] > 1)
-            return rm_errorf(e, RM_ERR_INVALID, "stage %d, node %d (%s): %s = %d; entries must be 0 or 1", t, i,
-                             nm(p, i), R[i] > 1 ? "R" : "S", R[i] > 1 ? R[i] : S[i]);
-        if (R[i] && i > t)
-            return rm_errorf(e, RM_ERR_INVALID,
-                             "stage %d computes node %d (%s), which comes after the stage's own node (R above "
-                             "the diagonal)",
-                             t, i, nm(p, i));
-        if (S[i] && i >= t)
-            return rm_errorf(e, RM_ERR_INVALID,
-                             "stage %d retains node %d (%s), which cannot have been computed before the stage "
-                             "(S on or above the diagonal)",
-                             t, i, nm(p, i));
-        if (t + 1 < n && s->S[(size_t)(t + 1) * (size_t)n + (size_t)i] && !S[i] && !R[i])
-            return rm_errorf(e, RM_ERR_INVALID,
-                             "stage %d retains node %d (%s), which was neither resident in stage %d nor "
-                             "computed in it (S[t+1] <= S[t] + R[t])",
-                             t + 1, i, nm(p, i), t);
-    }
-    return rm_errorf(e, RM_ERR_INVALID, "stage %d: invalid row", t);
-}
-
-/* Rows are mostly zero and this runs for every simulation, inside
- * bisections over graphs of ~1000 nodes: look at them 8 bytes at a time. */
-static uint64_t load8(const uint8_t *p)
-{
-    uint64_t w;
-    memcpy(&w, p, sizeof w);
-    return w;
-}
-
-static unsigned or_range(const uint8_t *a, int from, int to)
-{
-    uint64_t acc = 0;
-    int i = from;
-    for (; i + 8 <= to; i += 8) acc |= load8(a + i);
-    for (; i < to; i++) acc |= a[i];
-    return acc != 0;
-}
-
-/* Indices i in [0, len) with row[i] nonzero, ascending. */
-static int collect(int *out, const uint8_t *row, int len)
-{
-    int m = 0, i = 0;
-    for (; i + 8 <= len; i += 8)
-        if (load8(row + i))
-            for (int j = i; j < i + 8; j++)
-                if (row[j]) out[m++] = j;
-    for (; i < len; i++)
-        if (row[i]) out[m++] = i;
-    return m;
-}
-
-/* The rules that involve R and S alone: a word-at-a-time scan for the
- * common (valid) case, and report_row to name the first violation. */
-static int check_structure(const rm_problem *p, const rm_schedule *s, rm_err *e)
-{
-    int n = s->n;
-    if (p->n != n) return rm_errorf(e, RM_ERR_INVALID, "schedule has %d stages but the problem has %d nodes", n, p->n);
+    *out = NULL;
+    int n = d->n;
+    rm_schedule_builder b;
+    int rc = rm_builder_init(&b, n, e);
+    if (rc) return rc;
+    /* Row by row, so each node's runs grow at their end and merge in place. */
     for (int t = 0; t < n; t++) {
-        const uint8_t *R = &s->R[(size_t)t * (size_t)n], *S = &s->S[(size_t)t * (size_t)n];
-        if (R[t] != 1)
-            return rm_errorf(e, RM_ERR_INVALID, "stage %d does not compute its own node %d (%s): R[t][t] must be 1", t,
-                             t, nm(p, t));
-        const uint64_t high = 0xFEFEFEFEFEFEFEFEULL, low = 0x0101010101010101ULL;
-        const uint8_t *S1 = t + 1 < n ? S + n : NULL;
-        uint64_t acc = 0;
-        int i = 0;
-        for (; i + 8 <= t; i += 8) {
-            uint64_t r = load8(R + i), sv = load8(S + i);
-            acc |= (r | sv) & high;
-            if (S1) acc |= load8(S1 + i) & ~(r | sv) & low;
-        }
-        for (; i < t; i++) {
-            acc |= (R[i] | S[i]) & 0xFE;
-            if (S1) acc |= S1[i] & ~(R[i] | S[i]) & 1;
-        }
-        if (acc || or_range(S, t, n) || or_range(R, t + 1, n)) return report_row(p, s, t, e);
-    }
-    return RM_OK;
-}
-
-typedef struct op_buf {
-    rm_op *ops;
-    int n, cap;
-} op_buf;
-
-static int push(op_buf *b, rm_op_kind kind, int node, int stage, rm_err *e)
-{
-    if (b->n == b->cap) {
-        int cap = b->cap ? b->cap * 2 : 256;
-        rm_op *ops = realloc(b->ops, (size_t)cap * sizeof *ops);
-        if (!ops) return rm_errorf(e, RM_ERR_NOMEM, "schedule: out of memory for %d operations", cap);
-        b->ops = ops;
-        b->cap = cap;
-    }
-    b->ops[b->n++] = (rm_op){kind, node, stage};
-    return RM_OK;
-}
-
-/* Per stage: every dep read must be resident (retained, or computed earlier in
- * the stage; since deps are earlier nodes and a stage computes in index order,
- * a recomputed dep always precedes its reader). A value's last reader in the
- * stage frees it unless it is retained; a retained value that is also
- * recomputed is superseded, and since all its readers follow the recompute,
- * the old copy is dead from the stage start. */
-int rm_schedule_ops(rm_op **ops, int *nops, const rm_problem *p, const rm_schedule *s, rm_err *e)
-{
-    *ops = NULL;
-    *nops = 0;
-    int rc = check_structure(p, s, e);
-    if (rc) return rc;
-    int n = s->n;
-    int *last_use = malloc((size_t)n * sizeof *last_use);
-    int *head = malloc((size_t)n * sizeof *head);
-    int *next = malloc((size_t)n * sizeof *next);
-    int *rl = malloc((size_t)n * sizeof *rl), *sl = malloc((size_t)n * sizeof *sl);
-    int *ul = malloc((size_t)n * sizeof *ul);
-    op_buf b = {0};
-    if (!last_use || !head || !next || !rl || !sl || !ul) {
-        rc = rm_errorf(e, RM_ERR_NOMEM, "schedule: out of memory");
-        goto done;
-    }
-    for (int t = 0; t < n && !rc; t++) {
-        const uint8_t *R = &s->R[(size_t)t * (size_t)n], *S = &s->S[(size_t)t * (size_t)n];
-        const uint8_t *S1 = t + 1 < n ? &s->S[(size_t)(t + 1) * (size_t)n] : NULL;
-        /* The stage's values: computed (rl), resident at its start (sl), both (ul). */
-        int nr = collect(rl, R, t + 1), ns = collect(sl, S, t), nu = 0;
-        for (int x = 0, y = 0; x < nr || y < ns;) {
-            int v = y >= ns || (x < nr && rl[x] < sl[y]) ? rl[x] : sl[y];
-            if (x < nr && rl[x] == v) x++;
-            if (y < ns && sl[y] == v) y++;
-            ul[nu++] = v;
-            last_use[v] = -1;
-        }
-        for (int x = 0; x < nr; x++) {
-            int k = rl[x];
-            last_use[k] = k;
-            const rm_problem_node *nd = &p->nodes[k];
-            for (int d = 0; d < nd->ndeps; d++) {
-                int j = nd->deps[d];
-                if (!S[j] && !R[j]) {
-                    rc = rm_errorf(e, RM_ERR_INVALID,
-                                   "stage %d computes node %d (%s), which reads node %d (%s): that value is neither "
-                                   "retained into the stage (S) nor computed earlier in it (R)",
-                                   t, k, nm(p, k), j, nm(p, j));
-                    goto done;
-                }
-                last_use[j] = k;
-            }
-        }
-        /* Buckets of values to free after each compute, ascending by value. */
-        for (int x = 0; x < nr; x++) head[rl[x]] = -1;
-        for (int x = nu - 1; x >= 0; x--) {
-            int v = ul[x];
-            if (last_use[v] < 0 || (S1 && S1[v])) continue;
-            next[v] = head[last_use[v]];
-            head[last_use[v]] = v;
-        }
-        for (int y = 0; y < ns; y++) {
-            int v = sl[y];
-            if (R[v] || (last_use[v] < 0 && !(S1 && S1[v])))
-                if ((rc = push(&b, RM_OP_FREE, v, t, e))) goto done;
-        }
-        for (int x = 0; x < nr; x++) {
-            int k = rl[x];
-            if ((rc = push(&b, RM_OP_COMPUTE, k, t, e))) goto done;
-            for (int v = head[k]; v >= 0; v = next[v])
-                if ((rc = push(&b, RM_OP_FREE, v, t, e))) goto done;
+        const uint8_t *R = &d->R[(size_t)t * (size_t)n], *S = &d->S[(size_t)t * (size_t)n];
+        for (int i = 0; i < n; i++) {
+            if (R[i]) rm_builder_compute(&b, t, i);
+            if (S[i]) rm_builder_retain(&b, i, t, t);
         }
     }
-done:
-    free(last_use);
-    free(head);
-    free(next);
-    free(rl);
-    free(sl);
-    free(ul);
-    if (rc) {
-        free(b.ops);
-        return rc;
-    }
-    *ops = b.ops;
-    *nops = b.n;
-    return RM_OK;
+    return rm_builder_finish(out, &b, e);
 }

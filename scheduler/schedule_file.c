@@ -1,7 +1,9 @@
-/* The schedule file (docs/schedule-format.md): R and S as bit rows, the
- * simulated cost and peak, and the operation sequence. R and S are the
- * schedule; the rest is there for people and other tools, and reading checks
- * it against the simulator so a stale or hand-edited file cannot lie. */
+/* The schedule file (docs/schedule-format.md): R as each stage's
+ * recomputations and S as retention runs, the simulated cost and peak, and
+ * the operation sequence. R and S are the schedule; the rest is there for
+ * people and other tools, and reading checks it against the simulator so a
+ * stale or hand-edited file cannot lie. The first format, R and S as rows of
+ * bits (n^2 characters: 20 GB at 100,000 nodes), is still read. */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -13,6 +15,41 @@
 #include "schedule.h"
 #include "simulate.h"
 #include "text_fields.h"
+
+/* Writes the ascending list xs[0..m) as ranges: 0-4,7,9-10. */
+static void put_ranges(FILE *fp, const int *xs, int m)
+{
+    for (int k = 0; k < m;) {
+        int j = k;
+        while (j + 1 < m && xs[j + 1] == xs[j] + 1) j++;
+        fprintf(fp, k ? ",%d" : "%d", xs[k]);
+        if (j > k) fprintf(fp, "-%d", xs[j]);
+        k = j + 1;
+    }
+}
+
+static void write_body(FILE *fp, const rm_schedule *s)
+{
+    fprintf(fp, "# R T NODES: stage T computes NODES (earlier nodes: recomputations) before its own node T;\n");
+    fprintf(fp, "# a stage without an R line computes only its own node\n");
+    for (int t = 0; t < s->n; t++)
+        if (rm_stage_ncomputes(s, t) > 1) {
+            fprintf(fp, "R %d ", t);
+            put_ranges(fp, &s->r_node[s->r_start[t]], rm_stage_ncomputes(s, t) - 1); /* the last one is t */
+            fputc('\n', fp);
+        }
+    fprintf(fp, "# S NODE STAGES: NODE's output is resident at the start of STAGES (kept from the stage before)\n");
+    for (int v = 0; v < s->n; v++) {
+        if (s->ret_start[v] == s->ret_start[v + 1]) continue;
+        fprintf(fp, "S %d ", v);
+        for (int k = s->ret_start[v]; k < s->ret_start[v + 1]; k++) {
+            const rm_retention *r = &s->ret[k];
+            fprintf(fp, k > s->ret_start[v] ? ",%d" : "%d", r->from);
+            if (r->to > r->from) fprintf(fp, "-%d", r->to);
+        }
+        fputc('\n', fp);
+    }
+}
 
 int rm_schedule_write(const rm_schedule *s, const rm_problem *p, const char *path, rm_err *e)
 {
@@ -32,18 +69,9 @@ int rm_schedule_write(const rm_schedule *s, const rm_problem *p, const char *pat
         return rc;
     }
     FILE *fp = af.f;
-    int n = s->n;
     fprintf(fp, "# remat schedule (format: docs/schedule-format.md)\n");
-    fprintf(fp, "schedule %d\n", n);
-    fprintf(fp, "# stage T R <bits for nodes 0..T> S <bits for nodes 0..T-1, '-' for stage 0>\n");
-    for (int t = 0; t < n; t++) {
-        fprintf(fp, "stage %d R ", t);
-        for (int i = 0; i <= t; i++) fputc(rm_R_at(s, t, i) ? '1' : '0', fp);
-        fputs(" S ", fp);
-        if (t == 0) fputc('-', fp);
-        for (int i = 0; i < t; i++) fputc(rm_S_at(s, t, i) ? '1' : '0', fp);
-        fputc('\n', fp);
-    }
+    fprintf(fp, "schedule %d sparse\n", s->n);
+    write_body(fp, s);
     fprintf(fp, "# simulated: total compute cost, activation peak in bytes (fixed bytes excluded)\n");
     fprintf(fp, "cost %.17g\n", r.cost);
     fprintf(fp, "peak %zu\n", r.peak_bytes);
@@ -68,8 +96,8 @@ static int parse_int(int *out, const char *tok)
     return 0;
 }
 
-/* One "stage T R bits S bits" line into row T. */
-static int parse_stage(rm_schedule *s, int t, char **f, int nf, const char *path, int line, rm_err *e)
+/* One "stage T R bits S bits" line of the first format into stage T. */
+static int parse_stage(rm_schedule_builder *b, int t, char **f, int nf, const char *path, int line, rm_err *e)
 {
     int idx;
     if (strcmp(f[0], "stage") != 0)
@@ -89,58 +117,176 @@ static int parse_stage(rm_schedule *s, int t, char **f, int nf, const char *path
         char c = f[3][i];
         if (c != '0' && c != '1')
             return rm_errorf(e, RM_ERR_PARSE, "%s:%d: R bit %d is '%c', not 0 or 1", path, line, i, c);
-        *rm_R(s, t, i) = (uint8_t)(c == '1');
+        if (c == '1') rm_builder_compute(b, t, i);
     }
     for (int i = 0; i < t; i++) {
         char c = sb[i];
         if (c != '0' && c != '1')
             return rm_errorf(e, RM_ERR_PARSE, "%s:%d: S bit %d is '%c', not 0 or 1", path, line, i, c);
-        *rm_S(s, t, i) = (uint8_t)(c == '1');
+        if (c == '1') rm_builder_retain(b, i, t, t); /* rows in order: each run grows in place */
     }
     return RM_OK;
 }
 
-/* What rm_schedule_read knows while it walks the file: the header, then
- * s->n stage rows, then cost, peak and ops lines in any order (each once),
- * the ops line followed by its operations. Every line is checked against
- * what the simulator makes of R and S (ops, r) once all the rows are in. */
+/* A list of ranges "0-4,7,9-10", ascending and not overlapping, each end
+ * below limit; calls take(ctx, a, b) for each range. */
+static int parse_ranges(const char *tok, int limit, const char *what, void (*take)(void *, int, int), void *ctx,
+                        const char *path, int line, rm_err *e)
+{
+    int prev = -1;
+    const char *q = tok;
+    for (;;) {
+        char *end;
+        int a, b;
+        errno = 0;
+        long x = isdigit((unsigned char)*q) ? strtol(q, &end, 10) : -1;
+        if (x < 0 || errno || x > 2000000000)
+            return rm_errorf(e, RM_ERR_PARSE, "%s:%d: %s '%s': expected ranges like 0-4,7", path, line, what, tok);
+        a = b = (int)x;
+        if (*end == '-') {
+            q = end + 1;
+            long y = isdigit((unsigned char)*q) ? strtol(q, &end, 10) : -1;
+            if (y < 0 || errno || y > 2000000000)
+                return rm_errorf(e, RM_ERR_PARSE, "%s:%d: %s '%s': expected ranges like 0-4,7", path, line, what, tok);
+            b = (int)y;
+        }
+        if (b < a)
+            return rm_errorf(e, RM_ERR_PARSE, "%s:%d: %s: the range %d-%d runs backwards", path, line, what, a, b);
+        if (a <= prev)
+            return rm_errorf(e, RM_ERR_PARSE,
+                             "%s:%d: %s: %d comes after %d; ranges must ascend without overlapping",
+                             path, line, what, a, prev);
+        if (b >= limit)
+            return rm_errorf(e, RM_ERR_PARSE, "%s:%d: %s: %d is out of range (at most %d)", path, line, what, b,
+                             limit - 1);
+        take(ctx, a, b);
+        prev = b;
+        if (*end == '\0') return RM_OK;
+        if (*end != ',' || end[1] == '\0')
+            return rm_errorf(e, RM_ERR_PARSE, "%s:%d: %s '%s': expected ranges like 0-4,7", path, line, what, tok);
+        q = end + 1;
+    }
+}
+
+typedef struct range_ctx {
+    rm_schedule_builder *b;
+    int at;          /* the stage (R) or node (S) of the line */
+    int first, last; /* the lowest and highest number listed */
+} range_ctx;
+
+static void take_recompute(void *ctx, int a, int b)
+{
+    range_ctx *c = ctx;
+    for (int i = a; i <= b; i++) rm_builder_compute(c->b, c->at, i);
+    if (c->first < 0) c->first = a;
+    c->last = b;
+}
+
+static void take_run(void *ctx, int a, int b)
+{
+    range_ctx *c = ctx;
+    rm_builder_retain(c->b, c->at, a, b);
+    if (c->first < 0) c->first = a;
+    c->last = b;
+}
+
+/* What rm_schedule_read knows while it walks the file: the header, then the
+ * body (stage rows in the first format; R lines, then S lines, in the
+ * sparse one), then cost, peak and ops lines in any order (each once), the
+ * ops line followed by its operations. Every line after the body is checked
+ * against what the simulator makes of R and S (ops, r). */
 typedef struct {
     const rm_problem *p;
     const char *path;
     rm_err *e;
-    rm_schedule *s; /* created by the header */
-    int header;     /* the header's line, 0 before it */
-    int stages;     /* stage rows read */
-    rm_op *ops;     /* from R and S, once every row is read */
+    rm_schedule_builder b; /* the body so far */
+    rm_schedule *s;        /* once the body is complete */
+    int n, sparse;
+    int header; /* the header's line, 0 before it */
+    int stages; /* stage rows read (first format) */
+    int last_r; /* the last R line's stage, the last S line's node (sparse) */
+    int last_s;
+    rm_op *ops; /* from R and S, once the body is complete */
     int nops;
     rm_sim_result r;
     int ops_declared, ops_seen, ops_line, cost_line, peak_line;
 } schedule_reader;
 
-/* "schedule STAGES", which must match the problem. */
+/* "schedule STAGES [sparse]", which must match the problem. */
 static int read_header(schedule_reader *rd, char **f, int nf, int line)
 {
     int n;
-    if (strcmp(f[0], "schedule") != 0 || nf != 2 || parse_int(&n, f[1]))
-        return rm_errorf(rd->e, RM_ERR_PARSE, "%s:%d: expected the header 'schedule STAGES'", rd->path, line);
+    rd->sparse = nf == 3 && strcmp(f[2], "sparse") == 0;
+    if (strcmp(f[0], "schedule") != 0 || (nf != 2 && !rd->sparse) || parse_int(&n, f[1]))
+        return rm_errorf(rd->e, RM_ERR_PARSE, "%s:%d: expected the header 'schedule STAGES [sparse]'", rd->path, line);
     if (n != rd->p->n)
         return rm_errorf(rd->e, RM_ERR_PARSE, "%s:%d: the schedule has %d stages but the problem has %d nodes",
                          rd->path, line, n, rd->p->n);
-    int rc = rm_schedule_create(&rd->s, n, rd->e);
-    if (!rc) rd->header = line;
+    int rc = rm_builder_init(&rd->b, n, rd->e);
+    if (!rc) rd->header = line, rd->n = n, rd->last_r = rd->last_s = -1;
     return rc;
 }
 
-/* The next stage row; after the last one, the operations and the
- * simulation that the rest of the file is checked against. */
-static int read_stage_row(schedule_reader *rd, char **f, int nf, int line)
+/* The body is complete: the schedule, its operations and the simulation
+ * that the rest of the file is checked against. A sparse stage without an R
+ * line computes its own node only, so every stage gets its own compute. */
+static int finish_body(schedule_reader *rd)
 {
-    int rc = parse_stage(rd->s, rd->stages, f, nf, rd->path, line, rd->e);
-    if (rc || ++rd->stages < rd->s->n) return rc;
+    if (rd->sparse)
+        for (int t = 0; t < rd->n; t++) rm_builder_compute(&rd->b, t, t);
+    int rc = rm_builder_finish(&rd->s, &rd->b, rd->e);
+    if (rc) return rc;
     if ((rc = rm_schedule_ops(&rd->ops, &rd->nops, rd->p, rd->s, rd->e)) ||
         (rc = rm_simulate_ops(&rd->r, NULL, rd->p, rd->s, rd->ops, rd->nops, rd->e)))
         rm_err_context(rd->e, "%s", rd->path);
     return rc;
+}
+
+/* The next stage row of the first format; after the last one, the body is
+ * complete. */
+static int read_stage_row(schedule_reader *rd, char **f, int nf, int line)
+{
+    int rc = parse_stage(&rd->b, rd->stages, f, nf, rd->path, line, rd->e);
+    if (rc || ++rd->stages < rd->n) return rc;
+    return finish_body(rd);
+}
+
+/* "R T NODES" or "S NODE STAGES" of the sparse format. R lines come first,
+ * by ascending stage, then S lines by ascending node; the triangle rules are
+ * checked here, where the line is known; the rest by rm_schedule_ops. */
+static int read_sparse_line(schedule_reader *rd, char **f, int nf, int line)
+{
+    int is_r = strcmp(f[0], "R") == 0, at;
+    const char *what = is_r ? "R" : "S";
+    if (nf != 3 || parse_int(&at, f[1]) || at >= rd->n)
+        return rm_errorf(rd->e, RM_ERR_PARSE, "%s:%d: expected '%s %s' with %s below %d", rd->path, line, what,
+                         is_r ? "STAGE NODES" : "NODE STAGES", is_r ? "STAGE" : "NODE", rd->n);
+    if (is_r && (rd->last_s >= 0 || at <= rd->last_r))
+        return rm_errorf(rd->e, RM_ERR_PARSE,
+                         "%s:%d: R lines come before the S lines, one per stage, in ascending order",
+                         rd->path, line);
+    if (!is_r && at <= rd->last_s)
+        return rm_errorf(rd->e, RM_ERR_PARSE, "%s:%d: S lines come one per node, in ascending order", rd->path, line);
+    range_ctx c = {&rd->b, at, -1, -1};
+    int rc =
+        is_r ? parse_ranges(f[2], rd->n, "the nodes the stage recomputes", take_recompute, &c, rd->path, line, rd->e)
+             : parse_ranges(f[2], rd->n, "the stages of the node", take_run, &c, rd->path, line, rd->e);
+    if (rc) return rc;
+    if (is_r && c.last >= at)
+        return rm_errorf(rd->e, RM_ERR_PARSE,
+                         "%s:%d: stage %d lists node %d; R lines list only recomputations, nodes before the stage's "
+                         "own (R on or above the diagonal)",
+                         rd->path, line, at, c.last);
+    if (!is_r && c.first <= at)
+        return rm_errorf(rd->e, RM_ERR_PARSE,
+                         "%s:%d: node %d cannot be retained into stage %d, which does not come after it (S on or "
+                         "above the diagonal)",
+                         rd->path, line, at, c.first);
+    if (is_r)
+        rd->last_r = at;
+    else
+        rd->last_s = at;
+    return RM_OK;
 }
 
 /* One "STAGE compute|free NODE" line after 'ops N': it must be the
@@ -206,14 +352,14 @@ static int read_tail_line(schedule_reader *rd, char **f, int nf, int line)
         rd->ops_line = line;
         return RM_OK;
     }
-    return rm_errorf(rd->e, RM_ERR_PARSE, "%s:%d: unexpected '%s' (after the %d stages: cost, peak, ops)", rd->path,
-                     line, f[0], rd->s->n);
+    return rm_errorf(rd->e, RM_ERR_PARSE, "%s:%d: unexpected '%s' (after %s: cost, peak, ops)", rd->path, line, f[0],
+                     rd->sparse ? "the R and S lines" : "the stage rows");
 }
 
 /* At the end of the file (line lines read, read_errno from the last
- * rm_text_getline): a failed read, a line too long, or a file that stops short of its header, its
- * stage rows or its declared operations. */
-static int check_end(const schedule_reader *rd, FILE *fp, int line, int read_errno)
+ * rm_text_getline): a failed read, a line too long, or a file that stops short
+ * of its header, its stage rows or its declared operations. */
+static int check_end(schedule_reader *rd, FILE *fp, int line, int read_errno)
 {
     const char *path = rd->path;
     if (read_errno == ENOMEM)
@@ -225,10 +371,14 @@ static int check_end(const schedule_reader *rd, FILE *fp, int line, int read_err
         return rm_errorf(rd->e, RM_ERR_IO, "%s:%d: read error: %s", path, line + 1,
                          read_errno ? strerror(read_errno) : "the stream failed");
     if (!rd->header)
-        return rm_errorf(rd->e, RM_ERR_PARSE, "%s:%d: empty file: expected 'schedule STAGES'", path, line + 1);
-    if (rd->stages < rd->s->n)
+        return rm_errorf(rd->e, RM_ERR_PARSE, "%s:%d: empty file: expected 'schedule STAGES [sparse]'", path, line + 1);
+    if (!rd->sparse && rd->stages < rd->n)
         return rm_errorf(rd->e, RM_ERR_PARSE, "%s:%d: end of file after %d of %d stages", path, line + 1, rd->stages,
-                         rd->s->n);
+                         rd->n);
+    if (!rd->s) { /* a sparse file of R and S lines only */
+        int rc = finish_body(rd);
+        if (rc) return rc;
+    }
     if (rd->ops_declared >= 0 && rd->ops_seen < rd->ops_declared)
         return rm_errorf(rd->e, RM_ERR_PARSE, "%s:%d: end of file after %d of the %d operations declared at line %d",
                          path, line + 1, rd->ops_seen, rd->ops_declared, rd->ops_line);
@@ -246,24 +396,34 @@ int rm_schedule_read(rm_schedule **out, const rm_problem *p, const char *path, r
     int line = 0, rc = RM_OK;
     char *buf = NULL, *f[MAX_FIELDS + 1];
     size_t cap = 0;
+    ssize_t len;
     /* errno tells end of file (0) from a failed read, a line that could not
      * be allocated (ENOMEM) or one too long (EOVERFLOW): all return -1. */
-    while ((errno = 0, rm_text_getline(&buf, &cap, fp)) >= 0) {
+    while ((errno = 0, len = rm_text_getline(&buf, &cap, fp)) >= 0) {
         line++;
+        if (strlen(buf) != (size_t)len) {
+            rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: a NUL byte inside the line (not a text file?)", path, line);
+            break;
+        }
         int nf = rm_text_fields(buf, f, MAX_FIELDS + 1);
         if (nf == 0) continue;
         if (!rd.header)
             rc = read_header(&rd, f, nf, line);
-        else if (rd.stages < rd.s->n)
+        else if (!rd.sparse && rd.stages < rd.n)
             rc = read_stage_row(&rd, f, nf, line);
-        else
-            rc = read_tail_line(&rd, f, nf, line);
+        else if (rd.sparse && !rd.s && (!strcmp(f[0], "R") || !strcmp(f[0], "S")))
+            rc = read_sparse_line(&rd, f, nf, line);
+        else {
+            if (rd.sparse && !rd.s) rc = finish_body(&rd); /* the first line after the R and S lines */
+            if (!rc) rc = read_tail_line(&rd, f, nf, line);
+        }
         if (rc) break;
     }
     int read_errno = errno;
     if (!rc) rc = check_end(&rd, fp, line, read_errno);
     free(buf);
     free(rd.ops);
+    rm_builder_free(&rd.b);
     fclose(fp);
     if (rc) {
         rm_schedule_free(rd.s);

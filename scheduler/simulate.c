@@ -12,18 +12,46 @@
 
 static const char *nm(const rm_problem *p, int i) { return p->nodes[i].name[0] ? p->nodes[i].name : "?"; }
 
+/* The replay's check of S: resident[] against S[t] at every stage start,
+ * kept as a count of the nodes where the two differ so that each stage costs
+ * only its own operations and runs. */
+typedef struct replay {
+    uint8_t *resident, *in_s;
+    long differ;
+} replay;
+
+static void set_flag(replay *r, uint8_t *flags, int v, uint8_t val)
+{
+    r->differ -= r->resident[v] != r->in_s[v];
+    flags[v] = val;
+    r->differ += r->resident[v] != r->in_s[v];
+}
+
+/* Moves S from stage `from` to stage `to` (from < to): runs ending before
+ * `to` leave, runs starting by it enter. */
+static void advance_s(replay *r, const rm_schedule *s, const rm_run_index *x, int from, int to)
+{
+    for (int t = from + 1; t <= to; t++) {
+        if (t >= 1)
+            for (int k = x->end_at[t - 1]; k < x->end_at[t]; k++) set_flag(r, r->in_s, s->ret[x->ends[k]].node, 0);
+        for (int k = x->start_at[t]; k < x->start_at[t + 1]; k++) set_flag(r, r->in_s, s->ret[x->starts[k]].node, 1);
+    }
+}
+
 int rm_simulate_ops(rm_sim_result *out, size_t *mem_after, const rm_problem *p, const rm_schedule *s, const rm_op *ops,
                     int nops, rm_err *e)
 {
     memset(out, 0, sizeof *out);
     out->peak_stage = out->peak_node = -1;
     int n = p->n;
-    uint8_t *resident = calloc((size_t)n, 1);
-    if (!resident) return rm_errorf(e, RM_ERR_NOMEM, "simulate: out of memory");
-    int rc = RM_OK, stage = -1;
+    replay rp = {calloc((size_t)n, 1), calloc((size_t)n, 1), 0};
+    rm_run_index x = {0};
+    int rc =
+        rp.resident && rp.in_s ? rm_run_index_init(&x, s, e) : rm_errorf(e, RM_ERR_NOMEM, "simulate: out of memory");
+    int stage = -1;
     size_t mem = 0;
     long computes = 0;
-    for (int o = 0; o < nops; o++) {
+    for (int o = 0; o < nops && !rc; o++) {
         const rm_op *op = &ops[o];
         if (op->node < 0 || op->node >= n || op->stage < 0 || op->stage >= n || op->stage < stage) {
             rc = rm_errorf(e, RM_ERR_INVALID, "simulate: operation %d (node %d, stage %d) is out of range or order", o,
@@ -31,14 +59,14 @@ int rm_simulate_ops(rm_sim_result *out, size_t *mem_after, const rm_problem *p, 
             goto done;
         }
         if (op->stage != stage) {
+            advance_s(&rp, s, &x, stage, op->stage);
             stage = op->stage;
-            const uint8_t *S = &s->S[(size_t)stage * (size_t)n];
-            if (memcmp(resident, S, (size_t)n) != 0)
+            if (rp.differ)
                 for (int v = 0; v < n; v++)
-                    if (resident[v] != S[v]) {
+                    if (rp.resident[v] != rp.in_s[v]) {
                         rc = rm_errorf(e, RM_ERR_INVALID,
-                                       "simulate: at the start of stage %d node %d (%s) is %s but S says %d", stage, v,
-                                       nm(p, v), resident[v] ? "resident" : "not resident", S[v]);
+                                       "simulate: at the start of stage %d node %d (%s) is %s but S says %d",
+                                       stage, v, nm(p, v), rp.resident[v] ? "resident" : "not resident", rp.in_s[v]);
                         goto done;
                     }
         }
@@ -46,18 +74,19 @@ int rm_simulate_ops(rm_sim_result *out, size_t *mem_after, const rm_problem *p, 
         if (op->kind == RM_OP_COMPUTE) {
             const rm_problem_node *nd = &p->nodes[k];
             for (int d = 0; d < nd->ndeps; d++)
-                if (!resident[nd->deps[d]]) {
+                if (!rp.resident[nd->deps[d]]) {
                     rc = rm_errorf(e, RM_ERR_INVALID,
                                    "simulate: stage %d computes node %d (%s) but its input %d (%s) is not resident",
                                    stage, k, nm(p, k), nd->deps[d], nm(p, nd->deps[d]));
                     goto done;
                 }
-            if (resident[k]) {
-                rc = rm_errorf(e, RM_ERR_INVALID, "simulate: stage %d computes node %d (%s), which is already resident",
+            if (rp.resident[k]) {
+                rc = rm_errorf(e, RM_ERR_INVALID,
+                               "simulate: stage %d computes node %d (%s), which is already resident",
                                stage, k, nm(p, k));
                 goto done;
             }
-            resident[k] = 1;
+            set_flag(&rp, rp.resident, k, 1);
             mem += nd->bytes;
             out->cost += nd->cost;
             computes++;
@@ -67,12 +96,12 @@ int rm_simulate_ops(rm_sim_result *out, size_t *mem_after, const rm_problem *p, 
                 out->peak_node = k;
             }
         } else if (op->kind == RM_OP_FREE) {
-            if (!resident[k]) {
+            if (!rp.resident[k]) {
                 rc = rm_errorf(e, RM_ERR_INVALID, "simulate: stage %d frees node %d (%s), which is not resident", stage,
                                k, nm(p, k));
                 goto done;
             }
-            resident[k] = 0;
+            set_flag(&rp, rp.resident, k, 0);
             mem -= p->nodes[k].bytes;
         } else {
             rc = rm_errorf(e, RM_ERR_INVALID, "simulate: operation %d has an unknown kind %d", o, (int)op->kind);
@@ -80,12 +109,15 @@ int rm_simulate_ops(rm_sim_result *out, size_t *mem_after, const rm_problem *p, 
         }
         if (mem_after) mem_after[o] = mem;
     }
-    if (stage != n - 1 || mem != 0)
-        rc = rm_errorf(e, RM_ERR_INVALID, "simulate: the operations end in stage %d with %zu bytes still resident",
+    if (!rc && (stage != n - 1 || mem != 0))
+        rc = rm_errorf(e, RM_ERR_INVALID,
+                       "simulate: the operations end in stage %d with %zu bytes still resident",
                        stage, mem);
     out->recomputations = computes - n;
 done:
-    free(resident);
+    free(rp.resident);
+    free(rp.in_s);
+    rm_run_index_free(&x);
     return rc;
 }
 
@@ -98,6 +130,17 @@ int rm_simulate(rm_sim_result *out, const rm_problem *p, const rm_schedule *s, r
     if (rc) return rc;
     rc = rm_simulate_ops(out, NULL, p, s, ops, nops, e);
     free(ops);
+    return rc;
+}
+
+int rm_simulate_rs(rm_sim_result *out, const rm_problem *p, const rm_rs *d, rm_err *e)
+{
+    memset(out, 0, sizeof *out);
+    rm_schedule *s;
+    int rc = rm_schedule_from_rs(&s, d, e);
+    if (rc) return rc;
+    rc = rm_simulate(out, p, s, e);
+    rm_schedule_free(s);
     return rc;
 }
 

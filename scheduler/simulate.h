@@ -20,10 +20,13 @@ typedef struct rm_sim_result {
 } rm_sim_result;
 
 /* p must be valid (rm_problem_validate; problems from rm_problem_from_graph
- * and rm_problem_read are). O(n^2 + nnz(S) + computes * deps): it runs inside
+ * and rm_problem_read are). O(n + runs + computes * deps): it runs inside
  * budget bisections, so it does not re-validate p. peak_stage/peak_node give
  * the first compute that reaches the peak. */
 int rm_simulate(rm_sim_result *out, const rm_problem *p, const rm_schedule *s, rm_err *e);
+
+/* rm_simulate of the dense form (the solvers' candidates). */
+int rm_simulate_rs(rm_sim_result *out, const rm_problem *p, const rm_rs *d, rm_err *e);
 
 /* Replays an operation sequence from rm_schedule_ops (what rm_simulate does
  * after generating it). mem_after, when not NULL, has nops entries and gets

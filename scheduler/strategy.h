@@ -23,9 +23,9 @@
 
 /* No recomputation: every value is kept until its last use. */
 int rm_strategy_checkpoint_all(rm_schedule **out, const rm_problem *p, rm_err *e);
-/* The same schedule written into s (n x n), unchecked: for solvers that need
- * it as a starting point without the simulator's round trip. */
-void rm_checkpoint_all_fill(rm_schedule *s, const rm_problem *p);
+/* The same schedule, unchecked: for solvers that need it as a starting
+ * point without the simulator's round trip. */
+int rm_checkpoint_all_build(rm_schedule **out, const rm_problem *p, rm_err *e);
 /* "Does checkpoint-all fit?", asked here only: *out is checkpoint-all when
  * its peak fits p's budget (always when the budget is 0), else NULL; *r is
  * its simulation either way. Checkpoint-all costs every node once, the least

@@ -63,16 +63,6 @@ static uint64_t cache_key(const rm_problem *p, size_t budget, const char *strate
 }
 
 
-static int recomputed_nodes(const rm_schedule *s)
-{
-    int count = 0;
-    for (int i = 0; i < s->n; i++) {
-        int times = 0;
-        for (int t = i; t < s->n; t++) times += rm_R_at(s, t, i);
-        count += times > 1;
-    }
-    return count;
-}
 
 /* A cached schedule is used only if the reader (valid, agreeing with the
  * simulator), the budget and the plan's span all accept it. */
@@ -312,7 +302,7 @@ int rm_trainer_plan_memory(rm_trainer *t, rm_err *e)
     t->sum.sched_peak = fixed + sr.peak_bytes;
     t->sum.cost = sr.cost;
     t->sum.recomputations = sr.recomputations;
-    t->sum.recomputed_nodes = recomputed_nodes(t->s);
+    t->sum.recomputed_nodes = rm_schedule_recomputed_nodes(t->s);
     t->sum.plan_span = t->plan->span;
     return RM_OK;
 }

@@ -288,7 +288,7 @@ static int recomputes(const tiny *t, const rm_schedule *s, int (*which)(const ti
     for (int i = 0; i < s->n; i++) {
         if (!which(t, i)) continue;
         int times = 0;
-        for (int st = 0; st < s->n; st++) times += rm_R_at(s, st, i);
+        for (int st = 0; st < s->n; st++) times += rm_schedule_R(s, st, i);
         if (times > 1) return 1;
     }
     return 0;

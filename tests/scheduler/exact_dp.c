@@ -47,11 +47,12 @@ long long exact_stage_peak(const rm_problem *p, int t, uint32_t S, uint32_t R, u
     return peak;
 }
 
-static uint32_t row_mask(const uint8_t *m, int n, int t)
+/* Row t of R (or of S) as a bit mask. */
+static uint32_t row_mask(const rm_schedule *s, int of_S, int t)
 {
     uint32_t x = 0;
-    for (int i = 0; i < n; i++)
-        if (m[(size_t)t * n + i]) x |= 1u << i;
+    for (int i = 0; i < s->n; i++)
+        if (of_S ? rm_schedule_S(s, t, i) : rm_schedule_R(s, t, i)) x |= 1u << i;
     return x;
 }
 
@@ -62,14 +63,14 @@ int exact_replay(double *cost, size_t *peak, const rm_problem *p, const rm_sched
         snprintf(msg, msglen, "size %d unsupported", n);
         return -1;
     }
-    if (row_mask(s->S, n, 0)) {
+    if (row_mask(s, 1, 0)) {
         snprintf(msg, msglen, "S[0] not empty");
         return -1;
     }
     double c = 0;
     long long pk = 0;
     for (int t = 0; t < n; t++) {
-        uint32_t S = row_mask(s->S, n, t), R = row_mask(s->R, n, t), Sn = t + 1 < n ? row_mask(s->S, n, t + 1) : 0;
+        uint32_t S = row_mask(s, 1, t), R = row_mask(s, 0, t), Sn = t + 1 < n ? row_mask(s, 1, t + 1) : 0;
         long long sp = exact_stage_peak(p, t, S, R, Sn);
         if (sp < 0) {
             snprintf(msg, msglen, "stage %d invalid (S=%#x R=%#x S_next=%#x)", t, S, R, Sn);

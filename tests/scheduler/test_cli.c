@@ -213,14 +213,17 @@ Test(cli_plan, check_rejects_a_tampered_file)
     cr_assert(strstr(msg, "not a valid schedule"), "%s", msg);
     free(msg);
 
-    /* Stage 3 no longer computes its own node: R[3][3] = 0. */
+    /* An R line that lists the stage's own node. */
     cf_write(out, orig);
-    tamper(out, "stage 3 R ", "1 S", "0 S");
+    tamper(out, "\nS ", "\nS ", "\nR 3 3\nS ");
     cr_assert_eq(cf_remat("plan", "--check", out, "--problem", prob, NULL), 1);
+    msg = err_text();
+    cr_assert(strstr(msg, "R lines list only recomputations"), "%s", msg);
+    free(msg);
 
-    /* A stage line cut short. */
+    /* An S line for a node the problem does not have. */
     cf_write(out, orig);
-    tamper(out, "stage 5 R ", "stage 5", "stage 6");
+    tamper(out, "\nS ", "\nS ", "\nS 99 1\nS ");
     cr_assert_eq(cf_remat("plan", "--check", out, "--problem", prob, NULL), 1);
     free(orig);
 }
@@ -248,7 +251,8 @@ Test(cli_plan, unknown_strategy_and_bad_usage_fail_fast)
     cr_assert_eq(
         cf_remat("plan", "--model", "/nonexistent.cfg", "--batch", "2", "--budget", "80%", "--strategy", "milp", NULL),
         1);
-    /* --out and --svg are written after the solve; one that cannot be written is refused before it. */
+    /* --out and --svg are written after the solve; one that cannot be written is
+     * refused before it. */
     cr_assert_eq(cf_remat("plan", "--model", TINY, "--batch", "2", "--budget", "80%", "--strategy", "milp",
                           "--time-limit", "0", "--out", cf_dir, NULL),
                  1);

@@ -236,7 +236,7 @@ static unsigned recomputed(const rm_schedule *s)
     unsigned mask = 0;
     for (int i = 1; i <= 3; i++)
         for (int t = i + 1; t < s->n; t++)
-            if (rm_R_at(s, t, i)) mask |= 1u << i;
+            if (rm_schedule_R(s, t, i)) mask |= 1u << i;
     return mask;
 }
 

@@ -28,8 +28,7 @@ static size_t checkpoint_all_peak(const rm_problem *p, double *cost)
 {
     rm_schedule *s;
     rm_err e = {0};
-    cr_assert_eq(rm_schedule_create(&s, p->n, &e), RM_OK);
-    rm_checkpoint_all_fill(s, p);
+    cr_assert_eq(rm_checkpoint_all_build(&s, p, &e), RM_OK);
     rm_sim_result r;
     cr_assert_eq(rm_simulate(&r, p, s, &e), RM_OK, "%s", e.msg);
     rm_schedule_free(s);
@@ -240,7 +239,8 @@ Test(milp, every_lever_setting_is_exact)
         base & ~RM_MILP_PRUNE,          base & ~RM_MILP_PREFIX_ROWS,  base & ~RM_MILP_STAGE_ORDER,
         base & ~RM_MILP_FREE_CONT,      base & ~RM_MILP_FREE_CUT,     base & ~RM_MILP_INCUMBENT,
         base & ~RM_MILP_FLOOR_FIRST,    base & ~RM_MILP_S_PRIORITY,   base & ~RM_MILP_TIGHT_BUDGET,
-        /* not RM_MILP_PRESOLVE: lp_solve's presolve answers ACCURACYERROR on some of these */
+        /* not RM_MILP_PRESOLVE: lp_solve's presolve answers ACCURACYERROR on some
+           of these */
         RM_MILP_PREFIX_ROWS, /* nothing else: plain Checkmate with prefix rows */
         0,                   /* plain Checkmate: U variables, binary FREE, ceiling branching */
     };
@@ -304,7 +304,8 @@ Test(milp, below_trivial_bound_is_infeasible_at_once)
     /* fixed bytes alone above the budget */
     p->budget = p->fixed_bytes / 2;
     cr_assert_eq(rm_strategy_milp(&s, &info, p, NULL, &e), RM_ERR_INFEASIBLE);
-    /* exactly at the bound: the MILP decides, and the DP-checked tests show it agrees */
+    /* exactly at the bound: the MILP decides, and the DP-checked tests show it
+     * agrees */
     set_act(p, lb);
     rm_milp_options o = test_options(RM_MILP_DEFAULT);
     o.node_limit = 200;
@@ -335,7 +336,7 @@ Test(milp, node_limit_is_deterministic_and_honest)
     cr_assert(a.nodes <= 31 || a.status == RM_STATUS_OPTIMAL, "nodes %ld", a.nodes);
     if (rca == RM_OK) {
         cr_assert_eq(a.objective, b.objective);
-        cr_assert_eq(memcmp(sa->S, sb->S, (size_t)p->n * p->n), 0);
+        cr_assert(rm_schedule_equal(sa, sb));
         check_schedule(p, sa, a.objective);
         cr_assert(a.lower_bound <= a.objective * (1 + 1e-9));
         cr_assert(a.gap >= 0 && a.gap < 1);
@@ -386,7 +387,10 @@ Test(milp, rejects_bad_input)
     rm_schedule *s = NULL, *wrong = NULL;
     rm_err e = {0};
     set_act(p, checkpoint_all_peak(p, NULL));
-    cr_assert_eq(rm_schedule_create(&wrong, 4, &e), RM_OK);
+    rm_problem *four = random_dag(3, 4);
+    cr_assert_eq(four->n, 4);
+    cr_assert_eq(rm_checkpoint_all_build(&wrong, four, &e), RM_OK);
+    rm_problem_free(four);
     rm_milp_options o = test_options(RM_MILP_DEFAULT & ~RM_MILP_SHORTCUT);
     o.incumbent = wrong;
     cr_assert_eq(rm_strategy_milp(&s, NULL, p, &o, &e), RM_ERR_INVALID);
@@ -459,14 +463,14 @@ Test(cheapest_R, minimal_for_its_S)
             continue;
         }
         rm_rng r = rm_rng_make(seed);
-        rm_schedule *s;
+        rm_rs *s;
         rm_err e = {0};
-        cr_assert_eq(rm_schedule_create(&s, n, &e), RM_OK);
+        cr_assert_eq(rm_rs_create(&s, n, &e), RM_OK);
         for (int t = 1; t < n; t++)
             for (int i = 0; i < t; i++) *rm_S(s, t, i) = rm_rng_uniform(&r) < 0.4;
         cr_assert_eq(rm_milp_cheapest_R(s, p, &e), RM_OK);
         rm_sim_result sim;
-        cr_assert_eq(rm_simulate(&sim, p, s, &e), RM_OK, "%s", e.msg);
+        cr_assert_eq(rm_simulate_rs(&sim, p, s, &e), RM_OK, "%s", e.msg);
         for (int t = 0; t < n; t++) {
             uint32_t S = 0, Sn = 0, Rmin = 0;
             for (int i = 0; i < n; i++) {
@@ -492,7 +496,7 @@ Test(cheapest_R, minimal_for_its_S)
                           pk, pmin);
             }
         }
-        rm_schedule_free(s);
+        rm_rs_free(s);
         rm_problem_free(p);
     }
 }
@@ -601,16 +605,19 @@ Test(lp_round, returns_the_cheapest_R_for_its_S)
         size_t hi = checkpoint_all_peak(p, NULL), lo = rm_problem_peak_lower_bound(p);
         set_act(p, lo + (hi - lo) / 2);
         rm_schedule *s = NULL, *c = NULL;
+        rm_rs *d = NULL;
         rm_lp_round_result rr;
         rm_err e = {0};
         cr_assert_eq(rm_strategy_lp_round(&s, &rr, p, NULL, &e), RM_OK, "seed %llu: %s", (unsigned long long)seed,
                      e.msg);
         check_schedule(p, s, rr.objective);
-        cr_assert_eq(rm_schedule_copy(&c, s, &e), RM_OK);
-        cr_assert_eq(rm_milp_cheapest_R(c, p, &e), RM_OK);
-        cr_assert(!memcmp(c->R, s->R, (size_t)p->n * p->n) && !memcmp(c->S, s->S, (size_t)p->n * p->n),
-                  "seed %llu: the rounded schedule is not phase two's", (unsigned long long)seed);
+        cr_assert_eq(rm_rs_from_schedule(&d, s, &e), RM_OK);
+        cr_assert_eq(rm_milp_cheapest_R(d, p, &e), RM_OK);
+        cr_assert_eq(rm_schedule_from_rs(&c, d, &e), RM_OK);
+        cr_assert(rm_schedule_equal(c, s), "seed %llu: the rounded schedule is not phase two's",
+                  (unsigned long long)seed);
         answered++;
+        rm_rs_free(d);
         rm_schedule_free(c);
         rm_schedule_free(s);
         rm_problem_free(p);

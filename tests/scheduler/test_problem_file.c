@@ -107,10 +107,10 @@ Test(problem_file, malformed_files_name_the_line)
     tp_expect_error(HDR "0 a forward 1 8 -\n0 a forward 1 8 -\n", 3, "defined twice (first at line 2)");
     tp_expect_error(HDR "0 a forward 1 8 -\n2 c forward 1 8 0\n", 3, "expected node 1");
     tp_expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 0\n", 4, "end of file after 2 node lines");
-    tp_expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 0\n2 c forward 1 8 1\n3 d forward 1 8 2\n", 5,
-                    "more node lines than the 3");
-    tp_expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 0\n2 c forward 1 8 1\n1 b forward 1 8 0\n", 5,
-                    "defined twice (first at line 3)");
+    tp_expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 0\n2 c forward 1 8 1\n3 d forward 1 8 2\n",
+                    5, "more node lines than the 3");
+    tp_expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 0\n2 c forward 1 8 1\n1 b forward 1 8 0\n",
+                    5, "defined twice (first at line 3)");
 }
 
 /* Sizes each within range but summing past 2^64 once wrapped around: the
@@ -202,9 +202,7 @@ static void schedule_round_trip(rm_problem *p, rm_schedule *s)
     cr_assert_eq(rm_schedule_write(s, p, path, &e), RM_OK, "%s", e.msg);
     rm_schedule *q;
     cr_assert_eq(rm_schedule_read(&q, p, path, &e), RM_OK, "%s", e.msg);
-    size_t nn = (size_t)p->n * (size_t)p->n;
-    cr_assert(memcmp(q->R, s->R, nn) == 0);
-    cr_assert(memcmp(q->S, s->S, nn) == 0);
+    cr_assert(rm_schedule_equal(q, s));
     rm_schedule_free(q);
     unlink(path);
 }
@@ -224,7 +222,38 @@ Test(schedule_file, round_trip)
 }
 
 /* Writes a checkpoint-all schedule of a small chain, then edits line
- * `line` (1-based) to `replacement` and expects the read to fail at err_line. */
+ * `line` (1-based) to `replacement` and expects the read to fail at err_line.
+ */
+/* Replaces line `line` of text with `replacement`, reads the result as a
+ * schedule for p and expects code, with `what` in the message and, for
+ * parse errors, the file line err_line. */
+static void expect_error_in(const rm_problem *p, const char *text, int line, const char *replacement, int err_line,
+                            rm_code code, const char *what)
+{
+    char path[64], out[8192] = "";
+    int l = 1;
+    for (const char *c = text, *nl; *c; c = nl + 1, l++) {
+        nl = strchr(c, '\n');
+        if (l == line)
+            strcat(out, replacement);
+        else
+            strncat(out, c, (size_t)(nl - c));
+        strcat(out, "\n");
+    }
+    tp_temp_file(path, sizeof path, out);
+    rm_err e = {0};
+    rm_schedule *q = (rm_schedule *)1;
+    cr_assert_eq(rm_schedule_read(&q, p, path, &e), (int)code, "%s\n%s", e.msg, out);
+    cr_assert_null(q);
+    char where[96];
+    snprintf(where, sizeof where, "%s:%d:", path, err_line);
+    if (code == RM_ERR_PARSE) cr_assert(strstr(e.msg, where), "message '%s' should name %s in\n%s", e.msg, where, out);
+    cr_assert(strstr(e.msg, what), "message '%s' should say '%s'", e.msg, what);
+    unlink(path);
+}
+
+/* The same on the file rm_schedule_write makes of checkpoint-all on a chain
+ * of 3 forward nodes (input, f1, f2, loss, loss.grad, f2.grad, f1.grad). */
 static void expect_schedule_error(int line, const char *replacement, int err_line, rm_code code, const char *what)
 {
     rm_problem *p = rg_chain_problem(5, 3, 64);
@@ -234,70 +263,147 @@ static void expect_schedule_error(int line, const char *replacement, int err_lin
     char path[64];
     tp_temp_file(path, sizeof path, "");
     cr_assert_eq(rm_schedule_write(s, p, path, &e), RM_OK, "%s", e.msg);
-    char *text = cf_text(path), out[8192] = "";
-    int l = 1;
-    for (char *c = text, *nl; *c; c = nl + 1, l++) {
-        nl = strchr(c, '\n');
-        *nl = '\0';
-        strcat(out, l == line ? replacement : c);
-        strcat(out, "\n");
-    }
-    free(text);
-    FILE *fp = fopen(path, "w");
-    fputs(out, fp);
-    fclose(fp);
-    rm_schedule *q = (rm_schedule *)1;
-    cr_assert_eq(rm_schedule_read(&q, p, path, &e), (int)code, "%s\n%s", e.msg, out);
-    cr_assert_null(q);
-    char where[96];
-    snprintf(where, sizeof where, "%s:%d:", path, err_line);
-    if (code == RM_ERR_PARSE) cr_assert(strstr(e.msg, where), "message '%s' should name %s", e.msg, where);
-    cr_assert(strstr(e.msg, what), "message '%s' should say '%s'", e.msg, what);
+    char *text = cf_text(path);
     unlink(path);
+    expect_error_in(p, text, line, replacement, err_line, code, what);
+    free(text);
     rm_schedule_free(s);
     rm_problem_free(p);
 }
 
 Test(schedule_file, tampered_files_are_rejected)
 {
-    /* Line 1 is a comment, 2 the header, 3 a comment, 4-10 the 7 stages of a
-     * chain of 3 forward nodes (input, f1, f2, loss, loss.grad, f2.grad,
-     * f1.grad), 11 a comment, 12 cost, 13 peak, 14 a comment, 15 ops. */
-    expect_schedule_error(2, "schedule 6", 2, RM_ERR_PARSE, "problem has 7 nodes");
-    expect_schedule_error(5, "stage 1 R 11 S 1", 15, RM_ERR_PARSE, "R and S give"); /* valid but ops disagree */
-    expect_schedule_error(5, "stage 1 R 10 S 1", 5, RM_ERR_INVALID, "R[t][t]");
-    expect_schedule_error(5, "stage 1 R 011 S 1", 5, RM_ERR_PARSE, "needs 2 R bits");
-    expect_schedule_error(5, "stage 1 R 01 S x", 5, RM_ERR_PARSE, "not 0 or 1");
-    expect_schedule_error(5, "stage 2 R 01 S 1", 5, RM_ERR_PARSE, "expected stage 1");
+    /* Line 1 is a comment, 2 the header, 3-5 comments, 6-10 the S lines (S 0
+     * 1-6, S 1 2-5, S 2 3-4, S 4 5, S 5 6: loss.grad does not read the
+     * loss), 11 a comment, 12 cost, 13 peak, 14 a comment, 15 ops, 16-29 the
+     * operations. */
+    expect_schedule_error(2, "schedule 6 sparse", 2, RM_ERR_PARSE, "problem has 7 nodes");
+    expect_schedule_error(2, "schedule 7 dense", 2, RM_ERR_PARSE, "expected the header");
+    expect_schedule_error(5, "R 3 0-1", 12, RM_ERR_PARSE, "the file says cost"); /* valid, dearer */
+    expect_schedule_error(5, "R 3 3", 5, RM_ERR_PARSE, "R lines list only recomputations");
+    expect_schedule_error(5, "R 7 0", 5, RM_ERR_PARSE, "with STAGE below 7");
+    expect_schedule_error(5, "R 3 1,0", 5, RM_ERR_PARSE, "ranges must ascend");
+    expect_schedule_error(5, "R 3 0 1", 5, RM_ERR_PARSE, "expected 'R STAGE NODES'");
+    expect_schedule_error(9, "R 2 0", 9, RM_ERR_PARSE, "R lines come before the S lines");
+    expect_schedule_error(7, "S 0 1-6", 7, RM_ERR_PARSE, "S lines come one per node");
+    expect_schedule_error(6, "S 0 0-6", 6, RM_ERR_PARSE, "S on or above the diagonal");
+    expect_schedule_error(6, "S 0 1-7", 6, RM_ERR_PARSE, "7 is out of range");
+    expect_schedule_error(6, "S 0 4-6,1-2", 6, RM_ERR_PARSE, "1 comes after 6");
+    expect_schedule_error(6, "S 0 3-1", 6, RM_ERR_PARSE, "runs backwards");
+    expect_schedule_error(6, "S 0 1-x", 6, RM_ERR_PARSE, "expected ranges like 0-4,7");
+    expect_schedule_error(6, "S 0 1,", 6, RM_ERR_PARSE, "expected ranges like 0-4,7");
+    expect_schedule_error(6, "S 0 1-5", 0, RM_ERR_INVALID, "reads node 0 (input)"); /* gone before f1.grad */
+    expect_schedule_error(8, "S 2 4", 0, RM_ERR_INVALID, "S[t+1] <= S[t] + R[t]");
     expect_schedule_error(12, "cost 1", 12, RM_ERR_PARSE, "the file says cost 1");
     expect_schedule_error(13, "peak 1", 13, RM_ERR_PARSE, "the file says peak 1");
+    expect_schedule_error(15, "ops 13", 15, RM_ERR_PARSE, "declares 13 operations; R and S give 14");
     expect_schedule_error(16, "0 free 0", 16, RM_ERR_PARSE, "should be '0 compute 0'");
     expect_schedule_error(16, "bogus", 16, RM_ERR_PARSE, "STAGE compute|free NODE");
+}
+
+/* The first format (R and S as rows of bits), as remat wrote it before: the
+ * example of docs/schedule-format.md's history, a(10) -> b(20) -> c(30) ->
+ * d(5) with a skip a -> d, a recomputed in stage 3. */
+static const char *dense_text = "# remat schedule (format: docs/schedule-format.md)\n"
+                                "schedule 4\n"
+                                "stage 0 R 1 S -\n"
+                                "stage 1 R 01 S 1\n"
+                                "stage 2 R 001 S 01\n"
+                                "stage 3 R 1001 S 001\n"
+                                "cost 11\n"
+                                "peak 50\n"
+                                "ops 10\n"
+                                "0 compute 0 # a\n1 compute 1 # b\n1 free 0 # a\n2 compute 2 # c\n2 free 1 # b\n"
+                                "3 compute 0 # a\n3 compute 3 # d\n3 free 0 # a\n3 free 2 # c\n3 free 3 # d\n";
+
+static rm_problem *skip_problem(void)
+{
+    static const size_t bytes[] = {10, 20, 30, 5};
+    static const double cost[] = {1, 2, 3, 4};
+    static const char *const deps[] = {"", "0", "1", "0,2"};
+    return rg_problem_make(4, bytes, cost, deps);
+}
+
+Test(schedule_file, tampered_dense_files_are_rejected)
+{
+    rm_problem *p = skip_problem();
+    expect_error_in(p, dense_text, 2, "schedule 3", 2, RM_ERR_PARSE, "problem has 4 nodes");
+    expect_error_in(p, dense_text, 5, "stage 2 R 101 S 01", 7, RM_ERR_PARSE, "the file says cost 11"); /* valid */
+    expect_error_in(p, dense_text, 5, "stage 2 R 010 S 01", 0, RM_ERR_INVALID, "R[t][t]");
+    expect_error_in(p, dense_text, 5, "stage 2 R 0011 S 01", 5, RM_ERR_PARSE, "needs 3 R bits");
+    expect_error_in(p, dense_text, 5, "stage 2 R 001 S 0x", 5, RM_ERR_PARSE, "not 0 or 1");
+    expect_error_in(p, dense_text, 5, "stage 3 R 001 S 01", 5, RM_ERR_PARSE, "expected stage 2");
+    expect_error_in(p, dense_text, 7, "cost 1", 7, RM_ERR_PARSE, "the file says cost 1");
+    expect_error_in(p, dense_text, 8, "peak 1", 8, RM_ERR_PARSE, "the file says peak 1");
+    expect_error_in(p, dense_text, 10, "0 free 0", 10, RM_ERR_PARSE, "should be '0 compute 0'");
+    rm_problem_free(p);
+}
+
+/* A file in the first format and the one rm_schedule_write makes of it are
+ * the same schedule. */
+Test(schedule_file, dense_and_sparse_agree)
+{
+    rm_problem *p = skip_problem();
+    char path[64], again[64];
+    tp_temp_file(path, sizeof path, dense_text);
+    tp_temp_file(again, sizeof again, "");
+    rm_schedule *s, *t;
+    rm_err e = {0};
+    cr_assert_eq(rm_schedule_read(&s, p, path, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_schedule_write(s, p, again, &e), RM_OK, "%s", e.msg);
+    char *text = cf_text(again);
+    cr_assert(strstr(text, "schedule 4 sparse\n") && strstr(text, "\nR 3 0\n") && strstr(text, "\nS 0 1\n") &&
+                  strstr(text, "\nS 1 2\n") && strstr(text, "\nS 2 3\n") && !strstr(text, "\nS 3"),
+              "%s", text);
+    free(text);
+    cr_assert_eq(rm_schedule_read(&t, p, again, &e), RM_OK, "%s", e.msg);
+    cr_assert(rm_schedule_equal(s, t));
+    rm_schedule_free(s);
+    rm_schedule_free(t);
+    rm_problem_free(p);
+    unlink(path);
+    unlink(again);
+}
+
+/* Issue 13, item 10: "0,5\0 garbage" passed as "0,5". */
+Test(schedule_file, nul_byte_is_refused)
+{
+    static const char text[] = "schedule 4 sparse\nR 3 0\0,1\nS 0 1\nS 1 2\nS 2 3\n";
+    char path[64] = "/tmp/remat_test_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    cr_assert_eq(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
+    close(fd);
+    rm_problem *p = skip_problem();
+    rm_schedule *s = NULL;
+    rm_err e = {0};
+    cr_assert_eq(rm_schedule_read(&s, p, path, &e), RM_ERR_PARSE, "%s", e.msg);
+    cr_assert(strstr(e.msg, ":2: a NUL byte"), "%s", e.msg);
+    cr_assert_null(s);
+    rm_problem_free(p);
+    unlink(path);
 }
 
 Test(schedule_file, reads_documented_example)
 {
     static const char *text = "# remat schedule (format: docs/schedule-format.md)\n"
-                              "schedule 4\n"
-                              "stage 0 R 1 S -\n"
-                              "stage 1 R 01 S 1\n"
-                              "stage 2 R 001 S 01\n"
-                              "stage 3 R 1001 S 001\n"
+                              "schedule 4 sparse\n"
+                              "R 3 0\n"
+                              "S 0 1\n"
+                              "S 1 2\n"
+                              "S 2 3\n"
                               "cost 11\n"
                               "peak 50\n"
                               "ops 10\n"
                               "0 compute 0 # a\n1 compute 1 # b\n1 free 0 # a\n2 compute 2 # c\n2 free 1 # b\n"
                               "3 compute 0 # a\n3 compute 3 # d\n3 free 0 # a\n3 free 2 # c\n3 free 3 # d\n";
-    static const size_t bytes[] = {10, 20, 30, 5};
-    static const double cost[] = {1, 2, 3, 4};
-    static const char *const deps[] = {"", "0", "1", "0,2"};
-    rm_problem *p = rg_problem_make(4, bytes, cost, deps);
+    rm_problem *p = skip_problem();
     char path[64];
     tp_temp_file(path, sizeof path, text);
     rm_schedule *s;
     rm_err e = {0};
     cr_assert_eq(rm_schedule_read(&s, p, path, &e), RM_OK, "%s", e.msg);
-    cr_assert_eq(rm_R_at(s, 3, 0), 1);
+    cr_assert_eq(rm_schedule_R(s, 3, 0), 1);
     rm_sim_result r;
     cr_assert_eq(rm_simulate(&r, p, s, &e), RM_OK);
     cr_assert_eq(r.peak_bytes, 50);

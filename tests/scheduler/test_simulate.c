@@ -11,13 +11,23 @@
 #include "simulate.h"
 #include "strategy.h"
 
-static rm_schedule *identity_schedule(int n)
+/* Hand-built schedules are written as dense R and S, then converted. */
+static rm_rs *identity_schedule(int n)
 {
-    rm_schedule *s;
+    rm_rs *s;
     rm_err e = {0};
-    cr_assert_eq(rm_schedule_create(&s, n, &e), RM_OK);
+    cr_assert_eq(rm_rs_create(&s, n, &e), RM_OK);
     for (int t = 0; t < n; t++) *rm_R(s, t, t) = 1;
     return s;
+}
+
+static int ops_rs(rm_op **ops, int *nops, const rm_problem *p, const rm_rs *d, rm_err *e)
+{
+    rm_schedule *s;
+    int rc = rm_schedule_from_rs(&s, d, e);
+    if (!rc) rc = rm_schedule_ops(ops, nops, p, s, e);
+    rm_schedule_free(s);
+    return rc;
 }
 
 /* diamond: a(10) -> b(20), c(30) -> d(40) */
@@ -74,7 +84,7 @@ Test(simulate, checkpoint_all_diamond)
 Test(simulate, diamond_with_recompute)
 {
     rm_problem *p = diamond();
-    rm_schedule *s = identity_schedule(4);
+    rm_rs *s = identity_schedule(4);
     /* a is dropped after b and recomputed for c. */
     *rm_S(s, 1, 0) = 1;
     *rm_R(s, 2, 0) = 1;
@@ -83,11 +93,11 @@ Test(simulate, diamond_with_recompute)
     *rm_S(s, 3, 2) = 1;
     rm_sim_result r;
     rm_err e = {0};
-    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_simulate_rs(&r, p, s, &e), RM_OK, "%s", e.msg);
     cr_assert_eq(r.peak_bytes, 90);
     cr_assert_float_eq(r.cost, 11.0, 1e-12);
     cr_assert_eq(r.recomputations, 1);
-    rm_schedule_free(s);
+    rm_rs_free(s);
     rm_problem_free(p);
 }
 
@@ -106,16 +116,16 @@ Test(simulate, skip_keep_vs_recompute)
 
     /* Drop a after b, recompute it in stage 3: stage 2 peaks at b + c = 50,
      * stage 3 at c + a + d = 45. */
-    s = identity_schedule(4);
-    *rm_S(s, 1, 0) = 1;
-    *rm_S(s, 2, 1) = 1;
-    *rm_S(s, 3, 2) = 1;
-    *rm_R(s, 3, 0) = 1;
-    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_OK, "%s", e.msg);
+    rm_rs *d = identity_schedule(4);
+    *rm_S(d, 1, 0) = 1;
+    *rm_S(d, 2, 1) = 1;
+    *rm_S(d, 3, 2) = 1;
+    *rm_R(d, 3, 0) = 1;
+    cr_assert_eq(rm_simulate_rs(&r, p, d, &e), RM_OK, "%s", e.msg);
     cr_assert_eq(r.peak_bytes, 50);
     cr_assert_eq(r.recomputations, 1);
     cr_assert_float_eq(r.cost, 11.0, 1e-12);
-    rm_schedule_free(s);
+    rm_rs_free(d);
     rm_problem_free(p);
 }
 
@@ -134,51 +144,51 @@ Test(simulate, chain_recompute_from_checkpoint)
      * Stage 3 holds b and c and computes d: 102, the peak. Stage 4 starts
      * with b (1), computes c (101), frees b, computes d (101), frees c,
      * computes e (101). */
-    s = identity_schedule(5);
-    *rm_S(s, 1, 0) = 1;
-    *rm_S(s, 2, 1) = 1;
-    *rm_S(s, 3, 1) = 1;
-    *rm_S(s, 3, 2) = 1;
-    *rm_S(s, 4, 1) = 1;
-    *rm_R(s, 4, 2) = 1;
-    *rm_R(s, 4, 3) = 1;
-    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_OK, "%s", e.msg);
+    rm_rs *d = identity_schedule(5);
+    *rm_S(d, 1, 0) = 1;
+    *rm_S(d, 2, 1) = 1;
+    *rm_S(d, 3, 1) = 1;
+    *rm_S(d, 3, 2) = 1;
+    *rm_S(d, 4, 1) = 1;
+    *rm_R(d, 4, 2) = 1;
+    *rm_R(d, 4, 3) = 1;
+    cr_assert_eq(rm_simulate_rs(&r, p, d, &e), RM_OK, "%s", e.msg);
     cr_assert_eq(r.recomputations, 2);
     cr_assert_eq(r.peak_bytes, 102);
     cr_assert_eq(r.peak_stage, 3);
-    rm_schedule_free(s);
+    rm_rs_free(d);
     rm_problem_free(p);
 }
 
 Test(simulate, rejects_missing_dependency)
 {
     rm_problem *p = skip();
-    rm_schedule *s = identity_schedule(4);
+    rm_rs *s = identity_schedule(4);
     *rm_S(s, 1, 0) = 1;
     *rm_S(s, 2, 1) = 1;
     *rm_S(s, 3, 2) = 1; /* a is needed by d in stage 3 but is gone */
     rm_sim_result r;
     rm_err e = {0};
-    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_ERR_INVALID);
+    cr_assert_eq(rm_simulate_rs(&r, p, s, &e), RM_ERR_INVALID);
     cr_assert(strstr(e.msg, "stage 3") && strstr(e.msg, "node 3") && strstr(e.msg, "reads node 0"), "%s", e.msg);
-    rm_schedule_free(s);
+    rm_rs_free(s);
     rm_problem_free(p);
 }
 
 Test(simulate, rejects_retaining_uncomputed_value)
 {
     rm_problem *p = skip();
-    rm_schedule *s = identity_schedule(4);
+    rm_rs *s = identity_schedule(4);
     *rm_S(s, 1, 0) = 1;
     *rm_S(s, 2, 1) = 1;
     *rm_S(s, 3, 2) = 1;
     *rm_S(s, 3, 0) = 1; /* a was dropped at the end of stage 1 */
     rm_sim_result r;
     rm_err e = {0};
-    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_ERR_INVALID);
+    cr_assert_eq(rm_simulate_rs(&r, p, s, &e), RM_ERR_INVALID);
     cr_assert(strstr(e.msg, "stage 3") && strstr(e.msg, "node 0") && strstr(e.msg, "S[t+1] <= S[t] + R[t]"), "%s",
               e.msg);
-    rm_schedule_free(s);
+    rm_rs_free(s);
     rm_problem_free(p);
 }
 
@@ -186,12 +196,15 @@ Test(simulate, rejects_missing_diagonal)
 {
     rm_problem *p = diamond();
     rm_schedule *s;
+    rm_rs *d;
     rm_err e = {0};
     cr_assert_eq(rm_strategy_checkpoint_all(&s, p, &e), RM_OK);
-    *rm_R(s, 2, 2) = 0;
+    cr_assert_eq(rm_rs_from_schedule(&d, s, &e), RM_OK);
+    *rm_R(d, 2, 2) = 0;
     rm_sim_result r;
-    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_ERR_INVALID);
+    cr_assert_eq(rm_simulate_rs(&r, p, d, &e), RM_ERR_INVALID);
     cr_assert(strstr(e.msg, "stage 2") && strstr(e.msg, "R[t][t]"), "%s", e.msg);
+    rm_rs_free(d);
     rm_schedule_free(s);
     rm_problem_free(p);
 }
@@ -201,23 +214,28 @@ Test(simulate, rejects_off_triangle_and_bad_entries)
     rm_problem *p = diamond();
     rm_err e = {0};
     rm_sim_result r;
-    rm_schedule *s = identity_schedule(4);
+    rm_rs *s = identity_schedule(4);
     *rm_R(s, 1, 2) = 1;
-    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_ERR_INVALID);
+    cr_assert_eq(rm_simulate_rs(&r, p, s, &e), RM_ERR_INVALID);
     cr_assert(strstr(e.msg, "stage 1") && strstr(e.msg, "node 2"), "%s", e.msg);
-    rm_schedule_free(s);
+    rm_rs_free(s);
     s = identity_schedule(4);
     *rm_S(s, 0, 0) = 1;
-    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_ERR_INVALID);
+    cr_assert_eq(rm_simulate_rs(&r, p, s, &e), RM_ERR_INVALID);
     cr_assert(strstr(e.msg, "stage 0"), "%s", e.msg);
-    rm_schedule_free(s);
-    s = identity_schedule(4);
-    *rm_R(s, 3, 3) = 2;
-    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_ERR_INVALID);
-    rm_schedule_free(s);
+    rm_rs_free(s);
+    /* The builder refuses entries outside the stages. */
+    rm_schedule_builder b;
+    rm_schedule *sp = NULL;
+    cr_assert_eq(rm_builder_init(&b, 4, &e), RM_OK);
+    rm_builder_compute(&b, 0, 0);
+    rm_builder_retain(&b, 0, 1, 4);
+    cr_assert_eq(rm_builder_finish(&sp, &b, &e), RM_ERR_INVALID);
+    cr_assert_null(sp);
+    cr_assert(strstr(e.msg, "outside the 4 stages"), "%s", e.msg);
     s = identity_schedule(3);
-    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_ERR_INVALID);
-    rm_schedule_free(s);
+    cr_assert_eq(rm_simulate_rs(&r, p, s, &e), RM_ERR_INVALID);
+    rm_rs_free(s);
     rm_problem_free(p);
 }
 
@@ -251,7 +269,7 @@ Test(simulate, ops_free_right_after_last_use)
 Test(simulate, ops_stage_start_frees)
 {
     rm_problem *p = skip();
-    rm_schedule *s = identity_schedule(4);
+    rm_rs *s = identity_schedule(4);
     rm_err e = {0};
     /* a retained into stage 2, which does not read it and does not keep it:
      * freed at the start of stage 2. Stage 3 recomputes a. */
@@ -262,11 +280,11 @@ Test(simulate, ops_stage_start_frees)
     *rm_R(s, 3, 0) = 1;
     rm_op *ops;
     int nops;
-    cr_assert_eq(rm_schedule_ops(&ops, &nops, p, s, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(ops_rs(&ops, &nops, p, s, &e), RM_OK, "%s", e.msg);
     expect_ops(ops, nops, "C0@0 C1@1 F0@2 C2@2 F1@2 C0@3 C3@3 F0@3 F2@3 F3@3");
     free(ops);
     rm_sim_result r;
-    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_simulate_rs(&r, p, s, &e), RM_OK, "%s", e.msg);
     cr_assert_eq(r.peak_bytes, 50);
 
     /* Retained and recomputed in the same stage: the old copy goes first. */
@@ -274,10 +292,10 @@ Test(simulate, ops_stage_start_frees)
     *rm_S(s, 2, 0) = 1;
     *rm_S(s, 3, 0) = 1;
     *rm_R(s, 2, 0) = 0;
-    cr_assert_eq(rm_schedule_ops(&ops, &nops, p, s, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(ops_rs(&ops, &nops, p, s, &e), RM_OK, "%s", e.msg);
     expect_ops(ops, nops, "C0@0 C1@1 C2@2 F1@2 F0@3 C0@3 C3@3 F0@3 F2@3 F3@3");
     free(ops);
-    rm_schedule_free(s);
+    rm_rs_free(s);
     rm_problem_free(p);
 }
 
