@@ -103,6 +103,12 @@ int rm_chen_greedy_search(rm_schedule **out, const rm_problem *p, const uint8_t 
                           int cut_state, const char *name, rm_err *e);
 int rm_chen_sqrtn_run(rm_schedule **out, const rm_problem *p, int use_cuts, int cut_state, const char *name, rm_err *e);
 
+/* Revolve's unit-cost table (griewank.c): F[l * (S + 1) + s], the fewest
+ * forward re-evaluations reversing l steps with s snapshot slots, and
+ * split[l * (S + 1) + s], the least optimal first advance j (1 <= j < l),
+ * for 1 <= l <= M and 0 <= s <= S. Both arrays hold (M + 1)(S + 1) cells. */
+void rm_revolve_splits(double *F, int *split, int M, int S);
+
 /* The OGC dynamic program (ogc.c): fills pinned (n entries) with the
  * checkpoint set and *predicted_peak with the peak the decomposition
  * predicts for it (tests compare it with the simulator's). */

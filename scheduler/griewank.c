@@ -28,7 +28,9 @@
  * recomputations each, so larger s cannot help much. The sweep also offers
  * the schedule that keeps every forward value (revolve with unlimited slots
  * and step tapes), so that with memory to spare it recomputes nothing even
- * where blocks have interiors. */
+ * where blocks have interiors. Slot counts whose unit-cost reversal would
+ * recompute more than 2^24 blocks are not tried (0 and 1 slots on chains of
+ * tens of thousands of blocks). */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +39,7 @@
 #include "strategy.h"
 
 #define MAX_SLOTS 40
+#define GRIEWANK_MAX_RECOMPUTES (1 << 24)
 
 typedef struct revolve {
     const rm_fwd_info *fi;
@@ -62,6 +65,34 @@ static void treeverse(revolve *r, int a, int b, int s, int in_forward)
     if (take != INT_MAX && take < free_at) r->snaps[r->nsnaps++] = (rm_snapshot){node, take, free_at};
     treeverse(r, m, b, s - 1, in_forward);
     treeverse(r, a, m, s, 0);
+}
+
+void rm_revolve_splits(double *F, int *split, int M, int S)
+{
+    /* F(., s) is convex in l (piecewise linear with slopes 1, 2, 3, ...,
+     * Griewank's binomial form; l(l-1)/2 for s = 0), so the cost of a split
+     * j, j + F(l - j, s - 1) + F(j, s), is convex in j, and its least
+     * minimiser never decreases as l grows (an infimal convolution of convex
+     * functions). Each l resumes the scan where l - 1 stopped: O(M S) where
+     * trying every j took O(M^2 S), 10^11 steps for 50,000 blocks. */
+    for (int s = 0; s <= S; s++) {
+        int j = 1;
+        for (int l = 1; l <= M; l++) {
+            double *f = &F[l * (S + 1) + s];
+            if (l == 1) {
+                *f = 0;
+            } else if (s == 0) {
+                *f = 0.5 * l * (l - 1);
+            } else {
+#define SPLIT_COST(j) ((j) + F[(l - (j)) * (S + 1) + s - 1] + F[(j) * (S + 1) + s])
+                if (j >= l) j = l - 1;
+                while (j + 1 < l && SPLIT_COST(j + 1) < SPLIT_COST(j)) j++;
+                *f = SPLIT_COST(j);
+                split[l * (S + 1) + s] = j;
+#undef SPLIT_COST
+            }
+        }
+    }
 }
 
 static int cmp_snap(const void *x, const void *y)
@@ -125,25 +156,13 @@ int rm_strategy_griewank(rm_schedule **out, const rm_problem *p, rm_err *e)
             if (t < r.first[block[u]]) r.first[block[u]] = t;
             if (t > r.last[block[u]]) r.last[block[u]] = t;
         }
-    for (int l = 1; l <= M; l++)
-        for (int s = 0; s <= r.S; s++) {
-            double *f = &r.F[l * (r.S + 1) + s];
-            if (l == 1) {
-                *f = 0;
-            } else if (s == 0) {
-                *f = 0.5 * l * (l - 1);
-            } else {
-                *f = -1;
-                for (int j = 1; j < l; j++) {
-                    double c = j + r.F[(l - j) * (r.S + 1) + s - 1] + r.F[j * (r.S + 1) + s];
-                    if (*f < 0 || c < *f) {
-                        *f = c;
-                        r.split[l * (r.S + 1) + s] = j;
-                    }
-                }
-            }
-        }
+    rm_revolve_splits(r.F, r.split, M, r.S);
     for (int s = 0; s <= r.S; s++) {
+        /* Few slots on a long chain recompute quadratically: 0 slots and
+         * 50,000 blocks is 1.25 billion recomputations, a schedule of tens
+         * of gigabytes. Such slot counts are skipped (the schedule that
+         * keeps every forward value is offered below in any case). */
+        if (r.F[M * (r.S + 1) + s] > GRIEWANK_MAX_RECOMPUTES) continue;
         r.nsnaps = 0;
         treeverse(&r, 0, M, s, 1);
         qsort(r.snaps, (size_t)r.nsnaps, sizeof *r.snaps, cmp_snap);

@@ -3,6 +3,7 @@
  * the solvers work on. The rules of the memory model are not here but in
  * schedule_ops.c. */
 #include "schedule.h"
+#include "sort_ints.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -224,18 +225,30 @@ void rm_builder_retain(rm_schedule_builder *b, int node, int from, int to)
     b->last[node] = (int)b->nret++;
 }
 
-static int cmp_pair(const void *x, const void *y)
-{
-    const int *a = x, *b = y;
-    return a[0] != b[0] ? (a[0] > b[0]) - (a[0] < b[0]) : (a[1] > b[1]) - (a[1] < b[1]);
-}
-
-static int cmp_ret(const void *x, const void *y)
+static int cmp_ret_from(const void *x, const void *y)
 {
     const rm_retention *a = x, *b = y;
-    return a->node != b->node ? (a->node > b->node) - (a->node < b->node) : (a->from > b->from) - (a->from < b->from);
+    return (a->from > b->from) - (a->from < b->from);
 }
 
+/* One node's runs by their first stage (usually one or two, in order). */
+static void sort_runs(rm_retention *r, int m)
+{
+    if (m > 32) {
+        qsort(r, (size_t)m, sizeof *r, cmp_ret_from);
+        return;
+    }
+    for (int i = 1; i < m; i++) {
+        rm_retention x = r[i];
+        int j = i;
+        for (; j > 0 && r[j - 1].from > x.from; j--) r[j] = r[j - 1];
+        r[j] = x;
+    }
+}
+
+/* Counting sorts by stage (computes) and by node (runs), then each stage's
+ * nodes sorted and deduplicated and each node's runs sorted and merged:
+ * linear in the entries, as every builder produces them nearly in order. */
 int rm_builder_finish(rm_schedule **out, rm_schedule_builder *b, rm_err *e)
 {
     *out = NULL;
@@ -245,37 +258,60 @@ int rm_builder_finish(rm_schedule **out, rm_schedule_builder *b, rm_err *e)
         rm_builder_free(b);
         return code;
     }
-    qsort(b->comp, b->ncomp, sizeof *b->comp, cmp_pair);
-    qsort(b->ret, b->nret, sizeof *b->ret, cmp_ret);
-    size_t nc = 0, nr = 0;
-    for (size_t k = 0; k < b->ncomp; k++) /* duplicates dropped */
-        if (k == 0 || cmp_pair(b->comp[k], b->comp[nc - 1])) memcpy(b->comp[nc++], b->comp[k], sizeof *b->comp);
-    for (size_t k = 0; k < b->nret; k++) { /* overlapping or adjacent runs merged */
-        rm_retention *r = &b->ret[k], *top = nr ? &b->ret[nr - 1] : NULL;
-        if (top && top->node == r->node && r->from <= top->to + 1) {
-            if (r->to > top->to) top->to = r->to;
-        } else {
-            b->ret[nr++] = *r;
-        }
-    }
+    int n = b->n;
     rm_schedule *s;
-    int rc = alloc_schedule(&s, b->n, nc, nr, e);
+    int rc = alloc_schedule(&s, n, b->ncomp, b->nret, e);
     if (rc) {
         rm_builder_free(b);
         return rc;
     }
-    for (size_t k = 0; k < nc; k++) {
-        s->r_node[k] = b->comp[k][1];
-        s->r_start[b->comp[k][0] + 1]++;
+    int *at = calloc((size_t)n + 1, sizeof *at);
+    rm_retention *runs = malloc((b->nret ? b->nret : 1) * sizeof *runs);
+    if (!at || !runs) {
+        free(at);
+        free(runs);
+        rm_schedule_free(s);
+        rm_builder_free(b);
+        return rm_errorf(e, RM_ERR_NOMEM, "schedule: out of memory sorting %zu computes", b->ncomp);
     }
-    for (size_t k = 0; k < nr; k++) {
-        s->ret[k] = b->ret[k];
-        s->ret_start[b->ret[k].node + 1]++;
+    /* Computes: bucket by stage into r_node, then sort and compact each. */
+    for (size_t k = 0; k < b->ncomp; k++) at[b->comp[k][0] + 1]++;
+    for (int t = 0; t < n; t++) at[t + 1] += at[t];
+    memcpy(s->r_start, at, ((size_t)n + 1) * sizeof *at);
+    for (size_t k = 0; k < b->ncomp; k++) s->r_node[at[b->comp[k][0]]++] = b->comp[k][1];
+    int nc = 0;
+    for (int t = 0; t < n; t++) {
+        int lo = s->r_start[t], hi = s->r_start[t + 1];
+        rm_sort_ints(&s->r_node[lo], hi - lo);
+        s->r_start[t] = nc;
+        for (int k = lo; k < hi; k++)
+            if (k == lo || s->r_node[k] != s->r_node[k - 1]) s->r_node[nc++] = s->r_node[k];
     }
-    for (int t = 0; t < b->n; t++) {
-        s->r_start[t + 1] += s->r_start[t];
-        s->ret_start[t + 1] += s->ret_start[t];
+    s->r_start[n] = nc;
+    /* Runs: bucket by node, then sort and merge each node's. */
+    memset(at, 0, ((size_t)n + 1) * sizeof *at);
+    for (size_t k = 0; k < b->nret; k++) at[b->ret[k].node + 1]++;
+    for (int v = 0; v < n; v++) at[v + 1] += at[v];
+    memcpy(s->ret_start, at, ((size_t)n + 1) * sizeof *at);
+    for (size_t k = 0; k < b->nret; k++) runs[at[b->ret[k].node]++] = b->ret[k];
+    int nr = 0;
+    for (int v = 0; v < n; v++) {
+        int lo = s->ret_start[v], hi = s->ret_start[v + 1];
+        sort_runs(&runs[lo], hi - lo);
+        s->ret_start[v] = nr;
+        for (int k = lo; k < hi; k++) { /* overlapping or adjacent runs merged */
+            rm_retention *top = nr > s->ret_start[v] ? &s->ret[nr - 1] : NULL;
+            if (top && runs[k].from <= top->to + 1) {
+                if (runs[k].to > top->to) top->to = runs[k].to;
+            } else {
+                s->ret[nr++] = runs[k];
+            }
+        }
     }
+    s->ret_start[n] = nr;
+    s->nret = nr;
+    free(at);
+    free(runs);
     rm_builder_free(b);
     *out = s;
     return RM_OK;

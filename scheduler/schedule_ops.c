@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "schedule.h"
+#include "sort_ints.h"
 
 static const char *nm(const rm_problem *p, int i)
 {
@@ -100,12 +101,6 @@ static int push(op_buf *b, rm_op_kind kind, int node, int stage, rm_err *e)
     return RM_OK;
 }
 
-static int cmp_int(const void *x, const void *y)
-{
-    int a = *(const int *)x, b = *(const int *)y;
-    return (a > b) - (a < b);
-}
-
 /* The state of the sweep over the stages. */
 typedef struct sweep {
     const rm_problem *p;
@@ -170,7 +165,7 @@ static int emit_stage(sweep *w, op_buf *b, int t, rm_err *e)
     }
     /* The last_use of a dep read before its own recompute in this stage is
      * impossible (deps come first), so one pass above is exact. */
-    qsort(w->vals, (size_t)nv, sizeof *w->vals, cmp_int);
+    rm_sort_ints(w->vals, nv);
     for (int x = 0; x < nr; x++) w->head[rl[x]] = -1;
     for (int x = nv - 1; x >= 0; x--) {
         int v = w->vals[x];
@@ -187,7 +182,7 @@ static int emit_stage(sweep *w, op_buf *b, int t, rm_err *e)
         int v = s->ret[w->ev.ends[k]].node;
         if (w->use_stage[v] != t) w->vals[nf++] = v;
     }
-    qsort(w->vals, (size_t)nf, sizeof *w->vals, cmp_int);
+    rm_sort_ints(w->vals, nf);
     for (int x = 0; x < nf; x++)
         if ((rc = push(b, RM_OP_FREE, w->vals[x], t, e))) return rc;
     for (int x = 0; x < nr; x++) {

@@ -205,6 +205,35 @@ Test(baselines, griewank_saves_memory_on_long_chain)
     rm_problem_free(p);
 }
 
+/* Revolve's table from the monotone scan (griewank.c) against trying every
+ * split: the same costs and the same least optimal splits. */
+Test(baselines, revolve_table_matches_exhaustive_and_closed_form)
+{
+    enum { M = 300, S = 12 };
+    double *F = calloc((M + 1) * (S + 1), sizeof *F), *G = calloc((M + 1) * (S + 1), sizeof *G);
+    int *split = calloc((M + 1) * (S + 1), sizeof *split);
+    rm_revolve_splits(F, split, M, S);
+    for (int s = 0; s <= S; s++)
+        for (int l = 1; l <= M; l++) {
+            double *g = &G[l * (S + 1) + s];
+            int best = 0;
+            if (l == 1)
+                *g = 0;
+            else if (s == 0)
+                *g = 0.5 * l * (l - 1);
+            else
+                for (int j = 1; j < l; j++) {
+                    double c = j + G[(l - j) * (S + 1) + s - 1] + G[j * (S + 1) + s];
+                    if (!best || c < *g) *g = c, best = j;
+                }
+            cr_assert_eq(F[l * (S + 1) + s], *g, "l %d s %d: %g, exhaustive %g", l, s, F[l * (S + 1) + s], *g);
+            if (best) cr_assert_eq(split[l * (S + 1) + s], best, "l %d s %d", l, s);
+        }
+    free(F);
+    free(G);
+    free(split);
+}
+
 /* The lowest simulated peak over every subset of the candidates (cut points). */
 static size_t exhaustive_min_peak(const rm_problem *p)
 {
