@@ -1,18 +1,25 @@
 /* Training-graph storage and validation. */
 #include "graph.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 int rm_graph_add_node(rm_graph *g, const rm_graph_node *node, const int *deps, const int *dep_slot, int ndeps,
                       rm_err *e)
 {
-    rm_graph_node *nodes = realloc(g->nodes, (size_t)(g->n + 1) * sizeof *nodes);
-    if (!nodes) {
-        rm_errorf(e, RM_ERR_NOMEM, "graph: out of memory");
-        return -1;
+    if (g->n == g->cap) {
+        /* Doubling, not one node at a time: a graph of n nodes is built in
+         * O(n) copies, not O(n^2). */
+        int cap = g->cap ? 2 * g->cap : 64;
+        rm_graph_node *nodes = g->cap <= INT_MAX / 2 ? realloc(g->nodes, (size_t)cap * sizeof *nodes) : NULL;
+        if (!nodes) {
+            rm_errorf(e, RM_ERR_NOMEM, "graph: out of memory for %d nodes", g->n + 1);
+            return -1;
+        }
+        g->nodes = nodes;
+        g->cap = cap;
     }
-    g->nodes = nodes;
     rm_graph_node *nd = &g->nodes[g->n];
     *nd = *node;
     nd->ndeps = ndeps;

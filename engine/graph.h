@@ -48,6 +48,7 @@ typedef struct rm_graph_node {
 typedef struct rm_graph {
     int n;
     rm_graph_node *nodes;
+    int cap; /* nodes allocated; rm_graph_add_node doubles it when full */
     int batch;
     size_t param_count;  /* trainable parameters */
     double forward_flops, backward_flops;

@@ -5,6 +5,7 @@
  * with the line of the offending key or section (see docs/config-format.md). */
 #include "layers.h"
 #include "builder.h"
+#include "name_index.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -14,6 +15,9 @@
 /* Room for the longest suffix the tracer appends: "<name>.gradsum". */
 #define NAME_MAX_CHARS (RM_NAME_LEN - 1 - (int)sizeof(".gradsum"))
 #define MAX_COUNT 100000 /* repeat count, and a bound on layer numbers */
+/* Layers a config may expand to: ten repeats at the largest count. A bound on
+ * the memory a config can make the builder take, checked before expanding. */
+#define MAX_LAYERS (10 * MAX_COUNT)
 #define MAX_DIM (1 << 20)
 
 /* ---- schema ------------------------------------------------------------ */
@@ -83,6 +87,7 @@ typedef struct builder {
     rm_err *e;
     inst *v;
     int n, cap;
+    rm_name_index names; /* the full name of every instance, once all are pushed */
 } builder;
 
 static int valid_name(const char *s)
@@ -119,9 +124,18 @@ static int push(builder *b, const inst *it)
         b->cap = cap;
     }
     b->v[b->n++] = *it;
-    if (b->n > 10 * MAX_COUNT)
-        return rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: more than %d layers", b->f->path, it->sec->line, 10 * MAX_COUNT);
     return RM_OK;
+}
+
+/* Checked before pushing `adding` more layers, so that a [repeat] whose
+ * count would pass the limit fails at once, at its line, rather than after
+ * expanding up to the limit. */
+static int check_room(const builder *b, long long adding, int line)
+{
+    long long total = b->n + adding;
+    if (total <= MAX_LAYERS) return RM_OK;
+    return rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: more than %d layers: the config reaches %lld here", b->f->path, line,
+                     MAX_LAYERS, total);
 }
 
 /* Checks a layer section's keys once, before any repetition. */
@@ -181,12 +195,7 @@ static int name_inst(builder *b, inst *it, const char *prefix, const int *scope_
     return RM_OK;
 }
 
-static int find_inst(const builder *b, const char *name)
-{
-    for (int i = 0; i < b->n; i++)
-        if (!strcmp(b->v[i].name, name)) return i;
-    return -1;
-}
+static int find_inst(const builder *b, const char *name) { return rm_name_index_find(&b->names, name); }
 
 /* Walks the sections: [net] first, layers, [repeat] ... [end] blocks; emits
  * the flat list of named layer instances. */
@@ -292,6 +301,7 @@ static int expand_repeat(builder *b, int si, int *end, int nrepeat, int net_line
     char prefix[RM_NAME_LEN];
     snprintf(prefix, sizeof prefix, "repeat%d", nrepeat);
     int rc = repeat_keys(&count, &start, prefix, sizeof prefix, b, s);
+    if (!rc) rc = check_room(b, (long long)count * (last - body), rm_cfg_find(s, "count")->line);
     if (rc) return rc;
     for (int it = start; it < start + count; it++) {
         int counts[RM_LAYER_KIND_COUNT] = {0};
@@ -312,6 +322,22 @@ static int expand_repeat(builder *b, int si, int *end, int nrepeat, int net_line
     }
     *end = last;
     return RM_OK;
+}
+
+/* Indexes every instance's name (b->v no longer moves), reporting a name
+ * given twice at its later definition. */
+static int index_names(builder *b)
+{
+    int rc = rm_name_index_init(&b->names, (size_t)b->n, b->f->path, b->e);
+    for (int i = 0; !rc && i < b->n; i++) {
+        int j = rm_name_index_add(&b->names, b->v[i].name, i);
+        if (j < 0) continue;
+        const rm_cfg_key *nk = rm_cfg_find(b->v[i].sec, "name");
+        rc = rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: duplicate layer name '%s'%s (first defined at line %d)", b->f->path,
+                       nk ? nk->line : b->v[i].sec->line, b->v[i].name,
+                       b->v[i].auto_named ? " (the automatic name of this section)" : "", b->v[j].sec->line);
+    }
+    return rc;
 }
 
 static int expand(builder *b, rm_shape *input, int *net_line)
@@ -339,23 +365,14 @@ static int expand(builder *b, rm_shape *input, int *net_line)
         x.sec = s;
         x.desc = d;
         top_counts[d->kind]++;
-        rc = name_inst(b, &x, "", top_counts);
+        rc = check_room(b, 1, s->line);
+        if (!rc) rc = name_inst(b, &x, "", top_counts);
         if (!rc) rc = push(b, &x);
         if (rc) return rc;
     }
     if (b->n == 0)
         return rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: the config has no layers after [net]", f->path, *net_line);
-    /* Duplicate names, reported at the later definition. */
-    for (int i = 1; i < b->n; i++)
-        for (int j = 0; j < i; j++)
-            if (!strcmp(b->v[i].name, b->v[j].name)) {
-                const rm_cfg_key *nk = rm_cfg_find(b->v[i].sec, "name");
-                return rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: duplicate layer name '%s'%s (first defined at line %d)",
-                                 f->path, nk ? nk->line : b->v[i].sec->line, b->v[i].name,
-                                 b->v[i].auto_named ? " (the automatic name of this section)" : "",
-                                 b->v[j].sec->line);
-            }
-    return RM_OK;
+    return index_names(b);
 }
 
 /* ---- building layers --------------------------------------------------- */
@@ -519,7 +536,7 @@ static int infer_layer(rm_model_layer *L, const rm_model *m, const builder *b, c
 int rm_model_build(rm_model **out, const rm_cfg_file *f, rm_err *e)
 {
     *out = NULL;
-    builder b = {f, e, NULL, 0, 0};
+    builder b = {f, e, NULL, 0, 0, {NULL, 0}};
     rm_model *m = calloc(1, sizeof *m);
     if (!m || !(m->path = strdup(f->path))) {
         free(m);
@@ -569,6 +586,7 @@ int rm_model_build(rm_model **out, const rm_cfg_file *f, rm_err *e)
             rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: the input batch is never used", f->path, net_line);
     }
     free(b.v);
+    rm_name_index_free(&b.names);
     if (rc) {
         rm_model_free(m);
         return rc;

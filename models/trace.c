@@ -33,9 +33,29 @@ typedef struct use {
     int consumer, slot;
 } use;
 
-/* Scratch: bwd[L] (backward node of each layer), uses/gdeps/gslots[L * RM_MAX_INPUTS]. */
-static int trace(rm_graph *g, const rm_model *m, int batch, int forward_only, const rm_shape *ins,
-                 const rm_shape *outs, int *bwd, use *uses, int *gdeps, int *gslots, rm_err *e)
+/* Every (consumer, input position) that reads each layer's output, in
+ * consumer order: layer i's are uses[first[i]] .. uses[first[i + 1] - 1].
+ * One pass over all inputs; looking through every later layer for each
+ * layer's readers made tracing quadratic in the layer count. */
+static void index_uses(int *first, use *uses, const rm_model *m)
+{
+    const int L = m->nlayers;
+    memset(first, 0, (size_t)(L + 1) * sizeof *first);
+    for (int c = 0; c < L; c++)
+        for (int k = 0; k < m->layers[c].nin; k++)
+            if (m->layers[c].inputs[k] != RM_MODEL_INPUT) first[m->layers[c].inputs[k]]++;
+    for (int i = 1; i <= L; i++) first[i] += first[i - 1]; /* first[i]: the end of layer i's uses */
+    /* Filled backwards, so each layer's uses come out in (consumer, position)
+     * order and first[i] steps back to their start. */
+    for (int c = L - 1; c >= 0; c--)
+        for (int k = m->layers[c].nin - 1; k >= 0; k--)
+            if (m->layers[c].inputs[k] != RM_MODEL_INPUT) uses[--first[m->layers[c].inputs[k]]] = (use){c, k};
+}
+
+/* Scratch: bwd[L] (backward node of each layer), first[L + 1] and
+ * uses/gdeps/gslots[L * RM_MAX_INPUTS]. */
+static int trace(rm_graph *g, const rm_model *m, int batch, int forward_only, const rm_shape *ins, const rm_shape *outs,
+                 int *bwd, int *first, use *uses, int *gdeps, int *gslots, rm_err *e)
 {
     const int L = m->nlayers;
     rm_shape input = m->input;
@@ -69,19 +89,16 @@ static int trace(rm_graph *g, const rm_model *m, int batch, int forward_only, co
         const rm_shape *in = &ins[(size_t)i * RM_MAX_INPUTS];
         int nd = 0;
         if (i < L - 1) {
-            /* Every (consumer, position) that reads this output, in consumer order. */
-            int nuses = 0;
-            for (int c = i + 1; c < L; c++)
-                for (int k = 0; k < m->layers[c].nin; k++)
-                    if (m->layers[c].inputs[k] == i) uses[nuses++] = (use){c, k};
+            const use *mine = &uses[first[i]];
+            int nuses = first[i + 1] - first[i];
             if (nuses == 1) {
-                deps[nd] = bwd[uses[0].consumer];
-                slots[nd++] = uses[0].slot;
+                deps[nd] = bwd[mine[0].consumer];
+                slots[nd++] = mine[0].slot;
             } else {
                 /* nuses >= 2: the model builder rejects unused outputs. */
                 for (int u = 0; u < nuses; u++) {
-                    gdeps[u] = bwd[uses[u].consumer];
-                    gslots[u] = uses[u].slot;
+                    gdeps[u] = bwd[mine[u].consumer];
+                    gslots[u] = mine[u].slot;
                 }
                 double fl = (double)(nuses - 1) * (double)rm_shape_numel(outs[i]);
                 int idx = add_node(g, ly->name, ".gradsum", RM_TAG_BACKWARD, RM_OP_GRAD_SUM, i, fl,
@@ -131,19 +148,23 @@ static int trace_model(rm_graph *g, const rm_model *m, int batch, int forward_on
     rm_shape *ins = malloc((size_t)L * RM_MAX_INPUTS * sizeof *ins);
     rm_shape *outs = malloc((size_t)L * sizeof *outs);
     int *bwd = malloc((size_t)L * sizeof *bwd);
+    int *first = malloc((size_t)(L + 1) * sizeof *first);
     use *uses = malloc((size_t)L * RM_MAX_INPUTS * sizeof *uses);
     int *gdeps = malloc((size_t)L * RM_MAX_INPUTS * sizeof *gdeps);
     int *gslots = malloc((size_t)L * RM_MAX_INPUTS * sizeof *gslots);
     int rc;
-    if (!ins || !outs || !bwd || !uses || !gdeps || !gslots) rc = rm_errorf(e, RM_ERR_NOMEM, "trace: out of memory");
+    if (!ins || !outs || !bwd || !first || !uses || !gdeps || !gslots)
+        rc = rm_errorf(e, RM_ERR_NOMEM, "trace: out of memory");
     else rc = rm_model_shapes(ins, outs, m, batch, e);
     if (!rc) {
         g->batch = batch;
-        rc = trace(g, m, batch, forward_only, ins, outs, bwd, uses, gdeps, gslots, e);
+        index_uses(first, uses, m);
+        rc = trace(g, m, batch, forward_only, ins, outs, bwd, first, uses, gdeps, gslots, e);
     }
     free(ins);
     free(outs);
     free(bwd);
+    free(first);
     free(uses);
     free(gdeps);
     free(gslots);

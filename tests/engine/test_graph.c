@@ -37,3 +37,32 @@ Test(graph, counts_and_validates)
     rm_graph_free(&g);
     cr_assert_eq(g.n, 0);
 }
+
+/* Nodes are allocated by doubling: many appends keep every earlier node,
+ * its dependencies included, as they were. */
+Test(graph, grows_keeping_every_node)
+{
+    rm_graph g;
+    memset(&g, 0, sizeof g);
+    const int n = 1000;
+    for (int i = 0; i < n; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "n%d", i);
+        int dep = i - 1;
+        cr_assert_eq(add(&g, name, (size_t)i, &dep, i > 0), i);
+    }
+    cr_assert_eq(g.n, n);
+    cr_assert_geq(g.cap, n);
+    for (int i = 0; i < n; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "n%d", i);
+        cr_assert_str_eq(g.nodes[i].name, name);
+        cr_assert_eq(g.nodes[i].bytes, (size_t)i);
+        cr_assert_eq(g.nodes[i].ndeps, i > 0);
+        if (i > 0) cr_assert_eq(g.nodes[i].deps[0], i - 1);
+    }
+    rm_err e = {0};
+    cr_assert_eq(rm_graph_validate(&g, &e), RM_OK, "%s", e.msg);
+    rm_graph_free(&g);
+    cr_assert_eq(g.cap, 0);
+}

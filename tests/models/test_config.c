@@ -131,6 +131,39 @@ Test(models_config, repeat_names_and_iteration_input)
     rm_model_free(m);
 }
 
+/* 100,000 layers from one [repeat], each iteration reading its own layer by
+ * name. Checking names for uniqueness and looking up references were linear
+ * scans, which took about a minute here; now it is a fraction of a second, so
+ * a quadratic step back would show as this test taking minutes again. */
+Test(models_config, repeat_of_100000_layers)
+{
+    rm_model *m = load_text(NET "[repeat]\nname=deep\ncount=50000\n[relu]\nname=a\n[relu]\ninput=a\n[end]\n"
+                                "[add]\ninputs=deep.49999.relu2, deep.0.a\n" HEAD);
+    cr_assert_eq(m->nlayers, 100000 + 4);
+    for (int i = 0; i < 100000; i += 2) {
+        cr_assert_eq(m->layers[i].inputs[0], i - 1, "'a' reads the previous iteration");
+        cr_assert_eq(m->layers[i + 1].inputs[0], i, "a bare name is this iteration's layer");
+    }
+    cr_assert_str_eq(m->layers[99998].name, "deep.49999.a");
+    cr_assert_str_eq(m->layers[99999].name, "deep.49999.relu2");
+    const rm_model_layer *add = &m->layers[100000];
+    cr_assert_eq(add->inputs[0], 99999);
+    cr_assert_eq(add->inputs[1], 0);
+    cr_assert_eq(m->layers[0].uses, 2);
+    rm_model_free(m);
+}
+
+/* A config expands to at most 1,000,000 layers: a [repeat] that would pass
+ * that is refused at its count, before it expands. */
+Test(models_config, layer_limit)
+{
+    expect_error(NET "[repeat]\ncount=100000\n[relu]\n[relu]\n[relu]\n[relu]\n[relu]\n[relu]\n[relu]\n[relu]\n"
+                     "[relu]\n[relu]\n[relu]\n[end]\n" HEAD,
+                 RM_ERR_PARSE, 7, "more than 1000000 layers: the config reaches 1100000 here");
+    expect_error(NET "[repeat]\ncount=100001\n[relu]\n[end]\n" HEAD, RM_ERR_PARSE, 7,
+                 "value 100001 for key 'count' in [repeat] is out of range [1, 100000]");
+}
+
 Test(models_config, inputs_by_full_name_and_the_input_batch)
 {
     rm_model *m = load_text(NET "[repeat]\nname=r\ncount=2\n[conv]\nname=c\nfilters=3\nsize=1\n[end]\n"
@@ -241,6 +274,12 @@ Test(models_config, duplicate_name)
     /* An explicit name equal to an automatic one. */
     expect_error(NET "[relu]\n[relu]\nname=relu1\n" HEAD, RM_ERR_PARSE, 8, "duplicate layer name 'relu1'");
     expect_error(NET "[relu]\nname=input\n" HEAD, RM_ERR_PARSE, 7, "reserved");
+    /* An automatic name inside a repeat equal to an earlier explicit one. */
+    expect_error(NET "[relu]\nname=r.1.relu1\n[repeat]\nname=r\ncount=2\n[relu]\n[end]\n" HEAD, RM_ERR_PARSE, 11,
+                 "duplicate layer name 'r.1.relu1' (the automatic name of this section) (first defined at line 6)");
+    /* Among many: the later definition is the one named. */
+    expect_error(NET "[repeat]\nname=deep\ncount=50000\n[relu]\n[end]\n[relu]\nname=deep.4999.relu1\n" HEAD,
+                 RM_ERR_PARSE, 12, "duplicate layer name 'deep.4999.relu1' (first defined at line 9)");
 }
 
 Test(models_config, shape_mismatch)

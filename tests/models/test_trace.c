@@ -3,6 +3,7 @@
  * structural invariants of that contract at batch 2. */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "builder.h"
@@ -147,8 +148,8 @@ static void check_contract(const rm_model *m, const rm_graph *g, int batch)
     rm_shape input = m->input;
     input.n = batch;
     cr_assert(rm_shape_equal(g->nodes[0].shape, input));
-    int bwd_of[4096];
-    cr_assert(L < 4096);
+    int *bwd_of = malloc((size_t)L * sizeof *bwd_of);
+    cr_assert_not_null(bwd_of);
     for (int i = 0; i < L; i++) {
         const rm_graph_node *f = &g->nodes[1 + i];
         cr_assert_str_eq(f->name, m->layers[i].name);
@@ -170,6 +171,8 @@ static void check_contract(const rm_model *m, const rm_graph *g, int batch)
                 const rm_graph_node *src = &g->nodes[nd->deps[k]];
                 cr_assert_eq(src->op, RM_OP_BACKWARD);
                 cr_assert_eq(m->layers[src->layer].inputs[nd->dep_slot[k]], i);
+                /* In consumer order: later consumers' backward nodes come earlier. */
+                if (k) cr_assert_lt(nd->deps[k], nd->deps[k - 1], "%s", nd->name);
             }
             cr_assert_eq(nd->bytes, g->nodes[1 + i].bytes);
             continue;
@@ -206,6 +209,7 @@ static void check_contract(const rm_model *m, const rm_graph *g, int batch)
     }
     /* Backward nodes come in reverse layer order. */
     for (int i = 0; i + 1 < L; i++) cr_assert_gt(bwd_of[i], bwd_of[i + 1]);
+    free(bwd_of);
 }
 
 Test(models_trace, every_builtin_model_at_batch_2)
@@ -225,6 +229,27 @@ Test(models_trace, every_builtin_model_at_batch_2)
         rm_graph_free(&g);
         rm_model_free(m);
     }
+}
+
+/* 100,000 layers with 50,000 gradient sums, traced and checked. Finding each
+ * layer's readers among all later layers made tracing quadratic (about half
+ * a minute here); a step back would show as this test taking that long. */
+Test(models_trace, residual_chain_of_100000_layers)
+{
+    rm_model *m = parse("[net]\nchannels=1\nheight=2\nwidth=2\n"
+                        "[relu]\nname=stem\n"
+                        "[repeat]\nname=block\ncount=50000\n[relu]\nname=a\n[add]\ninputs=a, @in\n[end]\n"
+                        "[linear]\nout=2\n[softmax_xent]\n");
+    cr_assert_eq(m->nlayers, 1 + 100000 + 2);
+    rm_graph g;
+    rm_err e = {RM_OK, ""};
+    cr_assert_eq(rm_model_trace(&g, m, 1, &e), RM_OK, "%s", e.msg);
+    /* The stem and every block's sum but the last feed the next block twice. */
+    cr_assert_eq(g.n, 1 + 2 * m->nlayers + 50000);
+    check_contract(m, &g, 1);
+    cr_assert_str_eq(g.nodes[g.n - 2].name, "stem.gradsum");
+    rm_graph_free(&g);
+    rm_model_free(m);
 }
 
 Test(models_trace, pixel_labels_and_skip_gradient_sums)
