@@ -83,6 +83,7 @@
 #include <string.h>
 
 #include "baseline.h"
+#include "log.h"
 #include "strategy.h"
 
 /* Cut points considered by the first pass (evenly spaced above it), and
@@ -279,6 +280,7 @@ static int ogc_chain_dp(ogc_dp *d, size_t ub, uint8_t *pinned, size_t *predicted
         }
         if (d->span[a] > maxspan) maxspan = d->span[a];
     }
+    RM_LOG_DEBUG("ogc: %d positions, longest span %d", K, maxspan);
     /* Every pair (a, a + L) not pruned, in batches of pairs that do not
      * overlap: a = r, r + L, r + 2L, ... for each residue r. About maxspan^2
      * / 2 simulations instead of one per pair. */
