@@ -112,7 +112,18 @@ void rm_revolve_splits(double *F, int *split, int M, int S);
 /* The OGC dynamic program (ogc.c): fills pinned (n entries) with the
  * checkpoint set and *predicted_peak with the peak the decomposition
  * predicts for it (tests compare it with the simulator's). */
-int rm_ogc_plan(uint8_t *pinned, size_t *predicted_peak, const rm_problem *p, const rm_fwd_info *fi, rm_err *e);
+/* What the two passes of the DP did (rm_ogc_plan's stats, when not NULL):
+ * the positions each ran with (after thinning) and its batch simulations,
+ * and the largest work a pass ran with (its batches times the nodes plus
+ * edges each simulation visits), which never exceeds RM_OGC_MAX_WORK unless
+ * the pass had two positions or fewer, which always run. */
+typedef struct rm_ogc_stats {
+    int positions[2], simulations[2];
+    double work;
+} rm_ogc_stats;
+#define RM_OGC_MAX_WORK 3e7
+int rm_ogc_plan(uint8_t *pinned, size_t *predicted_peak, rm_ogc_stats *stats, const rm_problem *p,
+                const rm_fwd_info *fi, rm_err *e);
 
 /* The baseline strategies in the order tables show them (checkpoint_all
  * first), as rm_strategy_info initializers: rm_strategy_list's table

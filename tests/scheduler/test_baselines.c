@@ -265,7 +265,7 @@ static void check_ogc_optimal(rm_problem *p, const char *what, uint64_t seed)
     cr_assert_eq(rm_fwd_info_init(&fi, p, &e), RM_OK);
     uint8_t *pins = malloc((size_t)p->n);
     size_t predicted;
-    cr_assert_eq(rm_ogc_plan(pins, &predicted, p, &fi, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_ogc_plan(pins, &predicted, NULL, p, &fi, &e), RM_OK, "%s", e.msg);
     rm_schedule *s;
     cr_assert_eq(rm_strategy_ogc(&s, p, &e), RM_OK, "%s", e.msg);
     size_t got = peak_of(p, s, NULL), want = exhaustive_min_peak(p);
@@ -319,7 +319,7 @@ Test(baselines, ogc_prediction_matches_simulator)
         cr_assert_eq(rm_fwd_info_init(&fi, p, &e), RM_OK);
         uint8_t *pins = malloc((size_t)p->n);
         size_t predicted;
-        cr_assert_eq(rm_ogc_plan(pins, &predicted, p, &fi, &e), RM_OK, "%s", e.msg);
+        cr_assert_eq(rm_ogc_plan(pins, &predicted, NULL, p, &fi, &e), RM_OK, "%s", e.msg);
         rm_schedule *s;
         cr_assert_eq(rm_schedule_from_checkpoints(&s, p, pins, &e), RM_OK, "%s", e.msg);
         cr_assert_eq(peak_of(p, s, NULL), predicted, "seed %lu", (unsigned long)seed);

@@ -84,7 +84,7 @@ static size_t ogc_peak(const rm_problem *p, uint64_t seed)
     cr_assert_eq(rm_fwd_info_init(&fi, p, &e), RM_OK);
     uint8_t *pins = malloc((size_t)p->n);
     size_t predicted;
-    cr_assert_eq(rm_ogc_plan(pins, &predicted, p, &fi, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_ogc_plan(pins, &predicted, NULL, p, &fi, &e), RM_OK, "%s", e.msg);
     size_t planned = peak_of_set(p, pins);
     rm_schedule *s;
     cr_assert_eq(rm_strategy_ogc(&s, p, &e), RM_OK, "%s", e.msg);
@@ -195,4 +195,62 @@ Test(ogc, valid_and_within_budget)
         }
         rm_problem_free(p);
     }
+}
+
+/* A training graph whose node k + 1 reads k branches off the input (issue
+ * 13: a DenseNet-like fan-in of 400 took 63 s, its cost growing as k^4). */
+static rm_problem *fan_in(int k)
+{
+    int F = k + 2, n = 2 * F; /* forward, the loss, and a backward node per layer and the loss */
+    rm_problem *p;
+    rm_err e = {0};
+    cr_assert_eq(rm_problem_create(&p, n, &e), RM_OK);
+    int *deps = malloc(((size_t)k + 2) * sizeof *deps);
+    for (int i = 0; i < n; i++) {
+        rm_problem_node *nd = &p->nodes[i];
+        int nd_deps = 0;
+        nd->bytes = 64;
+        nd->cost = i ? 1 : 0;
+        nd->tag = i < F ? RM_TAG_FORWARD : i == F ? RM_TAG_LOSS : RM_TAG_BACKWARD;
+        if (i >= 1 && i <= k) deps[nd_deps++] = 0;      /* a branch */
+        if (i == k + 1)                                 /* the fan-in */
+            for (int j = 1; j <= k; j++) deps[nd_deps++] = j;
+        if (i == F) deps[nd_deps++] = k + 1;            /* the loss */
+        if (i == F + 1) deps[nd_deps++] = F, deps[nd_deps++] = k + 1; /* the fan-in's backward */
+        if (i > F + 1) deps[nd_deps++] = F + 1, deps[nd_deps++] = i - F - 1; /* branch i - F - 1's */
+        cr_assert_eq(rm_problem_set_deps(p, i, deps, nd_deps, &e), RM_OK, "%s", e.msg);
+    }
+    free(deps);
+    cr_assert_eq(rm_problem_validate(p, &e), RM_OK, "%s", e.msg);
+    return p;
+}
+
+/* The work the DP does is capped: positions are thinned until the batches
+ * it simulates fit RM_OGC_MAX_WORK, and the answer stays valid and no worse
+ * than pass 1's cut points. Without the cap this graph takes some 10^4
+ * whole-problem simulations. */
+Test(ogc, wide_fan_in_work_is_capped)
+{
+    rm_problem *p = fan_in(600);
+    rm_fwd_info fi;
+    rm_err e = {0};
+    cr_assert_eq(rm_fwd_info_init(&fi, p, &e), RM_OK);
+    uint8_t *pins = malloc((size_t)p->n);
+    size_t predicted;
+    rm_ogc_stats st;
+    cr_assert_eq(rm_ogc_plan(pins, &predicted, &st, p, &fi, &e), RM_OK, "%s", e.msg);
+    double edges = 0;
+    for (int i = 0; i < p->n; i++) edges += p->nodes[i].ndeps;
+    cr_assert_leq(st.work, RM_OGC_MAX_WORK);
+    for (int pass = 0; pass < 2; pass++)
+        cr_assert_leq(st.simulations[pass] * (p->n + edges), RM_OGC_MAX_WORK, "pass %d: %d simulations", pass,
+                      st.simulations[pass]);
+    cr_assert(st.positions[1] >= 2 && st.positions[1] < 600, "%d positions", st.positions[1]);
+    rm_schedule *s;
+    cr_assert_eq(rm_strategy_ogc(&s, p, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(peak_of(p, s, NULL), peak_of_set(p, pins));
+    rm_schedule_free(s);
+    free(pins);
+    rm_fwd_info_free(&fi);
+    rm_problem_free(p);
 }
