@@ -154,12 +154,8 @@ static int parse_header(rm_cost_file **out, char **f, int nf, long long file_siz
     if (strcmp(f[6], "seconds"))
         return rm_errorf(e, RM_ERR_PARSE, "%s:%d: unknown unit '%s' (cost files are in seconds)", path, line, f[6]);
     int rc = rm_cost_file_create(out, n, f[2], batch, f[4], e);
-    if (rc == RM_ERR_INVALID) {
-        /* A model or device word the writer could not have written: a parse error of this file. */
-        rm_err_context(e, "%s:%d", path, line);
-        if (e) e->code = RM_ERR_PARSE;
-        rc = RM_ERR_PARSE;
-    }
+    /* A model or device word the writer could not have written: a parse error of this file. */
+    if (rc == RM_ERR_INVALID) rc = rm_text_error_at(e, path, line);
     return rc;
 }
 
@@ -204,6 +200,7 @@ int rm_cost_file_read(rm_cost_file **out, const char *path, rm_err *e)
     char *buf = NULL;
     size_t cap = 0;
     int line = 0, seen = 0, rc = RM_OK;
+    double sum = 0; /* the seconds so far, bounded as a problem's costs are */
     char *f[MAX_FIELDS];
     ssize_t len;
     while ((errno = 0, len = rm_text_getline(&buf, &cap, fp)) >= 0) {
@@ -230,6 +227,11 @@ int rm_cost_file_read(rm_cost_file **out, const char *path, rm_err *e)
             break;
         }
         if ((rc = parse_node(c, seen, f, nf, path, line, e))) break;
+        const rm_cost_entry *en = &c->nodes[seen];
+        if (rm_problem_cost_add(&sum, en->seconds, c->n, seen, en->name[0] ? en->name : "-", e)) {
+            rc = rm_text_error_at(e, path, line);
+            break;
+        }
         seen++;
     }
     int read_errno = errno; /* EISDIR for a folder */
@@ -263,6 +265,7 @@ int rm_cost_file_write(const rm_cost_file *c, const char *path, const char *comm
     if (!is_token(c->model) || !is_token(c->device) || c->batch < 1 || c->n < 1)
         return rm_errorf(e, RM_ERR_INVALID, "%s: malformed cost file (model '%s', device '%s', batch %d, %d nodes)",
                          path, c->model, c->device, c->batch, c->n);
+    double sum = 0; /* a file written must read back: its seconds bounded as the reader bounds them */
     for (int i = 0; i < c->n; i++) {
         const rm_cost_entry *en = &c->nodes[i];
         if ((en->name[0] && (!is_token(en->name) || !strcmp(en->name, "-"))))
@@ -271,6 +274,8 @@ int rm_cost_file_write(const rm_cost_file *c, const char *path, const char *comm
         if (!isfinite(en->seconds) || en->seconds < 0)
             return rm_errorf(e, RM_ERR_INVALID, "%s: node %d ('%s') has cost %g: not a finite number >= 0", path, i,
                              en->name, en->seconds);
+        if (rm_problem_cost_add(&sum, en->seconds, c->n, i, en->name[0] ? en->name : "-", e))
+            return rm_err_context(e, "%s", path);
     }
     rm_atomic_file af;
     int rc = rm_atomic_open(&af, path, e);
@@ -316,7 +321,7 @@ int rm_cost_file_apply(rm_problem *p, const rm_cost_file *c, const char *model, 
                          "%s: the file has costs for %d nodes but the problem has %d (a cost file of another model or "
                          "version of it?)",
                          where(w, sizeof w, c, c->header_line), c->n, p->n);
-    double scale = 1.0;
+    double scale = 1.0, sum = 0; /* sum: the costs so far, bounded as every problem's are */
     if (batch > 0 && batch != c->batch) {
         if (mode != RM_COST_SCALE_BATCH)
             return rm_errorf(e, RM_ERR_INVALID,
@@ -336,9 +341,10 @@ int rm_cost_file_apply(rm_problem *p, const rm_cost_file *c, const char *model, 
         if (!isfinite(en->seconds) || en->seconds < 0)
             return rm_errorf(e, RM_ERR_INVALID, "%s: node %d ('%s') has cost %g: not a finite number >= 0",
                              where(w, sizeof w, c, en->line), i, en->name, en->seconds);
-        if (!isfinite(en->seconds * scale))
-            return rm_errorf(e, RM_ERR_INVALID, "%s: node %d ('%s'): %g s scaled to batch %d overflows",
-                             where(w, sizeof w, c, en->line), i, en->name, en->seconds, batch);
+        if (rm_problem_cost_add(&sum, en->seconds * scale, p->n, i, en->name[0] ? en->name : "-", e)) {
+            if (scale == 1.0) return rm_err_context(e, "%s", where(w, sizeof w, c, en->line));
+            return rm_err_context(e, "%s: scaled to batch %d", where(w, sizeof w, c, en->line), batch);
+        }
         if (p->nodes[i].ndeps == 0 && en->seconds != 0)
             return rm_errorf(e, RM_ERR_INVALID,
                              "%s: node %d ('%s') is an input (it reads nothing: loaded, not computed), so its cost "

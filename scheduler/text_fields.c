@@ -21,6 +21,13 @@ int rm_text_fields(char *line, char **f, int cap)
     return nf;
 }
 
+int rm_text_error_at(rm_err *e, const char *path, int line)
+{
+    rm_err_context(e, "%s:%d", path, line);
+    if (e) e->code = RM_ERR_PARSE;
+    return RM_ERR_PARSE;
+}
+
 ssize_t rm_text_getline(char **buf, size_t *cap, FILE *fp)
 {
     size_t len = 0;

@@ -13,6 +13,13 @@ int rm_text_fields(char *line, char **f, int cap);
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "error.h"
+
+/* An error already in e from a check outside the reader (RM_ERR_INVALID, a
+ * message without a place) as a parse error of the file at this line:
+ * "PATH:LINE: message". Returns RM_ERR_PARSE. */
+int rm_text_error_at(rm_err *e, const char *path, int line);
+
 /* The longest line the readers accept, newline included (64 MiB): a
  * schedule of 10 million nodes has lines of 20 MB; a longer "line" is not one
  * of these formats (/dev/zero made getline grow its buffer until memory ran

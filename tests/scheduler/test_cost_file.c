@@ -3,6 +3,7 @@
  * belongs to a problem, and that measured costs change what the MILP
  * recomputes in the way the exact DP predicts. */
 #include <criterion/criterion.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,6 +98,10 @@ Test(cost_file, malformed_files_name_the_line)
         {"remat-costs 1 m 8 cpu 2 seconds\n0 a 0\n1 b\n", ":3:", "expected 3"},
         {"remat-costs 1 m 8 cpu 2 seconds\n0 a 0\nx b 1\n", ":3:", "node index 'x'"},
         {"remat-costs 1 m 8 cpu 2 seconds\n0 a 0\n5 b 1\n", ":3:", "outside 0..1"},
+        /* Seconds held to a problem's bound on the costs' sum (DBL_MAX / n). */
+        {"remat-costs 1 m 8 cpu 2 seconds\n0 a 6e307\n1 b 6e307\n", ":3:",
+         ": the costs up to node 1 (b) add up to more than 8.98847e+307, the largest finite number over the 2 "
+         "nodes: a schedule may compute each node once per stage, and its cost must stay finite"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         char p[128]; /* a path per case, not a cf_path slot each */
@@ -226,6 +231,34 @@ Test(cost_file, apply_checks_that_the_file_is_the_problems)
     cr_assert_eq(rm_cost_file_apply(q, c, NULL, 0, RM_COST_SAME_BATCH, &e), RM_ERR_INVALID);
     cr_assert(strstr(e.msg, "costs for 9 nodes but the problem has 3"), "%s", e.msg);
     rm_problem_free(q);
+    rm_cost_file_free(c);
+    rm_problem_free(p);
+}
+
+/* Seconds scaled to another batch (maxbatch, train --batch auto) are held
+ * to the bound on the sum of a problem's costs as read ones are, naming the
+ * node's line and the batch; nothing changes. */
+Test(cost_file, scaled_seconds_whose_sum_overflows_are_refused)
+{
+    rm_problem *p = chain();
+    double secs[9] = {0, 1e307};
+    rm_cost_file *mem = costs_for(p, secs, 1);
+    rm_err e = {RM_OK, ""};
+    const char *path = cf_path("big.costs");
+    cr_assert_eq(rm_cost_file_write(mem, path, NULL, &e), RM_OK, "%s", e.msg);
+    rm_cost_file_free(mem);
+    rm_cost_file *c;
+    cr_assert_eq(rm_cost_file_read(&c, path, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_cost_file_apply(p, c, "chain", 16, RM_COST_SCALE_BATCH, &e), RM_ERR_INVALID);
+    char want[400];
+    snprintf(want, sizeof want,
+             "%s:%d: scaled to batch 16: the costs up to node 1 (a) add up to more than %.6g, the largest finite "
+             "number over the 9 nodes: a schedule may compute each node once per stage, and its cost must stay finite",
+             path, c->nodes[1].line, DBL_MAX / 9);
+    cr_assert_str_eq(e.msg, want);
+    cr_assert_eq(p->nodes[1].cost, 10);
+    cr_assert_eq(rm_cost_file_apply(p, c, "chain", 1, RM_COST_SCALE_BATCH, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(p->nodes[1].cost, 1e307);
     rm_cost_file_free(c);
     rm_problem_free(p);
 }
