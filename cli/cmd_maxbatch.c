@@ -18,50 +18,51 @@
 #include <unistd.h>
 
 #define MAXBATCH_USAGE                                                                                                 \
-    "usage: remat maxbatch --model FILE --budget B [--max-overhead X] [--accounting remat|checkmate]\n"                 \
-    "                      [--input HxW] [--strategies a,b,...] [--max-batch N] [--costs FILE]\n"                    \
-    "                      [--time-limit S] [--node-limit N] [--device cpu|cuda] [--format text|csv|json]\n"       \
-    "                      [--quiet]\n"                                                                             \
+    "usage: remat maxbatch --model FILE --budget B [--max-overhead X] [--accounting remat|checkmate]\n"                \
+    "                      [--input HxW] [--strategies a,b,...] [--max-batch N] [--costs FILE]\n"                      \
+    "                      [--time-limit S] [--node-limit N] [--device cpu|cuda] [--format text|csv|json]\n"           \
+    "                      [--quiet]\n"                                                                                \
     "\n"                                                                                                               \
     "For each strategy, the largest batch size at which it finds a schedule that the simulator accepts\n"              \
-    "within the budget, fixed bytes included, and whose extra compute stays within the overhead cap; and\n"          \
-    "how it compares with training without rematerialization (checkpoint-all), which is always measured.\n"          \
+    "within the budget, fixed bytes included, and whose extra compute stays within the overhead cap; and\n"            \
+    "how it compares with training without rematerialization (checkpoint-all), which is always measured.\n"            \
     "\n"                                                                                                               \
-    "The search grows the batch 1, 2, 4, ... until it does not fit, then bisects. The solvers (lp_round,\n"           \
-    "milp, best) start from the largest batch a heuristic fitted, since they are never worse than their\n"          \
-    "incumbent, and gallop up from it; each probe asks for the first schedule that fits, not the cheapest\n"       \
-    "(the overhead shown is that schedule's). No batch whose trivial lower bound (the largest node with\n"         \
-    "its inputs) exceeds the budget is ever solved. Feasibility is monotone for checkpoint-all and an\n"             \
-    "exactly solved MILP, so their answers are exact; a heuristic (or a MILP stopped by its time limit)\n"           \
-    "need not be monotone, and for those the answer is a batch that fits with the next one verified not\n"          \
-    "to. A '*' in the notes marks a solver answer where a larger batch found no schedule and none was ruled\n"     \
-    "out (a time or node limit stopped the solver, or no rounding fit): unproved. A strategy that fails\n"         \
-    "is a row saying why, and the exit status is 1.\n"                                                               \
+    "The search grows the batch 1, 2, 4, ... until it does not fit, then bisects. The solvers (lp_round,\n"            \
+    "milp, best) start from the largest batch a heuristic fitted, since they are never worse than their\n"             \
+    "incumbent, and gallop up from it; each probe asks for the first schedule that fits, not the cheapest\n"           \
+    "(the overhead shown is that schedule's). No batch whose trivial lower bound (the largest node with\n"             \
+    "its inputs) exceeds the budget is ever solved. Feasibility is monotone for checkpoint-all and an\n"               \
+    "exactly solved MILP, so their answers are exact; a heuristic (or a MILP stopped by its time limit)\n"             \
+    "need not be monotone, and for those the answer is a batch that fits with the next one verified not\n"             \
+    "to. A '*' in the notes marks a solver answer where a larger batch found no schedule and none was ruled\n"         \
+    "out (a time or node limit stopped the solver, or no rounding fit): unproved. A strategy that fails\n"             \
+    "is a row saying why, and the exit status is 1.\n"                                                                 \
     "\n"                                                                                                               \
     "options:\n"                                                                                                       \
     "  --model FILE          model config (models/*.cfg)\n"                                                            \
     "  --budget B            TOTAL device memory: 16GiB, 512MiB, 1.5e9, 16GB (no percentages here: the\n"              \
-    "                        peak they would refer to depends on the batch)\n"                                         \
-    "  --max-overhead X      the most extra compute a schedule may cost over checkpoint-all's: 1fwd (the\n"           \
-    "                        default: one extra forward pass, as Checkmate's max-batch figure), Nfwd,\n"             \
-    "                        a percentage with its sign (50%), or none\n"                                            \
-    "  --accounting A        remat (default): fixed bytes as `remat train` allocates them (weights,\n"              \
-    "                        gradients, momentum, batchnorm statistics, labels, workspace); checkmate:\n"         \
-    "                        parameters and their gradients only, and sizes in GB (10^9 bytes), as the paper\n"  \
-    "  --input HxW           the input's height and width instead of the config's (e.g. 416x608)\n"              \
-    "  --format F            text (default), csv or json: the results table alone on stdout as data (the setup\n"\
-    "                        goes to stderr); columns strategy, max_batch, vs_all, overhead_pct, peak_bytes,\n"  \
-    "                        solve_s, search_s, probes, notes, bound_batch, unproved (0/1), from\n"             \
+    "                        peak they would refer to depends on the batch; a number without a unit is\n"              \
+    "                        bytes, at least 1000000)\n"                                                               \
+    "  --max-overhead X      the most extra compute a schedule may cost over checkpoint-all's: 1fwd (the\n"            \
+    "                        default: one extra forward pass, as Checkmate's max-batch figure), Nfwd,\n"               \
+    "                        a percentage with its sign (50%), or none\n"                                              \
+    "  --accounting A        remat (default): fixed bytes as `remat train` allocates them (weights,\n"                 \
+    "                        gradients, momentum, batchnorm statistics, labels, workspace); checkmate:\n"              \
+    "                        parameters and their gradients only, and sizes in GB (10^9 bytes), as the paper\n"        \
+    "  --input HxW           the input's height and width instead of the config's (e.g. 416x608)\n"                    \
+    "  --format F            text (default), csv or json: the results table alone on stdout as data (the setup\n"      \
+    "                        goes to stderr); columns strategy, max_batch, vs_all, overhead_pct, peak_bytes,\n"        \
+    "                        solve_s, search_s, probes, notes, bound_batch, unproved (0/1), from\n"                    \
     "  --strategies LIST     comma-separated names from `remat plan --help` (default: all of them)\n"                  \
     "  --max-batch N         the largest batch tried (default 1048576)\n"                                              \
     "  --costs FILE          node costs in profiled seconds (`remat profile`, docs/cost-format.md) instead\n"          \
-    "                        of FLOPs; the search tries many batches, so they are scaled linearly from the\n"        \
-    "                        batch they were measured at (an assumption: small batches run below peak)\n"             \
+    "                        of FLOPs; the search tries many batches, so they are scaled linearly from the\n"          \
+    "                        batch they were measured at (an assumption: small batches run below peak)\n"              \
     "  --time-limit S        seconds for each lp_round / milp solve (default 30; 0 = none)\n"                          \
-    "  --node-limit N        branch-and-bound nodes for each milp solve (deterministic; default 0 = none)\n"        \
-    "  --device cpu|cuda     whose accounting (default cpu); cuda: GPU 0's, as `remat train --device cuda`\n"       \
-    "                        allocates it (the layers' CUDA workspace, the loss slot, the cuBLAS\n"                \
-    "                        workspace); needs a GPU, and the budget must be free on it\n"                         \
+    "  --node-limit N        branch-and-bound nodes for each milp solve (deterministic; default 0 = none)\n"           \
+    "  --device cpu|cuda     whose accounting (default cpu); cuda: GPU 0's, as `remat train --device cuda`\n"          \
+    "                        allocates it (the layers' CUDA workspace, the loss slot, the cuBLAS\n"                    \
+    "                        workspace); needs a GPU, and the budget must be free on it\n"                             \
     "  --quiet               no progress on stderr\n"                                                                  \
     "\n"                                                                                                               \
     "example: remat maxbatch --model models/vgg16.cfg --budget 16GiB --strategies checkpoint_all,chen_greedy,milp"
@@ -176,7 +177,7 @@ static void describe_cap(char *buf, size_t len, const rm_overhead_cap *cap, trac
 
 /* The GPU the search accounts for, refusing a budget it cannot hold. 0, or
  * the exit code. */
-static int open_gpu(rm_backend **gpu, size_t *gpu_free, size_t *gpu_total, double budget)
+static int open_gpu(rm_backend **gpu, size_t *gpu_free, size_t *gpu_total, size_t budget)
 {
     rm_err e = {RM_OK, ""};
     int rc = rm_backend_cuda_create(gpu, 0, &e);
@@ -188,11 +189,11 @@ static int open_gpu(rm_backend **gpu, size_t *gpu_free, size_t *gpu_total, doubl
         return rc == RM_ERR_NOMEM || rc == RM_ERR_DEVICE ? 2 : 1;
     }
     char f[32], t[32], b[32];
-    if ((size_t)budget > *gpu_free) {
+    if (budget > *gpu_free) {
         fprintf(stderr,
                 "remat maxbatch: the budget %s is more than the GPU has free, %s (of %s): `remat train "
                 "--device cuda` would refuse it\n",
-                rm_cli_bytes(b, sizeof b, budget), rm_cli_bytes(f, sizeof f, (double)*gpu_free),
+                rm_cli_bytes(b, sizeof b, (double)budget), rm_cli_bytes(f, sizeof f, (double)*gpu_free),
                 rm_cli_bytes(t, sizeof t, (double)*gpu_total));
         rm_backend_free(*gpu);
         *gpu = NULL;
@@ -313,8 +314,8 @@ static int print_setup(const char *model, const char *input, const char *costs_p
                rm_cli_bytes(f, sizeof f, (double)gpu_free), rm_cli_bytes(t, sizeof t, (double)gpu_total),
                rm_cli_bytes(w, sizeof w, (double)rm_backend_cuda_fixed_bytes(gpu)));
     }
-    fprintf(out, "budget       %s (%s bytes) in total, fixed bytes included\n", bytes(a, sizeof a, budget->value),
-           rm_cli_group_digits(b, sizeof b, (unsigned long long)budget->value));
+    fprintf(out, "budget       %s (%s bytes) in total, fixed bytes included\n",
+            bytes(a, sizeof a, (double)budget->bytes), rm_cli_group_digits(b, sizeof b, budget->bytes));
     fprintf(out, "accounting   %s\n", tc->checkmate ? "checkmate: fixed = parameters + their gradients (as the paper)"
                                                : "remat: fixed bytes as `remat train` allocates them");
     describe_cap(cap, sizeof cap, &o->cap, tc);
@@ -421,7 +422,7 @@ static int maxbatch_run(int argc, char **argv)
     rm_backend *gpu = NULL;
     size_t gpu_free = 0, gpu_total = 0;
     if (cuda) {
-        int rc = open_gpu(&gpu, &gpu_free, &gpu_total, bud.value);
+        int rc = open_gpu(&gpu, &gpu_free, &gpu_total, bud.bytes);
         if (rc) return rc;
     }
     rm_model *m = NULL;
@@ -451,7 +452,7 @@ static int maxbatch_run(int argc, char **argv)
     rm_problem_free(check);
     rm_maxbatch_options o;
     memset(&o, 0, sizeof o);
-    o.budget = (size_t)bud.value;
+    o.budget = bud.bytes;
     o.max_batch = (int)cap;
     o.solver.time_limit_s = limit;
     o.solver.node_limit = nodes;

@@ -37,9 +37,11 @@
     "  --problem FILE    a problem file instead (docs/problem-format.md); its budget is the default\n"                 \
     "  --costs FILE      node costs in profiled seconds (`remat profile`, docs/cost-format.md) instead of\n"           \
     "                    FLOPs; it must be the model's at this batch (or match the problem file's nodes)\n"           \
-    "  --budget B        TOTAL device memory, fixed bytes included: bytes (1500000000, 1.5e9), a size\n"               \
+    "  --budget B        TOTAL device memory, fixed bytes included: bytes (1500000000, 1.5e9; a number\n"             \
+    "                    without a unit must be at least 1000000, else write the B: 12000B), a size\n"                \
     "                    (6GiB, 512MiB, 16GB; KiB/MiB/GiB/TiB are powers of 1024, KB/MB/GB/TB of 1000),\n"             \
-    "                    or a percentage of the no-remat peak (80%: 80% of fixed + checkpoint-all's peak)\n"           \
+    "                    or a percentage of the no-remat peak (80%: 80% of fixed + checkpoint-all's peak);\n"          \
+    "                    at most 2^62 bytes (4 EiB)\n"                                                                 \
     "  --strategy NAME   best (the default): every heuristic first, then the MILP with the cheapest of them\n"         \
     "                    as incumbent; the cheapest schedule found, never dearer than a heuristic;\n"                  \
     "                    or one of checkpoint_all, chen_sqrtn, chen_greedy, griewank, ap_sqrtn, ap_greedy,\n"         \
@@ -644,8 +646,7 @@ static int plan_run(int argc, char **argv)
     int rc = rm_cli_problem_load_costs(&cp, "plan", a.model, a.batch_n, a.problem, a.costs);
     if (rc) return rc;
     if (!a.have_budget && cp.file_budget) {
-        a.b.percent = 0;
-        a.b.value = (double)cp.file_budget;
+        a.b = rm_cli_budget_of(cp.file_budget);
         a.have_budget = 1;
     }
     if (!a.have_budget && !a.check) {

@@ -158,12 +158,12 @@ Test(footprint_cli, every_command_prints_the_same_fixed_bytes_and_peak)
 
     /* maxbatch: the peak is exactly where batch 8 stops fitting. */
     char budget[32];
-    snprintf(budget, sizeof budget, "%zu", peak);
+    snprintf(budget, sizeof budget, "%zuB", peak);
     cr_assert_eq(cf_remat("maxbatch", "--model", model, "--budget", budget, "--strategies", "checkpoint_all", NULL),
                  0, "%s", cf_err);
     line_of(line, sizeof line, "checkpoint_all ");
     cr_assert_eq(atoi(line + strlen("checkpoint_all")), 8, "maxbatch at the batch-8 peak: '%s'", line);
-    snprintf(budget, sizeof budget, "%zu", peak - 1);
+    snprintf(budget, sizeof budget, "%zuB", peak - 1);
     cr_assert_eq(cf_remat("maxbatch", "--model", model, "--budget", budget, "--strategies", "checkpoint_all", NULL),
                  0, "%s", cf_err);
     line_of(line, sizeof line, "checkpoint_all ");
