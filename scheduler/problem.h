@@ -68,7 +68,7 @@ int rm_problem_check_budget(const rm_problem *p, const char *who, rm_err *e);
 /* The most bytes a problem may hold: fixed bytes plus every node's output,
  * summed (2^62, 4 EiB). Peaks, budgets and percentages of them are computed
  * in size_t; below this bound none of those sums can wrap around. */
-#define RM_PROBLEM_MAX_BYTES ((size_t)1 << 62)
+#define RM_PROBLEM_MAX_BYTES RM_MAX_DEVICE_BYTES
 
 /* The most nodes a problem file may declare. */
 #define RM_PROBLEM_MAX_NODES 10000000
