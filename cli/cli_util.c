@@ -123,6 +123,13 @@ int rm_cli_parse_long(long *out, const char *s, long lo, long hi)
     return 0;
 }
 
+int rm_cli_parse_batch(long *out, const char *s, char *why, size_t len)
+{
+    if (!rm_cli_parse_long(out, s, 1, RM_MAX_BATCH)) return 0;
+    snprintf(why, len, "--batch must be an integer from 1 to %d, got '%s'", RM_MAX_BATCH, s ? s : "");
+    return -1;
+}
+
 /* Length of the plain decimal number at s: digits, an optional fraction and
  * exponent. strtod alone would also take "inf", "nan", hex and spaces. */
 size_t rm_cli_number_prefix(const char *s)

@@ -58,6 +58,10 @@ const char *rm_cli_bytes_si(char *buf, size_t len, double bytes);
 /* A whole decimal number in [lo, hi] with nothing after it. 0 on success;
  * -1 otherwise (*out untouched). */
 int rm_cli_parse_long(long *out, const char *s, long lo, long hi);
+/* A batch size: a whole number from 1 to RM_MAX_BATCH (engine/model.h).
+ * 0, or -1 with "--batch must be an integer from 1 to 1073741824, got 'S'"
+ * in why. */
+int rm_cli_parse_batch(long *out, const char *s, char *why, size_t len);
 /* A finite number of seconds >= 0 ("60", "2.5"); 0 on success, -1 otherwise. */
 int rm_cli_parse_seconds(double *out, const char *s);
 /* Length of the plain decimal number at s (digits, an optional fraction and

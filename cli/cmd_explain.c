@@ -25,7 +25,7 @@
     "there; and the total compute overhead.\n"                                                                         \
     "\n"                                                                                                               \
     "options:\n"                                                                                                       \
-    "  --model FILE     model config (models/*.cfg), traced at --batch N\n"                                            \
+    "  --model FILE     model config (models/*.cfg), traced at --batch N (1 to 2^30)\n"                                \
     "  --problem FILE   a problem file instead (docs/problem-format.md); its budget is the default\n"                  \
     "  --budget B       TOTAL device memory, fixed bytes included: 6GiB, 512MiB, 1.5e9, 16GB, 12000B, or a\n"          \
     "                   percentage of the no-remat peak (80%); a number without a unit is bytes, at least\n"           \
@@ -344,12 +344,11 @@ static int explain_run(int argc, char **argv)
     if (model && !batch) return usage_error("--batch N is required with --model");
     if (problem && batch) return usage_error("--batch goes with --model, not --problem");
     long batch_n = 0;
-    if (batch && rm_cli_parse_long(&batch_n, batch, 1, 1000000000L))
-        return usage_error("--batch must be an integer from 1 to 1000000000, got '%s'", batch);
+    char why[256];
+    if (batch && rm_cli_parse_batch(&batch_n, batch, why, sizeof why)) return usage_error("%s", why);
     /* As in `remat plan`: a problem file's own budget is the default. */
     if (!budget && !problem) return usage_error("--budget B is required");
     rm_cli_budget bud = rm_cli_budget_of(0);
-    char why[256];
     if (budget && rm_cli_parse_budget(&bud, budget, why, sizeof why)) return usage_error("--budget: %s", why);
     double limit = 60;
     if (time_limit && rm_cli_parse_seconds(&limit, time_limit))

@@ -54,7 +54,7 @@
     "                        goes to stderr); columns strategy, max_batch, vs_all, overhead_pct, peak_bytes,\n"        \
     "                        solve_s, search_s, probes, notes, bound_batch, unproved (0/1), from\n"                    \
     "  --strategies LIST     comma-separated names from `remat plan --help` (default: all of them)\n"                  \
-    "  --max-batch N         the largest batch tried (default 1048576)\n"                                              \
+    "  --max-batch N         the largest batch tried (default 1048576, at most 2^30)\n"                                \
     "  --costs FILE          node costs in profiled seconds (`remat profile`, docs/cost-format.md) instead\n"          \
     "                        of FLOPs; the search tries many batches, so they are scaled linearly from the\n"          \
     "                        batch they were measured at (an assumption: small batches run below peak)\n"              \
@@ -77,6 +77,7 @@ typedef struct trace_ctx {
     const rm_cost_file *costs; /* NULL: FLOPs */
     const rm_backend *be;      /* NULL: the CPU's accounting; else this GPU's */
     int checkmate;             /* Checkmate's accounting: fixed = parameters + gradients */
+    char too_large[RM_ERR_MSG_LEN]; /* why the batch above the bound could not be traced ("": it could) */
 } trace_ctx;
 
 /* By default the same accounting as `remat train` (workspace and optimizer
@@ -335,6 +336,9 @@ static int print_setup(const char *model, const char *input, const char *costs_p
     if (o->bound_batch == o->max_batch)
         fprintf(out, "bound        batch %d: the --max-batch cap (the largest node with its inputs fits more)\n",
                 o->bound_batch);
+    else if (tc->too_large[0])
+        fprintf(out, "bound        batch %d: above it the problem is too large for any device (%s)\n", o->bound_batch,
+                tc->too_large);
     else
         fprintf(out, "bound        batch %d: above it the largest node with its inputs alone exceeds the budget\n",
                 o->bound_batch);
@@ -376,8 +380,8 @@ static int maxbatch_run(int argc, char **argv)
         return usage_error("--budget must be an amount of memory here (16GiB), not a percentage: the no-remat peak "
                            "it would refer to grows with the batch");
     long cap = 1L << 20;
-    if (max_batch && rm_cli_parse_long(&cap, max_batch, 1, 1L << 30))
-        return usage_error("--max-batch must be an integer from 1 to %ld, got '%s'", 1L << 30, max_batch);
+    if (max_batch && rm_cli_parse_long(&cap, max_batch, 1, RM_MAX_BATCH))
+        return usage_error("--max-batch must be an integer from 1 to %d, got '%s'", RM_MAX_BATCH, max_batch);
     int cuda = device && !strcmp(device, "cuda");
     if (device && !cuda && strcmp(device, "cpu"))
         return usage_error("--device must be cpu or cuda, got '%s'", device);
@@ -439,7 +443,7 @@ static int maxbatch_run(int argc, char **argv)
         rm_backend_free(gpu);
         return e.code == RM_ERR_NOMEM ? 2 : 1;
     }
-    trace_ctx tc = {m, rm_optim_options_default(RM_OPTIM_SGD), costs, gpu, checkmate};
+    trace_ctx tc = {m, rm_optim_options_default(RM_OPTIM_SGD), costs, gpu, checkmate, ""};
     /* A file of another model is refused now, not at the first probe. */
     rm_problem *check = NULL;
     if (costs && build_problem(&check, &tc, costs->batch, &e)) {
@@ -463,7 +467,8 @@ static int maxbatch_run(int argc, char **argv)
         o.progress_ctx = &ps;
     }
 
-    int rc = rm_maxbatch_bound(&o.bound_batch, build_problem, &tc, o.budget, o.max_batch, &e);
+    int rc = rm_maxbatch_bound_why(&o.bound_batch, tc.too_large, sizeof tc.too_large, build_problem, &tc, o.budget,
+                                   o.max_batch, &e);
     if (rc) {
         fprintf(stderr, "remat maxbatch: %s\n", e.msg);
         rm_cost_file_free(costs);

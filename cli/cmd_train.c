@@ -38,8 +38,9 @@
     "  --budget B            TOTAL device memory, fixed bytes included: 16GiB, 512MiB, 1.5e9, or a\n"                  \
     "                        percentage of the no-remat peak at the batch (75%); a number without a\n"                 \
     "                        unit is bytes, at least 1000000\n"                                                        \
-    "  --batch N|auto        batch size (default 32); auto: the largest batch the strategy fits in the\n"              \
-    "                        budget (the max-batch search of `remat maxbatch`; needs an amount, not a %)\n"            \
+    "  --batch N|auto        batch size (default 32, at most 2^30); auto: the largest batch the strategy\n"            \
+    "                        fits in the budget (the max-batch search of `remat maxbatch`; needs an\n"                 \
+    "                        amount, not a %)\n"                                                                       \
     "  --strategy NAME       best (default: every heuristic, then the MILP, the cheapest that fits), or\n"             \
     "                        checkpoint_all, chen_sqrtn, chen_greedy, griewank, ap_sqrtn, ap_greedy,\n"                \
     "                        linearized_sqrtn, linearized_greedy, ogc, lp_round, milp\n"                               \
@@ -278,8 +279,8 @@ static int config_run(rm_trainer_config *c, const train_args *a)
         c->batch = 0;
     } else if (a->batch) {
         long b;
-        if (rm_cli_parse_long(&b, a->batch, 1, 1L << 24))
-            return usage_error("--batch must be auto or an integer from 1 to %ld, got '%s'", 1L << 24, a->batch);
+        if (rm_cli_parse_batch(&b, a->batch, why, sizeof why))
+            return usage_error("--batch must be auto or an integer from 1 to %d, got '%s'", RM_MAX_BATCH, a->batch);
         c->batch = (int)b;
     }
     if (a->epochs && parse_u64(&c->epochs, a->epochs, 1))

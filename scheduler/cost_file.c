@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "atomic_file.h"
+#include "model.h"
 
 #define MAX_FIELDS 8
 #define MAX_NODES 10000000
@@ -139,9 +140,9 @@ static int parse_header(rm_cost_file **out, char **f, int nf, long long file_siz
     if (strlen(f[2]) >= RM_NAME_LEN)
         return rm_errorf(e, RM_ERR_PARSE, "%s:%d: model name '%.32s...' is longer than %d characters", path, line,
                          f[2], RM_NAME_LEN - 1);
-    if (parse_int(&batch, f[3], 1, 1 << 30))
+    if (parse_int(&batch, f[3], 1, RM_MAX_BATCH))
         return rm_errorf(e, RM_ERR_PARSE, "%s:%d: batch '%s' is not an integer from 1 to %d", path, line, f[3],
-                         1 << 30);
+                         RM_MAX_BATCH);
     if (strlen(f[4]) >= RM_NAME_LEN)
         return rm_errorf(e, RM_ERR_PARSE, "%s:%d: device '%.32s...' is longer than %d characters", path, line, f[4],
                          RM_NAME_LEN - 1);

@@ -805,3 +805,79 @@ Test(cli_maxbatch, device_cuda_without_a_gpu)
     cr_assert_str_eq(after, before, "nothing on stdout without a GPU");
     free(before), free(after);
 }
+
+/* Issue 13: maxbatch with a huge budget on a huge model failed with "too
+ * large to address" from the first probe past the model's limit. Such a
+ * batch does not fit: the answer is the largest batch that works, and the
+ * bound line says what stopped it. One input of 2^42 elements here. */
+Test(cli_maxbatch, batches_too_large_to_build_do_not_fit)
+{
+    const char *cfg = cf_path("wide.cfg");
+    cf_write(cfg, "[net]\nchannels=16384\nheight=16384\nwidth=16384\n[global_avgpool]\n[linear]\nout=2\n"
+                  "[softmax_xent]\n");
+    size_t before = out_len();
+    cr_assert_eq(cf_remat("maxbatch", "--model", cfg, "--budget", "4611686018427387904", "--strategies", "chen_greedy",
+                          "--max-batch", "1073741824", "--quiet", NULL),
+                 0, "%s", cf_err);
+    char *out = out_since(before);
+    int bound = 0;
+    const char *line = strstr(out, "\nbound        batch ");
+    cr_assert(line && sscanf(line, "\nbound        batch %d:", &bound) == 1, "%s", out);
+    cr_assert_gt(bound, 1);
+    cr_assert_eq(row_batch(out, "checkpoint_all", NULL), bound, "%s", out);
+    cr_assert_eq(row_batch(out, "chen_greedy", NULL), bound, "%s", out);
+    /* The reason is the error of building the next batch, word for word. */
+    rm_err e = {RM_OK, ""};
+    rm_model *m;
+    cr_assert_eq(rm_model_load(&m, cfg, &e), RM_OK, "%s", e.msg);
+    rm_optim_options sgd = rm_optim_options_default(RM_OPTIM_SGD);
+    rm_problem *p = NULL;
+    cr_assert_eq(rm_training_problem(&p, NULL, m, bound, &sgd, NULL, NULL, RM_COST_SAME_BATCH, &e), RM_OK, "%s", e.msg);
+    rm_problem_free(p);
+    cr_assert_neq(rm_training_problem(&p, NULL, m, bound + 1, &sgd, NULL, NULL, RM_COST_SAME_BATCH, &e), RM_OK);
+    rm_model_free(m);
+    char want[800];
+    snprintf(want, sizeof want, "\nbound        batch %d: above it the problem is too large for any device (%s)\n",
+             bound, e.msg);
+    cr_assert(strstr(out, want), "'%s' not in:\n%s", want, out);
+    free(out);
+}
+
+/* Issue 13: the batch limits disagreed (maxbatch 2^30, graph 1e9, train
+ * 2^24). One limit, RM_MAX_BATCH (2^30), for every command and cost files. */
+Test(cli_plan, one_batch_limit_for_every_command)
+{
+    char why[128];
+    long v = 0;
+    cr_assert_eq(rm_cli_parse_batch(&v, "1073741824", why, sizeof why), 0);
+    cr_assert_eq(v, RM_MAX_BATCH);
+    const char *over = "1073741825";
+    const char *cmds[][12] = {
+        {"plan", "--model", TINY, "--batch", over, "--budget", "1GiB", NULL},
+        {"explain", "--model", TINY, "--batch", over, "--budget", "1GiB", NULL},
+        {"profile", "--model", TINY, "--batch", over, NULL},
+    };
+    for (size_t k = 0; k < sizeof cmds / sizeof cmds[0]; k++) {
+        char want[160];
+        snprintf(want, sizeof want, "remat %s: --batch must be an integer from 1 to 1073741824, got '1073741825'\n",
+                 cmds[k][0]);
+        cr_assert_eq(cf_remat_args(cmds[k]), 1, "%s", cmds[k][0]);
+        cr_assert(!strncmp(cf_err, want, strlen(want)), "%s", cf_err);
+    }
+    cr_assert_eq(cf_remat("train", "--model", TINY, "--data", "synthetic", "--batch", over, "--budget", "1GiB", NULL),
+                 1);
+    cr_assert(
+        strstr(cf_err, "remat train: --batch must be auto or an integer from 1 to 1073741824, got '1073741825'\n"),
+        "%s", cf_err);
+    cr_assert_eq(cf_remat("maxbatch", "--model", TINY, "--budget", "1GiB", "--max-batch", over, NULL), 1);
+    cr_assert(strstr(cf_err, "remat maxbatch: --max-batch must be an integer from 1 to 1073741824, got '1073741825'\n"),
+              "%s", cf_err);
+    const char *costs = cf_path("big-batch.costs");
+    cf_write(costs, "remat-costs 1 vgg-tiny 1073741825 cpu 1 seconds\n0 input 0\n");
+    rm_cost_file *c = NULL;
+    rm_err e = {RM_OK, ""};
+    cr_assert_eq(rm_cost_file_read(&c, costs, &e), RM_ERR_PARSE);
+    char want[300];
+    snprintf(want, sizeof want, "%s:1: batch '1073741825' is not an integer from 1 to 1073741824", costs);
+    cr_assert_str_eq(e.msg, want);
+}
