@@ -29,8 +29,9 @@ typedef struct rm_atomic_file {
 
 /* Creates a unique temporary file next to path (path.tmp.<pid>.<k>, created
  * exclusively, permissions 0666 less the umask like fopen) and opens af->f
- * on it. On failure af holds nothing and the error is RM_ERR_IO (or
- * RM_ERR_NOMEM) naming the file. */
+ * on it. First removes path's temporaries whose <pid> no longer runs (left
+ * by a killed writer; those of live processes stay). On failure af holds
+ * nothing and the error is RM_ERR_IO (or RM_ERR_NOMEM) naming the file. */
 int rm_atomic_open(rm_atomic_file *af, const char *path, rm_err *e);
 
 /* Finishes the write: ferror, fflush, fsync, fclose, rename, then a
