@@ -155,6 +155,11 @@ int rm_atomic_open(rm_atomic_file *af, const char *path, rm_err *e)
 
 int rm_atomic_probe(const char *path, rm_err *e)
 {
+    return rm_atomic_probe_room(path, 0, e);
+}
+
+int rm_atomic_probe_room(const char *path, size_t bytes, rm_err *e)
+{
     if (!path || !*path) return rm_errorf(e, RM_ERR_INVALID, "no file name to write");
     char *target = target_of(path);
     if (!target) return rm_errorf(e, RM_ERR_NOMEM, "%s: no memory to write the file", path);
@@ -166,7 +171,13 @@ int rm_atomic_probe(const char *path, rm_err *e)
     rm_atomic_file af;
     int rc = rm_atomic_open(&af, path, e);
     if (rc) return rc;
+    /* Reserved, not written: a full disk says so now (ENOSPC). A file
+     * system that cannot reserve (EOPNOTSUPP) is given the benefit of the
+     * doubt; the write will check every step. */
+    int err = bytes ? posix_fallocate(fileno(af.f), 0, (off_t)bytes) : 0;
     rm_atomic_abort(&af);
+    if (err && err != EOPNOTSUPP && err != EINVAL && err != ENOSYS)
+        return rm_errorf(e, RM_ERR_IO, "%s: no room for the %zu bytes it will hold: %s", path, bytes, strerror(err));
     return RM_OK;
 }
 

@@ -50,5 +50,11 @@ void rm_atomic_abort(rm_atomic_file *af);
  * For a run that writes path only later (a snapshot after an epoch), to
  * fail at once instead. RM_OK, or the error rm_atomic_open would give. */
 int rm_atomic_probe(const char *path, rm_err *e);
+/* The same, and the file system has room for bytes more: they are reserved
+ * in the temporary file (posix_fallocate) before it is removed, so a full
+ * disk fails now with RM_ERR_IO "PATH: no room for the N bytes it will
+ * hold: No space left on device". Not checked on devices, or where the
+ * file system cannot reserve space. */
+int rm_atomic_probe_room(const char *path, size_t bytes, rm_err *e);
 
 #endif

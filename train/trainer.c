@@ -353,7 +353,9 @@ int rm_trainer_create(rm_trainer **out, const rm_trainer_config *c, rm_err *e)
     /* So do a --resume that is no snapshot and a --snapshot that cannot be
      * written: found otherwise only after the solve, or after a whole epoch. */
     if (c->resume_path && (rc = rm_snapshot_check_header(c->resume_path, e))) goto fail;
-    if (c->snapshot_path && (rc = rm_atomic_probe(c->snapshot_path, e))) goto fail;
+    if (c->snapshot_path &&
+        (rc = rm_atomic_probe_room(c->snapshot_path, rm_snapshot_min_bytes(t->m, rm_optim_slots_for(&c->optim)), e)))
+        goto fail;
     if (t->batch == 0 && (rc = rm_trainer_auto_batch(t, e))) goto fail;
     t->sum.batch = t->batch;
     if ((rc = rm_trainer_plan_memory(t, e))) goto fail;

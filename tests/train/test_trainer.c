@@ -597,3 +597,27 @@ Test(trainer_cli, refuses_a_corrupt_checkpoint)
     cr_assert_eq(rc, 1, "exit %d: %s", rc, cf_err);
     cr_assert(strstr(cf_err, snap), "%s", cf_err);
 }
+
+/* Issue 13: with a cache folder that cannot be created the run goes on (the
+ * cache only saves solver time), and says the schedule was not stored,
+ * never that it was. */
+Test(trainer_cli, an_unwritable_schedule_cache_is_said_not_stored)
+{
+    const char *args[] = {"--model",   VGG_TINY, "--data",           "synthetic",          "--batch", "2",
+                          "--budget",  "100%",   "--strategy",       "chen_greedy",        "--steps", "1",
+                          "--samples", "8",      "--schedule-cache", "/nonexistent/cache", NULL};
+    cr_assert_eq(train_cli(args), 0, "%s", cf_err);
+    cr_assert(strstr(cf_err, "remat train: schedule cache: cannot create /nonexistent/cache: No such file or "
+                             "directory\n"),
+              "%s", cf_err);
+    char *out = cf_text(cf_path("stdout"));
+    const char *line = strstr(out, "\n             not stored in the cache: /nonexistent/cache/");
+    cr_assert_not_null(line, "%s", out);
+    const char *end = strchr(line + 1, '\n');
+    cr_assert_not_null(end);
+    cr_assert(end - line > 40 && !strncmp(end - strlen(".schedule could not be written"),
+                                          ".schedule could not be written", strlen(".schedule could not be written")),
+              "%.*s", (int)(end - line), line);
+    cr_assert_null(strstr(out, "stored in the cache as"), "%s", out);
+    free(out);
+}
