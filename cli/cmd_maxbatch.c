@@ -155,25 +155,43 @@ static int parse_input(int *height, int *width, const char *s)
     return 0;
 }
 
+/* The most any schedule of p can cost: stage t computes each node up to t
+ * at most once, so node i at most n - i times. */
+static double dearest_schedule(const rm_problem *p)
+{
+    double c = 0;
+    for (int i = 0; i < p->n; i++) c += p->nodes[i].cost * (double)(p->n - i);
+    return c;
+}
+
 /* The cap in words, with what it is in percent at batch 1 (costs grow
- * linearly with the batch, so at every batch). */
+ * linearly with the batch, so at every batch). A cap no schedule can reach
+ * (--max-overhead 100000% on a small graph) is said to rule nothing out:
+ * shown bare, it read as if it had been applied. */
 static void describe_cap(char *buf, size_t len, const rm_overhead_cap *cap, trace_ctx *tc)
 {
     rm_problem *p = NULL;
     rm_err e = {RM_OK, ""};
-    double pct = -1;
+    double pct = -1, most = -1;
     if (cap->kind != RM_CAP_NONE && build_problem(&p, tc, 1, &e) == RM_OK) {
         double all = rm_problem_base_cost(p);
         if (all > 0) pct = 100.0 * (rm_overhead_cap_cost(cap, p) / all - 1);
+        if (all > 0) most = 100.0 * (dearest_schedule(p) / all - 1);
     }
     rm_problem_free(p);
+    size_t n = 0;
     if (cap->kind == RM_CAP_FORWARDS)
-        snprintf(buf, len, "%g extra forward pass%s (+%.2f%% of checkpoint-all's compute)", cap->value,
-                 cap->value == 1 ? "" : "es", pct);
+        n = (size_t)snprintf(buf, len, "%g extra forward pass%s (+%.2f%% of checkpoint-all's compute)", cap->value,
+                             cap->value == 1 ? "" : "es", pct);
     else if (cap->kind == RM_CAP_FRACTION)
-        snprintf(buf, len, "+%g%% of checkpoint-all's compute", 100 * cap->value);
+        n = (size_t)snprintf(buf, len, "+%g%% of checkpoint-all's compute", 100 * cap->value);
     else
         snprintf(buf, len, "none: any recomputation is allowed");
+    if (most >= 0 && pct >= most && n < len)
+        snprintf(buf + n, len - n,
+                 ": no schedule costs that much (at most +%.2f%%, every node recomputed in every stage), so the "
+                 "cap rules nothing out",
+                 most);
 }
 
 /* The GPU the search accounts for, refusing a budget it cannot hold. 0, or
@@ -296,7 +314,7 @@ static int print_setup(const char *model, const char *input, const char *costs_p
                        const rm_backend *gpu, size_t gpu_free, size_t gpu_total, const rm_cli_budget *budget,
                        const rm_maxbatch_options *o, trace_ctx *tc, double limit, int solvers, FILE *out)
 {
-    char a[32], b[32], cap[160];
+    char a[32], b[32], cap[300];
     rm_err e = {RM_OK, ""};
     const char *(*bytes)(char *, size_t, double) = tc->checkmate ? rm_cli_bytes_si : rm_cli_bytes;
     fprintf(out, "model        %s", model);

@@ -881,3 +881,34 @@ Test(cli_plan, one_batch_limit_for_every_command)
     snprintf(want, sizeof want, "%s:1: batch '1073741825' is not an integer from 1 to 1073741824", costs);
     cr_assert_str_eq(e.msg, want);
 }
+
+/* Issue 13: `--max-overhead 100000%` was shown as applied, though no
+ * schedule of a small graph costs that much: the cap line now says so, with
+ * the most any schedule costs (node i computed in every stage from i on).
+ * A cap that can bind is shown as before. */
+Test(cli_maxbatch, a_cap_no_schedule_reaches_is_said_to_rule_nothing_out)
+{
+    rm_problem *p = traced(TINY, 1);
+    double all = 0, most = 0;
+    for (int i = 0; i < p->n; i++) all += p->nodes[i].cost, most += p->nodes[i].cost * (p->n - i);
+    rm_problem_free(p);
+    char want[300];
+    snprintf(want, sizeof want,
+             "\noverhead cap +100000%% of checkpoint-all's compute: no schedule costs that much (at most +%.2f%%, "
+             "every node recomputed in every stage), so the cap rules nothing out\n",
+             100 * (most / all - 1));
+    size_t before = out_len();
+    cr_assert_eq(cf_remat("maxbatch", "--model", TINY, "--budget", "4MiB", "--max-overhead", "100000%", "--strategies",
+                          "chen_greedy", "--quiet", NULL),
+                 0, "%s", cf_err);
+    char *out = out_since(before);
+    cr_assert(strstr(out, want), "'%s' not in:\n%s", want, out);
+    free(out);
+    before = out_len();
+    cr_assert_eq(cf_remat("maxbatch", "--model", TINY, "--budget", "4MiB", "--max-overhead", "50%", "--strategies",
+                          "chen_greedy", "--quiet", NULL),
+                 0, "%s", cf_err);
+    out = out_since(before);
+    cr_assert(strstr(out, "\noverhead cap +50% of checkpoint-all's compute\n"), "%s", out);
+    free(out);
+}
