@@ -54,7 +54,7 @@
     "  --epochs E            passes over the training data (default 1)\n"                                              \
     "  --steps N             stop once N steps in all are done (a resumed run counts from 0 too)\n"                    \
     "  --optimizer NAME      sgd (default, momentum 0.9) or adam\n"                                                    \
-    "  --lr X                learning rate (default 0.05 for sgd, 0.001 for adam)\n"                                   \
+    "  --lr X                learning rate (default 0.05 for sgd, 0.001 for adam; > 0, at most 3.4e38)\n"              \
     "  --momentum M          SGD momentum (default 0.9)\n"                                                             \
     "  --weight-decay W      L2 weight decay of conv and linear weights (default 0)\n"                                 \
     "  --lr-schedule KIND    constant (default), step (x0.1 after each third of the run) or cosine\n"                  \
@@ -331,7 +331,10 @@ static int config_optimizer(rm_trainer_config *c, const train_args *a)
         return usage_error("--optimizer must be sgd or adam, got '%s'", a->optimizer);
     double x;
     if (a->lr) {
-        if (rm_cli_parse_seconds(&x, a->lr) || x <= 0) return usage_error("--lr must be a number > 0, got '%s'", a->lr);
+        if (rm_cli_parse_seconds(&x, a->lr) || x <= 0 || x > RM_OPTIM_MAX_RATE)
+            return usage_error("--lr must be a number in (0, %g] (the optimizer computes in single precision), got "
+                               "'%s'",
+                               RM_OPTIM_MAX_RATE, a->lr);
         c->lr = x;
     }
     if (a->momentum) {
@@ -341,8 +344,10 @@ static int config_optimizer(rm_trainer_config *c, const train_args *a)
         c->optim.momentum = (float)x;
     }
     if (a->wd) {
-        if (rm_cli_parse_seconds(&x, a->wd))
-            return usage_error("--weight-decay must be a number >= 0, got '%s'", a->wd);
+        if (rm_cli_parse_seconds(&x, a->wd) || x > RM_OPTIM_MAX_RATE)
+            return usage_error("--weight-decay must be a number in [0, %g] (the optimizer computes in single "
+                               "precision), got '%s'",
+                               RM_OPTIM_MAX_RATE, a->wd);
         c->optim.weight_decay = (float)x;
     }
     if (a->sched) {

@@ -105,7 +105,8 @@ static int check_config(const rm_trainer_config *c, rm_err *e)
                          "an automatic batch needs the budget as an amount of memory, not a percentage: the "
                          "no-remat peak it would refer to grows with the batch");
     if (c->epochs < 1) return rm_errorf(e, RM_ERR_INVALID, "at least 1 epoch");
-    if (!(c->lr > 0) || !isfinite(c->lr)) return rm_errorf(e, RM_ERR_INVALID, "learning rate %g is not > 0", c->lr);
+    if (!(c->lr > 0 && c->lr <= RM_OPTIM_MAX_RATE))
+        return rm_errorf(e, RM_ERR_INVALID, "learning rate %g is not in (0, %g]", c->lr, RM_OPTIM_MAX_RATE);
     if (c->synthetic_samples < 0) return rm_errorf(e, RM_ERR_INVALID, "negative synthetic sample count");
     return rm_optim_options_check(&c->optim, e);
 }

@@ -621,3 +621,43 @@ Test(trainer_cli, an_unwritable_schedule_cache_is_said_not_stored)
     cr_assert_null(strstr(out, "stored in the cache as"), "%s", out);
     free(out);
 }
+
+/* Issue 13: --lr 1e308 passed the parser and became inf as a float in the
+ * update kernel, failing only after the run had started. The range is
+ * checked as the arguments are read, and said; nothing is printed before. */
+Test(trainer_cli, learning_rates_past_a_float_are_refused_at_once)
+{
+    struct {
+        const char *flag, *value, *want;
+    } cases[] = {
+        {"--lr", "1e308",
+         "remat train: --lr must be a number in (0, 3.40282e+38] (the optimizer computes in single precision), got "
+         "'1e308'\n"},
+        {"--lr", "0",
+         "remat train: --lr must be a number in (0, 3.40282e+38] (the optimizer computes in single precision), got "
+         "'0'\n"},
+        {"--weight-decay", "1e39",
+         "remat train: --weight-decay must be a number in [0, 3.40282e+38] (the optimizer computes in single "
+         "precision), got '1e39'\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *before = cf_text(cf_path("stdout"));
+        const char *args[] = {"--model",  VGG_TINY, "--data",      "synthetic",    "--batch", "2",
+                              "--budget", "100%",   cases[i].flag, cases[i].value, NULL};
+        cr_assert_eq(train_cli(args), 1, "%s", cf_err);
+        cr_assert(!strncmp(cf_err, cases[i].want, strlen(cases[i].want)), "%s", cf_err);
+        char *after = cf_text(cf_path("stdout"));
+        cr_assert_str_eq(after, before);
+        free(before), free(after);
+    }
+    /* The library holds the same bound. */
+    rm_trainer_config c;
+    rm_trainer_config_default(&c);
+    c.model_path = VGG_TINY;
+    c.budget_percent = 100;
+    c.lr = 1e308;
+    rm_trainer *t = NULL;
+    rm_err e = {RM_OK, ""};
+    cr_assert_eq(rm_trainer_create(&t, &c, &e), RM_ERR_INVALID);
+    cr_assert_str_eq(e.msg, "learning rate 1e+308 is not in (0, 3.40282e+38]");
+}
