@@ -39,8 +39,8 @@
     "                        percentage of the no-remat peak at the batch (75%); a number without a\n"                 \
     "                        unit is bytes, at least 1000000\n"                                                        \
     "  --batch N|auto        batch size (default 32, at most 2^30); auto: the largest batch the strategy\n"            \
-    "                        fits in the budget (the max-batch search of `remat maxbatch`; needs an\n"                 \
-    "                        amount, not a %)\n"                                                                       \
+    "                        fits in the budget, and no more than the training samples (--samples);\n"                 \
+    "                        the max-batch search of `remat maxbatch`; needs an amount, not a %\n"                     \
     "  --strategy NAME       best (default: every heuristic, then the MILP, the cheapest that fits), or\n"             \
     "                        checkpoint_all, chen_sqrtn, chen_greedy, griewank, ap_sqrtn, ap_greedy,\n"                \
     "                        linearized_sqrtn, linearized_greedy, ogc, lp_round, milp\n"                               \
@@ -181,7 +181,11 @@ static void print_summary(const rm_trainer_summary *s, const rm_trainer_config *
         printf("held out     %lld samples, a seeded split of the same data\n", (long long)s->test_samples);
     else
         printf("held out     %s: %lld samples\n", s->test_data, (long long)s->test_samples);
-    if (s->batch_auto)
+    if (s->batch_is_samples)
+        printf("batch        %d: as many as the training samples, and %s fits it in the budget (no schedule fits "
+               "more than %d)\n",
+               s->batch, s->strategy, s->bound_batch);
+    else if (s->batch_auto)
         printf("batch        %d: the largest batch %s fits in the budget (no schedule fits more than %d)\n", s->batch,
                s->strategy, s->bound_batch);
     else

@@ -216,6 +216,19 @@ static void seeded_free(rm_trainer *t)
     t->lpp = NULL;
 }
 
+/* The samples a folder without a held-out split gives up for one. */
+static int64_t held_out_of(int64_t n)
+{
+    return n >= 10 ? n / 10 : n >= 2 ? 1 : 0;
+}
+
+int64_t rm_trainer_known_samples(const rm_trainer *t)
+{
+    if (t->synthetic) return t->cfg.synthetic_samples;
+    int64_t n = t->base_train->info.count;
+    return t->base_test ? n : n - held_out_of(n);
+}
+
 static int seeded_build(rm_trainer *t, uint64_t seed, rm_err *e)
 {
     const rm_trainer_config *c = &t->cfg;
@@ -234,7 +247,7 @@ static int seeded_build(rm_trainer *t, uint64_t seed, rm_err *e)
     } else if (t->base_test) {
         t->train = t->base_train, t->test = t->base_test;
     } else {
-        int64_t n = t->base_train->info.count, held = n >= 10 ? n / 10 : n >= 2 ? 1 : 0;
+        int64_t n = t->base_train->info.count, held = held_out_of(n);
         if ((rc = rm_dataset_split(&t->train, &t->test, t->base_train, held, rm_hash64(seed ^ SALT_SPLIT), e))) return rc;
         t->sum.held_out_split = 1;
     }

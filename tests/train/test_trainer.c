@@ -400,6 +400,20 @@ Test(trainer, batch_auto_is_the_max_batch_answer)
     /* One more sample per batch would not fit this strategy (the search's local boundary). */
     run(t);
     rm_trainer_free(t);
+
+    /* Issue 13: with fewer samples than that batch (--samples), the search
+     * picked the budget's batch anyway and the run then failed with "fewer
+     * than one batch". It stops at the samples now, and says so. */
+    memset(&r, 0, sizeof r);
+    c.synthetic_samples = mr.max_batch / 2;
+    t = create(&c);
+    s = rm_trainer_summary_of(t);
+    cr_assert_eq(s->batch, mr.max_batch / 2);
+    cr_assert(s->batch_is_samples);
+    cr_assert_eq(s->train_samples, mr.max_batch / 2);
+    cr_assert_geq(s->bound_batch, mr.max_batch, "the bound is the budget's, not the samples'");
+    run(t);
+    rm_trainer_free(t);
 }
 
 Test(trainer, schedule_cache_hits_and_rejects_tampering)
@@ -660,4 +674,16 @@ Test(trainer_cli, learning_rates_past_a_float_are_refused_at_once)
     rm_err e = {RM_OK, ""};
     cr_assert_eq(rm_trainer_create(&t, &c, &e), RM_ERR_INVALID);
     cr_assert_str_eq(e.msg, "learning rate 1e+308 is not in (0, 3.40282e+38]");
+}
+
+Test(trainer_cli, batch_auto_stops_at_the_training_samples)
+{
+    const char *args[] = {"--model",  VGG_TINY, "--data",     "synthetic",   "--samples", "16", "--batch", "auto",
+                          "--budget", "16MiB",  "--strategy", "chen_greedy", "--steps",   "1",  NULL};
+    cr_assert_eq(train_cli(args), 0, "%s", cf_err);
+    cr_assert(cf_said(0, "\nbatch        16: as many as the training samples, and chen_greedy fits it in the budget "
+                         "(no schedule fits more than "),
+              "%s", cf_err);
+    cr_assert(strstr(cf_err, "remat train: --batch auto: batch 16 ("), "%s", cf_err);
+    cr_assert(strstr(cf_err, "), the number of training samples\n"), "%s", cf_err);
 }
