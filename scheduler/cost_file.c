@@ -193,8 +193,8 @@ static int parse_node(rm_cost_file *c, int expect, char **f, int nf, const char 
 int rm_cost_file_read(rm_cost_file **out, const char *path, rm_err *e)
 {
     *out = NULL;
-    FILE *fp = fopen(path, "r");
-    if (!fp) return rm_errorf(e, RM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    FILE *fp = rm_text_open(path, "cost file", e);
+    if (!fp) return RM_ERR_IO;
     struct stat st;
     long long file_size = fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode) ? (long long)st.st_size : -1;
     rm_cost_file *c = NULL;
@@ -206,11 +206,13 @@ int rm_cost_file_read(rm_cost_file **out, const char *path, rm_err *e)
     ssize_t len;
     while ((errno = 0, len = rm_text_getline(&buf, &cap, fp)) >= 0) {
         line++;
-        if (strlen(buf) != (size_t)len) {
+        size_t bom = line == 1 ? rm_text_bom(buf, (size_t)len) : 0;
+        char *text = buf + bom;
+        if (strlen(text) != (size_t)len - bom) {
             rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: a NUL byte inside the line (not a text file?)", path, line);
             break;
         }
-        int nf = rm_text_fields(buf, f, MAX_FIELDS);
+        int nf = rm_text_fields(text, f, MAX_FIELDS);
         if (nf == 0) continue;
         if (!c) {
             if ((rc = parse_header(&c, f, nf, file_size, path, line, e))) break;

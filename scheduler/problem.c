@@ -405,12 +405,16 @@ static int parse_header(rm_problem **out, char **f, int nf, long long file_size,
     return RM_OK;
 }
 
-/* 1 when the first byte that is not JSON white space is '{': a node-link
- * JSON problem. A text problem starts with '#' or "problem", so the two never
- * overlap. The stream is rewound; one that cannot be (a pipe) is read as text. */
+/* 1 when the first byte that is not JSON white space (after a byte-order
+ * mark) is '{': a node-link JSON problem. A text problem starts with '#' or
+ * "problem", so the two never overlap. The stream is rewound; one that
+ * cannot be (a pipe) is read as text. */
 static int looks_like_json(FILE *fp)
 {
     if (fseek(fp, 0, SEEK_SET) != 0) return 0;
+    char head[3];
+    size_t got = fread(head, 1, sizeof head, fp);
+    if (fseek(fp, (long)rm_text_bom(head, got), SEEK_SET) != 0) return 0;
     int c;
     while ((c = getc(fp)) == ' ' || c == '\t' || c == '\n' || c == '\r') continue;
     rewind(fp);
@@ -420,8 +424,8 @@ static int looks_like_json(FILE *fp)
 int rm_problem_read(rm_problem **out, const char *path, rm_err *e)
 {
     *out = NULL;
-    FILE *fp = fopen(path, "r");
-    if (!fp) return rm_errorf(e, RM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    FILE *fp = rm_text_open(path, "problem file", e);
+    if (!fp) return RM_ERR_IO;
     if (looks_like_json(fp)) {
         int rc = rm_problem_read_json(out, fp, path, e);
         fclose(fp);
@@ -442,12 +446,14 @@ int rm_problem_read(rm_problem **out, const char *path, rm_err *e)
     ssize_t len;
     while ((errno = 0, len = rm_text_getline(&buf, &cap, fp)) >= 0) {
         line++;
+        size_t bom = line == 1 ? rm_text_bom(buf, (size_t)len) : 0;
+        char *text = buf + bom;
         /* The fields end at a NUL: what follows it would be dropped unread. */
-        if (strlen(buf) != (size_t)len) {
+        if (strlen(text) != (size_t)len - bom) {
             rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: a NUL byte inside the line (not a text file?)", path, line);
             break;
         }
-        int nf = rm_text_fields(buf, f, MAX_FIELDS + 1);
+        int nf = rm_text_fields(text, f, MAX_FIELDS + 1);
         if (nf == 0) continue;
         if (!p) {
             if ((rc = parse_header(&p, f, nf, file_size, path, line, e))) break;

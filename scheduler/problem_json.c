@@ -7,6 +7,7 @@
  * uses. Errors carry a byte offset; the line and column are counted from it
  * only when one is reported, so the scanner keeps no position state. */
 #include "problem_json.h"
+#include "text_fields.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -682,7 +683,7 @@ int rm_problem_read_json(rm_problem **out, FILE *fp, const char *path, rm_err *e
     size_t len = 0;
     int rc = slurp(fp, path, &buf, &len, e);
     if (rc) return rc;
-    jr r = {buf, len, 0, 0, path, e};
+    jr r = {buf, len, rm_text_bom(buf, len), 0, path, e}; /* a byte-order mark is skipped */
     jgraph g = {0};
     size_t end = 0;
     if (!(rc = object(&r, top_member, &g))) {

@@ -233,6 +233,48 @@ Test(problem_file, endless_line_is_refused, .timeout = 60)
     unlink(path);
 }
 
+/* A folder opened, and only the first read failed ("read error: Is a
+ * directory"); the message says what it is. */
+Test(problem_file, folder_instead_of_a_file)
+{
+    rm_problem *p = (rm_problem *)1;
+    rm_err e = {0};
+    cr_assert_eq(rm_problem_read(&p, "/tmp", &e), RM_ERR_IO);
+    cr_assert_null(p);
+    cr_assert_str_eq(e.msg, "/tmp: is a directory, not a problem file");
+}
+
+/* A UTF-8 byte-order mark, which Windows editors put at the start of a file,
+ * was called part of the header ("found '\xEF\xBB\xBFproblem'"). It is
+ * skipped there, in text and in JSON; anywhere else it is still an error. */
+Test(problem_file, byte_order_mark_at_the_start_is_skipped)
+{
+    char path[64], plain[64];
+    tp_temp_file(path, sizeof path, "\xEF\xBB\xBF" CF_EXAMPLE_HEADER CF_EXAMPLE_NODES);
+    tp_temp_file(plain, sizeof plain, CF_EXAMPLE_HEADER CF_EXAMPLE_NODES);
+    rm_problem *p = NULL, *q = NULL;
+    rm_err e = {0};
+    cr_assert_eq(rm_problem_read(&p, path, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_problem_read(&q, plain, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(p->n, q->n);
+    cr_assert_eq(p->budget, q->budget);
+    for (int i = 0; i < p->n; i++) cr_assert_str_eq(p->nodes[i].name, q->nodes[i].name);
+    rm_problem_free(p);
+    rm_problem_free(q);
+    unlink(path);
+    unlink(plain);
+    tp_temp_file(path, sizeof path,
+                 "\xEF\xBB\xBF{\"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 8, "
+                 "\"backward\": false}], \"links\": []}");
+    cr_assert_eq(rm_problem_read(&p, path, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(p->n, 1);
+    rm_problem_free(p);
+    unlink(path);
+    tp_expect_error("problem 1 0\n\xEF\xBB\xBF"
+                    "0 a loss 1 8 -\n",
+                    2, "node index");
+}
+
 Test(problem_file, missing_file_is_io_error)
 {
     rm_problem *p;
