@@ -80,6 +80,9 @@ Test(cost_file, malformed_files_name_the_line)
         {"remat-costs 1 m 8 cpu 1\n0 a 1\n", ":1:", "expected 7"},
         {"remat-costs 1 m 8 cpu 1 seconds extra\n0 a 1\n", ":1:", "trailing junk"},
         {"remat-costs 1 m 0 cpu 1 seconds\n0 a 1\n", ":1:", "batch '0'"},
+        /* One batch limit, RM_MAX_BATCH, for cost files and every command. */
+        {"remat-costs 1 m 1073741825 cpu 1 seconds\n0 a 0\n",
+         ":1:", ": batch '1073741825' is not an integer from 1 to 1073741824"},
         {"remat-costs 1 m 8 cpu x seconds\n0 a 1\n", ":1:", "node count 'x'"},
         {"remat-costs 1 m 8 cpu 1 flops\n0 a 1\n", ":1:", "unknown unit 'flops'"},
         {"remat-costs 1 m 8 cpu 9999 seconds\n0 a 1\n", ":1:", "declares 9999 nodes"},
