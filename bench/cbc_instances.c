@@ -68,7 +68,7 @@ static int run_model(cbc_totals t[CBC_NFAM], const cbc_cfg *c, const char *model
         return rc;
     }
     for (int k = 0; k < npct && !rc; k++) {
-        rm_cli_budget b = {1, pct[k]};
+        rm_cli_budget b = rm_cli_budget_percent(pct[k]);
         snprintf(name, sizeof name, "%s b%ld %g%%", model, batch, pct[k]);
         if (rm_cli_problem_set_budget(&cp, "cbc-bench", &b)) {
             /* Why is on stderr; the table says that it was not forgotten. */

@@ -259,8 +259,10 @@ static int trainer_config_of(rm_trainer_config *c, const args *a, size_t free0)
         rm_cli_budget bud;
         char why[256];
         if (rm_cli_parse_budget(&bud, a->budget, why, sizeof why)) return usage(why);
-        if (bud.percent) c->budget_percent = bud.value;
-        else c->budget = (size_t)bud.value;
+        if (bud.percent)
+            c->budget_percent = bud.pct;
+        else
+            c->budget = bud.bytes;
     } else {
         c->budget = free0 / 10 * 9;
     }

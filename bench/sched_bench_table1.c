@@ -112,7 +112,7 @@ int run_table1(const bench_cfg *c, const model_spec *models, int nmodels)
             budget_row *row = &rows[nrows++];
             row->percent = c->budgets[r];
             row->cells = cells + r * c->nstrats;
-            rm_cli_budget b = {1, c->budgets[r]};
+            rm_cli_budget b = rm_cli_budget_percent(c->budgets[r]);
             row->bytes = rm_cli_budget_bytes(&b, cp.noremat_total);
             /* rm_cli_problem_set_budget explains on stderr why nothing fits. */
             if (rm_cli_problem_set_budget(&cp, "bench", &b)) {

@@ -86,10 +86,13 @@ const char *rm_cli_group_digits(char *buf, size_t len, unsigned long long v)
     return buf;
 }
 
-static const char *bytes_in(char *buf, size_t len, double b, double step, const char *const units[5])
+/* Units up to exbi/exa: a problem holds up to 2^62 bytes (4 EiB). */
+#define BYTE_UNITS 7
+
+static const char *bytes_in(char *buf, size_t len, double b, double step, const char *const units[BYTE_UNITS])
 {
     int u = 0;
-    while (b >= step && u < 4) {
+    while (b >= step && u < BYTE_UNITS - 1) {
         b /= step;
         u++;
     }
@@ -99,13 +102,13 @@ static const char *bytes_in(char *buf, size_t len, double b, double step, const 
 
 const char *rm_cli_bytes(char *buf, size_t len, double b)
 {
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    static const char *const units[BYTE_UNITS] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
     return bytes_in(buf, len, b, 1024.0, units);
 }
 
 const char *rm_cli_bytes_si(char *buf, size_t len, double b)
 {
-    static const char *const units[] = {"B", "KB", "MB", "GB", "TB"};
+    static const char *const units[BYTE_UNITS] = {"B", "KB", "MB", "GB", "TB", "PB", "EB"};
     return bytes_in(buf, len, b, 1000.0, units);
 }
 
@@ -118,6 +121,13 @@ int rm_cli_parse_long(long *out, const char *s, long lo, long hi)
     if (*end || errno || v < lo || v > hi) return -1;
     *out = v;
     return 0;
+}
+
+int rm_cli_parse_batch(long *out, const char *s, char *why, size_t len)
+{
+    if (!rm_cli_parse_long(out, s, 1, RM_MAX_BATCH)) return 0;
+    snprintf(why, len, "--batch must be an integer from 1 to %d, got '%s'", RM_MAX_BATCH, s ? s : "");
+    return -1;
 }
 
 /* Length of the plain decimal number at s: digits, an optional fraction and
@@ -153,23 +163,53 @@ int rm_cli_parse_seconds(double *out, const char *s)
     return 0;
 }
 
+/* The units a budget may carry: the suffix (case-insensitive) and its bytes. */
+static const struct {
+    const char *suffix;
+    unsigned long long scale;
+} budget_units[] = {
+    {"", 1},
+    {"b", 1},
+    {"kib", 1ULL << 10},
+    {"mib", 1ULL << 20},
+    {"gib", 1ULL << 30},
+    {"tib", 1ULL << 40},
+    {"kb", 1000ULL},
+    {"mb", 1000000ULL},
+    {"gb", 1000000000ULL},
+    {"tb", 1000000000000ULL},
+};
+
+/* The bytes of the number s[0..n) of units of scale: exact when it is a
+ * whole number (a double would round 4611686018427387903 to 2^62), else
+ * rounded down. -1 when more than RM_PROBLEM_MAX_BYTES. */
+static int budget_amount(size_t *out, const char *s, size_t n, unsigned long long scale)
+{
+    if (strspn(s, "0123456789") == n) {
+        errno = 0;
+        unsigned long long v = strtoull(s, NULL, 10);
+        if (errno == ERANGE || v > RM_PROBLEM_MAX_BYTES / scale) return -1;
+        *out = (size_t)(v * scale);
+        return 0;
+    }
+    double v = floor(strtod(s, NULL) * (double)scale);
+    if (!(v <= (double)RM_PROBLEM_MAX_BYTES)) return -1;
+    *out = (size_t)v;
+    return 0;
+}
+
+/* Why suffix (after the number s[0..n)) is no unit of budget_units. */
+static void unknown_unit(char *why, size_t len, const char *s, size_t n, const char *suffix)
+{
+    if (strlen(suffix) == 1 && strchr("kKmMgGtT", suffix[0]))
+        snprintf(why, len, "'%s' is ambiguous: say %.*s%ciB (powers of 1024) or %.*s%cB (powers of 1000)", s, (int)n, s,
+                 toupper((unsigned char)suffix[0]), (int)n, s, toupper((unsigned char)suffix[0]));
+    else
+        snprintf(why, len, "unknown unit '%s' in '%s' (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB or %%)", suffix, s);
+}
+
 int rm_cli_parse_budget(rm_cli_budget *out, const char *s, char *why, size_t len)
 {
-    static const struct {
-        const char *suffix;
-        double scale;
-    } units[] = {
-        {"", 1},
-        {"b", 1},
-        {"kib", 1024.0},
-        {"mib", 1024.0 * 1024},
-        {"gib", 1024.0 * 1024 * 1024},
-        {"tib", 1024.0 * 1024 * 1024 * 1024},
-        {"kb", 1e3},
-        {"mb", 1e6},
-        {"gb", 1e9},
-        {"tb", 1e12},
-    };
     if (!s || !*s) {
         snprintf(why, len, "an empty budget");
         return -1;
@@ -181,52 +221,60 @@ int rm_cli_parse_budget(rm_cli_budget *out, const char *s, char *why, size_t len
     }
     double v = strtod(s, NULL);
     const char *suffix = s + n;
-    if (!isfinite(v)) {
-        snprintf(why, len, "'%s' is too large", s);
-        return -1;
-    }
     if (v <= 0) {
         snprintf(why, len, "'%s' is not a positive amount", s);
         return -1;
     }
     if (!strcmp(suffix, "%")) {
-        if (v > 100000) {
+        if (!(v <= 100000)) {
             snprintf(why, len, "'%s' is more than 100000%% of the peak", s);
             return -1;
         }
-        out->percent = 1;
-        out->value = v;
+        *out = rm_cli_budget_percent(v);
         return 0;
     }
-    for (size_t k = 0; k < sizeof units / sizeof units[0]; k++) {
-        if (strcasecmp(suffix, units[k].suffix)) continue;
-        double bytes = floor(v * units[k].scale);
-        if (bytes < 1) {
-            snprintf(why, len, "'%s' is less than one byte", s);
-            return -1;
-        }
-        if (bytes >= 9.2e18) {
-            snprintf(why, len, "'%s' is too large", s);
-            return -1;
-        }
-        out->percent = 0;
-        out->value = bytes;
-        return 0;
+    size_t k = 0, nunits = sizeof budget_units / sizeof budget_units[0];
+    while (k < nunits && strcasecmp(suffix, budget_units[k].suffix)) k++;
+    if (k == nunits) {
+        unknown_unit(why, len, s, n, suffix);
+        return -1;
     }
-    if (strlen(suffix) == 1 && strchr("kKmMgGtT", suffix[0]))
-        snprintf(why, len, "'%s' is ambiguous: say %.*s%ciB (powers of 1024) or %.*s%cB (powers of 1000)", s, (int)n, s,
-                 toupper((unsigned char)suffix[0]), (int)n, s, toupper((unsigned char)suffix[0]));
-    else
-        snprintf(why, len, "unknown unit '%s' in '%s' (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB or %%)", suffix, s);
-    return -1;
+    if (!*suffix && v < RM_CLI_BARE_BYTES_MIN) {
+        snprintf(why, len,
+                 "'%s' has no unit: write %sB for %s bytes, or a size (%sGiB, %sGB) or a percentage of the no-remat "
+                 "peak (%s%%); a number without a unit is bytes only from %d up",
+                 s, s, s, s, s, s, RM_CLI_BARE_BYTES_MIN);
+        return -1;
+    }
+    size_t bytes;
+    if (budget_amount(&bytes, s, n, budget_units[k].scale)) {
+        snprintf(why, len, "'%s' is too large: budgets go up to 2^62 bytes (4 EiB), more than any problem holds", s);
+        return -1;
+    }
+    if (bytes < 1) {
+        snprintf(why, len, "'%s' is less than one byte", s);
+        return -1;
+    }
+    *out = rm_cli_budget_of(bytes);
+    return 0;
+}
+
+rm_cli_budget rm_cli_budget_of(size_t bytes)
+{
+    return (rm_cli_budget){0, 0, bytes};
+}
+
+rm_cli_budget rm_cli_budget_percent(double pct)
+{
+    return (rm_cli_budget){1, pct, 0};
 }
 
 size_t rm_cli_budget_bytes(const rm_cli_budget *b, size_t reference)
 {
-    if (!b->percent) return (size_t)b->value;
-    double v = floor((double)reference * b->value / 100.0);
+    if (!b->percent) return b->bytes;
+    double v = floor((double)reference * b->pct / 100.0);
     if (v < 1) return 1;
-    if (v >= 1.8e19) return SIZE_MAX;
+    if (v >= (double)RM_PROBLEM_MAX_BYTES) return RM_PROBLEM_MAX_BYTES;
     return (size_t)v;
 }
 
@@ -395,26 +443,45 @@ void rm_cli_problem_free(rm_cli_problem *cp)
     cp->p = NULL;
 }
 
+/* x and y in binary units, each followed by its exact bytes when they would
+ * otherwise read the same ("10.00 KiB is below ... 10.00 KiB"). */
+static void bytes_pair(char *a, char *b, size_t len, size_t x, size_t y)
+{
+    rm_cli_bytes(a, len, (double)x);
+    rm_cli_bytes(b, len, (double)y);
+    if (x == y || strcmp(a, b)) return;
+    size_t n = strlen(a), m = strlen(b);
+    snprintf(a + n, len - n, " (%zu bytes)", x);
+    snprintf(b + m, len - m, " (%zu bytes)", y);
+}
+
 int rm_cli_problem_set_budget(rm_cli_problem *cp, const char *cmd, const rm_cli_budget *b)
 {
     rm_problem *p = cp->p;
     p->budget = rm_cli_budget_bytes(b, cp->noremat_total);
     size_t need = p->fixed_bytes + cp->lower_bound;
     if (p->budget >= need) return 0;
-    char x[32], y[32], z[32], w[32], v[32];
-    if (p->budget <= p->fixed_bytes)
+    char x[64], y[64], z[32], w[32], v[32];
+    if (p->budget == p->fixed_bytes)
+        fprintf(stderr,
+                "remat %s: the budget %s is exactly the fixed bytes (weights, gradients, optimizer state), leaving "
+                "nothing for activations; no schedule exists\n",
+                cmd, rm_cli_bytes(x, sizeof x, (double)p->budget));
+    else if (p->budget < p->fixed_bytes) {
+        bytes_pair(x, y, sizeof x, p->budget, p->fixed_bytes);
         fprintf(stderr,
                 "remat %s: the budget %s does not even hold the fixed bytes %s (weights, gradients, optimizer "
                 "state); no schedule exists\n",
-                cmd, rm_cli_bytes(x, sizeof x, (double)p->budget), rm_cli_bytes(y, sizeof y, (double)p->fixed_bytes));
-    else
+                cmd, x, y);
+    } else {
+        bytes_pair(x, y, sizeof x, p->budget, need);
         fprintf(stderr,
                 "remat %s: the budget %s is below the smallest memory any schedule needs, %s = fixed %s + %s for "
                 "computing '%s' with its inputs resident (%.1f%% of the no-remat peak %s); no schedule exists\n",
-                cmd, rm_cli_bytes(x, sizeof x, (double)p->budget), rm_cli_bytes(y, sizeof y, (double)need),
-                rm_cli_bytes(z, sizeof z, (double)p->fixed_bytes), rm_cli_bytes(w, sizeof w, (double)cp->lower_bound),
-                p->nodes[cp->lb_node].name, 100.0 * (double)need / (double)cp->noremat_total,
-                rm_cli_bytes(v, sizeof v, (double)cp->noremat_total));
+                cmd, x, y, rm_cli_bytes(z, sizeof z, (double)p->fixed_bytes),
+                rm_cli_bytes(w, sizeof w, (double)cp->lower_bound), p->nodes[cp->lb_node].name,
+                100.0 * (double)need / (double)cp->noremat_total, rm_cli_bytes(v, sizeof v, (double)cp->noremat_total));
+    }
     return 1;
 }
 
@@ -468,7 +535,7 @@ void rm_cli_problem_print(const rm_cli_problem *cp, const rm_cli_budget *b)
     }
     char pct[48] = "";
     if (b && b->percent)
-        snprintf(pct, sizeof pct, "%g%% of the no-remat peak", b->value);
+        snprintf(pct, sizeof pct, "%g%% of the no-remat peak", b->pct);
     else
         snprintf(pct, sizeof pct, "%.1f%% of the no-remat peak", 100.0 * (double)p->budget / ref);
     printf("budget       %s (%s) = fixed + %s for activations\n", rm_cli_bytes(x, sizeof x, (double)p->budget), pct,

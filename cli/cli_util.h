@@ -58,6 +58,10 @@ const char *rm_cli_bytes_si(char *buf, size_t len, double bytes);
 /* A whole decimal number in [lo, hi] with nothing after it. 0 on success;
  * -1 otherwise (*out untouched). */
 int rm_cli_parse_long(long *out, const char *s, long lo, long hi);
+/* A batch size: a whole number from 1 to RM_MAX_BATCH (engine/model.h).
+ * 0, or -1 with "--batch must be an integer from 1 to 1073741824, got 'S'"
+ * in why. */
+int rm_cli_parse_batch(long *out, const char *s, char *why, size_t len);
 /* A finite number of seconds >= 0 ("60", "2.5"); 0 on success, -1 otherwise. */
 int rm_cli_parse_seconds(double *out, const char *s);
 /* Length of the plain decimal number at s (digits, an optional fraction and
@@ -66,18 +70,33 @@ size_t rm_cli_number_prefix(const char *s);
 
 /* A memory budget as typed: bytes, or a percentage of a reference peak. */
 typedef struct rm_cli_budget {
-    int percent;  /* 1: value is a percentage of the reference (see rm_cli_budget_bytes) */
-    double value; /* bytes (whole), or the percentage */
+    int percent;  /* 1: pct of the reference (see rm_cli_budget_bytes); 0: bytes */
+    double pct;   /* the percentage */
+    size_t bytes; /* the amount, exact (no trip through a double: a problem file's budget may need 62 bits) */
 } rm_cli_budget;
+
+/* Numbers without a unit are bytes, and must be at least this many: a bare
+ * 80 or 16 is far more likely a missing % or GiB than a budget of 80 bytes,
+ * so smaller amounts need the unit written out (80B). */
+#define RM_CLI_BARE_BYTES_MIN 1000000
 
 /* Parses "6GiB", "512MiB", "1.5e9", "1500000000B", "16GB" or "80%".
  * Suffixes (case-insensitive): none or B (bytes), KiB MiB GiB TiB (powers of
  * 1024), KB MB GB TB (powers of 1000), % (of the reference). A bare K, M, G
- * or T is refused as ambiguous. The number must be positive and the bytes
- * below 2^63. On failure returns -1 and writes why into why[len]. */
+ * or T is refused as ambiguous, and so is a number without a unit below
+ * RM_CLI_BARE_BYTES_MIN. The number must be positive and the bytes at most
+ * RM_PROBLEM_MAX_BYTES (2^62, 4 EiB: more than any problem holds); a whole
+ * number of a unit is converted exactly. On failure returns -1 and writes
+ * why into why[len]. */
 int rm_cli_parse_budget(rm_cli_budget *out, const char *s, char *why, size_t len);
 
-/* The budget in bytes; a percentage is of reference (rounded down, at least 1). */
+/* A budget of exactly bytes (a problem file's own), or of pct percent of the reference. */
+rm_cli_budget rm_cli_budget_of(size_t bytes);
+rm_cli_budget rm_cli_budget_percent(double pct);
+
+/* The budget in bytes; a percentage is of reference (rounded down, at least
+ * 1, at most RM_PROBLEM_MAX_BYTES: no problem holds more, so a larger
+ * budget would mean the same). */
 size_t rm_cli_budget_bytes(const rm_cli_budget *b, size_t reference);
 
 /* ---- The problem a scheduling command works on ---- */

@@ -25,10 +25,11 @@
     "there; and the total compute overhead.\n"                                                                         \
     "\n"                                                                                                               \
     "options:\n"                                                                                                       \
-    "  --model FILE     model config (models/*.cfg), traced at --batch N\n"                                            \
+    "  --model FILE     model config (models/*.cfg), traced at --batch N (1 to 2^30)\n"                                \
     "  --problem FILE   a problem file instead (docs/problem-format.md); its budget is the default\n"                  \
-    "  --budget B       TOTAL device memory, fixed bytes included: 6GiB, 512MiB, 1.5e9, 16GB, or a\n"                  \
-    "                   percentage of the no-remat peak (80%); see `remat plan --help`\n"                              \
+    "  --budget B       TOTAL device memory, fixed bytes included: 6GiB, 512MiB, 1.5e9, 16GB, 12000B, or a\n"          \
+    "                   percentage of the no-remat peak (80%); a number without a unit is bytes, at least\n"           \
+    "                   1000000; see `remat plan --help`\n"                                                            \
     "  --strategy NAME  any of `remat plan`'s strategies; default: best (every heuristic, then the MILP)\n"            \
     "  --costs FILE     node costs in profiled seconds (`remat profile`, docs/cost-format.md)\n"                       \
     "  --time-limit S   seconds for the best / lp_round / milp solve (default 60; 0 = none)\n"                        \
@@ -296,7 +297,7 @@ static void explain_budget(const rm_cli_problem *cp, const rm_cli_budget *bud)
     size_t lbt = p->fixed_bytes + cp->lower_bound;
     printf("What the budget means\n");
     printf("  The device budget is %s", rm_cli_bytes(a, sizeof a, (double)p->budget));
-    if (bud->percent) printf(" (%g%% of the no-remat peak)", bud->value);
+    if (bud->percent) printf(" (%g%% of the no-remat peak)", bud->pct);
     printf(".\n  %s of it is fixed: it stays resident the whole step, outside the activations. That leaves\n"
            "  %s for activations.\n",
            rm_cli_bytes(b, sizeof b, (double)p->fixed_bytes),
@@ -349,12 +350,11 @@ static int explain_run(int argc, char **argv)
     if (model && !batch) return usage_error("--batch N is required with --model");
     if (problem && batch) return usage_error("--batch goes with --model, not --problem");
     long batch_n = 0;
-    if (batch && rm_cli_parse_long(&batch_n, batch, 1, 1000000000L))
-        return usage_error("--batch must be an integer from 1 to 1000000000, got '%s'", batch);
+    char why[256];
+    if (batch && rm_cli_parse_batch(&batch_n, batch, why, sizeof why)) return usage_error("%s", why);
     /* As in `remat plan`: a problem file's own budget is the default. */
     if (!budget && !problem) return usage_error("--budget B is required");
-    rm_cli_budget bud = {0, 0};
-    char why[256];
+    rm_cli_budget bud = rm_cli_budget_of(0);
     if (budget && rm_cli_parse_budget(&bud, budget, why, sizeof why)) return usage_error("--budget: %s", why);
     double limit = 60;
     if (time_limit && rm_cli_parse_seconds(&limit, time_limit))
@@ -370,7 +370,7 @@ static int explain_run(int argc, char **argv)
             rm_cli_problem_free(&cp);
             return usage_error("--budget B is required (the problem file sets none)");
         }
-        bud.value = (double)cp.file_budget;
+        bud = rm_cli_budget_of(cp.file_budget);
     }
     if ((rc = rm_cli_problem_set_budget(&cp, "explain", &bud))) {
         rm_cli_problem_free(&cp);

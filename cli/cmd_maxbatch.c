@@ -18,50 +18,51 @@
 #include <unistd.h>
 
 #define MAXBATCH_USAGE                                                                                                 \
-    "usage: remat maxbatch --model FILE --budget B [--max-overhead X] [--accounting remat|checkmate]\n"                 \
-    "                      [--input HxW] [--strategies a,b,...] [--max-batch N] [--costs FILE]\n"                    \
-    "                      [--time-limit S] [--node-limit N] [--device cpu|cuda] [--format text|csv|json]\n"       \
-    "                      [--quiet]\n"                                                                             \
+    "usage: remat maxbatch --model FILE --budget B [--max-overhead X] [--accounting remat|checkmate]\n"                \
+    "                      [--input HxW] [--strategies a,b,...] [--max-batch N] [--costs FILE]\n"                      \
+    "                      [--time-limit S] [--node-limit N] [--device cpu|cuda] [--format text|csv|json]\n"           \
+    "                      [--quiet]\n"                                                                                \
     "\n"                                                                                                               \
     "For each strategy, the largest batch size at which it finds a schedule that the simulator accepts\n"              \
-    "within the budget, fixed bytes included, and whose extra compute stays within the overhead cap; and\n"          \
-    "how it compares with training without rematerialization (checkpoint-all), which is always measured.\n"          \
+    "within the budget, fixed bytes included, and whose extra compute stays within the overhead cap; and\n"            \
+    "how it compares with training without rematerialization (checkpoint-all), which is always measured.\n"            \
     "\n"                                                                                                               \
-    "The search grows the batch 1, 2, 4, ... until it does not fit, then bisects. The solvers (lp_round,\n"           \
-    "milp, best) start from the largest batch a heuristic fitted, since they are never worse than their\n"          \
-    "incumbent, and gallop up from it; each probe asks for the first schedule that fits, not the cheapest\n"       \
-    "(the overhead shown is that schedule's). No batch whose trivial lower bound (the largest node with\n"         \
-    "its inputs) exceeds the budget is ever solved. Feasibility is monotone for checkpoint-all and an\n"             \
-    "exactly solved MILP, so their answers are exact; a heuristic (or a MILP stopped by its time limit)\n"           \
-    "need not be monotone, and for those the answer is a batch that fits with the next one verified not\n"          \
-    "to. A '*' in the notes marks a solver answer where a larger batch found no schedule and none was ruled\n"     \
-    "out (a time or node limit stopped the solver, or no rounding fit): unproved. A strategy that fails\n"         \
-    "is a row saying why, and the exit status is 1.\n"                                                               \
+    "The search grows the batch 1, 2, 4, ... until it does not fit, then bisects. The solvers (lp_round,\n"            \
+    "milp, best) start from the largest batch a heuristic fitted, since they are never worse than their\n"             \
+    "incumbent, and gallop up from it; each probe asks for the first schedule that fits, not the cheapest\n"           \
+    "(the overhead shown is that schedule's). No batch whose trivial lower bound (the largest node with\n"             \
+    "its inputs) exceeds the budget is ever solved. Feasibility is monotone for checkpoint-all and an\n"               \
+    "exactly solved MILP, so their answers are exact; a heuristic (or a MILP stopped by its time limit)\n"             \
+    "need not be monotone, and for those the answer is a batch that fits with the next one verified not\n"             \
+    "to. A '*' in the notes marks a solver answer where a larger batch found no schedule and none was ruled\n"         \
+    "out (a time or node limit stopped the solver, or no rounding fit): unproved. A strategy that fails\n"             \
+    "is a row saying why, and the exit status is 1.\n"                                                                 \
     "\n"                                                                                                               \
     "options:\n"                                                                                                       \
     "  --model FILE          model config (models/*.cfg)\n"                                                            \
     "  --budget B            TOTAL device memory: 16GiB, 512MiB, 1.5e9, 16GB (no percentages here: the\n"              \
-    "                        peak they would refer to depends on the batch)\n"                                         \
-    "  --max-overhead X      the most extra compute a schedule may cost over checkpoint-all's: 1fwd (the\n"           \
-    "                        default: one extra forward pass, as Checkmate's max-batch figure), Nfwd,\n"             \
-    "                        a percentage with its sign (50%), or none\n"                                            \
-    "  --accounting A        remat (default): fixed bytes as `remat train` allocates them (weights,\n"              \
-    "                        gradients, momentum, batchnorm statistics, labels, workspace); checkmate:\n"         \
-    "                        parameters and their gradients only, and sizes in GB (10^9 bytes), as the paper\n"  \
-    "  --input HxW           the input's height and width instead of the config's (e.g. 416x608)\n"              \
-    "  --format F            text (default), csv or json: the results table alone on stdout as data (the setup\n"\
-    "                        goes to stderr); columns strategy, max_batch, vs_all, overhead_pct, peak_bytes,\n"  \
-    "                        solve_s, search_s, probes, notes, bound_batch, unproved (0/1), from\n"             \
+    "                        peak they would refer to depends on the batch; a number without a unit is\n"              \
+    "                        bytes, at least 1000000)\n"                                                               \
+    "  --max-overhead X      the most extra compute a schedule may cost over checkpoint-all's: 1fwd (the\n"            \
+    "                        default: one extra forward pass, as Checkmate's max-batch figure), Nfwd,\n"               \
+    "                        a percentage with its sign (50%), or none\n"                                              \
+    "  --accounting A        remat (default): fixed bytes as `remat train` allocates them (weights,\n"                 \
+    "                        gradients, momentum, batchnorm statistics, labels, workspace); checkmate:\n"              \
+    "                        parameters and their gradients only, and sizes in GB (10^9 bytes), as the paper\n"        \
+    "  --input HxW           the input's height and width instead of the config's (e.g. 416x608)\n"                    \
+    "  --format F            text (default), csv or json: the results table alone on stdout as data (the setup\n"      \
+    "                        goes to stderr); columns strategy, max_batch, vs_all, overhead_pct, peak_bytes,\n"        \
+    "                        solve_s, search_s, probes, notes, bound_batch, unproved (0/1), from\n"                    \
     "  --strategies LIST     comma-separated names from `remat plan --help` (default: all of them)\n"                  \
-    "  --max-batch N         the largest batch tried (default 1048576)\n"                                              \
+    "  --max-batch N         the largest batch tried (default 1048576, at most 2^30)\n"                                \
     "  --costs FILE          node costs in profiled seconds (`remat profile`, docs/cost-format.md) instead\n"          \
-    "                        of FLOPs; the search tries many batches, so they are scaled linearly from the\n"        \
-    "                        batch they were measured at (an assumption: small batches run below peak)\n"             \
+    "                        of FLOPs; the search tries many batches, so they are scaled linearly from the\n"          \
+    "                        batch they were measured at (an assumption: small batches run below peak)\n"              \
     "  --time-limit S        seconds for each lp_round / milp solve (default 30; 0 = none)\n"                          \
-    "  --node-limit N        branch-and-bound nodes for each milp solve (deterministic; default 0 = none)\n"        \
-    "  --device cpu|cuda     whose accounting (default cpu); cuda: GPU 0's, as `remat train --device cuda`\n"       \
-    "                        allocates it (the layers' CUDA workspace, the loss slot, the cuBLAS\n"                \
-    "                        workspace); needs a GPU, and the budget must be free on it\n"                         \
+    "  --node-limit N        branch-and-bound nodes for each milp solve (deterministic; default 0 = none)\n"           \
+    "  --device cpu|cuda     whose accounting (default cpu); cuda: GPU 0's, as `remat train --device cuda`\n"          \
+    "                        allocates it (the layers' CUDA workspace, the loss slot, the cuBLAS\n"                    \
+    "                        workspace); needs a GPU, and the budget must be free on it\n"                             \
     "  --quiet               no progress on stderr\n"                                                                  \
     "\n"                                                                                                               \
     "example: remat maxbatch --model models/vgg16.cfg --budget 16GiB --strategies checkpoint_all,chen_greedy,milp"
@@ -76,6 +77,7 @@ typedef struct trace_ctx {
     const rm_cost_file *costs; /* NULL: FLOPs */
     const rm_backend *be;      /* NULL: the CPU's accounting; else this GPU's */
     int checkmate;             /* Checkmate's accounting: fixed = parameters + gradients */
+    char too_large[RM_ERR_MSG_LEN]; /* why the batch above the bound could not be traced ("": it could) */
 } trace_ctx;
 
 /* By default the same accounting as `remat train` (workspace and optimizer
@@ -153,30 +155,48 @@ static int parse_input(int *height, int *width, const char *s)
     return 0;
 }
 
+/* The most any schedule of p can cost: stage t computes each node up to t
+ * at most once, so node i at most n - i times. */
+static double dearest_schedule(const rm_problem *p)
+{
+    double c = 0;
+    for (int i = 0; i < p->n; i++) c += p->nodes[i].cost * (double)(p->n - i);
+    return c;
+}
+
 /* The cap in words, with what it is in percent at batch 1 (costs grow
- * linearly with the batch, so at every batch). */
+ * linearly with the batch, so at every batch). A cap no schedule can reach
+ * (--max-overhead 100000% on a small graph) is said to rule nothing out:
+ * shown bare, it read as if it had been applied. */
 static void describe_cap(char *buf, size_t len, const rm_overhead_cap *cap, trace_ctx *tc)
 {
     rm_problem *p = NULL;
     rm_err e = {RM_OK, ""};
-    double pct = -1;
+    double pct = -1, most = -1;
     if (cap->kind != RM_CAP_NONE && build_problem(&p, tc, 1, &e) == RM_OK) {
         double all = rm_problem_base_cost(p);
         if (all > 0) pct = 100.0 * (rm_overhead_cap_cost(cap, p) / all - 1);
+        if (all > 0) most = 100.0 * (dearest_schedule(p) / all - 1);
     }
     rm_problem_free(p);
+    size_t n = 0;
     if (cap->kind == RM_CAP_FORWARDS)
-        snprintf(buf, len, "%g extra forward pass%s (+%.2f%% of checkpoint-all's compute)", cap->value,
-                 cap->value == 1 ? "" : "es", pct);
+        n = (size_t)snprintf(buf, len, "%g extra forward pass%s (+%.2f%% of checkpoint-all's compute)", cap->value,
+                             cap->value == 1 ? "" : "es", pct);
     else if (cap->kind == RM_CAP_FRACTION)
-        snprintf(buf, len, "+%g%% of checkpoint-all's compute", 100 * cap->value);
+        n = (size_t)snprintf(buf, len, "+%g%% of checkpoint-all's compute", 100 * cap->value);
     else
         snprintf(buf, len, "none: any recomputation is allowed");
+    if (most >= 0 && pct >= most && n < len)
+        snprintf(buf + n, len - n,
+                 ": no schedule costs that much (at most +%.2f%%, every node recomputed in every stage), so the "
+                 "cap rules nothing out",
+                 most);
 }
 
 /* The GPU the search accounts for, refusing a budget it cannot hold. 0, or
  * the exit code. */
-static int open_gpu(rm_backend **gpu, size_t *gpu_free, size_t *gpu_total, double budget)
+static int open_gpu(rm_backend **gpu, size_t *gpu_free, size_t *gpu_total, size_t budget)
 {
     rm_err e = {RM_OK, ""};
     int rc = rm_backend_cuda_create(gpu, 0, &e);
@@ -188,11 +208,11 @@ static int open_gpu(rm_backend **gpu, size_t *gpu_free, size_t *gpu_total, doubl
         return rc == RM_ERR_NOMEM || rc == RM_ERR_DEVICE ? 2 : 1;
     }
     char f[32], t[32], b[32];
-    if ((size_t)budget > *gpu_free) {
+    if (budget > *gpu_free) {
         fprintf(stderr,
                 "remat maxbatch: the budget %s is more than the GPU has free, %s (of %s): `remat train "
                 "--device cuda` would refuse it\n",
-                rm_cli_bytes(b, sizeof b, budget), rm_cli_bytes(f, sizeof f, (double)*gpu_free),
+                rm_cli_bytes(b, sizeof b, (double)budget), rm_cli_bytes(f, sizeof f, (double)*gpu_free),
                 rm_cli_bytes(t, sizeof t, (double)*gpu_total));
         rm_backend_free(*gpu);
         *gpu = NULL;
@@ -294,7 +314,7 @@ static int print_setup(const char *model, const char *input, const char *costs_p
                        const rm_backend *gpu, size_t gpu_free, size_t gpu_total, const rm_cli_budget *budget,
                        const rm_maxbatch_options *o, trace_ctx *tc, double limit, int solvers, FILE *out)
 {
-    char a[32], b[32], cap[160];
+    char a[32], b[32], cap[300];
     rm_err e = {RM_OK, ""};
     const char *(*bytes)(char *, size_t, double) = tc->checkmate ? rm_cli_bytes_si : rm_cli_bytes;
     fprintf(out, "model        %s", model);
@@ -313,8 +333,8 @@ static int print_setup(const char *model, const char *input, const char *costs_p
                rm_cli_bytes(f, sizeof f, (double)gpu_free), rm_cli_bytes(t, sizeof t, (double)gpu_total),
                rm_cli_bytes(w, sizeof w, (double)rm_backend_cuda_fixed_bytes(gpu)));
     }
-    fprintf(out, "budget       %s (%s bytes) in total, fixed bytes included\n", bytes(a, sizeof a, budget->value),
-           rm_cli_group_digits(b, sizeof b, (unsigned long long)budget->value));
+    fprintf(out, "budget       %s (%s bytes) in total, fixed bytes included\n",
+            bytes(a, sizeof a, (double)budget->bytes), rm_cli_group_digits(b, sizeof b, budget->bytes));
     fprintf(out, "accounting   %s\n", tc->checkmate ? "checkmate: fixed = parameters + their gradients (as the paper)"
                                                : "remat: fixed bytes as `remat train` allocates them");
     describe_cap(cap, sizeof cap, &o->cap, tc);
@@ -334,6 +354,9 @@ static int print_setup(const char *model, const char *input, const char *costs_p
     if (o->bound_batch == o->max_batch)
         fprintf(out, "bound        batch %d: the --max-batch cap (the largest node with its inputs fits more)\n",
                 o->bound_batch);
+    else if (tc->too_large[0])
+        fprintf(out, "bound        batch %d: above it the problem is too large for any device (%s)\n", o->bound_batch,
+                tc->too_large);
     else
         fprintf(out, "bound        batch %d: above it the largest node with its inputs alone exceeds the budget\n",
                 o->bound_batch);
@@ -375,8 +398,8 @@ static int maxbatch_run(int argc, char **argv)
         return usage_error("--budget must be an amount of memory here (16GiB), not a percentage: the no-remat peak "
                            "it would refer to grows with the batch");
     long cap = 1L << 20;
-    if (max_batch && rm_cli_parse_long(&cap, max_batch, 1, 1L << 30))
-        return usage_error("--max-batch must be an integer from 1 to %ld, got '%s'", 1L << 30, max_batch);
+    if (max_batch && rm_cli_parse_long(&cap, max_batch, 1, RM_MAX_BATCH))
+        return usage_error("--max-batch must be an integer from 1 to %d, got '%s'", RM_MAX_BATCH, max_batch);
     int cuda = device && !strcmp(device, "cuda");
     if (device && !cuda && strcmp(device, "cpu"))
         return usage_error("--device must be cpu or cuda, got '%s'", device);
@@ -421,7 +444,7 @@ static int maxbatch_run(int argc, char **argv)
     rm_backend *gpu = NULL;
     size_t gpu_free = 0, gpu_total = 0;
     if (cuda) {
-        int rc = open_gpu(&gpu, &gpu_free, &gpu_total, bud.value);
+        int rc = open_gpu(&gpu, &gpu_free, &gpu_total, bud.bytes);
         if (rc) return rc;
     }
     rm_model *m = NULL;
@@ -438,7 +461,7 @@ static int maxbatch_run(int argc, char **argv)
         rm_backend_free(gpu);
         return e.code == RM_ERR_NOMEM ? 2 : 1;
     }
-    trace_ctx tc = {m, rm_optim_options_default(RM_OPTIM_SGD), costs, gpu, checkmate};
+    trace_ctx tc = {m, rm_optim_options_default(RM_OPTIM_SGD), costs, gpu, checkmate, ""};
     /* A file of another model is refused now, not at the first probe. */
     rm_problem *check = NULL;
     if (costs && build_problem(&check, &tc, costs->batch, &e)) {
@@ -451,7 +474,7 @@ static int maxbatch_run(int argc, char **argv)
     rm_problem_free(check);
     rm_maxbatch_options o;
     memset(&o, 0, sizeof o);
-    o.budget = (size_t)bud.value;
+    o.budget = bud.bytes;
     o.max_batch = (int)cap;
     o.solver.time_limit_s = limit;
     o.solver.node_limit = nodes;
@@ -462,7 +485,8 @@ static int maxbatch_run(int argc, char **argv)
         o.progress_ctx = &ps;
     }
 
-    int rc = rm_maxbatch_bound(&o.bound_batch, build_problem, &tc, o.budget, o.max_batch, &e);
+    int rc = rm_maxbatch_bound_why(&o.bound_batch, tc.too_large, sizeof tc.too_large, build_problem, &tc, o.budget,
+                                   o.max_batch, &e);
     if (rc) {
         fprintf(stderr, "remat maxbatch: %s\n", e.msg);
         rm_cost_file_free(costs);

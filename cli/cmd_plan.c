@@ -33,13 +33,15 @@
     "and the memory timeline. Every schedule is judged by the exact simulator.\n"                                      \
     "\n"                                                                                                               \
     "options:\n"                                                                                                       \
-    "  --model FILE      model config (models/*.cfg), traced at --batch N\n"                                           \
+    "  --model FILE      model config (models/*.cfg), traced at --batch N (1 to 2^30)\n"                               \
     "  --problem FILE    a problem file instead (docs/problem-format.md); its budget is the default\n"                 \
     "  --costs FILE      node costs in profiled seconds (`remat profile`, docs/cost-format.md) instead of\n"           \
     "                    FLOPs; it must be the model's at this batch (or match the problem file's nodes)\n"           \
-    "  --budget B        TOTAL device memory, fixed bytes included: bytes (1500000000, 1.5e9), a size\n"               \
+    "  --budget B        TOTAL device memory, fixed bytes included: bytes (1500000000, 1.5e9; a number\n"              \
+    "                    without a unit must be at least 1000000, else write the B: 12000B), a size\n"                 \
     "                    (6GiB, 512MiB, 16GB; KiB/MiB/GiB/TiB are powers of 1024, KB/MB/GB/TB of 1000),\n"             \
-    "                    or a percentage of the no-remat peak (80%: 80% of fixed + checkpoint-all's peak)\n"           \
+    "                    or a percentage of the no-remat peak (80%: 80% of fixed + checkpoint-all's peak);\n"          \
+    "                    at most 2^62 bytes (4 EiB)\n"                                                                 \
     "  --strategy NAME   best (the default): every heuristic first, then the MILP with the cheapest of them\n"         \
     "                    as incumbent; the cheapest schedule found, never dearer than a heuristic;\n"                  \
     "                    or one of checkpoint_all, chen_sqrtn, chen_greedy, griewank, ap_sqrtn, ap_greedy,\n"         \
@@ -591,10 +593,9 @@ static int plan_run(int argc, char **argv)
     if (!a.model && !a.problem) return usage_error("--model FILE --batch N or --problem FILE is required");
     if (a.model && !a.batch) return usage_error("--batch N is required with --model");
     if (a.problem && a.batch) return usage_error("--batch goes with --model, not --problem");
-    if (a.batch && rm_cli_parse_long(&a.batch_n, a.batch, 1, 1000000000L))
-        return usage_error("--batch must be an integer from 1 to 1000000000, got '%s'", a.batch);
+    char why[256];
+    if (a.batch && rm_cli_parse_batch(&a.batch_n, a.batch, why, sizeof why)) return usage_error("%s", why);
     if (a.budget) {
-        char why[256];
         if (rm_cli_parse_budget(&a.b, a.budget, why, sizeof why)) return usage_error("--budget: %s", why);
         a.have_budget = 1;
     }
@@ -634,8 +635,7 @@ static int plan_run(int argc, char **argv)
     int rc = rm_cli_problem_load_costs(&cp, "plan", a.model, a.batch_n, a.problem, a.costs);
     if (rc) return rc;
     if (!a.have_budget && cp.file_budget) {
-        a.b.percent = 0;
-        a.b.value = (double)cp.file_budget;
+        a.b = rm_cli_budget_of(cp.file_budget);
         a.have_budget = 1;
     }
     if (!a.have_budget && !a.check) {

@@ -32,7 +32,7 @@
     "\n"                                                                                                               \
     "options:\n"                                                                                                       \
     "  --model FILE     model config (models/*.cfg)\n"                                                                 \
-    "  --batch N        batch size to profile at; the cost file is for this batch\n"                                   \
+    "  --batch N        batch size to profile at (1 to 2^30); the cost file is for this batch\n"                       \
     "  --device D       cpu (default) or cuda (GPU 0)\n"                                                               \
     "  --reps R         timed steps (default 10)\n"                                                                    \
     "  --warmup W       untimed steps first (default 3)\n"                                                             \
@@ -212,8 +212,8 @@ static int profile_run(int argc, char **argv)
     rm_profile_options o;
     memset(&o, 0, sizeof o);
     long v;
-    if (rm_cli_parse_long(&v, batch, 1, 1L << 24))
-        return usage_error("--batch must be an integer from 1 to %ld, got '%s'", 1L << 24, batch);
+    char why[256];
+    if (rm_cli_parse_batch(&v, batch, why, sizeof why)) return usage_error("%s", why);
     o.batch = (int)v;
     o.reps = 10, o.warmup = 3, o.seed = 1;
     if (reps) {

@@ -12,64 +12,66 @@
 #include "commands.h"
 #include "trainer.h"
 
-#define TRAIN_USAGE                                                                                              \
-    "usage: remat train --model FILE --data DIR|synthetic --budget B [--batch N|auto] [--strategy NAME]\n"      \
-    "                   [--epochs E] [--steps N] [--optimizer sgd|adam] [--lr X] [--momentum M]\n"             \
-    "                   [--weight-decay W] [--lr-schedule constant|step|cosine] [--seed S]\n"                  \
-    "                   [--snapshot FILE] [--resume FILE] [--schedule-cache DIR] [--eval-every K]\n"         \
-    "                   [--time-limit S] [--node-limit N] [--samples N] [--train-accuracy-every K]\n"             \
-    "                   [--device cpu|cuda] [--costs FILE] [--quiet]\n"                                         \
-    "\n"                                                                                                         \
-    "Trains the model on the CPU (or the GPU, --device cuda) within a memory budget. The fixed memory\n"    \
-    "(weights, gradients, optimizer state, batchnorm statistics, labels, the layers' workspace) comes off\n" \
-    "the budget first; the rest is for activations, and a rematerialization schedule decides which of\n"    \
-    "them to keep and which to recompute so that a training step fits. The arithmetic is that of plain\n"    \
-    "training: a step under any schedule gives bit-identical gradients. Prints a summary (the no-remat\n"   \
-    "peak, the budget, the schedule's peak and extra compute), a progress bar on stderr, and after every\n" \
-    "epoch the training loss and accuracy and those on the held-out data.\n"                                 \
-    "\n"                                                                                                         \
-    "options:\n"                                                                                                 \
-    "  --model FILE          model config (models/*.cfg)\n"                                                     \
-    "  --data DIR            MNIST, CIFAR-10, an image folder or image/mask pairs (docs/data-formats.md); its\n"\
-    "                        test split (val/ or test/) is held out, else a seeded 10% of it\n"                  \
-    "  --data synthetic      generated data matching the model: classification for softmax_xent models,\n"    \
-    "                        segmentation for pixel_softmax_xent; a fifth of it held out\n"                    \
-    "  --samples N           synthetic training samples (default max(2048, 8 x batch))\n"                     \
-    "  --budget B            TOTAL device memory, fixed bytes included: 16GiB, 512MiB, 1.5e9, or a\n"          \
-    "                        percentage of the no-remat peak at the batch (75%)\n"                             \
-    "  --batch N|auto        batch size (default 32); auto: the largest batch the strategy fits in the\n"      \
-    "                        budget (the max-batch search of `remat maxbatch`; needs an amount, not a %)\n"    \
-    "  --strategy NAME       best (default: every heuristic, then the MILP, the cheapest that fits), or\n"    \
-    "                        checkpoint_all, chen_sqrtn, chen_greedy, griewank, ap_sqrtn, ap_greedy,\n"       \
-    "                        linearized_sqrtn, linearized_greedy, ogc, lp_round, milp\n"                      \
-    "  --costs FILE          the schedule minimises profiled seconds (`remat profile`, docs/cost-format.md)\n"\
-    "                        instead of FLOPs; the file must be the model's at this batch (with --batch\n"     \
-    "                        auto, scaled linearly to each batch tried)\n"                                     \
-    "  --time-limit S        seconds for a best / lp_round / milp solve (default 60; 0 = none)\n"            \
-    "  --node-limit N        branch-and-bound nodes for milp (deterministic; default none)\n"                 \
-    "  --schedule-cache DIR  keep solved schedules in DIR, keyed by the problem, budget and strategy; a\n"    \
-    "                        cached one is re-checked by the simulator before it is used\n"                  \
-    "  --epochs E            passes over the training data (default 1)\n"                                    \
-    "  --steps N             stop once N steps in all are done (a resumed run counts from 0 too)\n"          \
-    "  --optimizer NAME      sgd (default, momentum 0.9) or adam\n"                                           \
-    "  --lr X                learning rate (default 0.05 for sgd, 0.001 for adam)\n"                           \
-    "  --momentum M          SGD momentum (default 0.9)\n"                                                     \
-    "  --weight-decay W      L2 weight decay of conv and linear weights (default 0)\n"                        \
-    "  --lr-schedule KIND    constant (default), step (x0.1 after each third of the run) or cosine\n"        \
-    "  --seed S              parameters, dropout, synthetic data, split and batch order (default 1)\n"       \
-    "  --snapshot FILE       save (atomically) after every epoch and when the run stops\n"                    \
-    "                        (--checkpoint FILE is an older name for it)\n"                                 \
-    "  --resume FILE         continue a saved run exactly where it stopped (same data, batch, epochs and\n"   \
-    "                        optimizer options; the seed is taken from the file)\n"                          \
-    "  --eval-every K        also evaluate on the held-out data every K steps\n"                              \
-    "  --train-accuracy-every K  measure training accuracy on every K-th step (default 4; 0 = never): each\n" \
-    "                        measurement replays that step's forward pass\n"                                  \
-    "  --device cpu|cuda     where training runs (default cpu); cuda: GPU 0, with the budget in its memory\n"  \
-    "  --quiet               no progress bar or solver log on stderr\n"                                        \
-    "\n"                                                                                                         \
-    "examples:\n"                                                                                                \
-    "  remat train --model models/resnet-tiny.cfg --data synthetic --batch 32 --budget 75% --strategy milp\n"  \
-    "  remat train --model models/vgg-tiny.cfg --data cifar10/ --batch auto --budget 64MiB --epochs 10 \\\n"   \
+#define TRAIN_USAGE                                                                                                    \
+    "usage: remat train --model FILE --data DIR|synthetic --budget B [--batch N|auto] [--strategy NAME]\n"             \
+    "                   [--epochs E] [--steps N] [--optimizer sgd|adam] [--lr X] [--momentum M]\n"                     \
+    "                   [--weight-decay W] [--lr-schedule constant|step|cosine] [--seed S]\n"                          \
+    "                   [--snapshot FILE] [--resume FILE] [--schedule-cache DIR] [--eval-every K]\n"                   \
+    "                   [--time-limit S] [--node-limit N] [--samples N] [--train-accuracy-every K]\n"                  \
+    "                   [--device cpu|cuda] [--costs FILE] [--quiet]\n"                                                \
+    "\n"                                                                                                               \
+    "Trains the model on the CPU (or the GPU, --device cuda) within a memory budget. The fixed memory\n"               \
+    "(weights, gradients, optimizer state, batchnorm statistics, labels, the layers' workspace) comes off\n"           \
+    "the budget first; the rest is for activations, and a rematerialization schedule decides which of\n"               \
+    "them to keep and which to recompute so that a training step fits. The arithmetic is that of plain\n"              \
+    "training: a step under any schedule gives bit-identical gradients. Prints a summary (the no-remat\n"              \
+    "peak, the budget, the schedule's peak and extra compute), a progress bar on stderr, and after every\n"            \
+    "epoch the training loss and accuracy and those on the held-out data.\n"                                           \
+    "\n"                                                                                                               \
+    "options:\n"                                                                                                       \
+    "  --model FILE          model config (models/*.cfg)\n"                                                            \
+    "  --data DIR            MNIST, CIFAR-10, an image folder or image/mask pairs (docs/data-formats.md); its\n"       \
+    "                        test split (val/ or test/) is held out, else a seeded 10% of it\n"                        \
+    "  --data synthetic      generated data matching the model: classification for softmax_xent models,\n"             \
+    "                        segmentation for pixel_softmax_xent; a fifth of it held out\n"                            \
+    "  --samples N           synthetic training samples (default max(2048, 8 x batch))\n"                              \
+    "  --budget B            TOTAL device memory, fixed bytes included: 16GiB, 512MiB, 1.5e9, or a\n"                  \
+    "                        percentage of the no-remat peak at the batch (75%); a number without a\n"                 \
+    "                        unit is bytes, at least 1000000\n"                                                        \
+    "  --batch N|auto        batch size (default 32, at most 2^30); auto: the largest batch the strategy\n"            \
+    "                        fits in the budget, and no more than the training samples (--samples);\n"                 \
+    "                        the max-batch search of `remat maxbatch`; needs an amount, not a %\n"                     \
+    "  --strategy NAME       best (default: every heuristic, then the MILP, the cheapest that fits), or\n"             \
+    "                        checkpoint_all, chen_sqrtn, chen_greedy, griewank, ap_sqrtn, ap_greedy,\n"                \
+    "                        linearized_sqrtn, linearized_greedy, ogc, lp_round, milp\n"                               \
+    "  --costs FILE          the schedule minimises profiled seconds (`remat profile`, docs/cost-format.md)\n"         \
+    "                        instead of FLOPs; the file must be the model's at this batch (with --batch\n"             \
+    "                        auto, scaled linearly to each batch tried)\n"                                             \
+    "  --time-limit S        seconds for a best / lp_round / milp solve (default 60; 0 = none)\n"                      \
+    "  --node-limit N        branch-and-bound nodes for milp (deterministic; default none)\n"                          \
+    "  --schedule-cache DIR  keep solved schedules in DIR, keyed by the problem, budget and strategy; a\n"             \
+    "                        cached one is re-checked by the simulator before it is used\n"                            \
+    "  --epochs E            passes over the training data (default 1)\n"                                              \
+    "  --steps N             stop once N steps in all are done (a resumed run counts from 0 too)\n"                    \
+    "  --optimizer NAME      sgd (default, momentum 0.9) or adam\n"                                                    \
+    "  --lr X                learning rate (default 0.05 for sgd, 0.001 for adam; > 0, at most 3.4e38)\n"              \
+    "  --momentum M          SGD momentum (default 0.9)\n"                                                             \
+    "  --weight-decay W      L2 weight decay of conv and linear weights (default 0)\n"                                 \
+    "  --lr-schedule KIND    constant (default), step (x0.1 after each third of the run) or cosine\n"                  \
+    "  --seed S              parameters, dropout, synthetic data, split and batch order (default 1)\n"                 \
+    "  --snapshot FILE       save (atomically) after every epoch and when the run stops\n"                             \
+    "                        (--checkpoint FILE is an older name for it)\n"                                            \
+    "  --resume FILE         continue a saved run exactly where it stopped (same data, batch, epochs and\n"            \
+    "                        optimizer options; the seed is taken from the file)\n"                                    \
+    "  --eval-every K        also evaluate on the held-out data every K steps\n"                                       \
+    "  --train-accuracy-every K  measure training accuracy on every K-th step (default 4; 0 = never): each\n"          \
+    "                        measurement replays that step's forward pass\n"                                           \
+    "  --device cpu|cuda     where training runs (default cpu); cuda: GPU 0, with the budget in its memory\n"          \
+    "  --quiet               no progress bar or solver log on stderr\n"                                                \
+    "\n"                                                                                                               \
+    "examples:\n"                                                                                                      \
+    "  remat train --model models/resnet-tiny.cfg --data synthetic --batch 32 --budget 75% --strategy milp\n"          \
+    "  remat train --model models/vgg-tiny.cfg --data cifar10/ --batch auto --budget 64MiB --epochs 10 \\\n"           \
     "              --lr-schedule cosine --snapshot vgg.snap"
 
 #define usage_error(...) rm_cli_usage_error("train", TRAIN_USAGE, __VA_ARGS__)
@@ -179,7 +181,11 @@ static void print_summary(const rm_trainer_summary *s, const rm_trainer_config *
         printf("held out     %lld samples, a seeded split of the same data\n", (long long)s->test_samples);
     else
         printf("held out     %s: %lld samples\n", s->test_data, (long long)s->test_samples);
-    if (s->batch_auto)
+    if (s->batch_is_samples)
+        printf("batch        %d: as many as the training samples, and %s fits it in the budget (no schedule fits "
+               "more than %d)\n",
+               s->batch, s->strategy, s->bound_batch);
+    else if (s->batch_auto)
         printf("batch        %d: the largest batch %s fits in the budget (no schedule fits more than %d)\n", s->batch,
                s->strategy, s->bound_batch);
     else
@@ -266,8 +272,10 @@ static int config_run(rm_trainer_config *c, const train_args *a)
     rm_cli_budget bud;
     char why[256];
     if (rm_cli_parse_budget(&bud, a->budget, why, sizeof why)) return usage_error("--budget: %s", why);
-    if (bud.percent) c->budget_percent = bud.value;
-    else c->budget = (size_t)bud.value;
+    if (bud.percent)
+        c->budget_percent = bud.pct;
+    else
+        c->budget = bud.bytes;
     if (a->batch && !strcmp(a->batch, "auto")) {
         if (bud.percent)
             return usage_error("--batch auto needs --budget as an amount of memory (64MiB), not a percentage: the "
@@ -275,8 +283,8 @@ static int config_run(rm_trainer_config *c, const train_args *a)
         c->batch = 0;
     } else if (a->batch) {
         long b;
-        if (rm_cli_parse_long(&b, a->batch, 1, 1L << 24))
-            return usage_error("--batch must be auto or an integer from 1 to %ld, got '%s'", 1L << 24, a->batch);
+        if (rm_cli_parse_batch(&b, a->batch, why, sizeof why))
+            return usage_error("--batch must be auto or an integer from 1 to %d, got '%s'", RM_MAX_BATCH, a->batch);
         c->batch = (int)b;
     }
     if (a->epochs && parse_u64(&c->epochs, a->epochs, 1))
@@ -327,7 +335,10 @@ static int config_optimizer(rm_trainer_config *c, const train_args *a)
         return usage_error("--optimizer must be sgd or adam, got '%s'", a->optimizer);
     double x;
     if (a->lr) {
-        if (rm_cli_parse_seconds(&x, a->lr) || x <= 0) return usage_error("--lr must be a number > 0, got '%s'", a->lr);
+        if (rm_cli_parse_seconds(&x, a->lr) || x <= 0 || x > RM_OPTIM_MAX_RATE)
+            return usage_error("--lr must be a number in (0, %g] (the optimizer computes in single precision), got "
+                               "'%s'",
+                               RM_OPTIM_MAX_RATE, a->lr);
         c->lr = x;
     }
     if (a->momentum) {
@@ -337,8 +348,10 @@ static int config_optimizer(rm_trainer_config *c, const train_args *a)
         c->optim.momentum = (float)x;
     }
     if (a->wd) {
-        if (rm_cli_parse_seconds(&x, a->wd))
-            return usage_error("--weight-decay must be a number >= 0, got '%s'", a->wd);
+        if (rm_cli_parse_seconds(&x, a->wd) || x > RM_OPTIM_MAX_RATE)
+            return usage_error("--weight-decay must be a number in [0, %g] (the optimizer computes in single "
+                               "precision), got '%s'",
+                               RM_OPTIM_MAX_RATE, a->wd);
         c->optim.weight_decay = (float)x;
     }
     if (a->sched) {

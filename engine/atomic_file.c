@@ -7,15 +7,19 @@
 #define _GNU_SOURCE /* realpath, strndup */
 #include "atomic_file.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Stale temporaries of killed processes may hold our pid's names; this many
+/* Stale temporaries of killed processes may hold our pid's names (those of
+ * live pids are not removed: the pid may have been reused); this many
  * suffixes are tried before giving up. */
 #define TMP_TRIES 100
 
@@ -44,6 +48,52 @@ static char *target_of(const char *path)
     return strdup(path);
 }
 
+/* The folder a file is in ("." for a bare name); NULL without memory. */
+static char *parent_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+}
+
+/* 1 when suffix is "<pid>.<k>" (decimal) and that process no longer runs. A
+ * process that exists, even one we may not signal (EPERM), is alive: its
+ * writer may be in the middle of a write. */
+static int writer_is_gone(const char *suffix)
+{
+    if (!isdigit((unsigned char)suffix[0])) return 0;
+    char *end;
+    errno = 0;
+    long pid = strtol(suffix, &end, 10);
+    if (errno || *end != '.' || !isdigit((unsigned char)end[1]) || end[1 + strspn(end + 1, "0123456789")]) return 0;
+    if (pid <= 0 || pid > INT_MAX || pid == (long)getpid()) return 0;
+    return kill((pid_t)pid, 0) == -1 && errno == ESRCH;
+}
+
+/* Removes path's temporaries left by processes that no longer run: a kill
+ * between open and rename (SIGKILL gives no chance to clean up) leaves one,
+ * and a run killed again and again piled them up. Only regular files named
+ * exactly TARGET.tmp.<pid>.<k> go. Best effort: a folder that cannot be
+ * listed, or a file that cannot be removed, is left as it is. */
+static void remove_stale_temporaries(const char *path)
+{
+    char *dir = parent_of(path);
+    DIR *d = dir ? opendir(dir) : NULL;
+    free(dir);
+    if (!d) return;
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    size_t n = strlen(base);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        const char *name = de->d_name;
+        if (strncmp(name, base, n) || strncmp(name + n, ".tmp.", 5) || !writer_is_gone(name + n + 5)) continue;
+        struct stat st;
+        if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+            (void)unlinkat(dirfd(d), name, 0);
+    }
+    closedir(d);
+}
+
 int rm_atomic_open(rm_atomic_file *af, const char *path, rm_err *e)
 {
     memset(af, 0, sizeof *af);
@@ -68,6 +118,7 @@ int rm_atomic_open(rm_atomic_file *af, const char *path, rm_err *e)
         return RM_OK;
     }
 
+    remove_stale_temporaries(af->path);
     size_t cap = strlen(af->path) + 48;
     af->tmp = malloc(cap);
     if (!af->tmp) {
@@ -104,6 +155,11 @@ int rm_atomic_open(rm_atomic_file *af, const char *path, rm_err *e)
 
 int rm_atomic_probe(const char *path, rm_err *e)
 {
+    return rm_atomic_probe_room(path, 0, e);
+}
+
+int rm_atomic_probe_room(const char *path, size_t bytes, rm_err *e)
+{
     if (!path || !*path) return rm_errorf(e, RM_ERR_INVALID, "no file name to write");
     char *target = target_of(path);
     if (!target) return rm_errorf(e, RM_ERR_NOMEM, "%s: no memory to write the file", path);
@@ -115,7 +171,13 @@ int rm_atomic_probe(const char *path, rm_err *e)
     rm_atomic_file af;
     int rc = rm_atomic_open(&af, path, e);
     if (rc) return rc;
+    /* Reserved, not written: a full disk says so now (ENOSPC). A file
+     * system that cannot reserve (EOPNOTSUPP) is given the benefit of the
+     * doubt; the write will check every step. */
+    int err = bytes ? posix_fallocate(fileno(af.f), 0, (off_t)bytes) : 0;
     rm_atomic_abort(&af);
+    if (err && err != EOPNOTSUPP && err != EINVAL && err != ENOSYS)
+        return rm_errorf(e, RM_ERR_IO, "%s: no room for the %zu bytes it will hold: %s", path, bytes, strerror(err));
     return RM_OK;
 }
 
@@ -124,8 +186,7 @@ int rm_atomic_probe(const char *path, rm_err *e)
  * place, so a failure here is no reason to report the write as failed. */
 static void fsync_parent(const char *path)
 {
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    char *dir = parent_of(path);
     if (!dir) return;
     int fd = open(dir, O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {

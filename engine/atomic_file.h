@@ -29,8 +29,9 @@ typedef struct rm_atomic_file {
 
 /* Creates a unique temporary file next to path (path.tmp.<pid>.<k>, created
  * exclusively, permissions 0666 less the umask like fopen) and opens af->f
- * on it. On failure af holds nothing and the error is RM_ERR_IO (or
- * RM_ERR_NOMEM) naming the file. */
+ * on it. First removes path's temporaries whose <pid> no longer runs (left
+ * by a killed writer; those of live processes stay). On failure af holds
+ * nothing and the error is RM_ERR_IO (or RM_ERR_NOMEM) naming the file. */
 int rm_atomic_open(rm_atomic_file *af, const char *path, rm_err *e);
 
 /* Finishes the write: ferror, fflush, fsync, fclose, rename, then a
@@ -49,5 +50,11 @@ void rm_atomic_abort(rm_atomic_file *af);
  * For a run that writes path only later (a snapshot after an epoch), to
  * fail at once instead. RM_OK, or the error rm_atomic_open would give. */
 int rm_atomic_probe(const char *path, rm_err *e);
+/* The same, and the file system has room for bytes more: they are reserved
+ * in the temporary file (posix_fallocate) before it is removed, so a full
+ * disk fails now with RM_ERR_IO "PATH: no room for the N bytes it will
+ * hold: No space left on device". Not checked on devices, or where the
+ * file system cannot reserve space. */
+int rm_atomic_probe_room(const char *path, size_t bytes, rm_err *e);
 
 #endif

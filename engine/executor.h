@@ -150,7 +150,15 @@ void *rm_executor_workspace_memory(const rm_executor *ex, size_t *bytes);
  * (NULL: the CPU), each part rounded up to RM_ARENA_ALIGN as allocated:
  * weights, their gradients, batchnorm statistics, labels (with the loss slot
  * on CUDA) and the layers' workspace. train/footprint.h adds the optimizer's
- * state and the backend's own memory to it. */
+ * state and the backend's own memory to it. RM_ERR_INVALID, with the
+ * message RM_FIXED_TOO_LARGE, when the parts add up to more than
+ * RM_MAX_DEVICE_BYTES. */
+/* The one message for fixed memory over RM_MAX_DEVICE_BYTES (arguments:
+ * the config's path and the batch), here and in train/footprint.c, which
+ * adds the optimizer's state. */
+#define RM_FIXED_TOO_LARGE                                                                                             \
+    "%s at batch %d: the fixed memory (weights, gradients, optimizer state, batchnorm statistics, labels, "            \
+    "workspace) adds up to more than 2^62 bytes (4 EiB), more than any device holds"
 typedef struct rm_executor_fixed {
     size_t weights, grads, buffers, labels, workspace;
     size_t workspace_bytes; /* the workspace before rounding */

@@ -32,18 +32,35 @@ int rm_executor_workspace_needed_on(size_t *out, const rm_model *m, int batch, r
     return rc;
 }
 
+/* *total += count elements of size bytes, aligned as allocated (*part); -1
+ * (and nothing added) when the sum would pass RM_MAX_DEVICE_BYTES: a config
+ * may declare layers of 2^60 weights each, and a total wrapped around 2^64
+ * once printed as "fixed 80 MiB". *total stays at most the bound, so
+ * nothing here wraps. */
+static int add_aligned(size_t *total, size_t *part, size_t count, size_t size)
+{
+    size_t room = RM_MAX_DEVICE_BYTES - *total;
+    if (count > room / size || rm_align_up(count * size) > room) return -1;
+    *part = rm_align_up(count * size);
+    *total += *part;
+    return 0;
+}
+
 int rm_executor_fixed_needed(rm_executor_fixed *f, const rm_model *m, int batch, const rm_backend *be, rm_err *e)
 {
     memset(f, 0, sizeof *f);
     rm_backend_kind kind = be ? be->kind : RM_BACKEND_CPU;
     int rc = rm_executor_workspace_needed_on(&f->workspace_bytes, m, batch, kind, e);
     if (rc) return rc;
-    f->weights = f->grads = rm_align_up(sizeof(float) * m->param_count);
-    f->buffers = rm_align_up(sizeof(float) * m->buffer_count);
-    f->labels = rm_align_up(sizeof(int32_t) * rm_model_label_count(m, batch));
-    if (be && be->queued) f->labels += rm_align_up(sizeof(float)); /* the loss slot: a download per run waits for its work */
-    f->workspace = rm_align_up(f->workspace_bytes);
-    f->total = f->weights + f->grads + f->buffers + f->labels + f->workspace;
+    size_t loss_slot = 0; /* the loss slot: a download per run waits for its work */
+    if (add_aligned(&f->total, &f->weights, m->param_count, sizeof(float)) ||
+        add_aligned(&f->total, &f->grads, m->param_count, sizeof(float)) ||
+        add_aligned(&f->total, &f->buffers, m->buffer_count, sizeof(float)) ||
+        add_aligned(&f->total, &f->labels, rm_model_label_count(m, batch), sizeof(int32_t)) ||
+        (be && be->queued && add_aligned(&f->total, &loss_slot, 1, sizeof(float))) ||
+        add_aligned(&f->total, &f->workspace, f->workspace_bytes, 1))
+        return rm_errorf(e, RM_ERR_INVALID, RM_FIXED_TOO_LARGE, m->path, batch);
+    f->labels += loss_slot;
     return RM_OK;
 }
 

@@ -42,6 +42,12 @@ void rm_model_free(rm_model *m);
 /* Index of the layer with this name, or -1. */
 int rm_model_find(const rm_model *m, const char *name);
 
+/* The largest batch size any command takes (--batch, --max-batch, a cost
+ * file's batch): 2^30. Shapes hold it in an int, and a tensor's bytes
+ * (elements x batch x 4) are counted in size_t; a batch whose tensors would
+ * not fit in memory anyway is refused later, by size. */
+#define RM_MAX_BATCH (1 << 30)
+
 /* Layer shapes at a batch size: in[i * RM_MAX_INPUTS + k] and out[i] for every
  * layer i (either may be NULL). Re-runs each layer's infer, so a model that
  * is only valid per sample would be caught. */

@@ -29,6 +29,11 @@ static inline size_t rm_shape_numel(rm_shape s)
 
 static inline size_t rm_shape_bytes(rm_shape s) { return rm_shape_numel(s) * sizeof(float); }
 
+/* The most bytes remat counts in one memory total (a problem's fixed bytes
+ * and outputs, the fixed memory of training): 2^62, 4 EiB, more than any
+ * device holds. Below it, sums of a few such totals cannot wrap a size_t. */
+#define RM_MAX_DEVICE_BYTES ((size_t)1 << 62)
+
 static inline int rm_shape_equal(rm_shape a, rm_shape b)
 {
     return a.n == b.n && a.c == b.c && a.h == b.h && a.w == b.w;

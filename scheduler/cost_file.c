@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "atomic_file.h"
+#include "model.h"
 
 #define MAX_FIELDS 8
 #define MAX_NODES 10000000
@@ -139,9 +140,9 @@ static int parse_header(rm_cost_file **out, char **f, int nf, long long file_siz
     if (strlen(f[2]) >= RM_NAME_LEN)
         return rm_errorf(e, RM_ERR_PARSE, "%s:%d: model name '%.32s...' is longer than %d characters", path, line,
                          f[2], RM_NAME_LEN - 1);
-    if (parse_int(&batch, f[3], 1, 1 << 30))
+    if (parse_int(&batch, f[3], 1, RM_MAX_BATCH))
         return rm_errorf(e, RM_ERR_PARSE, "%s:%d: batch '%s' is not an integer from 1 to %d", path, line, f[3],
-                         1 << 30);
+                         RM_MAX_BATCH);
     if (strlen(f[4]) >= RM_NAME_LEN)
         return rm_errorf(e, RM_ERR_PARSE, "%s:%d: device '%.32s...' is longer than %d characters", path, line, f[4],
                          RM_NAME_LEN - 1);
@@ -154,12 +155,8 @@ static int parse_header(rm_cost_file **out, char **f, int nf, long long file_siz
     if (strcmp(f[6], "seconds"))
         return rm_errorf(e, RM_ERR_PARSE, "%s:%d: unknown unit '%s' (cost files are in seconds)", path, line, f[6]);
     int rc = rm_cost_file_create(out, n, f[2], batch, f[4], e);
-    if (rc == RM_ERR_INVALID) {
-        /* A model or device word the writer could not have written: a parse error of this file. */
-        rm_err_context(e, "%s:%d", path, line);
-        if (e) e->code = RM_ERR_PARSE;
-        rc = RM_ERR_PARSE;
-    }
+    /* A model or device word the writer could not have written: a parse error of this file. */
+    if (rc == RM_ERR_INVALID) rc = rm_text_error_at(e, path, line);
     return rc;
 }
 
@@ -196,23 +193,26 @@ static int parse_node(rm_cost_file *c, int expect, char **f, int nf, const char 
 int rm_cost_file_read(rm_cost_file **out, const char *path, rm_err *e)
 {
     *out = NULL;
-    FILE *fp = fopen(path, "r");
-    if (!fp) return rm_errorf(e, RM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    FILE *fp = rm_text_open(path, "cost file", e);
+    if (!fp) return RM_ERR_IO;
     struct stat st;
     long long file_size = fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode) ? (long long)st.st_size : -1;
     rm_cost_file *c = NULL;
     char *buf = NULL;
     size_t cap = 0;
     int line = 0, seen = 0, rc = RM_OK;
+    double sum = 0; /* the seconds so far, bounded as a problem's costs are */
     char *f[MAX_FIELDS];
     ssize_t len;
     while ((errno = 0, len = rm_text_getline(&buf, &cap, fp)) >= 0) {
         line++;
-        if (strlen(buf) != (size_t)len) {
+        size_t bom = line == 1 ? rm_text_bom(buf, (size_t)len) : 0;
+        char *text = buf + bom;
+        if (strlen(text) != (size_t)len - bom) {
             rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: a NUL byte inside the line (not a text file?)", path, line);
             break;
         }
-        int nf = rm_text_fields(buf, f, MAX_FIELDS);
+        int nf = rm_text_fields(text, f, MAX_FIELDS);
         if (nf == 0) continue;
         if (!c) {
             if ((rc = parse_header(&c, f, nf, file_size, path, line, e))) break;
@@ -230,6 +230,11 @@ int rm_cost_file_read(rm_cost_file **out, const char *path, rm_err *e)
             break;
         }
         if ((rc = parse_node(c, seen, f, nf, path, line, e))) break;
+        const rm_cost_entry *en = &c->nodes[seen];
+        if (rm_problem_cost_add(&sum, en->seconds, c->n, seen, en->name[0] ? en->name : "-", e)) {
+            rc = rm_text_error_at(e, path, line);
+            break;
+        }
         seen++;
     }
     int read_errno = errno; /* EISDIR for a folder */
@@ -263,6 +268,7 @@ int rm_cost_file_write(const rm_cost_file *c, const char *path, const char *comm
     if (!is_token(c->model) || !is_token(c->device) || c->batch < 1 || c->n < 1)
         return rm_errorf(e, RM_ERR_INVALID, "%s: malformed cost file (model '%s', device '%s', batch %d, %d nodes)",
                          path, c->model, c->device, c->batch, c->n);
+    double sum = 0; /* a file written must read back: its seconds bounded as the reader bounds them */
     for (int i = 0; i < c->n; i++) {
         const rm_cost_entry *en = &c->nodes[i];
         if ((en->name[0] && (!is_token(en->name) || !strcmp(en->name, "-"))))
@@ -271,6 +277,8 @@ int rm_cost_file_write(const rm_cost_file *c, const char *path, const char *comm
         if (!isfinite(en->seconds) || en->seconds < 0)
             return rm_errorf(e, RM_ERR_INVALID, "%s: node %d ('%s') has cost %g: not a finite number >= 0", path, i,
                              en->name, en->seconds);
+        if (rm_problem_cost_add(&sum, en->seconds, c->n, i, en->name[0] ? en->name : "-", e))
+            return rm_err_context(e, "%s", path);
     }
     rm_atomic_file af;
     int rc = rm_atomic_open(&af, path, e);
@@ -316,7 +324,7 @@ int rm_cost_file_apply(rm_problem *p, const rm_cost_file *c, const char *model, 
                          "%s: the file has costs for %d nodes but the problem has %d (a cost file of another model or "
                          "version of it?)",
                          where(w, sizeof w, c, c->header_line), c->n, p->n);
-    double scale = 1.0;
+    double scale = 1.0, sum = 0; /* sum: the costs so far, bounded as every problem's are */
     if (batch > 0 && batch != c->batch) {
         if (mode != RM_COST_SCALE_BATCH)
             return rm_errorf(e, RM_ERR_INVALID,
@@ -336,9 +344,10 @@ int rm_cost_file_apply(rm_problem *p, const rm_cost_file *c, const char *model, 
         if (!isfinite(en->seconds) || en->seconds < 0)
             return rm_errorf(e, RM_ERR_INVALID, "%s: node %d ('%s') has cost %g: not a finite number >= 0",
                              where(w, sizeof w, c, en->line), i, en->name, en->seconds);
-        if (!isfinite(en->seconds * scale))
-            return rm_errorf(e, RM_ERR_INVALID, "%s: node %d ('%s'): %g s scaled to batch %d overflows",
-                             where(w, sizeof w, c, en->line), i, en->name, en->seconds, batch);
+        if (rm_problem_cost_add(&sum, en->seconds * scale, p->n, i, en->name[0] ? en->name : "-", e)) {
+            if (scale == 1.0) return rm_err_context(e, "%s", where(w, sizeof w, c, en->line));
+            return rm_err_context(e, "%s: scaled to batch %d", where(w, sizeof w, c, en->line), batch);
+        }
         if (p->nodes[i].ndeps == 0 && en->seconds != 0)
             return rm_errorf(e, RM_ERR_INVALID,
                              "%s: node %d ('%s') is an input (it reads nothing: loaded, not computed), so its cost "

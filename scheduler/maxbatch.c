@@ -7,6 +7,7 @@
 #include "maxbatch.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -80,24 +81,55 @@ typedef struct bound_ctx {
     rm_maxbatch_problem_fn build;
     void *ctx;
     size_t budget;
+    int built;     /* the largest batch whose problem was built */
+    int too_large; /* the smallest batch whose problem could not be (0: none) */
+    char *why;     /* its error, when the caller asked */
+    size_t len;
 } bound_ctx;
 
 static int bound_fits(int *feasible, void *vctx, int batch, rm_err *e)
 {
     bound_ctx *c = vctx;
     rm_problem *p = NULL;
-    int rc = c->build(&p, c->ctx, batch, e);
-    if (rc) return rc;
+    rm_err be = {RM_OK, ""};
+    int rc = c->build(&p, c->ctx, batch, &be);
+    /* Only sizes grow with the batch: a problem that was built at a smaller
+     * batch but cannot be at this one (tensors too large to address, more
+     * than 2^62 bytes in all) is too large for any budget. That batch does
+     * not fit; it is no reason to end the search. */
+    if (rc && rc != RM_ERR_NOMEM && c->built > 0 && batch > c->built) {
+        if (!c->too_large || batch < c->too_large) {
+            c->too_large = batch;
+            if (c->why) snprintf(c->why, c->len, "%s", be.msg);
+        }
+        *feasible = 0;
+        return RM_OK;
+    }
+    if (rc) {
+        if (e) *e = be;
+        return rc;
+    }
+    if (batch > c->built) c->built = batch;
     size_t lb = rm_problem_peak_lower_bound(p);
     *feasible = p->fixed_bytes <= c->budget && lb <= c->budget - p->fixed_bytes;
     rm_problem_free(p);
     return RM_OK;
 }
 
+int rm_maxbatch_bound_why(int *out, char *why, size_t len, rm_maxbatch_problem_fn build, void *ctx, size_t budget,
+                          int cap, rm_err *e)
+{
+    bound_ctx c = {build, ctx, budget, 0, 0, why, len};
+    if (why && len) why[0] = '\0';
+    int rc = rm_maxbatch_bisect(out, NULL, bound_fits, &c, 0, cap + 1, e);
+    /* A failure above the answer only: below it every batch was built. */
+    if (why && len && (rc || c.too_large != *out + 1)) why[0] = '\0';
+    return rc;
+}
+
 int rm_maxbatch_bound(int *out, rm_maxbatch_problem_fn build, void *ctx, size_t budget, int cap, rm_err *e)
 {
-    bound_ctx c = {build, ctx, budget};
-    return rm_maxbatch_bisect(out, NULL, bound_fits, &c, 0, cap + 1, e);
+    return rm_maxbatch_bound_why(out, NULL, 0, build, ctx, budget, cap, e);
 }
 
 typedef struct probe_ctx {

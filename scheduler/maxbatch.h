@@ -110,8 +110,16 @@ typedef struct rm_maxbatch_result {
 
 /* The largest batch in [1, cap] whose fixed bytes plus trivial lower bound
  * (the largest node plus its inputs) fit the budget; 0 if none. Monotone,
- * so the bisection is exact. */
+ * so the bisection is exact. A batch whose problem cannot be built though a
+ * smaller one was (tensors too large to address, more than 2^62 bytes) does
+ * not fit either: only sizes grow with the batch. A failure to build batch
+ * 1 (or to allocate) is an error. */
 int rm_maxbatch_bound(int *out, rm_maxbatch_problem_fn build, void *ctx, size_t budget, int cap, rm_err *e);
+/* The same, saying in why (len bytes) why the batch just above the answer
+ * could not be built, when that is what ends the range; "" otherwise (the
+ * budget, or the cap, ends it). */
+int rm_maxbatch_bound_why(int *out, char *why, size_t len, rm_maxbatch_problem_fn build, void *ctx, size_t budget,
+                          int cap, rm_err *e);
 
 /* The search for one strategy (see the top of this file). */
 int rm_maxbatch_search(rm_maxbatch_result *out, const rm_strategy_info *st, rm_maxbatch_problem_fn build, void *ctx,

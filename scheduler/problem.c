@@ -8,6 +8,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -110,24 +111,57 @@ int rm_problem_check_budget(const rm_problem *p, const char *who, rm_err *e)
 
 static const char *node_name(const rm_problem *p, int i) { return p->nodes[i].name[0] ? p->nodes[i].name : "?"; }
 
+double rm_problem_max_cost_sum(int n)
+{
+    return DBL_MAX / (n > 1 ? n : 1);
+}
+
+int rm_problem_sums_add(rm_problem_sums *s, const rm_problem *p, int i, rm_err *e)
+{
+    const rm_problem_node *nd = &p->nodes[i];
+    /* Checked before adding: both terms are below the bound, so the sum cannot wrap. */
+    if (s->bytes > RM_PROBLEM_MAX_BYTES || nd->bytes > RM_PROBLEM_MAX_BYTES - s->bytes)
+        return rm_errorf(e, RM_ERR_INVALID,
+                         "the fixed bytes and the outputs up to node %d (%s) add up to more than 2^62 bytes (4 EiB), "
+                         "more than any device holds",
+                         i, node_name(p, i));
+    s->bytes += nd->bytes;
+    return rm_problem_cost_add(&s->cost, nd->cost, p->n, i, node_name(p, i), e);
+}
+
+int rm_problem_cost_add(double *sum, double cost, int n, int i, const char *name, rm_err *e)
+{
+    double limit = rm_problem_max_cost_sum(n);
+    if (!(cost <= limit - *sum))
+        return rm_errorf(e, RM_ERR_INVALID,
+                         "the costs up to node %d (%s) add up to more than %.6g, the largest finite number over the "
+                         "%d nodes: a schedule may compute each node once per stage, and its cost must stay finite",
+                         i, name, limit, n);
+    *sum += cost;
+    return RM_OK;
+}
+
+int rm_problem_budget_in_range(size_t budget, rm_err *e)
+{
+    if (budget <= RM_PROBLEM_MAX_BYTES) return RM_OK;
+    return rm_errorf(e, RM_ERR_INVALID,
+                     "the budget %zu is more than 2^62 bytes (4 EiB), more than any problem holds (0 means unlimited)",
+                     budget);
+}
+
 int rm_problem_validate(const rm_problem *p, rm_err *e)
 {
     if (p->n < 1) return rm_errorf(e, RM_ERR_INVALID, "problem: no nodes");
     if (!(p->max_cost >= 0) || !isfinite(p->max_cost))
         return rm_errorf(e, RM_ERR_INVALID, "problem: the compute cap %g must be finite and >= 0", p->max_cost);
-    size_t total = p->fixed_bytes;
+    if (rm_problem_budget_in_range(p->budget, e)) return rm_err_context(e, "problem");
+    rm_problem_sums sums = {p->fixed_bytes, 0};
     for (int i = 0; i < p->n; i++) {
         const rm_problem_node *nd = &p->nodes[i];
-        /* Checked before adding: both terms are below the bound, so the sum cannot wrap. */
-        if (total > RM_PROBLEM_MAX_BYTES || nd->bytes > RM_PROBLEM_MAX_BYTES - total)
-            return rm_errorf(e, RM_ERR_INVALID,
-                             "problem: the fixed bytes and the outputs up to node %d (%s) add up to more than 2^62 "
-                             "bytes (4 EiB), more than any device holds",
-                             i, node_name(p, i));
-        total += nd->bytes;
         if (!(nd->cost >= 0) || !isfinite(nd->cost))
             return rm_errorf(e, RM_ERR_INVALID, "problem: node %d (%s) has cost %g; costs must be finite and >= 0", i,
                              node_name(p, i), nd->cost);
+        if (rm_problem_sums_add(&sums, p, i, e)) return rm_err_context(e, "problem");
         if (nd->tag != RM_TAG_FORWARD && nd->tag != RM_TAG_LOSS && nd->tag != RM_TAG_BACKWARD)
             return rm_errorf(e, RM_ERR_INVALID, "problem: node %d (%s) has an unknown tag %d", i, node_name(p, i),
                              (int)nd->tag);
@@ -356,6 +390,7 @@ static int parse_header(rm_problem **out, char **f, int nf, long long file_size,
                          RM_PROBLEM_MAX_NODES);
     if ((rc = parse_size(&fixed, f[2], "fixed bytes", path, line, e))) return rc;
     if (nf == 4 && (rc = parse_size(&budget, f[3], "budget", path, line, e))) return rc;
+    if (rm_problem_budget_in_range(budget, e)) return rm_text_error_at(e, path, line);
     /* The nodes are allocated from the header's count, so a short file must
      * not claim millions of them (found by fuzzing: a 20-byte file made the
      * reader allocate a gigabyte before seeing that the lines were missing).
@@ -370,12 +405,16 @@ static int parse_header(rm_problem **out, char **f, int nf, long long file_size,
     return RM_OK;
 }
 
-/* 1 when the first byte that is not JSON white space is '{': a node-link
- * JSON problem. A text problem starts with '#' or "problem", so the two never
- * overlap. The stream is rewound; one that cannot be (a pipe) is read as text. */
+/* 1 when the first byte that is not JSON white space (after a byte-order
+ * mark) is '{': a node-link JSON problem. A text problem starts with '#' or
+ * "problem", so the two never overlap. The stream is rewound; one that
+ * cannot be (a pipe) is read as text. */
 static int looks_like_json(FILE *fp)
 {
     if (fseek(fp, 0, SEEK_SET) != 0) return 0;
+    char head[3];
+    size_t got = fread(head, 1, sizeof head, fp);
+    if (fseek(fp, (long)rm_text_bom(head, got), SEEK_SET) != 0) return 0;
     int c;
     while ((c = getc(fp)) == ' ' || c == '\t' || c == '\n' || c == '\r') continue;
     rewind(fp);
@@ -385,8 +424,8 @@ static int looks_like_json(FILE *fp)
 int rm_problem_read(rm_problem **out, const char *path, rm_err *e)
 {
     *out = NULL;
-    FILE *fp = fopen(path, "r");
-    if (!fp) return rm_errorf(e, RM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    FILE *fp = rm_text_open(path, "problem file", e);
+    if (!fp) return RM_ERR_IO;
     if (looks_like_json(fp)) {
         int rc = rm_problem_read_json(out, fp, path, e);
         fclose(fp);
@@ -403,21 +442,23 @@ int rm_problem_read(rm_problem **out, const char *path, rm_err *e)
     char *f[MAX_FIELDS + 1];
     /* errno tells end of file (0) from a failed read, a line that could not
      * be allocated (ENOMEM) or one too long (EOVERFLOW): all return -1. */
-    size_t total = 0; /* fixed bytes plus the outputs read so far */
+    rm_problem_sums sums = {0, 0};
     ssize_t len;
     while ((errno = 0, len = rm_text_getline(&buf, &cap, fp)) >= 0) {
         line++;
+        size_t bom = line == 1 ? rm_text_bom(buf, (size_t)len) : 0;
+        char *text = buf + bom;
         /* The fields end at a NUL: what follows it would be dropped unread. */
-        if (strlen(buf) != (size_t)len) {
+        if (strlen(text) != (size_t)len - bom) {
             rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: a NUL byte inside the line (not a text file?)", path, line);
             break;
         }
-        int nf = rm_text_fields(buf, f, MAX_FIELDS + 1);
+        int nf = rm_text_fields(text, f, MAX_FIELDS + 1);
         if (nf == 0) continue;
         if (!p) {
             if ((rc = parse_header(&p, f, nf, file_size, path, line, e))) break;
             header_line = line;
-            total = p->fixed_bytes;
+            sums.bytes = p->fixed_bytes;
             node_line = calloc((size_t)p->n, sizeof *node_line);
             if (!node_line) {
                 rc = rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory", path);
@@ -436,16 +477,11 @@ int rm_problem_read(rm_problem **out, const char *path, rm_err *e)
             break;
         }
         if ((rc = parse_node_line(p, nodes_seen, node_line, f, nf, path, line, e))) break;
-        /* The same bound rm_problem_validate checks, here with the line. */
-        size_t b = p->nodes[nodes_seen].bytes;
-        if (total > RM_PROBLEM_MAX_BYTES || b > RM_PROBLEM_MAX_BYTES - total) {
-            rc = rm_errorf(e, RM_ERR_PARSE,
-                           "%s:%d: the fixed bytes and the node outputs up to here add up to more than 2^62 bytes "
-                           "(4 EiB), more than any device holds",
-                           path, line);
+        /* The bounds rm_problem_validate checks, here with the line. */
+        if ((rc = rm_problem_sums_add(&sums, p, nodes_seen, e))) {
+            rc = rm_text_error_at(e, path, line);
             break;
         }
-        total += b;
         nodes_seen++;
     }
     int read_errno = errno;

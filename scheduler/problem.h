@@ -68,14 +68,42 @@ int rm_problem_check_budget(const rm_problem *p, const char *who, rm_err *e);
 /* The most bytes a problem may hold: fixed bytes plus every node's output,
  * summed (2^62, 4 EiB). Peaks, budgets and percentages of them are computed
  * in size_t; below this bound none of those sums can wrap around. */
-#define RM_PROBLEM_MAX_BYTES ((size_t)1 << 62)
+#define RM_PROBLEM_MAX_BYTES RM_MAX_DEVICE_BYTES
 
 /* The most nodes a problem file may declare. */
 #define RM_PROBLEM_MAX_NODES 10000000
 
+/* The most the node costs of a problem of n nodes may add up to: a schedule
+ * computes a node at most once per stage, n times in all, so its cost is at
+ * most n times this sum, which must stay a finite double (DBL_MAX / n). A
+ * cost of inf or NaN would make every schedule "optimal" at once. */
+double rm_problem_max_cost_sum(int n);
+
+/* The running totals of a problem's nodes, checked node by node against the
+ * bounds above, so that a reader can name the line where one is passed. */
+typedef struct rm_problem_sums {
+    size_t bytes; /* the fixed bytes and the outputs so far */
+    double cost;  /* the costs so far */
+} rm_problem_sums;
+
+/* Adds node i of p to s (which starts at {p->fixed_bytes, 0}). RM_OK, or
+ * RM_ERR_INVALID saying which total passed its bound, naming the node; the
+ * caller prefixes where (file and line). */
+int rm_problem_sums_add(rm_problem_sums *s, const rm_problem *p, int i, rm_err *e);
+/* Its cost part, for costs kept outside a problem (a cost file of n nodes):
+ * adds node i's (named name) cost to *sum, or says that the sum passes
+ * rm_problem_max_cost_sum(n). */
+int rm_problem_cost_add(double *sum, double cost, int n, int i, const char *name, rm_err *e);
+
+/* RM_OK when budget is at most RM_PROBLEM_MAX_BYTES; else RM_ERR_INVALID
+ * with a message the caller prefixes with where. A larger budget would only
+ * invite wrapping sums: no problem holds more, and 0 means unlimited. */
+int rm_problem_budget_in_range(size_t budget, rm_err *e);
+
 /* Checks what every strategy assumes: n >= 1, deps earlier than their node,
- * no duplicate deps, finite non-negative costs, fixed bytes plus all output
- * bytes at most RM_PROBLEM_MAX_BYTES. Errors name the node. */
+ * no duplicate deps, finite non-negative costs adding up to at most
+ * rm_problem_max_cost_sum(n), fixed bytes plus all output bytes at most
+ * RM_PROBLEM_MAX_BYTES, and a budget at most that too. Errors name the node. */
 int rm_problem_validate(const rm_problem *p, rm_err *e);
 
 /* An empty problem of n nodes (names empty, tag forward, no deps) for

@@ -7,6 +7,7 @@
  * uses. Errors carry a byte offset; the line and column are counted from it
  * only when one is reported, so the scanner keeps no position state. */
 #include "problem_json.h"
+#include "text_fields.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -488,6 +489,12 @@ static int link_element(jr *r, size_t i, void *ctx)
     return RM_OK;
 }
 
+/* A check of problem.h that failed (rc, why) as a parse error at byte at. */
+static int check_at(const jr *r, size_t at, int rc, const rm_err *why)
+{
+    return rc ? jr_fail(r, at, "%s", why->msg) : RM_OK;
+}
+
 /* The keys read inside "graph" and at the top level alike. */
 static int graph_member(jr *r, const char *key, size_t at, void *ctx)
 {
@@ -495,8 +502,13 @@ static int graph_member(jr *r, const char *key, size_t at, void *ctx)
     int rc;
     if (!strcmp(key, "fixed_bytes"))
         return (rc = once(r, &g->seen, KEY_FIXED, key, at)) ? rc : whole_number(r, &g->fixed, key);
-    if (!strcmp(key, "budget"))
-        return (rc = once(r, &g->seen, KEY_BUDGET, key, at)) ? rc : whole_number(r, &g->budget, key);
+    if (!strcmp(key, "budget")) {
+        if ((rc = once(r, &g->seen, KEY_BUDGET, key, at))) return rc;
+        size_t value_at = (peek(r), r->pos);
+        rm_err why = {RM_OK, ""};
+        if ((rc = whole_number(r, &g->budget, key))) return rc;
+        return check_at(r, value_at, rm_problem_budget_in_range(g->budget, &why), &why);
+    }
     return skip(r);
 }
 
@@ -596,19 +608,14 @@ static int link_deps(jr *r, const jgraph *g, rm_problem *p)
  * the loss (Checkmate's vloss), so the problem reads like a traced one. */
 static int copy_nodes(jr *r, const jgraph *g, rm_problem *p)
 {
-    size_t total = g->fixed;
+    rm_problem_sums sums = {g->fixed, 0};
     int first_backward = -1;
     for (size_t i = 0; i < g->n; i++) {
         p->nodes[i] = g->nodes[i].nd;
-        size_t b = p->nodes[i].bytes;
-        /* The bound rm_problem_validate checks, here with the line. */
-        if (total > RM_PROBLEM_MAX_BYTES || b > RM_PROBLEM_MAX_BYTES - total)
-            return jr_fail(r, g->nodes[i].at,
-                           "the fixed bytes and the node outputs up to node %zu add "
-                           "up to more than 2^62 bytes (4 EiB), "
-                           "more than any device holds",
-                           i);
-        total += b;
+        /* The bounds rm_problem_validate checks, here with the line. */
+        rm_err why = {RM_OK, ""};
+        int rc = check_at(r, g->nodes[i].at, rm_problem_sums_add(&sums, p, (int)i, &why), &why);
+        if (rc) return rc;
         if (first_backward < 0 && p->nodes[i].tag == RM_TAG_BACKWARD) first_backward = (int)i;
     }
     if (first_backward > 0) p->nodes[first_backward - 1].tag = RM_TAG_LOSS;
@@ -676,7 +683,7 @@ int rm_problem_read_json(rm_problem **out, FILE *fp, const char *path, rm_err *e
     size_t len = 0;
     int rc = slurp(fp, path, &buf, &len, e);
     if (rc) return rc;
-    jr r = {buf, len, 0, 0, path, e};
+    jr r = {buf, len, rm_text_bom(buf, len), 0, path, e}; /* a byte-order mark is skipped */
     jgraph g = {0};
     size_t end = 0;
     if (!(rc = object(&r, top_member, &g))) {

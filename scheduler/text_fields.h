@@ -13,6 +13,24 @@ int rm_text_fields(char *line, char **f, int cap);
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "error.h"
+
+/* Opens path for reading, as a file of this kind ("problem file"): NULL,
+ * with "PATH: cannot open: <strerror>" in e, or, for a folder (which fopen
+ * opens on Linux, the first read then failing with only "read error: Is a
+ * directory"), "PATH: is a directory, not a problem file" (RM_ERR_IO). */
+FILE *rm_text_open(const char *path, const char *what, rm_err *e);
+
+/* The length of a UTF-8 byte-order mark at the start of s (n bytes): 3, or
+ * 0 when there is none. Editors on Windows write one at the start of a
+ * text file; the readers skip it there, and only there. */
+size_t rm_text_bom(const char *s, size_t n);
+
+/* An error already in e from a check outside the reader (RM_ERR_INVALID, a
+ * message without a place) as a parse error of the file at this line:
+ * "PATH:LINE: message". Returns RM_ERR_PARSE. */
+int rm_text_error_at(rm_err *e, const char *path, int line);
+
 /* The longest line the readers accept, newline included (64 MiB): a
  * schedule of 10 million nodes has lines of 20 MB; a longer "line" is not one
  * of these formats (/dev/zero made getline grow its buffer until memory ran

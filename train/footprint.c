@@ -19,9 +19,14 @@ int rm_footprint_of(rm_footprint *f, const rm_model *m, int batch, const rm_opti
     f->buffers = x.buffers;
     f->labels = x.labels;
     f->workspace = x.workspace;
+    /* x.total is at most 2^62, so the optimizer's state (at most two copies
+     * of the weights: 2^61) and the backend's own memory (a cuBLAS
+     * workspace of megabytes) cannot make the sum wrap; it is then held to
+     * the same bound. */
     f->optim = rm_align_up(rm_optim_state_bytes_for(o, m->param_count));
     f->backend = be ? rm_align_up(rm_backend_cuda_fixed_bytes(be)) : 0;
     f->total = x.total + f->optim + f->backend;
+    if (f->total > RM_MAX_DEVICE_BYTES) return rm_errorf(e, RM_ERR_INVALID, RM_FIXED_TOO_LARGE, m->path, batch);
     return RM_OK;
 }
 

@@ -37,8 +37,9 @@ int rm_optim_options_check(const rm_optim_options *o, rm_err *e)
 {
     if (o->kind != RM_OPTIM_SGD && o->kind != RM_OPTIM_ADAM)
         return rm_errorf(e, RM_ERR_INVALID, "optimizer: unknown kind %d (expected sgd or adam)", (int)o->kind);
-    if (!isfinite(o->weight_decay) || o->weight_decay < 0.0)
-        return rm_errorf(e, RM_ERR_INVALID, "optimizer: weight decay %g must be finite and >= 0", o->weight_decay);
+    if (!(o->weight_decay >= 0.0 && o->weight_decay <= RM_OPTIM_MAX_RATE))
+        return rm_errorf(e, RM_ERR_INVALID, "optimizer: weight decay %g must be in [0, %g]", o->weight_decay,
+                         RM_OPTIM_MAX_RATE);
     if (o->kind == RM_OPTIM_SGD) {
         if (!in_unit(o->momentum))
             return rm_errorf(e, RM_ERR_INVALID, "optimizer: sgd momentum %g must be in [0, 1)", o->momentum);
@@ -179,8 +180,8 @@ void rm_optim_free(rm_optim *o)
 
 int rm_optim_step(rm_optim *o, double lr, rm_err *e)
 {
-    if (!isfinite(lr) || lr < 0.0)
-        return rm_errorf(e, RM_ERR_INVALID, "optimizer: learning rate %g must be finite and >= 0", lr);
+    if (!(lr >= 0.0 && lr <= RM_OPTIM_MAX_RATE))
+        return rm_errorf(e, RM_ERR_INVALID, "optimizer: learning rate %g must be in [0, %g]", lr, RM_OPTIM_MAX_RATE);
     const rm_optim_options *p = &o->opts;
     uint64_t t = o->steps + 1;
     for (int i = 0; i < o->count; i++) {

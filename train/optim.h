@@ -50,6 +50,11 @@ typedef struct rm_optim_tensor {
     int decay;       /* 1: weight decay applies (unless decay_all overrides) */
 } rm_optim_tensor;
 
+/* The largest learning rate or weight decay: the update kernels take them
+ * as floats, and a larger double (--lr 1e308) became inf there, failing
+ * only once the run had started. */
+#define RM_OPTIM_MAX_RATE 3.4028234663852886e38 /* FLT_MAX */
+
 /* Hyper-parameters are doubles, as in PyTorch, and derived constants such
  * as 1 - beta2 are computed in double before rounding to float: (float)(1 -
  * 0.999) is 0.001f, while 1 - 0.999f is 0.00099998713f, which would put the

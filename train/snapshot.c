@@ -166,6 +166,12 @@ static uint64_t payload_bytes(const ck_tensor *t, int n, uint32_t slots)
     return b;
 }
 
+size_t rm_snapshot_min_bytes(const rm_model *m, int optim_slots)
+{
+    size_t floats = m->param_count * (1 + (size_t)optim_slots) + m->buffer_count;
+    return RM_SNAPSHOT_HEADER_BYTES + META_BYTES + TRAILER_BYTES + 4 * floats;
+}
+
 /* ---- writing ---------------------------------------------------------------- */
 
 typedef struct ck_writer {

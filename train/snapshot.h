@@ -47,6 +47,12 @@ typedef struct rm_snapshot_counters {
 int rm_snapshot_save(const char *path, const rm_model *m, rm_layer_params *const *lp, const rm_optim *opt,
                        const rm_snapshot_counters *c, rm_err *e);
 
+/* The least a snapshot of m takes with optim_slots optimizer state slots
+ * per parameter: header, counters and trailer, and 4 bytes for each stored
+ * float (the tensor table adds a few bytes per tensor). What a run checks
+ * the disk has room for before its first step. */
+size_t rm_snapshot_min_bytes(const rm_model *m, int optim_slots);
+
 /* Restores a snapshot written by rm_snapshot_save for the same model:
  * parameters and running statistics into lp, the optimizer's state and step
  * count into opt (NULL: the file's optimizer state is skipped; an opt given

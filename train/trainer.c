@@ -105,7 +105,8 @@ static int check_config(const rm_trainer_config *c, rm_err *e)
                          "an automatic batch needs the budget as an amount of memory, not a percentage: the "
                          "no-remat peak it would refer to grows with the batch");
     if (c->epochs < 1) return rm_errorf(e, RM_ERR_INVALID, "at least 1 epoch");
-    if (!(c->lr > 0) || !isfinite(c->lr)) return rm_errorf(e, RM_ERR_INVALID, "learning rate %g is not > 0", c->lr);
+    if (!(c->lr > 0 && c->lr <= RM_OPTIM_MAX_RATE))
+        return rm_errorf(e, RM_ERR_INVALID, "learning rate %g is not in (0, %g]", c->lr, RM_OPTIM_MAX_RATE);
     if (c->synthetic_samples < 0) return rm_errorf(e, RM_ERR_INVALID, "negative synthetic sample count");
     return rm_optim_options_check(&c->optim, e);
 }
@@ -215,6 +216,19 @@ static void seeded_free(rm_trainer *t)
     t->lpp = NULL;
 }
 
+/* The samples a folder without a held-out split gives up for one. */
+static int64_t held_out_of(int64_t n)
+{
+    return n >= 10 ? n / 10 : n >= 2 ? 1 : 0;
+}
+
+int64_t rm_trainer_known_samples(const rm_trainer *t)
+{
+    if (t->synthetic) return t->cfg.synthetic_samples;
+    int64_t n = t->base_train->info.count;
+    return t->base_test ? n : n - held_out_of(n);
+}
+
 static int seeded_build(rm_trainer *t, uint64_t seed, rm_err *e)
 {
     const rm_trainer_config *c = &t->cfg;
@@ -233,7 +247,7 @@ static int seeded_build(rm_trainer *t, uint64_t seed, rm_err *e)
     } else if (t->base_test) {
         t->train = t->base_train, t->test = t->base_test;
     } else {
-        int64_t n = t->base_train->info.count, held = n >= 10 ? n / 10 : n >= 2 ? 1 : 0;
+        int64_t n = t->base_train->info.count, held = held_out_of(n);
         if ((rc = rm_dataset_split(&t->train, &t->test, t->base_train, held, rm_hash64(seed ^ SALT_SPLIT), e))) return rc;
         t->sum.held_out_split = 1;
     }
@@ -353,7 +367,9 @@ int rm_trainer_create(rm_trainer **out, const rm_trainer_config *c, rm_err *e)
     /* So do a --resume that is no snapshot and a --snapshot that cannot be
      * written: found otherwise only after the solve, or after a whole epoch. */
     if (c->resume_path && (rc = rm_snapshot_check_header(c->resume_path, e))) goto fail;
-    if (c->snapshot_path && (rc = rm_atomic_probe(c->snapshot_path, e))) goto fail;
+    if (c->snapshot_path &&
+        (rc = rm_atomic_probe_room(c->snapshot_path, rm_snapshot_min_bytes(t->m, rm_optim_slots_for(&c->optim)), e)))
+        goto fail;
     if (t->batch == 0 && (rc = rm_trainer_auto_batch(t, e))) goto fail;
     t->sum.batch = t->batch;
     if ((rc = rm_trainer_plan_memory(t, e))) goto fail;

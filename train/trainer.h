@@ -135,6 +135,7 @@ typedef struct rm_trainer_summary {
     /* batch */
     int batch, batch_auto;   /* batch_auto: chosen by the max-batch search */
     int bound_batch;         /* batch_auto: no strategy fits a larger batch (trivial lower bound) */
+    int batch_is_samples;    /* batch_auto: the search stopped at the number of training samples */
     /* memory: totals include the fixed bytes */
     size_t budget;
     rm_footprint fp;         /* the fixed bytes (train/footprint.h); fp.total is all of them */

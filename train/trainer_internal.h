@@ -79,6 +79,10 @@ void rm_trainer_note(const rm_trainer *t, const char *fmt, ...) __attribute__((f
 int rm_trainer_plan_memory(rm_trainer *t, rm_err *e);
 /* --batch auto: t->batch becomes the largest batch the strategy fits. */
 int rm_trainer_auto_batch(rm_trainer *t, rm_err *e);
+/* The training samples the run will have, when known before the batch is
+ * (--samples, or a data folder); 0 when they grow with the batch (synthetic
+ * data by default). */
+int64_t rm_trainer_known_samples(const rm_trainer *t);
 
 /* trainer_snapshot.c: on CUDA, host twins of the device parameters,
  * statistics and optimizer state that snapshots are written from and read

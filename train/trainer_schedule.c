@@ -336,6 +336,13 @@ int rm_trainer_auto_batch(rm_trainer *t, rm_err *e)
     o.progress_ctx = t;
     int rc = rm_maxbatch_bound(&o.bound_batch, build_problem, &pc, o.budget, o.max_batch, e);
     if (rc) return rc;
+    /* --samples (or a data folder) bounds the batch: a larger one would
+     * leave no full batch to train on. The trivial bound is kept for what
+     * it says (no schedule fits more). */
+    int64_t samples = rm_trainer_known_samples(t);
+    int bound = o.bound_batch;
+    if (samples > 0 && samples < o.max_batch) o.max_batch = (int)samples;
+    if (o.bound_batch > o.max_batch) o.bound_batch = o.max_batch;
     if (o.bound_batch == 0) {
         rm_problem *p = NULL;
         rc = build_problem(&p, &pc, 1, e);
@@ -347,10 +354,12 @@ int rm_trainer_auto_batch(rm_trainer *t, rm_err *e)
                          "the largest node with its inputs)",
                          MB(c->budget).s, t->m->path, MB(fixed + lb).s, MB(fixed).s);
     }
+    char upto[96] = "";
+    if (o.max_batch == samples) snprintf(upto, sizeof upto, "; at most %lld, the training samples", (long long)samples);
     rm_trainer_note(t,
                     "--batch auto: searching the largest batch %s fits in %s with at most one extra forward pass of "
-                    "compute (no schedule fits more than %d)",
-                    st->name, MB(c->budget).s, o.bound_batch);
+                    "compute (no schedule fits more than %d%s)",
+                    st->name, MB(c->budget).s, bound, upto);
     rm_maxbatch_result r;
     if ((rc = rm_maxbatch_search(&r, st, build_problem, &pc, &o, e))) return rc;
     rm_schedule_free(r.schedule); /* the trainer plans its batch afresh, for the cheapest schedule */
@@ -360,8 +369,11 @@ int rm_trainer_auto_batch(rm_trainer *t, rm_err *e)
                          st->solve_opt ? "" : " (lp_round or milp may: they recompute more cleverly)");
     t->batch = r.max_batch;
     t->sum.batch_auto = 1;
-    t->sum.bound_batch = r.bound_batch;
+    t->sum.bound_batch = bound;
+    t->sum.batch_is_samples = r.capped && r.max_batch == samples;
     rm_trainer_note(t, "--batch auto: batch %d (%d solves, %.2f s)%s", r.max_batch, r.probes, r.search_s,
-         r.capped ? ", the search's cap" : "");
+                    t->sum.batch_is_samples ? ", the number of training samples"
+                    : r.capped              ? ", the search's cap"
+                                            : "");
     return RM_OK;
 }

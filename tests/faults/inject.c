@@ -17,7 +17,7 @@ static long alloc_nth = -1, alloc_count, alloc_fired;
 static const char *alloc_fired_name = "";
 static int alloc_held; /* a depth: lp_solve wrappers nest inside a test's hold */
 
-enum { IO_KINDS = 5 };
+enum { IO_KINDS = 6 };
 static int io_mask, io_err;
 static long io_nth, io_calls[IO_KINDS], io_fired_count;
 
@@ -157,12 +157,14 @@ int __real_fflush(FILE *f);
 int __real_fclose(FILE *f);
 int __real_fsync(int fd);
 int __real_rename(const char *from, const char *to);
+int __real_posix_fallocate(int fd, off_t offset, off_t len);
 
 size_t __wrap_fwrite(const void *p, size_t size, size_t n, FILE *f);
 int __wrap_fflush(FILE *f);
 int __wrap_fclose(FILE *f);
 int __wrap_fsync(int fd);
 int __wrap_rename(const char *from, const char *to);
+int __wrap_posix_fallocate(int fd, off_t offset, off_t len);
 
 /* A failed write sets the stream's error flag, as glibc's own failures do,
  * so writers that check ferror once at the end see it. */
@@ -210,6 +212,16 @@ int __wrap_fsync(int fd) { return io_fails(FI_FSYNC, NULL, fd) ? -1 : __real_fsy
 int __wrap_rename(const char *from, const char *to)
 {
     return io_fails(FI_RENAME, NULL, -1) ? -1 : __real_rename(from, to);
+}
+
+/* posix_fallocate reports its error as its result, leaving errno alone. */
+int __wrap_posix_fallocate(int fd, off_t offset, off_t len)
+{
+    int saved = errno;
+    if (!io_fails(FI_FALLOCATE, NULL, fd)) return __real_posix_fallocate(fd, offset, len);
+    int err = errno;
+    errno = saved;
+    return err;
 }
 
 /* ---- lp_solve ---------------------------------------------------------------------- */

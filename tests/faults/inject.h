@@ -13,7 +13,7 @@
  * allocate (make_lp, add_constraintex, set_int, solve, ...: each counts as
  * one allocation and fails as lp_solve documents, NULL, FALSE or NOMEMORY;
  * lp_solve's own internals are spared, see inject.c). I/O faults make fwrite, fflush, fclose (after
- * really closing), fsync or rename fail with a chosen errno on files other
+ * really closing), fsync, rename or posix_fallocate fail with a chosen errno on files other
  * than stdout and stderr, as a full or failing output disk would. */
 #ifndef REMAT_TESTS_FAULTS_INJECT_H
 #define REMAT_TESTS_FAULTS_INJECT_H
@@ -43,7 +43,8 @@ typedef enum fi_io {
     FI_FFLUSH = 2,
     FI_FCLOSE = 4,
     FI_FSYNC = 8,
-    FI_RENAME = 16
+    FI_RENAME = 16,
+    FI_FALLOCATE = 32 /* posix_fallocate: returns err, as it does (errno untouched) */
 } fi_io;
 
 /* From the nth call on (0 = the next one) of each function in mask, calls

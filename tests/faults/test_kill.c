@@ -15,10 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "cli_fixture.h"
 #include "rng.h"
 #include "trainer.h"
@@ -108,9 +110,55 @@ Test(kill_faults, killed_training_resumes_from_its_checkpoint, .timeout = 30)
         cr_assert_eq(rm_trainer_steps(t), start + 2);
         rm_trainer_free(t);
     }
-    /* Kills inside a save leave their temporary (unique per process) behind. */
-    cr_log_info("kill: %d of 8 rounds left a snapshot that loaded; last at step %llu; %d stale temporaries",
-                loaded, (unsigned long long)last_step, cf_temporaries(cf_dir));
+    /* A kill inside a save leaves its temporary behind, and the next run's
+     * first save removes it (its writer is gone): one at most remains. */
+    int stale = cf_temporaries(cf_dir);
+    cr_log_info("kill: %d of 8 rounds left a snapshot that loaded; last at step %llu; %d stale temporaries", loaded,
+                (unsigned long long)last_step, stale);
+    cr_assert_leq(stale, 1, "%d stale temporaries piled up", stale);
     cr_assert_geq(loaded, 4, "too few rounds got as far as a snapshot: the kill times are too short");
     cr_assert_gt(last_step, 1, "the runs never got past their first step");
+}
+
+static void touch(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "%s", path);
+    fclose(f);
+}
+
+/* Issue 13: 20 kills of a checkpointing run left 3 stale TARGET.tmp.<pid>.<k>
+ * files; nothing ever removed them. Opening a write to TARGET removes those
+ * of processes that no longer run, and nothing else: not a live process's
+ * (it may be writing), not another target's, not names of another form. */
+Test(kill_faults, stale_temporaries_of_dead_writers_are_removed)
+{
+    pid_t dead = fork();
+    cr_assert_geq(dead, 0);
+    if (dead == 0) _exit(0);
+    cr_assert_eq(waitpid(dead, NULL, 0), dead);
+    const char *target = cf_path("run.snap");
+    char gone[2][300], kept[6][300];
+    snprintf(gone[0], sizeof gone[0], "%s.tmp.%d.0", target, (int)dead);
+    snprintf(gone[1], sizeof gone[1], "%s.tmp.%d.17", target, (int)dead);
+    snprintf(kept[0], sizeof kept[0], "%s.tmp.%d.0", target, (int)getppid()); /* alive */
+    snprintf(kept[1], sizeof kept[1], "%s/other.snap.tmp.%d.0", cf_dir, (int)dead);
+    snprintf(kept[2], sizeof kept[2], "%s.tmp.%d.0.old", target, (int)dead);
+    snprintf(kept[3], sizeof kept[3], "%s.tmp.%d.", target, (int)dead);
+    snprintf(kept[4], sizeof kept[4], "%s.tmp.+%d.0", target, (int)dead);
+    snprintf(kept[5], sizeof kept[5], "%s.tmp.%d.1", target, (int)dead); /* a folder */
+    for (int k = 0; k < 2; k++) touch(gone[k]);
+    for (int k = 0; k < 5; k++) touch(kept[k]);
+    cr_assert_eq(mkdir(kept[5], 0755), 0);
+    rm_atomic_file af;
+    rm_err e = {RM_OK, ""};
+    cr_assert_eq(rm_atomic_open(&af, target, &e), RM_OK, "%s", e.msg);
+    fputs("new\n", af.f);
+    cr_assert_eq(rm_atomic_commit(&af, &e), RM_OK, "%s", e.msg);
+    for (int k = 0; k < 2; k++) cr_assert_neq(access(gone[k], F_OK), 0, "%s was left", gone[k]);
+    for (int k = 0; k < 6; k++) cr_assert_eq(access(kept[k], F_OK), 0, "%s was removed", kept[k]);
+    char *text = cf_text(target);
+    cr_assert_str_eq(text, "new\n");
+    free(text);
+    rmdir(kept[5]);
 }

@@ -18,9 +18,10 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
-#include "snapshot.h"
+#include "builder.h"
 #include "cli_fixture.h"
 #include "faults/inject.h"
+#include "snapshot.h"
 #include "train/train_fixtures.h"
 #include "trainer.h"
 
@@ -217,6 +218,41 @@ Test(write_errors, train_cli_fails_when_its_checkpoint_cannot_be_written)
     cf_expect_bytes(snap, old, n, "train --snapshot");
     cr_expect_eq(cf_temporaries(cf_dir), 0);
     free(old);
+}
+
+/* Issue 13: a snapshot on a full disk failed only at the first save, after a
+ * whole epoch of steps. The room a snapshot takes is reserved (and given
+ * back) before anything is solved or trained: no step runs, nothing is
+ * printed on stdout, the previous snapshot is intact and no temporary stays. */
+Test(write_errors, train_cli_refuses_a_full_disk_before_the_first_step)
+{
+    const char *snap = cf_path("run.snap");
+    cf_write(snap, "previous\n");
+    char *before = cf_text(cf_path("stdout"));
+    fi_io_fail(FI_FALLOCATE, 0, ENOSPC);
+    int rc = cf_remat("train", "--model", VGG_TINY, "--data", "synthetic", "--batch", "2", "--budget", "100%",
+                      "--steps", "2", "--samples", "4", "--snapshot", snap, NULL);
+    long fired = fi_io_fired();
+    fi_io_fail(0, 0, 0);
+    cr_assert_eq(rc, 1, "exit %d: %s", rc, cf_err);
+    cr_assert_eq(fired, 1);
+    /* vgg-tiny: 34,522 parameters and their SGD momentum, no buffers, as
+     * floats, with the header, counters and trailer. */
+    rm_model *m = NULL;
+    rm_err e = {RM_OK, ""};
+    cr_assert_eq(rm_model_load(&m, VGG_TINY, &e), RM_OK, "%s", e.msg);
+    size_t bytes = rm_snapshot_min_bytes(m, 1);
+    cr_assert_eq(bytes, 32 + 56 + 4 + 4 * 2 * m->param_count);
+    rm_model_free(m);
+    char want[600];
+    snprintf(want, sizeof want, "remat train: %s: no room for the %zu bytes it will hold: %s\n", snap, bytes,
+             strerror(ENOSPC));
+    cr_assert_str_eq(cf_err, want);
+    char *after = cf_text(cf_path("stdout"));
+    cr_assert_str_eq(after, before, "nothing on stdout: no step ran");
+    free(before), free(after);
+    cf_expect_bytes(snap, (const unsigned char *)"previous\n", 9, "train --snapshot");
+    cr_assert_eq(cf_temporaries(cf_dir), 0);
 }
 
 /* ---- schedules and figures ------------------------------------------------------------ */

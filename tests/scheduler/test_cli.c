@@ -5,18 +5,20 @@
  * figures, `remat explain` and `remat maxbatch`. The MILP runs under node
  * limits only (deterministic), on graphs where it solves in milliseconds. */
 #include <criterion/criterion.h>
+#include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "builder.h"
 #include "cli_fixture.h"
 #include "cli_util.h"
 #include "commands.h"
+#include "cost_file.h"
 #include "figures.h"
 #include "milp.h"
-#include "builder.h"
 #include "schedule.h"
 #include "simulate.h"
 #include "strategy.h"
@@ -201,7 +203,7 @@ Test(cli_plan, check_rejects_a_tampered_file)
     const char *prob = cf_path("problem.txt");
     cf_write(prob, example);
     cr_assert_eq(
-        cf_remat("plan", "--problem", prob, "--budget", "12000", "--strategy", "milp", "--quiet", "--out", out, NULL),
+        cf_remat("plan", "--problem", prob, "--budget", "12000B", "--strategy", "milp", "--quiet", "--out", out, NULL),
         0, "%s", err_text());
     cr_assert_eq(cf_remat("plan", "--check", out, "--problem", prob, NULL), 0, "%s", err_text());
     char *orig = cf_text(out);
@@ -226,6 +228,58 @@ Test(cli_plan, check_rejects_a_tampered_file)
     tamper(out, "\nS ", "\nS ", "\nS 99 1\nS ");
     cr_assert_eq(cf_remat("plan", "--check", out, "--problem", prob, NULL), 1);
     free(orig);
+}
+
+/* Issue 13: two costs of 1e308 made `plan --out` write "cost inf" (which its
+ * own --check refused) after the MILP called the schedule optimal at
+ * "-nan%". Such costs are refused as the problem is read, before anything
+ * is solved or written; the same for profiled seconds on a model. */
+Test(cli_plan, costs_that_add_up_past_a_double_are_refused)
+{
+    const char *prob = cf_path("inf.txt"), *out = cf_path("s.txt");
+    cf_write(prob, "problem 7 4096\n0 input forward 0 1024 -\n1 fc1 forward 1e308 2048 0\n2 relu1 forward 512 2048 1\n"
+                   "3 loss loss 64 4 2\n4 loss.grad backward 64 2048 2,3\n5 relu1.grad backward 512 2048 2,4\n"
+                   "6 fc1.grad backward 1e308 0 0,5\n");
+    cr_assert_eq(
+        cf_remat("plan", "--problem", prob, "--budget", "1GiB", "--out", out, "--strategy", "milp", "--quiet", NULL),
+        1);
+    char want[512];
+    snprintf(
+        want, sizeof want,
+        "remat plan: %s:3: the costs up to node 1 (fc1) add up to more than 2.56813e+307, the largest finite "
+        "number over the 7 nodes: a schedule may compute each node once per stage, and its cost must stay finite\n",
+        prob);
+    cr_assert_str_eq(cf_err, want);
+    cr_assert_neq(access(out, F_OK), 0, "a schedule was written");
+
+    /* vgg-tiny's nodes at batch 8, node 3 measured at 1e306 s: 23 of those overflow. */
+    rm_problem *p = traced(TINY, 8);
+    rm_err e = {RM_OK, ""};
+    rm_cost_file *c;
+    cr_assert_eq(rm_cost_file_create(&c, p->n, "vgg-tiny", 8, "cpu", &e), RM_OK, "%s", e.msg);
+    for (int i = 0; i < p->n; i++) {
+        snprintf(c->nodes[i].name, sizeof c->nodes[i].name, "%s", p->nodes[i].name);
+        c->nodes[i].seconds = i == 0 ? 0 : 1e306;
+    }
+    /* The writer holds its files to what the reader accepts. */
+    const char *costs = cf_path("vgg-tiny.costs");
+    cr_assert_eq(rm_cost_file_write(c, costs, NULL, &e), RM_ERR_INVALID);
+    cr_assert(strstr(e.msg, "the largest finite number over the 23 nodes"), "%s", e.msg);
+    cf_write(costs, "remat-costs 1 vgg-tiny 8 cpu 23 seconds\n");
+    FILE *f = fopen(costs, "a");
+    cr_assert_not_null(f);
+    for (int i = 0; i < p->n; i++) fprintf(f, "%d %s %s\n", i, p->nodes[i].name, i ? "1e306" : "0");
+    fclose(f);
+    cr_assert_eq(
+        cf_remat("plan", "--model", TINY, "--batch", "8", "--budget", "95%", "--costs", costs, "--quiet", NULL), 1);
+    int node = (int)(DBL_MAX / 23 / 1e306); /* nodes 1..node fit, one more does not */
+    snprintf(want, sizeof want,
+             "remat plan: %s:%d: the costs up to node %d (%s) add up to more than %.6g, the largest finite number "
+             "over the 23 nodes",
+             costs, node + 3, node + 1, p->nodes[node + 1].name, DBL_MAX / 23);
+    cr_assert(!strncmp(cf_err, want, strlen(want)), "%s\nwanted: %s", cf_err, want);
+    rm_cost_file_free(c);
+    rm_problem_free(p);
 }
 
 Test(cli_plan, unknown_strategy_and_bad_usage_fail_fast)
@@ -283,31 +337,43 @@ Test(cli_budget, parses_sizes_and_percentages)
     struct {
         const char *s;
         int percent;
-        double value;
+        double pct;
+        size_t bytes;
     } ok[] = {
-        {"6GiB", 0, 6.0 * 1024 * 1024 * 1024},
-        {"512MiB", 0, 512.0 * 1024 * 1024},
-        {"512mib", 0, 512.0 * 1024 * 1024},
-        {"1.5e9", 0, 1.5e9},
-        {"1500000000B", 0, 1.5e9},
-        {"16GB", 0, 16e9},
-        {"2KiB", 0, 2048},
-        {"3kb", 0, 3000},
-        {"1TiB", 0, 1099511627776.0},
-        {"80%", 1, 80},
-        {"12.5%", 1, 12.5},
-        {"150%", 1, 150},
-        {"0.5KiB", 0, 512},
+        {"6GiB", 0, 0, (size_t)6 << 30},
+        {"512MiB", 0, 0, (size_t)512 << 20},
+        {"512mib", 0, 0, (size_t)512 << 20},
+        {"1.5e9", 0, 0, 1500000000},
+        {"1500000000B", 0, 0, 1500000000},
+        {"16GB", 0, 0, 16000000000},
+        {"2KiB", 0, 0, 2048},
+        {"3kb", 0, 0, 3000},
+        {"1TiB", 0, 0, 1099511627776},
+        {"80%", 1, 80, 0},
+        {"12.5%", 1, 12.5, 0},
+        {"150%", 1, 150, 0},
+        {"0.5KiB", 0, 0, 512},
+        /* Bytes without a unit from RM_CLI_BARE_BYTES_MIN up; below, with B. */
+        {"1000000", 0, 0, 1000000},
+        {"80B", 0, 0, 80},
+        /* Whole numbers are exact up to 2^62, where a double rounds. */
+        {"4611686018427387903", 0, 0, RM_PROBLEM_MAX_BYTES - 1},
+        {"4611686018427387904B", 0, 0, RM_PROBLEM_MAX_BYTES},
+        {"4194304TiB", 0, 0, RM_PROBLEM_MAX_BYTES},
     };
     for (size_t k = 0; k < sizeof ok / sizeof ok[0]; k++) {
         rm_cli_budget b;
         char why[256] = "";
         cr_assert_eq(rm_cli_parse_budget(&b, ok[k].s, why, sizeof why), 0, "%s: %s", ok[k].s, why);
         cr_assert_eq(b.percent, ok[k].percent, "%s", ok[k].s);
-        cr_assert_eq(b.value, ok[k].value, "%s: %.17g", ok[k].s, b.value);
+        cr_assert_eq(b.pct, ok[k].pct, "%s: %.17g", ok[k].s, b.pct);
+        cr_assert_eq(b.bytes, ok[k].bytes, "%s: %zu", ok[k].s, b.bytes);
     }
-    rm_cli_budget b = {1, 80};
+    rm_cli_budget b = rm_cli_budget_percent(80);
     cr_assert_eq(rm_cli_budget_bytes(&b, 1000), 800);
+    /* A percentage past what any problem holds means the same as 2^62. */
+    b = rm_cli_budget_percent(100000);
+    cr_assert_eq(rm_cli_budget_bytes(&b, RM_PROBLEM_MAX_BYTES / 2), RM_PROBLEM_MAX_BYTES);
     const char *bad[] = {"",     "abc",   "16G",   "6g",    "-5GiB",   "0",   "0%",    "12XB", "80%%",     "nan", "inf",
                          "0x10", " 5GiB", "5 GiB", "1e400", "1e30TiB", "GiB", "5GiBs", "0.1",  "1000001%", "1e",  ".%"};
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
@@ -315,11 +381,27 @@ Test(cli_budget, parses_sizes_and_percentages)
         cr_assert_eq(rm_cli_parse_budget(&b, bad[k], why, sizeof why), -1, "'%s' was accepted", bad[k]);
         cr_assert_gt(strlen(why), 5, "'%s': no reason", bad[k]);
     }
+    /* Never wrapped or converted to 0: more than 2^62 bytes is refused. */
+    const char *huge[] = {"1e400",     "18446744073709551615", "1e30", "99999999999999999999999", "4611686018427387905",
+                          "4194305TiB"};
+    for (size_t k = 0; k < sizeof huge / sizeof huge[0]; k++) {
+        char why[256], want[256];
+        cr_assert_eq(rm_cli_parse_budget(&b, huge[k], why, sizeof why), -1, "%s", huge[k]);
+        snprintf(want, sizeof want,
+                 "'%s' is too large: budgets go up to 2^62 bytes (4 EiB), more than any problem holds", huge[k]);
+        cr_assert_str_eq(why, want);
+    }
     char why[256];
-    cr_assert_eq(rm_cli_parse_budget(&b, "1e400", why, sizeof why), -1);
-    cr_assert(strstr(why, "too large"), "an overflowing number is too large, not 'not positive': %s", why);
     cr_assert_eq(rm_cli_parse_budget(&b, "16G", why, sizeof why), -1);
-    cr_assert(strstr(why, "16GiB") && strstr(why, "16GB"), "the message suggests both spellings: %s", why);
+    cr_assert_str_eq(why, "'16G' is ambiguous: say 16GiB (powers of 1024) or 16GB (powers of 1000)");
+    /* A bare 80 is a forgotten unit far more often than 80 bytes. */
+    cr_assert_eq(rm_cli_parse_budget(&b, "80", why, sizeof why), -1);
+    cr_assert_str_eq(why, "'80' has no unit: write 80B for 80 bytes, or a size (80GiB, 80GB) or a percentage of the "
+                          "no-remat peak (80%); a number without a unit is bytes only from 1000000 up");
+    cr_assert_eq(rm_cli_parse_budget(&b, "999999", why, sizeof why), -1);
+    cr_assert(strstr(why, "'999999' has no unit"), "%s", why);
+    cr_assert_eq(rm_cli_parse_budget(&b, "0.1B", why, sizeof why), -1);
+    cr_assert_str_eq(why, "'0.1B' is less than one byte");
 }
 
 Test(cli_budget, bad_budget_strings_exit_1)
@@ -342,7 +424,7 @@ Test(cli_budget, below_the_lower_bound_is_refused_at_once)
     size_t need = p->fixed_bytes + rm_problem_peak_lower_bound(p);
     rm_problem_free(p);
     char arg[32];
-    snprintf(arg, sizeof arg, "%zu", need - 1);
+    snprintf(arg, sizeof arg, "%zuB", need - 1);
     clock_t t0 = clock();
     /* The MILP would otherwise be asked to prove it. */
     cr_assert_eq(cf_remat("plan", "--model", RESNET_TINY, "--batch", "4", "--budget", arg, "--strategy", "milp", NULL),
@@ -358,7 +440,7 @@ Test(cli_budget, below_the_lower_bound_is_refused_at_once)
     /* At exactly the bound the budget is accepted and handed to the strategy
      * (which may still find nothing: exit 1, but no refusal message). */
     cr_assert_not_null(freopen(cf_path("stderr"), "w", stderr));
-    snprintf(arg, sizeof arg, "%zu", need);
+    snprintf(arg, sizeof arg, "%zuB", need);
     int rc = cf_remat("plan", "--model", RESNET_TINY, "--batch", "4", "--budget", arg, "--strategy", "chen_greedy",
                       "--quiet", NULL);
     cr_assert(rc == 0 || rc == 1, "exit %d", rc);
@@ -371,6 +453,71 @@ Test(cli_budget, below_the_lower_bound_is_refused_at_once)
     msg = err_text();
     cr_assert(strstr(msg, "fixed bytes"), "%s", msg);
     free(msg);
+}
+
+/* Issue 13: a problem file's budget of 2^64 - 1 went through a double and
+ * came out "0 B"; budgets over 2^62 bytes, more than any problem holds, are
+ * refused with the reason, from a file or from --budget, by every command. */
+Test(cli_budget, budgets_over_2_62_are_refused_never_zero)
+{
+    const char *prob = cf_path("huge.txt");
+    cf_write(prob, "problem 7 4096 18446744073709551615\n" CF_EXAMPLE_NODES);
+    char want[512];
+    const char *cmd[] = {"plan", "explain"};
+    for (int c = 0; c < 2; c++) {
+        snprintf(want, sizeof want,
+                 "remat %s: %s:1: the budget 18446744073709551615 is more than 2^62 bytes (4 EiB), more than any "
+                 "problem holds (0 means unlimited)\n",
+                 cmd[c], prob);
+        cr_assert_eq(cf_remat(cmd[c], "--problem", prob, "--quiet", NULL), 1);
+        cr_assert_str_eq(cf_err, want);
+    }
+    const char *huge[] = {"18446744073709551615", "1e30", "99999999999999999999999"};
+    for (size_t k = 0; k < sizeof huge / sizeof huge[0]; k++) {
+        snprintf(want, sizeof want,
+                 "--budget: '%s' is too large: budgets go up to 2^62 bytes (4 EiB), more than any problem holds\n",
+                 huge[k]);
+        const char *cmds[][12] = {
+            {"plan", "--problem", prob, "--budget", huge[k], NULL},
+            {"explain", "--problem", prob, "--budget", huge[k], NULL},
+            {"maxbatch", "--model", TINY, "--budget", huge[k], NULL},
+            {"train", "--model", TINY, "--data", "synthetic", "--budget", huge[k], NULL},
+        };
+        for (size_t c = 0; c < sizeof cmds / sizeof cmds[0]; c++) {
+            cr_assert_eq(cf_remat_args(cmds[c]), 1, "%s %s", cmds[c][0], huge[k]);
+            cr_assert(strstr(cf_err, want), "%s: %s", cmds[c][0], cf_err);
+        }
+    }
+    /* 2^62 itself is a budget, exactly, and holds everything. */
+    cf_write(prob, CF_EXAMPLE_HEADER CF_EXAMPLE_NODES);
+    cr_assert_eq(cf_remat("plan", "--problem", prob, "--budget", "4611686018427387904", "--strategy", "checkpoint_all",
+                          "--quiet", NULL),
+                 0, "%s", cf_err);
+    char *out = out_text();
+    cr_assert(strstr(out, "\nbudget       4.00 EiB ("), "%s", out);
+    free(out);
+}
+
+/* One byte under the lower bound printed "10.00 KiB is below ... 10.00 KiB":
+ * figures that round the same are followed by their exact bytes. */
+Test(cli_budget, figures_that_round_alike_show_their_bytes)
+{
+    const char *prob = cf_path("two-layer.txt");
+    cf_write(prob, example);
+    cr_assert_eq(cf_remat("plan", "--problem", prob, "--budget", "10239B", NULL), 1);
+    cr_assert_str_eq(cf_err, "remat plan: the budget 10.00 KiB (10239 bytes) is below the smallest memory any schedule "
+                             "needs, 10.00 KiB (10240 bytes) = fixed 4.00 KiB + 6.00 KiB for computing 'relu1.grad' "
+                             "with its inputs resident (90.9% of the no-remat peak 11.00 KiB); no schedule exists\n");
+    cr_assert_eq(cf_remat("explain", "--problem", prob, "--budget", "4095B", NULL), 1);
+    cr_assert_str_eq(cf_err, "remat explain: the budget 4.00 KiB (4095 bytes) does not even hold the fixed bytes "
+                             "4.00 KiB (4096 bytes) (weights, gradients, optimizer state); no schedule exists\n");
+    cr_assert_eq(cf_remat("plan", "--problem", prob, "--budget", "4096B", NULL), 1);
+    cr_assert_str_eq(cf_err, "remat plan: the budget 4.00 KiB is exactly the fixed bytes (weights, gradients, "
+                             "optimizer state), leaving nothing for activations; no schedule exists\n");
+    /* Figures that differ once rounded keep their short form. */
+    cr_assert_eq(cf_remat("plan", "--problem", prob, "--budget", "3000B", NULL), 1);
+    cr_assert_str_eq(cf_err, "remat plan: the budget 2.93 KiB does not even hold the fixed bytes 4.00 KiB (weights, "
+                             "gradients, optimizer state); no schedule exists\n");
 }
 
 /* Occurrences of needle in hay. */
@@ -661,4 +808,105 @@ Test(cli_maxbatch, device_cuda_without_a_gpu)
     char *after = out_text();
     cr_assert_str_eq(after, before, "nothing on stdout without a GPU");
     free(before), free(after);
+}
+
+/* Issue 13: maxbatch with a huge budget on a huge model failed with "too
+ * large to address" from the first probe past the model's limit. Such a
+ * batch does not fit: the answer is the largest batch that works, and the
+ * bound line says what stopped it. One input of 2^42 elements here. */
+Test(cli_maxbatch, batches_too_large_to_build_do_not_fit)
+{
+    const char *cfg = cf_path("wide.cfg");
+    cf_write(cfg, "[net]\nchannels=16384\nheight=16384\nwidth=16384\n[global_avgpool]\n[linear]\nout=2\n"
+                  "[softmax_xent]\n");
+    size_t before = out_len();
+    cr_assert_eq(cf_remat("maxbatch", "--model", cfg, "--budget", "4611686018427387904", "--strategies", "chen_greedy",
+                          "--max-batch", "1073741824", "--quiet", NULL),
+                 0, "%s", cf_err);
+    char *out = out_since(before);
+    int bound = 0;
+    const char *line = strstr(out, "\nbound        batch ");
+    cr_assert(line && sscanf(line, "\nbound        batch %d:", &bound) == 1, "%s", out);
+    cr_assert_gt(bound, 1);
+    cr_assert_eq(row_batch(out, "checkpoint_all", NULL), bound, "%s", out);
+    cr_assert_eq(row_batch(out, "chen_greedy", NULL), bound, "%s", out);
+    /* The reason is the error of building the next batch, word for word. */
+    rm_err e = {RM_OK, ""};
+    rm_model *m;
+    cr_assert_eq(rm_model_load(&m, cfg, &e), RM_OK, "%s", e.msg);
+    rm_optim_options sgd = rm_optim_options_default(RM_OPTIM_SGD);
+    rm_problem *p = NULL;
+    cr_assert_eq(rm_training_problem(&p, NULL, m, bound, &sgd, NULL, NULL, RM_COST_SAME_BATCH, &e), RM_OK, "%s", e.msg);
+    rm_problem_free(p);
+    cr_assert_neq(rm_training_problem(&p, NULL, m, bound + 1, &sgd, NULL, NULL, RM_COST_SAME_BATCH, &e), RM_OK);
+    rm_model_free(m);
+    char want[800];
+    snprintf(want, sizeof want, "\nbound        batch %d: above it the problem is too large for any device (%s)\n",
+             bound, e.msg);
+    cr_assert(strstr(out, want), "'%s' not in:\n%s", want, out);
+    free(out);
+}
+
+/* Issue 13: the batch limits disagreed (maxbatch 2^30, graph 1e9, train
+ * 2^24). One limit, RM_MAX_BATCH (2^30), for every command (and cost
+ * files). */
+Test(cli_plan, one_batch_limit_for_every_command)
+{
+    char why[128];
+    long v = 0;
+    cr_assert_eq(rm_cli_parse_batch(&v, "1073741824", why, sizeof why), 0);
+    cr_assert_eq(v, RM_MAX_BATCH);
+    const char *over = "1073741825";
+    const char *cmds[][12] = {
+        {"plan", "--model", TINY, "--batch", over, "--budget", "1GiB", NULL},
+        {"explain", "--model", TINY, "--batch", over, "--budget", "1GiB", NULL},
+        {"profile", "--model", TINY, "--batch", over, NULL},
+    };
+    for (size_t k = 0; k < sizeof cmds / sizeof cmds[0]; k++) {
+        char want[160];
+        snprintf(want, sizeof want, "remat %s: --batch must be an integer from 1 to 1073741824, got '1073741825'\n",
+                 cmds[k][0]);
+        cr_assert_eq(cf_remat_args(cmds[k]), 1, "%s", cmds[k][0]);
+        cr_assert(!strncmp(cf_err, want, strlen(want)), "%s", cf_err);
+    }
+    cr_assert_eq(cf_remat("train", "--model", TINY, "--data", "synthetic", "--batch", over, "--budget", "1GiB", NULL),
+                 1);
+    cr_assert(
+        strstr(cf_err, "remat train: --batch must be auto or an integer from 1 to 1073741824, got '1073741825'\n"),
+        "%s", cf_err);
+    cr_assert_eq(cf_remat("maxbatch", "--model", TINY, "--budget", "1GiB", "--max-batch", over, NULL), 1);
+    cr_assert(strstr(cf_err, "remat maxbatch: --max-batch must be an integer from 1 to 1073741824, got '1073741825'\n"),
+              "%s", cf_err);
+    /* Cost files: test_cost_file.c, malformed_files_name_the_line. */
+}
+
+/* Issue 13: `--max-overhead 100000%` was shown as applied, though no
+ * schedule of a small graph costs that much: the cap line now says so, with
+ * the most any schedule costs (node i computed in every stage from i on).
+ * A cap that can bind is shown as before. */
+Test(cli_maxbatch, a_cap_no_schedule_reaches_is_said_to_rule_nothing_out)
+{
+    rm_problem *p = traced(TINY, 1);
+    double all = 0, most = 0;
+    for (int i = 0; i < p->n; i++) all += p->nodes[i].cost, most += p->nodes[i].cost * (p->n - i);
+    rm_problem_free(p);
+    char want[300];
+    snprintf(want, sizeof want,
+             "\noverhead cap +100000%% of checkpoint-all's compute: no schedule costs that much (at most +%.2f%%, "
+             "every node recomputed in every stage), so the cap rules nothing out\n",
+             100 * (most / all - 1));
+    size_t before = out_len();
+    cr_assert_eq(cf_remat("maxbatch", "--model", TINY, "--budget", "4MiB", "--max-overhead", "100000%", "--strategies",
+                          "chen_greedy", "--quiet", NULL),
+                 0, "%s", cf_err);
+    char *out = out_since(before);
+    cr_assert(strstr(out, want), "'%s' not in:\n%s", want, out);
+    free(out);
+    before = out_len();
+    cr_assert_eq(cf_remat("maxbatch", "--model", TINY, "--budget", "4MiB", "--max-overhead", "50%", "--strategies",
+                          "chen_greedy", "--quiet", NULL),
+                 0, "%s", cf_err);
+    out = out_since(before);
+    cr_assert(strstr(out, "\noverhead cap +50% of checkpoint-all's compute\n"), "%s", out);
+    free(out);
 }

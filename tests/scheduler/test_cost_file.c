@@ -3,6 +3,7 @@
  * belongs to a problem, and that measured costs change what the MILP
  * recomputes in the way the exact DP predicts. */
 #include <criterion/criterion.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +80,9 @@ Test(cost_file, malformed_files_name_the_line)
         {"remat-costs 1 m 8 cpu 1\n0 a 1\n", ":1:", "expected 7"},
         {"remat-costs 1 m 8 cpu 1 seconds extra\n0 a 1\n", ":1:", "trailing junk"},
         {"remat-costs 1 m 0 cpu 1 seconds\n0 a 1\n", ":1:", "batch '0'"},
+        /* One batch limit, RM_MAX_BATCH, for cost files and every command. */
+        {"remat-costs 1 m 1073741825 cpu 1 seconds\n0 a 0\n",
+         ":1:", ": batch '1073741825' is not an integer from 1 to 1073741824"},
         {"remat-costs 1 m 8 cpu x seconds\n0 a 1\n", ":1:", "node count 'x'"},
         {"remat-costs 1 m 8 cpu 1 flops\n0 a 1\n", ":1:", "unknown unit 'flops'"},
         {"remat-costs 1 m 8 cpu 9999 seconds\n0 a 1\n", ":1:", "declares 9999 nodes"},
@@ -97,6 +101,10 @@ Test(cost_file, malformed_files_name_the_line)
         {"remat-costs 1 m 8 cpu 2 seconds\n0 a 0\n1 b\n", ":3:", "expected 3"},
         {"remat-costs 1 m 8 cpu 2 seconds\n0 a 0\nx b 1\n", ":3:", "node index 'x'"},
         {"remat-costs 1 m 8 cpu 2 seconds\n0 a 0\n5 b 1\n", ":3:", "outside 0..1"},
+        /* Seconds held to a problem's bound on the costs' sum (DBL_MAX / n). */
+        {"remat-costs 1 m 8 cpu 2 seconds\n0 a 6e307\n1 b 6e307\n", ":3:",
+         ": the costs up to node 1 (b) add up to more than 8.98847e+307, the largest finite number over the 2 "
+         "nodes: a schedule may compute each node once per stage, and its cost must stay finite"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         char p[128]; /* a path per case, not a cf_path slot each */
@@ -172,7 +180,38 @@ Test(cost_file, folder_instead_of_a_file)
     rm_err e = {0};
     cr_assert_eq(rm_cost_file_read(&c, "/tmp", &e), RM_ERR_IO);
     cr_assert_null(c);
-    cr_assert(strstr(e.msg, "/tmp") && strstr(e.msg, "Is a directory"), "%s", e.msg);
+    cr_assert_str_eq(e.msg, "/tmp: is a directory, not a cost file");
+}
+
+/* Issue 13: a NUL byte and an endless line (--costs /dev/zero once said
+ * "empty file" after reading until memory ran out) are refused as the
+ * problem reader refuses them; a byte-order mark at the start is skipped. */
+Test(cost_file, nul_endless_lines_and_byte_order_marks)
+{
+    static const char text[] = "remat-costs 1 m 8 cpu 2 seconds\n0 a 0\n1 b 1\0.5\n";
+    const char *path = cf_path("nul.costs");
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    cr_assert_eq(fwrite(text, 1, sizeof text - 1, f), sizeof text - 1);
+    fclose(f);
+    rm_cost_file *c = NULL;
+    rm_err e = {RM_OK, ""};
+    cr_assert_eq(rm_cost_file_read(&c, path, &e), RM_ERR_PARSE);
+    char want[300];
+    snprintf(want, sizeof want, "%s:3: a NUL byte inside the line (not a text file?)", path);
+    cr_assert_str_eq(e.msg, want);
+    cr_assert_eq(rm_cost_file_read(&c, "/dev/zero", &e), RM_ERR_PARSE);
+    cr_assert_str_eq(e.msg, "/dev/zero:1: a line longer than 67108864 bytes (not a cost file?)");
+    cf_write(path, "\xEF\xBB\xBFremat-costs 1 m 8 cpu 2 seconds\n0 a 0\n1 b 0.5\n");
+    cr_assert_eq(rm_cost_file_read(&c, path, &e), RM_OK, "%s", e.msg);
+    cr_assert_str_eq(c->model, "m");
+    cr_assert_eq(c->nodes[1].seconds, 0.5);
+    rm_cost_file_free(c);
+    /* Through the CLI: the same message, exit 1. */
+    cr_assert_eq(cf_remat("plan", "--model", REMAT_SOURCE_DIR "/models/vgg-tiny.cfg", "--batch", "8", "--budget", "95%",
+                          "--costs", "/dev/zero", NULL),
+                 1);
+    cr_assert_str_eq(cf_err, "remat plan: /dev/zero:1: a line longer than 67108864 bytes (not a cost file?)\n");
 }
 
 Test(cost_file, apply_checks_that_the_file_is_the_problems)
@@ -226,6 +265,34 @@ Test(cost_file, apply_checks_that_the_file_is_the_problems)
     cr_assert_eq(rm_cost_file_apply(q, c, NULL, 0, RM_COST_SAME_BATCH, &e), RM_ERR_INVALID);
     cr_assert(strstr(e.msg, "costs for 9 nodes but the problem has 3"), "%s", e.msg);
     rm_problem_free(q);
+    rm_cost_file_free(c);
+    rm_problem_free(p);
+}
+
+/* Seconds scaled to another batch (maxbatch, train --batch auto) are held
+ * to the bound on the sum of a problem's costs as read ones are, naming the
+ * node's line and the batch; nothing changes. */
+Test(cost_file, scaled_seconds_whose_sum_overflows_are_refused)
+{
+    rm_problem *p = chain();
+    double secs[9] = {0, 1e307};
+    rm_cost_file *mem = costs_for(p, secs, 1);
+    rm_err e = {RM_OK, ""};
+    const char *path = cf_path("big.costs");
+    cr_assert_eq(rm_cost_file_write(mem, path, NULL, &e), RM_OK, "%s", e.msg);
+    rm_cost_file_free(mem);
+    rm_cost_file *c;
+    cr_assert_eq(rm_cost_file_read(&c, path, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_cost_file_apply(p, c, "chain", 16, RM_COST_SCALE_BATCH, &e), RM_ERR_INVALID);
+    char want[400];
+    snprintf(want, sizeof want,
+             "%s:%d: scaled to batch 16: the costs up to node 1 (a) add up to more than %.6g, the largest finite "
+             "number over the 9 nodes: a schedule may compute each node once per stage, and its cost must stay finite",
+             path, c->nodes[1].line, DBL_MAX / 9);
+    cr_assert_str_eq(e.msg, want);
+    cr_assert_eq(p->nodes[1].cost, 10);
+    cr_assert_eq(rm_cost_file_apply(p, c, "chain", 1, RM_COST_SCALE_BATCH, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(p->nodes[1].cost, 1e307);
     rm_cost_file_free(c);
     rm_problem_free(p);
 }

@@ -181,6 +181,62 @@ static size_t noremat_total(rm_model *m, int batch)
     return total;
 }
 
+/* vgg-tiny's problem, or above a batch an error as building it gives. */
+typedef struct sized_build {
+    rm_model *m;
+    int largest; /* batches above it fail to build */
+    rm_code code;
+} sized_build;
+
+static int build_up_to(rm_problem **out, void *ctx, int batch, rm_err *e)
+{
+    sized_build *b = ctx;
+    if (batch > b->largest) return rm_errorf(e, b->code, "batch %d makes tensors too large to address", batch);
+    return build(out, b->m, batch, e);
+}
+
+/* Issue 13: a budget of 9e18 on a huge model ended the whole search with
+ * "too large to address" from the first probe above the model's limit. A
+ * batch that cannot be built where a smaller one was is too large for any
+ * budget: it does not fit, and the bound says why. Batch 1 failing, or
+ * memory running out, is still an error. */
+Test(cli_maxbatch_lib, a_batch_too_large_to_build_does_not_fit)
+{
+    rm_err e = {RM_OK, ""};
+    sized_build b = {NULL, 37, RM_ERR_INVALID};
+    cr_assert_eq(rm_model_load(&b.m, TINY, &e), RM_OK, "%s", e.msg);
+    int bound = -1;
+    char why[RM_ERR_MSG_LEN];
+    size_t huge = RM_PROBLEM_MAX_BYTES;
+    cr_assert_eq(rm_maxbatch_bound_why(&bound, why, sizeof why, build_up_to, &b, huge, 1 << 20, &e), RM_OK, "%s",
+                 e.msg);
+    cr_assert_eq(bound, 37);
+    cr_assert_str_eq(why, "batch 38 makes tensors too large to address");
+    /* A strategy's search stops at that bound, the largest batch that works. */
+    rm_maxbatch_options o;
+    memset(&o, 0, sizeof o);
+    o.budget = huge;
+    o.max_batch = 1 << 20;
+    rm_maxbatch_result r;
+    cr_assert_eq(rm_maxbatch_search(&r, rm_strategy_find("chen_greedy"), build_up_to, &b, &o, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(r.max_batch, 37);
+    cr_assert_eq(r.bound_batch, 37);
+    rm_schedule_free(r.schedule);
+    /* Where the budget ends the range first, no reason is given. */
+    size_t at9 = noremat_total(b.m, 9);
+    cr_assert_eq(rm_maxbatch_bound_why(&bound, why, sizeof why, build_up_to, &b, at9, 1 << 20, &e), RM_OK);
+    cr_assert_geq(bound, 9);
+    cr_assert_lt(bound, 37);
+    cr_assert_str_eq(why, "");
+    /* Batch 1 too large, or out of memory, is an error. */
+    b.largest = 0;
+    cr_assert_eq(rm_maxbatch_bound(&bound, build_up_to, &b, huge, 1 << 20, &e), RM_ERR_INVALID);
+    cr_assert_str_eq(e.msg, "batch 1 makes tensors too large to address");
+    b.largest = 37, b.code = RM_ERR_NOMEM;
+    cr_assert_eq(rm_maxbatch_bound(&bound, build_up_to, &b, huge, 1 << 20, &e), RM_ERR_NOMEM);
+    rm_model_free(b.m);
+}
+
 /* A search's answer: its schedule, simulated on the problem at its batch,
  * fits the budget at the cost and peak the result reports. */
 static void check_answer(rm_model *m, const rm_maxbatch_result *r, size_t budget)

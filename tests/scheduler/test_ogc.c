@@ -254,3 +254,37 @@ Test(ogc, wide_fan_in_work_is_capped)
     rm_fwd_info_free(&fi);
     rm_problem_free(p);
 }
+
+/* Issue 13: 41 forward nodes of 2^59 bytes, with the loss and backward
+ * nodes, overflowed a long long in ogc's segment sums (UBSan). Such a
+ * problem is refused now (2^62 bytes in all, docs/problem-format.md); one
+ * at the bound is solved, and the sanitizer suite (scripts/test) checks
+ * that no sum on the way overflows. */
+Test(ogc, bytes_at_the_2_62_bound)
+{
+    rm_problem *p = rg_checkmate_linear(41, 0, 16);
+    cr_assert_not_null(p);
+    rm_err e = {0};
+    for (int i = 0; i < p->n; i++) p->nodes[i].bytes = (size_t)1 << 59;
+    cr_assert_eq(rm_problem_validate(p, &e), RM_ERR_INVALID);
+    cr_assert_str_eq(e.msg, "problem: the fixed bytes and the outputs up to node 8 (f8) add up to more than 2^62 bytes "
+                            "(4 EiB), more than any device holds");
+    for (int i = 0; i < p->n; i++) p->nodes[i].bytes = RM_PROBLEM_MAX_BYTES / (size_t)p->n;
+    cr_assert_eq(rm_problem_validate(p, &e), RM_OK, "%s", e.msg);
+    rm_schedule *s;
+    cr_assert_eq(rm_strategy_checkpoint_all(&s, p, &e), RM_OK, "%s", e.msg);
+    size_t all = peak_of(p, s, NULL);
+    rm_schedule_free(s);
+    cr_assert_eq(rm_strategy_ogc(&s, p, &e), RM_OK, "%s", e.msg);
+    size_t best = peak_of(p, s, NULL);
+    rm_schedule_free(s);
+    cr_assert_lt(best, all, "ogc %zu, checkpoint-all %zu", best, all);
+    cr_assert_geq(best, rm_problem_peak_lower_bound(p));
+    /* Within a budget of exactly that peak it fits; a byte less, it does not. */
+    p->budget = best;
+    cr_assert_eq(rm_strategy_ogc(&s, p, &e), RM_OK, "%s", e.msg);
+    rm_schedule_free(s);
+    p->budget = best - 1;
+    cr_assert_eq(rm_strategy_ogc(&s, p, &e), RM_ERR_INFEASIBLE);
+    rm_problem_free(p);
+}

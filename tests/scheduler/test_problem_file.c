@@ -2,6 +2,8 @@
  * example, and one malformed file per error, each of which must name the
  * offending line. */
 #include <criterion/criterion.h>
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +138,64 @@ Test(problem_file, byte_totals_that_would_wrap_are_refused)
     rm_problem_free(p);
 }
 
+/* The bound on the sum of the costs, for n nodes (DBL_MAX / n), as printed. */
+#define COST_BOUND_2 "8.98847e+307, the largest finite number over the 2 nodes"
+#define COST_BOUND_TAIL ": a schedule may compute each node once per stage, and its cost must stay finite"
+
+/* Two costs of 1e308 added up to inf: `plan --out` wrote "cost inf", which
+ * its own --check refused, and the MILP called that schedule optimal. Every
+ * schedule computes a node at most n times, so n times the sum must be finite. */
+Test(problem_file, costs_whose_sum_overflows_are_refused)
+{
+    tp_expect_error("problem 2 0\n0 a forward 6e307 8 -\n1 b loss 6e307 8 0\n", 3,
+                    ": the costs up to node 1 (b) add up to more than " COST_BOUND_2 COST_BOUND_TAIL);
+    /* One cost alone over the bound: its own line. */
+    tp_expect_error("problem 2 0\n0 - forward 9e307 8 -\n1 b loss 0 8 0\n", 2,
+                    ": the costs up to node 0 (?) add up to more than " COST_BOUND_2 COST_BOUND_TAIL);
+    /* At the bound the problem is read, and a schedule's cost stays finite. */
+    char path[64], text[128];
+    snprintf(text, sizeof text, "problem 2 0\n0 a forward %.17g 8 -\n1 b loss 0 8 0\n", DBL_MAX / 2);
+    tp_temp_file(path, sizeof path, text);
+    rm_problem *p = NULL;
+    rm_err e = {0};
+    cr_assert_eq(rm_problem_read(&p, path, &e), RM_OK, "%s", e.msg);
+    unlink(path);
+    rm_schedule *s;
+    rm_sim_result r;
+    cr_assert_eq(rm_strategy_checkpoint_all(&s, p, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_OK, "%s", e.msg);
+    cr_assert(isfinite(r.cost) && r.cost == DBL_MAX / 2, "%g", r.cost);
+    rm_schedule_free(s);
+    /* Built problems are held to it too. */
+    p->nodes[1].cost = 1e300;
+    cr_assert_eq(rm_problem_validate(p, &e), RM_ERR_INVALID);
+    cr_assert_str_eq(e.msg, "problem: the costs up to node 1 (b) add up to more than " COST_BOUND_2 COST_BOUND_TAIL);
+    rm_problem_free(p);
+}
+
+/* A header budget of 2^64 - 1 became "0 B" in the CLI (a size_t through a
+ * double); more than any problem holds, it is refused instead. */
+Test(problem_file, budget_over_2_62_is_refused)
+{
+    tp_expect_error("problem 1 0 18446744073709551615\n0 a loss 1 8 -\n", 1,
+                    ": the budget 18446744073709551615 is more than 2^62 bytes (4 EiB), more than any problem holds "
+                    "(0 means unlimited)");
+    tp_expect_error("# c\nproblem 1 0 4611686018427387905\n0 a loss 1 8 -\n", 2,
+                    ": the budget 4611686018427387905 is more than 2^62 bytes");
+    char path[64];
+    tp_temp_file(path, sizeof path, "problem 1 0 4611686018427387904\n0 a loss 1 8 -\n");
+    rm_problem *p = NULL;
+    rm_err e = {0};
+    cr_assert_eq(rm_problem_read(&p, path, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(p->budget, RM_PROBLEM_MAX_BYTES);
+    unlink(path);
+    p->budget = RM_PROBLEM_MAX_BYTES + 1;
+    cr_assert_eq(rm_problem_validate(p, &e), RM_ERR_INVALID);
+    cr_assert_str_eq(e.msg, "problem: the budget 4611686018427387905 is more than 2^62 bytes (4 EiB), more than any "
+                            "problem holds (0 means unlimited)");
+    rm_problem_free(p);
+}
+
 /* A NUL byte ended the line's fields silently: "0\0,1" read as deps "0". */
 Test(problem_file, nul_byte_is_refused)
 {
@@ -171,6 +231,48 @@ Test(problem_file, endless_line_is_refused, .timeout = 60)
     cr_assert(strstr(e.msg, "a line longer than"), "%s", e.msg);
     rm_problem_free(p);
     unlink(path);
+}
+
+/* A folder opened, and only the first read failed ("read error: Is a
+ * directory"); the message says what it is. */
+Test(problem_file, folder_instead_of_a_file)
+{
+    rm_problem *p = (rm_problem *)1;
+    rm_err e = {0};
+    cr_assert_eq(rm_problem_read(&p, "/tmp", &e), RM_ERR_IO);
+    cr_assert_null(p);
+    cr_assert_str_eq(e.msg, "/tmp: is a directory, not a problem file");
+}
+
+/* A UTF-8 byte-order mark, which Windows editors put at the start of a file,
+ * was called part of the header ("found '\xEF\xBB\xBFproblem'"). It is
+ * skipped there, in text and in JSON; anywhere else it is still an error. */
+Test(problem_file, byte_order_mark_at_the_start_is_skipped)
+{
+    char path[64], plain[64];
+    tp_temp_file(path, sizeof path, "\xEF\xBB\xBF" CF_EXAMPLE_HEADER CF_EXAMPLE_NODES);
+    tp_temp_file(plain, sizeof plain, CF_EXAMPLE_HEADER CF_EXAMPLE_NODES);
+    rm_problem *p = NULL, *q = NULL;
+    rm_err e = {0};
+    cr_assert_eq(rm_problem_read(&p, path, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_problem_read(&q, plain, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(p->n, q->n);
+    cr_assert_eq(p->budget, q->budget);
+    for (int i = 0; i < p->n; i++) cr_assert_str_eq(p->nodes[i].name, q->nodes[i].name);
+    rm_problem_free(p);
+    rm_problem_free(q);
+    unlink(path);
+    unlink(plain);
+    tp_temp_file(path, sizeof path,
+                 "\xEF\xBB\xBF{\"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 8, "
+                 "\"backward\": false}], \"links\": []}");
+    cr_assert_eq(rm_problem_read(&p, path, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(p->n, 1);
+    rm_problem_free(p);
+    unlink(path);
+    tp_expect_error("problem 1 0\n\xEF\xBB\xBF"
+                    "0 a loss 1 8 -\n",
+                    2, "node index");
 }
 
 Test(problem_file, missing_file_is_io_error)

@@ -176,6 +176,13 @@ Test(problem_json, wrong_types_and_values_name_the_line)
                     "{\"id\": 1, \"cost_cpu\": 1, \"cost_ram\": 1, \"backward\": "
                     "false}], \"links\": []}",
                     3, "more than 2^62 bytes");
+    /* The bounds of the text format: the costs' sum, the budget. */
+    tp_expect_error(N0 "{\"id\": 1, \"cost_cpu\": 9e307, \"cost_ram\": 8, \"backward\": true}],\n\"links\": []}", 3,
+                    ":3:1: the costs up to node 1 (?) add up to more than 8.98847e+307, the largest finite number over "
+                    "the 2 nodes");
+    tp_expect_error("{\"graph\": {\"budget\":\n 18446744073709551615}, \"nodes\": [], \"links\": []}", 2,
+                    ":2:2: the budget 18446744073709551615 is more than 2^62 bytes (4 EiB), more than any problem "
+                    "holds (0 means unlimited)");
 }
 
 Test(problem_json, bad_ids_and_links_name_the_line)
@@ -231,7 +238,7 @@ static char *plan_text(const char *problem)
     char *before = cf_text(cf_path("stdout"));
     size_t skip = strlen(before);
     free(before);
-    cr_assert_eq(cf_remat("plan", "--problem", problem, "--budget", "40000", "--strategy", "milp", "--node-limit",
+    cr_assert_eq(cf_remat("plan", "--problem", problem, "--budget", "40000B", "--strategy", "milp", "--node-limit",
                           "1000", "--out", cf_path("s.txt"), NULL),
                  0, "%s", cf_err);
     char *all = cf_text(cf_path("stdout"));

@@ -158,14 +158,55 @@ Test(footprint_cli, every_command_prints_the_same_fixed_bytes_and_peak)
 
     /* maxbatch: the peak is exactly where batch 8 stops fitting. */
     char budget[32];
-    snprintf(budget, sizeof budget, "%zu", peak);
+    snprintf(budget, sizeof budget, "%zuB", peak);
     cr_assert_eq(cf_remat("maxbatch", "--model", model, "--budget", budget, "--strategies", "checkpoint_all", NULL),
                  0, "%s", cf_err);
     line_of(line, sizeof line, "checkpoint_all ");
     cr_assert_eq(atoi(line + strlen("checkpoint_all")), 8, "maxbatch at the batch-8 peak: '%s'", line);
-    snprintf(budget, sizeof budget, "%zu", peak - 1);
+    snprintf(budget, sizeof budget, "%zuB", peak - 1);
     cr_assert_eq(cf_remat("maxbatch", "--model", model, "--budget", budget, "--strategies", "checkpoint_all", NULL),
                  0, "%s", cf_err);
     line_of(line, sizeof line, "checkpoint_all ");
     cr_assert_eq(atoi(line + strlen("checkpoint_all")), 7, "maxbatch a byte below the batch-8 peak: '%s'", line);
+}
+
+/* Issue 13: two convolutions of 2^60 weights each wrapped the fixed bytes
+ * (4 bytes x 3 copies of 2^61 weights) around 2^64: `remat graph` printed
+ * "fixed 80.00 MiB = weights 8388608.00 TiB + ...", and every command used
+ * that 80 MiB. The footprint is now refused, by every command alike; a
+ * config whose activations pass 2^62 bytes is refused the same way. */
+Test(footprint_cli, fixed_bytes_that_would_wrap_are_refused)
+{
+    const char *cfg = cf_path("huge-weights.cfg");
+    cf_write(cfg, "[net]\nchannels=1048576\nheight=1\nwidth=1\n"
+                  "[conv]\nfilters=1048576\nsize=1024\npad=512\n"
+                  "[conv]\nfilters=1048576\nsize=1024\npad=512\n"
+                  "[global_avgpool]\n[linear]\nout=2\n[softmax_xent]\n");
+    char want[512];
+    const char *cmds[][12] = {
+        {"graph", "--model", cfg, "--batch", "1", NULL},
+        {"plan", "--model", cfg, "--batch", "1", "--budget", "1GiB", "--strategy", "ogc", NULL},
+        {"maxbatch", "--model", cfg, "--budget", "1GiB", NULL},
+        {"train", "--model", cfg, "--data", "synthetic", "--batch", "1", "--budget", "1GiB", "--steps", "1", NULL},
+    };
+    for (size_t k = 0; k < sizeof cmds / sizeof cmds[0]; k++) {
+        snprintf(want, sizeof want,
+                 "remat %s: %s at batch 1: the fixed memory (weights, gradients, optimizer state, batchnorm "
+                 "statistics, labels, workspace) adds up to more than 2^62 bytes (4 EiB), more than any device holds\n",
+                 cmds[k][0], cfg);
+        cr_assert_eq(cf_remat_args(cmds[k]), 1, "%s", cmds[k][0]);
+        cr_assert_str_eq(cf_err, want);
+    }
+    /* Activations: 40 ReLUs of 2^42 elements at batch 60000 (2^60 bytes
+     * each) pass 2^62 by the fourth; within the trace's per-tensor limit. */
+    const char *wide = cf_path("huge-activations.cfg");
+    cf_write(wide, "[net]\nchannels=16384\nheight=16384\nwidth=16384\n[repeat]\ncount=40\n[relu]\n[end]\n"
+                   "[global_avgpool]\n[linear]\nout=2\n[softmax_xent]\n");
+    cr_assert_eq(cf_remat("plan", "--model", wide, "--batch", "60000", "--budget", "1GiB", "--strategy", "ogc", NULL),
+                 1);
+    snprintf(want, sizeof want,
+             "remat plan: %s at batch 60000: problem: the fixed bytes and the outputs up to node 4 (repeat1.3.relu1) "
+             "add up to more than 2^62 bytes (4 EiB), more than any device holds\n",
+             wide);
+    cr_assert_str_eq(cf_err, want);
 }

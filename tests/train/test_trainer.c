@@ -400,6 +400,20 @@ Test(trainer, batch_auto_is_the_max_batch_answer)
     /* One more sample per batch would not fit this strategy (the search's local boundary). */
     run(t);
     rm_trainer_free(t);
+
+    /* Issue 13: with fewer samples than that batch (--samples), the search
+     * picked the budget's batch anyway and the run then failed with "fewer
+     * than one batch". It stops at the samples now, and says so. */
+    memset(&r, 0, sizeof r);
+    c.synthetic_samples = mr.max_batch / 2;
+    t = create(&c);
+    s = rm_trainer_summary_of(t);
+    cr_assert_eq(s->batch, mr.max_batch / 2);
+    cr_assert(s->batch_is_samples);
+    cr_assert_eq(s->train_samples, mr.max_batch / 2);
+    cr_assert_geq(s->bound_batch, mr.max_batch, "the bound is the budget's, not the samples'");
+    run(t);
+    rm_trainer_free(t);
 }
 
 Test(trainer, schedule_cache_hits_and_rejects_tampering)
@@ -597,4 +611,80 @@ Test(trainer_cli, refuses_a_corrupt_checkpoint)
     rc = train_cli(other);
     cr_assert_eq(rc, 1, "exit %d: %s", rc, cf_err);
     cr_assert(strstr(cf_err, snap), "%s", cf_err);
+}
+
+/* Issue 13: with a cache folder that cannot be created the run goes on (the
+ * cache only saves solver time), and says the schedule was not stored,
+ * never that it was. */
+Test(trainer_cli, an_unwritable_schedule_cache_is_said_not_stored)
+{
+    const char *args[] = {"--model",   VGG_TINY, "--data",           "synthetic",          "--batch", "2",
+                          "--budget",  "100%",   "--strategy",       "chen_greedy",        "--steps", "1",
+                          "--samples", "8",      "--schedule-cache", "/nonexistent/cache", NULL};
+    cr_assert_eq(train_cli(args), 0, "%s", cf_err);
+    cr_assert(strstr(cf_err, "remat train: schedule cache: cannot create /nonexistent/cache: No such file or "
+                             "directory\n"),
+              "%s", cf_err);
+    char *out = cf_text(cf_path("stdout"));
+    const char *line = strstr(out, "\n             not stored in the cache: /nonexistent/cache/");
+    cr_assert_not_null(line, "%s", out);
+    const char *end = strchr(line + 1, '\n');
+    cr_assert_not_null(end);
+    cr_assert(end - line > 40 && !strncmp(end - strlen(".schedule could not be written"),
+                                          ".schedule could not be written", strlen(".schedule could not be written")),
+              "%.*s", (int)(end - line), line);
+    cr_assert_null(strstr(out, "stored in the cache as"), "%s", out);
+    free(out);
+}
+
+/* Issue 13: --lr 1e308 passed the parser and became inf as a float in the
+ * update kernel, failing only after the run had started. The range is
+ * checked as the arguments are read, and said; nothing is printed before. */
+Test(trainer_cli, learning_rates_past_a_float_are_refused_at_once)
+{
+    struct {
+        const char *flag, *value, *want;
+    } cases[] = {
+        {"--lr", "1e308",
+         "remat train: --lr must be a number in (0, 3.40282e+38] (the optimizer computes in single precision), got "
+         "'1e308'\n"},
+        {"--lr", "0",
+         "remat train: --lr must be a number in (0, 3.40282e+38] (the optimizer computes in single precision), got "
+         "'0'\n"},
+        {"--weight-decay", "1e39",
+         "remat train: --weight-decay must be a number in [0, 3.40282e+38] (the optimizer computes in single "
+         "precision), got '1e39'\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *before = cf_text(cf_path("stdout"));
+        const char *args[] = {"--model",  VGG_TINY, "--data",      "synthetic",    "--batch", "2",
+                              "--budget", "100%",   cases[i].flag, cases[i].value, NULL};
+        cr_assert_eq(train_cli(args), 1, "%s", cf_err);
+        cr_assert(!strncmp(cf_err, cases[i].want, strlen(cases[i].want)), "%s", cf_err);
+        char *after = cf_text(cf_path("stdout"));
+        cr_assert_str_eq(after, before);
+        free(before), free(after);
+    }
+    /* The library holds the same bound. */
+    rm_trainer_config c;
+    rm_trainer_config_default(&c);
+    c.model_path = VGG_TINY;
+    c.budget_percent = 100;
+    c.lr = 1e308;
+    rm_trainer *t = NULL;
+    rm_err e = {RM_OK, ""};
+    cr_assert_eq(rm_trainer_create(&t, &c, &e), RM_ERR_INVALID);
+    cr_assert_str_eq(e.msg, "learning rate 1e+308 is not in (0, 3.40282e+38]");
+}
+
+Test(trainer_cli, batch_auto_stops_at_the_training_samples)
+{
+    const char *args[] = {"--model",  VGG_TINY, "--data",     "synthetic",   "--samples", "16", "--batch", "auto",
+                          "--budget", "16MiB",  "--strategy", "chen_greedy", "--steps",   "1",  NULL};
+    cr_assert_eq(train_cli(args), 0, "%s", cf_err);
+    cr_assert(cf_said(0, "\nbatch        16: as many as the training samples, and chen_greedy fits it in the budget "
+                         "(no schedule fits more than "),
+              "%s", cf_err);
+    cr_assert(strstr(cf_err, "remat train: --batch auto: batch 16 ("), "%s", cf_err);
+    cr_assert(strstr(cf_err, "), the number of training samples\n"), "%s", cf_err);
 }
