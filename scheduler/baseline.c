@@ -89,6 +89,7 @@ typedef struct builder {
     const rm_problem *p;
     const rm_fwd_info *fi;
     rm_schedule_builder sb;
+    double cost;  /* of the computes so far */
     int *until;   /* the last stage v is retained into so far (-1: none) */
     int *comp_at; /* the last stage that computes v */
     const uint8_t *pinned;
@@ -113,6 +114,7 @@ static void compute(builder *b, int v, int t)
 {
     rm_builder_compute(&b->sb, t, v);
     b->comp_at[v] = t;
+    b->cost += b->p->nodes[v].cost;
 }
 
 /* Keeps v over stages from+1 .. to (clamped to the last stage). */
@@ -188,7 +190,7 @@ static void demand(builder *b, int j, int t)
 }
 
 int rm_build_schedule(rm_schedule **out, const rm_problem *p, const rm_fwd_info *fi, const uint8_t *pinned,
-                      const int *seg, const rm_snapshot *snaps, int nsnaps, rm_err *e)
+                      const int *seg, const rm_snapshot *snaps, int nsnaps, double max_cost, rm_err *e)
 {
     *out = NULL;
     int n = p->n, b0 = fi->b0, rc;
@@ -241,6 +243,11 @@ int rm_build_schedule(rm_schedule **out, const rm_problem *p, const rm_fwd_info 
         const rm_problem_node *nd = &p->nodes[t];
         for (int d = 0; d < nd->ndeps; d++)
             if (nd->deps[d] < b0) demand(&b, nd->deps[d], t);
+        if (max_cost > 0 && b.cost > max_cost + 1e-12 * fmax(1.0, max_cost)) {
+            rc = rm_errorf(e, RM_ERR_BUDGET, "baseline: the schedule costs more than %.17g by stage %d", max_cost, t);
+            goto done;
+        }
+        if (b.sb.failed) break; /* reported by rm_builder_finish */
     }
     if (pinned)
         for (int v = 0; v < b0; v++)
@@ -261,7 +268,7 @@ done:
 }
 
 int rm_build_from_checkpoints(rm_schedule **out, const rm_problem *p, const rm_fwd_info *fi, const uint8_t *pinned,
-                              rm_err *e)
+                              double max_cost, rm_err *e)
 {
     int *seg = malloc(((size_t)fi->b0 + 1) * sizeof(int));
     uint8_t *pins = calloc((size_t)p->n, 1); /* only forward values can be checkpoints */
@@ -282,7 +289,7 @@ int rm_build_from_checkpoints(rm_schedule **out, const rm_problem *p, const rm_f
             any = 1;
         }
     }
-    int rc = rm_build_schedule(out, p, fi, pins, seg, NULL, 0, e);
+    int rc = rm_build_schedule(out, p, fi, pins, seg, NULL, 0, max_cost, e);
     free(seg);
     free(pins);
     return rc;
@@ -448,7 +455,10 @@ int rm_chen_greedy_search(rm_schedule **out, const rm_problem *p, const uint8_t 
         if (g > 0 && memcmp(pins, prev, (size_t)n) == 0) continue;
         memcpy(prev, pins, (size_t)n);
         rm_schedule *s;
-        if ((rc = rm_build_from_checkpoints(&s, p, &fi, pins, e))) goto done;
+        /* One dearer than the best so far is given up unbuilt. */
+        rc = rm_build_from_checkpoints(&s, p, &fi, pins, best.s ? best.r.cost : 0, e);
+        if (rc == RM_ERR_BUDGET) continue;
+        if (rc) goto done;
         if ((rc = rm_best_offer(&best, s, p, e))) {
             rm_err_context(e, "%s", name);
             goto done;
@@ -478,7 +488,7 @@ int rm_chen_sqrtn_run(rm_schedule **out, const rm_problem *p, int use_cuts, int 
         for (int v = 0; v < p->n; v++) cand[v] = v < fi.b0 && (use_cuts ? fi.cut[v] : 1);
         rm_chen_sqrtn_pins(pins, p, &fi, cand, cut_state);
         rm_schedule *s;
-        if (!(rc = rm_build_from_checkpoints(&s, p, &fi, pins, e))) rc = rm_baseline_finish(out, NULL, s, p, name, e);
+        if (!(rc = rm_build_from_checkpoints(&s, p, &fi, pins, 0, e))) rc = rm_baseline_finish(out, NULL, s, p, name, e);
     }
     free(cand);
     free(pins);

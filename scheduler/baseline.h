@@ -51,9 +51,13 @@ typedef struct rm_snapshot {
  * the previous stage and read by that stage's own node is kept one stage
  * longer instead of being recomputed (the last forward value, read by the
  * loss and then by the loss's backward). snaps (sorted by take) add
- * explicit retention intervals. */
+ * explicit retention intervals. max_cost > 0: a search's cheapest fitting
+ * schedule so far; the construction gives up with RM_ERR_BUDGET as soon as
+ * its computes cost more (such a schedule cannot win, and on graphs with
+ * skips Chen's recomputation chains make some candidates quadratic). It
+ * also gives up, with the same code, beyond RM_SCHEDULE_MAX_COMPUTES. */
 int rm_build_schedule(rm_schedule **out, const rm_problem *p, const rm_fwd_info *fi, const uint8_t *pinned,
-                      const int *seg, const rm_snapshot *snaps, int nsnaps, rm_err *e);
+                      const int *seg, const rm_snapshot *snaps, int nsnaps, double max_cost, rm_err *e);
 
 /* The checkpoint construction: pinned forward values are the checkpoints;
  * the segments are the maximal runs of unpinned forward values between them.
@@ -61,7 +65,7 @@ int rm_build_schedule(rm_schedule **out, const rm_problem *p, const rm_fwd_info 
  * checkpoints, and in the backward pass each segment is recomputed once
  * from its checkpoint when its values are first needed. */
 int rm_build_from_checkpoints(rm_schedule **out, const rm_problem *p, const rm_fwd_info *fi, const uint8_t *pinned,
-                              rm_err *e);
+                              double max_cost, rm_err *e);
 
 /* The best schedule a search has seen: the cheapest that fits the budget,
  * ties to the lower peak. */

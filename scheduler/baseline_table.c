@@ -67,7 +67,7 @@ int rm_schedule_from_checkpoints(rm_schedule **out, const rm_problem *p, const u
     rm_fwd_info fi;
     if ((rc = rm_fwd_info_init(&fi, p, e))) return rc;
     rm_schedule *s;
-    if (!(rc = rm_build_from_checkpoints(&s, p, &fi, checkpoint, e))) {
+    if (!(rc = rm_build_from_checkpoints(&s, p, &fi, checkpoint, 0, e))) {
         rm_sim_result r;
         if ((rc = rm_simulate(&r, p, s, e)))
             rm_schedule_free(s);

@@ -131,7 +131,7 @@ int rm_strategy_griewank(rm_schedule **out, const rm_problem *p, rm_err *e)
     }
     if (M < 1) { /* no forward chain to reverse */
         rm_schedule *sch;
-        if (!(rc = rm_build_schedule(&sch, p, &fi, NULL, NULL, NULL, 0, e))) rc = rm_best_offer(&best, sch, p, e);
+        if (!(rc = rm_build_schedule(&sch, p, &fi, NULL, NULL, NULL, 0, 0, e))) rc = rm_best_offer(&best, sch, p, e);
         if (!rc) rc = rm_best_finish(out, &best, p, name, e);
         goto done;
     }
@@ -167,7 +167,10 @@ int rm_strategy_griewank(rm_schedule **out, const rm_problem *p, rm_err *e)
         treeverse(&r, 0, M, s, 1);
         qsort(r.snaps, (size_t)r.nsnaps, sizeof *r.snaps, cmp_snap);
         rm_schedule *sch;
-        if ((rc = rm_build_schedule(&sch, p, &fi, pinned, seg, r.snaps, r.nsnaps, e))) goto done;
+        /* One dearer than the best so far is given up unbuilt. */
+        rc = rm_build_schedule(&sch, p, &fi, pinned, seg, r.snaps, r.nsnaps, best.s ? best.r.cost : 0, e);
+        if (rc == RM_ERR_BUDGET) continue;
+        if (rc) goto done;
         if ((rc = rm_best_offer(&best, sch, p, e))) {
             rm_err_context(e, "%s", name);
             goto done;
@@ -183,7 +186,7 @@ int rm_strategy_griewank(rm_schedule **out, const rm_problem *p, rm_err *e)
             goto done;
         }
         for (int v = 0; v < n; v++) all[v] = v < b0;
-        rc = rm_build_from_checkpoints(&sch, p, &fi, all, e);
+        rc = rm_build_from_checkpoints(&sch, p, &fi, all, 0, e);
         free(all);
         if (rc || (rc = rm_best_offer(&best, sch, p, e))) goto done;
     }

@@ -112,7 +112,7 @@ static int stage_profile(long long *stage_max, double *stage_rc, rm_schedule **k
                          const rm_fwd_info *fi, const uint8_t *pins, rm_err *e)
 {
     rm_schedule *s;
-    int rc = rm_build_from_checkpoints(&s, p, fi, pins, e);
+    int rc = rm_build_from_checkpoints(&s, p, fi, pins, 0, e);
     if (rc) return rc;
     rm_op *ops = NULL;
     int nops = 0;
@@ -507,7 +507,7 @@ static int judge(size_t *peak, double *cost, const rm_problem *p, const rm_fwd_i
                  rm_err *e)
 {
     rm_schedule *s;
-    int rc = rm_build_from_checkpoints(&s, p, fi, pins, e);
+    int rc = rm_build_from_checkpoints(&s, p, fi, pins, 0, e);
     if (rc) return rc;
     rm_sim_result r;
     if (!(rc = rm_simulate(&r, p, s, e))) {
@@ -677,7 +677,7 @@ int rm_strategy_ogc(rm_schedule **out, const rm_problem *p, rm_err *e)
     }
     size_t predicted;
     rm_schedule *s;
-    if (!(rc = rm_ogc_plan(pins, &predicted, NULL, p, &fi, e)) && !(rc = rm_build_from_checkpoints(&s, p, &fi, pins, e)))
+    if (!(rc = rm_ogc_plan(pins, &predicted, NULL, p, &fi, e)) && !(rc = rm_build_from_checkpoints(&s, p, &fi, pins, 0, e)))
         rc = rm_baseline_finish(out, NULL, s, p, "ogc", e);
     free(pins);
     rm_fwd_info_free(&fi);

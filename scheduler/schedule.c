@@ -204,6 +204,12 @@ static void out_of_memory(rm_schedule_builder *b)
 void rm_builder_compute(rm_schedule_builder *b, int t, int i)
 {
     if (!in_range(b, t, i, "compute")) return;
+    if (b->ncomp >= RM_SCHEDULE_MAX_COMPUTES) {
+        rm_errorf(&b->err, RM_ERR_BUDGET, "schedule: more than %zu computes (%d stages)", RM_SCHEDULE_MAX_COMPUTES,
+                  b->n);
+        b->failed = 1;
+        return;
+    }
     if (grow((void **)&b->comp, &b->capcomp, b->ncomp + 1, sizeof *b->comp)) return out_of_memory(b);
     b->comp[b->ncomp][0] = t;
     b->comp[b->ncomp][1] = i;

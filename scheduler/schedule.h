@@ -92,6 +92,11 @@ typedef struct rm_schedule_builder {
     int failed;
 } rm_schedule_builder;
 
+/* The most computes a schedule may have (2^26, about 1.5 GB with its
+ * operation sequence): beyond it rm_builder_finish reports RM_ERR_BUDGET.
+ * Only recomputation-heavy schedules of huge graphs come near it. */
+#define RM_SCHEDULE_MAX_COMPUTES ((size_t)1 << 26)
+
 int rm_builder_init(rm_schedule_builder *b, int n, rm_err *e);
 /* R[t][i] = 1. */
 void rm_builder_compute(rm_schedule_builder *b, int t, int i);
