@@ -222,11 +222,20 @@ static void print_timeline(const rm_problem *p, const timeline *tl, const rm_sim
 
 /* The static plan of the schedule (engine/plan.c): the arena it needs, its
  * span, against the live peak; the difference is fragmentation. */
+#define RM_PLAN_CLI_MAX_BUFFERS 20000
+
 static void print_arena(const rm_problem *p, const rm_schedule *s)
 {
     rm_err e = {RM_OK, ""};
     rm_plan *pl = NULL;
     char a[32], b[32];
+    /* The offline placement is quadratic in the buffers (engine/plan.c):
+     * minutes at 100,000; `remat train` still plans what it runs. */
+    if (rm_schedule_ncomputes(s) > RM_PLAN_CLI_MAX_BUFFERS) {
+        printf("arena        not planned here: %ld buffers (placing more than %d takes minutes)\n",
+               rm_schedule_ncomputes(s), RM_PLAN_CLI_MAX_BUFFERS);
+        return;
+    }
     if (rm_schedule_plan(&pl, p, s, NULL, &e)) {
         printf("arena        not planned: %s\n", e.msg);
         return;

@@ -196,15 +196,22 @@ Test(problem_file, budget_over_2_62_is_refused)
     rm_problem_free(p);
 }
 
+/* A temporary file holding n bytes (NULs included) in path[64]. */
+static void temp_bytes(char *path, const char *bytes, size_t n)
+{
+    snprintf(path, 64, "/tmp/remat_test_XXXXXX");
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    cr_assert_eq(write(fd, bytes, n), (ssize_t)n);
+    close(fd);
+}
+
 /* A NUL byte ended the line's fields silently: "0\0,1" read as deps "0". */
 Test(problem_file, nul_byte_is_refused)
 {
     static const char text[] = "problem 2 0\n0 a forward 1 8 -\n1 b loss 1 8 0\0,5\n";
-    char path[64] = "/tmp/remat_test_XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert(fd >= 0);
-    cr_assert_eq(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
-    close(fd);
+    char path[64];
+    temp_bytes(path, text, sizeof text - 1);
     rm_problem *p = NULL;
     rm_err e = {0};
     cr_assert_eq(rm_problem_read(&p, path, &e), RM_ERR_PARSE, "%s", e.msg);
@@ -471,11 +478,8 @@ Test(schedule_file, dense_and_sparse_agree)
 Test(schedule_file, nul_byte_is_refused)
 {
     static const char text[] = "schedule 4 sparse\nR 3 0\0,1\nS 0 1\nS 1 2\nS 2 3\n";
-    char path[64] = "/tmp/remat_test_XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert(fd >= 0);
-    cr_assert_eq(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
-    close(fd);
+    char path[64];
+    temp_bytes(path, text, sizeof text - 1);
     rm_problem *p = skip_problem();
     rm_schedule *s = NULL;
     rm_err e = {0};

@@ -5,8 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "lp_round.h"
 #include "random_graphs.h"
+#include "rng.h"
 #include "schedule.h"
 #include "simulate.h"
 #include "strategy.h"
@@ -419,4 +422,115 @@ Test(simulate, problem_from_graph)
     cr_assert_eq(rm_problem_from_graph(&p, &g, &e), RM_ERR_INVALID);
     cr_assert_null(p);
     rm_graph_free(&g);
+}
+
+/* ---- the sparse operation sequence against the rules, written densely ---- */
+
+/* docs/schedule-format.md's rules read literally off dense R and S: at the
+ * start of stage t free each v in S[t] that the stage recomputes, or neither
+ * reads nor retains into t+1; then per computed k in index order, compute k
+ * and free each value (ascending) whose last reader in the stage is k (k
+ * itself when nothing later reads it) and that S[t+1] does not retain. */
+static int dense_ops(rm_op *ops, const rm_problem *p, const rm_rs *d)
+{
+    int n = p->n, m = 0;
+    int *last = malloc((size_t)n * sizeof *last);
+    for (int t = 0; t < n; t++) {
+        for (int v = 0; v < n; v++) last[v] = -1;
+        for (int k = 0; k <= t; k++) {
+            if (!rm_R_at(d, t, k)) continue;
+            last[k] = k;
+            for (int x = 0; x < p->nodes[k].ndeps; x++) last[p->nodes[k].deps[x]] = k;
+        }
+        int next = t + 1 < n;
+        for (int v = 0; v < t; v++)
+            if (rm_S_at(d, t, v) &&
+                (rm_R_at(d, t, v) || (last[v] < 0 && !(next && rm_S_at(d, t + 1, v)))))
+                ops[m++] = (rm_op){RM_OP_FREE, v, t};
+        for (int k = 0; k <= t; k++) {
+            if (!rm_R_at(d, t, k)) continue;
+            ops[m++] = (rm_op){RM_OP_COMPUTE, k, t};
+            for (int v = 0; v <= t; v++)
+                if (last[v] == k && !(next && rm_S_at(d, t + 1, v))) ops[m++] = (rm_op){RM_OP_FREE, v, t};
+        }
+    }
+    free(last);
+    return m;
+}
+
+/* Random valid schedules (random S, then the cheapest R for it) on random
+ * training graphs: rm_schedule_ops, which sweeps only the runs that start
+ * and end at each stage, gives exactly the literal reading's sequence. */
+Test(simulate, sparse_ops_equal_the_dense_rules)
+{
+    int compared = 0;
+    for (uint64_t seed = 1; seed <= 60; seed++) {
+        rg_options o = {4 + (int)(seed % 14), 0.3, 0.2, 0, 4096};
+        rm_problem *p = rg_training_problem(seed, &o);
+        cr_assert_not_null(p);
+        rm_rng r = rm_rng_make(seed);
+        rm_rs *d;
+        rm_err e = {0};
+        cr_assert_eq(rm_rs_create(&d, p->n, &e), RM_OK);
+        double dens = 0.1 + 0.8 * rm_rng_uniform(&r);
+        for (int t = 1; t < p->n; t++)
+            for (int i = 0; i < t; i++) *rm_S(d, t, i) = rm_rng_uniform(&r) < dens;
+        cr_assert_eq(rm_milp_cheapest_R(d, p, &e), RM_OK, "%s", e.msg);
+        rm_schedule *s;
+        cr_assert_eq(rm_schedule_from_rs(&s, d, &e), RM_OK, "%s", e.msg);
+        rm_op *ops, *want = malloc((size_t)p->n * (size_t)p->n * 3 * sizeof *want);
+        int nops;
+        cr_assert_eq(rm_schedule_ops(&ops, &nops, p, s, &e), RM_OK, "seed %d: %s", (int)seed, e.msg);
+        int nwant = dense_ops(want, p, d);
+        cr_assert_eq(nops, nwant, "seed %d", (int)seed);
+        for (int k = 0; k < nops; k++)
+            cr_assert(ops[k].kind == want[k].kind && ops[k].node == want[k].node && ops[k].stage == want[k].stage,
+                      "seed %d, op %d", (int)seed, k);
+        /* And the dense form survives the round trip. */
+        rm_rs *back;
+        cr_assert_eq(rm_rs_from_schedule(&back, s, &e), RM_OK);
+        size_t nn = (size_t)p->n * (size_t)p->n;
+        cr_assert(!memcmp(back->R, d->R, nn) && !memcmp(back->S, d->S, nn), "seed %d", (int)seed);
+        compared++;
+        rm_rs_free(back);
+        free(ops);
+        free(want);
+        rm_schedule_free(s);
+        rm_rs_free(d);
+        rm_problem_free(p);
+    }
+    cr_assert_eq(compared, 60);
+}
+
+/* Issue 13: R and S were dense, so a 100,000-node chain took 20 GB for
+ * checkpoint-all and its schedule file 401 MB of text. Sparse, the schedule
+ * holds one compute per node and one run per value, and its file a line. */
+Test(simulate, hundred_thousand_node_chain_stays_small)
+{
+    rm_problem *p = rg_chain_problem(3, 50000, 4096);
+    cr_assert_not_null(p);
+    rm_schedule *s;
+    rm_err e = {0};
+    cr_assert_eq(rm_strategy_checkpoint_all(&s, p, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_schedule_ncomputes(s), p->n);
+    cr_assert_leq(s->nret, p->n);
+    rm_sim_result r;
+    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_OK, "%s", e.msg);
+    char path[] = "/tmp/remat_chain_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    close(fd);
+    cr_assert_eq(rm_schedule_write(s, p, path, &e), RM_OK, "%s", e.msg);
+    FILE *f = fopen(path, "r");
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fclose(f);
+    cr_assert_lt(size, 80L * p->n, "%ld bytes for %d nodes", size, p->n); /* the ops list: 3 lines a node */
+    rm_schedule *back;
+    cr_assert_eq(rm_schedule_read(&back, p, path, &e), RM_OK, "%s", e.msg);
+    cr_assert(rm_schedule_equal(s, back));
+    rm_schedule_free(back);
+    unlink(path);
+    rm_schedule_free(s);
+    rm_problem_free(p);
 }
