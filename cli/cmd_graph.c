@@ -169,8 +169,8 @@ static int graph_run(int argc, char **argv)
     if (!model_path) return usage_error("%s", "--model FILE is required");
     if (!batch_arg) return usage_error("%s", "--batch N is required");
     long batch;
-    if (rm_cli_parse_long(&batch, batch_arg, 1, 1000000000L))
-        return usage_error("--batch must be an integer from 1 to 1000000000, got '%s'", batch_arg);
+    char why[160];
+    if (rm_cli_parse_batch(&batch, batch_arg, why, sizeof why)) return usage_error("%s", why);
 
     rm_err e = {RM_OK, ""};
     rm_model *m = NULL;

@@ -1,6 +1,7 @@
 /* Tokenizer for model config files: sections, keys and values with line
  * numbers, and strict typed conversion of values (see config.h). */
 #include "config.h"
+#include "text_file.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -160,8 +161,8 @@ int rm_cfg_parse(rm_cfg_file **out, const char *text, const char *path, rm_err *
 int rm_cfg_read(rm_cfg_file **out, const char *path, rm_err *e)
 {
     *out = NULL;
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return rm_errorf(e, RM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    FILE *fp = rm_text_open(path, "model config", e);
+    if (!fp) return e ? e->code : RM_ERR_IO;
     char *buf = NULL;
     size_t len = 0, cap = 0;
     int read_errno = 0;
@@ -199,7 +200,7 @@ int rm_cfg_read(rm_cfg_file **out, const char *path, rm_err *e)
         free(buf);
         return rm_errorf(e, RM_ERR_PARSE, "%s: contains a NUL byte; not a text file", path);
     }
-    int rc = rm_cfg_parse(out, buf, path, e);
+    int rc = rm_cfg_parse(out, buf + rm_text_bom(buf, len), path, e); /* a byte-order mark is skipped */
     free(buf);
     return rc;
 }

@@ -388,8 +388,8 @@ static int check_end(schedule_reader *rd, FILE *fp, int line, int read_errno)
 int rm_schedule_read(rm_schedule **out, const rm_problem *p, const char *path, rm_err *e)
 {
     *out = NULL;
-    FILE *fp = fopen(path, "r");
-    if (!fp) return rm_errorf(e, RM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    FILE *fp = rm_text_open(path, "schedule file", e);
+    if (!fp) return e ? e->code : RM_ERR_IO;
     schedule_reader rd;
     memset(&rd, 0, sizeof rd);
     rd.p = p, rd.path = path, rd.e = e, rd.ops_declared = -1;
@@ -401,6 +401,8 @@ int rm_schedule_read(rm_schedule **out, const rm_problem *p, const char *path, r
      * be allocated (ENOMEM) or one too long (EOVERFLOW): all return -1. */
     while ((errno = 0, len = rm_text_getline(&buf, &cap, fp)) >= 0) {
         line++;
+        size_t bom = line == 1 ? rm_text_bom(buf, (size_t)len) : 0; /* skipped at the start only */
+        if (bom) memmove(buf, buf + bom, (size_t)len - bom + 1), len -= (ssize_t)bom;
         if (strlen(buf) != (size_t)len) {
             rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: a NUL byte inside the line (not a text file?)", path, line);
             break;

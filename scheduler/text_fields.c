@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 int rm_text_fields(char *line, char **f, int cap)
 {
@@ -20,27 +19,6 @@ int rm_text_fields(char *line, char **f, int cap)
         if (*s) *s++ = '\0';
     }
     return nf;
-}
-
-FILE *rm_text_open(const char *path, const char *what, rm_err *e)
-{
-    FILE *fp = fopen(path, "r");
-    if (!fp) {
-        rm_errorf(e, RM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    struct stat st;
-    if (fstat(fileno(fp), &st) == 0 && S_ISDIR(st.st_mode)) {
-        fclose(fp);
-        rm_errorf(e, RM_ERR_IO, "%s: is a directory, not a %s", path, what);
-        return NULL;
-    }
-    return fp;
-}
-
-size_t rm_text_bom(const char *s, size_t n)
-{
-    return n >= 3 && !memcmp(s, "\xEF\xBB\xBF", 3) ? 3 : 0;
 }
 
 int rm_text_error_at(rm_err *e, const char *path, int line)

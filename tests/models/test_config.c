@@ -337,5 +337,22 @@ Test(models_config, folder_instead_of_a_file)
     rm_err e = {RM_OK, ""};
     cr_assert_eq(rm_model_load(&m, "/tmp", &e), RM_ERR_IO);
     cr_assert_null(m);
-    cr_assert(strstr(e.msg, "/tmp") && strstr(e.msg, "Is a directory"), "%s", e.msg);
+    cr_assert_str_eq(e.msg, "/tmp: is a directory, not a model config");
+}
+
+/* A UTF-8 byte-order mark (what Windows editors write first) was called an
+ * "unexpected control character"; at the start it is skipped, elsewhere it
+ * is still refused. */
+Test(models_config, byte_order_mark_at_the_start_is_skipped)
+{
+    char path[512];
+    write_file(path, sizeof path, "bom.cfg", "\xEF\xBB\xBF[net]\nchannels=1\nheight=4\nwidth=4\n[linear]\nout=2\n"
+                                             "[softmax_xent]\n");
+    rm_model *m = NULL;
+    rm_err e = {RM_OK, ""};
+    cr_assert_eq(rm_model_load(&m, path, &e), RM_OK, "%s", e.msg);
+    rm_model_free(m);
+    write_file(path, sizeof path, "bom2.cfg", "[net]\n\xEF\xBB\xBF" "channels=1\nheight=4\nwidth=4\n");
+    cr_assert_eq(rm_model_load(&m, path, &e), RM_ERR_PARSE);
+    cr_assert(strstr(e.msg, ":2:"), "%s", e.msg);
 }

@@ -861,6 +861,7 @@ Test(cli_plan, one_batch_limit_for_every_command)
         {"plan", "--model", TINY, "--batch", over, "--budget", "1GiB", NULL},
         {"explain", "--model", TINY, "--batch", over, "--budget", "1GiB", NULL},
         {"profile", "--model", TINY, "--batch", over, NULL},
+        {"graph", "--model", TINY, "--batch", over, NULL},
     };
     for (size_t k = 0; k < sizeof cmds / sizeof cmds[0]; k++) {
         char want[160];

@@ -490,6 +490,23 @@ Test(schedule_file, nul_byte_is_refused)
     unlink(path);
 }
 
+/* A folder as a schedule file, and a byte-order mark at its start. */
+Test(schedule_file, folder_and_byte_order_mark)
+{
+    rm_problem *p = skip_problem();
+    rm_schedule *s = NULL;
+    rm_err e = {0};
+    cr_assert_eq(rm_schedule_read(&s, p, "/tmp", &e), RM_ERR_IO);
+    cr_assert_str_eq(e.msg, "/tmp: is a directory, not a schedule file");
+    char path[64];
+    tp_temp_file(path, sizeof path, "\xEF\xBB\xBFschedule 4 sparse\nR 3 0\nS 0 1\nS 1 2\nS 2 3\n");
+    cr_assert_eq(rm_schedule_read(&s, p, path, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_schedule_R(s, 3, 0), 1);
+    rm_schedule_free(s);
+    unlink(path);
+    rm_problem_free(p);
+}
+
 Test(schedule_file, reads_documented_example)
 {
     static const char *text = "# remat schedule (format: docs/schedule-format.md)\n"
