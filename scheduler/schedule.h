@@ -92,10 +92,12 @@ typedef struct rm_schedule_builder {
     int failed;
 } rm_schedule_builder;
 
-/* The most computes a schedule may have (2^26, about 1.5 GB with its
- * operation sequence): beyond it rm_builder_finish reports RM_ERR_BUDGET.
- * Only recomputation-heavy schedules of huge graphs come near it. */
-#define RM_SCHEDULE_MAX_COMPUTES ((size_t)1 << 26)
+/* The most computes a schedule may have (2^24: about 700 MB with its
+ * operation sequence and simulation): beyond it rm_builder_finish reports
+ * RM_ERR_BUDGET. Only recomputation-heavy candidates of huge graphs come near
+ * it (Chen's construction on a 100,000-node DAG with long skips reached 25
+ * million), and the searches skip them. */
+#define RM_SCHEDULE_MAX_COMPUTES ((size_t)1 << 24)
 
 int rm_builder_init(rm_schedule_builder *b, int n, rm_err *e);
 /* R[t][i] = 1. */
