@@ -6,6 +6,7 @@
 
 #include "log.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -370,19 +371,19 @@ int rm_baseline_finish(rm_schedule **out, rm_sim_result *res, rm_schedule *s, co
 
 /* ---- Chen et al.'s checkpoint selections ----------------------------------- */
 
-/* Pins v, or with cut_state the cut state at v: v and every earlier value a
- * forward edge carries past v. Returns the bytes pinned. */
-static size_t pin_position(uint8_t *pinned, const rm_problem *p, const rm_fwd_info *fi, int v, int cut_state)
+/* With cut_state, a checkpoint at c keeps the whole cut state at c: c and
+ * every earlier value a forward edge carries past c (u < c < lastfwd[u]).
+ * One pass from the right with the nearest checkpoint after u, where pinning
+ * each checkpoint's state by scanning every earlier value was quadratic
+ * (92 s for linearized_greedy on a 100,000-node chain). */
+static void add_cut_states(uint8_t *pinned, const rm_fwd_info *fi)
 {
-    size_t bytes = p->nodes[v].bytes;
-    pinned[v] = 1;
-    if (cut_state)
-        for (int u = 0; u < v; u++)
-            if (fi->lastfwd[u] > v) {
-                pinned[u] = 1;
-                bytes += p->nodes[u].bytes;
-            }
-    return bytes;
+    int next = INT_MAX; /* the nearest checkpoint after u */
+    for (int u = fi->b0 - 1; u >= 0; u--) {
+        int checkpoint = pinned[u];
+        if (next < fi->lastfwd[u]) pinned[u] = 1;
+        if (checkpoint) next = u;
+    }
 }
 
 void rm_chen_greedy_pins(uint8_t *pinned, const rm_problem *p, const rm_fwd_info *fi, const uint8_t *candidate,
@@ -393,10 +394,11 @@ void rm_chen_greedy_pins(uint8_t *pinned, const rm_problem *p, const rm_fwd_info
     for (int v = 0; v < fi->b0; v++) {
         temp += (double)p->nodes[v].bytes;
         if (candidate[v] && temp > seg_bytes) {
-            pin_position(pinned, p, fi, v, cut_state);
+            pinned[v] = 1;
             temp = 0;
         }
     }
+    if (cut_state) add_cut_states(pinned, fi);
 }
 
 void rm_chen_sqrtn_pins(uint8_t *pinned, const rm_problem *p, const rm_fwd_info *fi, const uint8_t *candidate,
@@ -409,7 +411,8 @@ void rm_chen_sqrtn_pins(uint8_t *pinned, const rm_problem *p, const rm_fwd_info 
     if (k < 1) k = 1;
     int idx = 0;
     for (int v = 0; v < fi->b0; v++)
-        if (candidate[v] && (++idx) % k == 0) pin_position(pinned, p, fi, v, cut_state);
+        if (candidate[v] && (++idx) % k == 0) pinned[v] = 1;
+    if (cut_state) add_cut_states(pinned, fi);
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -96,7 +96,8 @@ int rm_baseline_finish(rm_schedule **out, rm_sim_result *res, rm_schedule *s, co
  * nodes in order adding output bytes; at a candidate whose running total
  * exceeds seg_bytes, checkpoint it and restart the total. With cut_state,
  * a checkpoint at v keeps the whole cut state at v (v and every earlier
- * value a forward edge carries past v) and its bytes are what is counted. */
+ * value a forward edge carries past v); the running total counts the
+ * nodes' own bytes either way. */
 void rm_chen_greedy_pins(uint8_t *pinned, const rm_problem *p, const rm_fwd_info *fi, const uint8_t *candidate,
                          int cut_state, double seg_bytes);
 /* Every k-th candidate, k = floor(sqrt(#candidates)) (Chen's sqrt(n)). */
