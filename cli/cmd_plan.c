@@ -50,8 +50,9 @@
     "  --time-limit S    wall-clock seconds for each best / lp_round / milp solve (default 60; 0 = none)\n"            \
     "  --node-limit N    branch-and-bound nodes for milp (deterministic; default none)\n"                              \
     "  --out FILE        write the schedule (docs/schedule-format.md); with all, the cheapest one\n"                   \
-    "  --svg PREFIX      write PREFIX-rs.svg (R and S as coloured grids) and PREFIX-memory.svg (memory\n"              \
-    "                    over the operation sequence: fixed band, live activations, budget, recomputations)\n"         \
+    "  --svg PREFIX      write PREFIX-rs.svg (R and S as coloured grids, up to 2000 nodes) and\n"                      \
+    "                    PREFIX-memory.svg (memory over the operation sequence: fixed band, live\n"                    \
+    "                    activations, budget, recomputations)\n"                                                       \
     "  --check FILE      re-validate a saved schedule against the problem (and the budget when one is\n"               \
     "                    given): exit 0 when valid, 1 with the reason\n"                                               \
     "  --format F        text (the default), csv or json. csv and json print the table of --strategy all\n"          \
@@ -297,11 +298,16 @@ static int write_outputs(const plan_args *a, const rm_problem *p, const rm_sched
         char rs[4096], mem[4096];
         snprintf(rs, sizeof rs, "%s-rs.svg", a->svg);
         snprintf(mem, sizeof mem, "%s-memory.svg", a->svg);
-        if (rm_figure_rs_svg(rs, p, s, title, &e) || rm_figure_memory_svg(mem, p, s, title, &e)) {
+        int draw_rs = p->n <= RM_FIGURE_RS_MAX_NODES; /* n^2 cells */
+        if ((draw_rs && rm_figure_rs_svg(rs, p, s, title, &e)) || rm_figure_memory_svg(mem, p, s, title, &e)) {
             fprintf(stderr, "remat plan: %s\n", e.msg);
             return 1;
         }
-        fprintf(a->info, "figures      %s, %s\n", rs, mem);
+        if (draw_rs)
+            fprintf(a->info, "figures      %s, %s\n", rs, mem);
+        else
+            fprintf(a->info, "figures      %s (R and S are drawn for at most %d nodes, not %d)\n", mem,
+                    RM_FIGURE_RS_MAX_NODES, p->n);
     }
     return 0;
 }
@@ -462,8 +468,8 @@ static int plan_one(const plan_args *a, rm_cli_problem *cp, const rm_strategy_in
     if (p->n <= TEXT_MATRIX_MAX)
         print_matrices(p, s, &tl);
     else
-        printf("\n(the R and S matrices are printed for up to %d nodes; --svg draws them for any size)\n",
-               TEXT_MATRIX_MAX);
+        printf("\n(the R and S matrices are printed for up to %d nodes; --svg draws them up to %d)\n",
+               TEXT_MATRIX_MAX, RM_FIGURE_RS_MAX_NODES);
     print_timeline(p, &tl, &stats.sim);
     timeline_free(&tl);
     printf("\n");

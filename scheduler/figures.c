@@ -282,6 +282,9 @@ int rm_figure_rs_svg(const char *path, const rm_problem *p, const rm_schedule *s
 {
     int rc = check_args(p, s, e);
     if (rc) return rc;
+    if (p->n > RM_FIGURE_RS_MAX_NODES)
+        return rm_errorf(e, RM_ERR_INVALID, "figure: R and S are drawn for at most %d nodes, not %d (%d^2 cells)",
+                         RM_FIGURE_RS_MAX_NODES, p->n, p->n);
     rs_layout g = rs_layout_of(p, title);
     rm_atomic_file af;
     if ((rc = rm_atomic_open(&af, path, e))) return rc;

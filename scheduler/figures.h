@@ -12,7 +12,10 @@
  * into stage t"). Each meaningful cell (R: i <= t, S: i < t; n*n in all) is
  * one <rect class="cell-..."> (new, re for a recomputation, kept, empty); the
  * impossible upper triangles are one shape each. A strip beside each grid
- * marks the stage's kind (forward, loss, backward). title may be NULL. */
+ * marks the stage's kind (forward, loss, backward). title may be NULL.
+ * Refused (RM_ERR_INVALID) above RM_FIGURE_RS_MAX_NODES nodes: 8 million
+ * cells, a 500 MB file no viewer opens. */
+#define RM_FIGURE_RS_MAX_NODES 2000
 int rm_figure_rs_svg(const char *path, const rm_problem *p, const rm_schedule *s, const char *title, rm_err *e);
 
 /* Total memory after every operation of the schedule's operation sequence:

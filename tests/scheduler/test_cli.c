@@ -911,3 +911,26 @@ Test(cli_maxbatch, a_cap_no_schedule_reaches_is_said_to_rule_nothing_out)
     cr_assert(strstr(out, "\noverhead cap +50% of checkpoint-all's compute\n"), "%s", out);
     free(out);
 }
+
+/* R and S as SVG grids have n^2 cells: above RM_FIGURE_RS_MAX_NODES only the
+ * memory figure is drawn, and the summary says why. */
+Test(cli_plan, svg_of_a_large_problem_draws_only_the_memory)
+{
+    const char *prob = cf_path("wide.txt"), *prefix = cf_path("wide");
+    FILE *f = fopen(prob, "w");
+    cr_assert_not_null(f);
+    int n = RM_FIGURE_RS_MAX_NODES + 1;
+    fprintf(f, "problem %d 0 1000000000\n0 n0 forward 1 16 -\n", n);
+    for (int i = 1; i < n; i++) fprintf(f, "%d n%d %s 1 16 %d\n", i, i, i < n - 1 ? "forward" : "loss", i - 1);
+    fclose(f);
+    cr_assert_eq(cf_remat("plan", "--problem", prob, "--strategy", "checkpoint_all", "--svg", prefix, "--quiet", NULL),
+                 0, "%s", cf_err);
+    char want[160];
+    snprintf(want, sizeof want, "(R and S are drawn for at most %d nodes, not %d)", RM_FIGURE_RS_MAX_NODES, n);
+    cr_assert(cf_said(0, want) || cf_said(1, want), "%s", cf_err);
+    char path[600];
+    snprintf(path, sizeof path, "%s-memory.svg", prefix);
+    cr_assert_eq(access(path, F_OK), 0);
+    snprintf(path, sizeof path, "%s-rs.svg", prefix);
+    cr_assert_neq(access(path, F_OK), 0);
+}
