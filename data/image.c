@@ -70,12 +70,13 @@ int data_image_options_resolve(rm_image_options *dst, const rm_image_options *sr
  * counts summing past 256 overflow its fixed tables (nothings/stb#1289, fixed
  * upstream after 2.27, which is what Debian ships). So every DHT segment is
  * checked here before stb_image sees the file: at most 256 symbols, and
- * counts that fit the code space of their lengths. The scan walks the marker
- * segments, skipping entropy-coded data (where 0xFF is followed by 0x00 or a
- * restart marker), because progressive JPEGs define tables between scans.
- * With until_sof it stops at the frame header, which is as far as
- * stbi_info reads. Returns NULL when the tables are sound (or the data is not
- * a JPEG), else what is wrong. */
+ * counts that fit the code space of their lengths. So is every scan header
+ * (SOS): the tables it uses must have been defined (jpeg_check_sos). The
+ * scan walks the marker segments, skipping entropy-coded data (where 0xFF is
+ * followed by 0x00 or a restart marker), because progressive JPEGs define
+ * tables between scans. With until_sof it stops at the frame header, which
+ * is as far as stbi_info reads. Returns NULL when the tables are sound (or
+ * the data is not a JPEG), else what is wrong. */
 typedef struct byte_reader {
     const unsigned char *buf;
     size_t len, pos;
@@ -96,13 +97,16 @@ static int rd_skip(byte_reader *r, long n)
     return 0;
 }
 
-static const char *jpeg_check_dht(byte_reader *r, long len)
+/* One DHT segment; each table it defines is added to *defined (bit 4 x
+ * class + id: DC 0-3, then AC 0-3). */
+static const char *jpeg_check_dht(byte_reader *r, long len, unsigned *defined)
 {
     while (len > 0) {
         if (len < 17) return "truncated Huffman table";
         int q = rd_byte(r);
         if (q == EOF) return "truncated Huffman table";
         if ((q >> 4) > 1 || (q & 15) > 3) return "bad Huffman table id";
+        *defined |= 1u << ((q >> 4) * 4 + (q & 15));
         long n = 0, code = 0;
         for (int j = 1; j <= 16; j++) {
             int count = rd_byte(r);
@@ -119,6 +123,39 @@ static const char *jpeg_check_dht(byte_reader *r, long len)
     return NULL;
 }
 
+/* stb_image 2.27 does not check that the Huffman tables a scan selects were
+ * defined: it decodes with whatever its tables hold, and they are malloc'ed,
+ * not cleared, so what was left in that memory made it read outside them
+ * (found by fuzzing: tests/fuzz/crashes/image; upstream clears the memory
+ * since 2.28, nothings/stb#1297). So every table a scan will use must have
+ * been defined before it: a sequential frame's scans use the DC and AC tables
+ * of each of their components; a progressive frame's first DC scans (Ss = 0,
+ * Ah = 0) use the DC tables and its AC scans (Ss > 0) the AC tables, and
+ * nothing else (DC refinement reads raw bits). progressive is -1 before the
+ * frame header (stb_image refuses such a scan anyway). */
+static const char *jpeg_check_sos(byte_reader *r, long len, unsigned defined, int progressive)
+{
+    int ns = rd_byte(r);
+    if (ns == EOF) return "truncated scan header";
+    if (ns < 1 || ns > 4 || len != 4 + 2L * ns) return "bad scan header";
+    int sel[4];
+    for (int k = 0; k < ns; k++) {
+        int id = rd_byte(r);
+        sel[k] = rd_byte(r);
+        if (id == EOF || sel[k] == EOF) return "truncated scan header";
+    }
+    int ss = rd_byte(r), se = rd_byte(r), a = rd_byte(r);
+    if (ss == EOF || se == EOF || a == EOF) return "truncated scan header";
+    int uses_dc = progressive != 1 || (ss == 0 && a >> 4 == 0), uses_ac = progressive != 1 || ss > 0;
+    for (int k = 0; k < ns; k++) {
+        int dc = sel[k] >> 4, ac = sel[k] & 15;
+        if (dc > 3 || ac > 3) return "bad Huffman table selector";
+        if (uses_dc && !(defined >> dc & 1)) return "a scan uses a DC Huffman table that was never defined";
+        if (uses_ac && !(defined >> (4 + ac) & 1)) return "a scan uses an AC Huffman table that was never defined";
+    }
+    return NULL;
+}
+
 static const char *jpeg_check_tables(byte_reader *r, int until_sof)
 {
     /* stb_image skips fill bytes before any marker, the start of image
@@ -129,6 +166,8 @@ static const char *jpeg_check_tables(byte_reader *r, int until_sof)
     do soi = rd_byte(r);
     while (soi == 0xFF);
     if (soi != 0xD8) return NULL;
+    unsigned defined = 0; /* the Huffman tables defined so far */
+    int progressive = -1; /* the frame's kind, once its header is seen */
     for (;;) {
         int c = rd_byte(r);
         if (c == EOF) return NULL; /* truncation is stb_image's to report */
@@ -143,13 +182,15 @@ static const char *jpeg_check_tables(byte_reader *r, int until_sof)
         if (hi == EOF || lo == EOF) return NULL;
         long len = (long)(hi << 8 | lo) - 2;
         if (len < 0) return "bad marker segment length";
-        if (m == 0xC4) {
-            const char *why = jpeg_check_dht(r, len);
+        if (m == 0xC4 || m == 0xDA) {
+            const char *why =
+                m == 0xC4 ? jpeg_check_dht(r, len, &defined) : jpeg_check_sos(r, len, defined, progressive);
             if (why) return why;
             continue;
         }
         int sof = m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC;
         if (sof && until_sof) return NULL;
+        if (progressive < 0 && m >= 0xC0 && m <= 0xC2) progressive = m == 0xC2; /* the frames stb_image reads */
         if (rd_skip(r, len)) return NULL;
     }
 }

@@ -3,6 +3,7 @@
  * error (empty class, corrupt and truncated files, oversized headers). */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "data_fixtures.h"
@@ -305,6 +306,35 @@ Test(data_images, jpeg_decodes_and_bad_huffman_tables_are_refused)
     fx_write(dir, "a/evil.jpg", jpg, sizeof jpg);
     rm_image_options o3 = opts(3, 8, 8);
     expect_open_error(dir, &o3, RM_ERR_PARSE, "a/evil.jpg", "more than 256 symbols");
+    fx_rmtree(dir);
+}
+
+/* A scan that selects Huffman tables the file never defines: stb_image 2.27
+ * would decode with whatever its uncleared tables held, which made it read
+ * outside them (found by fuzzing); refused before stb_image reads it. */
+Test(data_images, jpeg_scan_with_undefined_huffman_table_is_refused)
+{
+    char dir[FX_PATH], p[FX_PATH];
+    fx_tmpdir(dir);
+    uint8_t px[16 * 16 * 3];
+    memset(px, 128, sizeof px);
+    fx_write_jpg(dir, "a/x.jpg", 16, 16, 3, px);
+    size_t n, sos = 0;
+    uint8_t *jpg = fx_read(fx_path(p, dir, "a/x.jpg"), &n);
+    for (size_t i = 0; i + 7 < n && !sos; i++)
+        if (jpg[i] == 0xFF && jpg[i + 1] == 0xDA) sos = i;
+    cr_assert(sos, "no scan header");
+    jpg[sos + 6] = 0x22; /* FF DA, length, count, id, then the first component's tables: DC 2, AC 2 */
+    fx_write(dir, "a/x.jpg", jpg, n);
+    free(jpg);
+    rm_image_options o = opts(3, 8, 8);
+    rm_dataset *ds = open_ok(dir, &o); /* the header is sound: opening reads no further */
+    float img[3 * 64];
+    int32_t lab;
+    rm_err e = {0};
+    cr_assert_eq(rm_dataset_load(ds, img, &lab, 0, &e), RM_ERR_PARSE, "%s", e.msg);
+    cr_assert(strstr(e.msg, "a/x.jpg") && strstr(e.msg, "DC Huffman table that was never defined"), "%s", e.msg);
+    rm_dataset_free(ds);
     fx_rmtree(dir);
 }
 
