@@ -22,8 +22,8 @@ int rm_text_fields(char *line, char **f, int cap);
 int rm_text_error_at(rm_err *e, const char *path, int line);
 
 /* The longest line the readers accept, newline included (64 MiB): a
- * schedule of 10 million nodes has lines of 20 MB; a longer "line" is not one
- * of these formats (/dev/zero made getline grow its buffer until memory ran
+ * schedule file in the first format (bit rows) of 10 million nodes has lines
+ * of 20 MB; a longer "line" is not one of these formats (/dev/zero made getline grow its buffer until memory ran
  * out). */
 #define RM_TEXT_MAX_LINE ((size_t)64 << 20)
 

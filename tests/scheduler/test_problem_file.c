@@ -507,6 +507,28 @@ Test(schedule_file, folder_and_byte_order_mark)
     rm_problem_free(p);
 }
 
+/* A few kilobytes of "R t 0-(t-1)" lines ask for n^2 / 2 computes: the
+ * reader stops at RM_SCHEDULE_MAX_COMPUTES instead of building them (the
+ * fuzzing campaign's note: 40 GB at 100,000 nodes). */
+Test(schedule_file, recompute_everything_is_capped)
+{
+    rm_problem *p = rg_chain_problem(2, 3000, 64);
+    cr_assert_not_null(p);
+    char path[64];
+    tp_temp_file(path, sizeof path, "");
+    FILE *f = fopen(path, "w");
+    fprintf(f, "schedule %d sparse\n", p->n);
+    for (int t = 1; t < p->n; t++) fprintf(f, "R %d 0-%d\n", t, t - 1);
+    fclose(f);
+    rm_schedule *s = NULL;
+    rm_err e = {0};
+    cr_assert_eq(rm_schedule_read(&s, p, path, &e), RM_ERR_BUDGET, "%s", e.msg);
+    cr_assert_null(s);
+    cr_assert(strstr(e.msg, "more than 16777216 computes"), "%s", e.msg);
+    unlink(path);
+    rm_problem_free(p);
+}
+
 Test(schedule_file, reads_documented_example)
 {
     static const char *text = "# remat schedule (format: docs/schedule-format.md)\n"
