@@ -10,7 +10,8 @@
  * stage) instead of Checkmate's U variables, and FREE is linearised
  * disaggregated, so it can stay continuous. The model's peak is never below
  * the simulator's for the same R and S, so every MILP-feasible schedule is
- * simulator-feasible; the formulation in detail is at the top of lp_model.c.
+ * simulator-feasible; the formulation in detail is at the top of lp_model.c,
+ * and beside Checkmate's published one in docs/formulation.md.
  *
  * Stock lp_solve is hopeless on this model (measured here: no
  * integer solution for the 79-node VGG16 graph at 90% in 120 s, none for

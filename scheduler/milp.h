@@ -7,7 +7,8 @@
  * NODE_GAPSELECT, and reports the bound and the gap of every answer. The
  * returned schedule is always re-judged by rm_simulate before it is handed
  * out. Which problems reach it, with which incumbent, and when a large graph
- * is coarsened first, is the solver route's decision (route.h). */
+ * is coarsened first, is the solver route's decision (route.h). What the
+ * bound and the gap mean for each strategy: docs/formulation.md. */
 #ifndef REMAT_MILP_H
 #define REMAT_MILP_H
 
