@@ -16,7 +16,7 @@
 
 #define EXPLAIN_USAGE                                                                                                  \
     "usage: remat explain (--model FILE --batch N | --problem FILE) --budget B [--strategy NAME]\n"                    \
-    "                     [--costs FILE] [--time-limit S] [--quiet]\n"                                                 \
+    "                     [--costs FILE] [--time-limit S] [--node-limit N] [--quiet]\n"                                                 \
     "\n"                                                                                                               \
     "Solves a rematerialization schedule for the budget and explains it: what the budget means next to\n"              \
     "the peak of training without rematerialization and the smallest memory any schedule needs; which\n"               \
@@ -33,6 +33,7 @@
     "  --strategy NAME  any of `remat plan`'s strategies; default: best (every heuristic, then the MILP)\n"            \
     "  --costs FILE     node costs in profiled seconds (`remat profile`, docs/cost-format.md)\n"                       \
     "  --time-limit S   seconds for the best / lp_round / milp solve (default 60; 0 = none)\n"                        \
+    "  --node-limit N   branch-and-bound nodes for best / milp (deterministic; default none)\n"                        \
     "  --quiet          no progress on stderr\n"                                                                       \
     "\n"                                                                                                               \
     "example: remat explain --model models/vgg16.cfg --batch 32 --budget 80%"
@@ -332,7 +333,7 @@ static void explain_budget(const rm_cli_problem *cp, const rm_cli_budget *bud)
 static int explain_run(int argc, char **argv)
 {
     const char *model = NULL, *batch = NULL, *problem = NULL, *budget = NULL, *strategy = NULL, *time_limit = NULL,
-               *costs = NULL;
+               *node_limit = NULL, *costs = NULL;
     int quiet = 0;
     const rm_cli_opt opts[] = {
         RM_CLI_FLAG("--quiet", "-q", &quiet),
@@ -342,6 +343,7 @@ static int explain_run(int argc, char **argv)
         RM_CLI_VALUE("--budget", &budget),
         RM_CLI_VALUE("--strategy", &strategy),
         RM_CLI_VALUE("--time-limit", &time_limit),
+        RM_CLI_VALUE("--node-limit", &node_limit),
         RM_CLI_VALUE("--costs", &costs),
     };
     if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "explain", EXPLAIN_USAGE)) return 1;
@@ -359,6 +361,9 @@ static int explain_run(int argc, char **argv)
     double limit = 60;
     if (time_limit && rm_cli_parse_seconds(&limit, time_limit))
         return usage_error("--time-limit must be a number of seconds >= 0, got '%s'", time_limit);
+    long nodes = 0;
+    if (node_limit && rm_cli_parse_long(&nodes, node_limit, 0, 1000000000000L))
+        return usage_error("--node-limit must be a whole number >= 0, got '%s'", node_limit);
     const rm_strategy_info *st = rm_strategy_find(strategy ? strategy : "best");
     if (!st) return usage_error("unknown strategy '%s' (see `remat plan --help`)", strategy);
 
@@ -383,6 +388,7 @@ static int explain_run(int argc, char **argv)
     rm_strategy_options o;
     memset(&o, 0, sizeof o);
     o.time_limit_s = limit;
+    o.node_limit = nodes;
     rm_cli_progress pr = {st->name, rm_cli_now()};
     if (!quiet) {
         o.log = rm_cli_progress_log;

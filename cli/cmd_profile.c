@@ -185,7 +185,7 @@ static void print_report(const rm_profile *p, const rm_model *m, const char *mod
         const kind_row *r = &kinds[k];
         double ts = tot_s > 0 ? r->seconds / tot_s : 0, fs = tot_f > 0 ? r->flops / tot_f : 0;
         char ratio[16] = "-";
-        /* The input is loaded, not computed: no time to compare. */
+        /* The input's FLOPs are nominal (one per element, docs/config-format.md): no rate to compare. */
         if (fs > 0 && strcmp(r->name, "input")) snprintf(ratio, sizeof ratio, "%.2f", ts / fs);
         printf("%-22s %5d %10s %6.1f%% %7.1f%% %7s %9s\n", r->name, r->nodes, rm_cli_seconds(a, sizeof a, r->seconds),
                100.0 * ts, 100.0 * fs, gflops(b, sizeof b, r->flops, r->seconds), ratio);

@@ -348,11 +348,6 @@ int rm_cost_file_apply(rm_problem *p, const rm_cost_file *c, const char *model, 
             if (scale == 1.0) return rm_err_context(e, "%s", where(w, sizeof w, c, en->line));
             return rm_err_context(e, "%s: scaled to batch %d", where(w, sizeof w, c, en->line), batch);
         }
-        if (p->nodes[i].ndeps == 0 && en->seconds != 0)
-            return rm_errorf(e, RM_ERR_INVALID,
-                             "%s: node %d ('%s') is an input (it reads nothing: loaded, not computed), so its cost "
-                             "must be 0, not %g",
-                             where(w, sizeof w, c, en->line), i, en->name, en->seconds);
     }
     for (int i = 0; i < p->n; i++) p->nodes[i].cost = c->nodes[i].seconds * scale;
     return RM_OK;

@@ -157,9 +157,9 @@ int rm_profile_run(rm_profile **out, const rm_model *m, const rm_profile_options
         double *x = &samples[(size_t)v * (size_t)o->reps];
         int R = o->reps;
         double med = sorted_median(x, R);
-        /* The input is loaded, not computed: the scheduler's model prices it
-         * at 0 (it reads nothing a schedule could have freed). */
-        if (pr->g.nodes[v].op == RM_OP_INPUT) med = x[0] = x[R - 1] = 0;
+        /* The input node is timed like any other: "recomputing" it uploads
+         * the batch again, and a schedule that drops it must pay for that
+         * (as the FLOP model charges one unit per element). */
         pr->seconds[v] = med;
         pr->lo[v] = x[0];
         pr->hi[v] = x[R - 1];

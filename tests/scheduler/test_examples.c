@@ -3,7 +3,8 @@
  * six-layer chain must part the chain heuristics from each other and from the
  * optimum at its own budget, and that optimum is checked by enumerating every
  * schedule (tests/scheduler/exact_dp.c, independent of the MILP). The
- * uniform chain's no-remat peak is the one lesson 1 derives by hand. */
+ * uniform chain's no-remat peak is the one lesson 1 derives by hand, and
+ * the U-Net's skips defeat every heuristic at its lower bound. */
 #include <criterion/criterion.h>
 #include <math.h>
 
@@ -87,5 +88,23 @@ Test(examples, uniform_chain_peaks_where_lesson_one_says)
     cr_assert_eq(r.peak_bytes, (size_t)(layers + 2) * u + loss, "peak %zu", r.peak_bytes);
     cr_assert_eq(r.cost, (double)p->n);
     rm_schedule_free(s);
+    rm_problem_free(p);
+}
+
+/* Lesson 6: at the U-Net's lower bound only the MILP finds a schedule, and
+ * it is the enumerated optimum; every chain heuristic and OGC find none. */
+Test(examples, unet_skips_at_the_lower_bound_only_the_milp_fits)
+{
+    rm_problem *p = read_example(EXAMPLE("unet-skip.txt"));
+    cr_assert_leq(p->n, EXACT_DP_MAX_N);
+    p->budget = p->fixed_bytes + rm_problem_peak_lower_bound(p);
+    size_t act = p->budget - p->fixed_bytes;
+    double optimum = -1;
+    cr_assert_eq(exact_dp_solve(&optimum, p, &act, 1, 1), 0);
+    cr_assert_gt(optimum, 0, "a schedule fits at the lower bound");
+    cr_assert_eq(strategy_cost("milp", p), optimum);
+    const char *heuristics[] = {"chen_sqrtn", "chen_greedy", "griewank", "ap_greedy", "linearized_greedy", "ogc"};
+    for (size_t k = 0; k < sizeof heuristics / sizeof heuristics[0]; k++)
+        cr_assert_eq(strategy_cost(heuristics[k], p), -1, "%s fits, the lesson says none does", heuristics[k]);
     rm_problem_free(p);
 }

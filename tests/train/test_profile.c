@@ -54,10 +54,8 @@ Test(profile, cpu_profile_writes_a_cost_file_plan_accepts)
     for (int i = 0; i < g.n; i++) {
         cr_assert_str_eq(c->nodes[i].name, g.nodes[i].name);
         cr_assert(isfinite(c->nodes[i].seconds));
-        if (g.nodes[i].op == RM_OP_INPUT)
-            cr_assert_eq(c->nodes[i].seconds, 0, "the input is loaded, not computed");
-        else
-            cr_assert_gt(c->nodes[i].seconds, 0, "node %d (%s) measured no time", i, g.nodes[i].name);
+        /* The input too: its time is the upload a schedule that drops it repeats. */
+        cr_assert_gt(c->nodes[i].seconds, 0, "node %d (%s) measured no time", i, g.nodes[i].name);
     }
     rm_graph_free(&g);
     rm_model_free(m);
