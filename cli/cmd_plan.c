@@ -556,9 +556,9 @@ static int plan_check(const plan_args *a, rm_cli_problem *cp)
     }
     char x[32], y[32], z[32];
     printf("check        %s: a valid schedule for %s (%d stages)\n", a->check, cp->what, p->n);
-    printf("cost         %s = checkpoint-all %+.2f%% (%ld recomputations)\n",
+    printf("cost         %s = checkpoint-all %+.2f%% (%ld recomputation%s)\n",
            rm_cli_cost(x, sizeof x, r.cost, cp->flops), cp->base_cost > 0 ? 100.0 * (r.cost / cp->base_cost - 1) : 0.0,
-           r.recomputations);
+           r.recomputations, r.recomputations == 1 ? "" : "s");
     printf("peak         %s = fixed + %s activations\n",
            rm_cli_bytes(x, sizeof x, (double)(p->fixed_bytes + r.peak_bytes)),
            rm_cli_bytes(y, sizeof y, (double)r.peak_bytes));
