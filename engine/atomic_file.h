@@ -1,5 +1,6 @@
 /* Atomic file replacement: the one way remat writes a file it may later read
- * back (checkpoints, schedule files, the schedule cache, SVG figures).
+ * back (checkpoints, schedule files, the schedule cache, problem files, SVG
+ * figures, Graphviz files).
  *
  * The caller writes through af.f into a temporary file next to the target
  * (same directory, so the same file system and rename(2) is atomic);
