@@ -1,10 +1,11 @@
 /* The SVG figures read well at every size (issue 14): every <text> lies
  * inside the viewBox and no two overlap, measured as figures.h promises
  * (each character 0.62 em wide, a line its em box), for the two-layer
- * example, a ResNet-50, and generated problems from 1 to 301 nodes with
- * names of 1 to 63 characters, with and without a broken axis and titles
- * of every length. Also the comparison figure of `plan --strategy all
- * --svg`: one panel per strategy that found a schedule, the others listed. */
+ * example, the README's figures, a ResNet-50, and generated problems from 1
+ * to 301 nodes with names of 1 to 63 characters, with and without a broken
+ * axis and titles of every length. Also the comparison figure of `plan
+ * --strategy all --svg`: one panel per strategy that found a schedule, the
+ * others listed. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,6 +158,17 @@ Test(figures, two_layer_example_reads_well)
     cr_assert(strstr(rs, ">backward stage</text>"));
     cr_assert(strstr(rs, "the backward pass starts.</text>"));
     free(rs);
+}
+
+/* The figures the README shows (scripts/readme-examples draws them). */
+Test(figures, the_readmes_figures_read_well)
+{
+    static const char *const names[] = {"two-layer-rs", "two-layer-memory", "resnet-tiny-rs", "resnet-tiny-memory"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/docs/img/%s.svg", REMAT_SOURCE_DIR, names[k]);
+        cr_assert_gt(expect_readable(path), 5, "%s", path);
+    }
 }
 
 Test(figures, resnet50_reads_well)
