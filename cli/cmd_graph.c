@@ -11,9 +11,9 @@
 #include <string.h>
 
 #include "atomic_file.h"
+#include "builder.h"
 #include "cli_util.h"
 #include "commands.h"
-#include "builder.h"
 #include "footprint.h"
 #include "problem.h"
 #include "schedule.h"
@@ -21,33 +21,33 @@
 #include "strategy.h"
 #include "trace.h"
 
-#define GRAPH_USAGE                                                                                              \
-    "usage: remat graph --model FILE --batch N [--dot FILE [--schedule FILE]] [--problem-out FILE]\n"          \
-    "\n"                                                                                                         \
-    "Traces the model at batch size N into its training graph (forward nodes, the loss, backward and\n"        \
-    "gradient-sum nodes) and prints its size: nodes, edges, parameters, fixed bytes (weights, gradients,\n"   \
-    "SGD momentum, batchnorm running statistics, labels, layer workspace: what `remat train` allocates),\n"   \
-    "activation bytes (every node output summed), forward and backward FLOPs, and the peak memory of\n"       \
-    "training without rematerialization (every activation kept until its last use), as judged by the\n"      \
-    "simulator: the peak `plan --budget 80%` and `train --budget 80%` take a percentage of.\n"                \
-    "\n"                                                                                                         \
-    "options:\n"                                                                                                 \
-    "  --model FILE        model config (models/*.cfg; format in docs/config-format.md)\n"                      \
-    "  --batch N           batch size, at least 1\n"                                                             \
-    "  --dot FILE          also write the graph in Graphviz format (render: dot -Tsvg FILE > graph.svg),\n"     \
-    "                      with a legend: forward nodes blue boxes (the input an ellipse), the loss a gold\n"  \
-    "                      double octagon, backward nodes red boxes, gradient sums red hexagons; an edge\n"    \
-    "                      A -> B labelled [k]: A is a layer's backward node, and B reads only slice k of\n"  \
-    "                      its output, the gradient of that layer's input k\n"                                 \
-    "  --schedule FILE     with --dot, colour the nodes by a schedule `remat plan --out` wrote for this\n"     \
-    "                      model and batch: recomputed (orange; the label says how many times), kept\n"        \
-    "                      across stages (green: a checkpoint), computed once and freed in its stage\n"        \
-    "                      (grey); the border then shows the kind. A schedule for another graph is an\n"      \
-    "                      error\n"                                                                              \
-    "  --problem-out FILE  also write the rematerialization problem `remat plan --model FILE --batch N`\n"     \
-    "                      solves (docs/problem-format.md; no budget in it): `remat plan --problem FILE`\n"     \
-    "                      gives the same answers\n"                                                             \
-    "\n"                                                                                                         \
+#define GRAPH_USAGE                                                                                                    \
+    "usage: remat graph --model FILE --batch N [--dot FILE [--schedule FILE]] [--problem-out FILE]\n"                  \
+    "\n"                                                                                                               \
+    "Traces the model at batch size N into its training graph (forward nodes, the loss, backward and\n"                \
+    "gradient-sum nodes) and prints its size: nodes, edges, parameters, fixed bytes (weights, gradients,\n"            \
+    "SGD momentum, batchnorm running statistics, labels, layer workspace: what `remat train` allocates),\n"            \
+    "activation bytes (every node output summed), forward and backward FLOPs, and the peak memory of\n"                \
+    "training without rematerialization (every activation kept until its last use), as judged by the\n"                \
+    "simulator: the peak `plan --budget 80%` and `train --budget 80%` take a percentage of.\n"                         \
+    "\n"                                                                                                               \
+    "options:\n"                                                                                                       \
+    "  --model FILE        model config (models/*.cfg; format in docs/config-format.md)\n"                             \
+    "  --batch N           batch size, at least 1\n"                                                                   \
+    "  --dot FILE          also write the graph in Graphviz format (render: dot -Tsvg FILE > graph.svg),\n"            \
+    "                      with a legend: forward nodes blue boxes (the input an ellipse), the loss a gold\n"          \
+    "                      double octagon, backward nodes red boxes, gradient sums red hexagons; an edge\n"            \
+    "                      A -> B labelled [k]: A is a layer's backward node, and B reads only slice k of\n"           \
+    "                      its output, the gradient of that layer's input k\n"                                         \
+    "  --schedule FILE     with --dot, colour the nodes by a schedule `remat plan --out` wrote for this\n"             \
+    "                      model and batch: recomputed (orange; the label says how many times), kept\n"                \
+    "                      across stages (green: a checkpoint), computed once and freed in its stage\n"                \
+    "                      (grey); the border then shows the kind. A schedule for another graph is an\n"               \
+    "                      error\n"                                                                                    \
+    "  --problem-out FILE  also write the rematerialization problem `remat plan --model` solves for this\n"            \
+    "                      model and batch (docs/problem-format.md; no budget in it): `remat plan\n"                   \
+    "                      --problem FILE` gives the same answers\n"                                                   \
+    "\n"                                                                                                               \
     "example: remat graph --model models/resnet50.cfg --batch 32"
 
 /* labels keep their "\n" and "\l" line breaks; other strings escape backslashes too. */
@@ -89,14 +89,19 @@ static const char *use_fill(node_use use)
 static void dot_node_look(FILE *f, rm_node_tag tag, rm_node_op op, node_use use)
 {
     const char *fill = tag == RM_TAG_LOSS ? DOT_LOSS : tag == RM_TAG_BACKWARD ? DOT_BACKWARD : DOT_FORWARD;
-    const char *border = tag == RM_TAG_LOSS ? DOT_BORDER_LOSS : tag == RM_TAG_BACKWARD ? DOT_BORDER_BACKWARD
-                                                                                      : DOT_BORDER_FORWARD;
+    const char *border = tag == RM_TAG_LOSS       ? DOT_BORDER_LOSS
+                         : tag == RM_TAG_BACKWARD ? DOT_BORDER_BACKWARD
+                                                  : DOT_BORDER_FORWARD;
     fprintf(f, ", fillcolor=\"%s\"", use == USE_NONE ? fill : use_fill(use));
     if (use != USE_NONE) fprintf(f, ", color=\"%s\"", border);
-    if (tag == RM_TAG_LOSS) fprintf(f, ", penwidth=3, shape=doubleoctagon");
-    else if (use != USE_NONE) fprintf(f, ", penwidth=2");
-    if (op == RM_OP_GRAD_SUM) fprintf(f, ", shape=hexagon");
-    else if (op == RM_OP_INPUT) fprintf(f, ", shape=ellipse");
+    if (tag == RM_TAG_LOSS)
+        fprintf(f, ", penwidth=3, shape=doubleoctagon");
+    else if (use != USE_NONE)
+        fprintf(f, ", penwidth=2");
+    if (op == RM_OP_GRAD_SUM)
+        fprintf(f, ", shape=hexagon");
+    else if (op == RM_OP_INPUT)
+        fprintf(f, ", shape=ellipse");
 }
 
 /* The legend: one node of each kind, the schedule's colours when there is
@@ -142,13 +147,14 @@ static void dot_legend(FILE *f, int with_schedule)
                    "    legend_forward -> legend_kept [style=invis];\n");
     }
     /* Exactly what write_dot's edges are: deps, and dep_slot as [k]. */
-    fprintf(f, "    legend_edges [shape=plaintext, style=\"\", fontsize=10, label=\""
-               "An edge A -> B: node B reads the output of node A.\\l"
-               "An edge A -> B labelled [k]: A is the backward node of a layer L, whose output holds the\\l"
-               "gradients of L's inputs one after another; B reads only slice k of it: the gradient of\\l"
-               "L's input k (counting from 0), which is the output of B's own layer.\\l"
-               "Labels: node name, output shape (not for backward nodes), output bytes%s.\\l\"];\n"
-               "    legend_%s -> legend_edges [style=invis];\n  }\n",
+    fprintf(f,
+            "    legend_edges [shape=plaintext, style=\"\", fontsize=10, label=\""
+            "An edge A -> B: node B reads the output of node A.\\l"
+            "An edge A -> B labelled [k]: A is the backward node of a layer L, whose output holds the\\l"
+            "gradients of L's inputs one after another; B reads only slice k of it: the gradient of\\l"
+            "L's input k (counting from 0), which is the output of B's own layer.\\l"
+            "Labels: node name, output shape (not for backward nodes), output bytes%s.\\l\"];\n"
+            "    legend_%s -> legend_edges [style=invis];\n  }\n",
             with_schedule ? ",\\land for a recomputed node how many times it is recomputed" : "",
             with_schedule ? "kept" : "forward");
 }
@@ -182,8 +188,10 @@ static int write_dot(const rm_graph *g, const char *model_path, const char *path
         char sz[32], sh[64], label[320];
         rm_cli_bytes(sz, sizeof sz, (double)nd->bytes);
         int o;
-        if (nd->op == RM_OP_BACKWARD) o = snprintf(label, sizeof label, "%s\\n%s", nd->name, sz);
-        else o = snprintf(label, sizeof label, "%s\\n%s\\n%s", nd->name, rm_shape_str(nd->shape, sh, sizeof sh), sz);
+        if (nd->op == RM_OP_BACKWARD)
+            o = snprintf(label, sizeof label, "%s\\n%s", nd->name, sz);
+        else
+            o = snprintf(label, sizeof label, "%s\\n%s\\n%s", nd->name, rm_shape_str(nd->shape, sh, sizeof sh), sz);
         node_use use = USE_NONE;
         if (s) {
             /* A node recomputed and also kept somewhere counts as recomputed:
@@ -313,8 +321,8 @@ static int graph_run(int argc, char **argv)
      * stages, or cost and peak lines the simulator disagrees with) fails
      * alone. */
     if (schedule_path && rm_schedule_read(&s, p, schedule_path, &e)) {
-        fprintf(stderr, "remat graph: %s is not a schedule for %s at batch %ld: %s\n", schedule_path, model_path,
-                batch, e.msg);
+        fprintf(stderr, "remat graph: %s is not a schedule for %s at batch %ld: %s\n", schedule_path, model_path, batch,
+                e.msg);
         rc = e.code == RM_ERR_NOMEM ? 2 : 1;
         goto out;
     }

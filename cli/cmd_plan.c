@@ -22,8 +22,8 @@
 
 #define PLAN_USAGE                                                                                                     \
     "usage: remat plan (--model FILE --batch N | --problem FILE) --budget B [--strategy NAME]\n"                       \
-    "                  [--costs FILE] [--time-limit S] [--node-limit N] [--out FILE] [--svg PREFIX]\n"                \
-    "                  [--format text|csv|json] [--quiet]\n"                                                          \
+    "                  [--costs FILE] [--time-limit S] [--node-limit N] [--out FILE] [--svg PREFIX]\n"                 \
+    "                  [--format text|csv|json] [--quiet]\n"                                                           \
     "       remat plan --check FILE (--model FILE --batch N | --problem FILE) [--budget B] [--svg PREFIX]\n"           \
     "\n"                                                                                                               \
     "Solves a rematerialization schedule: which activations to keep in memory between the stages of a\n"               \
@@ -36,7 +36,7 @@
     "  --model FILE      model config (models/*.cfg), traced at --batch N (1 to 2^30)\n"                               \
     "  --problem FILE    a problem file instead (docs/problem-format.md); its budget is the default\n"                 \
     "  --costs FILE      node costs in profiled seconds (`remat profile`, docs/cost-format.md) instead of\n"           \
-    "                    FLOPs; it must be the model's at this batch (or match the problem file's nodes)\n"           \
+    "                    FLOPs; it must be the model's at this batch (or match the problem file's nodes)\n"            \
     "  --budget B        TOTAL device memory, fixed bytes included: bytes (1500000000, 1.5e9; a number\n"              \
     "                    without a unit must be at least 1000000, else write the B: 12000B), a size\n"                 \
     "                    (6GiB, 512MiB, 16GB; KiB/MiB/GiB/TiB are powers of 1024, KB/MB/GB/TB of 1000),\n"             \
@@ -44,7 +44,7 @@
     "                    at most 2^62 bytes (4 EiB)\n"                                                                 \
     "  --strategy NAME   best (the default): every heuristic first, then the MILP with the cheapest of them\n"         \
     "                    as incumbent; the cheapest schedule found, never dearer than a heuristic;\n"                  \
-    "                    or one of checkpoint_all, chen_sqrtn, chen_greedy, griewank, ap_sqrtn, ap_greedy,\n"         \
+    "                    or one of checkpoint_all, chen_sqrtn, chen_greedy, griewank, ap_sqrtn, ap_greedy,\n"          \
     "                    linearized_sqrtn, linearized_greedy, ogc, lp_round, milp ('-' works for '_'),\n"              \
     "                    or all: run every strategy and compare them in a table\n"                                     \
     "  --time-limit S    wall-clock seconds for each best / lp_round / milp solve (default 60; 0 = none)\n"            \
@@ -52,18 +52,18 @@
     "  --out FILE        write the schedule (docs/schedule-format.md); with all, the cheapest one\n"                   \
     "  --svg PREFIX      write PREFIX-rs.svg (R and S as coloured grids, up to 2000 nodes) and\n"                      \
     "                    PREFIX-memory.svg (memory over the operation sequence: fixed band, live\n"                    \
-    "                    activations, budget, recomputations); with all, both of the cheapest schedule and\n"        \
-    "                    PREFIX-compare.svg: every strategy's memory side by side on shared axes, each\n"            \
-    "                    titled with its overhead and peak, those that found no schedule listed\n"                   \
+    "                    activations, budget, recomputations); with all, both of the cheapest schedule and\n"          \
+    "                    PREFIX-compare.svg: every strategy's memory side by side on shared axes, each\n"              \
+    "                    titled with its overhead and peak, those that found no schedule listed\n"                     \
     "  --check FILE      re-validate a saved schedule against the problem (and the budget when one is\n"               \
     "                    given): exit 0 when valid, 1 with the reason\n"                                               \
-    "  --format F        text (the default), csv or json. csv and json print the table of --strategy all\n"          \
-    "                    (or, for one strategy, its one row in that table's columns) and nothing else on\n"          \
-    "                    stdout: no problem lines, matrices, timeline or footnotes; the cheapest strategy and\n"      \
-    "                    the files written are said on stderr. Columns: strategy, status, overhead_pct, cost\n"     \
-    "                    (the problem's unit), peak_bytes, recomputed_nodes, recomputations, seconds,\n"            \
-    "                    lp_bound_pct, bound (lp or trivial), gap_pct; numbers are numbers, missing ones\n"        \
-    "                    empty (csv) or null (json). Not with --check\n"                                           \
+    "  --format F        text (the default), csv or json. csv and json print the table of --strategy all\n"            \
+    "                    (or, for one strategy, its one row in that table's columns) and nothing else on\n"            \
+    "                    stdout: no problem lines, matrices, timeline or footnotes; the cheapest strategy and\n"       \
+    "                    the files written are said on stderr. Columns: strategy, status, overhead_pct, cost\n"        \
+    "                    (the problem's unit), peak_bytes, recomputed_nodes, recomputations, seconds,\n"               \
+    "                    lp_bound_pct, bound (lp or trivial), gap_pct; numbers are numbers, missing ones\n"            \
+    "                    empty (csv) or null (json). Not with --check\n"                                               \
     "  --quiet           no progress on stderr\n"                                                                      \
     "\n"                                                                                                               \
     "examples:\n"                                                                                                      \
@@ -574,7 +574,9 @@ static int plan_all(const plan_args *a, rm_cli_problem *cp)
         }
         if (fig) {
             fig[k] = (rm_figure_entry){st->name, rc ? NULL : s,
-                                       rc == RM_ERR_INFEASIBLE ? rm_status_name(stats.status) : rc ? "error" : NULL};
+                                       rc == RM_ERR_INFEASIBLE ? rm_status_name(stats.status)
+                                       : rc                    ? "error"
+                                                               : NULL};
             kept[k] = s;
         } else if (better) {
             rm_schedule_free(best);

@@ -27,8 +27,8 @@
 #define COL_BUDGET "#cc0000"
 #define FONT "font-family=\"Helvetica,Arial,sans-serif\""
 
-#define MARGIN 10.0      /* between the figure's edge and anything in it */
-#define LEAD 1.3         /* baseline to baseline inside a block of text, in ems */
+#define MARGIN 10.0 /* between the figure's edge and anything in it */
+#define LEAD 1.3    /* baseline to baseline inside a block of text, in ems */
 #define TITLE_SIZE 16.0
 #define TITLE_MAX_W 960.0 /* a narrower figure widens for its title up to here; a longer title wraps */
 
@@ -74,7 +74,8 @@ static void xml_text_n(FILE *f, const char *s, size_t n)
         case '<': fputs("&lt;", f); break;
         case '>': fputs("&gt;", f); break;
         case '"': fputs("&quot;", f); break;
-        default: fputc(s[i], f);
+        default:
+            fputc(s[i], f);
         }
     }
 }
@@ -154,7 +155,10 @@ static int text_block(FILE *f, double x, double y, double width, double size, co
 }
 
 /* The baseline of the last of lines lines from y. */
-static double block_last(double y, int lines, double size) { return y + (lines - 1) * LEAD * size; }
+static double block_last(double y, int lines, double size)
+{
+    return y + (lines - 1) * LEAD * size;
+}
 
 /* The SVG goes through a temporary file renamed into place
  * (engine/atomic_file.h), so a full disk never leaves half a figure; the
@@ -241,13 +245,13 @@ static void upper_polygon(FILE *f, double x0, double y0, double c, int n, int d)
  * on its left, row labels left of R, the legend and the caption below. */
 typedef struct {
     int n;
-    double c;      /* cell size */
-    int names;     /* row labels carry node names (cells big enough to read them) */
-    double font;   /* row label size */
-    int label_k;   /* a row label every label_k stages */
-    int tick_k;    /* a column number every tick_k nodes */
-    double strip;  /* width of the stage strip */
-    double grid;   /* n * c */
+    double c;     /* cell size */
+    int names;    /* row labels carry node names (cells big enough to read them) */
+    double font;  /* row label size */
+    int label_k;  /* a row label every label_k stages */
+    int tick_k;   /* a column number every tick_k nodes */
+    double strip; /* width of the stage strip */
+    double grid;  /* n * c */
     double x_r, x_s, y0;
     double legend_y;  /* the top of the legend's first row */
     double caption_y; /* the caption's first baseline */
@@ -257,8 +261,10 @@ typedef struct {
 /* Row t's label: "t name", or the stage number alone. */
 static const char *rs_row_label(char *buf, size_t len, const rs_layout *g, const rm_problem *p, int t)
 {
-    if (g->names) snprintf(buf, len, "%d %s", t, p->nodes[t].name);
-    else snprintf(buf, len, "%d", t);
+    if (g->names)
+        snprintf(buf, len, "%d %s", t, p->nodes[t].name);
+    else
+        snprintf(buf, len, "%d", t);
     return buf;
 }
 
@@ -489,7 +495,7 @@ typedef struct {
     double fixed, budget; /* bytes */
 } mem_plot;
 
-#define MEM_SIZE 11.0     /* labels */
+#define MEM_SIZE 11.0      /* labels */
 #define MEM_NOTE_SIZE 10.0 /* the captions under the plot */
 #define MEM_TICKS_MAX 64
 
@@ -551,8 +557,8 @@ static void mem_grid_and_fixed(FILE *f, const mem_plot *m, int labels)
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e6e6e6\"/>\n", m->L, y,
                 m->L + m->pw, y);
         if (labels)
-            fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%g\" text-anchor=\"end\">%s</text>\n", m->L - 6,
-                    y + 4, MEM_SIZE, bytes_fmt(a, sizeof a, v[i], 1));
+            fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%g\" text-anchor=\"end\">%s</text>\n", m->L - 6, y + 4,
+                    MEM_SIZE, bytes_fmt(a, sizeof a, v[i], 1));
     }
     if (m->fixed > m->y_lo)
         fprintf(f,
@@ -600,8 +606,7 @@ static void mem_recompute_ticks(FILE *f, const mem_plot *m, const mem_series *se
     fprintf(f, "<g fill=\"" COL_RE "\">\n");
     for (int k = 0; k < ser->nops; k++)
         if (ser->ops[k].kind == RM_OP_COMPUTE && ser->ops[k].node != ser->ops[k].stage)
-            fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"9\"/>\n", mem_x(m, k), m->T + m->ph + 3,
-                    w);
+            fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"9\"/>\n", mem_x(m, k), m->T + m->ph + 3, w);
     fprintf(f, "</g>\n");
 }
 
@@ -800,16 +805,17 @@ static char *compare_note(const mem_plot *m, const rm_figure_entry *v, int n, in
                               "operations 0 to %d (the longest sequence). ",
                               m->broken ? " (cut above 0)" : "", m->nops);
         if (m->budget > 0)
-            o += (size_t)snprintf(s + o, len - o, "Red dashed line: the budget %s. ",
-                                  bytes_str(c, sizeof c, m->budget));
+            o +=
+                (size_t)snprintf(s + o, len - o, "Red dashed line: the budget %s. ", bytes_str(c, sizeof c, m->budget));
         o += (size_t)snprintf(s + o, len - o,
                               "Grey: fixed bytes %s; blue: live activations; orange ticks: recomputations; dot: "
                               "the peak.",
                               bytes_str(d, sizeof d, m->fixed));
     }
     if (nfit < n) {
-        o += (size_t)snprintf(s + o, len - o, "%s%s: ", nfit ? " " : "",
-                              nfit ? "No schedule within the budget" : "No strategy found a schedule within the budget");
+        o +=
+            (size_t)snprintf(s + o, len - o, "%s%s: ", nfit ? " " : "",
+                             nfit ? "No schedule within the budget" : "No strategy found a schedule within the budget");
         for (int i = 0, k = 0; i < n; i++)
             if (!v[i].s)
                 o += (size_t)snprintf(s + o, len - o, "%s%s%s%s%s", k++ ? ", " : "", v[i].name, v[i].why ? " (" : "",
@@ -878,7 +884,8 @@ int rm_figure_compare_svg(const char *path, const rm_problem *p, const rm_figure
         goto out;
     }
     double note_y = row_top + rows * row_h + (rows ? 4 : 10);
-    int note_lines = text_block(NULL, MARGIN, note_y, width - 2 * MARGIN, MEM_NOTE_SIZE, "start", "", note);
+    int note_lines = 0;
+    if (*note) note_lines = text_block(NULL, MARGIN, note_y, width - 2 * MARGIN, MEM_NOTE_SIZE, "start", "", note);
     double height = ceil(block_last(note_y, note_lines, MEM_NOTE_SIZE) + 0.2 * MEM_NOTE_SIZE + MARGIN);
 
     rm_atomic_file af;
@@ -903,7 +910,7 @@ int rm_figure_compare_svg(const char *path, const rm_problem *p, const rm_figure
         mem_axes(f, &m);
         fprintf(f, "</g>\n");
     }
-    text_block(f, MARGIN, note_y, width - 2 * MARGIN, MEM_NOTE_SIZE, "start", "fill=\"#444\"", note);
+    if (*note) text_block(f, MARGIN, note_y, width - 2 * MARGIN, MEM_NOTE_SIZE, "start", "fill=\"#444\"", note);
     fprintf(f, "</svg>\n");
     rc = finish(&af, e);
 out:

@@ -171,8 +171,7 @@ rm_problem *cf_training_problem(const char *cfg, int batch)
     cr_assert_eq(rm_model_load(&m, cfg, &e), RM_OK, "%s", e.msg);
     rm_optim_options sgd = rm_optim_options_default(RM_OPTIM_SGD);
     rm_problem *p;
-    cr_assert_eq(rm_training_problem(&p, NULL, m, batch, &sgd, NULL, NULL, RM_COST_SAME_BATCH, &e), RM_OK, "%s",
-                 e.msg);
+    cr_assert_eq(rm_training_problem(&p, NULL, m, batch, &sgd, NULL, NULL, RM_COST_SAME_BATCH, &e), RM_OK, "%s", e.msg);
     rm_model_free(m);
     return p;
 }

@@ -73,9 +73,9 @@ Test(graph_cli, flops_read_in_a_unit)
         double flops;
         const char *want;
     } cases[] = {
-        {0, "0 FLOPs"},           {512, "512 FLOPs"},          {1.5, "1.50 FLOPs"},      {999, "999 FLOPs"},
-        {1000, "1.00 KFLOPs"},    {12345, "12.3 KFLOPs"},      {9996, "10.0 KFLOPs"},    {99960, "100 KFLOPs"},
-        {19.9e6, "19.9 MFLOPs"},  {999.96e6, "1.00 GFLOPs"},   {265.1e9, "265 GFLOPs"},  {8.47e12, "8.47 TFLOPs"},
+        {0, "0 FLOPs"},          {512, "512 FLOPs"},        {1.5, "1.50 FLOPs"},     {999, "999 FLOPs"},
+        {1000, "1.00 KFLOPs"},   {12345, "12.3 KFLOPs"},    {9996, "10.0 KFLOPs"},   {99960, "100 KFLOPs"},
+        {19.9e6, "19.9 MFLOPs"}, {999.96e6, "1.00 GFLOPs"}, {265.1e9, "265 GFLOPs"}, {8.47e12, "8.47 TFLOPs"},
         {2.5e15, "2500 TFLOPs"},
     };
     char buf[32];
@@ -185,7 +185,8 @@ Test(graph_cli, bad_schedules_are_refused)
         {at2, "cost"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        int rc = cf_remat("graph", "--model", RESNET_TINY, "--batch", "4", "--dot", dot, "--schedule", cases[k][0], NULL);
+        int rc =
+            cf_remat("graph", "--model", RESNET_TINY, "--batch", "4", "--dot", dot, "--schedule", cases[k][0], NULL);
         cr_expect_eq(rc, 1, "%s: exit %d", cases[k][0], rc);
         char want[400];
         snprintf(want, sizeof want, "remat graph: %s is not a schedule for %s at batch 4: ", cases[k][0], RESNET_TINY);

@@ -35,7 +35,6 @@ static const char *example = CF_EXAMPLE_HEADER CF_EXAMPLE_NODES;
 static char *err_text(void) { return cf_text(cf_path("stderr")); }
 static char *out_text(void) { return cf_text(cf_path("stdout")); }
 
-
 static size_t noremat_total(rm_problem *p)
 {
     size_t budget = p->budget;

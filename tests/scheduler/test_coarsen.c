@@ -11,13 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "builder.h"
 #include "cli_fixture.h"
 #include "coarsen.h"
 #include "milp.h"
-#include "route.h"
-#include "builder.h"
 #include "random_graphs.h"
 #include "rng.h"
+#include "route.h"
 #include "simulate.h"
 #include "strategy.h"
 #include "trainer.h"
@@ -26,7 +26,6 @@
 #define UNET_TINY REMAT_SOURCE_DIR "/models/unet-tiny.cfg"
 
 static int close_rel(double a, double b) { return fabs(a - b) <= 1e-9 * fmax(1.0, fmax(fabs(a), fabs(b))); }
-
 
 static size_t all_peak(const rm_problem *p)
 {

@@ -68,14 +68,18 @@ static int text_boxes(const char *svg, text_box **out, double *w, double *h)
         size_t k = 0;
         for (const char *c = end + 1; c < close; c++) {
             char ch = *c;
-            if (ch == '&') c = strchr(c, ';'); /* shown as '&' in messages */
-            else if (((unsigned char)ch & 0xC0) == 0x80) continue;
+            if (ch == '&')
+                c = strchr(c, ';'); /* shown as '&' in messages */
+            else if (((unsigned char)ch & 0xC0) == 0x80)
+                continue;
             if (k + 1 < sizeof text) text[k++] = ch;
             chars++;
         }
         text[k] = '\0';
         double tw = EM * size * (double)chars;
-        double x0 = attr_is(t, end, "text-anchor", "middle") ? x - tw / 2 : attr_is(t, end, "text-anchor", "end") ? x - tw : x;
+        double x0 = attr_is(t, end, "text-anchor", "middle") ? x - tw / 2
+                    : attr_is(t, end, "text-anchor", "end")  ? x - tw
+                                                             : x;
         if (n == cap) {
             cap *= 2;
             b = realloc(b, (size_t)cap * sizeof *b);
@@ -100,8 +104,8 @@ static int expect_readable(const char *path)
     const double eps = 0.06; /* the file's coordinates have one decimal */
     for (int i = 0; i < n; i++) {
         cr_expect(b[i].x0 >= -eps && b[i].x1 <= w + eps && b[i].y0 >= -eps && b[i].y1 <= h + eps,
-                  "%s: '%s' [%.1f..%.1f] x [%.1f..%.1f] is outside the %.0f x %.0f viewBox", path, b[i].text,
-                  b[i].x0, b[i].x1, b[i].y0, b[i].y1, w, h);
+                  "%s: '%s' [%.1f..%.1f] x [%.1f..%.1f] is outside the %.0f x %.0f viewBox", path, b[i].text, b[i].x0,
+                  b[i].x1, b[i].y0, b[i].y1, w, h);
         for (int j = 0; j < i; j++) {
             double ox = (b[i].x1 < b[j].x1 ? b[i].x1 : b[j].x1) - (b[i].x0 > b[j].x0 ? b[i].x0 : b[j].x0);
             double oy = (b[i].y1 < b[j].y1 ? b[i].y1 : b[j].y1) - (b[i].y0 > b[j].y0 ? b[i].y0 : b[j].y0);
@@ -235,7 +239,8 @@ Test(figures, every_size_reads_well)
                 const char *title = titles[case_no % 3];
                 cr_assert_eq(rm_figure_rs_svg(rs, p, sq, title, &e), RM_OK, "%s", e.msg);
                 cr_assert_eq(rm_figure_memory_svg(mem, p, sq, title, &e), RM_OK, "%s", e.msg);
-                rm_figure_entry v[] = {{"checkpoint_all", all, NULL}, {"none", NULL, "infeasible"}, {"chen_sqrtn", sq, NULL}};
+                rm_figure_entry v[] = {
+                    {"checkpoint_all", all, NULL}, {"none", NULL, "infeasible"}, {"chen_sqrtn", sq, NULL}};
                 cr_assert_eq(rm_figure_compare_svg(cmp, p, v, 3, title, &e), RM_OK, "%s", e.msg);
                 cr_log_info("n %d, names %d, fixed %zu", p->n, names[b], fixed[c]);
                 expect_readable(rs);
@@ -269,15 +274,16 @@ Test(figures, strategy_all_compares_every_strategy)
     cr_assert_eq(count_of(svg, "<g class=\"panel\">"), count - 2);
     cr_assert(strstr(svg, ">milp</text>"));
     char *said = all_text(svg);
-    cr_assert(strstr(said, "No schedule within the budget: checkpoint_all (infeasible), griewank (infeasible)."),
-              "%s", said);
+    cr_assert(strstr(said, "No schedule within the budget: checkpoint_all (infeasible), griewank (infeasible)."), "%s",
+              said);
     free(said);
     /* chen_sqrtn's heading: +1.35% compute (checkpoint-all 7396, chen_sqrtn recomputes the input: +100). */
     cr_assert(strstr(svg, ">+1.35% compute, peak 10.00 KiB</text>"));
     free(svg);
     /* Without --svg nothing is drawn; one strategy draws no comparison. */
-    cr_assert_eq(cf_remat("plan", "--problem", TWO_LAYER, "--strategy", "ogc", "--svg", cf_path("one"), "--quiet", NULL),
-                 0, "%s", cf_err);
+    cr_assert_eq(
+        cf_remat("plan", "--problem", TWO_LAYER, "--strategy", "ogc", "--svg", cf_path("one"), "--quiet", NULL), 0,
+        "%s", cf_err);
     FILE *f = fopen(cf_path("one-compare.svg"), "r");
     cr_assert_null(f);
 }
