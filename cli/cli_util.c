@@ -339,20 +339,28 @@ const char *rm_cli_seconds(char *buf, size_t len, double s)
     return buf;
 }
 
+const char *rm_cli_flops(char *buf, size_t len, double flops)
+{
+    static const char *const units[] = {"FLOPs", "KFLOPs", "MFLOPs", "GFLOPs", "TFLOPs"};
+    double a = flops < 0 ? -flops : flops;
+    int u = 0;
+    /* 999.5 would round up to "1000": it is already the next unit's 1.00. */
+    while (u < 4 && a >= 999.5) {
+        a /= 1000;
+        flops /= 1000;
+        u++;
+    }
+    /* Whole FLOP counts below a thousand stay whole: "512 FLOPs", not "512." */
+    int decimals = a >= 99.95 || (u == 0 && a == floor(a)) ? 0 : a >= 9.995 ? 1 : 2;
+    snprintf(buf, len, "%.*f %s", decimals, flops, units[u]);
+    return buf;
+}
+
 const char *rm_cli_cost(char *buf, size_t len, double cost, int flops)
 {
-    double a = cost < 0 ? -cost : cost;
     if (flops == RM_CLI_COST_SECONDS) return rm_cli_seconds(buf, len, cost);
-    if (flops != RM_CLI_COST_FLOPS)
-        snprintf(buf, len, "%.6g", cost);
-    else if (a >= 1e9 || a == 0)
-        snprintf(buf, len, "%.2f GFLOPs", cost / 1e9);
-    else if (a >= 1e6)
-        snprintf(buf, len, "%.2f MFLOPs", cost / 1e6);
-    else if (a >= 1e3)
-        snprintf(buf, len, "%.2f KFLOPs", cost / 1e3);
-    else
-        snprintf(buf, len, "%.0f FLOPs", cost);
+    if (flops == RM_CLI_COST_FLOPS) return rm_cli_flops(buf, len, cost);
+    snprintf(buf, len, "%.6g", cost);
     return buf;
 }
 

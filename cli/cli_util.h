@@ -145,7 +145,11 @@ void rm_cli_problem_print(const rm_cli_problem *cp, const rm_cli_budget *b);
 /* Units of rm_cli_cost (and rm_cli_problem.flops). */
 #define RM_CLI_COST_FLOPS 1
 #define RM_CLI_COST_SECONDS 2
-/* A cost: "81.23 GFLOPs" for RM_CLI_COST_FLOPS, "12.3 ms" for
+/* FLOPs in the unit that reads best, three significant figures: "0 FLOPs",
+ * "512 FLOPs", "12.3 KFLOPs", "1.00 MFLOPs", "265 GFLOPs" (TFLOPs above that).
+ * Every FLOP count the CLI prints goes through here. */
+const char *rm_cli_flops(char *buf, size_t len, double flops);
+/* A cost: rm_cli_flops for RM_CLI_COST_FLOPS, "12.3 ms" for
  * RM_CLI_COST_SECONDS, else "%.6g". */
 const char *rm_cli_cost(char *buf, size_t len, double cost, int flops);
 /* Seconds as a time: "1.23 s", "45.6 ms", "789 us", "12 ns". */

@@ -22,8 +22,8 @@
 
 #define PLAN_USAGE                                                                                                     \
     "usage: remat plan (--model FILE --batch N | --problem FILE) --budget B [--strategy NAME]\n"                       \
-    "                  [--costs FILE] [--time-limit S] [--node-limit N] [--out FILE] [--svg PREFIX]\n"                \
-    "                  [--format text|csv|json] [--quiet]\n"                                                          \
+    "                  [--costs FILE] [--time-limit S] [--node-limit N] [--out FILE] [--svg PREFIX]\n"                 \
+    "                  [--format text|csv|json] [--quiet]\n"                                                           \
     "       remat plan --check FILE (--model FILE --batch N | --problem FILE) [--budget B] [--svg PREFIX]\n"           \
     "\n"                                                                                                               \
     "Solves a rematerialization schedule: which activations to keep in memory between the stages of a\n"               \
@@ -36,7 +36,7 @@
     "  --model FILE      model config (models/*.cfg), traced at --batch N (1 to 2^30)\n"                               \
     "  --problem FILE    a problem file instead (docs/problem-format.md); its budget is the default\n"                 \
     "  --costs FILE      node costs in profiled seconds (`remat profile`, docs/cost-format.md) instead of\n"           \
-    "                    FLOPs; it must be the model's at this batch (or match the problem file's nodes)\n"           \
+    "                    FLOPs; it must be the model's at this batch (or match the problem file's nodes)\n"            \
     "  --budget B        TOTAL device memory, fixed bytes included: bytes (1500000000, 1.5e9; a number\n"              \
     "                    without a unit must be at least 1000000, else write the B: 12000B), a size\n"                 \
     "                    (6GiB, 512MiB, 16GB; KiB/MiB/GiB/TiB are powers of 1024, KB/MB/GB/TB of 1000),\n"             \
@@ -44,7 +44,7 @@
     "                    at most 2^62 bytes (4 EiB)\n"                                                                 \
     "  --strategy NAME   best (the default): every heuristic first, then the MILP with the cheapest of them\n"         \
     "                    as incumbent; the cheapest schedule found, never dearer than a heuristic;\n"                  \
-    "                    or one of checkpoint_all, chen_sqrtn, chen_greedy, griewank, ap_sqrtn, ap_greedy,\n"         \
+    "                    or one of checkpoint_all, chen_sqrtn, chen_greedy, griewank, ap_sqrtn, ap_greedy,\n"          \
     "                    linearized_sqrtn, linearized_greedy, ogc, lp_round, milp ('-' works for '_'),\n"              \
     "                    or all: run every strategy and compare them in a table\n"                                     \
     "  --time-limit S    wall-clock seconds for each best / lp_round / milp solve (default 60; 0 = none)\n"            \
@@ -52,16 +52,18 @@
     "  --out FILE        write the schedule (docs/schedule-format.md); with all, the cheapest one\n"                   \
     "  --svg PREFIX      write PREFIX-rs.svg (R and S as coloured grids, up to 2000 nodes) and\n"                      \
     "                    PREFIX-memory.svg (memory over the operation sequence: fixed band, live\n"                    \
-    "                    activations, budget, recomputations)\n"                                                       \
+    "                    activations, budget, recomputations); with all, both of the cheapest schedule and\n"          \
+    "                    PREFIX-compare.svg: every strategy's memory side by side on shared axes, each\n"              \
+    "                    titled with its overhead and peak, those that found no schedule listed\n"                     \
     "  --check FILE      re-validate a saved schedule against the problem (and the budget when one is\n"               \
     "                    given): exit 0 when valid, 1 with the reason\n"                                               \
-    "  --format F        text (the default), csv or json. csv and json print the table of --strategy all\n"          \
-    "                    (or, for one strategy, its one row in that table's columns) and nothing else on\n"          \
-    "                    stdout: no problem lines, matrices, timeline or footnotes; the cheapest strategy and\n"      \
-    "                    the files written are said on stderr. Columns: strategy, status, overhead_pct, cost\n"     \
-    "                    (the problem's unit), peak_bytes, recomputed_nodes, recomputations, seconds,\n"            \
-    "                    lp_bound_pct, bound (lp or trivial), gap_pct; numbers are numbers, missing ones\n"        \
-    "                    empty (csv) or null (json). Not with --check\n"                                           \
+    "  --format F        text (the default), csv or json. csv and json print the table of --strategy all\n"            \
+    "                    (or, for one strategy, its one row in that table's columns) and nothing else on\n"            \
+    "                    stdout: no problem lines, matrices, timeline or footnotes; the cheapest strategy and\n"       \
+    "                    the files written are said on stderr. Columns: strategy, status, overhead_pct, cost\n"        \
+    "                    (the problem's unit), peak_bytes, recomputed_nodes, recomputations, seconds,\n"               \
+    "                    lp_bound_pct, bound (lp or trivial), gap_pct; numbers are numbers, missing ones\n"            \
+    "                    empty (csv) or null (json). Not with --check\n"                                               \
     "  --quiet           no progress on stderr\n"                                                                      \
     "\n"                                                                                                               \
     "examples:\n"                                                                                                      \
@@ -480,6 +482,51 @@ static int plan_one(const plan_args *a, rm_cli_problem *cp, const rm_strategy_in
     return rc;
 }
 
+/* What --strategy all says and writes after its table: the cheapest
+ * strategy (list[best_k], its schedule best costing best_cost; best_k < 0:
+ * none fits), its schedule file and figures, and with --svg the comparison
+ * of every strategy's memory (fig, count entries; NULL without --svg). */
+static int plan_all_outputs(const plan_args *a, const rm_cli_problem *cp, const rm_strategy_info *list, int best_k,
+                            const rm_schedule *best, double best_cost, const rm_figure_entry *fig, int count)
+{
+    rm_problem *p = cp->p;
+    char x[32], title[400];
+    if (a->fmt == RM_TABLE_TEXT)
+        printf("\noverhead: extra compute over checkpoint-all (every node once, %s); peak: fixed + activations;\n"
+               "recomputed: nodes computed more than once (total recomputations); LP bound: the LP relaxation, a\n"
+               "proved floor on any schedule's overhead; gap: how far the cost may be from the optimum.\n",
+               rm_cli_cost(x, sizeof x, cp->base_cost, cp->flops));
+    if (best_k >= 0) {
+        fprintf(a->info, "cheapest: %s\n", list[best_k].name);
+        char what[96];
+        snprintf(what, sizeof what, " (the cheapest: %s)", list[best_k].name);
+        figure_title(title, sizeof title, cp, list[best_k].name, best_cost);
+        int rc = write_outputs(a, p, best, what, title);
+        if (rc) return rc;
+    }
+    if (fig) {
+        /* Drawn even when nothing fits: the figure then says so. */
+        char path[4096];
+        snprintf(path, sizeof path, "%s-compare.svg", a->svg);
+        figure_title(title, sizeof title, cp, NULL, 0);
+        size_t o = strlen(title);
+        snprintf(title + o, sizeof title - o, ": every strategy's memory");
+        rm_err e = {RM_OK, ""};
+        if (rm_figure_compare_svg(path, p, fig, count, title, &e)) {
+            fprintf(stderr, "remat plan: %s\n", e.msg);
+            return 1;
+        }
+        int nfit = 0;
+        for (int k = 0; k < count; k++) nfit += fig[k].s != NULL;
+        fprintf(a->info, "comparison   %s (%d of %d strategies found a schedule)\n", path, nfit, count);
+    }
+    if (best_k < 0) {
+        fprintf(stderr, "remat plan: no strategy found a schedule within the budget\n");
+        return 1;
+    }
+    return 0;
+}
+
 static int plan_all(const plan_args *a, rm_cli_problem *cp)
 {
     rm_problem *p = cp->p;
@@ -488,8 +535,21 @@ static int plan_all(const plan_args *a, rm_cli_problem *cp)
     rm_schedule *best = NULL;
     int best_k = -1;
     double best_cost = 0;
+    /* With --svg every answer is kept for the comparison figure (and the
+     * cheapest is kept[best_k]); without, only the cheapest so far. */
+    rm_schedule **kept = NULL;
+    rm_figure_entry *fig = NULL;
+    if (a->svg && (!(kept = calloc((size_t)count, sizeof *kept)) || !(fig = calloc((size_t)count, sizeof *fig)))) {
+        free(kept);
+        fprintf(stderr, "remat plan: out of memory\n");
+        return 2;
+    }
     rm_table *t = plan_table_begin(a);
-    if (!t) return 2;
+    if (!t) {
+        free(kept);
+        free(fig);
+        return 2;
+    }
     int failed = 0;
     for (int k = 0; k < count; k++) {
         const rm_strategy_info *st = &list[k];
@@ -507,35 +567,33 @@ static int plan_all(const plan_args *a, rm_cli_problem *cp)
         int rc = rm_strategy_run(&s, &stats, st, p, &o, &e);
         if (rc && rc != RM_ERR_INFEASIBLE) fprintf(stderr, "remat plan: %s failed: %s\n", st->name, e.msg);
         if (add_strategy_row(t, cp, st, rc, &stats, s)) failed = 1;
-        if (!rc && (!best || stats.sim.cost < best_cost)) {
-            rm_schedule_free(best);
-            best = s;
+        int better = !rc && (best_k < 0 || stats.sim.cost < best_cost);
+        if (better) {
             best_cost = stats.sim.cost;
             best_k = k;
-            s = NULL;
         }
-        rm_schedule_free(s);
+        if (fig) {
+            fig[k] = (rm_figure_entry){st->name, rc ? NULL : s,
+                                       rc == RM_ERR_INFEASIBLE ? rm_status_name(stats.status)
+                                       : rc                    ? "error"
+                                                               : NULL};
+            kept[k] = s;
+        } else if (better) {
+            rm_schedule_free(best);
+            best = s;
+        } else {
+            rm_schedule_free(s);
+        }
     }
-    if (plan_table_end(t) || failed) {
+    if (kept && best_k >= 0) best = kept[best_k];
+    int rc = plan_table_end(t) || failed ? 2 : 0;
+    if (!rc) rc = plan_all_outputs(a, cp, list, best_k, best, best_cost, fig, count);
+    if (kept)
+        for (int k = 0; k < count; k++) rm_schedule_free(kept[k]);
+    else
         rm_schedule_free(best);
-        return 2;
-    }
-    char x[32];
-    if (a->fmt == RM_TABLE_TEXT)
-        printf("\noverhead: extra compute over checkpoint-all (every node once, %s); peak: fixed + activations;\n"
-               "recomputed: nodes computed more than once (total recomputations); LP bound: the LP relaxation, a\n"
-               "proved floor on any schedule's overhead; gap: how far the cost may be from the optimum.\n",
-               rm_cli_cost(x, sizeof x, cp->base_cost, cp->flops));
-    if (!best) {
-        fprintf(stderr, "remat plan: no strategy found a schedule within the budget\n");
-        return 1;
-    }
-    fprintf(a->info, "cheapest: %s\n", list[best_k].name);
-    char what[96], title[400];
-    snprintf(what, sizeof what, " (the cheapest: %s)", list[best_k].name);
-    figure_title(title, sizeof title, cp, list[best_k].name, best_cost);
-    int rc = write_outputs(a, p, best, what, title);
-    rm_schedule_free(best);
+    free(kept);
+    free(fig);
     return rc;
 }
 
@@ -635,12 +693,15 @@ static int plan_run(int argc, char **argv)
     /* Files written only after the solve: one that cannot be written fails now. */
     {
         rm_err e = {RM_OK, ""};
-        char rs[4096], mem[4096];
+        char rs[4096], mem[4096], cmp[4096];
         if (a.svg) {
             snprintf(rs, sizeof rs, "%s-rs.svg", a.svg);
             snprintf(mem, sizeof mem, "%s-memory.svg", a.svg);
+            snprintf(cmp, sizeof cmp, "%s-compare.svg", a.svg);
         }
-        if ((a.out && rm_atomic_probe(a.out, &e)) || (a.svg && (rm_atomic_probe(rs, &e) || rm_atomic_probe(mem, &e)))) {
+        int all = !a.check && !st;
+        if ((a.out && rm_atomic_probe(a.out, &e)) ||
+            (a.svg && (rm_atomic_probe(rs, &e) || rm_atomic_probe(mem, &e) || (all && rm_atomic_probe(cmp, &e))))) {
             fprintf(stderr, "remat plan: %s\n", e.msg);
             return 1;
         }

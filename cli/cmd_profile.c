@@ -131,10 +131,10 @@ static void print_report(const rm_profile *p, const rm_model *m, const char *mod
            p->warmup, p->warmup == 1 ? "" : "s", p->reps);
     printf("step         %s (median, host clock) = nodes %s + the executor's own work (frees, loss copy)\n",
            rm_cli_seconds(a, sizeof a, p->step_median), rm_cli_seconds(b, sizeof b, tot_s));
-    printf("forward      %s for %.3f GFLOPs (%d nodes, loss included): %s GFLOP/s\n",
-           rm_cli_seconds(a, sizeof a, fw_s), fw_f / 1e9, nf, gflops(c, sizeof c, fw_f, fw_s));
-    printf("backward     %s for %.3f GFLOPs (%d nodes): %s GFLOP/s; backward/forward time %.2fx, FLOPs %.2fx\n",
-           rm_cli_seconds(a, sizeof a, bw_s), bw_f / 1e9, nb, gflops(c, sizeof c, bw_f, bw_s),
+    printf("forward      %s for %s (%d nodes, loss included): %s GFLOP/s\n", rm_cli_seconds(a, sizeof a, fw_s),
+           rm_cli_flops(b, sizeof b, fw_f), nf, gflops(c, sizeof c, fw_f, fw_s));
+    printf("backward     %s for %s (%d nodes): %s GFLOP/s; backward/forward time %.2fx, FLOPs %.2fx\n",
+           rm_cli_seconds(a, sizeof a, bw_s), rm_cli_flops(b, sizeof b, bw_f), nb, gflops(c, sizeof c, bw_f, bw_s),
            fw_s > 0 ? bw_s / fw_s : 0.0, fw_f > 0 ? bw_f / fw_f : 0.0);
 
     node_time *order = malloc((size_t)g->n * sizeof *order);
@@ -148,7 +148,7 @@ static void print_report(const rm_profile *p, const rm_model *m, const char *mod
     qsort(order, (size_t)g->n, sizeof *order, by_time_desc);
     if (top > g->n) top = g->n;
     printf("\nThe %d slowest nodes (time: median; spread: fastest..slowest of the timed steps)\n", top);
-    printf("%5s  %-24s %-20s %10s %21s %8s %10s %7s\n", "node", "name", "kind", "time", "spread", "share", "MFLOPs",
+    printf("%5s  %-24s %-20s %10s %21s %8s %11s %7s\n", "node", "name", "kind", "time", "spread", "share", "FLOPs",
            "GFLOP/s");
     for (int k = 0; k < top; k++) {
         int v = order[k].v;
@@ -157,9 +157,10 @@ static void print_report(const rm_profile *p, const rm_model *m, const char *mod
         kind_of(kind, sizeof kind, m, nd);
         snprintf(spread, sizeof spread, "%s..%s", rm_cli_seconds(b, sizeof b, p->lo[v]),
                  rm_cli_seconds(c, sizeof c, p->hi[v]));
-        printf("%5d  %-24.24s %-20.20s %10s %21s %7.1f%% %10.2f %7s\n", v, nd->name, kind,
+        char fl[32];
+        printf("%5d  %-24.24s %-20.20s %10s %21s %7.1f%% %11s %7s\n", v, nd->name, kind,
                rm_cli_seconds(a, sizeof a, p->seconds[v]), spread, tot_s > 0 ? 100.0 * p->seconds[v] / tot_s : 0.0,
-               nd->flops / 1e6, gflops(d, sizeof d, nd->flops, p->seconds[v]));
+               rm_cli_flops(fl, sizeof fl, nd->flops), gflops(d, sizeof d, nd->flops, p->seconds[v]));
     }
 
     int nk = 0;

@@ -1,5 +1,6 @@
 /* Atomic file replacement: the one way remat writes a file it may later read
- * back (checkpoints, schedule files, the schedule cache, SVG figures).
+ * back (checkpoints, schedule files, the schedule cache, problem files, SVG
+ * figures, Graphviz files).
  *
  * The caller writes through af.f into a temporary file next to the target
  * (same directory, so the same file system and rename(2) is atomic);
@@ -10,9 +11,10 @@
  * error) leaves the previous file untouched and no temporary behind.
  *
  * A target that is a device or a FIFO (/dev/null, /dev/stdout, a pipe)
- * cannot be replaced by a rename and should not be: it is written in place, and the same checks still turn a failed write into an error. A
- * symbolic link to a regular file is followed, so the file it names is
- * replaced and the link kept. */
+ * cannot be replaced by a rename and should not be: it is written in place,
+ * and the same checks still turn a failed write into an error. A symbolic
+ * link to a regular file is followed, so the file it names is replaced and
+ * the link kept. */
 #ifndef REMAT_ATOMIC_FILE_H
 #define REMAT_ATOMIC_FILE_H
 

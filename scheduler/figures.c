@@ -1,6 +1,8 @@
 /* SVG writers for a schedule (see figures.h). Everything is computed from
  * the problem, R and S and the simulator's memory timeline, so a picture can
- * never disagree with what the executor would do. */
+ * never disagree with what the executor would do; every position is computed
+ * from the text the figure holds (figures.h: Layout), so a picture reads the
+ * same at 7 nodes and at 700. */
 #include "figures.h"
 
 #include <math.h>
@@ -24,6 +26,11 @@
 #define COL_ACT "#6fa8dc"
 #define COL_BUDGET "#cc0000"
 #define FONT "font-family=\"Helvetica,Arial,sans-serif\""
+
+#define MARGIN 10.0 /* between the figure's edge and anything in it */
+#define LEAD 1.3    /* baseline to baseline inside a block of text, in ems */
+#define TITLE_SIZE 16.0
+#define TITLE_MAX_W 960.0 /* a narrower figure widens for its title up to here; a longer title wraps */
 
 /* Binary units for labels. cli/cli_util.c has the CLI's twin of this;
  * the scheduler must not depend on train/. */
@@ -58,15 +65,17 @@ static double nice_step(double raw)
     return 1024.0 * unit;
 }
 
-static void xml_text(FILE *f, const char *s)
+/* s[0..n) with XML's special characters escaped. */
+static void xml_text_n(FILE *f, const char *s, size_t n)
 {
-    for (; *s; s++) {
-        switch (*s) {
+    for (size_t i = 0; i < n; i++) {
+        switch (s[i]) {
         case '&': fputs("&amp;", f); break;
         case '<': fputs("&lt;", f); break;
         case '>': fputs("&gt;", f); break;
         case '"': fputs("&quot;", f); break;
-        default: fputc(*s, f);
+        default:
+            fputc(s[i], f);
         }
     }
 }
@@ -74,6 +83,81 @@ static void xml_text(FILE *f, const char *s)
 static const char *tag_colour(rm_node_tag t)
 {
     return t == RM_TAG_BACKWARD ? COL_BACKWARD : t == RM_TAG_LOSS ? COL_LOSS : COL_FORWARD;
+}
+
+/* ---- Text, measured (figures.h: Layout) ---- */
+
+/* Characters of s[0..n): UTF-8 code points, not bytes. */
+static size_t text_chars(const char *s, size_t n)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++)
+        if (((unsigned char)s[i] & 0xC0) != 0x80) c++;
+    return c;
+}
+
+/* The width of s at size px. */
+static double text_w(const char *s, double size)
+{
+    return RM_FIGURE_CHAR_EM * size * (double)text_chars(s, strlen(s));
+}
+
+/* The first line of s (which starts with no space) holding at most maxc
+ * characters: broken at the last space that fits, or inside a word too long
+ * for any line. Returns its length in bytes, trailing spaces dropped; *next:
+ * where the following line starts. */
+static size_t line_len(const char *s, size_t maxc, size_t *next)
+{
+    size_t i = 0, chars = 0, cut = 0;
+    for (;;) {
+        if (s[i] == '\0') {
+            *next = i;
+            return i;
+        }
+        if (s[i] == ' ') cut = i;
+        if (chars == maxc) break;
+        i++;
+        while (((unsigned char)s[i] & 0xC0) == 0x80) i++;
+        chars++;
+    }
+    if (cut == 0) cut = i; /* no space: cut the word */
+    size_t len = cut;
+    while (len > 0 && s[len - 1] == ' ') len--;
+    while (s[cut] == ' ') cut++;
+    *next = cut;
+    return len;
+}
+
+/* s in lines of at most width px at size px, the first baseline at y, one
+ * line every LEAD ems; anchor is "start", "middle" or "end"; attrs more
+ * attributes or "". With f NULL nothing is written: the layout counts the
+ * lines with the very call that draws them. Returns the number of lines. */
+static int text_block(FILE *f, double x, double y, double width, double size, const char *anchor, const char *attrs,
+                      const char *s)
+{
+    size_t maxc = (size_t)(width / (RM_FIGURE_CHAR_EM * size));
+    if (maxc < 1) maxc = 1;
+    while (*s == ' ') s++;
+    int lines = 0;
+    do {
+        size_t next, len = line_len(s, maxc, &next);
+        if (f) {
+            fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%g\"", x, y + lines * LEAD * size, size);
+            if (strcmp(anchor, "start")) fprintf(f, " text-anchor=\"%s\"", anchor);
+            fprintf(f, "%s%s>", *attrs ? " " : "", attrs);
+            xml_text_n(f, s, len);
+            fputs("</text>\n", f);
+        }
+        lines++;
+        s += next;
+    } while (*s);
+    return lines;
+}
+
+/* The baseline of the last of lines lines from y. */
+static double block_last(double y, int lines, double size)
+{
+    return y + (lines - 1) * LEAD * size;
 }
 
 /* The SVG goes through a temporary file renamed into place
@@ -94,8 +178,22 @@ static int check_args(const rm_problem *p, const rm_schedule *s, rm_err *e)
     return RM_OK;
 }
 
-/* What both figures start with: the <svg> element, an optional <style>
- * (written verbatim), a white background and the optional title. */
+/* The figure's width for content that needs *width px and its title: wide
+ * enough for the title on one line up to TITLE_MAX_W. Returns the baseline
+ * of the title's last line (0 without a title). */
+static double title_fit(double *width, const char *title)
+{
+    if (!title || !*title) return 0;
+    double want = text_w(title, TITLE_SIZE) + 2 * MARGIN;
+    if (want > TITLE_MAX_W) want = TITLE_MAX_W;
+    if (*width < want) *width = want;
+    int lines = text_block(NULL, MARGIN, 24, *width - 2 * MARGIN, TITLE_SIZE, "start", "", title);
+    return block_last(24, lines, TITLE_SIZE);
+}
+
+/* What every figure starts with: the <svg> element, an optional <style>
+ * (written verbatim), a white background and the optional title, laid out
+ * as title_fit said. */
 static void svg_begin(FILE *f, double width, double height, const char *style, const char *title)
 {
     fprintf(f,
@@ -104,14 +202,29 @@ static void svg_begin(FILE *f, double width, double height, const char *style, c
             width, height, width, height);
     if (style) fputs(style, f);
     fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
-    if (title) {
-        fprintf(f, "<text x=\"10\" y=\"24\" font-size=\"16\" font-weight=\"bold\">");
-        xml_text(f, title);
-        fprintf(f, "</text>\n");
-    }
+    if (title && *title)
+        text_block(f, MARGIN, 24, width - 2 * MARGIN, TITLE_SIZE, "start", "font-weight=\"bold\"", title);
 }
 
 /* ---- The R and S grids ---- */
+
+#define RS_HEAD_SIZE 12.0
+#define RS_TICK_SIZE 9.0
+#define RS_LEGEND_SIZE 11.0
+#define RS_CAPTION_SIZE 10.0
+#define RS_GAP 40.0 /* between R's right edge (grid, ticks or heading) and S's stage strip */
+static const char *const rs_heading[2] = {"R: computed in stage t", "S: kept into stage t"};
+static const char rs_caption[] =
+    "R: node i (column) computed in stage t (row); the diagonal is each node's first computation, an entry left "
+    "of it a recomputation. S: node i's output kept in memory from stage t-1 into stage t. Rows are labelled with "
+    "the node each stage computes; dashed line: the backward pass starts.";
+static const struct {
+    const char *colour, *text;
+} rs_legend_items[] = {
+    {COL_NEW, "computed (first time)"}, {COL_RE, "recomputed"},         {COL_KEPT, "kept (retained)"},
+    {COL_EMPTY, "not in memory"},       {COL_FORWARD, "forward stage"}, {COL_LOSS, "loss stage"},
+    {COL_BACKWARD, "backward stage"},
+};
 
 /* The impossible upper triangle of a grid as one staircase polygon: row t
  * has no cells from column t+d on (d = 1 for R, whose diagonal is used; 0
@@ -129,17 +242,66 @@ static void upper_polygon(FILE *f, double x0, double y0, double c, int n, int d)
 
 /* Where everything of the R/S figure goes: two n x n grids of c-px cells
  * side by side (R at x_r, S at x_s, both from y0), each with a stage strip
- * on its left, row labels left of R, the legend below. */
+ * on its left, row labels left of R, the legend and the caption below. */
 typedef struct {
     int n;
     double c;     /* cell size */
     int names;    /* row labels carry node names (cells big enough to read them) */
     double font;  /* row label size */
+    int label_k;  /* a row label every label_k stages */
+    int tick_k;   /* a column number every tick_k nodes */
     double strip; /* width of the stage strip */
     double grid;  /* n * c */
     double x_r, x_s, y0;
+    double legend_y;  /* the top of the legend's first row */
+    double caption_y; /* the caption's first baseline */
     double width, height;
 } rs_layout;
+
+/* Row t's label: "t name", or the stage number alone. */
+static const char *rs_row_label(char *buf, size_t len, const rs_layout *g, const rm_problem *p, int t)
+{
+    if (g->names)
+        snprintf(buf, len, "%d %s", t, p->nodes[t].name);
+    else
+        snprintf(buf, len, "%d", t);
+    return buf;
+}
+
+/* How far right of its grid's left edge a panel reaches: the grid, its
+ * last column number or its heading. */
+static double rs_panel_right(const rs_layout *g, int panel)
+{
+    char num[16];
+    int last = (g->n - 1) / g->tick_k * g->tick_k;
+    snprintf(num, sizeof num, "%d", last);
+    double r = (last + 0.5) * g->c + text_w(num, RS_TICK_SIZE) / 2;
+    if (r < g->grid) r = g->grid;
+    double head = -g->strip - 4 + text_w(rs_heading[panel], RS_HEAD_SIZE);
+    return head > r ? head : r;
+}
+
+/* The legend under the grids, its entries wrapped at the figure's width,
+ * from row top y. With f NULL it is only laid out. Returns the top of its
+ * last row. */
+static double rs_legend(FILE *f, double width, double y)
+{
+    double lx = MARGIN, ly = y;
+    for (size_t j = 0; j < sizeof rs_legend_items / sizeof rs_legend_items[0]; j++) {
+        double w = 16 + text_w(rs_legend_items[j].text, RS_LEGEND_SIZE);
+        if (lx > MARGIN && lx + w > width - MARGIN) {
+            lx = MARGIN;
+            ly += 20;
+        }
+        if (f)
+            fprintf(f,
+                    "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\" stroke=\"#999\" "
+                    "stroke-width=\"0.5\"/><text x=\"%.1f\" y=\"%.1f\" font-size=\"%g\">%s</text>\n",
+                    lx, ly, rs_legend_items[j].colour, lx + 16, ly + 10, RS_LEGEND_SIZE, rs_legend_items[j].text);
+        lx += w + 18;
+    }
+    return ly;
+}
 
 static rs_layout rs_layout_of(const rm_problem *p, const char *title)
 {
@@ -152,40 +314,50 @@ static rs_layout rs_layout_of(const rm_problem *p, const char *title)
     if (c < 3) c = 3;
     g.c = c;
     g.names = c >= 8; /* row labels only where they are legible */
+    /* Names: one per row, within the row's height (a line is one em);
+     * numbers alone: every k-th, 14 px apart. */
     g.font = g.names ? (c - 1 < 11 ? c - 1 : 11) : 10;
-    size_t maxlen = 0;
-    for (int t = 0; t < n; t++) {
-        size_t l = strlen(p->nodes[t].name);
-        if (l > maxlen) maxlen = l;
-    }
-    double label_w = g.names ? 34 + 0.58 * g.font * (double)maxlen : 40;
-    double gap = 46;
+    g.label_k = g.names ? 1 : (int)ceil(14.0 / c);
+    g.tick_k = (int)ceil(28.0 / c); /* column numbers at least 28 px apart */
     g.strip = 7;
     g.grid = n * c;
-    g.x_r = label_w + g.strip + 4;
-    g.x_s = g.x_r + g.grid + gap + g.strip + 4;
-    g.y0 = title ? 74 : 54;
-    g.width = g.x_s + g.grid + 20;
-    g.height = g.y0 + g.grid + 86;
+    double label_w = 0;
+    for (int t = 0; t < n; t += g.label_k) {
+        char buf[RM_NAME_LEN + 16];
+        double w = text_w(rs_row_label(buf, sizeof buf, &g, p, t), g.font);
+        if (w > label_w) label_w = w;
+    }
+    g.x_r = MARGIN + label_w + 6 + g.strip; /* labels end 6 px left of the strip */
+    g.x_s = g.x_r + rs_panel_right(&g, 0) + RS_GAP + g.strip + 2;
+    g.width = g.x_s + rs_panel_right(&g, 1) + MARGIN;
+    /* Room for the widest legend entry on a line of its own. */
+    for (size_t j = 0; j < sizeof rs_legend_items / sizeof rs_legend_items[0]; j++) {
+        double w = 16 + text_w(rs_legend_items[j].text, RS_LEGEND_SIZE) + 2 * MARGIN;
+        if (w > g.width) g.width = w;
+    }
+    double title_y = title_fit(&g.width, title);
+    /* The heading's baseline is 22 px above the grid, the column numbers'
+     * 5 px. */
+    g.y0 = title_y > 0 ? title_y + 50 : 54;
+    g.legend_y = g.y0 + g.grid + 24;
+    g.caption_y = rs_legend(NULL, g.width, g.legend_y) + 32;
+    int lines = text_block(NULL, MARGIN, g.caption_y, g.width - 2 * MARGIN, RS_CAPTION_SIZE, "start", "", rs_caption);
+    g.height = ceil(block_last(g.caption_y, lines, RS_CAPTION_SIZE) + 0.2 * RS_CAPTION_SIZE + MARGIN);
+    g.width = ceil(g.width);
     return g;
 }
 
-/* One grid (panel 0: R, panel 1: S) with its heading, column ticks, stage
- * strip and the impossible upper triangle. */
+/* One grid (panel 0: R, panel 1: S) with its heading, column numbers,
+ * stage strip and the impossible upper triangle. */
 static void rs_panel(FILE *f, const rs_layout *g, const rm_problem *p, const rm_schedule *s, int panel)
 {
     int n = g->n;
     double c = g->c, x0 = panel ? g->x_s : g->x_r, y0 = g->y0;
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" font-weight=\"bold\">%s</text>\n", x0 - g->strip - 4,
-            y0 - 22,
-            panel ? "S: value i kept in memory from stage t-1 into stage t"
-                  : "R: node i computed in stage t (diagonal: first time)");
-    /* Column ticks every k nodes, at least ~28 px apart. */
-    int k = (int)ceil(28.0 / c);
-    if (k < 1) k = 1;
-    for (int i = 0; i < n; i += k)
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"middle\" fill=\"#666\">%d</text>\n",
-                x0 + (i + 0.5) * c, y0 - 5, i);
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%g\" font-weight=\"bold\">%s</text>\n", x0 - g->strip - 4,
+            y0 - 22, RS_HEAD_SIZE, rs_heading[panel]);
+    for (int i = 0; i < n; i += g->tick_k)
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%g\" text-anchor=\"middle\" fill=\"#666\">%d</text>\n",
+                x0 + (i + 0.5) * c, y0 - 5, RS_TICK_SIZE, i);
     /* The stage strip: what kind of node stage t computes. */
     for (int t = 0; t < n; t++)
         fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"/>\n", x0 - g->strip - 2,
@@ -210,20 +382,16 @@ static void rs_panel(FILE *f, const rs_layout *g, const rm_problem *p, const rm_
 }
 
 /* Row labels: stage number and the node it computes (every k-th stage
- * number alone when the cells are too small for names). */
+ * number alone when the cells are too small for names), centred on the row
+ * (a line's em box is 0.8 em above the baseline, 0.2 below). */
 static void rs_row_labels(FILE *f, const rs_layout *g, const rm_problem *p)
 {
-    double c = g->c;
-    int k = g->names ? 1 : (int)ceil(14.0 / c);
-    for (int t = 0; t < g->n; t += k) {
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%.0f\" text-anchor=\"end\">", g->x_r - g->strip - 6,
-                g->y0 + t * c + c / 2 + g->font * 0.35, g->font);
-        if (g->names) {
-            fprintf(f, "%d ", t);
-            xml_text(f, p->nodes[t].name);
-        } else {
-            fprintf(f, "%d", t);
-        }
+    for (int t = 0; t < g->n; t += g->label_k) {
+        char buf[RM_NAME_LEN + 16];
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%g\" text-anchor=\"end\">", g->x_r - g->strip - 6,
+                g->y0 + t * g->c + g->c / 2 + g->font * 0.3, g->font);
+        const char *label = rs_row_label(buf, sizeof buf, g, p, t);
+        xml_text_n(f, label, strlen(label));
         fprintf(f, "</text>\n");
     }
 }
@@ -248,36 +416,6 @@ static void rs_backward_line(FILE *f, const rs_layout *g, const rm_problem *p)
         }
 }
 
-/* The legend under the grids, wrapped at the figure's width, and the
- * caption that says how to read rows and columns. */
-static void rs_legend(FILE *f, const rs_layout *g)
-{
-    struct {
-        const char *colour, *text;
-    } legend[] = {
-        {COL_NEW, "computed (first time)"}, {COL_RE, "recomputed"},         {COL_KEPT, "kept (retained)"},
-        {COL_EMPTY, "not in memory"},       {COL_FORWARD, "forward stage"}, {COL_LOSS, "loss stage"},
-        {COL_BACKWARD, "backward stage"},
-    };
-    double lx = 10, ly = g->y0 + g->grid + 24;
-    for (size_t j = 0; j < sizeof legend / sizeof legend[0]; j++) {
-        if (lx + 150 > g->width && lx > 10) {
-            lx = 10;
-            ly += 20;
-        }
-        fprintf(f,
-                "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\" stroke=\"#999\" "
-                "stroke-width=\"0.5\"/><text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">%s</text>\n",
-                lx, ly, legend[j].colour, lx + 16, ly + 10, legend[j].text);
-        lx += 150;
-    }
-    fprintf(f,
-            "<text x=\"10\" y=\"%.1f\" font-size=\"10\" fill=\"#666\">rows: stages t, labelled with the node "
-            "each computes; columns: nodes i. Row t of R is what stage t computes, row t of S what it finds "
-            "in memory; dashed line: the backward pass starts</text>\n",
-            ly + 32);
-}
-
 int rm_figure_rs_svg(const char *path, const rm_problem *p, const rm_schedule *s, const char *title, rm_err *e)
 {
     int rc = check_args(p, s, e);
@@ -296,44 +434,87 @@ int rm_figure_rs_svg(const char *path, const rm_problem *p, const rm_schedule *s
     for (int panel = 0; panel < 2; panel++) rs_panel(f, &g, p, s, panel);
     rs_row_labels(f, &g, p);
     rs_backward_line(f, &g, p);
-    rs_legend(f, &g);
+    rs_legend(f, g.width, g.legend_y);
+    text_block(f, MARGIN, g.caption_y, g.width - 2 * MARGIN, RS_CAPTION_SIZE, "start", "fill=\"#666\"", rs_caption);
     fprintf(f, "</svg>\n");
     return finish(&af, e);
 }
 
 /* ---- The memory timeline ---- */
 
-/* The memory plot: total bytes (fixed + live activations) over the
- * operation sequence, in a pw x ph box at (L, T) of a W x H figure. The
- * y axis runs from y_lo (0, or just under the fixed bytes when the axis is
- * broken) to top_v. */
+/* One schedule's timeline: its operation sequence, the activation bytes
+ * after each operation, the simulator's verdict, and what the figures mark. */
 typedef struct {
-    double W, H, L, R, T, B, pw, ph;
+    rm_op *ops;
+    int nops;
+    size_t *mem;
+    rm_sim_result sim;
+    int ncomp, nre; /* computes, and how many of them are recomputations */
+    int kp;         /* the first compute that reaches the peak; -1 if none */
+    int b0;         /* the first operation of a backward stage; -1 if none */
+} mem_series;
+
+static void mem_series_free(mem_series *ser)
+{
+    free(ser->ops);
+    free(ser->mem);
+    memset(ser, 0, sizeof *ser);
+}
+
+static int mem_series_build(mem_series *ser, const rm_problem *p, const rm_schedule *s, rm_err *e)
+{
+    memset(ser, 0, sizeof *ser);
+    int rc = check_args(p, s, e);
+    if (rc || (rc = rm_schedule_ops(&ser->ops, &ser->nops, p, s, e))) return rc;
+    ser->mem = malloc((size_t)(ser->nops > 0 ? ser->nops : 1) * sizeof *ser->mem);
+    if (!ser->mem) rc = rm_errorf(e, RM_ERR_NOMEM, "figure: out of memory");
+    if (rc || (rc = rm_simulate_ops(&ser->sim, ser->mem, p, s, ser->ops, ser->nops, e))) {
+        mem_series_free(ser);
+        return rc;
+    }
+    ser->kp = ser->b0 = -1;
+    for (int k = 0; k < ser->nops; k++) {
+        const rm_op *op = &ser->ops[k];
+        if (ser->b0 < 0 && p->nodes[op->stage].tag == RM_TAG_BACKWARD) ser->b0 = k;
+        if (op->kind != RM_OP_COMPUTE) continue;
+        ser->ncomp++;
+        if (op->node != op->stage) ser->nre++;
+        if (ser->kp < 0 && ser->mem[k] == ser->sim.peak_bytes) ser->kp = k;
+    }
+    return RM_OK;
+}
+
+/* A memory plot: total bytes (fixed + live activations) over operations
+ * 0..nops, in the pw x ph box at (L, T). The y axis runs from y_lo (0, or
+ * just under the fixed bytes when the axis is broken) to top_v. */
+typedef struct {
+    double L, T, pw, ph;
     double y_lo, top_v;
     int broken; /* the y axis starts above 0 */
     int nops;
-    double fixed, peak, budget; /* bytes */
+    double fixed, budget; /* bytes */
 } mem_plot;
 
-static mem_plot mem_plot_of(const rm_problem *p, const rm_sim_result *sim, int nops, const char *title)
+#define MEM_SIZE 11.0      /* labels */
+#define MEM_NOTE_SIZE 10.0 /* the captions under the plot */
+#define MEM_TICKS_MAX 64
+
+/* The y scale for peaks up to top_peak (fixed included), the budget and
+ * p's fixed bytes; the box is left to the caller. */
+static mem_plot mem_scale(const rm_problem *p, double top_peak)
 {
     mem_plot m;
-    m.nops = nops;
+    memset(&m, 0, sizeof m);
     m.fixed = (double)p->fixed_bytes;
-    m.peak = m.fixed + (double)sim->peak_bytes;
     m.budget = (double)p->budget;
-    m.top_v = m.peak > m.budget ? m.peak : m.budget;
+    m.top_v = top_peak > m.budget ? top_peak : m.budget;
     if (m.top_v <= 0) m.top_v = 1;
     m.top_v *= 1.08;
     /* Break the axis when the fixed bytes would squash the activations. */
-    m.y_lo = 0;
-    m.broken = 0;
     if (m.fixed > 0.6 * m.top_v) {
         m.y_lo = m.fixed - 0.25 * (m.top_v - m.fixed);
         m.broken = 1;
     }
-    m.W = 960, m.H = 440, m.L = 96, m.R = 170, m.T = title ? 64 : 40, m.B = 78;
-    m.pw = m.W - m.L - m.R, m.ph = m.H - m.T - m.B;
     return m;
 }
 
@@ -341,17 +522,43 @@ static mem_plot mem_plot_of(const rm_problem *p, const rm_sim_result *sim, int n
 static double mem_x(const mem_plot *m, int k) { return m->L + m->pw * (double)k / (double)(m->nops > 0 ? m->nops : 1); }
 static double mem_y(const mem_plot *m, double v) { return m->T + m->ph * (1.0 - (v - m->y_lo) / (m->top_v - m->y_lo)); }
 
-/* Grid lines and y labels at round values, then the grey band of the fixed
- * bytes. */
-static void mem_grid_and_fixed(FILE *f, const mem_plot *m)
+/* The y axis' round values (at most MEM_TICKS_MAX), into v. */
+static int mem_ticks(const mem_plot *m, double *v)
+{
+    double step = nice_step((m->top_v - m->y_lo) / 5.0);
+    int k = 0;
+    for (double x = ceil(m->y_lo / step) * step; x <= m->top_v + 1e-9 * m->top_v && k < MEM_TICKS_MAX; x += step)
+        v[k++] = x;
+    return k;
+}
+
+/* The room the y axis' labels take left of the plot. */
+static double mem_label_room(const mem_plot *m)
+{
+    double v[MEM_TICKS_MAX], w = 0;
+    char a[32];
+    int k = mem_ticks(m, v);
+    for (int i = 0; i < k; i++) {
+        double x = text_w(bytes_fmt(a, sizeof a, v[i], 1), MEM_SIZE);
+        if (x > w) w = x;
+    }
+    return w + 6 > 12 ? w + 6 : 12; /* the zig-zag of a broken axis reaches 8 px out */
+}
+
+/* Grid lines (labelled when labels is set) at round values, then the grey
+ * band of the fixed bytes. */
+static void mem_grid_and_fixed(FILE *f, const mem_plot *m, int labels)
 {
     char a[32];
-    double step = nice_step((m->top_v - m->y_lo) / 5.0);
-    for (double v = ceil(m->y_lo / step) * step; v <= m->top_v + 1e-9 * m->top_v; v += step) {
-        fprintf(f,
-                "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e6e6e6\"/><text x=\"%.1f\" "
-                "y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%s</text>\n",
-                m->L, mem_y(m, v), m->L + m->pw, mem_y(m, v), m->L - 6, mem_y(m, v) + 4, bytes_fmt(a, sizeof a, v, 1));
+    double v[MEM_TICKS_MAX];
+    int k = mem_ticks(m, v);
+    for (int i = 0; i < k; i++) {
+        double y = mem_y(m, v[i]);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e6e6e6\"/>\n", m->L, y,
+                m->L + m->pw, y);
+        if (labels)
+            fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%g\" text-anchor=\"end\">%s</text>\n", m->L - 6, y + 4,
+                    MEM_SIZE, bytes_fmt(a, sizeof a, v[i], 1));
     }
     if (m->fixed > m->y_lo)
         fprintf(f,
@@ -362,102 +569,65 @@ static void mem_grid_and_fixed(FILE *f, const mem_plot *m)
 
 /* Live activations, stacked on the fixed bytes: a step function, one step
  * per operation. */
-static void mem_activations(FILE *f, const mem_plot *m, const size_t *mem)
+static void mem_activations(FILE *f, const mem_plot *m, const mem_series *ser)
 {
     double base = mem_y(m, m->fixed);
     fprintf(f, "<polygon fill=\"" COL_ACT "\" stroke=\"#3d85c6\" stroke-width=\"0.8\" points=\"%.1f,%.1f",
             mem_x(m, 0), base);
-    for (int k = 0; k < m->nops; k++) {
-        double y = mem_y(m, m->fixed + (double)mem[k]);
+    for (int k = 0; k < ser->nops; k++) {
+        double y = mem_y(m, m->fixed + (double)ser->mem[k]);
         fprintf(f, " %.2f,%.2f %.2f,%.2f", mem_x(m, k), y, mem_x(m, k + 1), y);
     }
-    fprintf(f, " %.1f,%.1f\"/>\n", mem_x(m, m->nops), base);
+    fprintf(f, " %.1f,%.1f\"/>\n", mem_x(m, ser->nops), base);
 }
 
 /* The forward / backward boundary: a dashed vertical line at the first
- * operation of a backward stage, labelled on both sides. */
-static void mem_pass_boundary(FILE *f, const mem_plot *m, const rm_problem *p, const rm_op *ops)
+ * operation of a backward stage; with labels, each side named where the
+ * name fits inside the plot. */
+static void mem_pass_boundary(FILE *f, const mem_plot *m, const mem_series *ser, int labels)
 {
-    int b0 = -1;
-    for (int k = 0; k < m->nops; k++)
-        if (p->nodes[ops[k].stage].tag == RM_TAG_BACKWARD) {
-            b0 = k;
-            break;
-        }
-    if (b0 <= 0) return;
-    double x = mem_x(m, b0);
+    if (ser->b0 <= 0) return;
+    double x = mem_x(m, ser->b0);
     fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\" stroke-dasharray=\"4,3\"/>\n", x,
             m->T, x, m->T + m->ph);
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">forward pass</text>\n", x - 4,
-            m->T + 12);
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">backward pass</text>\n", x + 4, m->T + 12);
+    if (!labels) return;
+    if (x - 4 - text_w("forward pass", MEM_SIZE) >= m->L)
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%g\" text-anchor=\"end\">forward pass</text>\n", x - 4,
+                m->T + 12, MEM_SIZE);
+    if (x + 4 + text_w("backward pass", MEM_SIZE) <= m->L + m->pw)
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%g\">backward pass</text>\n", x + 4, m->T + 12, MEM_SIZE);
 }
 
-/* Recomputations as ticks under the plot (at least 2 px wide); counts the
- * computes and recomputations for the caption. */
-static void mem_recompute_ticks(FILE *f, const mem_plot *m, const rm_op *ops, int *ncomp, int *nre)
+/* Recomputations as ticks under the plot, at least 2 px wide. */
+static void mem_recompute_ticks(FILE *f, const mem_plot *m, const mem_series *ser)
 {
-    *ncomp = *nre = 0;
+    double w = m->pw / (m->nops > 0 ? m->nops : 1);
+    if (w < 2) w = 2;
     fprintf(f, "<g fill=\"" COL_RE "\">\n");
-    for (int k = 0; k < m->nops; k++) {
-        if (ops[k].kind != RM_OP_COMPUTE) continue;
-        (*ncomp)++;
-        if (ops[k].node == ops[k].stage) continue;
-        (*nre)++;
-        double w = m->pw / m->nops < 2 ? 2 : m->pw / m->nops;
-        fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"9\"/>\n", mem_x(m, k), m->T + m->ph + 3, w);
-    }
+    for (int k = 0; k < ser->nops; k++)
+        if (ser->ops[k].kind == RM_OP_COMPUTE && ser->ops[k].node != ser->ops[k].stage)
+            fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"9\"/>\n", mem_x(m, k), m->T + m->ph + 3, w);
     fprintf(f, "</g>\n");
 }
 
-/* The budget line and the peak (a dot at the first compute that reaches
- * it), each labelled right of the plot. */
-static void mem_budget_and_peak(FILE *f, const mem_plot *m, const rm_problem *p, const rm_op *ops, const size_t *mem,
-                                size_t peak_bytes)
+/* The budget as a dashed line, and the peak as a dot at the first compute
+ * that reaches it. */
+static void mem_budget_and_peak(FILE *f, const mem_plot *m, const mem_series *ser)
 {
-    char a[32];
-    double budget = m->budget;
-    if (budget > 0) {
+    if (m->budget > 0)
         fprintf(f,
                 "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"" COL_BUDGET
                 "\" stroke-width=\"1.5\" stroke-dasharray=\"6,4\"/>\n",
-                m->L, mem_y(m, budget), m->L + m->pw, mem_y(m, budget));
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"" COL_BUDGET "\">budget %s</text>\n",
-                m->L + m->pw + 6, mem_y(m, budget) + 4, bytes_str(a, sizeof a, budget));
-    }
-    int kp = -1;
-    for (int k = 0; k < m->nops; k++)
-        if (ops[k].kind == RM_OP_COMPUTE && mem[k] == peak_bytes) {
-            kp = k;
-            break;
-        }
-    if (kp < 0) return;
-    double yp = mem_y(m, m->peak);
-    fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#000\"/>\n", (mem_x(m, kp) + mem_x(m, kp + 1)) / 2, yp);
-    /* Next to the budget label, the peak label goes on the other side of
-     * the budget line, a line's height away. */
-    double ly = yp + 4;
-    if (budget > 0 && fabs(yp - mem_y(m, budget)) < 14)
-        ly = yp >= mem_y(m, budget) ? mem_y(m, budget) + 18 : mem_y(m, budget) - 10;
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">peak %s</text>\n", m->L + m->pw + 6, ly,
-            bytes_str(a, sizeof a, m->peak));
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" fill=\"#444\">peak (dot) while computing '", m->L + 4,
-            m->T + m->ph + 40);
-    xml_text(f, p->nodes[ops[kp].node].name);
-    fprintf(f, "', stage %d (operation %d)</text>\n", ops[kp].stage, kp);
+                m->L, mem_y(m, m->budget), m->L + m->pw, mem_y(m, m->budget));
+    if (ser->kp >= 0)
+        fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#000\"/>\n",
+                (mem_x(m, ser->kp) + mem_x(m, ser->kp + 1)) / 2, mem_y(m, m->fixed + (double)ser->sim.peak_bytes));
 }
 
-/* The fixed bytes' label, the zig-zag of a broken axis, the axes and the
- * captions. */
-static void mem_axes_and_captions(FILE *f, const mem_plot *m, int ncomp, int nre, size_t peak_bytes)
+/* The axes, with the zig-zag of a broken one. */
+static void mem_axes(FILE *f, const mem_plot *m)
 {
-    char a[32], b[32];
     double L = m->L, T = m->T, pw = m->pw, ph = m->ph;
-    if (m->fixed > 0) {
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#555\">fixed %s%s</text>\n", L + pw + 6,
-                (mem_y(m, m->fixed) + mem_y(m, m->y_lo > 0 ? m->y_lo : 0)) / 2 + 4, bytes_str(a, sizeof a, m->fixed),
-                m->broken ? " (axis cut)" : "");
-    }
     if (m->broken) {
         double yb = mem_y(m, m->y_lo) - 6;
         fprintf(f,
@@ -469,46 +639,284 @@ static void mem_axes_and_captions(FILE *f, const mem_plot *m, int ncomp, int nre
             "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\"/><line x1=\"%.1f\" y1=\"%.1f\" "
             "x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\"/>\n",
             L, T, L, T + ph, L, T + ph, L + pw, T + ph);
-    fprintf(f,
-            "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">operation sequence: %d computes "
-            "(%d of them recomputations, marked below the axis) and %d frees</text>\n",
-            L + pw / 2, T + ph + 26, ncomp, nre, m->nops - ncomp);
-    fprintf(f,
-            "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" fill=\"#444\">grey: fixed bytes (weights, gradients, "
-            "optimizer state); blue: live activations; activation peak %s</text>\n",
-            L + 4, T + ph + 54, bytes_str(b, sizeof b, (double)peak_bytes));
+}
+
+/* ---- The memory figure: one timeline with its labels ---- */
+
+#define MEM_W 960.0
+#define MEM_PH 298.0
+
+/* A label right of the plot: the budget, the peak, the fixed bytes. */
+typedef struct {
+    double y;
+    char text[64];
+    const char *fill;
+} side_label;
+
+/* The labels right of the plot, where their lines are, then moved apart
+ * (in their order) until baselines are at least 14 px apart and none is
+ * below the plot's bottom. Returns how many. */
+static int mem_side_labels(side_label *lab, const mem_plot *m, const mem_series *ser)
+{
+    char a[32];
+    int k = 0;
+    if (m->budget > 0) {
+        lab[k] = (side_label){mem_y(m, m->budget) + 4, "", COL_BUDGET};
+        snprintf(lab[k++].text, sizeof lab[0].text, "budget %s", bytes_str(a, sizeof a, m->budget));
+    }
+    if (ser->kp >= 0) {
+        double peak = m->fixed + (double)ser->sim.peak_bytes;
+        lab[k] = (side_label){mem_y(m, peak) + 4, "", "#000"};
+        snprintf(lab[k++].text, sizeof lab[0].text, "peak %s", bytes_str(a, sizeof a, peak));
+    }
+    if (m->fixed > 0) {
+        lab[k] = (side_label){(mem_y(m, m->fixed) + mem_y(m, m->y_lo)) / 2 + 4, "", "#555"};
+        snprintf(lab[k++].text, sizeof lab[0].text, "fixed %s%s", bytes_str(a, sizeof a, m->fixed),
+                 m->broken ? " (axis cut)" : "");
+    }
+    for (int i = 1; i < k; i++) /* by height; at most three */
+        for (int j = i; j > 0 && lab[j].y < lab[j - 1].y; j--) {
+            side_label t = lab[j];
+            lab[j] = lab[j - 1];
+            lab[j - 1] = t;
+        }
+    const double gap = 14, bottom = m->T + m->ph + 4;
+    for (int i = 1; i < k; i++)
+        if (lab[i].y < lab[i - 1].y + gap) lab[i].y = lab[i - 1].y + gap;
+    if (k && lab[k - 1].y > bottom) lab[k - 1].y = bottom;
+    for (int i = k - 2; i >= 0; i--)
+        if (lab[i].y > lab[i + 1].y - gap) lab[i].y = lab[i + 1].y - gap;
+    return k;
+}
+
+/* The captions under the plot: what the operation sequence holds, where
+ * the peak is, what the colours are. */
+typedef struct {
+    char ops[200], peak[RM_NAME_LEN + 120], key[200];
+    double y_ops, y_peak, y_key, bottom;
+} mem_captions;
+
+static void mem_captions_of(mem_captions *c, const mem_plot *m, const rm_problem *p, const mem_series *ser,
+                            double width)
+{
+    char a[32];
+    snprintf(c->ops, sizeof c->ops,
+             "operation sequence: %d computes (%d of them recomputations, marked below the axis) and %d frees",
+             ser->ncomp, ser->nre, ser->nops - ser->ncomp);
+    c->peak[0] = '\0';
+    if (ser->kp >= 0)
+        snprintf(c->peak, sizeof c->peak, "peak (dot) while computing '%s', stage %d (operation %d)",
+                 p->nodes[ser->ops[ser->kp].node].name, ser->ops[ser->kp].stage, ser->kp);
+    snprintf(c->key, sizeof c->key,
+             "grey: fixed bytes (weights, gradients, optimizer state); blue: live activations; activation peak %s",
+             bytes_str(a, sizeof a, (double)ser->sim.peak_bytes));
+    double nw = width - MARGIN - (m->L + 4);
+    c->y_ops = m->T + m->ph + 26;
+    double y = block_last(c->y_ops, text_block(NULL, 0, c->y_ops, m->pw, MEM_SIZE, "middle", "", c->ops), MEM_SIZE);
+    c->y_peak = y + 14;
+    if (c->peak[0])
+        y = block_last(c->y_peak, text_block(NULL, 0, c->y_peak, nw, MEM_NOTE_SIZE, "start", "", c->peak),
+                       MEM_NOTE_SIZE);
+    c->y_key = y + 14;
+    y = block_last(c->y_key, text_block(NULL, 0, c->y_key, nw, MEM_NOTE_SIZE, "start", "", c->key), MEM_NOTE_SIZE);
+    c->bottom = y + 0.2 * MEM_NOTE_SIZE;
+}
+
+static void mem_captions_draw(FILE *f, const mem_captions *c, const mem_plot *m, double width)
+{
+    double nw = width - MARGIN - (m->L + 4);
+    text_block(f, m->L + m->pw / 2, c->y_ops, m->pw, MEM_SIZE, "middle", "", c->ops);
+    if (c->peak[0]) text_block(f, m->L + 4, c->y_peak, nw, MEM_NOTE_SIZE, "start", "fill=\"#444\"", c->peak);
+    text_block(f, m->L + 4, c->y_key, nw, MEM_NOTE_SIZE, "start", "fill=\"#444\"", c->key);
 }
 
 int rm_figure_memory_svg(const char *path, const rm_problem *p, const rm_schedule *s, const char *title, rm_err *e)
 {
-    int rc = check_args(p, s, e);
+    mem_series ser;
+    int rc = mem_series_build(&ser, p, s, e);
     if (rc) return rc;
-    rm_op *ops = NULL;
-    int nops = 0;
-    if ((rc = rm_schedule_ops(&ops, &nops, p, s, e))) return rc;
-    size_t *mem = malloc((size_t)(nops > 0 ? nops : 1) * sizeof *mem);
-    if (!mem) {
-        free(ops);
-        return rm_errorf(e, RM_ERR_NOMEM, "figure: out of memory");
+    mem_plot m = mem_scale(p, (double)p->fixed_bytes + (double)ser.sim.peak_bytes);
+    m.nops = ser.nops;
+    double width = MEM_W;
+    double title_y = title_fit(&width, title);
+    m.T = title_y > 0 ? title_y + 40 : 40;
+    m.ph = MEM_PH;
+    m.L = MARGIN + mem_label_room(&m);
+    /* The side labels' places depend on T and ph only; their widths set the
+     * room right of the plot. */
+    side_label lab[3];
+    int nlab = mem_side_labels(lab, &m, &ser);
+    double right = 0;
+    for (int i = 0; i < nlab; i++)
+        if (text_w(lab[i].text, MEM_SIZE) > right) right = text_w(lab[i].text, MEM_SIZE);
+    m.pw = width - m.L - (6 + right + MARGIN);
+    mem_captions cap;
+    mem_captions_of(&cap, &m, p, &ser, width);
+    double height = ceil(cap.bottom + MARGIN);
+
+    rm_atomic_file af;
+    if ((rc = rm_atomic_open(&af, path, e))) {
+        mem_series_free(&ser);
+        return rc;
     }
-    rm_sim_result sim;
-    if ((rc = rm_simulate_ops(&sim, mem, p, s, ops, nops, e))) goto out;
-    mem_plot m = mem_plot_of(p, &sim, nops, title);
+    FILE *f = af.f;
+    svg_begin(f, width, height, NULL, title);
+    mem_grid_and_fixed(f, &m, 1);
+    mem_activations(f, &m, &ser);
+    mem_pass_boundary(f, &m, &ser, 1);
+    mem_recompute_ticks(f, &m, &ser);
+    mem_budget_and_peak(f, &m, &ser);
+    mem_axes(f, &m);
+    for (int i = 0; i < nlab; i++) {
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%g\" fill=\"%s\">", m.L + m.pw + 6, lab[i].y, MEM_SIZE,
+                lab[i].fill);
+        xml_text_n(f, lab[i].text, strlen(lab[i].text));
+        fprintf(f, "</text>\n");
+    }
+    mem_captions_draw(f, &cap, &m, width);
+    fprintf(f, "</svg>\n");
+    mem_series_free(&ser);
+    return finish(&af, e);
+}
+
+/* ---- Several timelines side by side ---- */
+
+#define CMP_COLS 3
+#define CMP_PW 270.0
+#define CMP_PH 140.0
+#define CMP_GAP 34.0
+#define CMP_MIN_W 640.0
+
+/* The note under the panels: the shared axes, the colours, and who found
+ * nothing. malloc'ed; NULL when out of memory. */
+static char *compare_note(const mem_plot *m, const rm_figure_entry *v, int n, int nfit)
+{
+    char c[32], d[32];
+    size_t len = 600;
+    for (int i = 0; i < n; i++)
+        if (!v[i].s) len += strlen(v[i].name) + (v[i].why ? strlen(v[i].why) : 0) + 8;
+    char *s = malloc(len);
+    if (!s) return NULL;
+    size_t o = 0;
+    s[0] = '\0';
+    if (nfit) {
+        o += (size_t)snprintf(s, len,
+                              "Shared axes: every panel has the y scale labelled on the left%s and the same x scale, "
+                              "operations 0 to %d (the longest sequence). ",
+                              m->broken ? " (cut above 0)" : "", m->nops);
+        if (m->budget > 0)
+            o +=
+                (size_t)snprintf(s + o, len - o, "Red dashed line: the budget %s. ", bytes_str(c, sizeof c, m->budget));
+        o += (size_t)snprintf(s + o, len - o,
+                              "Grey: fixed bytes %s; blue: live activations; orange ticks: recomputations; dot: "
+                              "the peak.",
+                              bytes_str(d, sizeof d, m->fixed));
+    }
+    if (nfit < n) {
+        o +=
+            (size_t)snprintf(s + o, len - o, "%s%s: ", nfit ? " " : "",
+                             nfit ? "No schedule within the budget" : "No strategy found a schedule within the budget");
+        for (int i = 0, k = 0; i < n; i++)
+            if (!v[i].s)
+                o += (size_t)snprintf(s + o, len - o, "%s%s%s%s%s", k++ ? ", " : "", v[i].name, v[i].why ? " (" : "",
+                                      v[i].why ? v[i].why : "", v[i].why ? ")" : "");
+        snprintf(s + o, len - o, ".");
+    }
+    return s;
+}
+
+int rm_figure_compare_svg(const char *path, const rm_problem *p, const rm_figure_entry *v, int n, const char *title,
+                          rm_err *e)
+{
+    if (!p || p->n < 1 || n < 0 || (n > 0 && !v)) return rm_errorf(e, RM_ERR_INVALID, "figure: no problem or entries");
+    mem_series *ser = calloc((size_t)(n > 0 ? n : 1), sizeof *ser);
+    char *head = calloc((size_t)(n > 0 ? n : 1), 128);
+    char *note = NULL;
+    int rc = ser && head ? RM_OK : rm_errorf(e, RM_ERR_NOMEM, "figure: out of memory");
+    double top = 0;
+    int nfit = 0, nops = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        if (!v[i].s) continue;
+        if ((rc = mem_series_build(&ser[i], p, v[i].s, e))) {
+            rm_err_context(e, "%s", v[i].name);
+            break;
+        }
+        double peak = (double)p->fixed_bytes + (double)ser[i].sim.peak_bytes;
+        if (peak > top) top = peak;
+        if (ser[i].nops > nops) nops = ser[i].nops;
+        nfit++;
+    }
+    if (rc) goto out;
+
+    /* Shared axes: one scale, one label column left of the first column. */
+    mem_plot m = mem_scale(p, top);
+    m.nops = nops;
+    m.pw = CMP_PW;
+    m.ph = CMP_PH;
+    int cols = nfit < CMP_COLS ? (nfit > 0 ? nfit : 1) : CMP_COLS, rows = (nfit + cols - 1) / cols;
+    double x0 = MARGIN + mem_label_room(&m);
+    double width = x0 + cols * CMP_PW + (cols - 1) * CMP_GAP + MARGIN;
+    if (width < CMP_MIN_W) width = CMP_MIN_W; /* the note under one panel wraps less */
+    double title_y = title_fit(&width, title);
+    /* Each panel's heading: the strategy in bold, then its overhead and
+     * peak; every row leaves room for the most lines one takes. */
+    double base = rm_problem_base_cost(p);
+    int l1 = 1, l2 = 1;
+    for (int i = 0; i < n; i++) {
+        if (!v[i].s) continue;
+        char a[32];
+        snprintf(head + (size_t)i * 128, 128, "%+.2f%% compute, peak %s",
+                 base > 0 ? 100.0 * (ser[i].sim.cost / base - 1) : 0.0,
+                 bytes_str(a, sizeof a, (double)p->fixed_bytes + (double)ser[i].sim.peak_bytes));
+        int l = text_block(NULL, 0, 0, CMP_PW, MEM_SIZE, "start", "", v[i].name);
+        if (l > l1) l1 = l;
+        l = text_block(NULL, 0, 0, CMP_PW, MEM_NOTE_SIZE, "start", "", head + (size_t)i * 128);
+        if (l > l2) l2 = l;
+    }
+    /* A row: the heading, 12 px, the plot, its recomputation ticks. Offsets
+     * from the row's top: */
+    double name_dy = MEM_SIZE, stats_dy = block_last(name_dy, l1, MEM_SIZE) + 13;
+    double head_h = block_last(stats_dy, l2, MEM_NOTE_SIZE) + 12, row_h = head_h + CMP_PH + 26;
+    double row_top = title_y > 0 ? title_y + 20 : MARGIN;
+    note = compare_note(&m, v, n, nfit);
+    if (!note) {
+        rc = rm_errorf(e, RM_ERR_NOMEM, "figure: out of memory");
+        goto out;
+    }
+    double note_y = row_top + rows * row_h + (rows ? 4 : 10);
+    int note_lines = 0;
+    if (*note) note_lines = text_block(NULL, MARGIN, note_y, width - 2 * MARGIN, MEM_NOTE_SIZE, "start", "", note);
+    double height = ceil(block_last(note_y, note_lines, MEM_NOTE_SIZE) + 0.2 * MEM_NOTE_SIZE + MARGIN);
+
     rm_atomic_file af;
     if ((rc = rm_atomic_open(&af, path, e))) goto out;
     FILE *f = af.f;
-    svg_begin(f, m.W, m.H, NULL, title);
-    mem_grid_and_fixed(f, &m);
-    mem_activations(f, &m, mem);
-    mem_pass_boundary(f, &m, p, ops);
-    int ncomp, nre;
-    mem_recompute_ticks(f, &m, ops, &ncomp, &nre);
-    mem_budget_and_peak(f, &m, p, ops, mem, sim.peak_bytes);
-    mem_axes_and_captions(f, &m, ncomp, nre, sim.peak_bytes);
+    svg_begin(f, width, height, NULL, title);
+    for (int i = 0, k = 0; i < n; i++) {
+        if (!v[i].s) continue;
+        int col = k % cols, row = k / cols;
+        k++;
+        m.L = x0 + col * (CMP_PW + CMP_GAP);
+        m.T = row_top + row * row_h + head_h;
+        double y = row_top + row * row_h;
+        fprintf(f, "<g class=\"panel\">\n");
+        text_block(f, m.L, y + name_dy, CMP_PW, MEM_SIZE, "start", "font-weight=\"bold\"", v[i].name);
+        text_block(f, m.L, y + stats_dy, CMP_PW, MEM_NOTE_SIZE, "start", "fill=\"#444\"", head + (size_t)i * 128);
+        mem_grid_and_fixed(f, &m, col == 0);
+        mem_activations(f, &m, &ser[i]);
+        mem_pass_boundary(f, &m, &ser[i], 0);
+        mem_recompute_ticks(f, &m, &ser[i]);
+        mem_budget_and_peak(f, &m, &ser[i]);
+        mem_axes(f, &m);
+        fprintf(f, "</g>\n");
+    }
+    if (*note) text_block(f, MARGIN, note_y, width - 2 * MARGIN, MEM_NOTE_SIZE, "start", "fill=\"#444\"", note);
     fprintf(f, "</svg>\n");
     rc = finish(&af, e);
 out:
-    free(mem);
-    free(ops);
+    for (int i = 0; ser && i < n; i++) mem_series_free(&ser[i]);
+    free(ser);
+    free(head);
+    free(note);
     return rc;
 }

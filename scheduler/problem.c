@@ -3,6 +3,7 @@
  * Everything downstream (simulator, baselines, MILP) trusts what
  * rm_problem_validate checks, so every constructor ends with it. */
 #include "problem.h"
+#include "atomic_file.h"
 #include "problem_json.h"
 #include "text_fields.h"
 
@@ -525,8 +526,11 @@ int rm_problem_write(const rm_problem *p, const char *path, rm_err *e)
             return rm_errorf(e, RM_ERR_INVALID, "%s: node %d is named '-', which the format reserves for no name", path,
                              i);
     }
-    FILE *fp = fopen(path, "w");
-    if (!fp) return rm_errorf(e, RM_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+    /* Written aside and renamed into place (engine/atomic_file.h): a run
+     * killed mid-write, or a full disk, leaves the previous file intact. */
+    rm_atomic_file af;
+    if ((rc = rm_atomic_open(&af, path, e))) return rc;
+    FILE *fp = af.f;
     fprintf(fp, "# remat rematerialization problem (format: docs/problem-format.md)\n");
     fprintf(fp, "# problem NODES FIXED_BYTES BUDGET (budget 0 = unlimited)\n");
     fprintf(fp, "problem %d %zu %zu\n", p->n, p->fixed_bytes, p->budget);
@@ -539,10 +543,5 @@ int rm_problem_write(const rm_problem *p, const char *path, rm_err *e)
         for (int k = 0; k < nd->ndeps; k++) fprintf(fp, k ? ",%d" : "%d", nd->deps[k]);
         fputc('\n', fp);
     }
-    if (ferror(fp)) {
-        fclose(fp);
-        return rm_errorf(e, RM_ERR_IO, "%s: write error", path);
-    }
-    if (fclose(fp) != 0) return rm_errorf(e, RM_ERR_IO, "%s: write error: %s", path, strerror(errno));
-    return RM_OK;
+    return rm_atomic_commit(&af, e);
 }

@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "builder.h"
 #include "commands.h"
+#include "footprint.h"
 
 char cf_dir[64];
 char cf_err[8192];
@@ -160,4 +162,16 @@ int cf_temporaries(const char *dir)
     }
     closedir(d);
     return count;
+}
+
+rm_problem *cf_training_problem(const char *cfg, int batch)
+{
+    rm_err e = {RM_OK, ""};
+    rm_model *m;
+    cr_assert_eq(rm_model_load(&m, cfg, &e), RM_OK, "%s", e.msg);
+    rm_optim_options sgd = rm_optim_options_default(RM_OPTIM_SGD);
+    rm_problem *p;
+    cr_assert_eq(rm_training_problem(&p, NULL, m, batch, &sgd, NULL, NULL, RM_COST_SAME_BATCH, &e), RM_OK, "%s", e.msg);
+    rm_model_free(m);
+    return p;
 }

@@ -23,6 +23,12 @@
     "5 relu1.grad backward 512 2048 2,4\n"                                                                             \
     "6 fc1.grad backward 4096 0 0,5\n"
 
+struct rm_problem;
+/* The problem the scheduling commands build for `--model cfg --batch N`:
+ * the training accounting with SGD momentum, costs in FLOPs, budget 0
+ * (asserting success). Free with rm_problem_free. */
+struct rm_problem *cf_training_problem(const char *cfg, int batch);
+
 /* Creates the test's directory (cf_dir) and redirects stdout and stderr
  * into files in it; cf_teardown removes it. For TestSuite .init/.fini. */
 void cf_setup(void);

@@ -1,9 +1,9 @@
 /* A write error on the output disk, at every step of the atomic write
  * protocol (engine/atomic_file.h), for every file remat writes: snapshots,
  * `remat plan --out`, the SVG figures, the schedule cache, `remat graph
- * --dot`. Each failure must give a clear error (naming the file and the
- * cause) and a non-zero exit, leave the previous file at the path intact
- * byte for byte, and leave no temporary file behind. The faults are injected
+ * --dot` and `--problem-out`. Each failure must give a clear error (naming
+ * the file and the cause) and a non-zero exit, leave the previous file at
+ * the path intact byte for byte, and leave no temporary file behind. The faults are injected
  * by the wrappers of inject.h, and also made real: a file size limit
  * (RLIMIT_FSIZE, which the kernel enforces with EFBIG even for root) and
  * /dev/full (ENOSPC on every write). */
@@ -364,6 +364,37 @@ Test(write_errors, graph_dot_keeps_the_previous_file)
     cr_expect_eq(rc, 1, "exit %d: %s", rc, cf_err);
     cr_expect(strstr(cf_err, dot) && strstr(cf_err, strerror(ENOSPC)), "%s", cf_err);
     cf_expect_bytes(dot, (const unsigned char *)"digraph old {}\n", 15, "graph --dot");
+    cr_expect_eq(cf_temporaries(cf_dir), 0);
+}
+
+Test(write_errors, graph_problem_out_keeps_the_previous_file)
+{
+    const char *out = cf_path("p.txt");
+    cf_write(out, "problem old\n");
+    for (size_t c = 0; c < N_IO_CASES; c++) {
+        fi_io_fail(io_cases[c].mask, 0, io_cases[c].err);
+        int rc = cf_remat("graph", "--model", VGG_TINY, "--batch", "2", "--problem-out", out, NULL);
+        fi_io_fail(0, 0, 0);
+        cr_expect_eq(rc, 1, "case %zu: exit %d: %s", c, rc, cf_err);
+        expect_message(cf_err, out, &io_cases[c]);
+        cf_expect_bytes(out, (const unsigned char *)"problem old\n", 12, io_cases[c].step);
+        cr_expect_eq(cf_temporaries(cf_dir), 0, "case %zu", c);
+    }
+}
+
+/* --strategy all --svg writes the cheapest schedule's two figures, then the
+ * comparison: the third write failing leaves the previous comparison. */
+Test(write_errors, plan_compare_svg_keeps_the_previous_file)
+{
+    const char *prefix = cf_path("all"), *cmp = cf_path("all-compare.svg");
+    cf_write(cmp, "<svg>old</svg>\n");
+    fi_io_fail(FI_FFLUSH, 2, ENOSPC);
+    int rc = cf_remat("plan", "--problem", REMAT_SOURCE_DIR "/docs/examples/two-layer.txt", "--strategy", "all",
+                      "--time-limit", "0", "--node-limit", "100", "--svg", prefix, "--quiet", NULL);
+    fi_io_fail(0, 0, 0);
+    cr_expect_eq(rc, 1, "exit %d: %s", rc, cf_err);
+    cr_expect(strstr(cf_err, cmp) && strstr(cf_err, strerror(ENOSPC)), "%s", cf_err);
+    cf_expect_bytes(cmp, (const unsigned char *)"<svg>old</svg>\n", 15, "plan --strategy all --svg");
     cr_expect_eq(cf_temporaries(cf_dir), 0);
 }
 

@@ -35,19 +35,6 @@ static const char *example = CF_EXAMPLE_HEADER CF_EXAMPLE_NODES;
 static char *err_text(void) { return cf_text(cf_path("stderr")); }
 static char *out_text(void) { return cf_text(cf_path("stdout")); }
 
-/* The problem the CLI builds: the training accounting with SGD momentum. */
-static rm_problem *traced(const char *cfg, int batch)
-{
-    rm_err e = {RM_OK, ""};
-    rm_model *m;
-    cr_assert_eq(rm_model_load(&m, cfg, &e), RM_OK, "%s", e.msg);
-    rm_optim_options sgd = rm_optim_options_default(RM_OPTIM_SGD);
-    rm_problem *p;
-    cr_assert_eq(rm_training_problem(&p, NULL, m, batch, &sgd, NULL, NULL, RM_COST_SAME_BATCH, &e), RM_OK, "%s", e.msg);
-    rm_model_free(m);
-    return p;
-}
-
 static size_t noremat_total(rm_problem *p)
 {
     size_t budget = p->budget;
@@ -83,7 +70,7 @@ TestSuite(cli_maxbatch, .init = cf_setup, .fini = cf_teardown);
 
 Test(cli_plan, every_strategy_on_a_tiny_model)
 {
-    rm_problem *p = traced(TINY, 2);
+    rm_problem *p = cf_training_problem(TINY, 2);
     size_t full = noremat_total(p);
     int count;
     const rm_strategy_info *list = rm_strategy_list_all(&count);
@@ -144,7 +131,7 @@ Test(cli_plan, strategy_all_compares_every_strategy)
     cr_assert(strstr(out, "LP bound"));
     cr_assert(strstr(out, "cheapest: "));
     free(out);
-    rm_problem *p = traced(TINY, 2);
+    rm_problem *p = cf_training_problem(TINY, 2);
     expect_valid_schedule(p, cf_path("best.txt"), (size_t)((double)noremat_total(p) * 0.98), "all");
     rm_problem_free(p);
 }
@@ -253,7 +240,7 @@ Test(cli_plan, costs_that_add_up_past_a_double_are_refused)
     cr_assert_neq(access(out, F_OK), 0, "a schedule was written");
 
     /* vgg-tiny's nodes at batch 8, node 3 measured at 1e306 s: 23 of those overflow. */
-    rm_problem *p = traced(TINY, 8);
+    rm_problem *p = cf_training_problem(TINY, 8);
     rm_err e = {RM_OK, ""};
     rm_cost_file *c;
     cr_assert_eq(rm_cost_file_create(&c, p->n, "vgg-tiny", 8, "cpu", &e), RM_OK, "%s", e.msg);
@@ -420,7 +407,7 @@ Test(cli_budget, bad_budget_strings_exit_1)
 
 Test(cli_budget, below_the_lower_bound_is_refused_at_once)
 {
-    rm_problem *p = traced(RESNET_TINY, 4);
+    rm_problem *p = cf_training_problem(RESNET_TINY, 4);
     size_t need = p->fixed_bytes + rm_problem_peak_lower_bound(p);
     rm_problem_free(p);
     char arg[32];
@@ -547,7 +534,7 @@ Test(cli_svg, plan_writes_well_formed_figures)
     cr_assert_eq(cf_remat("plan", "--model", TINY, "--batch", "2", "--budget", "97%", "--strategy", "lp_round",
                           "--quiet", "--svg", prefix, NULL),
                  0, "%s", err_text());
-    rm_problem *p = traced(TINY, 2);
+    rm_problem *p = cf_training_problem(TINY, 2);
     int n = p->n;
     rm_problem_free(p);
     expect_svg(cf_path("fig-rs.svg"));
@@ -887,7 +874,7 @@ Test(cli_plan, one_batch_limit_for_every_command)
  * A cap that can bind is shown as before. */
 Test(cli_maxbatch, a_cap_no_schedule_reaches_is_said_to_rule_nothing_out)
 {
-    rm_problem *p = traced(TINY, 1);
+    rm_problem *p = cf_training_problem(TINY, 1);
     double all = 0, most = 0;
     for (int i = 0; i < p->n; i++) all += p->nodes[i].cost, most += p->nodes[i].cost * (p->n - i);
     rm_problem_free(p);

@@ -11,12 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "builder.h"
+#include "cli_fixture.h"
 #include "coarsen.h"
 #include "milp.h"
-#include "route.h"
-#include "builder.h"
 #include "random_graphs.h"
 #include "rng.h"
+#include "route.h"
 #include "simulate.h"
 #include "strategy.h"
 #include "trainer.h"
@@ -25,18 +26,6 @@
 #define UNET_TINY REMAT_SOURCE_DIR "/models/unet-tiny.cfg"
 
 static int close_rel(double a, double b) { return fabs(a - b) <= 1e-9 * fmax(1.0, fmax(fabs(a), fabs(b))); }
-
-static rm_problem *traced(const char *cfg, int batch)
-{
-    rm_err e = {RM_OK, ""};
-    rm_model *m;
-    cr_assert_eq(rm_model_load(&m, cfg, &e), RM_OK, "%s", e.msg);
-    rm_optim_options sgd = rm_optim_options_default(RM_OPTIM_SGD);
-    rm_problem *p;
-    cr_assert_eq(rm_training_problem(&p, NULL, m, batch, &sgd, NULL, NULL, RM_COST_SAME_BATCH, &e), RM_OK, "%s", e.msg);
-    rm_model_free(m);
-    return p;
-}
 
 static size_t all_peak(const rm_problem *p)
 {
@@ -236,7 +225,7 @@ Test(coarsen, traced_tiny_models)
     rm_rng r = rm_rng_make(99);
     const char *cfgs[] = {RESNET_TINY, UNET_TINY};
     for (int k = 0; k < 2; k++) {
-        rm_problem *p = traced(cfgs[k], 2);
+        rm_problem *p = cf_training_problem(cfgs[k], 2);
         rm_err e = {RM_OK, ""};
         rm_coarsening c;
         for (int target = p->n / 4; target <= p->n / 2; target += p->n / 4) {
@@ -310,7 +299,7 @@ Test(coarsen, solver_route_on_a_large_random_graph_and_a_traced_model)
         check_route(p, "lp_round", 20, 0);
     }
     rm_problem_free(p);
-    p = traced(RESNET_TINY, 2);
+    p = cf_training_problem(RESNET_TINY, 2);
     full = all_peak(p);
     lb = rm_problem_peak_lower_bound(p);
     p->budget = p->fixed_bytes + lb + (full - lb) / 2;
