@@ -62,7 +62,8 @@
     "                    stdout: no problem lines, matrices, timeline or footnotes; the cheapest strategy and\n"       \
     "                    the files written are said on stderr. Columns: strategy, status, overhead_pct, cost\n"        \
     "                    (the problem's unit), peak_bytes, recomputed_nodes, recomputations, seconds,\n"               \
-    "                    lp_bound_pct, bound (lp or trivial), gap_pct; numbers are numbers, missing ones\n"            \
+    "                    lp_bound_pct, bound (lp or trivial), gap_pct (cost minus the proved floor, over the\n"      \
+    "                    cost: docs/formulation.md); numbers are numbers, missing ones\n"                             \
     "                    empty (csv) or null (json). Not with --check\n"                                               \
     "  --quiet           no progress on stderr\n"                                                                      \
     "\n"                                                                                                               \
@@ -493,8 +494,10 @@ static int plan_all_outputs(const plan_args *a, const rm_cli_problem *cp, const 
     char x[32], title[400];
     if (a->fmt == RM_TABLE_TEXT)
         printf("\noverhead: extra compute over checkpoint-all (every node once, %s); peak: fixed + activations;\n"
-               "recomputed: nodes computed more than once (total recomputations); LP bound: the LP relaxation, a\n"
-               "proved floor on any schedule's overhead; gap: how far the cost may be from the optimum.\n",
+               "recomputed: nodes computed more than once (total recomputations); LP bound: the LP relaxation (on\n"
+               "coarsened graphs, a relaxed LP of the whole graph), a proved floor on any schedule's overhead;\n"
+               "gap: (cost - proved floor) / cost, the most the cost can be above the optimum, as a share of the\n"
+               "cost; the floor is the LP bound, or for milp what branch and bound proved (0.00%%: optimal).\n",
                rm_cli_cost(x, sizeof x, cp->base_cost, cp->flops));
     if (best_k >= 0) {
         fprintf(a->info, "cheapest: %s\n", list[best_k].name);
