@@ -85,7 +85,6 @@ static int explain_run(int argc, char **argv)
         rm_cli_problem_free(&cp);
         return rc;
     }
-    printf("remat explain: %s\n\n", cp.what);
     rm_explain_write_budget(stdout, &cp, &bud);
     fflush(stdout);
 

@@ -145,7 +145,6 @@ static int budget_text(FILE *m, const void *ctx, rm_err *e)
     const rm_cli_problem *cp = ctx;
     rm_cli_budget b = rm_cli_budget_of(cp->p->budget);
     (void)e;
-    fprintf(m, "remat explain: %s\n\n", cp->what);
     rm_explain_write_budget(m, cp, &b);
     return RM_OK;
 }

@@ -277,6 +277,7 @@ void rm_explain_write_budget(FILE *f, const rm_cli_problem *cp, const rm_cli_bud
     char a[32], b[32], c[32];
     double ref = (double)cp->noremat_total;
     size_t lbt = p->fixed_bytes + cp->lower_bound;
+    fprintf(f, "remat explain: %s\n\n", cp->what);
     fprintf(f, "What the budget means\n");
     fprintf(f, "  The device budget is %s", rm_cli_bytes(a, sizeof a, (double)p->budget));
     if (bud->percent) fprintf(f, " (%g%% of the no-remat peak)", bud->pct);

@@ -11,9 +11,10 @@
 #include "cli_util.h"
 #include "strategy.h"
 
-/* "What the budget means": cp's budget (cp->p->budget, set) against the
- * no-remat peak and the lower bound; bud is the budget as the user gave it
- * (a percentage is said as one). */
+/* The report's first line (which problem), then "What the budget means":
+ * cp's budget (cp->p->budget, set) against the no-remat peak and the lower
+ * bound; bud is the budget as the user gave it (a percentage is said as
+ * one). */
 void rm_explain_write_budget(FILE *f, const rm_cli_problem *cp, const rm_cli_budget *bud);
 
 /* "The schedule" onwards, for s, the schedule strategy st returned with
