@@ -340,9 +340,10 @@ static int write_budget(FILE *f, rm_cli_problem *cp, const lesson_args *a, int k
     rm_problem *p = cp->p;
     p->budget = bytes;
     char line[2048], x[32];
-    size_t ll = (size_t)snprintf(
-        line, sizeof line, "remat lesson: budget %d/%ld: %s (%.1f%% of the no-remat peak):", k + 1, a->budgets_n,
-        rm_cli_bytes(x, sizeof x, (double)bytes), 100.0 * (double)bytes / (double)cp->noremat_total);
+    size_t ll =
+        (size_t)snprintf(line, sizeof line, "remat lesson: budget %d/%ld: %s (%.1f%% of the no-remat peak):", k + 1,
+                         a->budgets_n, rm_cli_bytes(x, sizeof x, (double)bytes),
+                         cp->noremat_total ? 100.0 * (double)bytes / (double)cp->noremat_total : 100.0);
     double t0 = rm_cli_now();
     fputs(k ? ",\n{" : "\n{", f);
     json_key(f, "bytes", 1);
