@@ -493,19 +493,22 @@ int rm_cli_problem_set_budget(rm_cli_problem *cp, const char *cmd, const rm_cli_
     return 1;
 }
 
-void rm_cli_print_footprint(const rm_footprint *f, const rm_optim_options *o)
+void rm_cli_print_footprint(FILE *out, const rm_footprint *f, const rm_optim_options *o)
 {
     char t[32], w[32], g[32], s[32], b[32], l[32], k[32], d[32] = "";
-    const char *state = o->kind == RM_OPTIM_ADAM ? "Adam state (m, v)" : o->momentum > 0 ? "SGD momentum" : "optimizer state";
+    const char *state = o->kind == RM_OPTIM_ADAM ? "Adam state (m, v)"
+                        : o->momentum > 0        ? "SGD momentum"
+                                                 : "optimizer state";
     if (f->backend) {
         char x[32];
         snprintf(d, sizeof d, " + backend %s", rm_cli_bytes(x, sizeof x, (double)f->backend));
     }
-    printf("fixed        %s = weights %s + gradients %s + %s %s + BN statistics %s + labels %s + workspace %s%s\n",
-           rm_cli_bytes(t, sizeof t, (double)f->total), rm_cli_bytes(w, sizeof w, (double)f->weights),
-           rm_cli_bytes(g, sizeof g, (double)f->grads), state, rm_cli_bytes(s, sizeof s, (double)f->optim),
-           rm_cli_bytes(b, sizeof b, (double)f->buffers), rm_cli_bytes(l, sizeof l, (double)f->labels),
-           rm_cli_bytes(k, sizeof k, (double)f->workspace), d);
+    fprintf(out,
+            "fixed        %s = weights %s + gradients %s + %s %s + BN statistics %s + labels %s + workspace %s%s\n",
+            rm_cli_bytes(t, sizeof t, (double)f->total), rm_cli_bytes(w, sizeof w, (double)f->weights),
+            rm_cli_bytes(g, sizeof g, (double)f->grads), state, rm_cli_bytes(s, sizeof s, (double)f->optim),
+            rm_cli_bytes(b, sizeof b, (double)f->buffers), rm_cli_bytes(l, sizeof l, (double)f->labels),
+            rm_cli_bytes(k, sizeof k, (double)f->workspace), d);
 }
 
 void rm_cli_problem_print(const rm_cli_problem *cp, const rm_cli_budget *b)
@@ -526,7 +529,7 @@ void rm_cli_problem_print(const rm_cli_problem *cp, const rm_cli_budget *b)
            nf, nl, nb, rm_cli_cost(x, sizeof x, cp->base_cost, cp->flops));
     printf("costs        %s\n", cp->cost_model);
     if (cp->has_footprint) {
-        rm_cli_print_footprint(&cp->fp, &cp->optim);
+        rm_cli_print_footprint(stdout, &cp->fp, &cp->optim);
     } else {
         printf("fixed        %s, always resident (the problem's own fixed bytes)\n",
                rm_cli_bytes(x, sizeof x, (double)p->fixed_bytes));

@@ -5,6 +5,7 @@
 #define REMAT_CLI_UTIL_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "footprint.h"
 #include "problem.h"
@@ -118,10 +119,11 @@ typedef struct rm_cli_problem {
     double base_cost;      /* checkpoint-all's cost: every node once */
 } rm_cli_problem;
 
-/* The "fixed" line every command prints for a model: the footprint's total
- * and its parts (train/footprint.h), so graph, plan, explain, maxbatch and
- * train show the same numbers. o names the optimizer state. */
-void rm_cli_print_footprint(const rm_footprint *f, const rm_optim_options *o);
+/* The "fixed" line every command prints for a model, to out: the
+ * footprint's total and its parts (train/footprint.h), so graph, plan,
+ * explain, maxbatch and train show the same numbers. o names the optimizer
+ * state. */
+void rm_cli_print_footprint(FILE *out, const rm_footprint *f, const rm_optim_options *o);
 
 /* Traces model at batch (when model is set) or reads problem_path, and
  * measures the no-remat peak and the lower bound. Prints any error as

@@ -258,7 +258,7 @@ static int report(const rm_graph *g, const rm_model *m, rm_problem *p, const rm_
            nloss, nbwd, nsum);
     printf("edges        %zu\n", rm_graph_edge_count(g));
     printf("parameters   %s\n", rm_cli_group_digits(a, sizeof a, g->param_count));
-    rm_cli_print_footprint(fp, sgd);
+    rm_cli_print_footprint(stdout, fp, sgd);
     printf("activations  %s (%s bytes), every node output summed\n", rm_cli_bytes(b, sizeof b, (double)act),
            rm_cli_group_digits(c, sizeof c, act));
     printf("forward      %s\n", rm_cli_flops(a, sizeof a, g->forward_flops));

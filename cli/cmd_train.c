@@ -191,7 +191,7 @@ static void print_summary(const rm_trainer_summary *s, const rm_trainer_config *
     else
         printf("batch        %d\n", s->batch);
     if (c->device != RM_BACKEND_CPU) printf("device       %s (GPU 0): weights, arena and kernels\n", s->device);
-    rm_cli_print_footprint(&s->fp, &c->optim);
+    rm_cli_print_footprint(stdout, &s->fp, &c->optim);
     printf("no-remat     %s peak = fixed + %s activations, every one kept until its last use (checkpoint-all)\n",
            rm_cli_bytes(a, sizeof a, (double)s->noremat_peak),
            rm_cli_bytes(b, sizeof b, (double)(s->noremat_peak - s->fp.total)));

@@ -8,6 +8,7 @@
 extern const rm_command rm_cmd_graph;
 extern const rm_command rm_cmd_plan;
 extern const rm_command rm_cmd_explain;
+extern const rm_command rm_cmd_lesson;
 extern const rm_command rm_cmd_maxbatch;
 extern const rm_command rm_cmd_train;
 extern const rm_command rm_cmd_profile;
@@ -15,6 +16,7 @@ const rm_command *const rm_commands[] = {
     &rm_cmd_graph,
     &rm_cmd_plan,
     &rm_cmd_explain,
+    &rm_cmd_lesson,
     &rm_cmd_maxbatch,
     &rm_cmd_train,
     &rm_cmd_profile,

@@ -123,7 +123,7 @@ int rm_table_json_string(FILE *f, const char *s)
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         if (*p == '"' || *p == '\\')
             fprintf(f, "\\%c", *p);
-        else if (*p < 0x20)
+        else if (*p < 0x20 || *p == '<') /* '<' too: JSON inside an HTML <script> never reads "</script>" */
             fprintf(f, "\\u%04x", *p);
         else
             fputc(*p, f);
@@ -161,6 +161,13 @@ static void write_number(FILE *f, double v)
 }
 
 static int has_number(const cell *c) { return c->is_num && isfinite(c->v); }
+
+int rm_table_json_number(FILE *f, double v)
+{
+    if (isfinite(v)) write_number(f, v);
+    else fputs("null", f);
+    return ferror(f) ? -1 : 0;
+}
 
 static void compute_widths(const rm_table *t, int *w, int with_rows)
 {

@@ -27,7 +27,7 @@ typedef enum rm_table_format {
     RM_TABLE_CSV,  /* RFC 4180: a header line of keys; a field with a comma, quote, CR or LF is quoted,
                       quotes doubled; lines end in LF (not CRLF: what Unix tools expect; readers take both) */
     RM_TABLE_JSON  /* [{"key": value, ...}, ...], one object per line; numbers as JSON numbers, a missing
-                      or non-finite number as null, strings escaped (control characters as \u00XX) */
+                      or non-finite number as null, strings escaped (control characters and < as \u00XX) */
 } rm_table_format;
 
 /* "text", "md", "csv" or "json" into *out: 0, or -1 for anything else. */
@@ -82,8 +82,11 @@ int rm_table_end(rm_table *t);
 
 /* The escapers, for one field or string anywhere else that needs one:
  * s as a csv field (quoted when it must be) and as a JSON string (quotes
- * included). 0, or -1 on a write error. */
+ * included; '<' written \u003c, so the JSON can sit inside an HTML
+ * <script>); v as a JSON number, the shortest text that reads back as v
+ * (null when not finite). 0, or -1 on a write error. */
 int rm_table_csv_field(FILE *f, const char *s);
 int rm_table_json_string(FILE *f, const char *s);
+int rm_table_json_number(FILE *f, double v);
 
 #endif

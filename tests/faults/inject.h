@@ -14,7 +14,7 @@
  * one allocation and fails as lp_solve documents, NULL, FALSE or NOMEMORY;
  * lp_solve's own internals are spared, see inject.c). I/O faults make fwrite, fflush, fclose (after
  * really closing), fsync, rename or posix_fallocate fail with a chosen errno on files other
- * than stdout and stderr, as a full or failing output disk would. */
+ * than stdout, stderr and memory streams, as a full or failing output disk would. */
 #ifndef REMAT_TESTS_FAULTS_INJECT_H
 #define REMAT_TESTS_FAULTS_INJECT_H
 

@@ -1,9 +1,10 @@
 /* A write error on the output disk, at every step of the atomic write
  * protocol (engine/atomic_file.h), for every file remat writes: snapshots,
  * `remat plan --out`, the SVG figures, the schedule cache, `remat graph
- * --dot` and `--problem-out`. Each failure must give a clear error (naming
- * the file and the cause) and a non-zero exit, leave the previous file at
- * the path intact byte for byte, and leave no temporary file behind. The faults are injected
+ * --dot`, `--problem-out` and the page of `remat lesson`. Each failure must
+ * give a clear error (naming the file and the cause) and a non-zero exit,
+ * leave the previous file at the path intact byte for byte, and leave no
+ * temporary file behind. The faults are injected
  * by the wrappers of inject.h, and also made real: a file size limit
  * (RLIMIT_FSIZE, which the kernel enforces with EFBIG even for root) and
  * /dev/full (ENOSPC on every write). */
@@ -396,6 +397,27 @@ Test(write_errors, plan_compare_svg_keeps_the_previous_file)
     cr_expect(strstr(cf_err, cmp) && strstr(cf_err, strerror(ENOSPC)), "%s", cf_err);
     cf_expect_bytes(cmp, (const unsigned char *)"<svg>old</svg>\n", 15, "plan --strategy all --svg");
     cr_expect_eq(cf_temporaries(cf_dir), 0);
+}
+
+Test(write_errors, lesson_page_keeps_the_previous_file)
+{
+    const char *page = cf_path("lesson.html");
+    const char *old = "<html>the previous lesson</html>\n";
+    cf_write(page, old);
+    for (size_t c = 0; c < N_IO_CASES; c++) {
+        fi_io_fail(io_cases[c].mask, 0, io_cases[c].err);
+        int rc = cf_remat("lesson", "--problem", REMAT_SOURCE_DIR "/docs/examples/two-layer.txt", "--budgets", "2",
+                          "--strategies", "checkpoint_all,ogc", "--quiet", "--out", page, NULL);
+        fi_io_fail(0, 0, 0);
+        cr_expect_eq(rc, 1, "case %zu: exit %d: %s", c, rc, cf_err);
+        expect_message(cf_err, page, &io_cases[c]);
+        cf_expect_bytes(page, (const unsigned char *)old, strlen(old), io_cases[c].step);
+        cr_expect_eq(cf_temporaries(cf_dir), 0, "case %zu", c);
+    }
+    int rc = cf_remat("lesson", "--problem", REMAT_SOURCE_DIR "/docs/examples/two-layer.txt", "--budgets", "2",
+                      "--quiet", "--out", "/dev/full", NULL);
+    cr_expect_eq(rc, 1, "exit %d: %s", rc, cf_err);
+    cr_expect(strstr(cf_err, "/dev/full") && strstr(cf_err, strerror(ENOSPC)), "%s", cf_err);
 }
 
 /* ---- the schedule cache ---------------------------------------------------------------- */

@@ -164,7 +164,7 @@ Test(figures, two_layer_example_reads_well)
     free(rs);
 }
 
-/* The figures the README shows (scripts/readme-examples draws them). */
+/* The figures the README shows (scripts/doc-examples draws them). */
 Test(figures, the_readmes_figures_read_well)
 {
     static const char *const names[] = {"two-layer-rs", "two-layer-memory", "resnet-tiny-rs", "resnet-tiny-memory"};

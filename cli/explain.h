@@ -1,0 +1,26 @@
+/* The teaching report of `remat explain`, written to any stream: what the
+ * budget means next to the no-remat peak and the lower bound, and, for one
+ * schedule, which values are dropped and recomputed, when and why, where the
+ * peak is and what the recomputations cost. `remat explain` writes it to
+ * stdout; `remat lesson` captures it (open_memstream) for its page. */
+#ifndef REMAT_CLI_EXPLAIN_H
+#define REMAT_CLI_EXPLAIN_H
+
+#include <stdio.h>
+
+#include "cli_util.h"
+#include "strategy.h"
+
+/* The report's first line (which problem), then "What the budget means":
+ * cp's budget (cp->p->budget, set) against the no-remat peak and the lower
+ * bound; bud is the budget as the user gave it (a percentage is said as
+ * one). */
+void rm_explain_write_budget(FILE *f, const rm_cli_problem *cp, const rm_cli_budget *bud);
+
+/* "The schedule" onwards, for s, the schedule strategy st returned with
+ * stats. RM_OK, or the error of replaying s (RM_ERR_INVALID, RM_ERR_NOMEM),
+ * after which f may hold part of the text. */
+int rm_explain_write_schedule(FILE *f, const rm_cli_problem *cp, const rm_schedule *s, const rm_strategy_info *st,
+                              const rm_strategy_stats *stats, rm_err *e);
+
+#endif

@@ -1,0 +1,236 @@
+/* `remat lesson` driven like a user would: the page it writes is one
+ * self-contained file (no network reference of any kind), embeds the data of
+ * exactly K budgets from the no-remat peak down to the lower bound with every
+ * strategy's answer (values checked on the two-layer example, where they are
+ * known by hand), carries explain's text byte for byte as `remat explain`
+ * prints it, leaves the R/S grids out above 400 nodes, and bad arguments fail
+ * at once without writing anything. (tests/scripts/test_lesson_page.py opens
+ * the page in a browser.) */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli_fixture.h"
+#include "random_graphs.h"
+
+TestSuite(cli_lesson, .init = cf_setup, .fini = cf_teardown);
+
+/* The README's two-layer example: no-remat peak 11264, lower bound 10240; the
+ * input costs 100 to load again. */
+static const char *two_layer(void)
+{
+    return REMAT_SOURCE_DIR "/docs/examples/two-layer.txt";
+}
+
+static int count(const char *s, const char *what)
+{
+    int n = 0;
+    for (const char *p = strstr(s, what); p; p = strstr(p + 1, what)) n++;
+    return n;
+}
+
+/* The JSON the page embeds: from its script element to the one after. */
+static char *page_data(const char *page)
+{
+    const char *open = "<script type=\"application/json\" id=\"lesson-data\">";
+    const char *a = strstr(page, open);
+    cr_assert_not_null(a, "the page has no data script");
+    a += strlen(open);
+    const char *b = strstr(a, "</script>");
+    cr_assert_not_null(b);
+    return strndup(a, (size_t)(b - a));
+}
+
+/* The JSON string at *p (at its opening quote), decoded; *p moves past it.
+ * Only the escapes the writer uses (cli/table.c): \" \\ and \u00XX. */
+static char *json_string(const char **p)
+{
+    const char *s = *p;
+    cr_assert_eq(*s, '"', "no string at '%.20s'", s);
+    char *out = malloc(strlen(s) + 1), *o = out;
+    cr_assert_not_null(out);
+    for (s++; *s != '"'; s++) {
+        cr_assert_neq(*s, '\0', "unterminated string");
+        if (*s != '\\') {
+            *o++ = *s;
+        } else if (s[1] == 'u') {
+            unsigned v;
+            cr_assert_eq(sscanf(s + 2, "%4x", &v), 1);
+            *o++ = (char)v;
+            s += 5;
+        } else {
+            *o++ = *++s;
+        }
+    }
+    *o = '\0';
+    *p = s + 1;
+    return out;
+}
+
+/* The value of the k-th (0-based) "key": string after from. */
+static char *nth_string(const char *from, const char *key, int k)
+{
+    const char *p = from;
+    for (int i = 0; i <= k; i++) {
+        p = strstr(p, key);
+        cr_assert_not_null(p, "no %d-th %s", k, key);
+        p += strlen(key);
+    }
+    return json_string(&p);
+}
+
+/* "optimal in 0.0 s": the solve time is the one thing that may differ from run to run. */
+static void drop_seconds(char *s)
+{
+    for (char *p = strstr(s, " in "); p; p = strstr(p + 1, " in "))
+        for (char *q = p + 4; *q && strchr("0123456789.", *q); q++) *q = '#';
+}
+
+Test(cli_lesson, writes_a_self_contained_page_with_every_budget)
+{
+    const char *prob = two_layer(), *out = cf_path("lesson.html");
+    cr_assert_eq(cf_remat("lesson", "--problem", prob, "--out", out, "--budgets", "5", "--quiet", NULL), 0, "%s",
+                 cf_err);
+    cr_assert(cf_said(0, "5 budgets x 7 strategies"));
+    char *page = cf_text(out);
+    cr_assert(!strncmp(page, "<!DOCTYPE html>", 15));
+    cr_assert(strstr(page, "</html>\n") && !strstr(page, "@LESSON_DATA@"));
+    /* Nothing from the network: no address at all, no script, style, font or image loaded from anywhere;
+     * a url() only to something in the page (url(#id)). */
+    const char *external[] = {"http:", "https:", "<script src", " src=", " href=", "<link", "@import", "@font-face"};
+    for (size_t k = 0; k < sizeof external / sizeof external[0]; k++) {
+        const char *hit = strstr(page, external[k]);
+        cr_assert_null(hit, "the page holds '%s': '%.60s'", external[k], hit);
+    }
+    for (const char *u = strstr(page, "url("); u; u = strstr(u + 1, "url("))
+        cr_assert_eq(u[4], '#', "a url() outside the page: '%.40s'", u);
+
+    char *data = page_data(page);
+    /* 5 budgets evenly from the no-remat peak 11264 down to the lower bound 10240, 7 strategies each. */
+    cr_assert(strstr(data, "\"noremat\":11264,") && strstr(data, "\"lower\":10240,") && strstr(data, "\"rs\":true"));
+    cr_assert_eq(count(data, "{\"bytes\":"), 5);
+    const char *bytes[] = {"{\"bytes\":11264,", "{\"bytes\":11008,", "{\"bytes\":10752,", "{\"bytes\":10496,",
+                           "{\"bytes\":10240,"};
+    const char *prev = data;
+    for (int k = 0; k < 5; k++) {
+        const char *b = strstr(prev, bytes[k]);
+        cr_assert_not_null(b, "no budget %s in order", bytes[k]);
+        prev = b;
+    }
+    cr_assert_eq(count(data, "\"status\":"), 35);
+    /* At the peak checkpoint-all fits (the MILP proves it optimal); below it, it and griewank find nothing
+     * and say so, while the MILP drops the input and loads it again in stage 6: R[6][0], for 100 more. */
+    cr_assert_eq(count(data, "\"status\":\"infeasible\",\"ok\":false"), 8);
+    cr_assert_eq(count(data, "\"status\":\"optimal\""), 5);
+    /* Budget 0: all but chen_sqrtn and ogc (not budget-driven: they recompute anyway) pay every node once;
+     * below it, the 5 strategies that fit all pay 100 more. */
+    cr_assert_eq(count(data, "\"cost\":7396,"), 5);
+    cr_assert_eq(count(data, "\"cost\":7496,"), 2 + 4 * 5);
+    cr_assert_eq(count(data, "\"re\":[6,0]"), 2 + 4 * 5);
+    cr_assert_eq(count(data, "\"re\":[]"), 5);
+    cr_assert_eq(count(data, "\"recomputed\":[0,2]"), 2 + 4 * 5); /* node 0, computed twice */
+    const char *last = strstr(data, bytes[4]);
+    cr_assert(strstr(last, "\"status\":\"optimal\",\"ok\":true"));
+    free(data);
+    free(page);
+}
+
+/* The page's words are explain's: the lowest budget's text and the MILP's, as `remat explain` prints them. */
+Test(cli_lesson, embeds_explains_text)
+{
+    const char *prob = two_layer(), *out = cf_path("lesson.html");
+    cr_assert_eq(cf_remat("lesson", "--problem", prob, "--out", out, "--budgets", "3", "--strategies", "ogc,milp",
+                          "--quiet", NULL),
+                 0, "%s", cf_err);
+    char *page = cf_text(out), *data = page_data(page);
+    const char *last = strstr(data, "{\"bytes\":10240,");
+    cr_assert_not_null(last);
+    char *budget = nth_string(last, "\"explain\":", 0), *ogc = nth_string(last, "\"explain\":", 1),
+         *milp = nth_string(last, "\"explain\":", 2);
+    cr_assert(strstr(ogc, "The schedule: ogc ("), "%s", ogc);
+
+    cr_assert_eq(cf_remat("explain", "--problem", prob, "--budget", "10240B", "--strategy", "milp", "--quiet", NULL), 0,
+                 "%s", cf_err);
+    char *said = cf_text(cf_path("stdout"));
+    char *start = strstr(said, "remat explain: ");
+    cr_assert_not_null(start);
+    size_t n = strlen(budget) + strlen(milp);
+    char *want = malloc(n + 1);
+    cr_assert_not_null(want);
+    snprintf(want, n + 1, "%s%s", budget, milp);
+    drop_seconds(want);
+    drop_seconds(start);
+    cr_assert_str_eq(start, want);
+    cr_assert(strstr(want, "input (1.00 KiB) is dropped in stage 1 and recomputed in stage 6 for fc1.grad, for 100."),
+              "%s", want);
+    free(want);
+    free(said);
+    free(budget);
+    free(ogc);
+    free(milp);
+    free(data);
+    free(page);
+}
+
+/* Above 400 nodes the page carries no R and S (n^2 cells), and says why. */
+Test(cli_lesson, leaves_out_the_grids_of_a_large_graph)
+{
+    rm_problem *p = rg_checkmate_linear(225, 0, 0); /* 451 nodes */
+    cr_assert_not_null(p);
+    p->fixed_bytes = 1000;
+    rm_err e = {RM_OK, ""};
+    const char *prob = cf_path("linear.txt"), *out = cf_path("lesson.html");
+    cr_assert_eq(rm_problem_write(p, prob, &e), RM_OK, "%s", e.msg);
+    rm_problem_free(p);
+    cr_assert_eq(cf_remat("lesson", "--problem", prob, "--out", out, "--budgets", "2", "--strategies",
+                          "checkpoint_all,chen_sqrtn", "--quiet", NULL),
+                 0, "%s", cf_err);
+    cr_assert(cf_said(0, "(no R and S grids: more than 400 nodes)"));
+    char *page = cf_text(out), *data = page_data(page);
+    cr_assert(strstr(data, "\"n\":451,") && strstr(data, "\"rs\":false"));
+    cr_assert_null(strstr(data, "\"re\":"));
+    cr_assert_null(strstr(data, "\"S\":"));
+    /* The memory timelines stay, one per schedule. */
+    cr_assert_gt(count(data, "\"ok\":true"), 0);
+    cr_assert_eq(count(data, "\"mem\":["), count(data, "\"ok\":true"));
+    cr_assert_eq(count(data, "\"recomputed\":["), count(data, "\"ok\":true"));
+    free(data);
+    free(page);
+}
+
+Test(cli_lesson, bad_arguments_fail_at_once_and_write_nothing)
+{
+    const char *prob = two_layer(), *out = cf_path("lesson.html");
+    struct {
+        const char *args[12], *says;
+    } bad[] = {
+        {{"lesson", "--problem", prob, NULL}, "--out FILE.html is required"},
+        {{"lesson", "--out", out, NULL}, "--model FILE --batch N or --problem FILE is required"},
+        {{"lesson", "--problem", prob, "--model", CF_MODEL("resnet-tiny.cfg"), "--out", out, NULL}, "not both"},
+        {{"lesson", "--model", CF_MODEL("resnet-tiny.cfg"), "--out", out, NULL}, "--batch N is required"},
+        {{"lesson", "--problem", prob, "--out", out, "--budgets", "1", NULL}, "--budgets must be a whole number"},
+        {{"lesson", "--problem", prob, "--out", out, "--budgets", "201", NULL}, "from 2 to 200, got '201'"},
+        {{"lesson", "--problem", prob, "--out", out, "--budgets", "ten", NULL}, "got 'ten'"},
+        {{"lesson", "--problem", prob, "--out", out, "--strategies", "chen_sqrtn,nope", NULL},
+         "unknown strategy 'nope'"},
+        {{"lesson", "--problem", prob, "--out", out, "--time-limit", "soon", NULL}, "--time-limit must be"},
+        {{"lesson", "--problem", prob, "--out", out, "--node-limit", "-1", NULL}, "--node-limit must be"},
+        {{"lesson", "--problem", prob, "--out", out, "--frobnicate", NULL}, "unknown argument '--frobnicate'"},
+        {{"lesson", "--problem", prob, "--out", cf_dir, NULL}, "is a directory"},
+        {{"lesson", "--problem", prob, "--out", "/nonexistent/dir/page.html", NULL}, "/nonexistent/dir/page.html"},
+        {{"lesson", "--problem", "/nonexistent.txt", "--out", out, NULL}, "/nonexistent.txt"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        cr_assert_eq(cf_remat_args(bad[k].args), 1, "case %zu: %s", k, cf_err);
+        cr_assert(strstr(cf_err, bad[k].says), "case %zu: want '%s' in: %s", k, bad[k].says, cf_err);
+        cr_assert_neq(access(out, F_OK), 0, "case %zu wrote the page", k);
+    }
+    cr_assert_eq(cf_temporaries(cf_dir), 0);
+    /* `remat lesson --help` is there, and `remat --help` lists the command. */
+    cr_assert_eq(cf_remat("lesson", "--help", NULL), 0);
+    cr_assert(cf_said(0, "--budgets K"));
+    cr_assert_eq(cf_remat("--help", NULL), 0);
+    cr_assert(cf_said(0, "  lesson "));
+}
