@@ -14,8 +14,8 @@
 #include "strategy.h"
 
 #define EXPLAIN_USAGE                                                                                                  \
-    "usage: remat explain (--model FILE --batch N | --problem FILE) --budget B [--strategy NAME]\n"                    \
-    "                     [--costs FILE] [--time-limit S] [--node-limit N] [--quiet]\n"                                                 \
+    "usage: remat explain (--model FILE --batch N --budget B | --problem FILE [--budget B])\n"                         \
+    "                     [--strategy NAME] [--costs FILE] [--time-limit S] [--node-limit N] [--quiet]\n"              \
     "\n"                                                                                                               \
     "Solves a rematerialization schedule for the budget and explains it: what the budget means next to\n"              \
     "the peak of training without rematerialization and the smallest memory any schedule needs; which\n"               \

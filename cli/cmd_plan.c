@@ -21,7 +21,7 @@
 #include "table.h"
 
 #define PLAN_USAGE                                                                                                     \
-    "usage: remat plan (--model FILE --batch N | --problem FILE) --budget B [--strategy NAME]\n"                       \
+    "usage: remat plan (--model FILE --batch N --budget B | --problem FILE [--budget B]) [--strategy NAME]\n"          \
     "                  [--costs FILE] [--time-limit S] [--node-limit N] [--out FILE] [--svg PREFIX]\n"                 \
     "                  [--format text|csv|json] [--quiet]\n"                                                           \
     "       remat plan --check FILE (--model FILE --batch N | --problem FILE) [--budget B] [--svg PREFIX]\n"           \
@@ -483,12 +483,22 @@ static int plan_one(const plan_args *a, rm_cli_problem *cp, const rm_strategy_in
     return rc;
 }
 
+/* Who else reached the cheapest cost: a heuristic listed first is not
+ * "the" answer when eight others tie with it and the MILP proves the cost
+ * optimal, and the line should say so. */
+typedef struct plan_cheapest {
+    int ties;           /* other strategies at exactly the cheapest cost */
+    const char *prover; /* the first of them whose status is OPTIMAL, or NULL */
+} plan_cheapest;
+
 /* What --strategy all says and writes after its table: the cheapest
  * strategy (list[best_k], its schedule best costing best_cost; best_k < 0:
- * none fits), its schedule file and figures, and with --svg the comparison
- * of every strategy's memory (fig, count entries; NULL without --svg). */
+ * none fits; ch: who ties with it), its schedule file and figures, and with
+ * --svg the comparison of every strategy's memory (fig, count entries; NULL
+ * without --svg). */
 static int plan_all_outputs(const plan_args *a, const rm_cli_problem *cp, const rm_strategy_info *list, int best_k,
-                            const rm_schedule *best, double best_cost, const rm_figure_entry *fig, int count)
+                            const plan_cheapest *ch, const rm_schedule *best, double best_cost,
+                            const rm_figure_entry *fig, int count)
 {
     rm_problem *p = cp->p;
     char x[32], title[400];
@@ -500,7 +510,10 @@ static int plan_all_outputs(const plan_args *a, const rm_cli_problem *cp, const 
                "cost; the floor is the LP bound, or for milp what branch and bound proved (0.00%%: optimal).\n",
                rm_cli_cost(x, sizeof x, cp->base_cost, cp->flops));
     if (best_k >= 0) {
-        fprintf(a->info, "cheapest: %s\n", list[best_k].name);
+        fprintf(a->info, "cheapest: %s", list[best_k].name);
+        if (ch->ties) fprintf(a->info, ", tied with %d other%s", ch->ties, ch->ties == 1 ? "" : "s");
+        if (ch->prover) fprintf(a->info, "; %s proves the cost optimal", ch->prover);
+        fprintf(a->info, "\n");
         char what[96];
         snprintf(what, sizeof what, " (the cheapest: %s)", list[best_k].name);
         figure_title(title, sizeof title, cp, list[best_k].name, best_cost);
@@ -538,6 +551,7 @@ static int plan_all(const plan_args *a, rm_cli_problem *cp)
     rm_schedule *best = NULL;
     int best_k = -1;
     double best_cost = 0;
+    plan_cheapest cheapest = {0, NULL};
     /* With --svg every answer is kept for the comparison figure (and the
      * cheapest is kept[best_k]); without, only the cheapest so far. */
     rm_schedule **kept = NULL;
@@ -574,7 +588,13 @@ static int plan_all(const plan_args *a, rm_cli_problem *cp)
         if (better) {
             best_cost = stats.sim.cost;
             best_k = k;
+            cheapest.ties = 0;
+            cheapest.prover = NULL;
+        } else if (!rc && stats.sim.cost == best_cost) {
+            cheapest.ties++;
         }
+        if (!rc && stats.sim.cost == best_cost && stats.status == RM_STATUS_OPTIMAL && !cheapest.prover)
+            cheapest.prover = st->name;
         if (fig) {
             fig[k] = (rm_figure_entry){st->name, rc ? NULL : s,
                                        rc == RM_ERR_INFEASIBLE ? rm_status_name(stats.status)
@@ -590,7 +610,7 @@ static int plan_all(const plan_args *a, rm_cli_problem *cp)
     }
     if (kept && best_k >= 0) best = kept[best_k];
     int rc = plan_table_end(t) || failed ? 2 : 0;
-    if (!rc) rc = plan_all_outputs(a, cp, list, best_k, best, best_cost, fig, count);
+    if (!rc) rc = plan_all_outputs(a, cp, list, best_k, &cheapest, best, best_cost, fig, count);
     if (kept)
         for (int k = 0; k < count; k++) rm_schedule_free(kept[k]);
     else
