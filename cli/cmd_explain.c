@@ -101,7 +101,10 @@ static int explain_run(int argc, char **argv)
     if (!quiet) {
         o.log = rm_cli_progress_log;
         o.log_ctx = &pr;
-        if (st->solve_opt) fprintf(stderr, "remat explain: solving with %s (time limit %g s) ...\n", st->name, limit);
+        if (st->solve_opt && limit > 0)
+            fprintf(stderr, "remat explain: solving with %s (time limit %g s) ...\n", st->name, limit);
+        else if (st->solve_opt)
+            fprintf(stderr, "remat explain: solving with %s (no time limit) ...\n", st->name);
     }
     rm_schedule *s = NULL;
     rm_strategy_stats stats;

@@ -342,6 +342,8 @@ static int check_peak(schedule_reader *rd, const char *tok, int line)
 
 /* A line after the stage rows: an operation of a declared 'ops' list, or
  * one of cost, peak and ops (each at most once). */
+static int is_tail_keyword(const char *w) { return !strcmp(w, "cost") || !strcmp(w, "peak") || !strcmp(w, "ops"); }
+
 static int read_tail_line(schedule_reader *rd, char **f, int nf, int line)
 {
     if (rd->ops_declared >= 0 && rd->ops_seen < rd->ops_declared) return read_op_line(rd, f, nf, line);
@@ -417,6 +419,11 @@ int rm_schedule_read(rm_schedule **out, const rm_problem *p, const char *path, r
             rc = read_stage_row(&rd, f, nf, line);
         else if (rd.sparse && !rd.s && (!strcmp(f[0], "R") || !strcmp(f[0], "S")))
             rc = read_sparse_line(&rd, f, nf, line);
+        else if (rd.sparse && !rd.s && !is_tail_keyword(f[0]))
+            /* A typo in the body ('s 4 5'): said at its line, not as the
+             * validity error the R and S read so far would give. */
+            rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: unexpected '%s' (R and S lines, then cost, peak, ops)", path,
+                           line, f[0]);
         else {
             if (rd.sparse && !rd.s) rc = finish_body(&rd); /* the first line after the R and S lines */
             if (!rc) rc = read_tail_line(&rd, f, nf, line);

@@ -398,6 +398,9 @@ Test(schedule_file, tampered_files_are_rejected)
     expect_schedule_error(6, "S 0 0-6", 6, RM_ERR_PARSE, "S on or above the diagonal");
     expect_schedule_error(6, "S 0 1-7", 6, RM_ERR_PARSE, "7 is out of range");
     expect_schedule_error(6, "S 0 4-6,1-2", 6, RM_ERR_PARSE, "1 comes after 6");
+    /* A typo among the S lines is said at its line, not as the validity
+     * error of the S lines before it (a learner's 's 2 3-4'). */
+    expect_schedule_error(8, "s 2 3-4", 8, RM_ERR_PARSE, "unexpected 's' (R and S lines, then cost, peak, ops)");
     expect_schedule_error(6, "S 0 3-1", 6, RM_ERR_PARSE, "runs backwards");
     expect_schedule_error(6, "S 0 1-x", 6, RM_ERR_PARSE, "expected ranges like 0-4,7");
     expect_schedule_error(6, "S 0 1,", 6, RM_ERR_PARSE, "expected ranges like 0-4,7");
