@@ -246,6 +246,11 @@ int rm_cli_parse_budget(rm_cli_budget *out, const char *s, char *why, size_t len
                  s, s, s, s, s, s, RM_CLI_BARE_BYTES_MIN);
         return -1;
     }
+    if (budget_units[k].scale == 1 && v != floor(v)) {
+        /* 9.5B would be cut to 9 bytes without a word. */
+        snprintf(why, len, "'%s' is not a whole number of bytes", s);
+        return -1;
+    }
     size_t bytes;
     if (budget_amount(&bytes, s, n, budget_units[k].scale)) {
         snprintf(why, len, "'%s' is too large: budgets go up to 2^62 bytes (4 EiB), more than any problem holds", s);

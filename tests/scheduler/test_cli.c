@@ -388,7 +388,13 @@ Test(cli_budget, parses_sizes_and_percentages)
     cr_assert_eq(rm_cli_parse_budget(&b, "999999", why, sizeof why), -1);
     cr_assert(strstr(why, "'999999' has no unit"), "%s", why);
     cr_assert_eq(rm_cli_parse_budget(&b, "0.1B", why, sizeof why), -1);
-    cr_assert_str_eq(why, "'0.1B' is less than one byte");
+    cr_assert_str_eq(why, "'0.1B' is not a whole number of bytes");
+    /* 9.5B was cut to 9 bytes without a word; 1.5KiB is a whole 1536. */
+    cr_assert_eq(rm_cli_parse_budget(&b, "9.5B", why, sizeof why), -1);
+    cr_assert_str_eq(why, "'9.5B' is not a whole number of bytes");
+    cr_assert_eq(rm_cli_parse_budget(&b, "1000000.5", why, sizeof why), -1);
+    cr_assert_eq(rm_cli_parse_budget(&b, "1.5KiB", why, sizeof why), 0);
+    cr_assert_eq(b.bytes, 1536);
 }
 
 Test(cli_budget, bad_budget_strings_exit_1)
