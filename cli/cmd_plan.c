@@ -489,6 +489,7 @@ static int plan_one(const plan_args *a, rm_cli_problem *cp, const rm_strategy_in
 typedef struct plan_cheapest {
     int ties;           /* other strategies at exactly the cheapest cost */
     const char *prover; /* the first of them whose status is OPTIMAL, or NULL */
+    char taken[512];    /* "lp_round: ogc, milp: ogc": solvers whose answer is a heuristic's schedule */
 } plan_cheapest;
 
 /* What --strategy all says and writes after its table: the cheapest
@@ -509,6 +510,9 @@ static int plan_all_outputs(const plan_args *a, const rm_cli_problem *cp, const 
                "gap: (cost - proved floor) / cost, the most the cost can be above the optimum, as a share of the\n"
                "cost; the floor is the LP bound, or for milp what branch and bound proved (0.00%%: optimal).\n",
                rm_cli_cost(x, sizeof x, cp->base_cost, cp->flops));
+    if (a->fmt == RM_TABLE_TEXT && ch->taken[0])
+        printf("a heuristic's schedule (the incumbent a solver starts from, where it found nothing cheaper):\n%s.\n",
+               ch->taken);
     if (best_k >= 0) {
         fprintf(a->info, "cheapest: %s", list[best_k].name);
         if (ch->ties) fprintf(a->info, ", tied with %d other%s", ch->ties, ch->ties == 1 ? "" : "s");
@@ -551,7 +555,7 @@ static int plan_all(const plan_args *a, rm_cli_problem *cp)
     rm_schedule *best = NULL;
     int best_k = -1;
     double best_cost = 0;
-    plan_cheapest cheapest = {0, NULL};
+    plan_cheapest cheapest = {0, NULL, ""};
     /* With --svg every answer is kept for the comparison figure (and the
      * cheapest is kept[best_k]); without, only the cheapest so far. */
     rm_schedule **kept = NULL;
@@ -595,6 +599,11 @@ static int plan_all(const plan_args *a, rm_cli_problem *cp)
         }
         if (!rc && stats.sim.cost == best_cost && stats.status == RM_STATUS_OPTIMAL && !cheapest.prover)
             cheapest.prover = st->name;
+        if (!rc && stats.source && strcmp(stats.source, st->name)) {
+            size_t used = strlen(cheapest.taken);
+            snprintf(cheapest.taken + used, sizeof cheapest.taken - used, "%s%s: %s", used ? ", " : "", st->name,
+                     stats.source);
+        }
         if (fig) {
             fig[k] = (rm_figure_entry){st->name, rc ? NULL : s,
                                        rc == RM_ERR_INFEASIBLE ? rm_status_name(stats.status)

@@ -174,6 +174,7 @@ static int lp_round_direct(rm_schedule **out, rm_strategy_stats *stats, const rm
         *out = inc, inc = NULL;
         r.objective = ir.cost;
         rc = RM_OK;
+        if (stats) stats->source = iname;
     } else if (rc != RM_OK && e) {
         *e = re;
     }
@@ -239,6 +240,8 @@ static int milp_direct(rm_schedule **out, rm_strategy_stats *stats, const rm_pro
     rm_schedule_free(incumbent);
     if (stats) {
         stats->status = info.status;
+        /* The search found nothing cheaper than the heuristic it started from. */
+        if (rc == RM_OK && info.from_incumbent && iname && info.objective == ir.cost) stats->source = iname;
         if (info.lp_bound > 0 || info.status == RM_STATUS_OPTIMAL) {
             stats->has_bound = 1;
             stats->lp_bound = info.lp_bound;

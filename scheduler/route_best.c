@@ -23,7 +23,9 @@ static int settle(rm_schedule **out, rm_strategy_stats *stats, int mrc, const rm
     if (mrc == RM_OK && (!inc || (rm_simulate(&mr, p, *out, &ignored) == RM_OK && mr.cost <= ir->cost))) {
         rm_schedule_free(inc);
         *stats = *ms;
-        stats->source = "milp";
+        /* The MILP's answer, or the heuristic's it started from and did not beat (ms->source). */
+        if (!stats->source) stats->source = "milp";
+        else if (!strcmp(stats->source, RM_SOURCE_CALLER_INCUMBENT)) stats->source = iname;
         return RM_OK;
     }
     if (!inc) { /* nothing fits any heuristic, and the solvers found nothing */
