@@ -24,19 +24,22 @@
 /* Dimensions a tensor file or a constant may have. */
 #define RM_ONNX_MAX_RANK 8
 
-/* A float32 tensor read from a TensorProto file (the input_0.pb and
- * output_0.pb of ONNX's test data) or given as a binding. */
+/* A tensor read from a TensorProto file (the input_0.pb and output_0.pb of
+ * ONNX's test data) or given as a binding: FLOAT values, or integers (a
+ * shape, axes, sizes), widened to int64. */
 typedef struct rm_onnx_tensor {
     char *name; /* the TensorProto's name ("" when it has none); owned */
     int rank;
     int64_t dims[RM_ONNX_MAX_RANK];
     size_t count; /* product of dims */
-    float *data;  /* count floats, owned */
+    float *data;  /* count floats, owned; NULL for integers */
+    int64_t *ints; /* count integers (INT64, INT32, BOOL), owned; NULL for floats */
 } rm_onnx_tensor;
 
-/* Reads a serialized TensorProto of FLOAT elements (raw_data or float_data).
- * RM_ERR_IO when the file cannot be read, RM_ERR_PARSE naming the file when
- * it is not a TensorProto (truncated, corrupt) or holds another type. */
+/* Reads a serialized TensorProto of FLOAT (or DOUBLE, narrowed) or integer
+ * elements, from raw_data or the typed fields. RM_ERR_IO when the file
+ * cannot be read, RM_ERR_PARSE naming the file when it is not a TensorProto
+ * (truncated, corrupt), RM_ERR_UNSUPPORTED for another element type. */
 int rm_onnx_tensor_load(rm_onnx_tensor *out, const char *path, rm_err *e);
 void rm_onnx_tensor_free(rm_onnx_tensor *t);
 

@@ -490,13 +490,16 @@ static int setup_graph(onnx_import *c)
         const rm_onnx_tensor *b = binding(c, vi->name);
         if (b) {
             onnx_const k;
-            if (!(rc = onnx_const_alloc(&k, 0, b->rank, b->dims, c->path, c->e))) {
-                if (k.count != b->count) {
+            if (!(rc = onnx_const_alloc(&k, b->ints != NULL, b->rank, b->dims, c->path, c->e))) {
+                int batchlike = 0; /* the batch symbol is the importer's own, never a value */
+                for (size_t q = 0; k.is_int && q < b->count; q++) batchlike |= b->ints[q] == ONNX_BATCH;
+                if (k.count != b->count || batchlike) {
                     onnx_const_free(&k);
                     rc = rm_errorf(c->e, RM_ERR_INVALID, "%s: the value bound to '%s' has %zu elements for its "
-                                   "dimensions' %zu", c->path, vi->name, b->count, k.count);
+                                   "dimensions' %zu, or holds INT64_MIN", c->path, vi->name, b->count, k.count);
                 } else {
-                    if (k.count) memcpy(k.f, b->data, k.count * sizeof *k.f);
+                    if (k.count && k.is_int) memcpy(k.i, b->ints, k.count * sizeof *k.i);
+                    else if (k.count) memcpy(k.f, b->data, k.count * sizeof *k.f);
                     rc = setup_constant(c, vi->name, &k);
                 }
             }

@@ -954,11 +954,16 @@ static int op_reshape(onnx_import *c, const Onnx__NodeProto *n)
     if (note_batch)
         onnx_note(c, n, "its shape's first dimension %lld is the batch the export fixed: read as N",
                   (long long)c->fixed_batch);
-    int same = (int)nt == r;
-    for (int k = 1; same && k < r; k++) same = d[k] == in[k];
-    if (same) {
-        if ((rc = onnx_set_alias(c, n, 0, x))) return rc;
-        onnx_note(c, n, "alias of '%s' (the same shape)", x->name);
+    /* A target remat lays out as the input is (the same dimensions, or only
+     * trailing 1s added or removed: [N, C, L] and [N, C, L, 1]) is the same
+     * tensor under another ONNX rank. */
+    int64_t pd[4] = {1, 1, 1, 1};
+    for (size_t k = 1; k < nt && nt <= 4; k++) pd[k] = d[k];
+    if (nt >= 2 && nt <= 4 && pd[1] == x->shape.c && pd[2] == x->shape.h && pd[3] == x->shape.w) {
+        onnx_value v = *x;
+        v.rank = (int)nt;
+        if ((rc = onnx_set_alias(c, n, 0, &v))) return rc;
+        onnx_note(c, n, "alias of '%s' (the same layout)", x->name);
         c->sum.aliases++;
         return RM_OK;
     }
@@ -1002,6 +1007,45 @@ static int op_slice(onnx_import *c, const Onnx__NodeProto *n)
     onnx_const k;
     if ((rc = onnx_const_alloc(&k, x->c.is_int, 1, &count, c->path, c->e))) return rc;
     for (int64_t q = 0; q < count; q++) const_copy(&k, (size_t)q, &x->c, (size_t)(s + q * step));
+    return fold_done(c, n, &k);
+}
+
+/* Transpose of a constant (an old export's weight transposed before a MatMul). */
+static int op_transpose(onnx_import *c, const Onnx__NodeProto *n)
+{
+    static const char *const attrs[] = {"perm", NULL};
+    onnx_value *x;
+    const int64_t *perm;
+    size_t np;
+    int rc = onnx_check_attrs(c, n, attrs);
+    if (!rc) rc = onnx_need_input(&x, c, n, 0, ONNX_UNSET, "data");
+    if (!rc && x->kind == ONNX_ACT)
+        rc = onnx_fail(c, RM_ERR_UNSUPPORTED, "transposes a tensor computed from the input; remat folds Transpose of "
+                       "constants (weights) only");
+    if (!rc) rc = onnx_attr_ints(&perm, &np, c, n, "perm");
+    if (rc) return rc;
+    int r = x->c.rank, p[RM_ONNX_MAX_RANK], seen[RM_ONNX_MAX_RANK] = {0};
+    if (np && np != (size_t)r) return onnx_fail(c, RM_ERR_PARSE, "perm of %zu axes for rank %d", np, r);
+    for (int k = 0; k < r; k++) {
+        int64_t a = np ? perm[k] : r - 1 - k; /* no perm: the axes reversed */
+        if (a < 0 || a >= r || seen[a]) return onnx_fail(c, RM_ERR_PARSE, "perm is not a permutation");
+        seen[a] = 1;
+        p[k] = (int)a;
+    }
+    int64_t d[RM_ONNX_MAX_RANK];
+    size_t stride[RM_ONNX_MAX_RANK]; /* of x's axes */
+    for (int k = 0; k < r; k++) d[k] = x->c.dims[p[k]];
+    for (int k = r - 1; k >= 0; k--) stride[k] = k == r - 1 ? 1 : stride[k + 1] * (size_t)x->c.dims[k + 1];
+    onnx_const k;
+    if ((rc = onnx_const_alloc(&k, x->c.is_int, r, d, c->path, c->e))) return rc;
+    for (size_t q = 0; q < k.count; q++) {
+        size_t rest = q, from = 0;
+        for (int a = r - 1; a >= 0; a--) {
+            from += rest % (size_t)d[a] * stride[p[a]];
+            rest /= (size_t)d[a];
+        }
+        const_copy(&k, q, &x->c, from);
+    }
     return fold_done(c, n, &k);
 }
 
@@ -1236,7 +1280,7 @@ static int op_resize(onnx_import *c, const Onnx__NodeProto *n, int upsample)
 static const char *const supported =
     "Conv, ConvTranspose (2x2, stride 2), BatchNormalization, Relu, MaxPool, AveragePool, GlobalAveragePool, Gemm, "
     "MatMul (+ Add), Add, Sum, Concat, Flatten, Reshape (to N x features), Resize / Upsample (nearest, x2), Dropout, "
-    "Identity, and folded at import: Constant, Shape, Gather, Unsqueeze, Squeeze, Slice, Cast, Add, Sub, Mul, Div";
+    "Identity, and folded at import: Constant, Shape, Gather, Unsqueeze, Squeeze, Slice, Transpose, Cast, Add, Sub, Mul, Div";
 
 int onnx_import_node(onnx_import *c, const Onnx__NodeProto *n)
 {
@@ -1269,6 +1313,7 @@ int onnx_import_node(onnx_import *c, const Onnx__NodeProto *n)
     if (!strcmp(op, "Squeeze")) return op_unsqueeze(c, n, 1);
     if (!strcmp(op, "Cast")) return op_cast(c, n);
     if (!strcmp(op, "Slice")) return op_slice(c, n);
+    if (!strcmp(op, "Transpose")) return op_transpose(c, n);
     if (!strcmp(op, "Softmax") || !strcmp(op, "LogSoftmax"))
         return onnx_fail(c, RM_ERR_UNSUPPORTED,
                          "operator %s; remat's loss (--loss) applies the softmax itself: export the logits, without "

@@ -253,10 +253,6 @@ int rm_onnx_tensor_load(rm_onnx_tensor *out, const char *path, rm_err *e)
     Onnx__TensorProto *t = (Onnx__TensorProto *)msg;
     onnx_const c;
     rc = onnx_const_from_tensor(&c, t, path, "the tensor", e);
-    if (!rc && c.is_int) {
-        onnx_const_free(&c);
-        rc = rm_errorf(e, RM_ERR_UNSUPPORTED, "%s: a tensor of integers, not FLOAT", path);
-    }
     if (!rc && !(out->name = strdup(t->name ? t->name : ""))) {
         onnx_const_free(&c);
         rc = rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory", path);
@@ -267,6 +263,7 @@ int rm_onnx_tensor_load(rm_onnx_tensor *out, const char *path, rm_err *e)
     memcpy(out->dims, c.dims, sizeof out->dims);
     out->count = c.count;
     out->data = c.f;
+    out->ints = c.i;
     return RM_OK;
 }
 
@@ -275,6 +272,8 @@ void rm_onnx_tensor_free(rm_onnx_tensor *t)
     if (!t) return;
     free(t->name);
     free(t->data);
+    free(t->ints);
     t->name = NULL;
     t->data = NULL;
+    t->ints = NULL;
 }
