@@ -299,7 +299,12 @@ static int layer_name(char *out, onnx_import *c, const Onnx__NodeProto *n, const
     base[len] = '\0';
     const char *op = n->op_type ? n->op_type : "";
     size_t ol = strlen(op);
-    if (len > ol + 1 && base[len - ol - 1] == '.' && !strcmp(base + len - ol, op)) base[len -= ol + 1] = '\0';
+    /* Without the operator, unless that name is taken ("/bottom/Conv" and "/bottom/Relu"). */
+    if (len > ol + 1 && base[len - ol - 1] == '.' && !strcmp(base + len - ol, op)) {
+        base[len - ol - 1] = '\0';
+        if (rm_name_index_find(&c->layer_names, base) >= 0 || len - ol - 1 > (size_t)NAME_MAX_CHARS) base[len - ol - 1] = '.';
+        else len -= ol + 1;
+    }
     while (len && base[len - 1] == '.') base[--len] = '\0';
     if (!len) snprintf(base, sizeof base, "layer");
     else if (!strcmp(base, "input")) snprintf(base, sizeof base, "input_1"); /* the input batch's reserved name */
