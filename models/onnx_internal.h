@@ -22,6 +22,11 @@
  * or from folding a few small tensors). */
 #define ONNX_MAX_ELEMENTS ((size_t)1 << 31)
 
+/* The most elements a Gather or Concat of constants may make: shape
+ * arithmetic needs a handful, and without a bound a chain of such nodes in a
+ * small (or hostile) file could double its tensors node after node. */
+#define ONNX_MAX_FOLDED ((size_t)1 << 16)
+
 /* A value folded at import: float (weights, scales) or integer (shapes,
  * axes, indices; int32 and bool are widened to int64). */
 typedef struct onnx_const {

@@ -677,6 +677,8 @@ static int op_gather(onnx_import *c, const Onnx__NodeProto *n)
     for (int k = 0; k < axis; k++) d[rank++] = x->c.dims[k];
     for (int k = 0; k < ix->c.rank; k++) d[rank++] = ix->c.dims[k];
     for (int k = (int)axis + 1; k < r; k++) d[rank++] = x->c.dims[k];
+    if (dims_product(d, 0, rank) > ONNX_MAX_FOLDED)
+        return onnx_fail(c, RM_ERR_UNSUPPORTED, "gathers more than %zu elements at import", ONNX_MAX_FOLDED);
     onnx_const k;
     if ((rc = onnx_const_alloc(&k, x->c.is_int, rank, d, c->path, c->e))) return rc;
     size_t outer = dims_product(x->c.dims, 0, (int)axis), inner = dims_product(x->c.dims, (int)axis + 1, r);
@@ -785,6 +787,8 @@ static int op_concat_const(onnx_import *c, const Onnx__NodeProto *n, int64_t axi
             if (q != axis && v->c.dims[q] != first->c.dims[q]) return onnx_fail(c, RM_ERR_PARSE, "inputs of different shapes");
         d[axis] += v->c.dims[axis];
     }
+    if (dims_product(d, 0, r) > ONNX_MAX_FOLDED)
+        return onnx_fail(c, RM_ERR_UNSUPPORTED, "concatenates more than %zu elements at import", ONNX_MAX_FOLDED);
     onnx_const k;
     int rc = onnx_const_alloc(&k, first->c.is_int, r, d, c->path, c->e);
     if (rc) return rc;

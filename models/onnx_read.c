@@ -145,20 +145,58 @@ int onnx_const_alloc(onnx_const *out, int is_int, int rank, const int64_t *dims,
     return RM_OK;
 }
 
-/* raw_data is little-endian, as x86 and ARM hosts are: the bytes are the values. */
-static int raw_values(void *dst, size_t elem, const Onnx__TensorProto *t, size_t count, const char *path,
-                      const char *what, rm_err *e)
+/* The bytes of one element in raw_data, and how many elements the typed
+ * field of this type holds. */
+static size_t elem_width(int32_t type)
 {
-    if (t->raw_data.len != count * elem)
-        return rm_errorf(e, RM_ERR_PARSE, "%s: %s holds %zu bytes of data for %zu elements of %zu bytes", path, what,
-                         t->raw_data.len, count, elem);
-    if (count) memcpy(dst, t->raw_data.data, count * elem);
-    return RM_OK;
+    switch (type) {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: return 8;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: return 1;
+    default: return 4; /* FLOAT, INT32 */
+    }
 }
 
-static int count_mismatch(const char *path, const char *what, size_t have, size_t count, rm_err *e)
+static size_t typed_count(const Onnx__TensorProto *t, int32_t type)
 {
-    return rm_errorf(e, RM_ERR_PARSE, "%s: %s holds %zu values but its dimensions make %zu", path, what, have, count);
+    switch (type) {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: return t->n_float_data;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: return t->n_double_data;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: return t->n_int64_data;
+    default: return t->n_int32_data; /* INT32 and BOOL */
+    }
+}
+
+/* Element k as a double (floats) or an int64 (integers), from raw_data
+ * (little-endian, as x86 and ARM hosts are: memcpy reads the value) or the
+ * typed field. */
+static double float_at(const Onnx__TensorProto *t, int32_t type, size_t k)
+{
+    if (type == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE) {
+        double d;
+        if (!t->has_raw_data) return t->double_data[k];
+        memcpy(&d, t->raw_data.data + 8 * k, 8);
+        return d;
+    }
+    float f;
+    if (!t->has_raw_data) return t->float_data[k];
+    memcpy(&f, t->raw_data.data + 4 * k, 4);
+    return f;
+}
+
+static int64_t int_at(const Onnx__TensorProto *t, int32_t type, size_t k)
+{
+    if (type == ONNX__TENSOR_PROTO__DATA_TYPE__INT64) {
+        int64_t v;
+        if (!t->has_raw_data) return t->int64_data[k];
+        memcpy(&v, t->raw_data.data + 8 * k, 8);
+        return v;
+    }
+    if (!t->has_raw_data) return t->int32_data[k];
+    if (type == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL) return t->raw_data.data[k] != 0;
+    int32_t v;
+    memcpy(&v, t->raw_data.data + 4 * k, 4);
+    return v;
 }
 
 int onnx_const_from_tensor(onnx_const *out, const Onnx__TensorProto *t, const char *path, const char *what,
@@ -183,56 +221,28 @@ int onnx_const_from_tensor(onnx_const *out, const Onnx__TensorProto *t, const ch
                          "%s: %s is a tensor of %s; remat computes in FLOAT (and folds INT64, INT32 and BOOL "
                          "shapes)",
                          path, what, type_name(type));
+    /* The count the dimensions claim is checked against the data the file
+     * holds before anything is allocated: a few bytes cannot claim gigabytes. */
+    size_t count = 1, w = elem_width(type);
+    for (size_t k = 0; k < t->n_dims; k++) {
+        if (t->dims[k] < 0 || (t->dims[k] > 0 && count > ONNX_MAX_ELEMENTS / (size_t)t->dims[k]))
+            return rm_errorf(e, RM_ERR_PARSE, "%s: %s has a dimension of %lld (or more than 2^31 elements)", path,
+                             what, (long long)t->dims[k]);
+        count *= (size_t)t->dims[k];
+    }
+    if (t->has_raw_data ? t->raw_data.len != count * w : typed_count(t, type) != count)
+        return rm_errorf(e, RM_ERR_PARSE, "%s: %s holds %zu %s for the %zu elements its dimensions make", path, what,
+                         t->has_raw_data ? t->raw_data.len : typed_count(t, type),
+                         t->has_raw_data ? "bytes of raw data" : "values", count);
     int rc = onnx_const_alloc(out, is_int, (int)t->n_dims, t->dims, path, e);
-    if (rc) {
-        rm_err_context(e, "%s", what);
-        return rc;
-    }
-    size_t n = out->count;
-    switch (type) {
-    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT:
-        if (t->has_raw_data) rc = raw_values(out->f, sizeof(float), t, n, path, what, e);
-        else if (t->n_float_data != n) rc = count_mismatch(path, what, t->n_float_data, n, e);
-        else if (n) memcpy(out->f, t->float_data, n * sizeof(float));
-        break;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: {
-        /* Only constants (a Resize's scales, say) come as doubles; weights are refused at the layer. */
-        double *d = t->has_raw_data ? malloc((n ? n : 1) * sizeof *d) : NULL;
-        if (t->has_raw_data && !d) rc = rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory", path);
-        else if (t->has_raw_data) rc = raw_values(d, sizeof(double), t, n, path, what, e);
-        else if (t->n_double_data != n) rc = count_mismatch(path, what, t->n_double_data, n, e);
-        for (size_t k = 0; !rc && k < n; k++) out->f[k] = (float)(d ? d[k] : t->double_data[k]);
-        free(d);
-        break;
-    }
-    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64:
-        if (t->has_raw_data) rc = raw_values(out->i, sizeof(int64_t), t, n, path, what, e);
-        else if (t->n_int64_data != n) rc = count_mismatch(path, what, t->n_int64_data, n, e);
-        else if (n) memcpy(out->i, t->int64_data, n * sizeof(int64_t));
-        break;
-    default: /* INT32 and BOOL: int32_data holds both; raw bytes are 4 and 1 wide */
-        if (t->has_raw_data) {
-            size_t w = type == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL ? 1 : 4;
-            if (t->raw_data.len != n * w) {
-                rc = raw_values(out->i, w, t, n, path, what, e);
-                break;
-            }
-            for (size_t k = 0; k < n; k++) {
-                int32_t x = 0;
-                if (w == 1) x = t->raw_data.data[k] != 0;
-                else memcpy(&x, t->raw_data.data + 4 * k, 4);
-                out->i[k] = x;
-            }
-        } else if (t->n_int32_data != n) {
-            rc = count_mismatch(path, what, t->n_int32_data, n, e);
-        } else {
-            for (size_t k = 0; k < n; k++) out->i[k] = t->int32_data[k];
+    for (size_t k = 0; !rc && k < count; k++) {
+        if (!is_int) {
+            out->f[k] = (float)float_at(t, type, k);
+        } else if ((out->i[k] = int_at(t, type, k)) == ONNX_BATCH) {
+            /* A file's integer is never the batch symbol: it could not be told apart. */
+            rc = rm_errorf(e, RM_ERR_UNSUPPORTED, "%s: %s holds INT64_MIN", path, what);
         }
-        break;
     }
-    /* A file's integer is never the batch symbol: it could not be told apart. */
-    for (size_t k = 0; !rc && out->i && k < n; k++)
-        if (out->i[k] == ONNX_BATCH) rc = rm_errorf(e, RM_ERR_UNSUPPORTED, "%s: %s holds INT64_MIN", path, what);
     if (rc) onnx_const_free(out);
     return rc;
 }

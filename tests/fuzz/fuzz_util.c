@@ -16,7 +16,8 @@
 const rm_fuzz_harness rm_fuzz_harnesses[] = {
     {"config", rm_fuzz_config}, {"problem", rm_fuzz_problem}, {"schedule", rm_fuzz_schedule},
     {"snapshot", rm_fuzz_snapshot}, {"mnist", rm_fuzz_mnist}, {"cifar", rm_fuzz_cifar},
-    {"image", rm_fuzz_image}, {"costs", rm_fuzz_costs}, {NULL, NULL},
+    {"image", rm_fuzz_image}, {"costs", rm_fuzz_costs}, {"onnx", rm_fuzz_onnx},
+    {NULL, NULL},
 };
 
 /* Per process: a forked test worker must not reuse its parent's folder, so

@@ -27,6 +27,7 @@ int rm_fuzz_mnist(const uint8_t *data, size_t size);      /* idx3 + idx1 files: 
 int rm_fuzz_cifar(const uint8_t *data, size_t size);      /* CIFAR-10 binary batches: data/cifar.c */
 int rm_fuzz_image(const uint8_t *data, size_t size);      /* images and masks: data/image*.c, segmentation.c */
 int rm_fuzz_costs(const uint8_t *data, size_t size);      /* profiled cost files: scheduler/cost_file.c */
+int rm_fuzz_onnx(const uint8_t *data, size_t size);       /* ONNX models and tensors: models/onnx_*.c */
 
 typedef struct rm_fuzz_harness {
     const char *name; /* "config": corpus tests/fuzz/corpus/config, executable fuzz_config */
