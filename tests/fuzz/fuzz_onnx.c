@@ -10,7 +10,6 @@
 
 #include "harnesses.h"
 #include "onnx.h"
-#include "trace.h"
 
 int rm_fuzz_onnx(const uint8_t *data, size_t size)
 {
@@ -37,21 +36,7 @@ int rm_fuzz_onnx(const uint8_t *data, size_t size)
         return rc;
     }
     if (m->nlayers < 2 || sum.layers != m->nlayers || !m->init_params || !m->init_buffers) abort();
-    rm_shape *in = malloc((size_t)m->nlayers * RM_MAX_INPUTS * sizeof *in);
-    rm_shape *out = malloc((size_t)m->nlayers * sizeof *out);
-    if (!in || !out) abort();
-    rm_err se = {RM_OK, ""};
-    int src = rm_model_shapes(in, out, m, 2, &se);
-    rm_fuzz_check_err(src, &se);
-    if (!src && m->nlayers <= 256) {
-        rm_graph g;
-        rm_err ge = {RM_OK, ""};
-        int grc = rm_model_trace(&g, m, 1, &ge);
-        rm_fuzz_check_err(grc, &ge);
-        if (!grc) rm_graph_free(&g);
-    }
-    free(in);
-    free(out);
+    rm_fuzz_check_model(m);
     rm_model_free(m);
     return RM_OK;
 }

@@ -53,6 +53,12 @@ void rm_fuzz_clear(void);
  * non-empty message; success leaves no error code. Aborts otherwise. */
 void rm_fuzz_check_err(int rc, const rm_err *e);
 
+/* What must hold for every model a parser accepts: it re-infers its
+ * shapes at batch 2 and (up to 256 layers) traces into a training graph,
+ * or refuses with a proper error. Aborts otherwise. */
+struct rm_model;
+void rm_fuzz_check_model(const struct rm_model *m);
+
 /* The fixed tiny model the snapshot harness loads against, with its
  * parameter tensors laid out as the trainer does; gen_seeds.c saves the seed
  * snapshots from the same net. */
