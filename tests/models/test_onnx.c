@@ -16,7 +16,8 @@
 #include "cli_fixture.h"
 #include "executor.h"
 #include "onnx.h"
-#include "onnx_forward.h"
+#include "infer.h"
+#include "onnx_check.h"
 #include "schedule.h"
 #include "trace.h"
 
@@ -49,11 +50,11 @@ static void expect_forward_matches(const char *name, rm_onnx_loss loss)
     cr_assert_eq(rm_onnx_tensor_load(&y, out, &e), RM_OK, "%s", e.msg);
     cr_assert_eq(x.dims[0], 2);
     cr_assert_eq(x.count, 2 * rm_shape_numel(m->input), "%s: input of %zu values", name, x.count);
-    cr_assert_eq(y.count, 2 * onnx_output_numel(m), "%s: numpy computed %zu values, remat %zu", name, y.count,
-                 2 * onnx_output_numel(m));
+    cr_assert_eq(y.count, 2 * rm_model_output_numel(m), "%s: numpy computed %zu values, remat %zu", name, y.count,
+                 2 * rm_model_output_numel(m));
     float *got = malloc(y.count * sizeof *got);
     cr_assert(got);
-    cr_assert_eq(onnx_forward(got, m, x.data, 2, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_model_infer(got, m, x.data, 2, 1, &e), RM_OK, "%s", e.msg);
     long bad = onnx_compare(got, y.data, y.count, 1e-4, 1e-5);
     cr_expect_eq(bad, -1, "%s: output %ld is %.9g, numpy says %.9g", name, bad, bad >= 0 ? (double)got[bad] : 0.0,
                  bad >= 0 ? (double)y.data[bad] : 0.0);

@@ -33,7 +33,8 @@
 #include <sys/stat.h>
 
 #include "onnx.h"
-#include "onnx_forward.h"
+#include "infer.h"
+#include "onnx_check.h"
 
 #define RTOL 1e-4
 #define ATOL 1e-5
@@ -143,7 +144,7 @@ static void run_set(const char *model_path, const char *set, char *why, size_t l
     } else {
         *supported = 1;
         const rm_onnx_tensor *x = &in[0], *y = &out[0];
-        size_t per_in = rm_shape_numel(m->input), per_out = onnx_output_numel(m);
+        size_t per_in = rm_shape_numel(m->input), per_out = rm_model_output_numel(m);
         long batch = x->rank ? (long)x->dims[0] : 0;
         if (!x->data || !y->data)
             snprintf(why, len, "the data's input or output holds integers");
@@ -154,7 +155,7 @@ static void run_set(const char *model_path, const char *set, char *why, size_t l
         else {
             float *got = malloc(y->count * sizeof *got);
             cr_assert(got);
-            if (onnx_forward(got, m, x->data, (int)batch, &e)) {
+            if (rm_model_infer(got, m, x->data, (int)batch, 1, &e)) {
                 snprintf(why, len, "forward: %s", e.msg);
             } else {
                 long bad = onnx_compare(got, y->data, y->count, RTOL, ATOL);
