@@ -186,6 +186,7 @@ int onnx_sole_consumer(const onnx_import *c, const onnx_value *v)
     if (v->consumers != 1) return -1;
     for (size_t i = 0; i < c->g->n_node; i++) {
         const Onnx__NodeProto *n = c->g->node[i];
+        if (c->skip[i] == 2) continue; /* dropped: not counted among the consumers */
         for (size_t k = 0; k < n->n_input; k++)
             if (n->input[k] && !strcmp(n->input[k], v->name)) return (int)i;
     }
@@ -598,7 +599,8 @@ static int add_loss(onnx_import *c)
     int i = m->nlayers;
     rm_model_layer *L = &m->layers[i];
     memset(L, 0, sizeof *L);
-    snprintf(L->name, sizeof L->name, "%s", rm_name_index_find(&c->layer_names, "loss") < 0 ? "loss" : "loss_");
+    snprintf(L->name, sizeof L->name, "loss");
+    for (int k = 2; rm_name_index_find(&c->layer_names, L->name) >= 0; k++) snprintf(L->name, sizeof L->name, "loss_%d", k);
     L->desc = rm_layer_desc_of(kind);
     L->cfg.kind = kind;
     L->nin = 1;
