@@ -288,8 +288,9 @@ static int profile_run(int argc, char **argv)
     }
     print_report(pr, m, model, (int)ntop);
     printf("\nwrote        %s: use it with --costs, e.g.\n"
-           "             remat plan --model %s --batch %d --budget 70%% --strategy lp_round --costs %s\n",
-           path, model, o.batch, path);
+           "             remat plan %s %s%s%s --batch %d --budget 70%% --strategy lp_round --costs %s\n",
+           path, mdl.onnx ? "--onnx" : "--model", model, mdl.loss ? " --loss " : "", mdl.loss ? mdl.loss : "",
+           o.batch, path);
     rm_cost_file_free(cf);
     rm_profile_free(pr);
     rm_model_free(m);
