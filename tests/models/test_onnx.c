@@ -71,6 +71,7 @@ Test(onnx, forward_passes_match_numpy)
     expect_forward_matches("unet_tiny", RM_ONNX_PIXEL_SOFTMAX_XENT);
     expect_forward_matches("depthwise", RM_ONNX_SOFTMAX_XENT);
     expect_forward_matches("fixed_batch", RM_ONNX_SOFTMAX_XENT);
+    expect_forward_matches("upsample_opset9", RM_ONNX_PIXEL_SOFTMAX_XENT);
 }
 
 /* Parameter counts worked out by hand from gen_fixtures.py's shapes. */

@@ -103,12 +103,12 @@ class Net:
         self.nodes.append(helper.make_node(op, inputs, outputs, name=name, **attrs))
         return outputs[0]
 
-    def model(self, in_shape, out_name, out_shape, batch="N"):
+    def model(self, in_shape, out_name, out_shape, batch="N", opset=OPSET):
         x = helper.make_tensor_value_info("input", TensorProto.FLOAT, [batch] + list(in_shape))
         y = helper.make_tensor_value_info(out_name, TensorProto.FLOAT, [batch] + list(out_shape))
         g = helper.make_graph(self.nodes, self.name, [x], [y], initializer=self.inits)
         m = helper.make_model(g, producer_name="remat gen_fixtures.py", producer_version="1",
-                              opset_imports=[helper.make_opsetid("", OPSET)])
+                              opset_imports=[helper.make_opsetid("", opset)])
         onnx.checker.check_model(m)
         return m
 
@@ -293,6 +293,19 @@ def fixed_batch():
          x.astype(np.float64).reshape(2, -1) @ wv.T + bv)
 
 
+def upsample_opset9():
+    """Opset 9's Upsample (scales as an input), nearest x2, then a 1x1 conv to 2 classes per pixel."""
+    net = Net("upsample_opset9")
+    x = batch((3, 4, 5))
+    scales = net.const("scales", np.array([1, 1, 2, 2], dtype=np.float32))
+    u = net.node("Upsample", ["input", scales], ["/Upsample_output_0"], "/Upsample", mode="nearest")
+    w, wv = net.weight("head.weight", (2, 3, 1, 1))
+    b, bv = net.weight("head.bias", (2,), 0.1)
+    net.node("Conv", [u, w, b], ["logits"], "/head/Conv", kernel_shape=[1, 1])
+    save("upsample_opset9", net.model((3, 4, 5), "logits", (2, 8, 10), opset=9), x,
+         conv(upsample2x(x.astype(np.float64)), wv, bv))
+
+
 # ---- broken: each must be refused with a message naming the node -----------------------
 
 def one_conv(name, **attrs):
@@ -337,5 +350,6 @@ if __name__ == "__main__":
     unet_tiny()
     depthwise()
     fixed_batch()
+    upsample_opset9()
     broken()
     print("fixtures written to", OUT)
