@@ -94,8 +94,8 @@ tolerance). A network remat refuses shows the importer's message.
 | network | PyTorch parameters | remat parameters | import | max abs / rel difference | match | note |
 |---|---|---|---|---|---|---|
 $rows
-torchvision's mobilenet_v2 is refused, as it should be: its ReLU6 exports as a Clip node, and remat has no
-clipped ReLU layer. mobilenet_v2_relu is the same network with ReLU in its place (depthwise convolutions,
+torchvision's mobilenet_v2 is refused, as it should be: its ReLU6 exports as a Clip to [0, 6], and remat has
+no clipped ReLU layer (a Clip to [0, inf) imports as relu). mobilenet_v2_relu is the same network with ReLU in its place (depthwise convolutions,
 inverted residuals, 1x1 projections), which remat imports whole.
 
 ## The same networks from remat's configs

@@ -335,6 +335,40 @@ static int op_relu(onnx_import *c, const Onnx__NodeProto *n)
     return rc;
 }
 
+/* Clip to [0, +inf) is a ReLU (torch.clamp(x, min=0)); any other range is
+ * not (ReLU6 is [0, 6]). The bounds: attributes before opset 11, constant
+ * inputs after. */
+static int op_clip(onnx_import *c, const Onnx__NodeProto *n)
+{
+    static const char *const attrs[] = {"min", "max", NULL};
+    onnx_value *x, *lo = onnx_input(c, n, 1), *hi = onnx_input(c, n, 2);
+    float mn = -INFINITY, mx = INFINITY;
+    int rc = onnx_check_attrs(c, n, attrs);
+    if (!rc) rc = onnx_need_input(&x, c, n, 0, ONNX_ACT, "input");
+    if (!rc) rc = onnx_attr_float(&mn, c, n, "min", -INFINITY);
+    if (!rc) rc = onnx_attr_float(&mx, c, n, "max", INFINITY);
+    if (!rc && lo) rc = onnx_need_input(&lo, c, n, 1, ONNX_CONST, "min");
+    if (!rc && hi) rc = onnx_need_input(&hi, c, n, 2, ONNX_CONST, "max");
+    if (rc) return rc;
+    const onnx_value *bound[2] = {lo, hi};
+    float *dst[2] = {&mn, &mx};
+    for (int k = 0; k < 2; k++) {
+        if (!bound[k]) continue;
+        if (bound[k]->c.count != 1 || bound[k]->c.is_int)
+            return onnx_fail(c, RM_ERR_PARSE, "its %s is not one float", k ? "max" : "min");
+        *dst[k] = bound[k]->c.f[0];
+    }
+    if (mn != 0.0f || mx != INFINITY)
+        return onnx_fail(c, RM_ERR_UNSUPPORTED,
+                         "Clip to [%g, %g]%s; remat has relu, which is Clip to [0, inf), and no clipped ReLU layer",
+                         (double)mn, (double)mx, mn == 0.0f && mx == 6.0f ? " (ReLU6)" : "");
+    rm_layer_config cfg = {0};
+    int i;
+    if ((rc = emit(c, n, RM_LAYER_RELU, &cfg, &x, 1, NULL, x->rank, &i))) return rc;
+    note_layer(c, n, i, "(Clip to [0, inf))");
+    return RM_OK;
+}
+
 static int op_pool(onnx_import *c, const Onnx__NodeProto *n, int max)
 {
     static const char *const max_attrs[] = {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads",
@@ -1282,7 +1316,7 @@ static int op_resize(onnx_import *c, const Onnx__NodeProto *n, int upsample)
 /* ---- dispatch ---------------------------------------------------------------------- */
 
 static const char *const supported =
-    "Conv, ConvTranspose (2x2, stride 2), BatchNormalization, Relu, MaxPool, AveragePool, GlobalAveragePool, Gemm, "
+    "Conv, ConvTranspose (2x2, stride 2), BatchNormalization, Relu, Clip to [0, inf), MaxPool, AveragePool, GlobalAveragePool, Gemm, "
     "MatMul (+ Add), Add, Sum, Concat, Flatten, Reshape (to N x features), Resize / Upsample (nearest, x2), Dropout, "
     "Identity, and folded at import: Constant, Shape, Gather, Unsqueeze, Squeeze, Slice, Transpose, Cast, Add, Sub, Mul, Div";
 
@@ -1293,6 +1327,7 @@ int onnx_import_node(onnx_import *c, const Onnx__NodeProto *n)
     if (!strcmp(op, "ConvTranspose")) return op_conv_transpose(c, n);
     if (!strcmp(op, "BatchNormalization")) return op_batchnorm(c, n);
     if (!strcmp(op, "Relu")) return op_relu(c, n);
+    if (!strcmp(op, "Clip")) return op_clip(c, n);
     if (!strcmp(op, "MaxPool")) return op_pool(c, n, 1);
     if (!strcmp(op, "AveragePool")) return op_pool(c, n, 0);
     if (!strcmp(op, "GlobalAveragePool")) return op_global_avgpool(c, n);
