@@ -210,6 +210,9 @@ Test(onnx, what_remat_cannot_compute_is_refused_naming_the_node)
     expect_refused(FIXTURE("bad_op.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_UNSUPPORTED,
                    (const char *const[]){"node 1 '/act/Sigmoid' (Sigmoid)", "operator 'Sigmoid' is not supported",
                                          NULL});
+    expect_refused(FIXTURE("bad_relu6.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_UNSUPPORTED,
+                   (const char *const[]){"node 1 '/features.0/Clip' (Clip)", "Clip to [0, 6] (ReLU6)",
+                                         "no clipped ReLU layer", NULL});
     expect_refused(FIXTURE("bad_softmax.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_UNSUPPORTED,
                    (const char *const[]){"(Softmax)", "export the logits", NULL});
     /* A segmentation output under the classification loss: the message says which loss fits. */

@@ -339,6 +339,12 @@ def broken():
     y = net.node("Gemm", ["input", w], ["/fc/Gemm_output_0"], "/fc/Gemm", transB=1)
     net.node("Softmax", [y], ["probs"], "/Softmax", axis=1)
     save("bad_softmax", net.model((4,), "probs", (3,)))
+    # ReLU6 (MobileNetV2's), a Clip to [0, 6]: remat has no clipped ReLU.
+    net = Net("bad_relu6")
+    lo = net.const("min", np.array(0.0, dtype=np.float32))
+    hi = net.const("max", np.array(6.0, dtype=np.float32))
+    net.node("Clip", ["input", lo, hi], ["logits"], "/features.0/Clip")
+    save("bad_relu6", net.model((4,), "logits", (4,)))
     # A file cut in the middle: protobuf-c must refuse it.
     data = open(os.path.join(OUT, "residual.onnx"), "rb").read()
     open(os.path.join(OUT, "truncated.onnx"), "wb").write(data[: len(data) // 2])
