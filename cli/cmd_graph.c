@@ -355,7 +355,7 @@ out:
 
 const rm_command rm_cmd_graph = {
     .name = "graph",
-    .summary = "trace a model config into its training graph and report its size and no-remat peak",
+    .summary = "trace a model (a config, or an ONNX network) into its training graph: size, no-remat peak",
     .usage = GRAPH_USAGE,
     .run = graph_run,
 };
