@@ -30,12 +30,12 @@
     "SGD momentum, batchnorm running statistics, labels, layer workspace: what `remat train` allocates),\n"            \
     "activation bytes (every node output summed), forward and backward FLOPs, and the peak memory of\n"                \
     "training without rematerialization (every activation kept until its last use), as judged by the\n"                \
-    "simulator: the peak `plan --budget 80%` and `train --budget 80%` take a percentage of.\n"                         \
+    "simulator: the peak `plan --budget 80%` and `train --budget 80%` take a percentage of. An ONNX\n"                 \
+    "network's import is shown first, node by node: the layer each node became, or what it folded to.\n"              \
     "\n"                                                                                                               \
     "options:\n"                                                                                                       \
     "  --model FILE        model config (models/*.cfg; format in docs/config-format.md)\n"                             \
     RM_CLI_MODEL_USAGE("        ")                                                                                 \
-    "                      (an ONNX network's import is shown node by node: what each became)\n"                      \
     "  --batch N           batch size, at least 1\n"                                                                   \
     "  --dot FILE          also write the graph in Graphviz format (render: dot -Tsvg FILE > graph.svg),\n"            \
     "                      with a legend: forward nodes blue boxes (the input an ellipse), the loss a gold\n"          \
