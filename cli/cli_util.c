@@ -369,12 +369,65 @@ const char *rm_cli_cost(char *buf, size_t len, double cost, int flops)
     return buf;
 }
 
-int rm_cli_problem_load(rm_cli_problem *out, const char *cmd, const char *model, long batch, const char *problem_path)
+int rm_cli_model_check(rm_cli_model *a, const char *cmd, const char *usage)
 {
-    return rm_cli_problem_load_costs(out, cmd, model, batch, problem_path, NULL);
+    if (a->model && a->onnx) return rm_cli_usage_error(cmd, usage, "give --model or --onnx, not both");
+    if (!a->onnx && (a->loss || a->init))
+        return rm_cli_usage_error(cmd, usage, "%s goes with --onnx (a config file names its own loss and has no "
+                                  "weights)", a->loss ? "--loss" : "--init");
+    a->path = a->onnx ? a->onnx : a->model;
+    rm_onnx_options_default(&a->onnx_opt);
+    /* "auto" is for tests: a command says which loss it trains. */
+    if (a->loss && (rm_onnx_loss_parse(&a->onnx_opt.loss, a->loss) || a->onnx_opt.loss == RM_ONNX_LOSS_AUTO))
+        return rm_cli_usage_error(cmd, usage, "--loss must be softmax_xent or pixel_softmax_xent, got '%s'", a->loss);
+    if (a->init && strcmp(a->init, "onnx") && strcmp(a->init, "random"))
+        return rm_cli_usage_error(cmd, usage, "--init must be onnx or random, got '%s'", a->init);
+    a->onnx_opt.random_init = a->init && !strcmp(a->init, "random");
+    return 0;
 }
 
-int rm_cli_problem_load_costs(rm_cli_problem *out, const char *cmd, const char *model, long batch,
+/* The import's notes, one line each, to a FILE. */
+static void note_line(void *ctx, const char *line)
+{
+    fprintf((FILE *)ctx, "  %s\n", line);
+}
+
+int rm_cli_model_load(rm_model **out, const char *cmd, const rm_cli_model *a, int height, int width, FILE *report)
+{
+    *out = NULL;
+    rm_err e = {RM_OK, ""};
+    rm_onnx_options o = a->onnx_opt;
+    rm_onnx_summary sum;
+    memset(&sum, 0, sizeof sum);
+    if (a->onnx && report) {
+        fprintf(report, "onnx         %s: the import, node by node\n", a->path);
+        o.note = note_line;
+        o.note_ctx = report;
+    }
+    if (rm_model_open(out, a->path, a->onnx ? &o : NULL, height, width, &sum, &e)) {
+        fprintf(stderr, "remat %s: %s\n", cmd, e.msg);
+        return e.code == RM_ERR_NOMEM ? 2 : 1;
+    }
+    if (!a->onnx) return 0;
+    char w[32];
+    fprintf(report ? report : stderr,
+            "%s%s: %s, opset %lld: %d nodes -> %d layers (the loss added), %d folded, %d aliases, %d dropped; "
+            "%s weights from its initializers%s\n",
+            report ? "onnx         " : "remat: imported ", a->path, *sum.producer ? sum.producer : "unknown producer",
+            (long long)sum.opset, sum.nodes, sum.layers, sum.folded, sum.aliases, sum.dropped,
+            rm_cli_group_digits(w, sizeof w, sum.weights), o.random_init ? " (--init random: not kept)" : "");
+    return 0;
+}
+
+int rm_cli_problem_load(rm_cli_problem *out, const char *cmd, const char *model, long batch, const char *problem_path)
+{
+    rm_cli_model m;
+    memset(&m, 0, sizeof m);
+    m.model = m.path = model;
+    return rm_cli_problem_load_costs(out, cmd, &m, batch, problem_path, NULL);
+}
+
+int rm_cli_problem_load_costs(rm_cli_problem *out, const char *cmd, const rm_cli_model *model, long batch,
                               const char *problem_path, const char *costs_path)
 {
     memset(out, 0, sizeof *out);
@@ -385,11 +438,11 @@ int rm_cli_problem_load_costs(rm_cli_problem *out, const char *cmd, const char *
         fprintf(stderr, "remat %s: %s\n", cmd, e.msg);
         return e.code == RM_ERR_NOMEM ? 2 : 1;
     }
-    if (model) {
+    if (model && model->path) {
         rm_model *m = NULL;
-        if (rm_model_load(&m, model, &e)) {
-            fprintf(stderr, "remat %s: %s\n", cmd, e.msg);
-            return 1;
+        if ((rc = rm_cli_model_load(&m, cmd, model, 0, 0, NULL))) {
+            rm_cost_file_free(costs);
+            return rc;
         }
         /* The accounting `remat train` uses (SGD with momentum), so a plan
          * made here is one the executor can run within the same budget. */
@@ -402,7 +455,7 @@ int rm_cli_problem_load_costs(rm_cli_problem *out, const char *cmd, const char *
             rm_cost_file_free(costs);
             return e.code == RM_ERR_NOMEM ? 2 : 1;
         }
-        snprintf(out->what, sizeof out->what, "%s at batch %ld", model, batch);
+        snprintf(out->what, sizeof out->what, "%s at batch %ld", model->path, batch);
         out->flops = RM_CLI_COST_FLOPS;
         snprintf(out->cost_model, sizeof out->cost_model, "FLOPs (traced from the model)");
     } else {

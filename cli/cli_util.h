@@ -8,6 +8,8 @@
 #include <stdio.h>
 
 #include "footprint.h"
+#include "model.h"
+#include "onnx.h"
 #include "problem.h"
 #include "simulate.h"
 #include "strategy.h"
@@ -100,6 +102,40 @@ rm_cli_budget rm_cli_budget_percent(double pct);
  * budget would mean the same). */
 size_t rm_cli_budget_bytes(const rm_cli_budget *b, size_t reference);
 
+/* ---- The model a command works on ---- */
+
+/* --model FILE (a config) or --onnx FILE (an exported network) with its
+ * --loss and --init: every command that takes a model takes these, through
+ * RM_CLI_MODEL_OPTIONS and rm_cli_model_check, and loads it with
+ * rm_cli_model_load, so an ONNX file works wherever a config does. */
+typedef struct rm_cli_model {
+    const char *model, *onnx, *loss, *init; /* as given (NULL: not given) */
+    const char *path;                       /* whichever file was given; NULL when neither */
+    rm_onnx_options onnx_opt;               /* the import's options, when onnx is given */
+} rm_cli_model;
+#define RM_CLI_MODEL_OPTIONS(a)                                                                                   \
+    RM_CLI_VALUE("--model", &(a)->model), RM_CLI_VALUE("--onnx", &(a)->onnx), RM_CLI_VALUE("--loss", &(a)->loss), \
+        RM_CLI_VALUE("--init", &(a)->init)
+/* The options' lines for a command's usage; P is the spaces that align
+ * their descriptions with the command's other options (after "--onnx FILE "). */
+#define RM_CLI_MODEL_USAGE(P)                                                                                      \
+    "  --onnx FILE " P "an ONNX network instead of --model (exported from PyTorch; docs/onnx.md)\n"               \
+    "  --loss L    " P "the loss added to the ONNX network's output: softmax_xent (the default; N x K\n"           \
+    "              " P "logits) or pixel_softmax_xent (N x K x H x W logits, segmentation)\n"                      \
+    "  --init I    " P "the ONNX network's initial weights: onnx (the default: its initializers, to\n"             \
+    "              " P "fine-tune) or random (the layers' own initialisation)\n"
+
+/* Checks the options after parsing: not both files, --loss and --init only
+ * with --onnx, their values known. Sets a->path and a->onnx_opt. Prints the
+ * usage error and returns 1, or returns 0. */
+int rm_cli_model_check(rm_cli_model *a, const char *cmd, const char *usage);
+/* Loads the model (height, width > 0: the input's size replaced). For an
+ * ONNX file it writes what the import did: one line to stderr, or, with
+ * report set, a summary and one line per node to report (`remat graph`
+ * shows the mapping this way). Prints errors as "remat CMD: ..." and returns
+ * the exit code (0, 1 bad input, 2 out of memory). */
+int rm_cli_model_load(rm_model **out, const char *cmd, const rm_cli_model *a, int height, int width, FILE *report);
+
 /* ---- The problem a scheduling command works on ---- */
 
 typedef struct rm_cli_problem {
@@ -125,15 +161,17 @@ typedef struct rm_cli_problem {
  * state. */
 void rm_cli_print_footprint(FILE *out, const rm_footprint *f, const rm_optim_options *o);
 
-/* Traces model at batch (when model is set) or reads problem_path, and
- * measures the no-remat peak and the lower bound. Prints any error as
- * "remat CMD: ..." and returns the exit code (0, 1 bad input, 2 internal). */
+/* Traces the config model at batch (when model is set) or reads
+ * problem_path, and measures the no-remat peak and the lower bound. Prints
+ * any error as "remat CMD: ..." and returns the exit code (0, 1 bad input,
+ * 2 internal). */
 int rm_cli_problem_load(rm_cli_problem *out, const char *cmd, const char *model, long batch, const char *problem_path);
-/* The same with the node costs of a profiled cost file (costs_path; NULL:
- * FLOPs, or the problem file's costs): for a model it must be that model's
+/* The same for the model of --model or --onnx (model NULL or without a
+ * path: the problem file), with the node costs of a profiled cost file
+ * (costs_path; NULL: FLOPs, or the problem file's costs): for a model it must be that model's
  * at this batch (rm_training_problem); for a problem file its node
  * names must match. */
-int rm_cli_problem_load_costs(rm_cli_problem *out, const char *cmd, const char *model, long batch,
+int rm_cli_problem_load_costs(rm_cli_problem *out, const char *cmd, const rm_cli_model *model, long batch,
                               const char *problem_path, const char *costs_path);
 void rm_cli_problem_free(rm_cli_problem *cp);
 

@@ -16,6 +16,7 @@
 #define EXPLAIN_USAGE                                                                                                  \
     "usage: remat explain (--model FILE --batch N --budget B | --problem FILE [--budget B])\n"                         \
     "                     [--strategy NAME] [--costs FILE] [--time-limit S] [--node-limit N] [--quiet]\n"              \
+    "                     (--onnx FILE [--loss L] [--init I] in place of --model FILE)\n"                              \
     "\n"                                                                                                               \
     "Solves a rematerialization schedule for the budget and explains it: what the budget means next to\n"              \
     "the peak of training without rematerialization and the smallest memory any schedule needs; which\n"               \
@@ -25,6 +26,7 @@
     "\n"                                                                                                               \
     "options:\n"                                                                                                       \
     "  --model FILE     model config (models/*.cfg), traced at --batch N (1 to 2^30)\n"                                \
+    RM_CLI_MODEL_USAGE("     ")                                                                                    \
     "  --problem FILE   a problem file instead (docs/problem-format.md); its budget is the default\n"                  \
     "  --budget B       TOTAL device memory, fixed bytes included: 6GiB, 512MiB, 1.5e9, 16GB, 12000B, or a\n"          \
     "                   percentage of the no-remat peak (80%); a number without a unit is bytes, at least\n"           \
@@ -41,12 +43,14 @@
 
 static int explain_run(int argc, char **argv)
 {
+    rm_cli_model mdl;
+    memset(&mdl, 0, sizeof mdl);
     const char *model = NULL, *batch = NULL, *problem = NULL, *budget = NULL, *strategy = NULL, *time_limit = NULL,
                *node_limit = NULL, *costs = NULL;
     int quiet = 0;
     const rm_cli_opt opts[] = {
         RM_CLI_FLAG("--quiet", "-q", &quiet),
-        RM_CLI_VALUE("--model", &model),
+        RM_CLI_MODEL_OPTIONS(&mdl),
         RM_CLI_VALUE("--batch", &batch),
         RM_CLI_VALUE("--problem", &problem),
         RM_CLI_VALUE("--budget", &budget),
@@ -55,7 +59,10 @@ static int explain_run(int argc, char **argv)
         RM_CLI_VALUE("--node-limit", &node_limit),
         RM_CLI_VALUE("--costs", &costs),
     };
-    if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "explain", EXPLAIN_USAGE)) return 1;
+    if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "explain", EXPLAIN_USAGE) ||
+        rm_cli_model_check(&mdl, "explain", EXPLAIN_USAGE))
+        return 1;
+    model = mdl.path;
     if (model && problem) return usage_error("give --model or --problem, not both");
     if (!model && !problem) return usage_error("--model FILE --batch N or --problem FILE is required");
     if (model && !batch) return usage_error("--batch N is required with --model");
@@ -77,7 +84,7 @@ static int explain_run(int argc, char **argv)
     if (!st) return usage_error("unknown strategy '%s' (see `remat plan --help`)", strategy);
 
     rm_cli_problem cp;
-    int rc = rm_cli_problem_load_costs(&cp, "explain", model, batch_n, problem, costs);
+    int rc = rm_cli_problem_load_costs(&cp, "explain", &mdl, batch_n, problem, costs);
     if (rc) return rc;
     if (!budget) {
         if (!cp.file_budget) {

@@ -23,16 +23,19 @@
 
 #define GRAPH_USAGE                                                                                                    \
     "usage: remat graph --model FILE --batch N [--dot FILE [--schedule FILE]] [--problem-out FILE]\n"                  \
+    "                   (--onnx FILE [--loss L] [--init I] in place of --model FILE)\n"                                \
     "\n"                                                                                                               \
     "Traces the model at batch size N into its training graph (forward nodes, the loss, backward and\n"                \
     "gradient-sum nodes) and prints its size: nodes, edges, parameters, fixed bytes (weights, gradients,\n"            \
     "SGD momentum, batchnorm running statistics, labels, layer workspace: what `remat train` allocates),\n"            \
     "activation bytes (every node output summed), forward and backward FLOPs, and the peak memory of\n"                \
     "training without rematerialization (every activation kept until its last use), as judged by the\n"                \
-    "simulator: the peak `plan --budget 80%` and `train --budget 80%` take a percentage of.\n"                         \
+    "simulator: the peak `plan --budget 80%` and `train --budget 80%` take a percentage of. An ONNX\n"                 \
+    "network's import is shown first, node by node: the layer each node became, or what it folded to.\n"              \
     "\n"                                                                                                               \
     "options:\n"                                                                                                       \
     "  --model FILE        model config (models/*.cfg; format in docs/config-format.md)\n"                             \
+    RM_CLI_MODEL_USAGE("        ")                                                                                 \
     "  --batch N           batch size, at least 1\n"                                                                   \
     "  --dot FILE          also write the graph in Graphviz format (render: dot -Tsvg FILE > graph.svg),\n"            \
     "                      with a legend: forward nodes blue boxes (the input an ellipse), the loss a gold\n"          \
@@ -274,16 +277,21 @@ static int report(const rm_graph *g, const rm_model *m, rm_problem *p, const rm_
 
 static int graph_run(int argc, char **argv)
 {
+    rm_cli_model mdl;
+    memset(&mdl, 0, sizeof mdl);
     const char *model_path = NULL, *batch_arg = NULL, *dot_path = NULL, *schedule_path = NULL, *problem_out = NULL;
     const rm_cli_opt opts[] = {
-        RM_CLI_VALUE("--model", &model_path),
+        RM_CLI_MODEL_OPTIONS(&mdl),
         RM_CLI_VALUE("--batch", &batch_arg),
         RM_CLI_VALUE("--dot", &dot_path),
         RM_CLI_VALUE("--schedule", &schedule_path),
         RM_CLI_VALUE("--problem-out", &problem_out),
     };
-    if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "graph", GRAPH_USAGE)) return 1;
-    if (!model_path) return usage_error("%s", "--model FILE is required");
+    if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "graph", GRAPH_USAGE) ||
+        rm_cli_model_check(&mdl, "graph", GRAPH_USAGE))
+        return 1;
+    model_path = mdl.path;
+    if (!model_path) return usage_error("%s", "--model FILE is required (or --onnx FILE)");
     if (!batch_arg) return usage_error("%s", "--batch N is required");
     if (schedule_path && !dot_path) return usage_error("%s", "--schedule colours the --dot graph: give --dot FILE too");
     long batch;
@@ -292,10 +300,8 @@ static int graph_run(int argc, char **argv)
 
     rm_err e = {RM_OK, ""};
     rm_model *m = NULL;
-    if (rm_model_load(&m, model_path, &e)) {
-        fprintf(stderr, "remat graph: %s\n", e.msg);
-        return 1;
-    }
+    int rc = rm_cli_model_load(&m, "graph", &mdl, 0, 0, stdout);
+    if (rc) return rc;
     rm_graph g;
     if (rm_model_trace(&g, m, (int)batch, &e)) {
         fprintf(stderr, "remat graph: %s\n", e.msg);
@@ -310,7 +316,7 @@ static int graph_run(int argc, char **argv)
     rm_schedule *s = NULL;
     rm_footprint fp;
     rm_optim_options sgd = rm_optim_options_default(RM_OPTIM_SGD);
-    int rc = rm_training_problem(&p, &fp, m, g.batch, &sgd, NULL, NULL, RM_COST_SAME_BATCH, &e);
+    rc = rm_training_problem(&p, &fp, m, g.batch, &sgd, NULL, NULL, RM_COST_SAME_BATCH, &e);
     if (rc) {
         /* The model at this batch (too large to account, out of memory), not the simulator. */
         fprintf(stderr, "remat graph: %s\n", e.msg);
@@ -349,7 +355,7 @@ out:
 
 const rm_command rm_cmd_graph = {
     .name = "graph",
-    .summary = "trace a model config into its training graph and report its size and no-remat peak",
+    .summary = "trace a model (a config, or an ONNX network) into its training graph: size, no-remat peak",
     .usage = GRAPH_USAGE,
     .run = graph_run,
 };

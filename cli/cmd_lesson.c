@@ -26,6 +26,7 @@
 #define LESSON_USAGE                                                                                                   \
     "usage: remat lesson (--model FILE --batch N | --problem FILE) --out FILE.html [--budgets K]\n"                    \
     "                    [--strategies LIST] [--costs FILE] [--time-limit S] [--node-limit N] [--quiet]\n"             \
+    "                    (--onnx FILE [--loss L] [--init I] in place of --model FILE)\n"                               \
     "\n"                                                                                                               \
     "Writes one self-contained HTML page (no network: inline CSS and script, the data embedded as JSON)\n"             \
     "that teaches rematerialization on the graph. remat solves the problem at K budgets, evenly spaced\n"              \
@@ -38,6 +39,7 @@
     "\n"                                                                                                               \
     "options:\n"                                                                                                       \
     "  --model FILE        model config (models/*.cfg), traced at --batch N (1 to 2^30)\n"                             \
+    RM_CLI_MODEL_USAGE("        ")                                                                                 \
     "  --problem FILE      a problem file instead (docs/problem-format.md); its budget is not used\n"                  \
     "  --out FILE          the page to write (written whole or not at all)\n"                                          \
     "  --budgets K         how many budgets, 2 to 200 (default 20)\n"                                                  \
@@ -71,6 +73,7 @@
 extern const unsigned char rm_lesson_page[];
 
 typedef struct lesson_args {
+    rm_cli_model mdl;
     const char *model, *batch, *problem, *out, *budgets, *strategies, *costs, *time_limit, *node_limit;
     int quiet;
     long batch_n, budgets_n, node_limit_n;
@@ -457,7 +460,7 @@ static int lesson_parse(lesson_args *a, int argc, char **argv)
     a->time_limit_s = 10;
     const rm_cli_opt opts[] = {
         RM_CLI_FLAG("--quiet", "-q", &a->quiet),
-        RM_CLI_VALUE("--model", &a->model),
+        RM_CLI_MODEL_OPTIONS(&a->mdl),
         RM_CLI_VALUE("--batch", &a->batch),
         RM_CLI_VALUE("--problem", &a->problem),
         RM_CLI_VALUE("--out", &a->out),
@@ -467,7 +470,10 @@ static int lesson_parse(lesson_args *a, int argc, char **argv)
         RM_CLI_VALUE("--time-limit", &a->time_limit),
         RM_CLI_VALUE("--node-limit", &a->node_limit),
     };
-    if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "lesson", LESSON_USAGE)) return 1;
+    if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "lesson", LESSON_USAGE) ||
+        rm_cli_model_check(&a->mdl, "lesson", LESSON_USAGE))
+        return 1;
+    a->model = a->mdl.path;
     if (a->model && a->problem) return usage_error("give --model or --problem, not both");
     if (!a->model && !a->problem) return usage_error("--model FILE --batch N or --problem FILE is required");
     if (a->model && !a->batch) return usage_error("--batch N is required with --model");
@@ -499,7 +505,7 @@ static int lesson_run(int argc, char **argv)
         return 1;
     }
     rm_cli_problem cp;
-    if ((rc = rm_cli_problem_load_costs(&cp, "lesson", a.model, a.batch_n, a.problem, a.costs))) return rc;
+    if ((rc = rm_cli_problem_load_costs(&cp, "lesson", &a.mdl, a.batch_n, a.problem, a.costs))) return rc;
     char x[32], y[32];
     if (!a.quiet)
         fprintf(stderr,

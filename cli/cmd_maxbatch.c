@@ -22,6 +22,7 @@
     "                      [--input HxW] [--strategies a,b,...] [--max-batch N] [--costs FILE]\n"                      \
     "                      [--time-limit S] [--node-limit N] [--device cpu|cuda] [--format text|csv|json]\n"           \
     "                      [--quiet]\n"                                                                                \
+    "                      (--onnx FILE [--loss L] [--init I] in place of --model FILE)\n"                             \
     "\n"                                                                                                               \
     "For each strategy, the largest batch size at which it finds a schedule that the simulator accepts\n"              \
     "within the budget, fixed bytes included, and whose extra compute stays within the overhead cap; and\n"            \
@@ -40,6 +41,7 @@
     "\n"                                                                                                               \
     "options:\n"                                                                                                       \
     "  --model FILE          model config (models/*.cfg)\n"                                                            \
+    RM_CLI_MODEL_USAGE("          ")                                                                               \
     "  --budget B            TOTAL device memory: 16GiB, 512MiB, 1.5e9, 16GB (no percentages here: the\n"              \
     "                        peak they would refer to depends on the batch; a number without a unit is\n"              \
     "                        bytes, at least 1000000)\n"                                                               \
@@ -369,13 +371,15 @@ static int print_setup(const char *model, const char *input, const char *costs_p
 
 static int maxbatch_run(int argc, char **argv)
 {
+    rm_cli_model mdl;
+    memset(&mdl, 0, sizeof mdl);
     const char *model = NULL, *budget = NULL, *strategies = NULL, *max_batch = NULL, *time_limit = NULL,
                *costs_path = NULL, *device = NULL, *max_overhead = NULL, *accounting = NULL, *input = NULL,
                *format = NULL, *node_limit = NULL;
     int quiet = 0;
     const rm_cli_opt opts[] = {
         RM_CLI_FLAG("--quiet", "-q", &quiet),
-        RM_CLI_VALUE("--model", &model),
+        RM_CLI_MODEL_OPTIONS(&mdl),
         RM_CLI_VALUE("--budget", &budget),
         RM_CLI_VALUE("--strategies", &strategies),
         RM_CLI_VALUE("--max-batch", &max_batch),
@@ -388,8 +392,11 @@ static int maxbatch_run(int argc, char **argv)
         RM_CLI_VALUE("--format", &format),
         RM_CLI_VALUE("--node-limit", &node_limit),
     };
-    if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "maxbatch", MAXBATCH_USAGE)) return 1;
-    if (!model) return usage_error("--model FILE is required");
+    if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "maxbatch", MAXBATCH_USAGE) ||
+        rm_cli_model_check(&mdl, "maxbatch", MAXBATCH_USAGE))
+        return 1;
+    model = mdl.path;
+    if (!model) return usage_error("--model FILE is required (or --onnx FILE)");
     if (!budget) return usage_error("--budget B is required");
     rm_cli_budget bud;
     char why[256];
@@ -448,11 +455,15 @@ static int maxbatch_run(int argc, char **argv)
         if (rc) return rc;
     }
     rm_model *m = NULL;
-    if (rm_model_load_input(&m, model, height, width, &e)) {
-        if (input) rm_err_context(&e, "at --input %s", input);
-        fprintf(stderr, "remat maxbatch: %s\n", e.msg);
-        rm_backend_free(gpu);
-        return 1;
+    {
+        /* A model that does not fit the size says so: "remat maxbatch: at --input HxW: ...". */
+        char who[96];
+        snprintf(who, sizeof who, "maxbatch%s%s", input ? ": at --input " : "", input ? input : "");
+        int rc = rm_cli_model_load(&m, who, &mdl, height, width, NULL);
+        if (rc) {
+            rm_backend_free(gpu);
+            return rc;
+        }
     }
     rm_cost_file *costs = NULL;
     if (costs_path && rm_cost_file_read(&costs, costs_path, &e)) {

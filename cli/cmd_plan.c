@@ -22,6 +22,7 @@
 
 #define PLAN_USAGE                                                                                                     \
     "usage: remat plan (--model FILE --batch N --budget B | --problem FILE [--budget B]) [--strategy NAME]\n"          \
+    "                  (--onnx FILE [--loss L] [--init I] in place of --model FILE)\n"                                 \
     "                  [--costs FILE] [--time-limit S] [--node-limit N] [--out FILE] [--svg PREFIX]\n"                 \
     "                  [--format text|csv|json] [--quiet]\n"                                                           \
     "       remat plan --check FILE (--model FILE --batch N | --problem FILE) [--budget B] [--svg PREFIX]\n"           \
@@ -34,6 +35,7 @@
     "\n"                                                                                                               \
     "options:\n"                                                                                                       \
     "  --model FILE      model config (models/*.cfg), traced at --batch N (1 to 2^30)\n"                               \
+    RM_CLI_MODEL_USAGE("      ")                                                                                   \
     "  --problem FILE    a problem file instead (docs/problem-format.md); its budget is the default\n"                 \
     "  --costs FILE      node costs in profiled seconds (`remat profile`, docs/cost-format.md) instead of\n"           \
     "                    FLOPs; it must be the model's at this batch (or match the problem file's nodes)\n"            \
@@ -80,6 +82,7 @@
 #define TEXT_MATRIX_MAX 60
 
 typedef struct plan_args {
+    rm_cli_model mdl;
     const char *model, *batch, *problem, *budget, *strategy, *time_limit, *node_limit, *out, *svg, *check, *costs,
         *format;
     int quiet;
@@ -678,7 +681,7 @@ static int plan_run(int argc, char **argv)
     a.time_limit_s = 60;
     const rm_cli_opt opts[] = {
         RM_CLI_FLAG("--quiet", "-q", &a.quiet),
-        RM_CLI_VALUE("--model", &a.model),
+        RM_CLI_MODEL_OPTIONS(&a.mdl),
         RM_CLI_VALUE("--batch", &a.batch),
         RM_CLI_VALUE("--problem", &a.problem),
         RM_CLI_VALUE("--budget", &a.budget),
@@ -691,7 +694,10 @@ static int plan_run(int argc, char **argv)
         RM_CLI_VALUE("--costs", &a.costs),
         RM_CLI_VALUE("--format", &a.format),
     };
-    if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "plan", PLAN_USAGE)) return 1;
+    if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "plan", PLAN_USAGE) ||
+        rm_cli_model_check(&a.mdl, "plan", PLAN_USAGE))
+        return 1;
+    a.model = a.mdl.path;
     /* Everything that can be judged without loading anything is, so a typo
      * costs nothing. */
     if (a.model && a.problem) return usage_error("give --model or --problem, not both");
@@ -740,7 +746,7 @@ static int plan_run(int argc, char **argv)
     }
 
     rm_cli_problem cp;
-    int rc = rm_cli_problem_load_costs(&cp, "plan", a.model, a.batch_n, a.problem, a.costs);
+    int rc = rm_cli_problem_load_costs(&cp, "plan", &a.mdl, a.batch_n, a.problem, a.costs);
     if (rc) return rc;
     if (!a.have_budget && cp.file_budget) {
         a.b = rm_cli_budget_of(cp.file_budget);

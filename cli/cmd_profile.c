@@ -18,6 +18,7 @@
 #define PROFILE_USAGE                                                                                                  \
     "usage: remat profile --model FILE --batch N [--device cpu|cuda] [--reps R] [--warmup W]\n"                        \
     "                     [--out FILE] [--top K] [--seed S] [--quiet]\n"                                               \
+    "                     (--onnx FILE [--loss L] [--init I] in place of --model FILE)\n"                              \
     "\n"                                                                                                               \
     "Measures how long each node of a training step takes (every forward, loss, backward and gradient-sum\n"           \
     "node of the training graph, as `remat graph` lists them) and writes a cost file\n"                                \
@@ -32,6 +33,7 @@
     "\n"                                                                                                               \
     "options:\n"                                                                                                       \
     "  --model FILE     model config (models/*.cfg)\n"                                                                 \
+    RM_CLI_MODEL_USAGE("     ")                                                                                    \
     "  --batch N        batch size to profile at (1 to 2^30); the cost file is for this batch\n"                       \
     "  --device D       cpu (default) or cuda (GPU 0)\n"                                                               \
     "  --reps R         timed steps (default 10)\n"                                                                    \
@@ -197,18 +199,23 @@ static void print_report(const rm_profile *p, const rm_model *m, const char *mod
 
 static int profile_run(int argc, char **argv)
 {
+    rm_cli_model mdl;
+    memset(&mdl, 0, sizeof mdl);
     const char *model = NULL, *batch = NULL, *device = NULL, *reps = NULL, *warmup = NULL, *out = NULL, *top = NULL,
                *seed = NULL;
     int quiet = 0;
     const rm_cli_opt opts[] = {
-        RM_CLI_FLAG("--quiet", "-q", &quiet),     RM_CLI_VALUE("--model", &model),
+        RM_CLI_FLAG("--quiet", "-q", &quiet),     RM_CLI_MODEL_OPTIONS(&mdl),
         RM_CLI_VALUE("--batch", &batch),          RM_CLI_VALUE("--device", &device),
         RM_CLI_VALUE("--reps", &reps),            RM_CLI_VALUE("--warmup", &warmup),
         RM_CLI_VALUE("--out", &out),              RM_CLI_VALUE("--top", &top),
         RM_CLI_VALUE("--seed", &seed),
     };
-    if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "profile", PROFILE_USAGE)) return 1;
-    if (!model) return usage_error("--model FILE is required");
+    if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "profile", PROFILE_USAGE) ||
+        rm_cli_model_check(&mdl, "profile", PROFILE_USAGE))
+        return 1;
+    model = mdl.path;
+    if (!model) return usage_error("--model FILE is required (or --onnx FILE)");
     if (!batch) return usage_error("--batch N is required (the cost file is for one batch size)");
     rm_profile_options o;
     memset(&o, 0, sizeof o);
@@ -242,10 +249,8 @@ static int profile_run(int argc, char **argv)
 
     rm_err e = {RM_OK, ""};
     rm_model *m = NULL;
-    if (rm_model_load(&m, model, &e)) {
-        fprintf(stderr, "remat profile: %s\n", e.msg);
-        return 1;
-    }
+    int lrc = rm_cli_model_load(&m, "profile", &mdl, 0, 0, NULL);
+    if (lrc) return lrc;
     char name[RM_NAME_LEN];
     rm_cost_model_name(name, sizeof name, model);
     char path[512];
@@ -283,8 +288,9 @@ static int profile_run(int argc, char **argv)
     }
     print_report(pr, m, model, (int)ntop);
     printf("\nwrote        %s: use it with --costs, e.g.\n"
-           "             remat plan --model %s --batch %d --budget 70%% --strategy lp_round --costs %s\n",
-           path, model, o.batch, path);
+           "             remat plan %s %s%s%s --batch %d --budget 70%% --strategy lp_round --costs %s\n",
+           path, mdl.onnx ? "--onnx" : "--model", model, mdl.loss ? " --loss " : "", mdl.loss ? mdl.loss : "",
+           o.batch, path);
     rm_cost_file_free(cf);
     rm_profile_free(pr);
     rm_model_free(m);

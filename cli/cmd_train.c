@@ -19,6 +19,7 @@
     "                   [--snapshot FILE] [--resume FILE] [--schedule-cache DIR] [--eval-every K]\n"                   \
     "                   [--time-limit S] [--node-limit N] [--samples N] [--train-accuracy-every K]\n"                  \
     "                   [--device cpu|cuda] [--costs FILE] [--quiet]\n"                                                \
+    "                   (--onnx FILE [--loss L] [--init I] in place of --model FILE)\n"                                \
     "\n"                                                                                                               \
     "Trains the model on the CPU (or the GPU, --device cuda) within a memory budget. The fixed memory\n"               \
     "(weights, gradients, optimizer state, batchnorm statistics, labels, the layers' workspace) comes off\n"           \
@@ -30,6 +31,7 @@
     "\n"                                                                                                               \
     "options:\n"                                                                                                       \
     "  --model FILE          model config (models/*.cfg)\n"                                                            \
+    RM_CLI_MODEL_USAGE("          ")                                                                               \
     "  --data DIR            MNIST, CIFAR-10, an image folder or image/mask pairs (docs/data-formats.md); its\n"       \
     "                        test split (val/ or test/) is held out, else a seeded 10% of it\n"                        \
     "  --data synthetic      generated data matching the model: classification for softmax_xent models,\n"             \
@@ -173,8 +175,9 @@ static const char *pct(char *buf, size_t len, size_t part, size_t whole)
 static void print_summary(const rm_trainer_summary *s, const rm_trainer_config *c, const rm_model *m)
 {
     char a[32], b[32], d[32], f[32];
-    printf("model        %s: %d layers, input %dx%dx%d, %d classes (%s)\n", c->model_path, s->layers, m->input.c,
-           m->input.h, m->input.w, s->classes, s->task == RM_TASK_SEGMENTATION ? "segmentation" : "classification");
+    printf("model        %s: %d layers, input %dx%dx%d, %d classes (%s)%s\n", c->model_path, s->layers, m->input.c,
+           m->input.h, m->input.w, s->classes, s->task == RM_TASK_SEGMENTATION ? "segmentation" : "classification",
+           !c->onnx ? "" : m->init_params ? ", ONNX: its weights to fine-tune" : ", ONNX: weights initialised afresh");
     printf("parameters   %s\n", rm_cli_group_digits(a, sizeof a, s->params));
     printf("data         %s: %lld training samples\n", s->train_data, (long long)s->train_samples);
     if (s->held_out_split)
@@ -256,6 +259,7 @@ static int parse_u64(uint64_t *out, const char *s, long lo)
 
 /* The command line's values (NULL: not given). */
 typedef struct train_args {
+    rm_cli_model mdl;
     const char *model, *data, *batch, *budget, *strategy, *epochs, *steps, *optimizer, *lr, *momentum, *wd, *sched,
         *seed, *snap, *resume, *cache, *eval_every, *time_limit, *node_limit, *samples, *acc_every, *device,
         *costs_path;
@@ -266,6 +270,7 @@ typedef struct train_args {
 static int config_run(rm_trainer_config *c, const train_args *a)
 {
     c->model_path = a->model;
+    c->onnx = a->mdl.onnx ? &a->mdl.onnx_opt : NULL;
     c->data = a->data;
     c->strategy = a->strategy ? a->strategy : "best";
     if (!rm_strategy_find(c->strategy)) return usage_error("unknown strategy '%s' (see the list below)", c->strategy);
@@ -369,7 +374,7 @@ static int train_run(int argc, char **argv)
     memset(&a, 0, sizeof a);
     const rm_cli_opt opts[] = {
         RM_CLI_FLAG("--quiet", "-q", &a.quiet),
-        RM_CLI_VALUE("--model", &a.model),
+        RM_CLI_MODEL_OPTIONS(&a.mdl),
         RM_CLI_VALUE("--data", &a.data),
         RM_CLI_VALUE("--batch", &a.batch),
         RM_CLI_VALUE("--budget", &a.budget),
@@ -394,8 +399,11 @@ static int train_run(int argc, char **argv)
         RM_CLI_VALUE("--device", &a.device),
         RM_CLI_VALUE("--costs", &a.costs_path),
     };
-    if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "train", TRAIN_USAGE)) return 1;
-    if (!a.model) return usage_error("--model FILE is required");
+    if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "train", TRAIN_USAGE) ||
+        rm_cli_model_check(&a.mdl, "train", TRAIN_USAGE))
+        return 1;
+    a.model = a.mdl.path;
+    if (!a.model) return usage_error("--model FILE is required (or --onnx FILE)");
     if (!a.data) return usage_error("--data DIR or --data synthetic is required");
     if (!a.budget) return usage_error("--budget B is required (an amount like 64MiB, or a percentage like 75%%)");
 

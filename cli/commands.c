@@ -30,7 +30,8 @@ static void print_help(FILE *f)
             "remat - train deep networks under a memory budget by optimal tensor rematerialization\n\n"
             "usage: remat <command> [options]\n\ncommands:\n");
     for (int i = 0; i < rm_command_count; i++) fprintf(f, "  %-10s %s\n", rm_commands[i]->name, rm_commands[i]->summary);
-    fprintf(f, "\n`remat <command> --help` explains a command's options.\n");
+    fprintf(f, "\n`remat <command> --help` explains a command's options. Every command that takes --model FILE (a\n"
+               "config) takes --onnx FILE (a network exported from PyTorch) instead; docs/onnx.md.\n");
 }
 
 int rm_cli_main(int argc, char **argv)

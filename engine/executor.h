@@ -51,7 +51,8 @@ typedef struct rm_executor_options {
 
 /* m and g (a trace of m at some batch) and plan (from g and a schedule's
  * operations) must outlive the executor; be too. Parameters are initialised
- * from opts->seed (each layer's init, in layer order). Checks that g matches
+ * from opts->seed (each layer's init, in layer order), or copied from the
+ * model's init_params and init_buffers when it carries them. Checks that g matches
  * m (shapes, dependencies as engine/graph.h describes them) and that the plan
  * is consistent (rm_plan_check). RM_ERR_BUDGET when the plan's span exceeds
  * arena_budget, or on CUDA when the fixed bytes plus the arena (arena_budget,

@@ -135,6 +135,11 @@ int rm_executor_init_params(rm_executor *ex, rm_err *e)
     float *hp = calloc(np, sizeof(float)), *hg = calloc(np, sizeof(float)), *hb = calloc(nb, sizeof(float));
     int rc = !hp || !hg || !hb ? rm_errorf(e, RM_ERR_NOMEM, "executor: no host memory to initialise the parameters")
                                : layout_params(ex, hp, hg, hb, 1, e);
+    /* A model that carries its weights (an imported network) starts from
+     * them; the layers' init above still ran, so the seed's stream is the
+     * same whichever way a model is initialised. */
+    if (!rc && ex->m->init_params) memcpy(hp, ex->m->init_params, ex->nparams * sizeof(float));
+    if (!rc && ex->m->init_buffers) memcpy(hb, ex->m->init_buffers, ex->nbuffers * sizeof(float));
     const rm_backend_ops *ops = ex->be->ops;
     if (!rc && ex->nparams) rc = ops->upload(ex->be->ctx, ex->params, hp, ex->nparams * sizeof(float), e);
     if (!rc && ex->nbuffers) rc = ops->upload(ex->be->ctx, ex->buffers, hb, ex->nbuffers * sizeof(float), e);

@@ -2,6 +2,7 @@
  * counts. */
 #include "model.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,7 +11,43 @@ void rm_model_free(rm_model *m)
     if (!m) return;
     free(m->layers);
     free(m->path);
+    free(m->init_params);
+    free(m->init_buffers);
     free(m);
+}
+
+int rm_model_layer_complete(rm_model *m, int i, rm_err *e)
+{
+    rm_model_layer *L = &m->layers[i];
+    const rm_layer_desc *d = L->desc;
+    if (!d->infer || !d->flops)
+        return rm_errorf(e, RM_ERR_UNSUPPORTED, "layer [%s] is not implemented in this build", d->name);
+    for (int k = 0; k < L->nin; k++)
+        L->in_shape[k] = L->inputs[k] == RM_MODEL_INPUT ? m->input : m->layers[L->inputs[k]].out_shape;
+    rm_err ie = {RM_OK, ""};
+    if (d->infer(&L->out_shape, &L->cfg, L->in_shape, L->nin, &ie)) {
+        char ins[RM_MAX_INPUTS * 80] = "";
+        size_t used = 0;
+        for (int k = 0; k < L->nin && used < sizeof ins; k++) {
+            char sh[64];
+            const char *src = L->inputs[k] == RM_MODEL_INPUT ? "input" : m->layers[L->inputs[k]].name;
+            used += (size_t)snprintf(ins + used, sizeof ins - used, "%s%s %s", k ? ", " : "", src,
+                                     rm_shape_str(L->in_shape[k], sh, sizeof sh));
+        }
+        return rm_errorf(e, RM_ERR_SHAPE, "shape mismatch in [%s] '%s' (inputs: %s): %s", d->name, L->name, ins,
+                         ie.msg);
+    }
+    L->param_count = rm_layer_param_count(d, &L->cfg, L->in_shape, L->nin);
+    /* Running mean and variance: fixed memory, but not trained. */
+    L->buffer_count = d->kind == RM_LAYER_BATCHNORM2D ? 2 * (size_t)L->in_shape[0].c : 0;
+    for (int k = 0; k < L->nin; k++) {
+        if (L->inputs[k] == RM_MODEL_INPUT) m->input_uses++;
+        else m->layers[L->inputs[k]].uses++;
+    }
+    m->param_count += L->param_count;
+    m->buffer_count += L->buffer_count;
+    m->nlayers = i + 1;
+    return RM_OK;
 }
 
 int rm_model_find(const rm_model *m, const char *name)

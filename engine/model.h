@@ -29,15 +29,33 @@ typedef struct rm_model_layer {
 } rm_model_layer;
 
 typedef struct rm_model {
-    char *path;      /* the config it came from, for messages */
+    char *path;      /* the config (or ONNX file) it came from, for messages */
     rm_shape input;  /* 1 x channels x height x width */
     int input_uses;  /* (consumer, position) pairs that read the input batch */
     int nlayers;
     rm_model_layer *layers; /* the last one is the loss */
     size_t param_count, buffer_count;
+    /* Initial values, or NULL: the layers' init from the seed. In the
+     * executor's layouts (rm_executor_params, rm_executor_buffers): every
+     * layer's w then b in layer order (param_count floats), every
+     * batchnorm's running mean then variance (buffer_count floats). An
+     * imported network's weights (models/onnx.h), so that a pretrained
+     * network is fine-tuned rather than retrained. Owned by the model. */
+    float *init_params, *init_buffers;
 } rm_model;
 
 void rm_model_free(rm_model *m);
+
+/* Completes layer i, whose name, desc, cfg, nin and inputs are set and whose
+ * inputs are earlier layers (or the input batch) already completed: its
+ * input and output shapes per sample (through the layer's infer), its
+ * parameter and buffer counts, the uses of what it reads, and the model's
+ * totals; m->nlayers becomes i + 1. The one place a layer joins a model,
+ * whether from a config or an ONNX file. RM_ERR_SHAPE with "shape mismatch
+ * in [conv] 'c1' (inputs: input 1x3x8x8): <the layer's reason>", or
+ * RM_ERR_UNSUPPORTED for a layer this build lacks; the caller prefixes where
+ * the layer was defined. */
+int rm_model_layer_complete(rm_model *m, int i, rm_err *e);
 
 /* Index of the layer with this name, or -1. */
 int rm_model_find(const rm_model *m, const char *name);

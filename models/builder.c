@@ -504,35 +504,6 @@ static int layer_config(rm_layer_config *c, const builder *b, const inst *it)
     return RM_OK;
 }
 
-static int infer_layer(rm_model_layer *L, const rm_model *m, const builder *b, const inst *it)
-{
-    const char *path = b->f->path;
-    const rm_layer_desc *d = L->desc;
-    if (!d->infer || !d->flops)
-        return rm_errorf(b->e, RM_ERR_UNSUPPORTED, "%s:%d: layer [%s] is not implemented in this build", path,
-                         it->sec->line, d->name);
-    for (int k = 0; k < L->nin; k++)
-        L->in_shape[k] = L->inputs[k] == RM_MODEL_INPUT ? m->input : m->layers[L->inputs[k]].out_shape;
-    rm_err ie = {RM_OK, ""};
-    int rc = d->infer(&L->out_shape, &L->cfg, L->in_shape, L->nin, &ie);
-    if (rc) {
-        char ins[RM_MAX_INPUTS * 80] = "";
-        size_t used = 0;
-        for (int k = 0; k < L->nin && used < sizeof ins; k++) {
-            char sh[64];
-            const char *src = L->inputs[k] == RM_MODEL_INPUT ? "input" : m->layers[L->inputs[k]].name;
-            used += (size_t)snprintf(ins + used, sizeof ins - used, "%s%s %s", k ? ", " : "", src,
-                                     rm_shape_str(L->in_shape[k], sh, sizeof sh));
-        }
-        return rm_errorf(b->e, RM_ERR_SHAPE, "%s:%d: shape mismatch in [%s] '%s' (inputs: %s): %s", path,
-                         it->sec->line, d->name, L->name, ins, ie.msg);
-    }
-    L->param_count = rm_layer_param_count(d, &L->cfg, L->in_shape, L->nin);
-    /* Running mean and variance: fixed memory, but not trained. */
-    L->buffer_count = d->kind == RM_LAYER_BATCHNORM2D ? 2 * (size_t)L->in_shape[0].c : 0;
-    return RM_OK;
-}
-
 int rm_model_build(rm_model **out, const rm_cfg_file *f, rm_err *e)
 {
     *out = NULL;
@@ -555,16 +526,9 @@ int rm_model_build(rm_model **out, const rm_cfg_file *f, rm_err *e)
         rc = layer_config(&L->cfg, &b, it);
         if (!rc) rc = layer_inputs(L, &b, i);
         if (!rc) {
-            m->nlayers = i + 1; /* earlier layers are complete; infer reads their shapes */
-            rc = infer_layer(L, m, &b, it);
-        }
-        if (!rc) {
-            for (int k = 0; k < L->nin; k++) {
-                if (L->inputs[k] == RM_MODEL_INPUT) m->input_uses++;
-                else m->layers[L->inputs[k]].uses++;
-            }
-            m->param_count += L->param_count;
-            m->buffer_count += L->buffer_count;
+            rm_err le = {RM_OK, ""};
+            if ((rc = rm_model_layer_complete(m, i, &le)))
+                rc = rm_errorf(e, (rm_code)rc, "%s:%d: %s", f->path, it->sec->line, le.msg);
         }
     }
     if (!rc) {
@@ -641,4 +605,14 @@ int rm_model_load(rm_model **out, const char *path, rm_err *e)
     rc = rm_model_build(out, f, e);
     rm_cfg_free(f);
     return rc;
+}
+
+int rm_model_open(rm_model **out, const char *path, const rm_onnx_options *onnx, int height, int width,
+                  rm_onnx_summary *sum, rm_err *e)
+{
+    if (!onnx) return rm_model_load_input(out, path, height, width, e);
+    rm_onnx_options o = *onnx;
+    if (height > 0) o.height = height;
+    if (width > 0) o.width = width;
+    return rm_onnx_load(out, sum, path, &o, e);
 }

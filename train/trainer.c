@@ -351,7 +351,7 @@ int rm_trainer_create(rm_trainer **out, const rm_trainer_config *c, rm_err *e)
     t->synthetic = !strcmp(c->data, "synthetic");
     t->batch = c->batch;
     t->sum.cache = -1;
-    if ((rc = rm_model_load(&t->m, c->model_path, e))) goto fail;
+    if ((rc = rm_model_open(&t->m, c->model_path, c->onnx, 0, 0, NULL, e))) goto fail;
     rm_trainer_model_task(&t->classes, &t->task, t->m);
     t->sum.layers = t->m->nlayers;
     t->sum.classes = t->classes;

@@ -37,6 +37,7 @@
 #include "executor.h"
 #include "footprint.h"
 #include "model.h"
+#include "onnx.h"
 #include "optim.h"
 #include "problem.h"
 #include "strategy.h"
@@ -85,6 +86,8 @@ typedef void (*rm_trainer_event_fn)(void *ctx, const rm_trainer_event *ev);
 
 typedef struct rm_trainer_config {
     const char *model_path;
+    const rm_onnx_options *onnx; /* NULL: model_path is a config; else an ONNX file imported with these
+                                    options (models/onnx.h), its initializers the starting weights */
     const char *data;            /* "synthetic", or a folder (rm_dataset_open_dir) */
     int64_t synthetic_samples;   /* training samples of synthetic data; 0: max(2048, 8 x batch).
                                     A quarter as many more are held out */

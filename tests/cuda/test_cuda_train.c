@@ -2,7 +2,8 @@
  *
  *  - One training step of each tiny model (vgg-tiny: dropout; resnet-tiny:
  *    batchnorm and residual gradient sums; unet-tiny: concat, transposed
- *    convolutions; mobilenet-tiny: depthwise convolutions) under checkpoint-all, on random non-zero data: the loss,
+ *    convolutions; mobilenet-tiny: depthwise convolutions; and three ONNX imports, with the
+ *    file's weights) under checkpoint-all, on random non-zero data: the loss,
  *    every layer's parameter gradients and the batchnorm running statistics
  *    against the CPU executor, by the layer suite's relative error (per
  *    tensor, max_i |gpu_i - cpu_i| / max(|cpu_i|, 1e-2 max_j |cpu_j|)) with a
@@ -45,6 +46,7 @@
 #include "executor.h"
 #include "milp.h"
 #include "builder.h"
+#include "onnx.h"
 #include "optim.h"
 #include "plan.h"
 #include "problem.h"
@@ -144,9 +146,19 @@ static void tiny_load(tiny *t, const char *cfg, int batch, int remat)
 {
     memset(t, 0, sizeof *t);
     char path[512];
-    snprintf(path, sizeof path, "%s/models/%s", source_dir(), cfg);
     rm_err e = {0};
-    cr_assert_eq(rm_model_load(&t->m, path, &e), RM_OK, "%s", e.msg);
+    size_t len = strlen(cfg);
+    if (len > 5 && !strcmp(cfg + len - 5, ".onnx")) {
+        /* An imported network (tests/models/onnx): its own weights on both backends. */
+        snprintf(path, sizeof path, "%s/tests/models/onnx/%s", source_dir(), cfg);
+        rm_onnx_options o;
+        rm_onnx_options_default(&o);
+        o.loss = RM_ONNX_LOSS_AUTO;
+        cr_assert_eq(rm_onnx_load(&t->m, NULL, path, &o, &e), RM_OK, "%s", e.msg);
+    } else {
+        snprintf(path, sizeof path, "%s/models/%s", source_dir(), cfg);
+        cr_assert_eq(rm_model_load(&t->m, path, &e), RM_OK, "%s", e.msg);
+    }
     cr_assert_eq(rm_model_trace(&t->g, t->m, batch, &e), RM_OK, "%s", e.msg);
     cr_assert_eq(rm_problem_from_graph(&t->p, &t->g, &e), RM_OK, "%s", e.msg);
     t->pa = aligned_problem(t->p);
@@ -338,6 +350,10 @@ Test(cuda_train, step_vs_cpu_vgg_tiny) { step_vs_cpu("vgg-tiny.cfg", 3); }
 Test(cuda_train, step_vs_cpu_resnet_tiny) { step_vs_cpu("resnet-tiny.cfg", 2); }
 Test(cuda_train, step_vs_cpu_unet_tiny) { step_vs_cpu("unet-tiny.cfg", 2); }
 Test(cuda_train, step_vs_cpu_mobilenet_tiny) { step_vs_cpu("mobilenet-tiny.cfg", 2); }
+/* ONNX imports (tests/models/onnx): the uploaded initial weights are the file's. */
+Test(cuda_train, step_vs_cpu_onnx_residual) { step_vs_cpu("residual.onnx", 2); }
+Test(cuda_train, step_vs_cpu_onnx_unet_tiny) { step_vs_cpu("unet_tiny.onnx", 2); }
+Test(cuda_train, step_vs_cpu_onnx_depthwise) { step_vs_cpu("depthwise.onnx", 2); }
 
 /* ---- remat on the GPU: bit-identical to checkpoint-all ---------------------- */
 

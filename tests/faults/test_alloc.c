@@ -28,6 +28,7 @@
 #include "cli_fixture.h"
 #include "faults/inject.h"
 #include "milp.h"
+#include "onnx.h"
 #include "builder.h"
 #include "optim.h"
 #include "plan.h"
@@ -148,6 +149,29 @@ Test(alloc_faults, model_load_and_trace)
 {
     const char *models[] = {CF_MODEL("vgg-tiny.cfg"), CF_MODEL("resnet-tiny.cfg"), CF_MODEL("unet-tiny.cfg")};
     for (int i = 0; i < 3; i++) alloc_loop(models[i], op_model, (void *)models[i], ALL_DENSE, 1);
+}
+
+/* The ONNX importer on its fixtures: the reader's buffers, the values, the
+ * folded constants, the layers and the weights (protobuf-c's own decoding
+ * allocates in its shared library, which the injection does not reach). */
+static int op_onnx(void *ctx, rm_err *e)
+{
+    rm_onnx_options o;
+    rm_onnx_options_default(&o);
+    o.loss = RM_ONNX_LOSS_AUTO;
+    rm_model *m = NULL;
+    int rc = rm_onnx_load(&m, NULL, ctx, &o, e);
+    if (!rc) cr_assert(m->init_params && m->nlayers > 2);
+    rm_model_free(m);
+    return rc;
+}
+
+Test(alloc_faults, onnx_import)
+{
+    const char *files[] = {REMAT_SOURCE_DIR "/tests/models/onnx/cbr_pool_gemm.onnx",
+                           REMAT_SOURCE_DIR "/tests/models/onnx/residual.onnx",
+                           REMAT_SOURCE_DIR "/tests/models/onnx/unet_tiny.onnx"};
+    for (int i = 0; i < 3; i++) alloc_loop(files[i], op_onnx, (void *)files[i], ALL_DENSE, 1);
 }
 
 /* ---- problem files

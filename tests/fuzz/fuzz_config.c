@@ -7,7 +7,6 @@
 
 #include "harnesses.h"
 #include "builder.h"
-#include "trace.h"
 
 int rm_fuzz_config(const uint8_t *data, size_t size)
 {
@@ -22,23 +21,7 @@ int rm_fuzz_config(const uint8_t *data, size_t size)
         return rc;
     }
     if (m->nlayers < 1) abort();
-    rm_shape *in = malloc((size_t)m->nlayers * RM_MAX_INPUTS * sizeof *in);
-    rm_shape *out = malloc((size_t)m->nlayers * sizeof *out);
-    if (!in || !out) abort();
-    rm_err se = {RM_OK, ""};
-    int src = rm_model_shapes(in, out, m, 2, &se);
-    rm_fuzz_check_err(src, &se);
-    /* Tracing sizes every tensor; bounded to small models so a 1000-layer
-     * ResNet seed does not dominate the fuzzing time. */
-    if (!src && m->nlayers <= 256) {
-        rm_graph g;
-        rm_err te = {RM_OK, ""};
-        int trc = rm_model_trace(&g, m, 1, &te);
-        rm_fuzz_check_err(trc, &te);
-        if (!trc) rm_graph_free(&g);
-    }
-    free(in);
-    free(out);
+    rm_fuzz_check_model(m);
     rm_model_free(m);
     return RM_OK;
 }

@@ -12,11 +12,14 @@
 #include <unistd.h>
 
 #include "harnesses.h"
+#include "model.h"
+#include "trace.h"
 
 const rm_fuzz_harness rm_fuzz_harnesses[] = {
     {"config", rm_fuzz_config}, {"problem", rm_fuzz_problem}, {"schedule", rm_fuzz_schedule},
     {"snapshot", rm_fuzz_snapshot}, {"mnist", rm_fuzz_mnist}, {"cifar", rm_fuzz_cifar},
-    {"image", rm_fuzz_image}, {"costs", rm_fuzz_costs}, {NULL, NULL},
+    {"image", rm_fuzz_image}, {"costs", rm_fuzz_costs}, {"onnx", rm_fuzz_onnx},
+    {NULL, NULL},
 };
 
 /* Per process: a forked test worker must not reuse its parent's folder, so
@@ -103,4 +106,25 @@ void rm_fuzz_check_err(int rc, const rm_err *e)
         fprintf(stderr, "fuzz: error %d without a proper message (code %d, %zu chars)\n", rc, (int)e->code, len);
         abort();
     }
+}
+
+void rm_fuzz_check_model(const rm_model *m)
+{
+    rm_shape *in = malloc((size_t)m->nlayers * RM_MAX_INPUTS * sizeof *in);
+    rm_shape *out = malloc((size_t)m->nlayers * sizeof *out);
+    if (!in || !out) abort();
+    rm_err se = {RM_OK, ""};
+    int src = rm_model_shapes(in, out, m, 2, &se);
+    rm_fuzz_check_err(src, &se);
+    /* Tracing sizes every tensor; bounded to small models so a 1000-layer
+     * ResNet seed does not dominate the fuzzing time. */
+    if (!src && m->nlayers <= 256) {
+        rm_graph g;
+        rm_err te = {RM_OK, ""};
+        int trc = rm_model_trace(&g, m, 1, &te);
+        rm_fuzz_check_err(trc, &te);
+        if (!trc) rm_graph_free(&g);
+    }
+    free(in);
+    free(out);
 }

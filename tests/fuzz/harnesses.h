@@ -27,6 +27,7 @@ int rm_fuzz_mnist(const uint8_t *data, size_t size);      /* idx3 + idx1 files: 
 int rm_fuzz_cifar(const uint8_t *data, size_t size);      /* CIFAR-10 binary batches: data/cifar.c */
 int rm_fuzz_image(const uint8_t *data, size_t size);      /* images and masks: data/image*.c, segmentation.c */
 int rm_fuzz_costs(const uint8_t *data, size_t size);      /* profiled cost files: scheduler/cost_file.c */
+int rm_fuzz_onnx(const uint8_t *data, size_t size);       /* ONNX models and tensors: models/onnx_*.c */
 
 typedef struct rm_fuzz_harness {
     const char *name; /* "config": corpus tests/fuzz/corpus/config, executable fuzz_config */
@@ -51,6 +52,12 @@ void rm_fuzz_clear(void);
 /* What must hold for every result: an error has a code and a terminated,
  * non-empty message; success leaves no error code. Aborts otherwise. */
 void rm_fuzz_check_err(int rc, const rm_err *e);
+
+/* What must hold for every model a parser accepts: it re-infers its
+ * shapes at batch 2 and (up to 256 layers) traces into a training graph,
+ * or refuses with a proper error. Aborts otherwise. */
+struct rm_model;
+void rm_fuzz_check_model(const struct rm_model *m);
 
 /* The fixed tiny model the snapshot harness loads against, with its
  * parameter tensors laid out as the trainer does; gen_seeds.c saves the seed

@@ -99,11 +99,12 @@ Test(fuzz_regress, mnist) { regress("mnist"); }
 Test(fuzz_regress, cifar) { regress("cifar"); }
 Test(fuzz_regress, image) { regress("image"); }
 Test(fuzz_regress, costs) { regress("costs"); }
+Test(fuzz_regress, onnx) { regress("onnx"); }
 
 /* Every harness has a regression test above. */
 Test(fuzz_regress, every_harness_listed)
 {
-    static const char *const listed[] = {"config", "problem", "schedule", "snapshot", "mnist", "cifar", "image", "costs"};
+    static const char *const listed[] = {"config", "problem", "schedule", "snapshot", "mnist", "cifar", "image", "costs", "onnx"};
     int n = 0;
     for (int i = 0; rm_fuzz_harnesses[i].name; i++, n++) {
         int found = 0;

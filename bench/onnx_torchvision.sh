@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Real networks exported from PyTorch, imported by remat (docs/onnx.md):
+# creates a virtual environment, pip-installs torch, torchvision, numpy and
+# onnx from PyPI into it (for this bench only: never the build, the demo or
+# the tests), exports resnet18, resnet50, vgg16, torchvision's mobilenet_v2
+# (refused: its ReLU6 is a Clip), the same network with ReLU, and a small
+# U-Net (bench/onnx_export.py), then checks each with remat:
+#   - the parameter count equals PyTorch's,
+#   - the forward output on the same batch of 2 matches PyTorch's
+#     (bench/onnx_check.c: |d| <= 1e-4 + 1e-3 |ref|; the largest errors printed),
+#   - `remat maxbatch --onnx` runs (checkpoint_all, chen_sqrtn, chen_greedy
+#     under a 8 GiB budget, as remat train accounts memory on the CPU),
+# and writes docs/bench/onnx.md. Everything else goes to build-bench-onnx/.
+#
+#   bench/onnx_torchvision.sh [NET...]      # default: all six
+#
+# The virtual environment is REMAT_ONNX_VENV (default build-bench-onnx/venv);
+# PyPI's Linux wheels of torch bring CUDA libraries: several GB to download.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+work=build-bench-onnx
+venv="${REMAT_ONNX_VENV:-$work/venv}"
+nets=("$@")
+[ ${#nets[@]} -eq 0 ] && nets=(resnet18 resnet50 vgg16 mobilenet_v2 mobilenet_v2_relu unet_small)
+mkdir -p "$work" docs/bench
+if [ ! -x "$venv/bin/python" ]; then
+    echo "onnx bench: creating $venv and installing torch, torchvision, numpy, onnx from PyPI" >&2
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q torch torchvision numpy onnx
+fi
+REMAT_BUILD_TARGET="remat remat_bench_onnx_check" ./scripts/build "${REMAT_BUILD_ARGS:--DREMAT_WERROR=ON}"
+dir="${REMAT_BUILD_DIR:-build}"
+
+t0=$(date +%s)
+"$venv/bin/python" bench/onnx_export.py "$work" "${nets[@]}" 2>"$work/export.log"
+versions=$("$venv/bin/python" -c 'import torch, torchvision; print(f"torch {torch.__version__}, torchvision {torchvision.__version__}")')
+
+json() { "$venv/bin/python" -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
+field() { sed -n "s/.*\b$2=\([^ ]*\).*/\1/p" <<<"$1"; }
+rows=""
+maxbatch_blocks=""
+for n in "${nets[@]}"; do
+    f="$work/$n.onnx"
+    loss=$(json "$work/$n.json" loss)
+    tp=$(json "$work/$n.json" params)
+    tb=$(json "$work/$n.json" buffers)
+    echo "onnx bench: $n" >&2
+    s=$(date +%s)
+    if line=$("$dir/bench/remat_bench_onnx_check" "$f" "$work/$n.input.pb" "$work/$n.output.pb" "$loss" 2>"$work/$n.err"); then
+        ok=yes
+    else
+        ok=no
+    fi
+    secs=$(( $(date +%s) - s ))
+    if [ -z "$line" ]; then
+        why=$(tr '\n' ' ' <"$work/$n.err" | sed 's/|/\\|/g')
+        rows+="| $n | $tp | not imported | | | | $why |"$'\n'
+        continue
+    fi
+    rp=$(field "$line" params)
+    rb=$(field "$line" buffers)
+    same=$([ "$rp" = "$tp" ] && [ "$rb" = "$tb" ] && echo equal || echo DIFFERENT)
+    rows+="| $n | $tp (+$tb statistics) | $rp (+$rb) $same | $(field "$line" nodes) -> $(field "$line" layers) ($(field "$line" folded) folded, $(field "$line" aliases) aliases) | $(field "$line" max_abs) / $(field "$line" max_rel) | $ok | forward at batch 2 in ${secs} s |"$'\n'
+    mb=$("$dir/remat" maxbatch --onnx "$f" --loss "$loss" --budget 8GiB \
+        --strategies chen_sqrtn,chen_greedy --time-limit 10 --quiet 2>&1 | sed -n '/^strategy/,/^$/p' || true)
+    maxbatch_blocks+=$'\n'"\`remat maxbatch --onnx $n.onnx --loss $loss --budget 8GiB --strategies chen_sqrtn,chen_greedy --time-limit 10\`:"$'\n\n```text\n'"$mb"$'\n```\n'
+done
+# The same networks from remat's own configs, where there is one: the ONNX
+# import must give the same parameters and the same maximal batches.
+cross=""
+mb_rows() { "$dir/remat" maxbatch "$@" --budget 8GiB --strategies chen_greedy --time-limit 10 --quiet 2>/dev/null |
+    awk '$1 == "checkpoint_all" || $1 == "chen_greedy" { printf "%s %s ", $1, $2 }'; }
+for n in "${nets[@]}"; do
+    [ -f "models/$n.cfg" ] && [ -f "$work/$n.onnx" ] || continue
+    cp=$("$dir/remat" graph --model "models/$n.cfg" --batch 1 | awk '$1 == "parameters" { print $2 }')
+    op=$("$dir/remat" graph --onnx "$work/$n.onnx" --batch 1 2>/dev/null | awk '$1 == "parameters" { print $2 }')
+    cross+="| $n | $cp | $op | $(mb_rows --model "models/$n.cfg") | $(mb_rows --onnx "$work/$n.onnx") |"$'\n'
+done
+total=$(( $(date +%s) - t0 ))
+
+cat >docs/bench/onnx.md <<EOF
+# Networks exported from PyTorch, imported by remat
+
+Produced on $(date -u +%Y-%m-%d) by \`bench/onnx_torchvision.sh\` ($versions from PyPI, in a virtual
+environment of the bench's own; $total s on this project's 2-core machine). Each network is torchvision's (or
+bench/onnx_export.py's U-Net) with its initialisation and randomised batchnorm statistics, exported with
+\`torch.onnx.export(..., dynamo=False, opset_version=13, do_constant_folding=False)\` in eval mode with a
+symbolic batch, and imported with \`--onnx\`. Columns: PyTorch's parameter count (and batchnorm running
+statistics); remat's; the import (ONNX nodes -> remat layers, the loss included); the largest absolute and
+relative difference between remat's forward output and PyTorch's on the same batch of 2 (random normal
+input, eval mode); match: every element within 1e-4 + 1e-3 |PyTorch| (bench/onnx_check.c says why that
+tolerance). A network remat refuses shows the importer's message.
+
+| network | PyTorch parameters | remat parameters | import | max abs / rel difference | match | note |
+|---|---|---|---|---|---|---|
+$rows
+torchvision's mobilenet_v2 is refused, as it should be: its ReLU6 exports as a Clip to [0, 6], and remat has
+no clipped ReLU layer (a Clip to [0, inf) imports as relu). mobilenet_v2_relu is the same network with ReLU in its place (depthwise convolutions,
+inverted residuals, 1x1 projections), which remat imports whole.
+
+## The same networks from remat's configs
+
+remat's models/*.cfg describe some of these networks by hand. Imported from PyTorch's export they must
+train the same parameters and fit the same batches (\`remat maxbatch ... --budget 8GiB --strategies
+chen_greedy\`; PyTorch's ResNets flatten before the classifier where the configs do not, so their imports
+have one layer more, a copy of a few thousand floats per sample):
+
+| network | config parameters | ONNX parameters | config: max batch | ONNX: max batch |
+|---|---|---|---|---|
+$cross
+## remat maxbatch on them
+$maxbatch_blocks
+chen_sqrtn finds nothing for the ResNets and MobileNet under the default overhead cap (one extra forward
+pass) at any batch, imported or from a config alike: its segments recompute more than that on these graphs.
+EOF
+echo "onnx bench: docs/bench/onnx.md written ($total s)" >&2

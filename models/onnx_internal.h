@@ -1,0 +1,141 @@
+/* The ONNX importer's insides, shared by its three files: onnx_read.c
+ * (protobuf-c decoding, tensors, attributes), onnx_import.c (the walk over
+ * the graph: values, folding, layers, weights, the loss) and onnx_ops.c (one
+ * handler per operator). Not for use outside models/onnx_*.c. */
+#ifndef REMAT_MODELS_ONNX_INTERNAL_H
+#define REMAT_MODELS_ONNX_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "name_index.h"
+#include "onnx.h"
+#include "onnx.pb-c.h"
+
+/* A dimension of a folded integer tensor that stands for the batch size,
+ * which an import does not know (each command chooses it): what Shape gives
+ * for dimension 0 of an activation. Any arithmetic on it is refused. */
+#define ONNX_BATCH INT64_MIN
+
+/* Elements a constant may have: a bound on what a hostile file can make the
+ * importer allocate beyond its own size (every element comes from the file,
+ * or from folding a few small tensors). */
+#define ONNX_MAX_ELEMENTS ((size_t)1 << 31)
+
+/* The most elements a Gather or Concat of constants may make: shape
+ * arithmetic needs a handful, and without a bound a chain of such nodes in a
+ * small (or hostile) file could double its tensors node after node. */
+#define ONNX_MAX_FOLDED ((size_t)1 << 16)
+
+/* A value folded at import: float (weights, scales) or integer (shapes,
+ * axes, indices; int32 and bool are widened to int64). */
+typedef struct onnx_const {
+    int is_int;
+    int rank;
+    int64_t dims[RM_ONNX_MAX_RANK];
+    size_t count;
+    float *f;   /* count floats when !is_int */
+    int64_t *i; /* count integers when is_int; may hold ONNX_BATCH */
+} onnx_const;
+
+typedef enum onnx_value_kind { ONNX_UNSET = 0, ONNX_ACT, ONNX_CONST } onnx_value_kind;
+
+/* What an ONNX name stands for: a tensor remat computes (the input batch
+ * or a layer's output) or a constant. */
+typedef struct onnx_value {
+    const char *name; /* points into the decoded model */
+    onnx_value_kind kind;
+    int layer;    /* ONNX_ACT: the layer index, or RM_MODEL_INPUT */
+    int rank;     /* ONNX_ACT: the ONNX rank, batch included: 2 (N x C), 3 (N x C x L) or 4 (N x C x H x W) */
+    rm_shape shape; /* ONNX_ACT: per sample (n = 1); trailing dimensions of a lower rank are 1 */
+    onnx_const c;   /* ONNX_CONST */
+    int consumers;  /* nodes that read it (a node reading it twice counts twice) */
+    int needed;     /* the graph output depends on it */
+} onnx_value;
+
+/* One layer's initial values: w and b, and batchnorm's statistics; the
+ * counts are checked against the layer's parameter shapes at the end. */
+typedef struct onnx_weights {
+    float *w, *b, *mean, *var;
+    size_t nw, nb, nstats; /* nstats: of mean, and of var */
+} onnx_weights;
+
+typedef struct onnx_import {
+    const char *path;
+    const rm_onnx_options *o;
+    rm_err *e;
+    Onnx__ModelProto *model;
+    const Onnx__GraphProto *g;
+    int64_t opset;
+    onnx_value *v;
+    int nv, cap_v;
+    rm_name_index names; /* ONNX name -> index in v */
+    rm_model *m;         /* layers grow here, completed one by one */
+    int cap_layers;
+    onnx_weights *wts;   /* per layer */
+    rm_name_index layer_names;
+    int node;            /* the node being imported (0-based) */
+    int *skip;           /* per node: 1 when an earlier node's import already covered it (a folded bias Add) */
+    int64_t fixed_batch; /* the batch size the file gives its input, or 0 */
+    rm_onnx_summary sum;
+} onnx_import;
+
+/* ---- onnx_read.c ---- */
+
+/* Reads and decodes the file; *model is freed with onnx__model_proto__free_unpacked. */
+int onnx_read_model(Onnx__ModelProto **model, const char *path, rm_err *e);
+/* A TensorProto's values. what names it in messages ("initializer 'conv1.weight'"). */
+int onnx_const_from_tensor(onnx_const *out, const Onnx__TensorProto *t, const char *path, const char *what,
+                           rm_err *e);
+void onnx_const_free(onnx_const *c);
+/* An empty constant of the given type and shape (count elements zeroed). */
+int onnx_const_alloc(onnx_const *out, int is_int, int rank, const int64_t *dims, const char *path, rm_err *e);
+/* The node's attribute of this name, or NULL. */
+const Onnx__AttributeProto *onnx_attr(const Onnx__NodeProto *n, const char *name);
+
+/* ---- onnx_import.c: what the operator handlers use ---- */
+
+/* "net.onnx: node 12 'conv1' (Conv): " + the message; returns code. */
+int onnx_fail(onnx_import *c, rm_code code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The value of an ONNX name, or NULL. */
+onnx_value *onnx_find(const onnx_import *c, const char *name);
+/* Input k of the current node, or NULL when absent (fewer inputs, or ""). */
+onnx_value *onnx_input(onnx_import *c, const Onnx__NodeProto *n, int k);
+/* Input k, which must be there and be of the kind asked (ONNX_UNSET: any). */
+int onnx_need_input(onnx_value **out, onnx_import *c, const Onnx__NodeProto *n, int k, onnx_value_kind kind,
+                    const char *role);
+/* Output k of the current node becomes the given value (a layer's output, a
+ * constant taken over, an alias of another value). */
+int onnx_set_act(onnx_import *c, const Onnx__NodeProto *n, int k, int layer, int rank, rm_shape shape);
+int onnx_set_const(onnx_import *c, const Onnx__NodeProto *n, int k, onnx_const *taken);
+int onnx_set_alias(onnx_import *c, const Onnx__NodeProto *n, int k, const onnx_value *of);
+/* Appends a layer reading the given activations and completes it (shapes,
+ * counts); its weights (owned from now on, may be NULL) are what an import
+ * keeps. *layer is its index. */
+int onnx_add_layer(int *layer, onnx_import *c, const Onnx__NodeProto *n, rm_layer_kind kind,
+                   const rm_layer_config *cfg, onnx_value *const *in, int nin, onnx_weights *w);
+/* Checks that every attribute of the node is one of the names listed
+ * (NULL-terminated): an attribute the handler does not read would be ignored. */
+int onnx_check_attrs(onnx_import *c, const Onnx__NodeProto *n, const char *const *known);
+/* Attribute readers: the value or the default when absent; a wrong type is an error. */
+int onnx_attr_int(int64_t *out, onnx_import *c, const Onnx__NodeProto *n, const char *name, int64_t dflt);
+int onnx_attr_float(float *out, onnx_import *c, const Onnx__NodeProto *n, const char *name, float dflt);
+/* A string attribute copied into buf (dflt when absent). */
+int onnx_attr_string(char *buf, size_t len, onnx_import *c, const Onnx__NodeProto *n, const char *name,
+                     const char *dflt);
+/* An ints attribute: *count 0 and *v NULL when absent. */
+int onnx_attr_ints(const int64_t **v, size_t *count, onnx_import *c, const Onnx__NodeProto *n, const char *name);
+/* Outputs beyond the first that something reads: an error (Dropout's mask,
+ * MaxPool's indices, BatchNormalization's training statistics). */
+int onnx_only_first_output(onnx_import *c, const Onnx__NodeProto *n, const char *what);
+/* Adds a line to the notes: "node 12 Conv 'conv1' -> " + text. */
+void onnx_note(onnx_import *c, const Onnx__NodeProto *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The node that reads value v when exactly one node does (-1 otherwise). */
+int onnx_sole_consumer(const onnx_import *c, const onnx_value *v);
+
+/* ---- onnx_ops.c ---- */
+
+/* Imports node n (c->node) by its operator. */
+int onnx_import_node(onnx_import *c, const Onnx__NodeProto *n);
+
+#endif

@@ -1,0 +1,289 @@
+/* The ONNX importer's reading half: a file into protobuf-c's decoded
+ * ModelProto (generated at build time from models/onnx.proto), TensorProtos
+ * into plain arrays, attributes by name. protobuf-c checks the wire format
+ * (lengths, tags, nesting); what it cannot know, the sizes a tensor claims
+ * against the bytes it holds, is checked here. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx_internal.h"
+#include "text_file.h"
+
+/* protobuf's own limit on a message: a larger file is not a valid model
+ * (a network too big for it keeps its weights in external files, which
+ * remat does not read). */
+#define MAX_FILE_BYTES ((size_t)INT32_MAX)
+
+/* The whole file in memory: protobuf-c decodes from a buffer. */
+static int read_all(uint8_t **out, size_t *len, const char *path, const char *what, rm_err *e)
+{
+    *out = NULL;
+    *len = 0;
+    FILE *f = rm_text_open(path, what, e);
+    if (!f) return RM_ERR_IO;
+    size_t cap = 1 << 16, n = 0;
+    uint8_t *buf = malloc(cap);
+    int rc = buf ? RM_OK : rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory", path);
+    while (!rc) {
+        if (n == cap) {
+            if (cap > MAX_FILE_BYTES / 2) {
+                rc = rm_errorf(e, RM_ERR_PARSE, "%s: larger than 2 GiB, protobuf's limit for one %s", path, what);
+                break;
+            }
+            uint8_t *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                rc = rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory", path);
+                break;
+            }
+            buf = nb, cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) {
+            if (ferror(f)) rc = rm_errorf(e, RM_ERR_IO, "%s: read error: %s", path, strerror(errno));
+            break;
+        }
+    }
+    fclose(f);
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    *out = buf;
+    *len = n;
+    return RM_OK;
+}
+
+/* The file decoded as one message of descriptor d; what names the kind of
+ * file in messages ("ONNX model"). */
+static int read_message(ProtobufCMessage **out, const ProtobufCMessageDescriptor *d, const char *path,
+                        const char *what, rm_err *e)
+{
+    *out = NULL;
+    uint8_t *buf;
+    size_t len;
+    int rc = read_all(&buf, &len, path, what, e);
+    if (rc) return rc;
+    if (len == 0) {
+        free(buf);
+        return rm_errorf(e, RM_ERR_PARSE, "%s: empty file, not an %s", path, what);
+    }
+    /* NULL is protobuf-c's only answer for bytes that are not such a
+     * message: truncated, corrupt, or another kind of file. */
+    *out = protobuf_c_message_unpack(d, NULL, len, buf);
+    free(buf);
+    if (!*out)
+        return rm_errorf(e, RM_ERR_PARSE,
+                         "%s: not a valid %s: protobuf-c could not decode its %zu bytes as an %s (truncated or "
+                         "corrupt file?)",
+                         path, what, len, d->name);
+    return RM_OK;
+}
+
+int onnx_read_model(Onnx__ModelProto **model, const char *path, rm_err *e)
+{
+    ProtobufCMessage *msg;
+    *model = NULL;
+    int rc = read_message(&msg, &onnx__model_proto__descriptor, path, "ONNX model", e);
+    if (rc) return rc;
+    Onnx__ModelProto *m = (Onnx__ModelProto *)msg;
+    if (!m->graph) {
+        onnx__model_proto__free_unpacked(m, NULL);
+        return rm_errorf(e, RM_ERR_PARSE, "%s: not an ONNX model: it has no graph", path);
+    }
+    *model = m;
+    return RM_OK;
+}
+
+static const char *type_name(int32_t t)
+{
+    switch (t) {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: return "FLOAT";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: return "UINT8";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT8: return "INT8";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: return "INT32";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: return "INT64";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__STRING: return "STRING";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: return "BOOL";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16: return "FLOAT16";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: return "DOUBLE";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: return "BFLOAT16";
+    default: return "another type";
+    }
+}
+
+void onnx_const_free(onnx_const *c)
+{
+    free(c->f);
+    free(c->i);
+    c->f = NULL;
+    c->i = NULL;
+}
+
+int onnx_const_alloc(onnx_const *out, int is_int, int rank, const int64_t *dims, const char *path, rm_err *e)
+{
+    memset(out, 0, sizeof *out);
+    if (rank < 0 || rank > RM_ONNX_MAX_RANK)
+        return rm_errorf(e, RM_ERR_UNSUPPORTED, "%s: a tensor of rank %d (at most %d)", path, rank, RM_ONNX_MAX_RANK);
+    size_t count = 1;
+    for (int k = 0; k < rank; k++) {
+        if (dims[k] < 0 || (dims[k] > 0 && count > ONNX_MAX_ELEMENTS / (size_t)dims[k]))
+            return rm_errorf(e, RM_ERR_PARSE, "%s: a tensor dimension of %lld (or more than 2^31 elements)", path,
+                             (long long)dims[k]);
+        count *= (size_t)dims[k];
+        out->dims[k] = dims[k];
+    }
+    out->is_int = is_int;
+    out->rank = rank;
+    out->count = count;
+    /* One element at least, so that a tensor of none still has a pointer. */
+    if (is_int) out->i = calloc(count ? count : 1, sizeof *out->i);
+    else out->f = calloc(count ? count : 1, sizeof *out->f);
+    if (!out->i && !out->f) return rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory for a tensor of %zu elements", path, count);
+    return RM_OK;
+}
+
+/* The bytes of one element in raw_data, and how many elements the typed
+ * field of this type holds. */
+static size_t elem_width(int32_t type)
+{
+    switch (type) {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE:
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: return 8;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: return 1;
+    default: return 4; /* FLOAT, INT32 */
+    }
+}
+
+static size_t typed_count(const Onnx__TensorProto *t, int32_t type)
+{
+    switch (type) {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: return t->n_float_data;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: return t->n_double_data;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: return t->n_int64_data;
+    default: return t->n_int32_data; /* INT32 and BOOL */
+    }
+}
+
+/* Element k as a double (floats) or an int64 (integers), from raw_data
+ * (little-endian, as x86 and ARM hosts are: memcpy reads the value) or the
+ * typed field. */
+static double float_at(const Onnx__TensorProto *t, int32_t type, size_t k)
+{
+    if (type == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE) {
+        double d;
+        if (!t->has_raw_data) return t->double_data[k];
+        memcpy(&d, t->raw_data.data + 8 * k, 8);
+        return d;
+    }
+    float f;
+    if (!t->has_raw_data) return t->float_data[k];
+    memcpy(&f, t->raw_data.data + 4 * k, 4);
+    return f;
+}
+
+static int64_t int_at(const Onnx__TensorProto *t, int32_t type, size_t k)
+{
+    if (type == ONNX__TENSOR_PROTO__DATA_TYPE__INT64) {
+        int64_t v;
+        if (!t->has_raw_data) return t->int64_data[k];
+        memcpy(&v, t->raw_data.data + 8 * k, 8);
+        return v;
+    }
+    if (!t->has_raw_data) return t->int32_data[k];
+    if (type == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL) return t->raw_data.data[k] != 0;
+    int32_t v;
+    memcpy(&v, t->raw_data.data + 4 * k, 4);
+    return v;
+}
+
+int onnx_const_from_tensor(onnx_const *out, const Onnx__TensorProto *t, const char *path, const char *what,
+                           rm_err *e)
+{
+    memset(out, 0, sizeof *out);
+    if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+        return rm_errorf(e, RM_ERR_UNSUPPORTED,
+                         "%s: %s keeps its data in an external file; remat reads only self-contained models "
+                         "(export without external data)",
+                         path, what);
+    if (t->segment) return rm_errorf(e, RM_ERR_UNSUPPORTED, "%s: %s is a segment of a larger tensor", path, what);
+    if ((int)t->n_dims > RM_ONNX_MAX_RANK)
+        return rm_errorf(e, RM_ERR_UNSUPPORTED, "%s: %s has %zu dimensions (at most %d)", path, what, t->n_dims,
+                         RM_ONNX_MAX_RANK);
+    int32_t type = t->has_data_type ? t->data_type : 0;
+    int is_int = type == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 || type == ONNX__TENSOR_PROTO__DATA_TYPE__INT32 ||
+                 type == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL;
+    int is_float = type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT || type == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE;
+    if (!is_int && !is_float)
+        return rm_errorf(e, RM_ERR_UNSUPPORTED,
+                         "%s: %s is a tensor of %s; remat computes in FLOAT (and folds INT64, INT32 and BOOL "
+                         "shapes)",
+                         path, what, type_name(type));
+    /* The count the dimensions claim is checked against the data the file
+     * holds before anything is allocated: a few bytes cannot claim gigabytes. */
+    size_t count = 1, w = elem_width(type);
+    for (size_t k = 0; k < t->n_dims; k++) {
+        if (t->dims[k] < 0 || (t->dims[k] > 0 && count > ONNX_MAX_ELEMENTS / (size_t)t->dims[k]))
+            return rm_errorf(e, RM_ERR_PARSE, "%s: %s has a dimension of %lld (or more than 2^31 elements)", path,
+                             what, (long long)t->dims[k]);
+        count *= (size_t)t->dims[k];
+    }
+    if (t->has_raw_data ? t->raw_data.len != count * w : typed_count(t, type) != count)
+        return rm_errorf(e, RM_ERR_PARSE, "%s: %s holds %zu %s for the %zu elements its dimensions make", path, what,
+                         t->has_raw_data ? t->raw_data.len : typed_count(t, type),
+                         t->has_raw_data ? "bytes of raw data" : "values", count);
+    int rc = onnx_const_alloc(out, is_int, (int)t->n_dims, t->dims, path, e);
+    for (size_t k = 0; !rc && k < count; k++) {
+        if (!is_int) {
+            out->f[k] = (float)float_at(t, type, k);
+        } else if ((out->i[k] = int_at(t, type, k)) == ONNX_BATCH) {
+            /* A file's integer is never the batch symbol: it could not be told apart. */
+            rc = rm_errorf(e, RM_ERR_UNSUPPORTED, "%s: %s holds INT64_MIN", path, what);
+        }
+    }
+    if (rc) onnx_const_free(out);
+    return rc;
+}
+
+const Onnx__AttributeProto *onnx_attr(const Onnx__NodeProto *n, const char *name)
+{
+    for (size_t k = 0; k < n->n_attribute; k++)
+        if (n->attribute[k]->name && !strcmp(n->attribute[k]->name, name)) return n->attribute[k];
+    return NULL;
+}
+
+int rm_onnx_tensor_load(rm_onnx_tensor *out, const char *path, rm_err *e)
+{
+    memset(out, 0, sizeof *out);
+    ProtobufCMessage *msg;
+    int rc = read_message(&msg, &onnx__tensor_proto__descriptor, path, "ONNX tensor file", e);
+    if (rc) return rc;
+    Onnx__TensorProto *t = (Onnx__TensorProto *)msg;
+    onnx_const c;
+    rc = onnx_const_from_tensor(&c, t, path, "the tensor", e);
+    if (!rc && !(out->name = strdup(t->name ? t->name : ""))) {
+        onnx_const_free(&c);
+        rc = rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory", path);
+    }
+    onnx__tensor_proto__free_unpacked(t, NULL);
+    if (rc) return rc;
+    out->rank = c.rank;
+    memcpy(out->dims, c.dims, sizeof out->dims);
+    out->count = c.count;
+    out->data = c.f;
+    out->ints = c.i;
+    return RM_OK;
+}
+
+void rm_onnx_tensor_free(rm_onnx_tensor *t)
+{
+    if (!t) return;
+    free(t->name);
+    free(t->data);
+    free(t->ints);
+    t->name = NULL;
+    t->data = NULL;
+    t->ints = NULL;
+}

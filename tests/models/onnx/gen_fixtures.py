@@ -1,0 +1,361 @@
+#!/usr/bin/python3
+"""Writes the ONNX fixtures of tests/models/test_onnx.c, with Debian's
+python3-onnx (onnx.helper) and numpy only: no PyTorch.
+
+Each network NAME.onnx comes with NAME.input.pb (a batch of 2) and
+NAME.output.pb: its output, computed here with plain numpy in float64 (the
+references below, written from the ONNX operator definitions, independent
+of remat) and stored as float32. The graphs are built the way PyTorch's
+exporter writes them (node names like "/layer1/conv1/Conv", the
+Shape -> Gather -> Unsqueeze -> Concat -> Reshape chain of x.view(x.size(0),
+-1), nn.Linear as MatMul + Add, Resize with constant scales), so the tests
+exercise what an export contains. The broken ones each have one thing remat
+must refuse. Deterministic: the same files on every run.
+
+    /usr/bin/python3 tests/models/onnx/gen_fixtures.py   # rewrites the fixtures
+"""
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OUT = os.path.dirname(os.path.abspath(__file__))
+OPSET = 13
+rng = np.random.default_rng(20240611)
+
+
+# ---- numpy references (float64) -------------------------------------------------
+
+def conv(x, w, b=None, stride=1, pad=0, groups=1):
+    n, c, h, wd = x.shape
+    o, cg, k, _ = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    ho, wo = (h + 2 * pad - k) // stride + 1, (wd + 2 * pad - k) // stride + 1
+    y = np.zeros((n, o, ho, wo))
+    per = o // groups
+    for oc in range(o):
+        g = oc // per
+        for i in range(ho):
+            for j in range(wo):
+                win = xp[:, g * cg:(g + 1) * cg, i * stride:i * stride + k, j * stride:j * stride + k]
+                y[:, oc, i, j] = (win * w[oc]).sum(axis=(1, 2, 3))
+    if b is not None:
+        y += b[None, :, None, None]
+    return y
+
+
+def batchnorm(x, scale, bias, mean, var, eps):
+    s = (1, -1) + (1,) * (x.ndim - 2)
+    return (x - mean.reshape(s)) / np.sqrt(var.reshape(s) + eps) * scale.reshape(s) + bias.reshape(s)
+
+
+def relu(x):
+    return np.maximum(x, 0)
+
+
+def pool(x, k, stride, pad=0, mode="max"):
+    n, c, h, w = x.shape
+    fill = -np.inf if mode == "max" else 0.0
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)), constant_values=fill)
+    ho, wo = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
+    y = np.zeros((n, c, ho, wo))
+    for i in range(ho):
+        for j in range(wo):
+            win = xp[:, :, i * stride:i * stride + k, j * stride:j * stride + k]
+            y[:, :, i, j] = win.max(axis=(2, 3)) if mode == "max" else win.sum(axis=(2, 3)) / (k * k)
+    return y
+
+
+def conv_transpose2x2(x, w, b):
+    n, c, h, wd = x.shape
+    o = w.shape[1]
+    y = np.zeros((n, o, 2 * h, 2 * wd))
+    for a in range(2):
+        for bb in range(2):
+            y[:, :, a::2, bb::2] = np.einsum("nchw,co->nohw", x, w[:, :, a, bb])
+    return y + b[None, :, None, None]
+
+
+def upsample2x(x):
+    return x.repeat(2, axis=2).repeat(2, axis=3)
+
+
+# ---- building graphs ------------------------------------------------------------
+
+class Net:
+    """A graph under construction: initializers (float32, kept in float64 for the references) and nodes."""
+
+    def __init__(self, name):
+        self.name, self.nodes, self.inits = name, [], []
+
+    def weight(self, name, shape, scale=0.5, positive=False):
+        v = rng.uniform(0.5, 1.5, shape) if positive else rng.normal(0.0, scale, shape)
+        v = v.astype(np.float32)
+        self.inits.append(numpy_helper.from_array(v, name))
+        return name, v.astype(np.float64)
+
+    def const(self, name, value):
+        self.inits.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    def node(self, op, inputs, outputs, name, **attrs):
+        self.nodes.append(helper.make_node(op, inputs, outputs, name=name, **attrs))
+        return outputs[0]
+
+    def model(self, in_shape, out_name, out_shape, batch="N", opset=OPSET):
+        x = helper.make_tensor_value_info("input", TensorProto.FLOAT, [batch] + list(in_shape))
+        y = helper.make_tensor_value_info(out_name, TensorProto.FLOAT, [batch] + list(out_shape))
+        g = helper.make_graph(self.nodes, self.name, [x], [y], initializer=self.inits)
+        m = helper.make_model(g, producer_name="remat gen_fixtures.py", producer_version="1",
+                              opset_imports=[helper.make_opsetid("", opset)])
+        onnx.checker.check_model(m)
+        return m
+
+
+def save(name, model, x=None, y=None):
+    onnx.save(model, os.path.join(OUT, name + ".onnx"))
+    if x is not None:
+        onnx.save_tensor(numpy_helper.from_array(x.astype(np.float32), "input"), os.path.join(OUT, name + ".input.pb"))
+        onnx.save_tensor(numpy_helper.from_array(y.astype(np.float32), "output"), os.path.join(OUT, name + ".output.pb"))
+
+
+def batch(shape):
+    return rng.normal(0.0, 1.0, (2,) + shape).astype(np.float32)
+
+
+# ---- the networks ------------------------------------------------------------------
+
+def conv_bn_relu(net, x_name, x, cin, cout, prefix, k=3, pad=1, stride=1, bias=True, groups=1):
+    w, wv = net.weight(prefix + ".weight", (cout, cin // groups, k, k))
+    ins = [x_name, w]
+    bv = None
+    if bias:
+        b, bv = net.weight(prefix + ".bias", (cout,), 0.1)
+        ins.append(b)
+    attrs = dict(kernel_shape=[k, k], pads=[pad] * 4, strides=[stride, stride])
+    if groups != 1:
+        attrs["group"] = groups
+    y = net.node("Conv", ins, [f"/{prefix}/Conv_output_0"], f"/{prefix}/Conv", **attrs)
+    yv = conv(x, wv, bv, stride, pad, groups)
+    s, sv = net.weight(prefix + ".bn.weight", (cout,), positive=True)
+    b2, b2v = net.weight(prefix + ".bn.bias", (cout,), 0.1)
+    m, mv = net.weight(prefix + ".bn.running_mean", (cout,), 0.1)
+    v, vv = net.weight(prefix + ".bn.running_var", (cout,), positive=True)
+    y = net.node("BatchNormalization", [y, s, b2, m, v], [f"/{prefix}/bn/BatchNormalization_output_0"],
+                 f"/{prefix}/bn/BatchNormalization", epsilon=1e-5, momentum=0.9)
+    yv = batchnorm(yv, sv, b2v, mv, vv, 1e-5)
+    y = net.node("Relu", [y], [f"/{prefix}/relu/Relu_output_0"], f"/{prefix}/relu/Relu")
+    return y, relu(yv)
+
+
+def view_flatten(net, x_name, prefix):
+    """x.view(x.size(0), -1) as PyTorch's TorchScript exporter writes it."""
+    shape = net.node("Shape", [x_name], [f"/{prefix}/Shape_output_0"], f"/{prefix}/Shape")
+    zero = net.node("Constant", [], [f"/{prefix}/Constant_output_0"], f"/{prefix}/Constant",
+                    value=numpy_helper.from_array(np.array(0, dtype=np.int64)))
+    n = net.node("Gather", [shape, zero], [f"/{prefix}/Gather_output_0"], f"/{prefix}/Gather", axis=0)
+    axes = net.const(prefix + ".axes", np.array([0], dtype=np.int64))
+    n1 = net.node("Unsqueeze", [n, axes], [f"/{prefix}/Unsqueeze_output_0"], f"/{prefix}/Unsqueeze")
+    minus = net.const(prefix + ".minus_one", np.array([-1], dtype=np.int64))
+    target = net.node("Concat", [n1, minus], [f"/{prefix}/Concat_output_0"], f"/{prefix}/Concat", axis=0)
+    return net.node("Reshape", [x_name, target], [f"/{prefix}/Reshape_output_0"], f"/{prefix}/Reshape")
+
+
+def cbr_pool_gemm():
+    """conv-bn-relu, maxpool, x.view(N, -1), Gemm (nn.Linear): a small classifier."""
+    net = Net("cbr_pool_gemm")
+    x = batch((3, 8, 8))
+    y, yv = conv_bn_relu(net, "input", x.astype(np.float64), 3, 4, "features.0")
+    y = net.node("MaxPool", [y], ["/features.1/MaxPool_output_0"], "/features.1/MaxPool", kernel_shape=[2, 2],
+                 strides=[2, 2])
+    yv = pool(yv, 2, 2)
+    y = view_flatten(net, y, "flatten")
+    yv = yv.reshape(2, -1)
+    w, wv = net.weight("classifier.weight", (5, 64), 0.2)
+    b, bv = net.weight("classifier.bias", (5,), 0.1)
+    y = net.node("Gemm", [y, w, b], ["logits"], "/classifier/Gemm", alpha=1.0, beta=1.0, transB=1)
+    yv = yv @ wv.T + bv
+    save("cbr_pool_gemm", net.model((3, 8, 8), "logits", (5,)), x, yv)
+
+
+def residual():
+    """A ResNet basic block (conv-bn-relu, conv-bn, the skip Add, relu), global
+    average pooling, Flatten and nn.Linear exported as MatMul + Add."""
+    net = Net("residual")
+    x = batch((4, 6, 6))
+    xv = x.astype(np.float64)
+    a, av = conv_bn_relu(net, "input", xv, 4, 4, "layer1.0.conv1")
+    w, wv = net.weight("layer1.0.conv2.weight", (4, 4, 3, 3))
+    c = net.node("Conv", [a, w], ["/layer1/layer1.0/conv2/Conv_output_0"], "/layer1/layer1.0/conv2/Conv",
+                 kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[1, 1])
+    cv = conv(av, wv, None, 1, 1)
+    s, sv = net.weight("layer1.0.bn2.weight", (4,), positive=True)
+    b, bv = net.weight("layer1.0.bn2.bias", (4,), 0.1)
+    m, mv = net.weight("layer1.0.bn2.running_mean", (4,), 0.1)
+    v, vv = net.weight("layer1.0.bn2.running_var", (4,), positive=True)
+    c = net.node("BatchNormalization", [c, s, b, m, v], ["/layer1/layer1.0/bn2/BatchNormalization_output_0"],
+                 "/layer1/layer1.0/bn2/BatchNormalization", epsilon=1e-5, momentum=0.9)
+    cv = batchnorm(cv, sv, bv, mv, vv, 1e-5)
+    s = net.node("Add", [c, "input"], ["/layer1/layer1.0/Add_output_0"], "/layer1/layer1.0/Add")
+    s = net.node("Relu", [s], ["/layer1/layer1.0/relu_1/Relu_output_0"], "/layer1/layer1.0/relu_1/Relu")
+    sv = relu(cv + xv)
+    g = net.node("GlobalAveragePool", [s], ["/avgpool/GlobalAveragePool_output_0"], "/avgpool/GlobalAveragePool")
+    gv = sv.mean(axis=(2, 3))
+    f = net.node("Flatten", [g], ["/Flatten_output_0"], "/Flatten", axis=1)
+    w, wv = net.weight("fc.weight_t", (4, 3), 0.5)  # MatMul's B is [in, out]
+    b, bv = net.weight("fc.bias", (3,), 0.1)
+    mm = net.node("MatMul", [f, w], ["/fc/MatMul_output_0"], "/fc/MatMul")
+    net.node("Add", [mm, b], ["logits"], "/fc/Add")
+    save("residual", net.model((4, 6, 6), "logits", (3,)), x, gv @ wv + bv)
+
+
+def unet_tiny():
+    """A two-level U-Net: down (conv, relu, maxpool), bottom conv, up by
+    ConvTranspose 2x2 stride 2, Concat with the skip, conv, then Resize
+    nearest x2 (asymmetric, floor: PyTorch's nn.Upsample) and a 1x1 conv to 3
+    classes per pixel."""
+    net = Net("unet_tiny")
+    x = batch((2, 8, 8))
+    xv = x.astype(np.float64)
+    w, wv = net.weight("down.conv.weight", (4, 2, 3, 3))
+    b, bv = net.weight("down.conv.bias", (4,), 0.1)
+    d = net.node("Conv", ["input", w, b], ["/down/conv/Conv_output_0"], "/down/conv/Conv", kernel_shape=[3, 3],
+                 pads=[1, 1, 1, 1])
+    d = net.node("Relu", [d], ["/down/relu/Relu_output_0"], "/down/relu/Relu")
+    dv = relu(conv(xv, wv, bv, 1, 1))
+    p = net.node("MaxPool", [d], ["/down/pool/MaxPool_output_0"], "/down/pool/MaxPool", kernel_shape=[2, 2],
+                 strides=[2, 2])
+    pv = pool(dv, 2, 2)
+    w, wv = net.weight("bottom.weight", (8, 4, 3, 3))
+    b, bv = net.weight("bottom.bias", (8,), 0.1)
+    m = net.node("Conv", [p, w, b], ["/bottom/Conv_output_0"], "/bottom/Conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    m = net.node("Relu", [m], ["/bottom/Relu_output_0"], "/bottom/Relu")
+    mv = relu(conv(pv, wv, bv, 1, 1))
+    w, wv = net.weight("up.weight", (8, 4, 2, 2))
+    b, bv = net.weight("up.bias", (4,), 0.1)
+    u = net.node("ConvTranspose", [m, w, b], ["/up/ConvTranspose_output_0"], "/up/ConvTranspose",
+                 kernel_shape=[2, 2], strides=[2, 2])
+    uv = conv_transpose2x2(mv, wv, bv)
+    cat = net.node("Concat", [u, d], ["/Concat_output_0"], "/Concat", axis=1)
+    catv = np.concatenate([uv, dv], axis=1)
+    w, wv = net.weight("head.conv.weight", (4, 8, 3, 3), 0.3)
+    b, bv = net.weight("head.conv.bias", (4,), 0.1)
+    h = net.node("Conv", [cat, w, b], ["/head/conv/Conv_output_0"], "/head/conv/Conv", kernel_shape=[3, 3],
+                 pads=[1, 1, 1, 1])
+    hv = conv(catv, wv, bv, 1, 1)
+    scales = net.node("Constant", [], ["/head/Constant_output_0"], "/head/Constant",
+                      value=numpy_helper.from_array(np.array([1, 1, 2, 2], dtype=np.float32)))
+    r = net.node("Resize", [h, "", scales], ["/head/Resize_output_0"], "/head/Resize", mode="nearest",
+                 coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    rv = upsample2x(hv)
+    w, wv = net.weight("classes.weight", (3, 4, 1, 1))
+    b, bv = net.weight("classes.bias", (3,), 0.1)
+    net.node("Conv", [r, w, b], ["logits"], "/classes/Conv", kernel_shape=[1, 1])
+    save("unet_tiny", net.model((2, 8, 8), "logits", (3, 16, 16)), x, conv(rv, wv, bv))
+
+
+def depthwise():
+    """A MobileNet block: depthwise conv (group = channels) -bn-relu, pointwise
+    conv-bn-relu, Dropout (ratio 0.2: identity in inference), Identity,
+    AveragePool 2x2, GlobalAveragePool, Flatten, Gemm with transB=0 and alpha."""
+    net = Net("depthwise")
+    x = batch((4, 8, 8))
+    xv = x.astype(np.float64)
+    y, yv = conv_bn_relu(net, "input", xv, 4, 4, "features.0.dw", groups=4, bias=False)
+    y, yv = conv_bn_relu(net, y, yv, 4, 6, "features.0.pw", k=1, pad=0)
+    ratio = net.const("dropout.ratio", np.array(0.2, dtype=np.float32))
+    y = net.node("Dropout", [y, ratio], ["/dropout/Dropout_output_0"], "/dropout/Dropout")
+    y = net.node("Identity", [y], ["/Identity_output_0"], "/Identity")
+    y = net.node("AveragePool", [y], ["/pool/AveragePool_output_0"], "/pool/AveragePool", kernel_shape=[2, 2],
+                 strides=[2, 2])
+    yv = pool(yv, 2, 2, mode="avg")
+    y = net.node("GlobalAveragePool", [y], ["/gap/GlobalAveragePool_output_0"], "/gap/GlobalAveragePool")
+    yv = yv.mean(axis=(2, 3))
+    y = net.node("Flatten", [y], ["/Flatten_output_0"], "/Flatten")
+    w, wv = net.weight("head.weight_t", (6, 4), 0.5)
+    b, bv = net.weight("head.bias", (4,), 0.1)
+    net.node("Gemm", [y, w, b], ["logits"], "/head/Gemm", alpha=0.5, beta=1.0)
+    save("depthwise", net.model((4, 8, 8), "logits", (4,)), x, 0.5 * (yv @ wv) + bv)
+
+
+def fixed_batch():
+    """An export with the batch fixed at 1 and folded into the Reshape's
+    constant shape [1, 16]: the first dimension is still the batch."""
+    net = Net("fixed_batch")
+    x = batch((4, 2, 2))
+    target = net.const("shape", np.array([1, 16], dtype=np.int64))
+    y = net.node("Reshape", ["input", target], ["/Reshape_output_0"], "/Reshape")
+    w, wv = net.weight("fc.weight", (3, 16), 0.3)
+    b, bv = net.weight("fc.bias", (3,), 0.1)
+    net.node("Gemm", [y, w, b], ["logits"], "/fc/Gemm", transB=1)
+    save("fixed_batch", net.model((4, 2, 2), "logits", (3,), batch=1), x,
+         x.astype(np.float64).reshape(2, -1) @ wv.T + bv)
+
+
+def upsample_opset9():
+    """Opset 9's Upsample (scales as an input), nearest x2, then a 1x1 conv to 2 classes per pixel."""
+    net = Net("upsample_opset9")
+    x = batch((3, 4, 5))
+    scales = net.const("scales", np.array([1, 1, 2, 2], dtype=np.float32))
+    u = net.node("Upsample", ["input", scales], ["/Upsample_output_0"], "/Upsample", mode="nearest")
+    w, wv = net.weight("head.weight", (2, 3, 1, 1))
+    b, bv = net.weight("head.bias", (2,), 0.1)
+    net.node("Conv", [u, w, b], ["logits"], "/head/Conv", kernel_shape=[1, 1])
+    save("upsample_opset9", net.model((3, 4, 5), "logits", (2, 8, 10), opset=9), x,
+         conv(upsample2x(x.astype(np.float64)), wv, bv))
+
+
+# ---- broken: each must be refused with a message naming the node -----------------------
+
+def one_conv(name, **attrs):
+    net = Net(name)
+    w, _ = net.weight("conv.weight", (4, 2 if attrs.get("group", 1) == 2 else 4, 3, 3))
+    attrs.setdefault("kernel_shape", [3, 3])
+    y = net.node("Conv", ["input", w], ["/conv/Conv_output_0"], "/conv/Conv", **attrs)
+    net.node("GlobalAveragePool", [y], ["/gap_output_0"], "/gap")
+    f = net.node("Flatten", ["/gap_output_0"], ["logits"], "/flatten")
+    return net, f
+
+
+def broken():
+    net, _ = one_conv("bad_dilation", dilations=[2, 2])
+    save("bad_dilation", net.model((4, 8, 8), "logits", (4,)))
+    net, _ = one_conv("bad_autopad", auto_pad="SAME_UPPER")
+    save("bad_autopad", net.model((4, 8, 8), "logits", (4,)))
+    net, _ = one_conv("bad_asymmetric", pads=[1, 0, 1, 0])
+    save("bad_asymmetric", net.model((4, 8, 8), "logits", (4,)))
+    net, _ = one_conv("bad_group", group=2)
+    save("bad_group", net.model((4, 8, 8), "logits", (4,)))
+    # An operator remat has no layer for.
+    net = Net("bad_op")
+    w, _ = net.weight("fc.weight", (3, 4))
+    y = net.node("Sigmoid", ["input"], ["/act/Sigmoid_output_0"], "/act/Sigmoid")
+    net.node("Gemm", [y, w], ["logits"], "/fc/Gemm", transB=1)
+    save("bad_op", net.model((4,), "logits", (3,)))
+    # A final softmax: remat's loss applies it.
+    net = Net("bad_softmax")
+    w, _ = net.weight("fc.weight", (3, 4))
+    y = net.node("Gemm", ["input", w], ["/fc/Gemm_output_0"], "/fc/Gemm", transB=1)
+    net.node("Softmax", [y], ["probs"], "/Softmax", axis=1)
+    save("bad_softmax", net.model((4,), "probs", (3,)))
+    # ReLU6 (MobileNetV2's), a Clip to [0, 6]: remat has no clipped ReLU.
+    net = Net("bad_relu6")
+    lo = net.const("min", np.array(0.0, dtype=np.float32))
+    hi = net.const("max", np.array(6.0, dtype=np.float32))
+    net.node("Clip", ["input", lo, hi], ["logits"], "/features.0/Clip")
+    save("bad_relu6", net.model((4,), "logits", (4,)))
+    # A file cut in the middle: protobuf-c must refuse it.
+    data = open(os.path.join(OUT, "residual.onnx"), "rb").read()
+    open(os.path.join(OUT, "truncated.onnx"), "wb").write(data[: len(data) // 2])
+
+
+if __name__ == "__main__":
+    cbr_pool_gemm()
+    residual()
+    unet_tiny()
+    depthwise()
+    fixed_batch()
+    upsample_opset9()
+    broken()
+    print("fixtures written to", OUT)

@@ -1,0 +1,291 @@
+/* The ONNX importer on the fixtures of tests/models/onnx (written by
+ * gen_fixtures.py with onnx.helper, no PyTorch): each network's layers,
+ * parameter counts and forward output, which must match the output numpy
+ * computed for it independently (NAME.output.pb, within rtol 1e-4 and atol
+ * 1e-5: see test_onnx_backend.c for why); the weights as the executor's
+ * starting point; the broken files, each refused with a message that names
+ * the node, its operator and what would be needed; and the commands with
+ * --onnx. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "builder.h"
+#include "cli_fixture.h"
+#include "executor.h"
+#include "onnx.h"
+#include "infer.h"
+#include "onnx_check.h"
+#include "schedule.h"
+#include "trace.h"
+
+#define FIXTURE(name) REMAT_SOURCE_DIR "/tests/models/onnx/" name
+
+TestSuite(onnx, .init = cf_setup, .fini = cf_teardown);
+
+static rm_model *import(const char *file, rm_onnx_loss loss, rm_onnx_summary *sum)
+{
+    rm_onnx_options o;
+    rm_onnx_options_default(&o);
+    o.loss = loss;
+    rm_model *m = NULL;
+    rm_err e = {RM_OK, ""};
+    cr_assert_eq(rm_onnx_load(&m, sum, file, &o, &e), RM_OK, "%s", e.msg);
+    return m;
+}
+
+/* The fixture's forward pass at batch 2 against numpy's output. */
+static void expect_forward_matches(const char *name, rm_onnx_loss loss)
+{
+    char path[512], in[512], out[512];
+    snprintf(path, sizeof path, "%s/tests/models/onnx/%s.onnx", REMAT_SOURCE_DIR, name);
+    snprintf(in, sizeof in, "%s/tests/models/onnx/%s.input.pb", REMAT_SOURCE_DIR, name);
+    snprintf(out, sizeof out, "%s/tests/models/onnx/%s.output.pb", REMAT_SOURCE_DIR, name);
+    rm_model *m = import(path, loss, NULL);
+    rm_onnx_tensor x, y;
+    rm_err e = {RM_OK, ""};
+    cr_assert_eq(rm_onnx_tensor_load(&x, in, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_onnx_tensor_load(&y, out, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(x.dims[0], 2);
+    cr_assert_eq(x.count, 2 * rm_shape_numel(m->input), "%s: input of %zu values", name, x.count);
+    cr_assert_eq(y.count, 2 * rm_model_output_numel(m), "%s: numpy computed %zu values, remat %zu", name, y.count,
+                 2 * rm_model_output_numel(m));
+    float *got = malloc(y.count * sizeof *got);
+    cr_assert(got);
+    cr_assert_eq(rm_model_infer(got, m, x.data, 2, 1, &e), RM_OK, "%s", e.msg);
+    long bad = onnx_compare(got, y.data, y.count, 1e-4, 1e-5);
+    cr_expect_eq(bad, -1, "%s: output %ld is %.9g, numpy says %.9g", name, bad, bad >= 0 ? (double)got[bad] : 0.0,
+                 bad >= 0 ? (double)y.data[bad] : 0.0);
+    free(got);
+    rm_onnx_tensor_free(&x);
+    rm_onnx_tensor_free(&y);
+    rm_model_free(m);
+}
+
+Test(onnx, forward_passes_match_numpy)
+{
+    expect_forward_matches("cbr_pool_gemm", RM_ONNX_SOFTMAX_XENT);
+    expect_forward_matches("residual", RM_ONNX_SOFTMAX_XENT);
+    expect_forward_matches("unet_tiny", RM_ONNX_PIXEL_SOFTMAX_XENT);
+    expect_forward_matches("depthwise", RM_ONNX_SOFTMAX_XENT);
+    expect_forward_matches("fixed_batch", RM_ONNX_SOFTMAX_XENT);
+    expect_forward_matches("upsample_opset9", RM_ONNX_PIXEL_SOFTMAX_XENT);
+}
+
+/* Parameter counts worked out by hand from gen_fixtures.py's shapes. */
+Test(onnx, layers_and_parameter_counts)
+{
+    static const struct {
+        const char *file;
+        rm_onnx_loss loss;
+        size_t params, buffers;
+        int layers, folded, aliases;
+        const char *kinds;
+    } cases[] = {
+        /* conv 4x3x3x3 + 4, bn 4 + 4, linear 5x64 + 5; the view(N, -1) chain folded */
+        {FIXTURE("cbr_pool_gemm.onnx"), RM_ONNX_SOFTMAX_XENT, 112 + 8 + 325, 8, 7, 5, 0,
+         "conv batchnorm relu maxpool flatten linear softmax_xent"},
+        /* conv 148, bn 8, conv 144 (no bias), bn 8, linear 4x3 + 3 (the Add's bias) */
+        {FIXTURE("residual.onnx"), RM_ONNX_SOFTMAX_XENT, 148 + 8 + 144 + 8 + 15, 16, 11, 0, 1,
+         "conv batchnorm relu conv batchnorm add relu global_avgpool flatten linear softmax_xent"},
+        /* convs 76, 296, 292, 15; conv_transpose 8x4x2x2 + 4 */
+        {FIXTURE("unet_tiny.onnx"), RM_ONNX_PIXEL_SOFTMAX_XENT, 76 + 296 + 132 + 292 + 15, 0, 11, 1, 0,
+         "conv relu maxpool conv relu conv_transpose concat conv upsample conv pixel_softmax_xent"},
+        /* dwconv 4x1x3x3, bn 8, conv 6x4 + 6, bn 12, linear 6x4 + 4 */
+        {FIXTURE("depthwise.onnx"), RM_ONNX_SOFTMAX_XENT, 36 + 8 + 30 + 12 + 28, 20, 12, 0, 1,
+         "dwconv batchnorm relu conv batchnorm relu dropout avgpool global_avgpool flatten linear softmax_xent"},
+        {FIXTURE("fixed_batch.onnx"), RM_ONNX_SOFTMAX_XENT, 51, 0, 3, 0, 0, "flatten linear softmax_xent"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        rm_onnx_summary s;
+        rm_model *m = import(cases[k].file, cases[k].loss, &s);
+        char kinds[512] = "";
+        size_t used = 0;
+        for (int i = 0; i < m->nlayers; i++)
+            used += (size_t)snprintf(kinds + used, sizeof kinds - used, "%s%s", i ? " " : "", m->layers[i].desc->name);
+        cr_expect_str_eq(kinds, cases[k].kinds, "%s", cases[k].file);
+        cr_expect_eq(m->param_count, cases[k].params, "%s: %zu parameters", cases[k].file, m->param_count);
+        cr_expect_eq(m->buffer_count, cases[k].buffers, "%s: %zu buffers", cases[k].file, m->buffer_count);
+        cr_expect_eq(s.layers, cases[k].layers, "%s", cases[k].file);
+        cr_expect_eq(s.folded, cases[k].folded, "%s: %d folded", cases[k].file, s.folded);
+        cr_expect_eq(s.aliases, cases[k].aliases, "%s: %d aliases", cases[k].file, s.aliases);
+        cr_expect_eq(s.weights, m->param_count + m->buffer_count);
+        cr_expect(m->init_params && m->init_buffers);
+        rm_model_free(m);
+    }
+}
+
+/* PyTorch's names become remat's: the path with '.' for '/', the operator
+ * dropped unless that name is taken. */
+Test(onnx, layer_names_follow_the_exported_names)
+{
+    rm_model *m = import(FIXTURE("unet_tiny.onnx"), RM_ONNX_PIXEL_SOFTMAX_XENT, NULL);
+    cr_expect_geq(rm_model_find(m, "down.conv"), 0);
+    cr_expect_geq(rm_model_find(m, "bottom"), 0);
+    cr_expect_geq(rm_model_find(m, "bottom.Relu"), 0);
+    cr_expect_geq(rm_model_find(m, "loss"), 0);
+    rm_model_free(m);
+}
+
+/* The executor starts from the file's weights; --init random from the seed. */
+Test(onnx, the_executor_starts_from_the_initializers)
+{
+    rm_onnx_options o;
+    rm_onnx_options_default(&o);
+    for (int random = 0; random < 2; random++) {
+        o.random_init = random;
+        rm_model *m = NULL;
+        rm_err e = {RM_OK, ""};
+        cr_assert_eq(rm_onnx_load(&m, NULL, FIXTURE("residual.onnx"), &o, &e), RM_OK, "%s", e.msg);
+        cr_assert_eq(m->init_params == NULL, random);
+        rm_graph g;
+        rm_plan *plan;
+        rm_backend *be;
+        rm_executor *ex;
+        cr_assert_eq(rm_model_trace(&g, m, 2, &e), RM_OK, "%s", e.msg);
+        cr_assert_eq(rm_schedule_plan_all(&plan, &g, &e), RM_OK, "%s", e.msg);
+        cr_assert_eq(rm_backend_cpu_create(&be, &e), RM_OK, "%s", e.msg);
+        cr_assert_eq(rm_executor_create(&ex, m, &g, be, plan, NULL, &e), RM_OK, "%s", e.msg);
+        float *p = malloc(m->param_count * sizeof *p), *b = malloc(m->buffer_count * sizeof *b);
+        cr_assert(p && b);
+        cr_assert_eq(rm_executor_download_params(ex, p, &e), RM_OK, "%s", e.msg);
+        cr_assert_eq(rm_executor_download_buffers(ex, b, &e), RM_OK, "%s", e.msg);
+        if (!random) {
+            cr_expect_eq(memcmp(p, m->init_params, m->param_count * sizeof *p), 0, "parameters differ from the file's");
+            cr_expect_eq(memcmp(b, m->init_buffers, m->buffer_count * sizeof *b), 0, "statistics differ from the file's");
+        } else {
+            /* The layers' init: batchnorm's running variance starts at 1. */
+            cr_expect_eq(b[4], 1.0f);
+        }
+        free(p);
+        free(b);
+        rm_executor_free(ex);
+        rm_backend_free(be);
+        rm_plan_free(plan);
+        rm_graph_free(&g);
+        rm_model_free(m);
+    }
+}
+
+/* A fully convolutional net imported at another input size: what was
+ * folded from shapes is folded at the new size. */
+Test(onnx, another_input_size)
+{
+    rm_onnx_options o;
+    rm_onnx_options_default(&o);
+    o.loss = RM_ONNX_PIXEL_SOFTMAX_XENT;
+    rm_model *m = NULL;
+    rm_err e = {RM_OK, ""};
+    cr_assert_eq(rm_model_open(&m, FIXTURE("unet_tiny.onnx"), &o, 16, 24, NULL, &e), RM_OK, "%s", e.msg);
+    rm_shape out = m->layers[m->nlayers - 1].in_shape[0];
+    cr_expect(out.c == 3 && out.h == 32 && out.w == 48, "output %dx%dx%d", out.c, out.h, out.w);
+    rm_model_free(m);
+}
+
+static void expect_refused(const char *file, rm_onnx_loss loss, rm_code code, const char *const *parts)
+{
+    rm_onnx_options o;
+    rm_onnx_options_default(&o);
+    o.loss = loss;
+    rm_model *m = (rm_model *)1;
+    rm_err e = {RM_OK, ""};
+    cr_assert_eq(rm_onnx_load(&m, NULL, file, &o, &e), code, "%s: %s", file, e.msg);
+    cr_expect_null(m);
+    cr_expect(strstr(e.msg, file), "the message does not name the file: %s", e.msg);
+    for (const char *const *p = parts; *p; p++) cr_expect(strstr(e.msg, *p), "'%s' not in: %s", *p, e.msg);
+}
+
+Test(onnx, what_remat_cannot_compute_is_refused_naming_the_node)
+{
+    expect_refused(FIXTURE("bad_dilation.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_UNSUPPORTED,
+                   (const char *const[]){"node 1 '/conv/Conv' (Conv)", "dilations (2, 2)", "no dilation", NULL});
+    expect_refused(FIXTURE("bad_autopad.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_UNSUPPORTED,
+                   (const char *const[]){"'/conv/Conv' (Conv)", "auto_pad SAME_UPPER", "explicit symmetric", NULL});
+    expect_refused(FIXTURE("bad_asymmetric.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_UNSUPPORTED,
+                   (const char *const[]){"(Conv)", "asymmetric padding (pads 1, 0, 1, 0", NULL});
+    expect_refused(FIXTURE("bad_group.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_UNSUPPORTED,
+                   (const char *const[]){"(Conv)", "group 2", "grouped convolution layer", NULL});
+    expect_refused(FIXTURE("bad_op.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_UNSUPPORTED,
+                   (const char *const[]){"node 1 '/act/Sigmoid' (Sigmoid)", "operator 'Sigmoid' is not supported",
+                                         NULL});
+    expect_refused(FIXTURE("bad_relu6.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_UNSUPPORTED,
+                   (const char *const[]){"node 1 '/features.0/Clip' (Clip)", "Clip to [0, 6] (ReLU6)",
+                                         "no clipped ReLU layer", NULL});
+    expect_refused(FIXTURE("bad_softmax.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_UNSUPPORTED,
+                   (const char *const[]){"(Softmax)", "export the logits", NULL});
+    /* A segmentation output under the classification loss: the message says which loss fits. */
+    expect_refused(FIXTURE("unet_tiny.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_SHAPE,
+                   (const char *const[]){"the loss on the graph output 'logits'", "pixel_softmax_xent", NULL});
+}
+
+Test(onnx, a_truncated_or_missing_file_is_a_clear_error)
+{
+    expect_refused(FIXTURE("truncated.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_PARSE,
+                   (const char *const[]){"not a valid ONNX model", "truncated or corrupt", NULL});
+    expect_refused(FIXTURE("gen_fixtures.py"), RM_ONNX_SOFTMAX_XENT, RM_ERR_PARSE,
+                   (const char *const[]){"not a valid ONNX model", NULL});
+    expect_refused(FIXTURE("no-such-file.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_IO,
+                   (const char *const[]){"cannot open", NULL});
+    rm_onnx_tensor t;
+    rm_err e = {RM_OK, ""};
+    cr_expect_eq(rm_onnx_tensor_load(&t, FIXTURE("truncated.onnx"), &e), RM_ERR_PARSE, "%s", e.msg);
+}
+
+/* ---- the commands ---- */
+
+Test(onnx, graph_shows_the_import_node_by_node)
+{
+    cr_assert_eq(cf_remat("graph", "--onnx", FIXTURE("cbr_pool_gemm.onnx"), "--batch", "4", NULL), 0, "%s", cf_err);
+    cr_expect(cf_said(0, "node 5 Shape '/flatten/Shape' -> folded: [N, 4, 4, 4]"));
+    cr_expect(cf_said(0, "node 10 Reshape '/flatten/Reshape' -> flatten 'flatten'"));
+    cr_expect(cf_said(0, "loss -> softmax_xent 'loss' on 'logits'"));
+    cr_expect(cf_said(0, "11 nodes -> 7 layers (the loss added), 5 folded"));
+    cr_expect(cf_said(0, "parameters   445"));
+}
+
+Test(onnx, plan_and_maxbatch_take_an_onnx_network)
+{
+    cr_assert_eq(cf_remat("plan", "--onnx", FIXTURE("residual.onnx"), "--batch", "8", "--budget", "80%", "--strategy",
+                          "chen_greedy", "--quiet", NULL),
+                 0, "%s", cf_err);
+    cr_expect(cf_said(1, "remat: imported"));
+    cr_expect(cf_said(0, "residual.onnx at batch 8"));
+    cr_assert_eq(cf_remat("maxbatch", "--onnx", FIXTURE("unet_tiny.onnx"), "--loss", "pixel_softmax_xent", "--budget",
+                          "4MiB", "--strategies", "chen_sqrtn", "--quiet", NULL),
+                 0, "%s", cf_err);
+}
+
+Test(onnx, train_fine_tunes_the_imported_weights)
+{
+    cr_assert_eq(cf_remat("train", "--onnx", FIXTURE("depthwise.onnx"), "--data", "synthetic", "--samples", "64",
+                          "--batch", "8", "--steps", "4", "--budget", "90%", "--strategy", "chen_greedy", "--quiet",
+                          NULL),
+                 0, "%s", cf_err);
+    cr_expect(cf_said(0, "ONNX: its weights to fine-tune"));
+    cr_assert_eq(cf_remat("train", "--onnx", FIXTURE("depthwise.onnx"), "--init", "random", "--data", "synthetic",
+                          "--samples", "64", "--batch", "8", "--steps", "2", "--budget", "90%", "--quiet", NULL),
+                 0, "%s", cf_err);
+    cr_expect(cf_said(0, "ONNX: weights initialised afresh"));
+}
+
+Test(onnx, usage_errors)
+{
+    cr_expect_eq(cf_remat("graph", "--model", CF_MODEL("vgg-tiny.cfg"), "--loss", "softmax_xent", "--batch", "2", NULL),
+                 1);
+    cr_expect(cf_said(1, "--loss goes with --onnx"));
+    cr_expect_eq(cf_remat("plan", "--onnx", FIXTURE("residual.onnx"), "--model", CF_MODEL("vgg-tiny.cfg"), "--batch",
+                          "2", "--budget", "80%", NULL),
+                 1);
+    cr_expect(cf_said(1, "give --model or --onnx, not both"));
+    cr_expect_eq(cf_remat("maxbatch", "--onnx", FIXTURE("residual.onnx"), "--loss", "mse", "--budget", "1GiB", NULL), 1);
+    cr_expect(cf_said(1, "--loss must be softmax_xent or pixel_softmax_xent, got 'mse'"));
+    cr_expect_eq(cf_remat("train", "--onnx", FIXTURE("residual.onnx"), "--init", "zeros", "--data", "synthetic",
+                          "--budget", "90%", NULL),
+                 1);
+    cr_expect(cf_said(1, "--init must be onnx or random"));
+    cr_expect_eq(cf_remat("explain", "--onnx", FIXTURE("bad_op.onnx"), "--batch", "2", "--budget", "80%", NULL), 1);
+    cr_expect(cf_said(1, "remat explain:"));
+    cr_expect(cf_said(1, "operator 'Sigmoid' is not supported"));
+}
