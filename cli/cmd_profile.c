@@ -17,7 +17,8 @@
 
 #define PROFILE_USAGE                                                                                                  \
     "usage: remat profile --model FILE --batch N [--device cpu|cuda] [--reps R] [--warmup W]\n"                        \
-    "                     [--out FILE] [--top K] [--seed S] [--quiet]\n"                                               \
+    "                     [--out FILE] [--top K] [--seed S] [--cpu-kernels reference|fast] [--threads N]\n"            \
+    "                     [--quiet]\n"                                                                                 \
     "\n"                                                                                                               \
     "Measures how long each node of a training step takes (every forward, loss, backward and gradient-sum\n"           \
     "node of the training graph, as `remat graph` lists them) and writes a cost file\n"                                \
@@ -33,7 +34,7 @@
     "options:\n"                                                                                                       \
     "  --model FILE     model config (models/*.cfg)\n"                                                                 \
     "  --batch N        batch size to profile at (1 to 2^30); the cost file is for this batch\n"                       \
-    "  --device D       cpu (default) or cuda (GPU 0)\n"                                                               \
+    "  --device D       cpu (default) or cuda (GPU 0)\n" RM_CLI_CPU_OPTIONS_HELP                                       \
     "  --reps R         timed steps (default 10)\n"                                                                    \
     "  --warmup W       untimed steps first (default 3)\n"                                                             \
     "  --out FILE       the cost file (default MODEL-bN-DEVICE.costs in the current folder)\n"                         \
@@ -198,14 +199,15 @@ static void print_report(const rm_profile *p, const rm_model *m, const char *mod
 static int profile_run(int argc, char **argv)
 {
     const char *model = NULL, *batch = NULL, *device = NULL, *reps = NULL, *warmup = NULL, *out = NULL, *top = NULL,
-               *seed = NULL;
+               *seed = NULL, *cpu_kernels = NULL, *threads = NULL;
     int quiet = 0;
     const rm_cli_opt opts[] = {
-        RM_CLI_FLAG("--quiet", "-q", &quiet),     RM_CLI_VALUE("--model", &model),
-        RM_CLI_VALUE("--batch", &batch),          RM_CLI_VALUE("--device", &device),
-        RM_CLI_VALUE("--reps", &reps),            RM_CLI_VALUE("--warmup", &warmup),
-        RM_CLI_VALUE("--out", &out),              RM_CLI_VALUE("--top", &top),
-        RM_CLI_VALUE("--seed", &seed),
+        RM_CLI_FLAG("--quiet", "-q", &quiet), RM_CLI_VALUE("--model", &model),
+        RM_CLI_VALUE("--batch", &batch),      RM_CLI_VALUE("--device", &device),
+        RM_CLI_VALUE("--reps", &reps),        RM_CLI_VALUE("--warmup", &warmup),
+        RM_CLI_VALUE("--out", &out),          RM_CLI_VALUE("--top", &top),
+        RM_CLI_VALUE("--seed", &seed),        RM_CLI_VALUE("--cpu-kernels", &cpu_kernels),
+        RM_CLI_VALUE("--threads", &threads),
     };
     if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "profile", PROFILE_USAGE)) return 1;
     if (!model) return usage_error("--model FILE is required");
@@ -238,6 +240,8 @@ static int profile_run(int argc, char **argv)
         o.device = RM_BACKEND_CUDA;
     else
         return usage_error("--device must be cpu or cuda, got '%s'", device);
+    if (rm_cli_parse_cpu_options(&o.cpu, cpu_kernels, threads, o.device, why, sizeof why))
+        return usage_error("%s", why);
     if (!quiet) o.progress = progress;
 
     rm_err e = {RM_OK, ""};

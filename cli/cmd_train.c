@@ -18,7 +18,8 @@
     "                   [--weight-decay W] [--lr-schedule constant|step|cosine] [--seed S]\n"                          \
     "                   [--snapshot FILE] [--resume FILE] [--schedule-cache DIR] [--eval-every K]\n"                   \
     "                   [--time-limit S] [--node-limit N] [--samples N] [--train-accuracy-every K]\n"                  \
-    "                   [--device cpu|cuda] [--costs FILE] [--quiet]\n"                                                \
+    "                   [--device cpu|cuda] [--cpu-kernels reference|fast] [--threads N] [--costs FILE]\n"             \
+    "                   [--quiet]\n"                                                                                   \
     "\n"                                                                                                               \
     "Trains the model on the CPU (or the GPU, --device cuda) within a memory budget. The fixed memory\n"               \
     "(weights, gradients, optimizer state, batchnorm statistics, labels, the layers' workspace) comes off\n"           \
@@ -67,7 +68,7 @@
     "  --train-accuracy-every K  measure training accuracy on every K-th step (default 4; 0 = never): each\n"          \
     "                        measurement replays that step's forward pass\n"                                           \
     "  --device cpu|cuda     where training runs (default cpu); cuda: GPU 0, with the budget in its memory\n"          \
-    "  --quiet               no progress bar or solver log on stderr\n"                                                \
+    RM_CLI_CPU_OPTIONS_HELP "  --quiet               no progress bar or solver log on stderr\n"                        \
     "\n"                                                                                                               \
     "examples:\n"                                                                                                      \
     "  remat train --model models/resnet-tiny.cfg --data synthetic --batch 32 --budget 75% --strategy milp\n"          \
@@ -191,6 +192,7 @@ static void print_summary(const rm_trainer_summary *s, const rm_trainer_config *
     else
         printf("batch        %d\n", s->batch);
     if (c->device != RM_BACKEND_CPU) printf("device       %s (GPU 0): weights, arena and kernels\n", s->device);
+    else printf("device       %s: %s\n", s->device, s->device_settings);
     rm_cli_print_footprint(&s->fp, &c->optim);
     printf("no-remat     %s peak = fixed + %s activations, every one kept until its last use (checkpoint-all)\n",
            rm_cli_bytes(a, sizeof a, (double)s->noremat_peak),
@@ -258,7 +260,7 @@ static int parse_u64(uint64_t *out, const char *s, long lo)
 typedef struct train_args {
     const char *model, *data, *batch, *budget, *strategy, *epochs, *steps, *optimizer, *lr, *momentum, *wd, *sched,
         *seed, *snap, *resume, *cache, *eval_every, *time_limit, *node_limit, *samples, *acc_every, *device,
-        *costs_path;
+        *costs_path, *cpu_kernels, *threads;
     int quiet;
 } train_args;
 
@@ -315,6 +317,8 @@ static int config_run(rm_trainer_config *c, const train_args *a)
     if (a->device && !strcmp(a->device, "cuda")) c->device = RM_BACKEND_CUDA;
     else if (a->device && strcmp(a->device, "cpu"))
         return usage_error("--device must be cpu or cuda, got '%s'", a->device);
+    if (rm_cli_parse_cpu_options(&c->cpu, a->cpu_kernels, a->threads, c->device, why, sizeof why))
+        return usage_error("%s", why);
     c->snapshot_path = a->snap;
     c->resume_path = a->resume;
     c->cache_dir = a->cache;
@@ -393,6 +397,8 @@ static int train_run(int argc, char **argv)
         RM_CLI_VALUE("--train-accuracy-every", &a.acc_every),
         RM_CLI_VALUE("--device", &a.device),
         RM_CLI_VALUE("--costs", &a.costs_path),
+        RM_CLI_VALUE("--cpu-kernels", &a.cpu_kernels),
+        RM_CLI_VALUE("--threads", &a.threads),
     };
     if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "train", TRAIN_USAGE)) return 1;
     if (!a.model) return usage_error("--model FILE is required");
