@@ -39,20 +39,28 @@ typedef enum rm_cpu_kernels { RM_CPU_KERNELS_REFERENCE = 0, RM_CPU_KERNELS_FAST,
 #define RM_CPU_MAX_THREADS 1024
 
 /* Threads for a loop over `work` independent outputs on backend be: its
- * thread count, or 1 below RM_CPU_LOOP_MIN outputs, where waking threads
- * costs more than they save. */
-#define RM_CPU_LOOP_MIN 16384
+ * thread count, or 1 below RM_CPU_LOOP_MIN outputs (tens of microseconds
+ * of work), where waking threads costs more than they save, and far more
+ * on a machine whose cores are busy with other work: a parallel region
+ * lasts until its last thread is scheduled. */
+#define RM_CPU_LOOP_MIN 65536
 int rm_cpu_loop_threads(const rm_backend *be, size_t work);
 
 /* `RM_CPU_PARALLEL_FOR(nt) for (...)` runs the loop's iterations on nt
  * threads in fixed contiguous blocks (OpenMP, static schedule), inline when
  * nt is 1. The iterations must be independent: no reduction may cross them,
  * which is what keeps the bits independent of nt. */
+/* RM_CPU_PARALLEL_FOR_SIMD: the same for a flat element-wise loop, also
+ * vectorised (each lane computes its element with the same IEEE operations,
+ * so the bits do not change; at -O2 GCC leaves such loops scalar). */
 #ifdef _OPENMP
 #define RM_CPU_PRAGMA(x) _Pragma(#x)
 #define RM_CPU_PARALLEL_FOR(nt) RM_CPU_PRAGMA(omp parallel for num_threads(nt) if ((nt) > 1) schedule(static))
+#define RM_CPU_PARALLEL_FOR_SIMD(nt)                                                                                   \
+    RM_CPU_PRAGMA(omp parallel for simd num_threads(nt) if ((nt) > 1) schedule(static))
 #else /* a compiler without OpenMP (clang without libomp): one thread */
 #define RM_CPU_PARALLEL_FOR(nt) (void)(nt);
+#define RM_CPU_PARALLEL_FOR_SIMD(nt) (void)(nt);
 #endif
 
 /* "reference" or "fast" (kernel_lib.c, in every build). */

@@ -16,7 +16,7 @@ int rm_cpu_poison(void *ctx, void *dst, size_t bytes, rm_err *e)
     float *p = dst;
     size_t n = bytes / sizeof(float);
     int nt = rm_cpu_ctx_loop_threads(ctx, n);
-    RM_CPU_PARALLEL_FOR(nt)
+    RM_CPU_PARALLEL_FOR_SIMD(nt)
     for (size_t i = 0; i < n; i++) p[i] = NAN;
     return RM_OK;
 }
@@ -51,11 +51,11 @@ int rm_cpu_sgd_update(void *ctx, float *restrict w, const float *restrict dw, fl
     (void)e;
     int nt = rm_cpu_ctx_loop_threads(ctx, n);
     if (!v) { /* no momentum: plain SGD */
-        RM_CPU_PARALLEL_FOR(nt)
+        RM_CPU_PARALLEL_FOR_SIMD(nt)
         for (size_t j = 0; j < n; j++) w[j] -= lr * (dw[j] + wd * w[j]);
         return RM_OK;
     }
-    RM_CPU_PARALLEL_FOR(nt)
+    RM_CPU_PARALLEL_FOR_SIMD(nt)
     for (size_t j = 0; j < n; j++) {
         float g = dw[j] + wd * w[j];
         float vj = mu * v[j] + g;
@@ -70,7 +70,7 @@ int rm_cpu_adam_update(void *ctx, float *restrict w, const float *restrict dw, f
 {
     (void)e;
     int nt = rm_cpu_ctx_loop_threads(ctx, n);
-    RM_CPU_PARALLEL_FOR(nt)
+    RM_CPU_PARALLEL_FOR_SIMD(nt)
     for (size_t j = 0; j < n; j++) {
         float wj = w[j] * k->shrink;
         float g = dw[j] + k->l2 * wj;

@@ -36,6 +36,8 @@
 /* The BLAS is one per process, and so is its preparation: the result of the
  * first rm_cpu_blas_init, written once under pthread_once and read-only
  * after. */
+#define GEMM_MIN_MACS 4e6
+
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static rm_err blas_status;
 static char blas_arch[32];
@@ -96,7 +98,12 @@ int rm_cpu_sgemm(const rm_backend *be, int trans_a, int trans_b, size_t m, size_
     int rc = rm_cpu_blas_init(e);
     if (rc) return rc;
     rntm_t rntm = BLIS_RNTM_INITIALIZER;
-    bli_rntm_set_num_threads(rm_backend_cpu_threads(be), &rntm);
+    /* A small product runs on one thread, as small loops do
+     * (rm_cpu_loop_threads): m n k multiply-adds below GEMM_MIN_MACS (about
+     * 0.1 ms on one core) gain less from a second thread than waking it
+     * costs. The count is a function of the shapes and the backend alone,
+     * so the bits stay fixed. */
+    bli_rntm_set_num_threads((double)m * (double)n * (double)k < GEMM_MIN_MACS ? 1 : rm_backend_cpu_threads(be), &rntm);
     float one = 1.0f;
     /* BLIS takes strides instead of a storage order: row-major is a row
      * stride of the leading dimension and a column stride of 1. Its typed

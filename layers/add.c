@@ -35,7 +35,7 @@ static double add_flops(const rm_layer_config *cfg, const rm_shape *in, int nin,
 /* y: n; x: nin pointers to n. Summed in double, as the reference for other backends. */
 static void add_forward_kernel(float *y, const float *const *x, int nin, size_t n, int nt)
 {
-    RM_CPU_PARALLEL_FOR(nt)
+    RM_CPU_PARALLEL_FOR_SIMD(nt)
     for (size_t i = 0; i < n; i++) {
         double s = x[0][i];
         for (int k = 1; k < nin; k++) s += x[k][i];

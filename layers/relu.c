@@ -20,13 +20,13 @@ static double relu_flops(const rm_layer_config *cfg, const rm_shape *in, int nin
 
 static void relu_forward_kernel(float *y, const float *x, size_t n, int nt)
 {
-    RM_CPU_PARALLEL_FOR(nt)
+    RM_CPU_PARALLEL_FOR_SIMD(nt)
     for (size_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
 static void relu_backward_kernel(float *dx, const float *dy, const float *y, size_t n, int nt)
 {
-    RM_CPU_PARALLEL_FOR(nt)
+    RM_CPU_PARALLEL_FOR_SIMD(nt)
     for (size_t i = 0; i < n; i++) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
 }
 

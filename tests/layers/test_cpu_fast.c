@@ -199,8 +199,10 @@ static void expect_conv(const conv_case *c)
 
 /* Stride 2 and 3, padding, 1x1 (direct, and strided), 5x5 and 7x7, channel
  * counts that divide nothing, batch 1 and 3; one large enough that im2col
- * and col2im run on both threads, and one whose im2col matrix (147 x 28561
- * floats) is past the 16 MiB block, so the image is done in two blocks. */
+ * and col2im run on both threads (81 x 1020 elements, past RM_CPU_LOOP_MIN),
+ * and one whose im2col matrix (147 x 28561 floats) is past the 16 MiB
+ * block, so the image is done in two blocks (and its products, past 4e6
+ * multiply-adds, on both threads). */
 static conv_case conv_cases[] = {
     {"k3 s2 p1", {3, 5, 11, 9}, 7, 3, 2, 1, 1},
     {"k7 s2 p3 (stem)", {1, 3, 23, 21}, 13, 7, 2, 3, 0},
@@ -208,7 +210,7 @@ static conv_case conv_cases[] = {
     {"k1 s2 p0", {1, 7, 9, 10}, 3, 1, 2, 0, 0},
     {"k5 s1 p2", {3, 3, 8, 8}, 4, 5, 1, 2, 1},
     {"k3 s3 p1", {1, 2, 6, 7}, 3, 3, 3, 1, 1},
-    {"k3 s1 p1 (threaded)", {3, 9, 30, 26}, 17, 3, 1, 1, 1},
+    {"k3 s1 p1 (threaded)", {3, 9, 34, 30}, 17, 3, 1, 1, 1},
     {"k7 s2 p3 (two blocks)", {1, 3, 338, 338}, 4, 7, 2, 3, 1},
 };
 
@@ -350,7 +352,7 @@ static void expect_thread_invariant(const rm_layer_desc *d, rm_layer_config cfg,
 
 Test(cpu_fast, threaded_loops_give_the_same_bits)
 {
-    rm_shape x = rm_shape_make(3, 7, 45, 41), two[2] = {x, x};
+    rm_shape x = rm_shape_make(4, 8, 96, 96), two[2] = {x, x}; /* pooled: still 73728 outputs */
     expect_thread_invariant(&rm_relu_desc, (rm_layer_config){.kind = RM_LAYER_RELU}, &x, 1);
     expect_thread_invariant(&rm_add_desc, (rm_layer_config){.kind = RM_LAYER_ADD}, two, 2);
     expect_thread_invariant(&rm_batchnorm2d_desc,
