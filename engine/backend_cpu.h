@@ -52,12 +52,14 @@ int rm_cpu_loop_threads(const rm_backend *be, size_t work);
  * which is what keeps the bits independent of nt. */
 /* RM_CPU_PARALLEL_FOR_SIMD: the same for a flat element-wise loop, also
  * vectorised (each lane computes its element with the same IEEE operations,
- * so the bits do not change; at -O2 GCC leaves such loops scalar). */
+ * so the bits do not change; at -O2 GCC leaves such loops scalar). The if
+ * clause names the parallel part: a bare one would turn the vectorisation
+ * off on one thread too. */
 #ifdef _OPENMP
 #define RM_CPU_PRAGMA(x) _Pragma(#x)
 #define RM_CPU_PARALLEL_FOR(nt) RM_CPU_PRAGMA(omp parallel for num_threads(nt) if ((nt) > 1) schedule(static))
 #define RM_CPU_PARALLEL_FOR_SIMD(nt)                                                                                   \
-    RM_CPU_PRAGMA(omp parallel for simd num_threads(nt) if ((nt) > 1) schedule(static))
+    RM_CPU_PRAGMA(omp parallel for simd num_threads(nt) if (parallel : (nt) > 1) schedule(static))
 #else /* a compiler without OpenMP (clang without libomp): one thread */
 #define RM_CPU_PARALLEL_FOR(nt) (void)(nt);
 #define RM_CPU_PARALLEL_FOR_SIMD(nt) (void)(nt);
