@@ -90,14 +90,19 @@ static int conv_direct(const conv_geom *g) { return g->k == 1 && g->s == 1 && g-
 /* Forward: one im2col strip of pixels (none when direct). Backward: the dx
  * accumulator of one image, one dcol row and the dw accumulator (doubles,
  * first, so every part stays aligned), then one im2col strip of taps. */
+static size_t conv_ref_workspace(const conv_geom *g, int backward)
+{
+    if (!backward) return conv_direct(g) ? 0 : g->kdim * RM_TILE * sizeof(float);
+    size_t xsize = (size_t)g->cin * g->h * g->w;
+    return (xsize + g->pdim + (size_t)g->cout * g->kdim) * sizeof(double) + g->pdim * RM_TILE * sizeof(float);
+}
+
 static size_t conv2d_workspace_bytes(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out,
                                      int backward)
 {
     (void)nin;
     conv_geom g = conv_geom_of(cfg, in[0], out);
-    if (!backward) return conv_direct(&g) ? 0 : g.kdim * RM_TILE * sizeof(float);
-    size_t xsize = (size_t)g.cin * g.h * g.w;
-    return (xsize + g.pdim + (size_t)g.cout * g.kdim) * sizeof(double) + g.pdim * RM_TILE * sizeof(float);
+    return conv_ref_workspace(&g, backward);
 }
 
 /* The im2col matrix has one row per kernel tap kk = (ci, ky, kx) and one
@@ -269,16 +274,23 @@ static int conv2d_backward(const rm_layer_call *call, rm_err *e)
 /* ---- the fast library: im2col / col2im around BLIS products ---- */
 
 /* The im2col matrix of one image is built (and its gradient scattered back)
- * a block of output pixels at a time, at most this many bytes, so that a
- * large image (U-Net's 572 x 572 planes) needs a bounded workspace; every
- * convolution of ResNet-18 and ResNet-50 at 224 x 224 fits one block. */
-#define CONV_COL_BLOCK_BYTES ((size_t)16 << 20)
+ * a block of output pixels at a time, the block no larger than the
+ * reference kernels' own workspace for the layer (the larger of its
+ * directions: the backward's double accumulators, at least two columns of
+ * the matrix) nor than 16 MiB. So the fast library never needs more
+ * workspace than the reference, and the fixed memory every command plans
+ * with is the same whichever library trains. In ResNet-18 at 224 x 224 the
+ * stem and layer1 take 4 blocks per image, layer2 2, the rest 1. */
+#define CONV_COL_BLOCK_MAX ((size_t)16 << 20)
 
-/* Output pixels per block: all of them when the block fits, else as many
+/* Output pixels per block: all of them when the image fits, else as many
  * as fit (at least 1). */
 static size_t conv_fast_block(const conv_geom *g)
 {
-    size_t per_pixel = g->kdim * sizeof(float), fit = CONV_COL_BLOCK_BYTES / per_pixel;
+    size_t cap = conv_ref_workspace(g, 1) > conv_ref_workspace(g, 0) ? conv_ref_workspace(g, 1)
+                                                                      : conv_ref_workspace(g, 0);
+    if (cap > CONV_COL_BLOCK_MAX) cap = CONV_COL_BLOCK_MAX;
+    size_t fit = cap / (g->kdim * sizeof(float));
     if (fit < 1) fit = 1;
     return g->pdim < fit ? g->pdim : fit;
 }
