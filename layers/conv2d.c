@@ -345,7 +345,10 @@ static void conv_im2col_block(float *restrict col /* kdim x pn */, const float *
             if (b < a) b = a;
             const float *in = plane + (size_t)(iy < 0 ? 0 : iy) * g->w;
             for (int ox = ox0; ox < a; ox++) r[ox - ox0] = 0.0f;
-            for (int ox = a; ox < b; ox++) r[ox - ox0] = in[ox * g->s - g->p + kx];
+            if (g->s == 1 && b > a) /* a contiguous run of the input row */
+                memcpy(r + (a - ox0), in + (a - g->p + kx), (size_t)(b - a) * sizeof(float));
+            else
+                for (int ox = a; ox < b; ox++) r[ox - ox0] = in[ox * g->s - g->p + kx];
             for (int ox = b; ox < ox1; ox++) r[ox - ox0] = 0.0f;
             p += (size_t)(ox1 - ox0);
         }
@@ -373,7 +376,14 @@ static void conv_col2im_block(float *restrict dx /* cin x h x w */, const float 
                 int iy = oy * g->s - g->p + ky, a = ox0 > lo ? ox0 : lo, b = ox1 < hi ? ox1 : hi;
                 if (iy >= 0 && iy < g->h) {
                     float *out = plane + (size_t)iy * g->w;
-                    for (int ox = a; ox < b; ox++) out[ox * g->s - g->p + kx] += r[ox - ox0];
+                    if (g->s == 1) { /* contiguous: vectorised, each element still one add per tap */
+                        float *o = out + (a - g->p + kx);
+                        const float *q = r + (a - ox0);
+#pragma omp simd
+                        for (int j = 0; j < b - a; j++) o[j] += q[j];
+                    } else {
+                        for (int ox = a; ox < b; ox++) out[ox * g->s - g->p + kx] += r[ox - ox0];
+                    }
                 }
                 p += (size_t)(ox1 - ox0);
             }
