@@ -287,8 +287,7 @@ static int conv2d_backward(const rm_layer_call *call, rm_err *e)
  * as fit (at least 1). */
 static size_t conv_fast_block(const conv_geom *g)
 {
-    size_t cap = conv_ref_workspace(g, 1) > conv_ref_workspace(g, 0) ? conv_ref_workspace(g, 1)
-                                                                      : conv_ref_workspace(g, 0);
+    size_t fwd = conv_ref_workspace(g, 0), bwd = conv_ref_workspace(g, 1), cap = fwd > bwd ? fwd : bwd;
     if (cap > CONV_COL_BLOCK_MAX) cap = CONV_COL_BLOCK_MAX;
     size_t fit = cap / (g->kdim * sizeof(float));
     if (fit < 1) fit = 1;
