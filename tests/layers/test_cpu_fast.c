@@ -319,8 +319,13 @@ static layer_run run_layer(const rm_layer_desc *d, rm_layer_config cfg, const rm
         prm.running_mean = rm_tensor_make(cs, stats), prm.running_var = rm_tensor_make(cs, stats + in[0].c);
     }
     rm_tensor tx[RM_MAX_INPUTS], tdx[RM_MAX_INPUTS], ty = rm_tensor_make(ys, out), tdy = rm_tensor_make(ys, dy);
-    rm_layer_call call = {
-        .cfg = &cfg, .params = &prm, .be = be, .nin = nin, .out = &ty, .dout = &tdy, .training = 1, .update_stats = 1};
+    /* Loss layers: a class per sample (or per pixel), from the seed. */
+    size_t nlabels = cfg.kind == RM_LAYER_PIXEL_SOFTMAX_XENT ? (size_t)in[0].n * in[0].h * in[0].w : (size_t)in[0].n;
+    int32_t *labels = must(malloc(nlabels * sizeof *labels));
+    rm_rng lr = rm_rng_make(13);
+    for (size_t i = 0; i < nlabels; i++) labels[i] = (int32_t)(rm_rng_next(&lr) % (uint64_t)in[0].c);
+    rm_layer_call call = {.cfg = &cfg, .params = &prm, .be = be, .nin = nin, .out = &ty, .dout = &tdy,
+                          .labels = labels, .training = 1, .update_stats = 1};
     size_t at = 0;
     for (int i = 0; i < nin; i++) {
         tx[i] = rm_tensor_make(in[i], x + at), tdx[i] = rm_tensor_make(in[i], dx + at);
@@ -329,7 +334,7 @@ static layer_run run_layer(const rm_layer_desc *d, rm_layer_config cfg, const rm
     }
     cr_assert_eq(rm_layer_forward(d, &call, &e), RM_OK, "%s: %s", d->name, e.msg);
     cr_assert_eq(rm_layer_backward(d, &call, &e), RM_OK, "%s: %s", d->name, e.msg);
-    free(x), free(dy), free(w), free(b);
+    free(x), free(dy), free(w), free(b), free(labels);
     return r;
 }
 
@@ -363,6 +368,10 @@ Test(cpu_fast, threaded_loops_give_the_same_bits)
     pool.kind = RM_LAYER_AVGPOOL2D;
     expect_thread_invariant(&rm_avgpool2d_desc, pool, &x, 1);
     expect_thread_invariant(&rm_global_avgpool_desc, (rm_layer_config){.kind = RM_LAYER_GLOBAL_AVGPOOL}, &x, 1);
+    rm_shape logits = rm_shape_make(70, 1000, 1, 1), pixels = rm_shape_make(2, 3, 120, 120);
+    expect_thread_invariant(&rm_softmax_xent_desc, (rm_layer_config){.kind = RM_LAYER_SOFTMAX_XENT}, &logits, 1);
+    expect_thread_invariant(&rm_pixel_softmax_xent_desc, (rm_layer_config){.kind = RM_LAYER_PIXEL_SOFTMAX_XENT},
+                            &pixels, 1);
     /* The bias gradients of the reference convolutions. */
     expect_thread_invariant(
         &rm_conv2d_desc,
