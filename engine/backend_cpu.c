@@ -106,13 +106,18 @@ static int cpu_layer_backward(void *ctx, const rm_layer_desc *d, const rm_layer_
     return k.backward(call, e);
 }
 
-/* The exact need of the library's kernels. */
+/* The exact need of kernels k of layer d: theirs, or the reference's. */
+static size_t kernels_workspace(rm_layer_kernels k, const rm_layer_desc *d, const rm_layer_config *cfg,
+                                const rm_shape *in, int nin, rm_shape out, int backward)
+{
+    if (k.workspace) return k.workspace(NULL, cfg, in, nin, out, backward);
+    return d->workspace_bytes ? d->workspace_bytes(cfg, in, nin, out, backward) : 0;
+}
+
 static size_t cpu_layer_workspace(void *ctx, const rm_layer_desc *d, const rm_layer_config *cfg, const rm_shape *in,
                                   int nin, rm_shape out, int backward)
 {
-    rm_layer_kernels k = kernels_of(ctx, d);
-    if (k.workspace) return k.workspace(NULL, cfg, in, nin, out, backward);
-    return d->workspace_bytes ? d->workspace_bytes(cfg, in, nin, out, backward) : 0;
+    return kernels_workspace(kernels_of(ctx, d), d, cfg, in, nin, out, backward);
 }
 
 size_t rm_backend_cpu_layer_workspace_bound(const rm_layer_desc *d, const rm_layer_config *cfg, const rm_shape *in,
@@ -120,10 +125,7 @@ size_t rm_backend_cpu_layer_workspace_bound(const rm_layer_desc *d, const rm_lay
 {
     size_t most = 0;
     for (int lib = 0; lib < RM_CPU_KERNELS_COUNT; lib++) {
-        rm_cpu_ctx c;
-        memset(&c, 0, sizeof c);
-        c.lib = (rm_cpu_kernels)lib;
-        size_t w = cpu_layer_workspace(&c, d, cfg, in, nin, out, backward);
+        size_t w = kernels_workspace(kernels_for(d, (rm_cpu_kernels)lib), d, cfg, in, nin, out, backward);
         if (w > most) most = w;
     }
     return most;
