@@ -130,6 +130,27 @@ int rm_cli_parse_batch(long *out, const char *s, char *why, size_t len)
     return -1;
 }
 
+int rm_cli_parse_cpu_options(rm_cpu_options *out, const char *kernels, const char *threads, rm_backend_kind device,
+                             char *why, size_t len)
+{
+    memset(out, 0, sizeof *out);
+    rm_err e = {RM_OK, ""};
+    if ((kernels || threads) && device != RM_BACKEND_CPU) {
+        snprintf(why, len, "%s is for --device cpu", kernels ? "--cpu-kernels" : "--threads");
+        return -1;
+    }
+    if (kernels && rm_cpu_kernels_parse(&out->kernels, kernels, &e)) {
+        snprintf(why, len, "--cpu-kernels: %s", e.msg);
+        return -1;
+    }
+    out->set_kernels = kernels != NULL;
+    if (threads && rm_cpu_threads_parse(&out->threads, threads, &e)) {
+        snprintf(why, len, "--threads: %s", e.msg);
+        return -1;
+    }
+    return 0;
+}
+
 /* Length of the plain decimal number at s: digits, an optional fraction and
  * exponent. strtod alone would also take "inf", "nan", hex and spaces. */
 size_t rm_cli_number_prefix(const char *s)

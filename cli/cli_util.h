@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "backend_cpu.h"
 #include "footprint.h"
 #include "model.h"
 #include "onnx.h"
@@ -65,6 +66,18 @@ int rm_cli_parse_long(long *out, const char *s, long lo, long hi);
  * 0, or -1 with "--batch must be an integer from 1 to 1073741824, got 'S'"
  * in why. */
 int rm_cli_parse_batch(long *out, const char *s, char *why, size_t len);
+/* --cpu-kernels reference|fast and --threads N (either may be NULL: not
+ * given) for a command on device (the CPU backend's settings, so only with
+ * cpu). 0, or -1 with the reason in why. */
+int rm_cli_parse_cpu_options(rm_cpu_options *out, const char *kernels, const char *threads, rm_backend_kind device,
+                             char *why, size_t len);
+/* The help lines of those two options, for the commands that take them. */
+#define RM_CLI_CPU_OPTIONS_HELP                                                                                        \
+    "  --cpu-kernels K       reference or fast (default fast, or REMAT_CPU_KERNELS): the CPU kernel\n"                 \
+    "                        library; fast runs convolution and linear as BLIS products\n"                             \
+    "                        (docs/cpu-engine.md), reference is the double-accumulating test oracle\n"                 \
+    "  --threads N           CPU threads (default: every core, or REMAT_THREADS); results are\n"                       \
+    "                        bit-identical run to run at a given N\n"
 /* A finite number of seconds >= 0 ("60", "2.5"); 0 on success, -1 otherwise. */
 int rm_cli_parse_seconds(double *out, const char *s);
 /* Length of the plain decimal number at s (digits, an optional fraction and

@@ -3,6 +3,7 @@
  * the backends themselves that looks at a backend's kind. */
 #include <stdlib.h>
 
+#include "backend_cpu_internal.h"
 #include "backend_cuda.h"
 #include "layer.h"
 
@@ -44,9 +45,9 @@ void rm_backend_free(rm_backend *be)
 size_t rm_backend_kind_layer_workspace(rm_backend_kind kind, const rm_layer_desc *d, const rm_layer_config *cfg,
                                        const rm_shape *in, int nin, rm_shape out, int backward)
 {
-    /* CUDA: the bound every kernel library fits in, a function of the shapes
-     * alone, so that planning needs no device (layer.h). */
-    size_t (*fn)(const rm_layer_config *, const rm_shape *, int, rm_shape, int) =
-        kind == RM_BACKEND_CUDA ? d->workspace_bytes_cuda : d->workspace_bytes;
-    return fn ? fn(cfg, in, nin, out, backward) : 0;
+    /* The bound every kernel library of the kind fits in, a function of the
+     * shapes alone, so that planning needs no device (layer.h). */
+    if (kind == RM_BACKEND_CUDA)
+        return d->workspace_bytes_cuda ? d->workspace_bytes_cuda(cfg, in, nin, out, backward) : 0;
+    return rm_backend_cpu_layer_workspace_bound(d, cfg, in, nin, out, backward);
 }

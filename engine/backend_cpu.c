@@ -1,13 +1,19 @@
-/* The CPU reference backend: plain host memory, the layers' CPU kernels, and
- * the reference loops of backend_cpu_compute.c. Every op is done when it
- * returns. */
+/* The CPU backend: plain host memory, the layers' CPU kernels of its kernel
+ * library (backend_cpu.h: reference or fast, chosen once per layer in the
+ * kernel table below), its thread count, and the loops of
+ * backend_cpu_compute.c. Every op is done when it returns. */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
-#include "backend_cpu.h"
-#include "layer.h"
+#include "backend_cpu_internal.h"
+#include "cpu_blas.h"
+#include "log.h"
 
 static int cpu_alloc(void *ctx, void **ptr, size_t bytes, rm_err *e)
 {
@@ -48,7 +54,10 @@ static int cpu_sync(void *ctx, rm_err *e)
     return RM_OK;
 }
 
-static void cpu_destroy(void *ctx) { (void)ctx; }
+static void cpu_destroy(void *ctx)
+{
+    free(ctx);
+}
 
 /* Unbounded: the CPU backend sets no limit of its own; the operating system
  * refuses an allocation it cannot hold (RM_ERR_NOMEM from cpu_alloc). */
@@ -59,23 +68,67 @@ static int cpu_mem_info(void *ctx, size_t *free_bytes, size_t *total_bytes, rm_e
     return RM_OK;
 }
 
+/* ---- layers: the kernel table ---- */
+
+/* Layer d's kernels for library lib: its cpu_kernels, or the reference's. */
+static rm_layer_kernels kernels_for(const rm_layer_desc *d, rm_cpu_kernels lib)
+{
+    if (d->cpu_kernels) return d->cpu_kernels(lib);
+    rm_layer_kernels k = {d->forward_cpu, d->backward_cpu, NULL};
+    return k;
+}
+
+/* Layer d's kernels for the backend's library: resolved at the first call
+ * after the library was set, then taken from the table. The host backend
+ * (no context) runs the reference. */
+static rm_layer_kernels kernels_of(void *ctx, const rm_layer_desc *d)
+{
+    rm_cpu_ctx *c = ctx;
+    if (!c) return kernels_for(d, RM_CPU_KERNELS_REFERENCE);
+    if (!c->resolved[d->kind]) {
+        c->kernels[d->kind] = kernels_for(d, c->lib);
+        c->resolved[d->kind] = 1;
+    }
+    return c->kernels[d->kind];
+}
+
 static int cpu_layer_forward(void *ctx, const rm_layer_desc *d, const rm_layer_call *call, rm_err *e)
 {
-    (void)ctx;
-    return d->forward_cpu(call, e);
+    rm_layer_kernels k = kernels_of(ctx, d);
+    if (!k.forward) return rm_errorf(e, RM_ERR_UNSUPPORTED, "%s: no forward kernel for backend cpu", d->name);
+    return k.forward(call, e);
 }
 
 static int cpu_layer_backward(void *ctx, const rm_layer_desc *d, const rm_layer_call *call, rm_err *e)
 {
-    (void)ctx;
-    return d->backward_cpu(call, e);
+    rm_layer_kernels k = kernels_of(ctx, d);
+    if (!k.backward) return rm_errorf(e, RM_ERR_UNSUPPORTED, "%s: no backward kernel for backend cpu", d->name);
+    return k.backward(call, e);
+}
+
+/* The exact need of kernels k of layer d: theirs, or the reference's. */
+static size_t kernels_workspace(rm_layer_kernels k, const rm_layer_desc *d, const rm_layer_config *cfg,
+                                const rm_shape *in, int nin, rm_shape out, int backward)
+{
+    if (k.workspace) return k.workspace(NULL, cfg, in, nin, out, backward);
+    return d->workspace_bytes ? d->workspace_bytes(cfg, in, nin, out, backward) : 0;
 }
 
 static size_t cpu_layer_workspace(void *ctx, const rm_layer_desc *d, const rm_layer_config *cfg, const rm_shape *in,
                                   int nin, rm_shape out, int backward)
 {
-    (void)ctx;
-    return d->workspace_bytes ? d->workspace_bytes(cfg, in, nin, out, backward) : 0;
+    return kernels_workspace(kernels_of(ctx, d), d, cfg, in, nin, out, backward);
+}
+
+size_t rm_backend_cpu_layer_workspace_bound(const rm_layer_desc *d, const rm_layer_config *cfg, const rm_shape *in,
+                                            int nin, rm_shape out, int backward)
+{
+    size_t most = 0;
+    for (int lib = 0; lib < RM_CPU_KERNELS_COUNT; lib++) {
+        size_t w = kernels_workspace(kernels_for(d, (rm_cpu_kernels)lib), d, cfg, in, nin, out, backward);
+        if (w > most) most = w;
+    }
+    return most;
 }
 
 /* ---- timers: the host clock ---- */
@@ -145,8 +198,8 @@ static const rm_backend_ops cpu_ops = {
     .timer_free = cpu_timer_free,
 };
 
-/* No state: every CPU backend is this one with its own allocation, so
- * rm_backend_free can free any backend alike. */
+/* The backend of calls made without one: no context, so the reference on
+ * one thread, and nothing to free. */
 static rm_backend host_backend = {
     .kind = RM_BACKEND_CPU, .name = "cpu", .ops = &cpu_ops, .ctx = NULL,
     .max_grad_sum = 0, .queued = 0, .host_memory = 1,
@@ -154,11 +207,119 @@ static rm_backend host_backend = {
 
 rm_backend *rm_backend_host(void) { return &host_backend; }
 
+/* A CPU backend's context, or NULL (the host backend, another kind). */
+static rm_cpu_ctx *ctx_of(const rm_backend *be)
+{
+    return be && be->ops == &cpu_ops ? be->ctx : NULL;
+}
+
+int rm_cpu_cores(void)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 && n <= RM_CPU_MAX_THREADS ? (int)n : 1;
+}
+
+int rm_backend_cpu_set_kernels(rm_backend *be, rm_cpu_kernels lib, rm_err *e)
+{
+    rm_cpu_ctx *c = ctx_of(be);
+    if (!c) return rm_errorf(e, RM_ERR_INVALID, "set cpu kernel library: not a CPU backend of its own");
+    if (lib < 0 || lib >= RM_CPU_KERNELS_COUNT)
+        return rm_errorf(e, RM_ERR_INVALID, "set cpu kernel library: no library %d", (int)lib);
+    if (lib == RM_CPU_KERNELS_FAST) {
+        int rc = rm_cpu_blas_init(e);
+        if (rc) return rc;
+    }
+    c->lib = lib;
+    memset(c->resolved, 0, sizeof c->resolved);
+    return RM_OK;
+}
+
+int rm_backend_cpu_set_threads(rm_backend *be, int threads, rm_err *e)
+{
+    rm_cpu_ctx *c = ctx_of(be);
+    if (!c) return rm_errorf(e, RM_ERR_INVALID, "set cpu threads: not a CPU backend of its own");
+    if (threads < 1 || threads > RM_CPU_MAX_THREADS)
+        return rm_errorf(e, RM_ERR_INVALID, "set cpu threads: %d threads (1 to %d)", threads, RM_CPU_MAX_THREADS);
+    c->threads = threads;
+    return RM_OK;
+}
+
+rm_cpu_kernels rm_backend_cpu_kernels(const rm_backend *be)
+{
+    const rm_cpu_ctx *c = ctx_of(be);
+    return c ? c->lib : RM_CPU_KERNELS_REFERENCE;
+}
+
+int rm_backend_cpu_threads(const rm_backend *be)
+{
+    return rm_cpu_ctx_threads(ctx_of(be));
+}
+
+int rm_cpu_loop_threads(const rm_backend *be, size_t work)
+{
+    return rm_cpu_ctx_loop_threads(ctx_of(be), work);
+}
+
+int rm_backend_cpu_apply(rm_backend *be, const rm_cpu_options *o, rm_err *e)
+{
+    if (!o->set_kernels && !o->threads) return RM_OK;
+    if (!ctx_of(be))
+        return rm_errorf(e, RM_ERR_INVALID, "cpu kernel library and threads are settings of the CPU backend, not of %s",
+                         be ? be->name : "none");
+    int rc = o->set_kernels ? rm_backend_cpu_set_kernels(be, o->kernels, e) : RM_OK;
+    if (!rc && o->threads) rc = rm_backend_cpu_set_threads(be, o->threads, e);
+    return rc;
+}
+
+const char *rm_backend_cpu_describe(const rm_backend *be, char *buf, size_t len)
+{
+    char blas[96] = "";
+    int nt = rm_backend_cpu_threads(be);
+    if (rm_backend_cpu_kernels(be) == RM_CPU_KERNELS_FAST)
+        snprintf(buf, len, "fast kernels (%s), %d thread%s", rm_cpu_blas_describe(blas, sizeof blas), nt,
+                 nt == 1 ? "" : "s");
+    else
+        snprintf(buf, len, "reference kernels, %d thread%s", nt, nt == 1 ? "" : "s");
+    return buf;
+}
+
+/* Kernel library and threads from the defaults and the environment. */
+static int settings_from_env(rm_cpu_ctx *c, rm_err *e)
+{
+    c->lib = RM_CPU_KERNELS_FAST;
+    c->threads = rm_cpu_cores();
+    const char *v = getenv("REMAT_CPU_KERNELS");
+    if (v && *v && rm_cpu_kernels_parse(&c->lib, v, e)) return rm_err_context(e, "cpu backend: REMAT_CPU_KERNELS: ");
+    v = getenv("REMAT_THREADS");
+    if (v && *v && rm_cpu_threads_parse(&c->threads, v, e)) return rm_err_context(e, "cpu backend: REMAT_THREADS: ");
+    return RM_OK;
+}
+
 int rm_backend_cpu_create(rm_backend **out, rm_err *e)
 {
+    *out = NULL;
     rm_backend *be = malloc(sizeof *be);
-    if (!be) return rm_errorf(e, RM_ERR_NOMEM, "cpu backend: out of memory");
+    rm_cpu_ctx *c = calloc(1, sizeof *c);
+    if (!be || !c) {
+        free(be);
+        free(c);
+        return rm_errorf(e, RM_ERR_NOMEM, "cpu backend: out of memory");
+    }
     *be = host_backend;
+    be->ctx = c;
+    int rc = settings_from_env(c, e);
+    /* The BLAS is prepared now, so that a failure shows at creation. */
+    if (!rc && c->lib == RM_CPU_KERNELS_FAST) rc = rm_cpu_blas_init(e);
+    if (rc) {
+        free(c);
+        free(be);
+        return rc;
+    }
+    RM_LOG_INFO("cpu backend: %s kernels, %d thread%s", rm_cpu_kernels_name(c->lib), c->threads,
+                c->threads == 1 ? "" : "s");
     *out = be;
     return RM_OK;
 }

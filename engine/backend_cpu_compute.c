@@ -2,17 +2,22 @@
  * and gradient sum and the optimizer's SGD and Adam updates. These loops are
  * the reference: the CUDA kernels (backend_cuda_kernels.cu) evaluate the
  * same float (or double) operations in the same order, and tests assert
- * bit-equality across schedules and between the two backends. */
+ * bit-equality across schedules and between the two backends. Every element
+ * is independent of the others, so the loops split them between the
+ * backend's threads without changing a bit. */
 #include <math.h>
 #include <string.h>
 
-#include "backend_cpu.h"
+#include "backend_cpu_internal.h"
 
 int rm_cpu_poison(void *ctx, void *dst, size_t bytes, rm_err *e)
 {
-    (void)ctx, (void)e;
+    (void)e;
     float *p = dst;
-    for (size_t i = 0; i < bytes / sizeof(float); i++) p[i] = NAN;
+    size_t n = bytes / sizeof(float);
+    int nt = rm_cpu_ctx_loop_threads(ctx, n);
+    RM_CPU_PARALLEL_FOR_SIMD(nt)
+    for (size_t i = 0; i < n; i++) p[i] = NAN;
     return RM_OK;
 }
 
@@ -20,9 +25,12 @@ int rm_cpu_poison(void *ctx, void *dst, size_t bytes, rm_err *e)
  * accumulators stay in cache whatever the number of sources). */
 int rm_cpu_grad_sum(void *ctx, float *out, const float *const *src, int nsrc, size_t count, rm_err *e)
 {
-    (void)ctx, (void)e;
-    for (size_t i0 = 0; i0 < count; i0 += 256) {
-        size_t i1 = count - i0 < 256 ? count : i0 + 256;
+    (void)e;
+    size_t blocks = (count + 255) / 256;
+    int nt = rm_cpu_ctx_loop_threads(ctx, count);
+    RM_CPU_PARALLEL_FOR(nt)
+    for (size_t b = 0; b < blocks; b++) {
+        size_t i0 = b * 256, i1 = count - i0 < 256 ? count : i0 + 256;
         double acc[256];
         for (size_t i = i0; i < i1; i++) acc[i - i0] = 0.0;
         for (int d = 0; d < nsrc; d++) {
@@ -40,11 +48,14 @@ int rm_cpu_grad_sum(void *ctx, float *out, const float *const *src, int nsrc, si
 int rm_cpu_sgd_update(void *ctx, float *restrict w, const float *restrict dw, float *restrict v, size_t n, float lr,
                       float wd, float mu, int nesterov, rm_err *e)
 {
-    (void)ctx, (void)e;
+    (void)e;
+    int nt = rm_cpu_ctx_loop_threads(ctx, n);
     if (!v) { /* no momentum: plain SGD */
+        RM_CPU_PARALLEL_FOR_SIMD(nt)
         for (size_t j = 0; j < n; j++) w[j] -= lr * (dw[j] + wd * w[j]);
         return RM_OK;
     }
+    RM_CPU_PARALLEL_FOR_SIMD(nt)
     for (size_t j = 0; j < n; j++) {
         float g = dw[j] + wd * w[j];
         float vj = mu * v[j] + g;
@@ -57,7 +68,9 @@ int rm_cpu_sgd_update(void *ctx, float *restrict w, const float *restrict dw, fl
 int rm_cpu_adam_update(void *ctx, float *restrict w, const float *restrict dw, float *restrict m, float *restrict v,
                        size_t n, const rm_adam_scalars *k, rm_err *e)
 {
-    (void)ctx, (void)e;
+    (void)e;
+    int nt = rm_cpu_ctx_loop_threads(ctx, n);
+    RM_CPU_PARALLEL_FOR_SIMD(nt)
     for (size_t j = 0; j < n; j++) {
         float wj = w[j] * k->shrink;
         float g = dw[j] + k->l2 * wj;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "backend.h"
+#include "backend_cpu.h"
 #include "backend_cuda.h"
 #include "error.h"
 #include "rng.h"
@@ -128,10 +129,15 @@ typedef struct rm_layer_desc {
     double (*flops)(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out, int backward);
     /* Fills w, b (and running stats). NULL for parameter-free layers. */
     void (*init)(rm_layer_params *p, const rm_layer_config *cfg, const rm_shape *in, int nin, rm_rng *rng);
+    /* The CPU reference kernels (backend_cpu.h): every CPU kernel library's
+     * default. They may split independent outputs between the threads of
+     * call->be (rm_backend_cpu_threads), never a reduction, so their bits
+     * do not depend on the thread count. */
     int (*forward_cpu)(const rm_layer_call *call, rm_err *e);
     int (*backward_cpu)(const rm_layer_call *call, rm_err *e);
-    /* Scratch bytes one forward (backward = 0) or backward call needs at these
-     * shapes (in with the batch in n). NULL: the layer needs none. */
+    /* Scratch bytes one forward (backward = 0) or backward reference call
+     * needs at these shapes (in with the batch in n), whatever the threads.
+     * NULL: the layer needs none. */
     size_t (*workspace_bytes)(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out, int backward);
     /* The hand-written CUDA kernels (layers/<name>.cu), NULL in a build
      * without CUDA, where the backend answers RM_ERR_UNSUPPORTED. Every
@@ -155,6 +161,14 @@ typedef struct rm_layer_desc {
      * library (its kernel table), never per call. NULL: forward_cuda and
      * backward_cuda serve every library. */
     rm_layer_kernels (*cuda_kernels)(rm_kernel_lib lib);
+    /* The kernels of CPU kernel library lib (backend_cpu.h), for layers whose
+     * fast kernels are not the reference's (conv2d, linear): the one place
+     * that choice is made, called once per backend and library (the CPU
+     * backend's kernel table). Their workspace is that library's exact need
+     * (be may be NULL); the CPU's bound is the largest over the libraries
+     * (rm_backend_kind_layer_workspace). NULL: forward_cpu, backward_cpu and
+     * workspace_bytes serve every library. */
+    rm_layer_kernels (*cpu_kernels)(rm_cpu_kernels lib);
 } rm_layer_desc;
 
 /* The scratch of one kernel call: call->workspace when the caller gave one

@@ -1,6 +1,7 @@
 /* Element-wise sum of 2..RM_MAX_INPUTS tensors of one shape: the residual
  * connection. Its gradient is the output gradient, copied to every input, so
  * backward reads no forward tensor at all. */
+#include "cpu_kernels.h"
 #include "layers.h"
 
 #include <string.h>
@@ -32,8 +33,9 @@ static double add_flops(const rm_layer_config *cfg, const rm_shape *in, int nin,
 }
 
 /* y: n; x: nin pointers to n. Summed in double, as the reference for other backends. */
-static void add_forward_kernel(float *y, const float *const *x, int nin, size_t n)
+static void add_forward_kernel(float *y, const float *const *x, int nin, size_t n, int nt)
 {
+    RM_CPU_PARALLEL_FOR_SIMD(nt)
     for (size_t i = 0; i < n; i++) {
         double s = x[0][i];
         for (int k = 1; k < nin; k++) s += x[k][i];
@@ -46,7 +48,8 @@ static int add_forward(const rm_layer_call *call, rm_err *e)
     (void)e;
     const float *x[RM_MAX_INPUTS];
     for (int k = 0; k < call->nin; k++) x[k] = call->in[k]->data;
-    add_forward_kernel(call->out->data, x, call->nin, rm_tensor_numel(call->out));
+    size_t n = rm_tensor_numel(call->out);
+    add_forward_kernel(call->out->data, x, call->nin, n, rm_call_threads(call, n));
     return RM_OK;
 }
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_kernels.h"
 #include "layers.h"
 #include "window.h"
 
@@ -40,7 +41,10 @@ static int avgpool_forward(const rm_layer_call *call, rm_err *e)
     rm_shape s = call->in[0]->shape, o = call->out->shape;
     size_t in_plane = (size_t)s.h * s.w, out_plane = (size_t)o.h * o.w;
     double inv_area = 1.0 / ((double)call->cfg->kernel * call->cfg->kernel); /* padding counts */
-    for (size_t pl = 0; pl < (size_t)s.n * s.c; pl++) {
+    size_t planes = (size_t)s.n * s.c;
+    int nt = rm_call_threads(call, planes * out_plane);
+    RM_CPU_PARALLEL_FOR(nt)
+    for (size_t pl = 0; pl < planes; pl++) {
         const float *x = call->in[0]->data + pl * in_plane;
         float *y = call->out->data + pl * out_plane;
         for (int oy = 0; oy < o.h; oy++)

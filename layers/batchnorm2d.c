@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_kernels.h"
 #include "layers.h"
 
 static int bn_infer(rm_shape *out, const rm_layer_config *cfg, const rm_shape *in, int nin, rm_err *e)
@@ -111,6 +112,8 @@ static int bn_forward(const rm_layer_call *call, rm_err *e)
     if (rc) return rc;
     size_t hw = (size_t)s.h * s.w, m = (size_t)s.n * hw;
     int update = call->training && call->update_stats && prm->running_mean.data && prm->running_var.data;
+    int nt = rm_call_threads(call, rm_shape_numel(s));
+    RM_CPU_PARALLEL_FOR(nt)
     for (int c = 0; c < s.c; c++) {
         double mean, var, gamma = prm->w.data[c], beta = prm->b.data[c];
         bn_channel_stats(&mean, &var, call, x->data, s, c);
@@ -141,6 +144,8 @@ static int bn_backward(const rm_layer_call *call, rm_err *e)
     if (rc) return rc;
     size_t hw = (size_t)s.h * s.w;
     double m = (double)s.n * (double)hw;
+    int nt = rm_call_threads(call, rm_shape_numel(s));
+    RM_CPU_PARALLEL_FOR(nt)
     for (int c = 0; c < s.c; c++) {
         double mean, var, gamma = prm->w.data[c];
         bn_channel_stats(&mean, &var, call, x->data, s, c);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_blas.h"
 #include "cpu_kernels.h"
 #include "layers.h"
 
@@ -89,14 +90,19 @@ static int conv_direct(const conv_geom *g) { return g->k == 1 && g->s == 1 && g-
 /* Forward: one im2col strip of pixels (none when direct). Backward: the dx
  * accumulator of one image, one dcol row and the dw accumulator (doubles,
  * first, so every part stays aligned), then one im2col strip of taps. */
+static size_t conv_ref_workspace(const conv_geom *g, int backward)
+{
+    if (!backward) return conv_direct(g) ? 0 : g->kdim * RM_TILE * sizeof(float);
+    size_t xsize = (size_t)g->cin * g->h * g->w;
+    return (xsize + g->pdim + (size_t)g->cout * g->kdim) * sizeof(double) + g->pdim * RM_TILE * sizeof(float);
+}
+
 static size_t conv2d_workspace_bytes(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out,
                                      int backward)
 {
     (void)nin;
     conv_geom g = conv_geom_of(cfg, in[0], out);
-    if (!backward) return conv_direct(&g) ? 0 : g.kdim * RM_TILE * sizeof(float);
-    size_t xsize = (size_t)g.cin * g.h * g.w;
-    return (xsize + g.pdim + (size_t)g.cout * g.kdim) * sizeof(double) + g.pdim * RM_TILE * sizeof(float);
+    return conv_ref_workspace(&g, backward);
 }
 
 /* The im2col matrix has one row per kernel tap kk = (ci, ky, kx) and one
@@ -260,17 +266,224 @@ static int conv2d_backward(const rm_layer_call *call, rm_err *e)
     }
     if (want_dw)
         for (size_t i = 0; i < (size_t)g.cout * g.kdim; i++) prm->dw.data[i] = (float)dw_acc[i];
-    if (want_db)
-        for (int co = 0; co < g.cout; co++) {
-            double sum = 0;
-            for (int n = 0; n < g.n; n++) {
-                const float *dyrow = dy->data + n * ysize + (size_t)co * g.pdim;
-                for (size_t i = 0; i < g.pdim; i++) sum += dyrow[i];
-            }
-            prm->db.data[co] = (float)sum;
-        }
+    if (want_db) rm_cpu_bias_grad(prm->db.data, dy->data, g.n, g.cout, g.pdim, rm_call_threads(call, g.n * ysize));
     free(owned);
     return RM_OK;
+}
+
+/* ---- the fast library: im2col / col2im around BLIS products ---- */
+
+/* The im2col matrix of one image is built (and its gradient scattered back)
+ * a block of output pixels at a time, the block no larger than the
+ * reference kernels' own workspace for the layer (the larger of its
+ * directions: the backward's double accumulators, at least two columns of
+ * the matrix) nor than 16 MiB. So the fast library never needs more
+ * workspace than the reference, and the fixed memory every command plans
+ * with is the same whichever library trains. In ResNet-18 at 224 x 224 the
+ * stem and layer1 take 4 blocks per image, layer2 2, the rest 1. */
+#define CONV_COL_BLOCK_MAX ((size_t)16 << 20)
+
+/* Output pixels per block: all of them when the image fits, else as many
+ * as fit (at least 1). */
+static size_t conv_fast_block(const conv_geom *g)
+{
+    size_t fwd = conv_ref_workspace(g, 0), bwd = conv_ref_workspace(g, 1), cap = fwd > bwd ? fwd : bwd;
+    if (cap > CONV_COL_BLOCK_MAX) cap = CONV_COL_BLOCK_MAX;
+    size_t fit = cap / (g->kdim * sizeof(float));
+    if (fit < 1) fit = 1;
+    return g->pdim < fit ? g->pdim : fit;
+}
+
+/* One block of im2col columns (none when direct: the image is the matrix). */
+static size_t conv2d_fast_workspace(const rm_backend *be, const rm_layer_config *cfg, const rm_shape *in, int nin,
+                                    rm_shape out, int backward)
+{
+    (void)be, (void)nin, (void)backward;
+    conv_geom g = conv_geom_of(cfg, in[0], out);
+    return conv_direct(&g) ? 0 : g.kdim * conv_fast_block(&g) * sizeof(float);
+}
+
+/* The output columns [lo, hi) of a row whose tap kx reads inside the input
+ * (ix = ox * s - p + kx in [0, w)). */
+static void conv_valid_cols(int *lo, int *hi, int kx, const conv_geom *g)
+{
+    int a = g->p - kx; /* ox * s >= a */
+    *lo = a > 0 ? (a + g->s - 1) / g->s : 0;
+    int b = g->w - 1 + g->p - kx; /* ox * s <= b */
+    *hi = b < 0 ? 0 : b / g->s + 1;
+    if (*hi > g->wo) *hi = g->wo;
+    if (*lo > *hi) *lo = *hi;
+}
+
+/* The run of output row oy inside the pixels [p, end): columns [ox0, ox1). */
+static void conv_row_run(int *oy, int *ox0, int *ox1, size_t p, size_t end, const conv_geom *g)
+{
+    size_t wo = (size_t)g->wo, row = p / wo, row_end = (row + 1) * wo < end ? (row + 1) * wo : end;
+    *oy = (int)row, *ox0 = (int)(p - row * wo), *ox1 = (int)(row_end - row * wo);
+}
+
+/* col[kk][j] for the pixels p0 .. p0+pn of one image, a row of pixels at a
+ * time (the input row and the valid columns found once per row); the tap
+ * rows kk are independent, split between nt threads. */
+static void conv_im2col_block(float *restrict col /* kdim x pn */, const float *restrict x /* cin x h x w */,
+                              const conv_geom *g, size_t p0, size_t pn, int nt)
+{
+    const size_t taps = (size_t)g->k * g->k;
+    RM_CPU_PARALLEL_FOR(nt)
+    for (size_t kk = 0; kk < g->kdim; kk++) {
+        int ky = (int)(kk % taps) / g->k, kx = (int)(kk % taps) % g->k, lo, hi;
+        const float *plane = x + kk / taps * g->h * g->w;
+        float *o = col + kk * pn; /* o[j]: pixel p0 + j */
+        conv_valid_cols(&lo, &hi, kx, g);
+        for (size_t p = p0; p < p0 + pn;) {
+            int oy, ox0, ox1;
+            conv_row_run(&oy, &ox0, &ox1, p, p0 + pn, g);
+            float *r = o + (p - p0); /* r[ox - ox0] */
+            int iy = oy * g->s - g->p + ky, a = ox0 > lo ? ox0 : lo, b = ox1 < hi ? ox1 : hi;
+            if (iy < 0 || iy >= g->h) a = b = ox1; /* all padding */
+            if (b < a) b = a;
+            const float *in = plane + (size_t)(iy < 0 ? 0 : iy) * g->w;
+            for (int ox = ox0; ox < a; ox++) r[ox - ox0] = 0.0f;
+            if (g->s == 1 && b > a) /* a contiguous run of the input row */
+                memcpy(r + (a - ox0), in + (a - g->p + kx), (size_t)(b - a) * sizeof(float));
+            else
+                for (int ox = a; ox < b; ox++) r[ox - ox0] = in[ox * g->s - g->p + kx];
+            for (int ox = b; ox < ox1; ox++) r[ox - ox0] = 0.0f;
+            p += (size_t)(ox1 - ox0);
+        }
+    }
+}
+
+/* dx += the columns of dcol for the pixels p0 .. p0+pn, scattered back onto
+ * the image (col2im). Every input channel is one thread's and its taps
+ * arrive in a fixed order, so the sums do not depend on nt. */
+static void conv_col2im_block(float *restrict dx /* cin x h x w */, const float *restrict dcol /* kdim x pn */,
+                              const conv_geom *g, size_t p0, size_t pn, int nt)
+{
+    const size_t taps = (size_t)g->k * g->k;
+    RM_CPU_PARALLEL_FOR(nt)
+    for (int ci = 0; ci < g->cin; ci++) {
+        float *plane = dx + (size_t)ci * g->h * g->w;
+        for (size_t t = 0; t < taps; t++) {
+            int ky = (int)t / g->k, kx = (int)t % g->k, lo, hi;
+            const float *d = dcol + ((size_t)ci * taps + t) * pn;
+            conv_valid_cols(&lo, &hi, kx, g);
+            for (size_t p = p0; p < p0 + pn;) {
+                int oy, ox0, ox1;
+                conv_row_run(&oy, &ox0, &ox1, p, p0 + pn, g);
+                const float *r = d + (p - p0); /* r[ox - ox0] */
+                int iy = oy * g->s - g->p + ky, a = ox0 > lo ? ox0 : lo, b = ox1 < hi ? ox1 : hi;
+                if (iy >= 0 && iy < g->h) {
+                    float *out = plane + (size_t)iy * g->w;
+                    if (g->s == 1) { /* contiguous: vectorised, each element still one add per tap */
+                        float *o = out + (a - g->p + kx);
+                        const float *q = r + (a - ox0);
+#pragma omp simd
+                        for (int j = 0; j < b - a; j++) o[j] += q[j];
+                    } else {
+                        for (int ox = a; ox < b; ox++) out[ox * g->s - g->p + kx] += r[ox - ox0];
+                    }
+                }
+                p += (size_t)(ox1 - ox0);
+            }
+        }
+    }
+}
+
+/* y = w . col + b, one image and one block of pixels at a time. */
+static int conv2d_fast_forward(const rm_layer_call *call, rm_err *e)
+{
+    const rm_tensor *x = call->in[0];
+    const float *w = call->params->w.data, *b = call->params->b.data;
+    conv_geom g = conv_geom_of(call->cfg, x->shape, call->out->shape);
+    void *ws, *owned;
+    int rc = rm_layer_workspace(&ws, &owned, call,
+                                conv2d_fast_workspace(call->be, call->cfg, &x->shape, 1, call->out->shape, 0),
+                                "conv forward", e);
+    if (rc) return rc;
+    size_t xsize = (size_t)g.cin * g.h * g.w, ysize = (size_t)g.cout * g.pdim, block = conv_fast_block(&g);
+    int direct = conv_direct(&g);
+    for (int n = 0; !rc && n < g.n; n++) {
+        const float *xn = x->data + n * xsize;
+        float *yn = call->out->data + n * ysize;
+        for (size_t p0 = 0; !rc && p0 < g.pdim; p0 += block) {
+            size_t pn = g.pdim - p0 < block ? g.pdim - p0 : block;
+            const float *col = xn + p0;
+            size_t ldcol = g.pdim;
+            if (!direct) {
+                conv_im2col_block(ws, xn, &g, p0, pn, rm_call_threads(call, g.kdim * pn));
+                col = ws, ldcol = pn;
+            }
+            rc = rm_cpu_sgemm(call->be, 0, 0, (size_t)g.cout, pn, g.kdim, w, g.kdim, col, ldcol, 0.0f, yn + p0, g.pdim,
+                              "conv forward", e);
+        }
+        if (!rc && b) {
+            int nt = rm_call_threads(call, ysize);
+            RM_CPU_PARALLEL_FOR(nt)
+            for (int co = 0; co < g.cout; co++)
+                for (size_t i = 0; i < g.pdim; i++) yn[(size_t)co * g.pdim + i] += b[co];
+        }
+    }
+    free(owned);
+    return rc;
+}
+
+/* dw = sum over images of dy . col^T (in image order, one float sum), then
+ * dx = col2im(w^T . dy), both through the same block of workspace; db as
+ * the reference. */
+static int conv2d_fast_backward(const rm_layer_call *call, rm_err *e)
+{
+    const rm_tensor *x = call->in[0], *dy = call->dout;
+    rm_tensor *dx = call->din[0];
+    rm_layer_params *prm = call->params;
+    conv_geom g = conv_geom_of(call->cfg, x->shape, dy->shape);
+    int want_dx = dx && dx->data, direct = conv_direct(&g);
+    size_t xsize = (size_t)g.cin * g.h * g.w, ysize = (size_t)g.cout * g.pdim, block = conv_fast_block(&g);
+    void *ws, *owned;
+    int rc = rm_layer_workspace(
+        &ws, &owned, call, conv2d_fast_workspace(call->be, call->cfg, &x->shape, 1, dy->shape, 1), "conv backward", e);
+    if (rc) return rc;
+    const float *w = prm->w.data;
+    for (int n = 0; !rc && n < g.n; n++) {
+        const float *xn = x->data + n * xsize, *dyn = dy->data + n * ysize;
+        float *dxn = want_dx ? dx->data + n * xsize : NULL;
+        if (dxn && !direct) memset(dxn, 0, xsize * sizeof(float));
+        for (size_t p0 = 0; !rc && p0 < g.pdim; p0 += block) {
+            size_t pn = g.pdim - p0 < block ? g.pdim - p0 : block;
+            int first = n == 0 && p0 == 0, nt = rm_call_threads(call, g.kdim * pn);
+            if (prm->dw.data) {
+                const float *col = xn + p0;
+                size_t ldcol = g.pdim;
+                if (!direct) {
+                    conv_im2col_block(ws, xn, &g, p0, pn, nt);
+                    col = ws, ldcol = pn;
+                }
+                rc = rm_cpu_sgemm(call->be, 0, 1, (size_t)g.cout, g.kdim, pn, dyn + p0, g.pdim, col, ldcol,
+                                  first ? 0.0f : 1.0f, prm->dw.data, g.kdim, "conv backward (weights)", e);
+            }
+            if (rc || !dxn) continue;
+            if (direct) { /* the column gradient is the input gradient */
+                rc = rm_cpu_sgemm(call->be, 1, 0, g.kdim, pn, (size_t)g.cout, w, g.kdim, dyn + p0, g.pdim, 0.0f,
+                                  dxn + p0, g.pdim, "conv backward (data)", e);
+                continue;
+            }
+            rc = rm_cpu_sgemm(call->be, 1, 0, g.kdim, pn, (size_t)g.cout, w, g.kdim, dyn + p0, g.pdim, 0.0f, ws, pn,
+                              "conv backward (data)", e);
+            if (!rc) conv_col2im_block(dxn, ws, &g, p0, pn, nt);
+        }
+    }
+    if (!rc && prm->db.data)
+        rm_cpu_bias_grad(prm->db.data, dy->data, g.n, g.cout, g.pdim, rm_call_threads(call, g.n * ysize));
+    free(owned);
+    return rc;
+}
+
+static rm_layer_kernels conv2d_cpu_kernels(rm_cpu_kernels lib)
+{
+    rm_layer_kernels k = {conv2d_forward, conv2d_backward, NULL};
+    if (lib == RM_CPU_KERNELS_FAST)
+        k = (rm_layer_kernels){conv2d_fast_forward, conv2d_fast_backward, conv2d_fast_workspace};
+    return k;
 }
 
 const rm_layer_desc rm_conv2d_desc = {
@@ -286,6 +499,7 @@ const rm_layer_desc rm_conv2d_desc = {
     .forward_cpu = conv2d_forward,
     .backward_cpu = conv2d_backward,
     .workspace_bytes = conv2d_workspace_bytes,
+    .cpu_kernels = conv2d_cpu_kernels,
     .forward_cuda = RM_CUDA_FN(rm_conv2d_forward_cuda),
     .backward_cuda = RM_CUDA_FN(rm_conv2d_backward_cuda),
     .cuda_kernels = RM_CUDA_FN(rm_conv2d_cuda_kernels),

@@ -164,15 +164,7 @@ static int convt_backward(const rm_layer_call *call, rm_err *e)
     }
     if (want_dw)
         for (size_t i = 0; i < (size_t)g.cin * g.qdim; i++) prm->dw.data[i] = (float)dw_acc[i];
-    if (want_db)
-        for (int co = 0; co < g.cout; co++) {
-            double sum = 0;
-            for (int n = 0; n < g.n; n++) {
-                const float *plane = dy->data + n * ysize + (size_t)co * 4 * g.hw;
-                for (size_t i = 0; i < 4 * g.hw; i++) sum += plane[i];
-            }
-            prm->db.data[co] = (float)sum;
-        }
+    if (want_db) rm_cpu_bias_grad(prm->db.data, dy->data, g.n, g.cout, 4 * g.hw, rm_call_threads(call, g.n * ysize));
     free(owned);
     return RM_OK;
 }

@@ -22,3 +22,16 @@ void rm_madd_tile(double *restrict acc, size_t n, const float *restrict a, size_
         for (size_t j = 0; j < n; j++) acc[j] += av * (double)br[j];
     }
 }
+
+void rm_cpu_bias_grad(float *db, const float *dy, int n, int c, size_t plane, int nt)
+{
+    RM_CPU_PARALLEL_FOR(nt)
+    for (int ch = 0; ch < c; ch++) {
+        double sum = 0.0;
+        for (int i = 0; i < n; i++) {
+            const float *p = dy + ((size_t)i * c + ch) * plane;
+            for (size_t j = 0; j < plane; j++) sum += p[j];
+        }
+        db[ch] = (float)sum;
+    }
+}

@@ -1,8 +1,10 @@
-/* Building blocks shared by the CPU reference kernels. */
+/* Building blocks shared by the CPU kernels (reference and fast). */
 #ifndef REMAT_CPU_KERNELS_H
 #define REMAT_CPU_KERNELS_H
 
 #include <stddef.h>
+
+#include "layer.h"
 
 /* Output values per register tile. A constant trip count, unrolled, is what
  * lets GCC keep the tile in registers and vectorise it at -O2 (its cheap cost
@@ -14,5 +16,18 @@
  * of these, so each output's sum runs in the same order whatever the tiling. */
 void rm_madd_tile(double *restrict acc, size_t n, const float *restrict a, size_t a_stride, const float *restrict b,
                   size_t b_stride, size_t rows);
+
+/* db[c] = (float)(sum over images and the plane of dy[n][c][:]) in double,
+ * images then elements in order, the channels split between nt threads:
+ * the bias gradient of every layer with one bias per channel (a linear
+ * layer's plane is 1). */
+void rm_cpu_bias_grad(float *db, const float *dy /* n x c x plane */, int n, int c, size_t plane, int nt);
+
+/* The threads a call's loop over `work` independent outputs runs on
+ * (rm_cpu_loop_threads of call->be). */
+static inline int rm_call_threads(const rm_layer_call *call, size_t work)
+{
+    return rm_cpu_loop_threads(call->be, work);
+}
 
 #endif

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "conv_taps.h"
+#include "cpu_kernels.h"
 #include "dwconv2d.h"
 #include "layers.h"
 
@@ -173,14 +174,7 @@ static int dwconv2d_backward(const rm_layer_call *call, rm_err *e)
                     prm->dw.data[c * kk + (size_t)ky * g.k + kx] =
                         (float)dwconv2d_backward_weight_tap(dy->data, x->data, c, ky, kx, &g);
     if (prm->db.data)
-        for (int c = 0; c < g.c; c++) {
-            double sum = 0.0;
-            for (int n = 0; n < g.n; n++) {
-                const float *dyp = dy->data + ((size_t)n * g.c + c) * yplane;
-                for (size_t i = 0; i < yplane; i++) sum += dyp[i];
-            }
-            prm->db.data[c] = (float)sum;
-        }
+        rm_cpu_bias_grad(prm->db.data, dy->data, g.n, g.c, yplane, rm_call_threads(call, (size_t)g.n * g.c * yplane));
     return RM_OK;
 }
 

@@ -3,6 +3,7 @@
  * output gradient. */
 #include <stdlib.h>
 
+#include "cpu_kernels.h"
 #include "layers.h"
 
 static int gap_infer(rm_shape *out, const rm_layer_config *cfg, const rm_shape *in, int nin, rm_err *e)
@@ -27,8 +28,10 @@ static int gap_forward(const rm_layer_call *call, rm_err *e)
 {
     (void)e;
     rm_shape s = call->in[0]->shape;
-    size_t plane = (size_t)s.h * s.w;
-    for (size_t pl = 0; pl < (size_t)s.n * s.c; pl++) {
+    size_t plane = (size_t)s.h * s.w, planes = (size_t)s.n * s.c;
+    int nt = rm_call_threads(call, planes * plane);
+    RM_CPU_PARALLEL_FOR(nt)
+    for (size_t pl = 0; pl < planes; pl++) {
         const float *x = call->in[0]->data + pl * plane;
         double sum = 0.0;
         for (size_t i = 0; i < plane; i++) sum += x[i];
@@ -43,8 +46,10 @@ static int gap_backward(const rm_layer_call *call, rm_err *e)
     rm_tensor *dx = call->din[0];
     if (!dx || !dx->data) return RM_OK;
     rm_shape s = dx->shape;
-    size_t plane = (size_t)s.h * s.w;
-    for (size_t pl = 0; pl < (size_t)s.n * s.c; pl++) {
+    size_t plane = (size_t)s.h * s.w, planes = (size_t)s.n * s.c;
+    int nt = rm_call_threads(call, planes * plane);
+    RM_CPU_PARALLEL_FOR(nt)
+    for (size_t pl = 0; pl < planes; pl++) {
         float g = (float)((double)call->dout->data[pl] / (double)plane);
         for (size_t i = 0; i < plane; i++) dx->data[pl * plane + i] = g;
     }

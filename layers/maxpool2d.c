@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_kernels.h"
 #include "layers.h"
 #include "window.h"
 
@@ -47,8 +48,10 @@ static int maxpool_forward(const rm_layer_call *call, rm_err *e)
 {
     (void)e;
     rm_shape s = call->in[0]->shape, o = call->out->shape;
-    size_t in_plane = (size_t)s.h * s.w, out_plane = (size_t)o.h * o.w;
-    for (size_t pl = 0; pl < (size_t)s.n * s.c; pl++) {
+    size_t in_plane = (size_t)s.h * s.w, out_plane = (size_t)o.h * o.w, planes = (size_t)s.n * s.c;
+    int nt = rm_call_threads(call, planes * out_plane);
+    RM_CPU_PARALLEL_FOR(nt)
+    for (size_t pl = 0; pl < planes; pl++) {
         const float *x = call->in[0]->data + pl * in_plane;
         float *y = call->out->data + pl * out_plane;
         for (int oy = 0; oy < o.h; oy++)
@@ -58,12 +61,35 @@ static int maxpool_forward(const rm_layer_call *call, rm_err *e)
     return RM_OK;
 }
 
-/* Backward only: one input plane of double accumulators. */
+/* Planes a backward call works on at once, each with its own accumulators:
+ * as many threads as can help, for a workspace that depends on the shapes
+ * alone, never on the thread count. */
+#define MAXPOOL_SLOTS 8
+
+static size_t maxpool_slots(rm_shape in)
+{
+    return (size_t)in.n * in.c < MAXPOOL_SLOTS ? (size_t)in.n * in.c : MAXPOOL_SLOTS;
+}
+
+/* Backward only: an input plane of double accumulators per slot. */
 static size_t maxpool_workspace_bytes(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out,
                                       int backward)
 {
     (void)cfg, (void)nin, (void)out;
-    return backward ? (size_t)in[0].h * (size_t)in[0].w * sizeof(double) : 0;
+    return backward ? maxpool_slots(in[0]) * (size_t)in[0].h * (size_t)in[0].w * sizeof(double) : 0;
+}
+
+/* The gradient of one plane through the windows' maxima, summed in double
+ * in window order (overlapping windows, stride < kernel, can route several
+ * gradients to one element). */
+static void maxpool_backward_plane(float *dx /* h x w */, double *acc /* h x w */, const float *x /* h x w */,
+                                   const float *dy /* ho x wo */, rm_shape s, rm_shape o, const rm_layer_config *cfg)
+{
+    size_t in_plane = (size_t)s.h * s.w;
+    memset(acc, 0, in_plane * sizeof(double));
+    for (int oy = 0; oy < o.h; oy++)
+        for (int ox = 0; ox < o.w; ox++) acc[maxpool_argmax(x, s.h, s.w, cfg, oy, ox)] += dy[(size_t)oy * o.w + ox];
+    for (size_t i = 0; i < in_plane; i++) dx[i] = (float)acc[i];
 }
 
 static int maxpool_backward(const rm_layer_call *call, rm_err *e)
@@ -71,20 +97,24 @@ static int maxpool_backward(const rm_layer_call *call, rm_err *e)
     rm_tensor *dx = call->din[0];
     if (!dx || !dx->data) return RM_OK;
     rm_shape s = call->in[0]->shape, o = call->dout->shape;
-    size_t in_plane = (size_t)s.h * s.w, out_plane = (size_t)o.h * o.w;
-    /* Overlapping windows (stride < kernel) can route several gradients to one element. */
+    size_t in_plane = (size_t)s.h * s.w, out_plane = (size_t)o.h * o.w, planes = (size_t)s.n * s.c;
+    size_t slots = maxpool_slots(s);
     void *ws, *owned;
-    int rc = rm_layer_workspace(&ws, &owned, call, in_plane * sizeof(double), "maxpool backward", e);
+    int rc =
+        rm_layer_workspace(&ws, &owned, call, maxpool_workspace_bytes(call->cfg, &s, 1, o, 1), "maxpool backward", e);
     if (rc) return rc;
     double *acc = ws;
-    for (size_t pl = 0; pl < (size_t)s.n * s.c; pl++) {
-        const float *x = call->in[0]->data + pl * in_plane, *dy = call->dout->data + pl * out_plane;
-        memset(acc, 0, in_plane * sizeof(double));
-        for (int oy = 0; oy < o.h; oy++)
-            for (int ox = 0; ox < o.w; ox++)
-                acc[maxpool_argmax(x, s.h, s.w, call->cfg, oy, ox)] += dy[(size_t)oy * o.w + ox];
-        float *dxp = dx->data + pl * in_plane;
-        for (size_t i = 0; i < in_plane; i++) dxp[i] = (float)acc[i];
+    int nt = rm_call_threads(call, planes * in_plane);
+    if ((size_t)nt > slots) nt = (int)slots;
+    /* slots planes at a time, plane g0 + j in slot j. */
+    for (size_t g0 = 0; g0 < planes; g0 += slots) {
+        size_t count = planes - g0 < slots ? planes - g0 : slots;
+        RM_CPU_PARALLEL_FOR(nt)
+        for (size_t j = 0; j < count; j++) {
+            size_t pl = g0 + j;
+            maxpool_backward_plane(dx->data + pl * in_plane, acc + j * in_plane, call->in[0]->data + pl * in_plane,
+                                   call->dout->data + pl * out_plane, s, o, call->cfg);
+        }
     }
     free(owned);
     return RM_OK;

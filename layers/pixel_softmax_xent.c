@@ -3,6 +3,7 @@
  * -log softmax(x)[label], as one 1x1x1x1 tensor. As for softmax_xent, backward
  * recomputes the softmax from the logits and starts with a loss scale of 1:
  * dlogits = (softmax - onehot) / (N*H*W). */
+#include "cpu_kernels.h"
 #include "layers.h"
 
 #include <float.h>
@@ -71,21 +72,22 @@ static void pixel_softmax_xent_forward_kernel(float *loss, const float *x, const
     *loss = (float)(total / ((double)n * (double)hw));
 }
 
-/* dx, x: n x k x hw. */
+/* dx, x: n x k x hw; pixels independent, split between nt threads. */
 static void pixel_softmax_xent_backward_kernel(float *dx, const float *x, const int32_t *labels, int n, int k,
-                                               size_t hw)
+                                               size_t hw, int nt)
 {
     double count = (double)n * (double)hw;
-    for (int i = 0; i < n; i++)
-        for (size_t p = 0; p < hw; p++) {
-            size_t base = (size_t)i * (size_t)k * hw + p;
-            double lse = log_sum_exp(x + base, k, hw);
-            int32_t label = labels[(size_t)i * hw + p];
-            for (int j = 0; j < k; j++) {
-                double prob = exp((double)x[base + j * hw] - lse);
-                dx[base + j * hw] = (float)((prob - (j == label ? 1.0 : 0.0)) / count);
-            }
+    size_t pixels = (size_t)n * hw;
+    RM_CPU_PARALLEL_FOR(nt)
+    for (size_t q = 0; q < pixels; q++) {
+        size_t i = q / hw, p = q % hw, base = i * (size_t)k * hw + p;
+        double lse = log_sum_exp(x + base, k, hw);
+        int32_t label = labels[q];
+        for (int j = 0; j < k; j++) {
+            double prob = exp((double)x[base + j * hw] - lse);
+            dx[base + j * hw] = (float)((prob - (j == label ? 1.0 : 0.0)) / count);
         }
+    }
 }
 
 static int pixel_softmax_xent_forward(const rm_layer_call *call, rm_err *e)
@@ -105,7 +107,7 @@ static int pixel_softmax_xent_backward(const rm_layer_call *call, rm_err *e)
     if (rc) return rc;
     if (call->din[0])
         pixel_softmax_xent_backward_kernel(call->din[0]->data, call->in[0]->data, call->labels, s.n, s.c,
-                                           (size_t)s.h * (size_t)s.w);
+                                           (size_t)s.h * (size_t)s.w, rm_call_threads(call, rm_shape_numel(s)));
     return RM_OK;
 }
 

@@ -1,5 +1,6 @@
 /* ReLU, y = max(x, 0). Backward reads only its own output: y > 0 exactly when
  * x > 0, so the scheduler may free the input as soon as the forward is done. */
+#include "cpu_kernels.h"
 #include "layers.h"
 
 static int relu_infer(rm_shape *out, const rm_layer_config *cfg, const rm_shape *in, int nin, rm_err *e)
@@ -17,28 +18,38 @@ static double relu_flops(const rm_layer_config *cfg, const rm_shape *in, int nin
     return (double)rm_shape_numel(out);
 }
 
-static void relu_forward_kernel(float *y, const float *x, size_t n)
+static void relu_forward_kernel(float *y, const float *x, size_t n, int nt)
 {
-    for (size_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+    RM_CPU_PARALLEL_FOR_SIMD(nt)
+    for (size_t i = 0; i < n; i++) {
+        float v = x[i]; /* one load: then GCC turns the select into a mask (cmpltps, andps), no branch */
+        y[i] = v > 0.0f ? v : 0.0f;
+    }
 }
 
-static void relu_backward_kernel(float *dx, const float *dy, const float *y, size_t n)
+static void relu_backward_kernel(float *dx, const float *dy, const float *y, size_t n, int nt)
 {
-    for (size_t i = 0; i < n; i++) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+    RM_CPU_PARALLEL_FOR_SIMD(nt)
+    for (size_t i = 0; i < n; i++) {
+        float g = dy[i]; /* loaded either way: a mask, no branch on the sign */
+        dx[i] = y[i] > 0.0f ? g : 0.0f;
+    }
 }
 
 static int relu_forward(const rm_layer_call *call, rm_err *e)
 {
     (void)e;
-    relu_forward_kernel(call->out->data, call->in[0]->data, rm_tensor_numel(call->out));
+    size_t n = rm_tensor_numel(call->out);
+    relu_forward_kernel(call->out->data, call->in[0]->data, n, rm_call_threads(call, n));
     return RM_OK;
 }
 
 static int relu_backward(const rm_layer_call *call, rm_err *e)
 {
     (void)e;
+    size_t n = rm_tensor_numel(call->out);
     if (call->din[0])
-        relu_backward_kernel(call->din[0]->data, call->dout->data, call->out->data, rm_tensor_numel(call->out));
+        relu_backward_kernel(call->din[0]->data, call->dout->data, call->out->data, n, rm_call_threads(call, n));
     return RM_OK;
 }
 

@@ -3,6 +3,7 @@
  * 1x1x1x1 tensor. Backward recomputes the softmax from the logits (it reads
  * the inputs, not the scalar output) and starts the backward pass with a loss
  * scale of 1: dlogits = (softmax - onehot) / N. */
+#include "cpu_kernels.h"
 #include "layers.h"
 
 #include <float.h>
@@ -63,9 +64,10 @@ static void softmax_xent_forward_kernel(float *loss, const float *x, const int32
     *loss = (float)(total / n);
 }
 
-/* dx, x: n x k. */
-static void softmax_xent_backward_kernel(float *dx, const float *x, const int32_t *labels, int n, int k)
+/* dx, x: n x k; rows independent, split between nt threads. */
+static void softmax_xent_backward_kernel(float *dx, const float *x, const int32_t *labels, int n, int k, int nt)
 {
+    RM_CPU_PARALLEL_FOR(nt)
     for (int i = 0; i < n; i++) {
         const float *row = x + (size_t)i * (size_t)k;
         float *drow = dx + (size_t)i * (size_t)k;
@@ -91,7 +93,9 @@ static int softmax_xent_backward(const rm_layer_call *call, rm_err *e)
     rm_shape s = call->in[0]->shape;
     int rc = check_labels(call->labels, s.n, s.c, e);
     if (rc) return rc;
-    if (call->din[0]) softmax_xent_backward_kernel(call->din[0]->data, call->in[0]->data, call->labels, s.n, s.c);
+    if (call->din[0])
+        softmax_xent_backward_kernel(call->din[0]->data, call->in[0]->data, call->labels, s.n, s.c,
+                                     rm_call_threads(call, rm_shape_numel(s)));
     return RM_OK;
 }
 

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "backend_cpu.h"
 #include "cost_file.h"
 #include "error.h"
 #include "graph.h"
@@ -30,6 +31,7 @@ typedef struct rm_profile_options {
     int warmup;             /* untimed steps first (>= 0) */
     int reps;               /* timed steps (>= 1); each node's cost is the median over them */
     uint64_t seed;          /* parameters and the random batch */
+    rm_cpu_options cpu;     /* the CPU backend's kernel library and threads (all 0: its defaults) */
     /* Called before each step (timed = 0 for warm-up) with its 1-based number
      * among its kind; may be NULL. */
     void (*progress)(void *ctx, int timed, int step, int steps);

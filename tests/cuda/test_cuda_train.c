@@ -87,11 +87,14 @@ static rm_backend *cuda_backend(void)
     return be;
 }
 
+/* The CPU reference kernels: the oracle the GPU is held to (the CPU's
+ * default library, fast, is itself checked against them). */
 static rm_backend *cpu_backend(void)
 {
     rm_backend *be = NULL;
     rm_err e = {0};
     cr_assert_eq(rm_backend_cpu_create(&be, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_backend_cpu_set_kernels(be, RM_CPU_KERNELS_REFERENCE, &e), RM_OK, "%s", e.msg);
     return be;
 }
 

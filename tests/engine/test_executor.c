@@ -304,14 +304,41 @@ static int is_dropout(const tiny *t, int i) { return is_layer_kind(t, i, RM_LAYE
 static int is_dwconv(const tiny *t, int i) { return is_layer_kind(t, i, RM_LAYER_DWCONV2D); }
 static int is_any(const tiny *t, int i) { return (void)t, (void)i, 1; }
 
-/* The exactness check of one model: every schedule against checkpoint-all. */
+/* A CPU backend with the given kernel library and threads. */
+static rm_backend *cpu_backend(rm_cpu_kernels lib, int threads)
+{
+    rm_backend *be;
+    rm_err e = {0};
+    cr_assert_eq(rm_backend_cpu_create(&be, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_backend_cpu_set_kernels(be, lib, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_backend_cpu_set_threads(be, threads, &e), RM_OK, "%s", e.msg);
+    return be;
+}
+
+/* The exactness check of one model on one CPU kernel library and thread
+ * count: every schedule against checkpoint-all on the same backend. */
+static void expect_bit_identical_on(tiny *tp, const char *cfg, int (*must_recompute)(const tiny *, int),
+                                    rm_cpu_kernels lib, int threads);
+
+/* ... on every CPU kernel library: the fast one at 1 and 2 threads (its BLAS
+ * splits products by thread count, so each count is its own case), the
+ * reference at 2 (its loops give the same bits at any count). */
 static void expect_bit_identical(const char *cfg, int batch, int (*must_recompute)(const tiny *, int), int solvers)
 {
     tiny t;
     tiny_load(&t, cfg, batch, solvers);
-    rm_backend *be;
-    rm_err e = {0};
-    cr_assert_eq(rm_backend_cpu_create(&be, &e), RM_OK);
+    expect_bit_identical_on(&t, cfg, must_recompute, RM_CPU_KERNELS_REFERENCE, 2);
+    expect_bit_identical_on(&t, cfg, must_recompute, RM_CPU_KERNELS_FAST, 1);
+    expect_bit_identical_on(&t, cfg, must_recompute, RM_CPU_KERNELS_FAST, 2);
+    tiny_free(&t);
+}
+
+static void expect_bit_identical_on(tiny *tp, const char *cfg, int (*must_recompute)(const tiny *, int),
+                                    rm_cpu_kernels lib, int threads)
+{
+    tiny t = *tp;
+    rm_backend *be = cpu_backend(lib, threads);
+    cr_log_info("%s: %s kernels, %d threads", cfg, rm_cpu_kernels_name(lib), threads);
     float *input;
     int32_t *labels;
     make_batch(&input, &labels, &t, 1234);
@@ -369,7 +396,6 @@ static void expect_bit_identical(const char *cfg, int batch, int (*must_recomput
     free(input);
     free(labels);
     rm_backend_free(be);
-    tiny_free(&t);
 }
 
 /* ---- plans --------------------------------------------------------------- */
@@ -541,14 +567,19 @@ Test(executor, batchnorm_stats_updated_once_per_step)
     cr_assert_eq(rm_executor_step(ex, &loss, input, labels, 0, &e), RM_OK, "%s", e.msg);
     /* The stem batchnorm (layer 1) normalises the stem convolution's output;
      * recompute that output's batch mean here from the input by running the
-     * convolution directly. */
+     * convolution directly, on the same backend (its kernels). */
     const rm_model_layer *conv = &t.m->layers[0], *bn = &t.m->layers[1];
     cr_assert_eq(bn->desc->kind, RM_LAYER_BATCHNORM2D);
     rm_shape xs = t.g.nodes[0].shape, ys = t.g.nodes[1].shape;
     float *y = malloc(rm_shape_bytes(ys));
     rm_tensor x = rm_tensor_make(xs, input), yt = rm_tensor_make(ys, y);
-    rm_layer_call call = {.cfg = &conv->cfg, .params = rm_executor_layer_params(ex, 0), .nin = 1, .in = {&x},
-                          .out = &yt, .training = 1};
+    rm_layer_call call = {.cfg = &conv->cfg,
+                          .params = rm_executor_layer_params(ex, 0),
+                          .be = be,
+                          .nin = 1,
+                          .in = {&x},
+                          .out = &yt,
+                          .training = 1};
     cr_assert_eq(rm_layer_forward(conv->desc, &call, &e), RM_OK, "%s", e.msg);
     const rm_layer_params *bp = rm_executor_layer_params(ex, 1);
     size_t hw = (size_t)ys.h * ys.w;
@@ -705,14 +736,16 @@ Test(executor_workspace, layers_compute_the_same_in_a_given_workspace)
  * largest gradient is checked (a wiring bug shows there first) plus `extra`
  * at random. A bug that every schedule shares (a gradient slice taken at the
  * wrong offset, a sum missing a term, a dropout backward replaying another
- * mask) passes the bit-identity tests but not this one. */
+ * mask) passes the bit-identity tests but not this one. It runs on the
+ * reference kernels: their double accumulation keeps the loss's rounding
+ * below what the quotients resolve (the fast kernels' float sums are checked
+ * against the reference layer by layer, tests/layers/test_cpu_fast.c). */
 static void expect_finite_differences(const char *cfg, int batch, int extra)
 {
     tiny t;
     tiny_load(&t, cfg, batch, 0);
-    rm_backend *be;
+    rm_backend *be = cpu_backend(RM_CPU_KERNELS_REFERENCE, 2);
     rm_err e = {0};
-    cr_assert_eq(rm_backend_cpu_create(&be, &e), RM_OK);
     float *input;
     int32_t *labels;
     make_batch(&input, &labels, &t, 5);

@@ -510,6 +510,18 @@ Test(trainer_cli, trains_and_prints_the_summary)
     cr_assert(cf_said(0, "compute overhead"));
     cr_assert(cf_said(0, "held-out loss"));
     cr_assert(cf_said(0, "done         3 steps"));
+    cr_assert(cf_said(0, "device       cpu: fast kernels (BLIS"), "the default CPU library is fast");
+}
+
+/* --cpu-kernels and --threads reach the backend, and the summary says so. */
+Test(trainer_cli, cpu_kernels_and_threads_are_chosen_on_the_command_line)
+{
+    const char *args[] = {"--model",   RESNET_TINY, "--data",    "synthetic",  "--batch",
+                          "8",         "--budget",  "100%",      "--strategy", "checkpoint_all",
+                          "--steps",   "1",         "--samples", "16",         "--cpu-kernels",
+                          "reference", "--threads", "1",         NULL};
+    cr_assert_eq(train_cli(args), 0, "%s", cf_err);
+    cr_assert(cf_said(0, "device       cpu: reference kernels, 1 thread\n"));
 }
 
 Test(trainer_cli, refuses_bad_input_with_a_reason)
@@ -522,11 +534,11 @@ Test(trainer_cli, refuses_bad_input_with_a_reason)
          "unknown strategy 'nope'"},
         {{"--model", RESNET_TINY, "--data", "synthetic", "--budget", "1KiB", "--strategy", "chen_greedy", NULL},
          "does not hold the fixed memory"},
-        {{"--model", RESNET_TINY, "--data", "synthetic", "--batch", "8", "--budget", "30%", "--strategy",
-          "chen_greedy", NULL},
+        {{"--model", RESNET_TINY, "--data", "synthetic", "--batch", "8", "--budget", "30%", "--strategy", "chen_greedy",
+          NULL},
          "no schedule exists"},
-        {{"--model", VGG_TINY, "--data", "synthetic", "--batch", "8", "--budget", "96%", "--strategy",
-          "checkpoint_all", NULL},
+        {{"--model", VGG_TINY, "--data", "synthetic", "--batch", "8", "--budget", "96%", "--strategy", "checkpoint_all",
+          NULL},
          "checkpoint_all finds no schedule"},
         {{"--model", RESNET_TINY, "--data", "/nonexistent/data", "--budget", "80%", NULL}, "/nonexistent/data"},
         {{"--model", "/nonexistent.cfg", "--data", "synthetic", "--budget", "80%", NULL}, "/nonexistent.cfg"},
@@ -540,6 +552,12 @@ Test(trainer_cli, refuses_bad_input_with_a_reason)
         {{"--model", RESNET_TINY, "--data", "synthetic", "--budget", "80%", "--samples", "99999999999", NULL},
          "--samples must be an integer from 1 to 2000000000"},
         {{"--model", RESNET_TINY, "--data", "synthetic", NULL}, "--budget B is required"},
+        {{"--model", RESNET_TINY, "--data", "synthetic", "--budget", "80%", "--cpu-kernels", "blas", NULL},
+         "unknown cpu kernel library 'blas' (reference or fast)"},
+        {{"--model", RESNET_TINY, "--data", "synthetic", "--budget", "80%", "--threads", "0", NULL},
+         "--threads: threads must be an integer from 1 to 1024, got '0'"},
+        {{"--model", RESNET_TINY, "--data", "synthetic", "--budget", "80%", "--device", "cuda", "--threads", "2", NULL},
+         "--threads is for --device cpu"},
         {{"--model", RESNET_TINY, "--budget", "80%", NULL}, "--data"},
         {{"--model", UNET_TINY, "--data", "synthetic", "--budget", "8MiB", "--batch", "auto", "--strategy",
           "checkpoint_all", "--lr", "-1", NULL},

@@ -1,0 +1,526 @@
+/* The fast CPU kernel library (engine/backend_cpu.h) against two oracles:
+ * a naive direct convolution (the seven loops of the definition, in double)
+ * and the reference kernels, on odd shapes (stride 2 and 3, padding, 1x1
+ * direct and strided, 5x5, 7x7, channel counts that divide nothing, batch 1
+ * and 3, an image whose im2col matrix is split into blocks), forward and
+ * both backward passes, at 1 and 2 threads; linear likewise. Then what the
+ * threads must not change: the bits of a fast call run twice, and of every
+ * threaded loop of the other layers at 1 and 2 threads; the workspace the
+ * fast kernels declare; and how a library and a thread count are chosen.
+ *
+ * Tolerance. A float sum of K products a_i b_i, in any order, is within
+ * K u sum |a_i b_i| of the exact value (u = 2^-24): the fast kernels must be
+ * within (K + 2) u of sum |terms| of the naive result, output by output, K
+ * the terms of that output. The reference accumulates in double and rounds
+ * once: within 2 u of sum |terms|. */
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <criterion/parameterized.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layers.h"
+
+#define U (1.0 / 16777216.0) /* 2^-24: float's unit roundoff */
+
+static rm_backend *cpu(rm_cpu_kernels lib, int threads)
+{
+    rm_backend *be = NULL;
+    rm_err e = {0};
+    cr_assert_eq(rm_backend_cpu_create(&be, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_backend_cpu_set_kernels(be, lib, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_backend_cpu_set_threads(be, threads, &e), RM_OK, "%s", e.msg);
+    return be;
+}
+
+static void *must(void *p)
+{
+    cr_assert_not_null(p, "out of memory");
+    return p;
+}
+
+static float *uniform(size_t n, uint64_t seed)
+{
+    float *p = must(malloc((n + 1) * sizeof(float)));
+    rm_rng r = rm_rng_make(seed);
+    for (size_t i = 0; i < n; i++) p[i] = (float)rm_rng_range(&r, -1, 1);
+    return p;
+}
+
+static double *zeros(size_t n)
+{
+    return must(calloc(n + 1, sizeof(double)));
+}
+
+/* ---- the naive oracle ------------------------------------------------------ */
+
+/* One convolution problem and its exact answers: y, dx, dw, db in double,
+ * each with the sum of the magnitudes of its terms (for the tolerance). */
+typedef struct conv_case {
+    char name[32]; /* an array: Criterion copies parameters into another process */
+    rm_shape x;
+    int cout, k, s, p, bias;
+} conv_case;
+
+typedef struct conv_exact {
+    rm_shape y;
+    double *y_, *dx, *dw, *db;    /* exact values */
+    double *ya, *dxa, *dwa, *dba; /* sum of |terms| */
+} conv_exact;
+
+/* The input element under tap (ky, kx) of output pixel (oy, ox), or -1 in
+ * the padding. */
+static long tap_index(const conv_case *c, int ci, int oy, int ox, int ky, int kx)
+{
+    int iy = oy * c->s - c->p + ky, ix = ox * c->s - c->p + kx;
+    if (iy < 0 || iy >= c->x.h || ix < 0 || ix >= c->x.w) return -1;
+    return ((long)ci * c->x.h + iy) * c->x.w + ix;
+}
+
+/* The seven loops, forward (n, co, oy, ox, ci, ky, kx) and, with the same
+ * index arithmetic, the two gradients, every product in double. */
+static void naive_conv(conv_exact *r, const conv_case *c, const float *x, const float *w, const float *b,
+                       const float *dy)
+{
+    const rm_shape X = c->x, Y = r->y;
+    const size_t xs = (size_t)X.c * X.h * X.w, ys = (size_t)Y.c * Y.h * Y.w, kk = (size_t)X.c * c->k * c->k;
+    for (int n = 0; n < X.n; n++)
+        for (int co = 0; co < c->cout; co++)
+            for (int oy = 0; oy < Y.h; oy++)
+                for (int ox = 0; ox < Y.w; ox++) {
+                    size_t yi = n * ys + ((size_t)co * Y.h + oy) * Y.w + ox;
+                    double g = dy[yi];
+                    r->y_[yi] = b ? b[co] : 0.0;
+                    r->ya[yi] = b ? fabs(b[co]) : 0.0;
+                    if (b) r->db[co] += g, r->dba[co] += fabs(g);
+                    for (int ci = 0; ci < X.c; ci++)
+                        for (int ky = 0; ky < c->k; ky++)
+                            for (int kx = 0; kx < c->k; kx++) {
+                                long xi = tap_index(c, ci, oy, ox, ky, kx);
+                                if (xi < 0) continue;
+                                size_t wi = co * kk + ((size_t)ci * c->k + ky) * c->k + kx;
+                                double xv = x[n * xs + (size_t)xi], wv = w[wi];
+                                r->y_[yi] += wv * xv, r->ya[yi] += fabs(wv * xv);
+                                r->dx[n * xs + (size_t)xi] += wv * g, r->dxa[n * xs + (size_t)xi] += fabs(wv * g);
+                                r->dw[wi] += g * xv, r->dwa[wi] += fabs(g * xv);
+                            }
+                }
+}
+
+/* Terms per output: y sums cin k^2 products (+ the bias), dx at most cout
+ * k^2, dw n ho wo, db n ho wo. */
+static void expect_close(const char *what, const char *who, const float *got, const double *exact, const double *mag,
+                         size_t n, double terms, double rel)
+{
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        double err = fabs((double)got[i] - exact[i]), bound = rel * (terms + 2) * mag[i] + 1e-30;
+        cr_assert_leq(err, bound, "%s %s[%zu]: %.9g, exact %.9g (bound %.3g)", who, what, i, (double)got[i], exact[i],
+                      bound);
+        if (mag[i] > 0 && err / mag[i] > worst) worst = err / mag[i];
+    }
+    cr_log_info("%-28s %-3s worst error / sum|terms| = %.3g (bound %.3g)", who, what, worst, rel * (terms + 2));
+}
+
+/* One conv call on be: y, dx, dw, db (db NULL without a bias). */
+static void run_conv(float *y, float *dx, float *dw, float *db, const conv_case *c, rm_shape ys, const float *x,
+                     float *w, float *b, const float *dy, rm_backend *be)
+{
+    rm_layer_config cfg = {
+        .kind = RM_LAYER_CONV2D, .out_channels = c->cout, .kernel = c->k, .stride = c->s, .pad = c->p, .bias = c->bias};
+    rm_shape ws, bs;
+    rm_conv2d_desc.param_shapes(&ws, &bs, &cfg, &c->x, 1);
+    rm_layer_params prm = {.w = rm_tensor_make(ws, w), .dw = rm_tensor_make(ws, dw)};
+    if (c->bias) prm.b = rm_tensor_make(bs, b), prm.db = rm_tensor_make(bs, db);
+    rm_tensor tx = rm_tensor_make(c->x, (float *)x), ty = rm_tensor_make(ys, y), tdy = rm_tensor_make(ys, (float *)dy),
+              tdx = rm_tensor_make(c->x, dx);
+    rm_layer_call call = {.cfg = &cfg,
+                          .params = &prm,
+                          .be = be,
+                          .nin = 1,
+                          .in = {&tx},
+                          .out = &ty,
+                          .dout = &tdy,
+                          .din = {&tdx},
+                          .training = 1};
+    rm_err e = {0};
+    cr_assert_eq(rm_layer_forward(&rm_conv2d_desc, &call, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_layer_backward(&rm_conv2d_desc, &call, &e), RM_OK, "%s", e.msg);
+}
+
+static void expect_conv(const conv_case *c)
+{
+    rm_layer_config cfg = {
+        .kind = RM_LAYER_CONV2D, .out_channels = c->cout, .kernel = c->k, .stride = c->s, .pad = c->p, .bias = c->bias};
+    rm_err e = {0};
+    conv_exact r;
+    memset(&r, 0, sizeof r);
+    cr_assert_eq(rm_conv2d_desc.infer(&r.y, &cfg, &c->x, 1, &e), RM_OK, "%s", e.msg);
+    size_t nx = rm_shape_numel(c->x), ny = rm_shape_numel(r.y), nw = (size_t)c->cout * c->x.c * c->k * c->k,
+           nb = (size_t)c->cout;
+    float *x = uniform(nx, 1), *w = uniform(nw, 2), *b = c->bias ? uniform(nb, 3) : NULL, *dy = uniform(ny, 4);
+    r.y_ = zeros(ny), r.ya = zeros(ny), r.dx = zeros(nx), r.dxa = zeros(nx), r.dw = zeros(nw), r.dwa = zeros(nw);
+    r.db = zeros(nb), r.dba = zeros(nb);
+    naive_conv(&r, c, x, w, b, dy);
+    double t_y = (double)c->x.c * c->k * c->k + 1, t_dx = (double)c->cout * c->k * c->k,
+           t_dw = (double)c->x.n * r.y.h * r.y.w;
+    struct {
+        rm_cpu_kernels lib;
+        int threads;
+    } runs[] = {{RM_CPU_KERNELS_REFERENCE, 1}, {RM_CPU_KERNELS_FAST, 1}, {RM_CPU_KERNELS_FAST, 2}};
+    float *y = malloc(ny * sizeof *y), *dx = malloc(nx * sizeof *dx), *dw = malloc(nw * sizeof *dw),
+          *db = malloc(nb * sizeof *db), *again = malloc((ny + nx + nw) * sizeof *again);
+    for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
+        rm_backend *be = cpu(runs[k].lib, runs[k].threads);
+        char who[64];
+        snprintf(who, sizeof who, "%s %s/%d", c->name, rm_cpu_kernels_name(runs[k].lib), runs[k].threads);
+        run_conv(y, dx, dw, db, c, r.y, x, w, b, dy, be);
+        int fast = runs[k].lib == RM_CPU_KERNELS_FAST;
+        /* The reference rounds a double sum once; the fast kernels sum in float. */
+        expect_close("y", who, y, r.y_, r.ya, ny, fast ? t_y : 0, U);
+        expect_close("dx", who, dx, r.dx, r.dxa, nx, fast ? t_dx : 0, U);
+        expect_close("dw", who, dw, r.dw, r.dwa, nw, fast ? t_dw : 0, U);
+        if (c->bias) expect_close("db", who, db, r.db, r.dba, nb, 0, U);
+        /* The same call again: the same bits (no order depends on timing). */
+        memcpy(again, y, ny * sizeof *y), memcpy(again + ny, dx, nx * sizeof *dx);
+        memcpy(again + ny + nx, dw, nw * sizeof *dw);
+        run_conv(y, dx, dw, db, c, r.y, x, w, b, dy, be);
+        cr_assert_eq(memcmp(again, y, ny * sizeof *y), 0, "%s: y differs run to run", who);
+        cr_assert_eq(memcmp(again + ny, dx, nx * sizeof *dx), 0, "%s: dx differs run to run", who);
+        cr_assert_eq(memcmp(again + ny + nx, dw, nw * sizeof *dw), 0, "%s: dw differs run to run", who);
+        rm_backend_free(be);
+    }
+    free(y), free(dx), free(dw), free(db), free(again);
+    free(x), free(w), free(b), free(dy);
+    free(r.y_), free(r.ya), free(r.dx), free(r.dxa), free(r.dw), free(r.dwa), free(r.db), free(r.dba);
+}
+
+/* Stride 2 and 3, padding, 1x1 (direct, and strided), 5x5 and 7x7, channel
+ * counts that divide nothing, batch 1 and 3; one large enough that im2col
+ * and col2im run on both threads (81 x 1020 elements, past RM_CPU_LOOP_MIN),
+ * and one whose products (4 blocks of 147 x 8091 im2col columns against 4
+ * filters, past 4e6 multiply-adds) run on both threads. The stem-like 7x7
+ * and the 5x5 cases are done in blocks of pixels too: their im2col matrix
+ * is larger than the reference's workspace, which bounds the block. */
+static conv_case conv_cases[] = {
+    {"k3 s2 p1", {3, 5, 11, 9}, 7, 3, 2, 1, 1},
+    {"k7 s2 p3 (stem)", {1, 3, 23, 21}, 13, 7, 2, 3, 0},
+    {"k1 s1 p0 (direct)", {3, 6, 7, 5}, 5, 1, 1, 0, 1},
+    {"k1 s2 p0", {1, 7, 9, 10}, 3, 1, 2, 0, 0},
+    {"k5 s1 p2", {3, 3, 8, 8}, 4, 5, 1, 2, 1},
+    {"k3 s3 p1", {1, 2, 6, 7}, 3, 3, 3, 1, 1},
+    {"k3 s1 p1 (threaded)", {3, 9, 34, 30}, 17, 3, 1, 1, 1},
+    {"k7 s2 p3 (large)", {1, 3, 338, 338}, 4, 7, 2, 3, 1},
+};
+
+ParameterizedTestParameters(cpu_fast, conv_against_naive_and_reference)
+{
+    return cr_make_param_array(conv_case, conv_cases, sizeof conv_cases / sizeof conv_cases[0]);
+}
+
+ParameterizedTest(conv_case *c, cpu_fast, conv_against_naive_and_reference, .timeout = 120)
+{
+    expect_conv(c);
+}
+
+/* ---- linear ------------------------------------------------------------------ */
+
+/* y = x w^T + b, dx = dy w, dw = dy^T x, db, against double sums. */
+static void expect_linear(int n, rm_shape x_in, int out, int bias)
+{
+    rm_shape xs = x_in;
+    xs.n = n;
+    size_t in = rm_shape_numel(xs) / (size_t)n, nx = (size_t)n * in, ny = (size_t)n * out, nw = (size_t)out * in;
+    float *x = uniform(nx, 5), *w = uniform(nw, 6), *b = bias ? uniform((size_t)out, 7) : NULL, *dy = uniform(ny, 8);
+    double *y_ = zeros(ny), *ya = zeros(ny), *dx_ = zeros(nx), *dxa = zeros(nx), *dw_ = zeros(nw), *dwa = zeros(nw);
+    for (int i = 0; i < n; i++)
+        for (int o = 0; o < out; o++) {
+            size_t yi = (size_t)i * out + o;
+            y_[yi] = b ? b[o] : 0.0, ya[yi] = b ? fabs(b[o]) : 0.0;
+            for (size_t j = 0; j < in; j++) {
+                double xv = x[i * in + j], wv = w[o * in + j], g = dy[yi];
+                y_[yi] += wv * xv, ya[yi] += fabs(wv * xv);
+                dx_[i * in + j] += g * wv, dxa[i * in + j] += fabs(g * wv);
+                dw_[o * in + j] += g * xv, dwa[o * in + j] += fabs(g * xv);
+            }
+        }
+    rm_layer_config cfg = {.kind = RM_LAYER_LINEAR, .out_channels = out, .bias = bias};
+    rm_shape ys = rm_shape_make(n, out, 1, 1), wsh, bsh;
+    rm_linear_desc.param_shapes(&wsh, &bsh, &cfg, &xs, 1);
+    float *y = malloc(ny * sizeof *y), *dx = malloc(nx * sizeof *dx), *dw = malloc(nw * sizeof *dw),
+          *db = malloc((size_t)out * sizeof *db);
+    rm_layer_params prm = {.w = rm_tensor_make(wsh, w), .dw = rm_tensor_make(wsh, dw)};
+    if (bias) prm.b = rm_tensor_make(bsh, b), prm.db = rm_tensor_make(bsh, db);
+    rm_tensor tx = rm_tensor_make(xs, x), ty = rm_tensor_make(ys, y), tdy = rm_tensor_make(ys, dy),
+              tdx = rm_tensor_make(xs, dx);
+    for (int threads = 1; threads <= 2; threads++) {
+        rm_backend *be = cpu(RM_CPU_KERNELS_FAST, threads);
+        rm_layer_call call = {.cfg = &cfg,
+                              .params = &prm,
+                              .be = be,
+                              .nin = 1,
+                              .in = {&tx},
+                              .out = &ty,
+                              .dout = &tdy,
+                              .din = {&tdx},
+                              .training = 1};
+        rm_err e = {0};
+        cr_assert_eq(rm_layer_forward(&rm_linear_desc, &call, &e), RM_OK, "%s", e.msg);
+        cr_assert_eq(rm_layer_backward(&rm_linear_desc, &call, &e), RM_OK, "%s", e.msg);
+        char who[64];
+        snprintf(who, sizeof who, "linear %d x %zu -> %d fast/%d", n, in, out, threads);
+        expect_close("y", who, y, y_, ya, ny, (double)in + 1, U);
+        expect_close("dx", who, dx, dx_, dxa, nx, out, U);
+        expect_close("dw", who, dw, dw_, dwa, nw, n, U);
+        rm_backend_free(be);
+    }
+    free(x), free(w), free(b), free(dy), free(y), free(dx), free(dw), free(db);
+    free(y_), free(ya), free(dx_), free(dxa), free(dw_), free(dwa);
+}
+
+Test(cpu_fast, linear_batch1_and_3)
+{
+    expect_linear(1, rm_shape_make(1, 7, 3, 5), 11, 1);
+    expect_linear(3, rm_shape_make(1, 37, 1, 1), 10, 0);
+    expect_linear(3, rm_shape_make(1, 512, 1, 1), 1000, 1); /* ResNet's classifier */
+}
+
+/* ---- what the thread count must not change ---------------------------------- */
+
+/* Every output of one forward and backward of d on be, concatenated: the
+ * output, the input gradients, dw, db and the running statistics. The
+ * inputs, parameters and output gradient come from the seed. */
+typedef struct layer_run {
+    float *v;
+    size_t n;
+} layer_run;
+
+static layer_run run_layer(const rm_layer_desc *d, rm_layer_config cfg, const rm_shape *in, int nin, rm_backend *be)
+{
+    rm_err e = {0};
+    rm_shape ys, ws = {0, 0, 0, 0}, bs = {0, 0, 0, 0};
+    cr_assert_eq(d->infer(&ys, &cfg, in, nin, &e), RM_OK, "%s", e.msg);
+    if (d->param_shapes) d->param_shapes(&ws, &bs, &cfg, in, nin);
+    size_t nin_total = 0, ny = rm_shape_numel(ys), nw = rm_shape_numel(ws), nb = rm_shape_numel(bs);
+    for (int i = 0; i < nin; i++) nin_total += rm_shape_numel(in[i]);
+    size_t nstats = cfg.kind == RM_LAYER_BATCHNORM2D ? 2 * (size_t)in[0].c : 0;
+    layer_run r = {.n = ny + nin_total + nw + nb + nstats};
+    r.v = calloc(r.n + 1, sizeof(float));
+    float *x = uniform(nin_total, 9), *dy = uniform(ny, 10), *w = uniform(nw, 11), *b = uniform(nb, 12);
+    float *out = r.v, *dx = out + ny, *dw = dx + nin_total, *db = dw + nw, *stats = db + nb;
+    rm_layer_params prm;
+    memset(&prm, 0, sizeof prm);
+    if (nw) prm.w = rm_tensor_make(ws, w), prm.dw = rm_tensor_make(ws, dw);
+    if (nb) prm.b = rm_tensor_make(bs, b), prm.db = rm_tensor_make(bs, db);
+    if (nstats) {
+        rm_shape cs = rm_shape_make(in[0].c, 1, 1, 1);
+        prm.running_mean = rm_tensor_make(cs, stats), prm.running_var = rm_tensor_make(cs, stats + in[0].c);
+    }
+    rm_tensor tx[RM_MAX_INPUTS], tdx[RM_MAX_INPUTS], ty = rm_tensor_make(ys, out), tdy = rm_tensor_make(ys, dy);
+    /* Loss layers: a class per sample (or per pixel), from the seed. */
+    size_t nlabels = cfg.kind == RM_LAYER_PIXEL_SOFTMAX_XENT ? (size_t)in[0].n * in[0].h * in[0].w : (size_t)in[0].n;
+    int32_t *labels = must(malloc(nlabels * sizeof *labels));
+    rm_rng lr = rm_rng_make(13);
+    for (size_t i = 0; i < nlabels; i++) labels[i] = (int32_t)(rm_rng_next(&lr) % (uint64_t)in[0].c);
+    rm_layer_call call = {.cfg = &cfg, .params = &prm, .be = be, .nin = nin, .out = &ty, .dout = &tdy,
+                          .labels = labels, .training = 1, .update_stats = 1};
+    size_t at = 0;
+    for (int i = 0; i < nin; i++) {
+        tx[i] = rm_tensor_make(in[i], x + at), tdx[i] = rm_tensor_make(in[i], dx + at);
+        call.in[i] = &tx[i], call.din[i] = &tdx[i];
+        at += rm_shape_numel(in[i]);
+    }
+    cr_assert_eq(rm_layer_forward(d, &call, &e), RM_OK, "%s: %s", d->name, e.msg);
+    cr_assert_eq(rm_layer_backward(d, &call, &e), RM_OK, "%s: %s", d->name, e.msg);
+    free(x), free(dy), free(w), free(b), free(labels);
+    return r;
+}
+
+/* The reference loops split outputs, never a sum, between threads: the same
+ * bits at 1 and 2 threads, and the fast library runs the same kernels for
+ * every layer but conv2d and linear. Shapes past RM_CPU_LOOP_MIN outputs, so
+ * that the loops do run on two threads. */
+static void expect_thread_invariant(const rm_layer_desc *d, rm_layer_config cfg, const rm_shape *in, int nin)
+{
+    cr_assert_geq(rm_shape_numel(in[0]), (size_t)RM_CPU_LOOP_MIN);
+    rm_backend *one = cpu(RM_CPU_KERNELS_REFERENCE, 1), *two = cpu(RM_CPU_KERNELS_REFERENCE, 2),
+               *fast = cpu(RM_CPU_KERNELS_FAST, 2);
+    layer_run a = run_layer(d, cfg, in, nin, one), b = run_layer(d, cfg, in, nin, two),
+              c = run_layer(d, cfg, in, nin, fast);
+    cr_assert_eq(memcmp(a.v, b.v, a.n * sizeof(float)), 0, "%s: 1 and 2 threads differ", d->name);
+    if (d->kind != RM_LAYER_CONV2D && d->kind != RM_LAYER_LINEAR)
+        cr_assert_eq(memcmp(a.v, c.v, a.n * sizeof(float)), 0, "%s: the fast library differs", d->name);
+    free(a.v), free(b.v), free(c.v);
+    rm_backend_free(one), rm_backend_free(two), rm_backend_free(fast);
+}
+
+Test(cpu_fast, threaded_loops_give_the_same_bits)
+{
+    rm_shape x = rm_shape_make(4, 8, 96, 96), two[2] = {x, x}; /* pooled: still 73728 outputs */
+    expect_thread_invariant(&rm_relu_desc, (rm_layer_config){.kind = RM_LAYER_RELU}, &x, 1);
+    expect_thread_invariant(&rm_add_desc, (rm_layer_config){.kind = RM_LAYER_ADD}, two, 2);
+    expect_thread_invariant(&rm_batchnorm2d_desc,
+                            (rm_layer_config){.kind = RM_LAYER_BATCHNORM2D, .eps = 1e-5f, .momentum = 0.1f}, &x, 1);
+    rm_layer_config pool = {.kind = RM_LAYER_MAXPOOL2D, .kernel = 3, .stride = 2, .pad = 1};
+    expect_thread_invariant(&rm_maxpool2d_desc, pool, &x, 1);
+    pool.kind = RM_LAYER_AVGPOOL2D;
+    expect_thread_invariant(&rm_avgpool2d_desc, pool, &x, 1);
+    expect_thread_invariant(&rm_global_avgpool_desc, (rm_layer_config){.kind = RM_LAYER_GLOBAL_AVGPOOL}, &x, 1);
+    rm_shape logits = rm_shape_make(70, 1000, 1, 1), pixels = rm_shape_make(2, 3, 120, 120);
+    expect_thread_invariant(&rm_softmax_xent_desc, (rm_layer_config){.kind = RM_LAYER_SOFTMAX_XENT}, &logits, 1);
+    expect_thread_invariant(&rm_pixel_softmax_xent_desc, (rm_layer_config){.kind = RM_LAYER_PIXEL_SOFTMAX_XENT},
+                            &pixels, 1);
+    /* The bias gradients of the reference convolutions. */
+    expect_thread_invariant(
+        &rm_conv2d_desc,
+        (rm_layer_config){.kind = RM_LAYER_CONV2D, .out_channels = 5, .kernel = 3, .stride = 1, .pad = 1, .bias = 1},
+        &x, 1);
+    expect_thread_invariant(&rm_dwconv2d_desc,
+                            (rm_layer_config){.kind = RM_LAYER_DWCONV2D, .kernel = 3, .stride = 1, .pad = 1, .bias = 1},
+                            &x, 1);
+}
+
+/* The backend's own loops: gradient sum and the optimizer steps. */
+Test(cpu_fast, backend_loops_give_the_same_bits)
+{
+    const size_t n = 100003;
+    rm_backend *one = cpu(RM_CPU_KERNELS_REFERENCE, 1), *two = cpu(RM_CPU_KERNELS_FAST, 2);
+    float *a = uniform(n, 13), *b = uniform(n, 14), *out1 = malloc(n * sizeof(float)),
+          *out2 = malloc(n * sizeof(float));
+    const float *src[2] = {a, b};
+    rm_err e = {0};
+    cr_assert_eq(one->ops->grad_sum(one->ctx, out1, src, 2, n, &e), RM_OK);
+    cr_assert_eq(two->ops->grad_sum(two->ctx, out2, src, 2, n, &e), RM_OK);
+    cr_assert_eq(memcmp(out1, out2, n * sizeof(float)), 0, "grad_sum differs");
+    float *w1 = uniform(n, 15), *w2 = uniform(n, 15), *v1 = uniform(n, 16), *v2 = uniform(n, 16);
+    cr_assert_eq(one->ops->sgd_update(one->ctx, w1, a, v1, n, 0.1f, 1e-4f, 0.9f, 1, &e), RM_OK);
+    cr_assert_eq(two->ops->sgd_update(two->ctx, w2, a, v2, n, 0.1f, 1e-4f, 0.9f, 1, &e), RM_OK);
+    cr_assert_eq(memcmp(w1, w2, n * sizeof(float)), 0, "sgd differs");
+    rm_adam_scalars k = {0.9f, 0.1f, 0.999f, 0.001f, 1e-8f, 1e-3f, 0.03f, 0.0f, 1.0f};
+    cr_assert_eq(one->ops->adam_update(one->ctx, w1, a, v1, out1, n, &k, &e), RM_OK);
+    cr_assert_eq(two->ops->adam_update(two->ctx, w2, a, v2, out2, n, &k, &e), RM_OK);
+    cr_assert_eq(memcmp(w1, w2, n * sizeof(float)), 0, "adam differs");
+    free(a), free(b), free(out1), free(out2), free(w1), free(w2), free(v1), free(v2);
+    rm_backend_free(one), rm_backend_free(two);
+}
+
+/* ---- workspace ------------------------------------------------------------------ */
+
+/* The fast kernels in a workspace of exactly the size they declare (stale
+ * contents, NaN) compute what they compute with their own, refuse one byte
+ * less, fit the CPU kind's bound the executor allocates, and never need
+ * more than the reference (so the fixed memory does not depend on the
+ * library). */
+Test(cpu_fast, conv_workspace_is_exact_and_bounded)
+{
+    const conv_case c = {"ws", rm_shape_make(2, 3, 9, 7), 5, 3, 2, 1, 1};
+    rm_layer_config cfg = {.kind = RM_LAYER_CONV2D, .out_channels = 5, .kernel = 3, .stride = 2, .pad = 1, .bias = 1};
+    rm_backend *be = cpu(RM_CPU_KERNELS_FAST, 2);
+    rm_shape ys;
+    rm_err e = {0};
+    cr_assert_eq(rm_conv2d_desc.infer(&ys, &cfg, &c.x, 1, &e), RM_OK, "%s", e.msg);
+    size_t need = 0;
+    for (int back = 0; back < 2; back++) {
+        size_t n = rm_layer_workspace_bytes_device(&rm_conv2d_desc, be, &cfg, &c.x, 1, ys, back);
+        cr_assert_leq(n, rm_backend_kind_layer_workspace(RM_BACKEND_CPU, &rm_conv2d_desc, &cfg, &c.x, 1, ys, back));
+        cr_assert_leq(n, rm_conv2d_desc.workspace_bytes(&cfg, &c.x, 1, ys, 1), "more than the reference's");
+        if (n > need) need = n;
+    }
+    cr_assert_eq(need, (size_t)3 * 9 * 5 * 4 * sizeof(float), "one image's im2col: 27 taps x 20 pixels");
+    size_t nx = rm_shape_numel(c.x), ny = rm_shape_numel(ys), nw = 5 * 27;
+    float *x = uniform(nx, 1), *w = uniform(nw, 2), *b = uniform(5, 3), *dy = uniform(ny, 4);
+    float *own = malloc((ny + nx + nw + 5) * sizeof(float)), *given = malloc((ny + nx + nw + 5) * sizeof(float));
+    run_conv(own, own + ny, own + ny + nx, own + ny + nx + nw, &c, ys, x, w, b, dy, be);
+    float *scratch = malloc(need);
+    for (size_t i = 0; i < need / sizeof(float); i++) scratch[i] = NAN;
+    rm_shape wsh, bsh;
+    rm_conv2d_desc.param_shapes(&wsh, &bsh, &cfg, &c.x, 1);
+    float *y = given, *dx = y + ny, *dw = dx + nx, *db = dw + nw;
+    rm_layer_params prm = {.w = rm_tensor_make(wsh, w),
+                           .b = rm_tensor_make(bsh, b),
+                           .dw = rm_tensor_make(wsh, dw),
+                           .db = rm_tensor_make(bsh, db)};
+    rm_tensor tx = rm_tensor_make(c.x, x), ty = rm_tensor_make(ys, y), tdy = rm_tensor_make(ys, dy),
+              tdx = rm_tensor_make(c.x, dx);
+    rm_layer_call call = {.cfg = &cfg,
+                          .params = &prm,
+                          .be = be,
+                          .nin = 1,
+                          .in = {&tx},
+                          .out = &ty,
+                          .dout = &tdy,
+                          .din = {&tdx},
+                          .training = 1,
+                          .workspace = scratch,
+                          .workspace_size = need};
+    cr_assert_eq(rm_layer_forward(&rm_conv2d_desc, &call, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_layer_backward(&rm_conv2d_desc, &call, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(memcmp(own, given, (ny + nx + nw + 5) * sizeof(float)), 0, "a given workspace changes the result");
+    call.workspace_size = need - 1;
+    cr_assert_eq(rm_layer_forward(&rm_conv2d_desc, &call, &e), RM_ERR_INVALID);
+    cr_assert_eq(rm_layer_backward(&rm_conv2d_desc, &call, &e), RM_ERR_INVALID);
+    /* A 1x1 stride-1 convolution reads its input in place: no workspace. */
+    rm_layer_config one = {.kind = RM_LAYER_CONV2D, .out_channels = 4, .kernel = 1, .stride = 1};
+    cr_assert_eq(rm_layer_workspace_bytes_device(&rm_conv2d_desc, be, &one, &c.x, 1, rm_shape_make(2, 4, 9, 7), 1), 0);
+    free(x), free(w), free(b), free(dy), free(own), free(given), free(scratch);
+    rm_backend_free(be);
+}
+
+/* ---- choosing a library and threads ---------------------------------------------- */
+
+Test(cpu_fast, names_environment_and_settings)
+{
+    rm_err e = {0};
+    rm_cpu_kernels lib;
+    cr_expect_eq(rm_cpu_kernels_parse(&lib, "reference", &e), RM_OK);
+    cr_expect_eq(lib, RM_CPU_KERNELS_REFERENCE);
+    cr_expect_eq(rm_cpu_kernels_parse(&lib, "fast", &e), RM_OK);
+    cr_expect_eq(lib, RM_CPU_KERNELS_FAST);
+    cr_expect_eq(rm_cpu_kernels_parse(&lib, "blas", &e), RM_ERR_INVALID);
+    cr_expect(strstr(e.msg, "'blas' (reference or fast)") != NULL, "%s", e.msg);
+    cr_expect_str_eq(rm_cpu_kernels_name(RM_CPU_KERNELS_FAST), "fast");
+    int n = 0;
+    cr_expect_eq(rm_cpu_threads_parse(&n, "3", &e), RM_OK);
+    cr_expect_eq(n, 3);
+    cr_expect_eq(rm_cpu_threads_parse(&n, "0", &e), RM_ERR_INVALID);
+    cr_expect_eq(rm_cpu_threads_parse(&n, "2x", &e), RM_ERR_INVALID);
+    cr_expect_eq(rm_cpu_threads_parse(&n, "100000", &e), RM_ERR_INVALID);
+
+    /* Defaults: fast on every core; the environment overrides both. */
+    unsetenv("REMAT_CPU_KERNELS"), unsetenv("REMAT_THREADS");
+    rm_backend *be = NULL;
+    cr_assert_eq(rm_backend_cpu_create(&be, &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(rm_backend_cpu_kernels(be), RM_CPU_KERNELS_FAST);
+    cr_expect_eq(rm_backend_cpu_threads(be), rm_cpu_cores());
+    rm_backend_free(be);
+    setenv("REMAT_CPU_KERNELS", "reference", 1), setenv("REMAT_THREADS", "3", 1);
+    cr_assert_eq(rm_backend_cpu_create(&be, &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(rm_backend_cpu_kernels(be), RM_CPU_KERNELS_REFERENCE);
+    cr_expect_eq(rm_backend_cpu_threads(be), 3);
+    char buf[160];
+    cr_expect_str_eq(rm_backend_cpu_describe(be, buf, sizeof buf), "reference kernels, 3 threads");
+    rm_backend_free(be);
+    setenv("REMAT_THREADS", "lots", 1);
+    cr_expect_eq(rm_backend_cpu_create(&be, &e), RM_ERR_INVALID);
+    cr_expect(strstr(e.msg, "REMAT_THREADS") != NULL, "%s", e.msg);
+    setenv("REMAT_THREADS", "1", 1), setenv("REMAT_CPU_KERNELS", "fastest", 1);
+    cr_expect_eq(rm_backend_cpu_create(&be, &e), RM_ERR_INVALID);
+    cr_expect(strstr(e.msg, "REMAT_CPU_KERNELS") != NULL, "%s", e.msg);
+    unsetenv("REMAT_CPU_KERNELS"), unsetenv("REMAT_THREADS");
+
+    /* Settings: the host backend is the reference on one thread, fixed. */
+    cr_expect_eq(rm_backend_cpu_kernels(rm_backend_host()), RM_CPU_KERNELS_REFERENCE);
+    cr_expect_eq(rm_backend_cpu_threads(NULL), 1);
+    cr_expect_eq(rm_backend_cpu_set_threads(rm_backend_host(), 2, &e), RM_ERR_INVALID);
+    be = cpu(RM_CPU_KERNELS_FAST, 2);
+    cr_expect_eq(rm_backend_cpu_set_threads(be, 0, &e), RM_ERR_INVALID);
+    cr_expect_eq(rm_backend_cpu_set_kernels(be, RM_CPU_KERNELS_COUNT, &e), RM_ERR_INVALID);
+    rm_cpu_options o = {.set_kernels = 1, .kernels = RM_CPU_KERNELS_REFERENCE, .threads = 1};
+    cr_expect_eq(rm_backend_cpu_apply(be, &o, &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(rm_backend_cpu_kernels(be), RM_CPU_KERNELS_REFERENCE);
+    cr_expect_eq(rm_backend_cpu_threads(be), 1);
+    cr_expect(strstr(rm_cpu_blas_describe(buf, sizeof buf), "BLIS") != NULL, "%s", buf);
+    rm_backend_free(be);
+}
