@@ -184,6 +184,20 @@ int rm_cli_parse_seconds(double *out, const char *s)
     return 0;
 }
 
+int rm_cli_parse_solver_limits(double *seconds, long *nodes, const char *time_limit, const char *node_limit, char *why,
+                               size_t len)
+{
+    if (time_limit && rm_cli_parse_seconds(seconds, time_limit)) {
+        snprintf(why, len, "--time-limit must be a number of seconds >= 0, got '%s'", time_limit);
+        return -1;
+    }
+    if (node_limit && rm_cli_parse_long(nodes, node_limit, 0, 1000000000000L)) {
+        snprintf(why, len, "--node-limit must be a whole number >= 0, got '%s'", node_limit);
+        return -1;
+    }
+    return 0;
+}
+
 /* The units a budget may carry: the suffix (case-insensitive) and its bytes. */
 static const struct {
     const char *suffix;

@@ -80,6 +80,11 @@ int rm_cli_parse_cpu_options(rm_cpu_options *out, const char *kernels, const cha
     "                        bit-identical run to run at a given N\n"
 /* A finite number of seconds >= 0 ("60", "2.5"); 0 on success, -1 otherwise. */
 int rm_cli_parse_seconds(double *out, const char *s);
+/* The solver limits every solving command takes, --time-limit S and
+ * --node-limit N (each NULL when not given: its *out keeps the caller's
+ * default): 0, or -1 with why ("--node-limit must be ..."). */
+int rm_cli_parse_solver_limits(double *seconds, long *nodes, const char *time_limit, const char *node_limit, char *why,
+                               size_t len);
 /* Length of the plain decimal number at s (digits, an optional fraction and
  * exponent; no sign, space, hex, inf or nan); 0 when s does not start with one. */
 size_t rm_cli_number_prefix(const char *s);

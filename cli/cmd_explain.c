@@ -75,11 +75,9 @@ static int explain_run(int argc, char **argv)
     rm_cli_budget bud = rm_cli_budget_of(0);
     if (budget && rm_cli_parse_budget(&bud, budget, why, sizeof why)) return usage_error("--budget: %s", why);
     double limit = 60;
-    if (time_limit && rm_cli_parse_seconds(&limit, time_limit))
-        return usage_error("--time-limit must be a number of seconds >= 0, got '%s'", time_limit);
     long nodes = 0;
-    if (node_limit && rm_cli_parse_long(&nodes, node_limit, 0, 1000000000000L))
-        return usage_error("--node-limit must be a whole number >= 0, got '%s'", node_limit);
+    if (rm_cli_parse_solver_limits(&limit, &nodes, time_limit, node_limit, why, sizeof why))
+        return usage_error("%s", why);
     const rm_strategy_info *st = rm_strategy_find(strategy ? strategy : "best");
     if (!st) return usage_error("unknown strategy '%s' (see `remat plan --help`)", strategy);
 

@@ -483,10 +483,8 @@ static int lesson_parse(lesson_args *a, int argc, char **argv)
     if (a->batch && rm_cli_parse_batch(&a->batch_n, a->batch, why, sizeof why)) return usage_error("%s", why);
     if (a->budgets && rm_cli_parse_long(&a->budgets_n, a->budgets, 2, LESSON_MAX_BUDGETS))
         return usage_error("--budgets must be a whole number from 2 to %d, got '%s'", LESSON_MAX_BUDGETS, a->budgets);
-    if (a->time_limit && rm_cli_parse_seconds(&a->time_limit_s, a->time_limit))
-        return usage_error("--time-limit must be a number of seconds >= 0, got '%s'", a->time_limit);
-    if (a->node_limit && rm_cli_parse_long(&a->node_limit_n, a->node_limit, 0, 1000000000000L))
-        return usage_error("--node-limit must be a whole number >= 0, got '%s'", a->node_limit);
+    if (rm_cli_parse_solver_limits(&a->time_limit_s, &a->node_limit_n, a->time_limit, a->node_limit, why, sizeof why))
+        return usage_error("%s", why);
     if (rm_cli_add_strategies(a->st, &a->nst, LESSON_MAX_STRATEGIES,
                               a->strategies ? a->strategies : LESSON_DEFAULT_STRATEGIES, why, sizeof why))
         return usage_error("%s", why);

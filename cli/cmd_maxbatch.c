@@ -411,11 +411,9 @@ static int maxbatch_run(int argc, char **argv)
     if (device && !cuda && strcmp(device, "cpu"))
         return usage_error("--device must be cpu or cuda, got '%s'", device);
     double limit = 30;
-    if (time_limit && rm_cli_parse_seconds(&limit, time_limit))
-        return usage_error("--time-limit must be a number of seconds >= 0, got '%s'", time_limit);
     long nodes = 0;
-    if (node_limit && rm_cli_parse_long(&nodes, node_limit, 0, 1000000000000L))
-        return usage_error("--node-limit must be a whole number >= 0, got '%s'", node_limit);
+    if (rm_cli_parse_solver_limits(&limit, &nodes, time_limit, node_limit, why, sizeof why))
+        return usage_error("%s", why);
     rm_overhead_cap ocap = {RM_CAP_FORWARDS, 1};
     if (max_overhead && parse_cap(&ocap, max_overhead))
         return usage_error("--max-overhead must be 1fwd (one extra forward pass), Nfwd (N up to 1000), a "

@@ -710,10 +710,8 @@ static int plan_run(int argc, char **argv)
         if (rm_cli_parse_budget(&a.b, a.budget, why, sizeof why)) return usage_error("--budget: %s", why);
         a.have_budget = 1;
     }
-    if (a.time_limit && rm_cli_parse_seconds(&a.time_limit_s, a.time_limit))
-        return usage_error("--time-limit must be a number of seconds >= 0, got '%s'", a.time_limit);
-    if (a.node_limit && rm_cli_parse_long(&a.node_limit_n, a.node_limit, 0, 1000000000000L))
-        return usage_error("--node-limit must be a whole number >= 0, got '%s'", a.node_limit);
+    if (rm_cli_parse_solver_limits(&a.time_limit_s, &a.node_limit_n, a.time_limit, a.node_limit, why, sizeof why))
+        return usage_error("%s", why);
     if (a.format && (rm_table_format_parse(&a.fmt, a.format) || a.fmt == RM_TABLE_MD))
         return usage_error("--format must be text, csv or json, got '%s'", a.format);
     a.info = a.fmt == RM_TABLE_TEXT ? stdout : stderr;
