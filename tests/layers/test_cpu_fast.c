@@ -125,6 +125,22 @@ static void expect_close(const char *what, const char *who, const float *got, co
 }
 
 /* One conv call on be: y, dx, dw, db (db NULL without a bias). */
+/* A one-input layer's call: forward writes ty, backward reads tdy and writes
+ * tdx and the parameters' gradients. */
+static rm_layer_call one_input_call(const rm_layer_config *cfg, rm_layer_params *prm, rm_backend *be, rm_tensor *tx,
+                                    rm_tensor *ty, rm_tensor *tdy, rm_tensor *tdx)
+{
+    return (rm_layer_call){.cfg = cfg,
+                           .params = prm,
+                           .be = be,
+                           .nin = 1,
+                           .in = {tx},
+                           .out = ty,
+                           .dout = tdy,
+                           .din = {tdx},
+                           .training = 1};
+}
+
 static void run_conv(float *y, float *dx, float *dw, float *db, const conv_case *c, rm_shape ys, const float *x,
                      float *w, float *b, const float *dy, rm_backend *be)
 {
@@ -136,15 +152,7 @@ static void run_conv(float *y, float *dx, float *dw, float *db, const conv_case 
     if (c->bias) prm.b = rm_tensor_make(bs, b), prm.db = rm_tensor_make(bs, db);
     rm_tensor tx = rm_tensor_make(c->x, (float *)x), ty = rm_tensor_make(ys, y), tdy = rm_tensor_make(ys, (float *)dy),
               tdx = rm_tensor_make(c->x, dx);
-    rm_layer_call call = {.cfg = &cfg,
-                          .params = &prm,
-                          .be = be,
-                          .nin = 1,
-                          .in = {&tx},
-                          .out = &ty,
-                          .dout = &tdy,
-                          .din = {&tdx},
-                          .training = 1};
+    rm_layer_call call = one_input_call(&cfg, &prm, be, &tx, &ty, &tdy, &tdx);
     rm_err e = {0};
     cr_assert_eq(rm_layer_forward(&rm_conv2d_desc, &call, &e), RM_OK, "%s", e.msg);
     cr_assert_eq(rm_layer_backward(&rm_conv2d_desc, &call, &e), RM_OK, "%s", e.msg);
@@ -257,15 +265,7 @@ static void expect_linear(int n, rm_shape x_in, int out, int bias)
               tdx = rm_tensor_make(xs, dx);
     for (int threads = 1; threads <= 2; threads++) {
         rm_backend *be = cpu(RM_CPU_KERNELS_FAST, threads);
-        rm_layer_call call = {.cfg = &cfg,
-                              .params = &prm,
-                              .be = be,
-                              .nin = 1,
-                              .in = {&tx},
-                              .out = &ty,
-                              .dout = &tdy,
-                              .din = {&tdx},
-                              .training = 1};
+        rm_layer_call call = one_input_call(&cfg, &prm, be, &tx, &ty, &tdy, &tdx);
         rm_err e = {0};
         cr_assert_eq(rm_layer_forward(&rm_linear_desc, &call, &e), RM_OK, "%s", e.msg);
         cr_assert_eq(rm_layer_backward(&rm_linear_desc, &call, &e), RM_OK, "%s", e.msg);
@@ -444,17 +444,8 @@ Test(cpu_fast, conv_workspace_is_exact_and_bounded)
                            .db = rm_tensor_make(bsh, db)};
     rm_tensor tx = rm_tensor_make(c.x, x), ty = rm_tensor_make(ys, y), tdy = rm_tensor_make(ys, dy),
               tdx = rm_tensor_make(c.x, dx);
-    rm_layer_call call = {.cfg = &cfg,
-                          .params = &prm,
-                          .be = be,
-                          .nin = 1,
-                          .in = {&tx},
-                          .out = &ty,
-                          .dout = &tdy,
-                          .din = {&tdx},
-                          .training = 1,
-                          .workspace = scratch,
-                          .workspace_size = need};
+    rm_layer_call call = one_input_call(&cfg, &prm, be, &tx, &ty, &tdy, &tdx);
+    call.workspace = scratch, call.workspace_size = need;
     cr_assert_eq(rm_layer_forward(&rm_conv2d_desc, &call, &e), RM_OK, "%s", e.msg);
     cr_assert_eq(rm_layer_backward(&rm_conv2d_desc, &call, &e), RM_OK, "%s", e.msg);
     cr_assert_eq(memcmp(own, given, (ny + nx + nw + 5) * sizeof(float)), 0, "a given workspace changes the result");
