@@ -1,9 +1,11 @@
-/* The median the GPU benchmarks report (METHOD.md: medians, not means), in
- * one place for gpu_layers.c and gpu_step.c. Sorts v in place. */
+/* What the timing benchmarks share (gpu_layers.c, gpu_step.c, cpu_step.c,
+ * cpu_gemm.c): the median they report (METHOD.md: medians, not means; it
+ * sorts v in place) and the monotonic clock they read. */
 #ifndef REMAT_BENCH_MEDIAN_H
 #define REMAT_BENCH_MEDIAN_H
 
 #include <stdlib.h>
+#include <time.h>
 
 static inline int rm_bench_cmp_float(const void *a, const void *b)
 {
@@ -15,6 +17,14 @@ static inline float median(float *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, rm_bench_cmp_float);
     return n % 2 ? v[n / 2] : 0.5f * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Seconds on the monotonic clock. */
+static inline double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 #endif

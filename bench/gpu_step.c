@@ -50,13 +50,6 @@
 #define ME "remat_bench_gpu_step"
 #define MAX_STEPS 1000
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* A CUDA runtime call of this file; the library checks its own. */
 static int cuda_ok(cudaError_t st, const char *what)
 {

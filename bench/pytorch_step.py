@@ -1,15 +1,20 @@
 #!/usr/bin/env python3
-"""One PyTorch training step of ResNet-50 / VGG-16 / U-Net on the GPU, timed:
-the reference remat's CUDA engines are compared with.
+"""One PyTorch training step of ResNet-18 / ResNet-50 / VGG-16 / U-Net, timed:
+the reference remat's engines are compared with, on the GPU (the default) or
+on the CPU (--device cpu, with --threads N).
 
 Each step is forward, loss, backward and an SGD-with-momentum update (remat's
 default optimizer: momentum 0.9), float32, NCHW, synthetic data that stays on
-the GPU. Timing: CUDA events around each step after a warm-up (which also lets
-cuDNN's autotuner settle when --benchmark is given), median of --steps steps;
-prints median step time and images/s, one row per model.
+the device. Timing on the GPU: CUDA events around each step after a warm-up
+(which also lets cuDNN's autotuner settle when --benchmark is given); on the
+CPU: the monotonic clock around each step, torch.set_num_threads(--threads)
+(intra-op threads; the driver also sets OMP_NUM_THREADS). Median of --steps
+steps; prints median step time and images/s, one row per model, and one line
+"RESULT model=... ms=... images_s=..." per model for the drivers.
 
-    python3 bench/pytorch_step.py [--model resnet50|vgg16|unet|all] [--batch 32]
-                                  [--steps 20] [--warmup 5] [--size 224]
+    python3 bench/pytorch_step.py [--model resnet18|resnet50|vgg16|unet|all]
+                                  [--batch 32] [--steps 20] [--warmup 5]
+                                  [--size 224] [--device cuda|cpu] [--threads N]
                                   [--tf32] [--benchmark] [--deterministic]
 
 Defaults match remat's default engine settings: TF32 off (remat's precise
@@ -27,6 +32,7 @@ classes and a per-pixel softmax cross-entropy. Its default size is 256
 import argparse
 import statistics
 import sys
+import time
 
 import torch
 import torch.nn as nn
@@ -73,6 +79,8 @@ class UNet(nn.Module):
 
 def build(name, size):
     import torchvision
+    if name == "resnet18":
+        return torchvision.models.resnet18(weights=None), (3, size or 224, size or 224), 1000, False
     if name == "resnet50":
         return torchvision.models.resnet50(weights=None), (3, size or 224, size or 224), 1000, False
     if name == "vgg16":
@@ -100,39 +108,62 @@ def time_model(name, args, dev):
         opt.step()
         return loss
 
+    cuda = dev.type == "cuda"
     for _ in range(args.warmup):
         step()
-    torch.cuda.synchronize()
+    if cuda:
+        torch.cuda.synchronize()
     times = []
     for _ in range(args.steps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        loss = step()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
+        if cuda:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            loss = step()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+        else:
+            t0 = time.perf_counter()
+            loss = step()
+            times.append((time.perf_counter() - t0) * 1e3)
     if not torch.isfinite(loss).item():
         print(f"{name}: loss is not finite", file=sys.stderr)
     med = statistics.median(times)
-    peak = torch.cuda.max_memory_allocated(dev) / 2**30
+    peak = torch.cuda.max_memory_allocated(dev) / 2**30 if cuda else float("nan")
     print(f"{name:9s} {args.batch:6d} {h:4d}x{w:<4d} {med:10.2f} {min(times):10.2f} {args.batch / med * 1e3:10.1f} "
           f"{peak:9.2f}", flush=True)
+    print(f"RESULT model={name} batch={args.batch} device={dev.type} threads={torch.get_num_threads()} "
+          f"ms={med:.3f} min_ms={min(times):.3f} images_s={args.batch / med * 1e3:.3f} steps={len(times)}", flush=True)
     del model, opt, x, y
-    torch.cuda.empty_cache()
-    torch.cuda.reset_peak_memory_stats(dev)
+    if cuda:
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(dev)
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="all", choices=["resnet50", "vgg16", "unet", "all"])
+    p.add_argument("--model", default="all", choices=["resnet18", "resnet50", "vgg16", "unet", "all"])
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--size", type=int, default=0, help="input height = width (default 224, U-Net 256)")
+    p.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    p.add_argument("--threads", type=int, default=0, help="CPU: intra-op threads (default: PyTorch's own)")
     p.add_argument("--tf32", action="store_true", help="allow TF32 in cuDNN and cuBLAS")
     p.add_argument("--benchmark", action="store_true", help="cudnn.benchmark = True (autotuning)")
     p.add_argument("--deterministic", action="store_true", help="deterministic algorithms only")
     args = p.parse_args()
+    models = ["resnet50", "vgg16", "unet"] if args.model == "all" else [args.model]
+    if args.device == "cpu":
+        if args.threads > 0:
+            torch.set_num_threads(args.threads)
+        torch.manual_seed(0)
+        print(f"# cpu, torch {torch.__version__}, {torch.get_num_threads()} threads, "
+              f"median of {args.steps} steps after {args.warmup}")
+        print(f"{'model':9s} {'batch':>6s} {'input':9s} {'median_ms':>10s} {'min_ms':>10s} {'images/s':>10s} {'peak_GiB':>9s}")
+        for name in models:
+            time_model(name, args, torch.device("cpu"))
+        return 0
     if not torch.cuda.is_available():
         print("pytorch_step: no GPU: nothing timed")
         return 0
@@ -147,7 +178,7 @@ def main():
           f"tf32 {args.tf32}, benchmark {args.benchmark}, deterministic {args.deterministic}, "
           f"median of {args.steps} steps after {args.warmup}")
     print(f"{'model':9s} {'batch':>6s} {'input':9s} {'median_ms':>10s} {'min_ms':>10s} {'images/s':>10s} {'peak_GiB':>9s}")
-    for name in (["resnet50", "vgg16", "unet"] if args.model == "all" else [args.model]):
+    for name in models:
         try:
             time_model(name, args, dev)
         except torch.cuda.OutOfMemoryError:

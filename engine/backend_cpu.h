@@ -60,9 +60,13 @@ int rm_cpu_loop_threads(const rm_backend *be, size_t work);
 #define RM_CPU_PARALLEL_FOR(nt) RM_CPU_PRAGMA(omp parallel for num_threads(nt) if ((nt) > 1) schedule(static))
 #define RM_CPU_PARALLEL_FOR_SIMD(nt)                                                                                   \
     RM_CPU_PRAGMA(omp parallel for simd num_threads(nt) if (parallel : (nt) > 1) schedule(static))
+/* RM_CPU_SIMD: vectorise one loop in the thread that runs it (same rule:
+ * independent elements, each computed with the same operations). */
+#define RM_CPU_SIMD RM_CPU_PRAGMA(omp simd)
 #else /* a compiler without OpenMP (clang without libomp): one thread */
 #define RM_CPU_PARALLEL_FOR(nt) (void)(nt);
 #define RM_CPU_PARALLEL_FOR_SIMD(nt) (void)(nt);
+#define RM_CPU_SIMD
 #endif
 
 /* "reference" or "fast" (kernel_lib.c, in every build). */

@@ -273,34 +273,56 @@ static int conv2d_backward(const rm_layer_call *call, rm_err *e)
 
 /* ---- the fast library: im2col / col2im around BLIS products ---- */
 
-/* The im2col matrix of one image is built (and its gradient scattered back)
- * a block of output pixels at a time, the block no larger than the
- * reference kernels' own workspace for the layer (the larger of its
- * directions: the backward's double accumulators, at least two columns of
- * the matrix) nor than 16 MiB. So the fast library never needs more
- * workspace than the reference, and the fixed memory every command plans
- * with is the same whichever library trains. In ResNet-18 at 224 x 224 the
- * stem and layer1 take 4 blocks per image, layer2 2, the rest 1. */
+/* The im2col matrix is built (and its gradient scattered back) a block at a
+ * time, the block's matrices no larger than the reference kernels' own
+ * workspace for the layer (the larger of its directions: the backward's
+ * double accumulators, at least two columns of the matrix) nor than 16 MiB.
+ * So the fast library never needs more workspace than the reference, and
+ * the fixed memory every command plans with is the same whichever library
+ * trains.
+ *
+ * A block is either part of one image's pixels (a large image: in
+ * ResNet-18 at 224 x 224 the stem and layer1 take 4 blocks per image,
+ * layer2 2) or several whole images side by side: a product over one
+ * image's 7 x 7 or 14 x 14 pixels is too narrow for the BLAS to run at
+ * speed (ResNet's layer4 products ran at 60% of layer1's), so images whose
+ * columns number fewer than CONV_WIDE share one product, their outputs
+ * going through a cout-row buffer after the columns. */
 #define CONV_COL_BLOCK_MAX ((size_t)16 << 20)
+#define CONV_WIDE 2048
 
-/* Output pixels per block: all of them when the image fits, else as many
- * as fit (at least 1). */
-static size_t conv_fast_block(const conv_geom *g)
+typedef struct conv_blocking {
+    size_t pixels; /* output pixels per block of one image (all of them when imgs > 1) */
+    int imgs;      /* whole images per block; 1: blocks of pixels, no output buffer */
+} conv_blocking;
+
+static conv_blocking conv_fast_blocking(const conv_geom *g)
 {
     size_t fwd = conv_ref_workspace(g, 0), bwd = conv_ref_workspace(g, 1), cap = fwd > bwd ? fwd : bwd;
     if (cap > CONV_COL_BLOCK_MAX) cap = CONV_COL_BLOCK_MAX;
     size_t fit = cap / (g->kdim * sizeof(float));
     if (fit < 1) fit = 1;
-    return g->pdim < fit ? g->pdim : fit;
+    conv_blocking b = {g->pdim < fit ? g->pdim : fit, 1};
+    if (g->pdim < CONV_WIDE && g->n > 1) {
+        size_t by_width = (CONV_WIDE + g->pdim - 1) / g->pdim,
+               by_room = cap / (((size_t)g->kdim + (size_t)g->cout) * g->pdim * sizeof(float));
+        size_t imgs = by_width < by_room ? by_width : by_room;
+        if (imgs > (size_t)g->n) imgs = (size_t)g->n;
+        if (imgs > 1) b.pixels = g->pdim, b.imgs = (int)imgs;
+    }
+    return b;
 }
 
-/* One block of im2col columns (none when direct: the image is the matrix). */
+/* Blocks of pixels: one of im2col columns (none when direct: the image is
+ * the matrix). Blocks of images: their columns and their outputs. */
 static size_t conv2d_fast_workspace(const rm_backend *be, const rm_layer_config *cfg, const rm_shape *in, int nin,
                                     rm_shape out, int backward)
 {
     (void)be, (void)nin, (void)backward;
     conv_geom g = conv_geom_of(cfg, in[0], out);
-    return conv_direct(&g) ? 0 : g.kdim * conv_fast_block(&g) * sizeof(float);
+    conv_blocking b = conv_fast_blocking(&g);
+    if (b.imgs > 1) return ((size_t)g.kdim + (size_t)g.cout) * g.pdim * (size_t)b.imgs * sizeof(float);
+    return conv_direct(&g) ? 0 : g.kdim * b.pixels * sizeof(float);
 }
 
 /* The output columns [lo, hi) of a row whose tap kx reads inside the input
@@ -322,10 +344,10 @@ static void conv_row_run(int *oy, int *ox0, int *ox1, size_t p, size_t end, cons
     *oy = (int)row, *ox0 = (int)(p - row * wo), *ox1 = (int)(row_end - row * wo);
 }
 
-/* col[kk][j] for the pixels p0 .. p0+pn of one image, a row of pixels at a
- * time (the input row and the valid columns found once per row); the tap
- * rows kk are independent, split between nt threads. */
-static void conv_im2col_block(float *restrict col /* kdim x pn */, const float *restrict x /* cin x h x w */,
+/* col[kk][j] (rows ld apart) for the pixels p0 .. p0+pn of one image, a
+ * row of pixels at a time (the input row and the valid columns found once
+ * per row); the tap rows kk are independent, split between nt threads. */
+static void conv_im2col_block(float *restrict col /* kdim x ld */, size_t ld, const float *restrict x /* cin x h x w */,
                               const conv_geom *g, size_t p0, size_t pn, int nt)
 {
     const size_t taps = (size_t)g->k * g->k;
@@ -333,7 +355,7 @@ static void conv_im2col_block(float *restrict col /* kdim x pn */, const float *
     for (size_t kk = 0; kk < g->kdim; kk++) {
         int ky = (int)(kk % taps) / g->k, kx = (int)(kk % taps) % g->k, lo, hi;
         const float *plane = x + kk / taps * g->h * g->w;
-        float *o = col + kk * pn; /* o[j]: pixel p0 + j */
+        float *o = col + kk * ld; /* o[j]: pixel p0 + j */
         conv_valid_cols(&lo, &hi, kx, g);
         for (size_t p = p0; p < p0 + pn;) {
             int oy, ox0, ox1;
@@ -354,11 +376,12 @@ static void conv_im2col_block(float *restrict col /* kdim x pn */, const float *
     }
 }
 
-/* dx += the columns of dcol for the pixels p0 .. p0+pn, scattered back onto
- * the image (col2im). Every input channel is one thread's and its taps
- * arrive in a fixed order, so the sums do not depend on nt. */
-static void conv_col2im_block(float *restrict dx /* cin x h x w */, const float *restrict dcol /* kdim x pn */,
-                              const conv_geom *g, size_t p0, size_t pn, int nt)
+/* dx += the columns of dcol (rows ld apart) for the pixels p0 .. p0+pn,
+ * scattered back onto the image (col2im). Every input channel is one
+ * thread's and its taps arrive in a fixed order, so the sums do not depend
+ * on nt. */
+static void conv_col2im_block(float *restrict dx /* cin x h x w */, const float *restrict dcol /* kdim x ld */,
+                              size_t ld, const conv_geom *g, size_t p0, size_t pn, int nt)
 {
     const size_t taps = (size_t)g->k * g->k;
     RM_CPU_PARALLEL_FOR(nt)
@@ -366,7 +389,7 @@ static void conv_col2im_block(float *restrict dx /* cin x h x w */, const float 
         float *plane = dx + (size_t)ci * g->h * g->w;
         for (size_t t = 0; t < taps; t++) {
             int ky = (int)t / g->k, kx = (int)t % g->k, lo, hi;
-            const float *d = dcol + ((size_t)ci * taps + t) * pn;
+            const float *d = dcol + ((size_t)ci * taps + t) * ld;
             conv_valid_cols(&lo, &hi, kx, g);
             for (size_t p = p0; p < p0 + pn;) {
                 int oy, ox0, ox1;
@@ -390,7 +413,39 @@ static void conv_col2im_block(float *restrict dx /* cin x h x w */, const float 
     }
 }
 
-/* y = w . col + b, one image and one block of pixels at a time. */
+/* rows x pn floats from src (rows sld apart) to dst (rows dld apart): an
+ * image's part of a block of images, in or out. */
+static void conv_copy_rows(float *dst, size_t dld, const float *src, size_t sld, size_t rows, size_t pn, int nt)
+{
+    RM_CPU_PARALLEL_FOR(nt)
+    for (size_t r = 0; r < rows; r++) memcpy(dst + r * dld, src + r * sld, pn * sizeof(float));
+}
+
+/* The columns of images n0 .. n0+imgs (whole images, pdim each) side by
+ * side in col (kdim x imgs*pdim): im2col, or the images' rows when direct. */
+static void conv_gather_cols(float *col, const float *x, const conv_geom *g, int n0, int imgs,
+                             const rm_layer_call *call)
+{
+    size_t xsize = (size_t)g->cin * g->h * g->w, ld = (size_t)imgs * g->pdim;
+    int nt = rm_call_threads(call, g->kdim * g->pdim);
+    for (int i = 0; i < imgs; i++) {
+        const float *xn = x + (size_t)(n0 + i) * xsize;
+        if (conv_direct(g))
+            conv_copy_rows(col + (size_t)i * g->pdim, ld, xn, g->pdim, g->kdim, g->pdim, nt);
+        else
+            conv_im2col_block(col + (size_t)i * g->pdim, ld, xn, g, 0, g->pdim, nt);
+    }
+}
+
+static void conv_add_bias(float *yn /* cout x pdim */, const float *b, const conv_geom *g, const rm_layer_call *call)
+{
+    int nt = rm_call_threads(call, (size_t)g->cout * g->pdim);
+    RM_CPU_PARALLEL_FOR(nt)
+    for (int co = 0; co < g->cout; co++)
+        for (size_t i = 0; i < g->pdim; i++) yn[(size_t)co * g->pdim + i] += b[co];
+}
+
+/* y = w . col + b, a block at a time. */
 static int conv2d_fast_forward(const rm_layer_call *call, rm_err *e)
 {
     const rm_tensor *x = call->in[0];
@@ -401,30 +456,77 @@ static int conv2d_fast_forward(const rm_layer_call *call, rm_err *e)
                                 conv2d_fast_workspace(call->be, call->cfg, &x->shape, 1, call->out->shape, 0),
                                 "conv forward", e);
     if (rc) return rc;
-    size_t xsize = (size_t)g.cin * g.h * g.w, ysize = (size_t)g.cout * g.pdim, block = conv_fast_block(&g);
+    size_t xsize = (size_t)g.cin * g.h * g.w, ysize = (size_t)g.cout * g.pdim;
+    conv_blocking bl = conv_fast_blocking(&g);
     int direct = conv_direct(&g);
-    for (int n = 0; !rc && n < g.n; n++) {
+    for (int n = 0; !rc && n < g.n; n += bl.imgs) {
+        if (bl.imgs > 1) { /* whole images: product into the buffer after the columns */
+            int imgs = g.n - n < bl.imgs ? g.n - n : bl.imgs;
+            size_t cols = (size_t)imgs * g.pdim;
+            float *col = ws, *out = col + g.kdim * cols;
+            conv_gather_cols(col, x->data, &g, n, imgs, call);
+            rc = rm_cpu_sgemm(call->be, 0, 0, (size_t)g.cout, cols, g.kdim, w, g.kdim, col, cols, 0.0f, out, cols,
+                              "conv forward", e);
+            for (int i = 0; !rc && i < imgs; i++) {
+                float *yn = call->out->data + (size_t)(n + i) * ysize;
+                conv_copy_rows(yn, g.pdim, out + (size_t)i * g.pdim, cols, (size_t)g.cout, g.pdim,
+                               rm_call_threads(call, ysize));
+                if (b) conv_add_bias(yn, b, &g, call);
+            }
+            continue;
+        }
         const float *xn = x->data + n * xsize;
         float *yn = call->out->data + n * ysize;
-        for (size_t p0 = 0; !rc && p0 < g.pdim; p0 += block) {
-            size_t pn = g.pdim - p0 < block ? g.pdim - p0 : block;
+        for (size_t p0 = 0; !rc && p0 < g.pdim; p0 += bl.pixels) {
+            size_t pn = g.pdim - p0 < bl.pixels ? g.pdim - p0 : bl.pixels;
             const float *col = xn + p0;
             size_t ldcol = g.pdim;
             if (!direct) {
-                conv_im2col_block(ws, xn, &g, p0, pn, rm_call_threads(call, g.kdim * pn));
+                conv_im2col_block(ws, pn, xn, &g, p0, pn, rm_call_threads(call, g.kdim * pn));
                 col = ws, ldcol = pn;
             }
             rc = rm_cpu_sgemm(call->be, 0, 0, (size_t)g.cout, pn, g.kdim, w, g.kdim, col, ldcol, 0.0f, yn + p0, g.pdim,
                               "conv forward", e);
         }
-        if (!rc && b) {
-            int nt = rm_call_threads(call, ysize);
-            RM_CPU_PARALLEL_FOR(nt)
-            for (int co = 0; co < g.cout; co++)
-                for (size_t i = 0; i < g.pdim; i++) yn[(size_t)co * g.pdim + i] += b[co];
-        }
+        if (!rc && b) conv_add_bias(yn, b, &g, call);
     }
     free(owned);
+    return rc;
+}
+
+/* One block of whole images n0 .. n0+imgs: their output gradients side by
+ * side in a buffer; dw (+)= dy . col^T, then dcol = w^T . dy in the columns'
+ * place, scattered back image by image. */
+static int conv_fast_backward_images(const rm_layer_call *call, const conv_geom *g, float *ws, int n0, int imgs,
+                                     rm_err *e)
+{
+    const rm_tensor *x = call->in[0], *dy = call->dout;
+    rm_tensor *dx = call->din[0];
+    rm_layer_params *prm = call->params;
+    size_t xsize = (size_t)g->cin * g->h * g->w, ysize = (size_t)g->cout * g->pdim, cols = (size_t)imgs * g->pdim;
+    float *col = ws, *dyb = col + g->kdim * cols;
+    int nt = rm_call_threads(call, ysize), rc = RM_OK;
+    for (int i = 0; i < imgs; i++)
+        conv_copy_rows(dyb + (size_t)i * g->pdim, cols, dy->data + (size_t)(n0 + i) * ysize, g->pdim,
+                       (size_t)g->cout, g->pdim, nt);
+    if (prm->dw.data) {
+        conv_gather_cols(col, x->data, g, n0, imgs, call);
+        rc = rm_cpu_sgemm(call->be, 0, 1, (size_t)g->cout, g->kdim, cols, dyb, cols, col, cols, n0 == 0 ? 0.0f : 1.0f,
+                          prm->dw.data, g->kdim, "conv backward (weights)", e);
+    }
+    if (rc || !dx || !dx->data) return rc;
+    rc = rm_cpu_sgemm(call->be, 1, 0, g->kdim, cols, (size_t)g->cout, prm->w.data, g->kdim, dyb, cols, 0.0f, col, cols,
+                      "conv backward (data)", e);
+    nt = rm_call_threads(call, g->kdim * g->pdim);
+    for (int i = 0; !rc && i < imgs; i++) {
+        float *dxn = dx->data + (size_t)(n0 + i) * xsize;
+        if (conv_direct(g)) {
+            conv_copy_rows(dxn, g->pdim, col + (size_t)i * g->pdim, cols, g->kdim, g->pdim, nt);
+        } else {
+            memset(dxn, 0, xsize * sizeof(float));
+            conv_col2im_block(dxn, col + (size_t)i * g->pdim, cols, g, 0, g->pdim, nt);
+        }
+    }
     return rc;
 }
 
@@ -438,24 +540,29 @@ static int conv2d_fast_backward(const rm_layer_call *call, rm_err *e)
     rm_layer_params *prm = call->params;
     conv_geom g = conv_geom_of(call->cfg, x->shape, dy->shape);
     int want_dx = dx && dx->data, direct = conv_direct(&g);
-    size_t xsize = (size_t)g.cin * g.h * g.w, ysize = (size_t)g.cout * g.pdim, block = conv_fast_block(&g);
+    size_t xsize = (size_t)g.cin * g.h * g.w, ysize = (size_t)g.cout * g.pdim;
+    conv_blocking bl = conv_fast_blocking(&g);
     void *ws, *owned;
     int rc = rm_layer_workspace(
         &ws, &owned, call, conv2d_fast_workspace(call->be, call->cfg, &x->shape, 1, dy->shape, 1), "conv backward", e);
     if (rc) return rc;
     const float *w = prm->w.data;
-    for (int n = 0; !rc && n < g.n; n++) {
+    for (int n = 0; !rc && n < g.n; n += bl.imgs) {
+        if (bl.imgs > 1) {
+            rc = conv_fast_backward_images(call, &g, ws, n, g.n - n < bl.imgs ? g.n - n : bl.imgs, e);
+            continue;
+        }
         const float *xn = x->data + n * xsize, *dyn = dy->data + n * ysize;
         float *dxn = want_dx ? dx->data + n * xsize : NULL;
         if (dxn && !direct) memset(dxn, 0, xsize * sizeof(float));
-        for (size_t p0 = 0; !rc && p0 < g.pdim; p0 += block) {
-            size_t pn = g.pdim - p0 < block ? g.pdim - p0 : block;
+        for (size_t p0 = 0; !rc && p0 < g.pdim; p0 += bl.pixels) {
+            size_t pn = g.pdim - p0 < bl.pixels ? g.pdim - p0 : bl.pixels;
             int first = n == 0 && p0 == 0, nt = rm_call_threads(call, g.kdim * pn);
             if (prm->dw.data) {
                 const float *col = xn + p0;
                 size_t ldcol = g.pdim;
                 if (!direct) {
-                    conv_im2col_block(ws, xn, &g, p0, pn, nt);
+                    conv_im2col_block(ws, pn, xn, &g, p0, pn, nt);
                     col = ws, ldcol = pn;
                 }
                 rc = rm_cpu_sgemm(call->be, 0, 1, (size_t)g.cout, g.kdim, pn, dyn + p0, g.pdim, col, ldcol,
@@ -469,7 +576,7 @@ static int conv2d_fast_backward(const rm_layer_call *call, rm_err *e)
             }
             rc = rm_cpu_sgemm(call->be, 1, 0, g.kdim, pn, (size_t)g.cout, w, g.kdim, dyn + p0, g.pdim, 0.0f, ws, pn,
                               "conv backward (data)", e);
-            if (!rc) conv_col2im_block(dxn, ws, &g, p0, pn, nt);
+            if (!rc) conv_col2im_block(dxn, ws, pn, &g, p0, pn, nt);
         }
     }
     if (!rc && prm->db.data)

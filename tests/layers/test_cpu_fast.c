@@ -211,7 +211,9 @@ static void expect_conv(const conv_case *c)
  * and one whose products (4 blocks of 147 x 8091 im2col columns against 4
  * filters, past 4e6 multiply-adds) run on both threads. The stem-like 7x7
  * and the 5x5 cases are done in blocks of pixels too: their im2col matrix
- * is larger than the reference's workspace, which bounds the block. */
+ * is larger than the reference's workspace, which bounds the block. The
+ * direct 1x1 case (2 images, then 1) and the last two (many filters over
+ * few pixels) put several whole images in one product. */
 static conv_case conv_cases[] = {
     {"k3 s2 p1", {3, 5, 11, 9}, 7, 3, 2, 1, 1},
     {"k7 s2 p3 (stem)", {1, 3, 23, 21}, 13, 7, 2, 3, 0},
@@ -221,6 +223,8 @@ static conv_case conv_cases[] = {
     {"k3 s3 p1", {1, 2, 6, 7}, 3, 3, 3, 1, 1},
     {"k3 s1 p1 (threaded)", {3, 9, 34, 30}, 17, 3, 1, 1, 1},
     {"k7 s2 p3 (large)", {1, 3, 338, 338}, 4, 7, 2, 3, 1},
+    {"k3 s1 p1 (3 images, one product)", {3, 4, 3, 3}, 32, 3, 1, 1, 1},
+    {"k3 s2 p1 (images 2 + 2 + 1)", {5, 3, 7, 7}, 24, 3, 2, 1, 0},
 };
 
 ParameterizedTestParameters(cpu_fast, conv_against_naive_and_reference)
@@ -452,9 +456,16 @@ Test(cpu_fast, conv_workspace_is_exact_and_bounded)
     call.workspace_size = need - 1;
     cr_assert_eq(rm_layer_forward(&rm_conv2d_desc, &call, &e), RM_ERR_INVALID);
     cr_assert_eq(rm_layer_backward(&rm_conv2d_desc, &call, &e), RM_ERR_INVALID);
-    /* A 1x1 stride-1 convolution reads its input in place: no workspace. */
+    /* A 1x1 stride-1 convolution of one image reads its input in place: no
+     * workspace. Two such small images share one product: their columns and
+     * outputs side by side, still within the reference's workspace. */
     rm_layer_config one = {.kind = RM_LAYER_CONV2D, .out_channels = 4, .kernel = 1, .stride = 1};
-    cr_assert_eq(rm_layer_workspace_bytes_device(&rm_conv2d_desc, be, &one, &c.x, 1, rm_shape_make(2, 4, 9, 7), 1), 0);
+    rm_shape x1 = rm_shape_make(1, 3, 9, 7);
+    cr_assert_eq(rm_layer_workspace_bytes_device(&rm_conv2d_desc, be, &one, &x1, 1, rm_shape_make(1, 4, 9, 7), 1), 0);
+    cr_assert_eq(rm_layer_workspace_bytes_device(&rm_conv2d_desc, be, &one, &c.x, 1, rm_shape_make(2, 4, 9, 7), 1),
+                 (size_t)(3 + 4) * 63 * 2 * sizeof(float));
+    cr_assert_leq(rm_layer_workspace_bytes_device(&rm_conv2d_desc, be, &one, &c.x, 1, rm_shape_make(2, 4, 9, 7), 1),
+                  rm_conv2d_desc.workspace_bytes(&one, &c.x, 1, rm_shape_make(2, 4, 9, 7), 1));
     free(x), free(w), free(b), free(dy), free(own), free(given), free(scratch);
     rm_backend_free(be);
 }

@@ -1,0 +1,165 @@
+/* Training-step time on the CPU: forward, loss, backward and the SGD update
+ * of a whole model, on one CPU kernel library and thread count, as
+ * bench/cpu_step.sh sets it beside PyTorch's step (bench/pytorch_step.py
+ * --device cpu).
+ *
+ *   remat_bench_cpu_step --model NAME|FILE --batch N [--kernels fast|reference]
+ *                        [--threads T] [--strategy S] [--budget B]
+ *                        [--steps K (5)] [--warmup W (1)] [--max-seconds X (120)]
+ *
+ * The job is built by the library's one path (rm_trainer_create on the CPU
+ * backend: model, fixed memory, schedule, plan, executor, SGD with momentum
+ * 0.9); this file drives rm_executor_step and rm_optim_step, so the timed
+ * region is the step without the data pipeline: one fixed batch of random
+ * inputs and labels. Each step is timed on the monotonic clock; the median of
+ * K after W warm-up steps is reported, with the timed steps stopping once
+ * --max-seconds (warm-up included) are spent and one timed step is done.
+ * Default strategy checkpoint_all at a 100% budget: no recomputation, so the
+ * step does what PyTorch's does. Ends with "RESULT model=... ms=...
+ * images_s=..." for the driver. Exit 0, 1 when the job could not be built or
+ * a step failed, 2 on bad usage. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench_median.h"
+#include "cli_util.h"
+#include "executor.h"
+#include "optim.h"
+#include "trainer.h"
+
+#define ME "remat_bench_cpu_step"
+#define MAX_STEPS 1000
+
+static int usage(const char *why)
+{
+    if (why) fprintf(stderr, ME ": %s\n", why);
+    fprintf(stderr, "usage: " ME " --model NAME|FILE --batch N [--kernels fast|reference] [--threads T]\n"
+                    "       [--strategy S (checkpoint_all)] [--budget B (100%%)] [--steps K (5)] [--warmup W (1)]\n"
+                    "       [--max-seconds X (120)]\n");
+    return 2;
+}
+
+static void on_event(void *ctx, const rm_trainer_event *ev)
+{
+    (void)ctx;
+    if (ev->kind == RM_TRAINER_NOTE) fprintf(stderr, ME ": %s\n", ev->text);
+}
+
+int main(int argc, char **argv)
+{
+    const char *model = NULL, *kernels = NULL, *threads = NULL, *strategy = "checkpoint_all", *budget = "100%";
+    long batch = 0, steps = 5, warmup = 1;
+    double max_s = 120;
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(o, "--help") || !strcmp(o, "-h")) return usage(NULL);
+        if (!v) return usage("every option takes a value");
+        i++;
+        if (!strcmp(o, "--model")) model = v;
+        else if (!strcmp(o, "--kernels")) kernels = v;
+        else if (!strcmp(o, "--threads")) threads = v;
+        else if (!strcmp(o, "--strategy")) strategy = v;
+        else if (!strcmp(o, "--budget")) budget = v;
+        else if (!strcmp(o, "--batch") && !rm_cli_parse_long(&batch, v, 1, 1L << 20)) {}
+        else if (!strcmp(o, "--steps") && !rm_cli_parse_long(&steps, v, 1, MAX_STEPS)) {}
+        else if (!strcmp(o, "--warmup") && !rm_cli_parse_long(&warmup, v, 0, MAX_STEPS)) {}
+        else if (!strcmp(o, "--max-seconds") && !rm_cli_parse_seconds(&max_s, v) && max_s > 0) {}
+        else {
+            char why[160];
+            snprintf(why, sizeof why, "bad option or value: %s %s", o, v);
+            return usage(why);
+        }
+    }
+    if (!model || !batch) return usage("--model and --batch are required");
+
+    char path[1024], why[256];
+    rm_trainer_config c;
+    rm_trainer_config_default(&c);
+    if (strchr(model, '/') || strstr(model, ".cfg"))
+        snprintf(path, sizeof path, "%s", model);
+    else
+        snprintf(path, sizeof path, "%s/models/%s.cfg", REMAT_SOURCE_DIR, model);
+    c.model_path = path;
+    c.data = "synthetic";
+    c.synthetic_samples = batch < 8 ? 8 : (int)batch; /* never read here: the trainer wants a data set */
+    c.batch = (int)batch;
+    c.strategy = strategy;
+    c.train_accuracy_every = 0;
+    c.lr = 0.01;
+    c.device = RM_BACKEND_CPU;
+    c.event = on_event;
+    rm_cli_budget bud;
+    if (rm_cli_parse_budget(&bud, budget, why, sizeof why)) return usage(why);
+    if (bud.percent)
+        c.budget_percent = bud.pct;
+    else
+        c.budget = bud.bytes;
+    if (rm_cli_parse_cpu_options(&c.cpu, kernels, threads, RM_BACKEND_CPU, why, sizeof why)) return usage(why);
+    rm_err e = {RM_OK, ""};
+
+    rm_trainer *t = NULL;
+    if (rm_trainer_create(&t, &c, &e)) {
+        fprintf(stderr, ME ": %s\n", e.msg);
+        return 1;
+    }
+    const rm_trainer_summary *s = rm_trainer_summary_of(t);
+    const rm_model *m = rm_trainer_model(t);
+    size_t numel = (size_t)batch * (size_t)m->input.c * (size_t)m->input.h * (size_t)m->input.w;
+    size_t nlabels = rm_model_label_count(m, (int)batch);
+    float *images = malloc(numel * sizeof *images);
+    int32_t *labels = malloc((nlabels ? nlabels : 1) * sizeof *labels);
+    if (!images || !labels) {
+        fprintf(stderr, ME ": out of memory for the batch\n");
+        return 1;
+    }
+    unsigned r = 12345u; /* a fixed LCG: every run times the same data */
+    for (size_t i = 0; i < numel; i++) {
+        r = r * 1664525u + 1013904223u;
+        images[i] = (float)(r >> 8) / 8388608.0f - 1.0f;
+    }
+    for (size_t i = 0; i < nlabels; i++) {
+        r = r * 1664525u + 1013904223u;
+        labels[i] = (int32_t)((r >> 8) % (unsigned)(s->classes > 0 ? s->classes : 1));
+    }
+
+    printf("# %s, batch %ld, %s, %s; schedule %s, compute overhead %+.2f%%; median of up to %ld steps after %ld\n",
+           path, batch, s->device, s->device_settings, s->strategy,
+           s->base_cost > 0 ? 100.0 * (s->cost / s->base_cost - 1) : 0.0, steps, warmup);
+    fflush(stdout);
+    rm_executor *ex = rm_trainer_executor(t);
+    rm_optim *opt = rm_trainer_optimizer(t);
+    float ms[MAX_STEPS], loss = 0, first = NAN;
+    int n = 0, rc = 0;
+    double start = now_s();
+    for (long i = -warmup; i < steps && !rc; i++) {
+        if (n > 0 && now_s() - start > max_s) break; /* between steps: a started step finishes */
+        double t0 = now_s();
+        rc = rm_executor_step(ex, &loss, images, labels, (uint64_t)(i + warmup), &e);
+        if (!rc) rc = rm_optim_step(opt, c.lr, &e);
+        double dt = now_s() - t0;
+        if (isnan(first)) first = loss;
+        if (!rc && i >= 0) ms[n++] = (float)(1e3 * dt);
+        fprintf(stderr, ME ": step %ld%s: %.1f ms, loss %.4g\n", i + warmup + 1, i < 0 ? " (warm-up)" : "", 1e3 * dt,
+                (double)loss);
+    }
+    if (rc) {
+        fprintf(stderr, ME ": %s\n", e.msg);
+        rm_trainer_free(t);
+        free(images), free(labels);
+        return 1;
+    }
+    float lo = ms[0];
+    for (int i = 1; i < n; i++) lo = ms[i] < lo ? ms[i] : lo;
+    float med = median(ms, n);
+    printf("RESULT model=%s batch=%ld threads=%d kernels=%s ms=%.3f min_ms=%.3f images_s=%.3f steps=%d "
+           "loss_first=%.4g loss_last=%.4g\n",
+           model, batch, rm_backend_cpu_threads(rm_executor_backend(ex)),
+           rm_cpu_kernels_name(rm_backend_cpu_kernels(rm_executor_backend(ex))), med, lo, 1e3 * batch / med, n,
+           (double)first, (double)loss);
+    rm_trainer_free(t);
+    free(images), free(labels);
+    return isfinite(loss) ? 0 : 1;
+}

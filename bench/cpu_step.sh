@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# remat's CPU training step beside PyTorch's, in one run (docs/bench/cpu.md):
+# ResNet-18, ResNet-50 and VGG-16 at 3x224x224 and U-Net at 3x256x256,
+# batch 8, SGD with momentum 0.9, on 1 and 2 threads. For each model and
+# thread count PyTorch (bench/pytorch_step.py --device cpu) and remat
+# (remat_bench_cpu_step: the fast CPU kernels, checkpoint-all, no
+# recomputation) run one after the other, so both see the same machine.
+# Reported: the median step time of each, their ratio, images/s, and each
+# one's speed-up from 1 to 2 threads, against the goals of issue 15.
+#
+#   bench/cpu_step.sh [MODEL...]       # default: resnet18 resnet50 vgg16 unet
+#
+# Environment: STEPS (timed steps, default 5), WARMUP (default 1), THREADS
+# (default "1 2"), BATCH (default 8), OUT (default docs/bench/cpu.md).
+# PyTorch is installed for this bench only (never the build, the demo or the
+# tests): from PyPI into the virtual environment REMAT_TORCH_VENV (default
+# build-bench-cpu/venv), created when missing; PyPI's Linux wheels of torch
+# bring CUDA libraries, several GB to download. Run it on an otherwise idle
+# machine: the load average is printed with the table.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+work=build-bench-cpu
+venv="${REMAT_TORCH_VENV:-$work/venv}"
+steps="${STEPS:-5}" warmup="${WARMUP:-1}" batch="${BATCH:-8}" out="${OUT:-docs/bench/cpu.md}"
+read -r -a threads <<<"${THREADS:-1 2}"
+models=("$@")
+[ ${#models[@]} -eq 0 ] && models=(resnet18 resnet50 vgg16 unet)
+mkdir -p "$work" "$(dirname "$out")"
+if [ ! -x "$venv/bin/python" ]; then
+    echo "cpu bench: creating $venv and installing torch, torchvision from PyPI" >&2
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q torch torchvision
+fi
+REMAT_BUILD_TARGET="remat_bench_cpu_step" ./scripts/build "${REMAT_BUILD_ARGS:--DREMAT_WERROR=ON}" >&2
+dir="${REMAT_BUILD_DIR:-build}"
+
+field() { sed -n "s/.*\b$2=\([^ ]*\).*/\1/p" <<<"$1"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+declare -A ms
+rows=""
+for m in "${models[@]}"; do
+    for t in "${threads[@]}"; do
+        echo "cpu bench: $m, $t thread(s): PyTorch" >&2
+        p=$(OMP_NUM_THREADS=$t MKL_NUM_THREADS=$t "$venv/bin/python" bench/pytorch_step.py --device cpu \
+            --threads "$t" --model "$m" --batch "$batch" --steps "$steps" --warmup "$warmup" | grep '^RESULT')
+        echo "cpu bench: $m, $t thread(s): remat" >&2
+        r=$("$dir/bench/remat_bench_cpu_step" --model "$m" --batch "$batch" --threads "$t" --steps "$steps" \
+            --warmup "$warmup" 2>>"$work/remat.log" | grep '^RESULT')
+        pm=$(field "$p" ms) rm=$(field "$r" ms)
+        ms[$m,$t,torch]=$pm ms[$m,$t,remat]=$rm
+        x=$(ratio "$rm" "$pm")
+        verdict=$(awk -v x="$x" 'BEGIN { print (x <= 1.2 ? "met" : "not met") }')
+        rows+="| $m | $t | $(printf %.0f "$pm") | $(printf %.0f "$rm") | **$x** ($verdict) | $(field "$p" images_s) | $(field "$r" images_s) |"$'\n'
+        echo "cpu bench: $m, $t thread(s): PyTorch $pm ms, remat $rm ms, ratio $x" >&2
+    done
+done
+
+scaling=""
+if [ ${#threads[@]} -ge 2 ]; then
+    t1=${threads[0]} t2=${threads[1]}
+    for m in "${models[@]}"; do
+        ps=$(ratio "${ms[$m,$t1,torch]}" "${ms[$m,$t2,torch]}") rs=$(ratio "${ms[$m,$t1,remat]}" "${ms[$m,$t2,remat]}")
+        verdict=$(awk -v a="$rs" -v b="$ps" 'BEGIN { print (a >= b ? "met" : "not met") }')
+        scaling+="| $m | ${ps}x | ${rs}x | $verdict |"$'\n'
+    done
+fi
+
+cpu=$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)
+versions=$("$venv/bin/python" -c 'import torch; print(f"torch {torch.__version__}")')
+{
+    echo "# remat's CPU training step against PyTorch's"
+    echo
+    echo "Written by \`bench/cpu_step.sh\` ($(date -u '+%Y-%m-%d %H:%M UTC')) on $cpu, $(nproc) cores;"
+    echo "load average before the table was written: $(cut -d' ' -f1-3 /proc/loadavg). $versions (PyPI, its"
+    echo "own CPU kernels); remat's fast CPU kernels (BLIS products around im2col, OpenMP loops), checkpoint-all."
+    echo
+    echo "One training step (forward, loss, backward, SGD with momentum 0.9) at batch $batch, float32, on"
+    echo "random data; median of $steps steps after $warmup warm-up. ResNet-18, ResNet-50 and VGG-16 are"
+    echo "torchvision's at 3x224x224 with 1000 classes against models/<name>.cfg; U-Net is"
+    echo "bench/pytorch_step.py's model of models/unet.cfg at 3x256x256 with 2 classes per pixel."
+    echo
+    echo "| model | threads | PyTorch ms | remat ms | remat / PyTorch (goal <= 1.2) | PyTorch images/s | remat images/s |"
+    echo "|---|---|---|---|---|---|---|"
+    printf "%s" "$rows"
+    if [ -n "$scaling" ]; then
+        echo
+        echo "Speed-up from ${threads[0]} to ${threads[1]} threads (step time at ${threads[0]} over step time at ${threads[1]}; goal: remat's at least PyTorch's):"
+        echo
+        echo "| model | PyTorch | remat | goal |"
+        echo "|---|---|---|---|"
+        printf "%s" "$scaling"
+    fi
+} >"$out"
+cat "$out"
