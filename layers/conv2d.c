@@ -344,6 +344,43 @@ static void conv_row_run(int *oy, int *ox0, int *ox1, size_t p, size_t end, cons
     *oy = (int)row, *ox0 = (int)(p - row * wo), *ox1 = (int)(row_end - row * wo);
 }
 
+/* A stride-1 convolution whose output is the input's size (padding
+ * (k - 1) / 2, as every 3x3 of VGG, ResNet and U-Net): tap (ky, kx) of
+ * output pixel q reads input element q + (ky - p) * w + (kx - p), one
+ * constant offset, so a tap's row of the im2col matrix is one copy of the
+ * input plane, then zeros where the tap falls in the padding. */
+static int conv_same_size(const conv_geom *g) { return g->s == 1 && g->ho == g->h && g->wo == g->w; }
+
+static void conv_im2col_same(float *restrict col /* kdim x ld */, size_t ld, const float *restrict x, const conv_geom *g,
+                             size_t p0, size_t pn, int nt)
+{
+    const size_t taps = (size_t)g->k * g->k, w = (size_t)g->w, plane = (size_t)g->h * w, end = p0 + pn;
+    RM_CPU_PARALLEL_FOR(nt)
+    for (size_t kk = 0; kk < g->kdim; kk++) {
+        int ky = (int)(kk % taps) / g->k, kx = (int)(kk % taps) % g->k, lo, hi;
+        const float *in = x + kk / taps * plane;
+        float *o = col + kk * ld; /* o[q - p0]: pixel q */
+        ptrdiff_t off = (ptrdiff_t)(ky - g->p) * (ptrdiff_t)w + (kx - g->p);
+        /* Pixels whose input element lies in the plane: [a, b). */
+        size_t a = off < 0 ? (size_t)-off : 0, b = off > 0 ? plane - (size_t)off : plane;
+        if (a < p0) a = p0;
+        if (b > end) b = end;
+        if (b < a) b = a;
+        memset(o, 0, (a - p0) * sizeof(float));
+        memcpy(o + (a - p0), in + (ptrdiff_t)a + off, (b - a) * sizeof(float));
+        memset(o + (b - p0), 0, (end - b) * sizeof(float));
+        /* Columns outside [lo, hi) read a neighbouring row (or, in the first
+         * and last rows, the padding above and below): zeros. */
+        conv_valid_cols(&lo, &hi, kx, g);
+        for (size_t r = a / w * w; r < b; r += w) {
+            for (size_t q = r; q < r + (size_t)lo; q++)
+                if (q >= a && q < b) o[q - p0] = 0.0f;
+            for (size_t q = r + (size_t)hi; q < r + w; q++)
+                if (q >= a && q < b) o[q - p0] = 0.0f;
+        }
+    }
+}
+
 /* col[kk][j] (rows ld apart) for the pixels p0 .. p0+pn of one image, a
  * row of pixels at a time (the input row and the valid columns found once
  * per row); the tap rows kk are independent, split between nt threads. */
@@ -351,6 +388,10 @@ static void conv_im2col_block(float *restrict col /* kdim x ld */, size_t ld, co
                               const conv_geom *g, size_t p0, size_t pn, int nt)
 {
     const size_t taps = (size_t)g->k * g->k;
+    if (conv_same_size(g)) {
+        conv_im2col_same(col, ld, x, g, p0, pn, nt);
+        return;
+    }
     RM_CPU_PARALLEL_FOR(nt)
     for (size_t kk = 0; kk < g->kdim; kk++) {
         int ky = (int)(kk % taps) / g->k, kx = (int)(kk % taps) % g->k, lo, hi;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_blas.h"
 #include "cpu_kernels.h"
 #include "layers.h"
 
@@ -169,6 +170,96 @@ static int convt_backward(const rm_layer_call *call, rm_err *e)
     return RM_OK;
 }
 
+/* ---- the fast library: the per-pixel product through BLIS ---- */
+
+/* buf[q][ij] = y[convt_out_index(q, ij)] (gather, to_buf) or the other way
+ * round (scatter, adding the bias), for one image; the taps q are
+ * independent, split between nt threads. */
+static void convt_shuffle(float *buf /* qdim x hw */, float *y /* cout x 2h x 2w */, const float *bias,
+                          const convt_geom *g, int to_buf, int nt)
+{
+    RM_CPU_PARALLEL_FOR(nt)
+    for (size_t q = 0; q < g->qdim; q++) {
+        size_t a = (q / 2) % 2, b = q % 2, w2 = 2 * (size_t)g->w;
+        float *plane = y + q / 4 * 4 * g->hw, bq = bias ? bias[q / 4] : 0.0f;
+        const float *row_in = buf + q * g->hw;
+        for (int i = 0; i < g->h; i++) {
+            float *out = plane + (2 * (size_t)i + a) * w2 + b;
+            float *r = buf + q * g->hw + (size_t)i * g->w;
+            if (to_buf)
+                for (int j = 0; j < g->w; j++) r[j] = out[2 * (size_t)j];
+            else
+                for (int j = 0; j < g->w; j++) out[2 * (size_t)j] = row_in[(size_t)i * g->w + j] + bq;
+        }
+    }
+}
+
+/* One image of taps: qdim x hw floats (the reference's backward holds two). */
+static size_t convt_fast_workspace(const rm_backend *be, const rm_layer_config *cfg, const rm_shape *in, int nin,
+                                   rm_shape out, int backward)
+{
+    (void)be, (void)nin, (void)out, (void)backward;
+    convt_geom g = convt_geom_of(cfg, in[0]);
+    return g.qdim * g.hw * sizeof(float);
+}
+
+/* Per image: buf = w^T . x (qdim x hw), scattered onto y with the bias. */
+static int convt_fast_forward(const rm_layer_call *call, rm_err *e)
+{
+    const rm_tensor *x = call->in[0];
+    convt_geom g = convt_geom_of(call->cfg, x->shape);
+    void *ws, *owned;
+    int rc = rm_layer_workspace(&ws, &owned, call,
+                                convt_fast_workspace(call->be, call->cfg, &x->shape, 1, call->out->shape, 0),
+                                "conv_transpose forward", e);
+    if (rc) return rc;
+    size_t xsize = (size_t)g.cin * g.hw, ysize = g.qdim * g.hw;
+    for (int n = 0; !rc && n < g.n; n++) {
+        rc = rm_cpu_sgemm(call->be, 1, 0, g.qdim, g.hw, (size_t)g.cin, call->params->w.data, g.qdim,
+                          x->data + n * xsize, g.hw, 0.0f, ws, g.hw, "conv_transpose forward", e);
+        if (!rc)
+            convt_shuffle(ws, call->out->data + n * ysize, call->params->b.data, &g, 0, rm_call_threads(call, ysize));
+    }
+    free(owned);
+    return rc;
+}
+
+/* Per image: dy gathered into taps (qdim x hw); dx = w . taps, dw (+)= x .
+ * taps^T (images in order, one float sum); db as the reference. */
+static int convt_fast_backward(const rm_layer_call *call, rm_err *e)
+{
+    const rm_tensor *x = call->in[0], *dy = call->dout;
+    rm_tensor *dx = call->din[0];
+    rm_layer_params *prm = call->params;
+    convt_geom g = convt_geom_of(call->cfg, x->shape);
+    int want_dx = dx && dx->data;
+    size_t xsize = (size_t)g.cin * g.hw, ysize = g.qdim * g.hw;
+    void *ws, *owned;
+    int rc = rm_layer_workspace(&ws, &owned, call, convt_fast_workspace(call->be, call->cfg, &x->shape, 1, dy->shape, 1),
+                                "conv_transpose backward", e);
+    if (rc) return rc;
+    for (int n = 0; !rc && n < g.n && (want_dx || prm->dw.data); n++) {
+        convt_shuffle(ws, dy->data + n * ysize, NULL, &g, 1, rm_call_threads(call, ysize));
+        if (want_dx)
+            rc = rm_cpu_sgemm(call->be, 0, 0, (size_t)g.cin, g.hw, g.qdim, prm->w.data, g.qdim, ws, g.hw, 0.0f,
+                              dx->data + n * xsize, g.hw, "conv_transpose backward (data)", e);
+        if (!rc && prm->dw.data)
+            rc = rm_cpu_sgemm(call->be, 0, 1, (size_t)g.cin, g.qdim, g.hw, x->data + n * xsize, g.hw, ws, g.hw,
+                              n == 0 ? 0.0f : 1.0f, prm->dw.data, g.qdim, "conv_transpose backward (weights)", e);
+    }
+    if (!rc && prm->db.data)
+        rm_cpu_bias_grad(prm->db.data, dy->data, g.n, g.cout, 4 * g.hw, rm_call_threads(call, g.n * ysize));
+    free(owned);
+    return rc;
+}
+
+static rm_layer_kernels convt_cpu_kernels(rm_cpu_kernels lib)
+{
+    rm_layer_kernels k = {convt_forward, convt_backward, NULL};
+    if (lib == RM_CPU_KERNELS_FAST) k = (rm_layer_kernels){convt_fast_forward, convt_fast_backward, convt_fast_workspace};
+    return k;
+}
+
 const rm_layer_desc rm_conv_transpose2x2_desc = {
     .kind = RM_LAYER_CONV_TRANSPOSE2X2,
     .name = "conv_transpose",
@@ -182,6 +273,7 @@ const rm_layer_desc rm_conv_transpose2x2_desc = {
     .forward_cpu = convt_forward,
     .backward_cpu = convt_backward,
     .workspace_bytes = convt_workspace_bytes,
+    .cpu_kernels = convt_cpu_kernels,
     .forward_cuda = RM_CUDA_FN(rm_conv_transpose2x2_forward_cuda),
     .backward_cuda = RM_CUDA_FN(rm_conv_transpose2x2_backward_cuda),
     .cuda_kernels = RM_CUDA_FN(rm_conv_transpose2x2_cuda_kernels),

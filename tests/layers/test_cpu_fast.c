@@ -3,7 +3,8 @@
  * and the reference kernels, on odd shapes (stride 2 and 3, padding, 1x1
  * direct and strided, 5x5, 7x7, channel counts that divide nothing, batch 1
  * and 3, an image whose im2col matrix is split into blocks), forward and
- * both backward passes, at 1 and 2 threads; linear likewise. Then what the
+ * both backward passes, at 1 and 2 threads; linear and the 2x2 transposed
+ * convolution likewise. Then what the
  * threads must not change: the bits of a fast call run twice, and of every
  * threaded loop of the other layers at 1 and 2 threads; the workspace the
  * fast kernels declare; and how a library and a thread count are chosen.
@@ -289,6 +290,70 @@ Test(cpu_fast, linear_batch1_and_3)
     expect_linear(1, rm_shape_make(1, 7, 3, 5), 11, 1);
     expect_linear(3, rm_shape_make(1, 37, 1, 1), 10, 0);
     expect_linear(3, rm_shape_make(1, 512, 1, 1), 1000, 1); /* ResNet's classifier */
+}
+
+/* ---- transposed convolution, 2x2 stride 2 ---------------------------------- */
+
+/* y[co][2i+a][2j+b] = b[co] + sum_ci w[ci][co][a][b] x[ci][i][j], and its
+ * gradients, against double sums; the fast library at 1 and 2 threads
+ * (products past 4e6 multiply-adds, shuffles past RM_CPU_LOOP_MIN, run on
+ * both in the large case). */
+static void expect_convt(rm_shape xs, int cout, int bias)
+{
+    int n = xs.n, cin = xs.c, h = xs.h, w = xs.w;
+    size_t hw = (size_t)h * w, nx = rm_shape_numel(xs), ny = (size_t)n * cout * 4 * hw, nw = (size_t)cin * cout * 4;
+    float *x = uniform(nx, 9), *wt = uniform(nw, 10), *b = bias ? uniform((size_t)cout, 11) : NULL,
+          *dy = uniform(ny, 12);
+    double *y_ = zeros(ny), *ya = zeros(ny), *dx_ = zeros(nx), *dxa = zeros(nx), *dw_ = zeros(nw), *dwa = zeros(nw);
+    for (int i = 0; i < n; i++)
+        for (int co = 0; co < cout; co++)
+            for (int q = 0; q < 4; q++)
+                for (size_t ij = 0; ij < hw; ij++) {
+                    size_t yi = (((size_t)i * cout + co) * 2 * h + 2 * (ij / w) + q / 2) * 2 * w + 2 * (ij % w) + q % 2;
+                    y_[yi] = b ? b[co] : 0.0, ya[yi] = b ? fabs(b[co]) : 0.0;
+                    for (int ci = 0; ci < cin; ci++) {
+                        size_t xi = ((size_t)i * cin + ci) * hw + ij, wi = ((size_t)ci * cout + co) * 4 + q;
+                        double xv = x[xi], wv = wt[wi], g = dy[yi];
+                        y_[yi] += wv * xv, ya[yi] += fabs(wv * xv);
+                        dx_[xi] += g * wv, dxa[xi] += fabs(g * wv);
+                        dw_[wi] += g * xv, dwa[wi] += fabs(g * xv);
+                    }
+                }
+    rm_layer_config cfg = {.kind = RM_LAYER_CONV_TRANSPOSE2X2, .out_channels = cout, .bias = bias};
+    rm_shape ys = rm_shape_make(n, cout, 2 * h, 2 * w), wsh, bsh;
+    rm_conv_transpose2x2_desc.param_shapes(&wsh, &bsh, &cfg, &xs, 1);
+    float *y = must(malloc(ny * sizeof *y)), *dx = must(malloc(nx * sizeof *dx)), *dw = must(malloc(nw * sizeof *dw)),
+          *db = must(malloc((size_t)cout * sizeof *db));
+    rm_layer_params prm = {.w = rm_tensor_make(wsh, wt), .dw = rm_tensor_make(wsh, dw)};
+    if (bias) prm.b = rm_tensor_make(bsh, b), prm.db = rm_tensor_make(bsh, db);
+    rm_tensor tx = rm_tensor_make(xs, x), ty = rm_tensor_make(ys, y), tdy = rm_tensor_make(ys, dy),
+              tdx = rm_tensor_make(xs, dx);
+    for (int threads = 1; threads <= 2; threads++) {
+        rm_backend *be = cpu(RM_CPU_KERNELS_FAST, threads);
+        rm_layer_call call = one_input_call(&cfg, &prm, be, &tx, &ty, &tdy, &tdx);
+        rm_err e = {0};
+        cr_assert_eq(rm_layer_forward(&rm_conv_transpose2x2_desc, &call, &e), RM_OK, "%s", e.msg);
+        cr_assert_eq(rm_layer_backward(&rm_conv_transpose2x2_desc, &call, &e), RM_OK, "%s", e.msg);
+        char who[64];
+        snprintf(who, sizeof who, "convt %dx%dx%dx%d -> %d fast/%d", n, cin, h, w, cout, threads);
+        expect_close("y", who, y, y_, ya, ny, (double)cin + 1, U);
+        expect_close("dx", who, dx, dx_, dxa, nx, (double)cout * 4, U);
+        expect_close("dw", who, dw, dw_, dwa, nw, (double)n * hw, U);
+        /* The workspace the executor allocates covers what the call asks. */
+        for (int back = 0; back < 2; back++)
+            cr_assert_leq(rm_layer_workspace_bytes_device(&rm_conv_transpose2x2_desc, be, &cfg, &xs, 1, ys, back),
+                          rm_conv_transpose2x2_desc.workspace_bytes(&cfg, &xs, 1, ys, 1), "more than the reference's");
+        rm_backend_free(be);
+    }
+    free(x), free(wt), free(b), free(dy), free(y), free(dx), free(dw), free(db);
+    free(y_), free(ya), free(dx_), free(dxa), free(dw_), free(dwa);
+}
+
+Test(cpu_fast, conv_transpose_against_naive)
+{
+    expect_convt(rm_shape_make(1, 3, 5, 7), 2, 1);
+    expect_convt(rm_shape_make(3, 5, 4, 3), 7, 0);
+    expect_convt(rm_shape_make(2, 64, 24, 24), 48, 1); /* threaded */
 }
 
 /* ---- what the thread count must not change ---------------------------------- */
