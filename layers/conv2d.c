@@ -351,32 +351,78 @@ static void conv_row_run(int *oy, int *ox0, int *ox1, size_t p, size_t end, cons
  * input plane, then zeros where the tap falls in the padding. */
 static int conv_same_size(const conv_geom *g) { return g->s == 1 && g->ho == g->h && g->wo == g->w; }
 
+/* Tap (ky, kx) of a same-size convolution over the pixels [p0, end): the
+ * offset from a pixel to the input element it reads, and the pixels [a, b)
+ * whose element lies in the plane. */
+static void conv_same_range(ptrdiff_t *off, size_t *a, size_t *b, const conv_geom *g, int ky, int kx, size_t p0,
+                            size_t end)
+{
+    size_t plane = (size_t)g->h * g->w;
+    *off = (ptrdiff_t)(ky - g->p) * (ptrdiff_t)g->w + (kx - g->p);
+    *a = *off < 0 ? (size_t)-*off : 0, *b = *off > 0 ? plane - (size_t)*off : plane;
+    if (*a < p0) *a = p0;
+    if (*b > end) *b = end;
+    if (*b < *a) *b = *a;
+}
+
+/* o[q - p0] = 0 for the pixels q in [a, b) whose tap column kx falls outside
+ * the input row: their offset element is a neighbouring row's (or, in the
+ * first and last rows, lies where the padding is above and below). */
+static void conv_same_zero_cols(float *o, size_t p0, size_t a, size_t b, int kx, const conv_geom *g)
+{
+    size_t w = (size_t)g->w;
+    int lo, hi;
+    conv_valid_cols(&lo, &hi, kx, g);
+    for (size_t r = a / w * w; r < b; r += w) {
+        for (size_t q = r; q < r + (size_t)lo; q++)
+            if (q >= a && q < b) o[q - p0] = 0.0f;
+        for (size_t q = r + (size_t)hi; q < r + w; q++)
+            if (q >= a && q < b) o[q - p0] = 0.0f;
+    }
+}
+
 static void conv_im2col_same(float *restrict col /* kdim x ld */, size_t ld, const float *restrict x, const conv_geom *g,
                              size_t p0, size_t pn, int nt)
 {
-    const size_t taps = (size_t)g->k * g->k, w = (size_t)g->w, plane = (size_t)g->h * w, end = p0 + pn;
+    const size_t taps = (size_t)g->k * g->k, plane = (size_t)g->h * g->w, end = p0 + pn;
     RM_CPU_PARALLEL_FOR(nt)
     for (size_t kk = 0; kk < g->kdim; kk++) {
-        int ky = (int)(kk % taps) / g->k, kx = (int)(kk % taps) % g->k, lo, hi;
+        int ky = (int)(kk % taps) / g->k, kx = (int)(kk % taps) % g->k;
         const float *in = x + kk / taps * plane;
         float *o = col + kk * ld; /* o[q - p0]: pixel q */
-        ptrdiff_t off = (ptrdiff_t)(ky - g->p) * (ptrdiff_t)w + (kx - g->p);
-        /* Pixels whose input element lies in the plane: [a, b). */
-        size_t a = off < 0 ? (size_t)-off : 0, b = off > 0 ? plane - (size_t)off : plane;
-        if (a < p0) a = p0;
-        if (b > end) b = end;
-        if (b < a) b = a;
+        ptrdiff_t off;
+        size_t a, b;
+        conv_same_range(&off, &a, &b, g, ky, kx, p0, end);
         memset(o, 0, (a - p0) * sizeof(float));
         memcpy(o + (a - p0), in + (ptrdiff_t)a + off, (b - a) * sizeof(float));
         memset(o + (b - p0), 0, (end - b) * sizeof(float));
-        /* Columns outside [lo, hi) read a neighbouring row (or, in the first
-         * and last rows, the padding above and below): zeros. */
-        conv_valid_cols(&lo, &hi, kx, g);
-        for (size_t r = a / w * w; r < b; r += w) {
-            for (size_t q = r; q < r + (size_t)lo; q++)
-                if (q >= a && q < b) o[q - p0] = 0.0f;
-            for (size_t q = r + (size_t)hi; q < r + w; q++)
-                if (q >= a && q < b) o[q - p0] = 0.0f;
+        conv_same_zero_cols(o, p0, a, b, kx, g);
+    }
+}
+
+/* col2im of a same-size convolution: each tap's row of dcol, its padding
+ * columns zeroed first (dcol is the kernel's own scratch), is added to the
+ * plane in one contiguous run. Adding those zeros to a neighbouring row
+ * leaves every sum's value as it was (x + 0 = x), and each element still
+ * receives its taps in order. */
+static void conv_col2im_same(float *restrict dx /* cin x h x w */, float *restrict dcol /* kdim x ld */, size_t ld,
+                             const conv_geom *g, size_t p0, size_t pn, int nt)
+{
+    const size_t taps = (size_t)g->k * g->k, plane = (size_t)g->h * g->w, end = p0 + pn;
+    RM_CPU_PARALLEL_FOR(nt)
+    for (int ci = 0; ci < g->cin; ci++) {
+        float *out = dx + (size_t)ci * plane;
+        for (size_t t = 0; t < taps; t++) {
+            int ky = (int)t / g->k, kx = (int)t % g->k;
+            float *d = dcol + ((size_t)ci * taps + t) * ld; /* d[q - p0]: pixel q */
+            ptrdiff_t off;
+            size_t a, b;
+            conv_same_range(&off, &a, &b, g, ky, kx, p0, end);
+            conv_same_zero_cols(d, p0, a, b, kx, g);
+            float *o = out + (ptrdiff_t)a + off;
+            const float *q = d + (a - p0);
+            RM_CPU_SIMD
+            for (size_t j = 0; j < b - a; j++) o[j] += q[j];
         }
     }
 }
@@ -418,13 +464,17 @@ static void conv_im2col_block(float *restrict col /* kdim x ld */, size_t ld, co
 }
 
 /* dx += the columns of dcol (rows ld apart) for the pixels p0 .. p0+pn,
- * scattered back onto the image (col2im). Every input channel is one
- * thread's and its taps arrive in a fixed order, so the sums do not depend
- * on nt. */
-static void conv_col2im_block(float *restrict dx /* cin x h x w */, const float *restrict dcol /* kdim x ld */,
-                              size_t ld, const conv_geom *g, size_t p0, size_t pn, int nt)
+ * scattered back onto the image (col2im; dcol is scratch, which the
+ * same-size path writes). Every input channel is one thread's and its taps
+ * arrive in a fixed order, so the sums do not depend on nt. */
+static void conv_col2im_block(float *restrict dx /* cin x h x w */, float *restrict dcol /* kdim x ld */, size_t ld,
+                              const conv_geom *g, size_t p0, size_t pn, int nt)
 {
     const size_t taps = (size_t)g->k * g->k;
+    if (conv_same_size(g)) {
+        conv_col2im_same(dx, dcol, ld, g, p0, pn, nt);
+        return;
+    }
     RM_CPU_PARALLEL_FOR(nt)
     for (int ci = 0; ci < g->cin; ci++) {
         float *plane = dx + (size_t)ci * g->h * g->w;
