@@ -3,21 +3,24 @@
  * bench/cpu_step.sh sets it beside PyTorch's step (bench/pytorch_step.py
  * --device cpu).
  *
- *   remat_bench_cpu_step --model NAME|FILE --batch N [--kernels fast|reference]
- *                        [--threads T] [--strategy S] [--budget B]
- *                        [--steps K (5)] [--warmup W (1)] [--max-seconds X (120)]
+ *   remat_bench_cpu_step --model NAME|FILE --batch N [--cpu-kernels fast|reference]
+ *                        [--threads T] [--strategy S] [--budget B] [--lr X (0.001)]
+ *                        [--steps K (5)] [--warmup W (1)] [--max-seconds X (0: none)]
  *
  * The job is built by the library's one path (rm_trainer_create on the CPU
  * backend: model, fixed memory, schedule, plan, executor, SGD with momentum
  * 0.9); this file drives rm_executor_step and rm_optim_step, so the timed
  * region is the step without the data pipeline: one fixed batch of random
  * inputs and labels. Each step is timed on the monotonic clock; the median of
- * K after W warm-up steps is reported, with the timed steps stopping once
- * --max-seconds (warm-up included) are spent and one timed step is done.
+ * K after W warm-up steps is reported (with --max-seconds X, the timed steps
+ * stop once X seconds, warm-up included, are spent and one is done; the
+ * RESULT line's steps= says how many were timed). The learning rate is small
+ * so that random labels do not drive a large network's loss to infinity in
+ * a few steps (the speed of a step does not depend on it).
  * Default strategy checkpoint_all at a 100% budget: no recomputation, so the
  * step does what PyTorch's does. Ends with "RESULT model=... ms=...
- * images_s=..." for the driver. Exit 0, 1 when the job could not be built or
- * a step failed, 2 on bad usage. */
+ * images_s=..." for the driver. Exit 0, 1 when the job could not be built, a
+ * step failed or the loss is not finite, 2 on bad usage (--help: 0). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,11 +38,13 @@
 
 static int usage(const char *why)
 {
+    FILE *f = why ? stderr : stdout;
     if (why) fprintf(stderr, ME ": %s\n", why);
-    fprintf(stderr, "usage: " ME " --model NAME|FILE --batch N [--kernels fast|reference] [--threads T]\n"
-                    "       [--strategy S (checkpoint_all)] [--budget B (100%%)] [--steps K (5)] [--warmup W (1)]\n"
-                    "       [--max-seconds X (120)]\n");
-    return 2;
+    fprintf(f, "usage: " ME " --model NAME|FILE --batch N [--cpu-kernels fast|reference] [--threads T]\n"
+               "       [--strategy S (checkpoint_all)] [--budget B (100%%)] [--lr X (0.001)] [--steps K (5, 1..%d)]\n"
+               "       [--warmup W (1, 0..%d)] [--max-seconds X (0: no limit)]\n",
+            MAX_STEPS, MAX_STEPS);
+    return why ? 2 : 0;
 }
 
 static void on_event(void *ctx, const rm_trainer_event *ev)
@@ -52,28 +57,47 @@ int main(int argc, char **argv)
 {
     const char *model = NULL, *kernels = NULL, *threads = NULL, *strategy = "checkpoint_all", *budget = "100%";
     long batch = 0, steps = 5, warmup = 1;
-    double max_s = 120;
+    double max_s = 0, lr = 0.001;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        char why[200];
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) return usage(NULL);
-        if (!v) return usage("every option takes a value");
+        static const char *const known[] = {"--model", "--cpu-kernels", "--threads", "--strategy", "--budget", "--lr",
+                                            "--batch", "--steps", "--warmup", "--max-seconds"};
+        int is_known = 0;
+        for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) is_known |= !strcmp(o, known[k]);
+        if (!is_known) {
+            snprintf(why, sizeof why, "unknown option %s", o);
+            return usage(why);
+        }
+        if (!v) {
+            snprintf(why, sizeof why, "%s needs a value", o);
+            return usage(why);
+        }
         i++;
+        int bad = 0;
         if (!strcmp(o, "--model")) model = v;
-        else if (!strcmp(o, "--kernels")) kernels = v;
+        else if (!strcmp(o, "--cpu-kernels")) kernels = v;
         else if (!strcmp(o, "--threads")) threads = v;
         else if (!strcmp(o, "--strategy")) strategy = v;
         else if (!strcmp(o, "--budget")) budget = v;
-        else if (!strcmp(o, "--batch") && !rm_cli_parse_long(&batch, v, 1, 1L << 20)) {}
-        else if (!strcmp(o, "--steps") && !rm_cli_parse_long(&steps, v, 1, MAX_STEPS)) {}
-        else if (!strcmp(o, "--warmup") && !rm_cli_parse_long(&warmup, v, 0, MAX_STEPS)) {}
-        else if (!strcmp(o, "--max-seconds") && !rm_cli_parse_seconds(&max_s, v) && max_s > 0) {}
-        else {
-            char why[160];
-            snprintf(why, sizeof why, "bad option or value: %s %s", o, v);
+        else if (!strcmp(o, "--batch")) bad = rm_cli_parse_long(&batch, v, 1, 1L << 20);
+        else if (!strcmp(o, "--steps")) bad = rm_cli_parse_long(&steps, v, 1, MAX_STEPS);
+        else if (!strcmp(o, "--warmup")) bad = rm_cli_parse_long(&warmup, v, 0, MAX_STEPS);
+        else if (!strcmp(o, "--max-seconds")) bad = rm_cli_parse_seconds(&max_s, v);
+        else if (!strcmp(o, "--lr")) bad = rm_cli_parse_seconds(&lr, v) || !(lr > 0);
+        if (bad) {
+            snprintf(why, sizeof why, "%s %s: want %s", o, v,
+                     !strcmp(o, "--batch")    ? "an integer from 1 to 1048576"
+                     : !strcmp(o, "--warmup") ? "an integer from 0 to 1000"
+                     : !strcmp(o, "--steps")  ? "an integer from 1 to 1000"
+                     : !strcmp(o, "--lr")     ? "a number > 0"
+                                              : "a number of seconds >= 0");
             return usage(why);
         }
     }
     if (!model || !batch) return usage("--model and --batch are required");
+    if (!rm_strategy_find(strategy)) return usage("unknown --strategy (the names of `remat plan --help`)");
 
     char path[1024], why[256];
     rm_trainer_config c;
@@ -88,7 +112,7 @@ int main(int argc, char **argv)
     c.batch = (int)batch;
     c.strategy = strategy;
     c.train_accuracy_every = 0;
-    c.lr = 0.01;
+    c.lr = lr;
     c.device = RM_BACKEND_CPU;
     c.event = on_event;
     rm_cli_budget bud;
@@ -135,7 +159,7 @@ int main(int argc, char **argv)
     int n = 0, rc = 0;
     double start = now_s();
     for (long i = -warmup; i < steps && !rc; i++) {
-        if (n > 0 && now_s() - start > max_s) break; /* between steps: a started step finishes */
+        if (max_s > 0 && n > 0 && now_s() - start > max_s) break; /* between steps: a started step finishes */
         double t0 = now_s();
         rc = rm_executor_step(ex, &loss, images, labels, (uint64_t)(i + warmup), &e);
         if (!rc) rc = rm_optim_step(opt, c.lr, &e);

@@ -11,45 +11,64 @@
 #   bench/cpu_step.sh [MODEL...]       # default: resnet18 resnet50 vgg16 unet
 #
 # Environment: STEPS (timed steps, default 5), WARMUP (default 1), THREADS
-# (default "1 2"), BATCH (default 8), OUT (default docs/bench/cpu.md).
+# (default "1 2"), BATCH (default 8), OUT (default: docs/bench/cpu.md for the
+# full default run, build-bench-cpu/cpu.md for any other).
 # PyTorch is installed for this bench only (never the build, the demo or the
 # tests): from PyPI into the virtual environment REMAT_TORCH_VENV (default
 # build-bench-cpu/venv), created when missing; PyPI's Linux wheels of torch
 # bring CUDA libraries, several GB to download. Run it on an otherwise idle
-# machine: the load average is printed with the table.
+# machine: the load average before the run is printed with the table.
+# remat's step log (per-step times, losses) is build-bench-cpu/remat.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=build-bench-cpu
 venv="${REMAT_TORCH_VENV:-$work/venv}"
-steps="${STEPS:-5}" warmup="${WARMUP:-1}" batch="${BATCH:-8}" out="${OUT:-docs/bench/cpu.md}"
+steps="${STEPS:-5}" warmup="${WARMUP:-1}" batch="${BATCH:-8}"
 read -r -a threads <<<"${THREADS:-1 2}"
 models=("$@")
-[ ${#models[@]} -eq 0 ] && models=(resnet18 resnet50 vgg16 unet)
+full=0
+[ ${#models[@]} -eq 0 ] && models=(resnet18 resnet50 vgg16 unet) && [ "${THREADS:-1 2}" = "1 2" ] && full=1
+out="${OUT:-$([ $full = 1 ] && echo docs/bench/cpu.md || echo "$work/cpu.md")}"
 mkdir -p "$work" "$(dirname "$out")"
-if [ ! -x "$venv/bin/python" ]; then
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+# A venv counts as ready once torch and torchvision import: an interrupted
+# install is redone.
+if ! "$venv/bin/python" -c 'import torch, torchvision' 2>/dev/null; then
     echo "cpu bench: creating $venv and installing torch, torchvision from PyPI" >&2
     python3 -m venv "$venv"
     "$venv/bin/pip" install -q torch torchvision
 fi
+: >"$work/remat.log"
 REMAT_BUILD_TARGET="remat_bench_cpu_step" ./scripts/build "${REMAT_BUILD_ARGS:--DREMAT_WERROR=ON}" >&2
 dir="${REMAT_BUILD_DIR:-build}"
 
 field() { sed -n "s/.*\b$2=\([^ ]*\).*/\1/p" <<<"$1"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+# result WHO LINE: LINE's ms= and steps=, or a message and exit 1.
+result() {
+    local ms st
+    ms=$(field "$2" ms) st=$(field "$2" steps)
+    if [ -z "$ms" ] || [ "$st" != "$steps" ]; then
+        echo "cpu bench: $1 gave no timing of $steps steps (${2:-no RESULT line}); see $work/remat.log" >&2
+        exit 1
+    fi
+}
 declare -A ms
 rows=""
 for m in "${models[@]}"; do
     for t in "${threads[@]}"; do
         echo "cpu bench: $m, $t thread(s): PyTorch" >&2
         p=$(OMP_NUM_THREADS=$t MKL_NUM_THREADS=$t "$venv/bin/python" bench/pytorch_step.py --device cpu \
-            --threads "$t" --model "$m" --batch "$batch" --steps "$steps" --warmup "$warmup" | grep '^RESULT')
+            --threads "$t" --model "$m" --batch "$batch" --steps "$steps" --warmup "$warmup" | grep '^RESULT' || true)
+        result "PyTorch ($m, $t threads)" "$p"
         echo "cpu bench: $m, $t thread(s): remat" >&2
         r=$("$dir/bench/remat_bench_cpu_step" --model "$m" --batch "$batch" --threads "$t" --steps "$steps" \
-            --warmup "$warmup" 2>>"$work/remat.log" | grep '^RESULT')
+            --warmup "$warmup" 2>>"$work/remat.log" | grep '^RESULT' || true)
+        result "remat ($m, $t threads)" "$r"
         pm=$(field "$p" ms) rm=$(field "$r" ms)
         ms[$m,$t,torch]=$pm ms[$m,$t,remat]=$rm
         x=$(ratio "$rm" "$pm")
-        verdict=$(awk -v x="$x" 'BEGIN { print (x <= 1.2 ? "met" : "not met") }')
+        verdict=$(awk -v a="$rm" -v b="$pm" 'BEGIN { print (a <= 1.2 * b ? "met" : "not met") }')
         rows+="| $m | $t | $(printf %.0f "$pm") | $(printf %.0f "$rm") | **$x** ($verdict) | $(field "$p" images_s) | $(field "$r" images_s) |"$'\n'
         echo "cpu bench: $m, $t thread(s): PyTorch $pm ms, remat $rm ms, ratio $x" >&2
     done
@@ -60,7 +79,8 @@ if [ ${#threads[@]} -ge 2 ]; then
     t1=${threads[0]} t2=${threads[1]}
     for m in "${models[@]}"; do
         ps=$(ratio "${ms[$m,$t1,torch]}" "${ms[$m,$t2,torch]}") rs=$(ratio "${ms[$m,$t1,remat]}" "${ms[$m,$t2,remat]}")
-        verdict=$(awk -v a="$rs" -v b="$ps" 'BEGIN { print (a >= b ? "met" : "not met") }')
+        verdict=$(awk -v p1="${ms[$m,$t1,torch]}" -v p2="${ms[$m,$t2,torch]}" -v r1="${ms[$m,$t1,remat]}" \
+            -v r2="${ms[$m,$t2,remat]}" 'BEGIN { print (r1 / r2 >= p1 / p2 ? "met" : "not met") }')
         scaling+="| $m | ${ps}x | ${rs}x | $verdict |"$'\n'
     done
 fi
@@ -71,7 +91,7 @@ versions=$("$venv/bin/python" -c 'import torch; print(f"torch {torch.__version__
     echo "# remat's CPU training step against PyTorch's"
     echo
     echo "Written by \`bench/cpu_step.sh\` ($(date -u '+%Y-%m-%d %H:%M UTC')) on $cpu, $(nproc) cores;"
-    echo "load average before the table was written: $(cut -d' ' -f1-3 /proc/loadavg). $versions (PyPI, its"
+    echo "load average before the run: $load_before. $versions (PyPI, its"
     echo "own CPU kernels); remat's fast CPU kernels (BLIS products around im2col, OpenMP loops), checkpoint-all."
     echo
     echo "One training step (forward, loss, backward, SGD with momentum 0.9) at batch $batch, float32, on"

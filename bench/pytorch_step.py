@@ -13,6 +13,7 @@ steps; prints median step time and images/s, one row per model, and one line
 "RESULT model=... ms=... images_s=..." per model for the drivers.
 
     python3 bench/pytorch_step.py [--model resnet18|resnet50|vgg16|unet|all]
+                                  (all: resnet50, vgg16 and unet, the GPU set)
                                   [--batch 32] [--steps 20] [--warmup 5]
                                   [--size 224] [--device cuda|cpu] [--threads N]
                                   [--tf32] [--benchmark] [--deterministic]
@@ -153,6 +154,8 @@ def main():
     p.add_argument("--benchmark", action="store_true", help="cudnn.benchmark = True (autotuning)")
     p.add_argument("--deterministic", action="store_true", help="deterministic algorithms only")
     args = p.parse_args()
+    if args.steps < 1 or args.warmup < 0 or args.batch < 1 or args.threads < 0:
+        p.error("--steps and --batch must be at least 1, --warmup and --threads at least 0")
     models = ["resnet50", "vgg16", "unet"] if args.model == "all" else [args.model]
     if args.device == "cpu":
         if args.threads > 0:

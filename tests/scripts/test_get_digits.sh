@@ -9,8 +9,9 @@
 #      its label, once, across the two files (the split is a shuffle, not a
 #      loss),
 #   3. a second run leaves a complete folder alone,
-#   4. a CSV with a row missing, a level of 17 or a missing file is an error
-#      naming the file, with no idx files written.
+#   4. a CSV with a row missing, a level of 17 or NaN, or a missing file is
+#      an error naming the file, and the folder it would have made is gone;
+#   5. a folder holding other files of those names is an error, untouched.
 # Prints "ok - ..." / "FAIL - ..." per check and last "get-digits tests: N
 # passed, N failed"; exits non-zero when a check failed. A second or two.
 set -uo pipefail
@@ -74,7 +75,7 @@ fi
 expect_error() { # expect_error NAME CSV PATTERN
   local rc=0
   REMAT_DIGITS_CSV="$2" "$root/scripts/get-digits" "$tmp/e" >"$tmp/out" 2>&1 || rc=$?
-  if [ "$rc" -ne 0 ] && grep -q -- "$3" "$tmp/out" && [ ! -e "$tmp/e/train-images-idx3-ubyte" ]; then
+  if [ "$rc" -ne 0 ] && grep -q -- "$3" "$tmp/out" && [ ! -e "$tmp/e" ]; then
     ok "$1 (exit $rc)"
   else
     fail "$1: exit $rc, output: $(cat "$tmp/out")"
@@ -85,5 +86,21 @@ expect_error "refuses a CSV with a row missing" "$tmp/short.csv.gz" "expected 17
 make_csv "$tmp/level.csv.gz" 1797 42
 expect_error "refuses a level of 17, naming the line" "$tmp/level.csv.gz" "level.csv.gz:42:"
 expect_error "refuses a missing file" "$tmp/none.csv.gz" "no such file"
+make_csv "$tmp/nan.csv.gz" 1797 0
+python3 -c "import gzip,sys; p=sys.argv[1]; t=gzip.open(p,'rt').read().replace('0.0,','nan,',1); gzip.open(p,'wt').write(t)" \
+  "$tmp/nan.csv.gz"
+expect_error "refuses a NaN level, naming the line" "$tmp/nan.csv.gz" "nan.csv.gz:1:"
+# A folder with other idx files of those names (an MNIST folder, or a partial
+# run) is left alone, with an error.
+mkdir -p "$tmp/mnist"
+printf 'not digits' >"$tmp/mnist/train-images-idx3-ubyte"
+rc=0
+REMAT_DIGITS_CSV="$tmp/good.csv.gz" "$root/scripts/get-digits" "$tmp/mnist" >"$tmp/out" 2>&1 || rc=$?
+if [ "$rc" -ne 0 ] && grep -q "not these digits" "$tmp/out" && [ "$(cat "$tmp/mnist/train-images-idx3-ubyte")" = "not digits" ] &&
+  [ ! -e "$tmp/mnist/t10k-images-idx3-ubyte" ]; then
+  ok "leaves a folder of other idx files alone (exit $rc)"
+else
+  fail "a folder of other idx files: exit $rc, output: $(cat "$tmp/out")"
+fi
 echo "get-digits tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
