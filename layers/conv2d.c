@@ -361,6 +361,7 @@ static void conv_same_range(ptrdiff_t *off, size_t *a, size_t *b, const conv_geo
     *off = (ptrdiff_t)(ky - g->p) * (ptrdiff_t)g->w + (kx - g->p);
     *a = *off < 0 ? (size_t)-*off : 0, *b = *off > 0 ? plane - (size_t)*off : plane;
     if (*a < p0) *a = p0;
+    if (*a > end) *a = end; /* a block that ends inside the top padding */
     if (*b > end) *b = end;
     if (*b < *a) *b = *a;
 }
@@ -528,12 +529,68 @@ static void conv_gather_cols(float *col, const float *x, const conv_geom *g, int
     }
 }
 
-static void conv_add_bias(float *yn /* cout x pdim */, const float *b, const conv_geom *g, const rm_layer_call *call)
+static void conv_add_bias(float *yn /* cout x pdim */, const float *b, const conv_geom *g, int nt)
 {
-    int nt = rm_call_threads(call, (size_t)g->cout * g->pdim);
     RM_CPU_PARALLEL_FOR(nt)
     for (int co = 0; co < g->cout; co++)
         for (size_t i = 0; i < g->pdim; i++) yn[(size_t)co * g->pdim + i] += b[co];
+}
+
+/* y of image n, `block` pixels at a time through col (kdim x block floats),
+ * on gemm_be's threads (NULL: one) and nt threads for the loops. */
+static int conv_fast_forward_image(const rm_layer_call *call, const conv_geom *g, float *col, size_t block, int n,
+                                   const rm_backend *gemm_be, int nt, rm_err *e)
+{
+    const float *w = call->params->w.data, *b = call->params->b.data;
+    const float *xn = call->in[0]->data + (size_t)n * g->cin * g->h * g->w;
+    float *yn = call->out->data + (size_t)n * g->cout * g->pdim;
+    int rc = RM_OK;
+    for (size_t p0 = 0; !rc && p0 < g->pdim; p0 += block) {
+        size_t pn = g->pdim - p0 < block ? g->pdim - p0 : block;
+        const float *c = xn + p0;
+        size_t ldc = g->pdim;
+        if (!conv_direct(g)) {
+            conv_im2col_block(col, pn, xn, g, p0, pn, nt);
+            c = col, ldc = pn;
+        }
+        rc = rm_cpu_sgemm(gemm_be, 0, 0, (size_t)g->cout, pn, g->kdim, w, g->kdim, c, ldc, 0.0f, yn + p0, g->pdim,
+                          "conv forward", e);
+    }
+    if (!rc && b) conv_add_bias(yn, b, g, nt);
+    return rc;
+}
+
+/* Blocks of pixels on nt > 1 threads: the images split between the threads
+ * (images [t * per, (t + 1) * per) to thread t), each with its share of the
+ * workspace and one-thread products. Each core then reads the columns it
+ * built itself, from its own cache, where a product on both threads reads
+ * columns half built by the other core; and no thread waits for the other
+ * between blocks. The bits are those of one thread: an image's products do
+ * not depend on how their columns are blocked. *done = 0 (nothing computed)
+ * when the images or the workspace are too few to share. */
+static int conv_fast_forward_split(int *done, const rm_layer_call *call, const conv_geom *g, float *ws, size_t block,
+                                   rm_err *e)
+{
+    int nt = rm_backend_cpu_threads(call->be);
+    *done = 0;
+    if (nt < 2 || g->n < 2 || block < 2 * (size_t)nt) return RM_OK;
+    int tn = nt < g->n ? nt : g->n, per = (g->n + tn - 1) / tn, rc = RM_OK;
+    size_t share = block / (size_t)tn;
+    rm_err first = {RM_OK, ""};
+    RM_CPU_PARALLEL_FOR(tn)
+    for (int t = 0; t < tn; t++) {
+        rm_err mine = {RM_OK, ""};
+        int r = RM_OK;
+        for (int n = t * per; !r && n < g->n && n < (t + 1) * per; n++)
+            r = conv_fast_forward_image(call, g, ws + (size_t)t * g->kdim * share, share, n, NULL, 1, &mine);
+        if (r) {
+            RM_CPU_PRAGMA(omp critical(conv_fast_forward_split))
+            if (!rc) rc = r, first = mine;
+        }
+    }
+    if (rc) *e = first;
+    *done = 1;
+    return rc;
 }
 
 /* y = w . col + b, a block at a time. */
@@ -547,9 +604,16 @@ static int conv2d_fast_forward(const rm_layer_call *call, rm_err *e)
                                 conv2d_fast_workspace(call->be, call->cfg, &x->shape, 1, call->out->shape, 0),
                                 "conv forward", e);
     if (rc) return rc;
-    size_t xsize = (size_t)g.cin * g.h * g.w, ysize = (size_t)g.cout * g.pdim;
+    size_t ysize = (size_t)g.cout * g.pdim;
     conv_blocking bl = conv_fast_blocking(&g);
-    int direct = conv_direct(&g);
+    if (bl.imgs == 1 && !conv_direct(&g)) {
+        int done;
+        rc = conv_fast_forward_split(&done, call, &g, ws, bl.pixels, e);
+        if (done) {
+            free(owned);
+            return rc;
+        }
+    }
     for (int n = 0; !rc && n < g.n; n += bl.imgs) {
         if (bl.imgs > 1) { /* whole images: product into the buffer after the columns */
             int imgs = g.n - n < bl.imgs ? g.n - n : bl.imgs;
@@ -562,24 +626,12 @@ static int conv2d_fast_forward(const rm_layer_call *call, rm_err *e)
                 float *yn = call->out->data + (size_t)(n + i) * ysize;
                 conv_copy_rows(yn, g.pdim, out + (size_t)i * g.pdim, cols, (size_t)g.cout, g.pdim,
                                rm_call_threads(call, ysize));
-                if (b) conv_add_bias(yn, b, &g, call);
+                if (b) conv_add_bias(yn, b, &g, rm_call_threads(call, ysize));
             }
             continue;
         }
-        const float *xn = x->data + n * xsize;
-        float *yn = call->out->data + n * ysize;
-        for (size_t p0 = 0; !rc && p0 < g.pdim; p0 += bl.pixels) {
-            size_t pn = g.pdim - p0 < bl.pixels ? g.pdim - p0 : bl.pixels;
-            const float *col = xn + p0;
-            size_t ldcol = g.pdim;
-            if (!direct) {
-                conv_im2col_block(ws, pn, xn, &g, p0, pn, rm_call_threads(call, g.kdim * pn));
-                col = ws, ldcol = pn;
-            }
-            rc = rm_cpu_sgemm(call->be, 0, 0, (size_t)g.cout, pn, g.kdim, w, g.kdim, col, ldcol, 0.0f, yn + p0, g.pdim,
-                              "conv forward", e);
-        }
-        if (!rc && b) conv_add_bias(yn, b, &g, call);
+        rc = conv_fast_forward_image(call, &g, ws, bl.pixels, n, call->be, rm_call_threads(call, g.kdim * bl.pixels),
+                                     e);
     }
     free(owned);
     return rc;
