@@ -158,3 +158,10 @@ void bench_utc_now(char *buf, size_t len)
     strftime(buf, len, "%Y-%m-%d %H:%M UTC", &tm);
 }
 
+const char *bench_model_path(char *buf, size_t len, const char *arg, const char *built_from)
+{
+    if (strchr(arg, '/') || strstr(arg, ".cfg")) return arg;
+    const char *d = getenv("REMAT_SOURCE_DIR");
+    snprintf(buf, len, "%s/models/%s.cfg", d && *d ? d : built_from, arg);
+    return buf;
+}

@@ -39,6 +39,12 @@ int bench_table_end(bench_table *bt);
 /* "md", "csv" or "json" (the benchmarks' --format) into *out: 0, or -1. */
 int bench_format_parse(rm_table_format *out, const char *s);
 
+/* models/NAME.cfg of the checkout when arg is a bare name, else arg (a
+ * path, or anything ending in .cfg). The checkout is REMAT_SOURCE_DIR from
+ * the environment (the device machine runs a copy of the tree elsewhere),
+ * else built_from (the tree the binary was built from). */
+const char *bench_model_path(char *buf, size_t len, const char *arg, const char *built_from);
+
 /* "Intel(R) Xeon(R) ..." from /proc/cpuinfo, or "unknown". */
 void bench_cpu_model(char *buf, size_t len);
 /* The 1/5/15-minute load averages, or "unknown": the machine is shared, so

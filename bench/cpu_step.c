@@ -27,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_host.h"
 #include "bench_median.h"
 #include "cli_util.h"
 #include "executor.h"
@@ -102,11 +103,7 @@ int main(int argc, char **argv)
     char path[1024], why[256];
     rm_trainer_config c;
     rm_trainer_config_default(&c);
-    if (strchr(model, '/') || strstr(model, ".cfg"))
-        snprintf(path, sizeof path, "%s", model);
-    else
-        snprintf(path, sizeof path, "%s/models/%s.cfg", REMAT_SOURCE_DIR, model);
-    c.model_path = path;
+    c.model_path = bench_model_path(path, sizeof path, model, REMAT_SOURCE_DIR);
     c.data = "synthetic";
     c.synthetic_samples = batch < 8 ? 8 : (int)batch; /* never read here: the trainer wants a data set */
     c.batch = (int)batch;

@@ -40,6 +40,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_host.h"
 #include "bench_median.h"
 #include "cli_util.h"
 #include "executor.h"
@@ -56,17 +57,6 @@ static int cuda_ok(cudaError_t st, const char *what)
     if (st == cudaSuccess) return 1;
     fprintf(stderr, ME ": %s: %s\n", what, cudaGetErrorString(st));
     return 0;
-}
-
-/* models/NAME.cfg of the checkout (REMAT_SOURCE_DIR from the environment:
- * the device machine runs a copy of the tree elsewhere; else the one this
- * binary was built from), or FILE when it names one. */
-static const char *model_path(char *buf, size_t len, const char *arg)
-{
-    if (strchr(arg, '/') || strstr(arg, ".cfg")) return arg;
-    const char *d = getenv("REMAT_SOURCE_DIR");
-    snprintf(buf, len, "%s/models/%s.cfg", d && *d ? d : REMAT_SOURCE_DIR, arg);
-    return buf;
 }
 
 static const char *status_of(int rc)
@@ -132,7 +122,7 @@ static int parse_args(args *a, int argc, char **argv, char *pathbuf, size_t path
     if (!a->model_arg) return usage("--model is required");
     if (!a->batch) return usage("--batch is required");
     if (!rm_strategy_find(a->strategy)) return usage("unknown --strategy (names as `remat plan --help`)");
-    a->model = model_path(pathbuf, pathlen, a->model_arg);
+    a->model = bench_model_path(pathbuf, pathlen, a->model_arg, REMAT_SOURCE_DIR);
     return 0;
 }
 

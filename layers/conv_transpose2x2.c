@@ -182,14 +182,12 @@ static void convt_shuffle(float *buf /* qdim x hw */, float *y /* cout x 2h x 2w
     for (size_t q = 0; q < g->qdim; q++) {
         size_t a = (q / 2) % 2, b = q % 2, w2 = 2 * (size_t)g->w;
         float *plane = y + q / 4 * 4 * g->hw, bq = bias ? bias[q / 4] : 0.0f;
-        const float *row_in = buf + q * g->hw;
-        for (int i = 0; i < g->h; i++) {
-            float *out = plane + (2 * (size_t)i + a) * w2 + b;
-            float *r = buf + q * g->hw + (size_t)i * g->w;
+        for (int i = 0; i < g->h; i++) { /* convt_out_index, a row of ij at a time */
+            float *out = plane + (2 * (size_t)i + a) * w2 + b, *r = buf + q * g->hw + (size_t)i * g->w;
             if (to_buf)
                 for (int j = 0; j < g->w; j++) r[j] = out[2 * (size_t)j];
             else
-                for (int j = 0; j < g->w; j++) out[2 * (size_t)j] = row_in[(size_t)i * g->w + j] + bq;
+                for (int j = 0; j < g->w; j++) out[2 * (size_t)j] = r[j] + bq;
         }
     }
 }

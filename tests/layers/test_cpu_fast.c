@@ -248,6 +248,52 @@ ParameterizedTest(conv_case *c, cpu_fast, conv_against_naive_and_reference, .tim
     expect_conv(c);
 }
 
+/* ---- one-input layers with weights, against double sums --------------------- */
+
+/* The exact y, dx and dw of a layer call (double sums), the sums of the
+ * magnitudes of their terms, and how many terms each output adds. */
+typedef struct exact_grads {
+    const double *y, *ya, *dx, *dxa, *dw, *dwa;
+    double ky, kdx, kdw;
+} exact_grads;
+
+/* One forward and backward of d (cfg, input xs, output ys) on the fast
+ * library at 1 and 2 threads: y, dx and dw within the float bound of r, and
+ * the workspace each direction asks within the reference's largest (what
+ * the fixed memory counts). `name` labels the log lines. */
+static void expect_fast_layer(const char *name, const rm_layer_desc *d, const rm_layer_config *cfg, rm_shape xs,
+                              rm_shape ys, float *x, float *w, float *b, float *dy, const exact_grads *r)
+{
+    rm_shape wsh, bsh;
+    d->param_shapes(&wsh, &bsh, cfg, &xs, 1);
+    size_t nx = rm_shape_numel(xs), ny = rm_shape_numel(ys), nw = rm_shape_numel(wsh);
+    float *y = must(malloc(ny * sizeof *y)), *dx = must(malloc(nx * sizeof *dx)), *dw = must(malloc(nw * sizeof *dw)),
+          *db = must(malloc(((size_t)cfg->out_channels + 1) * sizeof *db));
+    rm_layer_params prm = {.w = rm_tensor_make(wsh, w), .dw = rm_tensor_make(wsh, dw)};
+    if (b) prm.b = rm_tensor_make(bsh, b), prm.db = rm_tensor_make(bsh, db);
+    rm_tensor tx = rm_tensor_make(xs, x), ty = rm_tensor_make(ys, y), tdy = rm_tensor_make(ys, dy),
+              tdx = rm_tensor_make(xs, dx);
+    for (int threads = 1; threads <= 2; threads++) {
+        rm_backend *be = cpu(RM_CPU_KERNELS_FAST, threads);
+        rm_layer_call call = one_input_call(cfg, &prm, be, &tx, &ty, &tdy, &tdx);
+        rm_err e = {0};
+        cr_assert_eq(rm_layer_forward(d, &call, &e), RM_OK, "%s", e.msg);
+        cr_assert_eq(rm_layer_backward(d, &call, &e), RM_OK, "%s", e.msg);
+        char who[64];
+        snprintf(who, sizeof who, "%s fast/%d", name, threads);
+        expect_close("y", who, y, r->y, r->ya, ny, r->ky, U);
+        expect_close("dx", who, dx, r->dx, r->dxa, nx, r->kdx, U);
+        expect_close("dw", who, dw, r->dw, r->dwa, nw, r->kdw, U);
+        size_t ref = d->workspace_bytes(cfg, &xs, 1, ys, 0), ref_back = d->workspace_bytes(cfg, &xs, 1, ys, 1);
+        if (ref_back > ref) ref = ref_back;
+        for (int back = 0; back < 2; back++)
+            cr_assert_leq(rm_layer_workspace_bytes_device(d, be, cfg, &xs, 1, ys, back), ref,
+                          "%s: more workspace than the reference's", who);
+        rm_backend_free(be);
+    }
+    free(y), free(dx), free(dw), free(db);
+}
+
 /* ---- linear ------------------------------------------------------------------ */
 
 /* y = x w^T + b, dx = dy w, dw = dy^T x, db, against double sums. */
@@ -270,28 +316,11 @@ static void expect_linear(int n, rm_shape x_in, int out, int bias)
             }
         }
     rm_layer_config cfg = {.kind = RM_LAYER_LINEAR, .out_channels = out, .bias = bias};
-    rm_shape ys = rm_shape_make(n, out, 1, 1), wsh, bsh;
-    rm_linear_desc.param_shapes(&wsh, &bsh, &cfg, &xs, 1);
-    float *y = malloc(ny * sizeof *y), *dx = malloc(nx * sizeof *dx), *dw = malloc(nw * sizeof *dw),
-          *db = malloc((size_t)out * sizeof *db);
-    rm_layer_params prm = {.w = rm_tensor_make(wsh, w), .dw = rm_tensor_make(wsh, dw)};
-    if (bias) prm.b = rm_tensor_make(bsh, b), prm.db = rm_tensor_make(bsh, db);
-    rm_tensor tx = rm_tensor_make(xs, x), ty = rm_tensor_make(ys, y), tdy = rm_tensor_make(ys, dy),
-              tdx = rm_tensor_make(xs, dx);
-    for (int threads = 1; threads <= 2; threads++) {
-        rm_backend *be = cpu(RM_CPU_KERNELS_FAST, threads);
-        rm_layer_call call = one_input_call(&cfg, &prm, be, &tx, &ty, &tdy, &tdx);
-        rm_err e = {0};
-        cr_assert_eq(rm_layer_forward(&rm_linear_desc, &call, &e), RM_OK, "%s", e.msg);
-        cr_assert_eq(rm_layer_backward(&rm_linear_desc, &call, &e), RM_OK, "%s", e.msg);
-        char who[64];
-        snprintf(who, sizeof who, "linear %d x %zu -> %d fast/%d", n, in, out, threads);
-        expect_close("y", who, y, y_, ya, ny, (double)in + 1, U);
-        expect_close("dx", who, dx, dx_, dxa, nx, out, U);
-        expect_close("dw", who, dw, dw_, dwa, nw, n, U);
-        rm_backend_free(be);
-    }
-    free(x), free(w), free(b), free(dy), free(y), free(dx), free(dw), free(db);
+    exact_grads r = {y_, ya, dx_, dxa, dw_, dwa, (double)in + 1, out, n};
+    char name[48];
+    snprintf(name, sizeof name, "linear %d x %zu -> %d", n, in, out);
+    expect_fast_layer(name, &rm_linear_desc, &cfg, xs, rm_shape_make(n, out, 1, 1), x, w, b, dy, &r);
+    free(x), free(w), free(b), free(dy);
     free(y_), free(ya), free(dx_), free(dxa), free(dw_), free(dwa);
 }
 
@@ -330,32 +359,12 @@ static void expect_convt(rm_shape xs, int cout, int bias)
                     }
                 }
     rm_layer_config cfg = {.kind = RM_LAYER_CONV_TRANSPOSE2X2, .out_channels = cout, .bias = bias};
-    rm_shape ys = rm_shape_make(n, cout, 2 * h, 2 * w), wsh, bsh;
-    rm_conv_transpose2x2_desc.param_shapes(&wsh, &bsh, &cfg, &xs, 1);
-    float *y = must(malloc(ny * sizeof *y)), *dx = must(malloc(nx * sizeof *dx)), *dw = must(malloc(nw * sizeof *dw)),
-          *db = must(malloc((size_t)cout * sizeof *db));
-    rm_layer_params prm = {.w = rm_tensor_make(wsh, wt), .dw = rm_tensor_make(wsh, dw)};
-    if (bias) prm.b = rm_tensor_make(bsh, b), prm.db = rm_tensor_make(bsh, db);
-    rm_tensor tx = rm_tensor_make(xs, x), ty = rm_tensor_make(ys, y), tdy = rm_tensor_make(ys, dy),
-              tdx = rm_tensor_make(xs, dx);
-    for (int threads = 1; threads <= 2; threads++) {
-        rm_backend *be = cpu(RM_CPU_KERNELS_FAST, threads);
-        rm_layer_call call = one_input_call(&cfg, &prm, be, &tx, &ty, &tdy, &tdx);
-        rm_err e = {0};
-        cr_assert_eq(rm_layer_forward(&rm_conv_transpose2x2_desc, &call, &e), RM_OK, "%s", e.msg);
-        cr_assert_eq(rm_layer_backward(&rm_conv_transpose2x2_desc, &call, &e), RM_OK, "%s", e.msg);
-        char who[64];
-        snprintf(who, sizeof who, "convt %dx%dx%dx%d -> %d fast/%d", n, cin, h, w, cout, threads);
-        expect_close("y", who, y, y_, ya, ny, (double)cin + 1, U);
-        expect_close("dx", who, dx, dx_, dxa, nx, (double)cout * 4, U);
-        expect_close("dw", who, dw, dw_, dwa, nw, (double)n * hw, U);
-        /* The workspace the executor allocates covers what the call asks. */
-        for (int back = 0; back < 2; back++)
-            cr_assert_leq(rm_layer_workspace_bytes_device(&rm_conv_transpose2x2_desc, be, &cfg, &xs, 1, ys, back),
-                          rm_conv_transpose2x2_desc.workspace_bytes(&cfg, &xs, 1, ys, 1), "more than the reference's");
-        rm_backend_free(be);
-    }
-    free(x), free(wt), free(b), free(dy), free(y), free(dx), free(dw), free(db);
+    exact_grads r = {y_, ya, dx_, dxa, dw_, dwa, (double)cin + 1, (double)cout * 4, (double)n * hw};
+    char name[48];
+    snprintf(name, sizeof name, "convt %dx%dx%dx%d -> %d", n, cin, h, w, cout);
+    expect_fast_layer(name, &rm_conv_transpose2x2_desc, &cfg, xs, rm_shape_make(n, cout, 2 * h, 2 * w), x, wt, b, dy,
+                      &r);
+    free(x), free(wt), free(b), free(dy);
     free(y_), free(ya), free(dx_), free(dxa), free(dw_), free(dwa);
 }
 
