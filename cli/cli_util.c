@@ -465,7 +465,10 @@ int rm_cli_model_load(rm_model **out, const char *cmd, const rm_cli_model *a, in
         o.note_ctx = report;
     }
     if (rm_model_open(out, a->path, a->onnx ? &o : NULL, height, width, &sum, &e)) {
-        fprintf(stderr, "remat %s: %s\n", cmd, e.msg);
+        /* The importer's messages quote the model's own names. */
+        fprintf(stderr, "remat %s: ", cmd);
+        rm_name_fputs(stderr, e.msg);
+        fputc('\n', stderr);
         return e.code == RM_ERR_NOMEM ? 2 : 1;
     }
     if (!a->onnx) return 0;

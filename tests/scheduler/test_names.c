@@ -289,35 +289,42 @@ Test(names, explain_shows_them_escaped)
     rm_cli_problem_free(&cp);
 }
 
-/* cbr_pool_gemm.onnx with its producer and one node name replaced, in
- * place (same length, so the protobuf stays valid), by hostile bytes. */
-static const char *hostile_onnx(void)
+/* An ONNX fixture with each string from[k] (a protobuf field's tag and
+ * length bytes, then the string) overwritten in place, after those two
+ * bytes, by evil (as long as the string, so the protobuf stays valid),
+ * written to cf_dir/out. */
+static const char *onnx_with(const char *fixture, const char *const *from, int n, const char *evil, const char *out)
 {
-    static const char evil[] = "\x1b[31m\xe2\x80\xae\xc2\x9b\xff" "evil-name\x07"; /* 21 bytes */
-    size_t n;
-    unsigned char *b = cf_read(REMAT_SOURCE_DIR "/tests/models/onnx/cbr_pool_gemm.onnx", &n);
+    size_t size;
+    unsigned char *b = cf_read(fixture, &size);
     cr_assert_not_null(b);
-    const char *from[] = {"\x12\x15remat gen_fixtures.py", "\x1a\x15/features.0/relu/Relu\x22"};
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < n; k++) {
         size_t len = strlen(from[k]);
+        cr_assert_eq((size_t)(unsigned char)from[k][1], strlen(evil));
         unsigned char *at = NULL;
-        for (size_t i = 0; !at && i + len <= n; i++)
+        for (size_t i = 0; !at && i + len <= size; i++)
             if (!memcmp(b + i, from[k], len)) at = b + i;
         cr_assert_not_null(at, "the fixture has no '%s'", from[k] + 2);
-        memcpy(at + 2, evil, sizeof evil - 1);
+        memcpy(at + 2, evil, strlen(evil));
     }
-    const char *path = cf_path("evil.onnx");
+    const char *path = cf_path(out);
     FILE *f = fopen(path, "wb");
     cr_assert_not_null(f);
-    cr_assert_eq(fwrite(b, 1, n, f), n);
+    cr_assert_eq(fwrite(b, 1, size, f), size);
     fclose(f);
     free(b);
     return path;
 }
 
+#define ONNX_DIR REMAT_SOURCE_DIR "/tests/models/onnx/"
+
 Test(names, graph_plan_and_explain_never_print_an_onnx_name_raw)
 {
-    const char *onnx = hostile_onnx();
+    /* The producer and one node name: an escape sequence, a bidi override, a C1 CSI, a byte that is not
+     * UTF-8 and a bell, 21 bytes as both are. */
+    const char *const from[] = {"\x12\x15remat gen_fixtures.py", "\x1a\x15/features.0/relu/Relu\x22"};
+    const char *onnx = onnx_with(ONNX_DIR "cbr_pool_gemm.onnx", from, 2,
+                                 "\x1b[31m\xe2\x80\xae\xc2\x9b\xff" "evil-name\x07", "evil.onnx");
     cr_assert_eq(cf_remat("graph", "--onnx", onnx, "--batch", "2", NULL), 0, "%s", cf_err);
     cr_assert(cf_said(0, "\\x1b[31m\\u202e\\u009b\\xffevil-name\\x07"), "the import notes show the name escaped");
     expect_clean_file(cf_path("stdout"), "graph --onnx");
@@ -333,6 +340,13 @@ Test(names, graph_plan_and_explain_never_print_an_onnx_name_raw)
                  0, "%s", cf_err);
     expect_clean_file(cf_path("stdout"), "explain --onnx");
     expect_clean_file(cf_path("stderr"), "explain --onnx");
+    /* The importer's error quotes the node's name: escaped too. */
+    const char *const op[] = {"\x1a\x0c/act/Sigmoid\x22"};
+    onnx = onnx_with(ONNX_DIR "bad_op.onnx", op, 1, "\x1b[31m\xe2\x80\xae\xff" "abc", "bad.onnx");
+    cr_assert_eq(cf_remat("graph", "--onnx", onnx, "--batch", "2", NULL), 1);
+    cr_assert(cf_said(1, "node 1 '\\x1b[31m\\u202e\\xffabc' (Sigmoid): operator 'Sigmoid' is not supported"), "%s",
+              cf_err);
+    expect_clean_file(cf_path("stderr"), "graph --onnx, refused");
 }
 
 /* ---- sizes ------------------------------------------------------------------ */
