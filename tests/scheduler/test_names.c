@@ -90,6 +90,13 @@ static void expect_clean_file(const char *path, const char *what)
     free(b);
 }
 
+/* `remat ARGS` exits 1 and says said on stderr. */
+static void expect_refused(const char *const *args, const char *said)
+{
+    cr_assert_eq(cf_remat_args(args), 1, "%s", cf_err);
+    cr_assert(cf_said(1, said), "'%s' should say '%s'", cf_err, said);
+}
+
 /* ---- the check and the shown form --------------------------------------- */
 
 Test(names, the_check_finds_the_first_bad_character_and_says_what_it_is)
@@ -318,6 +325,13 @@ static const char *onnx_with(const char *fixture, const char *const *from, int n
 
 #define ONNX_DIR REMAT_SOURCE_DIR "/tests/models/onnx/"
 
+static void onnx_solve_ok(const char *cmd, const char *onnx)
+{
+    cr_assert_eq(cf_remat(cmd, "--onnx", onnx, "--batch", "2", "--budget", "100%", "--strategy", "checkpoint_all",
+                          "--quiet", NULL),
+                 0, "%s: %s", cmd, cf_err);
+}
+
 Test(names, graph_plan_and_explain_never_print_an_onnx_name_raw)
 {
     /* The producer and one node name: an escape sequence, a bidi override, a C1 CSI, a byte that is not
@@ -329,23 +343,18 @@ Test(names, graph_plan_and_explain_never_print_an_onnx_name_raw)
     cr_assert(cf_said(0, "\\x1b[31m\\u202e\\u009b\\xffevil-name\\x07"), "the import notes show the name escaped");
     expect_clean_file(cf_path("stdout"), "graph --onnx");
     expect_clean_file(cf_path("stderr"), "graph --onnx");
-    cr_assert_eq(cf_remat("plan", "--onnx", onnx, "--batch", "2", "--budget", "100%", "--strategy", "checkpoint_all",
-                          "--quiet", NULL),
-                 0, "%s", cf_err);
+    onnx_solve_ok("plan", onnx);
     cr_assert(cf_said(1, "\\x1b[31m"), "the producer is shown escaped: %s", cf_err);
     expect_clean_file(cf_path("stdout"), "plan --onnx");
     expect_clean_file(cf_path("stderr"), "plan --onnx");
-    cr_assert_eq(cf_remat("explain", "--onnx", onnx, "--batch", "2", "--budget", "100%", "--strategy", "checkpoint_all",
-                          "--quiet", NULL),
-                 0, "%s", cf_err);
+    onnx_solve_ok("explain", onnx);
     expect_clean_file(cf_path("stdout"), "explain --onnx");
     expect_clean_file(cf_path("stderr"), "explain --onnx");
     /* The importer's error quotes the node's name: escaped too. */
     const char *const op[] = {"\x1a\x0c/act/Sigmoid\x22"};
     onnx = onnx_with(ONNX_DIR "bad_op.onnx", op, 1, "\x1b[31m\xe2\x80\xae\xff" "abc", "bad.onnx");
-    cr_assert_eq(cf_remat("graph", "--onnx", onnx, "--batch", "2", NULL), 1);
-    cr_assert(cf_said(1, "node 1 '\\x1b[31m\\u202e\\xffabc' (Sigmoid): operator 'Sigmoid' is not supported"), "%s",
-              cf_err);
+    expect_refused((const char *const[]){"graph", "--onnx", onnx, "--batch", "2", NULL},
+                   "node 1 '\\x1b[31m\\u202e\\xffabc' (Sigmoid): operator 'Sigmoid' is not supported");
     expect_clean_file(cf_path("stderr"), "graph --onnx, refused");
 }
 
@@ -420,6 +429,14 @@ static const char *example_file(void)
     return path;
 }
 
+/* `remat CMD --problem PATH --budget BUDGET --strategy checkpoint_all
+ * --quiet`, which must succeed. */
+static void solve_ok(const char *cmd, const char *path, const char *budget)
+{
+    cr_assert_eq(cf_remat(cmd, "--problem", path, "--budget", budget, "--strategy", "checkpoint_all", "--quiet", NULL), 0,
+                 "%s --budget %s: %s", cmd, budget, cf_err);
+}
+
 /* remat prints sizes up to EiB (and EB): each is a unit --budget takes. */
 Test(cli_messages, every_unit_remat_prints_is_a_budget_unit)
 {
@@ -428,15 +445,13 @@ Test(cli_messages, every_unit_remat_prints_is_a_budget_unit)
         const char *arg, *shown;
     } v[] = {{"1PiB", "1.00 PiB"}, {"1EiB", "1.00 EiB"}, {"2PB", "1.78 PiB"}, {"1EB", "888.18 PiB"}};
     for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
-        cr_assert_eq(cf_remat("plan", "--problem", ex, "--budget", v[k].arg, "--strategy", "checkpoint_all", "--quiet",
-                              NULL),
-                     0, "%s: %s", v[k].arg, cf_err);
+        solve_ok("plan", ex, v[k].arg);
         cr_assert(cf_said(0, v[k].shown), "%s should show %s", v[k].arg, v[k].shown);
     }
-    cr_assert_eq(cf_remat("plan", "--problem", ex, "--budget", "1P", NULL), 1);
-    cr_assert(cf_said(1, "'1P' is ambiguous: say 1PiB (powers of 1024) or 1PB (powers of 1000)"), "%s", cf_err);
-    cr_assert_eq(cf_remat("plan", "--problem", ex, "--budget", "1ZiB", NULL), 1);
-    cr_assert(cf_said(1, "use B, KiB, MiB, GiB, TiB, PiB, EiB, KB, MB, GB, TB, PB, EB or %"), "%s", cf_err);
+    expect_refused((const char *const[]){"plan", "--problem", ex, "--budget", "1P", NULL},
+                   "'1P' is ambiguous: say 1PiB (powers of 1024) or 1PB (powers of 1000)");
+    expect_refused((const char *const[]){"plan", "--problem", ex, "--budget", "1ZiB", NULL},
+                   "use B, KiB, MiB, GiB, TiB, PiB, EiB, KB, MB, GB, TB, PB, EB or %");
 }
 
 /* 100000% of a 2^57-byte peak is more than the largest budget, 2^62: the
@@ -448,30 +463,24 @@ Test(cli_messages, a_clamped_percentage_budget_is_labelled_as_used)
                    "2 c backward 1 0 0,1\n");
     const char *want = "3200% of the no-remat peak: 100000% of it is more than 2^62 bytes, so capped at 2^62 bytes "
                        "(4 EiB), the largest budget";
-    cr_assert_eq(cf_remat("plan", "--problem", path, "--budget", "100000%", "--strategy", "checkpoint_all", "--quiet",
-                          NULL),
-                 0, "%s", cf_err);
+    solve_ok("plan", path, "100000%");
     cr_assert(cf_said(0, "budget       4.00 EiB ("), "%s", cf_text(cf_path("stdout")));
     cr_assert(cf_said(0, want));
     cr_assert(!cf_said(0, "(100000% of the no-remat peak)"));
-    cr_assert_eq(cf_remat("explain", "--problem", path, "--budget", "100000%", "--strategy", "checkpoint_all",
-                          "--quiet", NULL),
-                 0, "%s", cf_err);
+    solve_ok("explain", path, "100000%");
     cr_assert(cf_said(0, want));
     /* Unclamped, the percentage given is the one said. */
-    cr_assert_eq(cf_remat("plan", "--problem", path, "--budget", "150%", "--strategy", "checkpoint_all", "--quiet",
-                          NULL),
-                 0, "%s", cf_err);
+    solve_ok("plan", path, "150%");
     cr_assert(cf_said(0, "(150% of the no-remat peak)"));
 }
 
 Test(cli_messages, a_repeated_flag_is_refused_like_a_repeated_option)
 {
     const char *ex = example_file();
-    cr_assert_eq(cf_remat("plan", "--problem", ex, "--quiet", "--quiet", NULL), 1);
-    cr_assert(cf_said(1, "remat plan: --quiet given twice"), "%s", cf_err);
-    cr_assert_eq(cf_remat("explain", "--problem", ex, "-q", "--quiet", NULL), 1);
-    cr_assert(cf_said(1, "remat explain: --quiet given twice"), "%s", cf_err);
+    expect_refused((const char *const[]){"plan", "--problem", ex, "--quiet", "--quiet", NULL},
+                   "remat plan: --quiet given twice");
+    expect_refused((const char *const[]){"explain", "--problem", ex, "-q", "--quiet", NULL},
+                   "remat explain: --quiet given twice");
 }
 
 /* A file saved with CR line ends was one line, a comment to its end, and
@@ -480,16 +489,13 @@ Test(cli_messages, cr_line_ends_are_named_not_called_empty)
 {
     const char *path = cf_path("mac.txt");
     cf_write(path, "# saved on a classic Mac\rproblem 2 0 0\r0 a forward 1 8 -\r1 b loss 1 8 0\r");
-    cr_assert_eq(cf_remat("plan", "--problem", path, "--budget", "100%", NULL), 1);
-    cr_assert(cf_said(1, "mac.txt:1: a carriage return (CR) that does not end the line: line ends must be LF or CR "
-                         "LF; CR alone (classic Mac OS) is not supported"),
-              "%s", cf_err);
+    expect_refused((const char *const[]){"plan", "--problem", path, "--budget", "100%", NULL},
+                   "mac.txt:1: a carriage return (CR) that does not end the line: line ends must be LF or CR "
+                   "LF; CR alone (classic Mac OS) is not supported");
     cr_assert(!cf_said(1, "empty file"));
     /* CR LF is still a line end. */
     cf_write(path, "problem 2 0 0\r\n0 a forward 1 8 -\r\n1 b loss 1 8 0\r\n");
-    cr_assert_eq(cf_remat("plan", "--problem", path, "--budget", "100%", "--strategy", "checkpoint_all", "--quiet",
-                          NULL),
-                 0, "%s", cf_err);
+    solve_ok("plan", path, "100%");
 }
 
 /* Byte 0xc3 (the first of "é") was called a control character. */
@@ -497,14 +503,14 @@ Test(cli_messages, non_ascii_is_not_called_a_control_character)
 {
     const char *cfg = cf_path("u.cfg");
     cf_write(cfg, "[net]\nchannels=1\nheight=4\nwidth=4\n[linear]\nname=caf\xc3\xa9\nout=3\n[softmax_xent]\n");
-    cr_assert_eq(cf_remat("graph", "--model", cfg, "--batch", "2", NULL), 1);
-    cr_assert(cf_said(1, "u.cfg:6: a non-ASCII character, U+00E9: model configs are ASCII"), "%s", cf_err);
+    expect_refused((const char *const[]){"graph", "--model", cfg, "--batch", "2", NULL},
+                   "u.cfg:6: a non-ASCII character, U+00E9: model configs are ASCII");
     cf_write(cfg, "[net]\nchannels=1\nheight=4\nwidth=4\n[linear]\nname=caf\xc3\nout=3\n[softmax_xent]\n");
-    cr_assert_eq(cf_remat("graph", "--model", cfg, "--batch", "2", NULL), 1);
-    cr_assert(cf_said(1, "u.cfg:6: unexpected byte 0xc3, invalid UTF-8 (a truncated sequence)"), "%s", cf_err);
+    expect_refused((const char *const[]){"graph", "--model", cfg, "--batch", "2", NULL},
+                   "u.cfg:6: unexpected byte 0xc3, invalid UTF-8 (a truncated sequence)");
     cf_write(cfg, "[net]\nchannels=1\nheight=4\nwidth=4\n[linear]\nname=a\x01\nout=3\n[softmax_xent]\n");
-    cr_assert_eq(cf_remat("graph", "--model", cfg, "--batch", "2", NULL), 1);
-    cr_assert(cf_said(1, "u.cfg:6: unexpected byte 0x01, a control character"), "%s", cf_err);
+    expect_refused((const char *const[]){"graph", "--model", cfg, "--batch", "2", NULL},
+                   "u.cfg:6: unexpected byte 0x01, a control character");
 }
 
 /* A model with two losses was told "loss layer 'loss1' must be the last
@@ -515,21 +521,18 @@ Test(cli_messages, two_losses_are_called_two_losses)
     const char *cfg = cf_path("two.cfg");
     cf_write(cfg, "[net]\nchannels=1\nheight=4\nwidth=4\n\n[linear]\nname=fc\nout=3\n\n[softmax_xent]\nname=loss1\n\n"
                   "[softmax_xent]\nname=loss2\ninput=fc\n");
-    cr_assert_eq(cf_remat("graph", "--model", cfg, "--batch", "2", NULL), 1);
-    cr_assert(cf_said(1, "two.cfg:13: a second loss layer 'loss2' (the first is 'loss1', line 10): a model has one "
-                         "loss, its last layer"),
-              "%s", cf_err);
+    expect_refused((const char *const[]){"graph", "--model", cfg, "--batch", "2", NULL},
+                   "two.cfg:13: a second loss layer 'loss2' (the first is 'loss1', line 10): a model has one "
+                   "loss, its last layer");
     cf_write(cfg, "[net]\nchannels=1\nheight=4\nwidth=4\n\n[linear]\nname=fc\nout=3\n\n[softmax_xent]\nname=loss1\n\n"
                   "[softmax_xent]\nname=loss2\n");
-    cr_assert_eq(cf_remat("graph", "--model", cfg, "--batch", "2", NULL), 1);
-    cr_assert(cf_said(1, "two.cfg:13: 'loss2' reads the output of loss layer 'loss1' (line 10), the loss value, which "
-                         "no layer reads: a model has one loss, its last layer"),
-              "%s", cf_err);
+    expect_refused((const char *const[]){"graph", "--model", cfg, "--batch", "2", NULL},
+                   "two.cfg:13: 'loss2' reads the output of loss layer 'loss1' (line 10), the loss value, which "
+                   "no layer reads: a model has one loss, its last layer");
     cf_write(cfg, "[net]\nchannels=1\nheight=4\nwidth=4\n\n[linear]\nname=fc\nout=3\n\n[softmax_xent]\nname=loss1\n\n"
                   "[linear]\nname=fc2\ninput=fc\nout=3\n");
-    cr_assert_eq(cf_remat("graph", "--model", cfg, "--batch", "2", NULL), 1);
-    cr_assert(cf_said(1, "two.cfg:10: loss layer 'loss1' must be the last layer; 'fc2' (line 13) comes after it"), "%s",
-              cf_err);
+    expect_refused((const char *const[]){"graph", "--model", cfg, "--batch", "2", NULL},
+                   "two.cfg:10: loss layer 'loss1' must be the last layer; 'fc2' (line 13) comes after it");
 }
 
 /* --batch auto searched up to 65536 and, when everything fitted, said "no
