@@ -62,6 +62,9 @@ int rm_cli_parse_options(const rm_cli_opt *opts, size_t n, int argc, char **argv
         }
         if (!o) return rm_cli_usage_error(cmd, usage, "unknown argument '%s'", argv[i]);
         if (o->flag) {
+            /* Refused like a value given twice: "-q -q" is no quieter (a
+             * flag has no level to raise), so it is a slip worth saying. */
+            if (*o->flag) return rm_cli_usage_error(cmd, usage, "%s given twice", o->name);
             *o->flag = 1;
             continue;
         }
@@ -209,11 +212,15 @@ static const struct {
     {"mib", 1ULL << 20},
     {"gib", 1ULL << 30},
     {"tib", 1ULL << 40},
+    {"pib", 1ULL << 50},
+    {"eib", 1ULL << 60},
     {"kb", 1000ULL},
     {"mb", 1000000ULL},
     {"gb", 1000000000ULL},
     {"tb", 1000000000000ULL},
-};
+    {"pb", 1000000000000000ULL},
+    {"eb", 1000000000000000000ULL},
+}; /* every unit rm_cli_bytes and rm_cli_bytes_si print, so a size remat shows can be given back */
 
 /* The bytes of the number s[0..n) of units of scale: exact when it is a
  * whole number (a double would round 4611686018427387903 to 2^62), else
@@ -236,11 +243,11 @@ static int budget_amount(size_t *out, const char *s, size_t n, unsigned long lon
 /* Why suffix (after the number s[0..n)) is no unit of budget_units. */
 static void unknown_unit(char *why, size_t len, const char *s, size_t n, const char *suffix)
 {
-    if (strlen(suffix) == 1 && strchr("kKmMgGtT", suffix[0]))
+    if (strlen(suffix) == 1 && strchr("kKmMgGtTpPeE", suffix[0]))
         snprintf(why, len, "'%s' is ambiguous: say %.*s%ciB (powers of 1024) or %.*s%cB (powers of 1000)", s, (int)n, s,
                  toupper((unsigned char)suffix[0]), (int)n, s, toupper((unsigned char)suffix[0]));
     else
-        snprintf(why, len, "unknown unit '%s' in '%s' (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB or %%)", suffix, s);
+        snprintf(why, len, "unknown unit '%s' in '%s' (use B, KiB, MiB, GiB, TiB, PiB, EiB, KB, MB, GB, TB, PB, EB or %%)", suffix, s);
 }
 
 int rm_cli_parse_budget(rm_cli_budget *out, const char *s, char *why, size_t len)
@@ -316,6 +323,21 @@ size_t rm_cli_budget_bytes(const rm_cli_budget *b, size_t reference)
     if (v < 1) return 1;
     if (v >= (double)RM_PROBLEM_MAX_BYTES) return RM_PROBLEM_MAX_BYTES;
     return (size_t)v;
+}
+
+const char *rm_cli_budget_pct(char *buf, size_t len, const rm_cli_budget *b, size_t budget, size_t reference)
+{
+    double ref = (double)reference, want = floor(ref * b->pct / 100.0);
+    /* The percentage given, unless rm_cli_budget_bytes clamped the bytes it
+     * gives (to 1, or to 2^62): then the one used, and why, so that no line
+     * states a budget remat does not use. */
+    if (want >= 1 && want <= (double)RM_PROBLEM_MAX_BYTES)
+        snprintf(buf, len, "%g%% of the no-remat peak", b->pct);
+    else
+        snprintf(buf, len, "%.4g%% of the no-remat peak: %g%% of it is %s, so %s", 100.0 * (double)budget / ref,
+                 b->pct, want < 1 ? "less than a byte" : "more than 2^62 bytes",
+                 want < 1 ? "1 byte" : "capped at 2^62 bytes (4 EiB), the largest budget");
+    return buf;
 }
 
 double rm_cli_now(void)
@@ -422,9 +444,12 @@ int rm_cli_model_check(rm_cli_model *a, const char *cmd, const char *usage)
 }
 
 /* The import's notes, one line each, to a FILE. */
+/* A line of the ONNX import's notes: it quotes the model's own names. */
 static void note_line(void *ctx, const char *line)
 {
-    fprintf((FILE *)ctx, "  %s\n", line);
+    fputs("  ", (FILE *)ctx);
+    rm_name_fputs((FILE *)ctx, line);
+    fputc('\n', (FILE *)ctx);
 }
 
 int rm_cli_model_load(rm_model **out, const char *cmd, const rm_cli_model *a, int height, int width, FILE *report)
@@ -440,7 +465,10 @@ int rm_cli_model_load(rm_model **out, const char *cmd, const rm_cli_model *a, in
         o.note_ctx = report;
     }
     if (rm_model_open(out, a->path, a->onnx ? &o : NULL, height, width, &sum, &e)) {
-        fprintf(stderr, "remat %s: %s\n", cmd, e.msg);
+        /* The importer's messages quote the model's own names. */
+        fprintf(stderr, "remat %s: ", cmd);
+        rm_name_fputs(stderr, e.msg);
+        fputc('\n', stderr);
         return e.code == RM_ERR_NOMEM ? 2 : 1;
     }
     if (!a->onnx) return 0;
@@ -448,7 +476,8 @@ int rm_cli_model_load(rm_model **out, const char *cmd, const rm_cli_model *a, in
     fprintf(report ? report : stderr,
             "%s%s: %s, opset %lld: %d nodes -> %d layers (the loss added), %d folded, %d aliases, %d dropped; "
             "%s weights from its initializers%s\n",
-            report ? "onnx         " : "remat: imported ", a->path, *sum.producer ? sum.producer : "unknown producer",
+            report ? "onnx         " : "remat: imported ", a->path,
+            *sum.producer ? rm_name_shown_of(sum.producer).s : "unknown producer",
             (long long)sum.opset, sum.nodes, sum.layers, sum.folded, sum.aliases, sum.dropped,
             rm_cli_group_digits(w, sizeof w, sum.weights), o.random_init ? " (--init random: not kept)" : "");
     return 0;
@@ -580,7 +609,7 @@ int rm_cli_problem_set_budget(rm_cli_problem *cp, const char *cmd, const rm_cli_
                 "remat %s: the budget %s is below the smallest memory any schedule needs, %s = fixed %s + %s for "
                 "computing '%s' with its inputs resident (%.1f%% of the no-remat peak %s); no schedule exists\n",
                 cmd, x, y, rm_cli_bytes(z, sizeof z, (double)p->fixed_bytes),
-                rm_cli_bytes(w, sizeof w, (double)cp->lower_bound), p->nodes[cp->lb_node].name,
+                rm_cli_bytes(w, sizeof w, (double)cp->lower_bound), rm_name_shown_of(p->nodes[cp->lb_node].name).s,
                 100.0 * (double)need / (double)cp->noremat_total, rm_cli_bytes(v, sizeof v, (double)cp->noremat_total));
     }
     return 1;
@@ -632,14 +661,14 @@ void rm_cli_problem_print(const rm_cli_problem *cp, const rm_cli_budget *b)
     printf("lower bound  %s = fixed + %s (%.1f%%): '%s' with its inputs; no schedule needs less\n",
            rm_cli_bytes(x, sizeof x, (double)(p->fixed_bytes + cp->lower_bound)),
            rm_cli_bytes(y, sizeof y, (double)cp->lower_bound), 100.0 * (double)(p->fixed_bytes + cp->lower_bound) / ref,
-           p->nodes[cp->lb_node].name);
+           rm_name_shown_of(p->nodes[cp->lb_node].name).s);
     if (p->budget == 0) {
         printf("budget       unlimited\n");
         return;
     }
-    char pct[48] = "";
+    char pct[160];
     if (b && b->percent)
-        snprintf(pct, sizeof pct, "%g%% of the no-remat peak", b->pct);
+        rm_cli_budget_pct(pct, sizeof pct, b, p->budget, cp->noremat_total);
     else
         snprintf(pct, sizeof pct, "%.1f%% of the no-remat peak", 100.0 * (double)p->budget / ref);
     printf("budget       %s (%s) = fixed + %s for activations\n", rm_cli_bytes(x, sizeof x, (double)p->budget), pct,

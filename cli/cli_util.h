@@ -14,6 +14,7 @@
 #include "problem.h"
 #include "simulate.h"
 #include "strategy.h"
+#include "utf8.h" /* rm_name_shown_of: every name printed that remat did not choose */
 
 /* 1 when argv[*a] is opt, as "--opt value" (then *a advances past the value)
  * or "--opt=value"; *out is the value, or NULL when it is missing. 0 when
@@ -119,6 +120,13 @@ rm_cli_budget rm_cli_budget_percent(double pct);
  * 1, at most RM_PROBLEM_MAX_BYTES: no problem holds more, so a larger
  * budget would mean the same). */
 size_t rm_cli_budget_bytes(const rm_cli_budget *b, size_t reference);
+
+/* A percentage budget b (b->percent) as printed: "80% of the no-remat
+ * peak", or, where rm_cli_budget_bytes clamped it to budget bytes, the
+ * percentage used and why ("3.9e+12% of the no-remat peak: 1e+15% of it is
+ * more than 2^62 bytes, so capped at 2^62 bytes (4 EiB), the largest
+ * budget"). Returns buf. */
+const char *rm_cli_budget_pct(char *buf, size_t len, const rm_cli_budget *b, size_t budget, size_t reference);
 
 /* ---- The model a command works on ---- */
 

@@ -64,6 +64,20 @@ static void dot_string(FILE *f, const char *s, int label)
     fputc('"', f);
 }
 
+/* A node's name inside a label: as shown (engine/utf8.h), its backslashes
+ * (those of the escapes included) doubled, since a label keeps its own. */
+static const char *dot_label_name(char *out, size_t cap, const char *name)
+{
+    rm_name_shown v = rm_name_shown_of(name);
+    size_t o = 0;
+    for (const char *c = v.s; *c && o + 2 < cap; c++) {
+        if (*c == '\\') out[o++] = '\\';
+        out[o++] = *c;
+    }
+    out[o] = '\0';
+    return out;
+}
+
 /* Node colours. Without a schedule the fill says the kind (as in the SVG
  * figures); with one the fill says what the schedule does and the border
  * the kind. */
@@ -188,13 +202,14 @@ static int write_dot(const rm_graph *g, const char *model_path, const char *path
     dot_legend(f, s != NULL);
     for (int i = 0; i < g->n; i++) {
         const rm_graph_node *nd = &g->nodes[i];
-        char sz[32], sh[64], label[320];
+        char sz[32], sh[64], nm[2 * RM_NAME_SHOW_LEN], label[2 * RM_NAME_SHOW_LEN + 160];
         rm_cli_bytes(sz, sizeof sz, (double)nd->bytes);
         int o;
         if (nd->op == RM_OP_BACKWARD)
-            o = snprintf(label, sizeof label, "%s\\n%s", nd->name, sz);
+            o = snprintf(label, sizeof label, "%s\\n%s", dot_label_name(nm, sizeof nm, nd->name), sz);
         else
-            o = snprintf(label, sizeof label, "%s\\n%s\\n%s", nd->name, rm_shape_str(nd->shape, sh, sizeof sh), sz);
+            o = snprintf(label, sizeof label, "%s\\n%s\\n%s", dot_label_name(nm, sizeof nm, nd->name),
+                         rm_shape_str(nd->shape, sh, sizeof sh), sz);
         node_use use = USE_NONE;
         if (s) {
             /* A node recomputed and also kept somewhere counts as recomputed:
@@ -270,7 +285,7 @@ static int report(const rm_graph *g, const rm_model *m, rm_problem *p, const rm_
            rm_cli_bytes(b, sizeof b, (double)peak), rm_cli_group_digits(c, sizeof c, peak),
            rm_cli_bytes(d, sizeof d, (double)sim.peak_bytes), rm_cli_group_digits(a, sizeof a, sim.peak_bytes));
     if (sim.peak_node >= 0 && sim.peak_node < g->n)
-        printf("             reached while computing '%s' (stage %d)\n", g->nodes[sim.peak_node].name,
+        printf("             reached while computing '%s' (stage %d)\n", rm_name_shown_of(g->nodes[sim.peak_node].name).s,
                sim.peak_stage);
     return 0;
 }

@@ -41,7 +41,7 @@
     "                    FLOPs; it must be the model's at this batch (or match the problem file's nodes)\n"            \
     "  --budget B        TOTAL device memory, fixed bytes included: bytes (1500000000, 1.5e9; a number\n"              \
     "                    without a unit must be at least 1000000, else write the B: 12000B), a size\n"                 \
-    "                    (6GiB, 512MiB, 16GB; KiB/MiB/GiB/TiB are powers of 1024, KB/MB/GB/TB of 1000),\n"             \
+    "                    (6GiB, 512MiB, 16GB; KiB ... EiB are powers of 1024, KB ... EB of 1000),\n"                  \
     "                    or a percentage of the no-remat peak (80%: 80% of fixed + checkpoint-all's peak);\n"          \
     "                    at most 2^62 bytes (4 EiB)\n"                                                                 \
     "  --strategy NAME   best (the default): every heuristic first, then the MILP with the cheapest of them\n"         \
@@ -141,11 +141,12 @@ static char tag_char(rm_node_tag t) { return t == RM_TAG_BACKWARD ? 'B' : t == R
 static void print_matrices(const rm_problem *p, const rm_schedule *s, const timeline *tl)
 {
     int n = p->n, w = 0;
+    char shown[RM_NAME_SHOW_LEN];
+    /* Names as shown (engine/utf8.h), in columns, not bytes: at most 24. */
     for (int i = 0; i < n; i++) {
-        int l = (int)strlen(p->nodes[i].name);
+        int l = rm_name_show_cols(shown, sizeof shown, p->nodes[i].name, 24);
         if (l > w) w = l;
     }
-    if (w > 24) w = 24;
     size_t act = rm_problem_activation_budget(p);
     size_t top = act != SIZE_MAX ? act : 1;
     for (int t = 0; t < n; t++)
@@ -168,7 +169,8 @@ static void print_matrices(const rm_problem *p, const rm_schedule *s, const time
     for (int i = 0; i < n; i++) putchar((char)('0' + i % 10));
     putchar('\n');
     for (int t = 0; t < n; t++) {
-        printf("%5d %c %-*.*s ", t, tag_char(p->nodes[t].tag), w, w, p->nodes[t].name);
+        int l = rm_name_show_cols(shown, sizeof shown, p->nodes[t].name, w);
+        printf("%5d %c %s%*s ", t, tag_char(p->nodes[t].tag), shown, w - l, "");
         for (int i = 0; i < n; i++) {
             int r = i <= t && rm_schedule_R(s, t, i), k = i < t && rm_schedule_S(s, t, i);
             putchar(r && k ? '*' : r ? '#' : k ? '+' : i <= t ? '.' : ' ');
@@ -282,8 +284,9 @@ static void print_summary(const rm_problem *p, const rm_cli_problem *cp, const r
                rm_cli_bytes(c, sizeof c, (double)p->budget));
     printf("\n");
     if (r->peak_node >= 0)
-        printf("             reached computing '%s' in stage %d ('%s')\n", p->nodes[r->peak_node].name, r->peak_stage,
-               p->nodes[r->peak_stage].name);
+        printf("             reached computing '%s' in stage %d ('%s')\n",
+               rm_name_shown_of(p->nodes[r->peak_node].name).s, r->peak_stage,
+               rm_name_shown_of(p->nodes[r->peak_stage].name).s);
     print_arena(p, s);
 }
 

@@ -160,7 +160,7 @@ static void print_report(const rm_profile *p, const rm_model *m, const char *mod
         snprintf(spread, sizeof spread, "%s..%s", rm_cli_seconds(b, sizeof b, p->lo[v]),
                  rm_cli_seconds(c, sizeof c, p->hi[v]));
         char fl[32];
-        printf("%5d  %-24.24s %-20.20s %10s %21s %7.1f%% %11s %7s\n", v, nd->name, kind,
+        printf("%5d  %-24.24s %-20.20s %10s %21s %7.1f%% %11s %7s\n", v, rm_name_shown_of(nd->name).s, kind,
                rm_cli_seconds(a, sizeof a, p->seconds[v]), spread, tot_s > 0 ? 100.0 * p->seconds[v] / tot_s : 0.0,
                rm_cli_flops(fl, sizeof fl, nd->flops), gflops(d, sizeof d, nd->flops, p->seconds[v]));
     }

@@ -184,13 +184,15 @@ static void print_summary(const rm_trainer_summary *s, const rm_trainer_config *
         printf("held out     %lld samples, a seeded split of the same data\n", (long long)s->test_samples);
     else
         printf("held out     %s: %lld samples\n", s->test_data, (long long)s->test_samples);
+    char most[96];
+    if (s->batch_auto) rm_trainer_batch_limit(most, sizeof most, s->bound_batch, s->search_cap);
     if (s->batch_is_samples)
-        printf("batch        %d: as many as the training samples, and %s fits it in the budget (no schedule fits "
-               "more than %d)\n",
-               s->batch, s->strategy, s->bound_batch);
+        printf("batch        %d: as many as the training samples, and %s fits it in the budget (%s)\n", s->batch,
+               s->strategy, most);
+    else if (s->batch_auto && s->batch >= s->search_cap)
+        printf("batch        %d: %s fits it in the budget (%s)\n", s->batch, s->strategy, most);
     else if (s->batch_auto)
-        printf("batch        %d: the largest batch %s fits in the budget (no schedule fits more than %d)\n", s->batch,
-               s->strategy, s->bound_batch);
+        printf("batch        %d: the largest batch %s fits in the budget (%s)\n", s->batch, s->strategy, most);
     else
         printf("batch        %d\n", s->batch);
     if (c->device != RM_BACKEND_CPU) printf("device       %s (GPU 0): weights, arena and kernels\n", s->device);

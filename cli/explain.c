@@ -9,6 +9,7 @@
 
 #include "schedule.h"
 #include "simulate.h"
+#include "utf8.h"
 
 /* Lines of recomputation detail before the rest is summarised. */
 #define MAX_EVENTS 30
@@ -24,9 +25,12 @@ typedef struct explain_ctx {
     rm_sim_result sim;
 } explain_ctx;
 
-static const char *nm(const rm_problem *p, int i)
+/* Node i's name as printed (engine/utf8.h): a problem file's or an ONNX
+ * model's names are shown escaped, never raw. Valid until the end of the
+ * full expression: nm(p, i).s inside one fprintf. */
+static rm_name_shown nm(const rm_problem *p, int i)
 {
-    return p->nodes[i].name[0] ? p->nodes[i].name : "?";
+    return rm_name_shown_of(p->nodes[i].name[0] ? p->nodes[i].name : "?");
 }
 
 static int reads(const rm_problem *p, int k, int i)
@@ -52,7 +56,7 @@ static void explain_event(const explain_ctx *x, int i, int t, int compute_op)
         if (!rm_schedule_R(s, t, k) || !reads(p, k, i)) continue;
         if (nusers < 3)
             ul += (size_t)snprintf(users + ul, ul < sizeof users ? sizeof users - ul : 0, "%s%s", nusers ? ", " : "",
-                                   nm(p, k));
+                                   nm(p, k).s);
         nusers++;
     }
     if (nusers > 3 && ul < sizeof users) snprintf(users + ul, sizeof users - ul, " and %d more", nusers - 3);
@@ -66,12 +70,12 @@ static void explain_event(const explain_ctx *x, int i, int t, int compute_op)
         }
     int dropped = free_op >= 0 ? x->ops[free_op].stage : -1;
 
-    fprintf(x->f, "  %s (%s) ", nm(p, i), rm_cli_bytes(a, sizeof a, (double)p->nodes[i].bytes));
+    fprintf(x->f, "  %s (%s) ", nm(p, i).s, rm_cli_bytes(a, sizeof a, (double)p->nodes[i].bytes));
     if (dropped >= 0)
         fprintf(x->f, "is dropped in stage %d and recomputed in stage %d", dropped, t);
     else
         fprintf(x->f, "is recomputed in stage %d", t);
-    fprintf(x->f, " for %s", nusers ? users : nm(p, t));
+    fprintf(x->f, " for %s", nusers ? users : nm(p, t).s);
     if (p->nodes[i].cost == 0)
         fprintf(x->f, ", at no cost (its cost is 0)");
     else
@@ -88,7 +92,7 @@ static void explain_event(const explain_ctx *x, int i, int t, int compute_op)
     fprintf(x->f,
             ".\n      Kept instead, it would add %s to every point in between; the busiest, computing '%s'\n"
             "      in stage %d, would reach %s",
-            a, nm(p, x->ops[busiest].node), x->ops[busiest].stage, rm_cli_bytes(b, sizeof b, (double)with));
+            a, nm(p, x->ops[busiest].node).s, x->ops[busiest].stage, rm_cli_bytes(b, sizeof b, (double)with));
     if (act == SIZE_MAX)
         fprintf(x->f, ".\n");
     else if (with > act)
@@ -141,7 +145,7 @@ static void explain_recomputations(const explain_ctx *x)
             continue;
         }
         char a[32], b[32];
-        fprintf(x->f, "    %-28s %2dx  %s  (%s each)\n", nm(p, i), times,
+        fprintf(x->f, "    %-28s %2dx  %s  (%s each)\n", nm(p, i).s, times,
                 rm_cli_cost(a, sizeof a, times * p->nodes[i].cost, x->cp->flops),
                 rm_cli_bytes(b, sizeof b, (double)p->nodes[i].bytes));
     }
@@ -185,9 +189,9 @@ static void explain_peak(const explain_ctx *x)
             rm_cli_bytes(a, sizeof a, (double)(p->fixed_bytes + x->sim.peak_bytes)),
             rm_cli_bytes(b, sizeof b, (double)p->fixed_bytes), rm_cli_bytes(c, sizeof c, (double)x->sim.peak_bytes));
     if (x->ops[kp].node == st)
-        fprintf(x->f, "  reached while stage %d computes '%s'.\n", st, nm(p, st));
+        fprintf(x->f, "  reached while stage %d computes '%s'.\n", st, nm(p, st).s);
     else
-        fprintf(x->f, "  reached while stage %d ('%s') recomputes '%s'.\n", st, nm(p, st), nm(p, x->ops[kp].node));
+        fprintf(x->f, "  reached while stage %d ('%s') recomputes '%s'.\n", st, nm(p, st).s, nm(p, x->ops[kp].node).s);
     fprintf(x->f, "  Resident at that moment (%d values):\n", m);
     for (int j = 0; j < m && j < 8; j++) {
         int i = order[j];
@@ -195,7 +199,7 @@ static void explain_peak(const explain_ctx *x)
                           : rm_schedule_S(x->s, st, i)            ? "kept from an earlier stage"
                           : rm_schedule_R(x->s, st, i) && i != st ? "recomputed in this stage"
                                                                   : "computed in this stage";
-        fprintf(x->f, "    %-28s %12s  %s\n", nm(p, i), rm_cli_bytes(a, sizeof a, (double)p->nodes[i].bytes), why);
+        fprintf(x->f, "    %-28s %12s  %s\n", nm(p, i).s, rm_cli_bytes(a, sizeof a, (double)p->nodes[i].bytes), why);
     }
     if (m > 8) {
         size_t rest = 0;
@@ -282,7 +286,8 @@ void rm_explain_write_budget(FILE *f, const rm_cli_problem *cp, const rm_cli_bud
     fprintf(f, "remat explain: %s\n\n", cp->what);
     fprintf(f, "What the budget means\n");
     fprintf(f, "  The device budget is %s", rm_cli_bytes(a, sizeof a, (double)p->budget));
-    if (bud->percent) fprintf(f, " (%g%% of the no-remat peak)", bud->pct);
+    char pct[160];
+    if (bud->percent) fprintf(f, " (%s)", rm_cli_budget_pct(pct, sizeof pct, bud, p->budget, cp->noremat_total));
     fprintf(f,
             ".\n  %s of it is fixed: it stays resident the whole step, outside the activations. That leaves\n"
             "  %s for activations.\n",
@@ -297,10 +302,10 @@ void rm_explain_write_budget(FILE *f, const rm_cli_problem *cp, const rm_cli_bud
             "  fixed + %s",
             rm_cli_bytes(a, sizeof a, ref), rm_cli_bytes(b, sizeof b, (double)cp->noremat.peak_bytes));
     if (cp->noremat.peak_node >= 0 && cp->noremat.peak_node == cp->noremat.peak_stage)
-        fprintf(f, ", computing '%s' (stage %d)", nm(p, cp->noremat.peak_node), cp->noremat.peak_stage);
+        fprintf(f, ", computing '%s' (stage %d)", nm(p, cp->noremat.peak_node).s, cp->noremat.peak_stage);
     else if (cp->noremat.peak_node >= 0)
-        fprintf(f, ", while stage %d ('%s') computes '%s'", cp->noremat.peak_stage, nm(p, cp->noremat.peak_stage),
-                nm(p, cp->noremat.peak_node));
+        fprintf(f, ", while stage %d ('%s') computes '%s'", cp->noremat.peak_stage, nm(p, cp->noremat.peak_stage).s,
+                nm(p, cp->noremat.peak_node).s);
     fprintf(f, ".\n");
     if (p->budget >= cp->noremat_total)
         fprintf(f, "  The budget holds that peak (%.1f%% of the budget): nothing needs recomputing.\n",
@@ -312,7 +317,7 @@ void rm_explain_write_budget(FILE *f, const rm_cli_problem *cp, const rm_cli_bud
     fprintf(f,
             "  No schedule can go below %s (%.1f%% of the no-remat peak): computing '%s' needs its\n"
             "  output (%s) and its %d input%s resident at once, %s of activations.\n",
-            rm_cli_bytes(a, sizeof a, (double)lbt), 100.0 * (double)lbt / ref, nm(p, cp->lb_node),
+            rm_cli_bytes(a, sizeof a, (double)lbt), 100.0 * (double)lbt / ref, nm(p, cp->lb_node).s,
             rm_cli_bytes(b, sizeof b, (double)nd->bytes), nd->ndeps, nd->ndeps == 1 ? "" : "s",
             rm_cli_bytes(c, sizeof c, (double)cp->lower_bound));
 }

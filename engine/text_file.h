@@ -20,4 +20,14 @@ FILE *rm_text_open(const char *path, const char *what, rm_err *e);
  * text file; the readers skip it there, and only there. */
 size_t rm_text_bom(const char *s, size_t n);
 
+/* Reads the rest of fp into memory: *out (malloc'd, NUL-terminated, so
+ * text can be scanned as a string) and *len, the bytes read. A file of
+ * more than max bytes is refused before it is held: a regular file by its
+ * size (fstat), without reading it; a pipe or a device once more than max
+ * bytes have come, never holding more than max + 1 of them. Errors:
+ * "PATH: N bytes, more than the MAX a WHAT may hold" or "PATH: more than
+ * MAX bytes (read from a stream), more than a WHAT may hold" (RM_ERR_PARSE),
+ * RM_ERR_NOMEM, and "PATH: read error: ..." (RM_ERR_IO). fp stays open. */
+int rm_text_read_all(char **out, size_t *len, FILE *fp, size_t max, const char *path, const char *what, rm_err *e);
+
 #endif

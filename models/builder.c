@@ -462,6 +462,15 @@ static int layer_inputs(rm_model_layer *L, const builder *b, int i)
             p = comma + 1;
         }
     }
+    /* Caught here, before the shapes: a second loss reading the first's
+     * 1x1 value as logits was told "logits 1x1x1x1 have 1 classes". */
+    for (int q = 0; q < L->nin; q++)
+        if (L->inputs[q] >= 0 && is_loss(b->v[L->inputs[q]].desc->kind))
+            return rm_errorf(b->e, RM_ERR_PARSE,
+                             "%s:%d: '%s' reads the output of loss layer '%s' (line %d), the loss value, which no "
+                             "layer reads: a model has one loss, its last layer",
+                             path, k ? k->line : it->sec->line, it->name, b->v[L->inputs[q]].name,
+                             b->v[L->inputs[q]].sec->line);
     const rm_layer_desc *d = it->desc;
     if (L->nin < d->min_inputs || L->nin > d->max_inputs) {
         if (d->min_inputs == d->max_inputs)
@@ -535,9 +544,19 @@ int rm_model_build(rm_model **out, const rm_cfg_file *f, rm_err *e)
         const rm_model_layer *last = &m->layers[m->nlayers - 1];
         for (int i = 0; !rc && i < m->nlayers - 1; i++) {
             const rm_model_layer *L = &m->layers[i];
-            if (is_loss(L->desc->kind))
-                rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: loss layer '%s' must be the last layer", f->path, L->line,
-                               L->name);
+            int j = i + 1;
+            while (is_loss(L->desc->kind) && j < m->nlayers && !is_loss(m->layers[j].desc->kind)) j++;
+            /* Two losses were told "loss layer 'loss1' must be the last
+             * layer", as if moving it would do: say there are two. */
+            if (is_loss(L->desc->kind) && j < m->nlayers)
+                rc = rm_errorf(e, RM_ERR_PARSE,
+                               "%s:%d: a second loss layer '%s' (the first is '%s', line %d): a model has one loss, "
+                               "its last layer",
+                               f->path, m->layers[j].line, m->layers[j].name, L->name, L->line);
+            else if (is_loss(L->desc->kind))
+                rc = rm_errorf(e, RM_ERR_PARSE,
+                               "%s:%d: loss layer '%s' must be the last layer; '%s' (line %d) comes after it", f->path,
+                               L->line, L->name, m->layers[m->nlayers - 1].name, m->layers[m->nlayers - 1].line);
             else if (L->uses == 0)
                 rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: the output of '%s' is never used", f->path, L->line, L->name);
         }

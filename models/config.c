@@ -2,6 +2,7 @@
  * numbers, and strict typed conversion of values (see config.h). */
 #include "config.h"
 #include "text_file.h"
+#include "utf8.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -100,10 +101,19 @@ static int parse_line(rm_cfg_file *f, const char *b, const char *end, int line, 
         }
     trim(&b, &end);
     if (b == end) return RM_OK;
-    for (const char *p = b; p < end; p++)
-        if (!isprint((unsigned char)*p) && *p != '\t')
-            return rm_errorf(e, RM_ERR_PARSE, "%s:%d: unexpected control character (byte 0x%02x)", f->path, line,
-                             (unsigned)(unsigned char)*p);
+    for (const char *p = b; p < end; p++) {
+        unsigned char c = (unsigned char)*p;
+        uint32_t cp;
+        if (isprint(c) || c == '\t') continue;
+        /* A byte above 0x7f is no control character: say what it is. */
+        if (c >= 0x80 && rm_utf8_next(p, (size_t)(end - p), &cp) && !rm_utf8_hidden(cp))
+            return rm_errorf(e, RM_ERR_PARSE, "%s:%d: a non-ASCII character, U+%04X: model configs are ASCII",
+                             f->path, line, (unsigned)cp);
+        char why[160];
+        size_t at;
+        rm_name_check(p, (size_t)(end - p), &at, why, sizeof why);
+        return rm_errorf(e, RM_ERR_PARSE, "%s:%d: unexpected %s", f->path, line, why);
+    }
     if (*b == '[') {
         if (end[-1] != ']' || end - b < 2)
             return rm_errorf(e, RM_ERR_PARSE, "%s:%d: malformed section header (expected [name])", f->path, line);

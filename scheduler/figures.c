@@ -12,6 +12,7 @@
 
 #include "atomic_file.h"
 #include "simulate.h"
+#include "utf8.h"
 
 /* Colours: the forward/backward/loss ones match `remat graph --dot`. */
 #define COL_FORWARD "#9fc5e8"
@@ -65,18 +66,32 @@ static double nice_step(double raw)
     return 1024.0 * unit;
 }
 
-/* s[0..n) with XML's special characters escaped. */
+/* s[0..n) as XML 1.0 character data: the special characters escaped, and
+ * what XML does not allow in a document (control characters, bytes that
+ * are not UTF-8, U+FFFE) or what reorders the text around it (bidi
+ * overrides) written as U+FFFD, the replacement character. Node names are
+ * shown escaped before they get here (rm_name_show); this keeps any other
+ * text, a path in a title, from making the file one that no XML parser
+ * reads. */
 static void xml_text_n(FILE *f, const char *s, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        int k = rm_utf8_next(s + i, n - i, &cp);
+        if (k == 0 || rm_utf8_hidden(cp)) {
+            fputs("\xEF\xBF\xBD", f);
+            i += k ? (size_t)k : 1;
+            continue;
+        }
         switch (s[i]) {
         case '&': fputs("&amp;", f); break;
         case '<': fputs("&lt;", f); break;
         case '>': fputs("&gt;", f); break;
         case '"': fputs("&quot;", f); break;
         default:
-            fputc(s[i], f);
+            fwrite(s + i, 1, (size_t)k, f);
         }
+        i += (size_t)k;
     }
 }
 
@@ -261,8 +276,9 @@ typedef struct {
 /* Row t's label: "t name", or the stage number alone. */
 static const char *rs_row_label(char *buf, size_t len, const rs_layout *g, const rm_problem *p, int t)
 {
+    char shown[RM_NAME_SHOW_LEN];
     if (g->names)
-        snprintf(buf, len, "%d %s", t, p->nodes[t].name);
+        snprintf(buf, len, "%d %s", t, rm_name_show(shown, sizeof shown, p->nodes[t].name));
     else
         snprintf(buf, len, "%d", t);
     return buf;
@@ -323,7 +339,7 @@ static rs_layout rs_layout_of(const rm_problem *p, const char *title)
     g.grid = n * c;
     double label_w = 0;
     for (int t = 0; t < n; t += g.label_k) {
-        char buf[RM_NAME_LEN + 16];
+        char buf[RM_NAME_SHOW_LEN + 16];
         double w = text_w(rs_row_label(buf, sizeof buf, &g, p, t), g.font);
         if (w > label_w) label_w = w;
     }
@@ -387,7 +403,7 @@ static void rs_panel(FILE *f, const rs_layout *g, const rm_problem *p, const rm_
 static void rs_row_labels(FILE *f, const rs_layout *g, const rm_problem *p)
 {
     for (int t = 0; t < g->n; t += g->label_k) {
-        char buf[RM_NAME_LEN + 16];
+        char buf[RM_NAME_SHOW_LEN + 16];
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%g\" text-anchor=\"end\">", g->x_r - g->strip - 6,
                 g->y0 + t * g->c + g->c / 2 + g->font * 0.3, g->font);
         const char *label = rs_row_label(buf, sizeof buf, g, p, t);
@@ -692,7 +708,7 @@ static int mem_side_labels(side_label *lab, const mem_plot *m, const mem_series 
 /* The captions under the plot: what the operation sequence holds, where
  * the peak is, what the colours are. */
 typedef struct {
-    char ops[200], peak[RM_NAME_LEN + 120], key[200];
+    char ops[200], peak[RM_NAME_SHOW_LEN + 120], key[200];
     double y_ops, y_peak, y_key, bottom;
 } mem_captions;
 
@@ -704,9 +720,11 @@ static void mem_captions_of(mem_captions *c, const mem_plot *m, const rm_problem
              "operation sequence: %d computes (%d of them recomputations, marked below the axis) and %d frees",
              ser->ncomp, ser->nre, ser->nops - ser->ncomp);
     c->peak[0] = '\0';
+    char shown[RM_NAME_SHOW_LEN];
     if (ser->kp >= 0)
         snprintf(c->peak, sizeof c->peak, "peak (dot) while computing '%s', stage %d (operation %d)",
-                 p->nodes[ser->ops[ser->kp].node].name, ser->ops[ser->kp].stage, ser->kp);
+                 rm_name_show(shown, sizeof shown, p->nodes[ser->ops[ser->kp].node].name), ser->ops[ser->kp].stage,
+                 ser->kp);
     snprintf(c->key, sizeof c->key,
              "grey: fixed bytes (weights, gradients, optimizer state); blue: live activations; activation peak %s",
              bytes_str(a, sizeof a, (double)ser->sim.peak_bytes));

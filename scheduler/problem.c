@@ -6,6 +6,7 @@
 #include "atomic_file.h"
 #include "problem_json.h"
 #include "text_fields.h"
+#include "utf8.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -406,6 +407,39 @@ static int parse_header(rm_problem **out, char **f, int nf, long long file_size,
     return RM_OK;
 }
 
+/* A carriage return that does not end the line: the line ends of a file
+ * saved with CR alone (classic Mac OS), which would otherwise read as one
+ * line, a comment to its end, and be called empty. */
+static int check_line_ends(const char *text, size_t n, const char *path, int line, rm_err *e)
+{
+    const char *cr = memchr(text, '\r', n);
+    if (!cr || (size_t)(cr - text) + 1 == n || cr[1] == '\n') return RM_OK;
+    return rm_errorf(e, RM_ERR_PARSE,
+                     "%s:%d: a carriage return (CR) that does not end the line: line ends must be LF or CR LF; "
+                     "CR alone (classic Mac OS) is not supported",
+                     path, line);
+}
+
+/* Every field of a line is printable UTF-8 (engine/utf8.h): the node names,
+ * which tables, figures and messages print, and every other field, which a
+ * message may quote. The fields point into buf, the line read at offset in
+ * the file. */
+static int check_fields(char **f, int nf, const char *buf, size_t offset, int nodes, const char *path, int line,
+                        rm_err *e)
+{
+    for (int k = 0; k < nf && k <= MAX_FIELDS; k++) {
+        size_t at;
+        char why[160];
+        if (rm_name_check(f[k], strlen(f[k]), &at, why, sizeof why) == 0) continue;
+        size_t col = (size_t)(f[k] - buf) + at;
+        return rm_errorf(e, RM_ERR_PARSE,
+                         "%s:%d:%zu (byte offset %zu): %s has %s; names and fields must be printable UTF-8, "
+                         "without control characters or bidi overrides",
+                         path, line, col + 1, offset + col, nodes && k == 1 ? "the node name" : "a field", why);
+    }
+    return RM_OK;
+}
+
 /* 1 when the first byte that is not JSON white space (after a byte-order
  * mark) is '{': a node-link JSON problem. A text problem starts with '#' or
  * "problem", so the two never overlap. The stream is rewound; one that
@@ -445,7 +479,8 @@ int rm_problem_read(rm_problem **out, const char *path, rm_err *e)
      * be allocated (ENOMEM) or one too long (EOVERFLOW): all return -1. */
     rm_problem_sums sums = {0, 0};
     ssize_t len;
-    while ((errno = 0, len = rm_text_getline(&buf, &cap, fp)) >= 0) {
+    size_t offset = 0; /* of the line in the file, for messages */
+    for (; (errno = 0, len = rm_text_getline(&buf, &cap, fp)) >= 0; offset += (size_t)len) {
         line++;
         size_t bom = line == 1 ? rm_text_bom(buf, (size_t)len) : 0;
         char *text = buf + bom;
@@ -454,8 +489,10 @@ int rm_problem_read(rm_problem **out, const char *path, rm_err *e)
             rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: a NUL byte inside the line (not a text file?)", path, line);
             break;
         }
+        if ((rc = check_line_ends(text, (size_t)len - bom, path, line, e))) break;
         int nf = rm_text_fields(text, f, MAX_FIELDS + 1);
         if (nf == 0) continue;
+        if ((rc = check_fields(f, nf, buf, offset, p != NULL, path, line, e))) break;
         if (!p) {
             if ((rc = parse_header(&p, f, nf, file_size, path, line, e))) break;
             header_line = line;
@@ -518,10 +555,17 @@ int rm_problem_write(const rm_problem *p, const char *path, rm_err *e)
     if (rc) return rc;
     for (int i = 0; i < p->n; i++) {
         const char *nm = p->nodes[i].name;
+        char why[160], shown[RM_NAME_SHOW_LEN];
+        size_t at;
+        /* What the reader refuses is not written (a name from an ONNX file
+         * may hold anything): the file would not read back. */
+        if (rm_name_check(nm, strlen(nm), &at, why, sizeof why))
+            return rm_errorf(e, RM_ERR_INVALID, "%s: node %d name '%s' has %s at byte %zu", path, i,
+                             rm_name_show(shown, sizeof shown, nm), why, at);
         for (const char *c = nm; *c; c++)
-            if (isspace((unsigned char)*c) || *c == '#' || !isprint((unsigned char)*c))
-                return rm_errorf(e, RM_ERR_INVALID, "%s: node %d name '%s' has a space, '#' or control character", path,
-                                 i, nm);
+            if (*c == ' ' || *c == '#')
+                return rm_errorf(e, RM_ERR_INVALID, "%s: node %d name '%s' has a %s, which the format cannot hold",
+                                 path, i, nm, *c == ' ' ? "space" : "'#'");
         if (strcmp(nm, "-") == 0)
             return rm_errorf(e, RM_ERR_INVALID, "%s: node %d is named '-', which the format reserves for no name", path,
                              i);

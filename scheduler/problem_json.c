@@ -8,6 +8,7 @@
  * only when one is reported, so the scanner keeps no position state. */
 #include "problem_json.h"
 #include "text_fields.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -179,10 +180,20 @@ static int string(jr *r, char *out, size_t cap, size_t *len)
         if (c < 0x20) return jr_fail(r, r->pos, "control character 0x%02x inside a string (JSON needs it escaped)", c);
         if (c == '\\') {
             if ((rc = escape(r, b, &k))) return rc;
-        } else {
-            b[0] = (char)c, r->pos++;
+            put(out, cap, len, b, k);
+            continue;
         }
-        put(out, cap, len, b, k);
+        /* JSON text is UTF-8 (RFC 8259, section 8.1): a string holds
+         * whole, shortest-form sequences, checked where they stand. */
+        uint32_t cp;
+        if (c >= 0x80 && !(k = (size_t)rm_utf8_next(r->s + r->pos, r->len - r->pos, &cp))) {
+            char why[160];
+            size_t at;
+            rm_name_check(r->s + r->pos, r->len - r->pos, &at, why, sizeof why);
+            return jr_fail(r, r->pos, "%s inside a string (byte offset %zu)", why, r->pos);
+        }
+        put(out, cap, len, r->s + r->pos, k);
+        r->pos += k;
     }
     r->pos++;
     out[*len < cap ? *len : cap - 1] = '\0';
@@ -399,10 +410,15 @@ static int name(jr *r, char out[RM_NAME_LEN])
     int rc = string(r, out, RM_NAME_LEN, &len);
     if (rc) return rc;
     if (len >= RM_NAME_LEN) return jr_fail(r, at, "name is longer than %d bytes", RM_NAME_LEN - 1);
-    /* A NUL would cut the name short; other control characters garble the tables
-     * that print it. */
-    for (size_t i = 0; i < len; i++)
-        if ((unsigned char)out[i] < 0x20 || out[i] == 0x7f) return jr_fail(r, at, "name has a control character");
+    /* A NUL (from "\u0000") would cut the name short; control characters
+     * and bidi overrides, raw or escaped, garble what prints the name. */
+    char why[160];
+    size_t bad;
+    if (rm_name_check(out, len, &bad, why, sizeof why))
+        return jr_fail(r, at,
+                       "the name has %s at byte %zu of the name (byte offset %zu of the file is its opening quote); "
+                       "names must be printable UTF-8, without control characters or bidi overrides",
+                       why, bad, at);
     return RM_OK;
 }
 
@@ -645,43 +661,12 @@ static int build(jr *r, const jgraph *g, size_t end, rm_problem **out)
     return RM_OK;
 }
 
-/* The whole stream, NUL-terminated, up to JSON_MAX_FILE bytes. */
-static int slurp(FILE *fp, const char *path, char **out, size_t *len, rm_err *e)
-{
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap), *nb;
-    for (size_t got = 1; buf && got > 0; n += got) {
-        if (n + 1 >= cap) {
-            if (cap >= JSON_MAX_FILE) {
-                free(buf);
-                return rm_errorf(e, RM_ERR_PARSE, "%s: larger than %zu bytes (not a problem file?)", path,
-                                 JSON_MAX_FILE);
-            }
-            if (!(nb = realloc(buf, cap * 2))) break;
-            buf = nb, cap *= 2;
-        }
-        got = fread(buf + n, 1, cap - 1 - n, fp);
-    }
-    if (!buf || n + 1 >= cap) {
-        free(buf);
-        return rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory reading the file", path);
-    }
-    if (ferror(fp)) {
-        free(buf);
-        return rm_errorf(e, RM_ERR_IO, "%s: read error: %s", path, strerror(errno));
-    }
-    buf[n] = '\0';
-    *out = buf;
-    *len = n;
-    return RM_OK;
-}
-
 int rm_problem_read_json(rm_problem **out, FILE *fp, const char *path, rm_err *e)
 {
     *out = NULL;
     char *buf = NULL;
     size_t len = 0;
-    int rc = slurp(fp, path, &buf, &len, e);
+    int rc = rm_text_read_all(&buf, &len, fp, JSON_MAX_FILE, path, "node-link JSON problem", e);
     if (rc) return rc;
     jr r = {buf, len, rm_text_bom(buf, len), 0, path, e}; /* a byte-order mark is skipped */
     jgraph g = {0};

@@ -140,7 +140,9 @@ typedef struct rm_trainer_summary {
     int held_out_split;      /* the held-out data is a seeded split of the training data */
     /* batch */
     int batch, batch_auto;   /* batch_auto: chosen by the max-batch search */
-    int bound_batch;         /* batch_auto: no strategy fits a larger batch (trivial lower bound) */
+    int bound_batch;         /* batch_auto: no strategy fits a larger batch (trivial lower bound), or search_cap */
+    int search_cap;          /* batch_auto: the largest batch searched; bound_batch == search_cap: the bound was
+                                not reached, larger batches were not tried */
     int batch_is_samples;    /* batch_auto: the search stopped at the number of training samples */
     /* memory: totals include the fixed bytes */
     size_t budget;
@@ -185,6 +187,11 @@ int rm_trainer_create(rm_trainer **out, const rm_trainer_config *c, rm_err *e);
 void rm_trainer_free(rm_trainer *t);
 
 const rm_trainer_summary *rm_trainer_summary_of(const rm_trainer *t);
+
+/* What --batch auto's bound says, for its note and the summary: "no
+ * schedule fits more than BOUND", or, when the bound reached the search's
+ * cap, that the search stops there. Returns buf. */
+const char *rm_trainer_batch_limit(char *buf, size_t len, int bound, int search_cap);
 
 /* Trains until the run stops (the last epoch, or max_steps), evaluating
  * after each epoch (and every eval_every steps) and saving snapshots when

@@ -319,6 +319,16 @@ static void probe(void *ctx, const char *strategy, int batch, int feasible, doub
     rm_trainer_emit(ctx, &ev);
 }
 
+const char *rm_trainer_batch_limit(char *buf, size_t len, int bound, int search_cap)
+{
+    /* A bound at the search's cap is the cap, not what fits. */
+    if (bound >= search_cap)
+        snprintf(buf, len, "the search stops at %d, its cap: larger batches are not tried", search_cap);
+    else
+        snprintf(buf, len, "no schedule fits more than %d", bound);
+    return buf;
+}
+
 int rm_trainer_auto_batch(rm_trainer *t, rm_err *e)
 {
     const rm_trainer_config *c = &t->cfg;
@@ -327,7 +337,8 @@ int rm_trainer_auto_batch(rm_trainer *t, rm_err *e)
     rm_maxbatch_options o;
     memset(&o, 0, sizeof o);
     o.budget = c->budget;
-    o.max_batch = 1 << 16;
+    const int search_cap = 1 << 16;
+    o.max_batch = search_cap;
     o.solver = c->solver;
     /* maxbatch's default: a batch that fits only by recomputing several
      * times over is not worth training at. */
@@ -354,12 +365,13 @@ int rm_trainer_auto_batch(rm_trainer *t, rm_err *e)
                          "the largest node with its inputs)",
                          MB(c->budget).s, t->m->path, MB(fixed + lb).s, MB(fixed).s);
     }
-    char upto[96] = "";
+    char upto[96] = "", most[96];
     if (o.max_batch == samples) snprintf(upto, sizeof upto, "; at most %lld, the training samples", (long long)samples);
+    rm_trainer_batch_limit(most, sizeof most, bound, search_cap);
     rm_trainer_note(t,
                     "--batch auto: searching the largest batch %s fits in %s with at most one extra forward pass of "
-                    "compute (no schedule fits more than %d%s)",
-                    st->name, MB(c->budget).s, bound, upto);
+                    "compute (%s%s)",
+                    st->name, MB(c->budget).s, most, upto);
     rm_maxbatch_result r;
     if ((rc = rm_maxbatch_search(&r, st, build_problem, &pc, &o, e))) return rc;
     rm_schedule_free(r.schedule); /* the trainer plans its batch afresh, for the cheapest schedule */
@@ -370,6 +382,7 @@ int rm_trainer_auto_batch(rm_trainer *t, rm_err *e)
     t->batch = r.max_batch;
     t->sum.batch_auto = 1;
     t->sum.bound_batch = bound;
+    t->sum.search_cap = search_cap;
     t->sum.batch_is_samples = r.capped && r.max_batch == samples;
     rm_trainer_note(t, "--batch auto: batch %d (%d solves, %.2f s)%s", r.max_batch, r.probes, r.search_s,
                     t->sum.batch_is_samples ? ", the number of training samples"

@@ -302,8 +302,11 @@ Test(models_config, empty_file)
 Test(models_config, missing_loss)
 {
     expect_error(NET "[global_avgpool]\n[linear]\nout=4\n", RM_ERR_PARSE, 7, "is not a loss");
-    expect_error(NET "[global_avgpool]\n[softmax_xent]\nname=l1\n[softmax_xent]\ninput=global_avgpool1\n", RM_ERR_PARSE, 7,
-                 "must be the last layer");
+    /* Two losses are said to be two (the first was told it "must be the last layer"). */
+    expect_error(NET "[global_avgpool]\n[softmax_xent]\nname=l1\n[softmax_xent]\ninput=global_avgpool1\n", RM_ERR_PARSE, 9,
+                 "a second loss layer 'softmax_xent2' (the first is 'l1', line 7): a model has one loss");
+    expect_error(NET "[global_avgpool]\n[softmax_xent]\nname=l1\n[relu]\ninput=global_avgpool1\n", RM_ERR_PARSE, 7,
+                 "loss layer 'l1' must be the last layer; 'relu1' (line 9) comes after it");
 }
 
 Test(models_config, unused_output)
