@@ -731,10 +731,13 @@ static int plan_run(int argc, char **argv)
      * it: a prefix that is a device or FIFO (--svg /dev/full) would put
      * regular files into /dev. Said before anything is written. */
     struct stat svg_st;
-    if (a.svg && stat(a.svg, &svg_st) == 0 && !S_ISREG(svg_st.st_mode) && !S_ISDIR(svg_st.st_mode))
-        return usage_error("--svg %s: a device or FIFO, not a prefix: --svg PREFIX writes PREFIX-rs.svg and "
-                           "PREFIX-memory.svg beside it (e.g. --svg fig)",
-                           a.svg);
+    if (a.svg && stat(a.svg, &svg_st) == 0 && !S_ISREG(svg_st.st_mode) && !S_ISDIR(svg_st.st_mode)) {
+        fprintf(stderr,
+                "remat plan: --svg %s: a device or FIFO, not a prefix: --svg PREFIX writes PREFIX-rs.svg and "
+                "PREFIX-memory.svg beside it (e.g. --svg fig)\n",
+                a.svg);
+        return 1;
+    }
 
     /* Files written only after the solve: one that cannot be written fails now. */
     {

@@ -49,31 +49,33 @@ static char *parent_of(const char *path)
  * link. Checked here because remat resolves a link itself (readlink is not
  * following, to the kernel) and the sysctl may be off. A folder that cannot
  * be examined does not vouch for the link. */
-static int link_trusted(const char *path, const struct stat *ls, struct stat *ds)
+static int link_trusted(const char *path, const struct stat *ls)
 {
     if (ls->st_uid == geteuid()) return 1;
     char *dir = parent_of(path);
-    int known = dir && stat(dir, ds) == 0;
+    struct stat ds;
+    int known = dir && stat(dir, &ds) == 0;
     free(dir);
     if (!known) return 0;
-    return !((ds->st_mode & S_ISVTX) && (ds->st_mode & S_IWOTH)) || ds->st_uid == ls->st_uid;
+    return !((ds.st_mode & S_ISVTX) && (ds.st_mode & S_IWOTH)) || ds.st_uid == ls->st_uid;
 }
 
-/* Where a link at path leads: its text, relative to the link's folder. */
-static char *link_destination(const char *path)
+/* Where the link at path leads, in *out: its text, relative to the link's
+ * folder; NULL when it cannot be read (no longer a link, or longer than a
+ * path). -1 without memory. */
+static int link_destination(char **out, const char *path)
 {
+    *out = NULL;
     char buf[PATH_MAX];
     ssize_t n = readlink(path, buf, sizeof buf);
-    if (n <= 0 || (size_t)n >= sizeof buf) return NULL;
+    if (n <= 0 || (size_t)n >= sizeof buf) return 0;
     buf[n] = '\0';
-    if (buf[0] == '/') return strdup(buf);
+    if (buf[0] == '/') return (*out = strdup(buf)) ? 0 : -1;
     char *dir = parent_of(path);
-    if (!dir) return NULL;
-    size_t len = strlen(dir) + 1 + (size_t)n + 1;
-    char *out = malloc(len);
-    if (out) snprintf(out, len, "%s/%s", dir, buf);
+    size_t len = dir ? strlen(dir) + 1 + (size_t)n + 1 : 0;
+    if (dir && (*out = malloc(len)) != NULL) snprintf(*out, len, "%s/%s", dir, buf);
     free(dir);
-    return out;
+    return *out ? 0 : -1;
 }
 
 /* The file a write to (or read of) path really goes to, in *out. An
@@ -90,12 +92,12 @@ static int resolve(char **out, int *is_link, const char *path, rm_path_kind kind
     char *cur = strdup(path);
     if (!cur) return rm_errorf(e, RM_ERR_NOMEM, "%s: no memory to open the file", path);
     for (int hops = 0; kind == RM_PATH_NAMED; hops++) {
-        struct stat ls, ds;
+        struct stat ls;
         if (lstat(cur, &ls) != 0 || !S_ISLNK(ls.st_mode)) break;
         int rc = RM_OK;
         if (hops == 40) /* the kernel's own limit */
             rc = rm_errorf(e, RM_ERR_IO, "%s: %s", path, strerror(ELOOP));
-        else if (!link_trusted(cur, &ls, &ds))
+        else if (!link_trusted(cur, &ls))
             rc = rm_errorf(e, RM_ERR_IO,
                            "%s: a symbolic link of another user (uid %lu) in a world-writable folder: not "
                            "followed (remove it, or name another file)",
@@ -104,7 +106,11 @@ static int resolve(char **out, int *is_link, const char *path, rm_path_kind kind
             free(cur);
             return rc;
         }
-        char *next = link_destination(cur);
+        char *next;
+        if (link_destination(&next, cur)) {
+            free(cur);
+            return rm_errorf(e, RM_ERR_NOMEM, "%s: no memory to open the file", path);
+        }
         struct stat ns;
         if (!next || lstat(next, &ns) != 0) {
             free(next);
@@ -365,8 +371,12 @@ void rm_atomic_abort(rm_atomic_file *af)
 /* What a file that is not regular is, for the message. */
 static const char *file_type(mode_t m)
 {
-    return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) || S_ISBLK(m) ? "a device"
-           : S_ISSOCK(m) ? "a socket" : S_ISLNK(m) ? "a symbolic link" : "a special file";
+    return S_ISDIR(m)                 ? "a directory"
+           : S_ISFIFO(m)              ? "a FIFO"
+           : S_ISCHR(m) || S_ISBLK(m) ? "a device"
+           : S_ISSOCK(m)              ? "a socket"
+           : S_ISLNK(m)               ? "a symbolic link"
+                                      : "a special file";
 }
 
 FILE *rm_file_open_read(const char *path, rm_path_kind kind, rm_err *e)
@@ -401,8 +411,7 @@ FILE *rm_file_open_read(const char *path, rm_path_kind kind, rm_err *e)
     /* remat's own rename leaves a file with one link; another one is a
      * name planted (a hard link to a file the planter may not read). */
     else if (kind == RM_PATH_ENTRY && st.st_nlink != 1)
-        rm_errorf(e, RM_ERR_IO, "%s: has %lu hard links: not a file remat wrote", path,
-                  (unsigned long)st.st_nlink);
+        rm_errorf(e, RM_ERR_IO, "%s: has %lu hard links: not a file remat wrote", path, (unsigned long)st.st_nlink);
     else {
         errno = 0;
         FILE *f = fdopen(fd, "rb");

@@ -111,8 +111,7 @@ Test(links, a_linked_cache_entry_is_replaced_not_written_through)
     cr_assert_eq(symlink(victim, entry), 0);
     int stored = 0;
     cr_expect_eq(cache_run(NULL, 0, &stored), 0, "the link is no entry: %s", notes);
-    cr_expect(strstr(notes, "schedule cache: ignoring") && strstr(notes, "a symbolic link: not followed"), "%s",
-              notes);
+    cr_expect(strstr(notes, "schedule cache: ignoring") && strstr(notes, "a symbolic link: not followed"), "%s", notes);
     cr_expect_eq(stored, 1, "%s", notes);
     expect_victim_intact(victim, "the link's target");
     cr_expect(is_regular_entry(entry), "the link itself was replaced by the entry");
@@ -160,9 +159,9 @@ Test(links, a_fifo_or_hard_link_cache_entry_is_refused_without_waiting, .timeout
 Test(links, train_cli_schedule_cache_leaves_a_links_target_intact)
 {
     const char *cache = cf_path("cache"), *victim = cf_path("victim");
-    const char *args[] = {"train",     "--model", VGG_TINY,  "--data", "synthetic",  "--batch", "2",
-                          "--budget",  "100%",    "--steps", "1",      "--samples",  "4",       "--strategy",
-                          "chen_greedy", "--schedule-cache", cache,    NULL};
+    const char *args[] = {"train", "--model",    VGG_TINY,      "--data",           "synthetic", "--batch",
+                          "2",     "--budget",   "100%",        "--steps",          "1",         "--samples",
+                          "4",     "--strategy", "chen_greedy", "--schedule-cache", cache,       NULL};
     cr_assert_eq(cf_remat_args(args), 0, "%s", cf_err);
     DIR *d = opendir(cache);
     cr_assert_not_null(d);
@@ -235,8 +234,8 @@ Test(links, another_users_link_in_a_sticky_folder_is_never_written_through)
     expect_refused(rc, link, "train --snapshot");
     cr_expect(!cf_said(0, "done"), "refused before the first step");
     const char *rs = planted_link("fig-rs.svg", victim);
-    rc = cf_remat("plan", "--model", VGG_TINY, "--batch", "2", "--budget", "100%", "--strategy", "griewank",
-                  "--quiet", "--svg", cf_path("shared/fig"), NULL);
+    rc = cf_remat("plan", "--model", VGG_TINY, "--batch", "2", "--budget", "100%", "--strategy", "griewank", "--quiet",
+                  "--svg", cf_path("shared/fig"), NULL);
     expect_refused(rc, rs, "plan --svg");
     /* Reading through it is refused the same way. */
     rc = cf_remat("train", "--model", VGG_TINY, "--data", "synthetic", "--batch", "2", "--budget", "100%", "--steps",
