@@ -126,6 +126,26 @@ static int resolve(char **out, int *is_link, const char *path, rm_path_kind kind
 
 static int is_special(mode_t m) { return S_ISCHR(m) || S_ISBLK(m) || S_ISFIFO(m); }
 
+/* Opens af->f on fd, the temporary file or (in place) the target. On
+ * failure fd is closed, the temporary removed and af released. */
+static int stream_on(rm_atomic_file *af, int fd, const char *path, rm_err *e)
+{
+    errno = 0;
+    af->f = fdopen(fd, "wb");
+    if (af->f) return RM_OK;
+    int err = errno;
+    const char *why = err ? strerror(err) : "out of memory";
+    (void)close(fd);
+    if (af->tmp) {
+        (void)unlink(af->tmp);
+        rm_errorf(e, RM_ERR_IO, "%s: cannot open the temporary file %s: %s", path, af->tmp, why);
+    } else {
+        rm_errorf(e, RM_ERR_IO, "%s: cannot open for writing: %s", path, why);
+    }
+    release(af);
+    return err == ENOMEM || !err ? RM_ERR_NOMEM : RM_ERR_IO;
+}
+
 /* A device or FIFO named by the user, written in place (see rm_atomic_open
  * below). Opened without O_TRUNC or O_CREAT and checked again once open: a
  * name swapped for a regular file in between is refused, not truncated. */
@@ -146,17 +166,8 @@ static int open_in_place(rm_atomic_file *af, const char *path, int is_link, rm_e
         release(af);
         return RM_ERR_IO;
     }
-    errno = 0;
-    af->f = fdopen(fd, "wb");
-    if (!af->f) {
-        err = errno;
-        (void)close(fd);
-        rm_errorf(e, RM_ERR_IO, "%s: cannot open for writing: %s", path, err ? strerror(err) : "out of memory");
-        release(af);
-        return err == ENOMEM || !err ? RM_ERR_NOMEM : RM_ERR_IO;
-    }
     af->in_place = 1;
-    return RM_OK;
+    return stream_on(af, fd, path, e);
 }
 
 /* 1 when suffix is "<pid>.<k>" (decimal) and that process no longer runs. A
@@ -240,18 +251,7 @@ int rm_atomic_open_kind(rm_atomic_file *af, const char *path, rm_path_kind kind,
         release(af);
         return RM_ERR_IO;
     }
-    errno = 0;
-    af->f = fdopen(fd, "wb");
-    if (!af->f) {
-        err = errno;
-        (void)close(fd);
-        (void)unlink(af->tmp);
-        rm_errorf(e, RM_ERR_IO, "%s: cannot open the temporary file %s: %s", path, af->tmp,
-                  err ? strerror(err) : "out of memory");
-        release(af);
-        return err == ENOMEM || !err ? RM_ERR_NOMEM : RM_ERR_IO;
-    }
-    return RM_OK;
+    return stream_on(af, fd, path, e);
 }
 
 int rm_atomic_probe(const char *path, rm_err *e)
