@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "atomic_file.h"
 #include "cli_util.h"
@@ -727,6 +728,18 @@ static int plan_run(int argc, char **argv)
         if (strcmp(a.strategy, "all") && !(st = rm_strategy_find(a.strategy)))
             return usage_error("unknown strategy '%s'", a.strategy);
         if (!a.have_budget && !a.problem) return usage_error("--budget B is required");
+    }
+
+    /* --svg is the start of the figures' names, and they are created beside
+     * it: a prefix that is a device or FIFO (--svg /dev/full) would put
+     * regular files into /dev. Said before anything is written. */
+    struct stat svg_st;
+    if (a.svg && stat(a.svg, &svg_st) == 0 && !S_ISREG(svg_st.st_mode) && !S_ISDIR(svg_st.st_mode)) {
+        fprintf(stderr,
+                "remat plan: --svg %s: a device or FIFO, not a prefix: --svg PREFIX writes PREFIX-rs.svg and "
+                "PREFIX-memory.svg beside it (e.g. --svg fig)\n",
+                a.svg);
+        return 1;
     }
 
     /* Files written only after the solve: one that cannot be written fails now. */

@@ -52,7 +52,8 @@
     "  --time-limit S        seconds for a best / lp_round / milp solve (default 60; 0 = none)\n"                      \
     "  --node-limit N        branch-and-bound nodes for milp (deterministic; default none)\n"                          \
     "  --schedule-cache DIR  keep solved schedules in DIR, keyed by the problem, budget and strategy; a\n"             \
-    "                        cached one is re-checked by the simulator before it is used\n"                            \
+    "                        cached one is re-checked by the simulator before it is used; a link or FIFO\n"            \
+    "                        planted under an entry's name is replaced, never followed\n"                              \
     "  --epochs E            passes over the training data (default 1)\n"                                              \
     "  --steps N             stop once N steps in all are done (a resumed run counts from 0 too)\n"                    \
     "  --optimizer NAME      sgd (default, momentum 0.9) or adam\n"                                                    \

@@ -53,6 +53,11 @@ static void write_body(FILE *fp, const rm_schedule *s)
 
 int rm_schedule_write(const rm_schedule *s, const rm_problem *p, const char *path, rm_err *e)
 {
+    return rm_schedule_write_kind(s, p, path, RM_PATH_NAMED, e);
+}
+
+int rm_schedule_write_kind(const rm_schedule *s, const rm_problem *p, const char *path, rm_path_kind kind, rm_err *e)
+{
     rm_op *ops;
     int nops, rc;
     rm_sim_result r;
@@ -64,7 +69,7 @@ int rm_schedule_write(const rm_schedule *s, const rm_problem *p, const char *pat
     /* Written aside and renamed into place (engine/atomic_file.h): a run
      * killed mid-write, or a full disk, leaves the previous file intact. */
     rm_atomic_file af;
-    if ((rc = rm_atomic_open(&af, path, e))) {
+    if ((rc = rm_atomic_open_kind(&af, path, kind, e))) {
         free(ops);
         return rc;
     }
@@ -389,11 +394,9 @@ static int check_end(schedule_reader *rd, FILE *fp, int line, int read_errno)
     return RM_OK;
 }
 
-int rm_schedule_read(rm_schedule **out, const rm_problem *p, const char *path, rm_err *e)
+/* Reads the schedule in fp (closed here), named path in messages. */
+static int read_stream(rm_schedule **out, const rm_problem *p, FILE *fp, const char *path, rm_err *e)
 {
-    *out = NULL;
-    FILE *fp = rm_text_open(path, "schedule file", e);
-    if (!fp) return e ? e->code : RM_ERR_IO;
     schedule_reader rd;
     memset(&rd, 0, sizeof rd);
     rd.p = p, rd.path = path, rd.e = e, rd.ops_declared = -1;
@@ -442,4 +445,20 @@ int rm_schedule_read(rm_schedule **out, const rm_problem *p, const char *path, r
     }
     *out = rd.s;
     return RM_OK;
+}
+
+int rm_schedule_read(rm_schedule **out, const rm_problem *p, const char *path, rm_err *e)
+{
+    *out = NULL;
+    FILE *fp = rm_text_open(path, "schedule file", e);
+    if (!fp) return e ? e->code : RM_ERR_IO;
+    return read_stream(out, p, fp, path, e);
+}
+
+int rm_schedule_read_entry(rm_schedule **out, const rm_problem *p, const char *path, rm_err *e)
+{
+    *out = NULL;
+    FILE *fp = rm_file_open_read(path, RM_PATH_ENTRY, e);
+    if (!fp) return e ? e->code : RM_ERR_IO;
+    return read_stream(out, p, fp, path, e);
 }

@@ -60,7 +60,9 @@ size_t rm_snapshot_min_bytes(const rm_model *m, int optim_slots);
  * RM_ERR_INVALID), the counters into *c (may be NULL). The whole file is
  * verified first, so on any error nothing has been written (unless the file
  * changes while it is being read). Errors, each naming the file:
- *   RM_ERR_IO           cannot open or read
+ *   RM_ERR_IO           cannot open or read; not a regular file (a FIFO
+ *                       or a device is refused without waiting on it); a
+ *                       link not followed (rm_file_open_read, atomic_file.h)
  *   RM_ERR_PARSE        wrong magic, truncated, trailing bytes, checksum
  *                       mismatch, inconsistent sizes
  *   RM_ERR_UNSUPPORTED  a version this build does not read

@@ -65,13 +65,17 @@ static uint64_t cache_key(const rm_problem *p, size_t budget, const char *strate
 
 
 /* A cached schedule is used only if the reader (valid, agreeing with the
- * simulator), the budget and the plan's span all accept it. */
+ * simulator), the budget and the plan's span all accept it. The cache is a
+ * folder remat keeps, maybe shared, whose names anyone can predict: an
+ * entry is read only as the regular file remat wrote, never through a
+ * link planted under its name nor from a FIFO that would never answer
+ * (RM_PATH_ENTRY, engine/atomic_file.h). */
 static int cache_load(rm_trainer *t, const char *path, rm_err *e)
 {
     rm_schedule *s = NULL;
     rm_plan *pl = NULL;
     rm_sim_result r;
-    int rc = rm_schedule_read(&s, t->p, path, e);
+    int rc = rm_schedule_read_entry(&s, t->p, path, e);
     if (!rc) rc = rm_simulate(&r, t->p, s, e);
     if (!rc && !rm_sim_fits(t->p, &r))
         rc = rm_errorf(e, RM_ERR_BUDGET, "%s: peaks at %s, over the budget %s", path,
@@ -91,8 +95,10 @@ static int cache_load(rm_trainer *t, const char *path, rm_err *e)
     return RM_OK;
 }
 
-/* rm_schedule_write replaces the file atomically (engine/atomic_file.h), so
- * a concurrent run never reads half a file and a full disk never leaves one.
+/* The entry is replaced atomically (engine/atomic_file.h), so a concurrent
+ * run never reads half a file and a full disk never leaves one; as an
+ * RM_PATH_ENTRY, whatever is at the name (a planted link, a FIFO) is
+ * replaced itself, and what a link names is never written.
  * The cache only saves solver time: a failure to store is a note, not a
  * reason to stop a training run whose schedule is already in hand. */
 static void cache_store(rm_trainer *t, const char *path)
@@ -102,7 +108,7 @@ static void cache_store(rm_trainer *t, const char *path)
         rm_trainer_note(t, "schedule cache: cannot create %s: %s", t->cfg.cache_dir, strerror(errno));
         return;
     }
-    if (rm_schedule_write(t->s, t->p, path, &e)) rm_trainer_note(t, "schedule cache: not stored: %s", e.msg);
+    if (rm_schedule_write_kind(t->s, t->p, path, RM_PATH_ENTRY, &e)) rm_trainer_note(t, "schedule cache: not stored: %s", e.msg);
     else t->sum.cache_stored = 1;
 }
 
@@ -155,9 +161,8 @@ static int solve(rm_trainer *t, rm_err *e)
         snprintf(path, sizeof path, "%s/%s-%016llx.schedule", t->cfg.cache_dir, st->name,
                  (unsigned long long)cache_key(p, budget, st->name));
         snprintf(t->sum.cache_file, sizeof t->sum.cache_file, "%s", path);
-        FILE *f = fopen(path, "r");
-        if (f) {
-            fclose(f);
+        struct stat es;
+        if (lstat(path, &es) == 0) { /* something is there: a link is said to be ignored, not taken as a miss */
             rm_err ce = {RM_OK, ""};
             if (!cache_load(t, path, &ce)) {
                 t->sum.cache = 1;
