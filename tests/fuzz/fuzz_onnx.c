@@ -228,9 +228,12 @@ size_t rm_fuzz_onnx_mutate(uint8_t *data, size_t size, size_t max_size, unsigned
             int len = mut_cycle(path, f[k].fd->descriptor, &r);
             static const int levels[] = {1, 2, 3, 10, 40, 60, 100, 500, 3000};
             int times = levels[mut_next(&r, MUT_COUNT(levels))];
+            uint32_t ids[4];
+            for (int q = 0; q < len; q++) ids[q] = path[q]->id;
+            /* At least 2 bytes a field: no more levels than would fit. */
+            size_t fit = max_size > size ? (max_size - size) / (2 * (size_t)(len ? len : 1)) : 0;
             pb_raw(&rep, data + f[k].body, f[k].end - f[k].body);
-            for (int t = 0; len && t < times && rep.n + size < max_size; t++)
-                for (int q = len - 1; q >= 0; q--) pb_wrap(&rep, path[q]->id, 1);
+            pb_nest(&rep, ids, len, (size_t)times < fit ? times : (int)fit);
             pb_wrap(&rep, f[k].fd->id, 1);
             mut_splice(&out, data, size, f, f[k].parent, f[k].at, f[k].end, rep.p, rep.n);
         }

@@ -97,16 +97,37 @@ int pb_read_varint(uint64_t *v, const uint8_t *p, size_t end, size_t *at)
     return -1;
 }
 
-void pb_wrap(pb_buf *b, uint32_t field, int levels)
+void pb_nest(pb_buf *b, const uint32_t *fields, int nfields, int times)
 {
-    for (int k = 0; k < levels && !b->oom; k++) {
-        uint8_t head[16];
-        pb_buf h = {head, 0, sizeof head, 0};
-        pb_key(&h, field, 2);
-        pb_varint(&h, b->n);
-        pb_splice(b, 0, 0, head, h.n);
+    /* Wrapping only puts a key and a length before what is there, so the
+     * heads are made inside out (each length is known by then) and the
+     * content is moved once: linear in the result, where wrapping one level
+     * at a time would move it once a level. */
+    size_t nheads = (size_t)nfields * (size_t)(times > 0 ? times : 0);
+    if (!nheads || b->oom) return;
+    size_t *end = malloc(nheads * sizeof *end); /* where each head ends in heads, innermost first */
+    pb_buf heads = {0}, prefix = {0};
+    if (!end) {
+        b->oom = 1;
+        return;
     }
+    uint64_t len = b->n;
+    for (size_t h = 0; h < nheads; h++) {
+        size_t before = heads.n;
+        pb_key(&heads, fields[nfields - 1 - (int)(h % (size_t)nfields)], 2);
+        pb_varint(&heads, len);
+        len += heads.n - before;
+        end[h] = heads.n;
+    }
+    for (size_t h = nheads; h-- > 0;) pb_raw(&prefix, heads.p + (h ? end[h - 1] : 0), end[h] - (h ? end[h - 1] : 0));
+    if (heads.oom || prefix.oom) b->oom = 1;
+    else pb_splice(b, 0, 0, prefix.p, prefix.n);
+    free(end);
+    pb_free(&heads);
+    pb_free(&prefix);
 }
+
+void pb_wrap(pb_buf *b, uint32_t field, int levels) { pb_nest(b, &field, 1, levels); }
 
 /* ---- ONNX ---- */
 
@@ -251,10 +272,8 @@ void onnx_w_deep_type_model(pb_buf *m, int pairs, int shaped)
         pb_free(&dim);
     }
     pb_msg(&type, 1, &tensor); /* tensor_type */
-    for (int k = 0; k < pairs; k++) {
-        pb_wrap(&type, 1, 1); /* Sequence.elem_type */
-        pb_wrap(&type, 4, 1); /* TypeProto.sequence_type */
-    }
+    const uint32_t sequence[2] = {4, 1}; /* TypeProto.sequence_type, Sequence.elem_type */
+    pb_nest(&type, sequence, 2, pairs);
     pb_str(&vi, 1, "x");
     pb_msg(&vi, 2, &type);
     onnx_w_node(&relu, "Relu", "relu", LIST("x"), LIST("y"), NULL, 0);
@@ -269,11 +288,8 @@ void onnx_w_deep_graph_model(pb_buf *m, int levels)
 {
     pb_buf inner = {0}, attr = {0}, nodes[2] = {{0}, {0}};
     pb_str(&inner, 2, "body"); /* GraphProto.name */
-    for (int k = 1; k < levels; k++) {
-        pb_wrap(&inner, 6, 1); /* AttributeProto.g */
-        pb_wrap(&inner, 5, 1); /* NodeProto.attribute */
-        pb_wrap(&inner, 1, 1); /* GraphProto.node */
-    }
+    const uint32_t level[3] = {1, 5, 6}; /* GraphProto.node, NodeProto.attribute, AttributeProto.g */
+    pb_nest(&inner, level, 3, levels - 1);
     onnx_w_attr_graph(&attr, "then_branch", &inner);
     onnx_w_node(&nodes[0], "Relu", "relu", LIST("x"), LIST("y"), NULL, 0);
     onnx_w_node(&nodes[1], "If", "if", LIST("x"), LIST("z"), &attr, 1);

@@ -34,8 +34,11 @@ void pb_splice(pb_buf *b, size_t pos, size_t old, const void *data, size_t n);
 /* Reads a varint at p[*at..end): 0 with *at past it; nonzero when it is cut
  * off or longer than 10 bytes. */
 int pb_read_varint(uint64_t *v, const uint8_t *p, size_t end, size_t *at);
-/* Wraps b in `levels` levels of a message field: b becomes
- * field { field { ... b ... } }, written inside out without recursion. */
+/* Nests b `times` times in the path of message fields fields[0] (outermost)
+ * .. fields[nfields - 1]: with fields {4, 1}, b becomes 4 { 1 { 4 { 1 { ...
+ * b ... } } } }. Written inside out without recursion, in linear time. */
+void pb_nest(pb_buf *b, const uint32_t *fields, int nfields, int times);
+/* pb_nest of one field: b becomes field { b }, `levels` times. */
 void pb_wrap(pb_buf *b, uint32_t field, int levels);
 
 /* ---- ONNX messages (field numbers of models/onnx.proto) ---- */
