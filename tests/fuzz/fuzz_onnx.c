@@ -3,7 +3,8 @@
  * also read as a tensor file (rm_onnx_tensor_load, what the backend tests
  * read). An accepted model is re-inferred at a batch size and traced, as a
  * config is in fuzz_config.c: a network that imports but breaks those is as
- * much an importer bug as a crash. The loss is chosen to fit the output
+ * much an importer bug as a crash, and so is a weight or a statistic that is
+ * not finite. The loss is chosen to fit the output
  * (RM_ONNX_LOSS_AUTO) so that more inputs get through to the end. In the
  * libFuzzer executable, rm_fuzz_onnx_mutate below is the custom mutator
  * (fuzz_main.c): it changes the protobuf structure rather than bytes. */
@@ -43,6 +44,11 @@ int rm_fuzz_onnx(const uint8_t *data, size_t size)
         return rc;
     }
     if (m->nlayers < 2 || sum.layers != m->nlayers || !m->init_params || !m->init_buffers) abort();
+    /* The reader promises finite weights and statistics (docs/onnx.md). */
+    for (size_t k = 0; k < m->param_count; k++)
+        if (!isfinite(m->init_params[k])) abort();
+    for (size_t k = 0; k < m->buffer_count; k++)
+        if (!isfinite(m->init_buffers[k])) abort();
     rm_fuzz_check_model(m);
     rm_model_free(m);
     return RM_OK;
