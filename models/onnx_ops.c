@@ -888,6 +888,8 @@ static int op_concat(onnx_import *c, const Onnx__NodeProto *n)
     int rc = onnx_check_attrs(c, n, attrs);
     if (!rc) rc = onnx_attr_int(&axis, c, n, "axis", 1);
     if (rc) return rc;
+    /* A node of no inputs is no constant to fold, and no layer (in[0] below). */
+    if (!n->n_input) return onnx_fail(c, RM_ERR_PARSE, "no inputs");
     if (all_const(c, n)) return op_concat_const(c, n, axis);
     onnx_value *in[RM_MAX_INPUTS];
     int nin = 0;
@@ -1201,6 +1203,7 @@ static int op_add(onnx_import *c, const Onnx__NodeProto *n, int sum)
     static const char *const attrs[] = {"broadcast", "axis", "consumed_inputs", NULL};
     int rc = onnx_check_attrs(c, n, attrs);
     if (rc) return rc;
+    if (!n->n_input) return onnx_fail(c, RM_ERR_PARSE, "no inputs");
     if (all_const(c, n) && !sum) return fold_arith(c, n, '+');
     onnx_value *in[RM_MAX_INPUTS];
     if (n->n_input > RM_MAX_INPUTS)

@@ -174,6 +174,24 @@ Test(onnx_hostile, a_cast_cannot_forge_the_batch_dimension)
     }
 }
 
+/* Found by the structure-aware mutator: a Concat (or Sum) of no inputs read
+ * its first input's rank from an uninitialised pointer. */
+Test(onnx_hostile, a_concat_or_sum_of_no_inputs_is_refused)
+{
+    static const char *const ops[2] = {"Concat", "Sum"};
+    const char *path = cf_path("empty.onnx");
+    for (int k = 0; k < 2; k++) {
+        pb_buf nodes[2] = {{0}, {0}}, m = {0};
+        onnx_w_node(&nodes[0], "Relu", "relu", (const char *const[]){"x", NULL}, (const char *const[]){"r", NULL},
+                    NULL, 0);
+        onnx_w_node(&nodes[1], ops[k], "join", NULL, (const char *const[]){"y", NULL}, NULL, 0);
+        onnx_w_graph_model(&m, NULL, nodes, 2, NULL, 0);
+        save(path, &m);
+        expect_refused(path, RM_ERR_PARSE, (const char *const[]){"node 2 'join'", ops[k], "no inputs", NULL});
+        pb_free(&nodes[0]), pb_free(&nodes[1]);
+    }
+}
+
 /* ---- 6. values that make training meaningless ---- */
 
 static void write_batchnorm(const char *path, const float *scale, const float *var, float eps)
