@@ -66,6 +66,12 @@ int rm_model_find(const rm_model *m, const char *name);
  * not fit in memory anyway is refused later, by size. */
 #define RM_MAX_BATCH (1 << 30)
 
+/* The most layers a model may have, the loss included: a config stops there
+ * (models/builder.c, checked before a [repeat] expands) and so does an ONNX
+ * file (models/onnx_read.c, its nodes counted before it is decoded). A bound
+ * on the memory and time a small hostile file can cost. */
+#define RM_MODEL_MAX_LAYERS 1000000
+
 /* Layer shapes at a batch size: in[i * RM_MAX_INPUTS + k] and out[i] for every
  * layer i (either may be NULL). Re-runs each layer's infer, so a model that
  * is only valid per sample would be caught. */

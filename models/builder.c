@@ -15,9 +15,10 @@
 /* Room for the longest suffix the tracer appends: "<name>.gradsum". */
 #define NAME_MAX_CHARS (RM_NAME_LEN - 1 - (int)sizeof(".gradsum"))
 #define MAX_COUNT 100000 /* repeat count, and a bound on layer numbers */
-/* Layers a config may expand to: ten repeats at the largest count. A bound on
- * the memory a config can make the builder take, checked before expanding. */
-#define MAX_LAYERS (10 * MAX_COUNT)
+/* Layers a config may expand to (ten repeats at the largest count), the
+ * limit every model has: a bound on the memory a config can make the builder
+ * take, checked before expanding. */
+#define MAX_LAYERS RM_MODEL_MAX_LAYERS
 #define MAX_DIM (1 << 20)
 
 /* ---- schema ------------------------------------------------------------ */

@@ -24,6 +24,19 @@
 /* Dimensions a tensor file or a constant may have. */
 #define RM_ONNX_MAX_RANK 8
 
+/* What the reader promises to refuse before decoding (docs/onnx.md):
+ * - a file larger than protobuf's limit for one message, 2 GiB - 1 bytes:
+ *   a regular file by its size, before anything is read; a pipe or device
+ *   as soon as it passes it (or at its first byte that is no protobuf field);
+ * - messages nested deeper than RM_ONNX_MAX_DEPTH (the model at depth 0),
+ *   onnx.load's limit: protobuf-c decodes sub-messages recursively, and a
+ *   few kilobytes nested thousands deep would overflow the stack;
+ * - more nodes than a model may have layers (RM_MODEL_MAX_LAYERS, the loss
+ *   included), counted in the bytes before the graph is decoded. */
+#define RM_ONNX_MAX_FILE_BYTES ((size_t)INT32_MAX)
+#define RM_ONNX_MAX_DEPTH 100
+#define RM_ONNX_MAX_NODES (RM_MODEL_MAX_LAYERS - 1)
+
 /* A tensor read from a TensorProto file (the input_0.pb and output_0.pb of
  * ONNX's test data) or given as a binding: FLOAT values, or integers (a
  * shape, axes, sizes), widened to int64. */

@@ -14,7 +14,12 @@
 
 /* A dimension of a folded integer tensor that stands for the batch size,
  * which an import does not know (each command chooses it): what Shape gives
- * for dimension 0 of an activation. Any arithmetic on it is refused. */
+ * for dimension 0 of an activation. Any arithmetic on it is refused. It can
+ * never be a value: the file's integers (initializers, Constants, bindings)
+ * holding it are refused, and the only folds that make new integers
+ * (fold_arith, Cast of floats in onnx_ops.c) refuse to make it: checked
+ * arithmetic, the values folded kept in -(2^63 - 1) .. 2^63 - 1. Only Shape
+ * writes it, and the other folds copy it. */
 #define ONNX_BATCH INT64_MIN
 
 /* Elements a constant may have: a bound on what a hostile file can make the

@@ -22,10 +22,25 @@ static int copy_floats(float **dst, const float *src, size_t n, onnx_import *c)
     return RM_OK;
 }
 
+/* A constant that becomes a layer's weights: FLOAT and finite. A NaN or an
+ * infinity would only show in training, as a NaN loss; the config reader
+ * refuses such values too. */
 static int need_floats(onnx_import *c, const onnx_value *v, const char *role)
 {
     if (v->c.is_int)
         return onnx_fail(c, RM_ERR_UNSUPPORTED, "its %s '%s' holds integers; remat's weights are FLOAT", role, v->name);
+    for (size_t k = 0; k < v->c.count; k++)
+        if (!isfinite(v->c.f[k]))
+            return onnx_fail(c, RM_ERR_UNSUPPORTED, "its %s '%s' holds %g at element %zu; remat trains on finite "
+                             "numbers", role, v->name, (double)v->c.f[k], k);
+    return RM_OK;
+}
+
+/* What a float attribute scales weights by: a finite number. */
+static int need_finite_attr(onnx_import *c, const char *name, float v)
+{
+    if (!isfinite(v))
+        return onnx_fail(c, RM_ERR_UNSUPPORTED, "attribute %s is %g; remat needs a finite number", name, (double)v);
     return RM_OK;
 }
 
@@ -299,8 +314,15 @@ static int op_batchnorm(onnx_import *c, const Onnx__NodeProto *n)
         return onnx_fail(c, RM_ERR_UNSUPPORTED,
                          "training_mode=1; remat's batchnorm uses batch statistics in training and the running ones "
                          "in evaluation by itself (export in eval mode)");
-    if (!(mom >= 0.0f && mom <= 1.0f) || !(eps > 0.0f))
-        return onnx_fail(c, RM_ERR_UNSUPPORTED, "momentum %g or epsilon %g out of range", (double)mom, (double)eps);
+    if (!(mom >= 0.0f && mom <= 1.0f))
+        return onnx_fail(c, RM_ERR_UNSUPPORTED, "momentum %g; remat takes 0 to 1", (double)mom);
+    if (!(eps > 0.0f) || !isfinite(eps))
+        return onnx_fail(c, RM_ERR_UNSUPPORTED, "epsilon %g; remat needs a finite number above 0", (double)eps);
+    /* A negative variance makes the evaluation's sqrt(var + eps) NaN. */
+    for (size_t k = 0; k < p[3]->c.count; k++)
+        if (p[3]->c.f[k] < 0.0f)
+            return onnx_fail(c, RM_ERR_UNSUPPORTED, "its running variance '%s' is %g at channel %zu; a variance is "
+                             "never negative", p[3]->name, (double)p[3]->c.f[k], k);
     if (x->rank < 2) return onnx_fail(c, RM_ERR_UNSUPPORTED, "a rank-%d input", x->rank);
     rm_layer_config cfg = {0};
     /* ONNX keeps momentum x running + (1 - momentum) x batch; remat's
@@ -429,11 +451,17 @@ static int bias_ok(const onnx_const *b, int64_t m)
     return b->rank == 1 || (b->rank == 2 && b->dims[0] == 1);
 }
 
-static int fill_bias(onnx_weights *wt, const onnx_const *b, int64_t m, float scale, onnx_import *c)
+static int fill_bias(onnx_weights *wt, const onnx_value *b, int64_t m, float scale, onnx_import *c)
 {
     wt->nb = (size_t)m;
     if (!(wt->b = malloc((size_t)m * sizeof *wt->b))) return onnx_fail(c, RM_ERR_NOMEM, "out of memory");
-    for (int64_t k = 0; k < m; k++) wt->b[k] = scale * b->f[b->count == 1 ? 0 : k];
+    for (int64_t k = 0; k < m; k++) {
+        float v = b->c.f[b->c.count == 1 ? 0 : k];
+        /* Finite values scaled by beta can still overflow. */
+        if (!isfinite(wt->b[k] = scale * v))
+            return onnx_fail(c, RM_ERR_UNSUPPORTED, "its bias '%s' (%g at %lld) times %g is %g; remat trains on finite "
+                             "numbers", b->name, (double)v, (long long)k, (double)scale, (double)wt->b[k]);
+    }
     return RM_OK;
 }
 
@@ -446,6 +474,11 @@ static int linear_weights(onnx_weights *wt, const onnx_const *b, int transposed,
     for (int64_t j = 0; j < m; j++)
         for (int64_t k = 0; k < f; k++)
             wt->w[j * f + k] = alpha * (transposed ? b->f[k * m + j] : b->f[j * f + k]);
+    /* Finite weights times a finite alpha can still overflow. */
+    for (size_t k = 0; k < wt->nw; k++)
+        if (!isfinite(wt->w[k]))
+            return onnx_fail(c, RM_ERR_UNSUPPORTED, "its weights times alpha %g overflow float (element %zu); remat "
+                             "trains on finite numbers", (double)alpha, k);
     return RM_OK;
 }
 
@@ -472,6 +505,8 @@ static int op_gemm(onnx_import *c, const Onnx__NodeProto *n)
     if (!rc && cc) rc = need_floats(c, cc, "bias C");
     if (!rc) rc = onnx_attr_float(&alpha, c, n, "alpha", 1.0f);
     if (!rc) rc = onnx_attr_float(&beta, c, n, "beta", 1.0f);
+    if (!rc) rc = need_finite_attr(c, "alpha", alpha);
+    if (!rc) rc = need_finite_attr(c, "beta", beta);
     if (!rc) rc = onnx_attr_int(&ta, c, n, "transA", 0);
     if (!rc) rc = onnx_attr_int(&tb, c, n, "transB", 0);
     if (rc) return rc;
@@ -493,7 +528,7 @@ static int op_gemm(onnx_import *c, const Onnx__NodeProto *n)
     }
     onnx_weights wt = {0};
     rc = linear_weights(&wt, &b->c, !tb, m, f, alpha, c);
-    if (!rc && has_bias) rc = fill_bias(&wt, &cc->c, m, beta, c);
+    if (!rc && has_bias) rc = fill_bias(&wt, cc, m, beta, c);
     if (rc) {
         free(wt.w), free(wt.b);
         return rc;
@@ -542,7 +577,7 @@ static int op_matmul(onnx_import *c, const Onnx__NodeProto *n)
     }
     onnx_weights wt = {0};
     rc = linear_weights(&wt, &b->c, 1, m, f, 1.0f, c);
-    if (!rc && bias) rc = fill_bias(&wt, &bias->c, m, 1.0f, c);
+    if (!rc && bias) rc = fill_bias(&wt, bias, m, 1.0f, c);
     if (rc) {
         free(wt.w), free(wt.b);
         return rc;
@@ -744,6 +779,7 @@ static int op_unsqueeze(onnx_import *c, const Onnx__NodeProto *n, int squeeze)
                        squeeze ? "squeezes" : "unsqueezes");
     if (!rc) rc = axes_of(&ax, &nax, c, n, 1);
     if (rc) return rc;
+    if (nax > RM_ONNX_MAX_RANK) return onnx_fail(c, RM_ERR_UNSUPPORTED, "%zu axes (at most %d)", nax, RM_ONNX_MAX_RANK);
     int r = x->c.rank, out_rank = squeeze ? (nax ? r - (int)nax : 0) : r + (int)nax;
     int64_t d[RM_ONNX_MAX_RANK];
     if (out_rank < 0 || out_rank > RM_ONNX_MAX_RANK) return onnx_fail(c, RM_ERR_UNSUPPORTED, "rank %d", out_rank);
@@ -796,6 +832,14 @@ static int op_cast(onnx_import *c, const Onnx__NodeProto *n)
             return onnx_fail(c, RM_ERR_UNSUPPORTED, "casts the batch size to a float; remat does not compute with the "
                              "batch size at import");
         }
+        /* A float outside int64 (or NaN) has no integer: converting it is
+         * undefined in C; -2^63 would read as the batch size. */
+        if (to_int && !x->c.is_int && !(x->c.f[q] > -0x1p63f && x->c.f[q] < 0x1p63f)) {
+            float f = x->c.f[q];
+            onnx_const_free(&k);
+            return onnx_fail(c, RM_ERR_UNSUPPORTED, "casts %g to an integer; remat folds floats of -(2^63 - 1) to "
+                             "2^63 - 1 only", (double)f);
+        }
         if (to_int) k.i[q] = x->c.is_int ? x->c.i[q] : (int64_t)x->c.f[q];
         else k.f[q] = x->c.is_int ? (float)x->c.i[q] : x->c.f[q];
     }
@@ -844,6 +888,8 @@ static int op_concat(onnx_import *c, const Onnx__NodeProto *n)
     int rc = onnx_check_attrs(c, n, attrs);
     if (!rc) rc = onnx_attr_int(&axis, c, n, "axis", 1);
     if (rc) return rc;
+    /* A node of no inputs is no constant to fold, and no layer (in[0] below). */
+    if (!n->n_input) return onnx_fail(c, RM_ERR_PARSE, "no inputs");
     if (all_const(c, n)) return op_concat_const(c, n, axis);
     onnx_value *in[RM_MAX_INPUTS];
     int nin = 0;
@@ -960,7 +1006,8 @@ static int op_reshape(onnx_import *c, const Onnx__NodeProto *n)
         for (size_t k = 0; k < nt; k++)
             if ((int)k != infer) {
                 if (d[k] == ONNX_BATCH) return onnx_fail(c, RM_ERR_UNSUPPORTED, "reshapes a constant by the batch size");
-                known *= (size_t)d[k];
+                if (__builtin_mul_overflow(known, (size_t)d[k], &known))
+                    return onnx_fail(c, RM_ERR_UNSUPPORTED, "shape %s has more elements than size_t counts", ts);
             }
         if (infer >= 0) {
             if (!known || x->c.count % known) return onnx_fail(c, RM_ERR_PARSE, "shape %s does not fit %s", ts, is);
@@ -973,7 +1020,8 @@ static int op_reshape(onnx_import *c, const Onnx__NodeProto *n)
     for (size_t k = 1; k < nt; k++) {
         if (d[k] == ONNX_BATCH)
             return onnx_fail(c, RM_ERR_UNSUPPORTED, "reshapes %s to %s, moving the batch; remat keeps it first", is, ts);
-        if ((int)k != infer) rest *= (size_t)d[k];
+        if ((int)k != infer && __builtin_mul_overflow(rest, (size_t)d[k], &rest))
+            return onnx_fail(c, RM_ERR_UNSUPPORTED, "shape %s has more elements than size_t counts", ts);
     }
     if (infer == 0) {
         if (rest != per)
@@ -1035,13 +1083,20 @@ static int op_slice(onnx_import *c, const Onnx__NodeProto *n)
         (nsp && nsp != 1))
         return onnx_fail(c, RM_ERR_UNSUPPORTED, "remat folds Slice of a 1-D constant along its one axis only");
     int64_t len = x->c.dims[0], step = nsp ? sp[0] : 1, s = st[0], e = en[0];
-    if (step == 0 || s == ONNX_BATCH || e == ONNX_BATCH) return onnx_fail(c, RM_ERR_PARSE, "a step of 0");
+    if (step == 0) return onnx_fail(c, RM_ERR_PARSE, "a step of 0");
+    if (s == ONNX_BATCH || e == ONNX_BATCH || step == ONNX_BATCH)
+        return onnx_fail(c, RM_ERR_UNSUPPORTED, "slices by the batch size, which an import does not know");
     if (s < 0) s += len;
     if (e < 0) e += len;
     int64_t lo = step > 0 ? 0 : -1, hi = step > 0 ? len : len - 1;
     s = s < lo ? lo : s > hi ? hi : s;
     e = e < lo ? lo : e > hi ? hi : e;
-    int64_t count = step > 0 ? (e > s ? (e - s + step - 1) / step : 0) : (s > e ? (s - e - step - 1) / -step : 0);
+    /* Elements from s to e by step, in unsigned arithmetic: e - s + step
+     * would overflow for a step near INT64_MAX (the bounds are clamped to
+     * [-1, len] above, and step is not INT64_MIN). */
+    uint64_t span = step > 0 ? (e > s ? (uint64_t)(e - s) : 0) : (s > e ? (uint64_t)(s - e) : 0);
+    uint64_t by = step > 0 ? (uint64_t)step : (uint64_t)-step;
+    int64_t count = span ? (int64_t)((span - 1) / by + 1) : 0;
     onnx_const k;
     if ((rc = onnx_const_alloc(&k, x->c.is_int, 1, &count, c->path, c->e))) return rc;
     for (int64_t q = 0; q < count; q++) const_copy(&k, (size_t)q, &x->c, (size_t)(s + q * step));
@@ -1117,7 +1172,22 @@ static int fold_arith(onnx_import *c, const Onnx__NodeProto *n, char op)
                 onnx_const_free(&k);
                 return onnx_fail(c, RM_ERR_PARSE, "divides by zero");
             }
-            k.i[q] = op == '+' ? x + y : op == '-' ? x - y : op == '*' ? x * y : x / y;
+            /* Checked: an overflow is undefined in C, and a result of
+             * INT64_MIN (Sub(-(2^63 - 1), 1), no overflow) would be read as
+             * the batch dimension. (x / y cannot overflow: x is never INT64_MIN.) */
+            int64_t r = 0;
+            int over = op == '+'   ? __builtin_add_overflow(x, y, &r)
+                       : op == '-' ? __builtin_sub_overflow(x, y, &r)
+                       : op == '*' ? __builtin_mul_overflow(x, y, &r)
+                                   : (r = x / y, 0);
+            if (over || r == ONNX_BATCH) {
+                onnx_const_free(&k);
+                return onnx_fail(c, RM_ERR_UNSUPPORTED,
+                                 "folds %lld %c %lld, which %s; remat folds integers of -(2^63 - 1) to 2^63 - 1 "
+                                 "(-2^63 stands for the batch size)",
+                                 (long long)x, op, (long long)y, over ? "overflows int64" : "is -2^63");
+            }
+            k.i[q] = r;
         } else {
             double x = a->c.is_int ? (double)a->c.i[ia] : a->c.f[ia], y = b->c.is_int ? (double)b->c.i[ib] : b->c.f[ib];
             k.f[q] = (float)(op == '+' ? x + y : op == '-' ? x - y : op == '*' ? x * y : x / y);
@@ -1133,6 +1203,7 @@ static int op_add(onnx_import *c, const Onnx__NodeProto *n, int sum)
     static const char *const attrs[] = {"broadcast", "axis", "consumed_inputs", NULL};
     int rc = onnx_check_attrs(c, n, attrs);
     if (rc) return rc;
+    if (!n->n_input) return onnx_fail(c, RM_ERR_PARSE, "no inputs");
     if (all_const(c, n) && !sum) return fold_arith(c, n, '+');
     onnx_value *in[RM_MAX_INPUTS];
     if (n->n_input > RM_MAX_INPUTS)

@@ -1,47 +1,180 @@
 /* The ONNX importer's reading half: a file into protobuf-c's decoded
  * ModelProto (generated at build time from models/onnx.proto), TensorProtos
  * into plain arrays, attributes by name. protobuf-c checks the wire format
- * (lengths, tags, nesting); what it cannot know, the sizes a tensor claims
- * against the bytes it holds, is checked here. */
+ * (lengths, tags); what it does not bound is bounded here before it decodes:
+ * the file's size, the nesting of its messages (protobuf-c recurses once per
+ * level) and its count of nodes; and what it cannot know, the sizes a tensor
+ * claims against the bytes it holds, after. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "onnx_internal.h"
 #include "text_file.h"
 
-/* protobuf's own limit on a message: a larger file is not a valid model
- * (a network too big for it keeps its weights in external files, which
- * remat does not read). */
-#define MAX_FILE_BYTES ((size_t)INT32_MAX)
+/* ---- the wire format, walked before protobuf-c sees it ------------------------ */
 
-/* The whole file in memory: protobuf-c decodes from a buffer. */
+/* A varint at p[*at..end): 0 and its value, *at past it; 1 when the bytes end
+ * inside it; -1 when it runs past 10 bytes (no protobuf varint does). */
+static int wire_varint(uint64_t *v, const uint8_t *p, size_t end, size_t *at)
+{
+    uint64_t x = 0;
+    for (size_t k = 0; k < 10; k++) {
+        if (*at + k >= end) return 1;
+        x |= (uint64_t)(p[*at + k] & 0x7f) << (7 * k);
+        if (!(p[*at + k] & 0x80)) {
+            *at += k + 1;
+            *v = x;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* One message of descriptor d at each level, and where its bytes end. */
+typedef struct wire_frame {
+    const ProtobufCMessageDescriptor *d;
+    size_t end;
+} wire_frame;
+
+/* Walks the bytes as the message d, iteratively, by the schema protobuf-c
+ * decodes with (a length-delimited field is entered only when d says it is
+ * a sub-message, as protobuf-c recurses only there), and refuses what
+ * protobuf-c would overflow its stack or memory on before it sees it:
+ * nesting deeper than RM_ONNX_MAX_DEPTH, and more nodes than a model may
+ * have layers (NodeProtos anywhere, subgraphs included: a bound, counted
+ * from bytes alone). Bytes that are not a valid encoding end the walk
+ * quietly: protobuf-c refuses them with its own message, and since it checks
+ * each message's fields before entering any of them, and enters them in
+ * order, it meets them before anything deeper that follows. */
+static int wire_check(const uint8_t *buf, size_t len, const ProtobufCMessageDescriptor *d, const char *path,
+                      const char *what, rm_err *e)
+{
+    wire_frame st[RM_ONNX_MAX_DEPTH + 1];
+    int depth = 0;
+    size_t at = 0, nodes = 0;
+    st[0].d = d, st[0].end = len;
+    for (;;) {
+        while (at == st[depth].end) {
+            if (depth == 0) return RM_OK;
+            depth--;
+        }
+        size_t end = st[depth].end, field_at = at;
+        uint64_t key, n;
+        if (wire_varint(&key, buf, end, &at)) return RM_OK;
+        switch (key & 7) {
+        case 0:
+            if (wire_varint(&n, buf, end, &at)) return RM_OK;
+            break;
+        case 1:
+        case 5: {
+            size_t w = (key & 7) == 1 ? 8 : 4;
+            if (end - at < w) return RM_OK;
+            at += w;
+            break;
+        }
+        case 2: {
+            if (wire_varint(&n, buf, end, &at) || n > end - at) return RM_OK;
+            const ProtobufCFieldDescriptor *f =
+                key >> 3 <= UINT32_MAX ? protobuf_c_message_descriptor_get_field(st[depth].d, (unsigned)(key >> 3))
+                                       : NULL;
+            if (!f || f->type != PROTOBUF_C_TYPE_MESSAGE) {
+                at += (size_t)n;
+                break;
+            }
+            const ProtobufCMessageDescriptor *sub = f->descriptor;
+            if (depth == RM_ONNX_MAX_DEPTH)
+                return rm_errorf(e, RM_ERR_PARSE,
+                                 "%s: not a valid %s: messages nested more than %d deep (%s.%s at byte %zu); remat "
+                                 "reads at most %d levels, as onnx.load does",
+                                 path, what, RM_ONNX_MAX_DEPTH, st[depth].d->name, f->name, field_at,
+                                 RM_ONNX_MAX_DEPTH);
+            if (sub == &onnx__node_proto__descriptor && ++nodes > RM_ONNX_MAX_NODES)
+                return rm_errorf(e, RM_ERR_UNSUPPORTED,
+                                 "%s: more than %d nodes (at byte %zu); remat's models have at most %d layers, the "
+                                 "loss included",
+                                 path, RM_ONNX_MAX_NODES, field_at, RM_MODEL_MAX_LAYERS);
+            depth++;
+            st[depth].d = sub, st[depth].end = at + (size_t)n;
+            break;
+        }
+        default: return RM_OK; /* groups (3, 4) and 6, 7: protobuf-c refuses them */
+        }
+    }
+}
+
+/* The top-level fields of a stream read so far, from *next (the start of the
+ * first field not yet checked): refuses, as soon as it arrives, a byte that
+ * cannot start a protobuf field or a field that would end past the size
+ * limit, so that a pipe or device of other bytes (/dev/zero, /dev/urandom)
+ * is refused at once instead of after the limit. */
+static int wire_stream_check(const uint8_t *buf, size_t n, size_t *next, const char *path, const char *what,
+                             rm_err *e)
+{
+    while (*next < n) {
+        size_t at = *next;
+        uint64_t key, v = 0;
+        int r = wire_varint(&key, buf, n, &at);
+        unsigned wt = (unsigned)(key & 7);
+        if (!r && (key >> 3 == 0 || (wt != 0 && wt != 1 && wt != 2 && wt != 5))) r = -1;
+        if (!r && (wt == 0 || wt == 2)) r = wire_varint(&v, buf, n, &at);
+        if (r > 0) return RM_OK; /* the rest has not arrived yet */
+        if (r < 0)
+            return rm_errorf(e, RM_ERR_PARSE, "%s: not an %s: byte %zu does not start a protobuf field", path, what,
+                             *next);
+        uint64_t size = wt == 1 ? 8 : wt == 5 ? 4 : wt == 2 ? v : 0;
+        if (size > RM_ONNX_MAX_FILE_BYTES - at)
+            return rm_errorf(e, RM_ERR_PARSE, "%s: a field at byte %zu claims %llu bytes, past protobuf's limit of "
+                             "2 GiB for one %s", path, *next, (unsigned long long)size, what);
+        *next = at + (size_t)size;
+    }
+    return RM_OK;
+}
+
+/* The whole file in memory (protobuf-c decodes from a buffer), never more
+ * than RM_ONNX_MAX_FILE_BYTES: a regular file is refused by its size before
+ * anything is read, and read into a buffer of that size; a pipe or device is
+ * read in growing chunks, each checked as it arrives (wire_stream_check), and
+ * refused as soon as it passes the limit. */
 static int read_all(uint8_t **out, size_t *len, const char *path, const char *what, rm_err *e)
 {
     *out = NULL;
     *len = 0;
     FILE *f = rm_text_open(path, what, e);
     if (!f) return RM_ERR_IO;
-    size_t cap = 1 << 16, n = 0;
+    struct stat sb;
+    int regular = fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode);
+    if (regular && (uintmax_t)sb.st_size > RM_ONNX_MAX_FILE_BYTES) {
+        fclose(f);
+        return rm_errorf(e, RM_ERR_PARSE, "%s: %jd bytes, larger than protobuf's limit of 2 GiB for one %s", path,
+                         (intmax_t)sb.st_size, what);
+    }
+    /* A regular file's size and one byte more, to see its end in one read. */
+    size_t cap = regular ? (size_t)sb.st_size + 1 : (size_t)1 << 16, n = 0, next = 0;
     uint8_t *buf = malloc(cap);
-    int rc = buf ? RM_OK : rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory", path);
+    int rc = buf ? RM_OK : rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory for its %zu bytes", path, cap);
     while (!rc) {
         if (n == cap) {
-            if (cap > MAX_FILE_BYTES / 2) {
-                rc = rm_errorf(e, RM_ERR_PARSE, "%s: larger than 2 GiB, protobuf's limit for one %s", path, what);
-                break;
-            }
-            uint8_t *nb = realloc(buf, cap * 2);
+            /* Never a buffer past the limit (plus the byte that shows it passed). */
+            size_t grown = cap > (RM_ONNX_MAX_FILE_BYTES + 1) / 2 ? RM_ONNX_MAX_FILE_BYTES + 1 : cap * 2;
+            uint8_t *nb = realloc(buf, grown);
             if (!nb) {
-                rc = rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory", path);
+                rc = rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory after %zu bytes", path, n);
                 break;
             }
-            buf = nb, cap *= 2;
+            buf = nb, cap = grown;
         }
         size_t got = fread(buf + n, 1, cap - n, f);
         n += got;
-        if (got == 0) {
+        if (n > RM_ONNX_MAX_FILE_BYTES) {
+            rc = rm_errorf(e, RM_ERR_PARSE, "%s: larger than protobuf's limit of 2 GiB for one %s", path, what);
+        } else if (!regular) {
+            rc = wire_stream_check(buf, n, &next, path, what, e);
+        }
+        if (!rc && got == 0) {
             if (ferror(f)) rc = rm_errorf(e, RM_ERR_IO, "%s: read error: %s", path, strerror(errno));
             break;
         }
@@ -69,6 +202,10 @@ static int read_message(ProtobufCMessage **out, const ProtobufCMessageDescriptor
     if (len == 0) {
         free(buf);
         return rm_errorf(e, RM_ERR_PARSE, "%s: empty file, not an %s", path, what);
+    }
+    if ((rc = wire_check(buf, len, d, path, what, e))) {
+        free(buf);
+        return rc;
     }
     /* NULL is protobuf-c's only answer for bytes that are not such a
      * message: truncated, corrupt, or another kind of file. */

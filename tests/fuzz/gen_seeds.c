@@ -1,16 +1,20 @@
 /* Writes the binary seed files of the fuzz corpora (snapshot, mnist,
- * cifar, image) into tests/fuzz/corpus/<harness>/, in each harness's input
- * format (see the comment at the top of each fuzz_<name>.c). The text seeds
- * (configs, problems, schedules) are copies of real files and are not
- * generated. Built as fuzz_gen_seeds in a REMAT_FUZZ build; run it from the
- * repository root when a format changes:
- *   ./build-fuzz/fuzz/fuzz_gen_seeds tests/fuzz/corpus */
+ * cifar, image, and the ONNX seeds of the reader's limits) into
+ * tests/fuzz/corpus/<harness>/, in each harness's input format (see the
+ * comment at the top of each fuzz_<name>.c). The text seeds (configs,
+ * problems, schedules) are copies of real files and are not generated, nor
+ * are the ONNX seeds exported by gen_fixtures.py. Built as fuzz_gen_seeds
+ * in a REMAT_FUZZ build; run it from the repository root when a format
+ * changes (a harness name writes only that harness's seeds):
+ *   ./build-fuzz/fuzz/fuzz_gen_seeds tests/fuzz/corpus [HARNESS] */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "harnesses.h"
+#include "onnx_wire.h"
 
 #define STB_IMAGE_WRITE_IMPLEMENTATION
 #define STB_IMAGE_WRITE_STATIC
@@ -218,13 +222,54 @@ static void images(void)
         free(pngm_small.p);
 }
 
+/* ---- onnx: the models of the reader's limits (tests/models/test_onnx_hostile.c) ---- */
+
+static void onnx_seed(const char *name, pb_buf *m)
+{
+    if (m->oom) abort();
+    buf b = {m->p, m->n, m->cap};
+    save("onnx", name, &b);
+    pb_free(m);
+}
+
+/* ok-*: what the structure-aware mutator starts from (the fold chain's
+ * integers, the Gemm's and batch norm's floats); bad-*: one of each limit,
+ * small enough for the corpus (nesting 120 and 124 levels deep). */
+static void onnx_seeds(void)
+{
+    const float w[6] = {1, 2, 3, 4, 5, 6}, w_nan[6] = {1, 2, NAN, 4, 5, 6}, c[2] = {0.5f, -0.5f};
+    const float ones[2] = {1, 1}, negative[2] = {1, -0.5f};
+    pb_buf m = {0};
+    onnx_w_fold_chain_model(&m), onnx_seed("ok-fold-chain.onnx", &m);
+    onnx_w_gemm_model(&m, w, c, 0.5f, 2.0f), onnx_seed("ok-gemm-alpha-beta.onnx", &m);
+    onnx_w_batchnorm_model(&m, ones, ones, 1e-5f), onnx_seed("ok-batchnorm.onnx", &m);
+    onnx_w_deep_type_model(&m, 60, 0), onnx_seed("bad-deep-type.onnx", &m);
+    onnx_w_deep_graph_model(&m, 40), onnx_seed("bad-deep-graph.onnx", &m);
+    onnx_w_fold_model(&m, "Add", INT64_MAX, 1), onnx_seed("bad-fold-overflow.onnx", &m);
+    onnx_w_fold_model(&m, "Sub", -INT64_MAX, 1), onnx_seed("bad-fold-batch.onnx", &m);
+    onnx_w_cast_model(&m, -0x1p63f), onnx_seed("bad-cast-batch.onnx", &m);
+    onnx_w_batchnorm_model(&m, ones, negative, 1e-5f), onnx_seed("bad-bn-negative-var.onnx", &m);
+    onnx_w_batchnorm_model(&m, ones, ones, INFINITY), onnx_seed("bad-bn-eps-inf.onnx", &m);
+    onnx_w_gemm_model(&m, w, c, NAN, 1.0f), onnx_seed("bad-gemm-alpha-nan.onnx", &m);
+    onnx_w_gemm_model(&m, w_nan, c, 1.0f, 1.0f), onnx_seed("bad-gemm-nan-weight.onnx", &m);
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: fuzz_gen_seeds CORPUS_DIR\n");
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: fuzz_gen_seeds CORPUS_DIR [HARNESS]\n");
         return 2;
     }
     root = argv[1];
+    if (argc == 3) {
+        if (strcmp(argv[2], "onnx")) {
+            fprintf(stderr, "fuzz_gen_seeds: only onnx's seeds are written alone\n");
+            return 2;
+        }
+        onnx_seeds();
+        return 0;
+    }
+    onnx_seeds();
     snapshots();
     mnist_pair("ok-3x4x5", 0x803, 3, 4, 5, 0, 0);
     mnist_pair("ok-1x28x28", 0x803, 1, 28, 28, 0, 0);

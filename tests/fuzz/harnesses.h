@@ -29,6 +29,18 @@ int rm_fuzz_image(const uint8_t *data, size_t size);      /* images and masks: d
 int rm_fuzz_costs(const uint8_t *data, size_t size);      /* profiled cost files: scheduler/cost_file.c */
 int rm_fuzz_onnx(const uint8_t *data, size_t size);       /* ONNX models and tensors: models/onnx_*.c */
 
+/* The ONNX harness's structure-aware mutator (libFuzzer's
+ * LLVMFuzzerCustomMutator in fuzz_onnx's executable): one change to the
+ * protobuf structure of data (size bytes, room for max_size), chosen by
+ * seed: a message nested in itself up to 3000 times, a field duplicated or
+ * dropped, an extreme int64 or a NaN or infinite float put in a tensor or
+ * an attribute, a string or bytes field changed by byte_mutate; every
+ * enclosing length prefix rewritten to match. byte_mutate (libFuzzer's
+ * LLVMFuzzerMutate; NULL in tests, which then get only the structural
+ * mutations) also serves when a change does not fit. Returns the new size. */
+size_t rm_fuzz_onnx_mutate(uint8_t *data, size_t size, size_t max_size, unsigned seed,
+                           size_t (*byte_mutate)(uint8_t *data, size_t size, size_t max_size));
+
 typedef struct rm_fuzz_harness {
     const char *name; /* "config": corpus tests/fuzz/corpus/config, executable fuzz_config */
     int (*run)(const uint8_t *data, size_t size);

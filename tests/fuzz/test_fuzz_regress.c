@@ -12,6 +12,8 @@
 
 #include "cli_fixture.h"
 #include "harnesses.h"
+#include "onnx.h"
+#include "onnx_wire.h"
 
 /* Reproducers of bugs not fixed yet are listed in tests/fuzz/known-open.txt
  * as "<harness>/<file>" (with the reason in a comment): they are skipped,
@@ -112,4 +114,63 @@ Test(fuzz_regress, every_harness_listed)
         cr_expect(found, "harness %s has no regression test", rm_fuzz_harnesses[i].name);
     }
     cr_expect_eq(n, (int)(sizeof listed / sizeof listed[0]));
+}
+
+/* The ONNX mutator makes what the reader's limits are about, from the seeds
+ * it starts from in the corpus: mutants nested past the depth limit, int64
+ * folds that overflow or would make the batch placeholder, NaN and infinite
+ * weights and attributes. Each mutant (seeds 0 to 2999 of the mutator, no
+ * byte-level mutation) goes through the harness, which must not crash, and
+ * through the importer, whose refusals are counted by kind. */
+Test(fuzz_regress, onnx_mutator_reaches_the_limits)
+{
+    enum { DEEP, OVERFLOW, BATCH, NONFINITE, ACCEPTED, KINDS };
+    static const char *const names[KINDS] = {"nested too deep", "int64 overflow", "-2^63 folded", "non-finite",
+                                             "accepted"};
+    int seen[KINDS] = {0};
+    pb_buf seeds[2] = {{0}, {0}};
+    onnx_w_fold_chain_model(&seeds[0]);
+    const float w[6] = {1, 2, 3, 4, 5, 6}, b[2] = {0.5f, -0.5f};
+    onnx_w_gemm_model(&seeds[1], w, b, 1.0f, 1.0f);
+    size_t cap = 1 << 16;
+    uint8_t *data = malloc(cap);
+    cr_assert_not_null(data);
+    char path[256];
+    snprintf(path, sizeof path, "%s/mutant.onnx", rm_fuzz_dir());
+    for (unsigned seed = 0; seed < 3000; seed++) {
+        const pb_buf *from = &seeds[seed % 2];
+        cr_assert(!from->oom && from->n <= cap);
+        memcpy(data, from->p, from->n);
+        size_t n = rm_fuzz_onnx_mutate(data, from->n, cap, seed, NULL);
+        cr_assert_leq(n, cap);
+        (void)rm_fuzz_onnx(data, n);
+        FILE *fp = fopen(path, "wb");
+        cr_assert_not_null(fp);
+        cr_assert_eq(fwrite(data, 1, n, fp), n);
+        fclose(fp);
+        rm_onnx_options o;
+        rm_onnx_options_default(&o);
+        o.loss = RM_ONNX_LOSS_AUTO;
+        rm_model *m = NULL;
+        rm_err e = {RM_OK, ""};
+        if (!rm_onnx_load(&m, NULL, path, &o, &e)) {
+            seen[ACCEPTED]++;
+            rm_model_free(m);
+        } else if (strstr(e.msg, "nested more than")) {
+            seen[DEEP]++;
+        } else if (strstr(e.msg, "overflows int64")) {
+            seen[OVERFLOW]++;
+        } else if (strstr(e.msg, "which is -2^63")) {
+            seen[BATCH]++;
+        } else if (strstr(e.msg, "nan") || strstr(e.msg, "inf")) {
+            seen[NONFINITE]++;
+        }
+    }
+    for (int k = 0; k < KINDS; k++) cr_expect_gt(seen[k], 0, "no mutant %s", names[k]);
+    if (getenv("RM_FUZZ_VERBOSE"))
+        for (int k = 0; k < KINDS; k++) fprintf(stderr, "onnx mutants %s: %d\n", names[k], seen[k]);
+    free(data);
+    pb_free(&seeds[0]);
+    pb_free(&seeds[1]);
+    rm_fuzz_clear();
 }
