@@ -32,7 +32,9 @@ int data_is_dir(const char *path);
 /* a "/" b, malloc'd (NULL when out of memory). */
 char *data_path_join(const char *a, const char *b);
 /* The visible (not dot-prefixed) entries of dir that are folders
- * (want_dirs) or regular files (!want_dirs), sorted by byte order. */
+ * (want_dirs) or regular files (!want_dirs), sorted by byte order. A visible
+ * entry that cannot be inspected (a broken symbolic link) is an error naming
+ * it. */
 int data_list_dir(char ***names, int *count, const char *dir, int want_dirs, rm_err *e);
 void data_free_names(char **names, int count);
 /* The extension is one stb_image decodes here: png jpg jpeg bmp

@@ -96,6 +96,25 @@ static int add_class(image_folder *f, const char *dir, int32_t label, rm_err *e)
     return rc;
 }
 
+/* A folder without class sub-folders. When it holds images itself (an
+ * unlabelled test set, as ImageNet's and Kaggle's are) the message says they
+ * have no labels, so the note a trainer prints when it falls back to a split
+ * of the training data says why these images were not used. */
+static int no_classes_error(const char *root, rm_err *e)
+{
+    char **names;
+    int n, images = 0;
+    int rc = data_list_dir(&names, &n, root, 0, e);
+    if (rc) return rc;
+    for (int i = 0; i < n; i++) images += data_is_image_name(names[i]);
+    data_free_names(names, n);
+    if (images)
+        return rm_errorf(e, RM_ERR_IO,
+                         "%s: %d image%s but no class sub-folders, so no labels: unlabelled images are not used", root,
+                         images, images == 1 ? "" : "s");
+    return rm_errorf(e, RM_ERR_IO, "%s: no class sub-folders", root);
+}
+
 int rm_dataset_image_folder_open(rm_dataset **out, const char *root, const rm_image_options *o, rm_err *e)
 {
     *out = NULL;
@@ -103,7 +122,7 @@ int rm_dataset_image_folder_open(rm_dataset **out, const char *root, const rm_im
     if (!f) return rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory", root);
     int rc = data_image_options_resolve(&f->o, o, root, e);
     if (!rc) rc = data_list_dir(&f->class_names, &f->classes, root, 1, e);
-    if (!rc && f->classes == 0) rc = rm_errorf(e, RM_ERR_IO, "%s: no class sub-folders", root);
+    if (!rc && f->classes == 0) rc = no_classes_error(root, e);
     for (int k = 0; !rc && k < f->classes; k++) {
         char *dir = data_path_join(root, f->class_names[k]);
         rc = dir ? add_class(f, dir, k, e) : rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory", root);
