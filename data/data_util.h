@@ -42,6 +42,15 @@ void data_free_names(char **names, int count);
 int data_is_image_name(const char *name);
 int data_is_lossy_name(const char *name);
 
+/* ---- Image folders (image_folder.c) ---- */
+
+/* rm_dataset_image_folder_open, with the classes (names and numbers) of
+ * class_root's sub-folders when it is not NULL: a held-out split is numbered
+ * as the training split it is evaluated against, may lack classes, and
+ * refuses a class folder the training split does not have. */
+int data_image_folder_open_as(rm_dataset **out, const char *root, const char *class_root, const rm_image_options *o,
+                              rm_err *e);
+
 /* ---- The image pipeline (image.c) ---- */
 
 typedef struct data_image_header {

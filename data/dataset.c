@@ -150,7 +150,14 @@ int rm_dataset_open_dir(rm_dataset **out, const char *dir, rm_split split, const
          * message that says so, as an I/O error, which makes a trainer note
          * the missing held-out split rather than fail. */
         rc = rm_errorf(e, RM_ERR_IO, "%s: images/ but no masks/, so no labels: unlabelled images are not used", root);
-    else
+    else if (split == RM_SPLIT_TEST && sub && has_dir(dir, "train")) {
+        /* Class ids come from folder names: numbered on their own, a val/
+         * lacking one class would shift every later label by one. */
+        char *train = data_path_join(dir, "train");
+        rc = train ? data_image_folder_open_as(out, root, train, img, e)
+                   : rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory", dir);
+        free(train);
+    } else
         rc = rm_dataset_image_folder_open(out, root, img, e);
     free(root);
     return rc;

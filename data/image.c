@@ -13,13 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The only stb_image implementation in remat (so nothing may also link
- * Debian's libstb, which defines the same symbols). Not STB_IMAGE_STATIC:
- * GCC's "declared static but never defined" for its unconditional
- * declarations cannot be silenced around the include. Only the formats
- * data_is_image_name accepts are compiled in, which keeps the attack surface
- * small: PNM is left out because 2.27's 16-bit PNM path reads out of bounds
- * (nothings/stb#1166), GIF and HDR because they have had the most bugs. */
 /* stb_image 2.27 checks neither a PNG's chunk CRCs nor the Adler-32 that
  * ends its zlib stream, so a PNG corrupted on disk decoded to wrong pixels
  * without an error. The CRCs are checked before stb_image sees the file
@@ -27,17 +20,26 @@
  * stb_image's PNG reader, between inflating and unfiltering. So its single
  * call of stbi__create_png_image (the unfiltering), made with the reader's
  * state z, is redirected to png_adler_hook, which checks the Adler-32 and
- * then calls the original, renamed stbi__create_png_image_checked; a second
- * inflate costs half a decode, the check one pass over the inflated bytes.
+ * then calls the original, renamed stbi__create_png_image_checked. Inflating
+ * a second time to get the bytes would cost about half a decode; this costs
+ * one pass over them.
  * The macro pastes its first argument's first token onto RM_STBI_PNG_: the
  * definition's "stbi__png *a" selects the renamed definition, the call's "z"
- * the hook. A stb_image whose code differs fails to compile here rather than
- * going unchecked. */
+ * the hook. A stb_image whose code differs here fails to compile (or, at the
+ * least, the Adler-32 tests in tests/data/test_image_checks.c fail) rather
+ * than going unchecked. */
 static int png_adler_hook(void *z, unsigned char *data, uint32_t len, int out_n, int depth, int color, int interlace);
 #define stbi__create_png_image(first, ...) RM_STBI_PNG_##first, __VA_ARGS__)
 #define RM_STBI_PNG_stbi__png stbi__create_png_image_checked(stbi__png
 #define RM_STBI_PNG_z png_adler_hook((void *)z
 
+/* The only stb_image implementation in remat (so nothing may also link
+ * Debian's libstb, which defines the same symbols). Not STB_IMAGE_STATIC:
+ * GCC's "declared static but never defined" for its unconditional
+ * declarations cannot be silenced around the include. Only the formats
+ * data_is_image_name accepts are compiled in, which keeps the attack surface
+ * small: PNM is left out because 2.27's 16-bit PNM path reads out of bounds
+ * (nothings/stb#1166), GIF and HDR because they have had the most bugs. */
 #define STB_IMAGE_IMPLEMENTATION
 #define STBI_ONLY_PNG
 #define STBI_ONLY_JPEG

@@ -91,16 +91,24 @@ static void pixels(uint8_t *px, size_t n)
     for (size_t i = 0; i < n; i++) px[i] = (uint8_t)(i * 7919 % 251);
 }
 
+/* The bytes of a valid 16x8 RGB PNG of px (as stb_image_write makes it: one
+ * IDAT), written at dir/rel and read back; the caller frees. */
+static uint8_t *png_16x8(const char *dir, const char *rel, uint8_t px[16 * 8 * 3], size_t *n)
+{
+    char p[FX_PATH];
+    pixels(px, 16 * 8 * 3);
+    fx_write_png(dir, rel, 16, 8, 3, px);
+    return fx_read(fx_path(p, dir, rel), n);
+}
+
 Test(data_image_checks, png_chunk_crc_mismatch_and_missing_iend)
 {
     char dir[FX_PATH], p[FX_PATH];
     fx_tmpdir(dir);
     uint8_t px[16 * 8 * 3];
-    pixels(px, sizeof px);
-    fx_write_png(dir, "good.png", 16, 8, 3, px); /* outside the class folder: the template */
     size_t n;
-    uint8_t *good = fx_read(fx_path(p, dir, "good.png"), &n);
-    unlink(p);
+    uint8_t *good = png_16x8(dir, "good.png", px, &n); /* outside the class folder: the template */
+    unlink(fx_path(p, dir, "good.png"));
     uint8_t *b = malloc(n);
 
     /* A flipped bit in the compressed data: the IDAT CRC no longer matches. */
@@ -130,11 +138,9 @@ Test(data_image_checks, png_adler32_mismatch)
     char dir[FX_PATH], p[FX_PATH];
     fx_tmpdir(dir);
     uint8_t px[16 * 8 * 3];
-    pixels(px, sizeof px);
-    fx_write_png(dir, "good.png", 16, 8, 3, px);
     size_t n;
-    uint8_t *b = fx_read(fx_path(p, dir, "good.png"), &n);
-    unlink(p);
+    uint8_t *b = png_16x8(dir, "good.png", px, &n);
+    unlink(fx_path(p, dir, "good.png"));
     /* The Adler-32 trailer, with the chunk's CRC made right again: only the
      * zlib check can see it. */
     size_t at = png_chunk(b, n, "IDAT");
@@ -167,12 +173,10 @@ Test(data_image_checks, png_adler32_across_idat_chunks)
     char dir[FX_PATH], p[FX_PATH];
     fx_tmpdir(dir);
     uint8_t px[16 * 8 * 3];
-    pixels(px, sizeof px);
-    fx_write_png(dir, "a/one.png", 16, 8, 3, px);
-    float *want = load_only(dir, 3, 8, 16);
     size_t n;
-    uint8_t *b = fx_read(fx_path(p, dir, "a/one.png"), &n);
-    unlink(p);
+    uint8_t *b = png_16x8(dir, "a/one.png", px, &n);
+    float *want = load_only(dir, 3, 8, 16);
+    unlink(fx_path(p, dir, "a/one.png"));
     size_t at = png_chunk(b, n, "IDAT");
     uint32_t len = be32(b + at);
     cr_assert_gt(len, 8);
@@ -329,5 +333,41 @@ Test(data_image_checks, unlabelled_test_images_are_reported)
     rm_dataset_free(ds);
     cr_assert_eq(rm_dataset_open_dir(&ds, dir, RM_SPLIT_TEST, &o, 2, &e), RM_ERR_IO, "%s", e.msg);
     cr_assert(strstr(e.msg, "/test: images/ but no masks/, so no labels"), "%s", e.msg);
+    fx_rmtree(dir);
+}
+
+/* A held-out split's labels are the training split's class numbers, matched
+ * by folder name: a val/ without class "a" used to number "b" as 0, the
+ * training split's "a", and was evaluated against the wrong labels. */
+Test(data_image_checks, held_out_classes_numbered_as_training)
+{
+    char dir[FX_PATH];
+    fx_tmpdir(dir);
+    fx_write_png(dir, "train/a/1.png", 2, 2, 3, rgb2x2);
+    fx_write_png(dir, "train/b/1.png", 2, 2, 3, rgb2x2);
+    fx_write_png(dir, "train/c/1.png", 2, 2, 3, rgb2x2);
+    fx_write_png(dir, "val/b/1.png", 2, 2, 3, rgb2x2);
+    fx_write_png(dir, "val/c/1.png", 2, 2, 3, rgb2x2);
+    fx_write_png(dir, "val/c/2.png", 2, 2, 3, rgb2x2);
+    rm_image_options o = raw_opts(3, 2, 2);
+    rm_dataset *ds;
+    rm_err e = {0};
+    cr_assert_eq(rm_dataset_open_dir(&ds, dir, RM_SPLIT_TEST, &o, 3, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(ds->info.count, 3);
+    cr_assert_eq(ds->info.classes, 3);
+    char buf[16];
+    cr_assert_str_eq(rm_dataset_class_name(ds, 0, buf, sizeof buf), "a");
+    float img[12];
+    const int32_t want[3] = {1, 2, 2};
+    for (int i = 0; i < 3; i++) {
+        int32_t lab = -1;
+        cr_assert_eq(rm_dataset_load(ds, img, &lab, i, &e), RM_OK, "%s", e.msg);
+        cr_assert_eq(lab, want[i], "sample %d: label %d, want %d", i, lab, want[i]);
+    }
+    rm_dataset_free(ds);
+    /* A held-out class the training split lacks has no label. */
+    fx_write_png(dir, "val/d/1.png", 2, 2, 3, rgb2x2);
+    cr_assert_eq(rm_dataset_open_dir(&ds, dir, RM_SPLIT_TEST, &o, 3, &e), RM_ERR_PARSE, "%s", e.msg);
+    cr_assert(strstr(e.msg, "/val/d: not a class of the training data"), "%s", e.msg);
     fx_rmtree(dir);
 }
