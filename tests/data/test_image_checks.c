@@ -280,12 +280,17 @@ static void expect_open_error(const char *dir, const char *file, const char *wha
 
 static const uint8_t rgb2x2[12] = {10, 20, 30, 40, 50, 60, 70, 80, 90, 200, 210, 255};
 
+/* A 2x2 RGB PNG at each of the NULL-ended paths under dir. */
+static void tiny_pngs(const char *dir, const char *const *rels)
+{
+    for (; *rels; rels++) fx_write_png(dir, *rels, 2, 2, 3, rgb2x2);
+}
+
 Test(data_image_checks, broken_symlink_is_an_error)
 {
     char dir[FX_PATH], p[FX_PATH], q[FX_PATH];
     fx_tmpdir(dir);
-    fx_write_png(dir, "a/1.png", 2, 2, 3, rgb2x2);
-    fx_write_png(dir, "b/1.png", 2, 2, 3, rgb2x2);
+    tiny_pngs(dir, (const char *const[]){"a/1.png", "b/1.png", NULL});
     /* A working link is a sample like any file. */
     cr_assert_eq(symlink(fx_path(q, dir, "a/1.png"), fx_path(p, dir, "b/2.png")), 0);
     rm_image_options o = raw_opts(3, 2, 2);
@@ -311,10 +316,7 @@ Test(data_image_checks, unlabelled_test_images_are_reported)
 {
     char dir[FX_PATH];
     fx_tmpdir(dir);
-    fx_write_png(dir, "train/a/1.png", 2, 2, 3, rgb2x2);
-    fx_write_png(dir, "train/b/1.png", 2, 2, 3, rgb2x2);
-    fx_write_png(dir, "test/1.png", 2, 2, 3, rgb2x2);
-    fx_write_png(dir, "test/2.png", 2, 2, 3, rgb2x2);
+    tiny_pngs(dir, (const char *const[]){"train/a/1.png", "train/b/1.png", "test/1.png", "test/2.png", NULL});
     rm_image_options o = raw_opts(3, 2, 2);
     rm_dataset *ds;
     rm_err e = {0};
@@ -343,12 +345,8 @@ Test(data_image_checks, held_out_classes_numbered_as_training)
 {
     char dir[FX_PATH];
     fx_tmpdir(dir);
-    fx_write_png(dir, "train/a/1.png", 2, 2, 3, rgb2x2);
-    fx_write_png(dir, "train/b/1.png", 2, 2, 3, rgb2x2);
-    fx_write_png(dir, "train/c/1.png", 2, 2, 3, rgb2x2);
-    fx_write_png(dir, "val/b/1.png", 2, 2, 3, rgb2x2);
-    fx_write_png(dir, "val/c/1.png", 2, 2, 3, rgb2x2);
-    fx_write_png(dir, "val/c/2.png", 2, 2, 3, rgb2x2);
+    tiny_pngs(dir, (const char *const[]){"train/a/1.png", "train/b/1.png", "train/c/1.png", "val/b/1.png",
+                                         "val/c/1.png", "val/c/2.png", NULL});
     rm_image_options o = raw_opts(3, 2, 2);
     rm_dataset *ds;
     rm_err e = {0};
