@@ -100,9 +100,22 @@ int data_list_dir(char ***names, int *count, const char *dir, int want_dirs, rm_
             break;
         }
         /* stat, not d_type: some file systems report DT_UNKNOWN, and links
-         * to folders or files should count as what they point to. */
+         * to folders or files should count as what they point to. An entry
+         * that cannot be inspected (a link whose target is gone, no
+         * permission) is an error, not skipped: a training set that quietly
+         * loses files is wrong in a way nobody notices. */
         struct stat st;
-        int keep = stat(full, &st) == 0 && (want_dirs ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode));
+        if (stat(full, &st) != 0) {
+            int err = errno;
+            struct stat lst;
+            if (lstat(full, &lst) == 0 && S_ISLNK(lst.st_mode) && err == ENOENT)
+                rc = rm_errorf(e, RM_ERR_IO, "%s: broken symbolic link (its target does not exist)", full);
+            else
+                rc = rm_errorf(e, RM_ERR_IO, "%s: cannot inspect: %s", full, strerror(err));
+            free(full);
+            break;
+        }
+        int keep = want_dirs ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode);
         free(full);
         if (!keep) continue;
         if (n == cap) {

@@ -32,13 +32,24 @@ int data_is_dir(const char *path);
 /* a "/" b, malloc'd (NULL when out of memory). */
 char *data_path_join(const char *a, const char *b);
 /* The visible (not dot-prefixed) entries of dir that are folders
- * (want_dirs) or regular files (!want_dirs), sorted by byte order. */
+ * (want_dirs) or regular files (!want_dirs), sorted by byte order. A visible
+ * entry that cannot be inspected (a broken symbolic link) is an error naming
+ * it. */
 int data_list_dir(char ***names, int *count, const char *dir, int want_dirs, rm_err *e);
 void data_free_names(char **names, int count);
 /* The extension is one stb_image decodes here: png jpg jpeg bmp
  * (case-insensitive). */
 int data_is_image_name(const char *name);
 int data_is_lossy_name(const char *name);
+
+/* ---- Image folders (image_folder.c) ---- */
+
+/* rm_dataset_image_folder_open, with the classes (names and numbers) of
+ * class_root's sub-folders when it is not NULL: a held-out split is numbered
+ * as the training split it is evaluated against, may lack classes, and
+ * refuses a class folder the training split does not have. */
+int data_image_folder_open_as(rm_dataset **out, const char *root, const char *class_root, const rm_image_options *o,
+                              rm_err *e);
 
 /* ---- The image pipeline (image.c) ---- */
 

@@ -108,6 +108,16 @@ static int has_dir(const char *dir, const char *name)
     return yes;
 }
 
+/* dir has exactly one visible sub-folder. */
+static int only_subfolder(const char *dir)
+{
+    char **names;
+    int n;
+    if (data_list_dir(&names, &n, dir, 1, NULL) != RM_OK) return 0;
+    data_free_names(names, n);
+    return n == 1;
+}
+
 int rm_dataset_open_dir(rm_dataset **out, const char *dir, rm_split split, const rm_image_options *img,
                         int classes, rm_err *e)
 {
@@ -134,7 +144,20 @@ int rm_dataset_open_dir(rm_dataset **out, const char *dir, rm_split split, const
     int rc;
     if (has_dir(root, "images") && has_dir(root, "masks"))
         rc = rm_dataset_segmentation_open(out, root, classes, img, e);
-    else
+    else if (has_dir(root, "images") && only_subfolder(root))
+        /* Segmentation images without their masks (an unlabelled test set),
+         * not an image folder of one class named "images": refused with a
+         * message that says so, as an I/O error, which makes a trainer note
+         * the missing held-out split rather than fail. */
+        rc = rm_errorf(e, RM_ERR_IO, "%s: images/ but no masks/, so no labels: unlabelled images are not used", root);
+    else if (split == RM_SPLIT_TEST && sub && has_dir(dir, "train")) {
+        /* Class ids come from folder names: numbered on their own, a val/
+         * lacking one class would shift every later label by one. */
+        char *train = data_path_join(dir, "train");
+        rc = train ? data_image_folder_open_as(out, root, train, img, e)
+                   : rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory", dir);
+        free(train);
+    } else
         rc = rm_dataset_image_folder_open(out, root, img, e);
     free(root);
     return rc;

@@ -6,10 +6,32 @@
  * a documented formula the tests check (exactly where no interpolation happens). */
 #include "data_util.h"
 
+#include "checksum.h"
+
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* stb_image 2.27 checks neither a PNG's chunk CRCs nor the Adler-32 that
+ * ends its zlib stream, so a PNG corrupted on disk decoded to wrong pixels
+ * without an error. The CRCs are checked before stb_image sees the file
+ * (png_walk); the Adler-32 needs the inflated bytes, which only exist inside
+ * stb_image's PNG reader, between inflating and unfiltering. So its single
+ * call of stbi__create_png_image (the unfiltering), made with the reader's
+ * state z, is redirected to png_adler_hook, which checks the Adler-32 and
+ * then calls the original, renamed stbi__create_png_image_checked. Inflating
+ * a second time to get the bytes would cost about half a decode; this costs
+ * one pass over them.
+ * The macro pastes its first argument's first token onto RM_STBI_PNG_: the
+ * definition's "stbi__png *a" selects the renamed definition, the call's "z"
+ * the hook. A stb_image whose code differs here fails to compile (or, at the
+ * least, the Adler-32 tests in tests/data/test_image_checks.c fail) rather
+ * than going unchecked. */
+static int png_adler_hook(void *z, unsigned char *data, uint32_t len, int out_n, int depth, int color, int interlace);
+#define stbi__create_png_image(first, ...) RM_STBI_PNG_##first, __VA_ARGS__)
+#define RM_STBI_PNG_stbi__png stbi__create_png_image_checked(stbi__png
+#define RM_STBI_PNG_z png_adler_hook((void *)z
 
 /* The only stb_image implementation in remat (so nothing may also link
  * Debian's libstb, which defines the same symbols). Not STB_IMAGE_STATIC:
@@ -195,26 +217,114 @@ static const char *jpeg_check_tables(byte_reader *r, int until_sof)
     }
 }
 
-/* stb_image 2.27 grows its IDAT buffer to the length a chunk header claims
- * before it reads the chunk, so a few hundred bytes whose IDAT claims 2 GiB
- * made it allocate 2 GiB (found by fuzzing, tests/fuzz/crashes/image). So
- * every chunk of a PNG must lie inside the data (length, type, payload and
- * CRC) before stb_image sees it; a PNG cut short is corrupt anyway. Returns
- * NULL when the chunks fit (or the data is not a PNG), else what is wrong. */
-static const char *png_check_chunks(const unsigned char *buf, size_t len)
+static int is_png(const unsigned char *buf, size_t len)
 {
     static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-    if (len < 8 || memcmp(buf, sig, 8) != 0) return NULL; /* not a PNG: nothing to check */
-    size_t pos = 8;
-    for (;;) {
-        if (len - pos < 12) return "truncated chunk header"; /* stb_image needs IEND to finish */
+    return len >= 8 && memcmp(buf, sig, 8) == 0;
+}
+
+/* What png_walk found. */
+typedef struct png_info {
+    uint64_t idat_bytes;   /* the zlib stream: all IDAT data, concatenated */
+    unsigned char tail[4]; /* its last 4 bytes, the Adler-32 */
+    int cgbi;              /* Apple's CgBI variant: raw deflate, no Adler-32 */
+    char why[64];          /* what is wrong, when png_walk fails */
+} png_info;
+
+/* A chunk type for messages: its four letters, or hex when it has others
+ * (hostile files are not text). */
+static void chunk_name(char out[16], const unsigned char *t)
+{
+    int letters = 1;
+    for (int i = 0; i < 4; i++) letters &= (t[i] >= 'A' && t[i] <= 'Z') || (t[i] >= 'a' && t[i] <= 'z');
+    if (letters) snprintf(out, 16, "%c%c%c%c", t[0], t[1], t[2], t[3]);
+    else snprintf(out, 16, "0x%08x", (unsigned)data_be32(t));
+}
+
+/* Walks a PNG's chunks (buf starts with the signature) up to IEND. Every
+ * chunk must lie inside the data, length, type, payload and CRC: stb_image
+ * 2.27 grows its IDAT buffer to the length a chunk header claims before it
+ * reads the chunk, so a few hundred bytes whose IDAT claimed 2 GiB made it
+ * allocate 2 GiB (found by fuzzing, tests/fuzz/crashes/image), and a PNG cut
+ * short is corrupt anyway. With check_crc every chunk's CRC-32 (over type and
+ * payload) must match, which stb_image never checks. Returns 0 at IEND, else
+ * -1 with pi->why. */
+static int png_walk(const unsigned char *buf, size_t len, int check_crc, png_info *pi)
+{
+    memset(pi, 0, sizeof *pi);
+    char name[16];
+    for (size_t pos = 8;;) {
+        if (len - pos < 12) {
+            snprintf(pi->why, sizeof pi->why, "truncated: %s", pos == len ? "no IEND chunk" : "chunk header cut short");
+            return -1;
+        }
         uint32_t n = data_be32(buf + pos);
-        if (n > len - pos - 12) return "chunk longer than the file";
-        int iend = memcmp(buf + pos + 4, "IEND", 4) == 0;
+        const unsigned char *type = buf + pos + 4, *data = type + 4;
+        chunk_name(name, type);
+        if (n > len - pos - 12) {
+            snprintf(pi->why, sizeof pi->why, "truncated: chunk %s longer than the file", name);
+            return -1;
+        }
+        if (check_crc && rm_crc32(0, type, 4 + (size_t)n) != data_be32(data + n)) {
+            snprintf(pi->why, sizeof pi->why, "chunk %s CRC mismatch", name);
+            return -1;
+        }
+        if (memcmp(type, "IDAT", 4) == 0) {
+            /* Keep the stream's last 4 bytes, which may span chunks. */
+            uint32_t k = n < 4 ? n : 4;
+            memmove(pi->tail, pi->tail + k, 4 - k);
+            memcpy(pi->tail + 4 - k, data + n - k, k);
+            pi->idat_bytes += n;
+        }
+        if (memcmp(type, "CgBI", 4) == 0) pi->cgbi = 1;
+        if (memcmp(type, "IEND", 4) == 0) return 0;
         pos += 12 + (size_t)n;
-        if (iend) return NULL;
     }
 }
+
+/* Called by stb_image's PNG reader between inflating the image data and
+ * unfiltering it (see the include above): the inflated bytes must match the
+ * Adler-32 that ends the zlib stream. image.c decodes from memory only, so
+ * the whole file is at img_buffer_original. CgBI files (raw deflate) have no
+ * Adler-32 to check. */
+static int png_adler_hook(void *zv, unsigned char *data, uint32_t len, int out_n, int depth, int color, int interlace)
+{
+    stbi__png *z = zv;
+    stbi__context *s = z->s;
+    if (s->io.read) return stbi__err("PNG stream", "PNG Adler-32 check needs the file in memory");
+    png_info pi;
+    if (png_walk(s->img_buffer_original, (size_t)(s->img_buffer_original_end - s->img_buffer_original), 0, &pi))
+        return stbi__err("PNG walk", "PNG chunks unreadable");
+    if (!pi.cgbi && (pi.idat_bytes < 6 || rm_adler32(1, data, len) != data_be32(pi.tail)))
+        return stbi__err("PNG Adler-32", "PNG zlib data fails its Adler-32 check");
+    return stbi__create_png_image_checked(z, data, len, out_n, depth, color, interlace);
+}
+
+/* stb_image's BMP reader returns zeros for bytes past the end of the file,
+ * so a BMP cut short decoded with black rows and no error. For the
+ * uncompressed layouts it reads (BI_RGB, BI_BITFIELDS) the pixel rows must
+ * lie inside the file: |h| rows of w * bpp bits padded to 4 bytes from the
+ * data offset, the last row's padding excepted (some writers omit it). w, h
+ * are the checked header's. Returns NULL when they do (or this is no BMP
+ * stb_image would read), else what is wrong. */
+static const char *bmp_check_size(const unsigned char *buf, size_t len, int w, int h)
+{
+    if (len < 30 || buf[0] != 'B' || buf[1] != 'M') return NULL;
+    uint32_t offset = (uint32_t)buf[10] | (uint32_t)buf[11] << 8 | (uint32_t)buf[12] << 16 | (uint32_t)buf[13] << 24;
+    uint32_t hsz = (uint32_t)buf[14] | (uint32_t)buf[15] << 8 | (uint32_t)buf[16] << 16 | (uint32_t)buf[17] << 24;
+    size_t at = hsz == 12 ? 24 : 28; /* bits per pixel: after w, h (16 or 32 bits each) and the planes */
+    int bpp = buf[at] | buf[at + 1] << 8;
+    if (bpp != 1 && bpp != 4 && bpp != 8 && bpp != 16 && bpp != 24 && bpp != 32) return NULL; /* stb_image refuses */
+    uint64_t row = ((uint64_t)w * (uint64_t)bpp + 7) / 8, stride = (row + 3) / 4 * 4;
+    uint64_t need = (uint64_t)offset + stride * (uint64_t)(h - 1) + row;
+    return need > len ? "BMP pixel rows run past the end of the file (truncated)" : NULL;
+}
+
+/* stb_image's info gives a BMP's height as stored: negative for a top-down
+ * BMP (rows first to last), which is valid and which its loader flips. Only
+ * a BMP's height can be negative (PNG and JPEG sizes are unsigned and
+ * bounded), so the absolute value is the image's height. */
+static int stored_height(int h) { return h < 0 && h > INT_MIN ? -h : h; }
 
 static int check_dims(int w, int h, int64_t max_pixels, const char *path, rm_err *e)
 {
@@ -257,6 +367,7 @@ int data_image_probe(data_image_header *hd, const char *path, int64_t max_pixels
     }
     int is16 = stbi_is_16_bit_from_file(fp);
     fclose(fp);
+    h = stored_height(h);
     rc = check_dims(w, h, max_pixels, path, e);
     if (rc) return rc;
     hd->w = w;
@@ -274,16 +385,19 @@ int data_image_decode(void **pixels, const unsigned char *buf, size_t len, int c
     byte_reader rd = {buf, len, 0, NULL};
     const char *why = jpeg_check_tables(&rd, 0);
     if (why) return rm_errorf(e, RM_ERR_PARSE, "%s: corrupt JPEG: %s", path, why);
-    why = png_check_chunks(buf, len);
-    if (why) return rm_errorf(e, RM_ERR_PARSE, "%s: corrupt image: PNG %s", path, why);
+    png_info pi;
+    if (is_png(buf, len) && png_walk(buf, len, 1, &pi))
+        return rm_errorf(e, RM_ERR_PARSE, "%s: corrupt image: PNG %s", path, pi.why);
     int w, h, comp;
     /* Checked again on the bytes actually decoded: the file may have been
      * replaced since open, and stb_image allocates from the header. */
     if (!stbi_info_from_memory(buf, (int)len, &w, &h, &comp))
         return rm_errorf(e, RM_ERR_PARSE, "%s: not a readable image (corrupt or unsupported header: %s)", path,
                          stbi_failure_reason());
+    h = stored_height(h);
     int rc = check_dims(w, h, max_pixels, path, e);
     if (rc) return rc;
+    if ((why = bmp_check_size(buf, len, w, h))) return rm_errorf(e, RM_ERR_PARSE, "%s: corrupt image: %s", path, why);
     if (w != hd->w || h != hd->h)
         return rm_errorf(e, RM_ERR_IO, "%s: image is now %dx%d, was %dx%d when the dataset was opened", path, w, h,
                          hd->w, hd->h);

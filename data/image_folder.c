@@ -96,17 +96,61 @@ static int add_class(image_folder *f, const char *dir, int32_t label, rm_err *e)
     return rc;
 }
 
-int rm_dataset_image_folder_open(rm_dataset **out, const char *root, const rm_image_options *o, rm_err *e)
+/* A folder without class sub-folders. When it holds images itself (an
+ * unlabelled test set, as ImageNet's and Kaggle's are) the message says they
+ * have no labels, so the note a trainer prints when it falls back to a split
+ * of the training data says why these images were not used. */
+static int no_classes_error(const char *root, rm_err *e)
+{
+    char **names;
+    int n, images = 0;
+    int rc = data_list_dir(&names, &n, root, 0, e);
+    if (rc) return rc;
+    for (int i = 0; i < n; i++) images += data_is_image_name(names[i]);
+    data_free_names(names, n);
+    if (images)
+        return rm_errorf(e, RM_ERR_IO,
+                         "%s: %d image%s but no class sub-folders, so no labels: unlabelled images are not used", root,
+                         images, images == 1 ? "" : "s");
+    return rm_errorf(e, RM_ERR_IO, "%s: no class sub-folders", root);
+}
+
+/* The class sub-folders of root must all be classes of class_root's: a
+ * held-out class the model was never trained on has no label. */
+static int check_known_classes(const image_folder *f, const char *root, const char *class_root, rm_err *e)
+{
+    char **names;
+    int n;
+    int rc = data_list_dir(&names, &n, root, 1, e);
+    if (rc) return rc;
+    if (n == 0) rc = no_classes_error(root, e);
+    for (int i = 0; !rc && i < n; i++) {
+        int known = 0;
+        for (int k = 0; k < f->classes && !known; k++) known = strcmp(names[i], f->class_names[k]) == 0;
+        if (!known)
+            rc = rm_errorf(e, RM_ERR_PARSE, "%s/%s: not a class of the training data (%s has no folder %s)", root,
+                           names[i], class_root, names[i]);
+    }
+    data_free_names(names, n);
+    return rc;
+}
+
+int data_image_folder_open_as(rm_dataset **out, const char *root, const char *class_root, const rm_image_options *o,
+                              rm_err *e)
 {
     *out = NULL;
     image_folder *f = calloc(1, sizeof *f);
     if (!f) return rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory", root);
+    const char *classes_from = class_root ? class_root : root;
     int rc = data_image_options_resolve(&f->o, o, root, e);
-    if (!rc) rc = data_list_dir(&f->class_names, &f->classes, root, 1, e);
-    if (!rc && f->classes == 0) rc = rm_errorf(e, RM_ERR_IO, "%s: no class sub-folders", root);
+    if (!rc) rc = data_list_dir(&f->class_names, &f->classes, classes_from, 1, e);
+    if (!rc && f->classes == 0) rc = no_classes_error(classes_from, e);
+    if (!rc && class_root) rc = check_known_classes(f, root, class_root, e);
     for (int k = 0; !rc && k < f->classes; k++) {
         char *dir = data_path_join(root, f->class_names[k]);
-        rc = dir ? add_class(f, dir, k, e) : rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory", root);
+        if (!dir) rc = rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory", root);
+        /* A held-out split need not have every class. */
+        else if (!class_root || data_is_dir(dir)) rc = add_class(f, dir, k, e);
         free(dir);
     }
     int max_w = 1, max_h = 1;
@@ -127,4 +171,9 @@ int rm_dataset_image_folder_open(rm_dataset **out, const char *root, const rm_im
     rm_dataset_info info = {f->count, f->o.c, f->o.h, f->o.w, f->classes, RM_TASK_CLASSIFICATION, "image-folder",
                             f->source};
     return rm_dataset_wrap(out, &info, &folder_ops, f, e);
+}
+
+int rm_dataset_image_folder_open(rm_dataset **out, const char *root, const rm_image_options *o, rm_err *e)
+{
+    return data_image_folder_open_as(out, root, NULL, o, e);
 }

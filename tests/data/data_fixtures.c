@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "checksum.h"
 #include "cli_fixture.h"
 
 #define STB_IMAGE_WRITE_IMPLEMENTATION
@@ -117,23 +118,13 @@ void fx_write_bmp(const char *dir, const char *rel, int w, int h, int comp, cons
     cr_assert(stbi_write_bmp(fx_path(p, dir, rel), w, h, comp, pixels), "cannot write %s", p);
 }
 
-static uint32_t crc32_png(const uint8_t *p, size_t n, uint32_t crc)
-{
-    crc = ~crc;
-    for (size_t i = 0; i < n; i++) {
-        crc ^= p[i];
-        for (int k = 0; k < 8; k++) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
-    }
-    return ~crc;
-}
-
 /* Appends a PNG chunk (length, type, data, CRC of type + data). */
 static size_t put_chunk(uint8_t *out, const char *type, const uint8_t *data, uint32_t n)
 {
     put_be32(out, n);
     memcpy(out + 4, type, 4);
     if (n) memcpy(out + 8, data, n);
-    put_be32(out + 8 + n, crc32_png(out + 4, 4 + (size_t)n, 0));
+    put_be32(out + 8 + n, rm_crc32(0, out + 4, 4 + (size_t)n));
     return 12 + (size_t)n;
 }
 
@@ -171,9 +162,7 @@ void fx_write_png16(const char *dir, const char *rel, int w, int h, const uint16
         memcpy(z + at, raw + pos, len);
         at += len, pos += len, left -= len;
     } while (left > 0);
-    uint32_t a = 1, b = 0;
-    for (size_t i = 0; i < raw_n; i++) a = (a + raw[i]) % 65521, b = (b + a) % 65521;
-    put_be32(z + at, b << 16 | a);
+    put_be32(z + at, rm_adler32(1, raw, raw_n));
     at += 4;
     uint8_t *png = malloc(8 + 25 + 12 + at + 12), hd[13];
     size_t n = 0;
