@@ -19,9 +19,23 @@
  * the engine's own OpenMP loops (OpenBLAS's pthread build keeps a second
  * pool spinning on the same cores after every product).
  *
- * Determinism: BLIS splits a product over m and n, never over k (0.9 has no
- * k-parallel gemm), so each output's sum runs in one thread in a fixed
- * order: the same bits on every run at a given thread count. */
+ * BLIS itself always runs on one thread: rm_cpu_sgemm splits a product
+ * between the backend's threads (rows or columns of c, each thread one BLIS
+ * call). BLIS's own threads meet at bli_thrcomm_barrier, a loop on a shared
+ * flag with no pause, yield or sleep, several times per product; when
+ * another process holds one of the cores, a thread spinning there waits for
+ * a sibling that is not running until the scheduler preempts it (a time
+ * slice, milliseconds, per barrier): ResNet-18's step at 2 threads took
+ * 45 s instead of 0.57 s beside one busy process (issue 23), whatever
+ * libgomp's OMP_WAIT_POLICY or GOMP_SPINCOUNT, which do not reach that
+ * barrier. An OpenMP region of ours meets once, at its end, and waits there
+ * the libgomp way (spin, then sleep).
+ *
+ * Determinism: each element of c is one dot product of BLIS's microkernel
+ * over the whole inner dimension, in the same order (the same kc blocks)
+ * whatever the rows and columns around it, and no split here or in BLIS
+ * ever divides the inner dimension: the same bits at any thread count
+ * (tested against one thread, tests/layers/test_cpu_fast.c). */
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -37,6 +51,10 @@
  * first rm_cpu_blas_init, written once under pthread_once and read-only
  * after. */
 #define GEMM_MIN_MACS 4e6
+/* Rows or columns of a thread's slab of a product come in multiples of this
+ * (a vector of floats: the slabs' edges cut few of BLIS's register tiles,
+ * and the threads' shares stay within 16 of equal). */
+#define GEMM_SLAB_ALIGN 16
 
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static rm_err blas_status;
@@ -87,6 +105,23 @@ const char *rm_cpu_blas_describe(char *buf, size_t len)
     return buf;
 }
 
+/* One BLIS call on one thread (the product's threads are ours, see the
+ * top of this file). */
+static void sgemm_one(int trans_a, int trans_b, size_t m, size_t n, size_t k, const float *a, size_t lda,
+                      const float *b, size_t ldb, float beta, float *c, size_t ldc)
+{
+    rntm_t rntm = BLIS_RNTM_INITIALIZER;
+    bli_rntm_set_num_threads(1, &rntm);
+    bli_rntm_disable_l3_sup(&rntm);
+    float one = 1.0f;
+    /* BLIS takes strides instead of a storage order: row-major is a row
+     * stride of the leading dimension and a column stride of 1. Its typed
+     * API is not const-qualified; it never writes a or b. */
+    bli_sgemm_ex(trans_a ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, trans_b ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, (dim_t)m,
+                 (dim_t)n, (dim_t)k, &one, (float *)a, (inc_t)lda, 1, (float *)b, (inc_t)ldb, 1, &beta, c, (inc_t)ldc,
+                 1, NULL, &rntm);
+}
+
 int rm_cpu_sgemm(const rm_backend *be, int trans_a, int trans_b, size_t m, size_t n, size_t k, const float *a,
                  size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc, const char *what, rm_err *e)
 {
@@ -97,19 +132,31 @@ int rm_cpu_sgemm(const rm_backend *be, int trans_a, int trans_b, size_t m, size_
     if (!m || !n) return RM_OK;
     int rc = rm_cpu_blas_init(e);
     if (rc) return rc;
-    rntm_t rntm = BLIS_RNTM_INITIALIZER;
     /* A small product runs on one thread, as small loops do
      * (rm_cpu_loop_threads): m n k multiply-adds below GEMM_MIN_MACS (about
      * 0.1 ms on one core) gain less from a second thread than waking it
-     * costs. The count is a function of the shapes and the backend alone,
-     * so the bits stay fixed. */
-    bli_rntm_set_num_threads((double)m * (double)n * (double)k < GEMM_MIN_MACS ? 1 : rm_backend_cpu_threads(be), &rntm);
-    float one = 1.0f;
-    /* BLIS takes strides instead of a storage order: row-major is a row
-     * stride of the leading dimension and a column stride of 1. Its typed
-     * API is not const-qualified; it never writes a or b. */
-    bli_sgemm_ex(trans_a ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, trans_b ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, (dim_t)m,
-                 (dim_t)n, (dim_t)k, &one, (float *)a, (inc_t)lda, 1, (float *)b, (inc_t)ldb, 1, &beta, c, (inc_t)ldc,
-                 1, NULL, &rntm);
+     * costs. */
+    int nt = (double)m * (double)n * (double)k < GEMM_MIN_MACS ? 1 : rm_backend_cpu_threads(be);
+    /* The longer side is split, in slabs of whole GEMM_SLAB_ALIGN rows or
+     * columns: each thread then packs
+     * its own slab of one operand and all of the other, so the packing
+     * done twice is the smaller operand's. */
+    int by_cols = n >= m;
+    size_t len = by_cols ? n : m, per = (len + (size_t)nt - 1) / (size_t)nt;
+    per = (per + GEMM_SLAB_ALIGN - 1) / GEMM_SLAB_ALIGN * GEMM_SLAB_ALIGN;
+    if (nt < 2 || per >= len) {
+        sgemm_one(trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc);
+        return RM_OK;
+    }
+    int slabs = (int)((len + per - 1) / per);
+    RM_CPU_PARALLEL_FOR(slabs)
+    for (int s = 0; s < slabs; s++) {
+        size_t lo = (size_t)s * per, cnt = len - lo < per ? len - lo : per;
+        if (by_cols) /* columns lo.. of op(b) and c */
+            sgemm_one(trans_a, trans_b, m, cnt, k, a, lda, trans_b ? b + lo * ldb : b + lo, ldb, beta, c + lo, ldc);
+        else /* rows lo.. of op(a) and c */
+            sgemm_one(trans_a, trans_b, cnt, n, k, trans_a ? a + lo : a + lo * lda, lda, b, ldb, beta, c + lo * ldc,
+                      ldc);
+    }
     return RM_OK;
 }

@@ -1,0 +1,187 @@
+/* The CPU backend's thread governor (backend_cpu_internal.h): when the user
+ * did not choose a thread count, the backend runs on every core it may use
+ * while those cores are free, and on fewer while other work holds them.
+ *
+ * Why: a parallel region lasts until its last thread has run its share. On
+ * a machine where another process keeps a core busy, a thread of ours
+ * waits for a CPU (the scheduler shares the core between it and the other
+ * process), and its siblings wait for it at the region's end; a step of
+ * hundreds of regions then takes longer on 2 threads than on 1 (issue 23:
+ * ResNet-18's step went from 0.57 s to 45 s beside one busy process while
+ * BLIS's spinning barriers ran inside it, and one thread took 3.9 s for
+ * two). One thread on the free core is the step of an idle machine's one
+ * thread.
+ *
+ * How: every RM_CPU_GOVERN_WINDOW_S of work (checked between layer calls,
+ * a clock read), the governor reads how long this process's threads waited
+ * for a CPU while runnable (Linux's schedstat run_delay, summed over
+ * /proc/self/task) and how long the CPUs this process may use were idle
+ * (/proc/stat): threads that waited a fifth of their time or more mean the
+ * cores are shared, and the count drops by the cores' worth of waiting;
+ * at fewer than every core, a window in which those cores were idle for
+ * most of a core means one more thread has a core of its own. After a drop
+ * it waits a number of windows before trying more, doubling the wait when a
+ * rise was followed at once by a drop, so that a machine that stays busy
+ * costs no more than a short window at two threads now and then.
+ *
+ * Why it may change the count inside a step: every kernel of both
+ * libraries gives the same bits at any thread count (backend_cpu.h), so
+ * the count is a question of speed only. Where the readings cannot be
+ * made (no /proc, no schedstat), the governor stops and the count stays. */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_ISSET */
+#include <dirent.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend_cpu_internal.h"
+#include "log.h"
+
+/* Threads that waited for a CPU this share of their time or more: the
+ * cores are shared. (An idle machine's background, kernel threads and a
+ * shell, stays under a few percent.) */
+#define CONTENDED_SHARE 0.2
+/* Idle time of the usable CPUs, in cores over the window, that lets one
+ * more thread run. */
+#define FREE_CORE 0.8
+/* Windows to wait after a drop before trying more threads: from 1 to this,
+ * doubling after a rise that was followed by a drop within RISE_TRIAL
+ * windows, back to 1 after a rise that held longer. */
+#define MAX_HOLD 64
+#define RISE_TRIAL 3
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* run_delay (nanoseconds, the second field of schedstat) of every thread
+ * of this process. */
+static int read_wait(double *wait_s)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d) return -1;
+    double sum = 0;
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.') continue;
+        char path[64];
+        snprintf(path, sizeof path, "/proc/self/task/%.20s/schedstat", de->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue; /* the thread ended between readdir and fopen */
+        unsigned long long run, delay;
+        if (fscanf(f, "%llu %llu", &run, &delay) == 2) sum += 1e-9 * (double)delay, n++;
+        fclose(f);
+    }
+    closedir(d);
+    *wait_s = sum;
+    return n ? 0 : -1;
+}
+
+/* Idle and iowait time of the CPUs in this process's affinity (the cpuN
+ * lines of /proc/stat, in clock ticks). */
+static int read_idle(double *idle_s)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return -1;
+    long hz = sysconf(_SC_CLK_TCK);
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f || hz <= 0) {
+        if (f) fclose(f);
+        return -1;
+    }
+    char line[512];
+    double sum = 0;
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        int cpu;
+        unsigned long long user, nice, sys, idle, iowait;
+        if (sscanf(line, "cpu%d %llu %llu %llu %llu %llu", &cpu, &user, &nice, &sys, &idle, &iowait) != 6) continue;
+        if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &set)) continue;
+        sum += (double)(idle + iowait) / (double)hz;
+        n++;
+    }
+    fclose(f);
+    *idle_s = sum;
+    return n ? 0 : -1;
+}
+
+int rm_cpu_load_read_proc(void *ctx, rm_cpu_load *out)
+{
+    (void)ctx;
+    out->wall_s = mono_s();
+    return read_wait(&out->wait_s) || read_idle(&out->idle_s) ? -1 : 0;
+}
+
+void rm_cpu_governor_start(rm_cpu_governor *g, int most, rm_cpu_load_fn read, void *read_ctx, double window_s)
+{
+    memset(g, 0, sizeof *g);
+    g->on = most > 1 && read != NULL;
+    g->most = most;
+    g->read = read;
+    g->read_ctx = read_ctx;
+    g->window_s = window_s;
+    g->hold_len = 1;
+}
+
+int rm_cpu_governor_decide(rm_cpu_governor *g, int cur, double wall, double wait, double idle)
+{
+    if (!(wall > 0)) return cur;
+    g->windows++;
+    double shared = wait / wall; /* cores' worth of our threads' waiting */
+    if (cur > 1 && shared >= CONTENDED_SHARE * cur) {
+        int less = (int)(shared + 0.5);
+        int next = cur - (less < 1 ? 1 : less);
+        if (next < 1) next = 1;
+        /* A drop soon after a rise: the cores were not free after all. */
+        if (g->rose_at && g->windows - g->rose_at <= RISE_TRIAL)
+            g->hold_len = g->hold_len * 2 > MAX_HOLD ? MAX_HOLD : g->hold_len * 2;
+        g->rose_at = 0;
+        g->hold = g->hold_len;
+        g->drops++;
+        return next;
+    }
+    if (g->rose_at && g->windows - g->rose_at > RISE_TRIAL) g->hold_len = 1, g->rose_at = 0;
+    if (cur < g->most && shared < CONTENDED_SHARE && idle / wall >= FREE_CORE) {
+        if (g->hold > 0) {
+            g->hold--;
+            return cur;
+        }
+        g->rose_at = g->windows;
+        return cur + 1;
+    }
+    return cur;
+}
+
+int rm_cpu_governor_tick(rm_cpu_governor *g, int cur)
+{
+    if (!g->on) return cur;
+    if (g->have_last && g->window_s > 0 && mono_s() - g->last_check < g->window_s) return cur;
+    rm_cpu_load now;
+    if (g->read(g->read_ctx, &now)) {
+        g->on = 0; /* cannot read the machine: keep the count */
+        RM_LOG_INFO("cpu backend: cannot read the cores' load (/proc); staying at %d threads", cur);
+        return cur;
+    }
+    g->last_check = mono_s();
+    if (!g->have_last) {
+        g->last = now;
+        g->have_last = 1;
+        return cur;
+    }
+    double wall = now.wall_s - g->last.wall_s, wait = now.wait_s - g->last.wait_s, idle = now.idle_s - g->last.idle_s;
+    g->last = now;
+    int next = rm_cpu_governor_decide(g, cur, wall, wait, idle);
+    if (next != cur)
+        RM_LOG_INFO("cpu backend: %d thread%s of %d: in the last %.2f s its threads waited %.2f s for a CPU, "
+                    "the cores were idle %.2f s",
+                    next, next == 1 ? "" : "s", g->most, wall, wait, idle);
+    return next;
+}
