@@ -16,13 +16,14 @@
  * a clock read), the governor reads how long this process's threads waited
  * for a CPU while runnable (Linux's schedstat run_delay, summed over
  * /proc/self/task) and how long the CPUs this process may use were idle
- * (/proc/stat): threads that waited a fifth of their time or more mean the
- * cores are shared, and the count drops by the cores' worth of waiting;
- * at fewer than every core, a window in which those cores were idle for
- * most of a core means one more thread has a core of its own. After a drop
- * it waits a number of windows before trying more, doubling the wait when a
- * rise was followed at once by a drop, so that a machine that stays busy
- * costs no more than a short window at two threads now and then.
+ * (/proc/stat): threads that waited a fifth of their time or more, in two
+ * windows in a row, mean the cores are shared, and the count drops by the
+ * cores' worth of waiting. After a drop it waits a number of windows, then
+ * tries one more thread (at once when the usable cores stood idle for most
+ * of a core); a rise undone within RISE_TRIAL windows makes the wait 4 times
+ * longer, up to MAX_HOLD windows, so that a machine that stays busy costs a window at
+ * more threads now and then, and a machine that frees up gets its cores
+ * back within seconds.
  *
  * Why it may change the count inside a step: every kernel of both
  * libraries gives the same bits at any thread count (backend_cpu.h), so
@@ -45,11 +46,13 @@
  * shell, stays under a few percent.) */
 #define CONTENDED_SHARE 0.2
 /* Idle time of the usable CPUs, in cores over the window, that lets one
- * more thread run. */
+ * more thread run without waiting for the hold. */
 #define FREE_CORE 0.8
-/* Windows to wait after a drop before trying more threads: from 1 to this,
- * doubling after a rise that was followed by a drop within RISE_TRIAL
- * windows, back to 1 after a rise that held longer. */
+/* Windows to wait after a drop before trying more threads: from 1 to this
+ * (64 windows, about 13 s), 4 times longer after a rise that was followed
+ * by a drop within RISE_TRIAL windows (on a machine that stays busy, trials
+ * at windows 2, 7, 24, then every 65: under 2% of the time), back to 1
+ * after a rise that held longer. */
 #define MAX_HOLD 64
 #define RISE_TRIAL 3
 
@@ -136,20 +139,30 @@ int rm_cpu_governor_decide(rm_cpu_governor *g, int cur, double wall, double wait
     if (!(wall > 0)) return cur;
     g->windows++;
     double shared = wait / wall; /* cores' worth of our threads' waiting */
+    int trial = g->rose_at && g->windows - g->rose_at <= RISE_TRIAL;
     if (cur > 1 && shared >= CONTENDED_SHARE * cur) {
+        /* One window can be another process's burst (a compiler starting):
+         * two in a row drop the count, or one while a rise is on trial. */
+        if (++g->strikes < (trial ? 1 : 2)) return cur;
+        g->strikes = 0;
         int less = (int)(shared + 0.5);
         int next = cur - (less < 1 ? 1 : less);
         if (next < 1) next = 1;
-        /* A drop soon after a rise: the cores were not free after all. */
-        if (g->rose_at && g->windows - g->rose_at <= RISE_TRIAL)
-            g->hold_len = g->hold_len * 2 > MAX_HOLD ? MAX_HOLD : g->hold_len * 2;
+        if (trial) /* the rise was undone at once: try less often */
+            g->hold_len = g->hold_len * 4 > MAX_HOLD ? MAX_HOLD : g->hold_len * 4;
         g->rose_at = 0;
         g->hold = g->hold_len;
         g->drops++;
         return next;
     }
-    if (g->rose_at && g->windows - g->rose_at > RISE_TRIAL) g->hold_len = 1, g->rose_at = 0;
-    if (cur < g->most && shared < CONTENDED_SHARE && idle / wall >= FREE_CORE) {
+    g->strikes = 0;
+    if (g->rose_at && !trial) g->hold_len = 1, g->rose_at = 0; /* the rise held */
+    /* Fewer threads than cores, and those threads not waiting themselves:
+     * once the hold is over, try one more (a core another process leaves
+     * idle says so at once). Idle time alone would not do: a core can be
+     * busy with work the scheduler ranks below ours. */
+    if (cur < g->most && shared < CONTENDED_SHARE * cur) {
+        if (idle / wall >= FREE_CORE) g->hold = 0;
         if (g->hold > 0) {
             g->hold--;
             return cur;
@@ -179,6 +192,7 @@ int rm_cpu_governor_tick(rm_cpu_governor *g, int cur)
     double wall = now.wall_s - g->last.wall_s, wait = now.wait_s - g->last.wait_s, idle = now.idle_s - g->last.idle_s;
     g->last = now;
     int next = rm_cpu_governor_decide(g, cur, wall, wait, idle);
+    RM_LOG_DEBUG("cpu backend: %d threads, %.3f s: waited %.3f s, idle %.3f s -> %d", cur, wall, wait, idle, next);
     if (next != cur)
         RM_LOG_INFO("cpu backend: %d thread%s of %d: in the last %.2f s its threads waited %.2f s for a CPU, "
                     "the cores were idle %.2f s",

@@ -712,30 +712,34 @@ static int sim_read(void *ctx, rm_cpu_load *out)
     return 0;
 }
 
-/* The decisions alone: a third of two threads' time waiting drops to one;
- * on one thread a free core brings the second back after the hold, which
- * doubles when the rise is undone at once and resets after a rise that
- * lasts. */
+/* The decisions alone: a third of two threads' time waiting, two windows
+ * in a row, drops to one; after the hold, one thread that does not wait
+ * itself tries two again (at once when a core stood idle); a trial undone
+ * at once makes the hold 4 times longer, one that lasts resets it. */
 Test(cpu_threads, governor_decisions)
 {
     rm_cpu_governor g;
     rm_cpu_governor_start(&g, 2, sim_read, NULL, 0.2);
     cr_assert(g.on);
     cr_expect_eq(rm_cpu_governor_decide(&g, 2, 0.2, 0.01, 0.0), 2, "an idle machine's background");
+    cr_expect_eq(rm_cpu_governor_decide(&g, 2, 0.2, 0.133, 0.0), 2, "one window: perhaps a burst");
     cr_expect_eq(rm_cpu_governor_decide(&g, 2, 0.2, 0.133, 0.0), 1, "one busy process on two cores");
-    cr_expect_eq(rm_cpu_governor_decide(&g, 1, 0.2, 0.0, 0.0), 1, "the other core still busy");
-    cr_expect_eq(rm_cpu_governor_decide(&g, 1, 0.2, 0.0, 0.2), 1, "held one window after the drop");
-    cr_expect_eq(rm_cpu_governor_decide(&g, 1, 0.2, 0.0, 0.2), 2, "a core free: two threads");
-    cr_expect_eq(rm_cpu_governor_decide(&g, 2, 0.2, 0.133, 0.0), 1, "busy again at once");
-    for (int i = 0; i < 2; i++) cr_expect_eq(rm_cpu_governor_decide(&g, 1, 0.2, 0.0, 0.2), 1, "held 2 windows");
-    cr_expect_eq(rm_cpu_governor_decide(&g, 1, 0.2, 0.0, 0.2), 2);
+    cr_expect_eq(rm_cpu_governor_decide(&g, 1, 0.2, 0.1, 0.0), 1, "even one thread waits: no trial");
+    cr_expect_eq(rm_cpu_governor_decide(&g, 1, 0.2, 0.0, 0.0), 1, "held one window after the drop");
+    cr_expect_eq(rm_cpu_governor_decide(&g, 1, 0.2, 0.0, 0.0), 2, "then a trial of two");
+    cr_expect_eq(rm_cpu_governor_decide(&g, 2, 0.2, 0.133, 0.0), 1, "busy again at once: no second strike");
+    for (int i = 0; i < 4; i++) cr_expect_eq(rm_cpu_governor_decide(&g, 1, 0.2, 0.0, 0.0), 1, "held 4 windows");
+    cr_expect_eq(rm_cpu_governor_decide(&g, 1, 0.2, 0.0, 0.0), 2);
     for (int i = 0; i < 5; i++) cr_expect_eq(rm_cpu_governor_decide(&g, 2, 0.2, 0.0, 0.0), 2, "the rise held");
+    cr_expect_eq(rm_cpu_governor_decide(&g, 2, 0.2, 0.2, 0.0), 2);
     cr_expect_eq(rm_cpu_governor_decide(&g, 2, 0.2, 0.2, 0.0), 1);
-    cr_expect_eq(rm_cpu_governor_decide(&g, 1, 0.2, 0.0, 0.2), 1, "held one window again");
-    cr_expect_eq(rm_cpu_governor_decide(&g, 1, 0.2, 0.0, 0.2), 2);
+    cr_expect_eq(rm_cpu_governor_decide(&g, 1, 0.2, 0.0, 0.2), 2, "a core stood idle: no hold");
+    cr_expect_eq(g.drops, 3);
     /* Many busy processes: the count drops by the cores' worth of waiting. */
     rm_cpu_governor_start(&g, 8, sim_read, NULL, 0.2);
+    cr_expect_eq(rm_cpu_governor_decide(&g, 8, 0.2, 0.2 * 3, 0.0), 8);
     cr_expect_eq(rm_cpu_governor_decide(&g, 8, 0.2, 0.2 * 3, 0.0), 5);
+    cr_expect_eq(rm_cpu_governor_decide(&g, 5, 0.2, 0.2 * 9, 0.0), 5);
     cr_expect_eq(rm_cpu_governor_decide(&g, 5, 0.2, 0.2 * 9, 0.0), 1);
     cr_expect_eq(rm_cpu_governor_decide(&g, 1, 0.0, 0.0, 0.0), 1, "no time passed: no decision");
     rm_cpu_governor_start(&g, 1, sim_read, NULL, 0.2);
@@ -743,11 +747,11 @@ Test(cpu_threads, governor_decisions)
 }
 
 /* A backend left to choose its threads, on a simulated machine: another
- * process takes a core (the count drops to 1 at the next layer call and
- * stays there while the core is busy), then gives it back (the count
- * returns to 2); and every call's results are the bits of a fixed one-thread
- * backend, whatever the count did meanwhile. Before the governor the count
- * stayed at 2 on a busy machine. */
+ * process takes a core (the count drops to 1 within a layer call's
+ * readings and stays there while the core is busy), then gives it back
+ * (the count returns to 2); and every call's results are the bits of a
+ * fixed one-thread backend, whatever the count did meanwhile. Before the
+ * governor the count stayed at 2 on a busy machine. */
 Test(cpu_threads, busy_core_drops_to_one_thread_and_back_with_the_same_bits, .timeout = 120)
 {
     const conv_case c = {"threaded", rm_shape_make(3, 9, 34, 30), 17, 3, 1, 1, 1};
