@@ -160,7 +160,7 @@ versions=$("$venv/bin/python" -c 'import torch; print(f"torch {torch.__version__
         echo
         echo "Beside a competing busy process (\`sh -c 'while :; do :; done'\`, started before and stopped after these"
         echo "steps): both at 1 thread, then PyTorch at $tmax threads and remat at its default (no \`--threads\`: up to"
-        echo "$tmax, fewer while the cores are taken; the count its last step ended on in brackets). Goal: remat's"
+        echo "$tmax, fewer while the cores are taken; with the thread count its last step ended on). Goal: remat's"
         echo "default no slower than its one thread on the same load."
         echo
         echo "| model | PyTorch, 1 thread | remat, 1 | PyTorch, $tmax threads | remat, default | remat default / remat 1 (goal <= 1) | remat default / PyTorch $tmax |"

@@ -14,22 +14,30 @@
  * main, so only the user's environment can fix it; BLIS initialises on first
  * use, so the engine itself can ask for the AVX-512 kernels (below), which
  * leaves OpenBLAS 5-15% ahead when both are at their best. BLIS also takes
- * the thread count with each call (rntm_t), so it lives in the backend, not
- * in a library-wide setting, and its OpenMP build shares the thread pool of
- * the engine's own OpenMP loops (OpenBLAS's pthread build keeps a second
- * pool spinning on the same cores after every product).
+ * the thread count with each call (rntm_t), so it runs on the caller's one
+ * thread when asked, and the engine's own OpenMP threads run its products
+ * (OpenBLAS's pthread build keeps a second pool spinning on the same cores
+ * after every product).
  *
  * BLIS itself always runs on one thread: rm_cpu_sgemm splits a product
  * between the backend's threads (rows or columns of c, each thread one BLIS
- * call). BLIS's own threads meet at bli_thrcomm_barrier, a loop on a shared
- * flag with no pause, yield or sleep, several times per product; when
- * another process holds one of the cores, a thread spinning there waits for
- * a sibling that is not running until the scheduler preempts it (a time
- * slice, milliseconds, per barrier): ResNet-18's step at 2 threads took
- * 45 s instead of 0.57 s beside one busy process (issue 23), whatever
- * libgomp's OMP_WAIT_POLICY or GOMP_SPINCOUNT, which do not reach that
- * barrier. An OpenMP region of ours meets once, at its end, and waits there
- * the libgomp way (spin, then sleep).
+ * call), so the only waits are OpenMP's, at the end of one region, where
+ * libgomp spins and then sleeps. BLIS's own threads meet at
+ * bli_thrcomm_barrier several times per product, a loop on a shared flag
+ * with no pause, yield or sleep that no OMP_WAIT_POLICY or GOMP_SPINCOUNT
+ * reaches: beside a process that keeps a core busy, a thread spinning
+ * there can only wait for its descheduled sibling until the scheduler
+ * preempts it (issue 23). On the AMD EPYC where this was changed, idle and
+ * beside one busy process, the step took the same time either way (the
+ * waits there were libgomp's: 45% of the cycles at 2 threads beside a busy
+ * loop, BLIS's barrier under 0.1%); the thread governor
+ * (backend_cpu_threads.c) is what keeps a busy machine at the one-thread
+ * step.
+ *
+ * BLIS's small-matrix (sup) path is off: its blocking follows the shapes,
+ * so with it a product's bits depended on how many columns it had (with
+ * the zen3 kernels, which take that path for narrow products), and the
+ * fast library differed between thread counts.
  *
  * Determinism: each element of c is one dot product of BLIS's microkernel
  * over the whole inner dimension, in the same order (the same kc blocks)
@@ -138,9 +146,8 @@ int rm_cpu_sgemm(const rm_backend *be, int trans_a, int trans_b, size_t m, size_
      * costs. */
     int nt = (double)m * (double)n * (double)k < GEMM_MIN_MACS ? 1 : rm_backend_cpu_threads(be);
     /* The longer side is split, in slabs of whole GEMM_SLAB_ALIGN rows or
-     * columns: each thread then packs
-     * its own slab of one operand and all of the other, so the packing
-     * done twice is the smaller operand's. */
+     * columns: each thread then packs its own slab of one operand and all
+     * of the other, so the packing done twice is the smaller operand's. */
     int by_cols = n >= m;
     size_t len = by_cols ? n : m, per = (len + (size_t)nt - 1) / (size_t)nt;
     per = (per + GEMM_SLAB_ALIGN - 1) / GEMM_SLAB_ALIGN * GEMM_SLAB_ALIGN;
