@@ -263,7 +263,7 @@ int rm_backend_cpu_govern(rm_backend *be, rm_cpu_load_fn read, void *ctx, double
     rm_cpu_ctx *c = ctx_of(be);
     if (!c) return rm_errorf(e, RM_ERR_INVALID, "cpu thread governor: not a CPU backend of its own");
     int most = c->gov.on ? c->gov.most : c->threads;
-    if (c->gov.on) c->threads = most; /* a new reader starts from every thread */
+    if (c->gov.on && read) c->threads = most; /* a new reader starts from every thread */
     rm_cpu_governor_start(&c->gov, most, read, ctx, window_s);
     return RM_OK;
 }

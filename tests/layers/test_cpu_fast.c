@@ -791,7 +791,17 @@ Test(cpu_threads, busy_core_drops_to_one_thread_and_back_with_the_same_bits, .ti
     run_conv(got, got + ny, got + ny + nx, got + ny + nx + nw, &c, ys, x, w, b, dy, be);
     cr_expect_not(rm_backend_cpu_adaptive(be));
     cr_expect_eq(rm_backend_cpu_threads(be), 1);
-    /* Setting the count fixes it. */
+    /* No reader fixes the count where it is; so does setting it. */
+    m.fail = 0;
+    cr_assert_eq(rm_backend_cpu_set_threads(be, 2, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_backend_cpu_govern(be, sim_read, &m, 0, &e), RM_OK, "%s", e.msg);
+    cr_assert(rm_backend_cpu_adaptive(be));
+    m.busy = 1;
+    for (int i = 0; i < 2; i++) run_conv(got, got + ny, got + ny + nx, got + ny + nx + nw, &c, ys, x, w, b, dy, be);
+    cr_assert_eq(rm_backend_cpu_threads(be), 1);
+    cr_assert_eq(rm_backend_cpu_govern(be, NULL, NULL, 0, &e), RM_OK, "%s", e.msg);
+    cr_expect_not(rm_backend_cpu_adaptive(be));
+    cr_expect_eq(rm_backend_cpu_threads(be), 1, "the count stays where the governor left it");
     cr_assert_eq(rm_backend_cpu_govern(be, sim_read, &m, 0, &e), RM_OK, "%s", e.msg);
     cr_assert_eq(rm_backend_cpu_set_threads(be, 2, &e), RM_OK, "%s", e.msg);
     cr_expect_not(rm_backend_cpu_adaptive(be));
