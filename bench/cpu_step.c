@@ -17,6 +17,8 @@
  * RESULT line's steps= says how many were timed). The learning rate is small
  * so that random labels do not drive a large network's loss to infinity in
  * a few steps (the speed of a step does not depend on it).
+ * Without --threads (or REMAT_THREADS) the backend's default: every core,
+ * fewer while other processes keep them busy (the thread governor).
  * Default strategy checkpoint_all at a 100% budget: no recomputation, so the
  * step does what PyTorch's does. Ends with "RESULT model=... ms=...
  * images_s=..." for the driver. Exit 0, 1 when the job could not be built, a
@@ -175,11 +177,14 @@ int main(int argc, char **argv)
     float lo = ms[0];
     for (int i = 1; i < n; i++) lo = ms[i] < lo ? ms[i] : lo;
     float med = median(ms, n);
-    printf("RESULT model=%s batch=%ld threads=%d kernels=%s ms=%.3f min_ms=%.3f images_s=%.3f steps=%d "
-           "loss_first=%.4g loss_last=%.4g\n",
-           model, batch, rm_backend_cpu_threads(rm_executor_backend(ex)),
-           rm_cpu_kernels_name(rm_backend_cpu_kernels(rm_executor_backend(ex))), med, lo, 1e3 * batch / med, n,
-           (double)first, (double)loss);
+    /* threads= is the count asked for (without --threads, the most the
+     * governor may use); threads_end= the count the last step ended on. */
+    const rm_backend *be = rm_executor_backend(ex);
+    printf("RESULT model=%s batch=%ld threads=%d adaptive=%d threads_end=%d kernels=%s ms=%.3f min_ms=%.3f "
+           "images_s=%.3f steps=%d loss_first=%.4g loss_last=%.4g\n",
+           model, batch, rm_backend_cpu_max_threads(be), rm_backend_cpu_adaptive(be), rm_backend_cpu_threads(be),
+           rm_cpu_kernels_name(rm_backend_cpu_kernels(be)), med, lo, 1e3 * batch / med, n, (double)first,
+           (double)loss);
     rm_trainer_free(t);
     free(images), free(labels);
     return isfinite(loss) ? 0 : 1;

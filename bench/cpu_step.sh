@@ -7,12 +7,19 @@
 # recomputation) run one after the other, so both see the same machine.
 # Reported: the median step time of each, their ratio, images/s, and each
 # one's speed-up from 1 to 2 threads, against the goals of issue 15.
+# Then the models of BUSY_MODELS again beside a competing busy process (a
+# shell loop started by this script, one core's worth of work, as a solver
+# run or another build would be; issue 23): both at 1 thread, and each at
+# its default on the last thread count (PyTorch at that many threads, remat
+# without --threads: up to that many, fewer while the cores are taken),
+# against the goal that remat's default is no slower than its one thread.
 #
 #   bench/cpu_step.sh [MODEL...]       # default: resnet18 resnet50 vgg16 unet
 #
 # Environment: STEPS (timed steps, default 5), WARMUP (default 1), THREADS
-# (default "1 2"), BATCH (default 8), OUT (default: docs/bench/cpu.md for the
-# full default run, build-bench-cpu/cpu.md for any other).
+# (default "1 2"), BATCH (default 8), BUSY_MODELS (default resnet18; empty:
+# none), OUT (default: docs/bench/cpu.md for the full default run,
+# build-bench-cpu/cpu.md for any other).
 # PyTorch is installed for this bench only (never the build, the demo or the
 # tests): from PyPI into the virtual environment REMAT_TORCH_VENV (default
 # build-bench-cpu/venv), created when missing; PyPI's Linux wheels of torch
@@ -22,9 +29,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=build-bench-cpu
+# remat's default thread count is one of the things measured: the caller's
+# REMAT_THREADS must not fix it.
+unset REMAT_THREADS
 venv="${REMAT_TORCH_VENV:-$work/venv}"
 steps="${STEPS:-5}" warmup="${WARMUP:-1}" batch="${BATCH:-8}"
 read -r -a threads <<<"${THREADS:-1 2}"
+read -r -a busy_models <<<"${BUSY_MODELS-resnet18}"
 models=("$@")
 full=0
 [ ${#models[@]} -eq 0 ] && models=(resnet18 resnet50 vgg16 unet) && [ "${THREADS:-1 2}" = "1 2" ] && full=1
@@ -53,17 +64,27 @@ result() {
         exit 1
     fi
 }
+# torch_step M T / remat_step M T [default]: one side's RESULT line, on T
+# threads (remat with "default": no --threads, the backend's own choice).
+torch_step() {
+    OMP_NUM_THREADS=$2 MKL_NUM_THREADS=$2 "$venv/bin/python" bench/pytorch_step.py --device cpu --threads "$2" \
+        --model "$1" --batch "$batch" --steps "$steps" --warmup "$warmup" | grep '^RESULT' || true
+}
+remat_step() {
+    local opt=(--threads "$2")
+    [ "${3:-}" = default ] && opt=()
+    "$dir/bench/remat_bench_cpu_step" --model "$1" --batch "$batch" "${opt[@]}" --steps "$steps" --warmup "$warmup" \
+        2>>"$work/remat.log" | grep '^RESULT' || true
+}
 declare -A ms
 rows=""
 for m in "${models[@]}"; do
     for t in "${threads[@]}"; do
         echo "cpu bench: $m, $t thread(s): PyTorch" >&2
-        p=$(OMP_NUM_THREADS=$t MKL_NUM_THREADS=$t "$venv/bin/python" bench/pytorch_step.py --device cpu \
-            --threads "$t" --model "$m" --batch "$batch" --steps "$steps" --warmup "$warmup" | grep '^RESULT' || true)
+        p=$(torch_step "$m" "$t")
         result "PyTorch ($m, $t threads)" "$p"
         echo "cpu bench: $m, $t thread(s): remat" >&2
-        r=$("$dir/bench/remat_bench_cpu_step" --model "$m" --batch "$batch" --threads "$t" --steps "$steps" \
-            --warmup "$warmup" 2>>"$work/remat.log" | grep '^RESULT' || true)
+        r=$(remat_step "$m" "$t")
         result "remat ($m, $t threads)" "$r"
         pm=$(field "$p" ms) rm=$(field "$r" ms)
         ms[$m,$t,torch]=$pm ms[$m,$t,remat]=$rm
@@ -84,6 +105,31 @@ if [ ${#threads[@]} -ge 2 ]; then
         scaling+="| $m | ${ps}x | ${rs}x | $verdict |"$'\n'
     done
 fi
+
+# Beside a busy process: the loop runs from before the first of these steps
+# to after the last, and is stopped however the script ends.
+busy_rows=""
+busy_pid=""
+stop_busy() { [ -z "$busy_pid" ] || { kill "$busy_pid" 2>/dev/null || true; wait "$busy_pid" 2>/dev/null || true; }; }
+trap stop_busy EXIT
+tmax=${threads[${#threads[@]} - 1]}
+for m in "${busy_models[@]}"; do
+    sh -c 'while :; do :; done' &
+    busy_pid=$!
+    echo "cpu bench: $m beside a busy process (pid $busy_pid)" >&2
+    p1=$(torch_step "$m" 1) r1=$(remat_step "$m" 1)
+    result "PyTorch ($m, 1 thread, busy)" "$p1"
+    result "remat ($m, 1 thread, busy)" "$r1"
+    pt=$(torch_step "$m" "$tmax") rt=$(remat_step "$m" "$tmax" default)
+    result "PyTorch ($m, $tmax threads, busy)" "$pt"
+    result "remat ($m, default, busy)" "$rt"
+    stop_busy
+    busy_pid=""
+    verdict=$(awk -v a="$(field "$rt" ms)" -v b="$(field "$r1" ms)" 'BEGIN { print (a <= b ? "met" : "not met") }')
+    busy_rows+="| $m | $(printf %.0f "$(field "$p1" ms)") | $(printf %.0f "$(field "$r1" ms)") | $(printf %.0f "$(field "$pt" ms)") | $(printf %.0f "$(field "$rt" ms)") (ended on $(field "$rt" threads_end)) | **$(ratio "$(field "$rt" ms)" "$(field "$r1" ms)")** ($verdict) | $(ratio "$(field "$rt" ms)" "$(field "$pt" ms)") |"$'\n'
+    echo "cpu bench: $m beside a busy process: remat 1 thread $(field "$r1" ms) ms, default $(field "$rt" ms) ms;" \
+        "PyTorch 1 thread $(field "$p1" ms) ms, $tmax threads $(field "$pt" ms) ms" >&2
+done
 
 cpu=$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)
 versions=$("$venv/bin/python" -c 'import torch; print(f"torch {torch.__version__}")')
@@ -109,6 +155,17 @@ versions=$("$venv/bin/python" -c 'import torch; print(f"torch {torch.__version__
         echo "| model | PyTorch | remat | goal |"
         echo "|---|---|---|---|"
         printf "%s" "$scaling"
+    fi
+    if [ -n "$busy_rows" ]; then
+        echo
+        echo "Beside a competing busy process (\`sh -c 'while :; do :; done'\`, started before and stopped after these"
+        echo "steps): both at 1 thread, then PyTorch at $tmax threads and remat at its default (no \`--threads\`: up to"
+        echo "$tmax, fewer while the cores are taken; with the thread count its last step ended on). Goal: remat's"
+        echo "default no slower than its one thread on the same load."
+        echo
+        echo "| model | PyTorch, 1 thread | remat, 1 | PyTorch, $tmax threads | remat, default | remat default / remat 1 (goal <= 1) | remat default / PyTorch $tmax |"
+        echo "|---|---|---|---|---|---|---|"
+        printf "%s" "$busy_rows"
     fi
 } >"$out"
 cat "$out"

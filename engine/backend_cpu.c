@@ -92,8 +92,17 @@ static rm_layer_kernels kernels_of(void *ctx, const rm_layer_desc *d)
     return c->kernels[d->kind];
 }
 
+/* Between layer calls, the governor may change the count (no kernel's bits
+ * depend on it). */
+static void govern(void *ctx)
+{
+    rm_cpu_ctx *c = ctx;
+    if (c && c->gov.on) c->threads = rm_cpu_governor_tick(&c->gov, c->threads);
+}
+
 static int cpu_layer_forward(void *ctx, const rm_layer_desc *d, const rm_layer_call *call, rm_err *e)
 {
+    govern(ctx);
     rm_layer_kernels k = kernels_of(ctx, d);
     if (!k.forward) return rm_errorf(e, RM_ERR_UNSUPPORTED, "%s: no forward kernel for backend cpu", d->name);
     return k.forward(call, e);
@@ -101,6 +110,7 @@ static int cpu_layer_forward(void *ctx, const rm_layer_desc *d, const rm_layer_c
 
 static int cpu_layer_backward(void *ctx, const rm_layer_desc *d, const rm_layer_call *call, rm_err *e)
 {
+    govern(ctx);
     rm_layer_kernels k = kernels_of(ctx, d);
     if (!k.backward) return rm_errorf(e, RM_ERR_UNSUPPORTED, "%s: no backward kernel for backend cpu", d->name);
     return k.backward(call, e);
@@ -244,7 +254,30 @@ int rm_backend_cpu_set_threads(rm_backend *be, int threads, rm_err *e)
     if (threads < 1 || threads > RM_CPU_MAX_THREADS)
         return rm_errorf(e, RM_ERR_INVALID, "set cpu threads: %d threads (1 to %d)", threads, RM_CPU_MAX_THREADS);
     c->threads = threads;
+    c->gov.on = 0;
     return RM_OK;
+}
+
+int rm_backend_cpu_govern(rm_backend *be, rm_cpu_load_fn read, void *ctx, double window_s, rm_err *e)
+{
+    rm_cpu_ctx *c = ctx_of(be);
+    if (!c) return rm_errorf(e, RM_ERR_INVALID, "cpu thread governor: not a CPU backend of its own");
+    int most = c->gov.on ? c->gov.most : c->threads;
+    if (c->gov.on && read) c->threads = most; /* a new reader starts from every thread */
+    rm_cpu_governor_start(&c->gov, most, read, ctx, window_s);
+    return RM_OK;
+}
+
+int rm_backend_cpu_adaptive(const rm_backend *be)
+{
+    const rm_cpu_ctx *c = ctx_of(be);
+    return c && c->gov.on;
+}
+
+int rm_backend_cpu_max_threads(const rm_backend *be)
+{
+    const rm_cpu_ctx *c = ctx_of(be);
+    return c && c->gov.on ? c->gov.most : rm_backend_cpu_threads(be);
 }
 
 rm_cpu_kernels rm_backend_cpu_kernels(const rm_backend *be)
@@ -294,7 +327,11 @@ static int settings_from_env(rm_cpu_ctx *c, rm_err *e)
     const char *v = getenv("REMAT_CPU_KERNELS");
     if (v && *v && rm_cpu_kernels_parse(&c->lib, v, e)) return rm_err_context(e, "cpu backend: REMAT_CPU_KERNELS: ");
     v = getenv("REMAT_THREADS");
-    if (v && *v && rm_cpu_threads_parse(&c->threads, v, e)) return rm_err_context(e, "cpu backend: REMAT_THREADS: ");
+    if (v && *v) {
+        if (rm_cpu_threads_parse(&c->threads, v, e)) return rm_err_context(e, "cpu backend: REMAT_THREADS: ");
+    } else { /* the user left the count to the backend: every core while they are free */
+        rm_cpu_governor_start(&c->gov, c->threads, rm_cpu_load_read_proc, NULL, RM_CPU_GOVERN_WINDOW_S);
+    }
     return RM_OK;
 }
 

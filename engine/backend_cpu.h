@@ -21,9 +21,13 @@
  * threads (OpenMP), each output's reduction staying in one thread in the
  * order of the code, so their bits never depend on the thread count; the
  * fast library's BLIS products use the same threads (BLIS never splits a
- * product's inner dimension, so they are deterministic at a given count).
- * Default: the cores this process may run on; REMAT_THREADS = N overrides
- * it when a backend is created.
+ * product's inner dimension, and rm_cpu_sgemm splits the rows or columns
+ * of a product between the threads, so they give the same bits at any
+ * count too). Default: the cores this process may run on, fewer while
+ * other processes keep them busy (the thread governor,
+ * backend_cpu_threads.c, adjusts the count between layer calls; the bits do
+ * not depend on it); REMAT_THREADS = N, like rm_backend_cpu_set_threads,
+ * fixes the count at N.
  *
  * rm_backend_host() (the backend of calls made without one) is the
  * reference on one thread, always. */
@@ -79,14 +83,38 @@ int rm_cpu_threads_parse(int *out, const char *text, rm_err *e);
 int rm_cpu_cores(void);
 
 /* Kernel library and threads of a CPU backend (not rm_backend_host()).
- * Change them between steps, never inside one. RM_ERR_INVALID for another
- * backend or a value out of range. */
+ * Change them between steps, never inside one. Setting the threads fixes
+ * the count (the governor stops). RM_ERR_INVALID for another backend or a
+ * value out of range. */
 int rm_backend_cpu_set_kernels(rm_backend *be, rm_cpu_kernels lib, rm_err *e);
 int rm_backend_cpu_set_threads(rm_backend *be, int threads, rm_err *e);
 /* The settings a backend runs with: for NULL, rm_backend_host() and non-CPU
  * backends, the reference on 1 thread. */
 rm_cpu_kernels rm_backend_cpu_kernels(const rm_backend *be);
 int rm_backend_cpu_threads(const rm_backend *be);
+
+/* One reading of the machine for the thread governor: the monotonic clock,
+ * the time this process's threads have waited for a CPU while runnable, and
+ * the idle time of the CPUs it may run on, summed, in seconds since any
+ * fixed origin (only differences are used). */
+typedef struct rm_cpu_load {
+    double wall_s, wait_s, idle_s;
+} rm_cpu_load;
+/* Fills *out; non-zero when the machine cannot be read (the governor then
+ * keeps its count). */
+typedef int (*rm_cpu_load_fn)(void *ctx, rm_cpu_load *out);
+
+/* Lets be's thread count follow the load, from 1 up to its present count,
+ * taking a reading from `read` (NULL: fix the count where it is) after each
+ * window_s seconds of work (0: at every layer call). A backend created
+ * without REMAT_THREADS does this with /proc's readings; tests and programs
+ * that simulate or measure the load otherwise call it. RM_ERR_INVALID for
+ * another backend. */
+int rm_backend_cpu_govern(rm_backend *be, rm_cpu_load_fn read, void *ctx, double window_s, rm_err *e);
+/* Whether be's thread count follows the load (0 for a fixed count, the host
+ * backend and other kinds), and the count it may go up to. */
+int rm_backend_cpu_adaptive(const rm_backend *be);
+int rm_backend_cpu_max_threads(const rm_backend *be);
 
 /* What a command asks of a CPU backend (--cpu-kernels, --threads); all
  * zero keeps the backend's defaults (the environment's, else fast on every

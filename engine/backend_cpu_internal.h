@@ -6,11 +6,50 @@
 #include "backend_cpu.h"
 #include "layer.h"
 
+/* The thread governor of a backend whose count the user left to it
+ * (backend_cpu_threads.c): the readings it decides from and when it last
+ * took one. */
+typedef struct rm_cpu_governor {
+    int on;   /* following the load; 0: the count is fixed */
+    int most; /* the count it may go up to */
+    rm_cpu_load_fn read;
+    void *read_ctx;
+    double window_s;   /* seconds of work between readings (0: every layer call) */
+    double last_check; /* monotonic seconds of the last reading */
+    rm_cpu_load last;
+    int have_last;
+    long windows;  /* readings compared so far */
+    long rose_at;  /* the window of the last rise still on trial, 0: none */
+    int strikes;   /* contended windows in a row */
+    int hold;      /* windows left before a rise may be tried */
+    int hold_len;  /* the hold after the next drop */
+    long drops;    /* drops so far (for tests and logs) */
+} rm_cpu_governor;
+
+/* The monotonic clock, this process's threads' summed run_delay and the idle
+ * time of the CPUs it may use, from /proc (the default reader). */
+int rm_cpu_load_read_proc(void *ctx, rm_cpu_load *out);
+/* g follows the load from now on, up to `most` threads (off when most < 2
+ * or read is NULL). */
+void rm_cpu_governor_start(rm_cpu_governor *g, int most, rm_cpu_load_fn read, void *read_ctx, double window_s);
+/* The count to run at after a window of `wall` seconds at `cur` threads in
+ * which this process's threads waited `wait` seconds for a CPU and the
+ * usable CPUs were idle `idle` seconds in all (updates g's hold). */
+int rm_cpu_governor_decide(rm_cpu_governor *g, int cur, double wall, double wait, double idle);
+/* Between layer calls: takes a reading once a window has passed and
+ * returns the count to run at (cur when off or inside a window). */
+int rm_cpu_governor_tick(rm_cpu_governor *g, int cur);
+
+/* Seconds of work between the default governor's readings: a few per
+ * ResNet-18 step, each a few tens of microseconds of /proc. */
+#define RM_CPU_GOVERN_WINDOW_S 0.2
+
 /* One CPU backend's settings and kernel table. rm_backend_host() has none
  * (ctx NULL): the reference on one thread. */
 typedef struct rm_cpu_ctx {
     rm_cpu_kernels lib;
-    int threads;
+    int threads; /* the count the kernels run at now */
+    rm_cpu_governor gov;
     /* Each layer kind's kernels for lib, resolved at its first call after
      * the library is set (the one place the choice is made), then reused. */
     rm_layer_kernels kernels[RM_LAYER_KIND_COUNT];

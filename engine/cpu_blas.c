@@ -14,14 +14,36 @@
  * main, so only the user's environment can fix it; BLIS initialises on first
  * use, so the engine itself can ask for the AVX-512 kernels (below), which
  * leaves OpenBLAS 5-15% ahead when both are at their best. BLIS also takes
- * the thread count with each call (rntm_t), so it lives in the backend, not
- * in a library-wide setting, and its OpenMP build shares the thread pool of
- * the engine's own OpenMP loops (OpenBLAS's pthread build keeps a second
- * pool spinning on the same cores after every product).
+ * the thread count with each call (rntm_t), so it runs on the caller's one
+ * thread when asked, and the engine's own OpenMP threads run its products
+ * (OpenBLAS's pthread build keeps a second pool spinning on the same cores
+ * after every product).
  *
- * Determinism: BLIS splits a product over m and n, never over k (0.9 has no
- * k-parallel gemm), so each output's sum runs in one thread in a fixed
- * order: the same bits on every run at a given thread count. */
+ * BLIS itself always runs on one thread: rm_cpu_sgemm splits a product
+ * between the backend's threads (rows or columns of c, each thread one BLIS
+ * call), so the only waits are OpenMP's, at the end of one region, where
+ * libgomp spins and then sleeps. BLIS's own threads meet at
+ * bli_thrcomm_barrier several times per product, a loop on a shared flag
+ * with no pause, yield or sleep that no OMP_WAIT_POLICY or GOMP_SPINCOUNT
+ * reaches: beside a process that keeps a core busy, a thread spinning
+ * there can only wait for its descheduled sibling until the scheduler
+ * preempts it (issue 23). On the AMD EPYC where this was changed, idle and
+ * beside one busy process, the step took the same time either way (the
+ * waits there were libgomp's: 45% of the cycles at 2 threads beside a busy
+ * loop, BLIS's barrier under 0.1%); the thread governor
+ * (backend_cpu_threads.c) is what keeps a busy machine at the one-thread
+ * step.
+ *
+ * BLIS's small-matrix (sup) path is off: its blocking follows the shapes,
+ * so with it a product's bits depended on how many columns it had (with
+ * the zen3 kernels, which take that path for narrow products), and the
+ * fast library differed between thread counts.
+ *
+ * Determinism: each element of c is one dot product of BLIS's microkernel
+ * over the whole inner dimension, in the same order (the same kc blocks)
+ * whatever the rows and columns around it, and no split here or in BLIS
+ * ever divides the inner dimension: the same bits at any thread count
+ * (tested against one thread, tests/layers/test_cpu_fast.c). */
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -37,6 +59,10 @@
  * first rm_cpu_blas_init, written once under pthread_once and read-only
  * after. */
 #define GEMM_MIN_MACS 4e6
+/* Rows or columns of a thread's slab of a product come in multiples of this
+ * (a vector of floats: the slabs' edges cut few of BLIS's register tiles,
+ * and the threads' shares stay within 16 of equal). */
+#define GEMM_SLAB_ALIGN 16
 
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static rm_err blas_status;
@@ -87,6 +113,23 @@ const char *rm_cpu_blas_describe(char *buf, size_t len)
     return buf;
 }
 
+/* One BLIS call on one thread (the product's threads are ours, see the
+ * top of this file). */
+static void sgemm_one(int trans_a, int trans_b, size_t m, size_t n, size_t k, const float *a, size_t lda,
+                      const float *b, size_t ldb, float beta, float *c, size_t ldc)
+{
+    rntm_t rntm = BLIS_RNTM_INITIALIZER;
+    bli_rntm_set_num_threads(1, &rntm);
+    bli_rntm_disable_l3_sup(&rntm);
+    float one = 1.0f;
+    /* BLIS takes strides instead of a storage order: row-major is a row
+     * stride of the leading dimension and a column stride of 1. Its typed
+     * API is not const-qualified; it never writes a or b. */
+    bli_sgemm_ex(trans_a ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, trans_b ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, (dim_t)m,
+                 (dim_t)n, (dim_t)k, &one, (float *)a, (inc_t)lda, 1, (float *)b, (inc_t)ldb, 1, &beta, c, (inc_t)ldc,
+                 1, NULL, &rntm);
+}
+
 int rm_cpu_sgemm(const rm_backend *be, int trans_a, int trans_b, size_t m, size_t n, size_t k, const float *a,
                  size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc, const char *what, rm_err *e)
 {
@@ -97,19 +140,30 @@ int rm_cpu_sgemm(const rm_backend *be, int trans_a, int trans_b, size_t m, size_
     if (!m || !n) return RM_OK;
     int rc = rm_cpu_blas_init(e);
     if (rc) return rc;
-    rntm_t rntm = BLIS_RNTM_INITIALIZER;
     /* A small product runs on one thread, as small loops do
      * (rm_cpu_loop_threads): m n k multiply-adds below GEMM_MIN_MACS (about
      * 0.1 ms on one core) gain less from a second thread than waking it
-     * costs. The count is a function of the shapes and the backend alone,
-     * so the bits stay fixed. */
-    bli_rntm_set_num_threads((double)m * (double)n * (double)k < GEMM_MIN_MACS ? 1 : rm_backend_cpu_threads(be), &rntm);
-    float one = 1.0f;
-    /* BLIS takes strides instead of a storage order: row-major is a row
-     * stride of the leading dimension and a column stride of 1. Its typed
-     * API is not const-qualified; it never writes a or b. */
-    bli_sgemm_ex(trans_a ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, trans_b ? BLIS_TRANSPOSE : BLIS_NO_TRANSPOSE, (dim_t)m,
-                 (dim_t)n, (dim_t)k, &one, (float *)a, (inc_t)lda, 1, (float *)b, (inc_t)ldb, 1, &beta, c, (inc_t)ldc,
-                 1, NULL, &rntm);
+     * costs. */
+    int nt = (double)m * (double)n * (double)k < GEMM_MIN_MACS ? 1 : rm_backend_cpu_threads(be);
+    /* The longer side is split, in slabs of whole GEMM_SLAB_ALIGN rows or
+     * columns: each thread then packs its own slab of one operand and all
+     * of the other, so the packing done twice is the smaller operand's. */
+    int by_cols = n >= m;
+    size_t len = by_cols ? n : m, per = (len + (size_t)nt - 1) / (size_t)nt;
+    per = (per + GEMM_SLAB_ALIGN - 1) / GEMM_SLAB_ALIGN * GEMM_SLAB_ALIGN;
+    if (nt < 2 || per >= len) {
+        sgemm_one(trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc);
+        return RM_OK;
+    }
+    int slabs = (int)((len + per - 1) / per);
+    RM_CPU_PARALLEL_FOR(slabs)
+    for (int s = 0; s < slabs; s++) {
+        size_t lo = (size_t)s * per, cnt = len - lo < per ? len - lo : per;
+        if (by_cols) /* columns lo.. of op(b) and c */
+            sgemm_one(trans_a, trans_b, m, cnt, k, a, lda, trans_b ? b + lo * ldb : b + lo, ldb, beta, c + lo, ldc);
+        else /* rows lo.. of op(a) and c */
+            sgemm_one(trans_a, trans_b, cnt, n, k, trans_a ? a + lo : a + lo * lda, lda, b, ldb, beta, c + lo * ldc,
+                      ldc);
+    }
     return RM_OK;
 }

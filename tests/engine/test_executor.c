@@ -320,9 +320,10 @@ static rm_backend *cpu_backend(rm_cpu_kernels lib, int threads)
 static void expect_bit_identical_on(tiny *tp, const char *cfg, int (*must_recompute)(const tiny *, int),
                                     rm_cpu_kernels lib, int threads);
 
-/* ... on every CPU kernel library: the fast one at 1 and 2 threads (its BLAS
- * splits products by thread count, so each count is its own case), the
- * reference at 2 (its loops give the same bits at any count). */
+/* ... on every CPU kernel library: the fast one at 1 and 2 threads, the
+ * reference at 2 (both give the same bits at any count: the products'
+ * split is checked in tests/layers/test_cpu_fast.c; each count is still its
+ * own case here). */
 static void expect_bit_identical(const char *cfg, int batch, int (*must_recompute)(const tiny *, int), int solvers)
 {
     tiny t;

@@ -3,11 +3,13 @@
  * and the reference kernels, on odd shapes (stride 2 and 3, padding, 1x1
  * direct and strided, 5x5, 7x7, channel counts that divide nothing, batch 1
  * and 3, an image whose im2col matrix is split into blocks), forward and
- * both backward passes, at 1 and 2 threads; linear and the 2x2 transposed
- * convolution likewise. Then what the
- * threads must not change: the bits of a fast call run twice, and of every
- * threaded loop of the other layers at 1 and 2 threads; the workspace the
- * fast kernels declare; and how a library and a thread count are chosen.
+ * both backward passes, at 1, 2 and 3 threads (the same bits at each);
+ * linear and the 2x2 transposed convolution likewise. Then what the
+ * threads must not change: the bits of a fast call run twice, of a product
+ * split between threads, and of every threaded loop of the other layers at
+ * 1 and 2 threads; the workspace the fast kernels declare; how a library
+ * and a thread count are chosen; and the thread governor, on a simulated
+ * machine whose cores another process takes and gives back.
  *
  * Tolerance. A float sum of K products a_i b_i, in any order, is within
  * K u sum |a_i b_i| of the exact value (u = 2^-24): the fast kernels must be
@@ -22,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend_cpu_internal.h"
+#include "cpu_blas.h"
 #include "layers.h"
 
 #define U (1.0 / 16777216.0) /* 2^-24: float's unit roundoff */
@@ -159,6 +163,31 @@ static void run_conv(float *y, float *dx, float *dw, float *db, const conv_case 
     cr_assert_eq(rm_layer_backward(&rm_conv2d_desc, &call, &e), RM_OK, "%s", e.msg);
 }
 
+/* On one thread: keeps y, dx, dw and db (db_n 0: none) in one; on more:
+ * asserts the same bits. */
+static void expect_same_as_one_thread(float *one, int threads, const char *who, const float *y, size_t ny,
+                                      const float *dx, size_t nx, const float *dw, size_t nw, const float *db,
+                                      size_t nb)
+{
+    const struct {
+        const char *name;
+        const float *v;
+        size_t n;
+    } part[] = {{"y", y, ny}, {"dx", dx, nx}, {"dw", dw, nw}, {"db", db, nb}};
+    float *at = one;
+    for (size_t i = 0; i < sizeof part / sizeof part[0]; i++) {
+        if (!part[i].n) continue; /* no db: its pointer may be NULL */
+        if (threads == 1)
+            memcpy(at, part[i].v, part[i].n * sizeof(float));
+        else
+            for (size_t j = 0; j < part[i].n; j++)
+                cr_assert_eq(memcmp(&at[j], &part[i].v[j], sizeof(float)), 0,
+                             "%s: %s[%zu] is %.9g, on one thread %.9g", who, part[i].name, j, (double)part[i].v[j],
+                             (double)at[j]);
+        at += part[i].n;
+    }
+}
+
 static void expect_conv(const conv_case *c)
 {
     rm_layer_config cfg = {
@@ -178,10 +207,11 @@ static void expect_conv(const conv_case *c)
     struct {
         rm_cpu_kernels lib;
         int threads;
-    } runs[] = {{RM_CPU_KERNELS_REFERENCE, 1}, {RM_CPU_KERNELS_FAST, 1}, {RM_CPU_KERNELS_FAST, 2}};
+    } runs[] = {{RM_CPU_KERNELS_REFERENCE, 1}, {RM_CPU_KERNELS_FAST, 1}, {RM_CPU_KERNELS_FAST, 2},
+                {RM_CPU_KERNELS_FAST, 3}};
     float *y = malloc(ny * sizeof *y), *dx = malloc(nx * sizeof *dx), *dw = malloc(nw * sizeof *dw),
           *db = malloc(nb * sizeof *db), *again = malloc((ny + nx + nw) * sizeof *again),
-          *y_fast1 = malloc(ny * sizeof *y_fast1);
+          *fast1 = malloc((ny + nx + nw + nb) * sizeof *fast1);
     for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
         rm_backend *be = cpu(runs[k].lib, runs[k].threads);
         char who[64];
@@ -200,15 +230,15 @@ static void expect_conv(const conv_case *c)
         cr_assert_eq(memcmp(again, y, ny * sizeof *y), 0, "%s: y differs run to run", who);
         cr_assert_eq(memcmp(again + ny, dx, nx * sizeof *dx), 0, "%s: dx differs run to run", who);
         cr_assert_eq(memcmp(again + ny + nx, dw, nw * sizeof *dw), 0, "%s: dw differs run to run", who);
-        /* The forward's bits do not depend on the thread count: BLIS never
-         * splits the inner dimension, and on several threads the images are
+        /* No bit depends on the thread count (so the thread governor may
+         * change it at any layer call): no product's inner dimension is
+         * split, BLIS's small-matrix path (whose blocking follows the
+         * shapes) is off, and on several threads the forward's images are
          * shared out whole (conv_fast_forward_split). */
-        if (fast && runs[k].threads == 1) memcpy(y_fast1, y, ny * sizeof *y);
-        if (fast && runs[k].threads == 2)
-            cr_assert_eq(memcmp(y_fast1, y, ny * sizeof *y), 0, "%s: y differs from one thread's", who);
+        if (fast) expect_same_as_one_thread(fast1, runs[k].threads, who, y, ny, dx, nx, dw, nw, db, c->bias ? nb : 0);
         rm_backend_free(be);
     }
-    free(y), free(dx), free(dw), free(db), free(again), free(y_fast1);
+    free(y), free(dx), free(dw), free(db), free(again), free(fast1);
     free(x), free(w), free(b), free(dy);
     free(r.y_), free(r.ya), free(r.dx), free(r.dxa), free(r.dw), free(r.dwa), free(r.db), free(r.dba);
 }
@@ -258,9 +288,9 @@ typedef struct exact_grads {
 } exact_grads;
 
 /* One forward and backward of d (cfg, input xs, output ys) on the fast
- * library at 1 and 2 threads: y, dx and dw within the float bound of r, and
- * the workspace each direction asks within the reference's largest (what
- * the fixed memory counts). `name` labels the log lines. */
+ * library at 1, 2 and 3 threads: y, dx and dw within the float bound of r
+ * and the same bits at each count, and the workspace each direction asks
+ * within the reference's largest (what the fixed memory counts). `name` labels the log lines. */
 static void expect_fast_layer(const char *name, const rm_layer_desc *d, const rm_layer_config *cfg, rm_shape xs,
                               rm_shape ys, float *x, float *w, float *b, float *dy, const exact_grads *r)
 {
@@ -268,12 +298,13 @@ static void expect_fast_layer(const char *name, const rm_layer_desc *d, const rm
     d->param_shapes(&wsh, &bsh, cfg, &xs, 1);
     size_t nx = rm_shape_numel(xs), ny = rm_shape_numel(ys), nw = rm_shape_numel(wsh);
     float *y = must(malloc(ny * sizeof *y)), *dx = must(malloc(nx * sizeof *dx)), *dw = must(malloc(nw * sizeof *dw)),
-          *db = must(malloc(((size_t)cfg->out_channels + 1) * sizeof *db));
+          *db = must(malloc(((size_t)cfg->out_channels + 1) * sizeof *db)),
+          *one = must(malloc((ny + nx + nw + 1) * sizeof *one));
     rm_layer_params prm = {.w = rm_tensor_make(wsh, w), .dw = rm_tensor_make(wsh, dw)};
     if (b) prm.b = rm_tensor_make(bsh, b), prm.db = rm_tensor_make(bsh, db);
     rm_tensor tx = rm_tensor_make(xs, x), ty = rm_tensor_make(ys, y), tdy = rm_tensor_make(ys, dy),
               tdx = rm_tensor_make(xs, dx);
-    for (int threads = 1; threads <= 2; threads++) {
+    for (int threads = 1; threads <= 3; threads++) {
         rm_backend *be = cpu(RM_CPU_KERNELS_FAST, threads);
         rm_layer_call call = one_input_call(cfg, &prm, be, &tx, &ty, &tdy, &tdx);
         rm_err e = {0};
@@ -284,6 +315,7 @@ static void expect_fast_layer(const char *name, const rm_layer_desc *d, const rm
         expect_close("y", who, y, r->y, r->ya, ny, r->ky, U);
         expect_close("dx", who, dx, r->dx, r->dxa, nx, r->kdx, U);
         expect_close("dw", who, dw, r->dw, r->dwa, nw, r->kdw, U);
+        expect_same_as_one_thread(one, threads, who, y, ny, dx, nx, dw, nw, NULL, 0);
         size_t ref = d->workspace_bytes(cfg, &xs, 1, ys, 0), ref_back = d->workspace_bytes(cfg, &xs, 1, ys, 1);
         if (ref_back > ref) ref = ref_back;
         for (int back = 0; back < 2; back++)
@@ -291,7 +323,7 @@ static void expect_fast_layer(const char *name, const rm_layer_desc *d, const rm
                           "%s: more workspace than the reference's", who);
         rm_backend_free(be);
     }
-    free(y), free(dx), free(dw), free(db);
+    free(y), free(dx), free(dw), free(db), free(one);
 }
 
 /* ---- linear ------------------------------------------------------------------ */
@@ -334,7 +366,7 @@ Test(cpu_fast, linear_batch1_and_3)
 /* ---- transposed convolution, 2x2 stride 2 ---------------------------------- */
 
 /* y[co][2i+a][2j+b] = b[co] + sum_ci w[ci][co][a][b] x[ci][i][j], and its
- * gradients, against double sums; the fast library at 1 and 2 threads
+ * gradients, against double sums; the fast library at 1, 2 and 3 threads
  * (products past 4e6 multiply-adds, shuffles past RM_CPU_LOOP_MIN, run on
  * both in the large case). */
 static void expect_convt(rm_shape xs, int cout, int bias)
@@ -609,4 +641,200 @@ Test(cpu_fast, names_environment_and_settings)
     cr_expect_eq(rm_backend_cpu_threads(be), 1);
     cr_expect(strstr(rm_cpu_blas_describe(buf, sizeof buf), "BLIS") != NULL, "%s", buf);
     rm_backend_free(be);
+}
+
+/* ---- products split between threads ---------------------------------------------- */
+
+/* rm_cpu_sgemm splits the longer side of a product between the threads,
+ * each thread one BLIS call: every transposition, beta 0 and 1, taller and
+ * wider than long, at 2, 3 and 5 threads, the same bits as one thread. */
+Test(cpu_fast, sgemm_bits_do_not_depend_on_threads)
+{
+    const struct {
+        size_t m, n, k;
+    } shapes[] = {{64, 3001, 75}, {700, 90, 131}, {33, 250, 600}};
+    rm_backend *one = cpu(RM_CPU_KERNELS_FAST, 1);
+    rm_err e = {0};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        size_t m = shapes[s].m, n = shapes[s].n, k = shapes[s].k;
+        cr_assert_geq((double)m * n * k, 4e6, "a product large enough to be split");
+        float *a = uniform(m * k, 21), *b = uniform(k * n, 22), *c0 = uniform(m * n, 23);
+        float *want = must(malloc(m * n * sizeof(float))), *got = must(malloc(m * n * sizeof(float)));
+        for (int tr = 0; tr < 4; tr++)
+            for (int beta = 0; beta < 2; beta++) {
+                int ta = tr & 1, tb = tr >> 1;
+                size_t lda = ta ? m : k, ldb = tb ? k : n;
+                memcpy(want, c0, m * n * sizeof(float));
+                cr_assert_eq(rm_cpu_sgemm(one, ta, tb, m, n, k, a, lda, b, ldb, (float)beta, want, n, "test", &e),
+                             RM_OK, "%s", e.msg);
+                for (int threads = 2; threads <= 5; threads += threads == 3 ? 2 : 1) {
+                    rm_backend *be = cpu(RM_CPU_KERNELS_FAST, threads);
+                    memcpy(got, c0, m * n * sizeof(float));
+                    cr_assert_eq(rm_cpu_sgemm(be, ta, tb, m, n, k, a, lda, b, ldb, (float)beta, got, n, "test", &e),
+                                 RM_OK, "%s", e.msg);
+                    for (size_t i = 0; i < m * n; i++)
+                        cr_assert_eq(memcmp(&got[i], &want[i], sizeof(float)), 0,
+                                     "%zu x %zu x %zu, trans %d %d, beta %d, %d threads: c[%zu] is %.9g, on one thread "
+                                     "%.9g",
+                                     m, n, k, ta, tb, beta, threads, i, (double)got[i], (double)want[i]);
+                    rm_backend_free(be);
+                }
+            }
+        free(a), free(b), free(c0), free(want), free(got);
+    }
+    rm_backend_free(one);
+}
+
+/* ---- the thread governor ------------------------------------------------------------ */
+
+/* A simulated machine of 2 cores for the governor's readings: each reading
+ * is 0.2 s later. While `busy` another process keeps a core: our threads
+ * wait for a CPU a third of their time (three runnable threads on two
+ * cores) and no core is idle. Otherwise our threads never wait, and a core
+ * is idle whenever we run on one thread. */
+typedef struct sim_machine {
+    rm_backend *be;
+    int busy, fail, readings;
+    rm_cpu_load now;
+} sim_machine;
+
+static int sim_read(void *ctx, rm_cpu_load *out)
+{
+    sim_machine *m = ctx;
+    if (m->fail) return -1;
+    int nt = rm_backend_cpu_threads(m->be);
+    m->now.wall_s += 0.2;
+    if (m->busy)
+        m->now.wait_s += 0.2 * nt / 3.0;
+    else
+        m->now.idle_s += 0.2 * (2 - nt);
+    m->readings++;
+    *out = m->now;
+    return 0;
+}
+
+/* The decisions alone: a third of two threads' time waiting, two windows
+ * in a row, drops to one; after the hold, one thread that does not wait
+ * itself tries two again (at once when a core stood idle); a trial undone
+ * at once makes the hold 4 times longer, one that lasts resets it. */
+Test(cpu_threads, governor_decisions)
+{
+    rm_cpu_governor g;
+    rm_cpu_governor_start(&g, 2, sim_read, NULL, 0.2);
+    cr_assert(g.on);
+    cr_expect_eq(rm_cpu_governor_decide(&g, 2, 0.2, 0.01, 0.0), 2, "an idle machine's background");
+    cr_expect_eq(rm_cpu_governor_decide(&g, 2, 0.2, 0.133, 0.0), 2, "one window: perhaps a burst");
+    cr_expect_eq(rm_cpu_governor_decide(&g, 2, 0.2, 0.133, 0.0), 1, "one busy process on two cores");
+    cr_expect_eq(rm_cpu_governor_decide(&g, 1, 0.2, 0.1, 0.0), 1, "even one thread waits: no trial");
+    cr_expect_eq(rm_cpu_governor_decide(&g, 1, 0.2, 0.0, 0.0), 1, "held one window after the drop");
+    cr_expect_eq(rm_cpu_governor_decide(&g, 1, 0.2, 0.0, 0.0), 2, "then a trial of two");
+    cr_expect_eq(rm_cpu_governor_decide(&g, 2, 0.2, 0.133, 0.0), 1, "busy again at once: no second strike");
+    for (int i = 0; i < 4; i++) cr_expect_eq(rm_cpu_governor_decide(&g, 1, 0.2, 0.0, 0.0), 1, "held 4 windows");
+    cr_expect_eq(rm_cpu_governor_decide(&g, 1, 0.2, 0.0, 0.0), 2);
+    for (int i = 0; i < 5; i++) cr_expect_eq(rm_cpu_governor_decide(&g, 2, 0.2, 0.0, 0.0), 2, "the rise held");
+    cr_expect_eq(rm_cpu_governor_decide(&g, 2, 0.2, 0.2, 0.0), 2);
+    cr_expect_eq(rm_cpu_governor_decide(&g, 2, 0.2, 0.2, 0.0), 1);
+    cr_expect_eq(rm_cpu_governor_decide(&g, 1, 0.2, 0.0, 0.2), 2, "a core stood idle: no hold");
+    cr_expect_eq(g.drops, 3);
+    /* Many busy processes: the count drops by the cores' worth of waiting. */
+    rm_cpu_governor_start(&g, 8, sim_read, NULL, 0.2);
+    cr_expect_eq(rm_cpu_governor_decide(&g, 8, 0.2, 0.2 * 3, 0.0), 8);
+    cr_expect_eq(rm_cpu_governor_decide(&g, 8, 0.2, 0.2 * 3, 0.0), 5);
+    cr_expect_eq(rm_cpu_governor_decide(&g, 5, 0.2, 0.2 * 9, 0.0), 5);
+    cr_expect_eq(rm_cpu_governor_decide(&g, 5, 0.2, 0.2 * 9, 0.0), 1);
+    cr_expect_eq(rm_cpu_governor_decide(&g, 1, 0.0, 0.0, 0.0), 1, "no time passed: no decision");
+    rm_cpu_governor_start(&g, 1, sim_read, NULL, 0.2);
+    cr_expect_not(g.on, "one core: nothing to govern");
+}
+
+/* A backend left to choose its threads, on a simulated machine: another
+ * process takes a core (the count drops to 1 within a layer call's
+ * readings and stays there while the core is busy), then gives it back
+ * (the count returns to 2); and every call's results are the bits of a
+ * fixed one-thread backend, whatever the count did meanwhile. Before the
+ * governor the count stayed at 2 on a busy machine. */
+Test(cpu_threads, busy_core_drops_to_one_thread_and_back_with_the_same_bits, .timeout = 120)
+{
+    const conv_case c = {"threaded", rm_shape_make(3, 9, 34, 30), 17, 3, 1, 1, 1};
+    rm_layer_config cfg = {.kind = RM_LAYER_CONV2D, .out_channels = 17, .kernel = 3, .stride = 1, .pad = 1, .bias = 1};
+    rm_shape ys;
+    rm_err e = {0};
+    cr_assert_eq(rm_conv2d_desc.infer(&ys, &cfg, &c.x, 1, &e), RM_OK, "%s", e.msg);
+    size_t nx = rm_shape_numel(c.x), ny = rm_shape_numel(ys), nw = 17 * 9 * 9, nall = ny + nx + nw + 17;
+    float *x = uniform(nx, 1), *w = uniform(nw, 2), *b = uniform(17, 3), *dy = uniform(ny, 4);
+    float *want = must(malloc(nall * sizeof(float))), *got = must(malloc(nall * sizeof(float)));
+    rm_backend *one = cpu(RM_CPU_KERNELS_FAST, 1);
+    run_conv(want, want + ny, want + ny + nx, want + ny + nx + nw, &c, ys, x, w, b, dy, one);
+
+    rm_backend *be = cpu(RM_CPU_KERNELS_FAST, 2);
+    cr_expect_not(rm_backend_cpu_adaptive(be), "a count that was set stays");
+    sim_machine m = {.be = be};
+    cr_assert_eq(rm_backend_cpu_govern(be, sim_read, &m, 0, &e), RM_OK, "%s", e.msg);
+    cr_assert(rm_backend_cpu_adaptive(be));
+    cr_assert_eq(rm_backend_cpu_max_threads(be), 2);
+    /* Each run_conv is two layer calls (a reading each); the first reading
+     * only starts the clock. */
+    const struct {
+        int busy, threads_after;
+    } phase[] = {{0, 2}, {0, 2}, {1, 1}, {1, 1}, {1, 1}, {0, 2}, {0, 2}, {0, 2}, {1, 1}};
+    for (size_t i = 0; i < sizeof phase / sizeof phase[0]; i++) {
+        m.busy = phase[i].busy;
+        memset(got, 0, nall * sizeof(float));
+        run_conv(got, got + ny, got + ny + nx, got + ny + nx + nw, &c, ys, x, w, b, dy, be);
+        cr_expect_eq(rm_backend_cpu_threads(be), phase[i].threads_after, "phase %zu (%s): %d threads", i,
+                     m.busy ? "busy" : "free", rm_backend_cpu_threads(be));
+        cr_assert_eq(memcmp(got, want, nall * sizeof(float)), 0, "phase %zu: not the one-thread bits", i);
+    }
+    cr_expect_eq(m.readings, 2 * (int)(sizeof phase / sizeof phase[0]));
+    /* A machine that cannot be read: the governor stops, the count stays. */
+    m.fail = 1;
+    run_conv(got, got + ny, got + ny + nx, got + ny + nx + nw, &c, ys, x, w, b, dy, be);
+    cr_expect_not(rm_backend_cpu_adaptive(be));
+    cr_expect_eq(rm_backend_cpu_threads(be), 1);
+    /* No reader fixes the count where it is; so does setting it. */
+    m.fail = 0;
+    cr_assert_eq(rm_backend_cpu_set_threads(be, 2, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_backend_cpu_govern(be, sim_read, &m, 0, &e), RM_OK, "%s", e.msg);
+    cr_assert(rm_backend_cpu_adaptive(be));
+    m.busy = 1;
+    for (int i = 0; i < 2; i++) run_conv(got, got + ny, got + ny + nx, got + ny + nx + nw, &c, ys, x, w, b, dy, be);
+    cr_assert_eq(rm_backend_cpu_threads(be), 1);
+    cr_assert_eq(rm_backend_cpu_govern(be, NULL, NULL, 0, &e), RM_OK, "%s", e.msg);
+    cr_expect_not(rm_backend_cpu_adaptive(be));
+    cr_expect_eq(rm_backend_cpu_threads(be), 1, "the count stays where the governor left it");
+    cr_assert_eq(rm_backend_cpu_govern(be, sim_read, &m, 0, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_backend_cpu_set_threads(be, 2, &e), RM_OK, "%s", e.msg);
+    cr_expect_not(rm_backend_cpu_adaptive(be));
+    cr_expect_eq(rm_backend_cpu_govern(rm_backend_host(), sim_read, &m, 0, &e), RM_ERR_INVALID);
+    free(x), free(w), free(b), free(dy), free(want), free(got);
+    rm_backend_free(one), rm_backend_free(be);
+}
+
+/* The default: a backend created without REMAT_THREADS follows the load on
+ * a machine of several cores, with /proc's readings (which this Linux
+ * gives: the clock and the waiting only grow); REMAT_THREADS fixes the
+ * count. */
+Test(cpu_threads, default_follows_the_load_unless_the_count_is_given)
+{
+    rm_err e = {0};
+    unsetenv("REMAT_THREADS");
+    rm_backend *be = NULL;
+    cr_assert_eq(rm_backend_cpu_create(&be, &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(rm_backend_cpu_adaptive(be), rm_cpu_cores() > 1);
+    cr_expect_eq(rm_backend_cpu_max_threads(be), rm_cpu_cores());
+    rm_backend_free(be);
+    setenv("REMAT_THREADS", "2", 1);
+    cr_assert_eq(rm_backend_cpu_create(&be, &e), RM_OK, "%s", e.msg);
+    cr_expect_not(rm_backend_cpu_adaptive(be));
+    cr_expect_eq(rm_backend_cpu_threads(be), 2);
+    rm_backend_free(be);
+    unsetenv("REMAT_THREADS");
+    rm_cpu_load a, b;
+    cr_assert_eq(rm_cpu_load_read_proc(NULL, &a), 0, "/proc/self/task/*/schedstat and /proc/stat");
+    volatile double sink = 0;
+    for (int i = 0; i < 2000000; i++) sink += i;
+    cr_assert_eq(rm_cpu_load_read_proc(NULL, &b), 0);
+    cr_expect_gt(b.wall_s, a.wall_s);
+    cr_expect_geq(b.wait_s, a.wait_s);
+    cr_expect_geq(b.idle_s, a.idle_s);
 }
