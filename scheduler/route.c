@@ -114,6 +114,7 @@ rm_schedule *rm_route_incumbent(const rm_problem *p, const rm_strategy_options *
     *name = NULL;
     if (judge_s) *judge_s = 0;
     if (p->budget == 0) return NULL;
+    if (o && !o->incumbent && o->incumbent_sim) return NULL; /* the caller's search found none */
     if (o && o->incumbent && o->incumbent->n == p->n && rm_schedule_copy(&inc, o->incumbent, &ignored) == RM_OK) {
         if (o->incumbent_sim) *r = *o->incumbent_sim;
         else if (rm_simulate(r, p, inc, &ignored) != RM_OK) r->peak_bytes = SIZE_MAX;
@@ -304,7 +305,8 @@ int rm_route_milp(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
         memset(&local, 0, sizeof local);
         stats = &local;
     }
-    int ff = o->first_fit;
+    int ff = o->first_fit, rc;
+    if (!o->incumbent_sim && rm_route_shortcuts(&rc, out, stats, p, "milp", 1, e) == RM_ROUTE_ANSWERED) return rc;
     /* The incumbent once, for both halves (the MILP half falls back to it),
      * in at most half the time: on 100,000 nodes the baselines' searches
      * alone take tens of seconds. */
@@ -315,6 +317,8 @@ int rm_route_milp(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
     if (rm_route_first_fit(out, stats, inc, iname, &ir, o, "milp")) return RM_OK; /* a first fit answers at once */
     deadline -= judge_s;
     rm_strategy_options part = rm_route_phase(o, rm_deadline_share(deadline, 0.5));
+    part.incumbent = inc; /* unused by the rounding half, but its simulation says the shortcuts were asked */
+    part.incumbent_sim = &ir;
     rm_schedule *rounded = NULL;
     rm_strategy_stats rstats;
     memset(&rstats, 0, sizeof rstats);
@@ -337,9 +341,9 @@ int rm_route_milp(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
     }
     part = rm_route_phase(o, deadline);
     part.incumbent = inc;
-    part.incumbent_sim = inc ? &ir : NULL;
+    part.incumbent_sim = &ir;
     /* The bound's time comes from the coarse MILP's half, which rarely wins. */
-    int rc = rm_coarsen_run(out, stats, p, &part, milp_direct, "milp", 0, RM_COARSEN_FALLBACK | RM_COARSEN_BOUND, e);
+    rc = rm_coarsen_run(out, stats, p, &part, milp_direct, "milp", 0, RM_COARSEN_FALLBACK | RM_COARSEN_BOUND, e);
     rm_schedule_free(inc);
     if (rstats.stopped) stats->stopped = 1;
     double bound = stats->has_bound && !stats->bound_trivial ? stats->lp_bound : 0;

@@ -75,7 +75,7 @@ int rm_route_best(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
     if (deadline > 0) deadline -= judge_s;
     rm_strategy_options so = rm_route_phase(o, deadline);
     so.incumbent = inc;
-    so.incumbent_sim = inc ? &ir : NULL;
+    so.incumbent_sim = &ir; /* with inc NULL: none fits, not searched again */
     rm_strategy_stats ms;
     memset(&ms, 0, sizeof ms);
     ms.status = RM_STATUS_ERROR;

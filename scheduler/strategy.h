@@ -99,7 +99,10 @@ typedef struct rm_strategy_options {
     /* Its simulation on this problem, when the caller has it (the route
      * passes its incumbent down): trusted, not simulated again. On 100,000
      * nodes one simulation of a recomputation-heavy schedule takes a
-     * second. NULL: the incumbent is simulated to check that it fits. */
+     * second. NULL: the incumbent is simulated to check that it fits.
+     * Set with incumbent NULL: the caller's baselines found none that fits
+     * (they are not run again). Either way the caller asked the route's
+     * shortcuts (route.h) already. */
     const rm_sim_result *incumbent_sim;
     /* "best" only: stop at the first schedule that fits (max-batch probes
      * ask whether anything fits, not what is cheapest); others ignore it. */
