@@ -53,7 +53,7 @@
     "  --time-limit S    wall-clock seconds for the whole command, reading the problem included, whatever\n"          \
     "                    the strategy (default 60; 0 = none); with all, for each strategy. A search it\n"           \
     "                    stops answers with the best schedule it has (said on stderr). The command ends\n"          \
-    "                    within S plus 0.5 s and 5% (docs/reliability.md, \"Time limits\")\n"                         \
+    "                    within S plus 5% plus 0.5 s per 100,000 nodes (docs/reliability.md, \"Time limits\")\n"     \
     "  --node-limit N    branch-and-bound nodes for milp (deterministic; default none)\n"                              \
     "  --out FILE        write the schedule (docs/schedule-format.md); with all, the cheapest one\n"                   \
     "  --svg PREFIX      write PREFIX-rs.svg (R and S as coloured grids, up to 2000 nodes) and\n"                      \
