@@ -9,7 +9,7 @@
 
 int rm_strategy_ap_sqrtn(rm_schedule **out, const rm_problem *p, rm_err *e)
 {
-    return rm_chen_sqrtn_run(out, p, 1, 0, "ap_sqrtn", e);
+    return rm_chen_sqrtn_run(out, NULL, p, 1, 0, "ap_sqrtn", 0, e);
 }
 
 int rm_strategy_ap_greedy(rm_schedule **out, const rm_problem *p, rm_err *e)

@@ -251,6 +251,10 @@ int rm_build_schedule(rm_schedule **out, const rm_problem *p, const rm_fwd_info 
             rc = rm_errorf(e, RM_ERR_BUDGET, "baseline: the schedule costs more than %.17g by stage %d", max_cost, t);
             goto done;
         }
+        if (fi->deadline > 0 && (t & 255) == 0 && rm_deadline_passed(fi->deadline)) {
+            rc = rm_errorf(e, RM_ERR_BUDGET, "baseline: the deadline passed at stage %d of %d", t, n);
+            goto done;
+        }
         if (b.sb.failed) break; /* reported by rm_builder_finish */
     }
     if (pinned)
@@ -444,6 +448,7 @@ int rm_chen_greedy_search(rm_schedule **out, int *stopped, const rm_problem *p, 
     if (rc) return rc;
     rm_fwd_info fi;
     if ((rc = rm_fwd_info_init(&fi, p, e))) return rc;
+    fi.deadline = deadline;
     int n = p->n;
     uint8_t *cand = malloc((size_t)n), *pins = malloc((size_t)n), *prev = calloc((size_t)n, 1);
     enum { LINEAR = 32, GEOMETRIC = 160 };
@@ -482,6 +487,10 @@ int rm_chen_greedy_search(rm_schedule **out, int *stopped, const rm_problem *p, 
         rm_schedule *s;
         /* One dearer than the best so far is given up unbuilt. */
         rc = rm_build_from_checkpoints(&s, p, &fi, pins, best.s ? best.r.cost : 0, e);
+        if (rc == RM_ERR_BUDGET && rm_deadline_passed(deadline)) { /* given up at the deadline */
+            best.stopped = 1;
+            break;
+        }
         if (rc == RM_ERR_BUDGET) continue;
         if (rc) goto done;
         long nc = rm_schedule_ncomputes(s);
@@ -503,13 +512,16 @@ done:
     return rc;
 }
 
-int rm_chen_sqrtn_run(rm_schedule **out, const rm_problem *p, int use_cuts, int cut_state, const char *name, rm_err *e)
+int rm_chen_sqrtn_run(rm_schedule **out, int *stopped, const rm_problem *p, int use_cuts, int cut_state,
+                      const char *name, double deadline, rm_err *e)
 {
     *out = NULL;
+    if (stopped) *stopped = 0;
     int rc = rm_baseline_precheck(p, name, e);
     if (rc) return rc;
     rm_fwd_info fi;
     if ((rc = rm_fwd_info_init(&fi, p, e))) return rc;
+    fi.deadline = deadline;
     uint8_t *cand = malloc((size_t)p->n), *pins = malloc((size_t)p->n);
     if (!cand || !pins) {
         rc = rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory", name);
@@ -518,6 +530,11 @@ int rm_chen_sqrtn_run(rm_schedule **out, const rm_problem *p, int use_cuts, int 
         rm_chen_sqrtn_pins(pins, p, &fi, cand, cut_state);
         rm_schedule *s;
         if (!(rc = rm_build_from_checkpoints(&s, p, &fi, pins, 0, e))) rc = rm_baseline_finish(out, NULL, s, p, name, e);
+        if (rc == RM_ERR_BUDGET && rm_deadline_passed(deadline)) {
+            if (stopped) *stopped = 1;
+            rc = rm_errorf(e, RM_ERR_INFEASIBLE,
+                           "%s: the time limit stopped its construction: not proof that nothing fits", name);
+        }
     }
     free(cand);
     free(pins);

@@ -26,6 +26,12 @@ typedef struct rm_fwd_info {
     uint8_t *cut; /* forward v: a cut point */
     int ncuts;
     int *cuts; /* the cut points, ascending */
+    /* Not analysis: a deadline (deadline.h; 0 = none, as init leaves it) at
+     * which rm_build_schedule gives up with RM_ERR_BUDGET, as it does past
+     * max_cost. The searches set it, so that a candidate in progress is not
+     * finished after their time is up (on a DAG with long skips one
+     * candidate of Chen's construction recomputes millions of nodes). */
+    double deadline;
 } rm_fwd_info;
 
 int rm_fwd_info_init(rm_fwd_info *fi, const rm_problem *p, rm_err *e);
@@ -114,7 +120,8 @@ void rm_chen_sqrtn_pins(uint8_t *pinned, const rm_problem *p, const rm_fwd_info 
  * schedule, or the cheapest found when deadline (0 = none) stopped it. */
 int rm_chen_greedy_search(rm_schedule **out, int *stopped, const rm_problem *p, const uint8_t *candidate_or_null,
                           int use_cuts, int cut_state, const char *name, double deadline, rm_err *e);
-int rm_chen_sqrtn_run(rm_schedule **out, const rm_problem *p, int use_cuts, int cut_state, const char *name, rm_err *e);
+int rm_chen_sqrtn_run(rm_schedule **out, int *stopped, const rm_problem *p, int use_cuts, int cut_state,
+                      const char *name, double deadline, rm_err *e);
 
 /* Revolve's unit-cost table (griewank.c): F[l * (S + 1) + s], the fewest
  * forward re-evaluations reversing l steps with s snapshot slots, and
@@ -155,6 +162,9 @@ rm_schedule *rm_best_baseline_timed(const rm_problem *p, double deadline, int pr
  * OGC between the batch simulations of its DP (then it answers with its
  * first pass, or with the checkpoint sets that seeded it). */
 int rm_chen_greedy_until(rm_schedule **out, int *stopped, const rm_problem *p, double deadline, rm_err *e);
+/* Chen's sqrt(n) is one construction, but on a DAG with long skips one
+ * that recomputes millions of nodes: it gives up at the deadline. */
+int rm_chen_sqrtn_until(rm_schedule **out, int *stopped, const rm_problem *p, double deadline, rm_err *e);
 int rm_ap_greedy_until(rm_schedule **out, int *stopped, const rm_problem *p, double deadline, rm_err *e);
 int rm_linearized_greedy_until(rm_schedule **out, int *stopped, const rm_problem *p, double deadline, rm_err *e);
 int rm_griewank_until(rm_schedule **out, int *stopped, const rm_problem *p, double deadline, rm_err *e);
@@ -165,7 +175,7 @@ int rm_ogc_until(rm_schedule **out, int *stopped, const rm_problem *p, double de
  * (baseline_table.c) and the head of rm_strategy_list_all's (strategies.c). */
 #define RM_BASELINE_TABLE                                                                                    \
     {"checkpoint_all", "Checkpoint all", rm_strategy_checkpoint_all, NULL, NULL},                            \
-        {"chen_sqrtn", "Chen et al. sqrt(n)", rm_strategy_chen_sqrtn, NULL, NULL},                           \
+        {"chen_sqrtn", "Chen et al. sqrt(n)", rm_strategy_chen_sqrtn, NULL, rm_chen_sqrtn_until},            \
         {"chen_greedy", "Chen et al. greedy", rm_strategy_chen_greedy, NULL, rm_chen_greedy_until},          \
         {"griewank", "Griewank & Walther log(n)", rm_strategy_griewank, NULL, rm_griewank_until},            \
         {"ap_sqrtn", "AP sqrt(n)", rm_strategy_ap_sqrtn, NULL, NULL},                                        \

@@ -184,6 +184,7 @@ int rm_griewank_until(rm_schedule **out, int *stopped, const rm_problem *p, doub
     /* Many slots first: the cheap schedules, which fit the looser budgets,
      * come before the recomputation-heavy ones when a deadline stops the
      * sweep (and a build dearer than the best so far is given up early). */
+    fi.deadline = deadline; /* a slot count in progress at the deadline is given up (RM_ERR_BUDGET) */
     for (int s = r.S; s >= 0 && !rm_best_stop(&best, deadline); s--) {
         /* Few slots on a long chain recompute quadratically: 0 slots and
          * 50,000 blocks is 1.25 billion recomputations, a schedule of tens
@@ -196,6 +197,10 @@ int rm_griewank_until(rm_schedule **out, int *stopped, const rm_problem *p, doub
         rm_schedule *sch;
         /* One dearer than the best so far is given up unbuilt. */
         rc = rm_build_schedule(&sch, p, &fi, pinned, seg, r.snaps, r.nsnaps, best.s ? best.r.cost : 0, e);
+        if (rc == RM_ERR_BUDGET && rm_deadline_passed(deadline)) { /* given up at the deadline */
+            best.stopped = 1;
+            break;
+        }
         if (rc == RM_ERR_BUDGET) continue;
         if (rc) goto done;
         if ((rc = rm_best_offer(&best, sch, p, e))) {

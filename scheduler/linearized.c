@@ -10,7 +10,7 @@
 
 int rm_strategy_linearized_sqrtn(rm_schedule **out, const rm_problem *p, rm_err *e)
 {
-    return rm_chen_sqrtn_run(out, p, 0, 1, "linearized_sqrtn", e);
+    return rm_chen_sqrtn_run(out, NULL, p, 0, 1, "linearized_sqrtn", 0, e);
 }
 
 int rm_strategy_linearized_greedy(rm_schedule **out, const rm_problem *p, rm_err *e)
