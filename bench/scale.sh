@@ -66,7 +66,7 @@ run() {
         2>"$tmp/$name.err" || rc=$?
     local secs kb
     # GNU time writes "Command exited with non-zero status N" first on failure.
-    read -r secs kb < <(tail -n 1 "$tmp/$name.time") || secs=? kb=0
+    read -r secs kb < <(tail -n 1 "$tmp/$name.time") || secs='?' kb=0
     [ "$rc" -eq 124 ] && secs=">$((10 * ${limit%.*} + 30))"
     echo "$secs|$((kb / 1024))|$rc"
 }
