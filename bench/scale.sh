@@ -21,7 +21,7 @@
 # --out: the markdown (default docs/bench/scale.md; '-' for stdout only).
 # --only chain|dag|fanin: that graph alone (no 1 s pass, no graph row).
 # Builds remat and the generator first. About 7 minutes on 2 cores with
-# --repeat 2 at a load of 4, longer when the machine is busier.
+# --repeat 2 at a load of 4 to 8, longer when the machine is busier.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=docs/bench/scale.md limit=10 repeat=2 only=
