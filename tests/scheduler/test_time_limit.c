@@ -1,6 +1,6 @@
 /* Time limits are a promise (docs/reliability.md, "Time limits"): every
  * strategy stops at its deadline and answers with the best schedule it has.
- * One generated training graph of about 6,000 nodes (2,000 forward, skips
+ * One generated training graph of 2,000 forward nodes (with skips
  * and branches), large enough that the searches take seconds unless they
  * stop (under a 0.1 s limit, before deadlines were passed down: OGC 5.7 s,
  * "best" 2.2 s, the MILP 2.0 s, LP rounding 1.1 s on a loaded 2-core
