@@ -14,6 +14,7 @@
 #include "atomic_file.h"
 #include "cli_util.h"
 #include "commands.h"
+#include "deadline.h"
 #include "figures.h"
 #include "plan.h"
 #include "schedule.h"
@@ -50,7 +51,10 @@
     "                    or one of checkpoint_all, chen_sqrtn, chen_greedy, griewank, ap_sqrtn, ap_greedy,\n"          \
     "                    linearized_sqrtn, linearized_greedy, ogc, lp_round, milp ('-' works for '_'),\n"              \
     "                    or all: run every strategy and compare them in a table\n"                                     \
-    "  --time-limit S    wall-clock seconds for each best / lp_round / milp solve (default 60; 0 = none)\n"            \
+    "  --time-limit S    wall-clock seconds for the whole command, reading the problem included, whatever\n"          \
+    "                    the strategy (default 60; 0 = none); with all, for each strategy. A search it\n"           \
+    "                    stops answers with the best schedule it has (said on stderr). The command ends\n"          \
+    "                    within S plus 5% plus 0.5 s per 100,000 nodes (docs/reliability.md, \"Time limits\")\n"     \
     "  --node-limit N    branch-and-bound nodes for milp (deterministic; default none)\n"                              \
     "  --out FILE        write the schedule (docs/schedule-format.md); with all, the cheapest one\n"                   \
     "  --svg PREFIX      write PREFIX-rs.svg (R and S as coloured grids, up to 2000 nodes) and\n"                      \
@@ -91,6 +95,7 @@ typedef struct plan_args {
     FILE *info; /* where the lines around a table go: stdout in text, stderr in csv and json */
     long batch_n;
     double time_limit_s;
+    double started; /* when the command began reading the problem: one strategy's deadline counts from here */
     long node_limit_n;
     rm_cli_budget b;
     int have_budget;
@@ -435,6 +440,10 @@ static int plan_one(const plan_args *a, rm_cli_problem *cp, const rm_strategy_in
     rm_strategy_options o;
     rm_cli_progress pr;
     set_solver_options(&o, &pr, a, st->name);
+    /* The user waits for the whole command: its time limit counts from the
+     * moment it began reading the problem (docs/reliability.md, "Time
+     * limits"). With --strategy all each strategy counts from its start. */
+    if (a->time_limit_s > 0) o.deadline = a->started + a->time_limit_s;
     if (st->solve_opt && !a->quiet) {
         if (a->time_limit_s > 0)
             fprintf(stderr, "remat plan: solving with %s (time limit %g s) ...\n", st->name, a->time_limit_s);
@@ -760,6 +769,7 @@ static int plan_run(int argc, char **argv)
     }
 
     rm_cli_problem cp;
+    a.started = rm_now();
     int rc = rm_cli_problem_load_costs(&cp, "plan", &a.mdl, a.batch_n, a.problem, a.costs);
     if (rc) return rc;
     if (!a.have_budget && cp.file_budget) {

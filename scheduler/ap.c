@@ -9,10 +9,15 @@
 
 int rm_strategy_ap_sqrtn(rm_schedule **out, const rm_problem *p, rm_err *e)
 {
-    return rm_chen_sqrtn_run(out, p, 1, 0, "ap_sqrtn", e);
+    return rm_chen_sqrtn_run(out, NULL, p, 1, 0, "ap_sqrtn", 0, e);
 }
 
 int rm_strategy_ap_greedy(rm_schedule **out, const rm_problem *p, rm_err *e)
 {
-    return rm_chen_greedy_search(out, p, NULL, 1, 0, "ap_greedy", e);
+    return rm_ap_greedy_until(out, NULL, p, 0, e);
+}
+
+int rm_ap_greedy_until(rm_schedule **out, int *stopped, const rm_problem *p, double deadline, rm_err *e)
+{
+    return rm_chen_greedy_search(out, stopped, p, NULL, 1, 0, "ap_greedy", deadline, e);
 }

@@ -4,6 +4,7 @@
  * that the cost of a checkpoint set is the same whoever chose it. */
 #include "baseline.h"
 
+#include "deadline.h"
 #include "log.h"
 
 #include <limits.h>
@@ -250,6 +251,10 @@ int rm_build_schedule(rm_schedule **out, const rm_problem *p, const rm_fwd_info 
             rc = rm_errorf(e, RM_ERR_BUDGET, "baseline: the schedule costs more than %.17g by stage %d", max_cost, t);
             goto done;
         }
+        if (fi->deadline > 0 && (t & 255) == 0 && rm_deadline_passed(fi->deadline)) {
+            rc = rm_errorf(e, RM_ERR_BUDGET, "baseline: the deadline passed at stage %d of %d", t, n);
+            goto done;
+        }
         if (b.sb.failed) break; /* reported by rm_builder_finish */
     }
     if (pinned)
@@ -329,9 +334,22 @@ int rm_best_offer(rm_best *b, rm_schedule *s, const rm_problem *p, rm_err *e)
     return RM_OK;
 }
 
-int rm_best_finish(rm_schedule **out, rm_best *b, const rm_problem *p, const char *name, rm_err *e)
+int rm_best_stop(rm_best *b, double deadline)
+{
+    if (b->tried == 0 || !rm_deadline_passed(deadline)) return 0;
+    b->stopped = 1;
+    return 1;
+}
+
+int rm_best_finish(rm_schedule **out, int *stopped, rm_best *b, const rm_problem *p, const char *name, rm_err *e)
 {
     *out = NULL;
+    if (stopped) *stopped = b->stopped;
+    if (!b->s && b->stopped)
+        return rm_errorf(e, RM_ERR_INFEASIBLE,
+                         "%s: the time limit stopped the search after %d candidates, none of which fits (lowest "
+                         "peak %zu bytes, plus %zu fixed, over a budget of %zu): not proof that nothing fits",
+                         name, b->tried, b->min_peak, p->fixed_bytes, p->budget);
     if (!b->s)
         return rm_errorf(e, RM_ERR_INFEASIBLE,
                          "%s: no schedule fits: its lowest peak is %zu bytes, plus %zu fixed, over a budget of %zu",
@@ -421,14 +439,16 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int rm_chen_greedy_search(rm_schedule **out, const rm_problem *p, const uint8_t *candidate_or_null, int use_cuts,
-                          int cut_state, const char *name, rm_err *e)
+int rm_chen_greedy_search(rm_schedule **out, int *stopped, const rm_problem *p, const uint8_t *candidate_or_null,
+                          int use_cuts, int cut_state, const char *name, double deadline, rm_err *e)
 {
     *out = NULL;
+    if (stopped) *stopped = 0;
     int rc = rm_baseline_precheck(p, name, e);
     if (rc) return rc;
     rm_fwd_info fi;
     if ((rc = rm_fwd_info_init(&fi, p, e))) return rc;
+    fi.deadline = deadline;
     int n = p->n;
     uint8_t *cand = malloc((size_t)n), *pins = malloc((size_t)n), *prev = calloc((size_t)n, 1);
     enum { LINEAR = 32, GEOMETRIC = 160 };
@@ -460,13 +480,17 @@ int rm_chen_greedy_search(rm_schedule **out, const rm_problem *p, const uint8_t 
      * that fit, so that the recomputation-heavy middle of the sweep (25
      * million computes on a 100,000-node DAG) is given up early, as dearer
      * than the best so far. */
-    for (int g = ng - 1; g >= 0; g--) {
+    for (int g = ng - 1; g >= 0 && !rm_best_stop(&best, deadline); g--) {
         rm_chen_greedy_pins(pins, p, &fi, cand, cut_state, grid[g]);
         if (g < ng - 1 && memcmp(pins, prev, (size_t)n) == 0) continue;
         memcpy(prev, pins, (size_t)n);
         rm_schedule *s;
         /* One dearer than the best so far is given up unbuilt. */
         rc = rm_build_from_checkpoints(&s, p, &fi, pins, best.s ? best.r.cost : 0, e);
+        if (rc == RM_ERR_BUDGET && rm_deadline_passed(deadline)) { /* given up at the deadline */
+            best.stopped = 1;
+            break;
+        }
         if (rc == RM_ERR_BUDGET) continue;
         if (rc) goto done;
         long nc = rm_schedule_ncomputes(s);
@@ -476,7 +500,9 @@ int rm_chen_greedy_search(rm_schedule **out, const rm_problem *p, const uint8_t 
         }
         RM_LOG_DEBUG("%s: budget %d of %d, %ld computes, best cost %.6g", name, g, ng, nc, best.s ? best.r.cost : -1.0);
     }
-    rc = rm_best_finish(out, &best, p, name, e);
+    if (best.stopped)
+        RM_LOG_INFO("%s: stopped at the deadline after %d of %d segment budgets", name, best.tried, ng);
+    rc = rm_best_finish(out, stopped, &best, p, name, e);
 done:
     rm_schedule_free(best.s);
     free(cand);
@@ -486,13 +512,16 @@ done:
     return rc;
 }
 
-int rm_chen_sqrtn_run(rm_schedule **out, const rm_problem *p, int use_cuts, int cut_state, const char *name, rm_err *e)
+int rm_chen_sqrtn_run(rm_schedule **out, int *stopped, const rm_problem *p, int use_cuts, int cut_state,
+                      const char *name, double deadline, rm_err *e)
 {
     *out = NULL;
+    if (stopped) *stopped = 0;
     int rc = rm_baseline_precheck(p, name, e);
     if (rc) return rc;
     rm_fwd_info fi;
     if ((rc = rm_fwd_info_init(&fi, p, e))) return rc;
+    fi.deadline = deadline;
     uint8_t *cand = malloc((size_t)p->n), *pins = malloc((size_t)p->n);
     if (!cand || !pins) {
         rc = rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory", name);
@@ -501,6 +530,11 @@ int rm_chen_sqrtn_run(rm_schedule **out, const rm_problem *p, int use_cuts, int 
         rm_chen_sqrtn_pins(pins, p, &fi, cand, cut_state);
         rm_schedule *s;
         if (!(rc = rm_build_from_checkpoints(&s, p, &fi, pins, 0, e))) rc = rm_baseline_finish(out, NULL, s, p, name, e);
+        if (rc == RM_ERR_BUDGET && rm_deadline_passed(deadline)) {
+            if (stopped) *stopped = 1;
+            rc = rm_errorf(e, RM_ERR_INFEASIBLE,
+                           "%s: the time limit stopped its construction: not proof that nothing fits", name);
+        }
     }
     free(cand);
     free(pins);

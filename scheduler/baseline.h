@@ -26,6 +26,12 @@ typedef struct rm_fwd_info {
     uint8_t *cut; /* forward v: a cut point */
     int ncuts;
     int *cuts; /* the cut points, ascending */
+    /* Not analysis: a deadline (deadline.h; 0 = none, as init leaves it) at
+     * which rm_build_schedule gives up with RM_ERR_BUDGET, as it does past
+     * max_cost. The searches set it, so that a candidate in progress is not
+     * finished after their time is up (on a DAG with long skips one
+     * candidate of Chen's construction recomputes millions of nodes). */
+    double deadline;
 } rm_fwd_info;
 
 int rm_fwd_info_init(rm_fwd_info *fi, const rm_problem *p, rm_err *e);
@@ -74,13 +80,20 @@ typedef struct rm_best {
     rm_sim_result r;
     size_t min_peak; /* lowest peak seen, fitting or not, for the message */
     int tried;
+    int stopped; /* the search was stopped by its deadline (rm_best_stop) */
 } rm_best;
 
 /* Simulates s and keeps it if it is the best so far; takes ownership of s.
  * Errors only for invalid schedules (a bug) or allocation failures. */
 int rm_best_offer(rm_best *b, rm_schedule *s, const rm_problem *p, rm_err *e);
-/* Hands the best schedule to *out, or RM_ERR_INFEASIBLE naming the strategy. */
-int rm_best_finish(rm_schedule **out, rm_best *b, const rm_problem *p, const char *name, rm_err *e);
+/* A search's deadline check between candidates: 1 (and b->stopped) when
+ * deadline has passed and at least one candidate was tried, so that a
+ * search always answers with something when anything fits at once. */
+int rm_best_stop(rm_best *b, double deadline);
+/* Hands the best schedule to *out, or RM_ERR_INFEASIBLE naming the strategy
+ * (saying when the deadline stopped the search before anything fit);
+ * *stopped (when not NULL) = b->stopped. */
+int rm_best_finish(rm_schedule **out, int *stopped, rm_best *b, const rm_problem *p, const char *name, rm_err *e);
 
 /* RM_ERR_INFEASIBLE at once when fixed bytes plus the trivial lower bound
  * exceed the budget (no strategy can go below it), after validating p. */
@@ -103,10 +116,12 @@ void rm_chen_greedy_pins(uint8_t *pinned, const rm_problem *p, const rm_fwd_info
 /* Every k-th candidate, k = floor(sqrt(#candidates)) (Chen's sqrt(n)). */
 void rm_chen_sqrtn_pins(uint8_t *pinned, const rm_problem *p, const rm_fwd_info *fi, const uint8_t *candidate,
                         int cut_state);
-/* Chen's greedy over a sweep of segment budgets; the cheapest fitting schedule. */
-int rm_chen_greedy_search(rm_schedule **out, const rm_problem *p, const uint8_t *candidate_or_null, int use_cuts,
-                          int cut_state, const char *name, rm_err *e);
-int rm_chen_sqrtn_run(rm_schedule **out, const rm_problem *p, int use_cuts, int cut_state, const char *name, rm_err *e);
+/* Chen's greedy over a sweep of segment budgets; the cheapest fitting
+ * schedule, or the cheapest found when deadline (0 = none) stopped it. */
+int rm_chen_greedy_search(rm_schedule **out, int *stopped, const rm_problem *p, const uint8_t *candidate_or_null,
+                          int use_cuts, int cut_state, const char *name, double deadline, rm_err *e);
+int rm_chen_sqrtn_run(rm_schedule **out, int *stopped, const rm_problem *p, int use_cuts, int cut_state,
+                      const char *name, double deadline, rm_err *e);
 
 /* Revolve's unit-cost table (griewank.c): F[l * (S + 1) + s], the fewest
  * forward re-evaluations reversing l steps with s snapshot slots, and
@@ -129,20 +144,46 @@ typedef struct rm_ogc_stats {
 #define RM_OGC_MAX_WORK 3e7
 int rm_ogc_plan(uint8_t *pinned, size_t *predicted_peak, rm_ogc_stats *stats, const rm_problem *p,
                 const rm_fwd_info *fi, rm_err *e);
+/* The same under a deadline (0 = none): checked before each batch
+ * simulation; when it passes, pinned is pass 1's answer if pass 1 was done,
+ * else the better of its seeds (every cut point, or every sqrt(K)-th), and
+ * *stopped = 1 (stopped may be NULL). */
+int rm_ogc_plan_until(uint8_t *pinned, size_t *predicted_peak, rm_ogc_stats *stats, int *stopped,
+                      const rm_problem *p, const rm_fwd_info *fi, double deadline, rm_err *e);
+
+/* rm_best_baseline (strategy.h), also giving the seconds one simulation of
+ * the winner took (sim_s may be NULL): what judging an answer like it will
+ * take, which a route keeps back from its deadline. */
+rm_schedule *rm_best_baseline_timed(const rm_problem *p, double deadline, int prefer_lower_peak, const char **name,
+                                    rm_sim_result *r, double *sim_s);
+
+/* The searching baselines under a deadline (rm_strategy_until_fn): the
+ * sweeps of Chen's greedy and of Griewank's slots stop between candidates,
+ * OGC between the batch simulations of its DP (then it answers with its
+ * first pass, or with the checkpoint sets that seeded it). */
+int rm_chen_greedy_until(rm_schedule **out, int *stopped, const rm_problem *p, double deadline, rm_err *e);
+/* Chen's sqrt(n) is one construction, but on a DAG with long skips one
+ * that recomputes millions of nodes: it gives up at the deadline. */
+int rm_chen_sqrtn_until(rm_schedule **out, int *stopped, const rm_problem *p, double deadline, rm_err *e);
+int rm_ap_greedy_until(rm_schedule **out, int *stopped, const rm_problem *p, double deadline, rm_err *e);
+int rm_linearized_greedy_until(rm_schedule **out, int *stopped, const rm_problem *p, double deadline, rm_err *e);
+int rm_griewank_until(rm_schedule **out, int *stopped, const rm_problem *p, double deadline, rm_err *e);
+int rm_ogc_until(rm_schedule **out, int *stopped, const rm_problem *p, double deadline, rm_err *e);
 
 /* The baseline strategies in the order tables show them (checkpoint_all
  * first), as rm_strategy_info initializers: rm_strategy_list's table
  * (baseline_table.c) and the head of rm_strategy_list_all's (strategies.c). */
-#define RM_BASELINE_TABLE                                                                         \
-    {"checkpoint_all", "Checkpoint all", rm_strategy_checkpoint_all, NULL},                       \
-        {"chen_sqrtn", "Chen et al. sqrt(n)", rm_strategy_chen_sqrtn, NULL},                      \
-        {"chen_greedy", "Chen et al. greedy", rm_strategy_chen_greedy, NULL},                     \
-        {"griewank", "Griewank & Walther log(n)", rm_strategy_griewank, NULL},                    \
-        {"ap_sqrtn", "AP sqrt(n)", rm_strategy_ap_sqrtn, NULL},                                   \
-        {"ap_greedy", "AP greedy", rm_strategy_ap_greedy, NULL},                                  \
-        {"linearized_sqrtn", "Linearized sqrt(n)", rm_strategy_linearized_sqrtn, NULL},           \
-        {"linearized_greedy", "Linearized greedy", rm_strategy_linearized_greedy, NULL},          \
-        {"ogc", "Feng & Huang optimal checkpointing", rm_strategy_ogc, NULL}
+#define RM_BASELINE_TABLE                                                                                    \
+    {"checkpoint_all", "Checkpoint all", rm_strategy_checkpoint_all, NULL, NULL},                            \
+        {"chen_sqrtn", "Chen et al. sqrt(n)", rm_strategy_chen_sqrtn, NULL, rm_chen_sqrtn_until},            \
+        {"chen_greedy", "Chen et al. greedy", rm_strategy_chen_greedy, NULL, rm_chen_greedy_until},          \
+        {"griewank", "Griewank & Walther log(n)", rm_strategy_griewank, NULL, rm_griewank_until},            \
+        {"ap_sqrtn", "AP sqrt(n)", rm_strategy_ap_sqrtn, NULL, NULL},                                        \
+        {"ap_greedy", "AP greedy", rm_strategy_ap_greedy, NULL, rm_ap_greedy_until},                         \
+        {"linearized_sqrtn", "Linearized sqrt(n)", rm_strategy_linearized_sqrtn, NULL, NULL},                \
+        {"linearized_greedy", "Linearized greedy", rm_strategy_linearized_greedy, NULL,                      \
+         rm_linearized_greedy_until},                                                                        \
+        {"ogc", "Feng & Huang optimal checkpointing", rm_strategy_ogc, NULL, rm_ogc_until}
 #define RM_BASELINE_COUNT 9
 
 #endif

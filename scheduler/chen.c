@@ -10,10 +10,20 @@
 
 int rm_strategy_chen_sqrtn(rm_schedule **out, const rm_problem *p, rm_err *e)
 {
-    return rm_chen_sqrtn_run(out, p, 0, 0, "chen_sqrtn", e);
+    return rm_chen_sqrtn_run(out, NULL, p, 0, 0, "chen_sqrtn", 0, e);
+}
+
+int rm_chen_sqrtn_until(rm_schedule **out, int *stopped, const rm_problem *p, double deadline, rm_err *e)
+{
+    return rm_chen_sqrtn_run(out, stopped, p, 0, 0, "chen_sqrtn", deadline, e);
 }
 
 int rm_strategy_chen_greedy(rm_schedule **out, const rm_problem *p, rm_err *e)
 {
-    return rm_chen_greedy_search(out, p, NULL, 0, 0, "chen_greedy", e);
+    return rm_chen_greedy_until(out, NULL, p, 0, e);
+}
+
+int rm_chen_greedy_until(rm_schedule **out, int *stopped, const rm_problem *p, double deadline, rm_err *e)
+{
+    return rm_chen_greedy_search(out, stopped, p, NULL, 0, 0, "chen_greedy", deadline, e);
 }

@@ -36,6 +36,8 @@
 #include <string.h>
 
 #include "baseline.h"
+#include "deadline.h"
+#include "log.h"
 #include "strategy.h"
 
 #define MAX_SLOTS 40
@@ -103,8 +105,14 @@ static int cmp_snap(const void *x, const void *y)
 
 int rm_strategy_griewank(rm_schedule **out, const rm_problem *p, rm_err *e)
 {
+    return rm_griewank_until(out, NULL, p, 0, e);
+}
+
+int rm_griewank_until(rm_schedule **out, int *stopped, const rm_problem *p, double deadline, rm_err *e)
+{
     static const char *name = "griewank";
     *out = NULL;
+    if (stopped) *stopped = 0;
     int rc = rm_baseline_precheck(p, name, e);
     if (rc) return rc;
     rm_fwd_info fi;
@@ -132,7 +140,7 @@ int rm_strategy_griewank(rm_schedule **out, const rm_problem *p, rm_err *e)
     if (M < 1) { /* no forward chain to reverse */
         rm_schedule *sch;
         if (!(rc = rm_build_schedule(&sch, p, &fi, NULL, NULL, NULL, 0, 0, e))) rc = rm_best_offer(&best, sch, p, e);
-        if (!rc) rc = rm_best_finish(out, &best, p, name, e);
+        if (!rc) rc = rm_best_finish(out, stopped, &best, p, name, e);
         goto done;
     }
     /* Blocks: node 0 (c_0) is the stored initial state; block i holds
@@ -157,28 +165,11 @@ int rm_strategy_griewank(rm_schedule **out, const rm_problem *p, rm_err *e)
             if (t > r.last[block[u]]) r.last[block[u]] = t;
         }
     rm_revolve_splits(r.F, r.split, M, r.S);
-    for (int s = 0; s <= r.S; s++) {
-        /* Few slots on a long chain recompute quadratically: 0 slots and
-         * 50,000 blocks is 1.25 billion recomputations, a schedule of tens
-         * of gigabytes. Such slot counts are skipped (the schedule that
-         * keeps every forward value is offered below in any case). */
-        if (r.F[M * (r.S + 1) + s] > GRIEWANK_MAX_RECOMPUTES) continue;
-        r.nsnaps = 0;
-        treeverse(&r, 0, M, s, 1);
-        qsort(r.snaps, (size_t)r.nsnaps, sizeof *r.snaps, cmp_snap);
-        rm_schedule *sch;
-        /* One dearer than the best so far is given up unbuilt. */
-        rc = rm_build_schedule(&sch, p, &fi, pinned, seg, r.snaps, r.nsnaps, best.s ? best.r.cost : 0, e);
-        if (rc == RM_ERR_BUDGET) continue;
-        if (rc) goto done;
-        if ((rc = rm_best_offer(&best, sch, p, e))) {
-            rm_err_context(e, "%s", name);
-            goto done;
-        }
-    }
     {
-        /* The top of the memory range: every forward value kept, where
-         * revolve ends up when slots (and the steps' tapes) are unlimited. */
+        /* The top of the memory range first: every forward value kept, where
+         * revolve ends up when slots (and the steps' tapes) are unlimited.
+         * One linear construction, so that a sweep stopped by its deadline
+         * still has the schedule that fits any budget checkpoint-all fits. */
         uint8_t *all = malloc((size_t)n);
         rm_schedule *sch;
         if (!all) {
@@ -190,7 +181,35 @@ int rm_strategy_griewank(rm_schedule **out, const rm_problem *p, rm_err *e)
         free(all);
         if (rc || (rc = rm_best_offer(&best, sch, p, e))) goto done;
     }
-    rc = rm_best_finish(out, &best, p, name, e);
+    /* Many slots first: the cheap schedules, which fit the looser budgets,
+     * come before the recomputation-heavy ones when a deadline stops the
+     * sweep (and a build dearer than the best so far is given up early). */
+    fi.deadline = deadline; /* a slot count in progress at the deadline is given up (RM_ERR_BUDGET) */
+    for (int s = r.S; s >= 0 && !rm_best_stop(&best, deadline); s--) {
+        /* Few slots on a long chain recompute quadratically: 0 slots and
+         * 50,000 blocks is 1.25 billion recomputations, a schedule of tens
+         * of gigabytes. Such slot counts are skipped (the schedule that
+         * keeps every forward value is offered below in any case). */
+        if (r.F[M * (r.S + 1) + s] > GRIEWANK_MAX_RECOMPUTES) continue;
+        r.nsnaps = 0;
+        treeverse(&r, 0, M, s, 1);
+        qsort(r.snaps, (size_t)r.nsnaps, sizeof *r.snaps, cmp_snap);
+        rm_schedule *sch;
+        /* One dearer than the best so far is given up unbuilt. */
+        rc = rm_build_schedule(&sch, p, &fi, pinned, seg, r.snaps, r.nsnaps, best.s ? best.r.cost : 0, e);
+        if (rc == RM_ERR_BUDGET && rm_deadline_passed(deadline)) { /* given up at the deadline */
+            best.stopped = 1;
+            break;
+        }
+        if (rc == RM_ERR_BUDGET) continue;
+        if (rc) goto done;
+        if ((rc = rm_best_offer(&best, sch, p, e))) {
+            rm_err_context(e, "%s", name);
+            goto done;
+        }
+    }
+    if (best.stopped) RM_LOG_INFO("%s: stopped at the deadline after %d of %d candidates", name, best.tried, r.S + 2);
+    rc = rm_best_finish(out, stopped, &best, p, name, e);
 done:
     rm_schedule_free(best.s);
     free(r.F);

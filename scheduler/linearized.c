@@ -10,10 +10,15 @@
 
 int rm_strategy_linearized_sqrtn(rm_schedule **out, const rm_problem *p, rm_err *e)
 {
-    return rm_chen_sqrtn_run(out, p, 0, 1, "linearized_sqrtn", e);
+    return rm_chen_sqrtn_run(out, NULL, p, 0, 1, "linearized_sqrtn", 0, e);
 }
 
 int rm_strategy_linearized_greedy(rm_schedule **out, const rm_problem *p, rm_err *e)
 {
-    return rm_chen_greedy_search(out, p, NULL, 0, 1, "linearized_greedy", e);
+    return rm_linearized_greedy_until(out, NULL, p, 0, e);
+}
+
+int rm_linearized_greedy_until(rm_schedule **out, int *stopped, const rm_problem *p, double deadline, rm_err *e)
+{
+    return rm_chen_greedy_search(out, stopped, p, NULL, 0, 1, "linearized_greedy", deadline, e);
 }

@@ -261,7 +261,7 @@ static int solve_level(rm_lp_bound_result *out, const rm_problem *p, const int *
     out->ncols = m.ncols, out->nrows = m.nrows, out->blocks = m.nb;
     if (rc == RM_OK && m.ncols == 0)
         lp = out->trivial; /* nothing to recompute or retain (lp_solve answers NOTRUN) */
-    else if (rc == RM_OK && (deadline == 0 || rm_lp_now() < deadline))
+    else if (rc == RM_OK && (deadline == 0 || rm_now() < deadline))
         rc = solve_model(&m, &lp, out->trivial, deadline, e);
     bmodel_free(&m);
     if (lp >= 0) out->solved = 1, out->levels++;
@@ -309,12 +309,12 @@ static int bound_begin(rm_lp_bound_result *out, const rm_problem *p, int **lastd
 
 int rm_lp_bound_blocks(rm_lp_bound_result *out, const rm_problem *p, const int *ends, int nends, rm_err *e)
 {
-    double t0 = rm_lp_now();
+    double t0 = rm_now();
     int *lastdesc;
     int rc = bound_begin(out, p, &lastdesc, e);
     if (rc == RM_OK && lastdesc) rc = solve_level(out, p, lastdesc, ends, nends, 0, e);
     free(lastdesc);
-    out->seconds = rm_lp_now() - t0;
+    out->seconds = rm_now() - t0;
     return rc;
 }
 
@@ -333,11 +333,11 @@ static int refine(rm_lp_bound_result *out, const rm_problem *p, const int *lastd
     int ne = rc == RM_OK ? pressure_stages(ends, p, lastdesc) : 0;
     for (int k = deadline > 0 ? 16 : ne; rc == RM_OK && ne > 0; k *= 2) {
         if (k > ne) k = ne;
-        double l0 = rm_lp_now();
+        double l0 = rm_now();
         spread(sel, ends, ne, k);
         rc = solve_level(out, p, lastdesc, sel, k, deadline, e);
-        double took = rm_lp_now() - l0;
-        if (k == ne || (deadline > 0 && rm_lp_now() + 4 * took > deadline)) break;
+        double took = rm_now() - l0;
+        if (k == ne || (deadline > 0 && rm_now() + 4 * took > deadline)) break;
     }
     free(ends);
     free(sel);
@@ -346,12 +346,12 @@ static int refine(rm_lp_bound_result *out, const rm_problem *p, const int *lastd
 
 int rm_lp_bound(rm_lp_bound_result *out, const rm_problem *p, double time_limit_s, rm_err *e)
 {
-    double t0 = rm_lp_now();
+    double t0 = rm_now();
     int *lastdesc;
     int rc = bound_begin(out, p, &lastdesc, e);
     if (rc == RM_OK && lastdesc) rc = refine(out, p, lastdesc, time_limit_s > 0 ? t0 + time_limit_s : 0, e);
     free(lastdesc);
-    out->seconds = rm_lp_now() - t0;
+    out->seconds = rm_now() - t0;
     RM_LOG_DEBUG("lp bound: %d nodes: %.6g (%s; trivial %.6g), %d levels, %.3f s", p->n, out->bound,
                  out->solved ? "solved" : "not solved", out->trivial, out->levels, out->seconds);
     return rc;

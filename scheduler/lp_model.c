@@ -32,18 +32,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "log.h"
 #include "simulate.h"
 #include "strategy.h"
-
-double rm_lp_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 const char *rm_lp_code_name(int code)
 {
@@ -554,7 +546,7 @@ int rm_lp_failure(int code, const char *what, rm_err *e)
 
 rm_lp_watch rm_lp_watch_make(long node_limit, double deadline)
 {
-    rm_lp_watch w = {node_limit, deadline, rm_lp_now(), -1, 0, 0, 0};
+    rm_lp_watch w = {node_limit, deadline, rm_now(), -1, 0, 0, 0};
     return w;
 }
 
@@ -565,7 +557,7 @@ static int watch_abort(lprec *lp, void *h)
         c->node_abort = 1;
         return TRUE;
     }
-    if (c->deadline > 0 && rm_lp_now() >= c->deadline) {
+    if (c->deadline > 0 && rm_now() >= c->deadline) {
         c->time_abort = 1;
         return TRUE;
     }
@@ -577,7 +569,7 @@ static void watch_msg(lprec *lp, void *h, int msg)
     (void)lp;
     rm_lp_watch *c = h;
     if (msg & (MSG_MILPBETTER | MSG_MILPFEASIBLE)) {
-        if (c->first < 0) c->first = rm_lp_now() - c->t0;
+        if (c->first < 0) c->first = rm_now() - c->t0;
         if (msg & MSG_MILPBETTER) c->improvements++;
     }
 }
@@ -585,7 +577,7 @@ static void watch_msg(lprec *lp, void *h, int msg)
 static void set_limits(lprec *lp, double deadline)
 {
     if (deadline > 0) {
-        double left = deadline - rm_lp_now();
+        double left = deadline - rm_now();
         set_timeout(lp, left < 1 ? 1 : (long)ceil(left));
     } else {
         set_timeout(lp, 0);
@@ -601,7 +593,7 @@ int rm_lp_solve_watched(lprec *lp, rm_lp_watch *w, int track_improvements)
     put_abortfunc(lp, NULL, NULL);
     if (track_improvements) put_msgfunc(lp, NULL, NULL, 0);
     RM_LOG_DEBUG("lp_solve solve(): %d (%s) after %.3f s, %.0f nodes", code, rm_lp_code_name(code),
-                 rm_lp_now() - w->t0, (double)get_total_nodes(lp));
+                 rm_now() - w->t0, (double)get_total_nodes(lp));
     return code;
 }
 
@@ -671,7 +663,7 @@ static int take_relaxation(rm_milp_relaxation *out, const rm_lp_model *m, const 
 
 int rm_milp_relax(rm_milp_relaxation *out, const rm_problem *p, unsigned levers, double time_limit_s, rm_err *e)
 {
-    double t0 = rm_lp_now();
+    double t0 = rm_now();
     memset(out, 0, sizeof *out);
     int rc = rm_lp_check_problem(p, "milp", e);
     if (rc != RM_OK) return rc;
@@ -696,7 +688,7 @@ int rm_milp_relax(rm_milp_relaxation *out, const rm_problem *p, unsigned levers,
                        rm_lp_code_name(code));
     if (rc == RM_OK) rc = take_relaxation(out, &m, p, bound, e);
     rm_lp_model_free(&m);
-    out->seconds = rm_lp_now() - t0;
+    out->seconds = rm_now() - t0;
     RM_LOG_DEBUG("lp relaxation: %d nodes, bound %.6g, %.3f s%s", p->n, out->bound, out->seconds,
                  rc == RM_OK ? "" : " (no optimum)");
     return rc;

@@ -26,6 +26,7 @@
 
 #include <stddef.h>
 
+#include "deadline.h"
 #include "problem.h"
 
 /* Levers of the model and of the MILP's search, as flags so their effect can
@@ -142,7 +143,7 @@ double rm_lp_cost_step(const rm_problem *p);
 double rm_lp_step_up(double bound, double step);
 
 /* One lp_solve solve() under a node limit and a deadline (absolute, on the
- * clock of rm_lp_now; 0 = none), optionally noting when improved solutions
+ * clock of rm_now, deadline.h; 0 = none), optionally noting when improved solutions
  * are found (track_improvements). */
 typedef struct rm_lp_watch {
     long node_limit;
@@ -152,7 +153,6 @@ typedef struct rm_lp_watch {
     int improvements;
     int node_abort, time_abort;
 } rm_lp_watch;
-double rm_lp_now(void);
 rm_lp_watch rm_lp_watch_make(long node_limit, double deadline);
 int rm_lp_solve_watched(struct _lprec *lp, rm_lp_watch *w, int track_improvements);
 

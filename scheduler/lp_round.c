@@ -12,7 +12,7 @@
 #include "rng.h"
 #include "simulate.h"
 
-#define now_s rm_lp_now
+#define now_s rm_now
 
 void rm_lp_round_options_default(rm_lp_round_options *o)
 {

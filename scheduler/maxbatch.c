@@ -9,14 +9,8 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "deadline.h"
 
 /* One round of galloping from *lo (known to fit): *lo + 1, + 2, + 4, ... up
  * to *hi - 1, until a batch does not fit (it becomes *hi) or *hi - 1 fits.
@@ -197,7 +191,7 @@ static int strategy_fits(int *feasible, void *vctx, int batch, rm_err *e)
 int rm_maxbatch_search(rm_maxbatch_result *out, const rm_strategy_info *st, rm_maxbatch_problem_fn build, void *ctx,
                        const rm_maxbatch_options *o, rm_err *e)
 {
-    double t0 = now_s();
+    double t0 = rm_now();
     memset(out, 0, sizeof *out);
     if (!o || o->budget == 0) return rm_errorf(e, RM_ERR_INVALID, "maxbatch: a budget is required");
     int cap = o->max_batch > 0 ? o->max_batch : 1 << 20;
@@ -236,7 +230,7 @@ int rm_maxbatch_search(rm_maxbatch_result *out, const rm_strategy_info *st, rm_m
      * given as one). */
     out->fail_batch = out->max_batch < out->bound_batch ? out->max_batch + 1 : 0;
     out->capped = out->max_batch == cap;
-    out->search_s = now_s() - t0;
+    out->search_s = rm_now() - t0;
     return RM_OK;
 fail:
     rm_schedule_free(out->schedule);

@@ -19,7 +19,7 @@
 #include "simulate.h"
 #include "strategy.h"
 
-#define now_s rm_lp_now
+#define now_s rm_now
 
 void rm_milp_options_default(rm_milp_options *o)
 {

@@ -83,6 +83,7 @@
 #include <string.h>
 
 #include "baseline.h"
+#include "deadline.h"
 #include "log.h"
 #include "strategy.h"
 
@@ -169,7 +170,12 @@ typedef struct ogc_dp {
     int *by_lastfwd, *lf_start; /* the forward values bucketed by lastfwd */
     int simulations;            /* batches simulated by the last DP */
     double work;                /* its work estimate */
+    double deadline;            /* deadline.h; 0 = none */
+    int stopped;                /* the deadline stopped a DP (OGC_STOPPED) */
 } ogc_dp;
+
+/* A DP stopped by its deadline (an rc below every rm_err code). */
+#define OGC_STOPPED (-1)
 
 /* Boundary index a in 0..K+1: 0 the virtual start (the empty prefix), 1..K
  * position pos[a-1], K+1 the virtual end (the whole forward region, nothing
@@ -378,6 +384,15 @@ static int lowest_checkpoint(const ogc_dp *d, int a)
     return a >= 1 && a <= d->K ? d->bmem[d->bstart[a]] : AT(d, a);
 }
 
+/* Before each batch simulation (a whole-graph simulation: the DP's unit of
+ * work): OGC_STOPPED once the deadline has passed. */
+static int deadline_check(ogc_dp *d)
+{
+    if (!rm_deadline_passed(d->deadline)) return RM_OK;
+    d->stopped = 1;
+    return OGC_STOPPED;
+}
+
 /* Every pair (a, a + L) not pruned, in batches of pairs that do not
  * overlap: a = r, r + L, r + 2L, ... for each residue r. About maxspan^2 / 2
  * simulations instead of one per pair. With count, the batches are only
@@ -401,7 +416,7 @@ static int run_batches(ogc_dp *d, int maxspan, int *count, rm_err *e)
                 if (clash) {
                     if (count)
                         ++*count;
-                    else if ((rc = simulate_batch(d, nb, L, e)))
+                    else if ((rc = deadline_check(d)) || (rc = simulate_batch(d, nb, L, e)))
                         return rc;
                     nb = 0;
                     top = -1;
@@ -415,7 +430,7 @@ static int run_batches(ogc_dp *d, int maxspan, int *count, rm_err *e)
             if (nb) {
                 if (count)
                     ++*count;
-                else if ((rc = simulate_batch(d, nb, L, e)))
+                else if ((rc = deadline_check(d)) || (rc = simulate_batch(d, nb, L, e)))
                     return rc;
             }
             memset(d->pins_batch, 0, (size_t)n);
@@ -554,6 +569,12 @@ static int run_pass(ogc_dp *d, int *pos, const int *cand, int m, int Kmax, size_
 int rm_ogc_plan(uint8_t *pinned, size_t *predicted_peak, rm_ogc_stats *stats, const rm_problem *p,
                 const rm_fwd_info *fi, rm_err *e)
 {
+    return rm_ogc_plan_until(pinned, predicted_peak, stats, NULL, p, fi, 0, e);
+}
+
+int rm_ogc_plan_until(uint8_t *pinned, size_t *predicted_peak, rm_ogc_stats *stats, int *stopped,
+                      const rm_problem *p, const rm_fwd_info *fi, double deadline, rm_err *e)
+{
     int n = p->n, b0 = fi->b0;
     memset(pinned, 0, (size_t)n);
     *predicted_peak = 0;
@@ -563,6 +584,8 @@ int rm_ogc_plan(uint8_t *pinned, size_t *predicted_peak, rm_ogc_stats *stats, co
     ogc_dp d = {0};
     d.p = p;
     d.fi = fi;
+    d.deadline = deadline;
+    if (stopped) *stopped = 0;
     int *pos = malloc(((size_t)Kmax + 1) * sizeof(int));
     size_t cells = ((size_t)Kmax + 2) * ((size_t)Kmax + 2);
     d.h = malloc(cells * sizeof(long long));
@@ -582,7 +605,7 @@ int rm_ogc_plan(uint8_t *pinned, size_t *predicted_peak, rm_ogc_stats *stats, co
     d.by_lastfwd = malloc(((size_t)b0 + 1) * sizeof(int));
     d.lf_start = calloc((size_t)b0 + 2, sizeof(int));
     uint8_t *second = calloc((size_t)n, 1);
-    int rc = RM_OK, K1 = 0, K2 = 0;
+    int rc = RM_OK, K1 = 0, K2 = 0, pass = 1;
     if (!pos || !d.h || !d.own || !d.hc || !d.W || !d.stage_max || !d.stage_rc || !d.pins || !d.span || !d.batch ||
         !d.ostart || !d.ord || !d.fen || !d.owner || !d.pins_batch || !d.by_lastfwd || !d.lf_start || !second) {
         rc = rm_errorf(e, RM_ERR_NOMEM, "ogc: out of memory");
@@ -599,18 +622,32 @@ int rm_ogc_plan(uint8_t *pinned, size_t *predicted_peak, rm_ogc_stats *stats, co
     double cost, cost2;
     KC = spread(pos, KC, fi->cuts, fi->ncuts);
     for (int k = 0; k < KC; k++) d.pins[pos[k]] = 1;
+    double t_profile = rm_now();
     if ((rc = stage_profile(d.stage_max, d.stage_rc, NULL, &ub, p, fi, d.pins, e))) goto done;
+    /* After the DP its answer is built and simulated a few times (judged
+     * here, built by the caller, simulated by it and by the strategy's
+     * judge): kept back from the deadline, measured on this simulation. */
+    if (deadline > 0) d.deadline = deadline - 4 * (rm_now() - t_profile);
     for (int t = b0; t < n; t++)
         if (fi->pos[t] < 0 && d.stage_max[t] > d.g0) d.g0 = d.stage_max[t];
+    /* The lower of these two seeds is the answer when the deadline stops
+     * pass 1 (its peak simulated, so "predicted" exactly). */
+    memcpy(pinned, d.pins, (size_t)n);
+    *predicted_peak = ub;
     memset(d.pins, 0, (size_t)n);
     int step = (int)sqrt((double)KC) > 1 ? (int)sqrt((double)KC) : 1;
     for (int k = step - 1; k < KC; k += step) d.pins[pos[k]] = 1;
     if ((rc = stage_profile(d.stage_max, d.stage_rc, NULL, &pk, p, fi, d.pins, e))) goto done;
-    if (pk < ub) ub = pk;
+    if (pk < ub) {
+        ub = pk;
+        memcpy(pinned, d.pins, (size_t)n);
+        *predicted_peak = pk;
+    }
     /* Pass 1, cut points: segments never share values, cheap, and its
      * simulated answer bounds pass 2 tightly. */
     size_t pred1, pred2;
-    if ((rc = run_pass(&d, pos, fi->cuts, fi->ncuts, OGC_MAX_CUTS, ub, pinned, &pred1, &K1, e))) goto done;
+    if ((rc = run_pass(&d, pos, fi->cuts, fi->ncuts, OGC_MAX_CUTS, ub, second, &pred1, &K1, e))) goto done;
+    memcpy(pinned, second, (size_t)n);
     if (stats) {
         memset(stats, 0, sizeof *stats);
         stats->positions[0] = K1;
@@ -624,6 +661,7 @@ int rm_ogc_plan(uint8_t *pinned, size_t *predicted_peak, rm_ogc_stats *stats, co
      * boundaries carry skips. Its family contains pass 1's (uncapped), so
      * it only replaces pass 1 when the simulator says it is better. */
     if (KP > K1) {
+        pass = 2;
         if ((rc = run_pass(&d, pos, NULL, b0, OGC_MAX_POSITIONS, ub, second, &pred2, &K2, e))) goto done;
         if (stats) {
             stats->positions[1] = K2;
@@ -640,6 +678,13 @@ int rm_ogc_plan(uint8_t *pinned, size_t *predicted_peak, rm_ogc_stats *stats, co
     }
     RM_LOG_DEBUG("ogc: %d cut points, then %d positions", K1, K2);
 done:
+    if (rc == OGC_STOPPED) {
+        /* The best set so far stands: pass 1's, or the seeds'. */
+        RM_LOG_INFO("ogc: stopped at the deadline in pass %d of 2: %s", pass,
+                    pass == 1 ? "the better of its seed checkpoint sets stands" : "pass 1's answer stands");
+        rc = RM_OK;
+    }
+    if (stopped) *stopped = d.stopped;
     free(pos);
     free(d.h);
     free(d.own);
@@ -665,7 +710,13 @@ done:
 
 int rm_strategy_ogc(rm_schedule **out, const rm_problem *p, rm_err *e)
 {
+    return rm_ogc_until(out, NULL, p, 0, e);
+}
+
+int rm_ogc_until(rm_schedule **out, int *stopped, const rm_problem *p, double deadline, rm_err *e)
+{
     *out = NULL;
+    if (stopped) *stopped = 0;
     int rc = rm_baseline_precheck(p, "ogc", e);
     if (rc) return rc;
     rm_fwd_info fi;
@@ -677,7 +728,8 @@ int rm_strategy_ogc(rm_schedule **out, const rm_problem *p, rm_err *e)
     }
     size_t predicted;
     rm_schedule *s;
-    if (!(rc = rm_ogc_plan(pins, &predicted, NULL, p, &fi, e)) && !(rc = rm_build_from_checkpoints(&s, p, &fi, pins, 0, e)))
+    if (!(rc = rm_ogc_plan_until(pins, &predicted, NULL, stopped, p, &fi, deadline, e)) &&
+        !(rc = rm_build_from_checkpoints(&s, p, &fi, pins, 0, e)))
         rc = rm_baseline_finish(out, NULL, s, p, "ogc", e);
     free(pins);
     rm_fwd_info_free(&fi);

@@ -7,19 +7,29 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
+#include "baseline.h"
 #include "coarsen.h"
 #include "log.h"
 #include "milp.h"
 
-double rm_route_now(void)
+double rm_route_deadline(const rm_strategy_options *o)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    if (!o) return 0;
+    return o->deadline > 0 ? o->deadline : rm_deadline_in(o->time_limit_s);
+}
+
+rm_strategy_options rm_route_phase(const rm_strategy_options *o, double deadline)
+{
+    rm_strategy_options po;
+    memset(&po, 0, sizeof po);
+    if (o) po = *o;
+    po.deadline = deadline;
+    po.time_limit_s = deadline > 0 ? fmax(0.01, rm_deadline_left(deadline)) : 0;
+    return po;
 }
 
 void rm_route_say(const rm_strategy_options *o, int to_caller, const char *fmt, ...)
@@ -63,6 +73,7 @@ int rm_route_shortcuts(int *rc, rm_schedule **out, rm_strategy_stats *stats, con
                  r.peak_bytes, r.cost);
     *out = all;
     if (stats) {
+        stats->sim = r;
         if (proves) stats->status = RM_STATUS_OPTIMAL;
         stats->has_bound = 1;
         stats->lp_bound = r.cost;
@@ -94,15 +105,21 @@ int rm_route_offer(rm_schedule **best, rm_sim_result *best_r, rm_schedule *s, co
  * checkpointing heuristic fits, and without any incumbent lp_solve's branch
  * and bound may find nothing at all. The baselines take milliseconds. */
 rm_schedule *rm_route_incumbent(const rm_problem *p, const rm_strategy_options *o, double deadline, const char *who,
-                                const char **name, rm_sim_result *r)
+                                const char **name, rm_sim_result *r, double *judge_s)
 {
     rm_schedule *inc = NULL;
     rm_err ignored = {RM_OK, ""};
     int from_caller = 0;
+    double sim_s = 0, t0 = rm_now();
     *name = NULL;
+    if (judge_s) *judge_s = 0;
     if (p->budget == 0) return NULL;
+    if (o && !o->incumbent && o->incumbent_sim) return NULL; /* the caller's search found none */
     if (o && o->incumbent && o->incumbent->n == p->n && rm_schedule_copy(&inc, o->incumbent, &ignored) == RM_OK) {
-        if (rm_simulate(r, p, inc, &ignored) == RM_OK && rm_sim_fits(p, r)) {
+        if (o->incumbent_sim) *r = *o->incumbent_sim;
+        else if (rm_simulate(r, p, inc, &ignored) != RM_OK) r->peak_bytes = SIZE_MAX;
+        else sim_s = rm_now() - t0;
+        if (rm_sim_fits(p, r)) {
             *name = RM_SOURCE_CALLER_INCUMBENT;
             from_caller = 1;
         } else {
@@ -110,11 +127,12 @@ rm_schedule *rm_route_incumbent(const rm_problem *p, const rm_strategy_options *
             inc = NULL;
         }
     }
-    if (!inc && (inc = rm_best_baseline(p, deadline, 0, name, r)) == NULL) {
+    if (!inc && (inc = rm_best_baseline_timed(p, deadline, 0, name, r, &sim_s)) == NULL) {
         rm_route_say(NULL, 0, "route %s: no baseline fits: no incumbent", who);
         return NULL;
     }
     if (!*name) *name = "a baseline"; /* rm_best_baseline names its winner; never left unnamed */
+    if (judge_s) *judge_s = 1.5 * sim_s;
     rm_route_say(NULL, 0, "route %s: incumbent: %s, cost %.6g", who, *name, r->cost);
     if (o && o->log && !from_caller) { /* the caller knows its own incumbent */
         char line[160];
@@ -145,17 +163,16 @@ int rm_route_first_fit(rm_schedule **out, rm_strategy_stats *stats, rm_schedule 
 static int lp_round_direct(rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p,
                            const rm_strategy_options *o, rm_err *e)
 {
-    double t0 = rm_route_now();
+    double deadline = rm_route_deadline(o);
     int rc;
     if (rm_route_shortcuts(&rc, out, stats, p, "lp_round", 0, e) == RM_ROUTE_ANSWERED) return rc;
     const char *iname;
     rm_sim_result ir;
-    double limit = o ? o->time_limit_s : 0;
-    rm_schedule *inc = rm_route_incumbent(p, o, limit > 0 ? t0 + limit : 0, "lp_round", &iname, &ir);
+    rm_schedule *inc = rm_route_incumbent(p, o, deadline, "lp_round", &iname, &ir, NULL);
     if (rm_route_first_fit(out, stats, inc, iname, &ir, o, "lp_round")) return RM_OK;
     rm_lp_round_options lo;
     rm_lp_round_options_default(&lo);
-    if (limit > 0) lo.time_limit_s = fmax(0.01, limit - (rm_route_now() - t0));
+    if (deadline > 0) lo.time_limit_s = fmax(0.01, rm_deadline_left(deadline));
     rm_lp_round_result r;
     memset(&r, 0, sizeof r);
     rm_err re = {RM_OK, ""};
@@ -213,7 +230,7 @@ static void say_milp(int rc, const rm_milp_result *info, const rm_err *e)
 static int milp_direct(rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p, const rm_strategy_options *o,
                        rm_err *e)
 {
-    double t0 = rm_route_now();
+    double deadline = rm_route_deadline(o);
     rm_milp_options mo;
     rm_milp_options_default(&mo);
     if (o) {
@@ -228,11 +245,10 @@ static int milp_direct(rm_schedule **out, rm_strategy_stats *stats, const rm_pro
     if (rm_route_shortcuts(&rc, out, stats, p, "milp", 1, e) == RM_ROUTE_ANSWERED) return rc;
     const char *iname;
     rm_sim_result ir;
-    rm_schedule *incumbent =
-        rm_route_incumbent(p, o, mo.time_limit_s > 0 ? t0 + mo.time_limit_s : 0, "milp", &iname, &ir);
+    rm_schedule *incumbent = rm_route_incumbent(p, o, deadline, "milp", &iname, &ir, NULL);
     if (rm_route_first_fit(out, stats, incumbent, iname, &ir, o, "milp")) return RM_OK;
-    if (mo.time_limit_s > 0) /* the limit is for the whole call: what the baselines took is gone */
-        mo.time_limit_s = fmax(0.01, mo.time_limit_s - (rm_route_now() - t0));
+    if (deadline > 0) /* the limit is for the whole call: what the baselines took is gone */
+        mo.time_limit_s = fmax(0.01, rm_deadline_left(deadline));
     mo.incumbent = incumbent;
     rm_milp_result info;
     memset(&info, 0, sizeof info);
@@ -276,23 +292,33 @@ int rm_route_milp(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
                   rm_err *e)
 {
     if (p->n <= RM_COARSEN_MIN_NODES) return milp_direct(out, stats, p, o, e);
-    if (!o || o->time_limit_s <= 0) {
+    double deadline = rm_route_deadline(o);
+    if (deadline <= 0) {
         rm_route_say(NULL, 0, "route milp: %d nodes > %d: coarsened MILP, the best baseline as fallback", p->n,
             RM_COARSEN_MIN_NODES);
         return rm_coarsen_run(out, stats, p, o, milp_direct, "milp", 0, RM_COARSEN_FALLBACK | RM_COARSEN_BOUND, e);
     }
     rm_route_say(NULL, 0, "route milp: %d nodes > %d: half the time to refined LP rounding, half to the coarsened MILP", p->n,
         RM_COARSEN_MIN_NODES);
-    double t0 = rm_route_now();
-    int ff = o->first_fit;
-    if (ff) { /* a baseline that fits answers at once */
-        const char *iname;
-        rm_sim_result ir;
-        rm_schedule *inc = rm_route_incumbent(p, o, t0 + o->time_limit_s, "milp", &iname, &ir);
-        if (rm_route_first_fit(out, stats, inc, iname, &ir, o, "milp")) return RM_OK;
+    rm_strategy_stats local;
+    if (!stats) {
+        memset(&local, 0, sizeof local);
+        stats = &local;
     }
-    rm_strategy_options part = *o;
-    part.time_limit_s = o->time_limit_s / 2;
+    int ff = o->first_fit, rc;
+    if (!o->incumbent_sim && rm_route_shortcuts(&rc, out, stats, p, "milp", 1, e) == RM_ROUTE_ANSWERED) return rc;
+    /* The incumbent once, for both halves (the MILP half falls back to it),
+     * in at most half the time: on 100,000 nodes the baselines' searches
+     * alone take tens of seconds. */
+    const char *iname;
+    rm_sim_result ir;
+    double judge_s;
+    rm_schedule *inc = rm_route_incumbent(p, o, rm_deadline_share(deadline, 0.5), "milp", &iname, &ir, &judge_s);
+    if (rm_route_first_fit(out, stats, inc, iname, &ir, o, "milp")) return RM_OK; /* a first fit answers at once */
+    deadline -= judge_s;
+    rm_strategy_options part = rm_route_phase(o, rm_deadline_share(deadline, 0.5));
+    part.incumbent = inc; /* unused by the rounding half, but its simulation says the shortcuts were asked */
+    part.incumbent_sim = &ir;
     rm_schedule *rounded = NULL;
     rm_strategy_stats rstats;
     memset(&rstats, 0, sizeof rstats);
@@ -309,29 +335,32 @@ int rm_route_milp(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
         } else {
             *out = rounded;
         }
-        if (stats) *stats = rstats;
+        *stats = rstats;
+        rm_schedule_free(inc);
         return rrc;
     }
-    part.time_limit_s = o->time_limit_s - (rm_route_now() - t0);
-    if (part.time_limit_s < 0.01) part.time_limit_s = 0.01;
+    part = rm_route_phase(o, deadline);
+    part.incumbent = inc;
+    part.incumbent_sim = &ir;
     /* The bound's time comes from the coarse MILP's half, which rarely wins. */
-    int rc = rm_coarsen_run(out, stats, p, &part, milp_direct, "milp", 0, RM_COARSEN_FALLBACK | RM_COARSEN_BOUND, e);
-    double bound = stats && stats->has_bound && !stats->bound_trivial ? stats->lp_bound : 0;
+    rc = rm_coarsen_run(out, stats, p, &part, milp_direct, "milp", 0, RM_COARSEN_FALLBACK | RM_COARSEN_BOUND, e);
+    rm_schedule_free(inc);
+    if (rstats.stopped) stats->stopped = 1;
+    double bound = stats->has_bound && !stats->bound_trivial ? stats->lp_bound : 0;
     if (rrc != RM_OK) return rc; /* rounding found nothing: the MILP route's answer stands */
-    rm_sim_result a, b;
-    rm_err ignored = {RM_OK, ""};
-    if (rm_simulate(&a, p, rounded, &ignored) != RM_OK || !rm_sim_fits(p, &a) ||
-        (rc == RM_OK && rm_simulate(&b, p, *out, &ignored) == RM_OK && b.cost <= a.cost)) {
+    rm_sim_result a;
+    /* Both simulations are at hand (rm_coarsen_run's stats->sim). */
+    a = rstats.sim;
+    if (!rm_sim_fits(p, &a) || (rc == RM_OK && stats->sim.cost <= a.cost)) {
         rm_schedule_free(rounded);
         return rc;
     }
     rm_route_say(o, 1, "milp: the refined LP rounding is cheaper than the coarse MILP; returning it");
     rm_schedule_free(*out);
     *out = rounded;
-    if (stats) {
-        stats->status = RM_STATUS_FEASIBLE;
-        stats->has_bound = 0;
-        if (bound > 0) rm_route_set_bound(stats, bound, a.cost);
-    }
+    stats->status = RM_STATUS_FEASIBLE;
+    stats->has_bound = 0;
+    stats->sim = a;
+    if (bound > 0) rm_route_set_bound(stats, bound, a.cost);
     return RM_OK;
 }

@@ -20,7 +20,11 @@ static int settle(rm_schedule **out, rm_strategy_stats *stats, int mrc, const rm
 {
     rm_sim_result mr;
     rm_err ignored = {RM_OK, ""};
-    if (mrc == RM_OK && (!inc || (rm_simulate(&mr, p, *out, &ignored) == RM_OK && mr.cost <= ir->cost))) {
+    /* The coarsened routes hand their simulation back (ms->sim); the direct
+     * MILP's answer is small enough to simulate again. */
+    if (mrc == RM_OK && ms->sim.cost > 0) mr = ms->sim;
+    else if (mrc == RM_OK && rm_simulate(&mr, p, *out, &ignored) != RM_OK) mr.cost = INFINITY;
+    if (mrc == RM_OK && (!inc || mr.cost <= ir->cost)) {
         rm_schedule_free(inc);
         *stats = *ms;
         /* The MILP's answer, or the heuristic's it started from and did not beat (ms->source). */
@@ -47,13 +51,14 @@ static int settle(rm_schedule **out, rm_strategy_stats *stats, int mrc, const rm
     stats->bound_trivial = ms->bound_trivial;
     stats->lp_bound = ms->lp_bound;
     stats->gap = stats->has_bound && ir->cost > 0 ? fmax(0, (ir->cost - ms->lp_bound) / ir->cost) : 0;
+    stats->stopped = ms->stopped;
     return RM_OK;
 }
 
 int rm_route_best(rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p, const rm_strategy_options *o,
                   rm_err *e)
 {
-    double t0 = rm_route_now(), limit = o ? o->time_limit_s : 0;
+    double deadline = rm_route_deadline(o);
     rm_strategy_stats dummy;
     if (!stats) stats = &dummy;
     int rc;
@@ -61,13 +66,16 @@ int rm_route_best(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
     if (rm_route_shortcuts(&rc, out, stats, p, "best", 1, e) == RM_ROUTE_ANSWERED) return rc;
     const char *iname = NULL;
     rm_sim_result ir;
-    rm_schedule *inc = rm_route_incumbent(p, o, limit > 0 ? t0 + limit : 0, "best", &iname, &ir);
+    /* The heuristics in at most half the time (milliseconds on models; on
+     * 100,000 nodes their searches would take it all), the rest to the
+     * solvers. */
+    double judge_s;
+    rm_schedule *inc = rm_route_incumbent(p, o, rm_deadline_share(deadline, 0.5), "best", &iname, &ir, &judge_s);
     if (rm_route_first_fit(out, stats, inc, iname, &ir, o, "best")) return RM_OK;
-    rm_strategy_options so;
-    memset(&so, 0, sizeof so);
-    if (o) so = *o;
+    if (deadline > 0) deadline -= judge_s;
+    rm_strategy_options so = rm_route_phase(o, deadline);
     so.incumbent = inc;
-    if (limit > 0) so.time_limit_s = fmax(0.01, limit - (rm_route_now() - t0));
+    so.incumbent_sim = &ir; /* with inc NULL: none fits, not searched again */
     rm_strategy_stats ms;
     memset(&ms, 0, sizeof ms);
     ms.status = RM_STATUS_ERROR;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "coarsen.h"
+#include "deadline.h"
 #include "log.h"
 #include "lp_bound.h"
 #include "milp.h"
@@ -18,12 +19,15 @@ typedef struct coarse_best {
     rm_status cstatus; /* the best status a coarse solve reported */
     char why[200];     /* why nothing fits, when nothing does */
     int m;             /* super-nodes of the last level */
+    int stopped;       /* the deadline cut a level short, or left no time for one */
+    double reserve;    /* seconds kept back from a coarse solve for its expansion */
 } coarse_best;
 
 /* The coarse schedule cs of level c expanded, as it is and with the
  * cheapest R for its S; the better one fitting is kept. */
 static void take_expansion(coarse_best *b, const rm_problem *p, const rm_problem *q, const rm_coarsening *c,
-                           const rm_schedule *cs, rm_status cst, const rm_strategy_options *o, const char *name)
+                           const rm_schedule *cs, rm_status cst, const rm_strategy_options *o, double deadline,
+                           const char *name)
 {
     rm_schedule *xs = NULL;
     rm_sim_result cr, xr;
@@ -42,8 +46,9 @@ static void take_expansion(coarse_best *b, const rm_problem *p, const rm_problem
                  xr.peak_bytes, rm_problem_activation_budget(p));
     rm_schedule *xc = NULL;
     rm_rs *d = NULL;
-    if (rm_rs_from_schedule(&d, xs, &ce) == RM_OK && rm_milp_cheapest_R(d, p, &ce) == RM_OK &&
-        rm_schedule_from_rs(&xc, d, &ce) == RM_OK) {
+    /* The cheapest R works on dense matrices, O(n^2): only while time is left. */
+    if (!rm_deadline_passed(deadline) && rm_rs_from_schedule(&d, xs, &ce) == RM_OK &&
+        rm_milp_cheapest_R(d, p, &ce) == RM_OK && rm_schedule_from_rs(&xc, d, &ce) == RM_OK) {
         rm_schedule *before = b->s;
         rm_route_offer(&b->s, &b->r, xc, p);
         if (b->s != before) b->from = "coarse solve + cheapest R";
@@ -55,16 +60,24 @@ static void take_expansion(coarse_best *b, const rm_problem *p, const rm_problem
     if (b->cstatus != RM_STATUS_OPTIMAL || cst == RM_STATUS_OPTIMAL) b->cstatus = cst;
 }
 
-/* One level: p coarsened to about level super-nodes and solved there.
- * *same: the coarsening is no finer than the last level's (stop). */
-static int coarse_level(coarse_best *b, int *same, const rm_problem *p, const rm_strategy_options *o, double t0,
-                        double limit, rm_strategy_opt_fn solve, const char *name, int level, rm_err *e)
+/* One level: p coarsened to about level super-nodes and solved there by
+ * deadline (0 = none), less b->reserve for the expansion. *same: the
+ * coarsening is no finer than the last level's (stop). */
+static int coarse_level(coarse_best *b, int *same, const rm_problem *p, const rm_strategy_options *o,
+                        double deadline, rm_strategy_opt_fn solve, const char *name, int level, rm_err *e)
 {
     rm_coarsening c;
     rm_problem *q = NULL;
     int rc;
     *same = 0;
-    if ((rc = rm_coarsen_auto(&c, p, level, e))) return rc;
+    if ((rc = rm_coarsen_auto_until(&c, p, level, deadline, e))) {
+        if (rc == RM_ERR_BUDGET && rm_deadline_passed(deadline)) { /* stopped: the best so far stands */
+            rm_route_say(o, 1, "%s: the time limit stopped coarsening %d nodes", name, p->n);
+            b->stopped = *same = 1;
+            return RM_OK;
+        }
+        return rc;
+    }
     if ((rc = rm_coarsen_problem(&q, p, &c, e))) {
         rm_coarsening_free(&c);
         return rc;
@@ -78,14 +91,17 @@ static int coarse_level(coarse_best *b, int *same, const rm_problem *p, const rm
     }
     b->m = c.m;
     rm_route_say(o, 1, "%s: coarsened %d nodes into %d super-nodes (target %d)", name, p->n, c.m, level);
-    rm_strategy_options co;
-    memset(&co, 0, sizeof co);
-    if (o) co = *o;
-    co.incumbent = NULL; /* the caller's has the original problem's stages */
-    if (limit > 0) {
-        co.time_limit_s = limit - (rm_route_now() - t0);
-        if (co.time_limit_s < 0.01) co.time_limit_s = 0.01;
+    double solve_by = deadline > 0 ? deadline - b->reserve : 0;
+    if (rm_deadline_passed(solve_by)) { /* coarsening took the time: nothing to expand */
+        rm_route_say(o, 1, "%s: no time left to solve the coarse problem", name);
+        b->stopped = 1;
+        rm_problem_free(q);
+        rm_coarsening_free(&c);
+        return RM_OK;
     }
+    rm_strategy_options co = rm_route_phase(o, solve_by);
+    co.incumbent = NULL; /* the caller's has the original problem's stages */
+    co.incumbent_sim = NULL;
     rm_strategy_stats cst;
     memset(&cst, 0, sizeof cst);
     cst.status = RM_STATUS_ERROR;
@@ -93,7 +109,7 @@ static int coarse_level(coarse_best *b, int *same, const rm_problem *p, const rm
     rm_err ce = {RM_OK, ""};
     int crc = solve(&cs, &cst, q, &co, &ce);
     if (crc == RM_OK && cs)
-        take_expansion(b, p, q, &c, cs, cst.status, o, name);
+        take_expansion(b, p, q, &c, cs, cst.status, o, deadline, name);
     else if (!b->s)
         snprintf(b->why, sizeof b->why, "the coarse problem: %.170s", ce.msg[0] ? ce.msg : rm_status_name(cst.status));
     rm_schedule_free(cs);
@@ -165,19 +181,32 @@ int rm_coarsen_run(rm_schedule **out, rm_strategy_stats *stats, const rm_problem
                    rm_strategy_opt_fn solve, const char *name, int target, int flags, rm_err *e)
 {
     int baseline_fallback = flags & RM_COARSEN_FALLBACK, refine = flags & RM_COARSEN_REFINE;
-    double t0 = rm_route_now();
+    double t0 = rm_now(), deadline = rm_route_deadline(o);
     *out = NULL;
     int rc = rm_problem_validate(p, e);
     if (rc) return rc;
-    if (target <= 0) target = RM_COARSEN_TARGET;
-    double limit = o ? o->time_limit_s : 0;
-    if (rm_route_shortcuts(&rc, out, stats, p, name, baseline_fallback, e) == RM_ROUTE_ANSWERED) return rc;
     coarse_best b;
     memset(&b, 0, sizeof b);
     b.cstatus = RM_STATUS_ERROR;
+    /* What an expansion takes (coarsened problem, expansion, simulations,
+     * all linear in p) is a few times what a validation of p takes: kept
+     * back from each coarse solve, so that the answer is expanded and
+     * judged before the deadline, not after. */
+    b.reserve = 8 * (rm_now() - t0) + 0.01;
+    if (target <= 0) target = RM_COARSEN_TARGET;
+    /* A caller with a simulated incumbent (the MILP route, "best") has asked
+     * the shortcuts already: a validation and a simulation less, each a
+     * tenth of a second on 100,000 nodes. */
+    if (!(o && o->incumbent_sim) &&
+        rm_route_shortcuts(&rc, out, stats, p, name, baseline_fallback, e) == RM_ROUTE_ANSWERED)
+        return rc;
     if (baseline_fallback) {
-        b.s = rm_route_incumbent(p, o, limit > 0 ? t0 + limit : 0, name, &b.from, &b.r);
+        /* Half the time at most, unless the caller brought its own. */
+        double by = o && o->incumbent ? deadline : rm_deadline_share(deadline, 0.5);
+        double judge_s;
+        b.s = rm_route_incumbent(p, o, by, name, &b.from, &b.r, &judge_s);
         if (rm_route_first_fit(out, stats, b.s, b.from, &b.r, o, name)) return RM_OK;
+        if (deadline > 0) deadline -= judge_s;
     }
     /* A third of the time: the bound's later levels gain little (lp_bound.c).
      * A first fit asks for the bound only where the first level finds
@@ -189,24 +218,32 @@ int rm_coarsen_run(rm_schedule **out, rm_strategy_stats *stats, const rm_problem
     for (int level = target;;) {
         if (want_bound && !ff) {
             want_bound = 0;
-            if (take_bound(&bound, &rc, &b, p, limit / 3, name, stats, e)) return rc;
+            double left = rm_deadline_left(deadline);
+            if (deadline <= 0 || left > 0.01)
+                if (take_bound(&bound, &rc, &b, p, deadline > 0 ? left / 3 : 0, name, stats, e)) return rc;
         }
-        double lt0 = rm_route_now();
+        if (rm_deadline_passed(deadline)) {
+            rm_route_say(o, 1, "%s: no time left for a coarse solve", name);
+            b.stopped = 1;
+            break;
+        }
+        double lt0 = rm_now();
         int same;
         /* A first fit's first level leaves a third of the time to the bound. */
-        double level_limit = want_bound && limit > 0 ? limit * 2 / 3 : limit;
-        if ((rc = coarse_level(&b, &same, p, o, t0, level_limit, solve, name, level, e)) || same) break;
-        double took = rm_route_now() - lt0;
+        double level_by = want_bound ? rm_deadline_share(deadline, 2.0 / 3) : deadline;
+        if ((rc = coarse_level(&b, &same, p, o, level_by, solve, name, level, e)) || same) break;
+        double took = rm_now() - lt0;
         if (want_bound && !b.s) {
             want_bound = 0;
-            double rest = limit > 0 ? limit - (rm_route_now() - t0) : 0;
-            if (limit <= 0 || rest > 0.01)
-                if (take_bound(&bound, &rc, &b, p, rest, name, stats, e)) return rc;
+            double rest = rm_deadline_left(deadline);
+            if (deadline <= 0 || rest > 0.01)
+                if (take_bound(&bound, &rc, &b, p, deadline > 0 ? rest : 0, name, stats, e)) return rc;
         }
         /* The next level's LP is several times this one's (ResNet-50 at 80%:
          * 64 groups 2.3 s, 96 14 s, 128 37 s); try it only when 3x fits. */
-        double rest = limit - (rm_route_now() - t0);
-        if (!refine || limit <= 0 || b.m >= p->n || rest < 3 * took || (b.s && o && o->first_fit)) break;
+        if (!refine || deadline <= 0 || b.m >= p->n || rm_deadline_left(deadline) < 3 * took ||
+            (b.s && o && o->first_fit))
+            break;
         level += level / 3 > 0 ? level / 3 : 1;
     }
     if (rc) {
@@ -218,17 +255,24 @@ int rm_coarsen_run(rm_schedule **out, rm_strategy_stats *stats, const rm_problem
         if (baseline_fallback || b.cstatus == RM_STATUS_OPTIMAL) stats->status = RM_STATUS_FEASIBLE;
         else if (b.cstatus != RM_STATUS_ERROR) stats->status = b.cstatus;
         if (bound > 0) rm_route_set_bound(stats, bound, b.s ? b.r.cost : bound);
+        stats->stopped = b.stopped;
     }
     if (!b.s) {
         /* Nothing found is no proof: the coarse problem has fewer schedules
          * than p (only the bound above proves infeasibility). */
         if (stats) stats->status = RM_STATUS_NO_SOLUTION;
+        if (b.stopped)
+            return rm_errorf(e, RM_ERR_INFEASIBLE,
+                             "%s: the time limit stopped the search on %d nodes before any schedule fit: not proof "
+                             "that nothing fits",
+                             name, p->n);
         return rm_errorf(e, RM_ERR_INFEASIBLE, "%s: nothing fits on the %d-node coarse problem of %d nodes: %s", name,
                          b.m, p->n, b.why[0] ? b.why : "no schedule");
     }
-    rm_route_say(o, 1, "%s: returning %s, cost %.6g, peak %zu", name, b.from ? b.from : "?", b.r.cost, b.r.peak_bytes);
+    rm_route_say(o, 1, "%s: returning %s, cost %.6g, peak %zu%s", name, b.from ? b.from : "?", b.r.cost,
+                 b.r.peak_bytes, b.stopped ? " (the time limit stopped the search)" : "");
     if (stats && o && o->first_fit) stats->first_fit = 1;
+    if (stats) stats->sim = b.r; /* for the route's comparisons; rm_strategy_run judges again */
     *out = b.s;
     return RM_OK;
 }
-

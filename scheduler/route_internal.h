@@ -4,9 +4,18 @@
 #ifndef REMAT_ROUTE_INTERNAL_H
 #define REMAT_ROUTE_INTERNAL_H
 
+#include "deadline.h"
 #include "route.h"
 
-double rm_route_now(void);
+
+/* The call's deadline (deadline.h): o->deadline when set (rm_strategy_run
+ * sets it), else o->time_limit_s from now; 0 = none. Every phase of a route
+ * works to this one point, or to a share of the time left before it. */
+double rm_route_deadline(const rm_strategy_options *o);
+
+/* Options for a phase that must end by deadline: o's, with deadline and
+ * time_limit_s (the seconds left, at least 0.01) set to it; none when 0. */
+rm_strategy_options rm_route_phase(const rm_strategy_options *o, double deadline);
 
 /* A route line at REMAT_LOG=info, and on o's log when to_caller (the lines
  * callers of the solver strategies have always been given). */
@@ -29,10 +38,16 @@ int rm_route_offer(rm_schedule **best, rm_sim_result *best_r, rm_schedule *s, co
 
 /* The incumbent of a solve, owned by the caller: a copy of o->incumbent
  * when the caller gave one that fits, else the cheapest fitting baseline
- * (tried until deadline; 0 = none), else NULL. *name: where it came from;
+ * (searched until deadline, deadline.h; 0 = none), else NULL. *name: where it came from;
  * *r: its simulation. Logged as "route WHO: incumbent: ...". */
+/* *judge_s (may be NULL): the seconds to keep back from the deadline for
+ * the judge, rm_strategy_run's simulation of the answer after the route
+ * returns: one and a half of the incumbent's simulations (an answer being
+ * no harder to simulate than the heuristic it had to beat, give or take);
+ * 0 when the caller gave the incumbent with its simulation (the caller kept
+ * it back) or there is none. */
 rm_schedule *rm_route_incumbent(const rm_problem *p, const rm_strategy_options *o, double deadline, const char *who,
-                                const char **name, rm_sim_result *r);
+                                const char **name, rm_sim_result *r, double *judge_s);
 
 /* First fit asked (o->first_fit) and an incumbent at hand: it is the
  * answer (FEASIBLE, stats->first_fit), no solver runs, and 1 is returned

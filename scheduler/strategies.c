@@ -4,20 +4,14 @@
  * solver route (route.c);
  * plus rm_strategy_run, which times a strategy and has the simulator judge
  * its answer. The top of scheduler/: nothing below it includes it. */
+#include <math.h>
 #include <string.h>
-#include <time.h>
 
 #include "baseline.h"
+#include "deadline.h"
 #include "log.h"
 #include "route.h"
 #include "strategy.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int lp_round_default(rm_schedule **out, const rm_problem *p, rm_err *e)
 {
@@ -37,9 +31,9 @@ static int best_default(rm_schedule **out, const rm_problem *p, rm_err *e)
 /* The baselines come first and are what rm_strategy_list returns. */
 static const rm_strategy_info strategies[] = {
     RM_BASELINE_TABLE,
-    {"lp_round", "Checkmate LP rounding", lp_round_default, rm_route_lp_round},
-    {"milp", "Checkmate MILP (lp_solve)", milp_default, rm_route_milp},
-    {"best", "every heuristic, then the MILP with the cheapest as incumbent", best_default, rm_route_best},
+    {"lp_round", "Checkmate LP rounding", lp_round_default, rm_route_lp_round, NULL},
+    {"milp", "Checkmate MILP (lp_solve)", milp_default, rm_route_milp, NULL},
+    {"best", "every heuristic, then the MILP with the cheapest as incumbent", best_default, rm_route_best, NULL},
 };
 _Static_assert(RM_BASELINE_COUNT < sizeof strategies / sizeof strategies[0], "the solvers follow the baselines");
 
@@ -84,9 +78,27 @@ int rm_strategy_run(rm_schedule **out, rm_strategy_stats *stats, const rm_strate
     memset(stats, 0, sizeof *stats);
     stats->status = RM_STATUS_ERROR;
     *out = NULL;
-    double t0 = now_s();
-    int rc = st->solve_opt ? st->solve_opt(out, stats, p, o, e) : st->solve(out, p, e);
-    stats->seconds = now_s() - t0;
+    double t0 = rm_now();
+    /* The one deadline of the call, fixed here and passed down. */
+    rm_strategy_options od;
+    memset(&od, 0, sizeof od);
+    if (o) od = *o;
+    if (od.deadline <= 0 && od.time_limit_s > 0) od.deadline = t0 + od.time_limit_s;
+    double deadline = od.deadline;
+    /* The strategy works to 98% of the time left: the rest is for the judge
+     * below and the caller's output. */
+    if (od.deadline > 0) od.deadline -= 0.02 * fmax(0, od.deadline - t0);
+    int rc;
+    if (st->solve_opt)
+        rc = st->solve_opt(out, stats, p, o ? &od : NULL, e);
+    else if (st->solve_until && od.deadline > 0)
+        rc = st->solve_until(out, &stats->stopped, p, od.deadline, e);
+    else
+        rc = st->solve(out, p, e);
+    stats->seconds = rm_now() - t0;
+    if (stats->stopped && rc == RM_OK)
+        RM_LOG_WARN("%s: stopped at the time limit (%.3g s): the best schedule found by then", st->name,
+                    deadline - t0);
     if (rc == RM_OK && !*out) rc = rm_errorf(e, RM_ERR_INVALID, "%s: returned no schedule", st->name);
     if (rc == RM_OK) rc = rm_simulate(&stats->sim, p, *out, e);
     if (rc == RM_OK && !rm_sim_fits(p, &stats->sim))
@@ -96,7 +108,8 @@ int rm_strategy_run(rm_schedule **out, rm_strategy_stats *stats, const rm_strate
         rm_schedule_free(*out);
         *out = NULL;
         if (rc == RM_ERR_INFEASIBLE) {
-            if (!st->solve_opt || stats->status != RM_STATUS_NO_SOLUTION) stats->status = RM_STATUS_INFEASIBLE;
+            if (!st->solve_opt && stats->stopped) stats->status = RM_STATUS_NO_SOLUTION; /* no proof */
+            else if (!st->solve_opt || stats->status != RM_STATUS_NO_SOLUTION) stats->status = RM_STATUS_INFEASIBLE;
         } else {
             stats->status = RM_STATUS_ERROR;
         }

@@ -87,7 +87,7 @@ typedef void (*rm_strategy_log_fn)(void *ctx, const char *line);
 /* What the solver strategies take; the baselines need none of it. Zero
  * (or a NULL pointer) means: no limits, no log. */
 typedef struct rm_strategy_options {
-    double time_limit_s; /* wall clock for LP rounding / the MILP; 0 = none. Not deterministic */
+    double time_limit_s; /* wall clock for the whole call, any strategy; 0 = none. Not deterministic */
     long node_limit;     /* MILP branch-and-bound nodes; 0 = none. Deterministic: what tests use */
     int verbosity;       /* lp_solve's log level (see milp.h, lp_model.h) when log is set; 0 = 4 (NORMAL) */
     rm_strategy_log_fn log;
@@ -96,9 +96,22 @@ typedef struct rm_strategy_options {
      * cost is their cutoff, and they never return anything dearer. NULL:
      * each finds its own (the cheapest fitting baseline). */
     const rm_schedule *incumbent;
+    /* Its simulation on this problem, when the caller has it (the route
+     * passes its incumbent down): trusted, not simulated again. On 100,000
+     * nodes one simulation of a recomputation-heavy schedule takes a
+     * second. NULL: the incumbent is simulated to check that it fits.
+     * Set with incumbent NULL: the caller's baselines found none that fits
+     * (they are not run again). Either way the caller asked the route's
+     * shortcuts (route.h) already. */
+    const rm_sim_result *incumbent_sim;
     /* "best" only: stop at the first schedule that fits (max-batch probes
      * ask whether anything fits, not what is cheapest); others ignore it. */
     int first_fit;
+    /* The deadline of the whole call (deadline.h: CLOCK_MONOTONIC seconds),
+     * for every strategy, the baselines included: each stops there with
+     * the best schedule it has. 0: rm_strategy_run sets it time_limit_s
+     * from its start; the routes pass their phases a share of it. */
+    double deadline;
 } rm_strategy_options;
 
 /* What a strategy run reports besides its schedule. */
@@ -116,6 +129,7 @@ typedef struct rm_strategy_stats {
     rm_sim_result sim;  /* the simulator's verdict on the returned schedule */
     int first_fit;      /* the answer is the first that fit (options.first_fit), not the cheapest found */
     const char *source; /* what produced the answer ("ogc", "milp", ...), for "best"; NULL otherwise */
+    int stopped;        /* the time limit stopped a search: the answer is the best found by then */
 } rm_strategy_stats;
 
 /* stats.source when the answer is the incumbent the caller gave (options.incumbent). */
@@ -124,21 +138,33 @@ typedef struct rm_strategy_stats {
 typedef int (*rm_strategy_opt_fn)(rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p,
                                   const rm_strategy_options *o, rm_err *e);
 
+/* A baseline that searches (a sweep, a dynamic program), under a deadline
+ * (0 = none): the best schedule found when it passes, with *stopped = 1
+ * (stopped may be NULL). Where nothing fitting was found by then:
+ * RM_ERR_INFEASIBLE, which is then no proof that nothing fits. */
+typedef int (*rm_strategy_until_fn)(rm_schedule **out, int *stopped, const rm_problem *p, double deadline,
+                                    rm_err *e);
+
 typedef struct rm_strategy_info {
-    const char *name;             /* "chen_sqrtn" */
-    const char *title;            /* "Chen et al. sqrt(n)" */
-    rm_strategy_fn solve;         /* with defaults: no limits (for the MILP that can mean hours) */
-    rm_strategy_opt_fn solve_opt; /* NULL for the baselines; the solvers' option-taking form */
+    const char *name;                 /* "chen_sqrtn" */
+    const char *title;                /* "Chen et al. sqrt(n)" */
+    rm_strategy_fn solve;             /* with defaults: no limits (for the MILP that can mean hours) */
+    rm_strategy_opt_fn solve_opt;     /* NULL for the baselines; the solvers' option-taking form */
+    rm_strategy_until_fn solve_until; /* the searching baselines' form under a deadline; NULL for the
+                                         others (one construction each, linear in the graph) */
 } rm_strategy_info;
 
 /* The baselines above, in the order tables show them (checkpoint_all first).
  * Cheap and limit-free, so tests sweep every one of them. */
 const rm_strategy_info *rm_strategy_list(int *count);
 /* The cheapest baseline schedule that fits p's budget, or NULL: the solvers'
- * incumbent and fallback (route.c). Baselines are tried in table order until
- * deadline (CLOCK_MONOTONIC seconds; 0 = none); a later one wins only when
- * cheaper, or (prefer_lower_peak) as cheap with a lower peak. *name and *r
- * (either may be NULL): the winner's strategy and simulation. */
+ * incumbent and fallback (route.c). The one-construction baselines run
+ * first, then the searching ones, each given an equal share of the time
+ * left before deadline (deadline.h; 0 = none) and stopped there with its
+ * best; none starts after the deadline. Ties go as if they had run in table
+ * order: a later one wins only when cheaper, or (prefer_lower_peak) as
+ * cheap with a lower peak. *name and *r (either may be NULL): the winner's
+ * strategy and simulation. */
 rm_schedule *rm_best_baseline(const rm_problem *p, double deadline, int prefer_lower_peak, const char **name,
                               rm_sim_result *r);
 
@@ -160,7 +186,10 @@ const rm_strategy_info *rm_strategy_find(const char *name);
 
 /* Runs a strategy (o may be NULL), times it and judges the schedule with the
  * simulator: stats->sim. RM_ERR_INFEASIBLE (stats->status says why) when it
- * finds no schedule within the budget. stats may be NULL. */
+ * finds no schedule within the budget. stats may be NULL. With a time limit
+ * (o->time_limit_s or o->deadline) the deadline is fixed here, once, and
+ * holds for every strategy: a search it stops answers with the best it has
+ * (stats->stopped, and a line on the log), NO_SOLUTION where it had none. */
 int rm_strategy_run(rm_schedule **out, rm_strategy_stats *stats, const rm_strategy_info *st, const rm_problem *p,
                     const rm_strategy_options *o, rm_err *e);
 
