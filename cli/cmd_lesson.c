@@ -46,7 +46,7 @@
     "  --strategies LIST   comma-separated, as `remat plan --strategy` names them, or all (default:\n"                 \
     "                      checkpoint_all,chen_sqrtn,chen_greedy,griewank,ogc,lp_round,milp)\n"                        \
     "  --costs FILE        node costs in profiled seconds (`remat profile`, docs/cost-format.md)\n"                    \
-    "  --time-limit S      wall-clock seconds for each lp_round / milp / best solve (default 10; 0 = none)\n"          \
+    "  --time-limit S      wall-clock seconds for each solve, whatever the strategy (default 10; 0 = none)\n"          \
     "  --node-limit N      branch-and-bound nodes for each milp solve (deterministic; default none)\n"                 \
     "  --quiet             no progress on stderr (otherwise one line per budget)\n"                                    \
     "\n"                                                                                                               \

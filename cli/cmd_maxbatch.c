@@ -60,7 +60,7 @@
     "  --costs FILE          node costs in profiled seconds (`remat profile`, docs/cost-format.md) instead\n"          \
     "                        of FLOPs; the search tries many batches, so they are scaled linearly from the\n"          \
     "                        batch they were measured at (an assumption: small batches run below peak)\n"              \
-    "  --time-limit S        seconds for each lp_round / milp solve (default 30; 0 = none)\n"                          \
+    "  --time-limit S        wall-clock seconds for each solve, whatever the strategy (default 30; 0 = none)\n"        \
     "  --node-limit N        branch-and-bound nodes for each milp solve (deterministic; default 0 = none)\n"           \
     "  --device cpu|cuda     whose accounting (default cpu); cuda: GPU 0's, as `remat train --device cuda`\n"          \
     "                        allocates it (the layers' CUDA workspace, the loss slot, the cuBLAS\n"                    \

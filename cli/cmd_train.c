@@ -49,7 +49,7 @@
     "  --costs FILE          the schedule minimises profiled seconds (`remat profile`, docs/cost-format.md)\n"         \
     "                        instead of FLOPs; the file must be the model's at this batch (with --batch\n"             \
     "                        auto, scaled linearly to each batch tried)\n"                                             \
-    "  --time-limit S        seconds for a best / lp_round / milp solve (default 60; 0 = none)\n"                      \
+    "  --time-limit S        wall-clock seconds for the solve, whatever the strategy (default 60; 0 = none)\n"         \
     "  --node-limit N        branch-and-bound nodes for milp (deterministic; default none)\n"                          \
     "  --schedule-cache DIR  keep solved schedules in DIR, keyed by the problem, budget and strategy; a\n"             \
     "                        cached one is re-checked by the simulator before it is used; a link or FIFO\n"            \
