@@ -23,7 +23,7 @@ void cbc_table_start(const char *title, const char *what)
  * for unit and random costs. */
 static const char *fmt_cost(char *buf, size_t len, double cost, double base, int flops)
 {
-    double over = base > 0 ? 100.0 * (cost / base - 1) : 0;
+    double over = rm_overhead_pct(cost, base);
     if (flops) snprintf(buf, len, "%+.2f%%", over);
     else snprintf(buf, len, "%.6g (%+.1f%%)", cost, over);
     return buf;

@@ -150,7 +150,7 @@ int main(int argc, char **argv)
 
     printf("# %s, batch %ld, %s, %s; schedule %s, compute overhead %+.2f%%; median of up to %ld steps after %ld\n",
            path, batch, s->device, s->device_settings, s->strategy,
-           s->base_cost > 0 ? 100.0 * (s->cost / s->base_cost - 1) : 0.0, steps, warmup);
+           rm_overhead_pct(s->cost, s->base_cost), steps, warmup);
     fflush(stdout);
     rm_executor *ex = rm_trainer_executor(t);
     rm_optim *opt = rm_trainer_optimizer(t);

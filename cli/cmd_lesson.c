@@ -377,7 +377,7 @@ static int write_budget(FILE *f, rm_cli_problem *cp, const lesson_args *a, int k
                 ll += (size_t)snprintf(line + ll, sizeof line - ll, "%s%s -", sep, st->name);
             else
                 ll += (size_t)snprintf(line + ll, sizeof line - ll, "%s%s %+.2f%%", sep, st->name,
-                                       cp->base_cost > 0 ? 100.0 * (stats.sim.cost / cp->base_cost - 1) : 0.0);
+                                       rm_overhead_pct(stats.sim.cost, cp->base_cost));
         }
         rm_schedule_free(s);
     }

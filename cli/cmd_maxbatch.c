@@ -268,7 +268,7 @@ static int print_table(const rm_strategy_info *const *list, int nlist, const rm_
         else rm_table_set_num(t, COL_RATIO, NAN, "-");
         const char *src = NULL;
         if (r->max_batch > 0) {
-            double ov = r->base_cost > 0 ? 100.0 * (r->cost / r->base_cost - 1) : 0.0;
+            double ov = rm_overhead_pct(r->cost, r->base_cost);
             double peak = (double)(r->fixed_bytes + r->peak_bytes);
             rm_table_set_num(t, COL_OVERHEAD, ov, "%+.2f%%", ov);
             rm_table_set_num(t, COL_PEAK, peak, "%s", (si ? rm_cli_bytes_si : rm_cli_bytes)(x, sizeof x, peak));
@@ -276,6 +276,9 @@ static int print_table(const rm_strategy_info *const *list, int nlist, const rm_
             if (r->stats.source && list[k]->solve_opt) {
                 /* The incumbent handed over is the schedule of the strategy it came from. */
                 src = !strcmp(r->stats.source, RM_SOURCE_CALLER_INCUMBENT) && from[k] ? from[k] : r->stats.source;
+                if (!strcmp(src, list[k]->name)) src = NULL; /* a schedule of its own needs no note */
+            }
+            if (src) {
                 char note[64];
                 snprintf(note, sizeof note, "from %s", src);
                 add_note(notes + 1, sizeof notes - 1, note);

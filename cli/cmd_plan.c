@@ -276,11 +276,11 @@ static void print_summary(const rm_problem *p, const rm_cli_problem *cp, const r
         printf(" (%s %s = checkpoint-all %+.2f%%, gap %.2f%%)",
                stats->bound_trivial ? "no LP bound; trivial bound, every node once," : "LP bound",
                rm_cli_cost(a, sizeof a, stats->lp_bound, cp->flops),
-               cp->base_cost > 0 ? 100.0 * (stats->lp_bound / cp->base_cost - 1) : 0.0, 100.0 * stats->gap);
+               rm_overhead_pct(stats->lp_bound, cp->base_cost), 100.0 * stats->gap);
     printf("\n");
     printf("cost         %s = checkpoint-all %+.2f%% (%ld recomputation%s of %d node%s)\n",
            rm_cli_cost(a, sizeof a, r->cost, cp->flops),
-           cp->base_cost > 0 ? 100.0 * (r->cost / cp->base_cost - 1) : 0.0, r->recomputations,
+           rm_overhead_pct(r->cost, cp->base_cost), r->recomputations,
            r->recomputations == 1 ? "" : "s", nodes, nodes == 1 ? "" : "s");
     printf("peak         %s = fixed + %s activations",
            rm_cli_bytes(a, sizeof a, (double)(p->fixed_bytes + r->peak_bytes)),
@@ -338,7 +338,7 @@ static void figure_title(char *buf, size_t len, const rm_cli_problem *cp, const 
         o += (size_t)snprintf(buf + o, len - o, ", budget %s", rm_cli_bytes(b, sizeof b, (double)cp->p->budget));
     if (o < len && strategy)
         snprintf(buf + o, len - o, ": %s, %+.2f%% compute", strategy,
-                 cp->base_cost > 0 ? 100.0 * (cost / cp->base_cost - 1) : 0.0);
+                 rm_overhead_pct(cost, cp->base_cost));
 }
 
 static void set_solver_options(rm_strategy_options *o, rm_cli_progress *pr, const plan_args *a, const char *name)
@@ -384,7 +384,7 @@ static int add_strategy_row(rm_table *t, const rm_cli_problem *cp, const rm_stra
     rm_table_set_text(t, COL_STRATEGY, "%s", st->name);
     rm_table_set_text(t, COL_STATUS, "%s", shown ? rm_status_name(stats->status) : "error");
     if (ok) {
-        double ov = 100.0 * (stats->sim.cost / cp->base_cost - 1);
+        double ov = rm_overhead_pct(stats->sim.cost, cp->base_cost);
         size_t peak = cp->p->fixed_bytes + stats->sim.peak_bytes;
         int nodes = rm_schedule_recomputed_nodes(s);
         rm_table_set_num(t, COL_OVERHEAD, ov, "%+.2f%%", ov);
@@ -400,7 +400,7 @@ static int add_strategy_row(rm_table *t, const rm_cli_problem *cp, const rm_stra
     }
     rm_table_set_num(t, COL_TIME, stats->seconds, "%.2fs", stats->seconds);
     if (shown && stats->has_bound) {
-        double lb = 100.0 * (stats->lp_bound / cp->base_cost - 1);
+        double lb = rm_overhead_pct(stats->lp_bound, cp->base_cost);
         if (stats->bound_trivial) rm_table_set_num(t, COL_BOUND, lb, "trivial");
         else rm_table_set_num(t, COL_BOUND, lb, "%+.2f%%", lb);
         rm_table_set_text(t, COL_BOUND_KIND, "%s", stats->bound_trivial ? "trivial" : "lp");
@@ -663,7 +663,7 @@ static int plan_check(const plan_args *a, rm_cli_problem *cp)
     char x[32], y[32], z[32];
     printf("check        %s: a valid schedule for %s (%d stages)\n", a->check, cp->what, p->n);
     printf("cost         %s = checkpoint-all %+.2f%% (%ld recomputation%s)\n",
-           rm_cli_cost(x, sizeof x, r.cost, cp->flops), cp->base_cost > 0 ? 100.0 * (r.cost / cp->base_cost - 1) : 0.0,
+           rm_cli_cost(x, sizeof x, r.cost, cp->flops), rm_overhead_pct(r.cost, cp->base_cost),
            r.recomputations, r.recomputations == 1 ? "" : "s");
     printf("peak         %s = fixed + %s activations\n",
            rm_cli_bytes(x, sizeof x, (double)(p->fixed_bytes + r.peak_bytes)),

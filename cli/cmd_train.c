@@ -227,7 +227,7 @@ static void print_summary(const rm_trainer_summary *s, const rm_trainer_config *
     else
         printf("             costs: FLOPs (traced from the model)\n");
     printf("             compute overhead %+.2f%%: %ld recomputation%s of %d node%s\n",
-           s->base_cost > 0 ? 100.0 * (s->cost / s->base_cost - 1) : 0.0, s->recomputations,
+           rm_overhead_pct(s->cost, s->base_cost), s->recomputations,
            s->recomputations == 1 ? "" : "s", s->recomputed_nodes, s->recomputed_nodes == 1 ? "" : "s");
     if (s->cache == 0 && s->cache_stored) printf("             stored in the cache as %s\n", s->cache_file);
     else if (s->cache == 0) printf("             not stored in the cache: %s could not be written\n", s->cache_file);

@@ -239,7 +239,7 @@ int rm_explain_write_schedule(FILE *f, const rm_cli_problem *cp, const rm_schedu
     double extra = x.sim.cost - cp->base_cost;
     fprintf(f, "  Cost %s = checkpoint-all %s + %s of recomputation (%+.2f%%).\n",
             rm_cli_cost(a, sizeof a, x.sim.cost, cp->flops), rm_cli_cost(b, sizeof b, cp->base_cost, cp->flops),
-            rm_cli_cost(c, sizeof c, extra, cp->flops), cp->base_cost > 0 ? 100.0 * extra / cp->base_cost : 0.0);
+            rm_cli_cost(c, sizeof c, extra, cp->flops), rm_overhead_pct(x.sim.cost, cp->base_cost));
     if (stats->has_bound && stats->bound_trivial) {
         fprintf(f,
                 "  The LP relaxation was not solved here; no schedule costs less than checkpoint-all (every\n"
@@ -247,7 +247,7 @@ int rm_explain_write_schedule(FILE *f, const rm_cli_problem *cp, const rm_schedu
                 100.0 * stats->gap);
     } else if (stats->has_bound) {
         fprintf(f, "  The LP bound proves no schedule costs less than checkpoint-all %+.2f%%",
-                cp->base_cost > 0 ? 100.0 * (stats->lp_bound / cp->base_cost - 1) : 0.0);
+                rm_overhead_pct(stats->lp_bound, cp->base_cost));
         if (stats->status == RM_STATUS_OPTIMAL)
             fprintf(f, ";\n  this one is optimal.\n");
         else
@@ -268,7 +268,7 @@ int rm_explain_write_schedule(FILE *f, const rm_cli_problem *cp, const rm_schedu
                 "  %.2f%% more compute, for a peak of %s instead of %s (%.1f%% of it).\n",
                 x.sim.recomputations, x.sim.recomputations == 1 ? "" : "s", x.sim.recomputations == 1 ? "s" : "",
                 rm_cli_cost(a, sizeof a, extra, cp->flops), rm_cli_cost(b, sizeof b, cp->base_cost, cp->flops),
-                cp->base_cost > 0 ? 100.0 * extra / cp->base_cost : 0.0,
+                rm_overhead_pct(x.sim.cost, cp->base_cost),
                 rm_cli_bytes(c, sizeof c, (double)(p->fixed_bytes + x.sim.peak_bytes)),
                 rm_cli_bytes(d, sizeof d, (double)cp->noremat_total),
                 100.0 * (double)(p->fixed_bytes + x.sim.peak_bytes) / (double)cp->noremat_total);

@@ -884,7 +884,7 @@ int rm_figure_compare_svg(const char *path, const rm_problem *p, const rm_figure
         if (!v[i].s) continue;
         char a[32];
         snprintf(head + (size_t)i * 128, 128, "%+.2f%% compute, peak %s",
-                 base > 0 ? 100.0 * (ser[i].sim.cost / base - 1) : 0.0,
+                 rm_overhead_pct(ser[i].sim.cost, base),
                  bytes_str(a, sizeof a, (double)p->fixed_bytes + (double)ser[i].sim.peak_bytes));
         int l = text_block(NULL, 0, 0, CMP_PW, MEM_SIZE, "start", "", v[i].name);
         if (l > l1) l1 = l;

@@ -85,6 +85,11 @@ double rm_problem_base_cost(const rm_problem *p)
     return c;
 }
 
+double rm_overhead_pct(double cost, double base)
+{
+    return base > 0 ? 100.0 * (cost / base - 1) : 0.0;
+}
+
 int rm_problem_bound_over_cap(const rm_problem *p, double bound)
 {
     double cap = p->max_cost;

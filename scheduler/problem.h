@@ -54,6 +54,12 @@ size_t rm_problem_peak_lower_bound(const rm_problem *p);
 /* Every node once: checkpoint-all's cost, the least any schedule pays. */
 double rm_problem_base_cost(const rm_problem *p);
 
+/* cost (a schedule's, or a bound) over base (checkpoint-all's) in percent:
+ * +12.5 for 12.5% more. 0 where base is 0: every node is free, so every
+ * schedule costs 0 and there is no overhead (not 0/0's NaN). Every printed
+ * overhead goes through it, so that all outputs agree ("+0.00%"). */
+double rm_overhead_pct(double cost, double base);
+
 /* 1 when a lower bound on every schedule's cost (an LP bound) proves that
  * none is within p's compute cap (max_cost; never without one): above it by
  * more than 1e-9 of the larger (at least 1), the solver's rounding. Asked

@@ -177,6 +177,7 @@ static int lp_round_direct(rm_schedule **out, rm_strategy_stats *stats, const rm
     memset(&r, 0, sizeof r);
     rm_err re = {RM_OK, ""};
     rc = rm_strategy_lp_round(out, &r, p, &lo, &re);
+    if (rc == RM_OK && stats) stats->source = "lp_round"; /* unless the incumbent below is cheaper */
     if (rc == RM_OK)
         rm_route_say(NULL, 0,
                      "route lp_round: rounded cost %.6g, peak %zu, LP bound %.6g (LP %.2f s, relaxation at %.0f%% of "
@@ -257,7 +258,8 @@ static int milp_direct(rm_schedule **out, rm_strategy_stats *stats, const rm_pro
     if (stats) {
         stats->status = info.status;
         /* The search found nothing cheaper than the heuristic it started from. */
-        if (rc == RM_OK && info.from_incumbent && iname && info.objective == ir.cost) stats->source = iname;
+        if (rc == RM_OK)
+            stats->source = info.from_incumbent && iname && info.objective == ir.cost ? iname : "milp";
         if (info.lp_bound > 0 || info.status == RM_STATUS_OPTIMAL) {
             stats->has_bound = 1;
             stats->lp_bound = info.lp_bound;
@@ -361,6 +363,7 @@ int rm_route_milp(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
     stats->status = RM_STATUS_FEASIBLE;
     stats->has_bound = 0;
     stats->sim = a;
+    stats->source = rstats.source; /* the rounding's, or the heuristic its coarse solve fell back to */
     if (bound > 0) rm_route_set_bound(stats, bound, a.cost);
     return RM_OK;
 }

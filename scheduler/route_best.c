@@ -27,9 +27,10 @@ static int settle(rm_schedule **out, rm_strategy_stats *stats, int mrc, const rm
     if (mrc == RM_OK && (!inc || mr.cost <= ir->cost)) {
         rm_schedule_free(inc);
         *stats = *ms;
-        /* The MILP's answer, or the heuristic's it started from and did not beat (ms->source). */
-        if (!stats->source) stats->source = "milp";
-        else if (!strcmp(stats->source, RM_SOURCE_CALLER_INCUMBENT)) stats->source = iname;
+        /* Whatever produced the MILP route's answer (ms->source: the MILP, the
+         * rounding, or a heuristic the route fell back to); the incumbent
+         * handed down is named by what found it here. */
+        if (stats->source && !strcmp(stats->source, RM_SOURCE_CALLER_INCUMBENT)) stats->source = iname;
         return RM_OK;
     }
     if (!inc) { /* nothing fits any heuristic, and the solvers found nothing */

@@ -15,7 +15,9 @@
 typedef struct coarse_best {
     rm_schedule *s;
     rm_sim_result r;
-    const char *from;  /* what found it */
+    const char *from;   /* what found it, for the log ("coarse solve + cheapest R") */
+    const char *source; /* the strategy whose schedule it is (stats.source): the incumbent's name, or the
+                           coarse solve's own source (its solver, or the heuristic it fell back to) */
     rm_status cstatus; /* the best status a coarse solve reported */
     char why[200];     /* why nothing fits, when nothing does */
     int m;             /* super-nodes of the last level */
@@ -26,8 +28,8 @@ typedef struct coarse_best {
 /* The coarse schedule cs of level c expanded, as it is and with the
  * cheapest R for its S; the better one fitting is kept. */
 static void take_expansion(coarse_best *b, const rm_problem *p, const rm_problem *q, const rm_coarsening *c,
-                           const rm_schedule *cs, rm_status cst, const rm_strategy_options *o, double deadline,
-                           const char *name)
+                           const rm_schedule *cs, rm_status cst, const char *source, const rm_strategy_options *o,
+                           double deadline, const char *name)
 {
     rm_schedule *xs = NULL;
     rm_sim_result cr, xr;
@@ -51,12 +53,12 @@ static void take_expansion(coarse_best *b, const rm_problem *p, const rm_problem
         rm_milp_cheapest_R(d, p, &ce) == RM_OK && rm_schedule_from_rs(&xc, d, &ce) == RM_OK) {
         rm_schedule *before = b->s;
         rm_route_offer(&b->s, &b->r, xc, p);
-        if (b->s != before) b->from = "coarse solve + cheapest R";
+        if (b->s != before) b->from = "coarse solve + cheapest R", b->source = source;
     }
     rm_rs_free(d);
     rm_schedule *before = b->s;
     rm_route_offer(&b->s, &b->r, xs, p);
-    if (b->s != before) b->from = "coarse solve";
+    if (b->s != before) b->from = "coarse solve", b->source = source;
     if (b->cstatus != RM_STATUS_OPTIMAL || cst == RM_STATUS_OPTIMAL) b->cstatus = cst;
 }
 
@@ -109,7 +111,8 @@ static int coarse_level(coarse_best *b, int *same, const rm_problem *p, const rm
     rm_err ce = {RM_OK, ""};
     int crc = solve(&cs, &cst, q, &co, &ce);
     if (crc == RM_OK && cs)
-        take_expansion(b, p, q, &c, cs, cst.status, o, deadline, name);
+        /* A solver that names no source found the schedule itself. */
+        take_expansion(b, p, q, &c, cs, cst.status, cst.source ? cst.source : name, o, deadline, name);
     else if (!b->s)
         snprintf(b->why, sizeof b->why, "the coarse problem: %.170s", ce.msg[0] ? ce.msg : rm_status_name(cst.status));
     rm_schedule_free(cs);
@@ -205,6 +208,7 @@ int rm_coarsen_run(rm_schedule **out, rm_strategy_stats *stats, const rm_problem
         double by = o && o->incumbent ? deadline : rm_deadline_share(deadline, 0.5);
         double judge_s;
         b.s = rm_route_incumbent(p, o, by, name, &b.from, &b.r, &judge_s);
+        b.source = b.from;
         if (rm_route_first_fit(out, stats, b.s, b.from, &b.r, o, name)) return RM_OK;
         if (deadline > 0) deadline -= judge_s;
     }
@@ -272,7 +276,10 @@ int rm_coarsen_run(rm_schedule **out, rm_strategy_stats *stats, const rm_problem
     rm_route_say(o, 1, "%s: returning %s, cost %.6g, peak %zu%s", name, b.from ? b.from : "?", b.r.cost,
                  b.r.peak_bytes, b.stopped ? " (the time limit stopped the search)" : "");
     if (stats && o && o->first_fit) stats->first_fit = 1;
-    if (stats) stats->sim = b.r; /* for the route's comparisons; rm_strategy_run judges again */
+    if (stats) {
+        stats->sim = b.r; /* for the route's comparisons; rm_strategy_run judges again */
+        stats->source = b.source;
+    }
     *out = b.s;
     return RM_OK;
 }

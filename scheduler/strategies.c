@@ -118,6 +118,7 @@ int rm_strategy_run(rm_schedule **out, rm_strategy_stats *stats, const rm_strate
         return rc;
     }
     if (!st->solve_opt || stats->status == RM_STATUS_ERROR) stats->status = RM_STATUS_OK;
+    if (!stats->source) stats->source = st->name; /* a baseline's schedule is its own */
     if (st->solve_opt && !stats->has_bound) trivial_bound(stats, p);
     if (stats->has_bound)
         RM_LOG_INFO("strategy %s: %s, cost %.6g, peak %zu + %zu fixed, bound %.6g%s, gap %.2f%%, %.3f s", st->name,

@@ -128,7 +128,9 @@ typedef struct rm_strategy_stats {
     double gap;         /* (cost - proved lower bound) / cost */
     rm_sim_result sim;  /* the simulator's verdict on the returned schedule */
     int first_fit;      /* the answer is the first that fit (options.first_fit), not the cheapest found */
-    const char *source; /* what produced the answer ("ogc", "milp", ...), for "best"; NULL otherwise */
+    const char *source; /* the strategy whose schedule the answer is: a baseline's name, "lp_round" or
+                           "milp" ("best" and the solvers' routes may answer with a heuristic's or the
+                           rounding's); set on every answer, NULL when there is none */
     int stopped;        /* the time limit stopped a search: the answer is the best found by then */
 } rm_strategy_stats;
 

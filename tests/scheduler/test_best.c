@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "random_graphs.h"
+#include "route.h"
 #include "simulate.h"
 #include "strategy.h"
 
@@ -145,4 +146,57 @@ Test(best, first_fit_stops_at_the_first_heuristic_that_fits)
     cr_assert_eq(b, hr.cost, "first fit %g, cheapest heuristic %g", b, hr.cost);
     rm_schedule_free(h);
     rm_problem_free(p);
+}
+
+/* Above RM_COARSEN_MIN_NODES the MILP route is coarsened and falls back to
+ * the cheapest heuristic (or, with a time limit, to the refined rounding):
+ * "best" must name the strategy whose schedule it returns, not "milp" for
+ * whatever the coarsened route returned (issue 24: the wrong label). Where
+ * the answer is, node for node, the schedule some baseline gives alone, the
+ * source is that baseline (or another that gives the same schedule). */
+Test(best, names_the_strategy_whose_schedule_it_returns_above_the_coarsening_threshold)
+{
+    int count, heuristic = 0, checked = 0;
+    const rm_strategy_info *base = rm_strategy_list(&count), *best = rm_strategy_find("best");
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        rm_problem *p = rg_checkmate_linear(41, seed, 4096);
+        cr_assert_gt(p->n, RM_COARSEN_MIN_NODES, "the test needs the coarsened route");
+        size_t lo = rm_problem_peak_lower_bound(p), hi = ckpt_all_peak(p);
+        for (int k = 2; k <= 3; k++) {
+            p->budget = p->fixed_bytes + lo + (hi - lo) * (size_t)k / 4;
+            /* Without a limit the relaxed LP bound alone takes 1.5 s here;
+             * a short one also runs the rounding half (rm_route_milp).
+             * Whichever strategy wins, the label must name it. */
+            rm_strategy_options o = limits(20);
+            o.time_limit_s = 0.25;
+            rm_strategy_stats bs;
+            rm_schedule *s = NULL;
+            rm_err e = {0};
+            int rc = rm_strategy_run(&s, &bs, best, p, &o, &e);
+            cr_assert(rc == RM_OK || rc == RM_ERR_INFEASIBLE, "seed %llu: best failed: %s", (unsigned long long)seed,
+                      e.msg);
+            if (rc != RM_OK) continue;
+            checked++;
+            cr_assert(bs.source && rm_strategy_find(bs.source), "seed %llu budget %zu: source %s is no strategy",
+                      (unsigned long long)seed, p->budget, bs.source ? bs.source : "(none)");
+            int same = 0, named = 0;
+            for (int i = 0; i < count; i++) {
+                rm_schedule *h = NULL;
+                rm_err he = {0};
+                if (base[i].solve(&h, p, &he) == RM_OK && rm_schedule_equal(h, s)) {
+                    same = 1;
+                    if (!strcmp(bs.source, base[i].name)) named = 1;
+                }
+                rm_schedule_free(h);
+            }
+            if (same) {
+                heuristic++;
+                cr_assert(named, "seed %llu budget %zu: a heuristic's schedule reported as %s's",
+                          (unsigned long long)seed, p->budget, bs.source);
+            }
+            rm_schedule_free(s);
+        }
+        rm_problem_free(p);
+    }
+    cr_assert_gt(heuristic, 0, "no answer was a heuristic's (of %d): the test tests nothing", checked);
 }

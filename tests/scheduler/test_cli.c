@@ -927,3 +927,60 @@ Test(cli_plan, svg_of_a_large_problem_draws_only_the_memory)
     snprintf(path, sizeof path, "%s-rs.svg", prefix);
     cr_assert_neq(access(path, F_OK), 0);
 }
+
+/* "nan" as a word (NaN, -nan, nan%), case-insensitive: never printed. */
+static const char *find_nan(const char *s)
+{
+    for (const char *q = s; *q; q++)
+        if ((q[0] | 32) == 'n' && (q[1] | 32) == 'a' && (q[2] | 32) == 'n' &&
+            (q == s || !((q[-1] | 32) >= 'a' && (q[-1] | 32) <= 'z')) && !((q[3] | 32) >= 'a' && (q[3] | 32) <= 'z'))
+            return q;
+    return NULL;
+}
+
+static void expect_no_nan(const char *text, const char *what)
+{
+    const char *n = find_nan(text);
+    cr_assert_null(n, "%s prints a NaN: ...%.60s", what, n ? (n - text > 40 ? n - 40 : text) : "");
+}
+
+/* Every node free: checkpoint-all costs 0, and so does every schedule; an
+ * overhead over 0 is "+0.00%" (rm_overhead_pct) everywhere it is printed,
+ * never 0/0's NaN (issue 24). The budget between the lower bound and the
+ * no-remat peak makes the strategies recompute. */
+Test(cli_plan, an_all_zero_cost_problem_prints_no_nan)
+{
+    const char *prob = cf_path("zero.txt"), *page = cf_path("zero.html");
+    cf_write(prob, "problem 7 4096 10300\n0 input forward 0 1024 -\n1 fc1 forward 0 2048 0\n"
+                   "2 relu1 forward 0 2048 1\n3 loss loss 0 4 2\n4 loss.grad backward 0 2048 2,3\n"
+                   "5 relu1.grad backward 0 2048 2,4\n6 fc1.grad backward 0 0 0,5\n");
+    /* stdout accumulates: each check reads everything printed so far. */
+    const char *formats[] = {"text", "csv", "json"};
+    const char *ogc_row[] = {"ogc                ok             +0.00%", "ogc,ok,0,",
+                             "\"strategy\": \"ogc\", \"status\": \"ok\", \"overhead_pct\": 0,"};
+    for (int k = 0; k < 3; k++) {
+        cr_assert_eq(cf_remat("plan", "--problem", prob, "--strategy", "all", "--node-limit", "1000", "--format",
+                              formats[k], "--quiet", NULL),
+                     0, "%s", cf_err);
+        char *out = out_text();
+        expect_no_nan(out, formats[k]);
+        free(out);
+        /* A recomputing heuristic's row; in text, the MILP's LP bound column too. */
+        cr_assert(cf_said(0, ogc_row[k]), "%s: no %s", formats[k], ogc_row[k]);
+        if (k == 0) cr_assert(cf_said(0, "+0.00%   0.00%"), "the MILP's bound");
+    }
+    cr_assert_eq(cf_remat("plan", "--problem", prob, "--node-limit", "1000", "--quiet", NULL), 0, "%s", cf_err);
+    cr_assert(cf_said(0, "cost         0 = checkpoint-all +0.00% (1 recomputation"));
+    cr_assert_eq(cf_remat("explain", "--problem", prob, "--node-limit", "1000", NULL), 0, "%s", cf_err);
+    cr_assert(cf_said(0, "Cost 0 = checkpoint-all 0 + 0 of recomputation (+0.00%)."));
+    char *out = out_text();
+    expect_no_nan(out, "plan and explain");
+    free(out);
+    cr_assert_eq(cf_remat("lesson", "--problem", prob, "--budgets", "2", "--node-limit", "1000", "--out", page,
+                          "--quiet", NULL),
+                 0, "%s", cf_err);
+    out = cf_text(page);
+    expect_no_nan(out, "lesson");
+    cr_assert(strstr(out, "(+0.00%)"), "the lesson's explanation");
+    free(out);
+}
