@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "deadline.h"
+#include "lp_round.h"
 #include "random_graphs.h"
 #include "simulate.h"
 #include "strategy.h"
@@ -100,5 +101,36 @@ Test(time_limit, every_strategy_within_a_tenth_of_a_second, .timeout = 120)
         rm_schedule_free(s);
     }
     unsetenv("REMAT_LOG");
+    rm_problem_free(p);
+}
+
+/* The cheapest R after a coarse solve works on the dense n x n matrices
+ * (3 s at 20,000 nodes) and ran to its end past the deadline: `remat plan
+ * --strategy milp --time-limit 1` on a 20,000-node chain took 3.5 to 4.4 s
+ * (round 2 of issue 23). It now stops at the deadline: at once when it has
+ * passed, and to the same answer as without one when there is time. */
+Test(time_limit, cheapest_R_stops_at_the_deadline)
+{
+    rm_problem *p = limit_problem();
+    rm_schedule *s = NULL;
+    rm_err e = {0};
+    cr_assert_eq(rm_strategy_chen_sqrtn(&s, p, &e), RM_OK, "%s", e.msg);
+    rm_rs *a = NULL, *b = NULL;
+    cr_assert_eq(rm_rs_from_schedule(&a, s, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_rs_from_schedule(&b, s, &e), RM_OK, "%s", e.msg);
+    double t0 = rm_now();
+    cr_expect_eq(rm_milp_cheapest_R_by(a, p, rm_now() - 1, &e), RM_ERR_BUDGET);
+    cr_expect(rm_now() - t0 < 0.05, "stopped after %.3f s", rm_now() - t0);
+    cr_expect(strstr(e.msg, "time limit") != NULL, "%s", e.msg);
+    rm_rs_free(a);
+    a = NULL;
+    cr_assert_eq(rm_rs_from_schedule(&a, s, &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(rm_milp_cheapest_R_by(a, p, rm_now() + 60, &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(rm_milp_cheapest_R(b, p, &e), RM_OK, "%s", e.msg);
+    size_t nn = (size_t)p->n * (size_t)p->n;
+    cr_expect(!memcmp(a->R, b->R, nn) && !memcmp(a->S, b->S, nn), "a deadline that does not pass changed the answer");
+    rm_rs_free(a);
+    rm_rs_free(b);
+    rm_schedule_free(s);
     rm_problem_free(p);
 }
