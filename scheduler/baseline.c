@@ -347,9 +347,9 @@ int rm_best_finish(rm_schedule **out, int *stopped, rm_best *b, const rm_problem
     if (stopped) *stopped = b->stopped;
     if (!b->s && b->stopped)
         return rm_errorf(e, RM_ERR_INFEASIBLE,
-                         "%s: the time limit stopped the search after %d candidates, none of which fits (lowest "
+                         "%s: the time limit stopped the search after %d candidate%s, none of which fits (lowest "
                          "peak %zu bytes, plus %zu fixed, over a budget of %zu): not proof that nothing fits",
-                         name, b->tried, b->min_peak, p->fixed_bytes, p->budget);
+                         name, b->tried, b->tried == 1 ? "" : "s", b->min_peak, p->fixed_bytes, p->budget);
     if (!b->s)
         return rm_errorf(e, RM_ERR_INFEASIBLE,
                          "%s: no schedule fits: its lowest peak is %zu bytes, plus %zu fixed, over a budget of %zu",
@@ -485,6 +485,11 @@ int rm_chen_greedy_search(rm_schedule **out, int *stopped, const rm_problem *p, 
         if (g < ng - 1 && memcmp(pins, prev, (size_t)n) == 0) continue;
         memcpy(prev, pins, (size_t)n);
         rm_schedule *s;
+        /* The first candidate is built to its end whatever the deadline
+         * (docs/reliability.md: each search tries at least one; its
+         * construction is the margin's unit of work in progress), so that a
+         * tiny limit still answers, or says what the lowest peak was. */
+        fi.deadline = best.tried ? deadline : 0;
         /* One dearer than the best so far is given up unbuilt. */
         rc = rm_build_from_checkpoints(&s, p, &fi, pins, best.s ? best.r.cost : 0, e);
         if (rc == RM_ERR_BUDGET && rm_deadline_passed(deadline)) { /* given up at the deadline */

@@ -32,6 +32,11 @@ void rm_lp_round_options_default(rm_lp_round_options *o)
 
 int rm_milp_cheapest_R(rm_rs *s, const rm_problem *p, rm_err *e)
 {
+    return rm_milp_cheapest_R_by(s, p, 0, e);
+}
+
+int rm_milp_cheapest_R_by(rm_rs *s, const rm_problem *p, double deadline, rm_err *e)
+{
     if (!s || !p || s->n != p->n) return rm_errorf(e, RM_ERR_INVALID, "cheapest R: schedule and problem sizes differ");
     int n = p->n;
     uint8_t *mark = calloc((size_t)n + 1, 1), *read = calloc((size_t)n + 1, 1);
@@ -40,13 +45,20 @@ int rm_milp_cheapest_R(rm_rs *s, const rm_problem *p, rm_err *e)
         free(read);
         return rm_errorf(e, RM_ERR_NOMEM, "cheapest R: out of memory (n = %d)", n);
     }
-    /* S[t][i] is only meaningful for i < t; anything else would be read as
-     * a second resident copy. */
-    for (int t = 0; t < n; t++)
-        for (int i = t; i < n; i++) *rm_S(s, t, i) = 0;
+    int rc = RM_OK;
     /* Backwards, so that S[t+1] is final (cleaned) before stage t decides
      * what it must produce for it. */
     for (int t = n - 1; t >= 0; t--) {
+        /* A stage is O(n): the clock read per stage costs nothing beside it. */
+        if (rm_deadline_passed(deadline)) {
+            rc = rm_errorf(e, RM_ERR_BUDGET, "cheapest R: the time limit stopped it at stage %d of %d", t, n);
+            break;
+        }
+        /* S[t][i] is only meaningful for i < t; anything else would be read
+         * as a second resident copy. Stage t reads no S[t][i >= t] and no
+         * later stage reads row t, so each row is cleared at its stage (one
+         * pass, under the deadline). */
+        for (int i = t; i < n; i++) *rm_S(s, t, i) = 0;
         memset(mark, 0, (size_t)n);
         memset(read, 0, (size_t)n);
         mark[t] = 1;
@@ -73,7 +85,7 @@ int rm_milp_cheapest_R(rm_rs *s, const rm_problem *p, rm_err *e)
     }
     free(mark);
     free(read);
-    return RM_OK;
+    return rc;
 }
 
 int rm_lp_round_from(rm_schedule **out, rm_lp_round_result *info, const rm_problem *p, const double *S_frac,

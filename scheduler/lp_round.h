@@ -59,4 +59,10 @@ int rm_lp_round_from(rm_schedule **out, rm_lp_round_result *info, const rm_probl
  * minimal for that S, and computing less never raises the peak. */
 int rm_milp_cheapest_R(rm_rs *s, const rm_problem *p, rm_err *e);
 
+/* The same, stopped with RM_ERR_BUDGET (s->R and s->S then half rewritten:
+ * discard s) once deadline (deadline.h; 0 = none) passes. It works on the
+ * dense n x n matrices, several seconds at 20,000 nodes: a solve under a
+ * time limit must be able to give it up. */
+int rm_milp_cheapest_R_by(rm_rs *s, const rm_problem *p, double deadline, rm_err *e);
+
 #endif

@@ -79,6 +79,7 @@
  * valid, only not proven optimal. */
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -728,9 +729,21 @@ int rm_ogc_until(rm_schedule **out, int *stopped, const rm_problem *p, double de
     }
     size_t predicted;
     rm_schedule *s;
-    if (!(rc = rm_ogc_plan_until(pins, &predicted, NULL, stopped, p, &fi, deadline, e)) &&
+    int cut = 0;
+    if (!(rc = rm_ogc_plan_until(pins, &predicted, NULL, &cut, p, &fi, deadline, e)) &&
         !(rc = rm_build_from_checkpoints(&s, p, &fi, pins, 0, e)))
         rc = rm_baseline_finish(out, NULL, s, p, "ogc", e);
+    if (stopped) *stopped = cut;
+    if (rc == RM_ERR_INFEASIBLE && cut) {
+        /* The set the deadline left over the budget says nothing of what
+         * the whole search finds: said as a stop, as the other searches do. */
+        char why[sizeof e->msg];
+        snprintf(why, sizeof why, "%s", e ? e->msg : "over the budget");
+        rc = rm_errorf(e, RM_ERR_INFEASIBLE,
+                       "ogc: the time limit stopped the search before a checkpoint set that fits was found (the "
+                       "best so far: %.300s): not proof that nothing fits",
+                       why);
+    }
     free(pins);
     rm_fwd_info_free(&fi);
     return rc;

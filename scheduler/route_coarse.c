@@ -48,12 +48,22 @@ static void take_expansion(coarse_best *b, const rm_problem *p, const rm_problem
                  xr.peak_bytes, rm_problem_activation_budget(p));
     rm_schedule *xc = NULL;
     rm_rs *d = NULL;
-    /* The cheapest R works on dense matrices, O(n^2): only while time is left. */
+    /* The cheapest R works on dense matrices, O(n^2), seconds at 20,000
+     * nodes: it stops at the deadline (the expansion as it is stands), and
+     * its result is read back (one more pass over the matrices, a fraction
+     * of the cheapest R's) only while time is left. */
+    double rt0 = rm_now();
     if (!rm_deadline_passed(deadline) && rm_rs_from_schedule(&d, xs, &ce) == RM_OK &&
-        rm_milp_cheapest_R(d, p, &ce) == RM_OK && rm_schedule_from_rs(&xc, d, &ce) == RM_OK) {
+        rm_milp_cheapest_R_by(d, p, deadline, &ce) == RM_OK && !rm_deadline_passed(deadline) &&
+        rm_schedule_from_rs(&xc, d, &ce) == RM_OK) {
         rm_schedule *before = b->s;
         rm_route_offer(&b->s, &b->r, xc, p);
         if (b->s != before) b->from = "coarse solve + cheapest R", b->source = source;
+    }
+    else if (deadline > 0 && rm_deadline_passed(deadline)) {
+        b->stopped = 1;
+        rm_route_say(o, 1, "%s: the time limit stopped the cheapest R for the expansion after %.2f s", name,
+                     rm_now() - rt0);
     }
     rm_rs_free(d);
     rm_schedule *before = b->s;

@@ -14,6 +14,8 @@
 #include <string.h>
 
 #include "deadline.h"
+#include "baseline.h"
+#include "lp_round.h"
 #include "random_graphs.h"
 #include "simulate.h"
 #include "strategy.h"
@@ -48,9 +50,15 @@ static void expect_answer(const rm_strategy_info *st, int rc, const rm_strategy_
         return;
     }
     cr_expect_eq(rc, RM_ERR_INFEASIBLE, "%s: rc %d: %s", st->name, rc, e->msg);
-    if (stats->stopped)
+    if (stats->stopped) {
         cr_expect_eq(stats->status, RM_STATUS_NO_SOLUTION, "%s: %s after a stop: %s", st->name,
                      rm_status_name(stats->status), e->msg);
+        /* The user is told that the limit stopped it (OGC said only that
+         * its set was over the budget), and never of a search that tried
+         * nothing (Chen's greedy: "after 0 candidates ... lowest peak 0"). */
+        cr_expect(strstr(e->msg, "time limit") != NULL, "%s: %s", st->name, e->msg);
+        cr_expect(strstr(e->msg, "after 0 candidates") == NULL, "%s: %s", st->name, e->msg);
+    }
 }
 
 Test(time_limit, past_deadline_answers_at_once)
@@ -99,6 +107,60 @@ Test(time_limit, every_strategy_within_a_tenth_of_a_second, .timeout = 120)
         cr_expect(took <= limit + margin, "%s: %.2f s with a time limit of %.2f s", list[k].name, took, limit);
         rm_schedule_free(s);
     }
+    unsetenv("REMAT_LOG");
+    rm_problem_free(p);
+}
+
+/* The cheapest R after a coarse solve works on the dense n x n matrices
+ * (3 s at 20,000 nodes) and ran to its end past the deadline: `remat plan
+ * --strategy milp --time-limit 1` on a 20,000-node chain took 3.5 to 4.4 s
+ * (round 2 of issue 23). It now stops at the deadline: at once when it has
+ * passed, and to the same answer as without one when there is time. */
+Test(time_limit, cheapest_R_stops_at_the_deadline)
+{
+    rm_problem *p = limit_problem();
+    rm_schedule *s = NULL;
+    rm_err e = {0};
+    cr_assert_eq(rm_strategy_chen_sqrtn(&s, p, &e), RM_OK, "%s", e.msg);
+    rm_rs *a = NULL, *b = NULL;
+    cr_assert_eq(rm_rs_from_schedule(&a, s, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_rs_from_schedule(&b, s, &e), RM_OK, "%s", e.msg);
+    double t0 = rm_now();
+    cr_expect_eq(rm_milp_cheapest_R_by(a, p, rm_now() - 1, &e), RM_ERR_BUDGET);
+    cr_expect(rm_now() - t0 < 0.05, "stopped after %.3f s", rm_now() - t0);
+    cr_expect(strstr(e.msg, "time limit") != NULL, "%s", e.msg);
+    rm_rs_free(a);
+    a = NULL;
+    cr_assert_eq(rm_rs_from_schedule(&a, s, &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(rm_milp_cheapest_R_by(a, p, rm_now() + 60, &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(rm_milp_cheapest_R(b, p, &e), RM_OK, "%s", e.msg);
+    size_t nn = (size_t)p->n * (size_t)p->n;
+    cr_expect(!memcmp(a->R, b->R, nn) && !memcmp(a->S, b->S, nn), "a deadline that does not pass changed the answer");
+    rm_rs_free(a);
+    rm_rs_free(b);
+    rm_schedule_free(s);
+    rm_problem_free(p);
+}
+
+/* A search tries at least one candidate whatever the limit: with a deadline
+ * already passed, Chen's greedy gave up its first construction at its first
+ * stage and answered "after 0 candidates, none of which fits (lowest peak 0
+ * bytes ...)" (round 2 of issue 23). Its first candidate (the largest
+ * segment budget, the fewest checkpoints) is over the budget here: the
+ * answer says so, with that candidate's peak. */
+Test(time_limit, chen_greedy_builds_its_first_candidate)
+{
+    setenv("REMAT_LOG", "error", 1);
+    rm_problem *p = limit_problem();
+    rm_schedule *s = NULL;
+    rm_err e = {0};
+    int stopped = 0;
+    int rc = rm_chen_greedy_search(&s, &stopped, p, NULL, 0, 0, "chen_greedy", rm_now() - 1, &e);
+    cr_expect_eq(rc, RM_ERR_INFEASIBLE, "%s", e.msg);
+    cr_expect(stopped, "not marked as stopped");
+    cr_expect(strstr(e.msg, "after 1 candidate, none of which fits (lowest peak ") != NULL, "%s", e.msg);
+    cr_expect(strstr(e.msg, "lowest peak 0 ") == NULL, "%s", e.msg);
+    rm_schedule_free(s);
     unsetenv("REMAT_LOG");
     rm_problem_free(p);
 }
