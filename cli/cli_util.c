@@ -39,10 +39,10 @@ int rm_cli_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "remat %s: ", cmd);
-    vfprintf(stderr, fmt, ap);
+    rm_text_fprintf(stderr, "remat %s: ", cmd);
+    rm_text_vfprintf(stderr, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\n\n%s\n", usage);
+    rm_text_fprintf(stderr, "\n\n%s\n", usage);
     return 1;
 }
 
@@ -384,7 +384,7 @@ void rm_cli_progress_log(void *ctx, const char *line)
     } else {
         return;
     }
-    fprintf(stderr, "  %s [%6.1f s] %s\n", pr->prefix, rm_cli_now() - pr->t0, msg);
+    rm_text_fprintf(stderr, "  %s [%6.1f s] %s\n", pr->prefix, rm_cli_now() - pr->t0, msg);
 }
 
 const char *rm_cli_seconds(char *buf, size_t len, double s)
@@ -460,20 +460,20 @@ int rm_cli_model_load(rm_model **out, const char *cmd, const rm_cli_model *a, in
     rm_onnx_summary sum;
     memset(&sum, 0, sizeof sum);
     if (a->onnx && report) {
-        fprintf(report, "onnx         %s: the import, node by node\n", a->path);
+        rm_text_fprintf(report, "onnx         %s: the import, node by node\n", a->path);
         o.note = note_line;
         o.note_ctx = report;
     }
     if (rm_model_open(out, a->path, a->onnx ? &o : NULL, height, width, &sum, &e)) {
         /* The importer's messages quote the model's own names. */
-        fprintf(stderr, "remat %s: ", cmd);
-        rm_name_fputs(stderr, e.msg);
+        rm_text_fprintf(stderr, "remat %s: ", cmd);
+        rm_text_fputs(stderr, e.msg);
         fputc('\n', stderr);
         return e.code == RM_ERR_NOMEM ? 2 : 1;
     }
     if (!a->onnx) return 0;
     char w[32];
-    fprintf(report ? report : stderr,
+    rm_text_fprintf(report ? report : stderr,
             "%s%s: %s, opset %lld: %d nodes -> %d layers (the loss added), %d folded, %d aliases, %d dropped; "
             "%s weights from its initializers%s\n",
             report ? "onnx         " : "remat: imported ", a->path,
@@ -499,7 +499,7 @@ int rm_cli_problem_load_costs(rm_cli_problem *out, const char *cmd, const rm_cli
     int rc;
     rm_cost_file *costs = NULL;
     if (costs_path && rm_cost_file_read(&costs, costs_path, &e)) {
-        fprintf(stderr, "remat %s: %s\n", cmd, e.msg);
+        rm_text_fprintf(stderr, "remat %s: %s\n", cmd, e.msg);
         return e.code == RM_ERR_NOMEM ? 2 : 1;
     }
     if (model && model->path) {
@@ -515,7 +515,7 @@ int rm_cli_problem_load_costs(rm_cli_problem *out, const char *cmd, const rm_cli
         out->has_footprint = !rc;
         rm_model_free(m);
         if (rc) {
-            fprintf(stderr, "remat %s: %s\n", cmd, e.msg);
+            rm_text_fprintf(stderr, "remat %s: %s\n", cmd, e.msg);
             rm_cost_file_free(costs);
             return e.code == RM_ERR_NOMEM ? 2 : 1;
         }
@@ -525,7 +525,7 @@ int rm_cli_problem_load_costs(rm_cli_problem *out, const char *cmd, const rm_cli
     } else {
         if (rm_problem_read(&out->p, problem_path, &e) ||
             (costs && rm_cost_file_apply(out->p, costs, NULL, 0, RM_COST_SAME_BATCH, &e))) {
-            fprintf(stderr, "remat %s: %s\n", cmd, e.msg);
+            rm_text_fprintf(stderr, "remat %s: %s\n", cmd, e.msg);
             rm_cli_problem_free(out);
             rm_cost_file_free(costs);
             return e.code == RM_ERR_NOMEM ? 2 : 1;
@@ -551,7 +551,7 @@ int rm_cli_problem_load_costs(rm_cli_problem *out, const char *cmd, const rm_cli
     rm_schedule_free(s);
     p->budget = budget;
     if (rc) {
-        fprintf(stderr, "remat %s: simulating checkpoint-all failed: %s\n", cmd, e.msg);
+        rm_text_fprintf(stderr, "remat %s: simulating checkpoint-all failed: %s\n", cmd, e.msg);
         rm_cli_problem_free(out);
         return 2;
     }
@@ -593,19 +593,19 @@ int rm_cli_problem_set_budget(rm_cli_problem *cp, const char *cmd, const rm_cli_
     if (p->budget >= need) return 0;
     char x[64], y[64], z[32], w[32], v[32];
     if (p->budget == p->fixed_bytes)
-        fprintf(stderr,
+        rm_text_fprintf(stderr,
                 "remat %s: the budget %s is exactly the fixed bytes (weights, gradients, optimizer state), leaving "
                 "nothing for activations; no schedule exists\n",
                 cmd, rm_cli_bytes(x, sizeof x, (double)p->budget));
     else if (p->budget < p->fixed_bytes) {
         bytes_pair(x, y, sizeof x, p->budget, p->fixed_bytes);
-        fprintf(stderr,
+        rm_text_fprintf(stderr,
                 "remat %s: the budget %s does not even hold the fixed bytes %s (weights, gradients, optimizer "
                 "state); no schedule exists\n",
                 cmd, x, y);
     } else {
         bytes_pair(x, y, sizeof x, p->budget, need);
-        fprintf(stderr,
+        rm_text_fprintf(stderr,
                 "remat %s: the budget %s is below the smallest memory any schedule needs, %s = fixed %s + %s for "
                 "computing '%s' with its inputs resident (%.1f%% of the no-remat peak %s); no schedule exists\n",
                 cmd, x, y, rm_cli_bytes(z, sizeof z, (double)p->fixed_bytes),
@@ -647,9 +647,9 @@ void rm_cli_problem_print(const rm_cli_problem *cp, const rm_cli_budget *b)
     }
     char x[32], y[32], z[32];
     double ref = (double)cp->noremat_total;
-    printf("problem      %s: %d nodes (%d forward, %d loss, %d backward), checkpoint-all costs %s\n", cp->what, p->n,
+    rm_text_fprintf(stdout, "problem      %s: %d nodes (%d forward, %d loss, %d backward), checkpoint-all costs %s\n", cp->what, p->n,
            nf, nl, nb, rm_cli_cost(x, sizeof x, cp->base_cost, cp->flops));
-    printf("costs        %s\n", cp->cost_model);
+    rm_text_fprintf(stdout, "costs        %s\n", cp->cost_model);
     if (cp->has_footprint) {
         rm_cli_print_footprint(stdout, &cp->fp, &cp->optim);
     } else {

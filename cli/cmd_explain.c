@@ -107,9 +107,9 @@ static int explain_run(int argc, char **argv)
         o.log = rm_cli_progress_log;
         o.log_ctx = &pr;
         if (st->solve_opt && limit > 0)
-            fprintf(stderr, "remat explain: solving with %s (time limit %g s) ...\n", st->name, limit);
+            rm_text_fprintf(stderr, "remat explain: solving with %s (time limit %g s) ...\n", st->name, limit);
         else if (st->solve_opt)
-            fprintf(stderr, "remat explain: solving with %s (no time limit) ...\n", st->name);
+            rm_text_fprintf(stderr, "remat explain: solving with %s (no time limit) ...\n", st->name);
     }
     rm_schedule *s = NULL;
     rm_strategy_stats stats;
@@ -117,14 +117,14 @@ static int explain_run(int argc, char **argv)
     rc = rm_strategy_run(&s, &stats, st, cp.p, &o, &e);
     if (rc) {
         if (rc == RM_ERR_INFEASIBLE)
-            fprintf(stderr, "remat explain: %s found no schedule within the budget: %s\n", st->name, e.msg);
+            rm_text_fprintf(stderr, "remat explain: %s found no schedule within the budget: %s\n", st->name, e.msg);
         else
-            fprintf(stderr, "remat explain: %s failed: %s\n", st->name, e.msg);
+            rm_text_fprintf(stderr, "remat explain: %s failed: %s\n", st->name, e.msg);
         rm_cli_problem_free(&cp);
         return rc == RM_ERR_INFEASIBLE ? 1 : 2;
     }
     if (rm_explain_write_schedule(stdout, &cp, s, st, &stats, &e)) {
-        fprintf(stderr, "remat explain: %s\n", e.msg);
+        rm_text_fprintf(stderr, "remat explain: %s\n", e.msg);
         rc = 2;
     }
     rm_schedule_free(s);

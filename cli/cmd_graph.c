@@ -182,7 +182,7 @@ static int write_dot(const rm_graph *g, const char *model_path, const char *path
 {
     int *counts = NULL;
     if (s && !(counts = malloc((size_t)g->n * sizeof *counts))) {
-        fprintf(stderr, "remat graph: out of memory\n");
+        rm_text_fprintf(stderr, "remat graph: out of memory\n");
         return 2;
     }
     if (s) rm_schedule_compute_counts(s, counts);
@@ -190,7 +190,7 @@ static int write_dot(const rm_graph *g, const char *model_path, const char *path
     rm_atomic_file af;
     rm_err e = {RM_OK, ""};
     if (rm_atomic_open(&af, path, &e)) {
-        fprintf(stderr, "remat graph: %s\n", e.msg);
+        rm_text_fprintf(stderr, "remat graph: %s\n", e.msg);
         free(counts);
         return 1;
     }
@@ -234,7 +234,7 @@ static int write_dot(const rm_graph *g, const char *model_path, const char *path
     fprintf(f, "}\n");
     free(counts);
     if (rm_atomic_commit(&af, &e)) {
-        fprintf(stderr, "remat graph: %s\n", e.msg);
+        rm_text_fprintf(stderr, "remat graph: %s\n", e.msg);
         return 1;
     }
     return 0;
@@ -262,14 +262,14 @@ static int report(const rm_graph *g, const rm_model *m, rm_problem *p, const rm_
     int rc = rm_checkpoint_all_fit(&s, &sim, p, &e);
     rm_schedule_free(s);
     if (rc) {
-        fprintf(stderr, "remat graph: simulating checkpoint-all failed: %s\n", e.msg);
+        rm_text_fprintf(stderr, "remat graph: simulating checkpoint-all failed: %s\n", e.msg);
         return 2;
     }
 
     char a[64], b[64], c[64], d[64];
     size_t act = rm_graph_activation_bytes(g);
     size_t peak = fp->total + sim.peak_bytes;
-    printf("model        %s (input %dx%dx%d, %d layers)\n", model_path, m->input.c, m->input.h, m->input.w,
+    rm_text_fprintf(stdout, "model        %s (input %dx%dx%d, %d layers)\n", model_path, m->input.c, m->input.h, m->input.w,
            m->nlayers);
     printf("batch        %d\n", g->batch);
     printf("nodes        %d: %d forward (input included), %d loss, %d backward (%d gradient sums)\n", g->n, nfwd,
@@ -319,7 +319,7 @@ static int graph_run(int argc, char **argv)
     if (rc) return rc;
     rm_graph g;
     if (rm_model_trace(&g, m, (int)batch, &e)) {
-        fprintf(stderr, "remat graph: %s\n", e.msg);
+        rm_text_fprintf(stderr, "remat graph: %s\n", e.msg);
         rm_model_free(m);
         return e.code == RM_ERR_NOMEM ? 2 : 1;
     }
@@ -334,7 +334,7 @@ static int graph_run(int argc, char **argv)
     rc = rm_training_problem(&p, &fp, m, g.batch, &sgd, NULL, NULL, RM_COST_SAME_BATCH, &e);
     if (rc) {
         /* The model at this batch (too large to account, out of memory), not the simulator. */
-        fprintf(stderr, "remat graph: %s\n", e.msg);
+        rm_text_fprintf(stderr, "remat graph: %s\n", e.msg);
         rc = rc == RM_ERR_NOMEM ? 2 : 1;
         goto out;
     }
@@ -342,7 +342,7 @@ static int graph_run(int argc, char **argv)
      * stages, or cost and peak lines the simulator disagrees with) fails
      * alone. */
     if (schedule_path && rm_schedule_read(&s, p, schedule_path, &e)) {
-        fprintf(stderr, "remat graph: %s is not a schedule for %s at batch %ld: %s\n", schedule_path, model_path, batch,
+        rm_text_fprintf(stderr, "remat graph: %s is not a schedule for %s at batch %ld: %s\n", schedule_path, model_path, batch,
                 e.msg);
         rc = e.code == RM_ERR_NOMEM ? 2 : 1;
         goto out;
@@ -350,10 +350,10 @@ static int graph_run(int argc, char **argv)
     rc = report(&g, m, p, &fp, &sgd, model_path);
     if (!rc && problem_out) {
         if (rm_problem_write(p, problem_out, &e)) {
-            fprintf(stderr, "remat graph: %s\n", e.msg);
+            rm_text_fprintf(stderr, "remat graph: %s\n", e.msg);
             rc = e.code == RM_ERR_NOMEM ? 2 : 1;
         } else {
-            printf("problem      %s\n", problem_out);
+            rm_text_fprintf(stdout, "problem      %s\n", problem_out);
         }
     }
     if (!rc && dot_path) {

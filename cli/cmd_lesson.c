@@ -382,7 +382,7 @@ static int write_budget(FILE *f, rm_cli_problem *cp, const lesson_args *a, int k
         rm_schedule_free(s);
     }
     fputs("]}", f);
-    if (!rc && !a->quiet) fprintf(stderr, "%s (%.1f s)\n", line, rm_cli_now() - t0);
+    if (!rc && !a->quiet) rm_text_fprintf(stderr, "%s (%.1f s)\n", line, rm_cli_now() - t0);
     return rc;
 }
 
@@ -499,14 +499,14 @@ static int lesson_run(int argc, char **argv)
     rm_err e = {RM_OK, ""};
     /* The page is written only after every solve: one that cannot be written fails now. */
     if (rm_atomic_probe(a.out, &e)) {
-        fprintf(stderr, "remat lesson: %s\n", e.msg);
+        rm_text_fprintf(stderr, "remat lesson: %s\n", e.msg);
         return 1;
     }
     rm_cli_problem cp;
     if ((rc = rm_cli_problem_load_costs(&cp, "lesson", &a.mdl, a.batch_n, a.problem, a.costs))) return rc;
     char x[32], y[32];
     if (!a.quiet)
-        fprintf(stderr,
+        rm_text_fprintf(stderr,
                 "remat lesson: %s: %d nodes, %ld budgets from %s (the no-remat peak) down to %s (the lower "
                 "bound), %d strategies\n",
                 cp.what, cp.p->n, a.budgets_n, rm_cli_bytes(x, sizeof x, (double)cp.noremat_total),
@@ -519,7 +519,7 @@ static int lesson_run(int argc, char **argv)
             rc = rm_atomic_commit(&af, &e);
     }
     if (rc) {
-        fprintf(stderr, "remat lesson: %s\n", e.msg);
+        rm_text_fprintf(stderr, "remat lesson: %s\n", e.msg);
         rm_cli_problem_free(&cp);
         return rc == RM_ERR_IO ? 1 : 2; /* a file that cannot be written, else a failure of remat's */
     }

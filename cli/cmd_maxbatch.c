@@ -108,14 +108,14 @@ static void progress(void *ctx, const char *strategy, int batch, int feasible, d
     if (feasible < 0)
         fprintf(stderr, "\r\033[Kremat maxbatch: %s: batch %d ...", strategy, batch);
     else
-        fprintf(stderr, " %s (%.2f s)", feasible ? "fits" : "does not fit", seconds);
+        rm_text_fprintf(stderr, " %s (%.2f s)", feasible ? "fits" : "does not fit", seconds);
 }
 
 static void strategy_done(const progress_state *ps, const char *name, const rm_maxbatch_result *r, int ok)
 {
     if (ps->tty) fprintf(stderr, "\r\033[K");
     if (ps->tty || !ok) return; /* errors are reported by the caller */
-    fprintf(stderr, "remat maxbatch: %s: batch %d (%d probe%s, %.2f s)\n", name, r->max_batch, r->probes,
+    rm_text_fprintf(stderr, "remat maxbatch: %s: batch %d (%d probe%s, %.2f s)\n", name, r->max_batch, r->probes,
             r->probes == 1 ? "" : "s", r->search_s);
 }
 
@@ -204,14 +204,14 @@ static int open_gpu(rm_backend **gpu, size_t *gpu_free, size_t *gpu_total, size_
     int rc = rm_backend_cuda_create(gpu, 0, &e);
     if (!rc) rc = rm_backend_cuda_mem_info(*gpu, gpu_free, gpu_total, &e);
     if (rc) {
-        fprintf(stderr, "remat maxbatch: cannot search on the GPU: %s\n", e.msg);
+        rm_text_fprintf(stderr, "remat maxbatch: cannot search on the GPU: %s\n", e.msg);
         rm_backend_free(*gpu);
         *gpu = NULL;
         return rc == RM_ERR_NOMEM || rc == RM_ERR_DEVICE ? 2 : 1;
     }
     char f[32], t[32], b[32];
     if (budget > *gpu_free) {
-        fprintf(stderr,
+        rm_text_fprintf(stderr,
                 "remat maxbatch: the budget %s is more than the GPU has free, %s (of %s): `remat train "
                 "--device cuda` would refuse it\n",
                 rm_cli_bytes(b, sizeof b, (double)budget), rm_cli_bytes(f, sizeof f, (double)*gpu_free),
@@ -322,11 +322,11 @@ static int print_setup(const char *model, const char *input, const char *costs_p
     char a[32], b[32], cap[300];
     rm_err e = {RM_OK, ""};
     const char *(*bytes)(char *, size_t, double) = tc->checkmate ? rm_cli_bytes_si : rm_cli_bytes;
-    fprintf(out, "model        %s", model);
+    rm_text_fprintf(out, "model        %s", model);
     if (input) fprintf(out, " at input %s", input);
     fprintf(out, "\n");
     if (costs)
-        fprintf(out, "costs        profiled seconds from %s (%s, batch %d), scaled linearly to each batch tried:\n"
+        rm_text_fprintf(out, "costs        profiled seconds from %s (%s, batch %d), scaled linearly to each batch tried:\n"
                "             an assumption (kernels run below peak at small batches); overheads are in time\n",
                costs_path, costs->device, costs->batch);
     else
@@ -348,11 +348,11 @@ static int print_setup(const char *model, const char *input, const char *costs_p
         rm_problem *p = NULL;
         fflush(out);
         if (!build_problem(&p, tc, 1, &e))
-            fprintf(stderr,
+            rm_text_fprintf(stderr,
                     "remat maxbatch: not even batch 1 fits: fixed %s + the trivial lower bound %s exceed the budget\n",
                     bytes(a, sizeof a, (double)p->fixed_bytes), bytes(b, sizeof b, (double)rm_problem_peak_lower_bound(p)));
         else
-            fprintf(stderr, "remat maxbatch: not even batch 1 fits the budget (%s)\n", e.msg);
+            rm_text_fprintf(stderr, "remat maxbatch: not even batch 1 fits the budget (%s)\n", e.msg);
         rm_problem_free(p);
         return 1;
     }
@@ -468,7 +468,7 @@ static int maxbatch_run(int argc, char **argv)
     }
     rm_cost_file *costs = NULL;
     if (costs_path && rm_cost_file_read(&costs, costs_path, &e)) {
-        fprintf(stderr, "remat maxbatch: %s\n", e.msg);
+        rm_text_fprintf(stderr, "remat maxbatch: %s\n", e.msg);
         rm_model_free(m);
         rm_backend_free(gpu);
         return e.code == RM_ERR_NOMEM ? 2 : 1;
@@ -477,7 +477,7 @@ static int maxbatch_run(int argc, char **argv)
     /* A file of another model is refused now, not at the first probe. */
     rm_problem *check = NULL;
     if (costs && build_problem(&check, &tc, costs->batch, &e)) {
-        fprintf(stderr, "remat maxbatch: %s\n", e.msg);
+        rm_text_fprintf(stderr, "remat maxbatch: %s\n", e.msg);
         rm_cost_file_free(costs);
         rm_model_free(m);
         rm_backend_free(gpu);
@@ -500,7 +500,7 @@ static int maxbatch_run(int argc, char **argv)
     int rc = rm_maxbatch_bound_why(&o.bound_batch, tc.too_large, sizeof tc.too_large, build_problem, &tc, o.budget,
                                    o.max_batch, &e);
     if (rc) {
-        fprintf(stderr, "remat maxbatch: %s\n", e.msg);
+        rm_text_fprintf(stderr, "remat maxbatch: %s\n", e.msg);
         rm_cost_file_free(costs);
         rm_model_free(m);
         rm_backend_free(gpu);
@@ -540,7 +540,7 @@ static int maxbatch_run(int argc, char **argv)
         if (ok[k] && o.fail_batch && res[k].fail_batch == o.fail_batch) res[k].unproved |= res[milp].unproved;
         snprintf(err[k], sizeof err[k], "%s", se.msg);
         if (!quiet) strategy_done(&ps, list[k]->name, &res[k], ok[k]);
-        if (!ok[k] && !quiet) fprintf(stderr, "remat maxbatch: %s\n", se.msg); /* it names the strategy */
+        if (!ok[k] && !quiet) rm_text_fprintf(stderr, "remat maxbatch: %s\n", se.msg); /* it names the strategy */
         /* The lead: the largest batch, the cheaper schedule on a tie. */
         if (ok[k] && res[k].max_batch > 0 &&
             (lead < 0 || res[k].max_batch > res[lead].max_batch ||
@@ -553,7 +553,7 @@ static int maxbatch_run(int argc, char **argv)
     for (int k = 0; k < nlist; k++)
         if (ok[k]) rm_schedule_free(res[k].schedule);
     if (prc) {
-        fprintf(stderr, "remat maxbatch: cannot write the table (out of memory or a write error)\n");
+        rm_text_fprintf(stderr, "remat maxbatch: cannot write the table (out of memory or a write error)\n");
         rm_cost_file_free(costs);
         rm_model_free(m);
         rm_backend_free(gpu);

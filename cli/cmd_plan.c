@@ -135,7 +135,7 @@ static int timeline_build(timeline *t, const rm_problem *p, const rm_schedule *s
         if (t->mem[k] > t->stage_max[t->ops[k].stage]) t->stage_max[t->ops[k].stage] = t->mem[k];
     return 0;
 fail:
-    fprintf(stderr, "remat plan: replaying the schedule failed: %s\n", e.msg);
+    rm_text_fprintf(stderr, "remat plan: replaying the schedule failed: %s\n", e.msg);
     timeline_free(t);
     return 2;
 }
@@ -304,10 +304,10 @@ static int write_outputs(const plan_args *a, const rm_problem *p, const rm_sched
     rm_err e = {RM_OK, ""};
     if (a->out) {
         if (rm_schedule_write(s, p, a->out, &e)) {
-            fprintf(stderr, "remat plan: %s\n", e.msg);
+            rm_text_fprintf(stderr, "remat plan: %s\n", e.msg);
             return 1;
         }
-        fprintf(a->info, "schedule     %s%s\n", a->out, what);
+        rm_text_fprintf(a->info, "schedule     %s%s\n", a->out, what);
     }
     if (a->svg) {
         char rs[4096], mem[4096];
@@ -315,13 +315,13 @@ static int write_outputs(const plan_args *a, const rm_problem *p, const rm_sched
         snprintf(mem, sizeof mem, "%s-memory.svg", a->svg);
         int draw_rs = p->n <= RM_FIGURE_RS_MAX_NODES; /* n^2 cells */
         if ((draw_rs && rm_figure_rs_svg(rs, p, s, title, &e)) || rm_figure_memory_svg(mem, p, s, title, &e)) {
-            fprintf(stderr, "remat plan: %s\n", e.msg);
+            rm_text_fprintf(stderr, "remat plan: %s\n", e.msg);
             return 1;
         }
         if (draw_rs)
-            fprintf(a->info, "figures      %s, %s\n", rs, mem);
+            rm_text_fprintf(a->info, "figures      %s, %s\n", rs, mem);
         else
-            fprintf(a->info, "figures      %s (R and S are drawn for at most %d nodes, not %d)\n", mem,
+            rm_text_fprintf(a->info, "figures      %s (R and S are drawn for at most %d nodes, not %d)\n", mem,
                     RM_FIGURE_RS_MAX_NODES, p->n);
     }
     return 0;
@@ -419,7 +419,7 @@ static rm_table *plan_table_begin(const plan_args *a)
     rm_table *t = rm_table_create(plan_cols, NCOLS);
     if (t && a->fmt == RM_TABLE_TEXT) printf("\n");
     if (!t || rm_table_begin(t, stdout, a->fmt)) {
-        fprintf(stderr, "remat plan: writing the table failed\n");
+        rm_text_fprintf(stderr, "remat plan: writing the table failed\n");
         rm_table_free(t);
         return NULL;
     }
@@ -430,7 +430,7 @@ static int plan_table_end(rm_table *t)
 {
     int rc = rm_table_end(t);
     rm_table_free(t);
-    if (rc) fprintf(stderr, "remat plan: writing the table failed\n");
+    if (rc) rm_text_fprintf(stderr, "remat plan: writing the table failed\n");
     return rc ? 2 : 0;
 }
 
@@ -446,9 +446,9 @@ static int plan_one(const plan_args *a, rm_cli_problem *cp, const rm_strategy_in
     if (a->time_limit_s > 0) o.deadline = a->started + a->time_limit_s;
     if (st->solve_opt && !a->quiet) {
         if (a->time_limit_s > 0)
-            fprintf(stderr, "remat plan: solving with %s (time limit %g s) ...\n", st->name, a->time_limit_s);
+            rm_text_fprintf(stderr, "remat plan: solving with %s (time limit %g s) ...\n", st->name, a->time_limit_s);
         else
-            fprintf(stderr, "remat plan: solving with %s (no time limit) ...\n", st->name);
+            rm_text_fprintf(stderr, "remat plan: solving with %s (no time limit) ...\n", st->name);
     }
     rm_schedule *s = NULL;
     rm_strategy_stats stats;
@@ -456,11 +456,11 @@ static int plan_one(const plan_args *a, rm_cli_problem *cp, const rm_strategy_in
     int rc = rm_strategy_run(&s, &stats, st, p, &o, &e);
     if (rc) {
         if (rc == RM_ERR_INFEASIBLE) {
-            fprintf(stderr, "remat plan: %s found no schedule within the budget (%s after %.2f s): %s\n", st->name,
+            rm_text_fprintf(stderr, "remat plan: %s found no schedule within the budget (%s after %.2f s): %s\n", st->name,
                     rm_status_name(stats.status), stats.seconds, e.msg);
             return 1;
         }
-        fprintf(stderr, "remat plan: %s failed: %s\n", st->name, e.msg);
+        rm_text_fprintf(stderr, "remat plan: %s failed: %s\n", st->name, e.msg);
         return 2;
     }
     if (a->fmt != RM_TABLE_TEXT) {
@@ -549,15 +549,15 @@ static int plan_all_outputs(const plan_args *a, const rm_cli_problem *cp, const 
         snprintf(title + o, sizeof title - o, ": every strategy's memory");
         rm_err e = {RM_OK, ""};
         if (rm_figure_compare_svg(path, p, fig, count, title, &e)) {
-            fprintf(stderr, "remat plan: %s\n", e.msg);
+            rm_text_fprintf(stderr, "remat plan: %s\n", e.msg);
             return 1;
         }
         int nfit = 0;
         for (int k = 0; k < count; k++) nfit += fig[k].s != NULL;
-        fprintf(a->info, "comparison   %s (%d of %d strategies found a schedule)\n", path, nfit, count);
+        rm_text_fprintf(a->info, "comparison   %s (%d of %d strategies found a schedule)\n", path, nfit, count);
     }
     if (best_k < 0) {
-        fprintf(stderr, "remat plan: no strategy found a schedule within the budget\n");
+        rm_text_fprintf(stderr, "remat plan: no strategy found a schedule within the budget\n");
         return 1;
     }
     return 0;
@@ -578,7 +578,7 @@ static int plan_all(const plan_args *a, rm_cli_problem *cp)
     rm_figure_entry *fig = NULL;
     if (a->svg && (!(kept = calloc((size_t)count, sizeof *kept)) || !(fig = calloc((size_t)count, sizeof *fig)))) {
         free(kept);
-        fprintf(stderr, "remat plan: out of memory\n");
+        rm_text_fprintf(stderr, "remat plan: out of memory\n");
         return 2;
     }
     rm_table *t = plan_table_begin(a);
@@ -594,15 +594,15 @@ static int plan_all(const plan_args *a, rm_cli_problem *cp)
         rm_cli_progress pr;
         set_solver_options(&o, &pr, a, st->name);
         if (!a->quiet) {
-            fprintf(stderr, "remat plan: [%d/%d] %s", k + 1, count, st->name);
-            if (st->solve_opt && a->time_limit_s > 0) fprintf(stderr, " (time limit %g s)", a->time_limit_s);
-            fprintf(stderr, " ...\n");
+            rm_text_fprintf(stderr, "remat plan: [%d/%d] %s", k + 1, count, st->name);
+            if (st->solve_opt && a->time_limit_s > 0) rm_text_fprintf(stderr, " (time limit %g s)", a->time_limit_s);
+            rm_text_fprintf(stderr, " ...\n");
         }
         rm_schedule *s = NULL;
         rm_strategy_stats stats;
         rm_err e = {RM_OK, ""};
         int rc = rm_strategy_run(&s, &stats, st, p, &o, &e);
-        if (rc && rc != RM_ERR_INFEASIBLE) fprintf(stderr, "remat plan: %s failed: %s\n", st->name, e.msg);
+        if (rc && rc != RM_ERR_INFEASIBLE) rm_text_fprintf(stderr, "remat plan: %s failed: %s\n", st->name, e.msg);
         if (add_strategy_row(t, cp, st, rc, &stats, s)) failed = 1;
         int better = !rc && (best_k < 0 || stats.sim.cost < best_cost);
         if (better) {
@@ -651,12 +651,12 @@ static int plan_check(const plan_args *a, rm_cli_problem *cp)
     rm_schedule *s = NULL;
     rm_err e = {RM_OK, ""};
     if (rm_schedule_read(&s, p, a->check, &e)) {
-        fprintf(stderr, "remat plan: %s is not a valid schedule for %s: %s\n", a->check, cp->what, e.msg);
+        rm_text_fprintf(stderr, "remat plan: %s is not a valid schedule for %s: %s\n", a->check, cp->what, e.msg);
         return e.code == RM_ERR_NOMEM ? 2 : 1;
     }
     rm_sim_result r;
     if (rm_simulate(&r, p, s, &e)) {
-        fprintf(stderr, "remat plan: %s: %s\n", a->check, e.msg);
+        rm_text_fprintf(stderr, "remat plan: %s: %s\n", a->check, e.msg);
         rm_schedule_free(s);
         return 1;
     }
@@ -673,7 +673,7 @@ static int plan_check(const plan_args *a, rm_cli_problem *cp)
         if (rm_sim_fits(p, &r)) {
             printf("budget       fits %s\n", rm_cli_bytes(z, sizeof z, (double)p->budget));
         } else {
-            fprintf(stderr, "remat plan: %s does not fit the budget: peak %s > %s\n", a->check, x,
+            rm_text_fprintf(stderr, "remat plan: %s does not fit the budget: peak %s > %s\n", a->check, x,
                     rm_cli_bytes(z, sizeof z, (double)p->budget));
             rc = 1;
         }
@@ -744,7 +744,7 @@ static int plan_run(int argc, char **argv)
      * regular files into /dev. Said before anything is written. */
     struct stat svg_st;
     if (a.svg && stat(a.svg, &svg_st) == 0 && !S_ISREG(svg_st.st_mode) && !S_ISDIR(svg_st.st_mode)) {
-        fprintf(stderr,
+        rm_text_fprintf(stderr,
                 "remat plan: --svg %s: a device or FIFO, not a prefix: --svg PREFIX writes PREFIX-rs.svg and "
                 "PREFIX-memory.svg beside it (e.g. --svg fig)\n",
                 a.svg);
@@ -763,7 +763,7 @@ static int plan_run(int argc, char **argv)
         int all = !a.check && !st;
         if ((a.out && rm_atomic_probe(a.out, &e)) ||
             (a.svg && (rm_atomic_probe(rs, &e) || rm_atomic_probe(mem, &e) || (all && rm_atomic_probe(cmp, &e))))) {
-            fprintf(stderr, "remat plan: %s\n", e.msg);
+            rm_text_fprintf(stderr, "remat plan: %s\n", e.msg);
             return 1;
         }
     }

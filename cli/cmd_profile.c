@@ -55,7 +55,7 @@ static void progress(void *ctx, int timed, int step, int steps)
 {
     (void)ctx;
     /* One line per phase: a step takes milliseconds on the tiny models. */
-    if (step == 1) fprintf(stderr, "remat profile: %s %d step%s\n", timed ? "timing" : "warming up with", steps,
+    if (step == 1) rm_text_fprintf(stderr, "remat profile: %s %d step%s\n", timed ? "timing" : "warming up with", steps,
                            steps == 1 ? "" : "s");
 }
 
@@ -128,7 +128,7 @@ static void print_report(const rm_profile *p, const rm_model *m, const char *mod
             fw_s += p->seconds[v], fw_f += nd->flops, nf++;
     }
     char a[32], b[32], c[32], d[32];
-    printf("model        %s at batch %d: %d nodes\n", model_path, g->batch, g->n);
+    rm_text_fprintf(stdout, "model        %s at batch %d: %d nodes\n", model_path, g->batch, g->n);
     printf("device       %s; %d warm-up step%s, then %d timed: each node's cost is its median\n", p->device,
            p->warmup, p->warmup == 1 ? "" : "s", p->reps);
     printf("step         %s (median, host clock) = nodes %s + the executor's own work (frees, loss copy)\n",
@@ -263,12 +263,12 @@ static int profile_run(int argc, char **argv)
         snprintf(path, sizeof path, "%s-b%d-%s.costs", name, o.batch, o.device == RM_BACKEND_CUDA ? "cuda" : "cpu");
     /* Written after the measurement: a path that cannot be written fails now. */
     if (rm_atomic_probe(path, &e)) {
-        fprintf(stderr, "remat profile: %s\n", e.msg);
+        rm_text_fprintf(stderr, "remat profile: %s\n", e.msg);
         rm_model_free(m);
         return 1;
     }
     if (!quiet)
-        fprintf(stderr, "remat profile: %s at batch %d on %s: %d warm-up and %d timed steps\n", model, o.batch,
+        rm_text_fprintf(stderr, "remat profile: %s at batch %d on %s: %d warm-up and %d timed steps\n", model, o.batch,
                 o.device == RM_BACKEND_CUDA ? "cuda" : "cpu", o.warmup, o.reps);
     rm_profile *pr = NULL;
     rm_cost_file *cf = NULL;
@@ -283,7 +283,7 @@ static int profile_run(int argc, char **argv)
         rc = rm_cost_file_write(cf, path, how, &e);
     }
     if (rc) {
-        fprintf(stderr, "remat profile: %s\n", e.msg);
+        rm_text_fprintf(stderr, "remat profile: %s\n", e.msg);
         rm_cost_file_free(cf);
         rm_profile_free(pr);
         rm_model_free(m);

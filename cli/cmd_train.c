@@ -118,7 +118,7 @@ static void print_step(progress *pr, const rm_trainer_event *ev)
     bar[w] = '\0';
     hms(eta, sizeof eta, ev->eta_s);
     if (ev->running_acc >= 0) snprintf(acc, sizeof acc, "  acc %5.1f%%", 100.0 * ev->running_acc);
-    fprintf(stderr, "%sepoch %llu/%llu [%s] %lld/%lld  loss %.4f%s  %.0f img/s  ETA %s%s", pr->tty ? "\r" : "",
+    rm_text_fprintf(stderr, "%sepoch %llu/%llu [%s] %lld/%lld  loss %.4f%s  %.0f img/s  ETA %s%s", pr->tty ? "\r" : "",
             (unsigned long long)ev->epoch + 1, (unsigned long long)ev->epochs, bar, (long long)ev->epoch_step,
             (long long)ev->epoch_steps, ev->running_loss, acc, ev->images_per_s, eta, pr->tty ? "\033[K" : "\n");
     pr->bar_open = pr->tty;
@@ -133,11 +133,11 @@ static void on_event(void *ctx, const rm_trainer_event *ev)
     case RM_TRAINER_SOLVING:
         if (pr->quiet) return;
         close_bar(pr);
-        fprintf(stderr, "remat train: %s\n", ev->text);
+        rm_text_fprintf(stderr, "remat train: %s\n", ev->text);
         return;
     case RM_TRAINER_PROBE:
         if (!pr->quiet)
-            fprintf(stderr, "remat train: --batch auto: batch %d %s\n", ev->batch, ev->fits ? "fits" : "does not fit");
+            rm_text_fprintf(stderr, "remat train: --batch auto: batch %d %s\n", ev->batch, ev->fits ? "fits" : "does not fit");
         return;
     case RM_TRAINER_STEP: print_step(pr, ev); return;
     case RM_TRAINER_EVAL:
@@ -176,11 +176,11 @@ static const char *pct(char *buf, size_t len, size_t part, size_t whole)
 static void print_summary(const rm_trainer_summary *s, const rm_trainer_config *c, const rm_model *m)
 {
     char a[32], b[32], d[32], f[32];
-    printf("model        %s: %d layers, input %dx%dx%d, %d classes (%s)%s\n", c->model_path, s->layers, m->input.c,
+    rm_text_fprintf(stdout, "model        %s: %d layers, input %dx%dx%d, %d classes (%s)%s\n", c->model_path, s->layers, m->input.c,
            m->input.h, m->input.w, s->classes, s->task == RM_TASK_SEGMENTATION ? "segmentation" : "classification",
            !c->onnx ? "" : m->init_params ? ", ONNX: its weights to fine-tune" : ", ONNX: weights initialised afresh");
     printf("parameters   %s\n", rm_cli_group_digits(a, sizeof a, s->params));
-    printf("data         %s: %lld training samples\n", s->train_data, (long long)s->train_samples);
+    rm_text_fprintf(stdout, "data         %s: %lld training samples\n", s->train_data, (long long)s->train_samples);
     if (s->held_out_split)
         printf("held out     %lld samples, a seeded split of the same data\n", (long long)s->test_samples);
     else
@@ -432,7 +432,7 @@ static int train_run(int argc, char **argv)
     rm_err e = {RM_OK, ""};
     rm_cost_file *costs = NULL;
     if (a.costs_path && rm_cost_file_read(&costs, a.costs_path, &e)) {
-        fprintf(stderr, "remat train: %s\n", e.msg);
+        rm_text_fprintf(stderr, "remat train: %s\n", e.msg);
         return e.code == RM_ERR_NOMEM ? 2 : 1;
     }
     c.costs = costs;
@@ -450,7 +450,7 @@ static int train_run(int argc, char **argv)
     rm_trainer_free(t);
     rm_cost_file_free(costs);
     if (rc) {
-        fprintf(stderr, "remat train: %s\n", e.msg);
+        rm_text_fprintf(stderr, "remat train: %s\n", e.msg);
         return rc == RM_ERR_NOMEM || rc == RM_ERR_SOLVER || rc == RM_ERR_DEVICE ? 2 : 1;
     }
     return 0;

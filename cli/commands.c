@@ -1,6 +1,8 @@
 /* The subcommand table and top-level help. */
 #include "commands.h"
 
+#include "utf8.h" /* rm_text_fprintf: the unknown command is quoted as typed */
+
 #include <stdio.h>
 #include <string.h>
 
@@ -49,7 +51,7 @@ int rm_cli_main(int argc, char **argv)
             }
         return rm_commands[i]->run(argc - 1, argv + 1);
     }
-    fprintf(stderr, "remat: unknown command '%s'\n\n", argv[1]);
+    rm_text_fprintf(stderr, "remat: unknown command '%s'\n\n", argv[1]);
     print_help(stderr);
     return 1;
 }

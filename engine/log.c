@@ -2,6 +2,8 @@
  * flag that warns once about a value it does not know). */
 #include "log.h"
 
+#include "utf8.h" /* rm_text_vfprintf: log lines quote names and paths remat did not choose */
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +23,7 @@ rm_log_level rm_log_threshold(void)
     static int warned;
     if (!warned) {
         warned = 1;
-        fprintf(stderr, "remat warn: REMAT_LOG='%s' is not error, warn, info or debug; logging at warn\n", v);
+        rm_text_fprintf(stderr, "remat warn: REMAT_LOG='%s' is not error, warn, info or debug; logging at warn\n", v);
     }
     return RM_LOG_WARN;
 }
@@ -33,7 +35,7 @@ void rm_log(rm_log_level level, const char *fmt, ...)
     va_list ap;
     va_start(ap, fmt);
     fprintf(stderr, "remat %s: ", names[level]);
-    vfprintf(stderr, fmt, ap);
+    rm_text_vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
 }

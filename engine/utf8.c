@@ -1,6 +1,7 @@
 #include "utf8.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int rm_utf8_next(const char *s, size_t n, uint32_t *cp)
@@ -34,7 +35,7 @@ int rm_utf8_next(const char *s, size_t n, uint32_t *cp)
 int rm_utf8_hidden(uint32_t cp)
 {
     return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || (cp >= 0x202A && cp <= 0x202E) ||
-           (cp >= 0x2066 && cp <= 0x2069) || cp == 0xFFFE || cp == 0xFFFF;
+           (cp >= 0x2066 && cp <= 0x2069) || cp == 0xFEFF || cp == 0xFFFE || cp == 0xFFFF;
 }
 
 /* Why the bytes at s (n left) are not UTF-8, for a message. */
@@ -74,6 +75,7 @@ int rm_name_check(const char *s, size_t n, size_t *at, char *why, size_t why_len
                      cp <= 0x9F                     ? "a C1 control character"
                      : cp >= 0x202A && cp <= 0x202E ? "a bidi override, which reorders the text shown around it"
                      : cp >= 0x2066 && cp <= 0x2069 ? "a bidi isolate, which reorders the text shown around it"
+                     : cp == 0xFEFF ? "a byte-order mark, allowed only at the start of the file"
                                                     : "a noncharacter");
         }
         return -1;
@@ -83,19 +85,23 @@ int rm_name_check(const char *s, size_t n, size_t *at, char *why, size_t why_len
 
 /* The shown form of the character at s (n bytes left): *piece, *plen bytes
  * of it (esc holds an escape), *cols columns; returns the bytes of s it
- * stands for. */
-static size_t show_char(const char *s, size_t n, char esc[12], const char **piece, size_t *plen, int *cols)
+ * stands for. text: a whole message (rm_text_fputs), whose own newlines and
+ * tabs stay as they are and whose backslashes are not doubled, since the
+ * names it quotes were already shown escaped by rm_name_show and doubling
+ * would show "\x1b" for them. */
+static size_t show_char(const char *s, size_t n, char esc[12], const char **piece, size_t *plen, int *cols, int text)
 {
     uint32_t cp = 0;
     int k = rm_utf8_next(s, n, &cp);
     *piece = s, *plen = (size_t)k, *cols = 1;
+    if (text && k == 1 && (cp == '\n' || cp == '\t')) return 1;
     if (k == 0 || rm_utf8_hidden(cp)) {
         if (k == 0 || cp < 0x80)
             snprintf(esc, 12, "\\x%02x", (unsigned char)s[0]), k = k ? k : 1;
         else
             snprintf(esc, 12, "\\u%04x", (unsigned)cp);
         *piece = esc, *plen = strlen(esc), *cols = (int)*plen;
-    } else if (cp == '\\') {
+    } else if (cp == '\\' && !text) {
         *piece = "\\\\", *plen = 2, *cols = 2;
     }
     return (size_t)k;
@@ -111,7 +117,7 @@ int rm_name_show_cols(char *buf, size_t cap, const char *name, int max_cols)
         const char *piece;
         size_t plen;
         int pcols;
-        size_t k = show_char(name + i, n - i, esc, &piece, &plen, &pcols);
+        size_t k = show_char(name + i, n - i, esc, &piece, &plen, &pcols, 0);
         if (out + plen >= cap || (max_cols >= 0 && cols + pcols > max_cols)) break;
         memcpy(buf + out, piece, plen);
         out += plen;
@@ -135,14 +141,54 @@ rm_name_shown rm_name_shown_of(const char *name)
     return v;
 }
 
-void rm_name_fputs(FILE *f, const char *s)
+static void show_fputs(FILE *f, const char *s, int text)
 {
     for (size_t i = 0, n = strlen(s); i < n;) {
         char esc[12];
         const char *piece;
         size_t plen;
         int cols;
-        i += show_char(s + i, n - i, esc, &piece, &plen, &cols);
+        i += show_char(s + i, n - i, esc, &piece, &plen, &cols, text);
         fwrite(piece, 1, plen, f);
     }
+}
+
+void rm_name_fputs(FILE *f, const char *s)
+{
+    show_fputs(f, s, 0);
+}
+
+void rm_text_fputs(FILE *f, const char *s)
+{
+    show_fputs(f, s, 1);
+}
+
+int rm_text_vfprintf(FILE *f, const char *fmt, va_list ap)
+{
+    /* Formatted whole first, so that an escape sequence split across two
+     * arguments (a path ending in ESC, a format going on with "[2J") is
+     * still one sequence to the sanitiser. */
+    char small[1024], *buf = small;
+    va_list again;
+    va_copy(again, ap);
+    int len = vsnprintf(small, sizeof small, fmt, ap);
+    if (len >= (int)sizeof small) {
+        buf = malloc((size_t)len + 1);
+        if (buf) vsnprintf(buf, (size_t)len + 1, fmt, again);
+        else buf = small; /* out of memory: the message cut, never raw */
+    }
+    va_end(again);
+    if (len < 0) return len;
+    rm_text_fputs(f, buf);
+    if (buf != small) free(buf);
+    return len;
+}
+
+int rm_text_fprintf(FILE *f, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int len = rm_text_vfprintf(f, fmt, ap);
+    va_end(ap);
+    return len;
 }

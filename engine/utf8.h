@@ -6,6 +6,7 @@
 #ifndef REMAT_UTF8_H
 #define REMAT_UTF8_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,7 +20,9 @@ int rm_utf8_next(const char *s, size_t n, uint32_t *cp);
 /* 1 for the code points a name must not hold and a printer never writes
  * raw: C0 controls, DEL, C1 controls (U+0080-009F), the bidi overrides and
  * isolates (U+202A-202E, U+2066-2069, which reorder the text shown around
- * them), and the noncharacters U+FFFE and U+FFFF (not XML characters). */
+ * them), the byte-order mark U+FEFF (invisible; a file may start with
+ * one, which the readers skip before any name) and the noncharacters
+ * U+FFFE and U+FFFF (not XML characters). */
 int rm_utf8_hidden(uint32_t cp);
 
 /* Checks the n bytes of a name: 0 when every character is valid UTF-8 and
@@ -56,5 +59,15 @@ rm_name_shown rm_name_shown_of(const char *name);
 /* s written to f in rm_name_show's form, whatever its length: a line
  * that quotes names (the ONNX import's notes). */
 void rm_name_fputs(FILE *f, const char *s);
+
+/* A whole message remat prints (an error, warning, note or log line, a
+ * stdout line that quotes a path or a file's text) written to f with every
+ * hidden character and invalid byte escaped as rm_name_show does, except
+ * the message's own newlines and tabs; backslashes are not doubled, so a
+ * name already shown by rm_name_show inside the message reads the same.
+ * The one way remat writes text it did not choose to a terminal. */
+void rm_text_fputs(FILE *f, const char *s);
+int rm_text_vfprintf(FILE *f, const char *fmt, va_list ap);
+int rm_text_fprintf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -358,6 +358,63 @@ Test(names, graph_plan_and_explain_never_print_an_onnx_name_raw)
     expect_clean_file(cf_path("stderr"), "graph --onnx, refused");
 }
 
+/* ---- whole messages ----------------------------------------------------------- */
+
+Test(names, a_message_escapes_hidden_characters_but_keeps_its_own_lines_and_backslashes)
+{
+    char *b = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&b, &n);
+    cr_assert_not_null(f);
+    /* A name already shown (the backslash of "\x1b") is not shown again as "\\x1b". */
+    rm_text_fprintf(f, "%s: '%s'\n\t%s", "p\x1b]0;t\x07", "a\\x1bb", "\xe2\x80\xae\xc2\x9b\x9b\xef\xbb\xbf.");
+    fclose(f);
+    cr_assert_str_eq(b, "p\\x1b]0;t\\x07: 'a\\x1bb'\n\t\\u202e\\u009b\\x9b\\ufeff.");
+    free(b);
+}
+
+/* Text from files and paths remat did not choose, quoted by an error or an
+ * info line: shown escaped, never raw (issue 23, round 2). The schedule
+ * and cost readers quote a bad field; the data folder scan names a file;
+ * the info lines name the paths. */
+Test(names, errors_and_info_lines_never_print_file_text_or_paths_raw)
+{
+    cf_write(cf_path("skip.txt"), "problem 4 0\n0 a forward 1 10 -\n1 b forward 2 20 0\n2 c forward 3 30 1\n"
+                                  "3 d forward 4 5 0,2\n");
+    cf_write(cf_path("d2.txt"), "schedule 4\n\x1b]0;pwn\x07\n");
+    expect_refused((const char *const[]){"plan", "--check", cf_path("d2.txt"), "--problem", cf_path("skip.txt"), NULL},
+                   "found '\\x1b]0;pwn\\x07'");
+    expect_clean_file(cf_path("stderr"), "plan --check");
+    cf_write(cf_path("k2.costs"), "remat-costs 1 - 1 cpu 4 seconds\n0 \x1b[31ma 1\n1 b 1\n2 c 1\n3 d 1\n");
+    expect_refused((const char *const[]){"plan", "--problem", cf_path("skip.txt"), "--budget", "50B", "--costs",
+                                         cf_path("k2.costs"), NULL},
+                   "node 0 is '\\x1b[31ma'");
+    expect_clean_file(cf_path("stderr"), "plan --costs");
+    /* A path: in the error when it cannot be opened, on stdout when it can. */
+    const char *evil = cf_path("x\x1b[2J\xe2\x80\xaey.txt");
+    expect_refused((const char *const[]){"plan", "--problem", evil, NULL}, "x\\x1b[2J\\u202ey.txt: cannot open");
+    expect_clean_file(cf_path("stderr"), "plan --problem, missing");
+    cf_write(evil, "problem 4 0\n0 a forward 1 10 -\n1 b forward 2 20 0\n2 c forward 3 30 1\n3 d forward 4 5 0,2\n");
+    cr_assert_eq(cf_remat("plan", "--problem", evil, "--budget", "1KB", "--quiet", NULL), 0, "%s", cf_err);
+    cr_assert(cf_said(0, "x\\x1b[2J\\u202ey.txt: 4 nodes"));
+    expect_clean_file(cf_path("stdout"), "plan --problem");
+    /* A byte-order mark inside a name shows as nothing: refused like any hidden character. */
+    cf_write(cf_path("bom.txt"), "problem 1 0\n0 a\xef\xbb\xbf forward 1 1 -\n");
+    expect_refused((const char *const[]){"plan", "--problem", cf_path("bom.txt"), "--budget", "1KB", NULL},
+                   "bom.txt:2:4 (byte offset 15): the node name has bytes 0xef 0xbb 0xbf, U+FEFF, a byte-order mark");
+    /* A data folder's file name, in the scan's error. */
+    char dir[128], link[160];
+    snprintf(dir, sizeof dir, "%s/data/train/a", cf_dir);
+    cr_assert_eq(system((snprintf(link, sizeof link, "mkdir -p %s %s/data/train/b", dir, cf_dir), link)), 0);
+    snprintf(link, sizeof link, "%s/\x1b]0;owned\x07\x1b[2J\xe2\x80\xaeq.png", dir);
+    cr_assert_eq(symlink("nowhere", link), 0);
+    snprintf(dir, sizeof dir, "%s/data", cf_dir);
+    expect_refused((const char *const[]){"train", "--model", CF_MODEL("digits.cfg"), "--data", dir, "--budget", "100%",
+                                         "--batch", "2", "--quiet", NULL},
+                   "a/\\x1b]0;owned\\x07\\x1b[2J\\u202eq.png: broken symbolic link");
+    expect_clean_file(cf_path("stderr"), "train --data");
+}
+
 /* ---- sizes ------------------------------------------------------------------ */
 
 static long max_rss_kib(void)

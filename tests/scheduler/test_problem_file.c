@@ -279,7 +279,7 @@ Test(problem_file, byte_order_mark_at_the_start_is_skipped)
     unlink(path);
     tp_expect_error("problem 1 0\n\xEF\xBB\xBF"
                     "0 a loss 1 8 -\n",
-                    2, "node index");
+                    2, "U+FEFF, a byte-order mark, allowed only at the start of the file");
 }
 
 Test(problem_file, missing_file_is_io_error)
