@@ -289,6 +289,17 @@ static void tiny_pngs(const char *dir, const char *const *rels)
     for (; *rels; rels++) fx_write_png(dir, *rels, 2, 2, 3, rgb2x2);
 }
 
+/* dir opens as an image folder of count samples. */
+static void expect_samples(const char *dir, int64_t count)
+{
+    rm_image_options o = raw_opts(3, 2, 2);
+    rm_dataset *ds;
+    rm_err e = {0};
+    cr_assert_eq(rm_dataset_image_folder_open(&ds, dir, &o, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(ds->info.count, count);
+    rm_dataset_free(ds);
+}
+
 Test(data_image_checks, broken_symlink_is_an_error)
 {
     char dir[FX_PATH], p[FX_PATH], q[FX_PATH];
@@ -296,12 +307,7 @@ Test(data_image_checks, broken_symlink_is_an_error)
     tiny_pngs(dir, (const char *const[]){"a/1.png", "b/1.png", NULL});
     /* A working link is a sample like any file. */
     cr_assert_eq(symlink(fx_path(q, dir, "a/1.png"), fx_path(p, dir, "b/2.png")), 0);
-    rm_image_options o = raw_opts(3, 2, 2);
-    rm_dataset *ds;
-    rm_err e = {0};
-    cr_assert_eq(rm_dataset_image_folder_open(&ds, dir, &o, &e), RM_OK, "%s", e.msg);
-    cr_assert_eq(ds->info.count, 3);
-    rm_dataset_free(ds);
+    expect_samples(dir, 3);
     /* A sample whose target is gone: an error naming it, not one sample fewer. */
     cr_assert_eq(symlink(fx_path(q, dir, "gone.png"), fx_path(p, dir, "b/3.png")), 0);
     expect_open_error(dir, "b/3.png", "broken symbolic link");
@@ -334,12 +340,7 @@ Test(data_image_checks, special_files_named_like_images_are_errors, .timeout = 3
     unlink(p);
     /* Other names are not samples and stay ignored. */
     cr_assert_eq(mkfifo(fx_path(p, dir, "a/README"), 0666), 0);
-    rm_image_options o = raw_opts(3, 2, 2);
-    rm_dataset *ds;
-    rm_err e = {0};
-    cr_assert_eq(rm_dataset_image_folder_open(&ds, dir, &o, &e), RM_OK, "%s", e.msg);
-    cr_assert_eq(ds->info.count, 2);
-    rm_dataset_free(ds);
+    expect_samples(dir, 2);
     fx_rmtree(dir);
 }
 
