@@ -131,7 +131,9 @@ static void on_event(void *ctx, const rm_trainer_event *ev)
     switch (ev->kind) {
     case RM_TRAINER_NOTE:
     case RM_TRAINER_SOLVING:
-        if (pr->quiet) return;
+        /* --quiet drops the solver log, never a note: a note says what the
+         * run did differently from what was asked (no held-out split). */
+        if (pr->quiet && ev->kind == RM_TRAINER_SOLVING) return;
         close_bar(pr);
         rm_text_fprintf(stderr, "remat train: %s\n", ev->text);
         return;

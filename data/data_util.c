@@ -108,10 +108,25 @@ int data_list_dir(char ***names, int *count, const char *dir, int want_dirs, rm_
         if (stat(full, &st) != 0) {
             int err = errno;
             struct stat lst;
+            /* RM_ERR_INVALID, not RM_ERR_IO: the folder is there and one of
+             * its entries is bad, which a trainer must not mistake for a
+             * missing held-out split (RM_ERR_IO) and replace by a part of
+             * the training data. */
             if (lstat(full, &lst) == 0 && S_ISLNK(lst.st_mode) && err == ENOENT)
-                rc = rm_errorf(e, RM_ERR_IO, "%s: broken symbolic link (its target does not exist)", full);
+                rc = rm_errorf(e, RM_ERR_INVALID, "%s: broken symbolic link (its target does not exist)", full);
             else
-                rc = rm_errorf(e, RM_ERR_IO, "%s: cannot inspect: %s", full, strerror(err));
+                rc = rm_errorf(e, RM_ERR_INVALID, "%s: cannot inspect: %s", full, strerror(err));
+            free(full);
+            break;
+        }
+        /* A file named like an image that is not a regular one (a FIFO, a
+         * device such as a link to /dev/zero, a folder) would be a sample
+         * silently dropped; stat told, so nothing was opened (a FIFO would
+         * block). */
+        if (!want_dirs && !S_ISREG(st.st_mode) && data_is_image_name(de->d_name)) {
+            rc = rm_errorf(e, RM_ERR_INVALID, "%s: named like an image but not a regular file (%s)", full,
+                           S_ISDIR(st.st_mode) ? "a folder" : S_ISFIFO(st.st_mode) ? "a FIFO"
+                           : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "a special file");
             free(full);
             break;
         }

@@ -48,7 +48,8 @@ static char *parent_of(const char *path)
  * another user plant a name we may use), or the folder's owner made the
  * link. Checked here because remat resolves a link itself (readlink is not
  * following, to the kernel) and the sysctl may be off. A folder that cannot
- * be examined does not vouch for the link. */
+ * be examined does not vouch for the link. The same rule, protected_fifos,
+ * decides whether a FIFO or device at path may be written (planted_special). */
 static int link_trusted(const char *path, const struct stat *ls)
 {
     if (ls->st_uid == geteuid()) return 1;
@@ -126,6 +127,37 @@ static int resolve(char **out, int *is_link, const char *path, rm_path_kind kind
 
 static int is_special(mode_t m) { return S_ISCHR(m) || S_ISBLK(m) || S_ISFIFO(m); }
 
+/* The kernel's protected_fifos idea (fs.protected_fifos): a FIFO or device
+ * of another user in a sticky world-writable folder is a name planted for
+ * us, whose reader (or driver) would hang or take what we write. Refused,
+ * RM_ERR_IO, unless it is ours or the folder owner's (link_trusted's rule);
+ * checked before anything is solved or trained (rm_atomic_probe). */
+static int planted_special(const char *path, const char *target, const struct stat *st, rm_err *e)
+{
+    if (!is_special(st->st_mode) || link_trusted(target, st)) return RM_OK;
+    return rm_errorf(e, RM_ERR_IO,
+                     "%s: a %s of another user (uid %lu) in a world-writable folder: not opened (remove it, or "
+                     "name another file)",
+                     path, S_ISFIFO(st->st_mode) ? "FIFO" : "device", (unsigned long)st->st_uid);
+}
+
+int rm_path_check_named(const char *path, rm_err *e)
+{
+    if (!path || !*path) return rm_errorf(e, RM_ERR_INVALID, "no file name given");
+    /* "DIR/" would make lstat follow a link at DIR: its last component is
+     * checked without the slashes. */
+    char *p = strdup(path);
+    if (!p) return rm_errorf(e, RM_ERR_NOMEM, "%s: no memory", path);
+    for (size_t n = strlen(p); n > 1 && p[n - 1] == '/'; n--) p[n - 1] = '\0';
+    char *target;
+    int is_link, rc = resolve(&target, &is_link, p, RM_PATH_NAMED, e);
+    struct stat st;
+    if (!rc && stat(target, &st) == 0) rc = planted_special(path, target, &st, e);
+    if (!rc) free(target);
+    free(p);
+    return rc;
+}
+
 /* Opens af->f on fd, the temporary file or (in place) the target. On
  * failure fd is closed, the temporary removed and af released. */
 static int stream_on(rm_atomic_file *af, int fd, const char *path, rm_err *e)
@@ -148,20 +180,26 @@ static int stream_on(rm_atomic_file *af, int fd, const char *path, rm_err *e)
 
 /* A device or FIFO named by the user, written in place (see rm_atomic_open
  * below). Opened without O_TRUNC or O_CREAT and checked again once open: a
- * name swapped for a regular file in between is refused, not truncated. */
+ * name swapped for a regular file in between is refused, not truncated.
+ * O_NONBLOCK: a FIFO without a reader would block the open forever (after
+ * a whole solve or training run); this way it fails at once, ENXIO, said
+ * plainly. Blocking mode is restored once open, so writes wait for the
+ * reader as usual. */
 static int open_in_place(rm_atomic_file *af, const char *path, int is_link, rm_err *e)
 {
     errno = 0;
-    int fd = open(af->path, O_WRONLY | O_CLOEXEC | (is_link ? 0 : O_NOFOLLOW));
-    int err = errno;
+    int fd = open(af->path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | (is_link ? 0 : O_NOFOLLOW));
+    int err = errno, flags;
     struct stat st;
-    if (fd >= 0 && (fstat(fd, &st) != 0 || !is_special(st.st_mode))) {
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !is_special(st.st_mode) || (flags = fcntl(fd, F_GETFL)) < 0 ||
+                    fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0)) {
         (void)close(fd);
         fd = -1;
         err = 0;
     }
     if (fd < 0) {
-        if (err) rm_errorf(e, RM_ERR_IO, "%s: cannot open for writing: %s", path, strerror(err));
+        if (err == ENXIO) rm_errorf(e, RM_ERR_IO, "%s: a FIFO with no reader: not written (start its reader first)", path);
+        else if (err) rm_errorf(e, RM_ERR_IO, "%s: cannot open for writing: %s", path, strerror(err));
         else rm_errorf(e, RM_ERR_IO, "%s: changed while it was opened: not written", path);
         release(af);
         return RM_ERR_IO;
@@ -226,8 +264,13 @@ int rm_atomic_open_kind(rm_atomic_file *af, const char *path, rm_path_kind kind,
      * takes the usual way: its rename fails, clearly.) Not in a folder
      * remat keeps: a FIFO planted there is replaced, not written to. */
     struct stat st;
-    if (kind == RM_PATH_NAMED && stat(af->path, &st) == 0 && is_special(st.st_mode))
+    if (kind == RM_PATH_NAMED && stat(af->path, &st) == 0 && is_special(st.st_mode)) {
+        if ((rc = planted_special(path, af->path, &st, e))) {
+            release(af);
+            return rc;
+        }
         return open_in_place(af, path, is_link, e);
+    }
 
     remove_stale_temporaries(af->path);
     size_t cap = strlen(af->path) + 48;
@@ -267,7 +310,9 @@ int rm_atomic_probe_room(const char *path, size_t bytes, rm_err *e)
     if ((rc = resolve(&target, &is_link, path, RM_PATH_NAMED, e))) return rc;
     struct stat st;
     int exists = stat(target, &st) == 0;
+    rc = exists ? planted_special(path, target, &st, e) : RM_OK;
     free(target);
+    if (rc) return rc;
     if (exists && S_ISDIR(st.st_mode)) return rm_errorf(e, RM_ERR_IO, "%s: is a directory, not a file", path);
     if (exists && is_special(st.st_mode)) return RM_OK;
     rm_atomic_file af;

@@ -94,4 +94,12 @@ int rm_atomic_probe_room(const char *path, size_t bytes, rm_err *e);
  * open: <strerror>". NULL on failure. */
 FILE *rm_file_open_read(const char *path, rm_path_kind kind, rm_err *e);
 
+/* Checks a path the user named (a file or a folder, such as the schedule
+ * cache's) by RM_PATH_NAMED's rules without opening it: a link at its end
+ * that the kernel's protected_symlinks rule would not follow, and a FIFO or
+ * device of another user in a sticky world-writable folder (protected_fifos)
+ * are refused, RM_ERR_IO naming the path. Trailing slashes are ignored. A
+ * path that does not exist is RM_OK. */
+int rm_path_check_named(const char *path, rm_err *e);
+
 #endif

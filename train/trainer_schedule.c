@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "atomic_file.h"
 #include "maxbatch.h"
 #include "simulate.h"
 #include "trace.h"
@@ -158,6 +159,11 @@ static int solve(rm_trainer *t, rm_err *e)
     t->sum.cache_stored = 0;
     char path[512] = "";
     if (t->cfg.cache_dir) {
+        /* The folder is a name the user gave, like --out's: another user's
+         * link planted there in /tmp would send every entry (and what is
+         * read back) into a folder of theirs. Refused by the same rule. */
+        int rc = rm_path_check_named(t->cfg.cache_dir, e);
+        if (rc) return rc;
         snprintf(path, sizeof path, "%s/%s-%016llx.schedule", t->cfg.cache_dir, st->name,
                  (unsigned long long)cache_key(p, budget, st->name));
         snprintf(t->sum.cache_file, sizeof t->sum.cache_file, "%s", path);

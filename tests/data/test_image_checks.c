@@ -7,9 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "checksum.h"
+#include "cli_fixture.h"
 #include "data_fixtures.h"
 #include "dataset.h"
 
@@ -272,7 +274,8 @@ static void expect_open_error(const char *dir, const char *file, const char *wha
     rm_image_options o = raw_opts(3, 2, 2);
     rm_dataset *ds = (rm_dataset *)1;
     rm_err e = {0};
-    cr_assert_eq(rm_dataset_image_folder_open(&ds, dir, &o, &e), RM_ERR_IO, "%s", e.msg);
+    /* RM_ERR_INVALID: a bad entry, never taken for a missing split. */
+    cr_assert_eq(rm_dataset_image_folder_open(&ds, dir, &o, &e), RM_ERR_INVALID, "%s", e.msg);
     cr_assert_null(ds);
     cr_assert(strstr(e.msg, file), "message '%s' should name %s", e.msg, file);
     cr_assert(strstr(e.msg, what), "message '%s' should say '%s'", e.msg, what);
@@ -286,6 +289,17 @@ static void tiny_pngs(const char *dir, const char *const *rels)
     for (; *rels; rels++) fx_write_png(dir, *rels, 2, 2, 3, rgb2x2);
 }
 
+/* dir opens as an image folder of count samples. */
+static void expect_samples(const char *dir, int64_t count)
+{
+    rm_image_options o = raw_opts(3, 2, 2);
+    rm_dataset *ds;
+    rm_err e = {0};
+    cr_assert_eq(rm_dataset_image_folder_open(&ds, dir, &o, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(ds->info.count, count);
+    rm_dataset_free(ds);
+}
+
 Test(data_image_checks, broken_symlink_is_an_error)
 {
     char dir[FX_PATH], p[FX_PATH], q[FX_PATH];
@@ -293,12 +307,7 @@ Test(data_image_checks, broken_symlink_is_an_error)
     tiny_pngs(dir, (const char *const[]){"a/1.png", "b/1.png", NULL});
     /* A working link is a sample like any file. */
     cr_assert_eq(symlink(fx_path(q, dir, "a/1.png"), fx_path(p, dir, "b/2.png")), 0);
-    rm_image_options o = raw_opts(3, 2, 2);
-    rm_dataset *ds;
-    rm_err e = {0};
-    cr_assert_eq(rm_dataset_image_folder_open(&ds, dir, &o, &e), RM_OK, "%s", e.msg);
-    cr_assert_eq(ds->info.count, 3);
-    rm_dataset_free(ds);
+    expect_samples(dir, 3);
     /* A sample whose target is gone: an error naming it, not one sample fewer. */
     cr_assert_eq(symlink(fx_path(q, dir, "gone.png"), fx_path(p, dir, "b/3.png")), 0);
     expect_open_error(dir, "b/3.png", "broken symbolic link");
@@ -306,6 +315,49 @@ Test(data_image_checks, broken_symlink_is_an_error)
     /* So is a class folder whose target is gone. */
     cr_assert_eq(symlink(fx_path(q, dir, "gone"), fx_path(p, dir, "c")), 0);
     expect_open_error(dir, "/c", "broken symbolic link");
+    fx_rmtree(dir);
+}
+
+/* A FIFO, a folder, a link to a device named like an image in a class
+ * folder: each was skipped without a word (one sample fewer). Now an error
+ * naming it, found by stat without opening it (the FIFO would block). */
+Test(data_image_checks, special_files_named_like_images_are_errors, .timeout = 30)
+{
+    char dir[FX_PATH], p[FX_PATH];
+    fx_tmpdir(dir);
+    tiny_pngs(dir, (const char *const[]){"a/1.png", "b/1.png", NULL});
+    cr_assert_eq(mkfifo(fx_path(p, dir, "a/fifo.png"), 0666), 0);
+    expect_open_error(dir, "a/fifo.png", "not a regular file (a FIFO)");
+    unlink(p);
+    cr_assert_eq(mkdir(fx_path(p, dir, "a/dir.png"), 0777), 0);
+    expect_open_error(dir, "a/dir.png", "not a regular file (a folder)");
+    rmdir(p);
+    cr_assert_eq(symlink("/dev/zero", fx_path(p, dir, "b/zero.png")), 0);
+    expect_open_error(dir, "b/zero.png", "named like an image but not a regular file (a device)");
+    unlink(p);
+    cr_assert_eq(symlink("/dev/urandom", fx_path(p, dir, "b/rand.bmp")), 0);
+    expect_open_error(dir, "b/rand.bmp", "(a device)");
+    unlink(p);
+    /* Other names are not samples and stay ignored. */
+    cr_assert_eq(mkfifo(fx_path(p, dir, "a/README"), 0666), 0);
+    expect_samples(dir, 2);
+    fx_rmtree(dir);
+}
+
+/* A broken entry in val/ made the held-out split "missing" (RM_ERR_IO): the
+ * trainer noted it and held out 10% of the training data instead, exit 0.
+ * It is an error like the same entry in train/ (RM_ERR_INVALID). */
+Test(data_image_checks, broken_link_in_val_is_an_error)
+{
+    char dir[FX_PATH], p[FX_PATH], q[FX_PATH];
+    fx_tmpdir(dir);
+    tiny_pngs(dir, (const char *const[]){"train/a/1.png", "train/a/2.png", "val/a/0.png", NULL});
+    cr_assert_eq(symlink(fx_path(q, dir, "nowhere"), fx_path(p, dir, "val/a/b.png")), 0);
+    rm_image_options o = raw_opts(3, 2, 2);
+    rm_dataset *ds = NULL;
+    rm_err e = {0};
+    cr_assert_eq(rm_dataset_open_dir(&ds, dir, RM_SPLIT_TEST, &o, 1, &e), RM_ERR_INVALID, "%s", e.msg);
+    cr_assert(strstr(e.msg, "val/a/b.png: broken symbolic link"), "%s", e.msg);
     fx_rmtree(dir);
 }
 
@@ -368,4 +420,24 @@ Test(data_image_checks, held_out_classes_numbered_as_training)
     cr_assert_eq(rm_dataset_open_dir(&ds, dir, RM_SPLIT_TEST, &o, 3, &e), RM_ERR_PARSE, "%s", e.msg);
     cr_assert(strstr(e.msg, "/val/d: not a class of the training data"), "%s", e.msg);
     fx_rmtree(dir);
+}
+
+/* --quiet dropped every note, among them the one that says the held-out
+ * data is a part of the training data (its help says it removes only the
+ * progress bar and the solver log). */
+TestSuite(data_cli, .init = cf_setup, .fini = cf_teardown);
+
+Test(data_cli, quiet_keeps_the_held_out_note)
+{
+    const uint8_t px[4] = {0, 255, 255, 0};
+    const char *dir = cf_path("d");
+    cr_assert_eq(mkdir(dir, 0755), 0);
+    const char *rels[] = {"train/a/0.png", "train/a/1.png", "train/b/0.png", "train/b/1.png"};
+    for (int i = 0; i < 4; i++) fx_write_png(dir, rels[i], 2, 2, 1, px);
+    int rc = cf_remat("train", "--model", CF_MODEL("digits.cfg"), "--data", dir, "--budget", "100%", "--batch", "2",
+                      "--steps", "1", "--quiet", NULL);
+    cr_assert_eq(rc, 0, "exit %d: %s", rc, cf_err);
+    cr_expect(strstr(cf_err, "no held-out split") && strstr(cf_err, "holding out 10% of the training data"), "%s",
+              cf_err);
+    cr_expect(!strstr(cf_err, "solving the"), "the solver log stays quiet: %s", cf_err);
 }

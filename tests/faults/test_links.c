@@ -356,3 +356,61 @@ Test(links, a_pipe_named_through_proc_is_written_in_place)
     close(p[0]);
     close(p[1]);
 }
+
+/* ---- the cache folder, and FIFOs planted for a writer --------------------------- */
+
+/* The --schedule-cache folder itself as another user's link in a sticky
+ * world-writable folder: entries were written into (and read from) the
+ * folder it names. Refused like --out's link, nothing created there. */
+Test(links, another_users_link_as_the_cache_folder_is_refused)
+{
+    const char *victim = cf_path("victim2");
+    cr_assert_eq(mkdir(victim, 0777), 0);
+    const char *link = planted_link("c2", victim);
+    rm_trainer_config c;
+    cache_config(&c);
+    char slashed[256];
+    snprintf(slashed, sizeof slashed, "%s/", link);
+    const char *dirs[] = {link, slashed};
+    for (int i = 0; i < 2; i++) {
+        c.cache_dir = dirs[i];
+        rm_trainer *t = NULL;
+        rm_err e = {RM_OK, ""};
+        cr_expect_neq(rm_trainer_create(&t, &c, &e), RM_OK, "%s", dirs[i]);
+        cr_expect(strstr(e.msg, "a symbolic link of another user (uid 4242)"), "%s", e.msg);
+        rm_trainer_free(t);
+    }
+    cr_expect_eq(entries(victim), 0, "nothing written through the link");
+}
+
+/* A FIFO of another user in a sticky world-writable folder hung --out (after
+ * the solve) and --snapshot (after training) in open, waiting for a reader.
+ * It is refused up front, by the probe (protected_fifos); our own FIFO with
+ * no reader fails at once (ENXIO) instead of blocking. */
+Test(links, a_planted_fifo_is_refused_up_front, .timeout = 60)
+{
+    planted_link("unused", cf_path("victim")); /* makes the sticky folder (root only) */
+    const char *fifo = cf_path("shared/ff");
+    cr_assert_eq(mkfifo(fifo, 0666), 0);
+    cr_assert_eq(chown(fifo, OTHER_UID, OTHER_UID), 0);
+    rm_err e = {RM_OK, ""};
+    cr_expect_eq(rm_atomic_probe(fifo, &e), RM_ERR_IO);
+    cr_expect(strstr(e.msg, "a FIFO of another user (uid 4242)"), "%s", e.msg);
+    rm_atomic_file af;
+    cr_expect_eq(rm_atomic_open(&af, fifo, &e), RM_ERR_IO, "the writer too");
+    int rc = cf_remat("plan", "--model", VGG_TINY, "--batch", "2", "--budget", "100%", "--strategy",
+                      "checkpoint_all", "--out", fifo, NULL);
+    cr_expect_eq(rc, 1, "exit %d: %s", rc, cf_err);
+    cr_expect(strstr(cf_err, fifo) && strstr(cf_err, "a FIFO of another user"), "%s", cf_err);
+    cr_expect(!cf_said(0, "checkpoint_all"), "refused before the solve");
+    rc = cf_remat("train", "--model", VGG_TINY, "--data", "synthetic", "--batch", "2", "--budget", "100%", "--steps",
+                  "1", "--samples", "4", "--snapshot", fifo, "--quiet", NULL);
+    cr_expect_eq(rc, 1, "exit %d: %s", rc, cf_err);
+    cr_expect(!cf_said(0, "done"), "refused before the first step");
+    /* Ours, in a folder of our own, with no reader: an error, not a hang. */
+    const char *own = cf_path("own.fifo");
+    cr_assert_eq(mkfifo(own, 0666), 0);
+    cr_expect_eq(rm_atomic_probe(own, &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(rm_atomic_open(&af, own, &e), RM_ERR_IO);
+    cr_expect(strstr(e.msg, "a FIFO with no reader"), "%s", e.msg);
+}
