@@ -359,14 +359,21 @@ Test(onnx_hostile, floods_of_empty_messages_are_refused_before_decoding)
 
 /* ---- 9. size: by fstat, or as a stream arrives ---- */
 
+/* A sparse file of zeros of that size in the test's folder: its path. */
+static const char *sparse_file(const char *name, off_t size)
+{
+    const char *path = cf_path(name);
+    int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(ftruncate(fd, size), 0);
+    close(fd);
+    return path;
+}
+
 /* A sparse regular file of 2 GiB is refused by its size, before any read. */
 Test(onnx_hostile, a_file_past_2_gib_is_refused_by_its_size)
 {
-    const char *path = cf_path("huge.onnx");
-    int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0600);
-    cr_assert_geq(fd, 0);
-    cr_assert_eq(ftruncate(fd, (off_t)RM_ONNX_MAX_FILE_BYTES + 1), 0);
-    close(fd);
+    const char *path = sparse_file("huge.onnx", (off_t)RM_ONNX_MAX_FILE_BYTES + 1);
     long before = max_rss_kib();
     expect_refused(path, RM_ERR_PARSE,
                    (const char *const[]){"2147483648 bytes, larger than protobuf's limit of 2 GiB", NULL});
@@ -388,11 +395,7 @@ Test(onnx_hostile, dev_zero_is_refused_at_once)
  * 2.2 GB; 1 GiB: 11 s and 1.2 GB). */
 Test(onnx_hostile, a_sparse_file_of_zeros_is_refused_at_its_first_byte)
 {
-    const char *path = cf_path("zeros.onnx");
-    int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0600);
-    cr_assert_geq(fd, 0);
-    cr_assert_eq(ftruncate(fd, (off_t)RM_ONNX_MAX_FILE_BYTES), 0);
-    close(fd);
+    const char *path = sparse_file("zeros.onnx", (off_t)RM_ONNX_MAX_FILE_BYTES);
     long before = max_rss_kib();
     expect_refused(path, RM_ERR_PARSE,
                    (const char *const[]){"not an ONNX model: byte 0 does not start a protobuf field", NULL});
