@@ -15,7 +15,9 @@ FILE *rm_text_open(const char *path, const char *what, rm_err *e)
     struct stat st;
     if (fstat(fileno(fp), &st) == 0 && S_ISDIR(st.st_mode)) {
         fclose(fp);
-        rm_errorf(e, RM_ERR_IO, "%s: is a directory, not a %s", path, what);
+        /* "an ONNX model", "a model config": the article by what's first letter. */
+        const char *article = what[0] && strchr("AEIOUaeiou", what[0]) ? "an" : "a";
+        rm_errorf(e, RM_ERR_IO, "%s: is a directory, not %s %s", path, article, what);
         return NULL;
     }
     return fp;

@@ -32,10 +32,17 @@
  *   onnx.load's limit: protobuf-c decodes sub-messages recursively, and a
  *   few kilobytes nested thousands deep would overflow the stack;
  * - more nodes than a model may have layers (RM_MODEL_MAX_LAYERS, the loss
- *   included), counted in the bytes before the graph is decoded. */
+ *   included), counted in the bytes before the graph is decoded;
+ * - bytes that would decode into more than the file's size plus
+ *   RM_ONNX_MAX_DECODE_BYTES plus RM_ONNX_DECODE_NODE_BYTES for each node
+ *   (at most about 1.25 GiB with the file's size, nodes being bounded),
+ *   estimated from the bytes before decoding (an empty attribute, 2 bytes,
+ *   decodes into about 300: 6 MB of them took 1 GB). */
 #define RM_ONNX_MAX_FILE_BYTES ((size_t)INT32_MAX)
 #define RM_ONNX_MAX_DEPTH 100
 #define RM_ONNX_MAX_NODES (RM_MODEL_MAX_LAYERS - 1)
+#define RM_ONNX_MAX_DECODE_BYTES ((uint64_t)256 << 20)
+#define RM_ONNX_DECODE_NODE_BYTES 1024
 
 /* A tensor read from a TensorProto file (the input_0.pb and output_0.pb of
  * ONNX's test data) or given as a binding: FLOAT values, or integers (a

@@ -842,6 +842,16 @@ static int op_cast(onnx_import *c, const Onnx__NodeProto *n)
         }
         if (to_int) k.i[q] = x->c.is_int ? x->c.i[q] : (int64_t)x->c.f[q];
         else k.f[q] = x->c.is_int ? (float)x->c.i[q] : x->c.f[q];
+        /* INT32 holds what INT64 does not: ONNX leaves such a cast undefined
+         * (onnxruntime wraps it), so a value outside is refused rather than
+         * kept as a number no INT32 can be. The batch size stays itself. */
+        if (to == ONNX__TENSOR_PROTO__DATA_TYPE__INT32 && k.i[q] != ONNX_BATCH &&
+            (k.i[q] < INT32_MIN || k.i[q] > INT32_MAX)) {
+            int64_t v = k.i[q];
+            onnx_const_free(&k);
+            return onnx_fail(c, RM_ERR_UNSUPPORTED, "casts %lld to INT32, outside its range of -2^31 to 2^31 - 1",
+                             (long long)v);
+        }
     }
     return fold_done(c, n, &k);
 }

@@ -40,22 +40,63 @@ typedef struct wire_frame {
     size_t end;
 } wire_frame;
 
+/* What protobuf-c allocates for one field of n bytes (the length of a
+ * length-delimited field, 0 for others) of descriptor f (NULL: a field d
+ * does not know, which protobuf-c keeps as an unknown field), sub-messages
+ * apart (wire_check adds their sizeof_message as it enters them): an upper
+ * estimate, so that it can be summed from the bytes before anything is
+ * decoded. Every field costs WIRE_FIELD_COST: the ScannedMember protobuf-c
+ * records for it while its message decodes (32 bytes on 64-bit hosts, in
+ * slabs that double), its value in the message or a repeated array (at most
+ * 8 bytes); a string, bytes or unknown field its bytes, one more, a pointer
+ * and malloc's header (WIRE_ALLOC_COST); a packed array 8 bytes for each of
+ * its varints, or its bytes when its elements are fixed-width. */
+#define WIRE_FIELD_COST 48
+#define WIRE_ALLOC_COST 32
+static uint64_t wire_cost(const ProtobufCFieldDescriptor *f, const uint8_t *p, uint64_t n)
+{
+    if (!f) return WIRE_FIELD_COST + WIRE_ALLOC_COST + n;
+    switch (f->type) {
+    case PROTOBUF_C_TYPE_MESSAGE: return WIRE_FIELD_COST + WIRE_ALLOC_COST;
+    case PROTOBUF_C_TYPE_STRING:
+    case PROTOBUF_C_TYPE_BYTES: return WIRE_FIELD_COST + WIRE_ALLOC_COST + n + 1;
+    case PROTOBUF_C_TYPE_FLOAT:
+    case PROTOBUF_C_TYPE_DOUBLE:
+    case PROTOBUF_C_TYPE_FIXED32:
+    case PROTOBUF_C_TYPE_FIXED64:
+    case PROTOBUF_C_TYPE_SFIXED32:
+    case PROTOBUF_C_TYPE_SFIXED64: return WIRE_FIELD_COST + WIRE_ALLOC_COST + n;
+    default: {
+        uint64_t varints = 0; /* a packed field of varints: one per byte without its high bit */
+        for (uint64_t k = 0; k < n; k++) varints += !(p[k] & 0x80);
+        return WIRE_FIELD_COST + WIRE_ALLOC_COST + 8 * varints;
+    }
+    }
+}
+
 /* Walks the bytes as the message d, iteratively, by the schema protobuf-c
  * decodes with (a length-delimited field is entered only when d says it is
  * a sub-message, as protobuf-c recurses only there), and refuses what
  * protobuf-c would overflow its stack or memory on before it sees it:
- * nesting deeper than RM_ONNX_MAX_DEPTH, and more nodes than a model may
- * have layers (NodeProtos anywhere, subgraphs included: a bound, counted
- * from bytes alone). Bytes that are not a valid encoding end the walk
- * quietly: protobuf-c refuses them with its own message, and since it checks
- * each message's fields before entering any of them, and enters them in
- * order, it meets them before anything deeper that follows. */
+ * nesting deeper than RM_ONNX_MAX_DEPTH, more nodes than a model may have
+ * layers (NodeProtos anywhere, subgraphs included: a bound, counted from
+ * bytes alone), and more memory than the file's size,
+ * RM_ONNX_MAX_DECODE_BYTES and RM_ONNX_DECODE_NODE_BYTES a node allow
+ * (wire_cost: 2 bytes of an empty AttributeProto decode into about 300, so
+ * a 6 MB file of them took 1 GB). Bytes that are not a valid encoding
+ * end the walk quietly: protobuf-c refuses them with its own message, and
+ * since it checks each message's fields before entering any of them, and
+ * enters them in order, it meets them before anything deeper that follows. */
 static int wire_check(const uint8_t *buf, size_t len, const ProtobufCMessageDescriptor *d, const char *path,
                       const char *what, rm_err *e)
 {
     wire_frame st[RM_ONNX_MAX_DEPTH + 1];
     int depth = 0;
     size_t at = 0, nodes = 0;
+    /* The decoded size is bounded by the file's: its bytes, a fixed
+     * allowance, and one for each node (999,999 Relus, 22 MB, are
+     * estimated at about 420 MiB), which at most 999,999 nodes bound too. */
+    uint64_t cost = d->sizeof_message, bound = (uint64_t)len + RM_ONNX_MAX_DECODE_BYTES;
     st[0].d = d, st[0].end = len;
     for (;;) {
         while (at == st[depth].end) {
@@ -63,8 +104,14 @@ static int wire_check(const uint8_t *buf, size_t len, const ProtobufCMessageDesc
             depth--;
         }
         size_t end = st[depth].end, field_at = at;
+        const ProtobufCMessageDescriptor *in = st[depth].d;
         uint64_t key, n;
         if (wire_varint(&key, buf, end, &at)) return RM_OK;
+        const ProtobufCFieldDescriptor *f =
+            key >> 3 <= UINT32_MAX ? protobuf_c_message_descriptor_get_field(in, (unsigned)(key >> 3)) : NULL;
+        /* A length-delimited field by wire_cost; others by their value, kept
+         * with its own allocation when d does not know the field. */
+        if ((key & 7) != 2) cost += WIRE_FIELD_COST + (f ? 0 : WIRE_ALLOC_COST);
         switch (key & 7) {
         case 0:
             if (wire_varint(&n, buf, end, &at)) return RM_OK;
@@ -78,9 +125,7 @@ static int wire_check(const uint8_t *buf, size_t len, const ProtobufCMessageDesc
         }
         case 2: {
             if (wire_varint(&n, buf, end, &at) || n > end - at) return RM_OK;
-            const ProtobufCFieldDescriptor *f =
-                key >> 3 <= UINT32_MAX ? protobuf_c_message_descriptor_get_field(st[depth].d, (unsigned)(key >> 3))
-                                       : NULL;
+            cost += wire_cost(f, buf + at, n);
             if (!f || f->type != PROTOBUF_C_TYPE_MESSAGE) {
                 at += (size_t)n;
                 break;
@@ -97,12 +142,20 @@ static int wire_check(const uint8_t *buf, size_t len, const ProtobufCMessageDesc
                                  "%s: more than %d nodes (at byte %zu); remat's models have at most %d layers, the "
                                  "loss included",
                                  path, RM_ONNX_MAX_NODES, field_at, RM_MODEL_MAX_LAYERS);
+            if (sub == &onnx__node_proto__descriptor) bound += RM_ONNX_DECODE_NODE_BYTES;
+            cost += sub->sizeof_message;
             depth++;
             st[depth].d = sub, st[depth].end = at + (size_t)n;
             break;
         }
         default: return RM_OK; /* groups (3, 4) and 6, 7: protobuf-c refuses them */
         }
+        if (cost > bound)
+            return rm_errorf(e, RM_ERR_UNSUPPORTED,
+                             "%s: its %zu bytes would decode into more than %" PRIu64 " MiB (%s.%s at byte %zu); "
+                             "remat decodes at most the file's size plus %d MiB and %d KiB a node",
+                             path, len, cost >> 20, in->name, f ? f->name : "(unknown field)", field_at,
+                             (int)(RM_ONNX_MAX_DECODE_BYTES >> 20), RM_ONNX_DECODE_NODE_BYTES >> 10);
     }
 }
 
@@ -136,9 +189,13 @@ static int wire_stream_check(const uint8_t *buf, size_t n, size_t *next, const c
 
 /* The whole file in memory (protobuf-c decodes from a buffer), never more
  * than RM_ONNX_MAX_FILE_BYTES: a regular file is refused by its size before
- * anything is read, and read into a buffer of that size; a pipe or device is
- * read in growing chunks, each checked as it arrives (wire_stream_check), and
- * refused as soon as it passes the limit. */
+ * anything is read; a pipe or device is refused as soon as it passes the
+ * limit. Either goes into a buffer grown as its bytes arrive. Either is
+ * read at most READ_CHUNK bytes at a time, each checked as it arrives
+ * (wire_stream_check), so that a file of zeros is refused at its first byte
+ * whether it is /dev/zero or a sparse file of 2 GiB (which took 25 s and
+ * 2.2 GB when read whole first). */
+#define READ_CHUNK ((size_t)1 << 20)
 static int read_all(uint8_t **out, size_t *len, const char *path, const char *what, rm_err *e)
 {
     *out = NULL;
@@ -152,14 +209,17 @@ static int read_all(uint8_t **out, size_t *len, const char *path, const char *wh
         return rm_errorf(e, RM_ERR_PARSE, "%s: %jd bytes, larger than protobuf's limit of 2 GiB for one %s", path,
                          (intmax_t)sb.st_size, what);
     }
-    /* A regular file's size and one byte more, to see its end in one read. */
-    size_t cap = regular ? (size_t)sb.st_size + 1 : (size_t)1 << 16, n = 0, next = 0;
+    /* The buffer grows as bytes arrive, up to a regular file's size and one
+     * byte more (to see its end), so that a file refused at its first bytes
+     * never costs its size (under ASan a 2 GiB buffer cost 256 MB of shadow). */
+    size_t limit = regular ? (size_t)sb.st_size + 1 : RM_ONNX_MAX_FILE_BYTES + 1;
+    size_t cap = limit < ((size_t)1 << 16) ? limit : (size_t)1 << 16, n = 0, next = 0;
     uint8_t *buf = malloc(cap);
     int rc = buf ? RM_OK : rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory for its %zu bytes", path, cap);
     while (!rc) {
         if (n == cap) {
             /* Never a buffer past the limit (plus the byte that shows it passed). */
-            size_t grown = cap > (RM_ONNX_MAX_FILE_BYTES + 1) / 2 ? RM_ONNX_MAX_FILE_BYTES + 1 : cap * 2;
+            size_t grown = cap > limit / 2 ? limit : cap * 2;
             uint8_t *nb = realloc(buf, grown);
             if (!nb) {
                 rc = rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory after %zu bytes", path, n);
@@ -167,11 +227,11 @@ static int read_all(uint8_t **out, size_t *len, const char *path, const char *wh
             }
             buf = nb, cap = grown;
         }
-        size_t got = fread(buf + n, 1, cap - n, f);
+        size_t got = fread(buf + n, 1, cap - n < READ_CHUNK ? cap - n : READ_CHUNK, f);
         n += got;
         if (n > RM_ONNX_MAX_FILE_BYTES) {
             rc = rm_errorf(e, RM_ERR_PARSE, "%s: larger than protobuf's limit of 2 GiB for one %s", path, what);
-        } else if (!regular) {
+        } else {
             rc = wire_stream_check(buf, n, &next, path, what, e);
         }
         if (!rc && got == 0) {

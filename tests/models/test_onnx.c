@@ -224,8 +224,9 @@ Test(onnx, a_truncated_or_missing_file_is_a_clear_error)
 {
     expect_refused(FIXTURE("truncated.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_PARSE,
                    (const char *const[]){"not a valid ONNX model", "truncated or corrupt", NULL});
+    /* A text file, refused at its first byte as it is read ('#' is no field). */
     expect_refused(FIXTURE("gen_fixtures.py"), RM_ONNX_SOFTMAX_XENT, RM_ERR_PARSE,
-                   (const char *const[]){"not a valid ONNX model", NULL});
+                   (const char *const[]){"not an ONNX model: byte 0 does not start a protobuf field", NULL});
     expect_refused(FIXTURE("no-such-file.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_IO,
                    (const char *const[]){"cannot open", NULL});
     rm_onnx_tensor t;

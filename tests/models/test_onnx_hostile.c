@@ -174,6 +174,26 @@ Test(onnx_hostile, a_cast_cannot_forge_the_batch_dimension)
     }
 }
 
+/* Cast to INT32 of a value INT32 cannot hold (1e10) was kept as
+ * 10000000000; now refused. The model is the INT64 cast's with its "to"
+ * attribute (name "to", type INT, then field 3 = 7) turned into INT32 (6). */
+Test(onnx_hostile, a_cast_to_int32_out_of_its_range_is_refused)
+{
+    static const uint8_t to_int64[] = {0x0a, 0x02, 't', 'o', 0xa0, 0x01, 0x02, 0x18, 7};
+    const char *path = cf_path("cast32.onnx");
+    pb_buf m = {0};
+    onnx_w_cast_model(&m, 1e10f);
+    uint8_t *at = NULL;
+    for (size_t k = 0; !at && k + sizeof to_int64 <= m.n; k++)
+        if (!memcmp(m.p + k, to_int64, sizeof to_int64)) at = m.p + k;
+    cr_assert_not_null(at, "no 'to' attribute of INT64 in the cast model");
+    at[8] = 6;
+    save(path, &m);
+    expect_refused(path, RM_ERR_UNSUPPORTED,
+                   (const char *const[]){"node 1 'cast' (Cast)", "casts 10000000000 to INT32, outside its range",
+                                         NULL});
+}
+
 /* Found by the structure-aware mutator: a Concat (or Sum) of no inputs read
  * its first input's rank from an uninitialised pointer. */
 Test(onnx_hostile, a_concat_or_sum_of_no_inputs_is_refused)
@@ -286,16 +306,74 @@ Test(onnx_hostile, more_nodes_than_the_layer_cap_are_refused_before_decoding)
     cr_expect_lt(max_rss_kib() - before, 64 * 1024, "the refusal took %ld KiB", max_rss_kib() - before);
 }
 
+/* ---- 8b. what the bytes decode into ---- */
+
+/* A valid Gemm model with a flood of 3,000,000 empty messages appended
+ * (about 6 MB): as a graph merged into the first (field 7: initializers,
+ * value_info, or one unused Relu's attributes) or at the top level
+ * (opset_import, metadata_props). Each 2 bytes decoded into a message of
+ * 100 to 300 bytes: the attributes took 1.03 GB and 1.7 s, the initializers
+ * 937 MB, the others 420 to 470 MB. Now the walk sums what protobuf-c would
+ * allocate and refuses past the file's size plus 256 MiB, before decoding. */
+Test(onnx_hostile, floods_of_empty_messages_are_refused_before_decoding)
+{
+    enum { FLOOD = 3000000 };
+    static const struct {
+        uint32_t graph_field, field; /* graph_field 0: field at the model's top level */
+        const char *shown;
+    } floods[] = {
+        {0, 5, "onnx.NodeProto.attribute at byte"}, /* in a Relu node, below */
+        {5, 5, "onnx.GraphProto.initializer at byte"},
+        {5, 13, "onnx.GraphProto.value_info at byte"},
+        {0, 8, "onnx.ModelProto.opset_import at byte"},
+        {0, 14, "onnx.ModelProto.metadata_props at byte"},
+    };
+    const float w[6] = {1, 2, 3, 4, 5, 6}, c[2] = {0, 0};
+    const char *path = cf_path("flood.onnx");
+    for (size_t k = 0; k < sizeof floods / sizeof *floods; k++) {
+        pb_buf m = {0}, flood = {0}, node = {0}, graph = {0};
+        onnx_w_gemm_model(&m, w, c, 1.0f, 1.0f);
+        for (int j = 0; j < FLOOD; j++) pb_bytes(&flood, floods[k].field, "", 0);
+        if (k == 0) {
+            onnx_w_node(&node, "Relu", "unused", (const char *const[]){"y", NULL},
+                        (const char *const[]){"z", NULL}, NULL, 0);
+            pb_raw(&node, flood.p, flood.n);
+            pb_msg(&graph, 1, &node);
+            pb_msg(&m, 7, &graph);
+        } else if (floods[k].graph_field) {
+            pb_msg(&m, 7, &flood);
+        } else {
+            pb_raw(&m, flood.p, flood.n);
+        }
+        pb_free(&flood), pb_free(&node), pb_free(&graph);
+        save(path, &m);
+        long before = max_rss_kib();
+        expect_refused(path, RM_ERR_UNSUPPORTED,
+                       (const char *const[]){"bytes would decode into more than", floods[k].shown,
+                                             "remat decodes at most the file's size plus 256 MiB and 1 KiB a node", NULL});
+        /* The file's bytes (6 MB), never its decoded messages. */
+        cr_expect_lt(max_rss_kib() - before, 32 * 1024, "flood %zu: the refusal took %ld KiB", k,
+                     max_rss_kib() - before);
+    }
+}
+
 /* ---- 9. size: by fstat, or as a stream arrives ---- */
+
+/* A sparse file of zeros of that size in the test's folder: its path. */
+static const char *sparse_file(const char *name, off_t size)
+{
+    const char *path = cf_path(name);
+    int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(ftruncate(fd, size), 0);
+    close(fd);
+    return path;
+}
 
 /* A sparse regular file of 2 GiB is refused by its size, before any read. */
 Test(onnx_hostile, a_file_past_2_gib_is_refused_by_its_size)
 {
-    const char *path = cf_path("huge.onnx");
-    int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0600);
-    cr_assert_geq(fd, 0);
-    cr_assert_eq(ftruncate(fd, (off_t)RM_ONNX_MAX_FILE_BYTES + 1), 0);
-    close(fd);
+    const char *path = sparse_file("huge.onnx", (off_t)RM_ONNX_MAX_FILE_BYTES + 1);
     long before = max_rss_kib();
     expect_refused(path, RM_ERR_PARSE,
                    (const char *const[]){"2147483648 bytes, larger than protobuf's limit of 2 GiB", NULL});
@@ -310,6 +388,25 @@ Test(onnx_hostile, dev_zero_is_refused_at_once)
                    (const char *const[]){"/dev/zero: not an ONNX model: byte 0 does not start a protobuf field",
                                          NULL});
     cr_expect_lt(max_rss_kib() - before, 16 * 1024, "the refusal took %ld KiB", max_rss_kib() - before);
+}
+
+/* A sparse regular file of zeros within the size limit is refused at its
+ * first byte, as /dev/zero is: it was read whole first (2 GiB - 1: 25 s and
+ * 2.2 GB; 1 GiB: 11 s and 1.2 GB). */
+Test(onnx_hostile, a_sparse_file_of_zeros_is_refused_at_its_first_byte)
+{
+    const char *path = sparse_file("zeros.onnx", (off_t)RM_ONNX_MAX_FILE_BYTES);
+    long before = max_rss_kib();
+    expect_refused(path, RM_ERR_PARSE,
+                   (const char *const[]){"not an ONNX model: byte 0 does not start a protobuf field", NULL});
+    cr_expect_lt(max_rss_kib() - before, 16 * 1024, "the refusal took %ld KiB", max_rss_kib() - before);
+}
+
+/* A directory is named as what it is not, with the article English takes
+ * ("not a ONNX model" before). */
+Test(onnx_hostile, a_directory_is_not_an_onnx_model)
+{
+    expect_refused("/tmp", RM_ERR_IO, (const char *const[]){"/tmp: is a directory, not an ONNX model", NULL});
 }
 
 /* A model arriving through a pipe is still read, chunk by chunk. */
