@@ -78,6 +78,33 @@ static void blas_prepare(void)
 {
     blas_status.code = RM_OK;
     const char *user = getenv("BLIS_ARCH_TYPE");
+    /* BLIS 0.9 reads the variable with atoi and trusts it: "" or "haswell"
+     * read as 0, its skx kernels, and a CPU without AVX-512 then dies of
+     * SIGILL in the first product. An empty value means unset; any other
+     * value must be an id, and one of the AVX-512 configurations only on a
+     * CPU that has AVX-512. */
+    if (user && !*user) {
+        unsetenv("BLIS_ARCH_TYPE");
+        user = NULL;
+    }
+    if (user) {
+        char *end;
+        long id = strtol(user, &end, 10);
+        if (end == user || *end || id < 0 || id >= BLIS_NUM_ARCHS) {
+            rm_errorf(&blas_status, RM_ERR_INVALID,
+                      "cpu blas: BLIS_ARCH_TYPE='%.16s' is not one of BLIS %s's configuration ids (0 to %d; %d is "
+                      "haswell): unset it to let BLIS choose",
+                      user, bli_info_get_version_str(), (int)BLIS_NUM_ARCHS - 1, (int)BLIS_ARCH_HASWELL);
+            return;
+        }
+        if ((id == BLIS_ARCH_SKX || id == BLIS_ARCH_KNL) && !__builtin_cpu_supports("avx512f")) {
+            rm_errorf(&blas_status, RM_ERR_INVALID,
+                      "cpu blas: BLIS_ARCH_TYPE=%ld chooses BLIS's %s kernels, which need AVX-512, and this CPU has "
+                      "none: unset it to let BLIS choose",
+                      id, id == BLIS_ARCH_SKX ? "skx" : "knl");
+            return;
+        }
+    }
     if (!(user && *user) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
         __builtin_cpu_supports("avx512cd")) {

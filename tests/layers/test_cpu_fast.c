@@ -838,3 +838,26 @@ Test(cpu_threads, default_follows_the_load_unless_the_count_is_given)
     cr_expect_geq(b.wait_s, a.wait_s);
     cr_expect_geq(b.idle_s, a.idle_s);
 }
+
+/* BLIS 0.9 reads BLIS_ARCH_TYPE with atoi: an empty or named value chose its
+ * AVX-512 kernels, and a CPU without AVX-512 died of SIGILL in the first
+ * product. An empty value is now unset, a value that is not an id is
+ * refused, and so is an AVX-512 configuration on a CPU without it. (Each
+ * test runs in a process of its own, so BLIS is not yet initialised.) */
+Test(cpu_fast, blis_arch_type_empty_means_unset)
+{
+    setenv("BLIS_ARCH_TYPE", "", 1);
+    rm_backend *be = cpu(RM_CPU_KERNELS_FAST, 1);
+    rm_err e = {0};
+    float a[4] = {1, 2, 3, 4}, b[4] = {5, 6, 7, 8}, c[4] = {0};
+    cr_assert_eq(rm_cpu_sgemm(be, 0, 0, 2, 2, 2, a, 2, b, 2, 0.0f, c, 2, "test", &e), RM_OK, "%s", e.msg);
+    cr_assert(c[0] == 19 && c[1] == 22 && c[2] == 43 && c[3] == 50, "%g %g %g %g", c[0], c[1], c[2], c[3]);
+}
+
+Test(cpu_fast, blis_arch_type_blis_cannot_run_is_refused)
+{
+    setenv("BLIS_ARCH_TYPE", "haswell", 1);
+    rm_err e = {0};
+    cr_assert_neq(rm_cpu_blas_init(&e), RM_OK);
+    cr_assert(strstr(e.msg, "BLIS_ARCH_TYPE='haswell' is not one of"), "%s", e.msg);
+}
