@@ -852,6 +852,7 @@ Test(cpu_fast, blis_arch_type_empty_means_unset)
     float a[4] = {1, 2, 3, 4}, b[4] = {5, 6, 7, 8}, c[4] = {0};
     cr_assert_eq(rm_cpu_sgemm(be, 0, 0, 2, 2, 2, a, 2, b, 2, 0.0f, c, 2, "test", &e), RM_OK, "%s", e.msg);
     cr_assert(c[0] == 19 && c[1] == 22 && c[2] == 43 && c[3] == 50, "%g %g %g %g", c[0], c[1], c[2], c[3]);
+    rm_backend_free(be);
 }
 
 Test(cpu_fast, blis_arch_type_blis_cannot_run_is_refused)
