@@ -185,7 +185,7 @@ static void run_cbc_side(cbc_row *row, const cbc_cfg *c, const rm_problem *p)
         snprintf(cs->status, sizeof cs->status, "not run: %d nodes", p->n);
         return;
     }
-    int rc = rm_lp_model_build(&m, p, rm_problem_activation_budget(p), RM_MILP_DEFAULT, NULL, NULL, 0, &e);
+    int rc = rm_lp_model_build(&m, p, rm_problem_activation_budget(p), RM_MILP_DEFAULT, NULL, NULL, 0, 0, &e);
     if (rc == RM_OK) rc = rm_lp_model_set_integers(&m, &e);
     row->ncols = m.ncols;
     row->nrows = m.nrows;

@@ -435,7 +435,7 @@ static int rows_budget(rm_lp_model *m, int t, rm_err *e)
 #undef R_
 
 int rm_lp_model_build(rm_lp_model *m, const rm_problem *p, size_t act, unsigned levers, rm_milp_log_fn log,
-                      void *log_ctx, int verbosity, rm_err *e)
+                      void *log_ctx, int verbosity, double deadline, rm_err *e)
 {
     memset(m, 0, sizeof *m);
     int n = p->n, rc;
@@ -462,6 +462,10 @@ int rm_lp_model_build(rm_lp_model *m, const rm_problem *p, size_t act, unsigned 
     if ((rc = make_columns(m, p, e)) != RM_OK) return rc;
     if (!set_add_rowmode(m->lp, TRUE)) return rm_errorf(e, RM_ERR_SOLVER, "lp_solve set_add_rowmode(TRUE) failed");
     for (int t = 0; t < n; t++) {
+        if (rm_deadline_passed(deadline)) {
+            m->stopped = 1;
+            return rm_errorf(e, RM_ERR_BUDGET, "the time limit stopped building the LP model at stage %d of %d", t, n);
+        }
         if ((rc = rows_retention_inputs(m, t, e)) != RM_OK) return rc;
         if ((rc = rows_frees(m, t, e)) != RM_OK) return rc;
         if ((rc = rows_budget(m, t, e)) != RM_OK) return rc;
@@ -671,13 +675,17 @@ int rm_milp_relax(rm_milp_relaxation *out, const rm_problem *p, unsigned levers,
     size_t act;
     if ((rc = model_budget(&act, p, e)) != RM_OK) return rc;
     rm_lp_model m;
-    if ((rc = rm_lp_model_build(&m, p, act, levers, NULL, NULL, 0, e)) != RM_OK) {
+    double deadline = time_limit_s > 0 ? t0 + time_limit_s : 0;
+    if ((rc = rm_lp_model_build(&m, p, act, levers, NULL, NULL, 0, deadline, e)) != RM_OK) {
+        if (m.stopped)
+            rc = rm_errorf(e, RM_ERR_INFEASIBLE, "the LP relaxation hit the time limit (%g s) building its model",
+                           time_limit_s);
         rm_lp_model_free(&m);
         return rc;
     }
     int code;
     double bound = 0;
-    rc = rm_lp_solve_relaxation(&m, &code, &bound, time_limit_s > 0 ? t0 + time_limit_s : 0, e);
+    rc = rm_lp_solve_relaxation(&m, &code, &bound, deadline, e);
     if (rc == RM_OK && code == INFEASIBLE)
         rc = rm_errorf(e, RM_ERR_INFEASIBLE, "the LP relaxation is infeasible: no schedule fits %zu bytes", act);
     else if (rc == RM_OK && code != OPTIMAL && time_limit_s > 0)

@@ -108,6 +108,7 @@ typedef struct rm_lp_model {
     rm_milp_log_fn log; /* lp_solve's messages, at lp_solve verbosity `verbosity` */
     void *log_ctx;
     int verbosity;
+    int stopped; /* the build's deadline passed: the model is half built */
     struct _lprec *lp;
 } rm_lp_model;
 
@@ -116,9 +117,14 @@ int rm_lp_check_problem(const rm_problem *p, const char *who, rm_err *e);
 
 /* Builds the model for an activation budget of act bytes (act > 0). All
  * columns are continuous in [0, 1]; the MILP makes S and R binary. log may
- * be NULL. On failure the model may be half built: free it either way. */
+ * be NULL. On failure the model may be half built: free it either way. The
+ * build is checked against deadline (0 = none) once per stage: lp_solve
+ * appends a row in time proportional to the columns, so a big model takes
+ * long to build (1.1 s of a 0.1 s limit under ASan on a coarsened
+ * 2,000-layer graph); past it the build stops with RM_ERR_BUDGET and
+ * m->stopped set. */
 int rm_lp_model_build(rm_lp_model *m, const rm_problem *p, size_t act, unsigned levers, rm_milp_log_fn log,
-                      void *log_ctx, int verbosity, rm_err *e);
+                      void *log_ctx, int verbosity, double deadline, rm_err *e);
 void rm_lp_model_free(rm_lp_model *m);
 
 /* Makes the model the MILP: S and R binary, and FREE too unless the levers

@@ -170,8 +170,12 @@ static int step_root(milp_run *r, int *rc, rm_err *e)
 {
     rm_milp_result *info = r->info;
     const rm_milp_options *opt = r->opt;
-    if ((*rc = rm_lp_model_build(&r->m, r->p, r->act, r->lv, opt->log, opt->log_ctx, opt->verbosity, e)) != RM_OK)
-        return STEP_DONE;
+    *rc = rm_lp_model_build(&r->m, r->p, r->act, r->lv, opt->log, opt->log_ctx, opt->verbosity, r->deadline, e);
+    if (*rc != RM_OK && r->m.stopped) {
+        *rc = RM_OK; /* the incumbent, if any, is the answer */
+        return STEP_LIMIT;
+    }
+    if (*rc != RM_OK) return STEP_DONE;
     info->ncols = r->m.ncols;
     info->nrows = r->m.nrows;
     info->nint = r->m.nS + r->m.nR + ((r->lv & RM_MILP_FREE_CONT) ? 0 : r->m.nfree);
@@ -286,7 +290,7 @@ static int bb_setup(milp_run *r, rm_err *e)
         /* lp_solve 5.5.2 crashes (transfer_solution) when presolve is
          * switched on for a model that was already solved: start afresh. */
         rm_lp_model_free(&r->m);
-        if ((rc = rm_lp_model_build(&r->m, r->p, r->act, lv, opt->log, opt->log_ctx, opt->verbosity, e)) != RM_OK)
+        if ((rc = rm_lp_model_build(&r->m, r->p, r->act, lv, opt->log, opt->log_ctx, opt->verbosity, 0, e)) != RM_OK)
             return rc;
         set_presolve(r->m.lp, PRESOLVE_ROWS | PRESOLVE_COLS | PRESOLVE_LINDEP, get_presolveloops(r->m.lp));
     }
