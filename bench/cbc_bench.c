@@ -16,6 +16,7 @@
 
 #include "cbc_bench.h"
 #include "cli_util.h"
+#include "clock.h"
 
 #ifndef REMAT_SOURCE_DIR
 #define REMAT_SOURCE_DIR "."
@@ -166,7 +167,7 @@ int main(int argc, char **argv)
         return 1;
     }
     if (out && emit_open(out)) return 1;
-    double t0 = rm_cli_now();
+    double t0 = rm_now();
     /* csv / json: the rows alone; the prose around them is markdown's. */
     bench_table data;
     if (c.fmt != RM_TABLE_MD) {
@@ -182,7 +183,7 @@ int main(int argc, char **argv)
     cbc_totals_print(t);
     char load[64];
     bench_load_average(load, sizeof load);
-    emit("\nTotal wall clock %.0f s; load average at the end: %s.\n", rm_cli_now() - t0, load);
+    emit("\nTotal wall clock %.0f s; load average at the end: %s.\n", rm_now() - t0, load);
     emit_flush();
     for (int f = 0; f < CBC_NFAM; f++) cbc_totals_free(&t[f]);
     if (c.workdir == tmp && !c.keep_files && rmdir(tmp)) perror(tmp);

@@ -18,6 +18,7 @@
 
 #include "cbc_bench.h"
 #include "cli_util.h"
+#include "clock.h"
 #include "lp_model.h"
 #include "lp_round.h"
 #include "strategy.h"
@@ -93,7 +94,7 @@ static int run_cbc(cbc_side *cs, const cbc_cfg *c, const char *mps, const char *
     /* Wall clock, as remat's limit is: CBC counts CPU seconds by default. */
     if (c->time_limit_s > 0) snprintf(sec, sizeof sec, "-timeMode elapsed -sec %g ", c->time_limit_s);
     snprintf(cmd, sizeof cmd, "'%s' '%s' %s-solve -solu '%s' 2>&1", c->cbc, mps, sec, sol);
-    double t0 = rm_cli_now();
+    double t0 = rm_now();
     FILE *f = popen(cmd, "r");
     if (!f) {
         snprintf(cs->status, sizeof cs->status, "failed: popen: %s", strerror(errno));
@@ -102,7 +103,7 @@ static int run_cbc(cbc_side *cs, const cbc_cfg *c, const char *mps, const char *
     char line[1024];
     while (fgets(line, sizeof line, f)) parse_cbc_line(cs, line);
     int st = pclose(f);
-    cs->seconds = rm_cli_now() - t0;
+    cs->seconds = rm_now() - t0;
     cs->ran = 1;
     if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
         snprintf(cs->status, sizeof cs->status, "failed: exit %d", st == -1 ? -1 : WEXITSTATUS(st));

@@ -22,6 +22,7 @@
 #include <cblas.h>
 
 #include "bench_median.h"
+#include "clock.h"
 
 #ifdef BENCH_BLIS
 #include <blis.h>
@@ -76,19 +77,19 @@ static void time_shape(double ms[3], const conv_shape *s, int chunk, int reps)
     int calls = BATCH / chunk;
     float t[3][64];
     for (int r = 0; r < reps + 1; r++) { /* the first is a warm-up */
-        double t0 = now_s();
+        double t0 = rm_now();
         for (int i = 0; i < calls; i++)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, w, (int)k, col, (int)n,
                         0.0f, y, (int)n);
-        double t1 = now_s();
+        double t1 = rm_now();
         for (int i = 0; i < calls; i++)
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)k, (int)n, (int)m, 1.0f, w, (int)k, y, (int)n,
                         0.0f, col, (int)n);
-        double t2 = now_s();
+        double t2 = rm_now();
         for (int i = 0; i < calls; i++)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)k, (int)n, 1.0f, y, (int)n, col, (int)n,
                         i ? 1.0f : 0.0f, dw, (int)k);
-        double t3 = now_s();
+        double t3 = rm_now();
         if (r) t[0][r - 1] = (float)(t1 - t0), t[1][r - 1] = (float)(t2 - t1), t[2][r - 1] = (float)(t3 - t2);
     }
     for (int d = 0; d < 3; d++) ms[d] = 1e3 * median(t[d], reps);

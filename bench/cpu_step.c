@@ -32,6 +32,7 @@
 #include "bench_host.h"
 #include "bench_median.h"
 #include "cli_util.h"
+#include "clock.h"
 #include "executor.h"
 #include "optim.h"
 #include "trainer.h"
@@ -156,13 +157,13 @@ int main(int argc, char **argv)
     rm_optim *opt = rm_trainer_optimizer(t);
     float ms[MAX_STEPS], loss = 0, first = NAN;
     int n = 0, rc = 0;
-    double start = now_s();
+    double start = rm_now();
     for (long i = -warmup; i < steps && !rc; i++) {
-        if (max_s > 0 && n > 0 && now_s() - start > max_s) break; /* between steps: a started step finishes */
-        double t0 = now_s();
+        if (max_s > 0 && n > 0 && rm_now() - start > max_s) break; /* between steps: a started step finishes */
+        double t0 = rm_now();
         rc = rm_executor_step(ex, &loss, images, labels, (uint64_t)(i + warmup), &e);
         if (!rc) rc = rm_optim_step(opt, c.lr, &e);
-        double dt = now_s() - t0;
+        double dt = rm_now() - t0;
         if (isnan(first)) first = loss;
         if (!rc && i >= 0) ms[n++] = (float)(1e3 * dt);
         fprintf(stderr, ME ": step %ld%s: %.1f ms, loss %.4g\n", i + warmup + 1, i < 0 ? " (warm-up)" : "", 1e3 * dt,

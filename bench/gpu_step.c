@@ -43,6 +43,7 @@
 #include "bench_host.h"
 #include "bench_median.h"
 #include "cli_util.h"
+#include "clock.h"
 #include "executor.h"
 #include "optim.h"
 #include "trace.h"
@@ -179,11 +180,11 @@ static void run_engine(timing *r, rm_trainer *t, const args *a, int warmup, cons
         return;
     }
     unsigned long long fb0 = rm_backend_cuda_fallbacks(be);
-    double start = now_s();
+    double start = rm_now();
     rm_err e = {RM_OK, ""};
     for (int i = -warmup; i < a->steps; i++) {
         /* The cap is checked between steps: a started step always finishes. */
-        if ((r->steps > 0 || nwarm > 0) && now_s() - start > a->max_seconds) break;
+        if ((r->steps > 0 || nwarm > 0) && rm_now() - start > a->max_seconds) break;
         float loss = 0;
         int rc = RM_OK;
         if (!cuda_ok(cudaEventRecord(t0, st), "cudaEventRecord")) rc = RM_ERR_DEVICE;
@@ -203,7 +204,7 @@ static void run_engine(timing *r, rm_trainer *t, const args *a, int warmup, cons
         if (i < 0) warm[nwarm++] = dt;
         else ms[r->steps++] = dt;
     }
-    r->wall_s = now_s() - start;
+    r->wall_s = rm_now() - start;
     r->fallbacks = rm_backend_cuda_fallbacks(be) - fb0;
     cudaEventDestroy(t0);
     cudaEventDestroy(t1);
@@ -353,7 +354,7 @@ int main(int argc, char **argv)
     fflush(stdout);
     rm_err e = {RM_OK, ""};
     rm_trainer *t = NULL;
-    double tc0 = now_s();
+    double tc0 = rm_now();
     int rc = rm_trainer_create(&t, &c, &e);
     if (rc) {
         fprintf(stderr, ME ": %s\n", e.msg);
@@ -361,7 +362,7 @@ int main(int argc, char **argv)
                a.batch, a.strategy, status_of(rc));
         return 1;
     }
-    double build_s = now_s() - tc0;
+    double build_s = rm_now() - tc0;
     const rm_trainer_summary *s = rm_trainer_summary_of(t);
     const rm_model *m = rm_trainer_model(t);
 

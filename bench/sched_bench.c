@@ -33,6 +33,7 @@
 #include "bench_host.h"
 #include "cli_util.h"
 #include "sched_bench.h"
+#include "clock.h"
 #include "strategy.h"
 
 #ifndef REMAT_SOURCE_DIR
@@ -275,7 +276,7 @@ int main(int argc, char **argv)
     bench_cpu_model(cpu, sizeof cpu);
     bench_utc_now(date, sizeof date);
     bench_load_average(load, sizeof load);
-    double t0 = rm_cli_now();
+    double t0 = rm_now();
     emit("# Scheduler benchmark\n\n"
          "Produced by:\n\n```sh\n%s\n```\n\n"
          "- date: %s\n- machine: %ld CPUs (nproc), %s\n- load average at the start: %s (the machine is shared; "
@@ -289,7 +290,7 @@ int main(int argc, char **argv)
         if (!status) status = s2;
     }
     bench_load_average(load, sizeof load);
-    emit("\nTotal wall clock %.0f s; load average at the end: %s.\n", rm_cli_now() - t0, load);
+    emit("\nTotal wall clock %.0f s; load average at the end: %s.\n", rm_now() - t0, load);
     emit_flush();
     rc = status;
 done:

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "sched_bench.h"
 #include "schedule.h"
 
@@ -21,7 +22,7 @@ static void run_budget(budget_row *row, const bench_cfg *c, const model_spec *m,
         rm_strategy_options o;
         memset(&o, 0, sizeof o);
         o.time_limit_s = c->time_limit_s;
-        rm_cli_progress pr = {st->name, rm_cli_now()};
+        rm_cli_progress pr = {st->name, rm_now()};
         if (c->verbose) {
             o.log = rm_cli_progress_log;
             o.log_ctx = &pr;

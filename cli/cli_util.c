@@ -2,6 +2,7 @@
  * strict on purpose: a budget of "16G" or "1e9x" is a typo, and guessing
  * what the user meant would silently schedule for the wrong memory. */
 #include "cli_util.h"
+#include "clock.h"
 #include "trainer.h"
 
 #include <ctype.h>
@@ -340,13 +341,6 @@ const char *rm_cli_budget_pct(char *buf, size_t len, const rm_cli_budget *b, siz
     return buf;
 }
 
-double rm_cli_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* lp_solve at NORMAL verbosity says a lot about its simplex; what a person
  * waiting for a solve wants is: the LP is solved, a better schedule was
  * found after so many nodes, the search stopped. Those lines are kept (with
@@ -384,7 +378,7 @@ void rm_cli_progress_log(void *ctx, const char *line)
     } else {
         return;
     }
-    rm_text_fprintf(stderr, "  %s [%6.1f s] %s\n", pr->prefix, rm_cli_now() - pr->t0, msg);
+    rm_text_fprintf(stderr, "  %s [%6.1f s] %s\n", pr->prefix, rm_now() - pr->t0, msg);
 }
 
 const char *rm_cli_seconds(char *buf, size_t len, double s)

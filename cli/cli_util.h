@@ -225,9 +225,8 @@ const char *rm_cli_seconds(char *buf, size_t len, double s);
  * stderr as "  [12.3 s] line", dropping blank ones. ctx: an rm_cli_progress. */
 typedef struct rm_cli_progress {
     const char *prefix; /* "milp" */
-    double t0;          /* rm_cli_now() at the start */
+    double t0;          /* rm_now() at the start */
 } rm_cli_progress;
 void rm_cli_progress_log(void *ctx, const char *line);
-double rm_cli_now(void);
 
 #endif

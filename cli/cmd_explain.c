@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli_util.h"
+#include "clock.h"
 #include "commands.h"
 #include "explain.h"
 #include "schedule.h"
@@ -102,7 +103,7 @@ static int explain_run(int argc, char **argv)
     memset(&o, 0, sizeof o);
     o.time_limit_s = limit;
     o.node_limit = nodes;
-    rm_cli_progress pr = {st->name, rm_cli_now()};
+    rm_cli_progress pr = {st->name, rm_now()};
     if (!quiet) {
         o.log = rm_cli_progress_log;
         o.log_ctx = &pr;

@@ -64,7 +64,7 @@ static void dot_string(FILE *f, const char *s, int label)
     fputc('"', f);
 }
 
-/* A node's name inside a label: as shown (engine/utf8.h), its backslashes
+/* A node's name inside a label: as shown (base/utf8.h), its backslashes
  * (those of the escapes included) doubled, since a label keeps its own. */
 static const char *dot_label_name(char *out, size_t cap, const char *name)
 {
@@ -186,7 +186,7 @@ static int write_dot(const rm_graph *g, const char *model_path, const char *path
         return 2;
     }
     if (s) rm_schedule_compute_counts(s, counts);
-    /* Atomically (engine/atomic_file.h): a full disk leaves the previous file. */
+    /* Atomically (base/atomic_file.h): a full disk leaves the previous file. */
     rm_atomic_file af;
     rm_err e = {RM_OK, ""};
     if (rm_atomic_open(&af, path, &e)) {

@@ -16,6 +16,7 @@
 
 #include "atomic_file.h"
 #include "cli_util.h"
+#include "clock.h"
 #include "commands.h"
 #include "explain.h"
 #include "schedule.h"
@@ -347,7 +348,7 @@ static int write_budget(FILE *f, rm_cli_problem *cp, const lesson_args *a, int k
         (size_t)snprintf(line, sizeof line, "remat lesson: budget %d/%ld: %s (%.1f%% of the no-remat peak):", k + 1,
                          a->budgets_n, rm_cli_bytes(x, sizeof x, (double)bytes),
                          cp->noremat_total ? 100.0 * (double)bytes / (double)cp->noremat_total : 100.0);
-    double t0 = rm_cli_now();
+    double t0 = rm_now();
     fputs(k ? ",\n{" : "\n{", f);
     json_key(f, "bytes", 1);
     rm_table_json_number(f, (double)bytes);
@@ -382,7 +383,7 @@ static int write_budget(FILE *f, rm_cli_problem *cp, const lesson_args *a, int k
         rm_schedule_free(s);
     }
     fputs("]}", f);
-    if (!rc && !a->quiet) rm_text_fprintf(stderr, "%s (%.1f s)\n", line, rm_cli_now() - t0);
+    if (!rc && !a->quiet) rm_text_fprintf(stderr, "%s (%.1f s)\n", line, rm_now() - t0);
     return rc;
 }
 

@@ -148,7 +148,7 @@ static void print_matrices(const rm_problem *p, const rm_schedule *s, const time
 {
     int n = p->n, w = 0;
     char shown[RM_NAME_SHOW_LEN];
-    /* Names as shown (engine/utf8.h), in columns, not bytes: at most 24. */
+    /* Names as shown (base/utf8.h), in columns, not bytes: at most 24. */
     for (int i = 0; i < n; i++) {
         int l = rm_name_show_cols(shown, sizeof shown, p->nodes[i].name, 24);
         if (l > w) w = l;
@@ -347,7 +347,7 @@ static void set_solver_options(rm_strategy_options *o, rm_cli_progress *pr, cons
     o->time_limit_s = a->time_limit_s;
     o->node_limit = a->node_limit_n;
     pr->prefix = name;
-    pr->t0 = rm_cli_now();
+    pr->t0 = rm_now();
     if (!a->quiet) {
         o->log = rm_cli_progress_log;
         o->log_ctx = pr;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli_util.h"
+#include "clock.h"
 #include "commands.h"
 #include "trainer.h"
 
@@ -105,7 +106,7 @@ static void close_bar(progress *pr)
 static void print_step(progress *pr, const rm_trainer_event *ev)
 {
     if (pr->quiet) return;
-    double now = rm_cli_now();
+    double now = rm_now();
     int end = ev->epoch_step == ev->epoch_steps || ev->step == ev->total_steps;
     /* A terminal gets a bar redrawn at most 10 times a second; a log, a line every tenth of an epoch. */
     if (pr->tty ? !end && now - pr->last_draw < 0.1
@@ -423,7 +424,7 @@ static int train_run(int argc, char **argv)
     if (!rc) rc = config_optimizer(&c, &a);
     if (rc) return rc;
     progress pr = {a.quiet, isatty(STDERR_FILENO), 0, 0};
-    rm_cli_progress solver_log = {c.strategy, rm_cli_now()};
+    rm_cli_progress solver_log = {c.strategy, rm_now()};
     if (!a.quiet) {
         c.solver.log = rm_cli_progress_log;
         c.solver.log_ctx = &solver_log;
@@ -442,11 +443,11 @@ static int train_run(int argc, char **argv)
     rc = rm_trainer_create(&t, &c, &e);
     if (!rc) {
         print_summary(rm_trainer_summary_of(t), &c, rm_trainer_model(t));
-        double t0 = rm_cli_now();
+        double t0 = rm_now();
         rc = rm_trainer_run(t, &e);
         close_bar(&pr);
         if (!rc)
-            printf("done         %llu steps in %.1f s\n", (unsigned long long)rm_trainer_steps(t), rm_cli_now() - t0);
+            printf("done         %llu steps in %.1f s\n", (unsigned long long)rm_trainer_steps(t), rm_now() - t0);
     }
     close_bar(&pr);
     rm_trainer_free(t);

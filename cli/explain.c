@@ -25,7 +25,7 @@ typedef struct explain_ctx {
     rm_sim_result sim;
 } explain_ctx;
 
-/* Node i's name as printed (engine/utf8.h): a problem file's or an ONNX
+/* Node i's name as printed (base/utf8.h): a problem file's or an ONNX
  * model's names are shown escaped, never raw. Valid until the end of the
  * full expression: nm(p, i).s inside one fprintf. */
 static rm_name_shown nm(const rm_problem *p, int i)

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "backend_cpu_internal.h"
+#include "clock.h"
 #include "cpu_blas.h"
 #include "log.h"
 
@@ -164,9 +165,7 @@ static int cpu_timer_record(void *ctx, rm_backend_timer *t, int k, rm_err *e)
 {
     (void)ctx;
     if (k < 0 || k >= t->n) return rm_errorf(e, RM_ERR_INVALID, "cpu timer: event %d of %d", k, t->n);
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    t->t[k] = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    t->t[k] = rm_now();
     return RM_OK;
 }
 

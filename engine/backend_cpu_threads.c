@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "backend_cpu_internal.h"
+#include "clock.h"
 #include "log.h"
 
 /* Threads that waited for a CPU this share of their time or more: the
@@ -56,13 +57,6 @@
  * after a rise that held longer. */
 #define MAX_HOLD 64
 #define RISE_TRIAL 3
-
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* The readings run inside training steps, which allocate nothing
  * (tests/faults/test_step_alloc.c): so no opendir or stdio here, only
@@ -152,7 +146,7 @@ static int read_idle(double *idle_s)
 int rm_cpu_load_read_proc(void *ctx, rm_cpu_load *out)
 {
     (void)ctx;
-    out->wall_s = mono_s();
+    out->wall_s = rm_now();
     return read_wait(&out->wait_s) || read_idle(&out->idle_s) ? -1 : 0;
 }
 
@@ -209,14 +203,14 @@ int rm_cpu_governor_decide(rm_cpu_governor *g, int cur, double wall, double wait
 int rm_cpu_governor_tick(rm_cpu_governor *g, int cur)
 {
     if (!g->on) return cur;
-    if (g->have_last && g->window_s > 0 && mono_s() - g->last_check < g->window_s) return cur;
+    if (g->have_last && g->window_s > 0 && rm_now() - g->last_check < g->window_s) return cur;
     rm_cpu_load now;
     if (g->read(g->read_ctx, &now)) {
         g->on = 0; /* cannot read the machine: keep the count */
         RM_LOG_INFO("cpu backend: cannot read the cores' load (/proc); staying at %d threads", cur);
         return cur;
     }
-    g->last_check = mono_s();
+    g->last_check = rm_now();
     if (!g->have_last) {
         g->last = now;
         g->have_last = 1;

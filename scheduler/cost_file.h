@@ -46,7 +46,7 @@ void rm_cost_file_free(rm_cost_file *c);
 /* Strict reader: errors are RM_ERR_PARSE "FILE:LINE: what" (RM_ERR_IO when
  * the file cannot be opened). */
 int rm_cost_file_read(rm_cost_file **out, const char *path, rm_err *e);
-/* Writes atomically (engine/atomic_file.h), seconds to 17 significant digits
+/* Writes atomically (base/atomic_file.h), seconds to 17 significant digits
  * so a written file reads back bit for bit. comment (may be NULL) is written
  * as '#' lines after the header: how the numbers were measured. */
 int rm_cost_file_write(const rm_cost_file *c, const char *path, const char *comment, rm_err *e);

@@ -1,15 +1,6 @@
 /* One clock and one deadline for a solve (deadline.h). */
 #include "deadline.h"
 
-#include <time.h>
-
-double rm_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 double rm_deadline_in(double limit_s)
 {
     return limit_s > 0 ? rm_now() + limit_s : 0;

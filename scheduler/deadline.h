@@ -12,8 +12,7 @@
 #ifndef REMAT_DEADLINE_H
 #define REMAT_DEADLINE_H
 
-/* CLOCK_MONOTONIC, in seconds: the one clock of scheduler/. */
-double rm_now(void);
+#include "clock.h" /* rm_now: the one clock */
 
 /* The deadline limit_s seconds from now; 0 (none) when limit_s <= 0. */
 double rm_deadline_in(double limit_s);

@@ -176,7 +176,7 @@ static double block_last(double y, int lines, double size)
 }
 
 /* The SVG goes through a temporary file renamed into place
- * (engine/atomic_file.h), so a full disk never leaves half a figure; the
+ * (base/atomic_file.h), so a full disk never leaves half a figure; the
  * commit checks every fprintf through ferror. */
 static int finish(rm_atomic_file *af, rm_err *e)
 {

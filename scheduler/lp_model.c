@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "log.h"
 #include "simulate.h"
 #include "strategy.h"

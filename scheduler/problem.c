@@ -425,7 +425,7 @@ static int check_line_ends(const char *text, size_t n, const char *path, int lin
                      path, line);
 }
 
-/* Every field of a line is printable UTF-8 (engine/utf8.h): the node names,
+/* Every field of a line is printable UTF-8 (base/utf8.h): the node names,
  * which tables, figures and messages print, and every other field, which a
  * message may quote. The fields point into buf, the line read at offset in
  * the file. */
@@ -575,7 +575,7 @@ int rm_problem_write(const rm_problem *p, const char *path, rm_err *e)
             return rm_errorf(e, RM_ERR_INVALID, "%s: node %d is named '-', which the format reserves for no name", path,
                              i);
     }
-    /* Written aside and renamed into place (engine/atomic_file.h): a run
+    /* Written aside and renamed into place (base/atomic_file.h): a run
      * killed mid-write, or a full disk, leaves the previous file intact. */
     rm_atomic_file af;
     if ((rc = rm_atomic_open(&af, path, e))) return rc;

@@ -37,7 +37,7 @@ int rm_problem_from_graph(rm_problem **out, const rm_graph *g, rm_err *e);
  * node-link JSON of Checkmate and Moccasin when the file's first byte that is
  * not white space is '{' (same document). Errors name the line. */
 int rm_problem_read(rm_problem **out, const char *path, rm_err *e);
-/* The problem-file format, atomically (engine/atomic_file.h); costs are
+/* The problem-file format, atomically (base/atomic_file.h); costs are
  * written with 17 significant digits, so reading the file back gives p. */
 int rm_problem_write(const rm_problem *p, const char *path, rm_err *e);
 void rm_problem_free(rm_problem *p);

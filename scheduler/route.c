@@ -3,6 +3,7 @@
  * route_best.c). Every decision is logged: at REMAT_LOG=info here, and on
  * the strategy options' log where a caller asked for one (the lines it got
  * before). */
+#include "clock.h"
 #include "route_internal.h"
 
 #include <math.h>

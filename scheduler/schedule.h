@@ -173,7 +173,7 @@ int rm_schedule_plan_all(rm_plan **out, const rm_graph *g, rm_err *e);
  * rm_sim_fits). */
 int rm_schedule_write(const rm_schedule *s, const rm_problem *p, const char *path, rm_err *e);
 int rm_schedule_read(rm_schedule **out, const rm_problem *p, const char *path, rm_err *e);
-/* The same for a path of the given kind (engine/atomic_file.h), and the
+/* The same for a path of the given kind (base/atomic_file.h), and the
  * reading of an RM_PATH_ENTRY (the trainer's schedule cache): a link, a
  * FIFO, a device or a file with other hard links there is refused, never
  * followed or waited on (rm_schedule_read takes a FIFO the user names, as

@@ -66,7 +66,7 @@ int rm_schedule_write_kind(const rm_schedule *s, const rm_problem *p, const char
         free(ops);
         return rc;
     }
-    /* Written aside and renamed into place (engine/atomic_file.h): a run
+    /* Written aside and renamed into place (base/atomic_file.h): a run
      * killed mid-write, or a full disk, leaves the previous file intact. */
     rm_atomic_file af;
     if ((rc = rm_atomic_open_kind(&af, path, kind, e))) {

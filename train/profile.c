@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "executor.h"
 #include "plan.h"
 #include "problem.h"
@@ -20,13 +21,6 @@
 #include "strategy.h"
 #include "trace.h"
 #include "trainer.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* What the hook fills during one step. */
 typedef struct timing {
@@ -135,11 +129,11 @@ int rm_profile_run(rm_profile **out, const rm_model *m, const rm_profile_options
         rm_executor_set_node_hook(ex, timed ? node_hook : NULL, &tm);
         memset(tm.count, 0, (size_t)n * sizeof *tm.count);
         float loss;
-        double t0 = now_s();
+        double t0 = rm_now();
         /* The step ends with the loss download, which waits for the stream:
          * every event of the step has been reached when it returns. */
         if ((rc = rm_executor_step(ex, &loss, input, labels, (uint64_t)s, e))) goto done;
-        double t1 = now_s();
+        double t1 = rm_now();
         if (!timed) continue;
         int k = s - o->warmup;
         steps[k] = t1 - t0;

@@ -291,7 +291,7 @@ int rm_snapshot_save(const char *path, const rm_model *m, rm_layer_params *const
         return rm_errorf(e, RM_ERR_NOMEM, "%s: no memory to write a snapshot", path);
     }
     /* The previous snapshot stays in place until the new one is complete
-     * and on the disk (engine/atomic_file.h): a run killed mid-save resumes
+     * and on the disk (base/atomic_file.h): a run killed mid-save resumes
      * from the previous one. */
     rm_atomic_file af;
     if ((rc = rm_atomic_open(&af, path, e))) goto done;
@@ -567,7 +567,7 @@ static int read_payload(rm_snapshot_counters *c, ck_reader *r, uint64_t payload,
 }
 
 /* A snapshot the user names (--resume): a link is followed as for the
- * files remat writes (engine/atomic_file.h), and anything but a regular
+ * files remat writes (base/atomic_file.h), and anything but a regular
  * file is refused without waiting on it (a FIFO would block the open). */
 static FILE *open_snapshot(const char *path, rm_err *e)
 {

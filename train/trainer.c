@@ -7,6 +7,7 @@
  * mode, in the same arena and workspace, which are idle between steps, so it
  * needs no memory beyond the budget. Accuracy, in training and evaluation,
  * comes from the logits the executor fetches when it first computes them. */
+#include "clock.h"
 #include "trainer_internal.h"
 
 #include <math.h>
@@ -25,13 +26,6 @@
 /* Salts that keep the uses of the run's seed apart (rng.h hashes them in). */
 #define SALT_SPLIT 0x73706c74ULL  /* the held-out split */
 #define SALT_ORDER 0x6f726472ULL  /* the batch order */
-
-double rm_trainer_now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 rm_mbuf rm_trainer_mb(size_t bytes)
 {
@@ -437,7 +431,7 @@ int rm_trainer_evaluate(rm_trainer *t, rm_trainer_eval *out, rm_err *e)
     if (t->test->info.count == 0) return RM_OK;
     int rc = ensure_buffers(t, e);
     if (rc) return rc;
-    double t0 = rm_trainer_now_s();
+    double t0 = rm_now();
     rm_batcher *b = NULL;
     rm_batcher_options bo;
     rm_batcher_options_default(&bo, t->eval_g.batch);
@@ -464,7 +458,7 @@ int rm_trainer_evaluate(rm_trainer *t, rm_trainer_eval *out, rm_err *e)
     out->samples = samples;
     out->loss = total ? loss_sum / (double)total : 0;
     out->accuracy = total ? (double)correct / (double)total : 0;
-    out->seconds = rm_trainer_now_s() - t0;
+    out->seconds = rm_now() - t0;
     return RM_OK;
 }
 
@@ -487,7 +481,7 @@ int rm_trainer_run(rm_trainer *t, rm_err *e)
             loss_sum = 0, in_epoch = 0;
             acc_correct = acc_total = 0;
         }
-        double t0 = rm_trainer_now_s();
+        double t0 = rm_now();
         int count = 0;
         float loss = 0;
         if ((rc = rm_batcher_get(t->batcher, t->images, t->labels, &count, (int64_t)pos, e))) return rc;
@@ -509,7 +503,7 @@ int rm_trainer_run(rm_trainer *t, rm_err *e)
         if ((rc = rm_optim_step(t->opt, (float)lr, e))) return rc;
         t->step++, done++, in_epoch++;
         loss_sum += loss;
-        train_s += rm_trainer_now_s() - t0;
+        train_s += rm_now() - t0;
 
         memset(&ev, 0, sizeof ev);
         ev.kind = RM_TRAINER_STEP;

@@ -68,7 +68,6 @@ typedef struct rm_mbuf {
 rm_mbuf rm_trainer_mb(size_t bytes);
 #define MB(bytes) rm_trainer_mb(bytes)
 
-double rm_trainer_now_s(void);
 void rm_trainer_emit(const rm_trainer *t, const rm_trainer_event *ev);
 /* A RM_TRAINER_NOTE event with a formatted line. */
 void rm_trainer_note(const rm_trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

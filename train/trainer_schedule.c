@@ -70,7 +70,7 @@ static uint64_t cache_key(const rm_problem *p, size_t budget, const char *strate
  * folder remat keeps, maybe shared, whose names anyone can predict: an
  * entry is read only as the regular file remat wrote, never through a
  * link planted under its name nor from a FIFO that would never answer
- * (RM_PATH_ENTRY, engine/atomic_file.h). */
+ * (RM_PATH_ENTRY, base/atomic_file.h). */
 static int cache_load(rm_trainer *t, const char *path, rm_err *e)
 {
     rm_schedule *s = NULL;
@@ -96,7 +96,7 @@ static int cache_load(rm_trainer *t, const char *path, rm_err *e)
     return RM_OK;
 }
 
-/* The entry is replaced atomically (engine/atomic_file.h), so a concurrent
+/* The entry is replaced atomically (base/atomic_file.h), so a concurrent
  * run never reads half a file and a full disk never leaves one; as an
  * RM_PATH_ENTRY, whatever is at the name (a planted link, a FIFO) is
  * replaced itself, and what a link names is never written.

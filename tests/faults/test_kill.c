@@ -7,7 +7,7 @@
  * snapshot, if one was written yet, must load (header and CRC valid: the
  * trainer refuses anything else), and a run resumed from it must continue
  * from its step and complete. A kill inside a save leaves the previous
- * snapshot in place (engine/atomic_file.h) and at most a stale temporary
+ * snapshot in place (base/atomic_file.h) and at most a stale temporary
  * file next to it, which nothing reads. */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>

@@ -1,6 +1,6 @@
 /* Links and special files where remat reads and writes (issue 23; the rule
  * is in docs/reliability.md, "Links and special files", and
- * engine/atomic_file.h). The schedule cache is remat's own folder, with
+ * base/atomic_file.h). The schedule cache is remat's own folder, with
  * names anyone can predict: nothing planted there (a symbolic link to a
  * victim, a FIFO, a hard link) is followed, written through or waited on,
  * and the entry is replaced by a regular file. A file the user names

@@ -1,5 +1,5 @@
 /* A write error on the output disk, at every step of the atomic write
- * protocol (engine/atomic_file.h), for every file remat writes: snapshots,
+ * protocol (base/atomic_file.h), for every file remat writes: snapshots,
  * `remat plan --out`, the SVG figures, the schedule cache, `remat graph
  * --dot`, `--problem-out` and the page of `remat lesson`. Each failure must
  * give a clear error (naming the file and the cause) and a non-zero exit,

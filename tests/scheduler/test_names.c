@@ -53,7 +53,7 @@ static const struct {
 /* 1 when the n bytes of s are text any terminal and XML parser take: valid
  * UTF-8, no control character but newline and tab, no bidi override, none
  * of the characters XML 1.0 forbids. Decoded here on its own, not with
- * engine/utf8.c, which is what is tested. */
+ * base/utf8.c, which is what is tested. */
 static int clean_text(const unsigned char *s, size_t n, size_t *bad)
 {
     for (size_t i = 0; i < n;) {

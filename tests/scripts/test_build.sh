@@ -32,7 +32,7 @@ check() { # check NAME EXPECT(0|nonzero) -- runs scripts/build in the copy
   fi
 }
 
-victim="$src/engine/tensor.c"
+victim="$src/base/tensor.c"
 cp "$victim" "$tmp/tensor.c.good"
 echo 'int remat_broken_on_purpose(void) { return 1 }' >>"$victim" # missing ';'
 check "fails on a syntax error" nonzero

@@ -51,7 +51,7 @@ static void setup(fixture *f, rm_optim_kind kind)
     memset(f, 0, sizeof *f);
     tf_tmpdir(f->dir, sizeof f->dir);
     snprintf(f->path, sizeof f->path, "%s/run.snap", f->dir);
-    /* The first temporary name a save in this process tries (engine/atomic_file.h). */
+    /* The first temporary name a save in this process tries (base/atomic_file.h). */
     snprintf(f->tmp, sizeof f->tmp, "%s.tmp.%ld.0", f->path, (long)getpid());
     char text[512];
     tf_model_text(text, sizeof text, "conv1", 4, 5);
