@@ -293,7 +293,8 @@ static int make_columns(rm_lp_model *m, const rm_problem *p, rm_err *e)
     set_verbose(lp, m->log ? m->verbosity : NEUTRAL);
     set_minim(lp);
     /* The rows are scaled already (bytes / budget, cost / largest cost);
-     * lp_solve's geometric scaling on top made the VGG16 LP 1.5-2x slower. */
+     * lp_solve's geometric scaling on top made the VGG16 LP about twice as slow
+     * (RM_MILP_NO_SCALING in lp_model.h has the figures). */
     if (m->levers & RM_MILP_NO_SCALING) set_scaling(lp, SCALE_NONE);
     for (int c = 1; c <= m->ncols; c++)
         if (!set_bounds(lp, c, 0.0, 1.0))

@@ -12,7 +12,6 @@
 #include "rng.h"
 #include "simulate.h"
 
-#define now_s rm_now
 
 void rm_lp_round_options_default(rm_lp_round_options *o)
 {
@@ -91,7 +90,7 @@ int rm_milp_cheapest_R_by(rm_rs *s, const rm_problem *p, double deadline, rm_err
 int rm_lp_round_from(rm_schedule **out, rm_lp_round_result *info, const rm_problem *p, const double *S_frac,
                      double lp_bound, const rm_lp_round_options *opt, rm_err *e)
 {
-    double t0 = now_s();
+    double t0 = rm_now();
     rm_lp_round_options dflt;
     if (!opt) {
         rm_lp_round_options_default(&dflt);
@@ -152,7 +151,7 @@ int rm_lp_round_from(rm_schedule **out, rm_lp_round_result *info, const rm_probl
         info->fitted = fitted;
         info->threshold = best_thr;
         info->seed_index = best_seed;
-        info->seconds = now_s() - t0;
+        info->seconds = rm_now() - t0;
     }
     if (have_best)
         RM_LOG_DEBUG("lp_round: %d roundings of the relaxation (bound %.6g), %d fit; the cheapest costs %.6g",
@@ -191,7 +190,7 @@ static int round_at(rm_schedule **out, rm_lp_round_result *info, int *relax_fail
         q.budget = p->fixed_bytes + (size_t)((double)(p->budget - p->fixed_bytes) * factor);
     double left = 0;
     if (deadline > 0) {
-        left = deadline - now_s();
+        left = deadline - rm_now();
         if (left <= 0) return rm_errorf(e, RM_ERR_INFEASIBLE, "lp_round: time limit reached");
     }
     rm_milp_relaxation rel;
@@ -210,7 +209,7 @@ static int round_at(rm_schedule **out, rm_lp_round_result *info, int *relax_fail
 int rm_lp_round_tightened(rm_schedule **out, rm_lp_round_result *info, const rm_problem *p, double lp_bound,
                           const rm_lp_round_options *opt, rm_err *e)
 {
-    double t0 = now_s(), deadline = opt->time_limit_s > 0 ? t0 + opt->time_limit_s : 0;
+    double t0 = rm_now(), deadline = opt->time_limit_s > 0 ? t0 + opt->time_limit_s : 0;
     int rc = RM_ERR_INFEASIBLE;
     for (int k = 1; k <= opt->tighten && !rm_problem_bound_over_cap(p, lp_bound); k++) {
         double factor = 1.0 - 0.05 * k;
@@ -222,7 +221,7 @@ int rm_lp_round_tightened(rm_schedule **out, rm_lp_round_result *info, const rm_
         info->lp_bound = lp_bound; /* the bound is the relaxation at the real budget */
         info->gap = rc == RM_OK && info->objective > 0 ? (info->objective - lp_bound) / info->objective : 0;
         if (info->gap < 0) info->gap = 0;
-        info->seconds = now_s() - t0;
+        info->seconds = rm_now() - t0;
     }
     if (rc == RM_ERR_INFEASIBLE)
         rc = rm_errorf(e, RM_ERR_INFEASIBLE,
@@ -235,7 +234,7 @@ int rm_lp_round_tightened(rm_schedule **out, rm_lp_round_result *info, const rm_
 int rm_strategy_lp_round(rm_schedule **out, rm_lp_round_result *info, const rm_problem *p,
                          const rm_lp_round_options *opt, rm_err *e)
 {
-    double t0 = now_s();
+    double t0 = rm_now();
     rm_lp_round_options dflt;
     if (!opt) {
         rm_lp_round_options_default(&dflt);
@@ -255,7 +254,7 @@ int rm_strategy_lp_round(rm_schedule **out, rm_lp_round_result *info, const rm_p
             memset(info, 0, sizeof *info);
             info->lp_bound = bound;
             info->lp_seconds = lp_s;
-            info->seconds = now_s() - t0;
+            info->seconds = rm_now() - t0;
         }
         return rm_errorf(e, RM_ERR_INFEASIBLE, "lp_round: the LP bound %.6g is above the compute cap %.6g", bound,
                          p->max_cost);
@@ -267,13 +266,13 @@ int rm_strategy_lp_round(rm_schedule **out, rm_lp_round_result *info, const rm_p
         /* The rounding overshoots the budget: round the relaxation of a
          * tighter budget instead, whose roundings land lower. */
         rm_lp_round_options o2 = *opt;
-        o2.time_limit_s = deadline > 0 ? deadline - now_s() : 0;
+        o2.time_limit_s = deadline > 0 ? deadline - rm_now() : 0;
         if (deadline == 0 || o2.time_limit_s > 0) rc = rm_lp_round_tightened(out, info, p, bound, &o2, e);
     }
     if (info) {
         info->lp_bound = bound;
         info->lp_seconds += lp_s;
-        info->seconds = now_s() - t0;
+        info->seconds = rm_now() - t0;
     }
     return rc;
 }

@@ -36,7 +36,7 @@
 #include "model.h"
 
 typedef enum rm_optim_kind {
-    RM_OPTIM_NONE = 0, /* no optimizer (a checkpoint of weights only) */
+    RM_OPTIM_NONE = 0, /* no optimizer (a snapshot of weights only) */
     RM_OPTIM_SGD = 1,
     RM_OPTIM_ADAM = 2
 } rm_optim_kind;
@@ -114,7 +114,7 @@ void rm_optim_free(rm_optim *o);
 /* The backend of a device optimizer; NULL for one in host memory. */
 rm_backend *rm_optim_backend(const rm_optim *o);
 /* Copies the state and step count of src into dst, host or device either
- * side (a device optimizer's state to a host twin for a checkpoint, and
+ * side (a device optimizer's state to a host twin for a snapshot, and
  * back): same kind, slots and tensor sizes, else RM_ERR_INVALID. Returns
  * once the copy is complete. */
 int rm_optim_state_copy(rm_optim *dst, const rm_optim *src, rm_err *e);
@@ -135,7 +135,7 @@ int rm_optim_tensor_count(const rm_optim *o);
 const rm_optim_tensor *rm_optim_tensor_at(const rm_optim *o, int i);
 
 /* Steps taken (Adam's t, which its bias correction depends on). Set by a
- * checkpoint restore. */
+ * snapshot restore. */
 uint64_t rm_optim_steps(const rm_optim *o);
 void rm_optim_set_steps(rm_optim *o, uint64_t steps);
 
@@ -145,7 +145,7 @@ int rm_optim_find(const rm_optim *o, const float *w);
  * rm_optim_tensor_at(o, i)->n floats; NULL if out of range. A DEVICE pointer
  * for an optimizer on CUDA (read it through rm_optim_state_copy into a host
  * twin). Takes a const
- * optimizer, as strchr does, so a checkpoint save can read the state of a
+ * optimizer, as strchr does, so a snapshot save can read the state of a
  * const one; only write through it when o is yours to modify. */
 float *rm_optim_state(const rm_optim *o, int i, int slot);
 

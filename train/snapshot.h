@@ -14,8 +14,8 @@
  * A save never destroys the previous snapshot: it writes FILE.tmp, flushes
  * and fsyncs it, and renames it over FILE, so a crash or a full disk leaves
  * either the old file or the new one. */
-#ifndef REMAT_TRAIN_CHECKPOINT_H
-#define REMAT_TRAIN_CHECKPOINT_H
+#ifndef REMAT_TRAIN_SNAPSHOT_H
+#define REMAT_TRAIN_SNAPSHOT_H
 
 #include <stdint.h>
 

@@ -64,7 +64,7 @@ typedef struct rm_trainer_eval {
 
 typedef struct rm_trainer_event {
     rm_trainer_event_kind kind;
-    const char *text;      /* NOTE, SOLVING: the line; CHECKPOINT: the path */
+    const char *text;      /* NOTE, SOLVING: the line; SNAPSHOT: the path */
     int batch, fits;       /* PROBE */
     uint64_t step;         /* steps done (global) */
     uint64_t total_steps;  /* steps this run will have done when it stops */

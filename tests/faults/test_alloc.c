@@ -456,7 +456,7 @@ typedef struct snap_ctx {
     const char *path;
 } snap_ctx;
 
-static int op_checkpoint(void *ctx, rm_err *e)
+static int op_snapshot(void *ctx, rm_err *e)
 {
     snap_ctx *c = ctx;
     rm_snapshot_counters k = {5, 1, 9, 0}, got = {0, 0, 0, 0};
@@ -466,7 +466,7 @@ static int op_checkpoint(void *ctx, rm_err *e)
     return rc;
 }
 
-Test(alloc_faults, checkpoint_save_and_load)
+Test(alloc_faults, snapshot_save_and_load)
 {
     snap_ctx c;
     char text[512];
@@ -479,7 +479,7 @@ Test(alloc_faults, checkpoint_save_and_load)
     rm_optim_options o = rm_optim_options_default(RM_OPTIM_ADAM);
     cr_assert_eq(rm_optim_create(&c.opt, t, count, &o, &e), RM_OK, "%s", e.msg);
     c.path = cf_path("run.snap");
-    alloc_loop("snapshot save and load", op_checkpoint, &c, ALL_DENSE, 1);
+    alloc_loop("snapshot save and load", op_snapshot, &c, ALL_DENSE, 1);
     cr_assert_eq(cf_temporaries(cf_dir), 0, "a failed save left a temporary file");
     rm_optim_free(c.opt);
     tf_net_free(&c.net);

@@ -63,7 +63,7 @@ static void sleep_ms(long ms)
     }
 }
 
-Test(kill_faults, killed_training_resumes_from_its_checkpoint, .timeout = 30)
+Test(kill_faults, killed_training_resumes_from_its_snapshot, .timeout = 30)
 {
     const char *snap = cf_path("run.snap");
     rm_rng rng = rm_rng_make(20240611);
@@ -127,7 +127,7 @@ static void touch(const char *path)
     fclose(f);
 }
 
-/* Issue 13: 20 kills of a checkpointing run left 3 stale TARGET.tmp.<pid>.<k>
+/* Issue 13: 20 kills of a snapshotting run left 3 stale TARGET.tmp.<pid>.<k>
  * files; nothing ever removed them. Opening a write to TARGET removes those
  * of processes that no longer run, and nothing else: not a live process's
  * (it may be writing), not another target's, not names of another form. */

@@ -149,7 +149,7 @@ Test(write_errors, atomic_file_temporaries_are_unique)
 
 /* ---- snapshots --------------------------------------------------------------------- */
 
-Test(write_errors, checkpoint_save_keeps_the_previous_checkpoint)
+Test(write_errors, snapshot_save_keeps_the_previous_snapshot)
 {
     char text[512];
     tf_model_text(text, sizeof text, "conv1", 4, 5);
@@ -201,7 +201,7 @@ Test(write_errors, checkpoint_save_keeps_the_previous_checkpoint)
     tf_net_free(&net);
 }
 
-Test(write_errors, train_cli_fails_when_its_checkpoint_cannot_be_written)
+Test(write_errors, train_cli_fails_when_its_snapshot_cannot_be_written)
 {
     const char *snap = cf_path("run.snap");
     cr_assert_eq(cf_remat("train", "--model", VGG_TINY, "--data", "synthetic", "--batch", "2", "--budget", "100%",

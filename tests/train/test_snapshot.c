@@ -223,11 +223,11 @@ static void round_trip(rm_optim_kind kind)
     teardown(&f);
 }
 
-Test(optim_checkpoint, round_trip_sgd_bit_identical) { round_trip(RM_OPTIM_SGD); }
-Test(optim_checkpoint, round_trip_adam_bit_identical) { round_trip(RM_OPTIM_ADAM); }
-Test(optim_checkpoint, round_trip_without_optimizer) { round_trip(RM_OPTIM_NONE); }
+Test(snapshot, round_trip_sgd_bit_identical) { round_trip(RM_OPTIM_SGD); }
+Test(snapshot, round_trip_adam_bit_identical) { round_trip(RM_OPTIM_ADAM); }
+Test(snapshot, round_trip_without_optimizer) { round_trip(RM_OPTIM_NONE); }
 
-Test(optim_checkpoint, resumed_run_continues_exactly)
+Test(snapshot, resumed_run_continues_exactly)
 {
     /* Two more Adam steps after a restore equal two more steps without one. */
     fixture f;
@@ -247,7 +247,7 @@ Test(optim_checkpoint, resumed_run_continues_exactly)
     teardown(&f);
 }
 
-Test(optim_checkpoint, file_layout_and_size)
+Test(snapshot, file_layout_and_size)
 {
     fixture f;
     setup(&f, RM_OPTIM_SGD);
@@ -278,7 +278,7 @@ Test(optim_checkpoint, file_layout_and_size)
     teardown(&f);
 }
 
-Test(optim_checkpoint, crc32_check_value)
+Test(snapshot, crc32_check_value)
 {
     cr_expect_eq(rm_snapshot_crc32(0, "123456789", 9), 0xcbf43926u);
     cr_expect_eq(rm_snapshot_crc32(rm_snapshot_crc32(0, "1234", 4), "56789", 5), 0xcbf43926u, "continues");
@@ -286,7 +286,7 @@ Test(optim_checkpoint, crc32_check_value)
 
 /* ---- refused files -------------------------------------------------------- */
 
-Test(optim_checkpoint, missing_file)
+Test(snapshot, missing_file)
 {
     fixture f;
     setup(&f, RM_OPTIM_SGD);
@@ -294,7 +294,7 @@ Test(optim_checkpoint, missing_file)
     teardown(&f);
 }
 
-Test(optim_checkpoint, wrong_magic)
+Test(snapshot, wrong_magic)
 {
     fixture f;
     setup(&f, RM_OPTIM_SGD);
@@ -311,7 +311,7 @@ Test(optim_checkpoint, wrong_magic)
     teardown(&f);
 }
 
-Test(optim_checkpoint, unsupported_version)
+Test(snapshot, unsupported_version)
 {
     fixture f;
     setup(&f, RM_OPTIM_SGD);
@@ -326,7 +326,7 @@ Test(optim_checkpoint, unsupported_version)
     teardown(&f);
 }
 
-Test(optim_checkpoint, damaged_header)
+Test(snapshot, damaged_header)
 {
     fixture f;
     setup(&f, RM_OPTIM_SGD);
@@ -340,7 +340,7 @@ Test(optim_checkpoint, damaged_header)
     teardown(&f);
 }
 
-Test(optim_checkpoint, truncated_at_many_offsets)
+Test(snapshot, truncated_at_many_offsets)
 {
     fixture f;
     setup(&f, RM_OPTIM_ADAM);
@@ -358,7 +358,7 @@ Test(optim_checkpoint, truncated_at_many_offsets)
     teardown(&f);
 }
 
-Test(optim_checkpoint, flipped_payload_byte_fails_checksum)
+Test(snapshot, flipped_payload_byte_fails_checksum)
 {
     fixture f;
     setup(&f, RM_OPTIM_ADAM);
@@ -378,7 +378,7 @@ Test(optim_checkpoint, flipped_payload_byte_fails_checksum)
     teardown(&f);
 }
 
-Test(optim_checkpoint, trailing_bytes)
+Test(snapshot, trailing_bytes)
 {
     fixture f;
     setup(&f, RM_OPTIM_SGD);
@@ -407,7 +407,7 @@ static void save_other(fixture *f, const char *conv_name, int filters, int class
     tf_net_free(&other);
 }
 
-Test(optim_checkpoint, another_model_names_the_first_differing_tensor)
+Test(snapshot, another_model_names_the_first_differing_tensor)
 {
     fixture f;
     setup(&f, RM_OPTIM_NONE);
@@ -421,7 +421,7 @@ Test(optim_checkpoint, another_model_names_the_first_differing_tensor)
     teardown(&f);
 }
 
-Test(optim_checkpoint, fewer_or_more_tensors_than_the_model)
+Test(snapshot, fewer_or_more_tensors_than_the_model)
 {
     fixture f;
     setup(&f, RM_OPTIM_NONE);
@@ -451,7 +451,7 @@ Test(optim_checkpoint, fewer_or_more_tensors_than_the_model)
     teardown(&f);
 }
 
-Test(optim_checkpoint, optimizer_must_fit_the_saved_state)
+Test(snapshot, optimizer_must_fit_the_saved_state)
 {
     fixture f;
     setup(&f, RM_OPTIM_SGD);
@@ -514,7 +514,7 @@ static void limit_file_size(fixture *f)
     cr_assert_eq(setrlimit(RLIMIT_FSIZE, &r), 0);
 }
 
-Test(optim_checkpoint, write_failing_part_way_keeps_old_checkpoint)
+Test(snapshot, write_failing_part_way_keeps_old_snapshot)
 {
     fixture f;
     setup(&f, RM_OPTIM_ADAM);
@@ -532,7 +532,7 @@ static void block_rename(fixture *f)
     cr_assert_eq(rename(f->tmp, inside), 0);
 }
 
-Test(optim_checkpoint, failed_rename_removes_temporary_file)
+Test(snapshot, failed_rename_removes_temporary_file)
 {
     fixture f;
     setup(&f, RM_OPTIM_SGD);
@@ -548,7 +548,7 @@ Test(optim_checkpoint, failed_rename_removes_temporary_file)
     teardown(&f);
 }
 
-Test(optim_checkpoint, missing_directory)
+Test(snapshot, missing_directory)
 {
     fixture f;
     setup(&f, RM_OPTIM_SGD);
@@ -562,7 +562,7 @@ Test(optim_checkpoint, missing_directory)
 
 /* A temporary left by a crashed save under this process's name (a reused
  * pid) is neither truncated nor read: the save takes the next name. */
-Test(optim_checkpoint, stale_temporary_file_is_left_alone)
+Test(snapshot, stale_temporary_file_is_left_alone)
 {
     fixture f;
     setup(&f, RM_OPTIM_SGD);
@@ -575,7 +575,7 @@ Test(optim_checkpoint, stale_temporary_file_is_left_alone)
     teardown(&f);
 }
 
-Test(optim_checkpoint, parameters_that_do_not_match_the_model_are_refused)
+Test(snapshot, parameters_that_do_not_match_the_model_are_refused)
 {
     fixture f;
     setup(&f, RM_OPTIM_SGD);

@@ -601,7 +601,7 @@ Test(trainer_cli, refuses_a_bad_snapshot_path_before_solving)
     }
 }
 
-Test(trainer_cli, refuses_a_corrupt_checkpoint)
+Test(trainer_cli, refuses_a_corrupt_snapshot)
 {
     const char *snap = cf_path("run.snap");
     const char *save[] = {"--model", RESNET_TINY, "--data", "synthetic", "--batch", "8", "--budget", "80%",
