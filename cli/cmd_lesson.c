@@ -57,8 +57,8 @@
     "  --strategies LIST   comma-separated, as `remat plan --strategy` names them, or all (default:\n"                 \
     "                      checkpoint_all,chen_sqrtn,chen_greedy,griewank,ogc,lp_round,milp)\n"                        \
     "  --costs FILE        node costs in profiled seconds (`remat profile`, docs/cost-format.md)\n"                    \
-    "  --time-limit S      wall-clock seconds for each solve, whatever the strategy (default 3, with\n"              \
-    "                      --exhaustive 10; 0 = none)\n"                                                           \
+    "  --time-limit S      wall-clock seconds for each solve, whatever the strategy (default 3, the MILP's\n"      \
+    "                      solves sharing what is left of 45 s for the page; with --exhaustive 10; 0 = none)\n"     \
     "  --node-limit N      branch-and-bound nodes for each milp solve (deterministic; default none)\n"                 \
     "  --exhaustive        every strategy at every budget, each solve with its full limit, nothing reused\n"        \
     "  --quiet             no progress on stderr (otherwise a line per budget and pass)\n"                            \
@@ -208,6 +208,8 @@ static void write_problem(FILE *f, const rm_cli_problem *cp, const lesson_args *
     json_num(f, "time_limit", a->time_limit_s);
     json_key(f, "exhaustive", 0);
     fputs(a->exhaustive ? "true" : "false", f);
+    /* warm_limit's share, where it applies */
+    json_num(f, "page_seconds", a->exhaustive || a->time_limit ? 0 : LESSON_PAGE_SECONDS);
     json_num(f, "node_limit", (double)a->node_limit_n);
     json_num(f, "rs_max_nodes", LESSON_RS_MAX_NODES);
     json_key(f, "rs", 0);
@@ -602,11 +604,11 @@ static int run_warm(lesson_solve *L, int k, int j, double limit, rm_err *e)
     return rc;
 }
 
-/* Strategy j is not run at budget k: at budget above (larger), it and every
- * other strategy found no schedule. Where a solver proved that (by: its
+/* Strategy j is not run at budget k: at budget above (larger), it and the
+ * others (what they were, in words) found no schedule. Where a solver proved that (by: its
  * index; -1: none did), it holds here too, a smaller budget; else the page
  * says that nothing was tried. */
-static void not_run(lesson_solve *L, int k, int j, int above, int by)
+static void not_run(lesson_solve *L, int k, int j, int above, int by, const char *others)
 {
     lesson_ans *x = ans_at(L, k, j);
     char b[32];
@@ -621,9 +623,9 @@ static void not_run(lesson_solve *L, int k, int j, int above, int by)
                  b, L->a->st[by]->name, ans_at(L, above, by)->why);
     else
         snprintf(x->why, sizeof x->why,
-                 "%s was not run here: at %s, a larger budget, it and every other strategy found no schedule "
-                 "(remat lesson --exhaustive runs every solver at every budget)",
-                 L->a->st[j]->name, b);
+                 "%s was not run here: at %s, a larger budget, it and %s found no schedule (remat lesson "
+                 "--exhaustive runs every solver at every budget)",
+                 L->a->st[j]->name, b, others);
 }
 
 /* Whether every strategy answered "no schedule" at budget k (of those
@@ -711,7 +713,7 @@ static int solve_all(lesson_solve *L, rm_err *e)
         double t0 = rm_cli_now();
         for (int j = 0; !rc && j < a->nst; j++) {
             if (warm_started(a->st[j])) continue;
-            if (dead >= 0 && a->st[j]->solve_opt) not_run(L, k, j, dead, proved);
+            if (dead >= 0 && a->st[j]->solve_opt) not_run(L, k, j, dead, proved, "every heuristic");
             else rc = run_at(L, k, j, NULL, NULL, a->time_limit_s, e);
         }
         if (!rc) progress(L, k, 0, t0);
@@ -726,7 +728,7 @@ static int solve_all(lesson_solve *L, rm_err *e)
         for (int k = start; !rc && k < K; k++) {
             double t0 = rm_cli_now();
             if (stop >= 0) {
-                not_run(L, k, j, stop, stop_by);
+                not_run(L, k, j, stop, stop_by, "every other strategy");
                 continue;
             }
             rc = run_warm(L, k, j, warm_limit(L, t_start, (start + 1) * nwarm), e);
