@@ -9,8 +9,9 @@ Runs `remat lesson ARGS` twice, by default and with --exhaustive, and prints
 one row per budget and solver strategy (and per heuristic where the two
 differ): the overhead over checkpoint-all and the status in each mode,
 whether the default answer was reused or not run ("not run"), and a verdict:
-"same", "cheaper" or "DEARER" (the default's answer costs more, or it has
-none where --exhaustive has one). Last a line with the counts and both wall
+"same", "same, not proved" (the same cost, proved optimal only by
+--exhaustive), "cheaper" or "DEARER" (the default's answer costs more, or it
+has none where --exhaustive has one). Last a line with the counts and both wall
 times. With time limits the solves are not deterministic (and depend on the
 machine's load); with --time-limit 0 and --node-limit N they are. Exits 1
 when some answer is dearer by default.
@@ -58,7 +59,7 @@ def main():
     slow, ts = run(a.remat, a.args + ['--exhaustive'], os.path.join(tmp, 'exhaustive.html'))
     names = [s[0] for s in fast['strategies']]
     print('%-10s %-16s %-22s %-22s %s' % ('budget', 'strategy', 'default', '--exhaustive', 'verdict'))
-    counts = {'same': 0, 'cheaper': 0, 'DEARER': 0}
+    counts = {'same': 0, 'same, not proved': 0, 'cheaper': 0, 'DEARER': 0}
     for bf, bs in zip(fast['budgets'], slow['budgets']):
         assert bf['bytes'] == bs['bytes']
         share = '%.1f%%' % (100.0 * bf['bytes'] / fast['noremat'])
@@ -67,6 +68,8 @@ def main():
             cf = rf['cost'] if rf['ok'] else float('inf')
             cs = rs['cost'] if rs['ok'] else float('inf')
             verdict = 'same' if cf == cs else 'cheaper' if cf < cs else 'DEARER'
+            if verdict == 'same' and rs['status'] == 'optimal' and rf['status'] != 'optimal':
+                verdict = 'same, not proved'  # the same cost; only --exhaustive proved it optimal
             counts[verdict] += 1
             solver = name in ('lp_round', 'milp', 'best')
             if not solver and verdict == 'same':
@@ -74,8 +77,9 @@ def main():
             note = ' (not run)' if rf.get('not_run') else ''
             print('%-10s %-16s %-22s %-22s %s' % (
                 share, name, pct(fast, rf) + ' ' + rf['status'] + note, pct(slow, rs) + ' ' + rs['status'], verdict))
-    print('answers: %d same, %d cheaper, %d dearer by default; default %.1f s, --exhaustive %.1f s' % (
-        counts['same'], counts['cheaper'], counts['DEARER'], tf, ts))
+    print('answers: %d same, %d the same cost but not proved optimal, %d cheaper, %d dearer by default; '
+          'default %.1f s, --exhaustive %.1f s' % (counts['same'], counts['same, not proved'], counts['cheaper'],
+                                                   counts['DEARER'], tf, ts))
     return 1 if counts['DEARER'] else 0
 
 

@@ -28,7 +28,7 @@
 #define LESSON_USAGE                                                                                                   \
     "usage: remat lesson (--model FILE --batch N | --problem FILE) --out FILE.html [--budgets K]\n"                    \
     "                    [--strategies LIST] [--costs FILE] [--time-limit S] [--node-limit N] [--exhaustive]\n"        \
-    "                    [--quiet]\n"                                                                                   \
+    "                    [--quiet]\n"                                                                                  \
     "                    (--onnx FILE [--loss L] [--init I] in place of --model FILE)\n"                               \
     "\n"                                                                                                               \
     "Writes one self-contained HTML page (no network: inline CSS and script, the data embedded as JSON)\n"             \
@@ -40,13 +40,13 @@
     "against the budget with the LP bound shaded, and `remat explain`'s text. A strategy that finds no\n"              \
     "schedule at a budget is shown as such. Graphs above 400 nodes get no R and S grids (the page says so).\n"         \
     "\n"                                                                                                               \
-    "By default the budgets share their work, so that ResNet-tiny's page takes under a minute: the heuristics\n"      \
-    "and LP rounding run from the highest budget down; the MILP runs from the lowest up, started from the\n"          \
-    "cheapest schedule found so far that fits (one that fits a budget fits every larger one), and is not run\n"       \
-    "where an LP bound (at this budget or a larger one) already proves that schedule optimal, nor, like LP\n"         \
-    "rounding, below a budget where every strategy found nothing. The page says which answers were proved\n"          \
-    "optimal, where a schedule was found, and which solves did not run. --exhaustive runs every strategy at\n"        \
-    "every budget with the full limit (slow: minutes).\n"                                                             \
+    "By default the budgets share their work, so that ResNet-tiny's page takes under a minute: the heuristics\n"       \
+    "and LP rounding run from the highest budget down; the MILP runs from the lowest up, started from the\n"           \
+    "cheapest schedule found so far that fits (one that fits a budget fits every larger one), and is not run\n"        \
+    "where an LP bound (at this budget or a larger one) already proves that schedule optimal, nor, like LP\n"          \
+    "rounding, below a budget where every strategy found nothing. The page says which answers were proved\n"           \
+    "optimal, where a schedule was found, and which solves did not run. --exhaustive runs every strategy at\n"         \
+    "every budget with the full limit (slow: minutes).\n"                                                              \
     "\n"                                                                                                               \
     "options:\n"                                                                                                       \
     "  --model FILE        model config (models/*.cfg), traced at --batch N (1 to 2^30)\n"                             \
@@ -57,11 +57,11 @@
     "  --strategies LIST   comma-separated, as `remat plan --strategy` names them, or all (default:\n"                 \
     "                      checkpoint_all,chen_sqrtn,chen_greedy,griewank,ogc,lp_round,milp)\n"                        \
     "  --costs FILE        node costs in profiled seconds (`remat profile`, docs/cost-format.md)\n"                    \
-    "  --time-limit S      wall-clock seconds for each solve, whatever the strategy (default 3, the MILP's\n"      \
-    "                      solves sharing what is left of 45 s for the page; with --exhaustive 10; 0 = none)\n"     \
+    "  --time-limit S      wall-clock seconds for each solve, whatever the strategy (default 3, the MILP's\n"          \
+    "                      solves sharing what is left of 45 s for the page; with --exhaustive 10; 0 = none)\n"        \
     "  --node-limit N      branch-and-bound nodes for each milp solve (deterministic; default none)\n"                 \
-    "  --exhaustive        every strategy at every budget, each solve with its full limit, nothing reused\n"        \
-    "  --quiet             no progress on stderr (otherwise a line per budget and pass)\n"                            \
+    "  --exhaustive        every strategy at every budget, each solve with its full limit, nothing reused\n"           \
+    "  --quiet             no progress on stderr (otherwise a line per budget and pass)\n"                             \
     "\n"                                                                                                               \
     "examples:\n"                                                                                                      \
     "  remat lesson --problem docs/examples/two-layer.txt --out two-layer.html\n"                                      \
@@ -321,8 +321,7 @@ static int write_timeline(FILE *f, const rm_problem *p, const rm_schedule *s, rm
 
 /* One strategy's answer at one budget. rc: rm_strategy_run's, RM_OK (s is
  * the schedule) or RM_ERR_INFEASIBLE (why says what was found instead).
- * skip: the solver was not run ("bound": the bound proved the reused
- * schedule optimal; "below": nothing was found at a larger budget); source:
+ * skip: the solver was not run (lesson_ans.skip says the cases); source:
  * whose schedule it is, found at budget from (0: here). */
 static int write_run(FILE *f, const rm_cli_problem *cp, const rm_strategy_info *st, int rc,
                      const rm_strategy_stats *stats, const rm_schedule *s, const char *why, const char *skip,
@@ -393,23 +392,24 @@ static size_t budget_at(size_t hi, size_t lo, int k, int n)
 /* One strategy's answer at one budget, kept until the page is written: the
  * budgets are solved out of the page's order (see solve_all). */
 typedef struct lesson_ans {
-    int ran;                 /* solved, or answered without a solve (skip says why) */
-    int rc;                  /* RM_OK (s is the schedule) or RM_ERR_INFEASIBLE (why says what was found) */
+    int ran; /* solved, or answered without a solve (skip says why) */
+    int rc;  /* RM_OK (s is the schedule) or RM_ERR_INFEASIBLE (why says what was found) */
     rm_strategy_stats stats;
     rm_schedule *s;
     char why[RM_ERR_MSG_LEN];
-    const char *skip;        /* the solver was not run here: "bound" (the bound proves the reused schedule
-                                optimal) or "below" (nothing was found at a larger budget); NULL: it ran */
-    size_t from_bytes;       /* the schedule was found at this budget (0: here) */
-    char source[64];         /* stats.source, kept here when it is relabelled */
+    const char *skip;  /* the solver was not run here: "bound" (the bound proves the reused schedule
+                          optimal), "lp" (LP rounding's relaxation did not finish here: the schedule is
+                          the incumbent) or "below" (nothing was found at a larger budget); NULL: it ran */
+    size_t from_bytes; /* the schedule was found at this other budget (0: here) */
+    char source[64];   /* stats.source, kept here when it is relabelled */
 } lesson_ans;
 
 typedef struct lesson_solve {
     rm_cli_problem *cp;
     const lesson_args *a;
-    size_t hi, lo;    /* the no-remat peak, the lower bound */
-    lesson_ans *ans;  /* budgets_n x nst, in the page's order (budget 0 the highest) */
-    double step;      /* every cost is a multiple of it (rm_lp_cost_step) */
+    size_t hi, lo;   /* the no-remat peak, the lower bound */
+    lesson_ans *ans; /* budgets_n x nst, in the page's order (budget 0 the highest) */
+    double step;     /* every cost is a multiple of it (rm_lp_cost_step) */
 } lesson_solve;
 
 static size_t bytes_of(const lesson_solve *L, int k)
@@ -619,8 +619,8 @@ static void not_run(lesson_solve *L, int k, int j, int above, int by, const char
     x->skip = "below";
     x->stats.status = by >= 0 ? RM_STATUS_INFEASIBLE : RM_STATUS_NO_SOLUTION;
     if (by >= 0)
-        snprintf(x->why, sizeof x->why, "no schedule fits: at %s, a larger budget, %s proved that none fits (%s)",
-                 b, L->a->st[by]->name, ans_at(L, above, by)->why);
+        snprintf(x->why, sizeof x->why, "no schedule fits: at %s, a larger budget, %s proved that none fits (%s)", b,
+                 L->a->st[by]->name, ans_at(L, above, by)->why);
     else
         snprintf(x->why, sizeof x->why,
                  "%s was not run here: at %s, a larger budget, it and %s found no schedule (remat lesson "
@@ -648,9 +648,10 @@ static void progress(const lesson_solve *L, int k, int pass, double t0)
     const lesson_args *a = L->a;
     if (a->quiet) return;
     char line[2048], x[32];
-    size_t ll = (size_t)snprintf(line, sizeof line, "remat lesson: budget %d/%ld: %s (%.1f%% of the no-remat peak):",
-                                 k + 1, a->budgets_n, rm_cli_bytes(x, sizeof x, (double)bytes_of(L, k)),
-                                 L->hi ? 100.0 * (double)bytes_of(L, k) / (double)L->hi : 100.0);
+    size_t ll =
+        (size_t)snprintf(line, sizeof line, "remat lesson: budget %d/%ld: %s (%.1f%% of the no-remat peak):", k + 1,
+                         a->budgets_n, rm_cli_bytes(x, sizeof x, (double)bytes_of(L, k)),
+                         L->hi ? 100.0 * (double)bytes_of(L, k) / (double)L->hi : 100.0);
     int first = 1;
     for (int j = 0; j < a->nst && ll < sizeof line; j++) {
         const lesson_ans *r = ans_at(L, k, j);
@@ -713,8 +714,10 @@ static int solve_all(lesson_solve *L, rm_err *e)
         double t0 = rm_cli_now();
         for (int j = 0; !rc && j < a->nst; j++) {
             if (warm_started(a->st[j])) continue;
-            if (dead >= 0 && a->st[j]->solve_opt) not_run(L, k, j, dead, proved, "every heuristic");
-            else rc = run_at(L, k, j, NULL, NULL, a->time_limit_s, e);
+            if (dead >= 0 && a->st[j]->solve_opt)
+                not_run(L, k, j, dead, proved, "every heuristic");
+            else
+                rc = run_at(L, k, j, NULL, NULL, a->time_limit_s, e);
         }
         if (!rc) progress(L, k, 0, t0);
         int by;

@@ -251,7 +251,8 @@ static double *run_costs(const char *data, int *n)
     cr_assert_not_null(c);
     *n = 0;
     for (const char *r = strstr(data, "{\"status\":"); r; r = strstr(r + 1, "{\"status\":")) {
-        const char *next = strstr(r + 1, "{\"status\":"), *ok = strstr(r, "\"ok\":true"), *cost = strstr(r, "\"cost\":");
+        const char *next = strstr(r + 1, "{\"status\":"), *ok = strstr(r, "\"ok\":true"),
+                   *cost = strstr(r, "\"cost\":");
         c[(*n)++] = ok && (!next || ok < next) ? strtod(cost + 7, NULL) : HUGE_VAL;
     }
     return c;
@@ -260,8 +261,8 @@ static double *run_costs(const char *data, int *n)
 static char *lesson_data(const char *prob, const char *mode, const char *budgets)
 {
     const char *out = cf_path("lesson.html");
-    const char *args[] = {"lesson", "--problem", prob, "--out", out, "--budgets", budgets, "--time-limit", "0",
-                          "--node-limit", "100", "--quiet", mode, NULL};
+    const char *args[] = {"lesson",       "--problem", prob,           "--out", out,       "--budgets", budgets,
+                          "--time-limit", "0",         "--node-limit", "100",   "--quiet", mode,        NULL};
     cr_assert_eq(cf_remat_args(args), 0, "%s %s: %s", prob, mode ? mode : "", cf_err);
     char *page = cf_text(out), *data = page_data(page);
     free(page);
@@ -303,8 +304,8 @@ Test(cli_lesson, solvers_not_run_where_a_larger_budget_or_the_bound_answers)
     char *data = lesson_data(prob, NULL, "20");
     cr_assert(strstr(data, "\"exhaustive\":false,") && strstr(data, "\"page_seconds\":0,"));
     /* LP rounding below 72.8%: the two lowest budgets. */
-    cr_assert_eq(count(data, "\"status\":\"no solution\",\"ok\":false,\"seconds\":0,\"not_run\":\"below\""), 2,
-                 "%s", data);
+    cr_assert_eq(count(data, "\"status\":\"no solution\",\"ok\":false,\"seconds\":0,\"not_run\":\"below\""), 2, "%s",
+                 data);
     cr_assert_eq(count(data, "lp_round was not run here: at 16.74 KiB, a larger budget, it and every heuristic "
                              "found no schedule"),
                  2);
