@@ -666,7 +666,7 @@ static void progress(const lesson_solve *L, int k, int pass, double t0)
                                    rm_overhead_pct(r->stats.sim.cost, L->cp->base_cost),
                                    r->skip ? " (proved by the bound)" : "");
     }
-    rm_text_fprintf(stderr, "%s (%.1f s)\n", line, rm_cli_now() - t0);
+    rm_text_fprintf(stderr, "%s (%.1f s)\n", line, rm_now() - t0);
 }
 
 /* The time limit of a warm-started solve with left such solves to go:
@@ -679,7 +679,7 @@ static double warm_limit(const lesson_solve *L, double t_start, int left)
 {
     const lesson_args *a = L->a;
     if (a->time_limit || a->exhaustive) return a->time_limit_s;
-    double share = (LESSON_PAGE_SECONDS - (rm_cli_now() - t_start)) / (left > 0 ? left : 1);
+    double share = (LESSON_PAGE_SECONDS - (rm_now() - t_start)) / (left > 0 ? left : 1);
     return fmax(0.1 * LESSON_TIME_LIMIT, fmin(LESSON_TIME_LIMIT, share));
 }
 
@@ -700,10 +700,10 @@ static int solve_all(lesson_solve *L, rm_err *e)
 {
     const lesson_args *a = L->a;
     int K = (int)a->budgets_n, rc = RM_OK;
-    double t_start = rm_cli_now();
+    double t_start = rm_now();
     if (a->exhaustive) {
         for (int k = 0; !rc && k < K; k++) {
-            double t0 = rm_cli_now();
+            double t0 = rm_now();
             for (int j = 0; !rc && j < a->nst; j++) rc = run_at(L, k, j, NULL, NULL, a->time_limit_s, e);
             if (!rc) progress(L, k, -1, t0);
         }
@@ -711,7 +711,7 @@ static int solve_all(lesson_solve *L, rm_err *e)
     }
     int dead = -1, proved = -1; /* the highest budget where pass 1 found nothing, and which solver proved it */
     for (int k = 0; !rc && k < K; k++) {
-        double t0 = rm_cli_now();
+        double t0 = rm_now();
         for (int j = 0; !rc && j < a->nst; j++) {
             if (warm_started(a->st[j])) continue;
             if (dead >= 0 && a->st[j]->solve_opt)
@@ -729,7 +729,7 @@ static int solve_all(lesson_solve *L, rm_err *e)
         if (!warm_started(a->st[j])) continue;
         int start = dead >= 0 ? dead : K - 1, stop = -1, stop_by = -1;
         for (int k = start; !rc && k < K; k++) {
-            double t0 = rm_cli_now();
+            double t0 = rm_now();
             if (stop >= 0) {
                 not_run(L, k, j, stop, stop_by, "every other strategy");
                 continue;
@@ -739,7 +739,7 @@ static int solve_all(lesson_solve *L, rm_err *e)
             if (!rc && ans_at(L, k, j)->rc && nothing_at(L, k, &stop_by)) stop = k;
         }
         for (int k = start - 1; !rc && k >= 0; k--) {
-            double t0 = rm_cli_now();
+            double t0 = rm_now();
             rc = run_warm(L, k, j, warm_limit(L, t_start, (k + 1) * nwarm), e);
             if (!rc) progress(L, k, 1, t0);
         }
