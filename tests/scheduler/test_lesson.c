@@ -7,6 +7,7 @@
  * at once without writing anything. (tests/scripts/test_lesson_page.py opens
  * the page in a browser.) */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,6 +151,11 @@ Test(cli_lesson, embeds_explains_text)
     char *budget = nth_string(last, "\"explain\":", 0), *ogc = nth_string(last, "\"explain\":", 1),
          *milp = nth_string(last, "\"explain\":", 2);
     cr_assert(strstr(ogc, "The schedule: ogc ("), "%s", ogc);
+    /* The page says first whose schedule the MILP's is (it found nothing cheaper than its incumbent); then
+     * explain's text follows. */
+    const char *note = "\nmilp found nothing cheaper than its incumbent, found by chen_sqrtn.\n";
+    cr_assert(!strncmp(milp, note, strlen(note)), "%s", milp);
+    memmove(milp, milp + strlen(note), strlen(milp + strlen(note)) + 1);
 
     cr_assert_eq(cf_remat("explain", "--problem", prob, "--budget", "10240B", "--strategy", "milp", "--quiet", NULL), 0,
                  "%s", cf_err);
@@ -231,6 +237,83 @@ Test(cli_lesson, bad_arguments_fail_at_once_and_write_nothing)
     /* `remat lesson --help` is there, and `remat --help` lists the command. */
     cr_assert_eq(cf_remat("lesson", "--help", NULL), 0);
     cr_assert(cf_said(0, "--budgets K"));
+    cr_assert(cf_said(0, "--exhaustive        every strategy at every budget"));
     cr_assert_eq(cf_remat("--help", NULL), 0);
     cr_assert(cf_said(0, "  lesson "));
+}
+
+/* The costs of every answer of a page, in the page's order (budgets, then strategies); HUGE_VAL where a
+ * strategy has no schedule. *n: how many. */
+static double *run_costs(const char *data, int *n)
+{
+    int cap = count(data, "{\"status\":");
+    double *c = malloc((size_t)(cap ? cap : 1) * sizeof *c);
+    cr_assert_not_null(c);
+    *n = 0;
+    for (const char *r = strstr(data, "{\"status\":"); r; r = strstr(r + 1, "{\"status\":")) {
+        const char *next = strstr(r + 1, "{\"status\":"), *ok = strstr(r, "\"ok\":true"),
+                   *cost = strstr(r, "\"cost\":");
+        c[(*n)++] = ok && (!next || ok < next) ? strtod(cost + 7, NULL) : HUGE_VAL;
+    }
+    return c;
+}
+
+static char *lesson_data(const char *prob, const char *mode, const char *budgets)
+{
+    const char *out = cf_path("lesson.html");
+    const char *args[] = {"lesson",       "--problem", prob,           "--out", out,       "--budgets", budgets,
+                          "--time-limit", "0",         "--node-limit", "100",   "--quiet", mode,        NULL};
+    cr_assert_eq(cf_remat_args(args), 0, "%s %s: %s", prob, mode ? mode : "", cf_err);
+    char *page = cf_text(out), *data = page_data(page);
+    free(page);
+    return data;
+}
+
+/* By default the budgets share their work: the answers of the examples, with node limits (deterministic),
+ * cost never more than --exhaustive's, each strategy at each budget, and no strategy loses a schedule. */
+Test(cli_lesson, shared_work_is_never_dearer_than_exhaustive)
+{
+    const char *probs[] = {"two-layer.txt", "chain-6.txt", "checkmate-linear-4.txt", "unet-skip.txt"};
+    for (size_t k = 0; k < sizeof probs / sizeof probs[0]; k++) {
+        char prob[512];
+        snprintf(prob, sizeof prob, "%s/docs/examples/%s", REMAT_SOURCE_DIR, probs[k]);
+        char *fast = lesson_data(prob, NULL, "10"), *slow = lesson_data(prob, "--exhaustive", "10");
+        cr_assert(strstr(fast, "\"exhaustive\":false,") && strstr(slow, "\"exhaustive\":true,"));
+        cr_assert_null(strstr(slow, "not_run"), "%s: --exhaustive runs every strategy at every budget", probs[k]);
+        int nf, ns;
+        double *cf = run_costs(fast, &nf), *cs = run_costs(slow, &ns);
+        cr_assert_eq(nf, 70, "%s: %d answers", probs[k], nf);
+        cr_assert_eq(ns, nf);
+        for (int i = 0; i < nf; i++)
+            cr_expect_leq(cf[i], cs[i], "%s: budget %d, strategy %d: %g by default, %g with --exhaustive", probs[k],
+                          i / 7, i % 7, cf[i], cs[i]);
+        free(cf);
+        free(cs);
+        free(fast);
+        free(slow);
+    }
+}
+
+/* unet-skip, 20 budgets: the heuristics and LP rounding find nothing at 72.8% of the peak, so below it LP
+ * rounding is not run (and says so, in no time); the MILP still is, from there down, and finds +20.45%
+ * there, which the bound then proves optimal below without a solve; at the other budgets where LP
+ * rounding's LP bound proves the MILP's incumbent optimal, it is not run either. */
+Test(cli_lesson, solvers_not_run_where_a_larger_budget_or_the_bound_answers)
+{
+    char prob[512];
+    snprintf(prob, sizeof prob, "%s/docs/examples/unet-skip.txt", REMAT_SOURCE_DIR);
+    char *data = lesson_data(prob, NULL, "20");
+    cr_assert(strstr(data, "\"exhaustive\":false,") && strstr(data, "\"page_seconds\":0,"));
+    /* LP rounding below 72.8%: the two lowest budgets. */
+    cr_assert_eq(count(data, "\"status\":\"no solution\",\"ok\":false,\"seconds\":0,\"not_run\":\"below\""), 2, "%s",
+                 data);
+    cr_assert_eq(count(data, "lp_round was not run here: at 16.74 KiB, a larger budget, it and every heuristic "
+                             "found no schedule"),
+                 2);
+    /* The MILP not run where the bound proves its incumbent optimal: a schedule, optimal, in no time. */
+    int proved = count(data, "\"status\":\"optimal\",\"ok\":true,\"seconds\":0,");
+    cr_assert_eq(count(data, "\"not_run\":\"bound\""), proved);
+    cr_assert_geq(proved, 10, "%s", data);
+    cr_assert_eq(count(data, "milp was not run at this budget: the LP bound ("), proved);
+    free(data);
 }
