@@ -255,12 +255,14 @@ static int milp_direct(rm_schedule **out, rm_strategy_stats *stats, const rm_pro
     rm_milp_result info;
     memset(&info, 0, sizeof info);
     rc = rm_strategy_milp(out, &info, p, &mo, e);
+    /* The label says whose schedule it is, decided by the schedule itself:
+     * the MILP's own flag (from_incumbent) stays 0 when a time limit stops
+     * it before branch and bound, and its answer is then the heuristic's. */
+    int theirs = rc == RM_OK && incumbent && iname && rm_schedule_equal(*out, incumbent);
     rm_schedule_free(incumbent);
     if (stats) {
         stats->status = info.status;
-        /* The search found nothing cheaper than the heuristic it started from. */
-        if (rc == RM_OK)
-            stats->source = info.from_incumbent && iname && info.objective == ir.cost ? iname : "milp";
+        if (rc == RM_OK) stats->source = theirs ? iname : "milp";
         if (info.lp_bound > 0 || info.status == RM_STATUS_OPTIMAL) {
             stats->has_bound = 1;
             stats->lp_bound = info.lp_bound;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "clock.h"
 #include "random_graphs.h"
 #include "route.h"
 #include "simulate.h"
@@ -199,4 +200,45 @@ Test(best, names_the_strategy_whose_schedule_it_returns_above_the_coarsening_thr
         rm_problem_free(p);
     }
     cr_assert_gt(heuristic, 0, "no answer was a heuristic's (of %d): the test tests nothing", checked);
+}
+
+/* Below the coarsening threshold, a MILP that its time limit stops before
+ * branch and bound (here: before its LP is built and solved) answers with
+ * the heuristic it started from, and says so. It was labelled "milp": the
+ * MILP's from_incumbent flag is set only by branch and bound. */
+Test(best, a_milp_stopped_before_its_search_names_the_heuristic_it_returns)
+{
+    int count, checked = 0;
+    const rm_strategy_info *base = rm_strategy_list(&count), *milp = rm_strategy_find("milp");
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        rg_options go = {30, 0.2, 0.1, 0, 4096};
+        rm_problem *p = rg_training_problem(seed, &go);
+        cr_assert_leq(p->n, RM_COARSEN_MIN_NODES, "the test needs the direct route");
+        size_t lo = rm_problem_peak_lower_bound(p), hi = ckpt_all_peak(p);
+        p->budget = p->fixed_bytes + lo + (hi - lo) / 2;
+        /* A deadline already passed: the MILP gets its minimum (10 ms), far
+         * less than the LP of a graph of some 60 nodes takes. */
+        rm_strategy_options o = limits(0);
+        o.deadline = rm_now() - 1;
+        rm_strategy_stats st;
+        rm_schedule *s = NULL;
+        rm_err e = {0};
+        int rc = rm_strategy_run(&s, &st, milp, p, &o, &e);
+        cr_assert(rc == RM_OK, "seed %llu: %s", (unsigned long long)seed, e.msg);
+        cr_assert(st.source && rm_strategy_find(st.source), "seed %llu: source %s", (unsigned long long)seed,
+                  st.source ? st.source : "(none)");
+        for (int i = 0; i < count; i++) {
+            rm_schedule *h = NULL;
+            rm_err he = {0};
+            if (base[i].solve(&h, p, &he) == RM_OK && rm_schedule_equal(h, s)) {
+                cr_expect(strcmp(st.source, "milp") != 0, "seed %llu: %s's schedule labelled milp",
+                          (unsigned long long)seed, base[i].name);
+                checked++;
+            }
+            rm_schedule_free(h);
+        }
+        rm_schedule_free(s);
+        rm_problem_free(p);
+    }
+    cr_assert_gt(checked, 0, "no answer was a heuristic's: the test tests nothing");
 }
