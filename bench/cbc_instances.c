@@ -35,21 +35,15 @@ static int one(cbc_totals t[CBC_NFAM], int fam, const cbc_cfg *c, rm_problem *p,
     return 0;
 }
 
-/* The activation peak of checkpoint-all (every value kept until its last
- * use): the budgets of interest are below it. */
-static int noremat_peak(size_t *peak, const rm_problem *p)
+/* The problem's facts (scheduler/report.h): the budgets of interest lie
+ * between its trivial lower bound and its checkpoint-all peak. */
+static int facts_of(rm_problem_report *r, const rm_problem *p)
 {
-    rm_problem q = *p;
-    q.budget = 0;
-    rm_schedule *s = NULL;
-    rm_sim_result sim;
     rm_err e = {RM_OK, ""};
-    if (rm_checkpoint_all_fit(&s, &sim, &q, &e) != RM_OK || !s) {
+    if (rm_problem_report_of(r, p, &e) != RM_OK) {
         fprintf(stderr, "remat_bench_cbc: checkpoint-all: %s\n", e.msg);
         return 2;
     }
-    rm_schedule_free(s);
-    *peak = sim.peak_bytes;
     return 0;
 }
 
@@ -74,7 +68,7 @@ static int run_model(cbc_totals t[CBC_NFAM], const cbc_cfg *c, const char *model
             /* Why is on stderr; the table says that it was not forgotten. */
             char bytes[32];
             emit("| %s | %d | - | %s | below the trivial lower bound: no schedule exists, nothing run |\n", name,
-                 cp.p->n, rm_cli_bytes(bytes, sizeof bytes, (double)rm_cli_budget_bytes(&b, cp.noremat_total)));
+                 cp.p->n, rm_cli_bytes(bytes, sizeof bytes, (double)rm_cli_budget_bytes(&b, cp.facts.noremat_total)));
             continue;
         }
         rc = one(t, CBC_MODELS, c, cp.p, name, cp.flops == RM_CLI_COST_FLOPS);
@@ -136,10 +130,10 @@ static int run_linear(cbc_totals t[CBC_NFAM], const cbc_cfg *c)
                                                  "the checkpoint-all peak.");
     for (int k = 0; k < (c->quick ? 1 : 3); k++) {
         rm_problem *p = linear_problem(layers[k]);
-        size_t peak, lb;
         if (!p) return 2;
-        int rc = noremat_peak(&peak, p);
-        lb = rm_problem_peak_lower_bound(p);
+        rm_problem_report f;
+        int rc = facts_of(&f, p);
+        size_t peak = f.noremat.peak_bytes, lb = f.lower_bound;
         /* --quick: the three budgets just under the peak, the easy end. */
         for (size_t b = c->quick && peak > lb + 3 ? peak - 3 : lb; !rc && b < peak; b++) {
             p->budget = b;
@@ -182,13 +176,13 @@ static int run_random(cbc_totals t[CBC_NFAM], const cbc_cfg *c)
                                             "(budget: total bytes, the generator's fixed bytes included).");
     for (int k = 1; k <= c->random; k++) {
         rm_problem *p = random_problem((uint64_t)k, c->quick);
-        size_t peak;
-        if (!p || noremat_peak(&peak, p)) {
+        rm_problem_report f;
+        if (!p || facts_of(&f, p)) {
             fprintf(stderr, "remat_bench_cbc: random DAG %d could not be made\n", k);
             rm_problem_free(p);
             return 2;
         }
-        size_t lb = rm_problem_peak_lower_bound(p);
+        size_t peak = f.noremat.peak_bytes, lb = f.lower_bound;
         rm_rng r = rm_rng_make((uint64_t)k * 0x9e3779b97f4a7c15ULL + 99);
         /* 20-80% of the way from the bound to the peak: the interesting range. */
         p->budget = p->fixed_bytes + lb + (size_t)((double)(peak - lb) * rm_rng_range(&r, 0.2, 0.8));

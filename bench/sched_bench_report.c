@@ -73,7 +73,7 @@ static void judge_goal(goal *g, const bench_cfg *c, const budget_row *row, const
         if (lpr && lpr->ran) ADD("%s lp_round %s after %.1f s", milp && milp->ran ? "," : ":", lpr->status,
                                  lpr->seconds);
         if (kb >= 0)
-            ADD("; best baseline %s %+.2f%%", c->strats[kb]->name, overhead_pct(row->cells[kb].cost, cp->base_cost));
+            ADD("; best baseline %s %+.2f%%", c->strats[kb]->name, overhead_pct(row->cells[kb].cost, cp->facts.base_cost));
         return;
     }
     /* The better of the two solver answers; one with a bound first, since
@@ -84,7 +84,7 @@ static void judge_goal(goal *g, const bench_cfg *c, const budget_row *row, const
     else
         best = milp_found && (!lpr_found || milp->cost <= lpr->cost) ? milp : lpr;
     const char *best_name = best == milp ? "milp" : "lp_round";
-    double best_ov = overhead_pct(best->cost, cp->base_cost);
+    double best_ov = overhead_pct(best->cost, cp->facts.base_cost);
     if (best->bound_trivial) {
         /* The LP relaxation did not finish, or the solve was coarsened: only
          * the trivial bound (every node once) measures the answer. */
@@ -92,7 +92,7 @@ static void judge_goal(goal *g, const bench_cfg *c, const budget_row *row, const
             "gap %.2f%% to the trivial bound",
             best_name, best_ov, best->seconds, 100.0 * best->gap);
     } else {
-        double bound_ov = overhead_pct(best->lp_bound, cp->base_cost);
+        double bound_ov = overhead_pct(best->lp_bound, cp->facts.base_cost);
         ADD("best gap %.2f%% (%s %+.2f%% vs LP bound %+.2f%%)", 100.0 * best->gap, best_name, best_ov, bound_ov);
         if (solver_ok(milp) && strcmp(milp->status, "optimal") && c->time_limit_s > 0 &&
             milp->seconds >= 0.95 * c->time_limit_s)
@@ -108,7 +108,7 @@ static void judge_goal(goal *g, const bench_cfg *c, const budget_row *row, const
      * only when it overran by more than that (building the model counts). */
     if (best->seconds > GOAL_SECONDS + 1) ADD("; %s took %.1f s > %g s", best_name, best->seconds, GOAL_SECONDS);
     if (kb >= 0) {
-        double base_ov = overhead_pct(row->cells[kb].cost, cp->base_cost);
+        double base_ov = overhead_pct(row->cells[kb].cost, cp->facts.base_cost);
         if (best->cost < row->cells[kb].cost * (1 - 1e-9))
             ADD("; %.2f points cheaper than the best baseline (%s %+.2f%%)", base_ov - best_ov, c->strats[kb]->name,
                 base_ov);
@@ -169,16 +169,16 @@ static void detail_row(rm_table *t, const model_spec *m, const budget_row *row, 
     rm_table_set_num(t, D_BYTES, (double)row->bytes, "%zu", row->bytes);
     rm_table_set_text(t, D_STRATEGY, "%s", st->name);
     rm_table_set_text(t, D_STATUS, "%s", ok || q->rc == RM_ERR_INFEASIBLE ? q->status : "error");
-    overhead_cell(ov, sizeof ov, q, cp->base_cost);
+    overhead_cell(ov, sizeof ov, q, cp->facts.base_cost);
     if (ok) rm_cli_bytes(pk, sizeof pk, (double)q->peak_total);
-    rm_table_set_num(t, D_OVERHEAD, ok ? overhead_pct(q->cost, cp->base_cost) : NAN, "%s", ov);
+    rm_table_set_num(t, D_OVERHEAD, ok ? overhead_pct(q->cost, cp->facts.base_cost) : NAN, "%s", ov);
     rm_table_set_num(t, D_COST, ok ? q->cost : NAN, "%s", "");
     rm_table_set_num(t, D_PEAK, ok ? (double)q->peak_total : NAN, "%s", pk);
     rm_table_set_num(t, D_TIME, q->seconds, "%.2f s", q->seconds);
     rm_table_set_num(t, D_BOUND, NAN, "%s", "");
     rm_table_set_num(t, D_GAP, NAN, "%s", "");
     if (q->has_bound) {
-        double lb = overhead_pct(q->lp_bound, cp->base_cost);
+        double lb = overhead_pct(q->lp_bound, cp->facts.base_cost);
         if (q->bound_trivial) rm_table_set_num(t, D_BOUND, lb, "trivial");
         else rm_table_set_num(t, D_BOUND, lb, "%+.2f%%", lb);
         rm_table_set_text(t, D_BOUND_KIND, "%s", q->bound_trivial ? "trivial" : "lp");
@@ -196,11 +196,11 @@ void print_model(const bench_cfg *c, const model_spec *m, const rm_cli_problem *
     emit("\n### %s, batch %ld\n\n", m->name, m->batch);
     emit("%d nodes (%d forward, 1 loss, %d backward); checkpoint-all costs %s. No-remat peak %s = fixed %s + "
          "activations %s. Lower bound %s (%.1f%% of the no-remat peak): '%s' with its inputs.\n",
-         p->n, nf, nb, rm_cli_cost(x, sizeof x, cp->base_cost, cp->flops),
-         rm_cli_bytes(y, sizeof y, (double)cp->noremat_total), rm_cli_bytes(z, sizeof z, (double)p->fixed_bytes),
-         rm_cli_bytes(w, sizeof w, (double)cp->noremat.peak_bytes),
-         rm_cli_bytes(v, sizeof v, (double)(p->fixed_bytes + cp->lower_bound)),
-         100.0 * (double)(p->fixed_bytes + cp->lower_bound) / (double)cp->noremat_total, p->nodes[cp->lb_node].name);
+         p->n, nf, nb, rm_cli_cost(x, sizeof x, cp->facts.base_cost, cp->flops),
+         rm_cli_bytes(y, sizeof y, (double)cp->facts.noremat_total), rm_cli_bytes(z, sizeof z, (double)p->fixed_bytes),
+         rm_cli_bytes(w, sizeof w, (double)cp->facts.noremat.peak_bytes),
+         rm_cli_bytes(v, sizeof v, (double)(p->fixed_bytes + cp->facts.lower_bound)),
+         100.0 * (double)(p->fixed_bytes + cp->facts.lower_bound) / (double)cp->facts.noremat_total, p->nodes[cp->facts.lb_node].name);
 
     /* The overview: overhead by strategy and budget, as Checkmate plots it. */
     int nrun = 0;
@@ -215,14 +215,14 @@ void print_model(const bench_cfg *c, const model_spec *m, const rm_cli_problem *
     for (int k = 0; k < c->nstrats; k++) {
         emit("| %s |", c->strats[k]->name);
         for (int r = 0; r < nrows; r++)
-            if (!rows[r].below_lb) emit(" %s |", overhead_cell(x, sizeof x, &rows[r].cells[k], cp->base_cost));
+            if (!rows[r].below_lb) emit(" %s |", overhead_cell(x, sizeof x, &rows[r].cells[k], cp->facts.base_cost));
         emit("\n");
     }
     for (int r = 0; r < nrows; r++)
         if (rows[r].below_lb)
             emit("\n%g%% (%s) and below: below lower bound (%s), no schedule exists.\n", rows[r].percent,
                  rm_cli_bytes(x, sizeof x, (double)rows[r].bytes),
-                 rm_cli_bytes(y, sizeof y, (double)(p->fixed_bytes + cp->lower_bound)));
+                 rm_cli_bytes(y, sizeof y, (double)(p->fixed_bytes + cp->facts.lower_bound)));
 
     /* The detail: every run; in md a table per model, in csv / json the one table of c->data. */
     bench_table own, *bt = c->data;
@@ -254,19 +254,19 @@ void print_model(const bench_cfg *c, const model_spec *m, const rm_cli_problem *
         snprintf(gl->best_base, sizeof gl->best_base, "—");
         if (kb >= 0)
             snprintf(gl->best_base, sizeof gl->best_base, "%s %+.2f%%", c->strats[kb]->name,
-                     overhead_pct(rows[r].cells[kb].cost, cp->base_cost));
+                     overhead_pct(rows[r].cells[kb].cost, cp->facts.base_cost));
         snprintf(gl->lp_bound, sizeof gl->lp_bound, "—");
         const cell *bc = km >= 0 && rows[r].cells[km].has_bound && !rows[r].cells[km].bound_trivial
                              ? &rows[r].cells[km]
                          : kr >= 0 && rows[r].cells[kr].has_bound && !rows[r].cells[kr].bound_trivial
                              ? &rows[r].cells[kr]
                              : NULL;
-        if (bc) snprintf(gl->lp_bound, sizeof gl->lp_bound, "%+.2f%%", overhead_pct(bc->lp_bound, cp->base_cost));
+        if (bc) snprintf(gl->lp_bound, sizeof gl->lp_bound, "%+.2f%%", overhead_pct(bc->lp_bound, cp->facts.base_cost));
         snprintf(gl->lpr, sizeof gl->lpr, "—");
         if (kr >= 0) {
             const cell *q = &rows[r].cells[kr];
             if (q->rc == RM_OK)
-                snprintf(gl->lpr, sizeof gl->lpr, "%+.2f%%, gap %.2f%%%s, %.1f s", overhead_pct(q->cost, cp->base_cost),
+                snprintf(gl->lpr, sizeof gl->lpr, "%+.2f%%, gap %.2f%%%s, %.1f s", overhead_pct(q->cost, cp->facts.base_cost),
                          100.0 * q->gap, q->bound_trivial ? "*" : "", q->seconds);
             else
                 snprintf(gl->lpr, sizeof gl->lpr, "%s, %.1f s", q->status, q->seconds);
@@ -276,7 +276,7 @@ void print_model(const bench_cfg *c, const model_spec *m, const rm_cli_problem *
             const cell *q = &rows[r].cells[km];
             if (q->rc == RM_OK)
                 snprintf(gl->milp, sizeof gl->milp, "%s %+.2f%%, gap %.2f%%%s, %.1f s", q->status,
-                         overhead_pct(q->cost, cp->base_cost), 100.0 * q->gap, q->bound_trivial ? "*" : "",
+                         overhead_pct(q->cost, cp->facts.base_cost), 100.0 * q->gap, q->bound_trivial ? "*" : "",
                          q->seconds);
             else
                 snprintf(gl->milp, sizeof gl->milp, "%s, %.1f s", q->status, q->seconds);

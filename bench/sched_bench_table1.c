@@ -48,7 +48,7 @@ static void run_budget(budget_row *row, const bench_cfg *c, const model_spec *m,
             x->cost = stats.sim.cost;
             x->peak_total = p->fixed_bytes + stats.sim.peak_bytes;
             row->none_fit = 0;
-            fprintf(stderr, "bench:   %s %+.2f%% in %.2f s", x->status, overhead_pct(x->cost, cp->base_cost),
+            fprintf(stderr, "bench:   %s %+.2f%% in %.2f s", x->status, overhead_pct(x->cost, cp->facts.base_cost),
                     x->seconds);
             if (x->has_bound) fprintf(stderr, ", gap %.2f%%", 100.0 * x->gap);
             fprintf(stderr, "\n");
@@ -114,7 +114,7 @@ int run_table1(const bench_cfg *c, const model_spec *models, int nmodels)
             row->percent = c->budgets[r];
             row->cells = cells + r * c->nstrats;
             rm_cli_budget b = rm_cli_budget_percent(c->budgets[r]);
-            row->bytes = rm_cli_budget_bytes(&b, cp.noremat_total);
+            row->bytes = rm_cli_budget_bytes(&b, cp.facts.noremat_total);
             /* rm_cli_problem_set_budget explains on stderr why nothing fits. */
             if (rm_cli_problem_set_budget(&cp, "bench", &b)) {
                 row->below_lb = 1;

@@ -74,7 +74,7 @@ int run_table2(const model_spec *models, int nmodels)
         emit("| %s | %ld | %s | %s | %+.1f%% | %+.2f%% | %.2f s | %s | %s |\n", m->name, m->batch,
              rm_cli_bytes(a, sizeof a, (double)sa.sim.peak_bytes), rm_cli_bytes(b, sizeof b, (double)so.sim.peak_bytes),
              -100.0 * (1.0 - (double)so.sim.peak_bytes / (double)sa.sim.peak_bytes),
-             overhead_pct(so.sim.cost, cp.base_cost), so.seconds, fh && fh->memory_cut ? fh->memory_cut : "n/a",
+             overhead_pct(so.sim.cost, cp.facts.base_cost), so.seconds, fh && fh->memory_cut ? fh->memory_cut : "n/a",
              fh && fh->time_overhead ? fh->time_overhead : "n/a");
         emit_flush();
         rm_cli_problem_free(&cp);

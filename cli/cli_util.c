@@ -319,11 +319,7 @@ rm_cli_budget rm_cli_budget_percent(double pct)
 
 size_t rm_cli_budget_bytes(const rm_cli_budget *b, size_t reference)
 {
-    if (!b->percent) return b->bytes;
-    double v = floor((double)reference * b->pct / 100.0);
-    if (v < 1) return 1;
-    if (v >= (double)RM_PROBLEM_MAX_BYTES) return RM_PROBLEM_MAX_BYTES;
-    return (size_t)v;
+    return b->percent ? rm_budget_percent_bytes(b->pct, reference) : b->bytes;
 }
 
 const char *rm_cli_budget_pct(char *buf, size_t len, const rm_cli_budget *b, size_t budget, size_t reference)
@@ -534,30 +530,12 @@ int rm_cli_problem_load_costs(rm_cli_problem *out, const char *cmd, const rm_cli
                  costs->device, costs->model, costs->batch);
         rm_cost_file_free(costs);
     }
-    rm_problem *p = out->p;
-    /* The no-remat peak is measured without a budget: checkpoint-all only
-     * answers when it fits. */
-    size_t budget = p->budget;
-    p->budget = 0;
-    rm_schedule *s = NULL;
-    rc = rm_strategy_checkpoint_all(&s, p, &e);
-    if (!rc) rc = rm_simulate(&out->noremat, p, s, &e);
-    rm_schedule_free(s);
-    p->budget = budget;
-    if (rc) {
+    if ((rc = rm_problem_report_of(&out->facts, out->p, &e))) {
         rm_text_fprintf(stderr, "remat %s: simulating checkpoint-all failed: %s\n", cmd, e.msg);
         rm_cli_problem_free(out);
         return 2;
     }
-    out->noremat_total = p->fixed_bytes + out->noremat.peak_bytes;
-    out->lb_node = 0;
-    for (int k = 0; k < p->n; k++) {
-        const rm_problem_node *nd = &p->nodes[k];
-        size_t m = nd->bytes;
-        for (int d = 0; d < nd->ndeps; d++) m += p->nodes[nd->deps[d]].bytes;
-        if (m > out->lower_bound) out->lower_bound = m, out->lb_node = k;
-        out->base_cost += nd->cost;
-    }
+    out->verdict = rm_budget_verdict_of(out->p, &out->facts);
     return 0;
 }
 
@@ -567,45 +545,15 @@ void rm_cli_problem_free(rm_cli_problem *cp)
     cp->p = NULL;
 }
 
-/* x and y in binary units, each followed by its exact bytes when they would
- * otherwise read the same ("10.00 KiB is below ... 10.00 KiB"). */
-static void bytes_pair(char *a, char *b, size_t len, size_t x, size_t y)
-{
-    rm_cli_bytes(a, len, (double)x);
-    rm_cli_bytes(b, len, (double)y);
-    if (x == y || strcmp(a, b)) return;
-    size_t n = strlen(a), m = strlen(b);
-    snprintf(a + n, len - n, " (%zu bytes)", x);
-    snprintf(b + m, len - m, " (%zu bytes)", y);
-}
-
 int rm_cli_problem_set_budget(rm_cli_problem *cp, const char *cmd, const rm_cli_budget *b)
 {
     rm_problem *p = cp->p;
-    p->budget = rm_cli_budget_bytes(b, cp->noremat_total);
-    size_t need = p->fixed_bytes + cp->lower_bound;
-    if (p->budget >= need) return 0;
-    char x[64], y[64], z[32], w[32], v[32];
-    if (p->budget == p->fixed_bytes)
-        rm_text_fprintf(stderr,
-                "remat %s: the budget %s is exactly the fixed bytes (weights, gradients, optimizer state), leaving "
-                "nothing for activations; no schedule exists\n",
-                cmd, rm_cli_bytes(x, sizeof x, (double)p->budget));
-    else if (p->budget < p->fixed_bytes) {
-        bytes_pair(x, y, sizeof x, p->budget, p->fixed_bytes);
-        rm_text_fprintf(stderr,
-                "remat %s: the budget %s does not even hold the fixed bytes %s (weights, gradients, optimizer "
-                "state); no schedule exists\n",
-                cmd, x, y);
-    } else {
-        bytes_pair(x, y, sizeof x, p->budget, need);
-        rm_text_fprintf(stderr,
-                "remat %s: the budget %s is below the smallest memory any schedule needs, %s = fixed %s + %s for "
-                "computing '%s' with its inputs resident (%.1f%% of the no-remat peak %s); no schedule exists\n",
-                cmd, x, y, rm_cli_bytes(z, sizeof z, (double)p->fixed_bytes),
-                rm_cli_bytes(w, sizeof w, (double)cp->lower_bound), rm_name_shown_of(p->nodes[cp->lb_node].name).s,
-                100.0 * (double)need / (double)cp->noremat_total, rm_cli_bytes(v, sizeof v, (double)cp->noremat_total));
-    }
+    p->budget = rm_cli_budget_bytes(b, cp->facts.noremat_total);
+    cp->verdict = rm_budget_verdict_of(p, &cp->facts);
+    if (rm_budget_feasible(cp->verdict)) return 0;
+    char why[RM_ERR_MSG_LEN];
+    rm_text_fprintf(stderr, "remat %s: %s\n", cmd,
+                    rm_budget_reason(why, sizeof why, cp->verdict, p, &cp->facts, rm_cli_bytes));
     return 1;
 }
 
@@ -640,9 +588,10 @@ void rm_cli_problem_print(const rm_cli_problem *cp, const rm_cli_budget *b)
             nb++;
     }
     char x[32], y[32], z[32];
-    double ref = (double)cp->noremat_total;
+    const rm_problem_report *r = &cp->facts;
+    double ref = (double)r->noremat_total;
     rm_text_fprintf(stdout, "problem      %s: %d nodes (%d forward, %d loss, %d backward), checkpoint-all costs %s\n", cp->what, p->n,
-           nf, nl, nb, rm_cli_cost(x, sizeof x, cp->base_cost, cp->flops));
+           nf, nl, nb, rm_cli_cost(x, sizeof x, r->base_cost, cp->flops));
     rm_text_fprintf(stdout, "costs        %s\n", cp->cost_model);
     if (cp->has_footprint) {
         rm_cli_print_footprint(stdout, &cp->fp, &cp->optim);
@@ -651,18 +600,18 @@ void rm_cli_problem_print(const rm_cli_problem *cp, const rm_cli_budget *b)
                rm_cli_bytes(x, sizeof x, (double)p->fixed_bytes));
     }
     printf("no-remat     %s peak = fixed + %s activations, keeping every value until its last use\n",
-           rm_cli_bytes(x, sizeof x, ref), rm_cli_bytes(y, sizeof y, (double)cp->noremat.peak_bytes));
+           rm_cli_bytes(x, sizeof x, ref), rm_cli_bytes(y, sizeof y, (double)r->noremat.peak_bytes));
     printf("lower bound  %s = fixed + %s (%.1f%%): '%s' with its inputs; no schedule needs less\n",
-           rm_cli_bytes(x, sizeof x, (double)(p->fixed_bytes + cp->lower_bound)),
-           rm_cli_bytes(y, sizeof y, (double)cp->lower_bound), 100.0 * (double)(p->fixed_bytes + cp->lower_bound) / ref,
-           rm_name_shown_of(p->nodes[cp->lb_node].name).s);
+           rm_cli_bytes(x, sizeof x, (double)(p->fixed_bytes + r->lower_bound)),
+           rm_cli_bytes(y, sizeof y, (double)r->lower_bound), 100.0 * (double)(p->fixed_bytes + r->lower_bound) / ref,
+           rm_name_shown_of(p->nodes[r->lb_node].name).s);
     if (p->budget == 0) {
         printf("budget       unlimited\n");
         return;
     }
     char pct[160];
     if (b && b->percent)
-        rm_cli_budget_pct(pct, sizeof pct, b, p->budget, cp->noremat_total);
+        rm_cli_budget_pct(pct, sizeof pct, b, p->budget, r->noremat_total);
     else
         snprintf(pct, sizeof pct, "%.1f%% of the no-remat peak", 100.0 * (double)p->budget / ref);
     printf("budget       %s (%s) = fixed + %s for activations\n", rm_cli_bytes(x, sizeof x, (double)p->budget), pct,

@@ -12,6 +12,7 @@
 #include "model.h"
 #include "onnx.h"
 #include "problem.h"
+#include "report.h"
 #include "simulate.h"
 #include "strategy.h"
 #include "utf8.h" /* rm_name_shown_of: every name printed that remat did not choose */
@@ -116,9 +117,9 @@ int rm_cli_parse_budget(rm_cli_budget *out, const char *s, char *why, size_t len
 rm_cli_budget rm_cli_budget_of(size_t bytes);
 rm_cli_budget rm_cli_budget_percent(double pct);
 
-/* The budget in bytes; a percentage is of reference (rounded down, at least
- * 1, at most RM_PROBLEM_MAX_BYTES: no problem holds more, so a larger
- * budget would mean the same). */
+/* The budget in bytes; a percentage is of reference, the no-remat peak
+ * (rm_budget_percent_bytes: rounded down, at least 1, at most
+ * RM_PROBLEM_MAX_BYTES). */
 size_t rm_cli_budget_bytes(const rm_cli_budget *b, size_t reference);
 
 /* A percentage budget b (b->percent) as printed: "80% of the no-remat
@@ -174,11 +175,9 @@ typedef struct rm_cli_problem {
     int has_footprint;     /* traced from a model: fp holds the fixed bytes' parts */
     rm_footprint fp;
     rm_optim_options optim; /* accounted for this optimizer (SGD with momentum, as `remat train`) */
-    rm_sim_result noremat; /* checkpoint-all (every value kept until its last use), simulated */
-    size_t noremat_total;  /* fixed + noremat.peak_bytes: what "80%" is a percentage of */
-    size_t lower_bound;    /* the trivial lower bound on the activation peak */
-    int lb_node;           /* the node that sets it */
-    double base_cost;      /* checkpoint-all's cost: every node once */
+    rm_problem_report facts; /* the no-remat peak (what "80%" is a percentage of), the trivial lower
+                                bound and its node, the base cost: computed once (scheduler/report.h) */
+    rm_budget_verdict verdict; /* the budget's, once rm_cli_problem_set_budget has set it */
 } rm_cli_problem;
 
 /* The "fixed" line every command prints for a model, to out: the
@@ -201,8 +200,9 @@ int rm_cli_problem_load_costs(rm_cli_problem *out, const char *cmd, const rm_cli
                               const char *problem_path, const char *costs_path);
 void rm_cli_problem_free(rm_cli_problem *cp);
 
-/* Sets cp->p->budget from b (a percentage is of the no-remat peak). Below
- * fixed + lower bound it prints why no schedule can exist and returns 1. */
+/* Sets cp->p->budget from b (a percentage is of the no-remat peak) and
+ * cp->verdict. Where no schedule can exist it prints why (rm_budget_reason)
+ * and returns 1. */
 int rm_cli_problem_set_budget(rm_cli_problem *cp, const char *cmd, const rm_cli_budget *b);
 
 /* The "problem / fixed / no-remat / lower bound / budget" lines. */

@@ -101,6 +101,7 @@ static int explain_run(int argc, char **argv)
 
     rm_strategy_options o;
     memset(&o, 0, sizeof o);
+    o.facts = &cp.facts;
     o.time_limit_s = limit;
     o.node_limit = nodes;
     rm_cli_progress pr = {st->name, rm_now()};
@@ -114,8 +115,9 @@ static int explain_run(int argc, char **argv)
     }
     rm_schedule *s = NULL;
     rm_strategy_stats stats;
+    rm_schedule_report rep; /* the judge's replay: what the text explains */
     rm_err e = {RM_OK, ""};
-    rc = rm_strategy_run(&s, &stats, st, cp.p, &o, &e);
+    rc = rm_strategy_run_report(&s, &stats, &rep, 0, NULL, st, cp.p, &o, &e);
     if (rc) {
         if (rc == RM_ERR_INFEASIBLE)
             rm_text_fprintf(stderr, "remat explain: %s found no schedule within the budget: %s\n", st->name, e.msg);
@@ -124,10 +126,8 @@ static int explain_run(int argc, char **argv)
         rm_cli_problem_free(&cp);
         return rc == RM_ERR_INFEASIBLE ? 1 : 2;
     }
-    if (rm_explain_write_schedule(stdout, &cp, s, st, &stats, &e)) {
-        rm_text_fprintf(stderr, "remat explain: %s\n", e.msg);
-        rc = 2;
-    }
+    rm_explain_write_schedule(stdout, &cp, s, &rep, st, &stats);
+    rm_schedule_report_free(&rep);
     rm_schedule_free(s);
     rm_cli_problem_free(&cp);
     return rc;

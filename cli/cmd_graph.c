@@ -244,7 +244,7 @@ static int write_dot(const rm_graph *g, const char *model_path, const char *path
 
 /* The report; p and fp are the training problem and footprint of g
  * (budget 0). */
-static int report(const rm_graph *g, const rm_model *m, rm_problem *p, const rm_footprint *fp,
+static int report(const rm_graph *g, const rm_model *m, const rm_problem *p, const rm_footprint *fp,
                   const rm_optim_options *sgd, const char *model_path)
 {
     int nfwd = 0, nloss = 0, nbwd = 0, nsum = 0;
@@ -254,21 +254,18 @@ static int report(const rm_graph *g, const rm_model *m, rm_problem *p, const rm_
         else nbwd++;
         if (g->nodes[i].op == RM_OP_GRAD_SUM) nsum++;
     }
-    /* The budget is 0, so checkpoint-all always fits: one simulation gives its peak. */
+    /* The problem's facts: the no-remat peak is checkpoint-all's. */
     rm_err e = {RM_OK, ""};
-    rm_schedule *s = NULL;
-    rm_sim_result sim;
-    memset(&sim, 0, sizeof sim);
-    int rc = rm_checkpoint_all_fit(&s, &sim, p, &e);
-    rm_schedule_free(s);
-    if (rc) {
+    rm_problem_report facts;
+    if (rm_problem_report_of(&facts, p, &e)) {
         rm_text_fprintf(stderr, "remat graph: simulating checkpoint-all failed: %s\n", e.msg);
         return 2;
     }
+    const rm_sim_result sim = facts.noremat;
 
     char a[64], b[64], c[64], d[64];
     size_t act = rm_graph_activation_bytes(g);
-    size_t peak = fp->total + sim.peak_bytes;
+    size_t peak = facts.noremat_total;
     rm_text_fprintf(stdout, "model        %s (input %dx%dx%d, %d layers)\n", model_path, m->input.c, m->input.h, m->input.w,
            m->nlayers);
     printf("batch        %d\n", g->batch);
@@ -331,7 +328,7 @@ static int graph_run(int argc, char **argv)
     rm_schedule *s = NULL;
     rm_footprint fp;
     rm_optim_options sgd = rm_optim_options_default(RM_OPTIM_SGD);
-    rc = rm_training_problem(&p, &fp, m, g.batch, &sgd, NULL, NULL, RM_COST_SAME_BATCH, &e);
+    rc = rm_training_problem_of(&p, &fp, m, &g, &sgd, NULL, NULL, RM_COST_SAME_BATCH, &e);
     if (rc) {
         /* The model at this batch (too large to account, out of memory), not the simulator. */
         rm_text_fprintf(stderr, "remat graph: %s\n", e.msg);

@@ -161,6 +161,7 @@ static int json_text(FILE *f, const char *key, text_fn fn, const void *ctx, rm_e
 typedef struct run_text {
     const rm_cli_problem *cp;
     const rm_schedule *s;
+    const rm_schedule_report *r;
     const rm_strategy_info *st;
     const rm_strategy_stats *stats;
     const char *note; /* said first: where a reused schedule comes from */
@@ -178,8 +179,10 @@ static int budget_text(FILE *m, const void *ctx, rm_err *e)
 static int schedule_text(FILE *m, const void *ctx, rm_err *e)
 {
     const run_text *r = ctx;
+    (void)e;
     if (r->note[0]) fprintf(m, "\n%s\n", r->note);
-    return rm_explain_write_schedule(m, r->cp, r->s, r->st, r->stats, e);
+    rm_explain_write_schedule(m, r->cp, r->s, r->r, r->st, r->stats);
+    return RM_OK;
 }
 
 /* ---- the problem ---- */
@@ -201,11 +204,11 @@ static void write_problem(FILE *f, const rm_cli_problem *cp, const lesson_args *
     json_num(f, "unit", cp->flops);
     json_num(f, "n", p->n);
     json_num(f, "fixed", (double)p->fixed_bytes);
-    json_num(f, "noremat", (double)cp->noremat_total);
-    json_num(f, "noremat_node", cp->noremat.peak_node);
+    json_num(f, "noremat", (double)cp->facts.noremat_total);
+    json_num(f, "noremat_node", cp->facts.noremat.peak_node);
     json_num(f, "lower", (double)lo);
-    json_num(f, "lower_node", cp->lb_node);
-    json_num(f, "base_cost", cp->base_cost);
+    json_num(f, "lower_node", cp->facts.lb_node);
+    json_num(f, "base_cost", cp->facts.base_cost);
     json_num(f, "time_limit", a->time_limit_s);
     json_key(f, "exhaustive", 0);
     fputs(a->exhaustive ? "true" : "false", f);
@@ -286,38 +289,23 @@ static int write_recomputed(FILE *f, const rm_schedule *s, rm_err *e)
     return RM_OK;
 }
 
-/* "mem": the activation bytes after each operation as flat (stage, bytes)
- * pairs, at most LESSON_TIMELINE_MAX of them (see there); "mem_merged": 1
- * when operations were merged. */
-static int write_timeline(FILE *f, const rm_problem *p, const rm_schedule *s, rm_err *e)
+/* "mem": the activation bytes after each operation (the report's timeline)
+ * as flat (stage, bytes) pairs, at most LESSON_TIMELINE_MAX of them (see
+ * there); "mem_merged": 1 when operations were merged. */
+static void write_timeline(FILE *f, const rm_schedule_report *r)
 {
-    rm_op *ops = NULL;
-    int nops = 0;
-    int rc = rm_schedule_ops(&ops, &nops, p, s, e);
-    if (rc) return rc;
-    size_t *mem = malloc((size_t)(nops ? nops : 1) * sizeof *mem);
-    rm_sim_result r;
-    if (!mem)
-        rc = rm_errorf(e, RM_ERR_NOMEM, "out of memory");
-    else
-        rc = rm_simulate_ops(&r, mem, p, s, ops, nops, e);
-    if (!rc) {
-        int m = nops < LESSON_TIMELINE_MAX ? nops : LESSON_TIMELINE_MAX;
-        json_key(f, "mem", 0);
-        fputc('[', f);
-        for (int j = 0; j < m; j++) {
-            int lo = (int)((long long)j * nops / m), hi = (int)((long long)(j + 1) * nops / m), top = lo;
-            for (int k = lo + 1; k < hi; k++)
-                if (mem[k] > mem[top]) top = k;
-            fprintf(f, j ? ",%d,%zu" : "%d,%zu", ops[top].stage, mem[top]);
-        }
-        fputc(']', f);
-        json_num(f, "mem_merged", m < nops);
-        json_num(f, "nops", nops);
+    int nops = r->nops, m = nops < LESSON_TIMELINE_MAX ? nops : LESSON_TIMELINE_MAX;
+    json_key(f, "mem", 0);
+    fputc('[', f);
+    for (int j = 0; j < m; j++) {
+        int lo = (int)((long long)j * nops / m), hi = (int)((long long)(j + 1) * nops / m), top = lo;
+        for (int k = lo + 1; k < hi; k++)
+            if (r->mem[k] > r->mem[top]) top = k;
+        fprintf(f, j ? ",%d,%zu" : "%d,%zu", r->ops[top].stage, r->mem[top]);
     }
-    free(mem);
-    free(ops);
-    return rc;
+    fputc(']', f);
+    json_num(f, "mem_merged", m < nops);
+    json_num(f, "nops", nops);
 }
 
 /* One strategy's answer at one budget. rc: rm_strategy_run's, RM_OK (s is
@@ -351,11 +339,15 @@ static int write_run(FILE *f, const rm_cli_problem *cp, const rm_strategy_info *
     json_num(f, "peak", (double)stats->sim.peak_bytes);
     json_num(f, "peak_stage", stats->sim.peak_stage);
     json_num(f, "recomputations", (double)stats->sim.recomputations);
-    json_num(f, "recomputed_nodes", rm_schedule_recomputed_nodes(s));
+    /* One replay for the timeline and explain's text. */
+    rm_schedule_report rep;
+    int err = rm_schedule_report_of(&rep, cp->p, s, NULL, 0, e);
+    if (err) return err;
+    json_num(f, "recomputed_nodes", rep.recomputed_nodes);
     if (stats->has_bound) json_num(f, "gap", stats->gap);
     if (cp->p->n <= LESSON_RS_MAX_NODES) write_rs(f, s);
-    int err = write_recomputed(f, s, e);
-    if (!err) err = write_timeline(f, cp->p, s, e);
+    err = write_recomputed(f, s, e);
+    if (!err) write_timeline(f, &rep);
     char note[400] = "", at[64] = "";
     if (from) {
         char b[32];
@@ -365,7 +357,7 @@ static int write_run(FILE *f, const rm_cli_problem *cp, const rm_strategy_info *
         snprintf(note, sizeof note,
                  "%s was not run at this budget: the LP bound (%+.2f%%) already proves this schedule, found by %s%s, "
                  "optimal.",
-                 st->name, rm_overhead_pct(stats->lp_bound, cp->base_cost), source, at);
+                 st->name, rm_overhead_pct(stats->lp_bound, cp->facts.base_cost), source, at);
     else if (skip)
         snprintf(note, sizeof note,
                  "%s was not run at this budget: LP rounding's LP relaxation did not finish here within the time "
@@ -375,9 +367,10 @@ static int write_run(FILE *f, const rm_cli_problem *cp, const rm_strategy_info *
     else if (warm_started(st) && source && strcmp(source, st->name))
         snprintf(note, sizeof note, "%s found nothing cheaper than its incumbent, found by %s%s.", st->name, source,
                  at);
-    run_text rt = {cp, s, st, stats, note};
+    run_text rt = {cp, s, &rep, st, stats, note};
     if (!err) err = json_text(f, "explain", schedule_text, &rt, e);
     fputc('}', f);
+    rm_schedule_report_free(&rep);
     return err;
 }
 
@@ -664,7 +657,7 @@ static void progress(const lesson_solve *L, int k, int pass, double t0)
                                    r->skip ? " (not run)" : "");
         else
             ll += (size_t)snprintf(line + ll, sizeof line - ll, "%s%s %+.2f%%%s", sep, a->st[j]->name,
-                                   rm_overhead_pct(r->stats.sim.cost, L->cp->base_cost),
+                                   rm_overhead_pct(r->stats.sim.cost, L->cp->facts.base_cost),
                                    r->skip ? " (proved by the bound)" : "");
     }
     rm_text_fprintf(stderr, "%s (%.1f s)\n", line, rm_now() - t0);
@@ -825,7 +818,7 @@ static int page_piece(rm_atomic_file *af, text_fn fn, const page_ctx *x, rm_err 
 
 static int write_page(rm_atomic_file *af, rm_cli_problem *cp, const lesson_args *a, rm_err *e)
 {
-    lesson_solve L = {cp, a, cp->noremat_total, cp->p->fixed_bytes + cp->lower_bound, NULL, rm_lp_cost_step(cp->p)};
+    lesson_solve L = {cp, a, cp->facts.noremat_total, cp->p->fixed_bytes + cp->facts.lower_bound, NULL, rm_lp_cost_step(cp->p)};
     page_ctx x = {&L, (const char *)rm_lesson_page, NULL, 0};
     x.mark = strstr(x.template, LESSON_DATA_MARKER);
     if (!x.mark) return rm_errorf(e, RM_ERR_INVALID, "the page template has no %s", LESSON_DATA_MARKER);
@@ -897,8 +890,8 @@ static int lesson_run(int argc, char **argv)
         rm_text_fprintf(stderr,
                 "remat lesson: %s: %d nodes, %ld budgets from %s (the no-remat peak) down to %s (the lower "
                 "bound), %d strategies\n",
-                cp.what, cp.p->n, a.budgets_n, rm_cli_bytes(x, sizeof x, (double)cp.noremat_total),
-                rm_cli_bytes(y, sizeof y, (double)(cp.p->fixed_bytes + cp.lower_bound)), a.nst);
+                cp.what, cp.p->n, a.budgets_n, rm_cli_bytes(x, sizeof x, (double)cp.facts.noremat_total),
+                rm_cli_bytes(y, sizeof y, (double)(cp.p->fixed_bytes + cp.facts.lower_bound)), a.nst);
     rm_atomic_file af;
     if ((rc = rm_atomic_open(&af, a.out, &e)) == RM_OK) {
         if ((rc = write_page(&af, &cp, &a, &e)))

@@ -345,14 +345,22 @@ static int print_setup(const char *model, const char *input, const char *costs_p
     describe_cap(cap, sizeof cap, &o->cap, tc);
     fprintf(out, "overhead cap %s\n", cap);
     if (o->bound_batch == 0) {
+        /* Why, in the words of every other refusal: batch 1's verdict on the budget. */
         rm_problem *p = NULL;
+        rm_problem_report facts;
         fflush(out);
-        if (!build_problem(&p, tc, 1, &e))
-            rm_text_fprintf(stderr,
-                    "remat maxbatch: not even batch 1 fits: fixed %s + the trivial lower bound %s exceed the budget\n",
-                    bytes(a, sizeof a, (double)p->fixed_bytes), bytes(b, sizeof b, (double)rm_problem_peak_lower_bound(p)));
-        else
+        rm_budget_verdict v = RM_BUDGET_UNLIMITED;
+        if (!build_problem(&p, tc, 1, &e) && !rm_problem_report_of(&facts, p, &e)) {
+            p->budget = budget->bytes;
+            v = rm_budget_verdict_of(p, &facts);
+        }
+        if (!rm_budget_feasible(v)) {
+            char why[RM_ERR_MSG_LEN];
+            rm_text_fprintf(stderr, "remat maxbatch: not even batch 1 fits: %s\n",
+                            rm_budget_reason(why, sizeof why, v, p, &facts, bytes));
+        } else {
             rm_text_fprintf(stderr, "remat maxbatch: not even batch 1 fits the budget (%s)\n", e.msg);
+        }
         rm_problem_free(p);
         return 1;
     }

@@ -101,50 +101,12 @@ typedef struct plan_args {
     int have_budget;
 } plan_args;
 
-/* ---- what a schedule looks like ---- */
-
-typedef struct timeline {
-    rm_op *ops;
-    int nops;
-    size_t *mem;       /* activation bytes after each operation */
-    size_t *stage_max; /* highest activation bytes inside each stage */
-} timeline;
-
-static void timeline_free(timeline *t)
-{
-    free(t->ops);
-    free(t->mem);
-    free(t->stage_max);
-    memset(t, 0, sizeof *t);
-}
-
-static int timeline_build(timeline *t, const rm_problem *p, const rm_schedule *s)
-{
-    memset(t, 0, sizeof *t);
-    rm_err e = {RM_OK, ""};
-    rm_sim_result r;
-    if (rm_schedule_ops(&t->ops, &t->nops, p, s, &e)) goto fail;
-    t->mem = malloc((size_t)(t->nops ? t->nops : 1) * sizeof *t->mem);
-    t->stage_max = calloc((size_t)p->n, sizeof *t->stage_max);
-    if (!t->mem || !t->stage_max) {
-        snprintf(e.msg, sizeof e.msg, "out of memory");
-        goto fail;
-    }
-    if (rm_simulate_ops(&r, t->mem, p, s, t->ops, t->nops, &e)) goto fail;
-    for (int k = 0; k < t->nops; k++)
-        if (t->mem[k] > t->stage_max[t->ops[k].stage]) t->stage_max[t->ops[k].stage] = t->mem[k];
-    return 0;
-fail:
-    rm_text_fprintf(stderr, "remat plan: replaying the schedule failed: %s\n", e.msg);
-    timeline_free(t);
-    return 2;
-}
-
+/* ---- what a schedule looks like: renderings of its report (scheduler/report.h) ---- */
 
 static char tag_char(rm_node_tag t) { return t == RM_TAG_BACKWARD ? 'B' : t == RM_TAG_LOSS ? 'L' : 'F'; }
 
 /* The teaching view: one row per stage, one column per node. */
-static void print_matrices(const rm_problem *p, const rm_schedule *s, const timeline *tl)
+static void print_matrices(const rm_problem *p, const rm_schedule *s, const rm_schedule_report *tl)
 {
     int n = p->n, w = 0;
     char shown[RM_NAME_SHOW_LEN];
@@ -191,8 +153,9 @@ static void print_matrices(const rm_problem *p, const rm_schedule *s, const time
 }
 
 /* A compact area chart of live activation memory over the operations. */
-static void print_timeline(const rm_problem *p, const timeline *tl, const rm_sim_result *sim)
+static void print_timeline(const rm_problem *p, const rm_schedule_report *tl)
 {
+    const rm_sim_result *sim = &tl->sim;
     enum { H = 8, WMAX = 64 };
     int nops = tl->nops;
     if (nops == 0) return;
@@ -201,13 +164,11 @@ static void print_timeline(const rm_problem *p, const timeline *tl, const rm_sim
     char marks[WMAX + 1];
     memset(marks, ' ', sizeof marks);
     marks[W] = '\0';
-    int b0 = -1;
+    int b0 = tl->backward_op >= 0 ? (int)((long long)tl->backward_op * W / nops) : -1;
     for (int k = 0; k < nops; k++) {
         int j = (int)((long long)k * W / nops);
         if (tl->mem[k] > colmax[j]) colmax[j] = tl->mem[k];
-        const rm_op *op = &tl->ops[k];
-        if (b0 < 0 && p->nodes[op->stage].tag == RM_TAG_BACKWARD) b0 = j;
-        if (op->kind == RM_OP_COMPUTE && op->node != op->stage) marks[j] = 'r';
+        if (rm_op_is_recompute(&tl->ops[k])) marks[j] = 'r';
     }
     size_t act = rm_problem_activation_budget(p);
     double top = (double)sim->peak_bytes;
@@ -235,24 +196,16 @@ static void print_timeline(const rm_problem *p, const timeline *tl, const rm_sim
     printf("\n%10s  %s\n", "", marks);
 }
 
-/* The static plan of the schedule (engine/plan.c): the arena it needs, its
- * span, against the live peak; the difference is fragmentation. */
-#define RM_PLAN_CLI_MAX_BUFFERS 20000
-
-static void print_arena(const rm_problem *p, const rm_schedule *s)
+/* The static plan of the schedule (engine/plan.c), as the report placed it:
+ * the arena it needs, its span, against the live peak; the difference is
+ * fragmentation. */
+static void print_arena(const rm_problem *p, const rm_schedule_report *r)
 {
-    rm_err e = {RM_OK, ""};
-    rm_plan *pl = NULL;
     char a[32], b[32];
-    /* The offline placement is quadratic in the buffers (engine/plan.c):
-     * minutes at 100,000; `remat train` still plans what it runs. */
-    if (rm_schedule_ncomputes(s) > RM_PLAN_CLI_MAX_BUFFERS) {
-        printf("arena        not planned here: %ld buffers (placing more than %d takes minutes)\n",
-               rm_schedule_ncomputes(s), RM_PLAN_CLI_MAX_BUFFERS);
-        return;
-    }
-    if (rm_schedule_plan(&pl, p, s, NULL, &e)) {
-        printf("arena        not planned: %s\n", e.msg);
+    const rm_plan *pl = r->arena;
+    if (!pl) {
+        /* Not placed for its size (`remat train` still plans what it runs), or the placement failed. */
+        printf("arena        not planned%s: %s\n", r->arena_code == RM_OK ? " here" : "", r->arena_note);
         return;
     }
     printf("arena        %s span = live peak %s + %.2f%% fragmentation (offsets in one arena, %d-byte aligned)\n",
@@ -261,26 +214,25 @@ static void print_arena(const rm_problem *p, const rm_schedule *s)
     if (p->budget && p->fixed_bytes + pl->span > p->budget)
         printf("             fixed + span exceeds the budget by %s: `remat train` solves again for that much less\n",
                rm_cli_bytes(a, sizeof a, (double)(p->fixed_bytes + pl->span - p->budget)));
-    rm_plan_free(pl);
 }
 
 static void print_summary(const rm_problem *p, const rm_cli_problem *cp, const rm_strategy_info *st,
-                          const rm_strategy_stats *stats, const rm_schedule *s)
+                          const rm_strategy_stats *stats, const rm_schedule_report *rep)
 {
     char a[32], b[32], c[32];
-    const rm_sim_result *r = &stats->sim;
-    int nodes = rm_schedule_recomputed_nodes(s);
+    const rm_sim_result *r = &rep->sim;
+    int nodes = rep->recomputed_nodes;
     printf("\nstrategy     %s: %s\n", st->name, st->title);
     printf("status       %s in %.2f s", rm_status_name(stats->status), stats->seconds);
     if (stats->has_bound)
         printf(" (%s %s = checkpoint-all %+.2f%%, gap %.2f%%)",
                stats->bound_trivial ? "no LP bound; trivial bound, every node once," : "LP bound",
                rm_cli_cost(a, sizeof a, stats->lp_bound, cp->flops),
-               rm_overhead_pct(stats->lp_bound, cp->base_cost), 100.0 * stats->gap);
+               rm_overhead_pct(stats->lp_bound, cp->facts.base_cost), 100.0 * stats->gap);
     printf("\n");
     printf("cost         %s = checkpoint-all %+.2f%% (%ld recomputation%s of %d node%s)\n",
            rm_cli_cost(a, sizeof a, r->cost, cp->flops),
-           rm_overhead_pct(r->cost, cp->base_cost), r->recomputations,
+           rm_overhead_pct(r->cost, cp->facts.base_cost), r->recomputations,
            r->recomputations == 1 ? "" : "s", nodes, nodes == 1 ? "" : "s");
     printf("peak         %s = fixed + %s activations",
            rm_cli_bytes(a, sizeof a, (double)(p->fixed_bytes + r->peak_bytes)),
@@ -293,17 +245,18 @@ static void print_summary(const rm_problem *p, const rm_cli_problem *cp, const r
         printf("             reached computing '%s' in stage %d ('%s')\n",
                rm_name_shown_of(p->nodes[r->peak_node].name).s, r->peak_stage,
                rm_name_shown_of(p->nodes[r->peak_stage].name).s);
-    print_arena(p, s);
+    print_arena(p, rep);
 }
 
-/* what: appended to the schedule line ("" or " (the cheapest: milp)");
- * title: the figures' heading. */
-static int write_outputs(const plan_args *a, const rm_problem *p, const rm_schedule *s, const char *what,
-                         const char *title)
+/* s and its report r: the schedule file and the figures; what: appended to
+ * the schedule line ("" or " (the cheapest: milp)"); title: the figures'
+ * heading. */
+static int write_outputs(const plan_args *a, const rm_problem *p, const rm_schedule *s, const rm_schedule_report *r,
+                         const char *what, const char *title)
 {
     rm_err e = {RM_OK, ""};
     if (a->out) {
-        if (rm_schedule_write(s, p, a->out, &e)) {
+        if (rm_schedule_write_replayed(s, p, r->ops, r->nops, &r->sim, a->out, RM_PATH_NAMED, &e)) {
             rm_text_fprintf(stderr, "remat plan: %s\n", e.msg);
             return 1;
         }
@@ -314,7 +267,7 @@ static int write_outputs(const plan_args *a, const rm_problem *p, const rm_sched
         snprintf(rs, sizeof rs, "%s-rs.svg", a->svg);
         snprintf(mem, sizeof mem, "%s-memory.svg", a->svg);
         int draw_rs = p->n <= RM_FIGURE_RS_MAX_NODES; /* n^2 cells */
-        if ((draw_rs && rm_figure_rs_svg(rs, p, s, title, &e)) || rm_figure_memory_svg(mem, p, s, title, &e)) {
+        if ((draw_rs && rm_figure_rs_svg(rs, p, s, title, &e)) || rm_figure_memory_svg(mem, p, r, title, &e)) {
             rm_text_fprintf(stderr, "remat plan: %s\n", e.msg);
             return 1;
         }
@@ -338,12 +291,14 @@ static void figure_title(char *buf, size_t len, const rm_cli_problem *cp, const 
         o += (size_t)snprintf(buf + o, len - o, ", budget %s", rm_cli_bytes(b, sizeof b, (double)cp->p->budget));
     if (o < len && strategy)
         snprintf(buf + o, len - o, ": %s, %+.2f%% compute", strategy,
-                 rm_overhead_pct(cost, cp->base_cost));
+                 rm_overhead_pct(cost, cp->facts.base_cost));
 }
 
-static void set_solver_options(rm_strategy_options *o, rm_cli_progress *pr, const plan_args *a, const char *name)
+static void set_solver_options(rm_strategy_options *o, rm_cli_progress *pr, const plan_args *a,
+                               const rm_cli_problem *cp, const char *name)
 {
     memset(o, 0, sizeof *o);
+    o->facts = &cp->facts; /* the route's shortcuts decide by the verdict already given */
     o->time_limit_s = a->time_limit_s;
     o->node_limit = a->node_limit_n;
     pr->prefix = name;
@@ -374,19 +329,19 @@ static const rm_table_col plan_cols[NCOLS] = {
     [COL_GAP] = {"gap", "gap_pct", RM_TABLE_RIGHT, 7, RM_TABLE_BOTH},
 };
 
-/* One strategy's row. rc: rm_strategy_run's (RM_OK: s is its schedule;
- * RM_ERR_INFEASIBLE: no schedule; else an error). */
+/* One strategy's row. rc: rm_strategy_run's (RM_OK: r is its schedule's
+ * report; RM_ERR_INFEASIBLE: no schedule; else an error). */
 static int add_strategy_row(rm_table *t, const rm_cli_problem *cp, const rm_strategy_info *st, int rc,
-                            const rm_strategy_stats *stats, const rm_schedule *s)
+                            const rm_strategy_stats *stats, const rm_schedule_report *r)
 {
     char x[32];
     int ok = rc == RM_OK, shown = ok || rc == RM_ERR_INFEASIBLE;
     rm_table_set_text(t, COL_STRATEGY, "%s", st->name);
     rm_table_set_text(t, COL_STATUS, "%s", shown ? rm_status_name(stats->status) : "error");
     if (ok) {
-        double ov = rm_overhead_pct(stats->sim.cost, cp->base_cost);
+        double ov = rm_overhead_pct(stats->sim.cost, cp->facts.base_cost);
         size_t peak = cp->p->fixed_bytes + stats->sim.peak_bytes;
-        int nodes = rm_schedule_recomputed_nodes(s);
+        int nodes = r->recomputed_nodes;
         rm_table_set_num(t, COL_OVERHEAD, ov, "%+.2f%%", ov);
         rm_table_set_num(t, COL_COST, stats->sim.cost, "%s", "");
         rm_table_set_num(t, COL_PEAK, (double)peak, "%s", rm_cli_bytes(x, sizeof x, (double)peak));
@@ -400,7 +355,7 @@ static int add_strategy_row(rm_table *t, const rm_cli_problem *cp, const rm_stra
     }
     rm_table_set_num(t, COL_TIME, stats->seconds, "%.2fs", stats->seconds);
     if (shown && stats->has_bound) {
-        double lb = rm_overhead_pct(stats->lp_bound, cp->base_cost);
+        double lb = rm_overhead_pct(stats->lp_bound, cp->facts.base_cost);
         if (stats->bound_trivial) rm_table_set_num(t, COL_BOUND, lb, "trivial");
         else rm_table_set_num(t, COL_BOUND, lb, "%+.2f%%", lb);
         rm_table_set_text(t, COL_BOUND_KIND, "%s", stats->bound_trivial ? "trivial" : "lp");
@@ -439,7 +394,7 @@ static int plan_one(const plan_args *a, rm_cli_problem *cp, const rm_strategy_in
     rm_problem *p = cp->p;
     rm_strategy_options o;
     rm_cli_progress pr;
-    set_solver_options(&o, &pr, a, st->name);
+    set_solver_options(&o, &pr, a, cp, st->name);
     /* The user waits for the whole command: its time limit counts from the
      * moment it began reading the problem (docs/reliability.md, "Time
      * limits"). With --strategy all each strategy counts from its start. */
@@ -452,8 +407,12 @@ static int plan_one(const plan_args *a, rm_cli_problem *cp, const rm_strategy_in
     }
     rm_schedule *s = NULL;
     rm_strategy_stats stats;
+    rm_schedule_report rep;
     rm_err e = {RM_OK, ""};
-    int rc = rm_strategy_run(&s, &stats, st, p, &o, &e);
+    /* The judge's replay is the report everything below prints and draws;
+     * the text shows the arena plan too. */
+    int rc = rm_strategy_run_report(&s, &stats, &rep, a->fmt == RM_TABLE_TEXT ? RM_REPORT_ARENA_SHOWN : 0, NULL, st, p, &o,
+                                    &e);
     if (rc) {
         if (rc == RM_ERR_INFEASIBLE) {
             rm_text_fprintf(stderr, "remat plan: %s found no schedule within the budget (%s after %.2f s): %s\n", st->name,
@@ -463,38 +422,26 @@ static int plan_one(const plan_args *a, rm_cli_problem *cp, const rm_strategy_in
         rm_text_fprintf(stderr, "remat plan: %s failed: %s\n", st->name, e.msg);
         return 2;
     }
+    char title[400];
+    figure_title(title, sizeof title, cp, st->name, stats.sim.cost);
     if (a->fmt != RM_TABLE_TEXT) {
         /* One row of the comparison table, then the files. */
         rm_table *t = plan_table_begin(a);
-        if (!t) {
-            rm_schedule_free(s);
-            return 2;
-        }
-        if (add_strategy_row(t, cp, st, rc, &stats, s)) rc = 2;
-        if (plan_table_end(t)) rc = 2;
-        char title[400];
-        figure_title(title, sizeof title, cp, st->name, stats.sim.cost);
-        if (!rc) rc = write_outputs(a, p, s, "", title);
-        rm_schedule_free(s);
-        return rc;
+        if (!t) rc = 2;
+        else if (add_strategy_row(t, cp, st, rc, &stats, &rep)) rc = 2;
+        if (t && plan_table_end(t)) rc = 2;
+    } else {
+        print_summary(p, cp, st, &stats, &rep);
+        if (p->n <= TEXT_MATRIX_MAX)
+            print_matrices(p, s, &rep);
+        else
+            printf("\n(the R and S matrices are printed for up to %d nodes; --svg draws them up to %d)\n",
+                   TEXT_MATRIX_MAX, RM_FIGURE_RS_MAX_NODES);
+        print_timeline(p, &rep);
+        printf("\n");
     }
-    print_summary(p, cp, st, &stats, s);
-    timeline tl;
-    if ((rc = timeline_build(&tl, p, s))) {
-        rm_schedule_free(s);
-        return rc;
-    }
-    if (p->n <= TEXT_MATRIX_MAX)
-        print_matrices(p, s, &tl);
-    else
-        printf("\n(the R and S matrices are printed for up to %d nodes; --svg draws them up to %d)\n",
-               TEXT_MATRIX_MAX, RM_FIGURE_RS_MAX_NODES);
-    print_timeline(p, &tl, &stats.sim);
-    timeline_free(&tl);
-    printf("\n");
-    char title[400];
-    figure_title(title, sizeof title, cp, st->name, stats.sim.cost);
-    rc = write_outputs(a, p, s, "", title);
+    if (!rc) rc = write_outputs(a, p, s, &rep, "", title);
+    rm_schedule_report_free(&rep);
     rm_schedule_free(s);
     return rc;
 }
@@ -514,8 +461,8 @@ typedef struct plan_cheapest {
  * --svg the comparison of every strategy's memory (fig, count entries; NULL
  * without --svg). */
 static int plan_all_outputs(const plan_args *a, const rm_cli_problem *cp, const rm_strategy_info *list, int best_k,
-                            const plan_cheapest *ch, const rm_schedule *best, double best_cost,
-                            const rm_figure_entry *fig, int count)
+                            const plan_cheapest *ch, const rm_schedule *best, const rm_schedule_report *best_r,
+                            double best_cost, const rm_figure_entry *fig, int count)
 {
     rm_problem *p = cp->p;
     char x[32], title[400];
@@ -525,7 +472,7 @@ static int plan_all_outputs(const plan_args *a, const rm_cli_problem *cp, const 
                "coarsened graphs, a relaxed LP of the whole graph), a proved floor on any schedule's overhead;\n"
                "gap: (cost - proved floor) / cost, the most the cost can be above the optimum, as a share of the\n"
                "cost; the floor is the LP bound, or for milp what branch and bound proved (0.00%%: optimal).\n",
-               rm_cli_cost(x, sizeof x, cp->base_cost, cp->flops));
+               rm_cli_cost(x, sizeof x, cp->facts.base_cost, cp->flops));
     if (a->fmt == RM_TABLE_TEXT && ch->taken[0])
         printf("a heuristic's schedule (the incumbent a solver starts from, where it found nothing cheaper):\n%s.\n",
                ch->taken);
@@ -537,7 +484,7 @@ static int plan_all_outputs(const plan_args *a, const rm_cli_problem *cp, const 
         char what[96];
         snprintf(what, sizeof what, " (the cheapest: %s)", list[best_k].name);
         figure_title(title, sizeof title, cp, list[best_k].name, best_cost);
-        int rc = write_outputs(a, p, best, what, title);
+        int rc = write_outputs(a, p, best, best_r, what, title);
         if (rc) return rc;
     }
     if (fig) {
@@ -548,12 +495,12 @@ static int plan_all_outputs(const plan_args *a, const rm_cli_problem *cp, const 
         size_t o = strlen(title);
         snprintf(title + o, sizeof title - o, ": every strategy's memory");
         rm_err e = {RM_OK, ""};
-        if (rm_figure_compare_svg(path, p, fig, count, title, &e)) {
+        if (rm_figure_compare_svg(path, p, &cp->facts, fig, count, title, &e)) {
             rm_text_fprintf(stderr, "remat plan: %s\n", e.msg);
             return 1;
         }
         int nfit = 0;
-        for (int k = 0; k < count; k++) nfit += fig[k].s != NULL;
+        for (int k = 0; k < count; k++) nfit += fig[k].r != NULL;
         rm_text_fprintf(a->info, "comparison   %s (%d of %d strategies found a schedule)\n", path, nfit, count);
     }
     if (best_k < 0) {
@@ -569,21 +516,28 @@ static int plan_all(const plan_args *a, rm_cli_problem *cp)
     int count;
     const rm_strategy_info *list = rm_strategy_list_all(&count);
     rm_schedule *best = NULL;
+    rm_schedule_report best_r;
+    memset(&best_r, 0, sizeof best_r);
     int best_k = -1;
     double best_cost = 0;
     plan_cheapest cheapest = {0, NULL, ""};
-    /* With --svg every answer is kept for the comparison figure (and the
-     * cheapest is kept[best_k]); without, only the cheapest so far. */
+    /* With --svg every answer is kept, with its report, for the comparison
+     * figure (and the cheapest is kept[best_k]); without, only the cheapest
+     * so far. */
     rm_schedule **kept = NULL;
+    rm_schedule_report *reps = NULL;
     rm_figure_entry *fig = NULL;
-    if (a->svg && (!(kept = calloc((size_t)count, sizeof *kept)) || !(fig = calloc((size_t)count, sizeof *fig)))) {
+    if (a->svg && (!(kept = calloc((size_t)count, sizeof *kept)) || !(reps = calloc((size_t)count, sizeof *reps)) ||
+                   !(fig = calloc((size_t)count, sizeof *fig)))) {
         free(kept);
+        free(reps);
         rm_text_fprintf(stderr, "remat plan: out of memory\n");
         return 2;
     }
     rm_table *t = plan_table_begin(a);
     if (!t) {
         free(kept);
+        free(reps);
         free(fig);
         return 2;
     }
@@ -592,7 +546,7 @@ static int plan_all(const plan_args *a, rm_cli_problem *cp)
         const rm_strategy_info *st = &list[k];
         rm_strategy_options o;
         rm_cli_progress pr;
-        set_solver_options(&o, &pr, a, st->name);
+        set_solver_options(&o, &pr, a, cp, st->name);
         if (!a->quiet) {
             rm_text_fprintf(stderr, "remat plan: [%d/%d] %s", k + 1, count, st->name);
             if (st->solve_opt && a->time_limit_s > 0) rm_text_fprintf(stderr, " (time limit %g s)", a->time_limit_s);
@@ -600,10 +554,11 @@ static int plan_all(const plan_args *a, rm_cli_problem *cp)
         }
         rm_schedule *s = NULL;
         rm_strategy_stats stats;
+        rm_schedule_report rep;
         rm_err e = {RM_OK, ""};
-        int rc = rm_strategy_run(&s, &stats, st, p, &o, &e);
+        int rc = rm_strategy_run_report(&s, &stats, &rep, 0, NULL, st, p, &o, &e);
         if (rc && rc != RM_ERR_INFEASIBLE) rm_text_fprintf(stderr, "remat plan: %s failed: %s\n", st->name, e.msg);
-        if (add_strategy_row(t, cp, st, rc, &stats, s)) failed = 1;
+        if (add_strategy_row(t, cp, st, rc, &stats, &rep)) failed = 1;
         int better = !rc && (best_k < 0 || stats.sim.cost < best_cost);
         if (better) {
             best_cost = stats.sim.cost;
@@ -621,26 +576,37 @@ static int plan_all(const plan_args *a, rm_cli_problem *cp)
                      stats.source);
         }
         if (fig) {
-            fig[k] = (rm_figure_entry){st->name, rc ? NULL : s,
+            kept[k] = s;
+            reps[k] = rep;
+            fig[k] = (rm_figure_entry){st->name, rc ? NULL : &reps[k],
                                        rc == RM_ERR_INFEASIBLE ? rm_status_name(stats.status)
                                        : rc                    ? "error"
                                                                : NULL};
-            kept[k] = s;
         } else if (better) {
             rm_schedule_free(best);
+            rm_schedule_report_free(&best_r);
             best = s;
+            best_r = rep;
         } else {
             rm_schedule_free(s);
+            rm_schedule_report_free(&rep);
         }
     }
-    if (kept && best_k >= 0) best = kept[best_k];
+    const rm_schedule_report *br = &best_r;
+    if (kept && best_k >= 0) best = kept[best_k], br = &reps[best_k];
     int rc = plan_table_end(t) || failed ? 2 : 0;
-    if (!rc) rc = plan_all_outputs(a, cp, list, best_k, &cheapest, best, best_cost, fig, count);
-    if (kept)
-        for (int k = 0; k < count; k++) rm_schedule_free(kept[k]);
-    else
+    if (!rc) rc = plan_all_outputs(a, cp, list, best_k, &cheapest, best, br, best_cost, fig, count);
+    if (kept) {
+        for (int k = 0; k < count; k++) {
+            rm_schedule_free(kept[k]);
+            rm_schedule_report_free(&reps[k]);
+        }
+    } else {
         rm_schedule_free(best);
+        rm_schedule_report_free(&best_r);
+    }
     free(kept);
+    free(reps);
     free(fig);
     return rc;
 }
@@ -654,16 +620,17 @@ static int plan_check(const plan_args *a, rm_cli_problem *cp)
         rm_text_fprintf(stderr, "remat plan: %s is not a valid schedule for %s: %s\n", a->check, cp->what, e.msg);
         return e.code == RM_ERR_NOMEM ? 2 : 1;
     }
-    rm_sim_result r;
-    if (rm_simulate(&r, p, s, &e)) {
+    rm_schedule_report rep;
+    if (rm_schedule_report_of(&rep, p, s, NULL, 0, &e)) {
         rm_text_fprintf(stderr, "remat plan: %s: %s\n", a->check, e.msg);
         rm_schedule_free(s);
         return 1;
     }
+    const rm_sim_result r = rep.sim;
     char x[32], y[32], z[32];
     printf("check        %s: a valid schedule for %s (%d stages)\n", a->check, cp->what, p->n);
     printf("cost         %s = checkpoint-all %+.2f%% (%ld recomputation%s)\n",
-           rm_cli_cost(x, sizeof x, r.cost, cp->flops), rm_overhead_pct(r.cost, cp->base_cost),
+           rm_cli_cost(x, sizeof x, r.cost, cp->flops), rm_overhead_pct(r.cost, cp->facts.base_cost),
            r.recomputations, r.recomputations == 1 ? "" : "s");
     printf("peak         %s = fixed + %s activations\n",
            rm_cli_bytes(x, sizeof x, (double)(p->fixed_bytes + r.peak_bytes)),
@@ -681,8 +648,9 @@ static int plan_check(const plan_args *a, rm_cli_problem *cp)
     if (!rc) {
         char title[400];
         figure_title(title, sizeof title, cp, NULL, r.cost);
-        rc = write_outputs(a, p, s, "", title);
+        rc = write_outputs(a, p, s, &rep, "", title);
     }
+    rm_schedule_report_free(&rep);
     rm_schedule_free(s);
     return rc;
 }
@@ -798,7 +766,7 @@ static int plan_run(int argc, char **argv)
     else {
         if (a.fmt == RM_TABLE_TEXT) {
             rm_cli_problem_print(&cp, a.have_budget ? &a.b : NULL);
-            if (cp.p->budget && cp.p->budget >= cp.noremat_total)
+            if (cp.verdict == RM_BUDGET_FITS)
                 printf("             the no-remat peak fits: nothing needs recomputing\n");
         }
         rc = st ? plan_one(&a, &cp, st) : plan_all(&a, &cp);

@@ -19,10 +19,7 @@ typedef struct explain_ctx {
     const rm_cli_problem *cp;
     const rm_problem *p;
     const rm_schedule *s;
-    rm_op *ops;
-    int nops;
-    size_t *mem;
-    rm_sim_result sim;
+    const rm_schedule_report *r; /* s's: its operations, timeline, peak operation */
 } explain_ctx;
 
 /* Node i's name as printed (base/utf8.h): a problem file's or an ONNX
@@ -64,11 +61,11 @@ static void explain_event(const explain_ctx *x, int i, int t, int compute_op)
     /* Where it was last in memory before: the free that dropped it. */
     int free_op = -1;
     for (int k = compute_op - 1; k >= 0; k--)
-        if (x->ops[k].node == i && x->ops[k].kind == RM_OP_FREE) {
+        if (x->r->ops[k].node == i && x->r->ops[k].kind == RM_OP_FREE) {
             free_op = k;
             break;
         }
-    int dropped = free_op >= 0 ? x->ops[free_op].stage : -1;
+    int dropped = free_op >= 0 ? x->r->ops[free_op].stage : -1;
 
     fprintf(x->f, "  %s (%s) ", nm(p, i).s, rm_cli_bytes(a, sizeof a, (double)p->nodes[i].bytes));
     if (dropped >= 0)
@@ -87,12 +84,12 @@ static void explain_event(const explain_ctx *x, int i, int t, int compute_op)
     /* Keeping it would add its bytes to every point in between. */
     int busiest = free_op + 1;
     for (int k = free_op + 1; k < compute_op; k++)
-        if (x->mem[k] > x->mem[busiest]) busiest = k;
-    size_t with = x->mem[busiest] + p->nodes[i].bytes;
+        if (x->r->mem[k] > x->r->mem[busiest]) busiest = k;
+    size_t with = x->r->mem[busiest] + p->nodes[i].bytes;
     fprintf(x->f,
             ".\n      Kept instead, it would add %s to every point in between; the busiest, computing '%s'\n"
             "      in stage %d, would reach %s",
-            a, nm(p, x->ops[busiest].node).s, x->ops[busiest].stage, rm_cli_bytes(b, sizeof b, (double)with));
+            a, nm(p, x->r->ops[busiest].node).s, x->r->ops[busiest].stage, rm_cli_bytes(b, sizeof b, (double)with));
     if (act == SIZE_MAX)
         fprintf(x->f, ".\n");
     else if (with > act)
@@ -108,16 +105,16 @@ static void explain_recomputations(const explain_ctx *x)
 {
     const rm_problem *p = x->p;
     fprintf(x->f, "\nWhat is recomputed, and why\n");
-    if (x->sim.recomputations == 0) {
+    if (x->r->sim.recomputations == 0) {
         fprintf(x->f, "  Nothing: every value is computed once and kept until its last use, as without\n"
                       "  rematerialization; the budget holds the no-remat peak.\n");
         return;
     }
     int shown = 0;
     long extra_events = 0;
-    for (int k = 0; k < x->nops; k++) {
-        const rm_op *op = &x->ops[k];
-        if (op->kind != RM_OP_COMPUTE || op->node == op->stage) continue;
+    for (int k = 0; k < x->r->nops; k++) {
+        const rm_op *op = &x->r->ops[k];
+        if (!rm_op_is_recompute(op)) continue;
         if (shown < MAX_EVENTS) {
             explain_event(x, op->node, op->stage, k);
             shown++;
@@ -157,12 +154,7 @@ static void explain_peak(const explain_ctx *x)
 {
     const rm_problem *p = x->p;
     int n = p->n;
-    int kp = -1;
-    for (int k = 0; k < x->nops; k++)
-        if (x->ops[k].kind == RM_OP_COMPUTE && x->mem[k] == x->sim.peak_bytes) {
-            kp = k;
-            break;
-        }
+    int kp = x->r->peak_op;
     if (kp < 0) return;
     /* The resident set at the peak: replay up to it. */
     unsigned char *res = calloc((size_t)n, 1);
@@ -172,7 +164,7 @@ static void explain_peak(const explain_ctx *x)
         free(order);
         return;
     }
-    for (int k = 0; k <= kp; k++) res[x->ops[k].node] = x->ops[k].kind == RM_OP_COMPUTE;
+    for (int k = 0; k <= kp; k++) res[x->r->ops[k].node] = x->r->ops[k].kind == RM_OP_COMPUTE;
     int m = 0;
     for (int i = 0; i < n; i++)
         if (res[i]) order[m++] = i;
@@ -182,20 +174,20 @@ static void explain_peak(const explain_ctx *x)
             order[b] = order[b - 1];
             order[b - 1] = tmp;
         }
-    int st = x->ops[kp].stage;
+    int st = x->r->ops[kp].stage;
     char a[32], b[32], c[32];
     fprintf(x->f, "\nWhere the peak is\n");
     fprintf(x->f, "  %s = fixed %s + %s of activations,\n",
-            rm_cli_bytes(a, sizeof a, (double)(p->fixed_bytes + x->sim.peak_bytes)),
-            rm_cli_bytes(b, sizeof b, (double)p->fixed_bytes), rm_cli_bytes(c, sizeof c, (double)x->sim.peak_bytes));
-    if (x->ops[kp].node == st)
+            rm_cli_bytes(a, sizeof a, (double)(p->fixed_bytes + x->r->sim.peak_bytes)),
+            rm_cli_bytes(b, sizeof b, (double)p->fixed_bytes), rm_cli_bytes(c, sizeof c, (double)x->r->sim.peak_bytes));
+    if (x->r->ops[kp].node == st)
         fprintf(x->f, "  reached while stage %d computes '%s'.\n", st, nm(p, st).s);
     else
-        fprintf(x->f, "  reached while stage %d ('%s') recomputes '%s'.\n", st, nm(p, st).s, nm(p, x->ops[kp].node).s);
+        fprintf(x->f, "  reached while stage %d ('%s') recomputes '%s'.\n", st, nm(p, st).s, nm(p, x->r->ops[kp].node).s);
     fprintf(x->f, "  Resident at that moment (%d values):\n", m);
     for (int j = 0; j < m && j < 8; j++) {
         int i = order[j];
-        const char *why = i == x->ops[kp].node                    ? "just computed"
+        const char *why = i == x->r->ops[kp].node                    ? "just computed"
                           : rm_schedule_S(x->s, st, i)            ? "kept from an earlier stage"
                           : rm_schedule_R(x->s, st, i) && i != st ? "recomputed in this stage"
                                                                   : "computed in this stage";
@@ -210,23 +202,11 @@ static void explain_peak(const explain_ctx *x)
     free(order);
 }
 
-int rm_explain_write_schedule(FILE *f, const rm_cli_problem *cp, const rm_schedule *s, const rm_strategy_info *st,
-                              const rm_strategy_stats *stats, rm_err *e)
+void rm_explain_write_schedule(FILE *f, const rm_cli_problem *cp, const rm_schedule *s, const rm_schedule_report *r,
+                               const rm_strategy_info *st, const rm_strategy_stats *stats)
 {
     const rm_problem *p = cp->p;
-    explain_ctx x = {f, cp, p, s, NULL, 0, NULL, stats->sim};
-    int rc = rm_schedule_ops(&x.ops, &x.nops, p, s, e);
-    if (rc) return rc;
-    x.mem = malloc((size_t)(x.nops ? x.nops : 1) * sizeof *x.mem);
-    if (!x.mem)
-        rc = rm_errorf(e, RM_ERR_NOMEM, "out of memory");
-    else
-        rc = rm_simulate_ops(&x.sim, x.mem, p, s, x.ops, x.nops, e);
-    if (rc) {
-        free(x.ops);
-        free(x.mem);
-        return rc;
-    }
+    explain_ctx x = {f, cp, p, s, r};
     char a[32], b[32], c[32];
     fprintf(f, "\nThe schedule: %s (%s), %s in %.1f s\n", st->name, st->title, rm_status_name(stats->status),
             stats->seconds);
@@ -236,10 +216,10 @@ int rm_explain_write_schedule(FILE *f, const rm_cli_problem *cp, const rm_schedu
             "  The step runs in %d stages; stage t computes node t (%d forward, then the loss, then %d backward),\n"
             "  and may first recompute earlier values from what it kept in memory.\n",
             p->n, nf, nb);
-    double extra = x.sim.cost - cp->base_cost;
+    double extra = r->sim.cost - cp->facts.base_cost;
     fprintf(f, "  Cost %s = checkpoint-all %s + %s of recomputation (%+.2f%%).\n",
-            rm_cli_cost(a, sizeof a, x.sim.cost, cp->flops), rm_cli_cost(b, sizeof b, cp->base_cost, cp->flops),
-            rm_cli_cost(c, sizeof c, extra, cp->flops), rm_overhead_pct(x.sim.cost, cp->base_cost));
+            rm_cli_cost(a, sizeof a, r->sim.cost, cp->flops), rm_cli_cost(b, sizeof b, cp->facts.base_cost, cp->flops),
+            rm_cli_cost(c, sizeof c, extra, cp->flops), rm_overhead_pct(r->sim.cost, cp->facts.base_cost));
     if (stats->has_bound && stats->bound_trivial) {
         fprintf(f,
                 "  The LP relaxation was not solved here; no schedule costs less than checkpoint-all (every\n"
@@ -247,7 +227,7 @@ int rm_explain_write_schedule(FILE *f, const rm_cli_problem *cp, const rm_schedu
                 100.0 * stats->gap);
     } else if (stats->has_bound) {
         fprintf(f, "  The LP bound proves no schedule costs less than checkpoint-all %+.2f%%",
-                rm_overhead_pct(stats->lp_bound, cp->base_cost));
+                rm_overhead_pct(stats->lp_bound, cp->facts.base_cost));
         if (stats->status == RM_STATUS_OPTIMAL)
             fprintf(f, ";\n  this one is optimal.\n");
         else
@@ -259,35 +239,32 @@ int rm_explain_write_schedule(FILE *f, const rm_cli_problem *cp, const rm_schedu
     explain_peak(&x);
     fprintf(f, "\nOverhead\n");
     char d[32];
-    if (x.sim.recomputations == 0)
+    if (r->sim.recomputations == 0)
         fprintf(f, "  None: the step costs what it costs without rematerialization, and peaks at %s.\n",
-                rm_cli_bytes(a, sizeof a, (double)(p->fixed_bytes + x.sim.peak_bytes)));
+                rm_cli_bytes(a, sizeof a, (double)(p->fixed_bytes + r->sim.peak_bytes)));
     else
         fprintf(f,
                 "  %ld recomputation%s add%s %s to the %s every training step needs anyway:\n"
                 "  %.2f%% more compute, for a peak of %s instead of %s (%.1f%% of it).\n",
-                x.sim.recomputations, x.sim.recomputations == 1 ? "" : "s", x.sim.recomputations == 1 ? "s" : "",
-                rm_cli_cost(a, sizeof a, extra, cp->flops), rm_cli_cost(b, sizeof b, cp->base_cost, cp->flops),
-                rm_overhead_pct(x.sim.cost, cp->base_cost),
-                rm_cli_bytes(c, sizeof c, (double)(p->fixed_bytes + x.sim.peak_bytes)),
-                rm_cli_bytes(d, sizeof d, (double)cp->noremat_total),
-                100.0 * (double)(p->fixed_bytes + x.sim.peak_bytes) / (double)cp->noremat_total);
-    free(x.ops);
-    free(x.mem);
-    return RM_OK;
+                r->sim.recomputations, r->sim.recomputations == 1 ? "" : "s", r->sim.recomputations == 1 ? "s" : "",
+                rm_cli_cost(a, sizeof a, extra, cp->flops), rm_cli_cost(b, sizeof b, cp->facts.base_cost, cp->flops),
+                rm_overhead_pct(r->sim.cost, cp->facts.base_cost),
+                rm_cli_bytes(c, sizeof c, (double)(p->fixed_bytes + r->sim.peak_bytes)),
+                rm_cli_bytes(d, sizeof d, (double)cp->facts.noremat_total),
+                100.0 * (double)(p->fixed_bytes + r->sim.peak_bytes) / (double)cp->facts.noremat_total);
 }
 
 void rm_explain_write_budget(FILE *f, const rm_cli_problem *cp, const rm_cli_budget *bud)
 {
     const rm_problem *p = cp->p;
     char a[32], b[32], c[32];
-    double ref = (double)cp->noremat_total;
-    size_t lbt = p->fixed_bytes + cp->lower_bound;
+    double ref = (double)cp->facts.noremat_total;
+    size_t lbt = p->fixed_bytes + cp->facts.lower_bound;
     fprintf(f, "remat explain: %s\n\n", cp->what);
     fprintf(f, "What the budget means\n");
     fprintf(f, "  The device budget is %s", rm_cli_bytes(a, sizeof a, (double)p->budget));
     char pct[160];
-    if (bud->percent) fprintf(f, " (%s)", rm_cli_budget_pct(pct, sizeof pct, bud, p->budget, cp->noremat_total));
+    if (bud->percent) fprintf(f, " (%s)", rm_cli_budget_pct(pct, sizeof pct, bud, p->budget, cp->facts.noremat_total));
     fprintf(f,
             ".\n  %s of it is fixed: it stays resident the whole step, outside the activations. That leaves\n"
             "  %s for activations.\n",
@@ -300,24 +277,24 @@ void rm_explain_write_budget(FILE *f, const rm_cli_problem *cp, const rm_cli_bud
     fprintf(f,
             "  Without rematerialization (every value kept until its last use) the step peaks at %s =\n"
             "  fixed + %s",
-            rm_cli_bytes(a, sizeof a, ref), rm_cli_bytes(b, sizeof b, (double)cp->noremat.peak_bytes));
-    if (cp->noremat.peak_node >= 0 && cp->noremat.peak_node == cp->noremat.peak_stage)
-        fprintf(f, ", computing '%s' (stage %d)", nm(p, cp->noremat.peak_node).s, cp->noremat.peak_stage);
-    else if (cp->noremat.peak_node >= 0)
-        fprintf(f, ", while stage %d ('%s') computes '%s'", cp->noremat.peak_stage, nm(p, cp->noremat.peak_stage).s,
-                nm(p, cp->noremat.peak_node).s);
+            rm_cli_bytes(a, sizeof a, ref), rm_cli_bytes(b, sizeof b, (double)cp->facts.noremat.peak_bytes));
+    if (cp->facts.noremat.peak_node >= 0 && cp->facts.noremat.peak_node == cp->facts.noremat.peak_stage)
+        fprintf(f, ", computing '%s' (stage %d)", nm(p, cp->facts.noremat.peak_node).s, cp->facts.noremat.peak_stage);
+    else if (cp->facts.noremat.peak_node >= 0)
+        fprintf(f, ", while stage %d ('%s') computes '%s'", cp->facts.noremat.peak_stage, nm(p, cp->facts.noremat.peak_stage).s,
+                nm(p, cp->facts.noremat.peak_node).s);
     fprintf(f, ".\n");
-    if (p->budget >= cp->noremat_total)
+    if (rm_budget_verdict_of(p, &cp->facts) == RM_BUDGET_FITS)
         fprintf(f, "  The budget holds that peak (%.1f%% of the budget): nothing needs recomputing.\n",
                 100.0 * ref / (double)p->budget);
     else
         fprintf(f, "  The budget is %.1f%% of it: %s of activations must be freed at the peak and recomputed later.\n",
-                100.0 * (double)p->budget / ref, rm_cli_bytes(a, sizeof a, (double)(cp->noremat_total - p->budget)));
-    const rm_problem_node *nd = &p->nodes[cp->lb_node];
+                100.0 * (double)p->budget / ref, rm_cli_bytes(a, sizeof a, (double)(cp->facts.noremat_total - p->budget)));
+    const rm_problem_node *nd = &p->nodes[cp->facts.lb_node];
     fprintf(f,
             "  No schedule can go below %s (%.1f%% of the no-remat peak): computing '%s' needs its\n"
             "  output (%s) and its %d input%s resident at once, %s of activations.\n",
-            rm_cli_bytes(a, sizeof a, (double)lbt), 100.0 * (double)lbt / ref, nm(p, cp->lb_node).s,
+            rm_cli_bytes(a, sizeof a, (double)lbt), 100.0 * (double)lbt / ref, nm(p, cp->facts.lb_node).s,
             rm_cli_bytes(b, sizeof b, (double)nd->bytes), nd->ndeps, nd->ndeps == 1 ? "" : "s",
-            rm_cli_bytes(c, sizeof c, (double)cp->lower_bound));
+            rm_cli_bytes(c, sizeof c, (double)cp->facts.lower_bound));
 }

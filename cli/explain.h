@@ -18,9 +18,9 @@
 void rm_explain_write_budget(FILE *f, const rm_cli_problem *cp, const rm_cli_budget *bud);
 
 /* "The schedule" onwards, for s, the schedule strategy st returned with
- * stats. RM_OK, or the error of replaying s (RM_ERR_INVALID, RM_ERR_NOMEM),
- * after which f may hold part of the text. */
-int rm_explain_write_schedule(FILE *f, const rm_cli_problem *cp, const rm_schedule *s, const rm_strategy_info *st,
-                              const rm_strategy_stats *stats, rm_err *e);
+ * stats, and r, its report (scheduler/report.h: the text renders its
+ * operations, timeline and peak operation; it replays nothing). */
+void rm_explain_write_schedule(FILE *f, const rm_cli_problem *cp, const rm_schedule *s, const rm_schedule_report *r,
+                               const rm_strategy_info *st, const rm_strategy_stats *stats);
 
 #endif

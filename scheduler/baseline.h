@@ -153,9 +153,11 @@ int rm_ogc_plan_until(uint8_t *pinned, size_t *predicted_peak, rm_ogc_stats *sta
 
 /* rm_best_baseline (strategy.h), also giving the seconds one simulation of
  * the winner took (sim_s may be NULL): what judging an answer like it will
- * take, which a route keeps back from its deadline. */
+ * take, which a route keeps back from its deadline. skip_checkpoint_all:
+ * the caller's verdict (the route's shortcuts) says checkpoint-all does not
+ * fit, so it is not tried. */
 rm_schedule *rm_best_baseline_timed(const rm_problem *p, double deadline, int prefer_lower_peak, const char **name,
-                                    rm_sim_result *r, double *sim_s);
+                                    rm_sim_result *r, double *sim_s, int skip_checkpoint_all);
 
 /* The searching baselines under a deadline (rm_strategy_until_fn): the
  * sweeps of Chen's greedy and of Griewank's slots stop between candidates,

@@ -28,11 +28,11 @@ static int beats(double ck, size_t pk, int k, double cb, size_t pb, int b, int p
 rm_schedule *rm_best_baseline(const rm_problem *p, double deadline, int prefer_lower_peak, const char **name,
                               rm_sim_result *r)
 {
-    return rm_best_baseline_timed(p, deadline, prefer_lower_peak, name, r, NULL);
+    return rm_best_baseline_timed(p, deadline, prefer_lower_peak, name, r, NULL, 0);
 }
 
 rm_schedule *rm_best_baseline_timed(const rm_problem *p, double deadline, int prefer_lower_peak, const char **name,
-                                    rm_sim_result *r, double *sim_s)
+                                    rm_sim_result *r, double *sim_s, int skip_checkpoint_all)
 {
     rm_schedule *best = NULL;
     rm_sim_result best_r = {0};
@@ -52,6 +52,7 @@ rm_schedule *rm_best_baseline_timed(const rm_problem *p, double deadline, int pr
     for (int i = 0; i < RM_BASELINE_COUNT; i++) {
         int k = order[i], quick = i < QUICK;
         const rm_strategy_info *st = &baselines[k];
+        if (k == 0 && skip_checkpoint_all) continue; /* the caller's verdict: it does not fit */
         if (rm_deadline_passed(deadline) && (!quick || best || st->solve_until)) {
             if (!quick || best) break;
             continue;

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "report.h"
 #include "simulate.h"
 #include "strategy.h"
 
@@ -87,7 +88,17 @@ static int step_guards(milp_run *r, int *rc, rm_err *e)
 {
     const rm_problem *p = r->p;
     rm_sim_result sim;
-    if ((*rc = rm_checkpoint_all_fit(&r->cand, &sim, p, e)) != RM_OK) {
+    const rm_problem_report *facts = r->opt->facts;
+    if (facts) {
+        /* The caller's verdict: checkpoint-all built only where it fits, with
+         * the facts' simulation of it. */
+        rm_budget_verdict v = rm_budget_verdict_of(p, facts);
+        sim = facts->noremat;
+        r->cand = NULL;
+        if ((v == RM_BUDGET_FITS || v == RM_BUDGET_UNLIMITED) &&
+            (*rc = rm_checkpoint_all_build(&r->cand, p, e)) != RM_OK)
+            return STEP_DONE;
+    } else if ((*rc = rm_checkpoint_all_fit(&r->cand, &sim, p, e)) != RM_OK) {
         rm_err_context(e, "milp: checkpoint-all rejected by the simulator");
         return STEP_DONE;
     }
@@ -586,7 +597,7 @@ int rm_strategy_milp(rm_schedule **out, rm_milp_result *info, const rm_problem *
     *out = NULL;
     int rc = rm_lp_check_problem(p, "milp", e);
     if (rc != RM_OK) return rc;
-    if ((rc = rm_problem_check_budget(p, "milp", e)) != RM_OK) {
+    if ((rc = rm_problem_check_budget_of(p, opt->facts, "milp", e)) != RM_OK) {
         info->status = RM_STATUS_INFEASIBLE;
         info->seconds = rm_now() - r.t0;
         return rc;

@@ -35,6 +35,10 @@ typedef struct rm_milp_options {
                                      e.g. the rounded incumbent: max batch asks whether one exists */
     rm_milp_log_fn log;
     void *log_ctx;
+    /* The problem's facts (report.h) when the caller has them (the solver
+     * route): the budget's verdict is taken from them and checkpoint-all is
+     * not simulated again. NULL: asked here. */
+    const struct rm_problem_report *facts;
 } rm_milp_options;
 
 void rm_milp_options_default(rm_milp_options *o);

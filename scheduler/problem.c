@@ -67,14 +67,18 @@ size_t rm_problem_activation_budget(const rm_problem *p)
     return p->budget > p->fixed_bytes ? p->budget - p->fixed_bytes : 0;
 }
 
-size_t rm_problem_peak_lower_bound(const rm_problem *p)
+size_t rm_problem_peak_lower_bound(const rm_problem *p) { return rm_problem_peak_lower_bound_at(p, NULL); }
+
+size_t rm_problem_peak_lower_bound_at(const rm_problem *p, int *node)
 {
     size_t best = 0;
+    int at = 0;
     for (int k = 0; k < p->n; k++) {
         size_t need = p->nodes[k].bytes;
         for (int d = 0; d < p->nodes[k].ndeps; d++) need += p->nodes[p->nodes[k].deps[d]].bytes;
-        if (need > best) best = need;
+        if (need > best) best = need, at = k;
     }
+    if (node) *node = at;
     return best;
 }
 
@@ -94,26 +98,6 @@ int rm_problem_bound_over_cap(const rm_problem *p, double bound)
 {
     double cap = p->max_cost;
     return cap > 0 && bound > cap && bound - cap > 1e-9 * fmax(1.0, fmax(fabs(bound), fabs(cap)));
-}
-
-int rm_problem_check_budget(const rm_problem *p, const char *who, rm_err *e)
-{
-    if (p->max_cost > 0) {
-        double all = rm_problem_base_cost(p);
-        if (all > p->max_cost)
-            return rm_errorf(e, RM_ERR_INFEASIBLE, "%s: the compute cap %.6g is below %.6g, every node once", who,
-                             p->max_cost, all);
-    }
-    if (p->budget == 0) return RM_OK;
-    size_t lb = rm_problem_peak_lower_bound(p);
-    if (p->fixed_bytes <= p->budget && lb <= p->budget - p->fixed_bytes) return RM_OK;
-    if (p->fixed_bytes >= p->budget)
-        return rm_errorf(e, RM_ERR_INFEASIBLE, "%s: the fixed bytes %zu leave nothing of the budget %zu", who,
-                         p->fixed_bytes, p->budget);
-    return rm_errorf(e, RM_ERR_INFEASIBLE,
-                     "%s: the activation budget %zu bytes (budget %zu less %zu fixed) is below the trivial lower "
-                     "bound %zu, the largest node with its inputs, which every schedule must hold at once",
-                     who, p->budget - p->fixed_bytes, p->budget, p->fixed_bytes, lb);
 }
 
 static const char *node_name(const rm_problem *p, int i) { return p->nodes[i].name[0] ? p->nodes[i].name : "?"; }

@@ -50,6 +50,9 @@ size_t rm_problem_activation_budget(const rm_problem *p);
  * bytes[k] + sum of bytes of k's deps (every node needs its inputs and its
  * output resident at once). No strategy can go below it. */
 size_t rm_problem_peak_lower_bound(const rm_problem *p);
+/* The same, with the node k that sets it in *node (the first such; 0 when
+ * every node needs 0 bytes; node may be NULL). The one place it is computed. */
+size_t rm_problem_peak_lower_bound_at(const rm_problem *p, int *node);
 
 /* Every node once: checkpoint-all's cost, the least any schedule pays. */
 double rm_problem_base_cost(const rm_problem *p);
@@ -66,11 +69,12 @@ double rm_overhead_pct(double cost, double base);
  * here only. */
 int rm_problem_bound_over_cap(const rm_problem *p, double bound);
 
-/* "Is the budget below the trivial bound?", asked here only: RM_OK when the
- * budget is 0 (unlimited) or holds the fixed bytes plus the trivial lower
- * bound, and the compute cap (if any) is at least every node once; else
- * RM_ERR_INFEASIBLE with a message prefixed by who. Every strategy and
- * solver refuses such a problem at once with this answer. */
+/* "Is the budget below the trivial bound?": RM_OK when the budget is 0
+ * (unlimited) or holds the fixed bytes plus the trivial lower bound, and the
+ * compute cap (if any) is at least every node once; else RM_ERR_INFEASIBLE
+ * with the reason prefixed by who. Every strategy and solver refuses such a
+ * problem at once with this answer. Answered by the budget's verdict
+ * (scheduler/report.h: rm_problem_check_budget_of, defined there). */
 int rm_problem_check_budget(const rm_problem *p, const char *who, rm_err *e);
 
 /* The most bytes a problem may hold: fixed bytes plus every node's output,

@@ -50,34 +50,44 @@ void rm_route_say(const rm_strategy_options *o, int to_caller, const char *fmt, 
 
 /* ---------------------------------------------------------------- 1. shortcuts */
 
-int rm_route_shortcuts(int *rc, rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p, const char *who,
-                       int proves, rm_err *e)
+int rm_route_shortcuts(int *rc, rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p,
+                       const rm_strategy_options *o, const char *who, int proves, rm_err *e)
 {
     rm_err ignored = {RM_OK, ""};
     *rc = RM_OK;
     if (rm_problem_validate(p, &ignored) != RM_OK) return RM_ROUTE_SOLVE;
+    /* The facts the caller brought (one simulation of checkpoint-all for the
+     * whole command), else computed here, once for the call. */
+    rm_problem_report local;
+    const rm_problem_report *r = o ? o->facts : NULL;
+    if (!r) {
+        if (rm_problem_report_of(&local, p, &ignored) != RM_OK) return RM_ROUTE_SOLVE;
+        r = &local;
+    }
+    rm_budget_verdict v = rm_budget_verdict_of(p, r);
     rm_route_say(NULL, 0, "route %s: %d nodes, budget %zu (fixed %zu), trivial lower bound %zu", who, p->n, p->budget,
-                 p->fixed_bytes, rm_problem_peak_lower_bound(p));
-    if ((*rc = rm_problem_check_budget(p, who, e)) != RM_OK) {
+                 p->fixed_bytes, r->lower_bound);
+    if (!rm_budget_feasible(v)) {
+        *rc = rm_problem_check_budget_of(p, r, who, e);
         if (stats) stats->status = RM_STATUS_INFEASIBLE;
         rm_route_say(NULL, 0, "route %s: below the trivial bound: infeasible, nothing to solve", who);
         return RM_ROUTE_ANSWERED;
     }
-    rm_sim_result r;
-    rm_schedule *all = NULL;
-    if (rm_checkpoint_all_fit(&all, &r, p, &ignored) != RM_OK) return RM_ROUTE_SOLVE;
-    if (!all) {
-        rm_route_say(NULL, 0, "route %s: checkpoint-all (peak %zu) does not fit: solving", who, r.peak_bytes);
+    if (v != RM_BUDGET_FITS && v != RM_BUDGET_UNLIMITED) {
+        rm_route_say(NULL, 0, "route %s: checkpoint-all (peak %zu) does not fit: solving", who, r->noremat.peak_bytes);
         return RM_ROUTE_SOLVE;
     }
+    /* Its simulation is the facts' own: built, not simulated again. */
+    rm_schedule *all = NULL;
+    if (rm_checkpoint_all_build(&all, p, &ignored) != RM_OK) return RM_ROUTE_SOLVE;
     rm_route_say(NULL, 0, "route %s: checkpoint-all fits (peak %zu, cost %.6g): optimal, nothing to solve", who,
-                 r.peak_bytes, r.cost);
+                 r->noremat.peak_bytes, r->noremat.cost);
     *out = all;
     if (stats) {
-        stats->sim = r;
+        stats->sim = r->noremat;
         if (proves) stats->status = RM_STATUS_OPTIMAL;
         stats->has_bound = 1;
-        stats->lp_bound = r.cost;
+        stats->lp_bound = r->noremat.cost;
         stats->gap = 0;
         stats->source = "checkpoint_all";
     }
@@ -128,7 +138,9 @@ rm_schedule *rm_route_incumbent(const rm_problem *p, const rm_strategy_options *
             inc = NULL;
         }
     }
-    if (!inc && (inc = rm_best_baseline_timed(p, deadline, 0, name, r, &sim_s)) == NULL) {
+    /* Asked after the shortcuts (route_internal.h), which found that
+     * checkpoint-all does not fit: it is not built and simulated again. */
+    if (!inc && (inc = rm_best_baseline_timed(p, deadline, 0, name, r, &sim_s, 1)) == NULL) {
         rm_route_say(NULL, 0, "route %s: no baseline fits: no incumbent", who);
         return NULL;
     }
@@ -166,7 +178,10 @@ static int lp_round_direct(rm_schedule **out, rm_strategy_stats *stats, const rm
 {
     double deadline = rm_route_deadline(o);
     int rc;
-    if (rm_route_shortcuts(&rc, out, stats, p, "lp_round", 0, e) == RM_ROUTE_ANSWERED) return rc;
+    /* A caller with a simulated incumbent (the MILP route, "best") has asked
+     * the shortcuts already. */
+    if (!(o && o->incumbent_sim) && rm_route_shortcuts(&rc, out, stats, p, o, "lp_round", 0, e) == RM_ROUTE_ANSWERED)
+        return rc;
     const char *iname;
     rm_sim_result ir;
     rm_schedule *inc = rm_route_incumbent(p, o, deadline, "lp_round", &iname, &ir, NULL);
@@ -242,9 +257,11 @@ static int milp_direct(rm_schedule **out, rm_strategy_stats *stats, const rm_pro
         mo.log_ctx = o->log_ctx;
         mo.verbosity = o->verbosity ? o->verbosity : 4;
         mo.first_fit = o->first_fit;
+        mo.facts = o->facts;
     }
     int rc;
-    if (rm_route_shortcuts(&rc, out, stats, p, "milp", 1, e) == RM_ROUTE_ANSWERED) return rc;
+    if (!(o && o->incumbent_sim) && rm_route_shortcuts(&rc, out, stats, p, o, "milp", 1, e) == RM_ROUTE_ANSWERED)
+        return rc;
     const char *iname;
     rm_sim_result ir;
     rm_schedule *incumbent = rm_route_incumbent(p, o, deadline, "milp", &iname, &ir, NULL);
@@ -311,7 +328,7 @@ int rm_route_milp(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
         stats = &local;
     }
     int ff = o->first_fit, rc;
-    if (!o->incumbent_sim && rm_route_shortcuts(&rc, out, stats, p, "milp", 1, e) == RM_ROUTE_ANSWERED) return rc;
+    if (!o->incumbent_sim && rm_route_shortcuts(&rc, out, stats, p, o, "milp", 1, e) == RM_ROUTE_ANSWERED) return rc;
     /* The incumbent once, for both halves (the MILP half falls back to it),
      * in at most half the time: on 100,000 nodes the baselines' searches
      * alone take tens of seconds. */

@@ -64,7 +64,7 @@ int rm_route_best(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
     if (!stats) stats = &dummy;
     int rc;
     *out = NULL;
-    if (rm_route_shortcuts(&rc, out, stats, p, "best", 1, e) == RM_ROUTE_ANSWERED) return rc;
+    if (rm_route_shortcuts(&rc, out, stats, p, o, "best", 1, e) == RM_ROUTE_ANSWERED) return rc;
     const char *iname = NULL;
     rm_sim_result ir;
     /* The heuristics in at most half the time (milliseconds on models; on

@@ -114,6 +114,7 @@ static int coarse_level(coarse_best *b, int *same, const rm_problem *p, const rm
     rm_strategy_options co = rm_route_phase(o, solve_by);
     co.incumbent = NULL; /* the caller's has the original problem's stages */
     co.incumbent_sim = NULL;
+    co.facts = NULL; /* and its facts are the original problem's */
     rm_strategy_stats cst;
     memset(&cst, 0, sizeof cst);
     cst.status = RM_STATUS_ERROR;
@@ -211,7 +212,7 @@ int rm_coarsen_run(rm_schedule **out, rm_strategy_stats *stats, const rm_problem
      * the shortcuts already: a validation and a simulation less, each a
      * tenth of a second on 100,000 nodes. */
     if (!(o && o->incumbent_sim) &&
-        rm_route_shortcuts(&rc, out, stats, p, name, baseline_fallback, e) == RM_ROUTE_ANSWERED)
+        rm_route_shortcuts(&rc, out, stats, p, o, name, baseline_fallback, e) == RM_ROUTE_ANSWERED)
         return rc;
     if (baseline_fallback) {
         /* Half the time at most, unless the caller brought its own. */

@@ -24,13 +24,15 @@ void rm_route_say(const rm_strategy_options *o, int to_caller, const char *fmt, 
 
 enum { RM_ROUTE_SOLVE, RM_ROUTE_ANSWERED };
 
-/* The shortcuts, asked once per call. RM_ROUTE_ANSWERED with *rc:
+/* The shortcuts, asked once per call, by the budget's verdict (report.h;
+ * from o->facts when the caller has them): RM_ROUTE_ANSWERED with *rc:
  * infeasible below the trivial bound, or checkpoint-all in *out (optimal:
  * its bound is its cost; status OPTIMAL where the strategy proves
  * optimality, proves != 0). An invalid problem skips them and goes on to
- * the solver, which reports it. */
-int rm_route_shortcuts(int *rc, rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p, const char *who,
-                       int proves, rm_err *e);
+ * the solver, which reports it. A phase given a simulated incumbent
+ * (o->incumbent_sim) was called by a route that asked them already. */
+int rm_route_shortcuts(int *rc, rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p,
+                       const rm_strategy_options *o, const char *who, int proves, rm_err *e);
 
 /* Keeps s in *best if it fits and is cheaper (ties: lower peak); takes s.
  * Returns 1 when s was kept. */

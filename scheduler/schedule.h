@@ -158,6 +158,8 @@ int rm_schedule_ops(rm_op **ops, int *nops, const rm_problem *p, const rm_schedu
  * (the graph p came from) the sizes are g's and every compute's inputs are
  * checked live (rm_plan_from_graph); with g NULL they are p's bytes. */
 int rm_schedule_plan(rm_plan **out, const rm_problem *p, const rm_schedule *s, const rm_graph *g, rm_err *e);
+/* The same from the operation sequence already at hand (rm_schedule_ops). */
+int rm_schedule_plan_ops(rm_plan **out, const rm_problem *p, const rm_op *ops, int nops, const rm_graph *g, rm_err *e);
 /* The plan of g under checkpoint-all: every value kept until its last use,
  * and no longer. On a forward-only graph (inference), the least memory a
  * pass can take; on a training graph, no rematerialization. */
@@ -179,6 +181,11 @@ int rm_schedule_read(rm_schedule **out, const rm_problem *p, const char *path, r
  * followed or waited on (rm_schedule_read takes a FIFO the user names, as
  * in `--check <(...)`). */
 int rm_schedule_write_kind(const rm_schedule *s, const rm_problem *p, const char *path, rm_path_kind kind, rm_err *e);
+/* The same from s's replay already at hand (its operation sequence and the
+ * simulator's verdict on it, as a schedule report holds them). */
+struct rm_sim_result; /* simulate.h */
+int rm_schedule_write_replayed(const rm_schedule *s, const rm_problem *p, const rm_op *ops, int nops,
+                               const struct rm_sim_result *r, const char *path, rm_path_kind kind, rm_err *e);
 int rm_schedule_read_entry(rm_schedule **out, const rm_problem *p, const char *path, rm_err *e);
 
 #endif

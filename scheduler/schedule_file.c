@@ -62,30 +62,31 @@ int rm_schedule_write_kind(const rm_schedule *s, const rm_problem *p, const char
     int nops, rc;
     rm_sim_result r;
     if ((rc = rm_schedule_ops(&ops, &nops, p, s, e))) return rc;
-    if ((rc = rm_simulate_ops(&r, NULL, p, s, ops, nops, e))) {
-        free(ops);
-        return rc;
-    }
+    if (!(rc = rm_simulate_ops(&r, NULL, p, s, ops, nops, e))) rc = rm_schedule_write_replayed(s, p, ops, nops, &r, path, kind, e);
+    free(ops);
+    return rc;
+}
+
+int rm_schedule_write_replayed(const rm_schedule *s, const rm_problem *p, const rm_op *ops, int nops,
+                               const rm_sim_result *r, const char *path, rm_path_kind kind, rm_err *e)
+{
     /* Written aside and renamed into place (base/atomic_file.h): a run
      * killed mid-write, or a full disk, leaves the previous file intact. */
     rm_atomic_file af;
-    if ((rc = rm_atomic_open_kind(&af, path, kind, e))) {
-        free(ops);
-        return rc;
-    }
+    int rc = rm_atomic_open_kind(&af, path, kind, e);
+    if (rc) return rc;
     FILE *fp = af.f;
     fprintf(fp, "# remat schedule (format: docs/schedule-format.md)\n");
     fprintf(fp, "schedule %d sparse\n", s->n);
     write_body(fp, s);
     fprintf(fp, "# simulated: total compute cost, activation peak in bytes (fixed bytes excluded)\n");
-    fprintf(fp, "cost %.17g\n", r.cost);
-    fprintf(fp, "peak %zu\n", r.peak_bytes);
+    fprintf(fp, "cost %.17g\n", r->cost);
+    fprintf(fp, "peak %zu\n", r->peak_bytes);
     fprintf(fp, "# the operation sequence: STAGE compute|free NODE\n");
     fprintf(fp, "ops %d\n", nops);
     for (int o = 0; o < nops; o++)
         fprintf(fp, "%d %s %d # %s\n", ops[o].stage, ops[o].kind == RM_OP_COMPUTE ? "compute" : "free", ops[o].node,
                 p->nodes[ops[o].node].name[0] ? p->nodes[ops[o].node].name : "-");
-    free(ops);
     return rm_atomic_commit(&af, e); /* checks every fprintf above through ferror */
 }
 

@@ -11,7 +11,15 @@ int rm_schedule_plan(rm_plan **out, const rm_problem *p, const rm_schedule *s, c
     rm_op *ops = NULL;
     int nops = 0;
     int rc = rm_schedule_ops(&ops, &nops, p, s, e);
-    if (rc) return rc;
+    if (!rc) rc = rm_schedule_plan_ops(out, p, ops, nops, g, e);
+    free(ops);
+    return rc;
+}
+
+int rm_schedule_plan_ops(rm_plan **out, const rm_problem *p, const rm_op *ops, int nops, const rm_graph *g, rm_err *e)
+{
+    *out = NULL;
+    int rc = RM_OK;
     if (g) {
         rc = rm_plan_from_graph(out, g, ops, nops, e);
     } else {
@@ -21,7 +29,6 @@ int rm_schedule_plan(rm_plan **out, const rm_problem *p, const rm_schedule *s, c
         if (!rc) rc = rm_plan_create(out, bytes, p->n, ops, nops, e);
         free(bytes);
     }
-    free(ops);
     return rc;
 }
 

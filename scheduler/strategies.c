@@ -73,7 +73,18 @@ static void trivial_bound(rm_strategy_stats *stats, const rm_problem *p)
 int rm_strategy_run(rm_schedule **out, rm_strategy_stats *stats, const rm_strategy_info *st, const rm_problem *p,
                     const rm_strategy_options *o, rm_err *e)
 {
+    return rm_strategy_run_report(out, stats, NULL, 0, NULL, st, p, o, e);
+}
+
+int rm_strategy_run_report(rm_schedule **out, rm_strategy_stats *stats, rm_schedule_report *report, unsigned what,
+                           const rm_graph *g, const rm_strategy_info *st, const rm_problem *p,
+                           const rm_strategy_options *o, rm_err *e)
+{
     rm_strategy_stats dummy;
+    if (report) {
+        memset(report, 0, sizeof *report);
+        report->peak_op = report->backward_op = -1;
+    }
     if (!stats) stats = &dummy;
     memset(stats, 0, sizeof *stats);
     stats->status = RM_STATUS_ERROR;
@@ -100,13 +111,18 @@ int rm_strategy_run(rm_schedule **out, rm_strategy_stats *stats, const rm_strate
         RM_LOG_WARN("%s: stopped at the time limit (%.3g s): the best schedule found by then", st->name,
                     deadline - t0);
     if (rc == RM_OK && !*out) rc = rm_errorf(e, RM_ERR_INVALID, "%s: returned no schedule", st->name);
-    if (rc == RM_OK) rc = rm_simulate(&stats->sim, p, *out, e);
+    /* The judge: one replay, kept as the schedule's report when the caller
+     * wants it (what it prints and draws), else only its verdict. */
+    if (rc == RM_OK && !report) rc = rm_simulate(&stats->sim, p, *out, e);
+    if (rc == RM_OK && report && (rc = rm_schedule_report_of(report, p, *out, NULL, 0, e)) == RM_OK)
+        stats->sim = report->sim;
     if (rc == RM_OK && !rm_sim_fits(p, &stats->sim))
         rc = rm_errorf(e, RM_ERR_INVALID, "%s: its schedule peaks at %zu + %zu fixed bytes, over the budget %zu",
                        st->name, stats->sim.peak_bytes, p->fixed_bytes, p->budget);
     if (rc != RM_OK) {
         rm_schedule_free(*out);
         *out = NULL;
+        if (report) rm_schedule_report_free(report);
         if (rc == RM_ERR_INFEASIBLE) {
             if (!st->solve_opt && stats->stopped) stats->status = RM_STATUS_NO_SOLUTION; /* no proof */
             else if (!st->solve_opt || stats->status != RM_STATUS_NO_SOLUTION) stats->status = RM_STATUS_INFEASIBLE;
@@ -128,5 +144,8 @@ int rm_strategy_run(rm_schedule **out, rm_strategy_stats *stats, const rm_strate
         RM_LOG_INFO("strategy %s: %s, cost %.6g, peak %zu + %zu fixed, %.3f s", st->name,
                     rm_status_name(stats->status), stats->sim.cost, stats->sim.peak_bytes, p->fixed_bytes,
                     stats->seconds);
+    /* The arena plan of the answer, from the judge's operations, after the
+     * verdict is said (its placement logs what it did). */
+    if (report) rm_schedule_report_arena(report, p, g, what);
     return RM_OK;
 }

@@ -17,6 +17,7 @@
 
 #include <stdint.h>
 
+#include "report.h"
 #include "schedule.h"
 #include "simulate.h"
 #include "status.h"
@@ -112,6 +113,12 @@ typedef struct rm_strategy_options {
      * the best schedule it has. 0: rm_strategy_run sets it time_limit_s
      * from its start; the routes pass their phases a share of it. */
     double deadline;
+    /* The problem's facts (report.h), when the caller has them (the
+     * commands and the trainer compute them once, before they solve): the
+     * route's shortcuts take the budget's verdict from them instead of
+     * simulating checkpoint-all again. NULL: the route computes them. They
+     * must be p's (the budget does not matter: the verdict is asked anew). */
+    const rm_problem_report *facts;
 } rm_strategy_options;
 
 /* What a strategy run reports besides its schedule. */
@@ -194,5 +201,13 @@ const rm_strategy_info *rm_strategy_find(const char *name);
  * (stats->stopped, and a line on the log), NO_SOLUTION where it had none. */
 int rm_strategy_run(rm_schedule **out, rm_strategy_stats *stats, const rm_strategy_info *st, const rm_problem *p,
                     const rm_strategy_options *o, rm_err *e);
+/* The same, judged by the schedule's report (report.h) instead of a bare
+ * simulation: with report not NULL and an answer, *report is its report
+ * (what and g as rm_schedule_report_of takes them), from the one replay
+ * that judges it, and stats->sim is report->sim; the caller frees it. With
+ * no answer *report is empty (rm_schedule_report_free is still safe). */
+int rm_strategy_run_report(rm_schedule **out, rm_strategy_stats *stats, rm_schedule_report *report, unsigned what,
+                           const rm_graph *g, const rm_strategy_info *st, const rm_problem *p,
+                           const rm_strategy_options *o, rm_err *e);
 
 #endif

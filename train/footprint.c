@@ -30,22 +30,16 @@ int rm_footprint_of(rm_footprint *f, const rm_model *m, int batch, const rm_opti
     return RM_OK;
 }
 
-int rm_training_problem(rm_problem **out, rm_footprint *f, const rm_model *m, int batch, const rm_optim_options *o,
-                        const rm_backend *be, const rm_cost_file *costs, rm_cost_batch mode, rm_err *e)
+/* The problem of g (m traced at batch) with its footprint fp. */
+static int problem_of(rm_problem **out, rm_footprint *f, const rm_footprint *fp, const rm_model *m, const rm_graph *g,
+                      int batch, const rm_cost_file *costs, rm_cost_batch mode, rm_err *e)
 {
-    *out = NULL;
-    rm_footprint fp;
-    int rc = rm_footprint_of(&fp, m, batch, o, be, e);
-    if (rc) return rc;
-    rm_graph g;
-    if ((rc = rm_model_trace(&g, m, batch, e))) return rc;
+    int rc;
     rm_problem *p = NULL;
-    rc = rm_problem_from_graph(&p, &g, e);
-    rm_graph_free(&g);
-    if (rc) return rm_err_context(e, "%s at batch %d", m->path, batch);
+    if ((rc = rm_problem_from_graph(&p, g, e))) return rm_err_context(e, "%s at batch %d", m->path, batch);
     /* Aligned as the plan places them, so the simulator's peak is the plan's live peak. */
     for (int i = 0; i < p->n; i++) p->nodes[i].bytes = rm_align_up(p->nodes[i].bytes);
-    p->fixed_bytes = fp.total;
+    p->fixed_bytes = fp->total;
     p->budget = 0;
     /* Again with the fixed bytes and the alignment: their total must not wrap either. */
     if ((rc = rm_problem_validate(p, e))) {
@@ -60,7 +54,32 @@ int rm_training_problem(rm_problem **out, rm_footprint *f, const rm_model *m, in
             return rc;
         }
     }
-    if (f) *f = fp;
+    if (f) *f = *fp;
     *out = p;
     return RM_OK;
+}
+
+int rm_training_problem(rm_problem **out, rm_footprint *f, const rm_model *m, int batch, const rm_optim_options *o,
+                        const rm_backend *be, const rm_cost_file *costs, rm_cost_batch mode, rm_err *e)
+{
+    *out = NULL;
+    rm_footprint fp;
+    int rc = rm_footprint_of(&fp, m, batch, o, be, e);
+    if (rc) return rc;
+    rm_graph g;
+    if ((rc = rm_model_trace(&g, m, batch, e))) return rc;
+    rc = problem_of(out, f, &fp, m, &g, batch, costs, mode, e);
+    rm_graph_free(&g);
+    return rc;
+}
+
+int rm_training_problem_of(rm_problem **out, rm_footprint *f, const rm_model *m, const rm_graph *g,
+                           const rm_optim_options *o, const rm_backend *be, const rm_cost_file *costs,
+                           rm_cost_batch mode, rm_err *e)
+{
+    *out = NULL;
+    rm_footprint fp;
+    int rc = rm_footprint_of(&fp, m, g->batch, o, be, e);
+    if (rc) return rc;
+    return problem_of(out, f, &fp, m, g, g->batch, costs, mode, e);
 }

@@ -44,5 +44,10 @@ int rm_footprint_of(rm_footprint *f, const rm_model *m, int batch, const rm_opti
  * scales it to this batch when mode is RM_COST_SCALE_BATCH. */
 int rm_training_problem(rm_problem **out, rm_footprint *f, const rm_model *m, int batch, const rm_optim_options *o,
                         const rm_backend *be, const rm_cost_file *costs, rm_cost_batch mode, rm_err *e);
+/* The same from g, m traced at its batch already (the trainer and `remat
+ * graph` keep the graph: one trace, not two). */
+int rm_training_problem_of(rm_problem **out, rm_footprint *f, const rm_model *m, const rm_graph *g,
+                           const rm_optim_options *o, const rm_backend *be, const rm_cost_file *costs,
+                           rm_cost_batch mode, rm_err *e);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include "atomic_file.h"
 #include "maxbatch.h"
+#include "report.h"
 #include "simulate.h"
 #include "trace.h"
 #include "trainer_internal.h"
@@ -31,6 +32,13 @@ static int build_problem(rm_problem **out, void *vctx, int batch, rm_err *e)
 {
     const problem_ctx *c = vctx;
     return rm_training_problem(out, NULL, c->m, batch, c->o, c->be, c->costs, RM_COST_SCALE_BATCH, e);
+}
+
+/* The trainer's binary units (MB) as the budget's reason writes bytes (report.h). */
+static const char *trainer_bytes(char *buf, size_t len, double bytes)
+{
+    snprintf(buf, len, "%s", MB((size_t)bytes).s);
+    return buf;
 }
 
 /* ---- the schedule ----------------------------------------------------------- */
@@ -63,7 +71,24 @@ static uint64_t cache_key(const rm_problem *p, size_t budget, const char *strate
     return h;
 }
 
+/* The schedule's figures in the summary, from its report; the arena plan
+ * (the report's, placed as the executor runs it) becomes t's. */
+static void take_report(rm_trainer *t, rm_schedule_report *r)
+{
+    t->sum.sched_peak = t->p->fixed_bytes + r->sim.peak_bytes;
+    t->sum.cost = r->sim.cost;
+    t->sum.recomputations = r->sim.recomputations;
+    t->sum.recomputed_nodes = r->recomputed_nodes;
+    t->plan = rm_schedule_report_take_arena(r);
+    t->sum.plan_span = t->plan->span;
+}
 
+/* The arena of a report made with RM_REPORT_ARENA: its placement's error, if any. */
+static int report_arena(const rm_schedule_report *r, rm_err *e)
+{
+    if (r->arena) return RM_OK;
+    return rm_errorf(e, r->arena_code ? r->arena_code : RM_ERR_INVALID, "%s", r->arena_note);
+}
 
 /* A cached schedule is used only if the reader (valid, agreeing with the
  * simulator), the budget and the plan's span all accept it. The cache is a
@@ -74,24 +99,24 @@ static uint64_t cache_key(const rm_problem *p, size_t budget, const char *strate
 static int cache_load(rm_trainer *t, const char *path, rm_err *e)
 {
     rm_schedule *s = NULL;
-    rm_plan *pl = NULL;
-    rm_sim_result r;
+    rm_schedule_report r;
+    memset(&r, 0, sizeof r);
     int rc = rm_schedule_read_entry(&s, t->p, path, e);
-    if (!rc) rc = rm_simulate(&r, t->p, s, e);
-    if (!rc && !rm_sim_fits(t->p, &r))
+    if (!rc && !(rc = rm_schedule_report_of(&r, t->p, s, &t->g, RM_REPORT_ARENA, e))) rc = report_arena(&r, e);
+    if (!rc && !rm_sim_fits(t->p, &r.sim))
         rc = rm_errorf(e, RM_ERR_BUDGET, "%s: peaks at %s, over the budget %s", path,
-                       MB(t->p->fixed_bytes + r.peak_bytes).s, MB(t->p->budget).s);
-    if (!rc) rc = rm_schedule_plan(&pl, t->p, s, &t->g, e);
-    if (!rc && t->p->fixed_bytes + pl->span > t->p->budget)
+                       MB(t->p->fixed_bytes + r.sim.peak_bytes).s, MB(t->p->budget).s);
+    if (!rc && t->p->fixed_bytes + r.arena->span > t->p->budget)
         rc = rm_errorf(e, RM_ERR_BUDGET, "%s: its plan needs %s, over the budget %s", path,
-                       MB(t->p->fixed_bytes + pl->span).s, MB(t->p->budget).s);
+                       MB(t->p->fixed_bytes + r.arena->span).s, MB(t->p->budget).s);
     if (rc) {
         rm_schedule_free(s);
-        rm_plan_free(pl);
+        rm_schedule_report_free(&r);
         return rc;
     }
     t->s = s;
-    t->plan = pl;
+    take_report(t, &r);
+    rm_schedule_report_free(&r);
     t->sum.status = "cached";
     return RM_OK;
 }
@@ -102,14 +127,15 @@ static int cache_load(rm_trainer *t, const char *path, rm_err *e)
  * replaced itself, and what a link names is never written.
  * The cache only saves solver time: a failure to store is a note, not a
  * reason to stop a training run whose schedule is already in hand. */
-static void cache_store(rm_trainer *t, const char *path)
+static void cache_store(rm_trainer *t, const char *path, const rm_schedule_report *r)
 {
     rm_err e = {RM_OK, ""};
     if (mkdir(t->cfg.cache_dir, 0777) && errno != EEXIST) {
         rm_trainer_note(t, "schedule cache: cannot create %s: %s", t->cfg.cache_dir, strerror(errno));
         return;
     }
-    if (rm_schedule_write_kind(t->s, t->p, path, RM_PATH_ENTRY, &e)) rm_trainer_note(t, "schedule cache: not stored: %s", e.msg);
+    if (rm_schedule_write_replayed(t->s, t->p, r->ops, r->nops, &r->sim, path, RM_PATH_ENTRY, &e))
+        rm_trainer_note(t, "schedule cache: not stored: %s", e.msg);
     else t->sum.cache_stored = 1;
 }
 
@@ -149,7 +175,7 @@ static void what_fits(const rm_trainer *t, const rm_strategy_info *st, char *buf
         snprintf(buf + l, len - l, "; batch %d is above the lower bound, so lp_round or milp may fit it", t->batch);
 }
 
-static int solve(rm_trainer *t, rm_err *e)
+static int solve(rm_trainer *t, const rm_problem_report *facts, rm_err *e)
 {
     const rm_strategy_info *st = rm_strategy_find(t->cfg.strategy);
     rm_problem *p = t->p;
@@ -184,6 +210,10 @@ static int solve(rm_trainer *t, rm_err *e)
     size_t target = budget, span = 0;
     int fixed_schedule = !strcmp(st->name, "checkpoint_all");
     rm_strategy_stats stats;
+    rm_schedule_report rep; /* the judge's replay of the answer, with its arena plan */
+    memset(&rep, 0, sizeof rep);
+    rm_strategy_options so = t->cfg.solver;
+    so.facts = facts;
     for (int attempt = 0; attempt < SOLVE_ATTEMPTS; attempt++) {
         p->budget = target;
         char line[300];
@@ -196,7 +226,7 @@ static int solve(rm_trainer *t, rm_err *e)
         ev.batch = t->batch;
         rm_trainer_emit(t, &ev);
         rm_schedule *s = NULL;
-        int rc = rm_strategy_run(&s, &stats, st, p, &t->cfg.solver, e);
+        int rc = rm_strategy_run_report(&s, &stats, &rep, RM_REPORT_ARENA, &t->g, st, p, &so, e);
         p->budget = budget;
         if (rc == RM_ERR_INFEASIBLE) {
             char fits[300];
@@ -209,20 +239,20 @@ static int solve(rm_trainer *t, rm_err *e)
                              MB(t->sum.noremat_peak).s, MB(t->sum.lower_bound).s, fits);
         }
         if (rc) return rc;
-        rm_plan *pl = NULL;
-        if ((rc = rm_schedule_plan(&pl, t->p, s, &t->g, e))) {
+        if ((rc = report_arena(&rep, e))) {
             rm_schedule_free(s);
+            rm_schedule_report_free(&rep);
             return rc;
         }
-        span = pl->span;
+        span = rep.arena->span;
         if (span <= act) {
             t->s = s;
-            t->plan = pl;
+            take_report(t, &rep);
             break;
         }
         size_t over = span - act;
         rm_schedule_free(s);
-        rm_plan_free(pl);
+        rm_schedule_report_free(&rep);
         if (fixed_schedule || target - over < t->sum.lower_bound) break;
         rm_trainer_note(t, "the %s plan needs %s for activations (live peak %s plus fragmentation), over the %s there is; "
                 "solving for %s less",
@@ -240,7 +270,8 @@ static int solve(rm_trainer *t, rm_err *e)
     t->sum.solve_s = stats.seconds;
     t->sum.has_bound = stats.has_bound;
     t->sum.gap = stats.gap;
-    if (path[0]) cache_store(t, path);
+    if (path[0]) cache_store(t, path, &rep);
+    rm_schedule_report_free(&rep);
     return RM_OK;
 }
 
@@ -250,49 +281,36 @@ int rm_trainer_plan_memory(rm_trainer *t, rm_err *e)
     const rm_trainer_config *c = &t->cfg;
     int rc = rm_model_trace(&t->g, t->m, t->batch, e);
     /* Profiled costs must be of this batch, unless --batch auto chose it:
-     * then they are scaled like the search's probes were. */
+     * then they are scaled like the search's probes were. The problem is
+     * made from the graph traced here: one trace. */
     rm_cost_batch mode = t->sum.batch_auto ? RM_COST_SCALE_BATCH : RM_COST_SAME_BATCH;
-    if (!rc) rc = rm_training_problem(&t->p, &t->sum.fp, t->m, t->batch, &c->optim, t->be, c->costs, mode, e);
+    if (!rc) rc = rm_training_problem_of(&t->p, &t->sum.fp, t->m, &t->g, &c->optim, t->be, c->costs, mode, e);
     if (rc) return rc;
     if (c->costs && t->batch != c->costs->batch)
         rm_trainer_note(t, "costs: profiled at batch %d, scaled linearly to batch %d (assumes time grows with the batch)",
              c->costs->batch, t->batch);
     rm_problem *p = t->p;
-    rm_schedule *all = NULL;
-    rm_sim_result r;
-    if ((rc = rm_strategy_checkpoint_all(&all, p, e)) || (rc = rm_simulate(&r, p, all, e))) {
-        rm_schedule_free(all);
-        return rc;
-    }
-    rm_schedule_free(all);
-    const size_t fixed = p->fixed_bytes, lb = rm_problem_peak_lower_bound(p);
-    t->sum.noremat_peak = fixed + r.peak_bytes;
-    t->sum.lower_bound = fixed + lb;
-    t->sum.base_cost = rm_problem_base_cost(p);
-    if (c->budget_percent > 0) {
-        double v = floor((double)t->sum.noremat_peak * c->budget_percent / 100.0);
-        t->sum.budget = v < 1 ? 1 : v >= 1.8e19 ? SIZE_MAX : (size_t)v;
-    } else {
-        t->sum.budget = c->budget;
-    }
+    rm_problem_report facts;
+    if ((rc = rm_problem_report_of(&facts, p, e))) return rc;
+    const size_t fixed = p->fixed_bytes;
+    t->sum.noremat_peak = facts.noremat_total;
+    t->sum.lower_bound = fixed + facts.lower_bound;
+    t->sum.base_cost = facts.base_cost;
+    t->sum.budget = c->budget_percent > 0 ? rm_budget_percent_bytes(c->budget_percent, facts.noremat_total) : c->budget;
     p->budget = t->sum.budget;
     const rm_trainer_summary *s = &t->sum;
-    if (p->budget <= fixed)
+    rm_budget_verdict v = rm_budget_verdict_of(p, &facts);
+    char why[RM_ERR_MSG_LEN];
+    if (v == RM_BUDGET_BELOW_FIXED)
         return rm_errorf(e, RM_ERR_BUDGET,
-                         "the budget %s does not hold the fixed memory of training at batch %d, %s (weights %s, "
-                         "gradients %s, optimizer state %s, batchnorm statistics %s, labels %s, workspace %s); at "
-                         "this batch any schedule needs at least %s, training without rematerialization %s",
-                         MB(p->budget).s, t->batch, MB(fixed).s, MB(s->fp.weights).s, MB(s->fp.grads).s,
-                         MB(s->fp.optim).s, MB(s->fp.buffers).s, MB(s->fp.labels).s,
-                         MB(s->fp.workspace + s->fp.backend).s, MB(s->lower_bound).s, MB(s->noremat_peak).s);
-    if (p->budget < s->lower_bound) {
-        int lbn = 0;
-        size_t best = 0;
-        for (int n = 0; n < p->n; n++) {
-            size_t sz = p->nodes[n].bytes;
-            for (int q = 0; q < p->nodes[n].ndeps; q++) sz += p->nodes[p->nodes[n].deps[q]].bytes;
-            if (sz > best) best = sz, lbn = n;
-        }
+                         "%s: at batch %d they are weights %s, gradients %s, optimizer state %s, batchnorm "
+                         "statistics %s, labels %s, workspace %s; any schedule needs at least %s, training without "
+                         "rematerialization %s",
+                         rm_budget_reason(why, sizeof why, v, p, &facts, trainer_bytes), t->batch,
+                         MB(s->fp.weights).s, MB(s->fp.grads).s, MB(s->fp.optim).s, MB(s->fp.buffers).s,
+                         MB(s->fp.labels).s, MB(s->fp.workspace + s->fp.backend).s, MB(s->lower_bound).s,
+                         MB(s->noremat_peak).s);
+    if (!rm_budget_feasible(v)) {
         problem_ctx pc = {t->m, &c->optim, t->be, c->costs};
         int bound = 0;
         rm_err be = {RM_OK, ""};
@@ -301,21 +319,10 @@ int rm_trainer_plan_memory(rm_trainer *t, rm_err *e)
             if (bound) snprintf(more, sizeof more, "; batch %d is the largest any schedule could fit in it", bound);
             else snprintf(more, sizeof more, "; not even batch 1 fits in it");
         }
-        return rm_errorf(e, RM_ERR_INFEASIBLE,
-                         "no schedule exists: the budget %s is below the least any schedule needs at batch %d, %s = "
-                         "fixed %s + %s to compute '%s' with its inputs resident (no-remat peak %s)%s",
-                         MB(p->budget).s, t->batch, MB(s->lower_bound).s, MB(fixed).s, MB(lb).s, p->nodes[lbn].name,
-                         MB(s->noremat_peak).s, more);
+        return rm_errorf(e, RM_ERR_INFEASIBLE, "at batch %d %s%s", t->batch,
+                         rm_budget_reason(why, sizeof why, v, p, &facts, trainer_bytes), more);
     }
-    if ((rc = solve(t, e))) return rc;
-    rm_sim_result sr;
-    if ((rc = rm_simulate(&sr, p, t->s, e))) return rc;
-    t->sum.sched_peak = fixed + sr.peak_bytes;
-    t->sum.cost = sr.cost;
-    t->sum.recomputations = sr.recomputations;
-    t->sum.recomputed_nodes = rm_schedule_recomputed_nodes(t->s);
-    t->sum.plan_span = t->plan->span;
-    return RM_OK;
+    return solve(t, &facts, e);
 }
 
 static void probe(void *ctx, const char *strategy, int batch, int feasible, double seconds)

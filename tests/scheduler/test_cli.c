@@ -499,7 +499,8 @@ Test(cli_budget, figures_that_round_alike_show_their_bytes)
     cf_write(prob, example);
     cr_assert_eq(cf_remat("plan", "--problem", prob, "--budget", "10239B", NULL), 1);
     cr_assert_str_eq(cf_err, "remat plan: the budget 10.00 KiB (10239 bytes) is below the smallest memory any schedule "
-                             "needs, 10.00 KiB (10240 bytes) = fixed 4.00 KiB + 6.00 KiB for computing 'relu1.grad' "
+                             "needs (the trivial lower bound), 10.00 KiB (10240 bytes) = fixed 4.00 KiB + 6.00 KiB for "
+                             "computing 'relu1.grad' "
                              "with its inputs resident (90.9% of the no-remat peak 11.00 KiB); no schedule exists\n");
     cr_assert_eq(cf_remat("explain", "--problem", prob, "--budget", "4095B", NULL), 1);
     cr_assert_str_eq(cf_err, "remat explain: the budget 4.00 KiB (4095 bytes) does not even hold the fixed bytes "
@@ -572,7 +573,10 @@ Test(cli_svg, library_figures_count_cells_and_recomputations)
     rm_sim_result r;
     cr_assert_eq(rm_simulate(&r, p, s, &e), RM_OK, "%s", e.msg);
     cr_assert_eq(rm_figure_rs_svg(cf_path("a.svg"), p, s, "a <title> & more", &e), RM_OK, "%s", e.msg);
-    cr_assert_eq(rm_figure_memory_svg(cf_path("b.svg"), p, s, NULL, &e), RM_OK, "%s", e.msg);
+    rm_schedule_report rep;
+    cr_assert_eq(rm_schedule_report_of(&rep, p, s, NULL, 0, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_figure_memory_svg(cf_path("b.svg"), p, &rep, NULL, &e), RM_OK, "%s", e.msg);
+    rm_schedule_report_free(&rep);
     expect_svg(cf_path("a.svg"));
     expect_svg(cf_path("b.svg"));
     char *rs = cf_text(cf_path("a.svg"));

@@ -238,10 +238,17 @@ Test(figures, every_size_reads_well)
                 p->budget = p->fixed_bytes + r.peak_bytes; /* a budget line at the top */
                 const char *title = titles[case_no % 3];
                 cr_assert_eq(rm_figure_rs_svg(rs, p, sq, title, &e), RM_OK, "%s", e.msg);
-                cr_assert_eq(rm_figure_memory_svg(mem, p, sq, title, &e), RM_OK, "%s", e.msg);
+                rm_schedule_report ra, rq;
+                rm_problem_report facts;
+                cr_assert_eq(rm_schedule_report_of(&ra, p, all, NULL, 0, &e), RM_OK, "%s", e.msg);
+                cr_assert_eq(rm_schedule_report_of(&rq, p, sq, NULL, 0, &e), RM_OK, "%s", e.msg);
+                cr_assert_eq(rm_problem_report_of(&facts, p, &e), RM_OK, "%s", e.msg);
+                cr_assert_eq(rm_figure_memory_svg(mem, p, &rq, title, &e), RM_OK, "%s", e.msg);
                 rm_figure_entry v[] = {
-                    {"checkpoint_all", all, NULL}, {"none", NULL, "infeasible"}, {"chen_sqrtn", sq, NULL}};
-                cr_assert_eq(rm_figure_compare_svg(cmp, p, v, 3, title, &e), RM_OK, "%s", e.msg);
+                    {"checkpoint_all", &ra, NULL}, {"none", NULL, "infeasible"}, {"chen_sqrtn", &rq, NULL}};
+                cr_assert_eq(rm_figure_compare_svg(cmp, p, &facts, v, 3, title, &e), RM_OK, "%s", e.msg);
+                rm_schedule_report_free(&ra);
+                rm_schedule_report_free(&rq);
                 cr_log_info("n %d, names %d, fixed %zu", p->n, names[b], fixed[c]);
                 expect_readable(rs);
                 expect_readable(mem);
@@ -294,7 +301,9 @@ Test(figures, strategy_all_with_nothing_fitting)
     rm_problem *p = chain(3, 4, 0);
     rm_err e = {RM_OK, ""};
     rm_figure_entry v[] = {{"a", NULL, "infeasible"}, {"b", NULL, "error"}};
-    cr_assert_eq(rm_figure_compare_svg(cf_path("none.svg"), p, v, 2, "nothing", &e), RM_OK, "%s", e.msg);
+    rm_problem_report facts;
+    cr_assert_eq(rm_problem_report_of(&facts, p, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_figure_compare_svg(cf_path("none.svg"), p, &facts, v, 2, "nothing", &e), RM_OK, "%s", e.msg);
     expect_readable(cf_path("none.svg"));
     char *svg = cf_text(cf_path("none.svg")), *said = all_text(svg);
     cr_assert_str_eq(said, "nothing No strategy found a schedule within the budget: a (infeasible), b (error).");

@@ -533,7 +533,7 @@ Test(trainer_cli, refuses_bad_input_with_a_reason)
         {{"--model", RESNET_TINY, "--data", "synthetic", "--budget", "80%", "--strategy", "nope", NULL},
          "unknown strategy 'nope'"},
         {{"--model", RESNET_TINY, "--data", "synthetic", "--budget", "1KiB", "--strategy", "chen_greedy", NULL},
-         "does not hold the fixed memory"},
+         "does not even hold the fixed bytes"},
         {{"--model", RESNET_TINY, "--data", "synthetic", "--batch", "8", "--budget", "30%", "--strategy", "chen_greedy",
           NULL},
          "no schedule exists"},

@@ -15,6 +15,7 @@
 #ifndef REMAT_FIGURES_H
 #define REMAT_FIGURES_H
 
+#include "report.h"
 #include "schedule.h"
 
 /* The width the layout gives each character, in ems. */
@@ -30,19 +31,22 @@
 #define RM_FIGURE_RS_MAX_NODES 2000
 int rm_figure_rs_svg(const char *path, const rm_problem *p, const rm_schedule *s, const char *title, rm_err *e);
 
-/* Total memory after every operation of the schedule's operation sequence:
+/* Total memory after every operation of a schedule's operation sequence,
+ * from its report (scheduler/report.h: the timeline, the peak operation,
+ * the recomputations):
  * the fixed bytes as a band at the bottom, the live activation bytes as an
  * area above it, the budget as a line (when p->budget > 0), recomputations
  * as ticks, the forward/backward boundary and the peak marked. When the
  * fixed bytes dwarf the activations the axis is broken (and says so) so the
  * activations stay readable. s must be valid. */
-int rm_figure_memory_svg(const char *path, const rm_problem *p, const rm_schedule *s, const char *title, rm_err *e);
+int rm_figure_memory_svg(const char *path, const rm_problem *p, const rm_schedule_report *r, const char *title,
+                         rm_err *e);
 
-/* One strategy's answer for rm_figure_compare_svg: its schedule, or NULL
- * when it found none (then why says so: "infeasible", "error"). */
+/* One strategy's answer for rm_figure_compare_svg: its schedule's report,
+ * or NULL when it found none (then why says so: "infeasible", "error"). */
 typedef struct rm_figure_entry {
     const char *name; /* "chen_sqrtn" */
-    const rm_schedule *s;
+    const rm_schedule_report *r;
     const char *why;
 } rm_figure_entry;
 
@@ -50,10 +54,10 @@ typedef struct rm_figure_entry {
  * drawn as rm_figure_memory_svg draws it, in panels on shared axes (one y
  * scale, one x scale: operations up to the longest sequence; the budget
  * line in each), each titled with the strategy, its compute overhead over
- * checkpoint-all and its peak; the entries without a schedule are listed
- * under the panels. Each panel is a <g class="panel">. Every schedule must
- * be valid for p. */
-int rm_figure_compare_svg(const char *path, const rm_problem *p, const rm_figure_entry *v, int n, const char *title,
-                          rm_err *e);
+ * checkpoint-all (facts->base_cost) and its peak; the entries without a
+ * schedule are listed under the panels. Each panel is a <g class="panel">.
+ * Every report must be of a schedule for p. */
+int rm_figure_compare_svg(const char *path, const rm_problem *p, const rm_problem_report *facts,
+                          const rm_figure_entry *v, int n, const char *title, rm_err *e);
 
 #endif

@@ -1,8 +1,9 @@
-/* SVG writers for a schedule (see figures.h). Everything is computed from
- * the problem, R and S and the simulator's memory timeline, so a picture can
- * never disagree with what the executor would do; every position is computed
- * from the text the figure holds (figures.h: Layout), so a picture reads the
- * same at 7 nodes and at 700. */
+/* SVG writers for a schedule (see figures.h): renderers of the scheduler's
+ * reports (scheduler/report.h), beside the CLI's other renderers. Everything
+ * drawn is the problem, R and S and the schedule report's memory timeline,
+ * so a picture can never disagree with what the executor would do; every
+ * position is computed from the text the figure holds (figures.h: Layout),
+ * so a picture reads the same at 7 nodes and at 700. */
 #include "figures.h"
 
 #include <math.h>
@@ -458,48 +459,6 @@ int rm_figure_rs_svg(const char *path, const rm_problem *p, const rm_schedule *s
 
 /* ---- The memory timeline ---- */
 
-/* One schedule's timeline: its operation sequence, the activation bytes
- * after each operation, the simulator's verdict, and what the figures mark. */
-typedef struct {
-    rm_op *ops;
-    int nops;
-    size_t *mem;
-    rm_sim_result sim;
-    int ncomp, nre; /* computes, and how many of them are recomputations */
-    int kp;         /* the first compute that reaches the peak; -1 if none */
-    int b0;         /* the first operation of a backward stage; -1 if none */
-} mem_series;
-
-static void mem_series_free(mem_series *ser)
-{
-    free(ser->ops);
-    free(ser->mem);
-    memset(ser, 0, sizeof *ser);
-}
-
-static int mem_series_build(mem_series *ser, const rm_problem *p, const rm_schedule *s, rm_err *e)
-{
-    memset(ser, 0, sizeof *ser);
-    int rc = check_args(p, s, e);
-    if (rc || (rc = rm_schedule_ops(&ser->ops, &ser->nops, p, s, e))) return rc;
-    ser->mem = malloc((size_t)(ser->nops > 0 ? ser->nops : 1) * sizeof *ser->mem);
-    if (!ser->mem) rc = rm_errorf(e, RM_ERR_NOMEM, "figure: out of memory");
-    if (rc || (rc = rm_simulate_ops(&ser->sim, ser->mem, p, s, ser->ops, ser->nops, e))) {
-        mem_series_free(ser);
-        return rc;
-    }
-    ser->kp = ser->b0 = -1;
-    for (int k = 0; k < ser->nops; k++) {
-        const rm_op *op = &ser->ops[k];
-        if (ser->b0 < 0 && p->nodes[op->stage].tag == RM_TAG_BACKWARD) ser->b0 = k;
-        if (op->kind != RM_OP_COMPUTE) continue;
-        ser->ncomp++;
-        if (op->node != op->stage) ser->nre++;
-        if (ser->kp < 0 && ser->mem[k] == ser->sim.peak_bytes) ser->kp = k;
-    }
-    return RM_OK;
-}
-
 /* A memory plot: total bytes (fixed + live activations) over operations
  * 0..nops, in the pw x ph box at (L, T). The y axis runs from y_lo (0, or
  * just under the fixed bytes when the axis is broken) to top_v. */
@@ -585,7 +544,7 @@ static void mem_grid_and_fixed(FILE *f, const mem_plot *m, int labels)
 
 /* Live activations, stacked on the fixed bytes: a step function, one step
  * per operation. */
-static void mem_activations(FILE *f, const mem_plot *m, const mem_series *ser)
+static void mem_activations(FILE *f, const mem_plot *m, const rm_schedule_report *ser)
 {
     double base = mem_y(m, m->fixed);
     fprintf(f, "<polygon fill=\"" COL_ACT "\" stroke=\"#3d85c6\" stroke-width=\"0.8\" points=\"%.1f,%.1f",
@@ -600,10 +559,10 @@ static void mem_activations(FILE *f, const mem_plot *m, const mem_series *ser)
 /* The forward / backward boundary: a dashed vertical line at the first
  * operation of a backward stage; with labels, each side named where the
  * name fits inside the plot. */
-static void mem_pass_boundary(FILE *f, const mem_plot *m, const mem_series *ser, int labels)
+static void mem_pass_boundary(FILE *f, const mem_plot *m, const rm_schedule_report *ser, int labels)
 {
-    if (ser->b0 <= 0) return;
-    double x = mem_x(m, ser->b0);
+    if (ser->backward_op <= 0) return;
+    double x = mem_x(m, ser->backward_op);
     fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\" stroke-dasharray=\"4,3\"/>\n", x,
             m->T, x, m->T + m->ph);
     if (!labels) return;
@@ -615,29 +574,29 @@ static void mem_pass_boundary(FILE *f, const mem_plot *m, const mem_series *ser,
 }
 
 /* Recomputations as ticks under the plot, at least 2 px wide. */
-static void mem_recompute_ticks(FILE *f, const mem_plot *m, const mem_series *ser)
+static void mem_recompute_ticks(FILE *f, const mem_plot *m, const rm_schedule_report *ser)
 {
     double w = m->pw / (m->nops > 0 ? m->nops : 1);
     if (w < 2) w = 2;
     fprintf(f, "<g fill=\"" COL_RE "\">\n");
     for (int k = 0; k < ser->nops; k++)
-        if (ser->ops[k].kind == RM_OP_COMPUTE && ser->ops[k].node != ser->ops[k].stage)
+        if (rm_op_is_recompute(&ser->ops[k]))
             fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"9\"/>\n", mem_x(m, k), m->T + m->ph + 3, w);
     fprintf(f, "</g>\n");
 }
 
 /* The budget as a dashed line, and the peak as a dot at the first compute
  * that reaches it. */
-static void mem_budget_and_peak(FILE *f, const mem_plot *m, const mem_series *ser)
+static void mem_budget_and_peak(FILE *f, const mem_plot *m, const rm_schedule_report *ser)
 {
     if (m->budget > 0)
         fprintf(f,
                 "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"" COL_BUDGET
                 "\" stroke-width=\"1.5\" stroke-dasharray=\"6,4\"/>\n",
                 m->L, mem_y(m, m->budget), m->L + m->pw, mem_y(m, m->budget));
-    if (ser->kp >= 0)
+    if (ser->peak_op >= 0)
         fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#000\"/>\n",
-                (mem_x(m, ser->kp) + mem_x(m, ser->kp + 1)) / 2, mem_y(m, m->fixed + (double)ser->sim.peak_bytes));
+                (mem_x(m, ser->peak_op) + mem_x(m, ser->peak_op + 1)) / 2, mem_y(m, m->fixed + (double)ser->sim.peak_bytes));
 }
 
 /* The axes, with the zig-zag of a broken one. */
@@ -672,7 +631,7 @@ typedef struct {
 /* The labels right of the plot, where their lines are, then moved apart
  * (in their order) until baselines are at least 14 px apart and none is
  * below the plot's bottom. Returns how many. */
-static int mem_side_labels(side_label *lab, const mem_plot *m, const mem_series *ser)
+static int mem_side_labels(side_label *lab, const mem_plot *m, const rm_schedule_report *ser)
 {
     char a[32];
     int k = 0;
@@ -680,7 +639,7 @@ static int mem_side_labels(side_label *lab, const mem_plot *m, const mem_series 
         lab[k] = (side_label){mem_y(m, m->budget) + 4, "", COL_BUDGET};
         snprintf(lab[k++].text, sizeof lab[0].text, "budget %s", bytes_str(a, sizeof a, m->budget));
     }
-    if (ser->kp >= 0) {
+    if (ser->peak_op >= 0) {
         double peak = m->fixed + (double)ser->sim.peak_bytes;
         lab[k] = (side_label){mem_y(m, peak) + 4, "", "#000"};
         snprintf(lab[k++].text, sizeof lab[0].text, "peak %s", bytes_str(a, sizeof a, peak));
@@ -712,19 +671,19 @@ typedef struct {
     double y_ops, y_peak, y_key, bottom;
 } mem_captions;
 
-static void mem_captions_of(mem_captions *c, const mem_plot *m, const rm_problem *p, const mem_series *ser,
+static void mem_captions_of(mem_captions *c, const mem_plot *m, const rm_problem *p, const rm_schedule_report *ser,
                             double width)
 {
     char a[32];
     snprintf(c->ops, sizeof c->ops,
              "operation sequence: %d computes (%d of them recomputations, marked below the axis) and %d frees",
-             ser->ncomp, ser->nre, ser->nops - ser->ncomp);
+             ser->ncomputes, ser->nrecomputes, ser->nops - ser->ncomputes);
     c->peak[0] = '\0';
     char shown[RM_NAME_SHOW_LEN];
-    if (ser->kp >= 0)
+    if (ser->peak_op >= 0)
         snprintf(c->peak, sizeof c->peak, "peak (dot) while computing '%s', stage %d (operation %d)",
-                 rm_name_show(shown, sizeof shown, p->nodes[ser->ops[ser->kp].node].name), ser->ops[ser->kp].stage,
-                 ser->kp);
+                 rm_name_show(shown, sizeof shown, p->nodes[ser->ops[ser->peak_op].node].name), ser->ops[ser->peak_op].stage,
+                 ser->peak_op);
     snprintf(c->key, sizeof c->key,
              "grey: fixed bytes (weights, gradients, optimizer state); blue: live activations; activation peak %s",
              bytes_str(a, sizeof a, (double)ser->sim.peak_bytes));
@@ -748,13 +707,16 @@ static void mem_captions_draw(FILE *f, const mem_captions *c, const mem_plot *m,
     text_block(f, m->L + 4, c->y_key, nw, MEM_NOTE_SIZE, "start", "fill=\"#444\"", c->key);
 }
 
-int rm_figure_memory_svg(const char *path, const rm_problem *p, const rm_schedule *s, const char *title, rm_err *e)
+int rm_figure_memory_svg(const char *path, const rm_problem *p, const rm_schedule_report *r, const char *title,
+                         rm_err *e)
 {
-    mem_series ser;
-    int rc = mem_series_build(&ser, p, s, e);
-    if (rc) return rc;
-    mem_plot m = mem_scale(p, (double)p->fixed_bytes + (double)ser.sim.peak_bytes);
-    m.nops = ser.nops;
+    if (!p || !r || p->n < 1) return rm_errorf(e, RM_ERR_INVALID, "figure: no problem or schedule");
+    if (r->n != p->n)
+        return rm_errorf(e, RM_ERR_INVALID, "figure: the schedule has %d stages, the problem %d nodes", r->n, p->n);
+    const rm_schedule_report *ser = r;
+    int rc;
+    mem_plot m = mem_scale(p, (double)p->fixed_bytes + (double)ser->sim.peak_bytes);
+    m.nops = ser->nops;
     double width = MEM_W;
     double title_y = title_fit(&width, title);
     m.T = title_y > 0 ? title_y + 40 : 40;
@@ -763,27 +725,24 @@ int rm_figure_memory_svg(const char *path, const rm_problem *p, const rm_schedul
     /* The side labels' places depend on T and ph only; their widths set the
      * room right of the plot. */
     side_label lab[3];
-    int nlab = mem_side_labels(lab, &m, &ser);
+    int nlab = mem_side_labels(lab, &m, ser);
     double right = 0;
     for (int i = 0; i < nlab; i++)
         if (text_w(lab[i].text, MEM_SIZE) > right) right = text_w(lab[i].text, MEM_SIZE);
     m.pw = width - m.L - (6 + right + MARGIN);
     mem_captions cap;
-    mem_captions_of(&cap, &m, p, &ser, width);
+    mem_captions_of(&cap, &m, p, ser, width);
     double height = ceil(cap.bottom + MARGIN);
 
     rm_atomic_file af;
-    if ((rc = rm_atomic_open(&af, path, e))) {
-        mem_series_free(&ser);
-        return rc;
-    }
+    if ((rc = rm_atomic_open(&af, path, e))) return rc;
     FILE *f = af.f;
     svg_begin(f, width, height, NULL, title);
     mem_grid_and_fixed(f, &m, 1);
-    mem_activations(f, &m, &ser);
-    mem_pass_boundary(f, &m, &ser, 1);
-    mem_recompute_ticks(f, &m, &ser);
-    mem_budget_and_peak(f, &m, &ser);
+    mem_activations(f, &m, ser);
+    mem_pass_boundary(f, &m, ser, 1);
+    mem_recompute_ticks(f, &m, ser);
+    mem_budget_and_peak(f, &m, ser);
     mem_axes(f, &m);
     for (int i = 0; i < nlab; i++) {
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%g\" fill=\"%s\">", m.L + m.pw + 6, lab[i].y, MEM_SIZE,
@@ -793,7 +752,6 @@ int rm_figure_memory_svg(const char *path, const rm_problem *p, const rm_schedul
     }
     mem_captions_draw(f, &cap, &m, width);
     fprintf(f, "</svg>\n");
-    mem_series_free(&ser);
     return finish(&af, e);
 }
 
@@ -812,7 +770,7 @@ static char *compare_note(const mem_plot *m, const rm_figure_entry *v, int n, in
     char c[32], d[32];
     size_t len = 600;
     for (int i = 0; i < n; i++)
-        if (!v[i].s) len += strlen(v[i].name) + (v[i].why ? strlen(v[i].why) : 0) + 8;
+        if (!v[i].r) len += strlen(v[i].name) + (v[i].why ? strlen(v[i].why) : 0) + 8;
     char *s = malloc(len);
     if (!s) return NULL;
     size_t o = 0;
@@ -835,7 +793,7 @@ static char *compare_note(const mem_plot *m, const rm_figure_entry *v, int n, in
             (size_t)snprintf(s + o, len - o, "%s%s: ", nfit ? " " : "",
                              nfit ? "No schedule within the budget" : "No strategy found a schedule within the budget");
         for (int i = 0, k = 0; i < n; i++)
-            if (!v[i].s)
+            if (!v[i].r)
                 o += (size_t)snprintf(s + o, len - o, "%s%s%s%s%s", k++ ? ", " : "", v[i].name, v[i].why ? " (" : "",
                                       v[i].why ? v[i].why : "", v[i].why ? ")" : "");
         snprintf(s + o, len - o, ".");
@@ -843,25 +801,27 @@ static char *compare_note(const mem_plot *m, const rm_figure_entry *v, int n, in
     return s;
 }
 
-int rm_figure_compare_svg(const char *path, const rm_problem *p, const rm_figure_entry *v, int n, const char *title,
-                          rm_err *e)
+int rm_figure_compare_svg(const char *path, const rm_problem *p, const rm_problem_report *facts,
+                          const rm_figure_entry *v, int n, const char *title, rm_err *e)
 {
-    if (!p || p->n < 1 || n < 0 || (n > 0 && !v)) return rm_errorf(e, RM_ERR_INVALID, "figure: no problem or entries");
-    mem_series *ser = calloc((size_t)(n > 0 ? n : 1), sizeof *ser);
+    if (!p || !facts || p->n < 1 || n < 0 || (n > 0 && !v))
+        return rm_errorf(e, RM_ERR_INVALID, "figure: no problem or entries");
     char *head = calloc((size_t)(n > 0 ? n : 1), 128);
     char *note = NULL;
-    int rc = ser && head ? RM_OK : rm_errorf(e, RM_ERR_NOMEM, "figure: out of memory");
+    int rc = head ? RM_OK : rm_errorf(e, RM_ERR_NOMEM, "figure: out of memory");
     double top = 0;
     int nfit = 0, nops = 0;
     for (int i = 0; i < n && !rc; i++) {
-        if (!v[i].s) continue;
-        if ((rc = mem_series_build(&ser[i], p, v[i].s, e))) {
-            rm_err_context(e, "%s", v[i].name);
+        const rm_schedule_report *r = v[i].r;
+        if (!r) continue;
+        if (r->n != p->n) {
+            rc = rm_errorf(e, RM_ERR_INVALID, "figure: %s: the schedule has %d stages, the problem %d nodes",
+                           v[i].name, r->n, p->n);
             break;
         }
-        double peak = (double)p->fixed_bytes + (double)ser[i].sim.peak_bytes;
+        double peak = (double)p->fixed_bytes + (double)r->sim.peak_bytes;
         if (peak > top) top = peak;
-        if (ser[i].nops > nops) nops = ser[i].nops;
+        if (r->nops > nops) nops = r->nops;
         nfit++;
     }
     if (rc) goto out;
@@ -878,14 +838,14 @@ int rm_figure_compare_svg(const char *path, const rm_problem *p, const rm_figure
     double title_y = title_fit(&width, title);
     /* Each panel's heading: the strategy in bold, then its overhead and
      * peak; every row leaves room for the most lines one takes. */
-    double base = rm_problem_base_cost(p);
+    double base = facts->base_cost;
     int l1 = 1, l2 = 1;
     for (int i = 0; i < n; i++) {
-        if (!v[i].s) continue;
+        if (!v[i].r) continue;
         char a[32];
         snprintf(head + (size_t)i * 128, 128, "%+.2f%% compute, peak %s",
-                 rm_overhead_pct(ser[i].sim.cost, base),
-                 bytes_str(a, sizeof a, (double)p->fixed_bytes + (double)ser[i].sim.peak_bytes));
+                 rm_overhead_pct(v[i].r->sim.cost, base),
+                 bytes_str(a, sizeof a, (double)p->fixed_bytes + (double)v[i].r->sim.peak_bytes));
         int l = text_block(NULL, 0, 0, CMP_PW, MEM_SIZE, "start", "", v[i].name);
         if (l > l1) l1 = l;
         l = text_block(NULL, 0, 0, CMP_PW, MEM_NOTE_SIZE, "start", "", head + (size_t)i * 128);
@@ -911,7 +871,7 @@ int rm_figure_compare_svg(const char *path, const rm_problem *p, const rm_figure
     FILE *f = af.f;
     svg_begin(f, width, height, NULL, title);
     for (int i = 0, k = 0; i < n; i++) {
-        if (!v[i].s) continue;
+        if (!v[i].r) continue;
         int col = k % cols, row = k / cols;
         k++;
         m.L = x0 + col * (CMP_PW + CMP_GAP);
@@ -921,10 +881,10 @@ int rm_figure_compare_svg(const char *path, const rm_problem *p, const rm_figure
         text_block(f, m.L, y + name_dy, CMP_PW, MEM_SIZE, "start", "font-weight=\"bold\"", v[i].name);
         text_block(f, m.L, y + stats_dy, CMP_PW, MEM_NOTE_SIZE, "start", "fill=\"#444\"", head + (size_t)i * 128);
         mem_grid_and_fixed(f, &m, col == 0);
-        mem_activations(f, &m, &ser[i]);
-        mem_pass_boundary(f, &m, &ser[i], 0);
-        mem_recompute_ticks(f, &m, &ser[i]);
-        mem_budget_and_peak(f, &m, &ser[i]);
+        mem_activations(f, &m, v[i].r);
+        mem_pass_boundary(f, &m, v[i].r, 0);
+        mem_recompute_ticks(f, &m, v[i].r);
+        mem_budget_and_peak(f, &m, v[i].r);
         mem_axes(f, &m);
         fprintf(f, "</g>\n");
     }
@@ -932,8 +892,6 @@ int rm_figure_compare_svg(const char *path, const rm_problem *p, const rm_figure
     fprintf(f, "</svg>\n");
     rc = finish(&af, e);
 out:
-    for (int i = 0; ser && i < n; i++) mem_series_free(&ser[i]);
-    free(ser);
     free(head);
     free(note);
     return rc;
