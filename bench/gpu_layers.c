@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend_cuda.h"
 #include "bench_median.h"
 #include "layers.h"
 
@@ -188,26 +189,26 @@ int main(int argc, char **argv)
     }
     if (rc) die("cuda backend", &e);
 
-    rm_kernel_lib eng[RM_KERNELS_COUNT];
+    rm_cuda_kernel_lib eng[RM_CUDA_KERNELS_COUNT];
     int neng = 0;
     char list[128];
     snprintf(list, sizeof list, "%s", engines);
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-        if (rm_kernel_lib_parse(&eng[neng], tok, &e)) die("--kernels", &e);
-        if (eng[neng] == RM_KERNELS_CUDNN && !rm_backend_cuda_has_cudnn()) {
+        if (rm_cuda_kernel_lib_parse(&eng[neng], tok, &e)) die("--kernels", &e);
+        if (eng[neng] == RM_CUDA_KERNELS_CUDNN && !rm_backend_cuda_has_cudnn()) {
             fprintf(stderr, "remat_bench_gpu_layers: this build has no cuDNN: cudnn skipped\n");
             continue;
         }
-        if (neng < RM_KERNELS_COUNT) neng++;
+        if (neng < RM_CUDA_KERNELS_COUNT) neng++;
     }
     struct cudaDeviceProp prop;
     CHECK(cudaGetDeviceProperties(&prop, 0));
     printf("# %s, batch %d, median of %d (handwritten: %d) after %d warm-up, deterministic %d, fast_math %d\n", prop.name,
            batch, reps, reps < 3 ? reps : 3, warmup, rm_backend_cuda_deterministic(be), rm_backend_cuda_fast_math(be));
     printf("%-9s %-10s %-22s", "model", "layer", "shape (cin>cout k s @hw)");
-    for (int k = 0; k < neng; k++) printf(" %11s_fwd %11s_bwd", rm_kernel_lib_name(eng[k]), rm_kernel_lib_name(eng[k]));
+    for (int k = 0; k < neng; k++) printf(" %11s_fwd %11s_bwd", rm_cuda_kernel_lib_name(eng[k]), rm_cuda_kernel_lib_name(eng[k]));
     printf("   (ms)\n");
-    double total[2][RM_KERNELS_COUNT][2];
+    double total[2][RM_CUDA_KERNELS_COUNT][2];
     memset(total, 0, sizeof total);
     const char *models[2] = {"resnet50", "vgg16"};
     for (size_t i = 0; i < NSHAPES; i++) {
@@ -220,8 +221,8 @@ int main(int argc, char **argv)
             if (rm_backend_cuda_set_kernels(be, eng[k], &e)) die("set kernel library", &e);
             float f, b;
             unsigned long long fb;
-            int n = eng[k] == RM_KERNELS_HANDWRITTEN && reps > 3 ? 3 : reps;
-            time_shape(&f, &b, &fb, be, cs, batch, eng[k] == RM_KERNELS_HANDWRITTEN ? 1 : warmup, n);
+            int n = eng[k] == RM_CUDA_KERNELS_HANDWRITTEN && reps > 3 ? 3 : reps;
+            time_shape(&f, &b, &fb, be, cs, batch, eng[k] == RM_CUDA_KERNELS_HANDWRITTEN ? 1 : warmup, n);
             printf(" %15.3f %15.3f%s", f, b, fb ? "*" : "");
             int m = strcmp(cs->model, "resnet50") ? 1 : 0;
             total[m][k][0] += (double)cs->count * f, total[m][k][1] += (double)cs->count * b;

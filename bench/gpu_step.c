@@ -40,6 +40,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend_cuda.h"
 #include "bench_host.h"
 #include "bench_median.h"
 #include "cli_util.h"
@@ -283,13 +284,13 @@ static int bench_engine(const char *tok, rm_trainer *t, const args *a, size_t fr
     const rm_trainer_summary *s = rm_trainer_summary_of(t);
     rm_executor *ex = rm_trainer_executor(t);
     rm_backend *be = rm_executor_backend(ex);
-    rm_kernel_lib eng;
+    rm_cuda_kernel_lib eng;
     rm_err ee = {RM_OK, ""};
-    if (rm_kernel_lib_parse(&eng, tok, &ee)) {
+    if (rm_cuda_kernel_lib_parse(&eng, tok, &ee)) {
         fprintf(stderr, ME ": --kernels: %s\n", ee.msg);
         return 1;
     }
-    if (eng == RM_KERNELS_CUDNN && !rm_backend_cuda_has_cudnn()) {
+    if (eng == RM_CUDA_KERNELS_CUDNN && !rm_backend_cuda_has_cudnn()) {
         printf("%-12s this build has no cuDNN: skipped\n", tok);
         return 0;
     }
@@ -298,7 +299,7 @@ static int bench_engine(const char *tok, rm_trainer *t, const args *a, size_t fr
         return 1;
     }
     timing r;
-    run_engine(&r, t, a, eng == RM_KERNELS_HANDWRITTEN && a->warmup > 1 ? 1 : a->warmup, images, labels, step);
+    run_engine(&r, t, a, eng == RM_CUDA_KERNELS_HANDWRITTEN && a->warmup > 1 ? 1 : a->warmup, images, labels, step);
     size_t free1 = 0, tot1 = 0;
     size_t device = cuda_ok(cudaMemGetInfo(&free1, &tot1), "cudaMemGetInfo") && free0 > free1 ? free0 - free1 : 0;
     size_t remat = s->fp.total + rm_executor_arena_high_water(ex);

@@ -1,10 +1,12 @@
-/* Building blocks shared by the CPU kernels (reference and fast). */
+/* Building blocks shared by the plain-C kernels (the layers' reference and
+ * the CPU backend's fast library), and the fast library's per-layer choice. */
 #ifndef REMAT_CPU_KERNELS_H
 #define REMAT_CPU_KERNELS_H
 
 #include <stddef.h>
 
 #include "layer.h"
+#include "parallel.h"
 
 /* Output values per register tile. A constant trip count, unrolled, is what
  * lets GCC keep the tile in registers and vectorise it at -O2 (its cheap cost
@@ -24,10 +26,19 @@ void rm_madd_tile(double *restrict acc, size_t n, const float *restrict a, size_
 void rm_cpu_bias_grad(float *db, const float *dy /* n x c x plane */, int n, int c, size_t plane, int nt);
 
 /* The threads a call's loop over `work` independent outputs runs on
- * (rm_cpu_loop_threads of call->be). */
+ * (rm_backend_loop_threads of call->be). */
 static inline int rm_call_threads(const rm_layer_call *call, size_t work)
 {
-    return rm_cpu_loop_threads(call->be, work);
+    return rm_backend_loop_threads(call->be, work);
 }
+
+/* The kernels of CPU kernel library lib (backend_cpu.h) of the layers whose
+ * fast kernels are not the reference's: the one place each choice is made,
+ * called once per backend and library (the CPU backend's kernel table).
+ * Their workspace is that library's exact need (be may be NULL); the CPU's
+ * bound is the largest over the libraries. */
+rm_layer_kernels rm_conv2d_cpu_kernels(int lib);
+rm_layer_kernels rm_linear_cpu_kernels(int lib);
+rm_layer_kernels rm_conv_transpose2x2_cpu_kernels(int lib);
 
 #endif

@@ -12,7 +12,7 @@
  *    recomputed forward (update_stats = 0) gives the first forward's bits
  *    and leaves the running statistics alone;
  *  - the workspace: rm_layer_workspace_bytes_device (exactly that many bytes
- *    are handed to every call) never exceeds desc.workspace_bytes_cuda;
+ *    are handed to every call) never exceeds the declared CUDA workspace bound;
  *  - no silent fallback to the hand-written kernels.
  * Part of remat_cuda_tests, whose main (test_cuda_layers.c) skips the whole
  * binary without a usable GPU. REMAT_CUDA_REPORT=<file> appends
@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend_cpu.h"
+#include "backend_cuda.h"
 #include "cuda_fixture.h"
 #include "layers.h"
 
@@ -66,7 +68,7 @@ static void expect_same_bits(const float *a, const float *b, size_t n, const cha
               tensor, diff, diff < n ? (double)a[diff] : 0.0, diff < n ? (double)b[diff] : 0.0);
 }
 
-static rm_backend *engine_backend(rm_kernel_lib engine)
+static rm_backend *engine_backend(rm_cuda_kernel_lib engine)
 {
     rm_backend *be = NULL;
     rm_err e = {0};
@@ -164,14 +166,15 @@ static void *gpu_workspace(egpu *g, const ehost *h, const ecase *c)
     const rm_layer_desc *d = h->d;
     g->ws_fwd = rm_layer_workspace_bytes_device(d, g->m.be, &c->cfg, &c->in, 1, h->os, 0);
     g->ws_bwd = rm_layer_workspace_bytes_device(d, g->m.be, &c->cfg, &c->in, 1, h->os, 1);
-    if (d->workspace_bytes_cuda) {
-        size_t bound_f = d->workspace_bytes_cuda(&c->cfg, &c->in, 1, h->os, 0);
-        size_t bound_b = d->workspace_bytes_cuda(&c->cfg, &c->in, 1, h->os, 1);
+    const rm_layer_backend_kernels *decl = rm_layer_backend_of(d, RM_BACKEND_CUDA);
+    if (decl->workspace) {
+        size_t bound_f = decl->workspace(&c->cfg, &c->in, 1, h->os, 0);
+        size_t bound_b = decl->workspace(&c->cfg, &c->in, 1, h->os, 1);
         cr_expect(g->ws_fwd <= bound_f && g->ws_bwd <= bound_b,
                   "%s [%s] %s: engine workspace %zu / %zu exceeds the descriptor's bound %zu / %zu", d->name, g->en,
                   c->name, g->ws_fwd, g->ws_bwd, bound_f, bound_b);
     } else {
-        cr_expect(g->ws_fwd == 0 && g->ws_bwd == 0, "%s [%s]: workspace %zu / %zu but no workspace_bytes_cuda", d->name,
+        cr_expect(g->ws_fwd == 0 && g->ws_bwd == 0, "%s [%s]: workspace %zu / %zu but no workspace bound", d->name,
                   g->en, g->ws_fwd, g->ws_bwd);
     }
     return dev_upload(&g->m, NULL, (g->ws_fwd > g->ws_bwd ? g->ws_fwd : g->ws_bwd) + 64);
@@ -277,7 +280,7 @@ static void case_free(egpu *g, ehost *h)
     free(h->cpu_dw), free(h->cpu_db), free(h->cpu_rmean), free(h->cpu_rvar);
 }
 
-static void run_case(rm_kernel_lib engine, rm_layer_kind kind, const ecase *c)
+static void run_case(rm_cuda_kernel_lib engine, rm_layer_kind kind, const ecase *c)
 {
     ehost h;
     egpu g;
@@ -285,9 +288,9 @@ static void run_case(rm_kernel_lib engine, rm_layer_kind kind, const ecase *c)
     cpu_reference(&h, c);
     memset(&g, 0, sizeof g);
     g.m = (devmem){engine_backend(engine), {0}, 0};
-    g.en = rm_kernel_lib_name(engine);
+    g.en = rm_cuda_kernel_lib_name(engine);
     gpu_runs(&g, &h, c);
-    check_runs(&g, &h, c, engine == RM_KERNELS_HANDWRITTEN ? TOL_EXACT : TOL_FLOAT);
+    check_runs(&g, &h, c, engine == RM_CUDA_KERNELS_HANDWRITTEN ? TOL_EXACT : TOL_FLOAT);
     case_free(&g, &h);
 }
 
@@ -316,7 +319,7 @@ static int odd_in(rm_rng *rng, int lo, int hi)
     return v | 1;
 }
 
-static void conv_cases(rm_kernel_lib engine)
+static void conv_cases(rm_cuda_kernel_lib engine)
 {
     ecase cs[] = {
         conv_case("k3s2p1", rm_shape_make(3, 5, 11, 13), 7, 3, 2, 1, 1),
@@ -337,7 +340,7 @@ static void conv_cases(rm_kernel_lib engine)
     run_case(engine, RM_LAYER_CONV2D, &r);
 }
 
-static void linear_cases(rm_kernel_lib engine)
+static void linear_cases(rm_cuda_kernel_lib engine)
 {
     ecase a = make_case("bias", RM_LAYER_LINEAR, rm_shape_make(5, 3, 3, 7));
     a.cfg.out_channels = 11, a.cfg.bias = 1;
@@ -352,7 +355,7 @@ static void linear_cases(rm_kernel_lib engine)
     run_case(engine, RM_LAYER_LINEAR, &r);
 }
 
-static void bn_cases(rm_kernel_lib engine)
+static void bn_cases(rm_cuda_kernel_lib engine)
 {
     ecase t = make_case("train", RM_LAYER_BATCHNORM2D, rm_shape_make(3, 5, 7, 9));
     t.cfg.eps = 1e-5f, t.cfg.momentum = 0.1f, t.update_stats = 1;
@@ -371,7 +374,7 @@ static void bn_cases(rm_kernel_lib engine)
     run_case(engine, RM_LAYER_BATCHNORM2D, &r);
 }
 
-static void convt_cases(rm_kernel_lib engine)
+static void convt_cases(rm_cuda_kernel_lib engine)
 {
     ecase a = make_case("bias", RM_LAYER_CONV_TRANSPOSE2X2, rm_shape_make(3, 5, 7, 9));
     a.cfg.out_channels = 3, a.cfg.bias = 1;
@@ -392,8 +395,8 @@ static void convt_cases(rm_kernel_lib engine)
     Test(cuda_engines, batchnorm2d_##tag) { bn_cases(engine); }                                                        \
     Test(cuda_engines, conv_transpose2x2_##tag) { convt_cases(engine); }
 
-ENGINE_TESTS(RM_KERNELS_HANDWRITTEN, handwritten)
-ENGINE_TESTS(RM_KERNELS_CUBLAS, cublas)
+ENGINE_TESTS(RM_CUDA_KERNELS_HANDWRITTEN, handwritten)
+ENGINE_TESTS(RM_CUDA_KERNELS_CUBLAS, cublas)
 
 /* The cuBLAS convolutions' chunked paths, which real layers take above 64 MiB
  * of im2col columns (VGG-16's first layers at 224x224): with the cap lowered,
@@ -405,8 +408,8 @@ Test(cuda_engines, convolutions_chunked_cublas)
     for (int i = 0; i < 2; i++) {
         rm_cuda_set_gemm_ws_cap(caps[i]);
         cr_assert_eq(rm_cuda_gemm_ws_cap(), caps[i]);
-        conv_cases(RM_KERNELS_CUBLAS);
-        convt_cases(RM_KERNELS_CUBLAS);
+        conv_cases(RM_CUDA_KERNELS_CUBLAS);
+        convt_cases(RM_CUDA_KERNELS_CUBLAS);
     }
     rm_cuda_set_gemm_ws_cap(0);
 }
@@ -417,44 +420,44 @@ Test(cuda_engines, convolutions_chunked_cublas)
     do {                                                                                                               \
         if (!rm_backend_cuda_has_cudnn()) cr_skip_test("this build has no cuDNN");                                     \
     } while (0)
-Test(cuda_engines, conv2d_cudnn) { CUDNN_OR_SKIP(); conv_cases(RM_KERNELS_CUDNN); }
-Test(cuda_engines, linear_cudnn) { CUDNN_OR_SKIP(); linear_cases(RM_KERNELS_CUDNN); }
-Test(cuda_engines, batchnorm2d_cudnn) { CUDNN_OR_SKIP(); bn_cases(RM_KERNELS_CUDNN); }
-Test(cuda_engines, conv_transpose2x2_cudnn) { CUDNN_OR_SKIP(); convt_cases(RM_KERNELS_CUDNN); }
+Test(cuda_engines, conv2d_cudnn) { CUDNN_OR_SKIP(); conv_cases(RM_CUDA_KERNELS_CUDNN); }
+Test(cuda_engines, linear_cudnn) { CUDNN_OR_SKIP(); linear_cases(RM_CUDA_KERNELS_CUDNN); }
+Test(cuda_engines, batchnorm2d_cudnn) { CUDNN_OR_SKIP(); bn_cases(RM_CUDA_KERNELS_CUDNN); }
+Test(cuda_engines, conv_transpose2x2_cudnn) { CUDNN_OR_SKIP(); convt_cases(RM_CUDA_KERNELS_CUDNN); }
 
 /* Kernel library selection: names, the environment (REMAT_KERNELS, and
  * REMAT_ENGINE, its older name), the API, the defaults. */
 Test(cuda_engines, selection)
 {
     rm_err e = {0};
-    rm_kernel_lib eng;
-    cr_expect_eq(rm_kernel_lib_parse(&eng, "cublas", &e), RM_OK);
-    cr_expect_eq(eng, RM_KERNELS_CUBLAS);
-    cr_expect_eq(rm_kernel_lib_parse(&eng, "tensorrt", &e), RM_ERR_INVALID);
+    rm_cuda_kernel_lib eng;
+    cr_expect_eq(rm_cuda_kernel_lib_parse(&eng, "cublas", &e), RM_OK);
+    cr_expect_eq(eng, RM_CUDA_KERNELS_CUBLAS);
+    cr_expect_eq(rm_cuda_kernel_lib_parse(&eng, "tensorrt", &e), RM_ERR_INVALID);
     cr_expect(strstr(e.msg, "tensorrt") != NULL, "message: %s", e.msg);
 
     rm_backend *be = NULL;
     unsetenv("REMAT_KERNELS"), unsetenv("REMAT_ENGINE"), unsetenv("REMAT_DETERMINISTIC"), unsetenv("REMAT_FAST_MATH");
     cr_assert_eq(rm_backend_cuda_create(&be, 0, &e), RM_OK, "%s", e.msg);
     cr_expect_eq(rm_backend_cuda_kernels(be),
-                 rm_backend_cuda_has_cudnn() ? RM_KERNELS_CUDNN : RM_KERNELS_CUBLAS); /* cudnn, or warned */
+                 rm_backend_cuda_has_cudnn() ? RM_CUDA_KERNELS_CUDNN : RM_CUDA_KERNELS_CUBLAS); /* cudnn, or warned */
     cr_expect_eq(rm_backend_cuda_deterministic(be), 1);
     cr_expect_eq(rm_backend_cuda_fast_math(be), 0);
-    cr_expect_gt(rm_backend_cuda_fixed_bytes(be), 0);
-    cr_expect_eq(rm_backend_cuda_set_kernels(be, RM_KERNELS_HANDWRITTEN, &e), RM_OK, "%s", e.msg);
-    cr_expect_eq(rm_backend_cuda_kernels(be), RM_KERNELS_HANDWRITTEN);
-    if (!rm_backend_cuda_has_cudnn()) cr_expect_eq(rm_backend_cuda_set_kernels(be, RM_KERNELS_CUDNN, &e), RM_ERR_UNSUPPORTED);
+    cr_expect_gt(rm_backend_fixed_bytes(be), 0);
+    cr_expect_eq(rm_backend_cuda_set_kernels(be, RM_CUDA_KERNELS_HANDWRITTEN, &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(rm_backend_cuda_kernels(be), RM_CUDA_KERNELS_HANDWRITTEN);
+    if (!rm_backend_cuda_has_cudnn()) cr_expect_eq(rm_backend_cuda_set_kernels(be, RM_CUDA_KERNELS_CUDNN, &e), RM_ERR_UNSUPPORTED);
     rm_backend_free(be);
 
     setenv("REMAT_ENGINE", "handwritten", 1);
     setenv("REMAT_FAST_MATH", "1", 1);
     cr_assert_eq(rm_backend_cuda_create(&be, 0, &e), RM_OK, "%s", e.msg);
-    cr_expect_eq(rm_backend_cuda_kernels(be), RM_KERNELS_HANDWRITTEN);
+    cr_expect_eq(rm_backend_cuda_kernels(be), RM_CUDA_KERNELS_HANDWRITTEN);
     cr_expect_eq(rm_backend_cuda_fast_math(be), 1);
     rm_backend_free(be);
     setenv("REMAT_KERNELS", "cublas", 1); /* the new name wins over the old */
     cr_assert_eq(rm_backend_cuda_create(&be, 0, &e), RM_OK, "%s", e.msg);
-    cr_expect_eq(rm_backend_cuda_kernels(be), RM_KERNELS_CUBLAS);
+    cr_expect_eq(rm_backend_cuda_kernels(be), RM_CUDA_KERNELS_CUBLAS);
     rm_backend_free(be);
     setenv("REMAT_KERNELS", "fastest", 1);
     cr_expect_eq(rm_backend_cuda_create(&be, 0, &e), RM_ERR_INVALID);
@@ -471,6 +474,6 @@ Test(cuda_engines, selection)
 
     rm_backend *cpu = NULL;
     cr_assert_eq(rm_backend_cpu_create(&cpu, &e), RM_OK);
-    cr_expect_eq(rm_backend_cuda_set_kernels(cpu, RM_KERNELS_CUBLAS, &e), RM_ERR_INVALID);
+    cr_expect_eq(rm_backend_cuda_set_kernels(cpu, RM_CUDA_KERNELS_CUBLAS, &e), RM_ERR_INVALID);
     rm_backend_free(cpu);
 }

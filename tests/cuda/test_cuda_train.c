@@ -42,6 +42,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend_cpu.h"
+#include "backend_cuda.h"
 #include "cuda_fixture.h"
 #include "executor.h"
 #include "milp.h"
@@ -722,7 +724,7 @@ Test(cuda_train, budget_over_device_memory)
     rm_backend *gpu = cuda_backend();
     size_t free_b = 0, total_b = 0;
     rm_err e = {0};
-    cr_assert_eq(rm_backend_cuda_mem_info(gpu, &free_b, &total_b, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(gpu->ops->mem_info(gpu->ctx, &free_b, &total_b, &e), RM_OK, "%s", e.msg);
     cr_assert_gt(total_b, 0);
     rm_plan *pl = plan_of(&t, t.s[0]);
     rm_executor *ex = NULL;
