@@ -138,11 +138,10 @@ int rm_cli_parse_device(rm_backend_kind *out, const char *name, char *why, size_
 {
     rm_err e = {RM_OK, ""};
     *out = RM_BACKEND_DEFAULT;
-    if (name && rm_backend_find(out, name, &e)) {
-        snprintf(why, len, "--device: %s", e.msg);
-        return -1;
-    }
-    return 0;
+    if (!name || !rm_backend_find(out, name, &e)) return 0;
+    char choices[128];
+    snprintf(why, len, "--device must be %s, got '%s'", rm_backend_list(choices, sizeof choices), name);
+    return -1;
 }
 
 int rm_cli_parse_backend_options(rm_backend_options *out, const char *kernels, const char *cpu_kernels,
@@ -163,7 +162,7 @@ int rm_cli_parse_backend_options(rm_backend_options *out, const char *kernels, c
     }
     out->set_kernels = kernels != NULL;
     if (threads && !b->has_threads) {
-        snprintf(why, len, "--threads is for a device with host threads (--device cpu), not %s", b->name);
+        snprintf(why, len, "--threads is for --device cpu (the %s backend has no host threads)", b->name);
         return -1;
     }
     if (threads && rm_backend_threads_parse(&out->threads, threads, &e)) {

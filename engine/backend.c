@@ -25,6 +25,17 @@ const rm_backend_info *rm_backend_info_of(rm_backend_kind kind)
     return (int)kind >= 0 && kind < RM_BACKEND_KIND_COUNT ? registry[kind] : NULL;
 }
 
+/* names[0..count) as "a, b or c" in buf. */
+static const char *join_names(char *buf, size_t len, const char *const *names, int count)
+{
+    buf[0] = 0;
+    for (int i = 0; i < count; i++) {
+        strncat(buf, names[i], len - strlen(buf) - 1);
+        strncat(buf, i + 2 < count ? ", " : i + 2 == count ? " or " : "", len - strlen(buf) - 1);
+    }
+    return buf;
+}
+
 int rm_backend_name_parse(int *out, const char *name, const char *const *names, int count, const char *what,
                           rm_err *e)
 {
@@ -33,21 +44,31 @@ int rm_backend_name_parse(int *out, const char *name, const char *const *names, 
             *out = i;
             return RM_OK;
         }
-    char choices[128] = "";
-    for (int i = 0; i < count; i++) {
-        strncat(choices, names[i], sizeof choices - strlen(choices) - 1);
-        strncat(choices, i + 2 < count ? ", " : i + 2 == count ? " or " : "", sizeof choices - strlen(choices) - 1);
-    }
-    return rm_errorf(e, RM_ERR_INVALID, "unknown %s '%s' (%s)", what, name ? name : "(null)", choices);
+    char choices[128];
+    return rm_errorf(e, RM_ERR_INVALID, "unknown %s '%s' (%s)", what, name ? name : "(null)",
+                     join_names(choices, sizeof choices, names, count));
+}
+
+/* The backends' names by id. */
+static void backend_names(const char *names[RM_BACKEND_KIND_COUNT])
+{
+    for (int k = 0; k < RM_BACKEND_KIND_COUNT; k++) names[k] = registry[k]->name;
 }
 
 int rm_backend_find(rm_backend_kind *out, const char *name, rm_err *e)
 {
     const char *names[RM_BACKEND_KIND_COUNT];
-    for (int k = 0; k < RM_BACKEND_KIND_COUNT; k++) names[k] = registry[k]->name;
+    backend_names(names);
     int k = 0, rc = rm_backend_name_parse(&k, name, names, RM_BACKEND_KIND_COUNT, "device", e);
     if (!rc) *out = (rm_backend_kind)k;
     return rc;
+}
+
+const char *rm_backend_list(char *buf, size_t len)
+{
+    const char *names[RM_BACKEND_KIND_COUNT];
+    backend_names(names);
+    return join_names(buf, len, names, RM_BACKEND_KIND_COUNT);
 }
 
 int rm_backend_kernels_parse(int *lib, rm_backend_kind kind, const char *name, rm_err *e)

@@ -176,6 +176,8 @@ const rm_backend_info *rm_backend_info_of(rm_backend_kind kind);
 /* The backend called name ("cpu", "cuda"); RM_ERR_INVALID naming the value
  * and the choices otherwise. */
 int rm_backend_find(rm_backend_kind *out, const char *name, rm_err *e);
+/* Every backend's name for messages: "cpu or cuda". */
+const char *rm_backend_list(char *buf, size_t len);
 /* A kernel library of kind by name; RM_ERR_INVALID naming the value and the
  * backend's choices otherwise. */
 int rm_backend_kernels_parse(int *lib, rm_backend_kind kind, const char *name, rm_err *e);

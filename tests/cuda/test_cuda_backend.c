@@ -113,3 +113,22 @@ Test(cuda_backend, kernel_table_follows_the_library)
     cr_expect_eq(rm_layer_workspace_bytes_device(d, be, &cfg, &in, 1, out, 1), 0);
     rm_backend_free(be);
 }
+
+/* A layer that declares no CUDA kernels is refused with RM_ERR_UNSUPPORTED
+ * naming the layer and the backend (its reference is no CUDA kernel). */
+Test(cuda_backend, layer_without_kernels_is_unsupported)
+{
+    rm_backend *be = gpu();
+    rm_layer_desc d = *rm_layer_desc_of(RM_LAYER_RELU);
+    d.kernels = NULL;
+    rm_layer_config cfg = {.kind = RM_LAYER_RELU};
+    rm_layer_call call;
+    memset(&call, 0, sizeof call);
+    call.cfg = &cfg, call.be = be;
+    rm_err e = {0};
+    cr_expect_eq(rm_layer_forward(&d, &call, &e), RM_ERR_UNSUPPORTED);
+    cr_expect_str_eq(e.msg, "relu: no forward kernel for backend cuda");
+    cr_expect_eq(rm_layer_backward(&d, &call, &e), RM_ERR_UNSUPPORTED);
+    cr_expect_str_eq(e.msg, "relu: no backward kernel for backend cuda");
+    rm_backend_free(be);
+}

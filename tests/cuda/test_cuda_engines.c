@@ -25,6 +25,7 @@
 
 #include "backend_cpu.h"
 #include "backend_cuda.h"
+#include "cli_util.h"
 #include "cuda_fixture.h"
 #include "layers.h"
 
@@ -476,4 +477,50 @@ Test(cuda_engines, selection)
     cr_assert_eq(rm_backend_cpu_create(&cpu, &e), RM_OK);
     cr_expect_eq(rm_backend_cuda_set_kernels(cpu, RM_CUDA_KERNELS_CUBLAS, &e), RM_ERR_INVALID);
     rm_backend_free(cpu);
+}
+
+/* --kernels for the CUDA device: the CLI parses the name with the backend
+ * --device selects, and the option wins over REMAT_KERNELS (which is then
+ * not read, so even a bad value is no error); the variable, and its older
+ * name REMAT_ENGINE, still choose the library without the option. */
+Test(cuda_engines, kernels_option_wins_over_the_environment)
+{
+    rm_err e = {0};
+    rm_backend_kind kind;
+    char why[256] = "";
+    cr_assert_eq(rm_cli_parse_device(&kind, "cuda", why, sizeof why), 0, "%s", why);
+    rm_backend_options o;
+    cr_assert_eq(rm_cli_parse_backend_options(&o, "handwritten", NULL, NULL, kind, why, sizeof why), 0, "%s", why);
+    cr_expect_eq(o.set_kernels, 1);
+    cr_expect_eq(o.kernels, RM_CUDA_KERNELS_HANDWRITTEN);
+    cr_expect_eq(rm_cli_parse_backend_options(&o, "fast", NULL, NULL, kind, why, sizeof why), -1);
+    cr_expect_str_eq(why, "--kernels: unknown cuda kernel library 'fast' (handwritten, cublas or cudnn)");
+    cr_expect_eq(rm_cli_parse_backend_options(&o, NULL, "fast", NULL, kind, why, sizeof why), -1);
+    cr_expect(strstr(why, "--cpu-kernels is for --device cpu") != NULL, "%s", why);
+    cr_expect_eq(rm_cli_parse_backend_options(&o, NULL, NULL, "2", kind, why, sizeof why), -1);
+    cr_expect(strstr(why, "--threads is for --device cpu") != NULL, "%s", why);
+    cr_assert_eq(rm_cli_parse_backend_options(&o, "handwritten", NULL, NULL, kind, why, sizeof why), 0, "%s", why);
+
+    unsetenv("REMAT_KERNELS"), unsetenv("REMAT_ENGINE");
+    rm_backend *be = NULL;
+    setenv("REMAT_KERNELS", "cublas", 1);
+    cr_assert_eq(rm_backend_create(&be, kind, &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(rm_backend_kernels(be), RM_CUDA_KERNELS_CUBLAS, "the variable, without the option");
+    rm_backend_free(be);
+    cr_assert_eq(rm_backend_create_with(&be, kind, &o, &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(rm_backend_cuda_kernels(be), RM_CUDA_KERNELS_HANDWRITTEN, "the option wins");
+    char buf[64];
+    cr_expect_str_eq(rm_backend_describe(be, buf, sizeof buf), "GPU 0, handwritten kernels");
+    rm_backend_free(be);
+    setenv("REMAT_KERNELS", "fastest", 1);
+    cr_assert_eq(rm_backend_create_with(&be, kind, &o, &e), RM_OK, "a variable the option replaces is not read: %s",
+                 e.msg);
+    cr_expect_eq(rm_backend_cuda_kernels(be), RM_CUDA_KERNELS_HANDWRITTEN);
+    rm_backend_free(be);
+    unsetenv("REMAT_KERNELS");
+    setenv("REMAT_ENGINE", "cublas", 1);
+    cr_assert_eq(rm_backend_create(&be, kind, &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(rm_backend_kernels(be), RM_CUDA_KERNELS_CUBLAS, "the older name is still an alias");
+    rm_backend_free(be);
+    unsetenv("REMAT_ENGINE");
 }

@@ -661,6 +661,24 @@ Test(cuda_train, no_device_allocation_inside_steps, .timeout = 300)
 }
 #endif
 
+/* remat train --device cuda --kernels handwritten: the trainer's backend runs
+ * the library the option names, whatever REMAT_KERNELS says, and its
+ * summary says which. */
+Test(cuda_train, kernels_option_chooses_the_library, .timeout = 300)
+{
+    setenv("REMAT_KERNELS", "cublas", 1);
+    rm_trainer_config c = train_config();
+    c.backend.set_kernels = 1;
+    c.backend.kernels = RM_CUDA_KERNELS_HANDWRITTEN;
+    rm_trainer *t = NULL;
+    rm_err e = {RM_OK, ""};
+    cr_assert_eq(rm_trainer_create(&t, &c, &e), RM_OK, "%s", e.msg);
+    unsetenv("REMAT_KERNELS");
+    cr_expect_eq(rm_backend_cuda_kernels(rm_executor_backend(rm_trainer_executor(t))), RM_CUDA_KERNELS_HANDWRITTEN);
+    cr_expect_str_eq(rm_trainer_summary_of(t)->device_settings, "GPU 0, handwritten kernels");
+    rm_trainer_free(t);
+}
+
 static float *trainer_params(rm_trainer *t, size_t *n)
 {
     rm_executor *ex = rm_trainer_executor(t);
