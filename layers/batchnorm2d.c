@@ -112,7 +112,7 @@ static void bn_channel_stats(double *mean, double *var, const rm_layer_call *cal
 }
 
 /* Errors shared by forward and backward, CPU and CUDA (declared in
- * layer_cuda.h): what each mode needs to exist. */
+ * cuda/layer_cuda.h): what each mode needs to exist. */
 int rm_batchnorm2d_check_call(const rm_layer_call *call, rm_shape s, const char *what, rm_err *e)
 {
     char buf[64];

@@ -2,8 +2,11 @@
  * CPU reference and the oracle for the CUDA kernels. Lowered to im2col and a
  * register-tiled matrix product; the im2col matrix is never stored whole,
  * only the 16-wide strip the next tile reads (small workspace, hot in cache).
- * All reductions accumulate in double, in an order fixed by the code alone,
- * so a recomputed forward is bit-identical. */
+ * Its reductions accumulate in double, in an order fixed by the code alone,
+ * so a recomputed forward is bit-identical. The CPU backend's default
+ * library, fast (cpu/conv2d_fast.c), multiplies in single precision through
+ * BLIS instead: also bit-identical run to run and at any thread count, but
+ * not the same bits as this reference. */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>

@@ -14,8 +14,10 @@
 #define RM_TILE 16
 
 /* acc[j] += sum_r a[r * a_stride] * b[r * b_stride + j] for j < n <= RM_TILE,
- * in double, r ascending: every matrix product of the CPU layers is a sequence
- * of these, so each output's sum runs in the same order whatever the tiling. */
+ * in double, r ascending: every matrix product of the reference kernels is a
+ * sequence of these, so each output's sum runs in the same order whatever the
+ * tiling. (The fast library's products are single-precision BLIS ones,
+ * rm_cpu_sgemm.) */
 void rm_madd_tile(double *restrict acc, size_t n, const float *restrict a, size_t a_stride, const float *restrict b,
                   size_t b_stride, size_t rows);
 

@@ -1,6 +1,8 @@
 /* Fully connected layer: N x C x H x W is read as N x (C*H*W) features and
  * mapped to N x out x 1 x 1 by y = W x + b, weight (out, in, 1, 1) as in
- * PyTorch's nn.Linear. CPU reference; reductions accumulate in double. */
+ * PyTorch's nn.Linear. The CPU reference, whose reductions accumulate in
+ * double; the fast library's kernels (cpu/linear_fast.c) are single-precision
+ * BLIS products. */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>

@@ -1,5 +1,6 @@
 /* The CPU backend's context and compute ops (backend_cpu_compute.c), named
- * so that backend_cpu.c can put them in its ops table. Internal to engine/. */
+ * so that backend_cpu.c can put them in its ops table. Internal to engine/cpu/
+ * (and its tests). */
 #ifndef REMAT_BACKEND_CPU_INTERNAL_H
 #define REMAT_BACKEND_CPU_INTERNAL_H
 

@@ -12,10 +12,10 @@
  * Both libraries fail to recognise this CPU, OpenBLAS much worse (its SSE3
  * kernels, 30 GFLOP/s). OpenBLAS reads its override in a constructor, before
  * main, so only the user's environment can fix it; BLIS initialises on first
- * use, so the engine itself can ask for the AVX-512 kernels (below), which
+ * use, so the fast library itself can ask for the AVX-512 kernels (below), which
  * leaves OpenBLAS 5-15% ahead when both are at their best. BLIS also takes
  * the thread count with each call (rntm_t), so it runs on the caller's one
- * thread when asked, and the engine's own OpenMP threads run its products
+ * thread when asked, and the backend's own OpenMP threads run its products
  * (OpenBLAS's pthread build keeps a second pool spinning on the same cores
  * after every product).
  *

@@ -73,4 +73,5 @@ int rm_backend_cuda_fast_math(const rm_backend *be);
  * kernels (cuDNN rejected the configuration, or no algorithm fit the
  * workspace) since the backend was created. */
 unsigned long long rm_backend_cuda_fallbacks(const rm_backend *be);
+
 #endif

@@ -1,5 +1,5 @@
 /* Inverted dropout on the GPU. The mask is rm_uniform_at(seed, stream, j) >= p
- * with the very functions of engine/rng.h (compiled for the device), so the
+ * with the very functions of base/rng.h (compiled for the device), so the
  * GPU drops exactly the elements the CPU reference drops. */
 #include <string.h>
 

@@ -58,7 +58,7 @@ static rm_backend *cuda_backend(void)
     int rc = rm_backend_cuda_create(&be, 0, &e);
     cr_assert_eq(rc, RM_OK, "cuda backend: %s", e.msg);
     /* This suite checks the hand-written kernels (double accumulation, 1e-5);
-     * the cuBLAS/cuDNN engines have their own suite (test_cuda_engines.c). */
+     * the cuBLAS/cuDNN kernel libraries have their own suite (test_cuda_kernel_libs.c). */
     cr_assert_eq(rm_backend_cuda_set_kernels(be, RM_CUDA_KERNELS_HANDWRITTEN, &e), RM_OK, "%s", e.msg);
     return be;
 }

@@ -9,7 +9,7 @@
  *    tensor, max_i |gpu_i - cpu_i| / max(|cpu_i|, 1e-2 max_j |cpu_j|)) with a
  *    whole-network tolerance of STEP_TOL: each layer adds its error (1e-5
  *    for the hand-written kernels, up to 2e-4 for the cuBLAS and cuDNN
- *    engines, which sum in float32), and a network of ten layers compounds
+ *    kernel libraries, which sum in float32), and a network of ten layers compounds
  *    them.
  *  - Rematerialization on the GPU: every baseline strategy at a budget below
  *    checkpoint-all's peak, LP rounding and the MILP (deterministic node
@@ -643,19 +643,19 @@ size_t rm_emu_allocation_count(void); /* tests/cuda_emu/runtime.cpp */
  * device memory at creation, and its steps and evaluations none. */
 Test(cuda_train, no_device_allocation_inside_steps, .timeout = 300)
 {
-    static const char *engines[] = {"handwritten", "cublas", "cudnn"};
+    static const char *libs[] = {"handwritten", "cublas", "cudnn"};
     for (int i = 0; i < 3; i++) {
-        setenv("REMAT_KERNELS", engines[i], 1);
+        setenv("REMAT_KERNELS", libs[i], 1);
         rm_trainer_config c = train_config();
         c.max_steps = 3;
         c.eval_every = 2;
         rm_trainer *t = NULL;
         rm_err e = {RM_OK, ""};
-        cr_assert_eq(rm_trainer_create(&t, &c, &e), RM_OK, "%s: %s", engines[i], e.msg);
+        cr_assert_eq(rm_trainer_create(&t, &c, &e), RM_OK, "%s: %s", libs[i], e.msg);
         size_t before = rm_emu_allocation_count();
-        cr_assert_eq(rm_trainer_run(t, &e), RM_OK, "%s: %s", engines[i], e.msg);
+        cr_assert_eq(rm_trainer_run(t, &e), RM_OK, "%s: %s", libs[i], e.msg);
         size_t during = rm_emu_allocation_count() - before;
-        cr_assert_eq(during, 0, "%s: %zu device allocations during 3 steps and their evaluations", engines[i], during);
+        cr_assert_eq(during, 0, "%s: %zu device allocations during 3 steps and their evaluations", libs[i], during);
         rm_trainer_free(t);
     }
 }

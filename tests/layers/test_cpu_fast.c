@@ -1,4 +1,4 @@
-/* The fast CPU kernel library (engine/backend_cpu.h) against two oracles:
+/* The fast CPU kernel library (engine/cpu/backend_cpu.h) against two oracles:
  * a naive direct convolution (the seven loops of the definition, in double)
  * and the reference kernels, on odd shapes (stride 2 and 3, padding, 1x1
  * direct and strided, 5x5, 7x7, channel counts that divide nothing, batch 1
