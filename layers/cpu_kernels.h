@@ -1,5 +1,5 @@
-/* Building blocks shared by the plain-C kernels (the layers' reference and
- * the CPU backend's fast library), and the fast library's per-layer choice. */
+/* Building blocks shared by the plain-C kernels: the layers' reference and
+ * the CPU backend's fast library (cpu/). */
 #ifndef REMAT_CPU_KERNELS_H
 #define REMAT_CPU_KERNELS_H
 
@@ -33,14 +33,5 @@ static inline int rm_call_threads(const rm_layer_call *call, size_t work)
 {
     return rm_backend_loop_threads(call->be, work);
 }
-
-/* The kernels of CPU kernel library lib (backend_cpu.h) of the layers whose
- * fast kernels are not the reference's: the one place each choice is made,
- * called once per backend and library (the CPU backend's kernel table).
- * Their workspace is that library's exact need (be may be NULL); the CPU's
- * bound is the largest over the libraries. */
-rm_layer_kernels rm_conv2d_cpu_kernels(int lib);
-rm_layer_kernels rm_linear_cpu_kernels(int lib);
-rm_layer_kernels rm_conv_transpose2x2_cpu_kernels(int lib);
 
 #endif

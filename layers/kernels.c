@@ -6,7 +6,7 @@
  * backend adds its column here (and its kernels in its folder). An entry
  * left out is all NULL: on the CPU the reference runs, on a device the
  * backend answers RM_ERR_UNSUPPORTED. */
-#include "cpu_kernels.h"
+#include "layer_cpu.h"
 #include "layer_cuda.h"
 #include "layers.h"
 

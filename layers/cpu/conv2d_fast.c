@@ -8,6 +8,7 @@
 #include "backend_cpu.h"
 #include "conv2d.h"
 #include "cpu_blas.h"
+#include "layer_cpu.h"
 
 /* The im2col matrix is built (and its gradient scattered back) a block at a
  * time, the block's matrices no larger than the reference kernels' own

@@ -7,6 +7,7 @@
 #include "backend_cpu.h"
 #include "conv_transpose2x2.h"
 #include "cpu_blas.h"
+#include "layer_cpu.h"
 
 /* buf[q][ij] = y[convt_out_index(q, ij)] (gather, to_buf) or the other way
  * round (scatter, adding the bias), for one image; the taps q are

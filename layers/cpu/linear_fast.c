@@ -4,6 +4,7 @@
 #include "backend_cpu.h"
 #include "cpu_blas.h"
 #include "cpu_kernels.h"
+#include "layer_cpu.h"
 
 /* y = x . w^T + b. */
 static int linear_fast_forward(const rm_layer_call *call, rm_err *e)

@@ -27,6 +27,7 @@
 #include "backend_cuda.h"
 #include "cli_util.h"
 #include "cuda_fixture.h"
+#include "layer_cuda.h"
 #include "layers.h"
 
 #define TOL_EXACT 1e-5
