@@ -1,6 +1,6 @@
-/* The BLAS choice of the fast CPU engine (docs/cpu-engine.md), measured: the
+/* The BLAS choice of the fast CPU kernel library (docs/cpu-kernels.md), measured: the
  * three single-precision products of every convolution of ResNet-18 at
- * batch 8 (3x224x224), as the fast engine issues them (one product per image,
+ * batch 8 (3x224x224), as the fast library issues them (one product per image,
  * row-major, the im2col matrix K x N beside the weights M x K):
  *   forward          Y[M,N]  = W[M,K] . C[K,N]
  *   backward data    dC[K,N] = W^T . dY[M,N]

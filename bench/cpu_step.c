@@ -29,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend_cpu.h"
 #include "bench_host.h"
 #include "bench_median.h"
 #include "cli_util.h"
@@ -121,7 +122,7 @@ int main(int argc, char **argv)
         c.budget_percent = bud.pct;
     else
         c.budget = bud.bytes;
-    if (rm_cli_parse_cpu_options(&c.cpu, kernels, threads, RM_BACKEND_CPU, why, sizeof why)) return usage(why);
+    if (rm_cli_parse_backend_options(&c.backend, kernels, NULL, threads, RM_BACKEND_CPU, why, sizeof why)) return usage(why);
     rm_err e = {RM_OK, ""};
 
     rm_trainer *t = NULL;
@@ -184,7 +185,7 @@ int main(int argc, char **argv)
     printf("RESULT model=%s batch=%ld threads=%d adaptive=%d threads_end=%d kernels=%s ms=%.3f min_ms=%.3f "
            "images_s=%.3f steps=%d loss_first=%.4g loss_last=%.4g\n",
            model, batch, rm_backend_cpu_max_threads(be), rm_backend_cpu_adaptive(be), rm_backend_cpu_threads(be),
-           rm_cpu_kernels_name(rm_backend_cpu_kernels(be)), med, lo, 1e3 * batch / med, n, (double)first,
+           rm_cpu_kernel_lib_name(rm_backend_cpu_kernels(be)), med, lo, 1e3 * batch / med, n, (double)first,
            (double)loss);
     rm_trainer_free(t);
     free(images), free(labels);

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend_cuda.h"
 #include "bench_median.h"
 #include "layers.h"
 
@@ -97,7 +98,7 @@ static float *dev_random(size_t n, unsigned seed)
     return d;
 }
 
-/* Median forward and backward milliseconds of one shape on one engine. */
+/* Median forward and backward milliseconds of one shape in one kernel library. */
 static void time_shape(float *fwd_ms, float *bwd_ms, unsigned long long *fallbacks, rm_backend *be,
                        const conv_shape *cs, int batch, int warmup, int reps)
 {
@@ -159,14 +160,14 @@ static void time_shape(float *fwd_ms, float *bwd_ms, unsigned long long *fallbac
 
 int main(int argc, char **argv)
 {
-    const char *model = "all", *engines = "handwritten,cublas,cudnn";
+    const char *model = "all", *libs = "handwritten,cublas,cudnn";
     int batch = 32, reps = 20, warmup = 3;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--model") && i + 1 < argc) model = argv[++i];
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc) batch = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if ((!strcmp(argv[i], "--kernels") || !strcmp(argv[i], "--engines")) && i + 1 < argc)
-            engines = argv[++i];
+            libs = argv[++i];
         else {
             fprintf(stderr,
                     "usage: %s [--model resnet50|vgg16|all] [--batch N] [--reps N] "
@@ -188,26 +189,26 @@ int main(int argc, char **argv)
     }
     if (rc) die("cuda backend", &e);
 
-    rm_kernel_lib eng[RM_KERNELS_COUNT];
-    int neng = 0;
+    rm_cuda_kernel_lib lib[RM_CUDA_KERNELS_COUNT];
+    int nlib = 0;
     char list[128];
-    snprintf(list, sizeof list, "%s", engines);
+    snprintf(list, sizeof list, "%s", libs);
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-        if (rm_kernel_lib_parse(&eng[neng], tok, &e)) die("--kernels", &e);
-        if (eng[neng] == RM_KERNELS_CUDNN && !rm_backend_cuda_has_cudnn()) {
+        if (rm_cuda_kernel_lib_parse(&lib[nlib], tok, &e)) die("--kernels", &e);
+        if (lib[nlib] == RM_CUDA_KERNELS_CUDNN && !rm_backend_cuda_has_cudnn()) {
             fprintf(stderr, "remat_bench_gpu_layers: this build has no cuDNN: cudnn skipped\n");
             continue;
         }
-        if (neng < RM_KERNELS_COUNT) neng++;
+        if (nlib < RM_CUDA_KERNELS_COUNT) nlib++;
     }
     struct cudaDeviceProp prop;
     CHECK(cudaGetDeviceProperties(&prop, 0));
     printf("# %s, batch %d, median of %d (handwritten: %d) after %d warm-up, deterministic %d, fast_math %d\n", prop.name,
            batch, reps, reps < 3 ? reps : 3, warmup, rm_backend_cuda_deterministic(be), rm_backend_cuda_fast_math(be));
     printf("%-9s %-10s %-22s", "model", "layer", "shape (cin>cout k s @hw)");
-    for (int k = 0; k < neng; k++) printf(" %11s_fwd %11s_bwd", rm_kernel_lib_name(eng[k]), rm_kernel_lib_name(eng[k]));
+    for (int k = 0; k < nlib; k++) printf(" %11s_fwd %11s_bwd", rm_cuda_kernel_lib_name(lib[k]), rm_cuda_kernel_lib_name(lib[k]));
     printf("   (ms)\n");
-    double total[2][RM_KERNELS_COUNT][2];
+    double total[2][RM_CUDA_KERNELS_COUNT][2];
     memset(total, 0, sizeof total);
     const char *models[2] = {"resnet50", "vgg16"};
     for (size_t i = 0; i < NSHAPES; i++) {
@@ -216,12 +217,12 @@ int main(int argc, char **argv)
         char shape[48];
         snprintf(shape, sizeof shape, "%d>%d k%d s%d @%d x%d", cs->cin, cs->cout, cs->k, cs->s, cs->hw, cs->count);
         printf("%-9s %-10s %-22s", cs->model, cs->name, shape);
-        for (int k = 0; k < neng; k++) {
-            if (rm_backend_cuda_set_kernels(be, eng[k], &e)) die("set kernel library", &e);
+        for (int k = 0; k < nlib; k++) {
+            if (rm_backend_cuda_set_kernels(be, lib[k], &e)) die("set kernel library", &e);
             float f, b;
             unsigned long long fb;
-            int n = eng[k] == RM_KERNELS_HANDWRITTEN && reps > 3 ? 3 : reps;
-            time_shape(&f, &b, &fb, be, cs, batch, eng[k] == RM_KERNELS_HANDWRITTEN ? 1 : warmup, n);
+            int n = lib[k] == RM_CUDA_KERNELS_HANDWRITTEN && reps > 3 ? 3 : reps;
+            time_shape(&f, &b, &fb, be, cs, batch, lib[k] == RM_CUDA_KERNELS_HANDWRITTEN ? 1 : warmup, n);
             printf(" %15.3f %15.3f%s", f, b, fb ? "*" : "");
             int m = strcmp(cs->model, "resnet50") ? 1 : 0;
             total[m][k][0] += (double)cs->count * f, total[m][k][1] += (double)cs->count * b;
@@ -232,7 +233,7 @@ int main(int argc, char **argv)
     for (int m = 0; m < 2; m++) {
         if (strcmp(model, "all") && strcmp(model, models[m])) continue;
         printf("%-9s %-10s %-22s", models[m], "TOTAL", "(all convolutions)");
-        for (int k = 0; k < neng; k++) printf(" %15.3f %15.3f", total[m][k][0], total[m][k][1]);
+        for (int k = 0; k < nlib; k++) printf(" %15.3f %15.3f", total[m][k][0], total[m][k][1]);
         printf("\n");
     }
     printf("# *: some calls fell back to the hand-written kernels (cuDNN rejected the shape or no algorithm fit)\n");

@@ -4,7 +4,7 @@
 # GPU's accounting: weights, gradients, SGD momentum, BN statistics, labels,
 # the layers' CUDA workspace, the cuBLAS workspace, and the activations'
 # simulated peak), then that batch actually trained for 3 steps on the GPU
-# (bench/gpu_step.c: the trainer's own path, the cuDNN engine, one warm-up
+# (bench/gpu_step.c: the trainer's own path, the cuDNN kernel library, one warm-up
 # step) under the same budget, ending with one table:
 #   model, strategy, max batch, ratio to checkpoint-all, extra FLOPs,
 #   measured ms/step and images/s, time per image over checkpoint-all's at
@@ -123,7 +123,7 @@ for model in "${models[@]}"; do
     fi
     echo "== $model: $strat at batch $batch, 3 steps on the GPU"
     timeout 300 "$step_bin" --model "$cfg" --batch "$batch" --strategy "$strat" --budget "$budget" \
-      --engines cudnn --steps 3 --warmup 1 --max-seconds 60 --time-limit "$tl" </dev/null 2>&1 | tee "$log"
+      --kernels cudnn --steps 3 --warmup 1 --max-seconds 60 --time-limit "$tl" </dev/null 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
     line="$(grep '^RESULT ' "$log" | tail -1)"
     if [ -n "$line" ]; then
@@ -139,7 +139,7 @@ for model in "${models[@]}"; do
 done
 
 echo
-echo "==== real max batch on the GPU: budget $budget, 3 training steps each, cuDNN engine ($((SECONDS - t_start)) s) ===="
+echo "==== real max batch on the GPU: budget $budget, 3 training steps each, cuDNN kernel library ($((SECONDS - t_start)) s) ===="
 gpu_name
 printf '%-9s %-18s %6s %6s %9s %9s %8s %10s %9s %9s  %s\n' model strategy batch vs_all flops_ovh ms/step img/s \
   time/img remat_GiB device_GiB status

@@ -15,9 +15,9 @@
  * framework's pinned data loader hands it over; its upload is part of the
  * step, as in `remat train`), random labels. Timing follows the device
  * method (METHOD.md): CUDA events on the backend's stream around each step,
- * after W warm-up steps, median of K. Each engine's run stops once
+ * after W warm-up steps, median of K. Each kernel library's run stops once
  * --max-seconds of wall clock (warm-up included, default 20) are spent, with
- * at least one step done: the hand-written engine is exact but slow.
+ * at least one step done: the hand-written library is exact but slow.
  *
  * Memory: "remat" is the fixed bytes plus the arena's measured high-water
  * mark (what the budget governs); "device" is what cudaMemGetInfo says the
@@ -27,9 +27,9 @@
  *
  * Without --budget the budget is 90% of the GPU's free memory (the
  * checkpoint-all default then never recomputes). --budget takes 16GiB or a
- * percentage of the no-remat peak (as `remat train`). Each engine ends with
+ * percentage of the no-remat peak (as `remat train`). Each kernel library ends with
  * one line "RESULT key=value ..." for the drivers (bench/gpu_throughput.sh,
- * bench/gpu_maxbatch.sh). Exit 0 when every engine ran, 1 when the job
+ * bench/gpu_maxbatch.sh). Exit 0 when every kernel library ran, 1 when the job
  * could not be built or a step failed (RESULT status says OOM, BUDGET,
  * INFEASIBLE or ERROR), 2 on bad usage; without a GPU it says so and exits 0
  * having timed nothing, like remat_bench_gpu_layers. */
@@ -40,6 +40,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend_cuda.h"
 #include "bench_host.h"
 #include "bench_median.h"
 #include "cli_util.h"
@@ -78,7 +79,7 @@ static void on_event(void *ctx, const rm_trainer_event *ev)
 }
 
 typedef struct args {
-    const char *model, *model_arg, *engines, *strategy, *budget;
+    const char *model, *model_arg, *libs, *strategy, *budget;
     int batch, steps, warmup;
     double max_seconds, time_limit, lr;
 } args;
@@ -95,7 +96,7 @@ static int usage(const char *why)
 static int parse_args(args *a, int argc, char **argv, char *pathbuf, size_t pathlen)
 {
     memset(a, 0, sizeof *a);
-    a->engines = "cudnn", a->strategy = "checkpoint_all";
+    a->libs = "cudnn", a->strategy = "checkpoint_all";
     a->steps = 20, a->warmup = 3, a->max_seconds = 20, a->time_limit = 30, a->lr = 0.01;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -105,7 +106,7 @@ static int parse_args(args *a, int argc, char **argv, char *pathbuf, size_t path
         if (!v) return usage("every option takes a value");
         i++;
         if (!strcmp(o, "--model")) a->model_arg = v;
-        else if (!strcmp(o, "--kernels") || !strcmp(o, "--engines") || !strcmp(o, "--engine")) a->engines = v;
+        else if (!strcmp(o, "--kernels") || !strcmp(o, "--engines") || !strcmp(o, "--engine")) a->libs = v;
         else if (!strcmp(o, "--strategy")) a->strategy = v;
         else if (!strcmp(o, "--budget")) a->budget = v;
         else if (!strcmp(o, "--batch") && !rm_cli_parse_long(&n, v, 1, 1L << 20)) a->batch = (int)n;
@@ -156,8 +157,8 @@ typedef struct timing {
     char err[256];
 } timing;
 
-/* Warm-up then timed steps of one engine, each between two events on the stream. */
-static void run_engine(timing *r, rm_trainer *t, const args *a, int warmup, const float *images, const int32_t *labels,
+/* Warm-up then timed steps of one kernel library, each between two events on the stream. */
+static void run_library(timing *r, rm_trainer *t, const args *a, int warmup, const float *images, const int32_t *labels,
                        uint64_t *step)
 {
     memset(r, 0, sizeof *r);
@@ -265,7 +266,7 @@ static void print_job(const args *a, const rm_trainer_summary *s, const rm_model
     printf("# budget %.1f MiB: fixed %.1f MiB (workspace %.1f) + arena %.1f MiB (no-remat peak %.1f MiB)\n",
            mib(s->budget), mib(s->fp.total), mib(s->fp.workspace + s->fp.backend), mib(s->plan_span), mib(s->noremat_peak));
     printf("# deterministic %d, fast_math %d; median of up to %d steps after %d warm-up (handwritten: %d), at most "
-           "%g s per engine\n",
+           "%g s per kernel library\n",
            rm_backend_cuda_deterministic(be), rm_backend_cuda_fast_math(be), a->steps, a->warmup,
            a->warmup < 1 ? a->warmup : 1, a->max_seconds);
     printf("%-12s %6s %10s %10s %10s %10s %10s %9s %s\n", "engine", "steps", "median_ms", "min_ms", "images/s",
@@ -273,32 +274,32 @@ static void print_job(const args *a, const rm_trainer_summary *s, const rm_model
     fflush(stdout);
 }
 
-/* One engine (tok, a name of --kernels): switch the backend to it, time its
+/* One kernel library (tok, a name of --kernels): switch the backend to it, time its
  * steps, print its table row and RESULT line. 1 when it failed, 0 when it
  * ran or was skipped (no cuDNN in this build). free0: the device's free
  * memory after the context, what its measured use is counted from. */
-static int bench_engine(const char *tok, rm_trainer *t, const args *a, size_t free0, const float *images,
+static int bench_library(const char *tok, rm_trainer *t, const args *a, size_t free0, const float *images,
                         const int32_t *labels, uint64_t *step)
 {
     const rm_trainer_summary *s = rm_trainer_summary_of(t);
     rm_executor *ex = rm_trainer_executor(t);
     rm_backend *be = rm_executor_backend(ex);
-    rm_kernel_lib eng;
+    rm_cuda_kernel_lib lib;
     rm_err ee = {RM_OK, ""};
-    if (rm_kernel_lib_parse(&eng, tok, &ee)) {
+    if (rm_cuda_kernel_lib_parse(&lib, tok, &ee)) {
         fprintf(stderr, ME ": --kernels: %s\n", ee.msg);
         return 1;
     }
-    if (eng == RM_KERNELS_CUDNN && !rm_backend_cuda_has_cudnn()) {
+    if (lib == RM_CUDA_KERNELS_CUDNN && !rm_backend_cuda_has_cudnn()) {
         printf("%-12s this build has no cuDNN: skipped\n", tok);
         return 0;
     }
-    if (rm_backend_cuda_set_kernels(be, eng, &ee)) {
+    if (rm_backend_cuda_set_kernels(be, lib, &ee)) {
         fprintf(stderr, ME ": %s: %s\n", tok, ee.msg);
         return 1;
     }
     timing r;
-    run_engine(&r, t, a, eng == RM_KERNELS_HANDWRITTEN && a->warmup > 1 ? 1 : a->warmup, images, labels, step);
+    run_library(&r, t, a, lib == RM_CUDA_KERNELS_HANDWRITTEN && a->warmup > 1 ? 1 : a->warmup, images, labels, step);
     size_t free1 = 0, tot1 = 0;
     size_t device = cuda_ok(cudaMemGetInfo(&free1, &tot1), "cudaMemGetInfo") && free0 > free1 ? free0 - free1 : 0;
     size_t remat = s->fp.total + rm_executor_arena_high_water(ex);
@@ -380,14 +381,14 @@ int main(int argc, char **argv)
     int failed = 0;
     uint64_t step = 0;
     char list[256];
-    snprintf(list, sizeof list, "%s", a.engines);
+    snprintf(list, sizeof list, "%s", a.libs);
     char *save = NULL;
     for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-        if (bench_engine(tok, t, &a, free0, images, labels, &step)) failed = 1;
+        if (bench_library(tok, t, &a, free0, images, labels, &step)) failed = 1;
     printf("# steps: '+' the --max-seconds cap stopped it early; '*' only warm-up steps fit under the cap (their\n"
            "# times). remat: fixed + arena high-water (what the budget governs); device: cudaMemGetInfo, all this\n"
            "# process took after its CUDA context (library handles and cuDNN's kernels included).\n"
-           "# fallbacks: layer calls the engine handed to the hand-written kernels.\n");
+           "# fallbacks: layer calls the kernel library handed to the hand-written kernels.\n");
     cudaFreeHost(images);
     cudaFreeHost(labels);
     rm_trainer_free(t);

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Training throughput on the GPU (issue 5): images/s of one training step
 # (forward, loss, backward, SGD-momentum update; float32) of ResNet-50, VGG-16
-# and U-Net at fixed batches, for each remat CUDA engine, against PyTorch on
+# and U-Net at fixed batches, for each remat CUDA kernel library, against PyTorch on
 # the same GPU (bench/pytorch_step.py: same models, batch, optimizer, TF32
 # off, cuDNN autotuning off), ending with one table:
-#   model, batch, engine, median ms/step, images/s, remat / PyTorch time.
+#   model, batch, engine (the kernel library, or pytorch), median ms/step, images/s, remat / PyTorch time.
 #
 #   bench/gpu_throughput.sh [--quick] [--no-handwritten] [MODEL[:BATCH]...]
 #
@@ -14,20 +14,20 @@
 # the same order. Each fits comfortably: remat's no-remat peaks (fixed +
 # checkpoint-all's activations, `remat plan --budget 100%`) are 2.8 GiB
 # (resnet50 b32), 3.4 GiB (vgg16 b32) and 3.1 GiB (unet b8), far inside the
-# 139 GiB card and a 16 GiB one, so no engine's workspace choice is squeezed
+# 139 GiB card and a 16 GiB one, so no kernel library's workspace choice is squeezed
 # and the comparison is of kernels, not of memory pressure; and each is large
 # enough to fill the GPU, so launches do not dominate.
-# Engines, each in its own process (a crash or a timeout costs one row):
+# Kernel libraries, each in its own process (a crash or a timeout costs one row):
 #   cudnn      remat's default: cuDNN conv + BN, cuBLAS linear; deterministic
 #   cudnn-nd   the same with REMAT_DETERMINISTIC=0: PyTorch's default also
 #              allows non-deterministic algorithms, so this is the fair row
-#              for the goal "cuDNN engine within 1.2x of PyTorch"
+#              for the goal "cuDNN kernel library within 1.2x of PyTorch"
 #   cublas     cuBLAS SGEMM (im2col convolutions)
 #   handwritten  the exact hand-written kernels: capped at 20 s per model
 #              (the steps done are reported), dropped with --no-handwritten
 # --quick: 5 timed steps after 1 warm-up (default 20 after 3).
 # Bounded: every command runs under `timeout`; the whole run takes about
-# 4 minutes on an H200 (the hand-written engine dominates) and stays under 9.
+# 4 minutes on an H200 (the hand-written library dominates) and stays under 9.
 # Needs build/ from `scripts/gpu-check --build` (REMAT_BUILD_DIR overrides).
 # Without a GPU it says so and exits 0.
 set -uo pipefail
@@ -59,8 +59,8 @@ if ! gpu_have_device; then
 fi
 gpu_env "$dir" "$step_bin" || exit 1
 
-engines=(cudnn cudnn-nd cublas)
-[ "$hand" = 1 ] && engines+=(handwritten)
+libs=(cudnn cudnn-nd cublas)
+[ "$hand" = 1 ] && libs+=(handwritten)
 results="$(mktemp)"
 log="$(mktemp)"
 trap 'rm -f "$results" "$log"' EXIT
@@ -69,13 +69,13 @@ t_start=$SECONDS
 for cfg in "${configs[@]}"; do
   model="${cfg%%:*}" batch="${cfg#*:}"
   [ "$batch" = "$cfg" ] && batch=32
-  for eng in "${engines[@]}"; do
+  for eng in "${libs[@]}"; do
     det=1 real="$eng" cap=60 lim=150
     [ "$eng" = cudnn-nd ] && det=0 real=cudnn
-    # The hand-written engine: one warm-up step and as many timed as fit in 20 s.
+    # The hand-written library: one warm-up step and as many timed as fit in 20 s.
     [ "$eng" = handwritten ] && cap=20 lim=240
     echo "== $model b$batch $eng"
-    REMAT_DETERMINISTIC=$det timeout "$lim" "$step_bin" --model "$model" --batch "$batch" --engines "$real" \
+    REMAT_DETERMINISTIC=$det timeout "$lim" "$step_bin" --model "$model" --batch "$batch" --kernels "$real" \
       --steps "$steps" --warmup "$warmup" --max-seconds "$cap" 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
     line="$(grep '^RESULT ' "$log" | tail -1)"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """One PyTorch training step of ResNet-18 / ResNet-50 / VGG-16 / U-Net, timed:
-the reference remat's engines are compared with, on the GPU (the default) or
+the reference remat's kernel libraries are compared with, on the GPU (the default) or
 on the CPU (--device cpu, with --threads N).
 
 Each step is forward, loss, backward and an SGD-with-momentum update (remat's
@@ -18,9 +18,9 @@ steps; prints median step time and images/s, one row per model, and one line
                                   [--size 224] [--device cuda|cpu] [--threads N]
                                   [--tf32] [--benchmark] [--deterministic]
 
-Defaults match remat's default engine settings: TF32 off (remat's precise
+Defaults match remat's default kernel library settings: TF32 off (remat's precise
 mode; --tf32 is PyTorch's own cuDNN default), cuDNN autotuning off
-(cudnn.benchmark = False, heuristics like remat's cudnn engine),
+(cudnn.benchmark = False, heuristics like remat's cudnn kernel library),
 non-deterministic algorithms allowed unless --deterministic.
 
 U-Net is defined here to match models/unet.cfg: padded 3x3 conv (no bias) +

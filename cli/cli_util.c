@@ -134,21 +134,38 @@ int rm_cli_parse_batch(long *out, const char *s, char *why, size_t len)
     return -1;
 }
 
-int rm_cli_parse_cpu_options(rm_cpu_options *out, const char *kernels, const char *threads, rm_backend_kind device,
-                             char *why, size_t len)
+int rm_cli_parse_device(rm_backend_kind *out, const char *name, char *why, size_t len)
+{
+    rm_err e = {RM_OK, ""};
+    *out = RM_BACKEND_DEFAULT;
+    if (!name || !rm_backend_find(out, name, &e)) return 0;
+    char choices[128];
+    snprintf(why, len, "--device must be %s, got '%s'", rm_backend_list(choices, sizeof choices), name);
+    return -1;
+}
+
+int rm_cli_parse_backend_options(rm_backend_options *out, const char *kernels, const char *cpu_kernels,
+                                 const char *threads, rm_backend_kind device, char *why, size_t len)
 {
     memset(out, 0, sizeof *out);
     rm_err e = {RM_OK, ""};
-    if ((kernels || threads) && device != RM_BACKEND_CPU) {
-        snprintf(why, len, "%s is for --device cpu", kernels ? "--cpu-kernels" : "--threads");
+    const rm_backend_info *b = rm_backend_info_of(device);
+    if (cpu_kernels && strcmp(b->name, "cpu")) {
+        snprintf(why, len, "--cpu-kernels is for --device cpu (--kernels names the %s kernel library)", b->name);
         return -1;
     }
-    if (kernels && rm_cpu_kernels_parse(&out->kernels, kernels, &e)) {
-        snprintf(why, len, "--cpu-kernels: %s", e.msg);
+    const char *flag = kernels ? "--kernels" : "--cpu-kernels";
+    if (!kernels) kernels = cpu_kernels;
+    if (kernels && rm_backend_kernels_parse(&out->kernels, device, kernels, &e)) {
+        snprintf(why, len, "%s: %s", flag, e.msg);
         return -1;
     }
     out->set_kernels = kernels != NULL;
-    if (threads && rm_cpu_threads_parse(&out->threads, threads, &e)) {
+    if (threads && !b->has_threads) {
+        snprintf(why, len, "--threads is for --device cpu (the %s backend has no host threads)", b->name);
+        return -1;
+    }
+    if (threads && rm_backend_threads_parse(&out->threads, threads, &e)) {
         snprintf(why, len, "--threads: %s", e.msg);
         return -1;
     }

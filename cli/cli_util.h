@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "backend_cpu.h"
+#include "backend.h"
 #include "footprint.h"
 #include "model.h"
 #include "onnx.h"
@@ -68,16 +68,23 @@ int rm_cli_parse_long(long *out, const char *s, long lo, long hi);
  * 0, or -1 with "--batch must be an integer from 1 to 1073741824, got 'S'"
  * in why. */
 int rm_cli_parse_batch(long *out, const char *s, char *why, size_t len);
-/* --cpu-kernels reference|fast and --threads N (either may be NULL: not
- * given) for a command on device (the CPU backend's settings, so only with
- * cpu). 0, or -1 with the reason in why. */
-int rm_cli_parse_cpu_options(rm_cpu_options *out, const char *kernels, const char *threads, rm_backend_kind device,
-                             char *why, size_t len);
-/* The help lines of those two options, for the commands that take them. */
-#define RM_CLI_CPU_OPTIONS_HELP                                                                                        \
-    "  --cpu-kernels K       reference or fast (default fast, or REMAT_CPU_KERNELS): the CPU kernel\n"                 \
-    "                        library; fast runs convolution and linear as BLIS products\n"                             \
-    "                        (docs/cpu-engine.md), reference is the double-accumulating test oracle\n"                 \
+/* --device NAME (NULL: not given, the default backend) as a registry
+ * lookup: 0, or -1 with "--device: unknown device 'x' (cpu or cuda)". */
+int rm_cli_parse_device(rm_backend_kind *out, const char *name, char *why, size_t len);
+/* --kernels NAME, parsed by the backend of device, its CPU alias
+ * --cpu-kernels NAME (only with the cpu device) and --threads N (only with a
+ * backend that has host threads); each may be NULL: not given. 0, or -1
+ * with the reason in why. */
+int rm_cli_parse_backend_options(rm_backend_options *out, const char *kernels, const char *cpu_kernels,
+                                 const char *threads, rm_backend_kind device, char *why, size_t len);
+/* The help lines of those options, for the commands that take them. */
+#define RM_CLI_BACKEND_OPTIONS_HELP                                                                                    \
+    "  --kernels K           the device's kernel library. cpu: reference or fast (default fast, or\n"                 \
+    "                        REMAT_CPU_KERNELS); fast runs convolution and linear as BLIS products\n"                 \
+    "                        (docs/cpu-kernels.md), reference is the double-accumulating test oracle.\n"              \
+    "                        cuda: handwritten, cublas or cudnn (default cudnn when built with it,\n"                 \
+    "                        else cublas; or REMAT_KERNELS). The option wins over the variable\n"                     \
+    "  --cpu-kernels K       --kernels K for the cpu device (its older name)\n"                                       \
     "  --threads N           CPU threads (default: every core, or REMAT_THREADS); results are\n"                       \
     "                        bit-identical run to run at a given N\n"
 /* A finite number of seconds >= 0 ("60", "2.5"); 0 on success, -1 otherwise. */

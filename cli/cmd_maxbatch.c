@@ -201,8 +201,10 @@ static void describe_cap(char *buf, size_t len, const rm_overhead_cap *cap, trac
 static int open_gpu(rm_backend **gpu, size_t *gpu_free, size_t *gpu_total, size_t budget)
 {
     rm_err e = {RM_OK, ""};
-    int rc = rm_backend_cuda_create(gpu, 0, &e);
-    if (!rc) rc = rm_backend_cuda_mem_info(*gpu, gpu_free, gpu_total, &e);
+    rm_backend_kind kind;
+    int rc = rm_backend_find(&kind, "cuda", &e);
+    if (!rc) rc = rm_backend_create(gpu, kind, &e);
+    if (!rc) rc = (*gpu)->ops->mem_info((*gpu)->ctx, gpu_free, gpu_total, &e);
     if (rc) {
         rm_text_fprintf(stderr, "remat maxbatch: cannot search on the GPU: %s\n", e.msg);
         rm_backend_free(*gpu);
@@ -336,7 +338,7 @@ static int print_setup(const char *model, const char *input, const char *costs_p
         fprintf(out, "device       cuda (GPU 0, %s free of %s): fixed bytes as `remat train --device cuda` allocates\n"
                "             them, the layers' CUDA workspace and the %s cuBLAS workspace included\n",
                rm_cli_bytes(f, sizeof f, (double)gpu_free), rm_cli_bytes(t, sizeof t, (double)gpu_total),
-               rm_cli_bytes(w, sizeof w, (double)rm_backend_cuda_fixed_bytes(gpu)));
+               rm_cli_bytes(w, sizeof w, (double)rm_backend_fixed_bytes(gpu)));
     }
     fprintf(out, "budget       %s (%s bytes) in total, fixed bytes included\n",
             bytes(a, sizeof a, (double)budget->bytes), rm_cli_group_digits(b, sizeof b, budget->bytes));

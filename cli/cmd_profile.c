@@ -17,7 +17,7 @@
 
 #define PROFILE_USAGE                                                                                                  \
     "usage: remat profile --model FILE --batch N [--device cpu|cuda] [--reps R] [--warmup W]\n"                        \
-    "                     [--out FILE] [--top K] [--seed S] [--cpu-kernels reference|fast] [--threads N]\n"            \
+    "                     [--out FILE] [--top K] [--seed S] [--kernels K] [--threads N]\n"                              \
     "                     [--quiet] (--onnx FILE [--loss L] [--init I] in place of --model FILE)\n"                    \
     "\n"                                                                                                               \
     "Measures how long each node of a training step takes (every forward, loss, backward and gradient-sum\n"           \
@@ -35,7 +35,7 @@
     "  --model FILE     model config (models/*.cfg)\n"                                                                 \
     RM_CLI_MODEL_USAGE("     ")                                                                                    \
     "  --batch N        batch size to profile at (1 to 2^30); the cost file is for this batch\n"                       \
-    "  --device D       cpu (default) or cuda (GPU 0)\n" RM_CLI_CPU_OPTIONS_HELP                                       \
+    "  --device D       cpu (default) or cuda (GPU 0)\n" RM_CLI_BACKEND_OPTIONS_HELP                                       \
     "  --reps R         timed steps (default 10)\n"                                                                    \
     "  --warmup W       untimed steps first (default 3)\n"                                                             \
     "  --out FILE       the cost file (default MODEL-bN-DEVICE.costs in the current folder)\n"                         \
@@ -202,14 +202,14 @@ static int profile_run(int argc, char **argv)
     rm_cli_model mdl;
     memset(&mdl, 0, sizeof mdl);
     const char *model = NULL, *batch = NULL, *device = NULL, *reps = NULL, *warmup = NULL, *out = NULL, *top = NULL,
-               *seed = NULL, *cpu_kernels = NULL, *threads = NULL;
+               *seed = NULL, *kernels = NULL, *cpu_kernels = NULL, *threads = NULL;
     int quiet = 0;
     const rm_cli_opt opts[] = {
         RM_CLI_FLAG("--quiet", "-q", &quiet),     RM_CLI_MODEL_OPTIONS(&mdl),
         RM_CLI_VALUE("--batch", &batch),          RM_CLI_VALUE("--device", &device),
         RM_CLI_VALUE("--reps", &reps),            RM_CLI_VALUE("--warmup", &warmup),
         RM_CLI_VALUE("--out", &out),              RM_CLI_VALUE("--top", &top),
-        RM_CLI_VALUE("--seed", &seed),            RM_CLI_VALUE("--cpu-kernels", &cpu_kernels),
+        RM_CLI_VALUE("--seed", &seed),            RM_CLI_VALUE("--cpu-kernels", &cpu_kernels), RM_CLI_VALUE("--kernels", &kernels),
         RM_CLI_VALUE("--threads", &threads),
     };
     if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "profile", PROFILE_USAGE) ||
@@ -240,13 +240,8 @@ static int profile_run(int argc, char **argv)
             return usage_error("--seed must be an integer from 0 to 2147483647, got '%s'", seed);
         o.seed = (uint64_t)v;
     }
-    if (!device || !strcmp(device, "cpu"))
-        o.device = RM_BACKEND_CPU;
-    else if (!strcmp(device, "cuda"))
-        o.device = RM_BACKEND_CUDA;
-    else
-        return usage_error("--device must be cpu or cuda, got '%s'", device);
-    if (rm_cli_parse_cpu_options(&o.cpu, cpu_kernels, threads, o.device, why, sizeof why))
+    if (rm_cli_parse_device(&o.device, device, why, sizeof why) ||
+        rm_cli_parse_backend_options(&o.backend, kernels, cpu_kernels, threads, o.device, why, sizeof why))
         return usage_error("%s", why);
     if (!quiet) o.progress = progress;
 
@@ -260,7 +255,7 @@ static int profile_run(int argc, char **argv)
     if (out)
         snprintf(path, sizeof path, "%s", out);
     else
-        snprintf(path, sizeof path, "%s-b%d-%s.costs", name, o.batch, o.device == RM_BACKEND_CUDA ? "cuda" : "cpu");
+        snprintf(path, sizeof path, "%s-b%d-%s.costs", name, o.batch, rm_backend_kind_name(o.device));
     /* Written after the measurement: a path that cannot be written fails now. */
     if (rm_atomic_probe(path, &e)) {
         rm_text_fprintf(stderr, "remat profile: %s\n", e.msg);
@@ -269,7 +264,7 @@ static int profile_run(int argc, char **argv)
     }
     if (!quiet)
         rm_text_fprintf(stderr, "remat profile: %s at batch %d on %s: %d warm-up and %d timed steps\n", model, o.batch,
-                o.device == RM_BACKEND_CUDA ? "cuda" : "cpu", o.warmup, o.reps);
+                rm_backend_kind_name(o.device), o.warmup, o.reps);
     rm_profile *pr = NULL;
     rm_cost_file *cf = NULL;
     int rc = rm_profile_run(&pr, m, &o, &e);

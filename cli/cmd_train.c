@@ -19,7 +19,7 @@
     "                   [--weight-decay W] [--lr-schedule constant|step|cosine] [--seed S]\n"                          \
     "                   [--snapshot FILE] [--resume FILE] [--schedule-cache DIR] [--eval-every K]\n"                   \
     "                   [--time-limit S] [--node-limit N] [--samples N] [--train-accuracy-every K]\n"                  \
-    "                   [--device cpu|cuda] [--cpu-kernels reference|fast] [--threads N] [--costs FILE]\n"             \
+    "                   [--device cpu|cuda] [--kernels K] [--threads N] [--costs FILE]\n"                              \
     "                   [--quiet] (--onnx FILE [--loss L] [--init I] in place of --model FILE)\n"                      \
     "\n"                                                                                                               \
     "Trains the model on the CPU (or the GPU, --device cuda) within a memory budget. The fixed memory\n"               \
@@ -71,7 +71,7 @@
     "  --train-accuracy-every K  measure training accuracy on every K-th step (default 4; 0 = never): each\n"          \
     "                        measurement replays that step's forward pass\n"                                           \
     "  --device cpu|cuda     where training runs (default cpu); cuda: GPU 0, with the budget in its memory\n"          \
-    RM_CLI_CPU_OPTIONS_HELP "  --quiet               no progress bar or solver log on stderr\n"                        \
+    RM_CLI_BACKEND_OPTIONS_HELP "  --quiet               no progress bar or solver log on stderr\n"                        \
     "\n"                                                                                                               \
     "examples:\n"                                                                                                      \
     "  remat train --model models/resnet-tiny.cfg --data synthetic --batch 32 --budget 75% --strategy milp\n"          \
@@ -199,8 +199,7 @@ static void print_summary(const rm_trainer_summary *s, const rm_trainer_config *
         printf("batch        %d: the largest batch %s fits in the budget (%s)\n", s->batch, s->strategy, most);
     else
         printf("batch        %d\n", s->batch);
-    if (c->device != RM_BACKEND_CPU) printf("device       %s (GPU 0): weights, arena and kernels\n", s->device);
-    else printf("device       %s: %s\n", s->device, s->device_settings);
+    printf("device       %s: %s\n", s->device, s->device_settings);
     rm_cli_print_footprint(stdout, &s->fp, &c->optim);
     printf("no-remat     %s peak = fixed + %s activations, every one kept until its last use (checkpoint-all)\n",
            rm_cli_bytes(a, sizeof a, (double)s->noremat_peak),
@@ -269,7 +268,7 @@ typedef struct train_args {
     rm_cli_model mdl;
     const char *model, *data, *batch, *budget, *strategy, *epochs, *steps, *optimizer, *lr, *momentum, *wd, *sched,
         *seed, *snap, *resume, *cache, *eval_every, *time_limit, *node_limit, *samples, *acc_every, *device,
-        *costs_path, *cpu_kernels, *threads;
+        *costs_path, *kernels, *cpu_kernels, *threads;
     int quiet;
 } train_args;
 
@@ -324,10 +323,8 @@ static int config_run(rm_trainer_config *c, const train_args *a)
         return usage_error("--time-limit must be a number of seconds >= 0, got '%s'", a->time_limit);
     if (a->node_limit && rm_cli_parse_long(&c->solver.node_limit, a->node_limit, 1, 2000000000L))
         return usage_error("--node-limit must be an integer >= 1, got '%s'", a->node_limit);
-    if (a->device && !strcmp(a->device, "cuda")) c->device = RM_BACKEND_CUDA;
-    else if (a->device && strcmp(a->device, "cpu"))
-        return usage_error("--device must be cpu or cuda, got '%s'", a->device);
-    if (rm_cli_parse_cpu_options(&c->cpu, a->cpu_kernels, a->threads, c->device, why, sizeof why))
+    if (rm_cli_parse_device(&c->device, a->device, why, sizeof why) ||
+        rm_cli_parse_backend_options(&c->backend, a->kernels, a->cpu_kernels, a->threads, c->device, why, sizeof why))
         return usage_error("%s", why);
     c->snapshot_path = a->snap;
     c->resume_path = a->resume;
@@ -407,7 +404,8 @@ static int train_run(int argc, char **argv)
         RM_CLI_VALUE("--train-accuracy-every", &a.acc_every),
         RM_CLI_VALUE("--device", &a.device),
         RM_CLI_VALUE("--costs", &a.costs_path),
-        RM_CLI_VALUE("--cpu-kernels", &a.cpu_kernels),
+        RM_CLI_VALUE("--kernels", &a.kernels),
+        RM_CLI_VALUE("--cpu-kernels", &a.cpu_kernels), /* the older name of --kernels on the cpu */
         RM_CLI_VALUE("--threads", &a.threads),
     };
     if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "train", TRAIN_USAGE) ||

@@ -1,10 +1,14 @@
-/* Device backends: the interface only. A backend owns device memory and the
- * compute an executor and an optimizer ask of it (layer kernels, poison
- * fill, gradient sums, optimizer updates, timers), as ggml's ggml_backend_i
- * does, so no caller branches on the kind of device: it calls be->ops. The
- * CPU backend (backend_cpu.c, backend_cpu_compute.c) is the reference every
- * other backend is tested against; the CUDA backend (backend_cuda.cu,
- * backend_cuda_kernels.cu) has its own settings in backend_cuda.h.
+/* Device backends: the interface and the registry. A backend owns device
+ * memory, the compute an executor and an optimizer ask of it (layer kernels,
+ * poison fill, gradient sums, optimizer updates, timers) and the answers to
+ * every device question (its own fixed bytes, its free memory, its kernel
+ * library, its threads), as ggml's ggml_backend_i does, so no caller
+ * branches on the kind of device: it calls be->ops, or looks a backend up by
+ * name in the registry (backend.c). Each backend lives in a folder of its
+ * own: engine/cpu/ (the reference every other backend is tested against)
+ * and engine/cuda/, with the layers' kernels for it in layers/cpu/ and
+ * layers/cuda/; their own settings headers (backend_cpu.h, backend_cuda.h)
+ * are for their tests and benchmarks, never for generic code.
  *
  * Every pointer an op takes is memory of that backend (device memory on a
  * device backend) unless named host. Ops queue their work: on a device
@@ -18,7 +22,12 @@
 #include "error.h"
 #include "tensor.h"
 
+/* The registry's ids, one per backend (the index of its entry in backend.c
+ * and of its kernels in a layer's declaration, layer.h). Only the registry
+ * and the backends name them; callers hold one from rm_backend_find. */
 typedef enum rm_backend_kind { RM_BACKEND_CPU = 0, RM_BACKEND_CUDA, RM_BACKEND_KIND_COUNT } rm_backend_kind;
+/* The backend of commands that name none: the registry's first, the CPU. */
+#define RM_BACKEND_DEFAULT ((rm_backend_kind)0)
 
 typedef struct rm_backend rm_backend;
 /* Declared in layer.h; the backend runs layers through these. */
@@ -56,6 +65,23 @@ typedef struct rm_backend_ops {
      * refused before anything is allocated. The CPU backend answers SIZE_MAX
      * for both: it sets no bound of its own (the operating system does). */
     int (*mem_info)(void *ctx, size_t *free_bytes, size_t *total_bytes, rm_err *e);
+    /* Device memory the backend itself holds outside any arena (CUDA: the
+     * cuBLAS workspace), so that a memory budget counts it. NULL: none. */
+    size_t (*fixed_bytes)(void *ctx);
+
+    /* ---- settings (rm_backend_options) ---- */
+    /* The kernel library the layer kernels run (an id among the registry
+     * entry's kernel_libs), set between steps, never inside one. */
+    int (*set_kernels)(void *ctx, int lib, rm_err *e);
+    int (*kernels)(void *ctx);
+    /* Host threads of the backend's loops: set (fixing the count), and the
+     * count now. NULL: a backend without host threads (a device runs its own
+     * kernels): rm_backend_apply refuses a count, loops run on one thread. */
+    int (*set_threads)(void *ctx, int threads, rm_err *e);
+    int (*threads)(void *ctx);
+    /* Its settings in words for summaries, e.g. "fast kernels (BLIS 0.9.0,
+     * skx kernels), 2 threads" or "GPU 0, cudnn kernels". */
+    void (*describe)(void *ctx, char *buf, size_t len);
 
     /* ---- layers (rm_layer_forward / rm_layer_backward call these) ---- */
     /* One forward or backward of layer d (layer.h's contract); call->be is
@@ -113,11 +139,65 @@ struct rm_backend {
     int host_memory;
 };
 
-int rm_backend_cpu_create(rm_backend **out, rm_err *e);
-/* Fails with RM_ERR_UNSUPPORTED when built without CUDA or with no device. */
-int rm_backend_cuda_create(rm_backend **out, int device, rm_err *e);
-/* A backend of kind (CUDA: device 0), for callers that hold a kind. */
+/* What a command asks of a backend (--kernels, --threads); all zero keeps
+ * the backend's defaults (its environment variables', else its own). Given
+ * at creation they win over the environment, which is then not read. */
+typedef struct rm_backend_options {
+    int set_kernels; /* 1: use kernels */
+    int kernels;     /* a kernel library id of the backend (rm_backend_kernels_parse) */
+    int threads;     /* host threads; 0: the default */
+} rm_backend_options;
+
+/* One entry of the registry (backend.c): what is known of a backend before
+ * one exists. Defined in the backend's folder, in every build (a build
+ * without the device still names it and parses its settings). */
+typedef struct rm_backend_info {
+    rm_backend_kind kind;
+    const char *name;   /* "cpu", "cuda": --device's value, rm_backend.name */
+    const char *device; /* for messages: "the CPU", "the GPU" */
+    /* Its kernel libraries by id (0 .. nkernel_libs-1), and the
+     * environment variable that chooses one when no option does. */
+    const char *const *kernel_libs;
+    int nkernel_libs;
+    const char *kernels_env;
+    int has_threads; /* 1: takes a host thread count */
+    /* A backend (device 0) with o's settings (NULL: the defaults);
+     * RM_ERR_UNSUPPORTED when this build or machine has no such device. */
+    int (*create)(rm_backend **out, const rm_backend_options *o, rm_err *e);
+    /* Scratch bytes one call of d needs on ANY backend of this kind, a
+     * function of the shapes alone (planning without a device): a bound
+     * every kernel library of the backend fits in. */
+    size_t (*layer_workspace_bound)(const struct rm_layer_desc *d, const struct rm_layer_config *cfg,
+                                    const rm_shape *in, int nin, rm_shape out, int backward);
+} rm_backend_info;
+
+/* The entry of kind, or NULL for none. */
+const rm_backend_info *rm_backend_info_of(rm_backend_kind kind);
+/* The backend called name ("cpu", "cuda"); RM_ERR_INVALID naming the value
+ * and the choices otherwise. */
+int rm_backend_find(rm_backend_kind *out, const char *name, rm_err *e);
+/* Every backend's name for messages: "cpu or cuda". */
+const char *rm_backend_list(char *buf, size_t len);
+/* A kernel library of kind by name; RM_ERR_INVALID naming the value and the
+ * backend's choices otherwise. */
+int rm_backend_kernels_parse(int *lib, rm_backend_kind kind, const char *name, rm_err *e);
+/* The name of kernel library lib of kind ("unknown" for none). */
+const char *rm_backend_kernels_name(rm_backend_kind kind, int lib);
+/* A host thread count from text: an integer from 1 to RM_MAX_THREADS. */
+int rm_backend_threads_parse(int *out, const char *text, rm_err *e);
+/* The index of name among names[0..count), or RM_ERR_INVALID naming what
+ * was asked for and the choices ("unknown WHAT 'x' (a, b or c)"). */
+int rm_backend_name_parse(int *out, const char *name, const char *const *names, int count, const char *what,
+                          rm_err *e);
+
+/* The most host threads a backend takes (a bound on what a user may ask
+ * for, not on the machine). */
+#define RM_MAX_THREADS 1024
+
+/* A backend of kind (CUDA: device 0), for callers that hold a kind: with
+ * the defaults, or with o's settings. */
 int rm_backend_create(rm_backend **out, rm_backend_kind kind, rm_err *e);
+int rm_backend_create_with(rm_backend **out, rm_backend_kind kind, const rm_backend_options *o, rm_err *e);
 /* "cpu" or "cuda" (what rm_backend.name says once one is created). */
 const char *rm_backend_kind_name(rm_backend_kind kind);
 /* The device in words for messages: "the CPU", "the GPU". */
@@ -127,12 +207,39 @@ void rm_backend_free(rm_backend *be);
  * optimizer created on the host): static, never freed. */
 rm_backend *rm_backend_host(void);
 
+/* Applies o to be (between steps): RM_ERR_INVALID naming the backend when o
+ * asks for a thread count of a backend without host threads. */
+int rm_backend_apply(rm_backend *be, const rm_backend_options *o, rm_err *e);
+/* be's settings in words (be->ops->describe). */
+const char *rm_backend_describe(const rm_backend *be, char *buf, size_t len);
+/* be->ops->fixed_bytes, 0 for NULL. */
+size_t rm_backend_fixed_bytes(const rm_backend *be);
+/* The kernel library be runs, by id (rm_backend_kernels_name). */
+int rm_backend_kernels(const rm_backend *be);
+
 /* Scratch bytes one call of d needs on ANY backend of kind, before one
- * exists (planning for a device): the CPU kernels' need, or for CUDA the
- * bound every kernel library fits in (layer.h, workspace_bytes_cuda). */
+ * exists (the registry entry's layer_workspace_bound). */
 size_t rm_backend_kind_layer_workspace(rm_backend_kind kind, const struct rm_layer_desc *d,
                                        const struct rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out,
                                        int backward);
+
+/* Loops over fewer independent outputs than this run on one thread (tens of
+ * microseconds of work), where waking threads costs more than they save,
+ * and far more on a machine whose cores are busy with other work: a
+ * parallel region lasts until its last thread is scheduled. */
+#define RM_LOOP_MIN 65536
+/* The host threads of be (NULL: the host backend): 1 for a backend
+ * without host threads. */
+static inline int rm_backend_threads(const rm_backend *be)
+{
+    return be && be->ops->threads ? be->ops->threads(be->ctx) : 1;
+}
+/* Threads for a host loop over `work` independent outputs on be: its
+ * threads, or 1 below RM_LOOP_MIN. */
+static inline int rm_backend_loop_threads(const rm_backend *be, size_t work)
+{
+    return work < RM_LOOP_MIN ? 1 : rm_backend_threads(be);
+}
 
 static inline int rm_backend_alloc(rm_backend *be, void **ptr, size_t bytes, rm_err *e)
 {

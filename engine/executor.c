@@ -433,10 +433,5 @@ void *rm_executor_arena_memory(const rm_executor *ex, size_t *bytes)
     *bytes = rm_arena_capacity(ex->arena);
     return rm_arena_base(ex->arena);
 }
-void *rm_executor_workspace_memory(const rm_executor *ex, size_t *bytes)
-{
-    *bytes = ex->workspace_size;
-    return ex->workspace;
-}
 size_t rm_executor_fixed_bytes(const rm_executor *ex) { return ex->fixed_bytes; }
 size_t rm_executor_workspace_bytes(const rm_executor *ex) { return ex->workspace_size; }

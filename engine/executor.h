@@ -141,11 +141,10 @@ size_t rm_executor_arena_high_water(const rm_executor *ex);
  * labels, the loss slot on CUDA, workspace) and the workspace alone. */
 size_t rm_executor_fixed_bytes(const rm_executor *ex);
 size_t rm_executor_workspace_bytes(const rm_executor *ex);
-/* The arena's and the workspace's memory (device pointers on CUDA) and their
- * sizes. Both hold nothing between steps, so the trainer's evaluation runs in
- * them instead of allocating memory outside the budget. */
+/* The arena's memory (a device pointer on CUDA) and its size. It holds
+ * nothing between steps, so the trainer's evaluation runs in it instead of
+ * allocating memory outside the budget. */
 void *rm_executor_arena_memory(const rm_executor *ex, size_t *bytes);
-void *rm_executor_workspace_memory(const rm_executor *ex, size_t *bytes);
 
 /* The fixed memory rm_executor_create allocates for m at a batch on be
  * (NULL: the CPU), each part rounded up to RM_ARENA_ALIGN as allocated:

@@ -24,6 +24,13 @@ size_t rm_layer_workspace_bytes_device(const rm_layer_desc *d, const rm_backend 
     return be->ops->layer_workspace(be->ctx, d, cfg, in, nin, out, backward);
 }
 
+const rm_layer_backend_kernels *rm_layer_backend_of(const rm_layer_desc *d, rm_backend_kind kind)
+{
+    static const rm_layer_backend_kernels none;
+    if (!d->kernels || (int)kind < 0 || kind >= RM_BACKEND_KIND_COUNT) return &none;
+    return &d->kernels[kind];
+}
+
 size_t rm_layer_param_count(const rm_layer_desc *d, const rm_layer_config *cfg, const rm_shape *in, int nin)
 {
     if (!d->param_shapes) return 0;

@@ -1,8 +1,11 @@
 /* The layer interface (the abstract Layer the executor calls, as Caffe's Net
- * calls Layer). Every layer is one file in layers/ (<name>.c, with a .cu
- * beside it) exporting one rm_layer_desc, registered in layers/layers.h: shape inference, parameter shapes,
- * FLOPs, initialisation, CPU forward and backward, and the exact set of
- * forward tensors its backward reads. The scheduler's memory model is built
+ * calls Layer). Every layer is one file in layers/ (<name>.c) exporting one
+ * rm_layer_desc, registered in layers/layers.h: shape inference, parameter
+ * shapes, FLOPs, initialisation, the plain-C reference forward and backward,
+ * the exact set of forward tensors its backward reads, and a declaration of
+ * its kernels on each backend (layers/kernels.c; the kernels themselves sit
+ * in the backend's folder, layers/cpu/, layers/cuda/). No backend's header
+ * is needed to write one. The scheduler's memory model is built
  * from `backward_reads`, so what the engine keeps alive and what the ILP
  * assumes are the same thing by construction. */
 #ifndef REMAT_LAYER_H
@@ -12,8 +15,6 @@
 #include <stdlib.h>
 
 #include "backend.h"
-#include "backend_cpu.h"
-#include "backend_cuda.h"
 #include "error.h"
 #include "rng.h"
 #include "tensor.h"
@@ -103,17 +104,42 @@ typedef struct rm_layer_call {
     size_t workspace_size; /* bytes available at workspace */
 } rm_layer_call;
 
-/* A layer's kernels for one kernel library of the CUDA backend
- * (backend_cuda.h): what the backend's kernel table holds per layer. */
+/* A layer's kernels for one kernel library of a backend: what the backend's
+ * kernel table holds per layer. */
 typedef struct rm_layer_kernels {
     int (*forward)(const rm_layer_call *call, rm_err *e);
     int (*backward)(const rm_layer_call *call, rm_err *e);
-    /* Exact device scratch bytes of one call on be with these kernels (for
-     * cudnn it asks cuDNN, which chooses and caches the algorithms). NULL:
-     * the layer's workspace_bytes_cuda. */
+    /* Exact scratch bytes of one call on be with these kernels (CUDA's cudnn
+     * asks cuDNN, which chooses and caches the algorithms; be may be NULL on
+     * the CPU). NULL: the declaration's workspace (below). */
     size_t (*workspace)(const rm_backend *be, const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out,
                         int backward);
 } rm_layer_kernels;
+
+/* A layer's kernels on one backend (rm_layer_desc.kernels[kind], kind the
+ * registry's id, backend.h). Every pointer a call on a device backend holds
+ * (tensors, parameters, running statistics, labels, workspace) is that
+ * device's memory, and its kernels run in its order of work. */
+typedef struct rm_layer_backend_kernels {
+    /* The backend's own kernels of the layer, every kernel library's default
+     * and the fallback of the others (CUDA: the hand-written ones). NULL:
+     * the reference's on a host backend; none on a device (the backend
+     * answers RM_ERR_UNSUPPORTED). */
+    int (*forward)(const rm_layer_call *call, rm_err *e);
+    int (*backward)(const rm_layer_call *call, rm_err *e);
+    /* Scratch bytes of one call of these kernels, a bound that every kernel
+     * library of the backend fits in, a function of the shapes alone, so
+     * that planning needs no device and the algorithms chosen (and the bits)
+     * never depend on how much workspace an executor holds. NULL: none (a
+     * host backend: the reference's workspace_bytes). */
+    size_t (*workspace)(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out, int backward);
+    /* The kernels of the backend's kernel library lib (an id the backend
+     * owns: its registry entry's kernel_libs), for layers with more than the
+     * defaults: the one place that choice is made, called by the backend
+     * once per layer and library (its kernel table), never per call. NULL:
+     * the defaults serve every library. */
+    rm_layer_kernels (*library)(int lib);
+} rm_layer_backend_kernels;
 
 typedef struct rm_layer_desc {
     rm_layer_kind kind;
@@ -129,46 +155,22 @@ typedef struct rm_layer_desc {
     double (*flops)(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out, int backward);
     /* Fills w, b (and running stats). NULL for parameter-free layers. */
     void (*init)(rm_layer_params *p, const rm_layer_config *cfg, const rm_shape *in, int nin, rm_rng *rng);
-    /* The CPU reference kernels (backend_cpu.h): every CPU kernel library's
-     * default. They may split independent outputs between the threads of
-     * call->be (rm_backend_cpu_threads), never a reduction, so their bits
-     * do not depend on the thread count. */
-    int (*forward_cpu)(const rm_layer_call *call, rm_err *e);
-    int (*backward_cpu)(const rm_layer_call *call, rm_err *e);
+    /* The plain-C reference kernels: the layer's definition in code, the
+     * test oracle, and what a host backend runs (the CPU backend's reference
+     * kernel library, and the default of its others). They may split
+     * independent outputs between the threads of call->be
+     * (rm_backend_loop_threads), never a reduction, so their bits do not
+     * depend on the thread count. */
+    int (*forward_ref)(const rm_layer_call *call, rm_err *e);
+    int (*backward_ref)(const rm_layer_call *call, rm_err *e);
     /* Scratch bytes one forward (backward = 0) or backward reference call
      * needs at these shapes (in with the batch in n), whatever the threads.
      * NULL: the layer needs none. */
     size_t (*workspace_bytes)(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out, int backward);
-    /* The hand-written CUDA kernels (layers/<name>.cu), NULL in a build
-     * without CUDA, where the backend answers RM_ERR_UNSUPPORTED. Every
-     * kernel library's default, and the fallback of the others. Same call, but
-     * every pointer in it (tensors, parameters, running statistics, labels,
-     * workspace) is device memory of call->be, and kernels run on its stream.
-     * Deterministic: no kernel uses atomics, every reduction runs in an order
-     * fixed by the code and the shapes alone (the only mode so far). */
-    int (*forward_cuda)(const rm_layer_call *call, rm_err *e);
-    int (*backward_cuda)(const rm_layer_call *call, rm_err *e);
-    /* Device scratch bytes of one CUDA call, as workspace_bytes is for the CPU
-     * (a CUDA call's call->workspace must hold this many): a bound that every
-     * kernel library fits in, a function of the shapes alone, so that
-     * planning needs no device and the algorithms chosen (and the bits) never
-     * depend on how much workspace an executor holds. NULL: none. */
-    size_t (*workspace_bytes_cuda)(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out,
-                                   int backward);
-    /* The kernels of library lib, for layers with more than the hand-written
-     * ones (conv2d, conv_transpose2x2, linear, batchnorm2d): the one place
-     * that choice is made. The CUDA backend calls it once per layer and
-     * library (its kernel table), never per call. NULL: forward_cuda and
-     * backward_cuda serve every library. */
-    rm_layer_kernels (*cuda_kernels)(rm_kernel_lib lib);
-    /* The kernels of CPU kernel library lib (backend_cpu.h), for layers whose
-     * fast kernels are not the reference's (conv2d, linear): the one place
-     * that choice is made, called once per backend and library (the CPU
-     * backend's kernel table). Their workspace is that library's exact need
-     * (be may be NULL); the CPU's bound is the largest over the libraries
-     * (rm_backend_kind_layer_workspace). NULL: forward_cpu, backward_cpu and
-     * workspace_bytes serve every library. */
-    rm_layer_kernels (*cpu_kernels)(rm_cpu_kernels lib);
+    /* Its kernels on each backend, by the registry's id (layers/kernels.c
+     * declares them, pointing into each backend's folder); NULL, or an
+     * all-NULL entry: none of its own there. */
+    const rm_layer_backend_kernels *kernels;
 } rm_layer_desc;
 
 /* The scratch of one kernel call: call->workspace when the caller gave one
@@ -196,6 +198,9 @@ static inline int rm_layer_workspace(void **ws, void **owned, const rm_layer_cal
  * backend's layer ops; RM_ERR_UNSUPPORTED when the layer has no kernel there. */
 int rm_layer_forward(const rm_layer_desc *d, const rm_layer_call *call, rm_err *e);
 int rm_layer_backward(const rm_layer_desc *d, const rm_layer_call *call, rm_err *e);
+
+/* Layer d's declaration on backend kind: its entry, or an all-NULL one. */
+const rm_layer_backend_kernels *rm_layer_backend_of(const rm_layer_desc *d, rm_backend_kind kind);
 
 /* Scratch bytes one call of layer d needs on backend be (NULL: the CPU),
  * exactly, for the kernels and settings be runs (be->ops->layer_workspace).

@@ -72,8 +72,7 @@ const rm_layer_desc rm_add_desc = {
     .param_shapes = NULL,
     .flops = add_flops,
     .init = NULL,
-    .forward_cpu = add_forward,
-    .backward_cpu = add_backward,
-    .forward_cuda = RM_CUDA_FN(rm_add_forward_cuda),
-    .backward_cuda = RM_CUDA_FN(rm_add_backward_cuda),
+    .forward_ref = add_forward,
+    .backward_ref = add_backward,
+    .kernels = rm_add_kernels,
 };

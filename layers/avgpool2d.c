@@ -106,9 +106,8 @@ const rm_layer_desc rm_avgpool2d_desc = {
     .max_inputs = 1,
     .infer = avgpool_infer,
     .flops = avgpool_flops,
-    .forward_cpu = avgpool_forward,
-    .backward_cpu = avgpool_backward,
+    .forward_ref = avgpool_forward,
+    .backward_ref = avgpool_backward,
     .workspace_bytes = avgpool_workspace_bytes,
-    .forward_cuda = RM_CUDA_FN(rm_avgpool2d_forward_cuda),
-    .backward_cuda = RM_CUDA_FN(rm_avgpool2d_backward_cuda),
+    .kernels = rm_avgpool2d_kernels,
 };

@@ -112,7 +112,7 @@ static void bn_channel_stats(double *mean, double *var, const rm_layer_call *cal
 }
 
 /* Errors shared by forward and backward, CPU and CUDA (declared in
- * layer_cuda.h): what each mode needs to exist. */
+ * cuda/layer_cuda.h): what each mode needs to exist. */
 int rm_batchnorm2d_check_call(const rm_layer_call *call, rm_shape s, const char *what, rm_err *e)
 {
     char buf[64];
@@ -218,10 +218,7 @@ const rm_layer_desc rm_batchnorm2d_desc = {
     .param_shapes = bn_param_shapes,
     .flops = bn_flops,
     .init = bn_init,
-    .forward_cpu = bn_forward,
-    .backward_cpu = bn_backward,
-    .forward_cuda = RM_CUDA_FN(rm_batchnorm2d_forward_cuda),
-    .backward_cuda = RM_CUDA_FN(rm_batchnorm2d_backward_cuda),
-    .cuda_kernels = RM_CUDA_FN(rm_batchnorm2d_cuda_kernels),
-    .workspace_bytes_cuda = RM_CUDA_FN(rm_batchnorm2d_workspace_cuda),
+    .forward_ref = bn_forward,
+    .backward_ref = bn_backward,
+    .kernels = rm_batchnorm2d_kernels,
 };

@@ -78,8 +78,7 @@ const rm_layer_desc rm_concat_desc = {
     .param_shapes = NULL,
     .flops = concat_flops,
     .init = NULL,
-    .forward_cpu = concat_forward,
-    .backward_cpu = concat_backward,
-    .forward_cuda = RM_CUDA_FN(rm_concat_forward_cuda),
-    .backward_cuda = RM_CUDA_FN(rm_concat_backward_cuda),
+    .forward_ref = concat_forward,
+    .backward_ref = concat_backward,
+    .kernels = rm_concat_kernels,
 };

@@ -72,8 +72,7 @@ const rm_layer_desc rm_dropout_desc = {
     .param_shapes = NULL,
     .flops = dropout_flops,
     .init = NULL,
-    .forward_cpu = dropout_forward,
-    .backward_cpu = dropout_backward,
-    .forward_cuda = RM_CUDA_FN(rm_dropout_forward_cuda),
-    .backward_cuda = RM_CUDA_FN(rm_dropout_backward_cuda),
+    .forward_ref = dropout_forward,
+    .backward_ref = dropout_backward,
+    .kernels = rm_dropout_kernels,
 };

@@ -189,11 +189,8 @@ const rm_layer_desc rm_dwconv2d_desc = {
     .param_shapes = dwconv2d_param_shapes,
     .flops = dwconv2d_flops,
     .init = dwconv2d_init,
-    .forward_cpu = dwconv2d_forward,
-    .backward_cpu = dwconv2d_backward,
+    .forward_ref = dwconv2d_forward,
+    .backward_ref = dwconv2d_backward,
     .workspace_bytes = NULL, /* direct loops: no scratch on the CPU or the GPU */
-    .forward_cuda = RM_CUDA_FN(rm_dwconv2d_forward_cuda),
-    .backward_cuda = RM_CUDA_FN(rm_dwconv2d_backward_cuda),
-    .workspace_bytes_cuda = NULL,
-    .cuda_kernels = NULL, /* hand-written kernels serve every kernel library */
+    .kernels = rm_dwconv2d_kernels,
 };

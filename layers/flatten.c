@@ -52,8 +52,7 @@ const rm_layer_desc rm_flatten_desc = {
     .param_shapes = NULL,
     .flops = flatten_flops,
     .init = NULL,
-    .forward_cpu = flatten_forward,
-    .backward_cpu = flatten_backward,
-    .forward_cuda = RM_CUDA_FN(rm_flatten_forward_cuda),
-    .backward_cuda = RM_CUDA_FN(rm_flatten_backward_cuda),
+    .forward_ref = flatten_forward,
+    .backward_ref = flatten_backward,
+    .kernels = rm_flatten_kernels,
 };

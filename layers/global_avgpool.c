@@ -64,8 +64,7 @@ const rm_layer_desc rm_global_avgpool_desc = {
     .max_inputs = 1,
     .infer = gap_infer,
     .flops = gap_flops,
-    .forward_cpu = gap_forward,
-    .backward_cpu = gap_backward,
-    .forward_cuda = RM_CUDA_FN(rm_global_avgpool_forward_cuda),
-    .backward_cuda = RM_CUDA_FN(rm_global_avgpool_backward_cuda),
+    .forward_ref = gap_forward,
+    .backward_ref = gap_backward,
+    .kernels = rm_global_avgpool_kernels,
 };

@@ -1,14 +1,15 @@
 /* The layer registry: every layer's descriptor (engine/layer.h is the
- * interface they implement), lookup by kind and by config section name, and
- * the RM_CUDA_FN helper the descriptors use for their CUDA entry points. */
+ * interface they implement), lookup by kind and by config section name, the
+ * declarations of each layer's kernels per backend (kernels.c), and the
+ * RM_CUDA_FN helper those use for the CUDA entry points. */
 #ifndef REMAT_LAYERS_H
 #define REMAT_LAYERS_H
 
 #include "layer.h"
 
-/* `.forward_cuda = RM_CUDA_FN(rm_conv2d_forward_cuda)` in a descriptor: the
- * function when this build has CUDA, NULL otherwise, so no layer file needs
- * an #ifdef of its own. The functions are declared in layer_cuda.h. */
+/* `RM_CUDA_FN(rm_conv2d_forward_cuda)` in a kernel declaration (kernels.c):
+ * the function when this build has CUDA, NULL otherwise, so no file needs an
+ * #ifdef of its own. The functions are declared in cuda/layer_cuda.h. */
 #ifdef REMAT_HAVE_CUDA
 #define RM_CUDA_FN(fn) fn
 #else
@@ -25,6 +26,12 @@ extern const rm_layer_desc rm_conv2d_desc, rm_batchnorm2d_desc, rm_relu_desc, rm
     rm_conv_transpose2x2_desc, rm_dropout_desc, rm_flatten_desc, rm_softmax_xent_desc,
     rm_pixel_softmax_xent_desc, rm_dwconv2d_desc;
 
-#include "layer_cuda.h"
+/* Each layer's kernels per backend, indexed by the registry's id
+ * (kernels.c): what a descriptor's .kernels points to. */
+extern const rm_layer_backend_kernels rm_conv2d_kernels[], rm_batchnorm2d_kernels[], rm_relu_kernels[],
+    rm_maxpool2d_kernels[], rm_avgpool2d_kernels[], rm_global_avgpool_kernels[], rm_linear_kernels[],
+    rm_add_kernels[], rm_concat_kernels[], rm_upsample2x_kernels[], rm_conv_transpose2x2_kernels[],
+    rm_dropout_kernels[], rm_flatten_kernels[], rm_softmax_xent_kernels[], rm_pixel_softmax_xent_kernels[],
+    rm_dwconv2d_kernels[];
 
 #endif

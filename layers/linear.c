@@ -1,12 +1,13 @@
 /* Fully connected layer: N x C x H x W is read as N x (C*H*W) features and
  * mapped to N x out x 1 x 1 by y = W x + b, weight (out, in, 1, 1) as in
- * PyTorch's nn.Linear. CPU reference; reductions accumulate in double. */
+ * PyTorch's nn.Linear. The CPU reference, whose reductions accumulate in
+ * double; the fast library's kernels (cpu/linear_fast.c) are single-precision
+ * BLIS products. */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu_blas.h"
 #include "cpu_kernels.h"
 #include "layers.h"
 
@@ -115,48 +116,6 @@ static int linear_backward(const rm_layer_call *call, rm_err *e)
     return RM_OK;
 }
 
-/* ---- the fast library: BLIS products, no workspace ---- */
-
-/* y = x . w^T + b. */
-static int linear_fast_forward(const rm_layer_call *call, rm_err *e)
-{
-    const rm_tensor *x = call->in[0];
-    const float *w = call->params->w.data, *b = call->params->b.data;
-    size_t nb = (size_t)x->shape.n, in = rm_tensor_numel(x) / nb, out = (size_t)call->cfg->out_channels;
-    float *y = call->out->data;
-    int rc = rm_cpu_sgemm(call->be, 0, 1, nb, out, in, x->data, in, w, in, 0.0f, y, out, "linear forward", e);
-    if (rc || !b) return rc;
-    for (size_t n = 0; n < nb; n++)
-        for (size_t o = 0; o < out; o++) y[n * out + o] += b[o];
-    return RM_OK;
-}
-
-/* dx = dy . w, dw = dy^T . x, db as the reference. */
-static int linear_fast_backward(const rm_layer_call *call, rm_err *e)
-{
-    const rm_tensor *x = call->in[0], *dy = call->dout;
-    rm_tensor *dx = call->din[0];
-    rm_layer_params *prm = call->params;
-    size_t nb = (size_t)x->shape.n, in = rm_tensor_numel(x) / nb, out = (size_t)call->cfg->out_channels;
-    int rc = RM_OK;
-    if (dx && dx->data)
-        rc = rm_cpu_sgemm(call->be, 0, 0, nb, in, out, dy->data, out, prm->w.data, in, 0.0f, dx->data, in,
-                          "linear backward (data)", e);
-    if (!rc && prm->dw.data)
-        rc = rm_cpu_sgemm(call->be, 1, 0, out, in, nb, dy->data, out, x->data, in, 0.0f, prm->dw.data, in,
-                          "linear backward (weights)", e);
-    if (!rc && prm->db.data)
-        rm_cpu_bias_grad(prm->db.data, dy->data, (int)nb, (int)out, 1, rm_call_threads(call, nb * out));
-    return rc;
-}
-
-static rm_layer_kernels linear_cpu_kernels(rm_cpu_kernels lib)
-{
-    rm_layer_kernels k = {linear_forward, linear_backward, NULL};
-    if (lib == RM_CPU_KERNELS_FAST) k = (rm_layer_kernels){linear_fast_forward, linear_fast_backward, NULL};
-    return k;
-}
-
 const rm_layer_desc rm_linear_desc = {
     .kind = RM_LAYER_LINEAR,
     .name = "linear",
@@ -167,11 +126,8 @@ const rm_layer_desc rm_linear_desc = {
     .param_shapes = linear_param_shapes,
     .flops = linear_flops,
     .init = linear_init,
-    .forward_cpu = linear_forward,
-    .backward_cpu = linear_backward,
+    .forward_ref = linear_forward,
+    .backward_ref = linear_backward,
     .workspace_bytes = linear_workspace_bytes,
-    .cpu_kernels = linear_cpu_kernels,
-    .forward_cuda = RM_CUDA_FN(rm_linear_forward_cuda),
-    .backward_cuda = RM_CUDA_FN(rm_linear_backward_cuda),
-    .cuda_kernels = RM_CUDA_FN(rm_linear_cuda_kernels),
+    .kernels = rm_linear_kernels,
 };

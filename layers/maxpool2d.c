@@ -193,9 +193,8 @@ const rm_layer_desc rm_maxpool2d_desc = {
     .max_inputs = 1,
     .infer = maxpool_infer,
     .flops = maxpool_flops,
-    .forward_cpu = maxpool_forward,
-    .backward_cpu = maxpool_backward,
+    .forward_ref = maxpool_forward,
+    .backward_ref = maxpool_backward,
     .workspace_bytes = maxpool_workspace_bytes,
-    .forward_cuda = RM_CUDA_FN(rm_maxpool2d_forward_cuda),
-    .backward_cuda = RM_CUDA_FN(rm_maxpool2d_backward_cuda),
+    .kernels = rm_maxpool2d_kernels,
 };

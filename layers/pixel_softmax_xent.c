@@ -121,9 +121,7 @@ const rm_layer_desc rm_pixel_softmax_xent_desc = {
     .param_shapes = NULL,
     .flops = pixel_softmax_xent_flops,
     .init = NULL,
-    .forward_cpu = pixel_softmax_xent_forward,
-    .backward_cpu = pixel_softmax_xent_backward,
-    .forward_cuda = RM_CUDA_FN(rm_pixel_softmax_xent_forward_cuda),
-    .backward_cuda = RM_CUDA_FN(rm_pixel_softmax_xent_backward_cuda),
-    .workspace_bytes_cuda = RM_CUDA_FN(rm_pixel_softmax_xent_workspace_cuda),
+    .forward_ref = pixel_softmax_xent_forward,
+    .backward_ref = pixel_softmax_xent_backward,
+    .kernels = rm_pixel_softmax_xent_kernels,
 };

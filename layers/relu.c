@@ -63,8 +63,7 @@ const rm_layer_desc rm_relu_desc = {
     .param_shapes = NULL,
     .flops = relu_flops,
     .init = NULL,
-    .forward_cpu = relu_forward,
-    .backward_cpu = relu_backward,
-    .forward_cuda = RM_CUDA_FN(rm_relu_forward_cuda),
-    .backward_cuda = RM_CUDA_FN(rm_relu_backward_cuda),
+    .forward_ref = relu_forward,
+    .backward_ref = relu_backward,
+    .kernels = rm_relu_kernels,
 };

@@ -109,9 +109,7 @@ const rm_layer_desc rm_softmax_xent_desc = {
     .param_shapes = NULL,
     .flops = softmax_xent_flops,
     .init = NULL,
-    .forward_cpu = softmax_xent_forward,
-    .backward_cpu = softmax_xent_backward,
-    .forward_cuda = RM_CUDA_FN(rm_softmax_xent_forward_cuda),
-    .backward_cuda = RM_CUDA_FN(rm_softmax_xent_backward_cuda),
-    .workspace_bytes_cuda = RM_CUDA_FN(rm_softmax_xent_workspace_cuda),
+    .forward_ref = softmax_xent_forward,
+    .backward_ref = softmax_xent_backward,
+    .kernels = rm_softmax_xent_kernels,
 };

@@ -87,8 +87,7 @@ const rm_layer_desc rm_upsample2x_desc = {
     .param_shapes = NULL,
     .flops = upsample2x_flops,
     .init = NULL,
-    .forward_cpu = upsample2x_forward,
-    .backward_cpu = upsample2x_backward,
-    .forward_cuda = RM_CUDA_FN(rm_upsample2x_forward_cuda),
-    .backward_cuda = RM_CUDA_FN(rm_upsample2x_backward_cuda),
+    .forward_ref = upsample2x_forward,
+    .backward_ref = upsample2x_backward,
+    .kernels = rm_upsample2x_kernels,
 };

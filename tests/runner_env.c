@@ -1,5 +1,5 @@
 /* The test runner's environment for the OpenMP threads of the CPU backend
- * (engine/backend_cpu.h). The suite runs its tests in parallel processes
+ * (engine/cpu/backend_cpu.h). The suite runs its tests in parallel processes
  * (--jobs 2 on 2 cores), each CPU backend on every core by default, and
  * libgomp's idle threads spin about 300,000 pauses (milliseconds on recent
  * Xeons) after every parallel region before they sleep: four spinning

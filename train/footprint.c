@@ -24,7 +24,7 @@ int rm_footprint_of(rm_footprint *f, const rm_model *m, int batch, const rm_opti
      * workspace of megabytes) cannot make the sum wrap; it is then held to
      * the same bound. */
     f->optim = rm_align_up(rm_optim_state_bytes_for(o, m->param_count));
-    f->backend = be ? rm_align_up(rm_backend_cuda_fixed_bytes(be)) : 0;
+    f->backend = rm_align_up(rm_backend_fixed_bytes(be));
     f->total = x.total + f->optim + f->backend;
     if (f->total > RM_MAX_DEVICE_BYTES) return rm_errorf(e, RM_ERR_INVALID, RM_FIXED_TOO_LARGE, m->path, batch);
     return RM_OK;

@@ -33,7 +33,7 @@ int rm_model_infer(float *out, const rm_model *m, const float *in, int batch, ui
     if (!rc) rc = rm_model_trace_forward(&fg, m, batch, e);
     if (!rc) rc = rm_schedule_plan_all(&plan, &g, e);
     if (!rc) rc = rm_schedule_plan_all(&fplan, &fg, e);
-    if (!rc) rc = rm_backend_cpu_create(&be, e);
+    if (!rc) rc = rm_backend_create(&be, RM_BACKEND_DEFAULT, e);
     rm_executor_options o = {seed, 0, 0};
     if (!rc) rc = rm_executor_create(&ex, m, &g, be, plan, &o, e);
     if (!rc) rc = rm_executor_set_inference(ex, &fg, fplan, e);

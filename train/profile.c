@@ -83,11 +83,10 @@ int rm_profile_run(rm_profile **out, const rm_model *m, const rm_profile_options
     int rc = rm_model_trace(&pr->g, m, o->batch, e);
     if (rc) goto done;
     const int n = pr->g.n;
-    if ((rc = rm_backend_create(&be, o->device, e))) {
+    if ((rc = rm_backend_create_with(&be, o->device, &o->backend, e))) {
         rm_err_context(e, "cannot profile on %s", rm_backend_kind_device(o->device));
         goto done;
     }
-    if ((rc = rm_backend_cpu_apply(be, &o->cpu, e))) goto done;
     if ((rc = rm_schedule_plan_all(&plan, &pr->g, e))) goto done;
     rm_executor_options xo;
     memset(&xo, 0, sizeof xo);

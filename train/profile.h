@@ -19,19 +19,18 @@
 #include <stdint.h>
 
 #include "backend.h"
-#include "backend_cpu.h"
 #include "cost_file.h"
 #include "error.h"
 #include "graph.h"
 #include "model.h"
 
 typedef struct rm_profile_options {
-    rm_backend_kind device; /* RM_BACKEND_CPU or RM_BACKEND_CUDA (GPU 0) */
+    rm_backend_kind device; /* the backend (rm_backend_find; 0: the CPU) */
     int batch;              /* >= 1 */
     int warmup;             /* untimed steps first (>= 0) */
     int reps;               /* timed steps (>= 1); each node's cost is the median over them */
     uint64_t seed;          /* parameters and the random batch */
-    rm_cpu_options cpu;     /* the CPU backend's kernel library and threads (all 0: its defaults) */
+    rm_backend_options backend; /* its kernel library and threads (all 0: its defaults) */
     /* Called before each step (timed = 0 for warm-up) with its 1-based number
      * among its kind; may be NULL. */
     void (*progress)(void *ctx, int timed, int step, int steps);

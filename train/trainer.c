@@ -351,14 +351,11 @@ int rm_trainer_create(rm_trainer **out, const rm_trainer_config *c, rm_err *e)
     t->sum.classes = t->classes;
     t->sum.task = t->task;
     t->sum.params = t->m->param_count;
-    if ((rc = rm_backend_create(&t->be, c->device, e))) {
+    if ((rc = rm_backend_create_with(&t->be, c->device, &c->backend, e))) {
         rm_err_context(e, "cannot train on %s", rm_backend_kind_device(c->device));
         goto fail;
     }
-    if (c->device == RM_BACKEND_CPU) {
-        if ((rc = rm_backend_cpu_apply(t->be, &c->cpu, e))) goto fail;
-        rm_backend_cpu_describe(t->be, t->sum.device_settings, sizeof t->sum.device_settings);
-    }
+    rm_backend_describe(t->be, t->sum.device_settings, sizeof t->sum.device_settings);
     t->sum.device = t->be->name;
     /* A missing data folder fails before any solve. */
     if (!t->synthetic && (rc = open_dir_data(t, e))) goto fail;

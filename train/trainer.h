@@ -31,7 +31,6 @@
 #include <stdint.h>
 
 #include "backend.h"
-#include "backend_cpu.h"
 #include "cost_file.h"
 #include "dataset.h"
 #include "error.h"
@@ -113,11 +112,10 @@ typedef struct rm_trainer_config {
     const rm_cost_file *costs;   /* NULL: node costs are FLOPs; else profiled seconds (cost_file.h) for
                                     the model at the batch (a different batch is refused, except with
                                     --batch auto: then scaled linearly to each batch tried) */
-    rm_backend_kind device;      /* RM_BACKEND_CPU (the default) or RM_BACKEND_CUDA (GPU 0): where the
-                                    weights, the arena and every kernel live; CUDA without a GPU or
-                                    in a build without CUDA is RM_ERR_UNSUPPORTED */
-    rm_cpu_options cpu;          /* the CPU backend's kernel library and threads (all 0: its defaults);
-                                    only with device RM_BACKEND_CPU */
+    rm_backend_kind device;      /* the backend (rm_backend_find; 0, the default: the CPU): where the
+                                    weights, the arena and every kernel live; a device this build or
+                                    machine lacks is RM_ERR_UNSUPPORTED */
+    rm_backend_options backend;  /* its kernel library and threads (all 0: its defaults) */
     rm_trainer_event_fn event;
     void *event_ctx;
 } rm_trainer_config;
@@ -173,7 +171,7 @@ typedef struct rm_trainer_summary {
     uint64_t seed;
     int train_accuracy;      /* measured on every this many steps; 0: not (not asked, or no memory for it) */
     const char *device;      /* the backend's name: "cpu" or "cuda" */
-    char device_settings[160]; /* the CPU backend's kernels and threads in words; "" on CUDA */
+    char device_settings[160]; /* the backend's settings in words (rm_backend_describe) */
 } rm_trainer_summary;
 
 typedef struct rm_trainer rm_trainer;

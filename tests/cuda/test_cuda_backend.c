@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend_cuda.h"
 #include "cuda_fixture.h"
 #include "layers.h"
 
@@ -27,7 +28,7 @@ Test(cuda_backend, properties)
     cr_expect_eq(be->host_memory, 0);
     size_t f = 0, t = 0, f2 = 0, t2 = 0;
     cr_expect_eq(be->ops->mem_info(be->ctx, &f, &t, &e), RM_OK, "%s", e.msg);
-    cr_expect_eq(rm_backend_cuda_mem_info(be, &f2, &t2, &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(be->ops->mem_info(be->ctx, &f2, &t2, &e), RM_OK, "%s", e.msg);
     cr_expect(t > 0 && t == t2 && f <= t);
     rm_backend_timer *tm = NULL;
     cr_assert_eq(be->ops->timer_create(be->ctx, &tm, 2, &e), RM_OK, "%s", e.msg);
@@ -101,14 +102,33 @@ Test(cuda_backend, kernel_table_follows_the_library)
     const rm_layer_desc *d = rm_layer_desc_of(RM_LAYER_CONV2D);
     rm_layer_config cfg = {.kind = RM_LAYER_CONV2D, .out_channels = 8, .kernel = 3, .stride = 1, .pad = 1};
     rm_shape in = rm_shape_make(2, 4, 8, 8), out = rm_shape_make(2, 8, 8, 8);
-    cr_assert_eq(rm_backend_cuda_set_kernels(be, RM_KERNELS_HANDWRITTEN, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_backend_cuda_set_kernels(be, RM_CUDA_KERNELS_HANDWRITTEN, &e), RM_OK, "%s", e.msg);
     cr_expect_eq(rm_layer_workspace_bytes_device(d, be, &cfg, &in, 1, out, 1), 0);
-    cr_assert_eq(rm_backend_cuda_set_kernels(be, RM_KERNELS_CUBLAS, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_backend_cuda_set_kernels(be, RM_CUDA_KERNELS_CUBLAS, &e), RM_OK, "%s", e.msg);
     size_t ws = rm_layer_workspace_bytes_device(d, be, &cfg, &in, 1, out, 1);
     cr_expect_gt(ws, 0);
     cr_expect_leq(ws, rm_backend_kind_layer_workspace(RM_BACKEND_CUDA, d, &cfg, &in, 1, out, 1),
                   "the kind's bound holds every library");
-    cr_assert_eq(rm_backend_cuda_set_kernels(be, RM_KERNELS_HANDWRITTEN, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_backend_cuda_set_kernels(be, RM_CUDA_KERNELS_HANDWRITTEN, &e), RM_OK, "%s", e.msg);
     cr_expect_eq(rm_layer_workspace_bytes_device(d, be, &cfg, &in, 1, out, 1), 0);
+    rm_backend_free(be);
+}
+
+/* A layer that declares no CUDA kernels is refused with RM_ERR_UNSUPPORTED
+ * naming the layer and the backend (its reference is no CUDA kernel). */
+Test(cuda_backend, layer_without_kernels_is_unsupported)
+{
+    rm_backend *be = gpu();
+    rm_layer_desc d = *rm_layer_desc_of(RM_LAYER_RELU);
+    d.kernels = NULL;
+    rm_layer_config cfg = {.kind = RM_LAYER_RELU};
+    rm_layer_call call;
+    memset(&call, 0, sizeof call);
+    call.cfg = &cfg, call.be = be;
+    rm_err e = {0};
+    cr_expect_eq(rm_layer_forward(&d, &call, &e), RM_ERR_UNSUPPORTED);
+    cr_expect_str_eq(e.msg, "relu: no forward kernel for backend cuda");
+    cr_expect_eq(rm_layer_backward(&d, &call, &e), RM_ERR_UNSUPPORTED);
+    cr_expect_str_eq(e.msg, "relu: no backward kernel for backend cuda");
     rm_backend_free(be);
 }

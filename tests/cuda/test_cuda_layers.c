@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "backend_cuda.h"
 #include "cuda_fixture.h"
 #include "layers.h"
 
@@ -57,8 +58,8 @@ static rm_backend *cuda_backend(void)
     int rc = rm_backend_cuda_create(&be, 0, &e);
     cr_assert_eq(rc, RM_OK, "cuda backend: %s", e.msg);
     /* This suite checks the hand-written kernels (double accumulation, 1e-5);
-     * the cuBLAS/cuDNN engines have their own suite (test_cuda_engines.c). */
-    cr_assert_eq(rm_backend_cuda_set_kernels(be, RM_KERNELS_HANDWRITTEN, &e), RM_OK, "%s", e.msg);
+     * the cuBLAS/cuDNN kernel libraries have their own suite (test_cuda_kernel_libs.c). */
+    cr_assert_eq(rm_backend_cuda_set_kernels(be, RM_CUDA_KERNELS_HANDWRITTEN, &e), RM_OK, "%s", e.msg);
     return be;
 }
 
@@ -102,8 +103,8 @@ static void host_prepare(lhost *h, rm_layer_kind kind, const lcase *c)
 {
     memset(h, 0, sizeof *h);
     const rm_layer_desc *d = h->d = rm_layer_desc_of(kind);
-    cr_assert_not_null(d->forward_cuda, "%s: no CUDA forward", d->name);
-    cr_assert_not_null(d->backward_cuda, "%s: no CUDA backward", d->name);
+    cr_assert_not_null(rm_layer_backend_of(d, RM_BACKEND_CUDA)->forward, "%s: no CUDA forward", d->name);
+    cr_assert_not_null(rm_layer_backend_of(d, RM_BACKEND_CUDA)->backward, "%s: no CUDA backward", d->name);
     rm_err e = {0};
     cr_assert_eq(d->infer(&h->os, &c->cfg, c->in, c->nin, &e), RM_OK, "%s", e.msg);
     if (d->param_shapes) d->param_shapes(&h->ws, &h->bs, &c->cfg, c->in, c->nin);

@@ -9,7 +9,7 @@
  *    tensor, max_i |gpu_i - cpu_i| / max(|cpu_i|, 1e-2 max_j |cpu_j|)) with a
  *    whole-network tolerance of STEP_TOL: each layer adds its error (1e-5
  *    for the hand-written kernels, up to 2e-4 for the cuBLAS and cuDNN
- *    engines, which sum in float32), and a network of ten layers compounds
+ *    kernel libraries, which sum in float32), and a network of ten layers compounds
  *    them.
  *  - Rematerialization on the GPU: every baseline strategy at a budget below
  *    checkpoint-all's peak, LP rounding and the MILP (deterministic node
@@ -42,6 +42,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend_cpu.h"
+#include "backend_cuda.h"
 #include "cuda_fixture.h"
 #include "executor.h"
 #include "milp.h"
@@ -641,23 +643,41 @@ size_t rm_emu_allocation_count(void); /* tests/cuda_emu/runtime.cpp */
  * device memory at creation, and its steps and evaluations none. */
 Test(cuda_train, no_device_allocation_inside_steps, .timeout = 300)
 {
-    static const char *engines[] = {"handwritten", "cublas", "cudnn"};
+    static const char *libs[] = {"handwritten", "cublas", "cudnn"};
     for (int i = 0; i < 3; i++) {
-        setenv("REMAT_KERNELS", engines[i], 1);
+        setenv("REMAT_KERNELS", libs[i], 1);
         rm_trainer_config c = train_config();
         c.max_steps = 3;
         c.eval_every = 2;
         rm_trainer *t = NULL;
         rm_err e = {RM_OK, ""};
-        cr_assert_eq(rm_trainer_create(&t, &c, &e), RM_OK, "%s: %s", engines[i], e.msg);
+        cr_assert_eq(rm_trainer_create(&t, &c, &e), RM_OK, "%s: %s", libs[i], e.msg);
         size_t before = rm_emu_allocation_count();
-        cr_assert_eq(rm_trainer_run(t, &e), RM_OK, "%s: %s", engines[i], e.msg);
+        cr_assert_eq(rm_trainer_run(t, &e), RM_OK, "%s: %s", libs[i], e.msg);
         size_t during = rm_emu_allocation_count() - before;
-        cr_assert_eq(during, 0, "%s: %zu device allocations during 3 steps and their evaluations", engines[i], during);
+        cr_assert_eq(during, 0, "%s: %zu device allocations during 3 steps and their evaluations", libs[i], during);
         rm_trainer_free(t);
     }
 }
 #endif
+
+/* remat train --device cuda --kernels handwritten: the trainer's backend runs
+ * the library the option names, whatever REMAT_KERNELS says, and its
+ * summary says which. */
+Test(cuda_train, kernels_option_chooses_the_library, .timeout = 300)
+{
+    setenv("REMAT_KERNELS", "cublas", 1);
+    rm_trainer_config c = train_config();
+    c.backend.set_kernels = 1;
+    c.backend.kernels = RM_CUDA_KERNELS_HANDWRITTEN;
+    rm_trainer *t = NULL;
+    rm_err e = {RM_OK, ""};
+    cr_assert_eq(rm_trainer_create(&t, &c, &e), RM_OK, "%s", e.msg);
+    unsetenv("REMAT_KERNELS");
+    cr_expect_eq(rm_backend_cuda_kernels(rm_executor_backend(rm_trainer_executor(t))), RM_CUDA_KERNELS_HANDWRITTEN);
+    cr_expect_str_eq(rm_trainer_summary_of(t)->device_settings, "GPU 0, handwritten kernels");
+    rm_trainer_free(t);
+}
 
 static float *trainer_params(rm_trainer *t, size_t *n)
 {
@@ -722,7 +742,7 @@ Test(cuda_train, budget_over_device_memory)
     rm_backend *gpu = cuda_backend();
     size_t free_b = 0, total_b = 0;
     rm_err e = {0};
-    cr_assert_eq(rm_backend_cuda_mem_info(gpu, &free_b, &total_b, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(gpu->ops->mem_info(gpu->ctx, &free_b, &total_b, &e), RM_OK, "%s", e.msg);
     cr_assert_gt(total_b, 0);
     rm_plan *pl = plan_of(&t, t.s[0]);
     rm_executor *ex = NULL;

@@ -1,7 +1,7 @@
 /* The CPU emulator's cuBLAS (include/cublas_v2.h): column-major SGEMM,
  * C = alpha op(A) op(B) + beta C, op(A) m x k, op(B) k x n, C m x n, with
  * element (i, j) of an ld-strided column-major matrix at [i + j * ld]. Sums
- * run in double (cuBLAS sums in float; the engines' tests allow for it). */
+ * run in double (cuBLAS sums in float; the kernel libraries' tests allow for it). */
 #include <cublas_v2.h>
 
 #include <cstdio>

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "backend_cpu.h"
 
 Test(arena, refuses_capacity_over_budget)
 {

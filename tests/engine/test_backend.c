@@ -5,8 +5,10 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "backend_cpu.h"
 #include "layers.h"
 
 static rm_backend *cpu(void)
@@ -111,5 +113,102 @@ Test(backend, layer_calls_go_through_the_backend)
     rm_shape s = in.shape;
     cr_expect_eq(rm_layer_workspace_bytes_device(d, be, &cfg, &s, 1, s, 1),
                  rm_backend_kind_layer_workspace(RM_BACKEND_CPU, d, &cfg, &s, 1, s, 1));
+    rm_backend_free(be);
+}
+
+/* The registry: each backend found by its name and its id, an unknown name
+ * refused naming the choices, and each backend's kernel libraries parsed by
+ * that backend (so --kernels means the library of the --device chosen). */
+Test(backend, registry_finds_each_backend_by_name)
+{
+    rm_err e = {0};
+    rm_backend_kind k = RM_BACKEND_KIND_COUNT;
+    cr_assert_eq(rm_backend_find(&k, "cpu", &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(k, RM_BACKEND_CPU);
+    cr_assert_eq(rm_backend_find(&k, "cuda", &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(k, RM_BACKEND_CUDA);
+    for (int i = 0; i < RM_BACKEND_KIND_COUNT; i++) {
+        const rm_backend_info *b = rm_backend_info_of((rm_backend_kind)i);
+        cr_assert_not_null(b, "backend %d", i);
+        cr_expect_eq(b->kind, (rm_backend_kind)i);
+        cr_expect_str_eq(b->name, rm_backend_kind_name((rm_backend_kind)i));
+        cr_expect_gt(b->nkernel_libs, 0, "%s", b->name);
+        cr_expect_not_null(b->create, "%s", b->name);
+    }
+    cr_expect_eq(RM_BACKEND_DEFAULT, RM_BACKEND_CPU, "the default device is the CPU");
+    cr_expect_eq(rm_backend_find(&k, "tpu", &e), RM_ERR_INVALID);
+    cr_expect_str_eq(e.msg, "unknown device 'tpu' (cpu or cuda)");
+    cr_expect_eq(rm_backend_find(&k, NULL, &e), RM_ERR_INVALID);
+    cr_expect_null(rm_backend_info_of(RM_BACKEND_KIND_COUNT));
+    rm_backend *be = NULL;
+    cr_expect_eq(rm_backend_create(&be, RM_BACKEND_KIND_COUNT, &e), RM_ERR_INVALID);
+    cr_expect_null(be);
+    char buf[64];
+    cr_expect_str_eq(rm_backend_list(buf, sizeof buf), "cpu or cuda");
+
+    int lib = -1;
+    cr_expect_eq(rm_backend_kernels_parse(&lib, RM_BACKEND_CPU, "reference", &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(lib, RM_CPU_KERNELS_REFERENCE);
+    cr_expect_eq(rm_backend_kernels_parse(&lib, RM_BACKEND_CUDA, "handwritten", &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(lib, 0);
+    cr_expect_eq(rm_backend_kernels_parse(&lib, RM_BACKEND_CUDA, "cudnn", &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(lib, 2);
+    cr_expect_str_eq(rm_backend_kernels_name(RM_BACKEND_CUDA, 1), "cublas");
+    cr_expect_str_eq(rm_backend_kernels_name(RM_BACKEND_CPU, RM_CPU_KERNELS_FAST), "fast");
+    cr_expect_str_eq(rm_backend_kernels_name(RM_BACKEND_CPU, 9), "unknown");
+    cr_expect_eq(rm_backend_kernels_parse(&lib, RM_BACKEND_CPU, "cublas", &e), RM_ERR_INVALID);
+    cr_expect_str_eq(e.msg, "unknown cpu kernel library 'cublas' (reference or fast)");
+    cr_expect_eq(rm_backend_kernels_parse(&lib, RM_BACKEND_CUDA, "fast", &e), RM_ERR_INVALID);
+    cr_expect_str_eq(e.msg, "unknown cuda kernel library 'fast' (handwritten, cublas or cudnn)");
+}
+
+/* Options given at creation win over the environment, which is then not
+ * read; a thread count is refused for a backend without host threads. */
+Test(backend, cpu_options_win_over_the_environment)
+{
+    rm_err e = {0};
+    setenv("REMAT_CPU_KERNELS", "blas", 1); /* no such library: read, it would fail */
+    rm_backend *be = NULL;
+    cr_expect_eq(rm_backend_create(&be, RM_BACKEND_CPU, &e), RM_ERR_INVALID);
+    cr_expect(strstr(e.msg, "REMAT_CPU_KERNELS") != NULL, "%s", e.msg);
+    rm_backend_options o = {.set_kernels = 1, .kernels = RM_CPU_KERNELS_REFERENCE, .threads = 3};
+    cr_assert_eq(rm_backend_create_with(&be, RM_BACKEND_CPU, &o, &e), RM_OK, "%s", e.msg);
+    unsetenv("REMAT_CPU_KERNELS");
+    char buf[160];
+    cr_expect_str_eq(rm_backend_describe(be, buf, sizeof buf), "reference kernels, 3 threads");
+    cr_expect_eq(rm_backend_kernels(be), RM_CPU_KERNELS_REFERENCE);
+    cr_expect_eq(rm_backend_fixed_bytes(be), 0, "the CPU holds nothing outside the arena");
+    cr_expect_eq(rm_backend_threads(be), 3);
+    cr_expect_eq(rm_backend_loop_threads(be, RM_LOOP_MIN - 1), 1);
+    cr_expect_eq(rm_backend_loop_threads(be, RM_LOOP_MIN), 3);
+    rm_backend_free(be);
+    o.threads = 2;
+    cr_expect_eq(rm_backend_create_with(&be, RM_BACKEND_CUDA, &o, &e), RM_ERR_INVALID);
+    cr_expect(strstr(e.msg, "thread count") != NULL, "%s", e.msg);
+}
+
+/* A layer that declares no kernels for a backend (and, on the CPU, has no
+ * reference either) is refused with RM_ERR_UNSUPPORTED naming the layer
+ * and the backend, never called through a NULL pointer. */
+Test(backend, layer_without_kernels_is_unsupported)
+{
+    rm_layer_desc d = *rm_layer_desc_of(RM_LAYER_RELU);
+    d.name = "bare";
+    d.forward_ref = d.backward_ref = NULL;
+    d.kernels = NULL;
+    cr_expect_null(rm_layer_backend_of(&d, RM_BACKEND_CUDA)->forward);
+    float x[4] = {0}, y[4];
+    rm_tensor in = rm_tensor_make(rm_shape_make(1, 4, 1, 1), x), out = rm_tensor_make(in.shape, y);
+    rm_layer_config cfg = {.kind = RM_LAYER_RELU};
+    rm_layer_call call;
+    memset(&call, 0, sizeof call);
+    call.cfg = &cfg, call.in[0] = &in, call.nin = 1, call.out = &out;
+    rm_backend *be = cpu();
+    call.be = be;
+    rm_err e = {0};
+    cr_expect_eq(rm_layer_forward(&d, &call, &e), RM_ERR_UNSUPPORTED);
+    cr_expect_str_eq(e.msg, "bare: no forward kernel for backend cpu");
+    cr_expect_eq(rm_layer_backward(&d, &call, &e), RM_ERR_UNSUPPORTED);
+    cr_expect_str_eq(e.msg, "bare: no backward kernel for backend cpu");
     rm_backend_free(be);
 }

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend_cpu.h"
 #include "executor.h"
 #include "milp.h"
 #include "layers.h"
@@ -305,7 +306,7 @@ static int is_dwconv(const tiny *t, int i) { return is_layer_kind(t, i, RM_LAYER
 static int is_any(const tiny *t, int i) { return (void)t, (void)i, 1; }
 
 /* A CPU backend with the given kernel library and threads. */
-static rm_backend *cpu_backend(rm_cpu_kernels lib, int threads)
+static rm_backend *cpu_backend(rm_cpu_kernel_lib lib, int threads)
 {
     rm_backend *be;
     rm_err e = {0};
@@ -318,7 +319,7 @@ static rm_backend *cpu_backend(rm_cpu_kernels lib, int threads)
 /* The exactness check of one model on one CPU kernel library and thread
  * count: every schedule against checkpoint-all on the same backend. */
 static void expect_bit_identical_on(tiny *tp, const char *cfg, int (*must_recompute)(const tiny *, int),
-                                    rm_cpu_kernels lib, int threads);
+                                    rm_cpu_kernel_lib lib, int threads);
 
 /* ... on every CPU kernel library: the fast one at 1 and 2 threads, the
  * reference at 2 (both give the same bits at any count: the products'
@@ -335,11 +336,11 @@ static void expect_bit_identical(const char *cfg, int batch, int (*must_recomput
 }
 
 static void expect_bit_identical_on(tiny *tp, const char *cfg, int (*must_recompute)(const tiny *, int),
-                                    rm_cpu_kernels lib, int threads)
+                                    rm_cpu_kernel_lib lib, int threads)
 {
     tiny t = *tp;
     rm_backend *be = cpu_backend(lib, threads);
-    cr_log_info("%s: %s kernels, %d threads", cfg, rm_cpu_kernels_name(lib), threads);
+    cr_log_info("%s: %s kernels, %d threads", cfg, rm_cpu_kernel_lib_name(lib), threads);
     float *input;
     int32_t *labels;
     make_batch(&input, &labels, &t, 1234);
@@ -692,8 +693,8 @@ static void expect_workspace_exact(const rm_layer_desc *d, rm_layer_config cfg, 
         for (size_t i = 0; i < need / sizeof(float); i++) scratch[i] = NAN;
         call.workspace = pass ? scratch : NULL;
         call.workspace_size = pass ? need : 0;
-        cr_assert_eq(d->forward_cpu(&call, &e), RM_OK, "%s: %s", d->name, e.msg);
-        cr_assert_eq(d->backward_cpu(&call, &e), RM_OK, "%s: %s", d->name, e.msg);
+        cr_assert_eq(d->forward_ref(&call, &e), RM_OK, "%s: %s", d->name, e.msg);
+        cr_assert_eq(d->backward_ref(&call, &e), RM_OK, "%s: %s", d->name, e.msg);
         float *got[] = {y, dx, dw, db};
         size_t len[] = {ny, nx, nw, nb}, at = 0;
         for (int t = 0; t < 4; t++) {
@@ -706,7 +707,7 @@ static void expect_workspace_exact(const rm_layer_desc *d, rm_layer_config cfg, 
         }
     }
     call.workspace_size = need - 1;
-    cr_assert_eq(d->backward_cpu(&call, &e) == RM_ERR_INVALID || d->forward_cpu(&call, &e) == RM_ERR_INVALID, 1,
+    cr_assert_eq(d->backward_ref(&call, &e) == RM_ERR_INVALID || d->forward_ref(&call, &e) == RM_ERR_INVALID, 1,
                  "%s accepts a workspace that is too small", d->name);
     free(own);
     free(scratch);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend_cpu.h"
 #include "builder.h"
 #include "executor.h"
 #include "plan.h"

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend_cpu.h"
 #include "snapshot.h"
 #include "executor.h"
 #include "cli_fixture.h"

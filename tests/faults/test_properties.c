@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "backend_cpu.h"
 #include "plan.h"
 #include "problem.h"
 #include "rng.h"

@@ -63,7 +63,7 @@ static double objective(gc_state *s)
 {
     rm_layer_call call = make_call(s);
     rm_err e = {0};
-    int rc = s->c->desc->forward_cpu(&call, &e);
+    int rc = s->c->desc->forward_ref(&call, &e);
     cr_assert_eq(rc, RM_OK, "%s forward failed: %s", s->c->desc->name, e.msg);
     size_t n = rm_tensor_numel(&s->out);
     double L = 0;
@@ -103,8 +103,8 @@ static void alloc_param(rm_tensor *t, rm_tensor *g, rm_shape s)
 double gradcheck(const gc_case *c)
 {
     const rm_layer_desc *d = c->desc;
-    cr_assert_not_null(d->forward_cpu, "%s has no forward", d->name);
-    cr_assert_not_null(d->backward_cpu, "%s has no backward", d->name);
+    cr_assert_not_null(d->forward_ref, "%s has no forward", d->name);
+    cr_assert_not_null(d->backward_ref, "%s has no backward", d->name);
     gc_state s;
     memset(&s, 0, sizeof s);
     s.c = c;
@@ -163,7 +163,7 @@ double gradcheck(const gc_case *c)
     if (!(d->backward_reads & RM_READS_OUTPUT)) out_hidden.data = NULL;
     call.out = &out_hidden;
     call.dout = s.is_loss ? NULL : &dout;
-    rc = d->backward_cpu(&call, &e);
+    rc = d->backward_ref(&call, &e);
     cr_assert_eq(rc, RM_OK, "%s backward failed: %s", d->name, e.msg);
 
     double worst = 0;

@@ -1,4 +1,4 @@
-/* The fast CPU kernel library (engine/backend_cpu.h) against two oracles:
+/* The fast CPU kernel library (engine/cpu/backend_cpu.h) against two oracles:
  * a naive direct convolution (the seven loops of the definition, in double)
  * and the reference kernels, on odd shapes (stride 2 and 3, padding, 1x1
  * direct and strided, 5x5, 7x7, channel counts that divide nothing, batch 1
@@ -24,13 +24,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend_cpu.h"
 #include "backend_cpu_internal.h"
 #include "cpu_blas.h"
 #include "layers.h"
 
 #define U (1.0 / 16777216.0) /* 2^-24: float's unit roundoff */
 
-static rm_backend *cpu(rm_cpu_kernels lib, int threads)
+static rm_backend *cpu(rm_cpu_kernel_lib lib, int threads)
 {
     rm_backend *be = NULL;
     rm_err e = {0};
@@ -205,7 +206,7 @@ static void expect_conv(const conv_case *c)
     double t_y = (double)c->x.c * c->k * c->k + 1, t_dx = (double)c->cout * c->k * c->k,
            t_dw = (double)c->x.n * r.y.h * r.y.w;
     struct {
-        rm_cpu_kernels lib;
+        rm_cpu_kernel_lib lib;
         int threads;
     } runs[] = {{RM_CPU_KERNELS_REFERENCE, 1}, {RM_CPU_KERNELS_FAST, 1}, {RM_CPU_KERNELS_FAST, 2},
                 {RM_CPU_KERNELS_FAST, 3}};
@@ -215,7 +216,7 @@ static void expect_conv(const conv_case *c)
     for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
         rm_backend *be = cpu(runs[k].lib, runs[k].threads);
         char who[64];
-        snprintf(who, sizeof who, "%s %s/%d", c->name, rm_cpu_kernels_name(runs[k].lib), runs[k].threads);
+        snprintf(who, sizeof who, "%s %s/%d", c->name, rm_cpu_kernel_lib_name(runs[k].lib), runs[k].threads);
         run_conv(y, dx, dw, db, c, r.y, x, w, b, dy, be);
         int fast = runs[k].lib == RM_CPU_KERNELS_FAST;
         /* The reference rounds a double sum once; the fast kernels sum in float. */
@@ -245,7 +246,7 @@ static void expect_conv(const conv_case *c)
 
 /* Stride 2 and 3, padding, 1x1 (direct, and strided), 5x5 and 7x7, channel
  * counts that divide nothing, batch 1 and 3; one large enough that im2col
- * and col2im run on both threads (81 x 1020 elements, past RM_CPU_LOOP_MIN),
+ * and col2im run on both threads (81 x 1020 elements, past RM_LOOP_MIN),
  * and one whose products (4 blocks of 147 x 8091 im2col columns against 4
  * filters, past 4e6 multiply-adds) run on both threads. The stem-like 7x7
  * and the 5x5 cases are done in blocks of pixels too: their im2col matrix
@@ -367,7 +368,7 @@ Test(cpu_fast, linear_batch1_and_3)
 
 /* y[co][2i+a][2j+b] = b[co] + sum_ci w[ci][co][a][b] x[ci][i][j], and its
  * gradients, against double sums; the fast library at 1, 2 and 3 threads
- * (products past 4e6 multiply-adds, shuffles past RM_CPU_LOOP_MIN, run on
+ * (products past 4e6 multiply-adds, shuffles past RM_LOOP_MIN, run on
  * both in the large case). */
 static void expect_convt(rm_shape xs, int cout, int bias)
 {
@@ -460,11 +461,11 @@ static layer_run run_layer(const rm_layer_desc *d, rm_layer_config cfg, const rm
 
 /* The reference loops split outputs, never a sum, between threads: the same
  * bits at 1 and 2 threads, and the fast library runs the same kernels for
- * every layer but conv2d and linear. Shapes past RM_CPU_LOOP_MIN outputs, so
+ * every layer but conv2d and linear. Shapes past RM_LOOP_MIN outputs, so
  * that the loops do run on two threads. */
 static void expect_thread_invariant(const rm_layer_desc *d, rm_layer_config cfg, const rm_shape *in, int nin)
 {
-    cr_assert_geq(rm_shape_numel(in[0]), (size_t)RM_CPU_LOOP_MIN);
+    cr_assert_geq(rm_shape_numel(in[0]), (size_t)RM_LOOP_MIN);
     rm_backend *one = cpu(RM_CPU_KERNELS_REFERENCE, 1), *two = cpu(RM_CPU_KERNELS_REFERENCE, 2),
                *fast = cpu(RM_CPU_KERNELS_FAST, 2);
     layer_run a = run_layer(d, cfg, in, nin, one), b = run_layer(d, cfg, in, nin, two),
@@ -591,20 +592,20 @@ Test(cpu_fast, conv_workspace_is_exact_and_bounded)
 Test(cpu_fast, names_environment_and_settings)
 {
     rm_err e = {0};
-    rm_cpu_kernels lib;
-    cr_expect_eq(rm_cpu_kernels_parse(&lib, "reference", &e), RM_OK);
+    rm_cpu_kernel_lib lib;
+    cr_expect_eq(rm_cpu_kernel_lib_parse(&lib, "reference", &e), RM_OK);
     cr_expect_eq(lib, RM_CPU_KERNELS_REFERENCE);
-    cr_expect_eq(rm_cpu_kernels_parse(&lib, "fast", &e), RM_OK);
+    cr_expect_eq(rm_cpu_kernel_lib_parse(&lib, "fast", &e), RM_OK);
     cr_expect_eq(lib, RM_CPU_KERNELS_FAST);
-    cr_expect_eq(rm_cpu_kernels_parse(&lib, "blas", &e), RM_ERR_INVALID);
+    cr_expect_eq(rm_cpu_kernel_lib_parse(&lib, "blas", &e), RM_ERR_INVALID);
     cr_expect(strstr(e.msg, "'blas' (reference or fast)") != NULL, "%s", e.msg);
-    cr_expect_str_eq(rm_cpu_kernels_name(RM_CPU_KERNELS_FAST), "fast");
+    cr_expect_str_eq(rm_cpu_kernel_lib_name(RM_CPU_KERNELS_FAST), "fast");
     int n = 0;
-    cr_expect_eq(rm_cpu_threads_parse(&n, "3", &e), RM_OK);
+    cr_expect_eq(rm_backend_threads_parse(&n, "3", &e), RM_OK);
     cr_expect_eq(n, 3);
-    cr_expect_eq(rm_cpu_threads_parse(&n, "0", &e), RM_ERR_INVALID);
-    cr_expect_eq(rm_cpu_threads_parse(&n, "2x", &e), RM_ERR_INVALID);
-    cr_expect_eq(rm_cpu_threads_parse(&n, "100000", &e), RM_ERR_INVALID);
+    cr_expect_eq(rm_backend_threads_parse(&n, "0", &e), RM_ERR_INVALID);
+    cr_expect_eq(rm_backend_threads_parse(&n, "2x", &e), RM_ERR_INVALID);
+    cr_expect_eq(rm_backend_threads_parse(&n, "100000", &e), RM_ERR_INVALID);
 
     /* Defaults: fast on every core; the environment overrides both. */
     unsetenv("REMAT_CPU_KERNELS"), unsetenv("REMAT_THREADS");
@@ -618,7 +619,7 @@ Test(cpu_fast, names_environment_and_settings)
     cr_expect_eq(rm_backend_cpu_kernels(be), RM_CPU_KERNELS_REFERENCE);
     cr_expect_eq(rm_backend_cpu_threads(be), 3);
     char buf[160];
-    cr_expect_str_eq(rm_backend_cpu_describe(be, buf, sizeof buf), "reference kernels, 3 threads");
+    cr_expect_str_eq(rm_backend_describe(be, buf, sizeof buf), "reference kernels, 3 threads");
     rm_backend_free(be);
     setenv("REMAT_THREADS", "lots", 1);
     cr_expect_eq(rm_backend_cpu_create(&be, &e), RM_ERR_INVALID);
@@ -635,8 +636,8 @@ Test(cpu_fast, names_environment_and_settings)
     be = cpu(RM_CPU_KERNELS_FAST, 2);
     cr_expect_eq(rm_backend_cpu_set_threads(be, 0, &e), RM_ERR_INVALID);
     cr_expect_eq(rm_backend_cpu_set_kernels(be, RM_CPU_KERNELS_COUNT, &e), RM_ERR_INVALID);
-    rm_cpu_options o = {.set_kernels = 1, .kernels = RM_CPU_KERNELS_REFERENCE, .threads = 1};
-    cr_expect_eq(rm_backend_cpu_apply(be, &o, &e), RM_OK, "%s", e.msg);
+    rm_backend_options o = {.set_kernels = 1, .kernels = RM_CPU_KERNELS_REFERENCE, .threads = 1};
+    cr_expect_eq(rm_backend_apply(be, &o, &e), RM_OK, "%s", e.msg);
     cr_expect_eq(rm_backend_cpu_kernels(be), RM_CPU_KERNELS_REFERENCE);
     cr_expect_eq(rm_backend_cpu_threads(be), 1);
     cr_expect(strstr(rm_cpu_blas_describe(buf, sizeof buf), "BLIS") != NULL, "%s", buf);

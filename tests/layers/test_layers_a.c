@@ -131,7 +131,7 @@ static void forward_ok(layer_fixture *f, int training)
 {
     rm_layer_call c = fixture_call(f, training);
     rm_err e = {0};
-    cr_assert_eq(f->d->forward_cpu(&c, &e), RM_OK, "%s forward: %s", f->d->name, e.msg);
+    cr_assert_eq(f->d->forward_ref(&c, &e), RM_OK, "%s forward: %s", f->d->name, e.msg);
 }
 
 static void backward_ok(layer_fixture *f, int training, int with_dx)
@@ -139,7 +139,7 @@ static void backward_ok(layer_fixture *f, int training, int with_dx)
     rm_layer_call c = fixture_call(f, training);
     if (!with_dx) c.din[0] = NULL;
     rm_err e = {0};
-    cr_assert_eq(f->d->backward_cpu(&c, &e), RM_OK, "%s backward: %s", f->d->name, e.msg);
+    cr_assert_eq(f->d->backward_ref(&c, &e), RM_OK, "%s backward: %s", f->d->name, e.msg);
 }
 
 static void assert_values(const float *got, const double *want, size_t n, double tol, const char *what)
@@ -498,7 +498,7 @@ Test(dwconv2d, shapes_params_flops)
     /* Backward reads its input (for dW), never its output; no scratch on either backend. */
     cr_assert_eq(rm_dwconv2d_desc.backward_reads, RM_READS_INPUTS);
     cr_assert_null(rm_dwconv2d_desc.workspace_bytes);
-    cr_assert_null(rm_dwconv2d_desc.workspace_bytes_cuda);
+    cr_assert_null(rm_layer_backend_of(&rm_dwconv2d_desc, RM_BACKEND_CUDA)->workspace);
     cr_assert_eq(rm_dwconv2d_desc.min_inputs, 1);
     cr_assert_eq(rm_dwconv2d_desc.max_inputs, 1);
     cr_assert_eq(rm_layer_desc_by_name("dwconv"), &rm_dwconv2d_desc);
@@ -707,7 +707,7 @@ Test(batchnorm2d, forward_hand_eval)
     rm_layer_call c = fixture_call(&f, 0);
     c.update_stats = 1; /* ignored in eval */
     rm_err e = {0};
-    cr_assert_eq(rm_batchnorm2d_desc.forward_cpu(&c, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_batchnorm2d_desc.forward_ref(&c, &e), RM_OK, "%s", e.msg);
     const double want[] = {0.5, 1.4999987500023437, 2.4999975000046875, 3.499996250007031};
     assert_values(f.y.data, want, 4, 1e-6, "y");
     cr_assert_eq(f.params.running_mean.data[0], 1.0f);
@@ -742,13 +742,13 @@ Test(batchnorm2d, running_stats_update)
     rm_layer_call c = fixture_call(&f, 1);
     rm_err e = {0};
     /* Without update_stats (a recomputation), nothing moves. */
-    cr_assert_eq(rm_batchnorm2d_desc.forward_cpu(&c, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_batchnorm2d_desc.forward_ref(&c, &e), RM_OK, "%s", e.msg);
     const double unchanged_mean[] = {1, -4}, unchanged_var[] = {2, 0.5};
     assert_values(f.params.running_mean.data, unchanged_mean, 2, 0, "running_mean");
     assert_values(f.params.running_var.data, unchanged_var, 2, 0, "running_var");
     float *y0 = copy_of(&f.y);
     c.update_stats = 1;
-    cr_assert_eq(rm_batchnorm2d_desc.forward_cpu(&c, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_batchnorm2d_desc.forward_ref(&c, &e), RM_OK, "%s", e.msg);
     const double want_mean[] = {0.75 * 1 + 0.25 * 2.5, 0.75 * -4 + 0.25 * 0};
     const double want_var[] = {0.75 * 2 + 0.25 * (5.0 / 3.0), 0.75 * 0.5 + 0.25 * 4};
     assert_values(f.params.running_mean.data, want_mean, 2, 1e-6, "running_mean");
@@ -810,10 +810,10 @@ Test(batchnorm2d, shapes_params_errors)
     fixture_make(&f, &rm_batchnorm2d_desc, c, rm_shape_make(1, 3, 1, 1), 1);
     rm_layer_call call = fixture_call(&f, 1);
     rm_err e = {0};
-    cr_assert_eq(rm_batchnorm2d_desc.forward_cpu(&call, &e), RM_ERR_SHAPE);
+    cr_assert_eq(rm_batchnorm2d_desc.forward_ref(&call, &e), RM_ERR_SHAPE);
     cr_assert(strstr(e.msg, "more than 1 value per channel"), "%s", e.msg);
     call.training = 0;
-    cr_assert_eq(rm_batchnorm2d_desc.forward_cpu(&call, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_batchnorm2d_desc.forward_ref(&call, &e), RM_OK, "%s", e.msg);
     fixture_free(&f);
 }
 

@@ -132,7 +132,7 @@ static void check_backward_overwrites(const rm_layer_desc *d, const rm_layer_con
     rm_tensor dy = rm_tensor_make(os, floats(rm_shape_numel(os)));
     fill_uniform(dy.data, rm_shape_numel(os), 200);
     call.out = &y;
-    cr_assert_eq(d->forward_cpu(&call, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(d->forward_ref(&call, &e), RM_OK, "%s", e.msg);
 
     rm_tensor yh = y;
     if (!(d->backward_reads & RM_READS_OUTPUT)) yh.data = NULL;
@@ -146,7 +146,7 @@ static void check_backward_overwrites(const rm_layer_desc *d, const rm_layer_con
     for (int k = 0; k < (nin > 1 ? 3 : 2); k++) {
         for (int i = 0; i < nin; i++) call.din[i] = &dx[k][i];
         if (k == 2) call.din[0] = NULL;
-        cr_assert_eq(d->backward_cpu(&call, &e), RM_OK, "%s", e.msg);
+        cr_assert_eq(d->backward_ref(&call, &e), RM_OK, "%s", e.msg);
     }
     for (int i = 0; i < nin; i++) {
         size_t bytes = rm_shape_bytes(in[i]);
@@ -184,7 +184,7 @@ Test(relu, forward_values)
     rm_tensor tx = rm_tensor_make(rm_shape_make(1, 5, 1, 1), x), ty = rm_tensor_make(tx.shape, y);
     rm_layer_call call = {.nin = 1, .in = {&tx}, .out = &ty};
     rm_err e = {0};
-    cr_assert_eq(rm_relu_desc.forward_cpu(&call, &e), RM_OK);
+    cr_assert_eq(rm_relu_desc.forward_ref(&call, &e), RM_OK);
     for (int i = 0; i < 5; i++) cr_assert_eq(y[i], want[i], "y[%d] = %g", i, y[i]);
 }
 
@@ -227,7 +227,7 @@ Test(add, forward_values)
     rm_tensor ta = rm_tensor_make(s, a), tb = rm_tensor_make(s, b), tc = rm_tensor_make(s, c), ty = rm_tensor_make(s, y);
     rm_layer_call call = {.nin = 3, .in = {&ta, &tb, &tc}, .out = &ty};
     rm_err e = {0};
-    cr_assert_eq(rm_add_desc.forward_cpu(&call, &e), RM_OK);
+    cr_assert_eq(rm_add_desc.forward_ref(&call, &e), RM_OK);
     cr_assert(y[0] == 111 && y[1] == 222 && y[2] == 333);
 }
 
@@ -287,7 +287,7 @@ Test(concat, forward_layout)
     rm_tensor ty = rm_tensor_make(rm_shape_make(2, 3, 1, 1), y);
     rm_layer_call call = {.nin = 2, .in = {&ta, &tb}, .out = &ty};
     rm_err e = {0};
-    cr_assert_eq(rm_concat_desc.forward_cpu(&call, &e), RM_OK);
+    cr_assert_eq(rm_concat_desc.forward_ref(&call, &e), RM_OK);
     float want[6] = {1, 2, 10, 3, 4, 20};
     for (int i = 0; i < 6; i++) cr_assert_eq(y[i], want[i], "y[%d] = %g", i, y[i]);
 }
@@ -335,7 +335,7 @@ Test(upsample, forward_values)
     rm_tensor tx = rm_tensor_make(rm_shape_make(1, 1, 2, 3), x), ty = rm_tensor_make(rm_shape_make(1, 1, 4, 6), y);
     rm_layer_call call = {.nin = 1, .in = {&tx}, .out = &ty};
     rm_err e = {0};
-    cr_assert_eq(rm_upsample2x_desc.forward_cpu(&call, &e), RM_OK);
+    cr_assert_eq(rm_upsample2x_desc.forward_ref(&call, &e), RM_OK);
     float want[24] = {1, 1, 2, 2, 3, 3, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 4, 4, 5, 5, 6, 6};
     for (int i = 0; i < 24; i++) cr_assert_eq(y[i], want[i], "y[%d] = %g", i, y[i]);
 }
@@ -388,7 +388,7 @@ static void dropout_mask(float *y, size_t n, float p, uint64_t seed, uint64_t st
     rm_layer_call call = {.cfg = &cfg, .nin = 1, .in = {&tx}, .out = &ty, .training = training, .seed = seed,
                           .step = step, .node_id = node_id};
     rm_err e = {0};
-    cr_assert_eq(rm_dropout_desc.forward_cpu(&call, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_dropout_desc.forward_ref(&call, &e), RM_OK, "%s", e.msg);
     free(x);
 }
 
@@ -416,7 +416,7 @@ Test(dropout, mask_replays_bit_for_bit)
     rm_layer_call call = {.cfg = &cfg, .nin = 1, .in = {&hidden}, .out = &hidden, .dout = &tdy, .din = {&tdx},
                           .training = 1, .seed = 1234, .step = 17, .node_id = 9};
     rm_err e = {0};
-    cr_assert_eq(rm_dropout_desc.backward_cpu(&call, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_dropout_desc.backward_ref(&call, &e), RM_OK, "%s", e.msg);
     cr_assert(!memcmp(a, dx, n * sizeof(float)), "backward mask differs from the forward's");
     free(a);
     free(b);
@@ -484,7 +484,7 @@ Test(dropout, bad_p)
     rm_layer_config cfg = {.kind = RM_LAYER_DROPOUT, .p = 1.0f};
     rm_layer_call call = {.cfg = &cfg, .nin = 1, .in = {&tx}, .out = &ty, .training = 1};
     rm_err e = {0};
-    cr_assert_eq(rm_dropout_desc.forward_cpu(&call, &e), RM_ERR_SHAPE);
+    cr_assert_eq(rm_dropout_desc.forward_ref(&call, &e), RM_ERR_SHAPE);
 }
 
 Test(dropout, input_count_errors) { expect_input_count_errors(&rm_dropout_desc); }
@@ -561,9 +561,9 @@ Test(softmax_xent, hand_computed)
               tdx = rm_tensor_make(s, dx);
     rm_layer_call call = {.nin = 1, .in = {&tx}, .out = &tl, .din = {&tdx}, .labels = labels};
     rm_err e = {0};
-    cr_assert_eq(rm_softmax_xent_desc.forward_cpu(&call, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_softmax_xent_desc.forward_ref(&call, &e), RM_OK, "%s", e.msg);
     cr_assert_float_eq(loss, 0.7531091265f, 1e-6f, "loss %.9g", (double)loss);
-    cr_assert_eq(rm_softmax_xent_desc.backward_cpu(&call, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_softmax_xent_desc.backward_ref(&call, &e), RM_OK, "%s", e.msg);
     double z = 1 + exp(1.0) + exp(2.0);
     double want[6] = {1 / z / 2, exp(1.0) / z / 2, (exp(2.0) / z - 1) / 2, -1.0 / 3, 1.0 / 6, 1.0 / 6};
     for (int i = 0; i < 6; i++) cr_assert(fabs(dx[i] - want[i]) < 1e-7, "dx[%d] = %.9g, want %.9g", i, dx[i], want[i]);
@@ -581,9 +581,9 @@ Test(softmax_xent, large_logits_stay_finite)
               tdx = rm_tensor_make(s, dx);
     rm_layer_call call = {.nin = 1, .in = {&tx}, .out = &tl, .din = {&tdx}, .labels = labels};
     rm_err e = {0};
-    cr_assert_eq(rm_softmax_xent_desc.forward_cpu(&call, &e), RM_OK);
+    cr_assert_eq(rm_softmax_xent_desc.forward_ref(&call, &e), RM_OK);
     cr_assert_float_eq(loss, 1500.0f, 1e-3f, "loss %g", (double)loss);
-    cr_assert_eq(rm_softmax_xent_desc.backward_cpu(&call, &e), RM_OK);
+    cr_assert_eq(rm_softmax_xent_desc.backward_ref(&call, &e), RM_OK);
     float want[4] = {0.5f, -0.5f, -0.5f, 0.5f};
     for (int i = 0; i < 4; i++) cr_assert_float_eq(dx[i], want[i], 1e-7f, "dx[%d] = %g", i, dx[i]);
 }
@@ -612,16 +612,16 @@ Test(softmax_xent, bad_label)
               tdx = rm_tensor_make(s, dx);
     rm_layer_call call = {.nin = 1, .in = {&tx}, .out = &tl, .din = {&tdx}, .labels = labels};
     rm_err e = {0};
-    cr_assert_eq(rm_softmax_xent_desc.forward_cpu(&call, &e), RM_ERR_INVALID);
+    cr_assert_eq(rm_softmax_xent_desc.forward_ref(&call, &e), RM_ERR_INVALID);
     cr_assert(strstr(e.msg, "sample 1") && strstr(e.msg, "label 3"), "%s", e.msg);
     rm_err_clear(&e);
-    cr_assert_eq(rm_softmax_xent_desc.backward_cpu(&call, &e), RM_ERR_INVALID);
+    cr_assert_eq(rm_softmax_xent_desc.backward_ref(&call, &e), RM_ERR_INVALID);
     cr_assert(strstr(e.msg, "sample 1") && strstr(e.msg, "label 3"), "%s", e.msg);
     labels[1] = -1;
-    cr_assert_eq(rm_softmax_xent_desc.forward_cpu(&call, &e), RM_ERR_INVALID);
+    cr_assert_eq(rm_softmax_xent_desc.forward_ref(&call, &e), RM_ERR_INVALID);
     cr_assert(strstr(e.msg, "label -1"), "%s", e.msg);
     call.labels = NULL;
-    cr_assert_eq(rm_softmax_xent_desc.forward_cpu(&call, &e), RM_ERR_INVALID);
+    cr_assert_eq(rm_softmax_xent_desc.forward_ref(&call, &e), RM_ERR_INVALID);
 }
 
 /* ---- pixel_softmax_xent -------------------------------------------------- */
@@ -653,9 +653,9 @@ Test(pixel_softmax_xent, hand_computed)
               tdx = rm_tensor_make(s, dx);
     rm_layer_call call = {.nin = 1, .in = {&tx}, .out = &tl, .din = {&tdx}, .labels = labels};
     rm_err e = {0};
-    cr_assert_eq(rm_pixel_softmax_xent_desc.forward_cpu(&call, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_pixel_softmax_xent_desc.forward_ref(&call, &e), RM_OK, "%s", e.msg);
     cr_assert_float_eq(loss, (float)(log(8.0 / 3.0) / 2), 1e-6f, "loss %.9g", (double)loss);
-    cr_assert_eq(rm_pixel_softmax_xent_desc.backward_cpu(&call, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_pixel_softmax_xent_desc.backward_ref(&call, &e), RM_OK, "%s", e.msg);
     /* softmax: pixel 0 (1/2, 1/2), pixel 1 (3/4, 1/4); minus one-hot, over 2. */
     float want[4] = {-0.25f, -0.125f, 0.25f, 0.125f};
     for (int i = 0; i < 4; i++) cr_assert_float_eq(dx[i], want[i], 1e-7f, "dx[%d] = %g", i, dx[i]);
@@ -674,10 +674,10 @@ Test(pixel_softmax_xent, matches_softmax_xent)
     rm_layer_call c1 = {.nin = 1, .in = {&tx}, .out = &t1, .din = {&td1}, .labels = labels};
     rm_layer_call c2 = {.nin = 1, .in = {&tx}, .out = &t2, .din = {&td2}, .labels = labels};
     rm_err e = {0};
-    cr_assert_eq(rm_softmax_xent_desc.forward_cpu(&c1, &e), RM_OK);
-    cr_assert_eq(rm_pixel_softmax_xent_desc.forward_cpu(&c2, &e), RM_OK);
-    cr_assert_eq(rm_softmax_xent_desc.backward_cpu(&c1, &e), RM_OK);
-    cr_assert_eq(rm_pixel_softmax_xent_desc.backward_cpu(&c2, &e), RM_OK);
+    cr_assert_eq(rm_softmax_xent_desc.forward_ref(&c1, &e), RM_OK);
+    cr_assert_eq(rm_pixel_softmax_xent_desc.forward_ref(&c2, &e), RM_OK);
+    cr_assert_eq(rm_softmax_xent_desc.backward_ref(&c1, &e), RM_OK);
+    cr_assert_eq(rm_pixel_softmax_xent_desc.backward_ref(&c2, &e), RM_OK);
     cr_assert_eq(l1, l2);
     cr_assert(!memcmp(d1, d2, sizeof d1));
 }
@@ -707,9 +707,9 @@ Test(pixel_softmax_xent, bad_label)
               tdx = rm_tensor_make(s, dx);
     rm_layer_call call = {.nin = 1, .in = {&tx}, .out = &tl, .din = {&tdx}, .labels = labels};
     rm_err e = {0};
-    cr_assert_eq(rm_pixel_softmax_xent_desc.forward_cpu(&call, &e), RM_ERR_INVALID);
+    cr_assert_eq(rm_pixel_softmax_xent_desc.forward_ref(&call, &e), RM_ERR_INVALID);
     cr_assert(strstr(e.msg, "sample 1") && strstr(e.msg, "y 2, x 1") && strstr(e.msg, "label 5"), "%s", e.msg);
     rm_err_clear(&e);
-    cr_assert_eq(rm_pixel_softmax_xent_desc.backward_cpu(&call, &e), RM_ERR_INVALID);
+    cr_assert_eq(rm_pixel_softmax_xent_desc.backward_ref(&call, &e), RM_ERR_INVALID);
     cr_assert(strstr(e.msg, "sample 1") && strstr(e.msg, "label 5"), "%s", e.msg);
 }

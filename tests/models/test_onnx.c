@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend_cpu.h"
 #include "builder.h"
 #include "cli_fixture.h"
 #include "executor.h"

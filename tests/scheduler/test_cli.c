@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend_cuda.h"
 #include "builder.h"
 #include "cli_fixture.h"
 #include "cli_util.h"

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "backend_cpu.h"
 #include "builder.h"
 #include "cli_fixture.h"
 #include "cli_util.h"

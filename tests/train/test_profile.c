@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend_cuda.h"
 #include "cli_fixture.h"
 #include "commands.h"
 #include "cost_file.h"

@@ -513,7 +513,9 @@ Test(trainer_cli, trains_and_prints_the_summary)
     cr_assert(cf_said(0, "device       cpu: fast kernels (BLIS"), "the default CPU library is fast");
 }
 
-/* --cpu-kernels and --threads reach the backend, and the summary says so. */
+/* --kernels (and --cpu-kernels, its older name on the cpu) and --threads
+ * reach the backend, and the summary says so; the option wins over
+ * REMAT_CPU_KERNELS. */
 Test(trainer_cli, cpu_kernels_and_threads_are_chosen_on_the_command_line)
 {
     const char *args[] = {"--model",   RESNET_TINY, "--data",    "synthetic",  "--batch",
@@ -521,6 +523,11 @@ Test(trainer_cli, cpu_kernels_and_threads_are_chosen_on_the_command_line)
                           "--steps",   "1",         "--samples", "16",         "--cpu-kernels",
                           "reference", "--threads", "1",         NULL};
     cr_assert_eq(train_cli(args), 0, "%s", cf_err);
+    cr_assert(cf_said(0, "device       cpu: reference kernels, 1 thread\n"));
+    args[14] = "--kernels";
+    setenv("REMAT_CPU_KERNELS", "fast", 1);
+    cr_assert_eq(train_cli(args), 0, "%s", cf_err);
+    unsetenv("REMAT_CPU_KERNELS");
     cr_assert(cf_said(0, "device       cpu: reference kernels, 1 thread\n"));
 }
 
@@ -554,6 +561,14 @@ Test(trainer_cli, refuses_bad_input_with_a_reason)
         {{"--model", RESNET_TINY, "--data", "synthetic", NULL}, "--budget B is required"},
         {{"--model", RESNET_TINY, "--data", "synthetic", "--budget", "80%", "--cpu-kernels", "blas", NULL},
          "unknown cpu kernel library 'blas' (reference or fast)"},
+        {{"--model", RESNET_TINY, "--data", "synthetic", "--budget", "80%", "--kernels", "blas", NULL},
+         "--kernels: unknown cpu kernel library 'blas' (reference or fast)"},
+        {{"--model", RESNET_TINY, "--data", "synthetic", "--budget", "80%", "--device", "cuda", "--kernels", "fast",
+          NULL},
+         "--kernels: unknown cuda kernel library 'fast' (handwritten, cublas or cudnn)"},
+        {{"--model", RESNET_TINY, "--data", "synthetic", "--budget", "80%", "--device", "cuda", "--cpu-kernels",
+          "fast", NULL},
+         "--cpu-kernels is for --device cpu"},
         {{"--model", RESNET_TINY, "--data", "synthetic", "--budget", "80%", "--threads", "0", NULL},
          "--threads: threads must be an integer from 1 to 1024, got '0'"},
         {{"--model", RESNET_TINY, "--data", "synthetic", "--budget", "80%", "--device", "cuda", "--threads", "2", NULL},

@@ -3,7 +3,7 @@
  * for host C++. A build with REMAT_CUDA_EMU=ON compiles every .cu file as C++
  * against this header (after tests/cuda_emu/launch.sed has turned each
  * kernel<<<grid, block, shmem, stream>>>(args) into rm_emu_launch(...)), so
- * the hand-written kernels, the engines' plumbing and the GPU executor run in
+ * the hand-written kernels, the kernel libraries' plumbing and the GPU executor run in
  * CI, where there is no GPU.
  *
  * What it checks that a plain host port would not:

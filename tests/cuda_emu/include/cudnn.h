@@ -23,7 +23,7 @@
  *    buffer must lie inside its device allocation (else the run aborts,
  *    naming the call), and the scaling factors must be host memory.
  * Sums run in double (cuDNN's deterministic kernels sum in float; the
- * engines' tests allow for it). cudnnGetLastErrorString says why a call
+ * kernel libraries' tests allow for it). cudnnGetLastErrorString says why a call
  * failed. What it cannot emulate: the rounding of the FFT and Winograd
  * algorithms, and anything about speed. */
 #ifndef REMAT_CUDA_EMU_CUDNN_H

@@ -16,6 +16,7 @@
 #include "backend_cuda.cuh" /* RM_CUDA_CHECK, RM_CUDA_FOR, RM_THREADS, rm_cuda_blocks */
 
 extern "C" {
+#include "layer_cuda.h"
 #include "layers.h"
 }
 

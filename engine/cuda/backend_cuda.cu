@@ -3,9 +3,11 @@
  * handle, both created once and bound to the stream, the library choice and
  * its numerics settings, the kernel table (each layer's kernels for the
  * library, resolved once), and a cache of per-shape plans. Every CUDA,
- * cuBLAS and cuDNN call is checked. Kernels for the layers live beside each
- * layer (layers/<name>.cu); the backend's own in backend_cuda_kernels.cu. */
+ * cuBLAS and cuDNN call is checked. The layers' kernels for it live in
+ * layers/cuda/<name>.cu (each layer declares them in layers/kernels.c); the
+ * backend's own in backend_cuda_kernels.cu. */
 #include <cuda_runtime.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,7 +40,8 @@ typedef struct cuda_ctx {
     cudnnHandle_t cudnn;
 #endif
     rm_backend *self; /* the backend this is the context of: layer kernels take it */
-    rm_kernel_lib lib;
+    rm_cuda_kernel_lib lib;
+    int lib_asked; /* 1: lib was asked for (an option or the environment), not the default */
     /* Each layer kind's kernels for lib, resolved at its first call after
      * the library is set (the one place the choice is made), then reused. */
     rm_layer_kernels kernels[RM_LAYER_KIND_COUNT];
@@ -140,27 +143,22 @@ static int cuda_mem_info(void *ctx, size_t *free_bytes, size_t *total_bytes, rm_
     return RM_OK;
 }
 
-extern "C" int rm_backend_cuda_mem_info(const rm_backend *be, size_t *free_bytes, size_t *total_bytes, rm_err *e)
-{
-    if (!be || be->kind != RM_BACKEND_CUDA)
-        return rm_errorf(e, RM_ERR_UNSUPPORTED, "device memory: not a CUDA backend");
-    return cuda_mem_info(be->ctx, free_bytes, total_bytes, e);
-}
-
 /* ---- layers: the kernel table ---- */
 
 /* Layer d's kernels for the backend's library: resolved at the first call
- * after the library was set (the layer's cuda_kernels, or its hand-written
- * kernels when it has no others), then taken from the table. */
+ * after the library was set (what the layer declares for the library, or
+ * its hand-written kernels when it has no others), then taken from the
+ * table. */
 static const rm_layer_kernels *kernels_of(cuda_ctx *c, const rm_layer_desc *d)
 {
     rm_layer_kernels *k = &c->kernels[d->kind];
     if (!c->resolved[d->kind]) {
-        if (d->cuda_kernels) {
-            *k = d->cuda_kernels(c->lib);
+        const rm_layer_backend_kernels *b = rm_layer_backend_of(d, RM_BACKEND_CUDA);
+        if (b->library) {
+            *k = b->library((int)c->lib);
         } else {
-            k->forward = d->forward_cuda;
-            k->backward = d->backward_cuda;
+            k->forward = b->forward;
+            k->backward = b->backward;
             k->workspace = NULL;
         }
         c->resolved[d->kind] = 1;
@@ -182,15 +180,17 @@ static int cuda_layer_backward(void *ctx, const rm_layer_desc *d, const rm_layer
     return k->backward(call, e);
 }
 
-/* The exact need of the library's kernels; the engine-independent bound
- * (workspace_bytes_cuda) for layers whose kernels need the same everywhere. */
+/* The exact need of the library's kernels; the bound every library fits in
+ * (the declaration's workspace) for layers whose kernels need the same
+ * everywhere. */
 static size_t cuda_layer_workspace(void *ctx, const rm_layer_desc *d, const rm_layer_config *cfg, const rm_shape *in,
                                    int nin, rm_shape out, int backward)
 {
     cuda_ctx *c = (cuda_ctx *)ctx;
     const rm_layer_kernels *k = kernels_of(c, d);
     if (k->workspace) return k->workspace(c->self, cfg, in, nin, out, backward);
-    return d->workspace_bytes_cuda ? d->workspace_bytes_cuda(cfg, in, nin, out, backward) : 0;
+    const rm_layer_backend_kernels *b = rm_layer_backend_of(d, RM_BACKEND_CUDA);
+    return b->workspace ? b->workspace(cfg, in, nin, out, backward) : 0;
 }
 
 /* ---- the executor's and the optimizer's kernels, on the stream ---- */
@@ -240,13 +240,22 @@ static void cuda_timer_free(void *ctx, rm_backend_timer *t)
     rm_cuda_timer_free(t);
 }
 
+/* cuBLAS's workspace: held by the backend outside any arena. */
+static size_t cuda_fixed_bytes(void *ctx) { return ((const cuda_ctx *)ctx)->cublas_ws_bytes; }
+
+static int cuda_set_kernels_op(void *ctx, int lib, rm_err *e);
+static int cuda_kernels_op(void *ctx) { return (int)((const cuda_ctx *)ctx)->lib; }
+static void cuda_describe(void *ctx, char *buf, size_t len);
+
 static rm_backend_ops make_cuda_ops(void)
 {
     rm_backend_ops o;
     memset(&o, 0, sizeof o);
     o.alloc = cuda_alloc, o.release = cuda_release, o.upload = cuda_upload, o.download = cuda_download;
     o.copy = cuda_copy, o.zero = cuda_zero, o.sync = cuda_sync, o.destroy = cuda_destroy;
-    o.mem_info = cuda_mem_info;
+    o.mem_info = cuda_mem_info, o.fixed_bytes = cuda_fixed_bytes;
+    /* No host threads: set_threads and threads stay NULL (N/A). */
+    o.set_kernels = cuda_set_kernels_op, o.kernels = cuda_kernels_op, o.describe = cuda_describe;
     o.layer_forward = cuda_layer_forward, o.layer_backward = cuda_layer_backward;
     o.layer_workspace = cuda_layer_workspace;
     o.poison = cuda_poison, o.grad_sum = cuda_grad_sum;
@@ -365,35 +374,61 @@ static int settings_ctx(cuda_ctx **c, const rm_backend *be, const char *what, rm
 }
 
 /* A new library: the plans and the kernel table were made for the old one. */
-static void lib_set(cuda_ctx *c, rm_kernel_lib lib)
+static void lib_set(cuda_ctx *c, rm_cuda_kernel_lib lib)
 {
     plans_drop(c);
     c->lib = lib;
     memset(c->resolved, 0, sizeof c->resolved);
 }
 
-extern "C" int rm_backend_cuda_set_kernels(rm_backend *be, rm_kernel_lib lib, rm_err *e)
+/* The library's number checked, and cudnn refused in a build without it.
+ * Not RM_ERR_UNSUPPORTED: that code means "no GPU" to callers that skip,
+ * and this is a request that cannot be honoured. */
+static int lib_check(int lib, const char *who, rm_err *e)
 {
-    cuda_ctx *c;
-    int rc = settings_ctx(&c, be, "set kernel library", e);
-    if (rc) return rc;
-    if (lib < 0 || lib >= RM_KERNELS_COUNT)
-        return rm_errorf(e, RM_ERR_INVALID, "set kernel library: no library %d", (int)lib);
+    if (lib < 0 || lib >= RM_CUDA_KERNELS_COUNT)
+        return rm_errorf(e, RM_ERR_INVALID, "%s: no kernel library %d", who, lib);
+    if (lib == RM_CUDA_KERNELS_CUDNN && !rm_backend_cuda_has_cudnn())
+        return rm_errorf(e, RM_ERR_INVALID,
+                         "%s: the cudnn kernel library, but this build has no cuDNN (cudnn.h / libcudnn were not "
+                         "found when it was configured); use handwritten or cublas",
+                         who);
+    return RM_OK;
+}
+
+static int cuda_set_kernels_op(void *ctx, int lib, rm_err *e)
+{
+    cuda_ctx *c = (cuda_ctx *)ctx;
+    if (lib < 0 || lib >= RM_CUDA_KERNELS_COUNT)
+        return rm_errorf(e, RM_ERR_INVALID, "set kernel library: no library %d", lib);
 #ifndef REMAT_HAVE_CUDNN
-    if (lib == RM_KERNELS_CUDNN)
+    if (lib == RM_CUDA_KERNELS_CUDNN)
         return rm_errorf(e, RM_ERR_UNSUPPORTED,
                          "the cudnn kernel library: this build has no cuDNN (cudnn.h / libcudnn were not found when "
                          "it was configured); use handwritten or cublas");
 #endif
     RM_CUDA_CHECK(cudaStreamSynchronize(c->stream), e, "stream sync before a kernel library change");
-    lib_set(c, lib);
+    lib_set(c, (rm_cuda_kernel_lib)lib);
     return RM_OK;
 }
 
-extern "C" rm_kernel_lib rm_backend_cuda_kernels(const rm_backend *be)
+static void cuda_describe(void *ctx, char *buf, size_t len)
+{
+    const cuda_ctx *c = (const cuda_ctx *)ctx;
+    snprintf(buf, len, "GPU %d, %s kernels", c->device, rm_cuda_kernel_lib_name(c->lib));
+}
+
+extern "C" int rm_backend_cuda_set_kernels(rm_backend *be, rm_cuda_kernel_lib lib, rm_err *e)
+{
+    cuda_ctx *c;
+    int rc = settings_ctx(&c, be, "set kernel library", e);
+    return rc ? rc : cuda_set_kernels_op(c, (int)lib, e);
+}
+
+extern "C" rm_cuda_kernel_lib rm_backend_cuda_kernels(const rm_backend *be)
 {
     cuda_ctx *c = ctx_of(be);
-    return c ? c->lib : RM_KERNELS_HANDWRITTEN;
+    return c ? c->lib : RM_CUDA_KERNELS_HANDWRITTEN;
 }
 
 extern "C" int rm_backend_cuda_set_deterministic(rm_backend *be, int on, rm_err *e)
@@ -428,12 +463,6 @@ extern "C" unsigned long long rm_backend_cuda_fallbacks(const rm_backend *be)
     return c ? c->fallbacks : 0;
 }
 
-extern "C" size_t rm_backend_cuda_fixed_bytes(const rm_backend *be)
-{
-    cuda_ctx *c = ctx_of(be);
-    return c ? c->cublas_ws_bytes : 0;
-}
-
 /* A 0/1 environment switch; *out unchanged when the variable is unset. */
 static int env_flag(int *out, const char *name, rm_err *e)
 {
@@ -460,24 +489,29 @@ static const char *env_kernels(const char **var)
     return NULL;
 }
 
-/* Kernel library and numerics from the defaults and the environment. */
-static int settings_from_env(cuda_ctx *c, rm_err *e)
+/* Kernel library and numerics from the options, else the environment, else
+ * the defaults: --kernels wins over REMAT_KERNELS, which is then not read. */
+static int settings_from(cuda_ctx *c, const rm_backend_options *o, rm_err *e)
 {
-    c->lib = rm_backend_cuda_has_cudnn() ? RM_KERNELS_CUDNN : RM_KERNELS_CUBLAS;
+    c->lib = rm_backend_cuda_has_cudnn() ? RM_CUDA_KERNELS_CUDNN : RM_CUDA_KERNELS_CUBLAS;
     c->deterministic = 1;
     c->fast_math = 0;
     const char *var = NULL, *v = env_kernels(&var);
-    if (v) {
-        rm_kernel_lib lib;
-        if (rm_kernel_lib_parse(&lib, v, e)) return rm_err_context(e, "cuda backend: %s: ", var);
-        if (lib == RM_KERNELS_CUDNN && !rm_backend_cuda_has_cudnn())
-            /* Not RM_ERR_UNSUPPORTED: that code means "no GPU" to callers
-             * that skip, and this is a request that cannot be honoured. */
-            return rm_errorf(e, RM_ERR_INVALID,
-                             "cuda backend: %s=cudnn, but this build has no cuDNN (cudnn.h / libcudnn were not found "
-                             "when it was configured); use handwritten or cublas",
-                             var);
+    if (o && o->threads) return rm_errorf(e, RM_ERR_INVALID, "cuda backend: no host thread count to set");
+    if (o && o->set_kernels) {
+        int rc = lib_check(o->kernels, "cuda backend: --kernels", e);
+        if (rc) return rc;
+        c->lib = (rm_cuda_kernel_lib)o->kernels;
+        c->lib_asked = 1;
+    } else if (v) {
+        rm_cuda_kernel_lib lib;
+        if (rm_cuda_kernel_lib_parse(&lib, v, e)) return rm_err_context(e, "cuda backend: %s: ", var);
+        char who[64];
+        snprintf(who, sizeof who, "cuda backend: %s=%s", var, v);
+        int rc = lib_check((int)lib, who, e);
+        if (rc) return rc;
         c->lib = lib;
+        c->lib_asked = 1;
     }
     int rc = env_flag(&c->deterministic, "REMAT_DETERMINISTIC", e);
     if (!rc) rc = env_flag(&c->fast_math, "REMAT_FAST_MATH", e);
@@ -511,14 +545,13 @@ static int libraries_create(cuda_ctx *c, rm_err *e)
         c->cudnn = NULL;
         char detail[256] = "";
         cudnnGetLastErrorString(detail, sizeof detail);
-        const char *var;
-        if (c->lib == RM_KERNELS_CUDNN && env_kernels(&var))
+        if (c->lib == RM_CUDA_KERNELS_CUDNN && c->lib_asked)
             return rm_errorf(e, RM_ERR_DEVICE, "cudnn: cudnnCreate failed: %s (%s)", cudnnGetErrorString(dst),
                              detail);
         /* cuDNN was only the default: say so and run without it. */
         RM_LOG_WARN("cudnn: cudnnCreate failed: %s (%s); the cuda backend uses the cublas kernels",
                     cudnnGetErrorString(dst), detail);
-        if (c->lib == RM_KERNELS_CUDNN) c->lib = RM_KERNELS_CUBLAS;
+        if (c->lib == RM_CUDA_KERNELS_CUDNN) c->lib = RM_CUDA_KERNELS_CUBLAS;
         return RM_OK;
     }
     RM_CUDNN_CHECK(cudnnSetStream(c->cudnn, c->stream), e, "cudnnSetStream");
@@ -526,7 +559,7 @@ static int libraries_create(cuda_ctx *c, rm_err *e)
     return RM_OK;
 }
 
-extern "C" int rm_backend_cuda_create(rm_backend **out, int device, rm_err *e)
+extern "C" int rm_backend_cuda_create_with(rm_backend **out, int device, const rm_backend_options *o, rm_err *e)
 {
     *out = NULL;
     int count = 0;
@@ -548,7 +581,7 @@ extern "C" int rm_backend_cuda_create(rm_backend **out, int device, rm_err *e)
     }
     c->device = device;
     c->plans = plans;
-    int rc = settings_from_env(c, e);
+    int rc = settings_from(c, o, e);
     if (rc) {
         cuda_destroy(c);
         free(be);
@@ -576,4 +609,9 @@ extern "C" int rm_backend_cuda_create(rm_backend **out, int device, rm_err *e)
     c->self = be;
     *out = be;
     return RM_OK;
+}
+
+extern "C" int rm_backend_cuda_create(rm_backend **out, int device, rm_err *e)
+{
+    return rm_backend_cuda_create_with(out, device, NULL, e);
 }

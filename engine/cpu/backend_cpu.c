@@ -71,11 +71,15 @@ static int cpu_mem_info(void *ctx, size_t *free_bytes, size_t *total_bytes, rm_e
 
 /* ---- layers: the kernel table ---- */
 
-/* Layer d's kernels for library lib: its cpu_kernels, or the reference's. */
-static rm_layer_kernels kernels_for(const rm_layer_desc *d, rm_cpu_kernels lib)
+/* Layer d's kernels for library lib: those it declares for the CPU
+ * (layers/kernels.c), the reference's where it declares none. */
+static rm_layer_kernels kernels_for(const rm_layer_desc *d, rm_cpu_kernel_lib lib)
 {
-    if (d->cpu_kernels) return d->cpu_kernels(lib);
-    rm_layer_kernels k = {d->forward_cpu, d->backward_cpu, NULL};
+    const rm_layer_backend_kernels *b = rm_layer_backend_of(d, RM_BACKEND_CPU);
+    rm_layer_kernels k = {b->forward, b->backward, NULL};
+    if (b->library) k = b->library((int)lib);
+    if (!k.forward) k.forward = d->forward_ref;
+    if (!k.backward) k.backward = d->backward_ref;
     return k;
 }
 
@@ -117,11 +121,14 @@ static int cpu_layer_backward(void *ctx, const rm_layer_desc *d, const rm_layer_
     return k.backward(call, e);
 }
 
-/* The exact need of kernels k of layer d: theirs, or the reference's. */
+/* The exact need of kernels k of layer d: theirs, or the declaration's, or
+ * the reference's. */
 static size_t kernels_workspace(rm_layer_kernels k, const rm_layer_desc *d, const rm_layer_config *cfg,
                                 const rm_shape *in, int nin, rm_shape out, int backward)
 {
     if (k.workspace) return k.workspace(NULL, cfg, in, nin, out, backward);
+    const rm_layer_backend_kernels *b = rm_layer_backend_of(d, RM_BACKEND_CPU);
+    if (b->workspace) return b->workspace(cfg, in, nin, out, backward);
     return d->workspace_bytes ? d->workspace_bytes(cfg, in, nin, out, backward) : 0;
 }
 
@@ -136,7 +143,7 @@ size_t rm_backend_cpu_layer_workspace_bound(const rm_layer_desc *d, const rm_lay
 {
     size_t most = 0;
     for (int lib = 0; lib < RM_CPU_KERNELS_COUNT; lib++) {
-        size_t w = kernels_workspace(kernels_for(d, (rm_cpu_kernels)lib), d, cfg, in, nin, out, backward);
+        size_t w = kernels_workspace(kernels_for(d, (rm_cpu_kernel_lib)lib), d, cfg, in, nin, out, backward);
         if (w > most) most = w;
     }
     return most;
@@ -184,6 +191,18 @@ static void cpu_timer_free(void *ctx, rm_backend_timer *t)
     free(t);
 }
 
+static size_t cpu_fixed_bytes(void *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+
+static int cpu_set_kernels_op(void *ctx, int lib, rm_err *e);
+static int cpu_kernels_op(void *ctx) { return ctx ? (int)((rm_cpu_ctx *)ctx)->lib : RM_CPU_KERNELS_REFERENCE; }
+static int cpu_set_threads_op(void *ctx, int threads, rm_err *e);
+static int cpu_threads_op(void *ctx) { return rm_cpu_ctx_threads(ctx); }
+static void cpu_describe(void *ctx, char *buf, size_t len);
+
 static const rm_backend_ops cpu_ops = {
     .alloc = cpu_alloc,
     .release = cpu_release,
@@ -194,6 +213,12 @@ static const rm_backend_ops cpu_ops = {
     .sync = cpu_sync,
     .destroy = cpu_destroy,
     .mem_info = cpu_mem_info,
+    .fixed_bytes = cpu_fixed_bytes,
+    .set_kernels = cpu_set_kernels_op,
+    .kernels = cpu_kernels_op,
+    .set_threads = cpu_set_threads_op,
+    .threads = cpu_threads_op,
+    .describe = cpu_describe,
     .layer_forward = cpu_layer_forward,
     .layer_backward = cpu_layer_backward,
     .layer_workspace = cpu_layer_workspace,
@@ -228,33 +253,47 @@ int rm_cpu_cores(void)
     CPU_ZERO(&set);
     if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
     long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 && n <= RM_CPU_MAX_THREADS ? (int)n : 1;
+    return n > 0 && n <= RM_MAX_THREADS ? (int)n : 1;
 }
 
-int rm_backend_cpu_set_kernels(rm_backend *be, rm_cpu_kernels lib, rm_err *e)
+static int cpu_set_kernels_op(void *ctx, int lib, rm_err *e)
 {
-    rm_cpu_ctx *c = ctx_of(be);
+    rm_cpu_ctx *c = ctx;
     if (!c) return rm_errorf(e, RM_ERR_INVALID, "set cpu kernel library: not a CPU backend of its own");
     if (lib < 0 || lib >= RM_CPU_KERNELS_COUNT)
-        return rm_errorf(e, RM_ERR_INVALID, "set cpu kernel library: no library %d", (int)lib);
+        return rm_errorf(e, RM_ERR_INVALID, "set cpu kernel library: no library %d", lib);
     if (lib == RM_CPU_KERNELS_FAST) {
         int rc = rm_cpu_blas_init(e);
         if (rc) return rc;
     }
-    c->lib = lib;
+    c->lib = (rm_cpu_kernel_lib)lib;
     memset(c->resolved, 0, sizeof c->resolved);
     return RM_OK;
+}
+
+static int cpu_set_threads_op(void *ctx, int threads, rm_err *e)
+{
+    rm_cpu_ctx *c = ctx;
+    if (!c) return rm_errorf(e, RM_ERR_INVALID, "set cpu threads: not a CPU backend of its own");
+    if (threads < 1 || threads > RM_MAX_THREADS)
+        return rm_errorf(e, RM_ERR_INVALID, "set cpu threads: %d threads (1 to %d)", threads, RM_MAX_THREADS);
+    c->threads = threads;
+    c->gov.on = 0;
+    return RM_OK;
+}
+
+int rm_backend_cpu_set_kernels(rm_backend *be, rm_cpu_kernel_lib lib, rm_err *e)
+{
+    rm_cpu_ctx *c = ctx_of(be);
+    if (!c) return rm_errorf(e, RM_ERR_INVALID, "set cpu kernel library: not a CPU backend of its own");
+    return cpu_set_kernels_op(c, (int)lib, e);
 }
 
 int rm_backend_cpu_set_threads(rm_backend *be, int threads, rm_err *e)
 {
     rm_cpu_ctx *c = ctx_of(be);
     if (!c) return rm_errorf(e, RM_ERR_INVALID, "set cpu threads: not a CPU backend of its own");
-    if (threads < 1 || threads > RM_CPU_MAX_THREADS)
-        return rm_errorf(e, RM_ERR_INVALID, "set cpu threads: %d threads (1 to %d)", threads, RM_CPU_MAX_THREADS);
-    c->threads = threads;
-    c->gov.on = 0;
-    return RM_OK;
+    return cpu_set_threads_op(c, threads, e);
 }
 
 int rm_backend_cpu_govern(rm_backend *be, rm_cpu_load_fn read, void *ctx, double window_s, rm_err *e)
@@ -279,7 +318,7 @@ int rm_backend_cpu_max_threads(const rm_backend *be)
     return c && c->gov.on ? c->gov.most : rm_backend_cpu_threads(be);
 }
 
-rm_cpu_kernels rm_backend_cpu_kernels(const rm_backend *be)
+rm_cpu_kernel_lib rm_backend_cpu_kernels(const rm_backend *be)
 {
     const rm_cpu_ctx *c = ctx_of(be);
     return c ? c->lib : RM_CPU_KERNELS_REFERENCE;
@@ -290,51 +329,45 @@ int rm_backend_cpu_threads(const rm_backend *be)
     return rm_cpu_ctx_threads(ctx_of(be));
 }
 
-int rm_cpu_loop_threads(const rm_backend *be, size_t work)
-{
-    return rm_cpu_ctx_loop_threads(ctx_of(be), work);
-}
-
-int rm_backend_cpu_apply(rm_backend *be, const rm_cpu_options *o, rm_err *e)
-{
-    if (!o->set_kernels && !o->threads) return RM_OK;
-    if (!ctx_of(be))
-        return rm_errorf(e, RM_ERR_INVALID, "cpu kernel library and threads are settings of the CPU backend, not of %s",
-                         be ? be->name : "none");
-    int rc = o->set_kernels ? rm_backend_cpu_set_kernels(be, o->kernels, e) : RM_OK;
-    if (!rc && o->threads) rc = rm_backend_cpu_set_threads(be, o->threads, e);
-    return rc;
-}
-
-const char *rm_backend_cpu_describe(const rm_backend *be, char *buf, size_t len)
+static void cpu_describe(void *ctx, char *buf, size_t len)
 {
     char blas[96] = "";
-    int nt = rm_backend_cpu_threads(be);
-    if (rm_backend_cpu_kernels(be) == RM_CPU_KERNELS_FAST)
+    int nt = rm_cpu_ctx_threads(ctx);
+    if (cpu_kernels_op(ctx) == RM_CPU_KERNELS_FAST)
         snprintf(buf, len, "fast kernels (%s), %d thread%s", rm_cpu_blas_describe(blas, sizeof blas), nt,
                  nt == 1 ? "" : "s");
     else
         snprintf(buf, len, "reference kernels, %d thread%s", nt, nt == 1 ? "" : "s");
-    return buf;
 }
 
-/* Kernel library and threads from the defaults and the environment. */
-static int settings_from_env(rm_cpu_ctx *c, rm_err *e)
+/* Kernel library and threads from the options, else the environment, else
+ * the defaults: an option wins, and the variable it replaces is not read. */
+static int settings_from(rm_cpu_ctx *c, const rm_backend_options *o, rm_err *e)
 {
     c->lib = RM_CPU_KERNELS_FAST;
     c->threads = rm_cpu_cores();
     const char *v = getenv("REMAT_CPU_KERNELS");
-    if (v && *v && rm_cpu_kernels_parse(&c->lib, v, e)) return rm_err_context(e, "cpu backend: REMAT_CPU_KERNELS: ");
+    if (o && o->set_kernels) {
+        if (o->kernels < 0 || o->kernels >= RM_CPU_KERNELS_COUNT)
+            return rm_errorf(e, RM_ERR_INVALID, "cpu backend: no kernel library %d", o->kernels);
+        c->lib = (rm_cpu_kernel_lib)o->kernels;
+    } else if (v && *v && rm_cpu_kernel_lib_parse(&c->lib, v, e)) {
+        return rm_err_context(e, "cpu backend: REMAT_CPU_KERNELS: ");
+    }
     v = getenv("REMAT_THREADS");
-    if (v && *v) {
-        if (rm_cpu_threads_parse(&c->threads, v, e)) return rm_err_context(e, "cpu backend: REMAT_THREADS: ");
+    if (o && o->threads) {
+        if (o->threads < 1 || o->threads > RM_MAX_THREADS)
+            return rm_errorf(e, RM_ERR_INVALID, "cpu backend: %d threads (1 to %d)", o->threads, RM_MAX_THREADS);
+        c->threads = o->threads;
+    } else if (v && *v) {
+        if (rm_backend_threads_parse(&c->threads, v, e)) return rm_err_context(e, "cpu backend: REMAT_THREADS: ");
     } else { /* the user left the count to the backend: every core while they are free */
         rm_cpu_governor_start(&c->gov, c->threads, rm_cpu_load_read_proc, NULL, RM_CPU_GOVERN_WINDOW_S);
     }
     return RM_OK;
 }
 
-int rm_backend_cpu_create(rm_backend **out, rm_err *e)
+int rm_backend_cpu_create_with(rm_backend **out, const rm_backend_options *o, rm_err *e)
 {
     *out = NULL;
     rm_backend *be = malloc(sizeof *be);
@@ -346,7 +379,7 @@ int rm_backend_cpu_create(rm_backend **out, rm_err *e)
     }
     *be = host_backend;
     be->ctx = c;
-    int rc = settings_from_env(c, e);
+    int rc = settings_from(c, o, e);
     /* The BLAS is prepared now, so that a failure shows at creation. */
     if (!rc && c->lib == RM_CPU_KERNELS_FAST) rc = rm_cpu_blas_init(e);
     if (rc) {
@@ -354,8 +387,10 @@ int rm_backend_cpu_create(rm_backend **out, rm_err *e)
         free(be);
         return rc;
     }
-    RM_LOG_INFO("cpu backend: %s kernels, %d thread%s", rm_cpu_kernels_name(c->lib), c->threads,
+    RM_LOG_INFO("cpu backend: %s kernels, %d thread%s", rm_cpu_kernel_lib_name(c->lib), c->threads,
                 c->threads == 1 ? "" : "s");
     *out = be;
     return RM_OK;
 }
+
+int rm_backend_cpu_create(rm_backend **out, rm_err *e) { return rm_backend_cpu_create_with(out, NULL, e); }

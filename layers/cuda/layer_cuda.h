@@ -1,8 +1,11 @@
-/* The CUDA entry points of every layer (defined in layers/<name>.cu, built
- * only with CUDA). Descriptors reference them through RM_CUDA_FN, so a build
- * without CUDA never names them. Included by layer.h. */
+/* The CUDA entry points of every layer (defined in layers/cuda/<name>.cu,
+ * built only with CUDA). kernels.c references them through RM_CUDA_FN, so a build
+ * without CUDA never names them. Included by the layers' kernel registry
+ * (layers/kernels.c). */
 #ifndef REMAT_LAYER_CUDA_H
 #define REMAT_LAYER_CUDA_H
+
+#include "layer.h"
 
 #define RM_CUDA_LAYER_DECL(layer)                                                                                     \
     int rm_##layer##_forward_cuda(const rm_layer_call *call, rm_err *e);                                            \
@@ -29,7 +32,7 @@ RM_CUDA_LAYER_DECL(dwconv2d);
  * (layers/batchnorm2d.c). */
 int rm_batchnorm2d_check_call(const rm_layer_call *call, rm_shape s, const char *what, rm_err *e);
 
-/* Device scratch of the layers that need some (rm_layer_desc.workspace_bytes_cuda). */
+/* Device scratch of the layers that need some (their CUDA workspace bound, layers/kernels.c). */
 size_t rm_batchnorm2d_workspace_cuda(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out,
                                      int backward);
 size_t rm_softmax_xent_workspace_cuda(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out,
@@ -45,19 +48,19 @@ size_t rm_pixel_softmax_xent_workspace_cuda(const rm_layer_config *cfg, const rm
 size_t rm_cuda_gemm_ws_cap(void);
 void rm_cuda_set_gemm_ws_cap(size_t bytes);
 
-/* The convolutions' device scratch bound (desc.workspace_bytes_cuda): it
+/* The convolutions' device scratch bound (their CUDA workspace bound): it
  * knows no backend, so every kernel library fits in it (cuda_kernel_libs.cuh). */
 size_t rm_conv2d_workspace_cuda(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out, int backward);
 size_t rm_conv_transpose2x2_workspace_cuda(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out,
                                            int backward);
 
 /* The kernels of each kernel library for the layers that have more than the
- * hand-written ones (desc.cuda_kernels): the one place each layer's choice
+ * hand-written ones (rm_layer_backend_kernels.library): the one place each layer's choice
  * is made, called by the CUDA backend once per library. */
-rm_layer_kernels rm_conv2d_cuda_kernels(rm_kernel_lib lib);
-rm_layer_kernels rm_conv_transpose2x2_cuda_kernels(rm_kernel_lib lib);
-rm_layer_kernels rm_linear_cuda_kernels(rm_kernel_lib lib);
-rm_layer_kernels rm_batchnorm2d_cuda_kernels(rm_kernel_lib lib);
+rm_layer_kernels rm_conv2d_cuda_kernels(int lib);
+rm_layer_kernels rm_conv_transpose2x2_cuda_kernels(int lib);
+rm_layer_kernels rm_linear_cuda_kernels(int lib);
+rm_layer_kernels rm_batchnorm2d_cuda_kernels(int lib);
 
 #undef RM_CUDA_LAYER_DECL
 

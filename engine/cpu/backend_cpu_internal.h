@@ -1,5 +1,6 @@
 /* The CPU backend's context and compute ops (backend_cpu_compute.c), named
- * so that backend_cpu.c can put them in its ops table. Internal to engine/. */
+ * so that backend_cpu.c can put them in its ops table. Internal to engine/cpu/
+ * (and its tests). */
 #ifndef REMAT_BACKEND_CPU_INTERNAL_H
 #define REMAT_BACKEND_CPU_INTERNAL_H
 
@@ -47,7 +48,7 @@ int rm_cpu_governor_tick(rm_cpu_governor *g, int cur);
 /* One CPU backend's settings and kernel table. rm_backend_host() has none
  * (ctx NULL): the reference on one thread. */
 typedef struct rm_cpu_ctx {
-    rm_cpu_kernels lib;
+    rm_cpu_kernel_lib lib;
     int threads; /* the count the kernels run at now */
     rm_cpu_governor gov;
     /* Each layer kind's kernels for lib, resolved at its first call after
@@ -61,10 +62,10 @@ static inline int rm_cpu_ctx_threads(const void *ctx)
 {
     return ctx ? ((const rm_cpu_ctx *)ctx)->threads : 1;
 }
-/* rm_cpu_loop_threads for a context. */
+/* rm_backend_loop_threads for a context. */
 static inline int rm_cpu_ctx_loop_threads(const void *ctx, size_t work)
 {
-    return work < RM_CPU_LOOP_MIN ? 1 : rm_cpu_ctx_threads(ctx);
+    return work < RM_LOOP_MIN ? 1 : rm_cpu_ctx_threads(ctx);
 }
 
 /* The workspace bound of the CPU kind (rm_backend_kind_layer_workspace):

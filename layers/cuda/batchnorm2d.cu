@@ -380,12 +380,13 @@ static int cudnn_backward_call(const rm_layer_call *call, rm_err *e)
 }
 #endif
 
-/* The workspace is the same in every library (NULL: workspace_bytes_cuda). */
-extern "C" rm_layer_kernels rm_batchnorm2d_cuda_kernels(rm_kernel_lib lib)
+/* The workspace is the same in every library (NULL: the declared bound,
+ * rm_batchnorm2d_workspace_cuda). */
+extern "C" rm_layer_kernels rm_batchnorm2d_cuda_kernels(int lib)
 {
     rm_layer_kernels k = {rm_batchnorm2d_forward_cuda, rm_batchnorm2d_backward_cuda, NULL};
 #ifdef REMAT_HAVE_CUDNN
-    if (lib == RM_KERNELS_CUDNN) k = {cudnn_forward_call, cudnn_backward_call, NULL};
+    if (lib == RM_CUDA_KERNELS_CUDNN) k = {cudnn_forward_call, cudnn_backward_call, NULL};
 #else
     (void)lib;
 #endif

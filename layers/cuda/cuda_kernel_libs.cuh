@@ -1,11 +1,13 @@
 /* What the layers' cuBLAS and cuDNN paths share (conv2d, conv_transpose2x2,
  * linear, batchnorm2d): checked SGEMMs in row-major terms, the bias kernels,
  * the workspace rule, and cuDNN convolution plans cached per shape in the
- * backend. Which kernels a layer runs for a library is its cuda_kernels
- * function's choice (layer.h), made once per backend and library.
+ * backend. Which kernels a layer runs for a library is its
+ * rm_<layer>_cuda_kernels function's choice (declared in layers/kernels.c as
+ * rm_layer_backend_kernels.library), made once per backend and library.
  *
- * Workspace rule. rm_layer_desc.workspace_bytes_cuda has no backend, so it
- * cannot know the kernel library: for the convolutions it reports one size
+ * Workspace rule. The CUDA workspace bound a layer declares
+ * (rm_layer_backend_kernels.workspace) has no backend, so it cannot know the
+ * kernel library: for the convolutions it reports one size
  * that every library fits in, a function of the shapes alone (see
  * rm_conv_gemm_ws and RM_CUDNN_WS_FLOOR). cuDNN algorithms are chosen among
  * those whose workspace fits that same size, so the choice, and the bits,

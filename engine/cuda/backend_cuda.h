@@ -1,8 +1,11 @@
-/* The CUDA backend's own settings and queries, C-callable (the layers' .cu
- * files see its handles through backend_cuda.cuh). Generic code never needs
- * these: it calls the backend's ops (backend.h). In a build without CUDA
- * (backend_cuda_none.c) no CUDA backend exists; the setters answer
- * RM_ERR_UNSUPPORTED and the queries their defaults. */
+/* The CUDA backend's own settings and queries, C-callable (the layers' CUDA
+ * kernels, layers/cuda/, see its handles through backend_cuda.cuh).
+ * Generic code never needs these: it calls the backend's ops and the
+ * registry (backend.h), which answer the device questions (fixed bytes,
+ * free memory, kernel library); the GPU suite and the GPU benchmarks use
+ * them. In a build without CUDA (backend_cuda_none.c) no CUDA backend
+ * exists; creation and the setters answer RM_ERR_UNSUPPORTED and the
+ * queries their defaults. */
 #ifndef REMAT_BACKEND_CUDA_H
 #define REMAT_BACKEND_CUDA_H
 
@@ -10,13 +13,17 @@
 
 #include "backend.h"
 
+/* A CUDA backend on GPU device with the environment's settings, or with
+ * o's (NULL: the environment's; an option wins over its variable, which is
+ * then not read). RM_ERR_UNSUPPORTED when built without CUDA or with no
+ * device. */
+int rm_backend_cuda_create(rm_backend **out, int device, rm_err *e);
+int rm_backend_cuda_create_with(rm_backend **out, int device, const rm_backend_options *o, rm_err *e);
+
 /* The cudaStream_t every kernel of a CUDA backend runs on (as void *, so C
  * callers need no CUDA headers); NULL for other backends. */
 void *rm_backend_cuda_stream(const rm_backend *be);
-/* be->ops->mem_info for a CUDA backend; RM_ERR_UNSUPPORTED for others. */
-int rm_backend_cuda_mem_info(const rm_backend *be, size_t *free_bytes, size_t *total_bytes, rm_err *e);
-
-/* Kernel libraries of the CUDA backend ("engine" in older versions):
+/* Kernel libraries of the CUDA backend:
  *   handwritten  the hand-written kernels alone (exact: double accumulation);
  *   cublas       hand-written kernels, plus cuBLAS SGEMM for linear and for
  *                convolution (im2col / col2im around the product);
@@ -26,21 +33,22 @@ int rm_backend_cuda_mem_info(const rm_backend *be, size_t *free_bytes, size_t *t
  * library (the backend's kernel table), never per call. A configuration a
  * library rejects at run time runs on the hand-written kernels
  * (rm_backend_cuda_fallbacks counts those calls). Default: cudnn when this
- * build has cuDNN, else cublas; the environment variable REMAT_KERNELS
- * (REMAT_ENGINE is an alias) = handwritten|cublas|cudnn overrides it when a
+ * build has cuDNN, else cublas; the option --kernels (rm_backend_options),
+ * else the environment variable REMAT_KERNELS (REMAT_ENGINE, its older
+ * name, is an alias) = handwritten|cublas|cudnn, chooses another when a
  * backend is created. */
-typedef enum rm_kernel_lib {
-    RM_KERNELS_HANDWRITTEN = 0,
-    RM_KERNELS_CUBLAS,
-    RM_KERNELS_CUDNN,
-    RM_KERNELS_COUNT
-} rm_kernel_lib;
+typedef enum rm_cuda_kernel_lib {
+    RM_CUDA_KERNELS_HANDWRITTEN = 0,
+    RM_CUDA_KERNELS_CUBLAS,
+    RM_CUDA_KERNELS_CUDNN,
+    RM_CUDA_KERNELS_COUNT
+} rm_cuda_kernel_lib;
 
-/* Names of the kernel libraries (kernel_lib.c, in every build: the CLI and
+/* Names of the kernel libraries (cuda_info.c, in every build: the CLI and
  * the benchmarks parse them). */
-const char *rm_kernel_lib_name(rm_kernel_lib lib);
+const char *rm_cuda_kernel_lib_name(rm_cuda_kernel_lib lib);
 /* "handwritten", "cublas" or "cudnn"; RM_ERR_INVALID naming the value otherwise. */
-int rm_kernel_lib_parse(rm_kernel_lib *out, const char *name, rm_err *e);
+int rm_cuda_kernel_lib_parse(rm_cuda_kernel_lib *out, const char *name, rm_err *e);
 /* 1 when this build has the cudnn kernel library (cudnn.h and libcudnn were found). */
 int rm_backend_cuda_has_cudnn(void);
 
@@ -55,8 +63,8 @@ int rm_backend_cuda_has_cudnn(void);
  *   fast_math (default 0; REMAT_FAST_MATH=0|1): allows TF32 tensor-core math
  *     in cuBLAS and cuDNN and cuDNN's Winograd and FFT algorithms. Off, every
  *     library stays within float32 rounding of the CPU reference. */
-int rm_backend_cuda_set_kernels(rm_backend *be, rm_kernel_lib lib, rm_err *e);
-rm_kernel_lib rm_backend_cuda_kernels(const rm_backend *be);
+int rm_backend_cuda_set_kernels(rm_backend *be, rm_cuda_kernel_lib lib, rm_err *e);
+rm_cuda_kernel_lib rm_backend_cuda_kernels(const rm_backend *be);
 int rm_backend_cuda_set_deterministic(rm_backend *be, int on, rm_err *e);
 int rm_backend_cuda_deterministic(const rm_backend *be);
 int rm_backend_cuda_set_fast_math(rm_backend *be, int on, rm_err *e);
@@ -65,8 +73,5 @@ int rm_backend_cuda_fast_math(const rm_backend *be);
  * kernels (cuDNN rejected the configuration, or no algorithm fit the
  * workspace) since the backend was created. */
 unsigned long long rm_backend_cuda_fallbacks(const rm_backend *be);
-/* Device memory the backend itself holds outside any arena (the cuBLAS
- * workspace), so a memory budget can count it. 0 for other backends. */
-size_t rm_backend_cuda_fixed_bytes(const rm_backend *be);
 
 #endif

@@ -343,12 +343,12 @@ static int cudnn_backward_call(const rm_layer_call *call, rm_err *e)
 }
 #endif
 
-extern "C" rm_layer_kernels rm_conv_transpose2x2_cuda_kernels(rm_kernel_lib lib)
+extern "C" rm_layer_kernels rm_conv_transpose2x2_cuda_kernels(int lib)
 {
     rm_layer_kernels k = {rm_conv_transpose2x2_forward_cuda, rm_conv_transpose2x2_backward_cuda, hw_workspace};
-    if (lib == RM_KERNELS_CUBLAS) k = {gemm_forward_call, gemm_backward_call, gemm_workspace};
+    if (lib == RM_CUDA_KERNELS_CUBLAS) k = {gemm_forward_call, gemm_backward_call, gemm_workspace};
 #ifdef REMAT_HAVE_CUDNN
-    if (lib == RM_KERNELS_CUDNN) k = {cudnn_forward_call, cudnn_backward_call, cudnn_workspace};
+    if (lib == RM_CUDA_KERNELS_CUDNN) k = {cudnn_forward_call, cudnn_backward_call, cudnn_workspace};
 #endif
     return k;
 }

@@ -147,8 +147,8 @@ static int gemm_backward_call(const rm_layer_call *call, rm_err *e)
 
 /* cublas and cudnn: one SGEMM per product (cuDNN has no better one). No
  * workspace in any library. */
-extern "C" rm_layer_kernels rm_linear_cuda_kernels(rm_kernel_lib lib)
+extern "C" rm_layer_kernels rm_linear_cuda_kernels(int lib)
 {
-    if (lib == RM_KERNELS_HANDWRITTEN) return {rm_linear_forward_cuda, rm_linear_backward_cuda, NULL};
+    if (lib == RM_CUDA_KERNELS_HANDWRITTEN) return {rm_linear_forward_cuda, rm_linear_backward_cuda, NULL};
     return {gemm_forward_call, gemm_backward_call, NULL};
 }

@@ -1,5 +1,5 @@
-/* The CUDA kernel libraries (handwritten, cublas, cudnn; "engines" in the
- * suite's older name, kept so that filters still match) against the CPU
+/* The CUDA kernel libraries (handwritten, cublas, cudnn; the suite was
+ * cuda_engines before the word "engine" left them) against the CPU
  * reference, for the four layers that have library paths: conv2d, linear,
  * batchnorm2d, conv_transpose2x2. Odd shapes (a fixed list plus one drawn
  * from a seeded generator per layer), random non-zero data, forward and
@@ -12,7 +12,7 @@
  *    recomputed forward (update_stats = 0) gives the first forward's bits
  *    and leaves the running statistics alone;
  *  - the workspace: rm_layer_workspace_bytes_device (exactly that many bytes
- *    are handed to every call) never exceeds desc.workspace_bytes_cuda;
+ *    are handed to every call) never exceeds the declared CUDA workspace bound;
  *  - no silent fallback to the hand-written kernels.
  * Part of remat_cuda_tests, whose main (test_cuda_layers.c) skips the whole
  * binary without a usable GPU. REMAT_CUDA_REPORT=<file> appends
@@ -23,7 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend_cpu.h"
+#include "backend_cuda.h"
+#include "cli_util.h"
 #include "cuda_fixture.h"
+#include "layer_cuda.h"
 #include "layers.h"
 
 #define TOL_EXACT 1e-5
@@ -46,32 +50,32 @@ static float *download(devmem *m, const void *dev, size_t n)
 }
 
 /* got against want by the suite's measure (rel_err), reported and expected within tol. */
-static void compare(const float *got, const float *want, size_t n, double tol, const char *layer, const char *engine,
+static void compare(const float *got, const float *want, size_t n, double tol, const char *layer, const char *lib,
                     const ecase *c, const char *tensor)
 {
     size_t worst;
     double err = rel_err(got, want, n, &worst);
-    report_line("%s %s/%s %s %.3e", layer, engine, c->name, tensor, err);
-    cr_expect(err <= tol, "%s [%s] %s %s: relative error %.3e > %.1e (element %zu: gpu %.9g, cpu %.9g)", layer, engine,
+    report_line("%s %s/%s %s %.3e", layer, lib, c->name, tensor, err);
+    cr_expect(err <= tol, "%s [%s] %s %s: relative error %.3e > %.1e (element %zu: gpu %.9g, cpu %.9g)", layer, lib,
               c->name, tensor, err, tol, worst, n ? (double)got[worst] : 0.0, n ? (double)want[worst] : 0.0);
 }
 
-static void expect_same_bits(const float *a, const float *b, size_t n, const char *layer, const char *engine,
+static void expect_same_bits(const float *a, const float *b, size_t n, const char *layer, const char *lib,
                              const ecase *c, const char *tensor)
 {
     size_t diff = n;
     for (size_t i = 0; i < n && diff == n; i++)
         if (memcmp(&a[i], &b[i], sizeof *a)) diff = i;
-    cr_expect(diff == n, "%s [%s] %s %s: not deterministic: element %zu is %.9g, then %.9g", layer, engine, c->name,
+    cr_expect(diff == n, "%s [%s] %s %s: not deterministic: element %zu is %.9g, then %.9g", layer, lib, c->name,
               tensor, diff, diff < n ? (double)a[diff] : 0.0, diff < n ? (double)b[diff] : 0.0);
 }
 
-static rm_backend *engine_backend(rm_kernel_lib engine)
+static rm_backend *lib_backend(rm_cuda_kernel_lib lib)
 {
     rm_backend *be = NULL;
     rm_err e = {0};
     cr_assert_eq(rm_backend_cuda_create(&be, 0, &e), RM_OK, "cuda backend: %s", e.msg);
-    cr_assert_eq(rm_backend_cuda_set_kernels(be, engine, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_backend_cuda_set_kernels(be, lib, &e), RM_OK, "%s", e.msg);
     cr_assert_eq(rm_backend_cuda_set_deterministic(be, 1, &e), RM_OK, "%s", e.msg);
     cr_assert_eq(rm_backend_cuda_set_fast_math(be, 0, &e), RM_OK, "%s", e.msg);
     return be;
@@ -157,21 +161,22 @@ static void cpu_reference(ehost *h, const ecase *c)
     cr_assert_eq(rm_layer_backward(h->d, &call, &e), RM_OK, "cpu backward: %s", e.msg);
 }
 
-/* The engine's workspace for each direction, checked against the layer's
+/* The lib's workspace for each direction, checked against the layer's
  * bound; a buffer for the larger one (every call gets exactly its size). */
 static void *gpu_workspace(egpu *g, const ehost *h, const ecase *c)
 {
     const rm_layer_desc *d = h->d;
     g->ws_fwd = rm_layer_workspace_bytes_device(d, g->m.be, &c->cfg, &c->in, 1, h->os, 0);
     g->ws_bwd = rm_layer_workspace_bytes_device(d, g->m.be, &c->cfg, &c->in, 1, h->os, 1);
-    if (d->workspace_bytes_cuda) {
-        size_t bound_f = d->workspace_bytes_cuda(&c->cfg, &c->in, 1, h->os, 0);
-        size_t bound_b = d->workspace_bytes_cuda(&c->cfg, &c->in, 1, h->os, 1);
+    const rm_layer_backend_kernels *decl = rm_layer_backend_of(d, RM_BACKEND_CUDA);
+    if (decl->workspace) {
+        size_t bound_f = decl->workspace(&c->cfg, &c->in, 1, h->os, 0);
+        size_t bound_b = decl->workspace(&c->cfg, &c->in, 1, h->os, 1);
         cr_expect(g->ws_fwd <= bound_f && g->ws_bwd <= bound_b,
-                  "%s [%s] %s: engine workspace %zu / %zu exceeds the descriptor's bound %zu / %zu", d->name, g->en,
+                  "%s [%s] %s: lib workspace %zu / %zu exceeds the descriptor's bound %zu / %zu", d->name, g->en,
                   c->name, g->ws_fwd, g->ws_bwd, bound_f, bound_b);
     } else {
-        cr_expect(g->ws_fwd == 0 && g->ws_bwd == 0, "%s [%s]: workspace %zu / %zu but no workspace_bytes_cuda", d->name,
+        cr_expect(g->ws_fwd == 0 && g->ws_bwd == 0, "%s [%s]: workspace %zu / %zu but no workspace bound", d->name,
                   g->en, g->ws_fwd, g->ws_bwd);
     }
     return dev_upload(&g->m, NULL, (g->ws_fwd > g->ws_bwd ? g->ws_fwd : g->ws_bwd) + 64);
@@ -277,17 +282,17 @@ static void case_free(egpu *g, ehost *h)
     free(h->cpu_dw), free(h->cpu_db), free(h->cpu_rmean), free(h->cpu_rvar);
 }
 
-static void run_case(rm_kernel_lib engine, rm_layer_kind kind, const ecase *c)
+static void run_case(rm_cuda_kernel_lib lib, rm_layer_kind kind, const ecase *c)
 {
     ehost h;
     egpu g;
     host_prepare(&h, kind, c);
     cpu_reference(&h, c);
     memset(&g, 0, sizeof g);
-    g.m = (devmem){engine_backend(engine), {0}, 0};
-    g.en = rm_kernel_lib_name(engine);
+    g.m = (devmem){lib_backend(lib), {0}, 0};
+    g.en = rm_cuda_kernel_lib_name(lib);
     gpu_runs(&g, &h, c);
-    check_runs(&g, &h, c, engine == RM_KERNELS_HANDWRITTEN ? TOL_EXACT : TOL_FLOAT);
+    check_runs(&g, &h, c, lib == RM_CUDA_KERNELS_HANDWRITTEN ? TOL_EXACT : TOL_FLOAT);
     case_free(&g, &h);
 }
 
@@ -316,7 +321,7 @@ static int odd_in(rm_rng *rng, int lo, int hi)
     return v | 1;
 }
 
-static void conv_cases(rm_kernel_lib engine)
+static void conv_cases(rm_cuda_kernel_lib lib)
 {
     ecase cs[] = {
         conv_case("k3s2p1", rm_shape_make(3, 5, 11, 13), 7, 3, 2, 1, 1),
@@ -327,134 +332,134 @@ static void conv_cases(rm_kernel_lib engine)
         conv_case("k3s1p1-wide", rm_shape_make(2, 33, 15, 17), 25, 3, 1, 1, 0),
         conv_case("k1s2p0", rm_shape_make(3, 13, 9, 11), 15, 1, 2, 0, 0),
     };
-    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) run_case(engine, RM_LAYER_CONV2D, &cs[i]);
-    rm_rng rng = rm_rng_make(0xc0417u + (uint64_t)engine);
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) run_case(lib, RM_LAYER_CONV2D, &cs[i]);
+    rm_rng rng = rm_rng_make(0xc0417u + (uint64_t)lib);
     int k = odd_in(&rng, 1, 5);
     ecase r = conv_case("random", rm_shape_make(odd_in(&rng, 1, 3), odd_in(&rng, 1, 19), odd_in(&rng, 7, 17),
                                                 odd_in(&rng, 7, 17)),
                         odd_in(&rng, 1, 21), k, 1 + (int)(rm_rng_next(&rng) % 2), k / 2, (int)(rm_rng_next(&rng) % 2));
     snprintf(r.name, sizeof r.name, "random-%dx%dx%dx%d-k%ds%d", r.in.n, r.in.c, r.in.h, r.in.w, k, r.cfg.stride);
-    run_case(engine, RM_LAYER_CONV2D, &r);
+    run_case(lib, RM_LAYER_CONV2D, &r);
 }
 
-static void linear_cases(rm_kernel_lib engine)
+static void linear_cases(rm_cuda_kernel_lib lib)
 {
     ecase a = make_case("bias", RM_LAYER_LINEAR, rm_shape_make(5, 3, 3, 7));
     a.cfg.out_channels = 11, a.cfg.bias = 1;
-    run_case(engine, RM_LAYER_LINEAR, &a);
+    run_case(lib, RM_LAYER_LINEAR, &a);
     ecase b = make_case("nobias", RM_LAYER_LINEAR, rm_shape_make(3, 37, 1, 1));
     b.cfg.out_channels = 13;
-    run_case(engine, RM_LAYER_LINEAR, &b);
-    rm_rng rng = rm_rng_make(0x11aeu + (uint64_t)engine);
+    run_case(lib, RM_LAYER_LINEAR, &b);
+    rm_rng rng = rm_rng_make(0x11aeu + (uint64_t)lib);
     ecase r = make_case("random", RM_LAYER_LINEAR,
                         rm_shape_make(odd_in(&rng, 1, 9), odd_in(&rng, 1, 65), odd_in(&rng, 1, 5), odd_in(&rng, 1, 5)));
     r.cfg.out_channels = odd_in(&rng, 1, 41), r.cfg.bias = 1;
-    run_case(engine, RM_LAYER_LINEAR, &r);
+    run_case(lib, RM_LAYER_LINEAR, &r);
 }
 
-static void bn_cases(rm_kernel_lib engine)
+static void bn_cases(rm_cuda_kernel_lib lib)
 {
     ecase t = make_case("train", RM_LAYER_BATCHNORM2D, rm_shape_make(3, 5, 7, 9));
     t.cfg.eps = 1e-5f, t.cfg.momentum = 0.1f, t.update_stats = 1;
-    run_case(engine, RM_LAYER_BATCHNORM2D, &t);
+    run_case(lib, RM_LAYER_BATCHNORM2D, &t);
     ecase v = t;
     snprintf(v.name, sizeof v.name, "eval");
     v.training = 0, v.update_stats = 0;
-    run_case(engine, RM_LAYER_BATCHNORM2D, &v);
+    run_case(lib, RM_LAYER_BATCHNORM2D, &v);
     ecase big = make_case("train-eps1e-3", RM_LAYER_BATCHNORM2D, rm_shape_make(5, 13, 11, 3));
     big.cfg.eps = 1e-3f, big.cfg.momentum = 0.3f, big.update_stats = 1;
-    run_case(engine, RM_LAYER_BATCHNORM2D, &big);
-    rm_rng rng = rm_rng_make(0xb2du + (uint64_t)engine);
+    run_case(lib, RM_LAYER_BATCHNORM2D, &big);
+    rm_rng rng = rm_rng_make(0xb2du + (uint64_t)lib);
     ecase r = make_case("random", RM_LAYER_BATCHNORM2D,
                         rm_shape_make(odd_in(&rng, 1, 5), odd_in(&rng, 1, 17), odd_in(&rng, 3, 13), odd_in(&rng, 3, 13)));
     r.cfg.eps = 1e-5f, r.cfg.momentum = 0.1f, r.update_stats = 1;
-    run_case(engine, RM_LAYER_BATCHNORM2D, &r);
+    run_case(lib, RM_LAYER_BATCHNORM2D, &r);
 }
 
-static void convt_cases(rm_kernel_lib engine)
+static void convt_cases(rm_cuda_kernel_lib lib)
 {
     ecase a = make_case("bias", RM_LAYER_CONV_TRANSPOSE2X2, rm_shape_make(3, 5, 7, 9));
     a.cfg.out_channels = 3, a.cfg.bias = 1;
-    run_case(engine, RM_LAYER_CONV_TRANSPOSE2X2, &a);
+    run_case(lib, RM_LAYER_CONV_TRANSPOSE2X2, &a);
     ecase b = make_case("nobias-wide", RM_LAYER_CONV_TRANSPOSE2X2, rm_shape_make(2, 31, 5, 3));
     b.cfg.out_channels = 17;
-    run_case(engine, RM_LAYER_CONV_TRANSPOSE2X2, &b);
-    rm_rng rng = rm_rng_make(0xc0a7u + (uint64_t)engine);
+    run_case(lib, RM_LAYER_CONV_TRANSPOSE2X2, &b);
+    rm_rng rng = rm_rng_make(0xc0a7u + (uint64_t)lib);
     ecase r = make_case("random", RM_LAYER_CONV_TRANSPOSE2X2,
                         rm_shape_make(odd_in(&rng, 1, 5), odd_in(&rng, 1, 21), odd_in(&rng, 1, 11), odd_in(&rng, 1, 11)));
     r.cfg.out_channels = odd_in(&rng, 1, 21), r.cfg.bias = 1;
-    run_case(engine, RM_LAYER_CONV_TRANSPOSE2X2, &r);
+    run_case(lib, RM_LAYER_CONV_TRANSPOSE2X2, &r);
 }
 
-#define ENGINE_TESTS(engine, tag)                                                                                     \
-    Test(cuda_engines, conv2d_##tag) { conv_cases(engine); }                                                           \
-    Test(cuda_engines, linear_##tag) { linear_cases(engine); }                                                         \
-    Test(cuda_engines, batchnorm2d_##tag) { bn_cases(engine); }                                                        \
-    Test(cuda_engines, conv_transpose2x2_##tag) { convt_cases(engine); }
+#define ENGINE_TESTS(lib, tag)                                                                                     \
+    Test(cuda_kernel_libs, conv2d_##tag) { conv_cases(lib); }                                                           \
+    Test(cuda_kernel_libs, linear_##tag) { linear_cases(lib); }                                                         \
+    Test(cuda_kernel_libs, batchnorm2d_##tag) { bn_cases(lib); }                                                        \
+    Test(cuda_kernel_libs, conv_transpose2x2_##tag) { convt_cases(lib); }
 
-ENGINE_TESTS(RM_KERNELS_HANDWRITTEN, handwritten)
-ENGINE_TESTS(RM_KERNELS_CUBLAS, cublas)
+ENGINE_TESTS(RM_CUDA_KERNELS_HANDWRITTEN, handwritten)
+ENGINE_TESTS(RM_CUDA_KERNELS_CUBLAS, cublas)
 
 /* The cuBLAS convolutions' chunked paths, which real layers take above 64 MiB
  * of im2col columns (VGG-16's first layers at 224x224): with the cap lowered,
  * the same cases run a few images per chunk (20 KB), then one image in
  * strips of a few pixels (1000 B), whose col2im adds strip after strip. */
-Test(cuda_engines, convolutions_chunked_cublas)
+Test(cuda_kernel_libs, convolutions_chunked_cublas)
 {
     size_t caps[] = {20000, 1000};
     for (int i = 0; i < 2; i++) {
         rm_cuda_set_gemm_ws_cap(caps[i]);
         cr_assert_eq(rm_cuda_gemm_ws_cap(), caps[i]);
-        conv_cases(RM_KERNELS_CUBLAS);
-        convt_cases(RM_KERNELS_CUBLAS);
+        conv_cases(RM_CUDA_KERNELS_CUBLAS);
+        convt_cases(RM_CUDA_KERNELS_CUBLAS);
     }
     rm_cuda_set_gemm_ws_cap(0);
 }
 
-/* The cudnn engine where this build has it; else selecting it must fail
+/* The cudnn lib where this build has it; else selecting it must fail
  * cleanly. */
 #define CUDNN_OR_SKIP()                                                                                                \
     do {                                                                                                               \
         if (!rm_backend_cuda_has_cudnn()) cr_skip_test("this build has no cuDNN");                                     \
     } while (0)
-Test(cuda_engines, conv2d_cudnn) { CUDNN_OR_SKIP(); conv_cases(RM_KERNELS_CUDNN); }
-Test(cuda_engines, linear_cudnn) { CUDNN_OR_SKIP(); linear_cases(RM_KERNELS_CUDNN); }
-Test(cuda_engines, batchnorm2d_cudnn) { CUDNN_OR_SKIP(); bn_cases(RM_KERNELS_CUDNN); }
-Test(cuda_engines, conv_transpose2x2_cudnn) { CUDNN_OR_SKIP(); convt_cases(RM_KERNELS_CUDNN); }
+Test(cuda_kernel_libs, conv2d_cudnn) { CUDNN_OR_SKIP(); conv_cases(RM_CUDA_KERNELS_CUDNN); }
+Test(cuda_kernel_libs, linear_cudnn) { CUDNN_OR_SKIP(); linear_cases(RM_CUDA_KERNELS_CUDNN); }
+Test(cuda_kernel_libs, batchnorm2d_cudnn) { CUDNN_OR_SKIP(); bn_cases(RM_CUDA_KERNELS_CUDNN); }
+Test(cuda_kernel_libs, conv_transpose2x2_cudnn) { CUDNN_OR_SKIP(); convt_cases(RM_CUDA_KERNELS_CUDNN); }
 
 /* Kernel library selection: names, the environment (REMAT_KERNELS, and
  * REMAT_ENGINE, its older name), the API, the defaults. */
-Test(cuda_engines, selection)
+Test(cuda_kernel_libs, selection)
 {
     rm_err e = {0};
-    rm_kernel_lib eng;
-    cr_expect_eq(rm_kernel_lib_parse(&eng, "cublas", &e), RM_OK);
-    cr_expect_eq(eng, RM_KERNELS_CUBLAS);
-    cr_expect_eq(rm_kernel_lib_parse(&eng, "tensorrt", &e), RM_ERR_INVALID);
+    rm_cuda_kernel_lib eng;
+    cr_expect_eq(rm_cuda_kernel_lib_parse(&eng, "cublas", &e), RM_OK);
+    cr_expect_eq(eng, RM_CUDA_KERNELS_CUBLAS);
+    cr_expect_eq(rm_cuda_kernel_lib_parse(&eng, "tensorrt", &e), RM_ERR_INVALID);
     cr_expect(strstr(e.msg, "tensorrt") != NULL, "message: %s", e.msg);
 
     rm_backend *be = NULL;
     unsetenv("REMAT_KERNELS"), unsetenv("REMAT_ENGINE"), unsetenv("REMAT_DETERMINISTIC"), unsetenv("REMAT_FAST_MATH");
     cr_assert_eq(rm_backend_cuda_create(&be, 0, &e), RM_OK, "%s", e.msg);
     cr_expect_eq(rm_backend_cuda_kernels(be),
-                 rm_backend_cuda_has_cudnn() ? RM_KERNELS_CUDNN : RM_KERNELS_CUBLAS); /* cudnn, or warned */
+                 rm_backend_cuda_has_cudnn() ? RM_CUDA_KERNELS_CUDNN : RM_CUDA_KERNELS_CUBLAS); /* cudnn, or warned */
     cr_expect_eq(rm_backend_cuda_deterministic(be), 1);
     cr_expect_eq(rm_backend_cuda_fast_math(be), 0);
-    cr_expect_gt(rm_backend_cuda_fixed_bytes(be), 0);
-    cr_expect_eq(rm_backend_cuda_set_kernels(be, RM_KERNELS_HANDWRITTEN, &e), RM_OK, "%s", e.msg);
-    cr_expect_eq(rm_backend_cuda_kernels(be), RM_KERNELS_HANDWRITTEN);
-    if (!rm_backend_cuda_has_cudnn()) cr_expect_eq(rm_backend_cuda_set_kernels(be, RM_KERNELS_CUDNN, &e), RM_ERR_UNSUPPORTED);
+    cr_expect_gt(rm_backend_fixed_bytes(be), 0);
+    cr_expect_eq(rm_backend_cuda_set_kernels(be, RM_CUDA_KERNELS_HANDWRITTEN, &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(rm_backend_cuda_kernels(be), RM_CUDA_KERNELS_HANDWRITTEN);
+    if (!rm_backend_cuda_has_cudnn()) cr_expect_eq(rm_backend_cuda_set_kernels(be, RM_CUDA_KERNELS_CUDNN, &e), RM_ERR_UNSUPPORTED);
     rm_backend_free(be);
 
     setenv("REMAT_ENGINE", "handwritten", 1);
     setenv("REMAT_FAST_MATH", "1", 1);
     cr_assert_eq(rm_backend_cuda_create(&be, 0, &e), RM_OK, "%s", e.msg);
-    cr_expect_eq(rm_backend_cuda_kernels(be), RM_KERNELS_HANDWRITTEN);
+    cr_expect_eq(rm_backend_cuda_kernels(be), RM_CUDA_KERNELS_HANDWRITTEN);
     cr_expect_eq(rm_backend_cuda_fast_math(be), 1);
     rm_backend_free(be);
     setenv("REMAT_KERNELS", "cublas", 1); /* the new name wins over the old */
     cr_assert_eq(rm_backend_cuda_create(&be, 0, &e), RM_OK, "%s", e.msg);
-    cr_expect_eq(rm_backend_cuda_kernels(be), RM_KERNELS_CUBLAS);
+    cr_expect_eq(rm_backend_cuda_kernels(be), RM_CUDA_KERNELS_CUBLAS);
     rm_backend_free(be);
     setenv("REMAT_KERNELS", "fastest", 1);
     cr_expect_eq(rm_backend_cuda_create(&be, 0, &e), RM_ERR_INVALID);
@@ -471,6 +476,52 @@ Test(cuda_engines, selection)
 
     rm_backend *cpu = NULL;
     cr_assert_eq(rm_backend_cpu_create(&cpu, &e), RM_OK);
-    cr_expect_eq(rm_backend_cuda_set_kernels(cpu, RM_KERNELS_CUBLAS, &e), RM_ERR_INVALID);
+    cr_expect_eq(rm_backend_cuda_set_kernels(cpu, RM_CUDA_KERNELS_CUBLAS, &e), RM_ERR_INVALID);
     rm_backend_free(cpu);
+}
+
+/* --kernels for the CUDA device: the CLI parses the name with the backend
+ * --device selects, and the option wins over REMAT_KERNELS (which is then
+ * not read, so even a bad value is no error); the variable, and its older
+ * name REMAT_ENGINE, still choose the library without the option. */
+Test(cuda_kernel_libs, kernels_option_wins_over_the_environment)
+{
+    rm_err e = {0};
+    rm_backend_kind kind;
+    char why[256] = "";
+    cr_assert_eq(rm_cli_parse_device(&kind, "cuda", why, sizeof why), 0, "%s", why);
+    rm_backend_options o;
+    cr_assert_eq(rm_cli_parse_backend_options(&o, "handwritten", NULL, NULL, kind, why, sizeof why), 0, "%s", why);
+    cr_expect_eq(o.set_kernels, 1);
+    cr_expect_eq(o.kernels, RM_CUDA_KERNELS_HANDWRITTEN);
+    cr_expect_eq(rm_cli_parse_backend_options(&o, "fast", NULL, NULL, kind, why, sizeof why), -1);
+    cr_expect_str_eq(why, "--kernels: unknown cuda kernel library 'fast' (handwritten, cublas or cudnn)");
+    cr_expect_eq(rm_cli_parse_backend_options(&o, NULL, "fast", NULL, kind, why, sizeof why), -1);
+    cr_expect(strstr(why, "--cpu-kernels is for --device cpu") != NULL, "%s", why);
+    cr_expect_eq(rm_cli_parse_backend_options(&o, NULL, NULL, "2", kind, why, sizeof why), -1);
+    cr_expect(strstr(why, "--threads is for --device cpu") != NULL, "%s", why);
+    cr_assert_eq(rm_cli_parse_backend_options(&o, "handwritten", NULL, NULL, kind, why, sizeof why), 0, "%s", why);
+
+    unsetenv("REMAT_KERNELS"), unsetenv("REMAT_ENGINE");
+    rm_backend *be = NULL;
+    setenv("REMAT_KERNELS", "cublas", 1);
+    cr_assert_eq(rm_backend_create(&be, kind, &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(rm_backend_kernels(be), RM_CUDA_KERNELS_CUBLAS, "the variable, without the option");
+    rm_backend_free(be);
+    cr_assert_eq(rm_backend_create_with(&be, kind, &o, &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(rm_backend_cuda_kernels(be), RM_CUDA_KERNELS_HANDWRITTEN, "the option wins");
+    char buf[64];
+    cr_expect_str_eq(rm_backend_describe(be, buf, sizeof buf), "GPU 0, handwritten kernels");
+    rm_backend_free(be);
+    setenv("REMAT_KERNELS", "fastest", 1);
+    cr_assert_eq(rm_backend_create_with(&be, kind, &o, &e), RM_OK, "a variable the option replaces is not read: %s",
+                 e.msg);
+    cr_expect_eq(rm_backend_cuda_kernels(be), RM_CUDA_KERNELS_HANDWRITTEN);
+    rm_backend_free(be);
+    unsetenv("REMAT_KERNELS");
+    setenv("REMAT_ENGINE", "cublas", 1);
+    cr_assert_eq(rm_backend_create(&be, kind, &e), RM_OK, "%s", e.msg);
+    cr_expect_eq(rm_backend_kernels(be), RM_CUDA_KERNELS_CUBLAS, "the older name is still an alias");
+    rm_backend_free(be);
+    unsetenv("REMAT_ENGINE");
 }

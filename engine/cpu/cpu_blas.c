@@ -12,10 +12,10 @@
  * Both libraries fail to recognise this CPU, OpenBLAS much worse (its SSE3
  * kernels, 30 GFLOP/s). OpenBLAS reads its override in a constructor, before
  * main, so only the user's environment can fix it; BLIS initialises on first
- * use, so the engine itself can ask for the AVX-512 kernels (below), which
+ * use, so the fast library itself can ask for the AVX-512 kernels (below), which
  * leaves OpenBLAS 5-15% ahead when both are at their best. BLIS also takes
  * the thread count with each call (rntm_t), so it runs on the caller's one
- * thread when asked, and the engine's own OpenMP threads run its products
+ * thread when asked, and the backend's own OpenMP threads run its products
  * (OpenBLAS's pthread build keeps a second pool spinning on the same cores
  * after every product).
  *
@@ -51,8 +51,8 @@
 
 #include <blis.h>
 
-#include "backend_cpu.h"
 #include "cpu_blas.h"
+#include "parallel.h"
 #include "log.h"
 
 /* The BLAS is one per process, and so is its preparation: the result of the
@@ -168,10 +168,10 @@ int rm_cpu_sgemm(const rm_backend *be, int trans_a, int trans_b, size_t m, size_
     int rc = rm_cpu_blas_init(e);
     if (rc) return rc;
     /* A small product runs on one thread, as small loops do
-     * (rm_cpu_loop_threads): m n k multiply-adds below GEMM_MIN_MACS (about
+     * (rm_backend_loop_threads): m n k multiply-adds below GEMM_MIN_MACS (about
      * 0.1 ms on one core) gain less from a second thread than waking it
      * costs. */
-    int nt = (double)m * (double)n * (double)k < GEMM_MIN_MACS ? 1 : rm_backend_cpu_threads(be);
+    int nt = (double)m * (double)n * (double)k < GEMM_MIN_MACS ? 1 : rm_backend_threads(be);
     /* The longer side is split, in slabs of whole GEMM_SLAB_ALIGN rows or
      * columns: each thread then packs its own slab of one operand and all
      * of the other, so the packing done twice is the smaller operand's. */

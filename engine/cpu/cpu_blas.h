@@ -1,5 +1,7 @@
 /* The fast CPU kernels' matrix product, the one place remat calls a BLAS
- * (BLIS, cpu_blas.c): layers/ call rm_cpu_sgemm and never see blis.h. */
+ * (BLIS, cpu_blas.c): the fast kernels (layers/cpu/) call rm_cpu_sgemm and
+ * never see blis.h. It asks a backend only for its threads, through the
+ * generic interface, so the CPU backend calls it and not the reverse. */
 #ifndef REMAT_CPU_BLAS_H
 #define REMAT_CPU_BLAS_H
 
@@ -11,8 +13,12 @@
  * later call returns the first call's result. rm_cpu_sgemm calls it too. */
 int rm_cpu_blas_init(rm_err *e);
 
+/* The BLAS the fast library runs on, in words for summaries and logs, e.g.
+ * "BLIS 0.9.0, skx kernels". */
+const char *rm_cpu_blas_describe(char *buf, size_t len);
+
 /* c = op(a) . op(b) + beta * c in single precision, row-major, on the
- * threads of backend be (rm_backend_cpu_threads): op(a) is m x k, op(b) is
+ * threads of backend be (rm_backend_threads): op(a) is m x k, op(b) is
  * k x n, c is m x n with leading dimensions lda, ldb, ldc (elements between
  * rows as stored; a stored k x m when trans_a). `what` names the caller in
  * errors. RM_ERR_INVALID for sizes the BLAS cannot index. */
