@@ -23,7 +23,10 @@
  * suffixes are tried before giving up. */
 #define TMP_TRIES 100
 
-static const char *errno_text(int err) { return err ? strerror(err) : "write error"; }
+static const char *errno_text(int err)
+{
+    return err ? strerror(err) : "write error";
+}
 
 static void release(rm_atomic_file *af)
 {
@@ -125,7 +128,10 @@ static int resolve(char **out, int *is_link, const char *path, rm_path_kind kind
     return RM_OK;
 }
 
-static int is_special(mode_t m) { return S_ISCHR(m) || S_ISBLK(m) || S_ISFIFO(m); }
+static int is_special(mode_t m)
+{
+    return S_ISCHR(m) || S_ISBLK(m) || S_ISFIFO(m);
+}
 
 /* The kernel's protected_fifos idea (fs.protected_fifos): a FIFO or device
  * of another user in a sticky world-writable folder is a name planted for
@@ -198,9 +204,12 @@ static int open_in_place(rm_atomic_file *af, const char *path, int is_link, rm_e
         err = 0;
     }
     if (fd < 0) {
-        if (err == ENXIO) rm_errorf(e, RM_ERR_IO, "%s: a FIFO with no reader: not written (start its reader first)", path);
-        else if (err) rm_errorf(e, RM_ERR_IO, "%s: cannot open for writing: %s", path, strerror(err));
-        else rm_errorf(e, RM_ERR_IO, "%s: changed while it was opened: not written", path);
+        if (err == ENXIO)
+            rm_errorf(e, RM_ERR_IO, "%s: a FIFO with no reader: not written (start its reader first)", path);
+        else if (err)
+            rm_errorf(e, RM_ERR_IO, "%s: cannot open for writing: %s", path, strerror(err));
+        else
+            rm_errorf(e, RM_ERR_IO, "%s: changed while it was opened: not written", path);
         release(af);
         return RM_ERR_IO;
     }
@@ -346,8 +355,7 @@ static void fsync_parent(const char *path)
 static int fail(rm_atomic_file *af, int err, const char *what, rm_err *e)
 {
     if (af->tmp) {
-        rm_errorf(e, RM_ERR_IO, "%s: cannot %s the temporary file %s: %s", af->path, what, af->tmp,
-                  errno_text(err));
+        rm_errorf(e, RM_ERR_IO, "%s: cannot %s the temporary file %s: %s", af->path, what, af->tmp, errno_text(err));
         (void)unlink(af->tmp);
     } else {
         rm_errorf(e, RM_ERR_IO, "%s: cannot %s: %s", af->path, what, errno_text(err));

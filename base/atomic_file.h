@@ -46,10 +46,10 @@ typedef enum rm_path_kind {
 } rm_path_kind;
 
 typedef struct rm_atomic_file {
-    FILE *f;       /* write here, in binary mode */
-    char *path;    /* the target (a followed symbolic link resolved) */
-    char *tmp;     /* the temporary file; NULL when writing in place */
-    int in_place;  /* the target is a device or FIFO: no rename */
+    FILE *f;      /* write here, in binary mode */
+    char *path;   /* the target (a followed symbolic link resolved) */
+    char *tmp;    /* the temporary file; NULL when writing in place */
+    int in_place; /* the target is a device or FIFO: no rename */
 } rm_atomic_file;
 
 /* Creates a unique temporary file next to path (path.tmp.<pid>.<k>, created

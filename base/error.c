@@ -41,17 +41,28 @@ void rm_err_clear(rm_err *e)
 const char *rm_code_name(rm_code code)
 {
     switch (code) {
-    case RM_OK: return "ok";
-    case RM_ERR_INVALID: return "invalid argument";
-    case RM_ERR_NOMEM: return "out of memory";
-    case RM_ERR_IO: return "i/o error";
-    case RM_ERR_PARSE: return "parse error";
-    case RM_ERR_SHAPE: return "shape error";
-    case RM_ERR_BUDGET: return "budget error";
-    case RM_ERR_INFEASIBLE: return "infeasible";
-    case RM_ERR_SOLVER: return "solver error";
-    case RM_ERR_DEVICE: return "device error";
-    case RM_ERR_UNSUPPORTED: return "unsupported";
+    case RM_OK:
+        return "ok";
+    case RM_ERR_INVALID:
+        return "invalid argument";
+    case RM_ERR_NOMEM:
+        return "out of memory";
+    case RM_ERR_IO:
+        return "i/o error";
+    case RM_ERR_PARSE:
+        return "parse error";
+    case RM_ERR_SHAPE:
+        return "shape error";
+    case RM_ERR_BUDGET:
+        return "budget error";
+    case RM_ERR_INFEASIBLE:
+        return "infeasible";
+    case RM_ERR_SOLVER:
+        return "solver error";
+    case RM_ERR_DEVICE:
+        return "device error";
+    case RM_ERR_UNSUPPORTED:
+        return "unsupported";
     }
     return "unknown error";
 }

@@ -11,8 +11,8 @@ rm_log_level rm_log_threshold(void);
 void rm_log(rm_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define RM_LOG_ERROR(...) rm_log(RM_LOG_ERROR, __VA_ARGS__)
-#define RM_LOG_WARN(...)  rm_log(RM_LOG_WARN, __VA_ARGS__)
-#define RM_LOG_INFO(...)  rm_log(RM_LOG_INFO, __VA_ARGS__)
+#define RM_LOG_WARN(...) rm_log(RM_LOG_WARN, __VA_ARGS__)
+#define RM_LOG_INFO(...) rm_log(RM_LOG_INFO, __VA_ARGS__)
 #define RM_LOG_DEBUG(...) rm_log(RM_LOG_DEBUG, __VA_ARGS__)
 
 #endif

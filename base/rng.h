@@ -50,13 +50,22 @@ static inline rm_rng rm_rng_make(uint64_t seed)
     return r;
 }
 
-static inline uint64_t rm_rng_next(rm_rng *r) { return rm_hash64(r->seed ^ rm_hash64(r->counter++)); }
+static inline uint64_t rm_rng_next(rm_rng *r)
+{
+    return rm_hash64(r->seed ^ rm_hash64(r->counter++));
+}
 
 /* Uniform in [0, 1). */
-static inline double rm_rng_uniform(rm_rng *r) { return (double)(rm_rng_next(r) >> 11) * (1.0 / 9007199254740992.0); }
+static inline double rm_rng_uniform(rm_rng *r)
+{
+    return (double)(rm_rng_next(r) >> 11) * (1.0 / 9007199254740992.0);
+}
 
 /* Uniform in [lo, hi). */
-static inline double rm_rng_range(rm_rng *r, double lo, double hi) { return lo + (hi - lo) * rm_rng_uniform(r); }
+static inline double rm_rng_range(rm_rng *r, double lo, double hi)
+{
+    return lo + (hi - lo) * rm_rng_uniform(r);
+}
 
 /* Standard normal by Box-Muller (one value per call; simple beats fast here). */
 static inline double rm_rng_normal(rm_rng *r)

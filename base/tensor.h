@@ -27,7 +27,10 @@ static inline size_t rm_shape_numel(rm_shape s)
     return (size_t)s.n * (size_t)s.c * (size_t)s.h * (size_t)s.w;
 }
 
-static inline size_t rm_shape_bytes(rm_shape s) { return rm_shape_numel(s) * sizeof(float); }
+static inline size_t rm_shape_bytes(rm_shape s)
+{
+    return rm_shape_numel(s) * sizeof(float);
+}
 
 /* The most bytes remat counts in one memory total (a problem's fixed bytes
  * and outputs, the fixed memory of training): 2^62, 4 EiB, more than any
@@ -45,7 +48,10 @@ static inline rm_tensor rm_tensor_make(rm_shape s, float *data)
     return t;
 }
 
-static inline size_t rm_tensor_numel(const rm_tensor *t) { return rm_shape_numel(t->shape); }
+static inline size_t rm_tensor_numel(const rm_tensor *t)
+{
+    return rm_shape_numel(t->shape);
+}
 
 /* Writes "NxCxHxW" into buf (at least 64 bytes); returns buf. */
 const char *rm_shape_str(rm_shape s, char *buf, size_t len);

@@ -28,7 +28,6 @@ size_t rm_text_bom(const char *s, size_t n)
     return n >= 3 && !memcmp(s, "\xEF\xBB\xBF", 3) ? 3 : 0;
 }
 
-
 int rm_text_read_all(char **out, size_t *len, FILE *fp, size_t max, const char *path, const char *what, rm_err *e)
 {
     *out = NULL;
@@ -42,8 +41,7 @@ int rm_text_read_all(char **out, size_t *len, FILE *fp, size_t max, const char *
     if (fstat(fileno(fp), &st) == 0 && S_ISREG(st.st_mode) && at >= 0 && st.st_size >= at) {
         unsigned long long left = (unsigned long long)(st.st_size - at);
         if (left > max)
-            return rm_errorf(e, RM_ERR_PARSE, "%s: %llu bytes, more than the %zu a %s may hold", path, left, max,
-                             what);
+            return rm_errorf(e, RM_ERR_PARSE, "%s: %llu bytes, more than the %zu a %s may hold", path, left, max, what);
         cap = (size_t)left + 2; /* + 1 to see the end of the file in the first read, + 1 for the NUL */
     }
     if (cap > max + 2) cap = max + 2;

@@ -69,13 +69,12 @@ int rm_name_check(const char *s, size_t n, size_t *at, char *why, size_t why_len
             snprintf(why, why_len, "byte 0x%02x, a control character", u[0]);
         else {
             char bytes[16] = "";
-            for (int b = 0; b < k; b++)
-                snprintf(bytes + strlen(bytes), sizeof bytes - strlen(bytes), " 0x%02x", u[b]);
+            for (int b = 0; b < k; b++) snprintf(bytes + strlen(bytes), sizeof bytes - strlen(bytes), " 0x%02x", u[b]);
             snprintf(why, why_len, "bytes%s, U+%04X, %s", bytes, (unsigned)cp,
                      cp <= 0x9F                     ? "a C1 control character"
                      : cp >= 0x202A && cp <= 0x202E ? "a bidi override, which reorders the text shown around it"
                      : cp >= 0x2066 && cp <= 0x2069 ? "a bidi isolate, which reorders the text shown around it"
-                     : cp == 0xFEFF ? "a byte-order mark, allowed only at the start of the file"
+                     : cp == 0xFEFF                 ? "a byte-order mark, allowed only at the start of the file"
                                                     : "a noncharacter");
         }
         return -1;
@@ -174,8 +173,10 @@ int rm_text_vfprintf(FILE *f, const char *fmt, va_list ap)
     int len = vsnprintf(small, sizeof small, fmt, ap);
     if (len >= (int)sizeof small) {
         buf = malloc((size_t)len + 1);
-        if (buf) vsnprintf(buf, (size_t)len + 1, fmt, again);
-        else buf = small; /* out of memory: the message cut, never raw */
+        if (buf)
+            vsnprintf(buf, (size_t)len + 1, fmt, again);
+        else
+            buf = small; /* out of memory: the message cut, never raw */
     }
     va_end(again);
     if (len < 0) return len;

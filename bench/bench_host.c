@@ -13,7 +13,10 @@ static FILE *g_out_file;
 static const char *g_out_path;
 static int g_muted;
 
-void emit_mute(int muted) { g_muted = muted; }
+void emit_mute(int muted)
+{
+    g_muted = muted;
+}
 
 void emit(const char *fmt, ...)
 {
@@ -92,7 +95,10 @@ int bench_table_begin(bench_table *bt, const rm_table_col *cols, int ncols, rm_t
     return bench_table_pass(bt, rm_table_begin(bt->t, bt->mem, fmt));
 }
 
-int bench_table_row(bench_table *bt) { return bt->t ? bench_table_pass(bt, rm_table_add_row(bt->t)) : -1; }
+int bench_table_row(bench_table *bt)
+{
+    return bt->t ? bench_table_pass(bt, rm_table_add_row(bt->t)) : -1;
+}
 
 int bench_table_end(bench_table *bt)
 {

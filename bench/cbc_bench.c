@@ -31,29 +31,29 @@
 #define DEFAULT_MAX_COLS 200000L
 #define DEFAULT_MAX_NODES 150L
 
-#define USAGE                                                                                                    \
-    "usage: remat_bench_cbc [--quick] [--time-limit S] [--only models|linear|random] [--out FILE]\n"             \
-    "                       [--models LIST] [--random N] [--cbc PROGRAM] [--max-nodes N] [--max-cols N]\n"   \
-    "                       [--workdir DIR] [--keep-files] [--models-dir DIR] [--format md|csv|json]\n"         \
-    "\n"                                                                                                         \
-    "remat's MILP (lp_solve) against CBC on the same MILP: markdown on stdout (and in --out FILE, written\n"      \
-    "instance by instance), progress on stderr.\n"                                                               \
-    "\n"                                                                                                         \
-    "options:\n"                                                                                                 \
-    "  --quick          a few small instances (seconds): a smoke run; time limit 10 s unless given\n"            \
-    "  --time-limit S   wall-clock seconds for remat's milp and for CBC, each (default 60; 0 = none)\n"          \
-    "  --only FAMILY    models, linear or random (default: all three)\n"                                         \
-    "  --out FILE       also write the output to FILE (e.g. docs/bench/cbc.md)\n"                                \
-    "  --cbc PROGRAM    the CBC executable (default: cbc, from PATH)\n"                                          \
-    "  --models LIST    built-in models to run, e.g. vgg16,resnet50 (default: every non-tiny one)\n"            \
-    "  --max-nodes N    do not even build the MILP for CBC above N nodes (default 150; 0 = no cap)\n"           \
-    "  --random N       how many random DAGs (default 50; --quick 3)\n"                                        \
-    "  --max-cols N     do not run CBC on models with more columns (default 200000; 0 = no cap)\n"               \
-    "  --workdir DIR    where the MPS and solution files go (default: a fresh directory in /tmp)\n"              \
-    "  --keep-files     keep them (one per instance)\n"                                                          \
-    "  --models-dir DIR where model names are looked up (default: the source tree's models/)\n"                 \
-    "  --format F       md (the default): the markdown document; csv or json: only the instances' rows, one\n"  \
-    "                   table over every family, each value its own column (costs in the instance's unit,\n"   \
+#define USAGE                                                                                                          \
+    "usage: remat_bench_cbc [--quick] [--time-limit S] [--only models|linear|random] [--out FILE]\n"                   \
+    "                       [--models LIST] [--random N] [--cbc PROGRAM] [--max-nodes N] [--max-cols N]\n"             \
+    "                       [--workdir DIR] [--keep-files] [--models-dir DIR] [--format md|csv|json]\n"                \
+    "\n"                                                                                                               \
+    "remat's MILP (lp_solve) against CBC on the same MILP: markdown on stdout (and in --out FILE, written\n"           \
+    "instance by instance), progress on stderr.\n"                                                                     \
+    "\n"                                                                                                               \
+    "options:\n"                                                                                                       \
+    "  --quick          a few small instances (seconds): a smoke run; time limit 10 s unless given\n"                  \
+    "  --time-limit S   wall-clock seconds for remat's milp and for CBC, each (default 60; 0 = none)\n"                \
+    "  --only FAMILY    models, linear or random (default: all three)\n"                                               \
+    "  --out FILE       also write the output to FILE (e.g. docs/bench/cbc.md)\n"                                      \
+    "  --cbc PROGRAM    the CBC executable (default: cbc, from PATH)\n"                                                \
+    "  --models LIST    built-in models to run, e.g. vgg16,resnet50 (default: every non-tiny one)\n"                   \
+    "  --max-nodes N    do not even build the MILP for CBC above N nodes (default 150; 0 = no cap)\n"                  \
+    "  --random N       how many random DAGs (default 50; --quick 3)\n"                                                \
+    "  --max-cols N     do not run CBC on models with more columns (default 200000; 0 = no cap)\n"                     \
+    "  --workdir DIR    where the MPS and solution files go (default: a fresh directory in /tmp)\n"                    \
+    "  --keep-files     keep them (one per instance)\n"                                                                \
+    "  --models-dir DIR where model names are looked up (default: the source tree's models/)\n"                        \
+    "  --format F       md (the default): the markdown document; csv or json: only the instances' rows, one\n"         \
+    "                   table over every family, each value its own column (costs in the instance's unit,\n"           \
     "                   with checkpoint_all_cost to make overheads of them); no header, prose or totals\n"
 
 static int usage_error(const char *msg, const char *arg)
@@ -68,21 +68,36 @@ static int parse_args(cbc_cfg *c, const char **out, int argc, char **argv)
     const char *time_s = NULL, *cols_s = NULL, *nodes_s = NULL, *random_s = NULL, *format_s = NULL;
     for (int i = 1; i < argc; i++) {
         const char *v = NULL, **slot = NULL;
-        if (!strcmp(argv[i], "--quick")) c->quick = 1;
-        else if (!strcmp(argv[i], "--keep-files")) c->keep_files = 1;
-        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return -1;
-        else if (rm_cli_option(&v, argc, argv, &i, "--time-limit")) slot = &time_s;
-        else if (rm_cli_option(&v, argc, argv, &i, "--only")) slot = &c->only;
-        else if (rm_cli_option(&v, argc, argv, &i, "--out")) slot = out;
-        else if (rm_cli_option(&v, argc, argv, &i, "--cbc")) slot = &c->cbc;
-        else if (rm_cli_option(&v, argc, argv, &i, "--max-cols")) slot = &cols_s;
-        else if (rm_cli_option(&v, argc, argv, &i, "--max-nodes")) slot = &nodes_s;
-        else if (rm_cli_option(&v, argc, argv, &i, "--models")) slot = &c->models;
-        else if (rm_cli_option(&v, argc, argv, &i, "--random")) slot = &random_s;
-        else if (rm_cli_option(&v, argc, argv, &i, "--workdir")) slot = &c->workdir;
-        else if (rm_cli_option(&v, argc, argv, &i, "--models-dir")) slot = &c->models_dir;
-        else if (rm_cli_option(&v, argc, argv, &i, "--format")) slot = &format_s;
-        else return usage_error("unknown argument", argv[i]);
+        if (!strcmp(argv[i], "--quick"))
+            c->quick = 1;
+        else if (!strcmp(argv[i], "--keep-files"))
+            c->keep_files = 1;
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            return -1;
+        else if (rm_cli_option(&v, argc, argv, &i, "--time-limit"))
+            slot = &time_s;
+        else if (rm_cli_option(&v, argc, argv, &i, "--only"))
+            slot = &c->only;
+        else if (rm_cli_option(&v, argc, argv, &i, "--out"))
+            slot = out;
+        else if (rm_cli_option(&v, argc, argv, &i, "--cbc"))
+            slot = &c->cbc;
+        else if (rm_cli_option(&v, argc, argv, &i, "--max-cols"))
+            slot = &cols_s;
+        else if (rm_cli_option(&v, argc, argv, &i, "--max-nodes"))
+            slot = &nodes_s;
+        else if (rm_cli_option(&v, argc, argv, &i, "--models"))
+            slot = &c->models;
+        else if (rm_cli_option(&v, argc, argv, &i, "--random"))
+            slot = &random_s;
+        else if (rm_cli_option(&v, argc, argv, &i, "--workdir"))
+            slot = &c->workdir;
+        else if (rm_cli_option(&v, argc, argv, &i, "--models-dir"))
+            slot = &c->models_dir;
+        else if (rm_cli_option(&v, argc, argv, &i, "--format"))
+            slot = &format_s;
+        else
+            return usage_error("unknown argument", argv[i]);
         if (slot && (!v || !*v)) return usage_error("a value is missing after", argv[i]);
         if (slot) *slot = v;
     }
@@ -131,7 +146,8 @@ static void print_header(const cbc_cfg *c, int argc, char **argv, const char *ve
          "- date: %s\n- machine: %ld CPUs (nproc), %s\n- load average at the start: %s (times are wall clock)\n"
          "- CBC %s, run as `cbc MODEL.mps -timeMode elapsed -sec %g -solve -solu SOL` on the MILP remat solves "
          "(lp_model.h, RM_MILP_DEFAULT, S and R binary) written by lp_solve's write_freemps; not run above %ld "
-         "nodes or %ld columns\n- remat: `rm_strategy_run(\"milp\")`, as `remat plan --strategy milp`, time limit %g s\n\n"
+         "nodes or %ld columns\n- remat: `rm_strategy_run(\"milp\")`, as `remat plan --strategy milp`, time limit %g "
+         "s\n\n"
          "Columns: cols, the MILP's columns (CBC's model; remat solves problems above 80 nodes on a coarsened "
          "graph). Cheapest heuristic: the cheapest baseline that fits (the MILP's incumbent). Bound: a proved "
          "floor ('trivial': every node once, not an LP bound). To proof: remat's time where it proved "
@@ -145,8 +161,9 @@ static void print_header(const cbc_cfg *c, int argc, char **argv, const char *ve
 
 int main(int argc, char **argv)
 {
-    cbc_cfg c = {60,   0, NULL, REMAT_SOURCE_DIR "/models", "cbc", NULL, NULL, DEFAULT_MAX_NODES, DEFAULT_MAX_COLS, 50,
-                 0,    RM_TABLE_MD, NULL};
+    cbc_cfg c = {
+        60, 0,           NULL, REMAT_SOURCE_DIR "/models", "cbc", NULL, NULL, DEFAULT_MAX_NODES, DEFAULT_MAX_COLS, 50,
+        0,  RM_TABLE_MD, NULL};
     const char *out = NULL;
     int rc = parse_args(&c, &out, argc, argv);
     if (rc) {

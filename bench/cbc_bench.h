@@ -20,17 +20,17 @@
 typedef struct cbc_cfg {
     double time_limit_s; /* remat's milp and CBC each */
     int quick;
-    const char *only;     /* "models", "linear", "random" or NULL (all) */
+    const char *only; /* "models", "linear", "random" or NULL (all) */
     const char *models_dir;
-    const char *cbc;      /* the CBC program */
-    const char *workdir;  /* where the MPS and solution files go */
-    const char *models;   /* built-in models to run, comma-separated (NULL: all) */
-    long max_nodes;       /* above this many nodes the MILP is not even built for CBC */
-    long max_cols;        /* CBC is not run on models with more columns */
-    long random;          /* how many random DAGs */
-    int keep_files;       /* keep the MPS and solution files */
-    rm_table_format fmt;  /* md: the document; csv / json: the instances' rows only */
-    bench_table *data;    /* csv / json: that one table, every family's rows */
+    const char *cbc;     /* the CBC program */
+    const char *workdir; /* where the MPS and solution files go */
+    const char *models;  /* built-in models to run, comma-separated (NULL: all) */
+    long max_nodes;      /* above this many nodes the MILP is not even built for CBC */
+    long max_cols;       /* CBC is not run on models with more columns */
+    long random;         /* how many random DAGs */
+    int keep_files;      /* keep the MPS and solution files */
+    rm_table_format fmt; /* md: the document; csv / json: the instances' rows only */
+    bench_table *data;   /* csv / json: that one table, every family's rows */
 } cbc_cfg;
 
 /* remat's answer through rm_strategy_run("milp"). */
@@ -45,8 +45,8 @@ typedef struct remat_side {
 /* CBC on the MPS file. */
 typedef struct cbc_side {
     int ran;
-    char status[48];  /* "optimal", "time limit", "infeasible", "not run: ...", "failed: ..." */
-    int proved;       /* optimal, or infeasibility proved */
+    char status[48]; /* "optimal", "time limit", "infeasible", "not run: ...", "failed: ..." */
+    int proved;      /* optimal, or infeasibility proved */
     int infeasible;
     int has_cost, has_bound;
     double cost, bound, seconds; /* cost units; seconds: wall clock of the cbc process */
@@ -62,7 +62,7 @@ typedef struct cbc_row {
     char name[64];
     char family[16];
     int nodes, ncols, nrows;
-    int dropped; /* empty columns left out of the MPS file */
+    int dropped;      /* empty columns left out of the MPS file */
     size_t budget;    /* total bytes (fixed included), as rm_problem.budget */
     double base_cost; /* checkpoint-all: every node once */
     int has_heur;

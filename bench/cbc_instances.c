@@ -88,8 +88,8 @@ static int in_list(const char *list, const char *name)
 
 static int run_models(cbc_totals t[CBC_NFAM], const cbc_cfg *c)
 {
-    static const char *all[] = {"vgg11",    "vgg13",     "vgg16",     "vgg19", "resnet18", "resnet34",
-                                "resnet50", "resnet101", "resnet152", "unet"};
+    static const char *all[] = {"vgg11",    "vgg13",    "vgg16",     "vgg19",     "resnet18",
+                                "resnet34", "resnet50", "resnet101", "resnet152", "unet"};
     static const double pct[] = {90, 80, 70, 60}, quick_pct[] = {98};
     cbc_table_start("Built-in models", c->quick ? "vgg-tiny at batch 4, 98% of its no-remat peak (--quick)."
                                                 : "Batch 32 (U-Net 8), at 90/80/70/60% of the no-remat peak "

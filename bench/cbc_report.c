@@ -24,8 +24,10 @@ void cbc_table_start(const char *title, const char *what)
 static const char *fmt_cost(char *buf, size_t len, double cost, double base, int flops)
 {
     double over = rm_overhead_pct(cost, base);
-    if (flops) snprintf(buf, len, "%+.2f%%", over);
-    else snprintf(buf, len, "%.6g (%+.1f%%)", cost, over);
+    if (flops)
+        snprintf(buf, len, "%+.2f%%", over);
+    else
+        snprintf(buf, len, "%.6g (%+.1f%%)", cost, over);
     return buf;
 }
 
@@ -55,10 +57,34 @@ static void cbc_cells(char *buf, size_t len, const cbc_row *row, int flops)
 
 /* ---- csv / json: the same rows, every value in its own column ---- */
 
-enum { C_FAMILY, C_INSTANCE, C_NODES, C_COLS, C_BUDGET, C_BASE, C_HEUR, C_HEUR_COST, C_R_STATUS, C_R_COST, C_R_BOUND,
-       C_R_BOUND_KIND, C_R_GAP, C_R_SECONDS, C_R_PROOF, C_C_STATUS, C_C_COST, C_C_BOUND, C_C_SECONDS, C_RATIO,
-       C_CHECK, C_NCOLS };
-#define DATA_COL(key) {key, key, RM_TABLE_LEFT, 0, RM_TABLE_BOTH}
+enum {
+    C_FAMILY,
+    C_INSTANCE,
+    C_NODES,
+    C_COLS,
+    C_BUDGET,
+    C_BASE,
+    C_HEUR,
+    C_HEUR_COST,
+    C_R_STATUS,
+    C_R_COST,
+    C_R_BOUND,
+    C_R_BOUND_KIND,
+    C_R_GAP,
+    C_R_SECONDS,
+    C_R_PROOF,
+    C_C_STATUS,
+    C_C_COST,
+    C_C_BOUND,
+    C_C_SECONDS,
+    C_RATIO,
+    C_CHECK,
+    C_NCOLS
+};
+#define DATA_COL(key)                                                                                                  \
+    {                                                                                                                  \
+        key, key, RM_TABLE_LEFT, 0, RM_TABLE_BOTH                                                                      \
+    }
 static const rm_table_col data_cols[C_NCOLS] = {
     [C_FAMILY] = DATA_COL("family"),
     [C_INSTANCE] = DATA_COL("instance"),
@@ -84,7 +110,10 @@ static const rm_table_col data_cols[C_NCOLS] = {
 };
 #undef DATA_COL
 
-int cbc_data_begin(bench_table *bt, rm_table_format fmt) { return bench_table_begin(bt, data_cols, C_NCOLS, fmt); }
+int cbc_data_begin(bench_table *bt, rm_table_format fmt)
+{
+    return bench_table_begin(bt, data_cols, C_NCOLS, fmt);
+}
 
 /* The markdown row's facts as values (costs in the instance's unit; the
  * md table's overheads are each cost over checkpoint_all_cost). */
@@ -116,7 +145,9 @@ static void data_row(bench_table *bt, const cbc_row *row)
     rm_table_set_num(t, C_RATIO, both ? r->seconds / c->seconds : NAN, "%s", "");
     int above = row->has_heur && r->rc == 0 && r->cost > row->heur_cost;
     rm_table_set_text(t, C_CHECK, "%s%s%s", row->disagree[0] ? "DISAGREE: " : "", row->disagree,
-                      above ? " above the heuristic" : row->disagree[0] ? "" : "ok");
+                      above              ? " above the heuristic"
+                      : row->disagree[0] ? ""
+                                         : "ok");
     if (bench_table_row(bt)) fprintf(stderr, "remat_bench_cbc: writing the table failed\n");
 }
 
@@ -136,10 +167,12 @@ void cbc_table_row(const cbc_cfg *cfg, const cbc_row *row, int flops)
     /* "ok" alone: CBC's solution, when it had one, was simulated and fits. */
     const char *fine = row->c.has_cost && !row->c.checked ? "ok (CBC's S not judged)" : "ok";
     snprintf(check, sizeof check, "%s%s%s", row->disagree[0] ? "**DISAGREE**: " : "", row->disagree,
-             above ? " **above the heuristic**" : row->disagree[0] ? "" : fine);
+             above              ? " **above the heuristic**"
+             : row->disagree[0] ? ""
+                                : fine);
     emit("| %s | %d | %d | %s | %s | %s | %s | %s | %s |\n", row->name, row->nodes, row->ncols,
-         flops ? rm_cli_bytes(b, sizeof b, (double)row->budget) : (snprintf(b, sizeof b, "%zu", row->budget), b),
-         heur, rs, cs, ratio, check);
+         flops ? rm_cli_bytes(b, sizeof b, (double)row->budget) : (snprintf(b, sizeof b, "%zu", row->budget), b), heur,
+         rs, cs, ratio, check);
     emit_flush();
 }
 

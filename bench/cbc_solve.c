@@ -52,7 +52,8 @@ static void run_remat(remat_side *r, const cbc_cfg *c, const rm_problem *p)
     rm_schedule_free(s);
     r->status = rm_status_name(stats.status);
     r->seconds = stats.seconds;
-    r->proved = stats.status == RM_STATUS_OPTIMAL || (stats.status == RM_STATUS_INFEASIBLE && r->rc == RM_ERR_INFEASIBLE);
+    r->proved =
+        stats.status == RM_STATUS_OPTIMAL || (stats.status == RM_STATUS_INFEASIBLE && r->rc == RM_ERR_INFEASIBLE);
     r->bound_trivial = stats.bound_trivial || !stats.has_bound;
     if (r->rc == RM_OK) {
         r->cost = stats.sim.cost;
@@ -73,10 +74,14 @@ static void parse_cbc_line(cbc_side *cs, const char *line)
     const char *v;
     if ((v = strstr(line, "Result - "))) {
         v += 9;
-        if (!strncmp(v, "Optimal", 7)) snprintf(cs->status, sizeof cs->status, "optimal");
-        else if (strstr(v, "infeasible")) snprintf(cs->status, sizeof cs->status, "infeasible");
-        else if (strstr(v, "time")) snprintf(cs->status, sizeof cs->status, "time limit");
-        else snprintf(cs->status, sizeof cs->status, "%.*s", (int)strcspn(v, "\r\n"), v);
+        if (!strncmp(v, "Optimal", 7))
+            snprintf(cs->status, sizeof cs->status, "optimal");
+        else if (strstr(v, "infeasible"))
+            snprintf(cs->status, sizeof cs->status, "infeasible");
+        else if (strstr(v, "time"))
+            snprintf(cs->status, sizeof cs->status, "time limit");
+        else
+            snprintf(cs->status, sizeof cs->status, "%.*s", (int)strcspn(v, "\r\n"), v);
     } else if (!strncmp(line, "Objective value:", 16)) {
         cs->has_cost = sscanf(line + 16, "%lf", &cs->cost) == 1;
     } else if (!strncmp(line, "Lower bound:", 12)) {
@@ -212,7 +217,10 @@ static void run_cbc_side(cbc_row *row, const cbc_cfg *c, const rm_problem *p)
 
 /* ---- do the two answers agree? ---- */
 
-static int below(double a, double b) { return a < b - 1e-6 * fmax(1.0, fmax(fabs(a), fabs(b))); }
+static int below(double a, double b)
+{
+    return a < b - 1e-6 * fmax(1.0, fmax(fabs(a), fabs(b)));
+}
 
 /* Each claim one solver proves must hold for the other's answer. */
 static void compare(cbc_row *row, const rm_problem *p)
@@ -252,8 +260,8 @@ int cbc_run_instance(cbc_row *row, const cbc_cfg *c, const rm_problem *p)
     fprintf(stderr, "cbc-bench:   remat %s, cost %.6g, gap %.2f%%, %.2f s\n", row->r.status, row->r.cost,
             100 * row->r.gap, row->r.seconds);
     run_cbc_side(row, c, p);
-    fprintf(stderr, "cbc-bench:   cbc %s, cost %.6g, bound %.6g, %.2f s\n", row->c.status, row->c.cost,
-            row->c.bound, row->c.seconds);
+    fprintf(stderr, "cbc-bench:   cbc %s, cost %.6g, bound %.6g, %.2f s\n", row->c.status, row->c.cost, row->c.bound,
+            row->c.seconds);
     compare(row, p);
     if (row->disagree[0]) fprintf(stderr, "cbc-bench:   DISAGREEMENT: %s\n", row->disagree);
     return 0;

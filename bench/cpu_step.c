@@ -45,9 +45,10 @@ static int usage(const char *why)
 {
     FILE *f = why ? stderr : stdout;
     if (why) fprintf(stderr, ME ": %s\n", why);
-    fprintf(f, "usage: " ME " --model NAME|FILE --batch N [--cpu-kernels fast|reference] [--threads T]\n"
-               "       [--strategy S (checkpoint_all)] [--budget B (100%%)] [--lr X (0.001)] [--steps K (5, 1..%d)]\n"
-               "       [--warmup W (1, 0..%d)] [--max-seconds X (0: no limit)]\n",
+    fprintf(f,
+            "usage: " ME " --model NAME|FILE --batch N [--cpu-kernels fast|reference] [--threads T]\n"
+            "       [--strategy S (checkpoint_all)] [--budget B (100%%)] [--lr X (0.001)] [--steps K (5, 1..%d)]\n"
+            "       [--warmup W (1, 0..%d)] [--max-seconds X (0: no limit)]\n",
             MAX_STEPS, MAX_STEPS);
     return why ? 2 : 0;
 }
@@ -67,8 +68,8 @@ int main(int argc, char **argv)
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         char why[200];
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) return usage(NULL);
-        static const char *const known[] = {"--model", "--cpu-kernels", "--threads", "--strategy", "--budget", "--lr",
-                                            "--batch", "--steps", "--warmup", "--max-seconds"};
+        static const char *const known[] = {"--model", "--cpu-kernels", "--threads", "--strategy", "--budget",
+                                            "--lr",    "--batch",       "--steps",   "--warmup",   "--max-seconds"};
         int is_known = 0;
         for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) is_known |= !strcmp(o, known[k]);
         if (!is_known) {
@@ -81,16 +82,26 @@ int main(int argc, char **argv)
         }
         i++;
         int bad = 0;
-        if (!strcmp(o, "--model")) model = v;
-        else if (!strcmp(o, "--cpu-kernels")) kernels = v;
-        else if (!strcmp(o, "--threads")) threads = v;
-        else if (!strcmp(o, "--strategy")) strategy = v;
-        else if (!strcmp(o, "--budget")) budget = v;
-        else if (!strcmp(o, "--batch")) bad = rm_cli_parse_long(&batch, v, 1, 1L << 20);
-        else if (!strcmp(o, "--steps")) bad = rm_cli_parse_long(&steps, v, 1, MAX_STEPS);
-        else if (!strcmp(o, "--warmup")) bad = rm_cli_parse_long(&warmup, v, 0, MAX_STEPS);
-        else if (!strcmp(o, "--max-seconds")) bad = rm_cli_parse_seconds(&max_s, v);
-        else if (!strcmp(o, "--lr")) bad = rm_cli_parse_seconds(&lr, v) || !(lr > 0);
+        if (!strcmp(o, "--model"))
+            model = v;
+        else if (!strcmp(o, "--cpu-kernels"))
+            kernels = v;
+        else if (!strcmp(o, "--threads"))
+            threads = v;
+        else if (!strcmp(o, "--strategy"))
+            strategy = v;
+        else if (!strcmp(o, "--budget"))
+            budget = v;
+        else if (!strcmp(o, "--batch"))
+            bad = rm_cli_parse_long(&batch, v, 1, 1L << 20);
+        else if (!strcmp(o, "--steps"))
+            bad = rm_cli_parse_long(&steps, v, 1, MAX_STEPS);
+        else if (!strcmp(o, "--warmup"))
+            bad = rm_cli_parse_long(&warmup, v, 0, MAX_STEPS);
+        else if (!strcmp(o, "--max-seconds"))
+            bad = rm_cli_parse_seconds(&max_s, v);
+        else if (!strcmp(o, "--lr"))
+            bad = rm_cli_parse_seconds(&lr, v) || !(lr > 0);
         if (bad) {
             snprintf(why, sizeof why, "%s %s: want %s", o, v,
                      !strcmp(o, "--batch")    ? "an integer from 1 to 1048576"
@@ -122,7 +133,8 @@ int main(int argc, char **argv)
         c.budget_percent = bud.pct;
     else
         c.budget = bud.bytes;
-    if (rm_cli_parse_backend_options(&c.backend, kernels, NULL, threads, RM_BACKEND_CPU, why, sizeof why)) return usage(why);
+    if (rm_cli_parse_backend_options(&c.backend, kernels, NULL, threads, RM_BACKEND_CPU, why, sizeof why))
+        return usage(why);
     rm_err e = {RM_OK, ""};
 
     rm_trainer *t = NULL;
@@ -151,8 +163,8 @@ int main(int argc, char **argv)
     }
 
     printf("# %s, batch %ld, %s, %s; schedule %s, compute overhead %+.2f%%; median of up to %ld steps after %ld\n",
-           path, batch, s->device, s->device_settings, s->strategy,
-           rm_overhead_pct(s->cost, s->base_cost), steps, warmup);
+           path, batch, s->device, s->device_settings, s->strategy, rm_overhead_pct(s->cost, s->base_cost), steps,
+           warmup);
     fflush(stdout);
     rm_executor *ex = rm_trainer_executor(t);
     rm_optim *opt = rm_trainer_optimizer(t);

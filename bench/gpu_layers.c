@@ -32,38 +32,22 @@ typedef struct conv_shape {
 
 /* torchvision's ResNet-50 (v1.5: stride in the 3x3) and VGG-16, as models/resnet50.cfg and vgg16.cfg. */
 static const conv_shape shapes[] = {
-    {"resnet50", "conv1", 3, 224, 64, 7, 2, 3, 1},
-    {"resnet50", "l1.1x1a", 64, 56, 64, 1, 1, 0, 1},
-    {"resnet50", "l1.3x3", 64, 56, 64, 3, 1, 1, 3},
-    {"resnet50", "l1.1x1b", 64, 56, 256, 1, 1, 0, 3},
-    {"resnet50", "l1.down", 64, 56, 256, 1, 1, 0, 1},
-    {"resnet50", "l1.1x1a'", 256, 56, 64, 1, 1, 0, 2},
-    {"resnet50", "l2.1x1a", 256, 56, 128, 1, 1, 0, 1},
-    {"resnet50", "l2.3x3s2", 128, 56, 128, 3, 2, 1, 1},
-    {"resnet50", "l2.1x1b", 128, 28, 512, 1, 1, 0, 4},
-    {"resnet50", "l2.down", 256, 56, 512, 1, 2, 0, 1},
-    {"resnet50", "l2.1x1a'", 512, 28, 128, 1, 1, 0, 3},
-    {"resnet50", "l2.3x3", 128, 28, 128, 3, 1, 1, 3},
-    {"resnet50", "l3.1x1a", 512, 28, 256, 1, 1, 0, 1},
-    {"resnet50", "l3.3x3s2", 256, 28, 256, 3, 2, 1, 1},
-    {"resnet50", "l3.1x1b", 256, 14, 1024, 1, 1, 0, 6},
-    {"resnet50", "l3.down", 512, 28, 1024, 1, 2, 0, 1},
-    {"resnet50", "l3.1x1a'", 1024, 14, 256, 1, 1, 0, 5},
-    {"resnet50", "l3.3x3", 256, 14, 256, 3, 1, 1, 5},
-    {"resnet50", "l4.1x1a", 1024, 14, 512, 1, 1, 0, 1},
-    {"resnet50", "l4.3x3s2", 512, 14, 512, 3, 2, 1, 1},
-    {"resnet50", "l4.1x1b", 512, 7, 2048, 1, 1, 0, 3},
-    {"resnet50", "l4.down", 1024, 14, 2048, 1, 2, 0, 1},
-    {"resnet50", "l4.1x1a'", 2048, 7, 512, 1, 1, 0, 2},
-    {"resnet50", "l4.3x3", 512, 7, 512, 3, 1, 1, 2},
-    {"vgg16", "conv1_1", 3, 224, 64, 3, 1, 1, 1},
-    {"vgg16", "conv1_2", 64, 224, 64, 3, 1, 1, 1},
-    {"vgg16", "conv2_1", 64, 112, 128, 3, 1, 1, 1},
-    {"vgg16", "conv2_2", 128, 112, 128, 3, 1, 1, 1},
-    {"vgg16", "conv3_1", 128, 56, 256, 3, 1, 1, 1},
-    {"vgg16", "conv3_x", 256, 56, 256, 3, 1, 1, 2},
-    {"vgg16", "conv4_1", 256, 28, 512, 3, 1, 1, 1},
-    {"vgg16", "conv4_x", 512, 28, 512, 3, 1, 1, 2},
+    {"resnet50", "conv1", 3, 224, 64, 7, 2, 3, 1},       {"resnet50", "l1.1x1a", 64, 56, 64, 1, 1, 0, 1},
+    {"resnet50", "l1.3x3", 64, 56, 64, 3, 1, 1, 3},      {"resnet50", "l1.1x1b", 64, 56, 256, 1, 1, 0, 3},
+    {"resnet50", "l1.down", 64, 56, 256, 1, 1, 0, 1},    {"resnet50", "l1.1x1a'", 256, 56, 64, 1, 1, 0, 2},
+    {"resnet50", "l2.1x1a", 256, 56, 128, 1, 1, 0, 1},   {"resnet50", "l2.3x3s2", 128, 56, 128, 3, 2, 1, 1},
+    {"resnet50", "l2.1x1b", 128, 28, 512, 1, 1, 0, 4},   {"resnet50", "l2.down", 256, 56, 512, 1, 2, 0, 1},
+    {"resnet50", "l2.1x1a'", 512, 28, 128, 1, 1, 0, 3},  {"resnet50", "l2.3x3", 128, 28, 128, 3, 1, 1, 3},
+    {"resnet50", "l3.1x1a", 512, 28, 256, 1, 1, 0, 1},   {"resnet50", "l3.3x3s2", 256, 28, 256, 3, 2, 1, 1},
+    {"resnet50", "l3.1x1b", 256, 14, 1024, 1, 1, 0, 6},  {"resnet50", "l3.down", 512, 28, 1024, 1, 2, 0, 1},
+    {"resnet50", "l3.1x1a'", 1024, 14, 256, 1, 1, 0, 5}, {"resnet50", "l3.3x3", 256, 14, 256, 3, 1, 1, 5},
+    {"resnet50", "l4.1x1a", 1024, 14, 512, 1, 1, 0, 1},  {"resnet50", "l4.3x3s2", 512, 14, 512, 3, 2, 1, 1},
+    {"resnet50", "l4.1x1b", 512, 7, 2048, 1, 1, 0, 3},   {"resnet50", "l4.down", 1024, 14, 2048, 1, 2, 0, 1},
+    {"resnet50", "l4.1x1a'", 2048, 7, 512, 1, 1, 0, 2},  {"resnet50", "l4.3x3", 512, 7, 512, 3, 1, 1, 2},
+    {"vgg16", "conv1_1", 3, 224, 64, 3, 1, 1, 1},        {"vgg16", "conv1_2", 64, 224, 64, 3, 1, 1, 1},
+    {"vgg16", "conv2_1", 64, 112, 128, 3, 1, 1, 1},      {"vgg16", "conv2_2", 128, 112, 128, 3, 1, 1, 1},
+    {"vgg16", "conv3_1", 128, 56, 256, 3, 1, 1, 1},      {"vgg16", "conv3_x", 256, 56, 256, 3, 1, 1, 2},
+    {"vgg16", "conv4_1", 256, 28, 512, 3, 1, 1, 1},      {"vgg16", "conv4_x", 512, 28, 512, 3, 1, 1, 2},
     {"vgg16", "conv5_x", 512, 14, 512, 3, 1, 1, 3},
 };
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
@@ -72,7 +56,7 @@ static const conv_shape shapes[] = {
     do {                                                                                                               \
         cudaError_t st_ = (call);                                                                                      \
         if (st_ != cudaSuccess) {                                                                                      \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(st_));                     \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(st_));                    \
             exit(1);                                                                                                   \
         }                                                                                                              \
     } while (0)
@@ -163,9 +147,12 @@ int main(int argc, char **argv)
     const char *model = "all", *libs = "handwritten,cublas,cudnn";
     int batch = 32, reps = 20, warmup = 3;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--model") && i + 1 < argc) model = argv[++i];
-        else if (!strcmp(argv[i], "--batch") && i + 1 < argc) batch = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+        if (!strcmp(argv[i], "--model") && i + 1 < argc)
+            model = argv[++i];
+        else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
+            batch = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+            reps = atoi(argv[++i]);
         else if ((!strcmp(argv[i], "--kernels") || !strcmp(argv[i], "--engines")) && i + 1 < argc)
             libs = argv[++i];
         else {
@@ -203,10 +190,12 @@ int main(int argc, char **argv)
     }
     struct cudaDeviceProp prop;
     CHECK(cudaGetDeviceProperties(&prop, 0));
-    printf("# %s, batch %d, median of %d (handwritten: %d) after %d warm-up, deterministic %d, fast_math %d\n", prop.name,
-           batch, reps, reps < 3 ? reps : 3, warmup, rm_backend_cuda_deterministic(be), rm_backend_cuda_fast_math(be));
+    printf("# %s, batch %d, median of %d (handwritten: %d) after %d warm-up, deterministic %d, fast_math %d\n",
+           prop.name, batch, reps, reps < 3 ? reps : 3, warmup, rm_backend_cuda_deterministic(be),
+           rm_backend_cuda_fast_math(be));
     printf("%-9s %-10s %-22s", "model", "layer", "shape (cin>cout k s @hw)");
-    for (int k = 0; k < nlib; k++) printf(" %11s_fwd %11s_bwd", rm_cuda_kernel_lib_name(lib[k]), rm_cuda_kernel_lib_name(lib[k]));
+    for (int k = 0; k < nlib; k++)
+        printf(" %11s_fwd %11s_bwd", rm_cuda_kernel_lib_name(lib[k]), rm_cuda_kernel_lib_name(lib[k]));
     printf("   (ms)\n");
     double total[2][RM_CUDA_KERNELS_COUNT][2];
     memset(total, 0, sizeof total);

@@ -65,10 +65,14 @@ static const char *status_of(int rc)
 {
     switch (rc) {
     case RM_ERR_NOMEM:
-    case RM_ERR_DEVICE: return "OOM";
-    case RM_ERR_BUDGET: return "BUDGET";
-    case RM_ERR_INFEASIBLE: return "INFEASIBLE";
-    default: return "ERROR";
+    case RM_ERR_DEVICE:
+        return "OOM";
+    case RM_ERR_BUDGET:
+        return "BUDGET";
+    case RM_ERR_INFEASIBLE:
+        return "INFEASIBLE";
+    default:
+        return "ERROR";
     }
 }
 
@@ -105,16 +109,26 @@ static int parse_args(args *a, int argc, char **argv, char *pathbuf, size_t path
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) return usage(NULL);
         if (!v) return usage("every option takes a value");
         i++;
-        if (!strcmp(o, "--model")) a->model_arg = v;
-        else if (!strcmp(o, "--kernels") || !strcmp(o, "--engines") || !strcmp(o, "--engine")) a->libs = v;
-        else if (!strcmp(o, "--strategy")) a->strategy = v;
-        else if (!strcmp(o, "--budget")) a->budget = v;
-        else if (!strcmp(o, "--batch") && !rm_cli_parse_long(&n, v, 1, 1L << 20)) a->batch = (int)n;
-        else if (!strcmp(o, "--steps") && !rm_cli_parse_long(&n, v, 1, MAX_STEPS)) a->steps = (int)n;
-        else if (!strcmp(o, "--warmup") && !rm_cli_parse_long(&n, v, 0, MAX_STEPS)) a->warmup = (int)n;
-        else if (!strcmp(o, "--max-seconds") && !rm_cli_parse_seconds(&x, v) && x > 0) a->max_seconds = x;
-        else if (!strcmp(o, "--time-limit") && !rm_cli_parse_seconds(&x, v)) a->time_limit = x;
-        else if (!strcmp(o, "--lr") && !rm_cli_parse_seconds(&x, v) && x > 0) a->lr = x;
+        if (!strcmp(o, "--model"))
+            a->model_arg = v;
+        else if (!strcmp(o, "--kernels") || !strcmp(o, "--engines") || !strcmp(o, "--engine"))
+            a->libs = v;
+        else if (!strcmp(o, "--strategy"))
+            a->strategy = v;
+        else if (!strcmp(o, "--budget"))
+            a->budget = v;
+        else if (!strcmp(o, "--batch") && !rm_cli_parse_long(&n, v, 1, 1L << 20))
+            a->batch = (int)n;
+        else if (!strcmp(o, "--steps") && !rm_cli_parse_long(&n, v, 1, MAX_STEPS))
+            a->steps = (int)n;
+        else if (!strcmp(o, "--warmup") && !rm_cli_parse_long(&n, v, 0, MAX_STEPS))
+            a->warmup = (int)n;
+        else if (!strcmp(o, "--max-seconds") && !rm_cli_parse_seconds(&x, v) && x > 0)
+            a->max_seconds = x;
+        else if (!strcmp(o, "--time-limit") && !rm_cli_parse_seconds(&x, v))
+            a->time_limit = x;
+        else if (!strcmp(o, "--lr") && !rm_cli_parse_seconds(&x, v) && x > 0)
+            a->lr = x;
         else {
             char why[160];
             snprintf(why, sizeof why, "bad option or value: %s %s", o, v);
@@ -148,7 +162,7 @@ static int make_batch(float **images, int32_t **labels, size_t numel, size_t nla
 }
 
 typedef struct timing {
-    int ran, steps, warm_only;   /* warm_only: the cap came before a timed step; warm-up times reported */
+    int ran, steps, warm_only; /* warm_only: the cap came before a timed step; warm-up times reported */
     float median_ms, min_ms;
     double wall_s;
     float loss_first, loss_last;
@@ -159,7 +173,7 @@ typedef struct timing {
 
 /* Warm-up then timed steps of one kernel library, each between two events on the stream. */
 static void run_library(timing *r, rm_trainer *t, const args *a, int warmup, const float *images, const int32_t *labels,
-                       uint64_t *step)
+                        uint64_t *step)
 {
     memset(r, 0, sizeof *r);
     rm_executor *ex = rm_trainer_executor(t);
@@ -202,8 +216,10 @@ static void run_library(timing *r, rm_trainer *t, const args *a, int warmup, con
         }
         if (r->steps == 0 && nwarm == 0) r->loss_first = loss;
         r->loss_last = loss;
-        if (i < 0) warm[nwarm++] = dt;
-        else ms[r->steps++] = dt;
+        if (i < 0)
+            warm[nwarm++] = dt;
+        else
+            ms[r->steps++] = dt;
     }
     r->wall_s = rm_now() - start;
     r->fallbacks = rm_backend_cuda_fallbacks(be) - fb0;
@@ -221,7 +237,10 @@ static void run_library(timing *r, rm_trainer *t, const args *a, int warmup, con
     r->median_ms = median(ms, r->steps);
 }
 
-static double mib(size_t b) { return (double)b / (1024.0 * 1024.0); }
+static double mib(size_t b)
+{
+    return (double)b / (1024.0 * 1024.0);
+}
 
 /* The trainer's configuration for the job: the model at --batch on the CUDA
  * backend, --strategy under --budget (default: 90% of free0, the GPU's free
@@ -264,7 +283,8 @@ static void print_job(const args *a, const rm_trainer_summary *s, const rm_model
            s->status, s->solve_s, s->base_cost > 0 ? 100.0 * (s->cost / s->base_cost - 1) : 0.0, s->recomputations,
            build_s);
     printf("# budget %.1f MiB: fixed %.1f MiB (workspace %.1f) + arena %.1f MiB (no-remat peak %.1f MiB)\n",
-           mib(s->budget), mib(s->fp.total), mib(s->fp.workspace + s->fp.backend), mib(s->plan_span), mib(s->noremat_peak));
+           mib(s->budget), mib(s->fp.total), mib(s->fp.workspace + s->fp.backend), mib(s->plan_span),
+           mib(s->noremat_peak));
     printf("# deterministic %d, fast_math %d; median of up to %d steps after %d warm-up (handwritten: %d), at most "
            "%g s per kernel library\n",
            rm_backend_cuda_deterministic(be), rm_backend_cuda_fast_math(be), a->steps, a->warmup,
@@ -279,7 +299,7 @@ static void print_job(const args *a, const rm_trainer_summary *s, const rm_model
  * ran or was skipped (no cuDNN in this build). free0: the device's free
  * memory after the context, what its measured use is counted from. */
 static int bench_library(const char *tok, rm_trainer *t, const args *a, size_t free0, const float *images,
-                        const int32_t *labels, uint64_t *step)
+                         const int32_t *labels, uint64_t *step)
 {
     const rm_trainer_summary *s = rm_trainer_summary_of(t);
     rm_executor *ex = rm_trainer_executor(t);
@@ -313,14 +333,13 @@ static int bench_library(const char *tok, rm_trainer *t, const args *a, size_t f
     }
     int finite = isfinite(r.loss_first) && isfinite(r.loss_last);
     printf("%-12s %5d%s %10.2f %10.2f %10.1f %10.1f %10.1f %9llu %.4g -> %.4g%s\n", tok, r.steps,
-           r.warm_only ? "*" : (r.steps < a->steps ? "+" : " "), r.median_ms, r.min_ms,
-           1e3 * a->batch / r.median_ms, mib(remat), mib(device), r.fallbacks,
-           (double)r.loss_first, (double)r.loss_last, finite ? "" : " (not finite)");
+           r.warm_only ? "*" : (r.steps < a->steps ? "+" : " "), r.median_ms, r.min_ms, 1e3 * a->batch / r.median_ms,
+           mib(remat), mib(device), r.fallbacks, (double)r.loss_first, (double)r.loss_last,
+           finite ? "" : " (not finite)");
     printf("RESULT model=%s batch=%d strategy=%s engine=%s status=OK ms=%.3f images_s=%.2f steps=%d budget=%zu "
            "remat_bytes=%zu device_bytes=%zu overhead_pct=%.2f fallbacks=%llu\n",
            a->model_arg, a->batch, s->strategy, tok, r.median_ms, 1e3 * a->batch / r.median_ms, r.steps, s->budget,
-           remat, device, s->base_cost > 0 ? 100.0 * (s->cost / s->base_cost - 1) : 0.0,
-           r.fallbacks);
+           remat, device, s->base_cost > 0 ? 100.0 * (s->cost / s->base_cost - 1) : 0.0, r.fallbacks);
     fflush(stdout);
     return 0;
 }
@@ -350,8 +369,8 @@ int main(int argc, char **argv)
     rm_trainer_config c;
     if ((urc = trainer_config_of(&c, &a, free0))) return urc;
 
-    printf("# %s (%d SMs, %.1f GiB, %.1f GiB free after the context); " ME "\n", prop.name,
-           prop.multiProcessorCount, (double)total / 1073741824.0, (double)free0 / 1073741824.0);
+    printf("# %s (%d SMs, %.1f GiB, %.1f GiB free after the context); " ME "\n", prop.name, prop.multiProcessorCount,
+           (double)total / 1073741824.0, (double)free0 / 1073741824.0);
     fflush(stdout);
     rm_err e = {RM_OK, ""};
     rm_trainer *t = NULL;

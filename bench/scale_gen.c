@@ -18,8 +18,8 @@
 #include "rng.h"
 
 typedef struct gen {
-    int F, K;     /* forward nodes (input included), fan-in cap */
-    int **fdeps;  /* forward deps of each layer */
+    int F, K;    /* forward nodes (input included), fan-in cap */
+    int **fdeps; /* forward deps of each layer */
     int *nfd;
     rm_rng r;
 } gen;
@@ -54,7 +54,10 @@ static void forward_fanin(gen *g)
     for (int i = 1; i <= g->K; i++) g->fdeps[g->K + 1][g->nfd[g->K + 1]++] = i;
 }
 
-static size_t rand_bytes(rm_rng *r) { return 4096 * (1 + rm_rng_next(r) % 256); }
+static size_t rand_bytes(rm_rng *r)
+{
+    return 4096 * (1 + rm_rng_next(r) % 256);
+}
 
 /* The training graph of g's forward part, written to path. */
 static int write_training(gen *g, const char *path)

@@ -32,37 +32,37 @@
 
 #include "bench_host.h"
 #include "cli_util.h"
-#include "sched_bench.h"
 #include "clock.h"
+#include "sched_bench.h"
 #include "strategy.h"
 
 #ifndef REMAT_SOURCE_DIR
 #define REMAT_SOURCE_DIR "."
 #endif
 
-#define USAGE                                                                                                      \
-    "usage: remat_bench_sched [--models LIST] [--budgets LIST] [--strategies LIST] [--time-limit S]\n"             \
-    "                         [--ogc-models LIST] [--models-dir DIR] [--out FILE] [--format md|csv|json]\n"     \
-    "                         [--quick] [--verbose]\n"                                                             \
-    "\n"                                                                                                           \
-    "The scheduler benchmark: markdown tables on stdout (and in --out FILE), progress on stderr.\n"                \
-    "\n"                                                                                                           \
-    "options:\n"                                                                                                   \
-    "  --models LIST      table 1: name:batch,... (default vgg16:32,vgg19:32,resnet50:32,unet:8); a name is\n"     \
-    "                     DIR/NAME.cfg, a name with '/' or '.cfg' is a config path; 'none' skips table 1\n"        \
-    "  --budgets LIST     percentages of the no-remat peak, fixed bytes included (default 100,90,80,70,60,50);\n"  \
-    "                     run from the largest down, stopping below the lower bound or where nothing fits\n"      \
-    "  --strategies LIST  strategy names (default: all of them, as `remat plan --strategy all`)\n"                 \
-    "  --time-limit S     wall-clock seconds for each lp_round / milp solve (default 60; 0 = none)\n"              \
-    "  --ogc-models LIST  table 2: name:batch,... (default vgg16:64,resnet18:256,resnet50:64,resnet101:32);\n"     \
-    "                     'none' skips table 2\n"                                                                  \
-    "  --models-dir DIR   where model names are looked up (default: the source tree's models/)\n"                  \
-    "  --out FILE         also write the output to FILE (e.g. docs/bench/scheduler.md)\n"                          \
-    "  --format F         md (the default): the markdown document; csv or json: only table 1's detail, one\n"     \
-    "                     row per model, budget and strategy (model, batch, budget_pct, budget_bytes, strategy,\n" \
-    "                     status, overhead_pct, cost, peak_bytes, seconds, lp_bound_pct, bound, gap_pct; numbers\n" \
-    "                     as numbers, missing ones empty / null); table 2 is then not run\n"                       \
-    "  --quick            smoke run: vgg16:32 at 100,80% with the baselines only, table 2 for vgg16:64\n"          \
+#define USAGE                                                                                                          \
+    "usage: remat_bench_sched [--models LIST] [--budgets LIST] [--strategies LIST] [--time-limit S]\n"                 \
+    "                         [--ogc-models LIST] [--models-dir DIR] [--out FILE] [--format md|csv|json]\n"            \
+    "                         [--quick] [--verbose]\n"                                                                 \
+    "\n"                                                                                                               \
+    "The scheduler benchmark: markdown tables on stdout (and in --out FILE), progress on stderr.\n"                    \
+    "\n"                                                                                                               \
+    "options:\n"                                                                                                       \
+    "  --models LIST      table 1: name:batch,... (default vgg16:32,vgg19:32,resnet50:32,unet:8); a name is\n"         \
+    "                     DIR/NAME.cfg, a name with '/' or '.cfg' is a config path; 'none' skips table 1\n"            \
+    "  --budgets LIST     percentages of the no-remat peak, fixed bytes included (default 100,90,80,70,60,50);\n"      \
+    "                     run from the largest down, stopping below the lower bound or where nothing fits\n"           \
+    "  --strategies LIST  strategy names (default: all of them, as `remat plan --strategy all`)\n"                     \
+    "  --time-limit S     wall-clock seconds for each lp_round / milp solve (default 60; 0 = none)\n"                  \
+    "  --ogc-models LIST  table 2: name:batch,... (default vgg16:64,resnet18:256,resnet50:64,resnet101:32);\n"         \
+    "                     'none' skips table 2\n"                                                                      \
+    "  --models-dir DIR   where model names are looked up (default: the source tree's models/)\n"                      \
+    "  --out FILE         also write the output to FILE (e.g. docs/bench/scheduler.md)\n"                              \
+    "  --format F         md (the default): the markdown document; csv or json: only table 1's detail, one\n"          \
+    "                     row per model, budget and strategy (model, batch, budget_pct, budget_bytes, strategy,\n"     \
+    "                     status, overhead_pct, cost, peak_bytes, seconds, lp_bound_pct, bound, gap_pct; numbers\n"    \
+    "                     as numbers, missing ones empty / null); table 2 is then not run\n"                           \
+    "  --quick            smoke run: vgg16:32 at 100,80% with the baselines only, table 2 for vgg16:64\n"              \
     "  --verbose          lp_solve's log on stderr\n"
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -18,8 +18,8 @@
 #define GOAL_SECONDS 60.0
 
 typedef struct model_spec {
-    char name[64];    /* as shown in the tables: "vgg16" */
-    char path[4096];  /* the config */
+    char name[64];   /* as shown in the tables: "vgg16" */
+    char path[4096]; /* the config */
     long batch;
 } model_spec;
 
@@ -37,10 +37,10 @@ typedef struct bench_cfg {
 /* One strategy's run at one budget (table 1). */
 typedef struct cell {
     int ran;
-    int rc;            /* RM_OK, RM_ERR_INFEASIBLE or another error */
+    int rc;             /* RM_OK, RM_ERR_INFEASIBLE or another error */
     const char *status; /* rm_strategy_stats.status (static strings) */
     double seconds, cost;
-    size_t peak_total; /* fixed + activation peak */
+    size_t peak_total;            /* fixed + activation peak */
     int has_bound, bound_trivial; /* see rm_strategy_stats */
     double lp_bound, gap;
 } cell;
@@ -48,9 +48,9 @@ typedef struct cell {
 typedef struct budget_row {
     double percent;
     size_t bytes;
-    int below_lb;    /* not run: below fixed + the trivial lower bound */
-    int none_fit;    /* run, and no strategy found a schedule */
-    cell *cells;     /* one per strategy */
+    int below_lb; /* not run: below fixed + the trivial lower bound */
+    int none_fit; /* run, and no strategy found a schedule */
+    cell *cells;  /* one per strategy */
 } budget_row;
 
 /* The issue's goal at one budget, and when it is missed, the reason the
@@ -72,8 +72,10 @@ typedef struct goal_line {
     char lp_bound[32], best_base[64], lpr[64], milp[80];
 } goal_line;
 
-static inline double overhead_pct(double cost, double base) { return base > 0 ? 100.0 * (cost / base - 1) : 0.0; }
-
+static inline double overhead_pct(double cost, double base)
+{
+    return base > 0 ? 100.0 * (cost / base - 1) : 0.0;
+}
 
 /* Table 1 (sched_bench_table1.c): 0, or the first failure's status. */
 int run_table1(const bench_cfg *c, const model_spec *models, int nmodels);

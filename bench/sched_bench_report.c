@@ -27,8 +27,14 @@ static int best_baseline(const bench_cfg *c, const budget_row *row)
     return kb;
 }
 
-static int found(const cell *x) { return x && x->ran && x->rc == RM_OK; }
-static int solver_ok(const cell *x) { return found(x) && x->has_bound; }
+static int found(const cell *x)
+{
+    return x && x->ran && x->rc == RM_OK;
+}
+static int solver_ok(const cell *x)
+{
+    return found(x) && x->has_bound;
+}
 
 /* The verdict for one budget: met, or not and the reason the numbers show. */
 static void judge_goal(goal *g, const bench_cfg *c, const budget_row *row, const rm_cli_problem *cp)
@@ -51,8 +57,7 @@ static void judge_goal(goal *g, const bench_cfg *c, const budget_row *row, const
         g->met = 1;
         if (milp_in && milp_opt)
             snprintf(g->verdict, sizeof g->verdict, "yes (optimal)");
-        else
-        {
+        else {
             const cell *w = milp_in && (!lpr_in || milp->gap <= lpr->gap) ? milp : lpr;
             snprintf(g->verdict, sizeof g->verdict, "yes (gap %.2f%%%s)", 100.0 * w->gap,
                      w->bound_trivial ? " to the trivial bound" : "");
@@ -62,18 +67,19 @@ static void judge_goal(goal *g, const bench_cfg *c, const budget_row *row, const
     snprintf(g->verdict, sizeof g->verdict, "no");
     size_t o = 0;
     size_t len = sizeof g->reason;
-#define ADD(...)                                                                         \
-    do {                                                                                 \
-        if (o < len) o += (size_t)snprintf(g->reason + o, len - o, __VA_ARGS__);         \
+#define ADD(...)                                                                                                       \
+    do {                                                                                                               \
+        if (o < len) o += (size_t)snprintf(g->reason + o, len - o, __VA_ARGS__);                                       \
     } while (0)
     int milp_found = found(milp), lpr_found = found(lpr);
     if (!milp_found && !lpr_found) {
         ADD("no solver schedule");
         if (milp && milp->ran) ADD(": milp %s after %.1f s", milp->status, milp->seconds);
-        if (lpr && lpr->ran) ADD("%s lp_round %s after %.1f s", milp && milp->ran ? "," : ":", lpr->status,
-                                 lpr->seconds);
+        if (lpr && lpr->ran)
+            ADD("%s lp_round %s after %.1f s", milp && milp->ran ? "," : ":", lpr->status, lpr->seconds);
         if (kb >= 0)
-            ADD("; best baseline %s %+.2f%%", c->strats[kb]->name, overhead_pct(row->cells[kb].cost, cp->facts.base_cost));
+            ADD("; best baseline %s %+.2f%%", c->strats[kb]->name,
+                overhead_pct(row->cells[kb].cost, cp->facts.base_cost));
         return;
     }
     /* The better of the two solver answers; one with a bound first, since
@@ -101,8 +107,7 @@ static void judge_goal(goal *g, const bench_cfg *c, const budget_row *row, const
          * kept, so its bound can sit near checkpoint-all's cost when every
          * integer schedule must recompute a lot: then the gap may measure
          * the bound rather than the schedule. */
-        if (best_ov > 0 && bound_ov < 0.25 * best_ov)
-            ADD("; the LP bound is near zero overhead, likely weak");
+        if (best_ov > 0 && bound_ov < 0.25 * best_ov) ADD("; the LP bound is near zero overhead, likely weak");
     }
     /* A solve stopped by a 60 s limit ends a few hundredths past it; say so
      * only when it overran by more than that (building the model counts). */
@@ -134,8 +139,22 @@ static const char *overhead_cell(char *buf, size_t len, const cell *x, double ba
     return buf;
 }
 
-enum { D_MODEL, D_BATCH, D_BUDGET, D_BYTES, D_STRATEGY, D_STATUS, D_OVERHEAD, D_COST, D_PEAK, D_TIME, D_BOUND,
-       D_BOUND_KIND, D_GAP, D_NCOLS };
+enum {
+    D_MODEL,
+    D_BATCH,
+    D_BUDGET,
+    D_BYTES,
+    D_STRATEGY,
+    D_STATUS,
+    D_OVERHEAD,
+    D_COST,
+    D_PEAK,
+    D_TIME,
+    D_BOUND,
+    D_BOUND_KIND,
+    D_GAP,
+    D_NCOLS
+};
 static const rm_table_col detail_cols[D_NCOLS] = {
     [D_MODEL] = {"model", "model", RM_TABLE_LEFT, 0, RM_TABLE_DATA},
     [D_BATCH] = {"batch", "batch", RM_TABLE_RIGHT, 0, RM_TABLE_DATA},
@@ -179,8 +198,10 @@ static void detail_row(rm_table *t, const model_spec *m, const budget_row *row, 
     rm_table_set_num(t, D_GAP, NAN, "%s", "");
     if (q->has_bound) {
         double lb = overhead_pct(q->lp_bound, cp->facts.base_cost);
-        if (q->bound_trivial) rm_table_set_num(t, D_BOUND, lb, "trivial");
-        else rm_table_set_num(t, D_BOUND, lb, "%+.2f%%", lb);
+        if (q->bound_trivial)
+            rm_table_set_num(t, D_BOUND, lb, "trivial");
+        else
+            rm_table_set_num(t, D_BOUND, lb, "%+.2f%%", lb);
         rm_table_set_text(t, D_BOUND_KIND, "%s", q->bound_trivial ? "trivial" : "lp");
         if (ok) rm_table_set_num(t, D_GAP, 100.0 * q->gap, "%.2f%%", 100.0 * q->gap);
     }
@@ -200,7 +221,8 @@ void print_model(const bench_cfg *c, const model_spec *m, const rm_cli_problem *
          rm_cli_bytes(y, sizeof y, (double)cp->facts.noremat_total), rm_cli_bytes(z, sizeof z, (double)p->fixed_bytes),
          rm_cli_bytes(w, sizeof w, (double)cp->facts.noremat.peak_bytes),
          rm_cli_bytes(v, sizeof v, (double)(p->fixed_bytes + cp->facts.lower_bound)),
-         100.0 * (double)(p->fixed_bytes + cp->facts.lower_bound) / (double)cp->facts.noremat_total, p->nodes[cp->facts.lb_node].name);
+         100.0 * (double)(p->fixed_bytes + cp->facts.lower_bound) / (double)cp->facts.noremat_total,
+         p->nodes[cp->facts.lb_node].name);
 
     /* The overview: overhead by strategy and budget, as Checkmate plots it. */
     int nrun = 0;
@@ -256,8 +278,7 @@ void print_model(const bench_cfg *c, const model_spec *m, const rm_cli_problem *
             snprintf(gl->best_base, sizeof gl->best_base, "%s %+.2f%%", c->strats[kb]->name,
                      overhead_pct(rows[r].cells[kb].cost, cp->facts.base_cost));
         snprintf(gl->lp_bound, sizeof gl->lp_bound, "—");
-        const cell *bc = km >= 0 && rows[r].cells[km].has_bound && !rows[r].cells[km].bound_trivial
-                             ? &rows[r].cells[km]
+        const cell *bc = km >= 0 && rows[r].cells[km].has_bound && !rows[r].cells[km].bound_trivial ? &rows[r].cells[km]
                          : kr >= 0 && rows[r].cells[kr].has_bound && !rows[r].cells[kr].bound_trivial
                              ? &rows[r].cells[kr]
                              : NULL;
@@ -266,8 +287,9 @@ void print_model(const bench_cfg *c, const model_spec *m, const rm_cli_problem *
         if (kr >= 0) {
             const cell *q = &rows[r].cells[kr];
             if (q->rc == RM_OK)
-                snprintf(gl->lpr, sizeof gl->lpr, "%+.2f%%, gap %.2f%%%s, %.1f s", overhead_pct(q->cost, cp->facts.base_cost),
-                         100.0 * q->gap, q->bound_trivial ? "*" : "", q->seconds);
+                snprintf(gl->lpr, sizeof gl->lpr, "%+.2f%%, gap %.2f%%%s, %.1f s",
+                         overhead_pct(q->cost, cp->facts.base_cost), 100.0 * q->gap, q->bound_trivial ? "*" : "",
+                         q->seconds);
             else
                 snprintf(gl->lpr, sizeof gl->lpr, "%s, %.1f s", q->status, q->seconds);
         }

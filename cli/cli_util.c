@@ -265,7 +265,9 @@ static void unknown_unit(char *why, size_t len, const char *s, size_t n, const c
         snprintf(why, len, "'%s' is ambiguous: say %.*s%ciB (powers of 1024) or %.*s%cB (powers of 1000)", s, (int)n, s,
                  toupper((unsigned char)suffix[0]), (int)n, s, toupper((unsigned char)suffix[0]));
     else
-        snprintf(why, len, "unknown unit '%s' in '%s' (use B, KiB, MiB, GiB, TiB, PiB, EiB, KB, MB, GB, TB, PB, EB or %%)", suffix, s);
+        snprintf(why, len,
+                 "unknown unit '%s' in '%s' (use B, KiB, MiB, GiB, TiB, PiB, EiB, KB, MB, GB, TB, PB, EB or %%)",
+                 suffix, s);
 }
 
 int rm_cli_parse_budget(rm_cli_budget *out, const char *s, char *why, size_t len)
@@ -348,8 +350,8 @@ const char *rm_cli_budget_pct(char *buf, size_t len, const rm_cli_budget *b, siz
     if (want >= 1 && want <= (double)RM_PROBLEM_MAX_BYTES)
         snprintf(buf, len, "%g%% of the no-remat peak", b->pct);
     else
-        snprintf(buf, len, "%.4g%% of the no-remat peak: %g%% of it is %s, so %s", 100.0 * (double)budget / ref,
-                 b->pct, want < 1 ? "less than a byte" : "more than 2^62 bytes",
+        snprintf(buf, len, "%.4g%% of the no-remat peak: %g%% of it is %s, so %s", 100.0 * (double)budget / ref, b->pct,
+                 want < 1 ? "less than a byte" : "more than 2^62 bytes",
                  want < 1 ? "1 byte" : "capped at 2^62 bytes (4 EiB), the largest budget");
     return buf;
 }
@@ -437,8 +439,10 @@ int rm_cli_model_check(rm_cli_model *a, const char *cmd, const char *usage)
 {
     if (a->model && a->onnx) return rm_cli_usage_error(cmd, usage, "give --model or --onnx, not both");
     if (!a->onnx && (a->loss || a->init))
-        return rm_cli_usage_error(cmd, usage, "%s goes with --onnx (a config file names its own loss and has no "
-                                  "weights)", a->loss ? "--loss" : "--init");
+        return rm_cli_usage_error(cmd, usage,
+                                  "%s goes with --onnx (a config file names its own loss and has no "
+                                  "weights)",
+                                  a->loss ? "--loss" : "--init");
     a->path = a->onnx ? a->onnx : a->model;
     rm_onnx_options_default(&a->onnx_opt);
     /* "auto" is for tests: a command says which loss it trains. */
@@ -481,12 +485,12 @@ int rm_cli_model_load(rm_model **out, const char *cmd, const rm_cli_model *a, in
     if (!a->onnx) return 0;
     char w[32];
     rm_text_fprintf(report ? report : stderr,
-            "%s%s: %s, opset %lld: %d nodes -> %d layers (the loss added), %d folded, %d aliases, %d dropped; "
-            "%s weights from its initializers%s\n",
-            report ? "onnx         " : "remat: imported ", a->path,
-            *sum.producer ? rm_name_shown_of(sum.producer).s : "unknown producer",
-            (long long)sum.opset, sum.nodes, sum.layers, sum.folded, sum.aliases, sum.dropped,
-            rm_cli_group_digits(w, sizeof w, sum.weights), o.random_init ? " (--init random: not kept)" : "");
+                    "%s%s: %s, opset %lld: %d nodes -> %d layers (the loss added), %d folded, %d aliases, %d dropped; "
+                    "%s weights from its initializers%s\n",
+                    report ? "onnx         " : "remat: imported ", a->path,
+                    *sum.producer ? rm_name_shown_of(sum.producer).s : "unknown producer", (long long)sum.opset,
+                    sum.nodes, sum.layers, sum.folded, sum.aliases, sum.dropped,
+                    rm_cli_group_digits(w, sizeof w, sum.weights), o.random_init ? " (--init random: not kept)" : "");
     return 0;
 }
 
@@ -607,8 +611,8 @@ void rm_cli_problem_print(const rm_cli_problem *cp, const rm_cli_budget *b)
     char x[32], y[32], z[32];
     const rm_problem_report *r = &cp->facts;
     double ref = (double)r->noremat_total;
-    rm_text_fprintf(stdout, "problem      %s: %d nodes (%d forward, %d loss, %d backward), checkpoint-all costs %s\n", cp->what, p->n,
-           nf, nl, nb, rm_cli_cost(x, sizeof x, r->base_cost, cp->flops));
+    rm_text_fprintf(stdout, "problem      %s: %d nodes (%d forward, %d loss, %d backward), checkpoint-all costs %s\n",
+                    cp->what, p->n, nf, nl, nb, rm_cli_cost(x, sizeof x, r->base_cost, cp->flops));
     rm_text_fprintf(stdout, "costs        %s\n", cp->cost_model);
     if (cp->has_footprint) {
         rm_cli_print_footprint(stdout, &cp->fp, &cp->optim);

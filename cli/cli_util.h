@@ -35,8 +35,14 @@ typedef struct rm_cli_opt {
     const char **value;     /* valued options; NULL for a flag */
     int *flag;              /* flags; NULL for a valued option */
 } rm_cli_opt;
-#define RM_CLI_VALUE(name, value) {(name), NULL, (value), NULL}
-#define RM_CLI_FLAG(name, short_name, flag) {(name), (short_name), NULL, (flag)}
+#define RM_CLI_VALUE(name, value)                                                                                      \
+    {                                                                                                                  \
+        (name), NULL, (value), NULL                                                                                    \
+    }
+#define RM_CLI_FLAG(name, short_name, flag)                                                                            \
+    {                                                                                                                  \
+        (name), (short_name), NULL, (flag)                                                                             \
+    }
 
 /* Parses argv[1..argc-1] against opts[0..n-1]. Every valued option may be
  * given once, with a non-empty value; a flag may repeat. On an unknown
@@ -79,12 +85,12 @@ int rm_cli_parse_backend_options(rm_backend_options *out, const char *kernels, c
                                  const char *threads, rm_backend_kind device, char *why, size_t len);
 /* The help lines of those options, for the commands that take them. */
 #define RM_CLI_BACKEND_OPTIONS_HELP                                                                                    \
-    "  --kernels K           the device's kernel library. cpu: reference or fast (default fast, or\n"                 \
-    "                        REMAT_CPU_KERNELS); fast runs convolution and linear as BLIS products\n"                 \
-    "                        (docs/cpu-kernels.md), reference is the double-accumulating test oracle.\n"              \
-    "                        cuda: handwritten, cublas or cudnn (default cudnn when built with it,\n"                 \
-    "                        else cublas; or REMAT_KERNELS). The option wins over the variable\n"                     \
-    "  --cpu-kernels K       --kernels K for the cpu device (its older name)\n"                                       \
+    "  --kernels K           the device's kernel library. cpu: reference or fast (default fast, or\n"                  \
+    "                        REMAT_CPU_KERNELS); fast runs convolution and linear as BLIS products\n"                  \
+    "                        (docs/cpu-kernels.md), reference is the double-accumulating test oracle.\n"               \
+    "                        cuda: handwritten, cublas or cudnn (default cudnn when built with it,\n"                  \
+    "                        else cublas; or REMAT_KERNELS). The option wins over the variable\n"                      \
+    "  --cpu-kernels K       --kernels K for the cpu device (its older name)\n"                                        \
     "  --threads N           CPU threads (default: every core, or REMAT_THREADS); results are\n"                       \
     "                        bit-identical run to run at a given N\n"
 /* A finite number of seconds >= 0 ("60", "2.5"); 0 on success, -1 otherwise. */
@@ -147,16 +153,16 @@ typedef struct rm_cli_model {
     const char *path;                       /* whichever file was given; NULL when neither */
     rm_onnx_options onnx_opt;               /* the import's options, when onnx is given */
 } rm_cli_model;
-#define RM_CLI_MODEL_OPTIONS(a)                                                                                   \
-    RM_CLI_VALUE("--model", &(a)->model), RM_CLI_VALUE("--onnx", &(a)->onnx), RM_CLI_VALUE("--loss", &(a)->loss), \
+#define RM_CLI_MODEL_OPTIONS(a)                                                                                        \
+    RM_CLI_VALUE("--model", &(a)->model), RM_CLI_VALUE("--onnx", &(a)->onnx), RM_CLI_VALUE("--loss", &(a)->loss),      \
         RM_CLI_VALUE("--init", &(a)->init)
 /* The options' lines for a command's usage; P is the spaces that align
  * their descriptions with the command's other options (after "--onnx FILE "). */
-#define RM_CLI_MODEL_USAGE(P)                                                                                      \
-    "  --onnx FILE " P "an ONNX network instead of --model (exported from PyTorch; docs/onnx.md)\n"               \
-    "  --loss L    " P "the loss added to the ONNX network's output: softmax_xent (the default; N x K\n"           \
-    "              " P "logits) or pixel_softmax_xent (N x K x H x W logits, segmentation)\n"                      \
-    "  --init I    " P "the ONNX network's initial weights: onnx (the default: its initializers, to\n"             \
+#define RM_CLI_MODEL_USAGE(P)                                                                                          \
+    "  --onnx FILE " P "an ONNX network instead of --model (exported from PyTorch; docs/onnx.md)\n"                    \
+    "  --loss L    " P "the loss added to the ONNX network's output: softmax_xent (the default; N x K\n"               \
+    "              " P "logits) or pixel_softmax_xent (N x K x H x W logits, segmentation)\n"                          \
+    "  --init I    " P "the ONNX network's initial weights: onnx (the default: its initializers, to\n"                 \
     "              " P "fine-tune) or random (the layers' own initialisation)\n"
 
 /* Checks the options after parsing: not both files, --loss and --init only
@@ -174,16 +180,16 @@ int rm_cli_model_load(rm_model **out, const char *cmd, const rm_cli_model *a, in
 
 typedef struct rm_cli_problem {
     rm_problem *p;
-    char what[300];        /* "models/vgg16.cfg at batch 32" or the problem file's path */
-    int flops;             /* the costs' unit: RM_CLI_COST_FLOPS (traced from a model), RM_CLI_COST_SECONDS
-                              (a profiled cost file, --costs), else 0: the problem file's own unit */
-    char cost_model[360];  /* in words: "FLOPs" or "profiled seconds from FILE (cpu, batch 8)" */
-    size_t file_budget;    /* the budget a problem file gave (0: none) */
-    int has_footprint;     /* traced from a model: fp holds the fixed bytes' parts */
+    char what[300];       /* "models/vgg16.cfg at batch 32" or the problem file's path */
+    int flops;            /* the costs' unit: RM_CLI_COST_FLOPS (traced from a model), RM_CLI_COST_SECONDS
+                             (a profiled cost file, --costs), else 0: the problem file's own unit */
+    char cost_model[360]; /* in words: "FLOPs" or "profiled seconds from FILE (cpu, batch 8)" */
+    size_t file_budget;   /* the budget a problem file gave (0: none) */
+    int has_footprint;    /* traced from a model: fp holds the fixed bytes' parts */
     rm_footprint fp;
-    rm_optim_options optim; /* accounted for this optimizer (SGD with momentum, as `remat train`) */
-    rm_problem_report facts; /* the no-remat peak (what "80%" is a percentage of), the trivial lower
-                                bound and its node, the base cost: computed once (scheduler/report.h) */
+    rm_optim_options optim;    /* accounted for this optimizer (SGD with momentum, as `remat train`) */
+    rm_problem_report facts;   /* the no-remat peak (what "80%" is a percentage of), the trivial lower
+                                  bound and its node, the base cost: computed once (scheduler/report.h) */
     rm_budget_verdict verdict; /* the budget's, once rm_cli_problem_set_budget has set it */
 } rm_cli_problem;
 

@@ -26,19 +26,21 @@
     "there; and the total compute overhead.\n"                                                                         \
     "\n"                                                                                                               \
     "options:\n"                                                                                                       \
-    "  --model FILE     model config (models/*.cfg), traced at --batch N (1 to 2^30)\n"                                \
-    RM_CLI_MODEL_USAGE("     ")                                                                                    \
-    "  --problem FILE   a problem file instead (docs/problem-format.md); its budget is the default\n"                  \
-    "  --budget B       TOTAL device memory, fixed bytes included: 6GiB, 512MiB, 1.5e9, 16GB, 12000B, or a\n"          \
-    "                   percentage of the no-remat peak (80%); a number without a unit is bytes, at least\n"           \
-    "                   1000000; see `remat plan --help`\n"                                                            \
-    "  --strategy NAME  any of `remat plan`'s strategies; default: best (every heuristic, then the MILP)\n"            \
-    "  --costs FILE     node costs in profiled seconds (`remat profile`, docs/cost-format.md)\n"                       \
-    "  --time-limit S   wall-clock seconds for the solve, whatever the strategy (default 60; 0 = none)\n"              \
-    "  --node-limit N   branch-and-bound nodes for best / milp (deterministic; default none)\n"                        \
-    "  --quiet          no progress on stderr\n"                                                                       \
-    "\n"                                                                                                               \
-    "example: remat explain --model models/vgg16.cfg --batch 32 --budget 80%"
+    "  --model FILE     model config (models/*.cfg), traced at --batch N (1 to 2^30)\n" RM_CLI_MODEL_USAGE(            \
+        "     ") "  --problem FILE   a problem file instead (docs/problem-format.md); its budget is the default\n"     \
+                 "  --budget B       TOTAL device memory, fixed bytes included: 6GiB, 512MiB, 1.5e9, 16GB, 12000B, "   \
+                 "or a\n"                                                                                              \
+                 "                   percentage of the no-remat peak (80%); a number without a unit is bytes, at "     \
+                 "least\n"                                                                                             \
+                 "                   1000000; see `remat plan --help`\n"                                               \
+                 "  --strategy NAME  any of `remat plan`'s strategies; default: best (every heuristic, then the "      \
+                 "MILP)\n"                                                                                             \
+                 "  --costs FILE     node costs in profiled seconds (`remat profile`, docs/cost-format.md)\n"          \
+                 "  --time-limit S   wall-clock seconds for the solve, whatever the strategy (default 60; 0 = none)\n" \
+                 "  --node-limit N   branch-and-bound nodes for best / milp (deterministic; default none)\n"           \
+                 "  --quiet          no progress on stderr\n"                                                          \
+                 "\n"                                                                                                  \
+                 "example: remat explain --model models/vgg16.cfg --batch 32 --budget 80%"
 
 #define usage_error(...) rm_cli_usage_error("explain", EXPLAIN_USAGE, __VA_ARGS__)
 
@@ -50,14 +52,10 @@ static int explain_run(int argc, char **argv)
                *node_limit = NULL, *costs = NULL;
     int quiet = 0;
     const rm_cli_opt opts[] = {
-        RM_CLI_FLAG("--quiet", "-q", &quiet),
-        RM_CLI_MODEL_OPTIONS(&mdl),
-        RM_CLI_VALUE("--batch", &batch),
-        RM_CLI_VALUE("--problem", &problem),
-        RM_CLI_VALUE("--budget", &budget),
-        RM_CLI_VALUE("--strategy", &strategy),
-        RM_CLI_VALUE("--time-limit", &time_limit),
-        RM_CLI_VALUE("--node-limit", &node_limit),
+        RM_CLI_FLAG("--quiet", "-q", &quiet),      RM_CLI_MODEL_OPTIONS(&mdl),
+        RM_CLI_VALUE("--batch", &batch),           RM_CLI_VALUE("--problem", &problem),
+        RM_CLI_VALUE("--budget", &budget),         RM_CLI_VALUE("--strategy", &strategy),
+        RM_CLI_VALUE("--time-limit", &time_limit), RM_CLI_VALUE("--node-limit", &node_limit),
         RM_CLI_VALUE("--costs", &costs),
     };
     if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "explain", EXPLAIN_USAGE) ||

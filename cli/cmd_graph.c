@@ -31,27 +31,35 @@
     "activation bytes (every node output summed), forward and backward FLOPs, and the peak memory of\n"                \
     "training without rematerialization (every activation kept until its last use), as judged by the\n"                \
     "simulator: the peak `plan --budget 80%` and `train --budget 80%` take a percentage of. An ONNX\n"                 \
-    "network's import is shown first, node by node: the layer each node became, or what it folded to.\n"              \
+    "network's import is shown first, node by node: the layer each node became, or what it folded to.\n"               \
     "\n"                                                                                                               \
     "options:\n"                                                                                                       \
-    "  --model FILE        model config (models/*.cfg; format in docs/config-format.md)\n"                             \
-    RM_CLI_MODEL_USAGE("        ")                                                                                 \
-    "  --batch N           batch size, at least 1\n"                                                                   \
-    "  --dot FILE          also write the graph in Graphviz format (render: dot -Tsvg FILE > graph.svg),\n"            \
-    "                      with a legend: forward nodes blue boxes (the input an ellipse), the loss a gold\n"          \
-    "                      double octagon, backward nodes red boxes, gradient sums red hexagons; an edge\n"            \
-    "                      A -> B labelled [k]: A is a layer's backward node, and B reads only slice k of\n"           \
-    "                      its output, the gradient of that layer's input k\n"                                         \
-    "  --schedule FILE     with --dot, colour the nodes by a schedule `remat plan --out` wrote for this\n"             \
-    "                      model and batch: recomputed (orange; the label says how many times), kept\n"                \
-    "                      across stages (green: a checkpoint), computed once and freed in its stage\n"                \
-    "                      (grey); the border then shows the kind. A schedule for another graph is an\n"               \
-    "                      error\n"                                                                                    \
-    "  --problem-out FILE  also write the rematerialization problem `remat plan --model` solves for this\n"            \
-    "                      model and batch (docs/problem-format.md; no budget in it): `remat plan\n"                   \
-    "                      --problem FILE` gives the same answers\n"                                                   \
-    "\n"                                                                                                               \
-    "example: remat graph --model models/resnet50.cfg --batch 32"
+    "  --model FILE        model config (models/*.cfg; format in docs/config-format.md)\n" RM_CLI_MODEL_USAGE(         \
+        "        ") "  --batch N           batch size, at least 1\n"                                                   \
+                    "  --dot FILE          also write the graph in Graphviz format (render: dot -Tsvg FILE > "         \
+                    "graph.svg),\n"                                                                                    \
+                    "                      with a legend: forward nodes blue boxes (the input an ellipse), the loss "  \
+                    "a gold\n"                                                                                         \
+                    "                      double octagon, backward nodes red boxes, gradient sums red hexagons; an "  \
+                    "edge\n"                                                                                           \
+                    "                      A -> B labelled [k]: A is a layer's backward node, and B reads only slice " \
+                    "k of\n"                                                                                           \
+                    "                      its output, the gradient of that layer's input k\n"                         \
+                    "  --schedule FILE     with --dot, colour the nodes by a schedule `remat plan --out` wrote for "   \
+                    "this\n"                                                                                           \
+                    "                      model and batch: recomputed (orange; the label says how many times), "      \
+                    "kept\n"                                                                                           \
+                    "                      across stages (green: a checkpoint), computed once and freed in its "       \
+                    "stage\n"                                                                                          \
+                    "                      (grey); the border then shows the kind. A schedule for another graph is "   \
+                    "an\n"                                                                                             \
+                    "                      error\n"                                                                    \
+                    "  --problem-out FILE  also write the rematerialization problem `remat plan --model` solves for "  \
+                    "this\n"                                                                                           \
+                    "                      model and batch (docs/problem-format.md; no budget in it): `remat plan\n"   \
+                    "                      --problem FILE` gives the same answers\n"                                   \
+                    "\n"                                                                                               \
+                    "example: remat graph --model models/resnet50.cfg --batch 32"
 
 /* labels keep their "\n" and "\l" line breaks; other strings escape backslashes too. */
 static void dot_string(FILE *f, const char *s, int label)
@@ -227,8 +235,10 @@ static int write_dot(const rm_graph *g, const char *model_path, const char *path
         const rm_graph_node *nd = &g->nodes[i];
         for (int k = 0; k < nd->ndeps; k++) {
             /* Gradient slices are labelled with the input position they belong to. */
-            if (nd->dep_slot[k] >= 0) fprintf(f, "  n%d -> n%d [label=\"[%d]\"];\n", nd->deps[k], i, nd->dep_slot[k]);
-            else fprintf(f, "  n%d -> n%d;\n", nd->deps[k], i);
+            if (nd->dep_slot[k] >= 0)
+                fprintf(f, "  n%d -> n%d [label=\"[%d]\"];\n", nd->deps[k], i, nd->dep_slot[k]);
+            else
+                fprintf(f, "  n%d -> n%d;\n", nd->deps[k], i);
         }
     }
     fprintf(f, "}\n");
@@ -249,9 +259,12 @@ static int report(const rm_graph *g, const rm_model *m, const rm_problem *p, con
 {
     int nfwd = 0, nloss = 0, nbwd = 0, nsum = 0;
     for (int i = 0; i < g->n; i++) {
-        if (g->nodes[i].tag == RM_TAG_FORWARD) nfwd++;
-        else if (g->nodes[i].tag == RM_TAG_LOSS) nloss++;
-        else nbwd++;
+        if (g->nodes[i].tag == RM_TAG_FORWARD)
+            nfwd++;
+        else if (g->nodes[i].tag == RM_TAG_LOSS)
+            nloss++;
+        else
+            nbwd++;
         if (g->nodes[i].op == RM_OP_GRAD_SUM) nsum++;
     }
     /* The problem's facts: the no-remat peak is checkpoint-all's. */
@@ -266,11 +279,11 @@ static int report(const rm_graph *g, const rm_model *m, const rm_problem *p, con
     char a[64], b[64], c[64], d[64];
     size_t act = rm_graph_activation_bytes(g);
     size_t peak = facts.noremat_total;
-    rm_text_fprintf(stdout, "model        %s (input %dx%dx%d, %d layers)\n", model_path, m->input.c, m->input.h, m->input.w,
-           m->nlayers);
+    rm_text_fprintf(stdout, "model        %s (input %dx%dx%d, %d layers)\n", model_path, m->input.c, m->input.h,
+                    m->input.w, m->nlayers);
     printf("batch        %d\n", g->batch);
-    printf("nodes        %d: %d forward (input included), %d loss, %d backward (%d gradient sums)\n", g->n, nfwd,
-           nloss, nbwd, nsum);
+    printf("nodes        %d: %d forward (input included), %d loss, %d backward (%d gradient sums)\n", g->n, nfwd, nloss,
+           nbwd, nsum);
     printf("edges        %zu\n", rm_graph_edge_count(g));
     printf("parameters   %s\n", rm_cli_group_digits(a, sizeof a, g->param_count));
     rm_cli_print_footprint(stdout, fp, sgd);
@@ -282,8 +295,8 @@ static int report(const rm_graph *g, const rm_model *m, const rm_problem *p, con
            rm_cli_bytes(b, sizeof b, (double)peak), rm_cli_group_digits(c, sizeof c, peak),
            rm_cli_bytes(d, sizeof d, (double)sim.peak_bytes), rm_cli_group_digits(a, sizeof a, sim.peak_bytes));
     if (sim.peak_node >= 0 && sim.peak_node < g->n)
-        printf("             reached while computing '%s' (stage %d)\n", rm_name_shown_of(g->nodes[sim.peak_node].name).s,
-               sim.peak_stage);
+        printf("             reached while computing '%s' (stage %d)\n",
+               rm_name_shown_of(g->nodes[sim.peak_node].name).s, sim.peak_stage);
     return 0;
 }
 
@@ -339,8 +352,8 @@ static int graph_run(int argc, char **argv)
      * stages, or cost and peak lines the simulator disagrees with) fails
      * alone. */
     if (schedule_path && rm_schedule_read(&s, p, schedule_path, &e)) {
-        rm_text_fprintf(stderr, "remat graph: %s is not a schedule for %s at batch %ld: %s\n", schedule_path, model_path, batch,
-                e.msg);
+        rm_text_fprintf(stderr, "remat graph: %s is not a schedule for %s at batch %ld: %s\n", schedule_path,
+                        model_path, batch, e.msg);
         rc = e.code == RM_ERR_NOMEM ? 2 : 1;
         goto out;
     }

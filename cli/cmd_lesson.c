@@ -50,23 +50,25 @@
     "every budget with the full limit (slow: minutes).\n"                                                              \
     "\n"                                                                                                               \
     "options:\n"                                                                                                       \
-    "  --model FILE        model config (models/*.cfg), traced at --batch N (1 to 2^30)\n"                             \
-    RM_CLI_MODEL_USAGE("        ")                                                                                 \
-    "  --problem FILE      a problem file instead (docs/problem-format.md); its budget is not used\n"                  \
-    "  --out FILE          the page to write (written whole or not at all)\n"                                          \
-    "  --budgets K         how many budgets, 2 to 200 (default 20)\n"                                                  \
-    "  --strategies LIST   comma-separated, as `remat plan --strategy` names them, or all (default:\n"                 \
-    "                      checkpoint_all,chen_sqrtn,chen_greedy,griewank,ogc,lp_round,milp)\n"                        \
-    "  --costs FILE        node costs in profiled seconds (`remat profile`, docs/cost-format.md)\n"                    \
-    "  --time-limit S      wall-clock seconds for each solve, whatever the strategy (default 3, the MILP's\n"          \
-    "                      solves sharing what is left of 45 s for the page; with --exhaustive 10; 0 = none)\n"        \
-    "  --node-limit N      branch-and-bound nodes for each milp solve (deterministic; default none)\n"                 \
-    "  --exhaustive        every strategy at every budget, each solve with its full limit, nothing reused\n"           \
-    "  --quiet             no progress on stderr (otherwise a line per budget and pass)\n"                             \
-    "\n"                                                                                                               \
-    "examples:\n"                                                                                                      \
-    "  remat lesson --problem docs/examples/two-layer.txt --out two-layer.html\n"                                      \
-    "  remat lesson --model models/resnet-tiny.cfg --batch 4 --node-limit 10 --out resnet-tiny.html"
+    "  --model FILE        model config (models/*.cfg), traced at --batch N (1 to 2^30)\n" RM_CLI_MODEL_USAGE(         \
+        "        ") "  --problem FILE      a problem file instead (docs/problem-format.md); its budget is not used\n"  \
+                    "  --out FILE          the page to write (written whole or not at all)\n"                          \
+                    "  --budgets K         how many budgets, 2 to 200 (default 20)\n"                                  \
+                    "  --strategies LIST   comma-separated, as `remat plan --strategy` names them, or all (default:\n" \
+                    "                      checkpoint_all,chen_sqrtn,chen_greedy,griewank,ogc,lp_round,milp)\n"        \
+                    "  --costs FILE        node costs in profiled seconds (`remat profile`, docs/cost-format.md)\n"    \
+                    "  --time-limit S      wall-clock seconds for each solve, whatever the strategy (default 3, the "  \
+                    "MILP's\n"                                                                                         \
+                    "                      solves sharing what is left of 45 s for the page; with --exhaustive 10; 0 " \
+                    "= none)\n"                                                                                        \
+                    "  --node-limit N      branch-and-bound nodes for each milp solve (deterministic; default none)\n" \
+                    "  --exhaustive        every strategy at every budget, each solve with its full limit, nothing "   \
+                    "reused\n"                                                                                         \
+                    "  --quiet             no progress on stderr (otherwise a line per budget and pass)\n"             \
+                    "\n"                                                                                               \
+                    "examples:\n"                                                                                      \
+                    "  remat lesson --problem docs/examples/two-layer.txt --out two-layer.html\n"                      \
+                    "  remat lesson --model models/resnet-tiny.cfg --batch 4 --node-limit 10 --out resnet-tiny.html"
 
 #define usage_error(...) rm_cli_usage_error("lesson", LESSON_USAGE, __VA_ARGS__)
 
@@ -818,7 +820,8 @@ static int page_piece(rm_atomic_file *af, text_fn fn, const page_ctx *x, rm_err 
 
 static int write_page(rm_atomic_file *af, rm_cli_problem *cp, const lesson_args *a, rm_err *e)
 {
-    lesson_solve L = {cp, a, cp->facts.noremat_total, cp->p->fixed_bytes + cp->facts.lower_bound, NULL, rm_lp_cost_step(cp->p)};
+    lesson_solve L = {
+        cp, a, cp->facts.noremat_total, cp->p->fixed_bytes + cp->facts.lower_bound, NULL, rm_lp_cost_step(cp->p)};
     page_ctx x = {&L, (const char *)rm_lesson_page, NULL, 0};
     x.mark = strstr(x.template, LESSON_DATA_MARKER);
     if (!x.mark) return rm_errorf(e, RM_ERR_INVALID, "the page template has no %s", LESSON_DATA_MARKER);
@@ -888,10 +891,10 @@ static int lesson_run(int argc, char **argv)
     char x[32], y[32];
     if (!a.quiet)
         rm_text_fprintf(stderr,
-                "remat lesson: %s: %d nodes, %ld budgets from %s (the no-remat peak) down to %s (the lower "
-                "bound), %d strategies\n",
-                cp.what, cp.p->n, a.budgets_n, rm_cli_bytes(x, sizeof x, (double)cp.facts.noremat_total),
-                rm_cli_bytes(y, sizeof y, (double)(cp.p->fixed_bytes + cp.facts.lower_bound)), a.nst);
+                        "remat lesson: %s: %d nodes, %ld budgets from %s (the no-remat peak) down to %s (the lower "
+                        "bound), %d strategies\n",
+                        cp.what, cp.p->n, a.budgets_n, rm_cli_bytes(x, sizeof x, (double)cp.facts.noremat_total),
+                        rm_cli_bytes(y, sizeof y, (double)(cp.p->fixed_bytes + cp.facts.lower_bound)), a.nst);
     rm_atomic_file af;
     if ((rc = rm_atomic_open(&af, a.out, &e)) == RM_OK) {
         if ((rc = write_page(&af, &cp, &a, &e)))

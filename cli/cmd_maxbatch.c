@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "builder.h"
 #include "cli_util.h"
-#include "table.h"
 #include "commands.h"
 #include "maxbatch.h"
-#include "builder.h"
+#include "table.h"
 #include "trace.h"
 #include "trainer.h"
 #include <unistd.h>
@@ -40,34 +40,50 @@
     "is a row saying why, and the exit status is 1.\n"                                                                 \
     "\n"                                                                                                               \
     "options:\n"                                                                                                       \
-    "  --model FILE          model config (models/*.cfg)\n"                                                            \
-    RM_CLI_MODEL_USAGE("          ")                                                                               \
-    "  --budget B            TOTAL device memory: 16GiB, 512MiB, 1.5e9, 16GB (no percentages here: the\n"              \
-    "                        peak they would refer to depends on the batch; a number without a unit is\n"              \
-    "                        bytes, at least 1000000)\n"                                                               \
-    "  --max-overhead X      the most extra compute a schedule may cost over checkpoint-all's: 1fwd (the\n"            \
-    "                        default: one extra forward pass, as Checkmate's max-batch figure), Nfwd,\n"               \
-    "                        a percentage with its sign (50%), or none\n"                                              \
-    "  --accounting A        remat (default): fixed bytes as `remat train` allocates them (weights,\n"                 \
-    "                        gradients, momentum, batchnorm statistics, labels, workspace); checkmate:\n"              \
-    "                        parameters and their gradients only, and sizes in GB (10^9 bytes), as the paper\n"        \
-    "  --input HxW           the input's height and width instead of the config's (e.g. 416x608)\n"                    \
-    "  --format F            text (default), csv or json: the results table alone on stdout as data (the setup\n"      \
-    "                        goes to stderr); columns strategy, max_batch, vs_all, overhead_pct, peak_bytes,\n"        \
-    "                        solve_s, search_s, probes, notes, bound_batch, unproved (0/1), from\n"                    \
-    "  --strategies LIST     comma-separated names from `remat plan --help` (default: all of them)\n"                  \
-    "  --max-batch N         the largest batch tried (default 1048576, at most 2^30)\n"                                \
-    "  --costs FILE          node costs in profiled seconds (`remat profile`, docs/cost-format.md) instead\n"          \
-    "                        of FLOPs; the search tries many batches, so they are scaled linearly from the\n"          \
-    "                        batch they were measured at (an assumption: small batches run below peak)\n"              \
-    "  --time-limit S        wall-clock seconds for each solve, whatever the strategy (default 30; 0 = none)\n"        \
-    "  --node-limit N        branch-and-bound nodes for each milp solve (deterministic; default 0 = none)\n"           \
-    "  --device cpu|cuda     whose accounting (default cpu); cuda: GPU 0's, as `remat train --device cuda`\n"          \
-    "                        allocates it (the layers' CUDA workspace, the loss slot, the cuBLAS\n"                    \
-    "                        workspace); needs a GPU, and the budget must be free on it\n"                             \
-    "  --quiet               no progress on stderr\n"                                                                  \
-    "\n"                                                                                                               \
-    "example: remat maxbatch --model models/vgg16.cfg --budget 16GiB --strategies checkpoint_all,chen_greedy,milp"
+    "  --model FILE          model config (models/*.cfg)\n" RM_CLI_MODEL_USAGE(                                        \
+        "          ") "  --budget B            TOTAL device memory: 16GiB, 512MiB, 1.5e9, 16GB (no percentages here: " \
+                      "the\n"                                                                                          \
+                      "                        peak they would refer to depends on the batch; a number without a "     \
+                      "unit is\n"                                                                                      \
+                      "                        bytes, at least 1000000)\n"                                             \
+                      "  --max-overhead X      the most extra compute a schedule may cost over checkpoint-all's: "     \
+                      "1fwd (the\n"                                                                                    \
+                      "                        default: one extra forward pass, as Checkmate's max-batch figure), "    \
+                      "Nfwd,\n"                                                                                        \
+                      "                        a percentage with its sign (50%), or none\n"                            \
+                      "  --accounting A        remat (default): fixed bytes as `remat train` allocates them "          \
+                      "(weights,\n"                                                                                    \
+                      "                        gradients, momentum, batchnorm statistics, labels, workspace); "        \
+                      "checkmate:\n"                                                                                   \
+                      "                        parameters and their gradients only, and sizes in GB (10^9 bytes), as " \
+                      "the paper\n"                                                                                    \
+                      "  --input HxW           the input's height and width instead of the config's (e.g. 416x608)\n"  \
+                      "  --format F            text (default), csv or json: the results table alone on stdout as "     \
+                      "data (the setup\n"                                                                              \
+                      "                        goes to stderr); columns strategy, max_batch, vs_all, overhead_pct, "   \
+                      "peak_bytes,\n"                                                                                  \
+                      "                        solve_s, search_s, probes, notes, bound_batch, unproved (0/1), from\n"  \
+                      "  --strategies LIST     comma-separated names from `remat plan --help` (default: all of "       \
+                      "them)\n"                                                                                        \
+                      "  --max-batch N         the largest batch tried (default 1048576, at most 2^30)\n"              \
+                      "  --costs FILE          node costs in profiled seconds (`remat profile`, docs/cost-format.md) " \
+                      "instead\n"                                                                                      \
+                      "                        of FLOPs; the search tries many batches, so they are scaled linearly "  \
+                      "from the\n"                                                                                     \
+                      "                        batch they were measured at (an assumption: small batches run below "   \
+                      "peak)\n"                                                                                        \
+                      "  --time-limit S        wall-clock seconds for each solve, whatever the strategy (default 30; " \
+                      "0 = none)\n"                                                                                    \
+                      "  --node-limit N        branch-and-bound nodes for each milp solve (deterministic; default 0 "  \
+                      "= none)\n"                                                                                      \
+                      "  --device cpu|cuda     whose accounting (default cpu); cuda: GPU 0's, as `remat train "        \
+                      "--device cuda`\n"                                                                               \
+                      "                        allocates it (the layers' CUDA workspace, the loss slot, the cuBLAS\n"  \
+                      "                        workspace); needs a GPU, and the budget must be free on it\n"           \
+                      "  --quiet               no progress on stderr\n"                                                \
+                      "\n"                                                                                             \
+                      "example: remat maxbatch --model models/vgg16.cfg --budget 16GiB --strategies "                  \
+                      "checkpoint_all,chen_greedy,milp"
 
 #define usage_error(...) rm_cli_usage_error("maxbatch", MAXBATCH_USAGE, __VA_ARGS__)
 
@@ -76,9 +92,9 @@
 typedef struct trace_ctx {
     const rm_model *m;
     rm_optim_options optim;
-    const rm_cost_file *costs; /* NULL: FLOPs */
-    const rm_backend *be;      /* NULL: the CPU's accounting; else this GPU's */
-    int checkmate;             /* Checkmate's accounting: fixed = parameters + gradients */
+    const rm_cost_file *costs;      /* NULL: FLOPs */
+    const rm_backend *be;           /* NULL: the CPU's accounting; else this GPU's */
+    int checkmate;                  /* Checkmate's accounting: fixed = parameters + gradients */
     char too_large[RM_ERR_MSG_LEN]; /* why the batch above the bound could not be traced ("": it could) */
 } trace_ctx;
 
@@ -116,7 +132,7 @@ static void strategy_done(const progress_state *ps, const char *name, const rm_m
     if (ps->tty) fprintf(stderr, "\r\033[K");
     if (ps->tty || !ok) return; /* errors are reported by the caller */
     rm_text_fprintf(stderr, "remat maxbatch: %s: batch %d (%d probe%s, %.2f s)\n", name, r->max_batch, r->probes,
-            r->probes == 1 ? "" : "s", r->search_s);
+                    r->probes == 1 ? "" : "s", r->search_s);
 }
 
 /* --max-overhead: "1fwd", "2.5fwd" (more than 0, at most 1000), "50%"
@@ -214,10 +230,10 @@ static int open_gpu(rm_backend **gpu, size_t *gpu_free, size_t *gpu_total, size_
     char f[32], t[32], b[32];
     if (budget > *gpu_free) {
         rm_text_fprintf(stderr,
-                "remat maxbatch: the budget %s is more than the GPU has free, %s (of %s): `remat train "
-                "--device cuda` would refuse it\n",
-                rm_cli_bytes(b, sizeof b, (double)budget), rm_cli_bytes(f, sizeof f, (double)*gpu_free),
-                rm_cli_bytes(t, sizeof t, (double)*gpu_total));
+                        "remat maxbatch: the budget %s is more than the GPU has free, %s (of %s): `remat train "
+                        "--device cuda` would refuse it\n",
+                        rm_cli_bytes(b, sizeof b, (double)budget), rm_cli_bytes(f, sizeof f, (double)*gpu_free),
+                        rm_cli_bytes(t, sizeof t, (double)*gpu_total));
         rm_backend_free(*gpu);
         *gpu = NULL;
         return 1;
@@ -226,8 +242,21 @@ static int open_gpu(rm_backend **gpu, size_t *gpu_free, size_t *gpu_total, size_
 }
 
 /* The results, one row per strategy, ratios to checkpoint-all's (row 0). */
-enum { COL_STRATEGY, COL_BATCH, COL_RATIO, COL_OVERHEAD, COL_PEAK, COL_SOLVE, COL_SEARCH, COL_PROBES, COL_NOTES,
-       COL_BOUND, COL_UNPROVED, COL_FROM, NCOLS };
+enum {
+    COL_STRATEGY,
+    COL_BATCH,
+    COL_RATIO,
+    COL_OVERHEAD,
+    COL_PEAK,
+    COL_SOLVE,
+    COL_SEARCH,
+    COL_PROBES,
+    COL_NOTES,
+    COL_BOUND,
+    COL_UNPROVED,
+    COL_FROM,
+    NCOLS
+};
 static const rm_table_col maxbatch_cols[NCOLS] = {
     [COL_STRATEGY] = {"strategy", "strategy", RM_TABLE_LEFT, 18, RM_TABLE_BOTH},
     [COL_BATCH] = {"max batch", "max_batch", RM_TABLE_RIGHT, 9, RM_TABLE_BOTH},
@@ -266,8 +295,10 @@ static int print_table(const rm_strategy_info *const *list, int nlist, const rm_
             continue;
         }
         rm_table_set_num(t, COL_BATCH, r->max_batch, "%d", r->max_batch);
-        if (base > 0) rm_table_set_num(t, COL_RATIO, (double)r->max_batch / base, "%.2fx", (double)r->max_batch / base);
-        else rm_table_set_num(t, COL_RATIO, NAN, "-");
+        if (base > 0)
+            rm_table_set_num(t, COL_RATIO, (double)r->max_batch / base, "%.2fx", (double)r->max_batch / base);
+        else
+            rm_table_set_num(t, COL_RATIO, NAN, "-");
         const char *src = NULL;
         if (r->max_batch > 0) {
             double ov = rm_overhead_pct(r->cost, r->base_cost);
@@ -296,7 +327,8 @@ static int print_table(const rm_strategy_info *const *list, int nlist, const rm_
             add_note(notes + 1, sizeof notes - 1,
                      list[k]->solve_opt || k > 0 ? "nothing within the budget and the overhead cap at batch 1"
                                                  : "nothing within the budget at batch 1");
-        if (r->unproved) add_note(notes + 1, sizeof notes - 1, "* a larger batch unproved: no schedule found, none ruled out");
+        if (r->unproved)
+            add_note(notes + 1, sizeof notes - 1, "* a larger batch unproved: no schedule found, none ruled out");
         if (r->capped) add_note(notes + 1, sizeof notes - 1, "the --max-batch cap");
         /* The leading space is text's second space before the notes. */
         rm_table_set_text(t, COL_NOTES, "%s", fmt == RM_TABLE_TEXT ? notes : notes + 1);
@@ -328,22 +360,25 @@ static int print_setup(const char *model, const char *input, const char *costs_p
     if (input) fprintf(out, " at input %s", input);
     fprintf(out, "\n");
     if (costs)
-        rm_text_fprintf(out, "costs        profiled seconds from %s (%s, batch %d), scaled linearly to each batch tried:\n"
-               "             an assumption (kernels run below peak at small batches); overheads are in time\n",
-               costs_path, costs->device, costs->batch);
+        rm_text_fprintf(out,
+                        "costs        profiled seconds from %s (%s, batch %d), scaled linearly to each batch tried:\n"
+                        "             an assumption (kernels run below peak at small batches); overheads are in time\n",
+                        costs_path, costs->device, costs->batch);
     else
         fprintf(out, "costs        FLOPs (traced from the model)\n");
     if (gpu) {
         char f[32], t[32], w[32];
-        fprintf(out, "device       cuda (GPU 0, %s free of %s): fixed bytes as `remat train --device cuda` allocates\n"
-               "             them, the layers' CUDA workspace and the %s cuBLAS workspace included\n",
-               rm_cli_bytes(f, sizeof f, (double)gpu_free), rm_cli_bytes(t, sizeof t, (double)gpu_total),
-               rm_cli_bytes(w, sizeof w, (double)rm_backend_fixed_bytes(gpu)));
+        fprintf(out,
+                "device       cuda (GPU 0, %s free of %s): fixed bytes as `remat train --device cuda` allocates\n"
+                "             them, the layers' CUDA workspace and the %s cuBLAS workspace included\n",
+                rm_cli_bytes(f, sizeof f, (double)gpu_free), rm_cli_bytes(t, sizeof t, (double)gpu_total),
+                rm_cli_bytes(w, sizeof w, (double)rm_backend_fixed_bytes(gpu)));
     }
     fprintf(out, "budget       %s (%s bytes) in total, fixed bytes included\n",
             bytes(a, sizeof a, (double)budget->bytes), rm_cli_group_digits(b, sizeof b, budget->bytes));
-    fprintf(out, "accounting   %s\n", tc->checkmate ? "checkmate: fixed = parameters + their gradients (as the paper)"
-                                               : "remat: fixed bytes as `remat train` allocates them");
+    fprintf(out, "accounting   %s\n",
+            tc->checkmate ? "checkmate: fixed = parameters + their gradients (as the paper)"
+                          : "remat: fixed bytes as `remat train` allocates them");
     describe_cap(cap, sizeof cap, &o->cap, tc);
     fprintf(out, "overhead cap %s\n", cap);
     if (o->bound_batch == 0) {
@@ -421,8 +456,7 @@ static int maxbatch_run(int argc, char **argv)
     if (max_batch && rm_cli_parse_long(&cap, max_batch, 1, RM_MAX_BATCH))
         return usage_error("--max-batch must be an integer from 1 to %d, got '%s'", RM_MAX_BATCH, max_batch);
     int cuda = device && !strcmp(device, "cuda");
-    if (device && !cuda && strcmp(device, "cpu"))
-        return usage_error("--device must be cpu or cuda, got '%s'", device);
+    if (device && !cuda && strcmp(device, "cpu")) return usage_error("--device must be cpu or cuda, got '%s'", device);
     double limit = 30;
     long nodes = 0;
     if (rm_cli_parse_solver_limits(&limit, &nodes, time_limit, node_limit, why, sizeof why))

@@ -36,50 +36,68 @@
     "and the memory timeline. Every schedule is judged by the exact simulator.\n"                                      \
     "\n"                                                                                                               \
     "options:\n"                                                                                                       \
-    "  --model FILE      model config (models/*.cfg), traced at --batch N (1 to 2^30)\n"                               \
-    RM_CLI_MODEL_USAGE("      ")                                                                                   \
-    "  --problem FILE    a problem file instead (docs/problem-format.md); its budget is the default\n"                 \
-    "  --costs FILE      node costs in profiled seconds (`remat profile`, docs/cost-format.md) instead of\n"           \
-    "                    FLOPs; it must be the model's at this batch (or match the problem file's nodes)\n"            \
-    "  --budget B        TOTAL device memory, fixed bytes included: bytes (1500000000, 1.5e9; a number\n"              \
-    "                    without a unit must be at least 1000000, else write the B: 12000B), a size\n"                 \
-    "                    (6GiB, 512MiB, 16GB; KiB ... EiB are powers of 1024, KB ... EB of 1000),\n"                  \
-    "                    or a percentage of the no-remat peak (80%: 80% of fixed + checkpoint-all's peak);\n"          \
-    "                    at most 2^62 bytes (4 EiB)\n"                                                                 \
-    "  --strategy NAME   best (the default): every heuristic first, then the MILP with the cheapest of them\n"         \
-    "                    as incumbent; the cheapest schedule found, never dearer than a heuristic;\n"                  \
-    "                    or one of checkpoint_all, chen_sqrtn, chen_greedy, griewank, ap_sqrtn, ap_greedy,\n"          \
-    "                    linearized_sqrtn, linearized_greedy, ogc, lp_round, milp ('-' works for '_'),\n"              \
-    "                    or all: run every strategy and compare them in a table\n"                                     \
-    "  --time-limit S    wall-clock seconds for the whole command, reading the problem included, whatever\n"          \
-    "                    the strategy (default 60; 0 = none); with all, for each strategy. A search it\n"           \
-    "                    stops answers with the best schedule it has (said on stderr). The command ends\n"          \
-    "                    within S plus 5% plus 0.5 s per 100,000 nodes (docs/reliability.md, \"Time limits\")\n"     \
-    "  --node-limit N    branch-and-bound nodes for milp (deterministic; default none)\n"                              \
-    "  --out FILE        write the schedule (docs/schedule-format.md); with all, the cheapest one\n"                   \
-    "  --svg PREFIX      write PREFIX-rs.svg (R and S as coloured grids, up to 2000 nodes) and\n"                      \
-    "                    PREFIX-memory.svg (memory over the operation sequence: fixed band, live\n"                    \
-    "                    activations, budget, recomputations); with all, both of the cheapest schedule and\n"          \
-    "                    PREFIX-compare.svg: every strategy's memory side by side on shared axes, each\n"              \
-    "                    titled with its overhead and peak, those that found no schedule listed\n"                     \
-    "  --check FILE      re-validate a saved schedule against the problem (and the budget when one is\n"               \
-    "                    given): exit 0 when valid, 1 with the reason\n"                                               \
-    "  --format F        text (the default), csv or json. csv and json print the table of --strategy all\n"            \
-    "                    (or, for one strategy, its one row in that table's columns) and nothing else on\n"            \
-    "                    stdout: no problem lines, matrices, timeline or footnotes; the cheapest strategy and\n"       \
-    "                    the files written are said on stderr. Columns: strategy, status, overhead_pct, cost\n"        \
-    "                    (the problem's unit), peak_bytes, recomputed_nodes, recomputations, seconds,\n"               \
-    "                    lp_bound_pct, bound (lp or trivial), gap_pct (cost minus the proved floor, over the\n"      \
-    "                    cost: docs/formulation.md); numbers are numbers, missing ones\n"                             \
-    "                    empty (csv) or null (json). Not with --check\n"                                               \
-    "  --quiet           no progress on stderr\n"                                                                      \
-    "\n"                                                                                                               \
-    "examples:\n"                                                                                                      \
-    "  remat plan --model models/vgg16.cfg --batch 32 --budget 80% --strategy all\n"                                   \
-    "  remat plan --model models/vgg16.cfg --batch 32 --budget 80% --strategy all --format csv --quiet > all.csv\n"    \
-    "  remat plan --model models/resnet-tiny.cfg --batch 4 --budget 70% --strategy milp --svg rt\n"                    \
-    "  remat plan --problem graph.txt --budget 6GiB --strategy lp-round --out s.txt\n"                                 \
-    "  remat plan --check s.txt --problem graph.txt"
+    "  --model FILE      model config (models/*.cfg), traced at --batch N (1 to 2^30)\n" RM_CLI_MODEL_USAGE(           \
+        "      ") "  --problem FILE    a problem file instead (docs/problem-format.md); its budget is the default\n"   \
+                  "  --costs FILE      node costs in profiled seconds (`remat profile`, docs/cost-format.md) instead " \
+                  "of\n"                                                                                               \
+                  "                    FLOPs; it must be the model's at this batch (or match the problem file's "      \
+                  "nodes)\n"                                                                                           \
+                  "  --budget B        TOTAL device memory, fixed bytes included: bytes (1500000000, 1.5e9; a "        \
+                  "number\n"                                                                                           \
+                  "                    without a unit must be at least 1000000, else write the B: 12000B), a size\n"   \
+                  "                    (6GiB, 512MiB, 16GB; KiB ... EiB are powers of 1024, KB ... EB of 1000),\n"     \
+                  "                    or a percentage of the no-remat peak (80%: 80% of fixed + checkpoint-all's "    \
+                  "peak);\n"                                                                                           \
+                  "                    at most 2^62 bytes (4 EiB)\n"                                                   \
+                  "  --strategy NAME   best (the default): every heuristic first, then the MILP with the cheapest of " \
+                  "them\n"                                                                                             \
+                  "                    as incumbent; the cheapest schedule found, never dearer than a heuristic;\n"    \
+                  "                    or one of checkpoint_all, chen_sqrtn, chen_greedy, griewank, ap_sqrtn, "        \
+                  "ap_greedy,\n"                                                                                       \
+                  "                    linearized_sqrtn, linearized_greedy, ogc, lp_round, milp ('-' works for "       \
+                  "'_'),\n"                                                                                            \
+                  "                    or all: run every strategy and compare them in a table\n"                       \
+                  "  --time-limit S    wall-clock seconds for the whole command, reading the problem included, "       \
+                  "whatever\n"                                                                                         \
+                  "                    the strategy (default 60; 0 = none); with all, for each strategy. A search "    \
+                  "it\n"                                                                                               \
+                  "                    stops answers with the best schedule it has (said on stderr). The command "     \
+                  "ends\n"                                                                                             \
+                  "                    within S plus 5% plus 0.5 s per 100,000 nodes (docs/reliability.md, \"Time "    \
+                  "limits\")\n"                                                                                        \
+                  "  --node-limit N    branch-and-bound nodes for milp (deterministic; default none)\n"                \
+                  "  --out FILE        write the schedule (docs/schedule-format.md); with all, the cheapest one\n"     \
+                  "  --svg PREFIX      write PREFIX-rs.svg (R and S as coloured grids, up to 2000 nodes) and\n"        \
+                  "                    PREFIX-memory.svg (memory over the operation sequence: fixed band, live\n"      \
+                  "                    activations, budget, recomputations); with all, both of the cheapest schedule " \
+                  "and\n"                                                                                              \
+                  "                    PREFIX-compare.svg: every strategy's memory side by side on shared axes, "      \
+                  "each\n"                                                                                             \
+                  "                    titled with its overhead and peak, those that found no schedule listed\n"       \
+                  "  --check FILE      re-validate a saved schedule against the problem (and the budget when one is\n" \
+                  "                    given): exit 0 when valid, 1 with the reason\n"                                 \
+                  "  --format F        text (the default), csv or json. csv and json print the table of --strategy "   \
+                  "all\n"                                                                                              \
+                  "                    (or, for one strategy, its one row in that table's columns) and nothing else "  \
+                  "on\n"                                                                                               \
+                  "                    stdout: no problem lines, matrices, timeline or footnotes; the cheapest "       \
+                  "strategy and\n"                                                                                     \
+                  "                    the files written are said on stderr. Columns: strategy, status, "              \
+                  "overhead_pct, cost\n"                                                                               \
+                  "                    (the problem's unit), peak_bytes, recomputed_nodes, recomputations, seconds,\n" \
+                  "                    lp_bound_pct, bound (lp or trivial), gap_pct (cost minus the proved floor, "    \
+                  "over the\n"                                                                                         \
+                  "                    cost: docs/formulation.md); numbers are numbers, missing ones\n"                \
+                  "                    empty (csv) or null (json). Not with --check\n"                                 \
+                  "  --quiet           no progress on stderr\n"                                                        \
+                  "\n"                                                                                                 \
+                  "examples:\n"                                                                                        \
+                  "  remat plan --model models/vgg16.cfg --batch 32 --budget 80% --strategy all\n"                     \
+                  "  remat plan --model models/vgg16.cfg --batch 32 --budget 80% --strategy all --format csv --quiet " \
+                  "> all.csv\n"                                                                                        \
+                  "  remat plan --model models/resnet-tiny.cfg --batch 4 --budget 70% --strategy milp --svg rt\n"      \
+                  "  remat plan --problem graph.txt --budget 6GiB --strategy lp-round --out s.txt\n"                   \
+                  "  remat plan --check s.txt --problem graph.txt"
 
 #define usage_error(...) rm_cli_usage_error("plan", PLAN_USAGE, __VA_ARGS__)
 
@@ -103,7 +121,10 @@ typedef struct plan_args {
 
 /* ---- what a schedule looks like: renderings of its report (scheduler/report.h) ---- */
 
-static char tag_char(rm_node_tag t) { return t == RM_TAG_BACKWARD ? 'B' : t == RM_TAG_LOSS ? 'L' : 'F'; }
+static char tag_char(rm_node_tag t)
+{
+    return t == RM_TAG_BACKWARD ? 'B' : t == RM_TAG_LOSS ? 'L' : 'F';
+}
 
 /* The teaching view: one row per stage, one column per node. */
 static void print_matrices(const rm_problem *p, const rm_schedule *s, const rm_schedule_report *tl)
@@ -231,9 +252,8 @@ static void print_summary(const rm_problem *p, const rm_cli_problem *cp, const r
                rm_overhead_pct(stats->lp_bound, cp->facts.base_cost), 100.0 * stats->gap);
     printf("\n");
     printf("cost         %s = checkpoint-all %+.2f%% (%ld recomputation%s of %d node%s)\n",
-           rm_cli_cost(a, sizeof a, r->cost, cp->flops),
-           rm_overhead_pct(r->cost, cp->facts.base_cost), r->recomputations,
-           r->recomputations == 1 ? "" : "s", nodes, nodes == 1 ? "" : "s");
+           rm_cli_cost(a, sizeof a, r->cost, cp->flops), rm_overhead_pct(r->cost, cp->facts.base_cost),
+           r->recomputations, r->recomputations == 1 ? "" : "s", nodes, nodes == 1 ? "" : "s");
     printf("peak         %s = fixed + %s activations",
            rm_cli_bytes(a, sizeof a, (double)(p->fixed_bytes + r->peak_bytes)),
            rm_cli_bytes(b, sizeof b, (double)r->peak_bytes));
@@ -275,7 +295,7 @@ static int write_outputs(const plan_args *a, const rm_problem *p, const rm_sched
             rm_text_fprintf(a->info, "figures      %s, %s\n", rs, mem);
         else
             rm_text_fprintf(a->info, "figures      %s (R and S are drawn for at most %d nodes, not %d)\n", mem,
-                    RM_FIGURE_RS_MAX_NODES, p->n);
+                            RM_FIGURE_RS_MAX_NODES, p->n);
     }
     return 0;
 }
@@ -290,8 +310,7 @@ static void figure_title(char *buf, size_t len, const rm_cli_problem *cp, const 
     if (o < len && cp->p->budget)
         o += (size_t)snprintf(buf + o, len - o, ", budget %s", rm_cli_bytes(b, sizeof b, (double)cp->p->budget));
     if (o < len && strategy)
-        snprintf(buf + o, len - o, ": %s, %+.2f%% compute", strategy,
-                 rm_overhead_pct(cost, cp->facts.base_cost));
+        snprintf(buf + o, len - o, ": %s, %+.2f%% compute", strategy, rm_overhead_pct(cost, cp->facts.base_cost));
 }
 
 static void set_solver_options(rm_strategy_options *o, rm_cli_progress *pr, const plan_args *a,
@@ -312,8 +331,21 @@ static void set_solver_options(rm_strategy_options *o, rm_cli_progress *pr, cons
 /* ---- the comparison table (--strategy all, and --format csv|json) ---- */
 
 /* The text widths are today's fixed ones, so the table streams aligned. */
-enum { COL_STRATEGY, COL_STATUS, COL_OVERHEAD, COL_COST, COL_PEAK, COL_RECOMPUTED, COL_NODES, COL_TIMES, COL_TIME,
-       COL_BOUND, COL_BOUND_KIND, COL_GAP, NCOLS };
+enum {
+    COL_STRATEGY,
+    COL_STATUS,
+    COL_OVERHEAD,
+    COL_COST,
+    COL_PEAK,
+    COL_RECOMPUTED,
+    COL_NODES,
+    COL_TIMES,
+    COL_TIME,
+    COL_BOUND,
+    COL_BOUND_KIND,
+    COL_GAP,
+    NCOLS
+};
 static const rm_table_col plan_cols[NCOLS] = {
     [COL_STRATEGY] = {"strategy", "strategy", RM_TABLE_LEFT, 18, RM_TABLE_BOTH},
     [COL_STATUS] = {"status", "status", RM_TABLE_LEFT, 11, RM_TABLE_BOTH},
@@ -356,11 +388,15 @@ static int add_strategy_row(rm_table *t, const rm_cli_problem *cp, const rm_stra
     rm_table_set_num(t, COL_TIME, stats->seconds, "%.2fs", stats->seconds);
     if (shown && stats->has_bound) {
         double lb = rm_overhead_pct(stats->lp_bound, cp->facts.base_cost);
-        if (stats->bound_trivial) rm_table_set_num(t, COL_BOUND, lb, "trivial");
-        else rm_table_set_num(t, COL_BOUND, lb, "%+.2f%%", lb);
+        if (stats->bound_trivial)
+            rm_table_set_num(t, COL_BOUND, lb, "trivial");
+        else
+            rm_table_set_num(t, COL_BOUND, lb, "%+.2f%%", lb);
         rm_table_set_text(t, COL_BOUND_KIND, "%s", stats->bound_trivial ? "trivial" : "lp");
-        if (ok) rm_table_set_num(t, COL_GAP, 100.0 * stats->gap, "%.2f%%", 100.0 * stats->gap);
-        else rm_table_set_num(t, COL_GAP, NAN, "%s", "");
+        if (ok)
+            rm_table_set_num(t, COL_GAP, 100.0 * stats->gap, "%.2f%%", 100.0 * stats->gap);
+        else
+            rm_table_set_num(t, COL_GAP, NAN, "%s", "");
     } else {
         rm_table_set_num(t, COL_BOUND, NAN, "%s", "");
         rm_table_set_num(t, COL_GAP, NAN, "%s", "");
@@ -411,12 +447,12 @@ static int plan_one(const plan_args *a, rm_cli_problem *cp, const rm_strategy_in
     rm_err e = {RM_OK, ""};
     /* The judge's replay is the report everything below prints and draws;
      * the text shows the arena plan too. */
-    int rc = rm_strategy_run_report(&s, &stats, &rep, a->fmt == RM_TABLE_TEXT ? RM_REPORT_ARENA_SHOWN : 0, NULL, st, p, &o,
-                                    &e);
+    int rc = rm_strategy_run_report(&s, &stats, &rep, a->fmt == RM_TABLE_TEXT ? RM_REPORT_ARENA_SHOWN : 0, NULL, st, p,
+                                    &o, &e);
     if (rc) {
         if (rc == RM_ERR_INFEASIBLE) {
-            rm_text_fprintf(stderr, "remat plan: %s found no schedule within the budget (%s after %.2f s): %s\n", st->name,
-                    rm_status_name(stats.status), stats.seconds, e.msg);
+            rm_text_fprintf(stderr, "remat plan: %s found no schedule within the budget (%s after %.2f s): %s\n",
+                            st->name, rm_status_name(stats.status), stats.seconds, e.msg);
             return 1;
         }
         rm_text_fprintf(stderr, "remat plan: %s failed: %s\n", st->name, e.msg);
@@ -427,8 +463,10 @@ static int plan_one(const plan_args *a, rm_cli_problem *cp, const rm_strategy_in
     if (a->fmt != RM_TABLE_TEXT) {
         /* One row of the comparison table, then the files. */
         rm_table *t = plan_table_begin(a);
-        if (!t) rc = 2;
-        else if (add_strategy_row(t, cp, st, rc, &stats, &rep)) rc = 2;
+        if (!t)
+            rc = 2;
+        else if (add_strategy_row(t, cp, st, rc, &stats, &rep))
+            rc = 2;
         if (t && plan_table_end(t)) rc = 2;
     } else {
         print_summary(p, cp, st, &stats, &rep);
@@ -630,8 +668,8 @@ static int plan_check(const plan_args *a, rm_cli_problem *cp)
     char x[32], y[32], z[32];
     printf("check        %s: a valid schedule for %s (%d stages)\n", a->check, cp->what, p->n);
     printf("cost         %s = checkpoint-all %+.2f%% (%ld recomputation%s)\n",
-           rm_cli_cost(x, sizeof x, r.cost, cp->flops), rm_overhead_pct(r.cost, cp->facts.base_cost),
-           r.recomputations, r.recomputations == 1 ? "" : "s");
+           rm_cli_cost(x, sizeof x, r.cost, cp->flops), rm_overhead_pct(r.cost, cp->facts.base_cost), r.recomputations,
+           r.recomputations == 1 ? "" : "s");
     printf("peak         %s = fixed + %s activations\n",
            rm_cli_bytes(x, sizeof x, (double)(p->fixed_bytes + r.peak_bytes)),
            rm_cli_bytes(y, sizeof y, (double)r.peak_bytes));
@@ -641,7 +679,7 @@ static int plan_check(const plan_args *a, rm_cli_problem *cp)
             printf("budget       fits %s\n", rm_cli_bytes(z, sizeof z, (double)p->budget));
         } else {
             rm_text_fprintf(stderr, "remat plan: %s does not fit the budget: peak %s > %s\n", a->check, x,
-                    rm_cli_bytes(z, sizeof z, (double)p->budget));
+                            rm_cli_bytes(z, sizeof z, (double)p->budget));
             rc = 1;
         }
     }
@@ -713,9 +751,9 @@ static int plan_run(int argc, char **argv)
     struct stat svg_st;
     if (a.svg && stat(a.svg, &svg_st) == 0 && !S_ISREG(svg_st.st_mode) && !S_ISDIR(svg_st.st_mode)) {
         rm_text_fprintf(stderr,
-                "remat plan: --svg %s: a device or FIFO, not a prefix: --svg PREFIX writes PREFIX-rs.svg and "
-                "PREFIX-memory.svg beside it (e.g. --svg fig)\n",
-                a.svg);
+                        "remat plan: --svg %s: a device or FIFO, not a prefix: --svg PREFIX writes PREFIX-rs.svg and "
+                        "PREFIX-memory.svg beside it (e.g. --svg fig)\n",
+                        a.svg);
         return 1;
     }
 

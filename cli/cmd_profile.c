@@ -9,15 +9,15 @@
 #include <string.h>
 
 #include "atomic_file.h"
+#include "builder.h"
 #include "cli_util.h"
 #include "commands.h"
 #include "layer.h"
-#include "builder.h"
 #include "profile.h"
 
 #define PROFILE_USAGE                                                                                                  \
     "usage: remat profile --model FILE --batch N [--device cpu|cuda] [--reps R] [--warmup W]\n"                        \
-    "                     [--out FILE] [--top K] [--seed S] [--kernels K] [--threads N]\n"                              \
+    "                     [--out FILE] [--top K] [--seed S] [--kernels K] [--threads N]\n"                             \
     "                     [--quiet] (--onnx FILE [--loss L] [--init I] in place of --model FILE)\n"                    \
     "\n"                                                                                                               \
     "Measures how long each node of a training step takes (every forward, loss, backward and gradient-sum\n"           \
@@ -32,20 +32,20 @@
     "against its share of the FLOPs.\n"                                                                                \
     "\n"                                                                                                               \
     "options:\n"                                                                                                       \
-    "  --model FILE     model config (models/*.cfg)\n"                                                                 \
-    RM_CLI_MODEL_USAGE("     ")                                                                                    \
-    "  --batch N        batch size to profile at (1 to 2^30); the cost file is for this batch\n"                       \
-    "  --device D       cpu (default) or cuda (GPU 0)\n" RM_CLI_BACKEND_OPTIONS_HELP                                       \
-    "  --reps R         timed steps (default 10)\n"                                                                    \
-    "  --warmup W       untimed steps first (default 3)\n"                                                             \
-    "  --out FILE       the cost file (default MODEL-bN-DEVICE.costs in the current folder)\n"                         \
-    "  --top K          how many of the slowest nodes to list (default 10)\n"                                          \
-    "  --seed S         parameters and the random batch (default 1)\n"                                                 \
-    "  --quiet          no progress on stderr\n"                                                                       \
-    "\n"                                                                                                               \
-    "example:\n"                                                                                                       \
-    "  remat profile --model models/vgg-tiny.cfg --batch 8 --out vgg-tiny.costs\n"                                     \
-    "  remat plan --model models/vgg-tiny.cfg --batch 8 --budget 70% --strategy milp --costs vgg-tiny.costs"
+    "  --model FILE     model config (models/*.cfg)\n" RM_CLI_MODEL_USAGE(                                             \
+        "     ") "  --batch N        batch size to profile at (1 to 2^30); the cost file is for this batch\n"          \
+                 "  --device D       cpu (default) or cuda (GPU 0)\n" RM_CLI_BACKEND_OPTIONS_HELP                      \
+                 "  --reps R         timed steps (default 10)\n"                                                       \
+                 "  --warmup W       untimed steps first (default 3)\n"                                                \
+                 "  --out FILE       the cost file (default MODEL-bN-DEVICE.costs in the current folder)\n"            \
+                 "  --top K          how many of the slowest nodes to list (default 10)\n"                             \
+                 "  --seed S         parameters and the random batch (default 1)\n"                                    \
+                 "  --quiet          no progress on stderr\n"                                                          \
+                 "\n"                                                                                                  \
+                 "example:\n"                                                                                          \
+                 "  remat profile --model models/vgg-tiny.cfg --batch 8 --out vgg-tiny.costs\n"                        \
+                 "  remat plan --model models/vgg-tiny.cfg --batch 8 --budget 70% --strategy milp --costs "            \
+                 "vgg-tiny.costs"
 
 #define usage_error(...) rm_cli_usage_error("profile", PROFILE_USAGE, __VA_ARGS__)
 
@@ -55,17 +55,22 @@ static void progress(void *ctx, int timed, int step, int steps)
 {
     (void)ctx;
     /* One line per phase: a step takes milliseconds on the tiny models. */
-    if (step == 1) rm_text_fprintf(stderr, "remat profile: %s %d step%s\n", timed ? "timing" : "warming up with", steps,
-                           steps == 1 ? "" : "s");
+    if (step == 1)
+        rm_text_fprintf(stderr, "remat profile: %s %d step%s\n", timed ? "timing" : "warming up with", steps,
+                        steps == 1 ? "" : "s");
 }
 
 static const char *op_word(rm_node_op op)
 {
     switch (op) {
-    case RM_OP_INPUT: return "input";
-    case RM_OP_FORWARD: return "forward";
-    case RM_OP_BACKWARD: return "backward";
-    case RM_OP_GRAD_SUM: return "grad-sum";
+    case RM_OP_INPUT:
+        return "input";
+    case RM_OP_FORWARD:
+        return "forward";
+    case RM_OP_BACKWARD:
+        return "backward";
+    case RM_OP_GRAD_SUM:
+        return "grad-sum";
     }
     return "?";
 }
@@ -129,8 +134,8 @@ static void print_report(const rm_profile *p, const rm_model *m, const char *mod
     }
     char a[32], b[32], c[32], d[32];
     rm_text_fprintf(stdout, "model        %s at batch %d: %d nodes\n", model_path, g->batch, g->n);
-    printf("device       %s; %d warm-up step%s, then %d timed: each node's cost is its median\n", p->device,
-           p->warmup, p->warmup == 1 ? "" : "s", p->reps);
+    printf("device       %s; %d warm-up step%s, then %d timed: each node's cost is its median\n", p->device, p->warmup,
+           p->warmup == 1 ? "" : "s", p->reps);
     printf("step         %s (median, host clock) = nodes %s + the executor's own work (frees, loss copy)\n",
            rm_cli_seconds(a, sizeof a, p->step_median), rm_cli_seconds(b, sizeof b, tot_s));
     printf("forward      %s for %s (%d nodes, loss included): %s GFLOP/s\n", rm_cli_seconds(a, sizeof a, fw_s),
@@ -205,12 +210,12 @@ static int profile_run(int argc, char **argv)
                *seed = NULL, *kernels = NULL, *cpu_kernels = NULL, *threads = NULL;
     int quiet = 0;
     const rm_cli_opt opts[] = {
-        RM_CLI_FLAG("--quiet", "-q", &quiet),     RM_CLI_MODEL_OPTIONS(&mdl),
-        RM_CLI_VALUE("--batch", &batch),          RM_CLI_VALUE("--device", &device),
-        RM_CLI_VALUE("--reps", &reps),            RM_CLI_VALUE("--warmup", &warmup),
-        RM_CLI_VALUE("--out", &out),              RM_CLI_VALUE("--top", &top),
-        RM_CLI_VALUE("--seed", &seed),            RM_CLI_VALUE("--cpu-kernels", &cpu_kernels), RM_CLI_VALUE("--kernels", &kernels),
-        RM_CLI_VALUE("--threads", &threads),
+        RM_CLI_FLAG("--quiet", "-q", &quiet), RM_CLI_MODEL_OPTIONS(&mdl),
+        RM_CLI_VALUE("--batch", &batch),      RM_CLI_VALUE("--device", &device),
+        RM_CLI_VALUE("--reps", &reps),        RM_CLI_VALUE("--warmup", &warmup),
+        RM_CLI_VALUE("--out", &out),          RM_CLI_VALUE("--top", &top),
+        RM_CLI_VALUE("--seed", &seed),        RM_CLI_VALUE("--cpu-kernels", &cpu_kernels),
+        RM_CLI_VALUE("--kernels", &kernels),  RM_CLI_VALUE("--threads", &threads),
     };
     if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "profile", PROFILE_USAGE) ||
         rm_cli_model_check(&mdl, "profile", PROFILE_USAGE))
@@ -230,7 +235,8 @@ static int profile_run(int argc, char **argv)
         o.reps = (int)v;
     }
     if (warmup) {
-        if (rm_cli_parse_long(&v, warmup, 0, 100000)) return usage_error("--warmup must be an integer from 0 to 100000");
+        if (rm_cli_parse_long(&v, warmup, 0, 100000))
+            return usage_error("--warmup must be an integer from 0 to 100000");
         o.warmup = (int)v;
     }
     long ntop = 10;
@@ -264,7 +270,7 @@ static int profile_run(int argc, char **argv)
     }
     if (!quiet)
         rm_text_fprintf(stderr, "remat profile: %s at batch %d on %s: %d warm-up and %d timed steps\n", model, o.batch,
-                rm_backend_kind_name(o.device), o.warmup, o.reps);
+                        rm_backend_kind_name(o.device), o.warmup, o.reps);
     rm_profile *pr = NULL;
     rm_cost_file *cf = NULL;
     int rc = rm_profile_run(&pr, m, &o, &e);
@@ -287,8 +293,8 @@ static int profile_run(int argc, char **argv)
     print_report(pr, m, model, (int)ntop);
     printf("\nwrote        %s: use it with --costs, e.g.\n"
            "             remat plan %s %s%s%s --batch %d --budget 70%% --strategy lp_round --costs %s\n",
-           path, mdl.onnx ? "--onnx" : "--model", model, mdl.loss ? " --loss " : "", mdl.loss ? mdl.loss : "",
-           o.batch, path);
+           path, mdl.onnx ? "--onnx" : "--model", model, mdl.loss ? " --loss " : "", mdl.loss ? mdl.loss : "", o.batch,
+           path);
     rm_cost_file_free(cf);
     rm_profile_free(pr);
     rm_model_free(m);

@@ -31,52 +31,72 @@
     "epoch the training loss and accuracy and those on the held-out data.\n"                                           \
     "\n"                                                                                                               \
     "options:\n"                                                                                                       \
-    "  --model FILE          model config (models/*.cfg)\n"                                                            \
-    RM_CLI_MODEL_USAGE("          ")                                                                               \
-    "  --data DIR            MNIST, CIFAR-10, an image folder or image/mask pairs (docs/data-formats.md); its\n"       \
-    "                        test split (val/ or test/) is held out, else a seeded 10% of it\n"                        \
-    "  --data synthetic      generated data matching the model: classification for softmax_xent models,\n"             \
-    "                        segmentation for pixel_softmax_xent; a fifth of it held out\n"                            \
-    "  --samples N           synthetic training samples (default max(2048, 8 x batch))\n"                              \
-    "  --budget B            TOTAL device memory, fixed bytes included: 16GiB, 512MiB, 1.5e9, or a\n"                  \
-    "                        percentage of the no-remat peak at the batch (75%); a number without a\n"                 \
-    "                        unit is bytes, at least 1000000\n"                                                        \
-    "  --batch N|auto        batch size (default 32, at most 2^30); auto: the largest batch the strategy\n"            \
-    "                        fits in the budget, and no more than the training samples (--samples);\n"                 \
-    "                        the max-batch search of `remat maxbatch`; needs an amount, not a %\n"                     \
-    "  --strategy NAME       best (default: every heuristic, then the MILP, the cheapest that fits), or\n"             \
-    "                        checkpoint_all, chen_sqrtn, chen_greedy, griewank, ap_sqrtn, ap_greedy,\n"                \
-    "                        linearized_sqrtn, linearized_greedy, ogc, lp_round, milp\n"                               \
-    "  --costs FILE          the schedule minimises profiled seconds (`remat profile`, docs/cost-format.md)\n"         \
-    "                        instead of FLOPs; the file must be the model's at this batch (with --batch\n"             \
-    "                        auto, scaled linearly to each batch tried)\n"                                             \
-    "  --time-limit S        wall-clock seconds for the solve, whatever the strategy (default 60; 0 = none)\n"         \
-    "  --node-limit N        branch-and-bound nodes for milp (deterministic; default none)\n"                          \
-    "  --schedule-cache DIR  keep solved schedules in DIR, keyed by the problem, budget and strategy; a\n"             \
-    "                        cached one is re-checked by the simulator before it is used; a link or FIFO\n"            \
-    "                        planted under an entry's name is replaced, never followed\n"                              \
-    "  --epochs E            passes over the training data (default 1)\n"                                              \
-    "  --steps N             stop once N steps in all are done (a resumed run counts from 0 too)\n"                    \
-    "  --optimizer NAME      sgd (default, momentum 0.9) or adam\n"                                                    \
-    "  --lr X                learning rate (default 0.05 for sgd, 0.001 for adam; > 0, at most 3.4e38)\n"              \
-    "  --momentum M          SGD momentum (default 0.9)\n"                                                             \
-    "  --weight-decay W      L2 weight decay of conv and linear weights (default 0)\n"                                 \
-    "  --lr-schedule KIND    constant (default), step (x0.1 after each third of the run) or cosine\n"                  \
-    "  --seed S              parameters, dropout, synthetic data, split and batch order (default 1)\n"                 \
-    "  --snapshot FILE       save (atomically) after every epoch and when the run stops\n"                             \
-    "                        (--checkpoint FILE is an older name for it)\n"                                            \
-    "  --resume FILE         continue a saved run exactly where it stopped (same data, batch, epochs and\n"            \
-    "                        optimizer options; the seed is taken from the file)\n"                                    \
-    "  --eval-every K        also evaluate on the held-out data every K steps\n"                                       \
-    "  --train-accuracy-every K  measure training accuracy on every K-th step (default 4; 0 = never): each\n"          \
-    "                        measurement replays that step's forward pass\n"                                           \
-    "  --device cpu|cuda     where training runs (default cpu); cuda: GPU 0, with the budget in its memory\n"          \
-    RM_CLI_BACKEND_OPTIONS_HELP "  --quiet               no progress bar or solver log on stderr\n"                        \
-    "\n"                                                                                                               \
-    "examples:\n"                                                                                                      \
-    "  remat train --model models/resnet-tiny.cfg --data synthetic --batch 32 --budget 75% --strategy milp\n"          \
-    "  remat train --model models/vgg-tiny.cfg --data cifar10/ --batch auto --budget 64MiB --epochs 10 \\\n"           \
-    "              --lr-schedule cosine --snapshot vgg.snap"
+    "  --model FILE          model config (models/*.cfg)\n" RM_CLI_MODEL_USAGE(                                        \
+        "          ") "  --data DIR            MNIST, CIFAR-10, an image folder or image/mask pairs "                  \
+                      "(docs/data-formats.md); its\n"                                                                  \
+                      "                        test split (val/ or test/) is held out, else a seeded 10% of it\n"      \
+                      "  --data synthetic      generated data matching the model: classification for softmax_xent "    \
+                      "models,\n"                                                                                      \
+                      "                        segmentation for pixel_softmax_xent; a fifth of it held out\n"          \
+                      "  --samples N           synthetic training samples (default max(2048, 8 x batch))\n"            \
+                      "  --budget B            TOTAL device memory, fixed bytes included: 16GiB, 512MiB, 1.5e9, or "   \
+                      "a\n"                                                                                            \
+                      "                        percentage of the no-remat peak at the batch (75%); a number without "  \
+                      "a\n"                                                                                            \
+                      "                        unit is bytes, at least 1000000\n"                                      \
+                      "  --batch N|auto        batch size (default 32, at most 2^30); auto: the largest batch the "    \
+                      "strategy\n"                                                                                     \
+                      "                        fits in the budget, and no more than the training samples "             \
+                      "(--samples);\n"                                                                                 \
+                      "                        the max-batch search of `remat maxbatch`; needs an amount, not a %\n"   \
+                      "  --strategy NAME       best (default: every heuristic, then the MILP, the cheapest that "      \
+                      "fits), or\n"                                                                                    \
+                      "                        checkpoint_all, chen_sqrtn, chen_greedy, griewank, ap_sqrtn, "          \
+                      "ap_greedy,\n"                                                                                   \
+                      "                        linearized_sqrtn, linearized_greedy, ogc, lp_round, milp\n"             \
+                      "  --costs FILE          the schedule minimises profiled seconds (`remat profile`, "             \
+                      "docs/cost-format.md)\n"                                                                         \
+                      "                        instead of FLOPs; the file must be the model's at this batch (with "    \
+                      "--batch\n"                                                                                      \
+                      "                        auto, scaled linearly to each batch tried)\n"                           \
+                      "  --time-limit S        wall-clock seconds for the solve, whatever the strategy (default 60; "  \
+                      "0 = none)\n"                                                                                    \
+                      "  --node-limit N        branch-and-bound nodes for milp (deterministic; default none)\n"        \
+                      "  --schedule-cache DIR  keep solved schedules in DIR, keyed by the problem, budget and "        \
+                      "strategy; a\n"                                                                                  \
+                      "                        cached one is re-checked by the simulator before it is used; a link "   \
+                      "or FIFO\n"                                                                                      \
+                      "                        planted under an entry's name is replaced, never followed\n"            \
+                      "  --epochs E            passes over the training data (default 1)\n"                            \
+                      "  --steps N             stop once N steps in all are done (a resumed run counts from 0 too)\n"  \
+                      "  --optimizer NAME      sgd (default, momentum 0.9) or adam\n"                                  \
+                      "  --lr X                learning rate (default 0.05 for sgd, 0.001 for adam; > 0, at most "     \
+                      "3.4e38)\n"                                                                                      \
+                      "  --momentum M          SGD momentum (default 0.9)\n"                                           \
+                      "  --weight-decay W      L2 weight decay of conv and linear weights (default 0)\n"               \
+                      "  --lr-schedule KIND    constant (default), step (x0.1 after each third of the run) or "        \
+                      "cosine\n"                                                                                       \
+                      "  --seed S              parameters, dropout, synthetic data, split and batch order (default "   \
+                      "1)\n"                                                                                           \
+                      "  --snapshot FILE       save (atomically) after every epoch and when the run stops\n"           \
+                      "                        (--checkpoint FILE is an older name for it)\n"                          \
+                      "  --resume FILE         continue a saved run exactly where it stopped (same data, batch, "      \
+                      "epochs and\n"                                                                                   \
+                      "                        optimizer options; the seed is taken from the file)\n"                  \
+                      "  --eval-every K        also evaluate on the held-out data every K steps\n"                     \
+                      "  --train-accuracy-every K  measure training accuracy on every K-th step (default 4; 0 = "      \
+                      "never): each\n"                                                                                 \
+                      "                        measurement replays that step's forward pass\n"                         \
+                      "  --device cpu|cuda     where training runs (default cpu); cuda: GPU 0, with the budget in "    \
+                      "its memory\n" RM_CLI_BACKEND_OPTIONS_HELP                                                       \
+                      "  --quiet               no progress bar or solver log on stderr\n"                              \
+                      "\n"                                                                                             \
+                      "examples:\n"                                                                                    \
+                      "  remat train --model models/resnet-tiny.cfg --data synthetic --batch 32 --budget 75% "         \
+                      "--strategy milp\n"                                                                              \
+                      "  remat train --model models/vgg-tiny.cfg --data cifar10/ --batch auto --budget 64MiB "         \
+                      "--epochs 10 \\\n"                                                                               \
+                      "              --lr-schedule cosine --snapshot vgg.snap"
 
 #define usage_error(...) rm_cli_usage_error("train", TRAIN_USAGE, __VA_ARGS__)
 
@@ -93,8 +113,10 @@ static void hms(char *buf, size_t len, double s)
         return;
     }
     long v = (long)(s + 0.5);
-    if (v >= 3600) snprintf(buf, len, "%ld:%02ld:%02ld", v / 3600, v / 60 % 60, v % 60);
-    else snprintf(buf, len, "%ld:%02ld", v / 60, v % 60);
+    if (v >= 3600)
+        snprintf(buf, len, "%ld:%02ld:%02ld", v / 3600, v / 60 % 60, v % 60);
+    else
+        snprintf(buf, len, "%ld:%02ld", v / 60, v % 60);
 }
 
 static void close_bar(progress *pr)
@@ -120,8 +142,9 @@ static void print_step(progress *pr, const rm_trainer_event *ev)
     hms(eta, sizeof eta, ev->eta_s);
     if (ev->running_acc >= 0) snprintf(acc, sizeof acc, "  acc %5.1f%%", 100.0 * ev->running_acc);
     rm_text_fprintf(stderr, "%sepoch %llu/%llu [%s] %lld/%lld  loss %.4f%s  %.0f img/s  ETA %s%s", pr->tty ? "\r" : "",
-            (unsigned long long)ev->epoch + 1, (unsigned long long)ev->epochs, bar, (long long)ev->epoch_step,
-            (long long)ev->epoch_steps, ev->running_loss, acc, ev->images_per_s, eta, pr->tty ? "\033[K" : "\n");
+                    (unsigned long long)ev->epoch + 1, (unsigned long long)ev->epochs, bar, (long long)ev->epoch_step,
+                    (long long)ev->epoch_steps, ev->running_loss, acc, ev->images_per_s, eta,
+                    pr->tty ? "\033[K" : "\n");
     pr->bar_open = pr->tty;
     fflush(stderr);
 }
@@ -140,9 +163,12 @@ static void on_event(void *ctx, const rm_trainer_event *ev)
         return;
     case RM_TRAINER_PROBE:
         if (!pr->quiet)
-            rm_text_fprintf(stderr, "remat train: --batch auto: batch %d %s\n", ev->batch, ev->fits ? "fits" : "does not fit");
+            rm_text_fprintf(stderr, "remat train: --batch auto: batch %d %s\n", ev->batch,
+                            ev->fits ? "fits" : "does not fit");
         return;
-    case RM_TRAINER_STEP: print_step(pr, ev); return;
+    case RM_TRAINER_STEP:
+        print_step(pr, ev);
+        return;
     case RM_TRAINER_EVAL:
     case RM_TRAINER_EPOCH: {
         close_bar(pr);
@@ -179,9 +205,12 @@ static const char *pct(char *buf, size_t len, size_t part, size_t whole)
 static void print_summary(const rm_trainer_summary *s, const rm_trainer_config *c, const rm_model *m)
 {
     char a[32], b[32], d[32], f[32];
-    rm_text_fprintf(stdout, "model        %s: %d layers, input %dx%dx%d, %d classes (%s)%s\n", c->model_path, s->layers, m->input.c,
-           m->input.h, m->input.w, s->classes, s->task == RM_TASK_SEGMENTATION ? "segmentation" : "classification",
-           !c->onnx ? "" : m->init_params ? ", ONNX: its weights to fine-tune" : ", ONNX: weights initialised afresh");
+    rm_text_fprintf(stdout, "model        %s: %d layers, input %dx%dx%d, %d classes (%s)%s\n", c->model_path, s->layers,
+                    m->input.c, m->input.h, m->input.w, s->classes,
+                    s->task == RM_TASK_SEGMENTATION ? "segmentation" : "classification",
+                    !c->onnx         ? ""
+                    : m->init_params ? ", ONNX: its weights to fine-tune"
+                                     : ", ONNX: weights initialised afresh");
     printf("parameters   %s\n", rm_cli_group_digits(a, sizeof a, s->params));
     rm_text_fprintf(stdout, "data         %s: %lld training samples\n", s->train_data, (long long)s->train_samples);
     if (s->held_out_split)
@@ -209,10 +238,12 @@ static void print_summary(const rm_trainer_summary *s, const rm_trainer_config *
            rm_cli_bytes(d, sizeof d, (double)(s->budget - s->fp.total)),
            s->budget < s->noremat_peak ? ": training does not fit without rematerialization" : "");
     char how[160];
-    if (s->cache == 1) snprintf(how, sizeof how, "from the cache %s", s->cache_file);
+    if (s->cache == 1)
+        snprintf(how, sizeof how, "from the cache %s", s->cache_file);
     else if (s->has_bound)
         snprintf(how, sizeof how, "%s, gap %.1f%%, solved in %.2f s", s->status, 100.0 * s->gap, s->solve_s);
-    else snprintf(how, sizeof how, "%s, solved in %.2f s", s->status, s->solve_s);
+    else
+        snprintf(how, sizeof how, "%s, solved in %.2f s", s->status, s->solve_s);
     printf("schedule     %s (%s)\n", s->strategy, how);
     /* Node sizes are aligned as the plan places them, so the simulated
      * activation peak is the plan's live peak; the span adds fragmentation. */
@@ -229,11 +260,13 @@ static void print_summary(const rm_trainer_summary *s, const rm_trainer_config *
     else
         printf("             costs: FLOPs (traced from the model)\n");
     printf("             compute overhead %+.2f%%: %ld recomputation%s of %d node%s\n",
-           rm_overhead_pct(s->cost, s->base_cost), s->recomputations,
-           s->recomputations == 1 ? "" : "s", s->recomputed_nodes, s->recomputed_nodes == 1 ? "" : "s");
-    if (s->cache == 0 && s->cache_stored) printf("             stored in the cache as %s\n", s->cache_file);
-    else if (s->cache == 0) printf("             not stored in the cache: %s could not be written\n", s->cache_file);
-    const char *sched = c->lr_kind == RM_LR_STEP ? "step (x0.1 after each third)"
+           rm_overhead_pct(s->cost, s->base_cost), s->recomputations, s->recomputations == 1 ? "" : "s",
+           s->recomputed_nodes, s->recomputed_nodes == 1 ? "" : "s");
+    if (s->cache == 0 && s->cache_stored)
+        printf("             stored in the cache as %s\n", s->cache_file);
+    else if (s->cache == 0)
+        printf("             not stored in the cache: %s could not be written\n", s->cache_file);
+    const char *sched = c->lr_kind == RM_LR_STEP     ? "step (x0.1 after each third)"
                         : c->lr_kind == RM_LR_COSINE ? "cosine"
                                                      : "constant";
     if (c->optim.kind == RM_OPTIM_ADAM)
@@ -248,8 +281,10 @@ static void print_summary(const rm_trainer_summary *s, const rm_trainer_config *
     printf("\n");
     printf("evaluation   batch %d, forward only, %s of the idle training arena", s->eval_batch,
            rm_cli_bytes(a, sizeof a, (double)s->eval_span));
-    if (s->train_accuracy == 1) printf("; training accuracy measured on every step");
-    else if (s->train_accuracy) printf("; training accuracy measured on 1 step in %d", s->train_accuracy);
+    if (s->train_accuracy == 1)
+        printf("; training accuracy measured on every step");
+    else if (s->train_accuracy)
+        printf("; training accuracy measured on 1 step in %d", s->train_accuracy);
     printf("\n");
     printf("\n");
     fflush(stdout);
@@ -341,7 +376,8 @@ static int config_run(rm_trainer_config *c, const train_args *a)
 /* The optimizer and its learning-rate schedule. 0, or a usage error's exit code. */
 static int config_optimizer(rm_trainer_config *c, const train_args *a)
 {
-    if (a->optimizer && !strcmp(a->optimizer, "adam")) c->optim = rm_optim_options_default(RM_OPTIM_ADAM), c->lr = 0.001;
+    if (a->optimizer && !strcmp(a->optimizer, "adam"))
+        c->optim = rm_optim_options_default(RM_OPTIM_ADAM), c->lr = 0.001;
     else if (a->optimizer && strcmp(a->optimizer, "sgd"))
         return usage_error("--optimizer must be sgd or adam, got '%s'", a->optimizer);
     double x;
@@ -366,10 +402,14 @@ static int config_optimizer(rm_trainer_config *c, const train_args *a)
         c->optim.weight_decay = (float)x;
     }
     if (a->sched) {
-        if (!strcmp(a->sched, "constant")) c->lr_kind = RM_LR_CONSTANT;
-        else if (!strcmp(a->sched, "step")) c->lr_kind = RM_LR_STEP;
-        else if (!strcmp(a->sched, "cosine")) c->lr_kind = RM_LR_COSINE;
-        else return usage_error("--lr-schedule must be constant, step or cosine, got '%s'", a->sched);
+        if (!strcmp(a->sched, "constant"))
+            c->lr_kind = RM_LR_CONSTANT;
+        else if (!strcmp(a->sched, "step"))
+            c->lr_kind = RM_LR_STEP;
+        else if (!strcmp(a->sched, "cosine"))
+            c->lr_kind = RM_LR_COSINE;
+        else
+            return usage_error("--lr-schedule must be constant, step or cosine, got '%s'", a->sched);
     }
     return 0;
 }
@@ -444,8 +484,7 @@ static int train_run(int argc, char **argv)
         double t0 = rm_now();
         rc = rm_trainer_run(t, &e);
         close_bar(&pr);
-        if (!rc)
-            printf("done         %llu steps in %.1f s\n", (unsigned long long)rm_trainer_steps(t), rm_now() - t0);
+        if (!rc) printf("done         %llu steps in %.1f s\n", (unsigned long long)rm_trainer_steps(t), rm_now() - t0);
     }
     close_bar(&pr);
     rm_trainer_free(t);

@@ -15,23 +15,17 @@ extern const rm_command rm_cmd_maxbatch;
 extern const rm_command rm_cmd_train;
 extern const rm_command rm_cmd_profile;
 const rm_command *const rm_commands[] = {
-    &rm_cmd_graph,
-    &rm_cmd_plan,
-    &rm_cmd_explain,
-    &rm_cmd_lesson,
-    &rm_cmd_maxbatch,
-    &rm_cmd_train,
-    &rm_cmd_profile,
-    NULL,
+    &rm_cmd_graph,    &rm_cmd_plan,  &rm_cmd_explain, &rm_cmd_lesson,
+    &rm_cmd_maxbatch, &rm_cmd_train, &rm_cmd_profile, NULL,
 };
 const int rm_command_count = (int)(sizeof rm_commands / sizeof rm_commands[0]) - 1;
 
 static void print_help(FILE *f)
 {
-    fprintf(f,
-            "remat - train deep networks under a memory budget by optimal tensor rematerialization\n\n"
-            "usage: remat <command> [options]\n\ncommands:\n");
-    for (int i = 0; i < rm_command_count; i++) fprintf(f, "  %-10s %s\n", rm_commands[i]->name, rm_commands[i]->summary);
+    fprintf(f, "remat - train deep networks under a memory budget by optimal tensor rematerialization\n\n"
+               "usage: remat <command> [options]\n\ncommands:\n");
+    for (int i = 0; i < rm_command_count; i++)
+        fprintf(f, "  %-10s %s\n", rm_commands[i]->name, rm_commands[i]->summary);
     fprintf(f, "\n`remat <command> --help` explains a command's options. Every command that takes --model FILE (a\n"
                "config) takes --onnx FILE (a network exported from PyTorch) instead; docs/onnx.md.\n");
 }

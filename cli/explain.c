@@ -183,11 +183,12 @@ static void explain_peak(const explain_ctx *x)
     if (x->r->ops[kp].node == st)
         fprintf(x->f, "  reached while stage %d computes '%s'.\n", st, nm(p, st).s);
     else
-        fprintf(x->f, "  reached while stage %d ('%s') recomputes '%s'.\n", st, nm(p, st).s, nm(p, x->r->ops[kp].node).s);
+        fprintf(x->f, "  reached while stage %d ('%s') recomputes '%s'.\n", st, nm(p, st).s,
+                nm(p, x->r->ops[kp].node).s);
     fprintf(x->f, "  Resident at that moment (%d values):\n", m);
     for (int j = 0; j < m && j < 8; j++) {
         int i = order[j];
-        const char *why = i == x->r->ops[kp].node                    ? "just computed"
+        const char *why = i == x->r->ops[kp].node                 ? "just computed"
                           : rm_schedule_S(x->s, st, i)            ? "kept from an earlier stage"
                           : rm_schedule_R(x->s, st, i) && i != st ? "recomputed in this stage"
                                                                   : "computed in this stage";
@@ -231,8 +232,9 @@ void rm_explain_write_schedule(FILE *f, const rm_cli_problem *cp, const rm_sched
         if (stats->status == RM_STATUS_OPTIMAL)
             fprintf(f, ";\n  this one is optimal.\n");
         else
-            fprintf(f, ";\n  the optimum is at most %.2f%% of this cost below it (the gap: cost minus the proved\n"
-                       "  bound, over the cost; docs/formulation.md).\n",
+            fprintf(f,
+                    ";\n  the optimum is at most %.2f%% of this cost below it (the gap: cost minus the proved\n"
+                    "  bound, over the cost; docs/formulation.md).\n",
                     100.0 * stats->gap);
     }
     explain_recomputations(&x);
@@ -281,15 +283,16 @@ void rm_explain_write_budget(FILE *f, const rm_cli_problem *cp, const rm_cli_bud
     if (cp->facts.noremat.peak_node >= 0 && cp->facts.noremat.peak_node == cp->facts.noremat.peak_stage)
         fprintf(f, ", computing '%s' (stage %d)", nm(p, cp->facts.noremat.peak_node).s, cp->facts.noremat.peak_stage);
     else if (cp->facts.noremat.peak_node >= 0)
-        fprintf(f, ", while stage %d ('%s') computes '%s'", cp->facts.noremat.peak_stage, nm(p, cp->facts.noremat.peak_stage).s,
-                nm(p, cp->facts.noremat.peak_node).s);
+        fprintf(f, ", while stage %d ('%s') computes '%s'", cp->facts.noremat.peak_stage,
+                nm(p, cp->facts.noremat.peak_stage).s, nm(p, cp->facts.noremat.peak_node).s);
     fprintf(f, ".\n");
     if (rm_budget_verdict_of(p, &cp->facts) == RM_BUDGET_FITS)
         fprintf(f, "  The budget holds that peak (%.1f%% of the budget): nothing needs recomputing.\n",
                 100.0 * ref / (double)p->budget);
     else
         fprintf(f, "  The budget is %.1f%% of it: %s of activations must be freed at the peak and recomputed later.\n",
-                100.0 * (double)p->budget / ref, rm_cli_bytes(a, sizeof a, (double)(cp->facts.noremat_total - p->budget)));
+                100.0 * (double)p->budget / ref,
+                rm_cli_bytes(a, sizeof a, (double)(cp->facts.noremat_total - p->budget)));
     const rm_problem_node *nd = &p->nodes[cp->facts.lb_node];
     fprintf(f,
             "  No schedule can go below %s (%.1f%% of the no-remat peak): computing '%s' needs its\n"

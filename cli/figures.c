@@ -51,7 +51,10 @@ static const char *bytes_fmt(char *buf, size_t len, double b, int round)
     return buf;
 }
 
-static const char *bytes_str(char *buf, size_t len, double b) { return bytes_fmt(buf, len, b, 0); }
+static const char *bytes_str(char *buf, size_t len, double b)
+{
+    return bytes_fmt(buf, len, b, 0);
+}
 
 /* A round tick step at least raw: 1, 2 or 5 times a power of ten of a
  * binary unit (256 KiB is not round, but 200 KiB, 500 MiB and 1 GiB are),
@@ -85,10 +88,18 @@ static void xml_text_n(FILE *f, const char *s, size_t n)
             continue;
         }
         switch (s[i]) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
+        case '&':
+            fputs("&amp;", f);
+            break;
+        case '<':
+            fputs("&lt;", f);
+            break;
+        case '>':
+            fputs("&gt;", f);
+            break;
+        case '"':
+            fputs("&quot;", f);
+            break;
         default:
             fwrite(s + i, 1, (size_t)k, f);
         }
@@ -391,8 +402,8 @@ static void rs_panel(FILE *f, const rs_layout *g, const rm_problem *p, const rm_
                 cls = i == t ? "cell-new" : "cell-re";
             else
                 cls = "cell-empty";
-            fprintf(f, "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>\n", cls,
-                    x0 + i * c, y0 + t * c, c, c);
+            fprintf(f, "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>\n", cls, x0 + i * c,
+                    y0 + t * c, c, c);
         }
     }
     fprintf(f, "</g>\n");
@@ -494,8 +505,14 @@ static mem_plot mem_scale(const rm_problem *p, double top_peak)
 }
 
 /* The x of operation k (its left edge) and the y of v bytes. */
-static double mem_x(const mem_plot *m, int k) { return m->L + m->pw * (double)k / (double)(m->nops > 0 ? m->nops : 1); }
-static double mem_y(const mem_plot *m, double v) { return m->T + m->ph * (1.0 - (v - m->y_lo) / (m->top_v - m->y_lo)); }
+static double mem_x(const mem_plot *m, int k)
+{
+    return m->L + m->pw * (double)k / (double)(m->nops > 0 ? m->nops : 1);
+}
+static double mem_y(const mem_plot *m, double v)
+{
+    return m->T + m->ph * (1.0 - (v - m->y_lo) / (m->top_v - m->y_lo));
+}
 
 /* The y axis' round values (at most MEM_TICKS_MAX), into v. */
 static int mem_ticks(const mem_plot *m, double *v)
@@ -547,8 +564,8 @@ static void mem_grid_and_fixed(FILE *f, const mem_plot *m, int labels)
 static void mem_activations(FILE *f, const mem_plot *m, const rm_schedule_report *ser)
 {
     double base = mem_y(m, m->fixed);
-    fprintf(f, "<polygon fill=\"" COL_ACT "\" stroke=\"#3d85c6\" stroke-width=\"0.8\" points=\"%.1f,%.1f",
-            mem_x(m, 0), base);
+    fprintf(f, "<polygon fill=\"" COL_ACT "\" stroke=\"#3d85c6\" stroke-width=\"0.8\" points=\"%.1f,%.1f", mem_x(m, 0),
+            base);
     for (int k = 0; k < ser->nops; k++) {
         double y = mem_y(m, m->fixed + (double)ser->mem[k]);
         fprintf(f, " %.2f,%.2f %.2f,%.2f", mem_x(m, k), y, mem_x(m, k + 1), y);
@@ -596,7 +613,8 @@ static void mem_budget_and_peak(FILE *f, const mem_plot *m, const rm_schedule_re
                 m->L, mem_y(m, m->budget), m->L + m->pw, mem_y(m, m->budget));
     if (ser->peak_op >= 0)
         fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#000\"/>\n",
-                (mem_x(m, ser->peak_op) + mem_x(m, ser->peak_op + 1)) / 2, mem_y(m, m->fixed + (double)ser->sim.peak_bytes));
+                (mem_x(m, ser->peak_op) + mem_x(m, ser->peak_op + 1)) / 2,
+                mem_y(m, m->fixed + (double)ser->sim.peak_bytes));
 }
 
 /* The axes, with the zig-zag of a broken one. */
@@ -682,8 +700,8 @@ static void mem_captions_of(mem_captions *c, const mem_plot *m, const rm_problem
     char shown[RM_NAME_SHOW_LEN];
     if (ser->peak_op >= 0)
         snprintf(c->peak, sizeof c->peak, "peak (dot) while computing '%s', stage %d (operation %d)",
-                 rm_name_show(shown, sizeof shown, p->nodes[ser->ops[ser->peak_op].node].name), ser->ops[ser->peak_op].stage,
-                 ser->peak_op);
+                 rm_name_show(shown, sizeof shown, p->nodes[ser->ops[ser->peak_op].node].name),
+                 ser->ops[ser->peak_op].stage, ser->peak_op);
     snprintf(c->key, sizeof c->key,
              "grey: fixed bytes (weights, gradients, optimizer state); blue: live activations; activation peak %s",
              bytes_str(a, sizeof a, (double)ser->sim.peak_bytes));
@@ -815,8 +833,8 @@ int rm_figure_compare_svg(const char *path, const rm_problem *p, const rm_proble
         const rm_schedule_report *r = v[i].r;
         if (!r) continue;
         if (r->n != p->n) {
-            rc = rm_errorf(e, RM_ERR_INVALID, "figure: %s: the schedule has %d stages, the problem %d nodes",
-                           v[i].name, r->n, p->n);
+            rc = rm_errorf(e, RM_ERR_INVALID, "figure: %s: the schedule has %d stages, the problem %d nodes", v[i].name,
+                           r->n, p->n);
             break;
         }
         double peak = (double)p->fixed_bytes + (double)r->sim.peak_bytes;
@@ -843,8 +861,7 @@ int rm_figure_compare_svg(const char *path, const rm_problem *p, const rm_proble
     for (int i = 0; i < n; i++) {
         if (!v[i].r) continue;
         char a[32];
-        snprintf(head + (size_t)i * 128, 128, "%+.2f%% compute, peak %s",
-                 rm_overhead_pct(v[i].r->sim.cost, base),
+        snprintf(head + (size_t)i * 128, 128, "%+.2f%% compute, peak %s", rm_overhead_pct(v[i].r->sim.cost, base),
                  bytes_str(a, sizeof a, (double)p->fixed_bytes + (double)v[i].r->sim.peak_bytes));
         int l = text_block(NULL, 0, 0, CMP_PW, MEM_SIZE, "start", "", v[i].name);
         if (l > l1) l1 = l;

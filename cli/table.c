@@ -8,7 +8,7 @@
 #include <string.h>
 
 typedef struct cell {
-    char *text;  /* NULL: unset */
+    char *text; /* NULL: unset */
     double v;
     int is_num;
 } cell;
@@ -16,10 +16,10 @@ typedef struct cell {
 struct rm_table {
     const rm_table_col *cols;
     int ncols;
-    cell *cur;   /* the row being built */
-    cell *rows;  /* nrows * ncols, when not streaming */
+    cell *cur;  /* the row being built */
+    cell *rows; /* nrows * ncols, when not streaming */
     int nrows, cap;
-    int failed;  /* out of memory somewhere */
+    int failed; /* out of memory somewhere */
     /* streaming */
     FILE *out;
     rm_table_format fmt;
@@ -79,8 +79,10 @@ static void set_cell(rm_table *t, int col, int is_num, double v, const char *fmt
     int n = vsnprintf(NULL, 0, fmt, aq);
     va_end(aq);
     char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (s) vsnprintf(s, (size_t)n + 1, fmt, ap);
-    else t->failed = 1;
+    if (s)
+        vsnprintf(s, (size_t)n + 1, fmt, ap);
+    else
+        t->failed = 1;
     cell *c = &t->cur[col];
     free(c->text);
     c->text = s;
@@ -160,12 +162,17 @@ static void write_number(FILE *f, double v)
     fputs(buf, f);
 }
 
-static int has_number(const cell *c) { return c->is_num && isfinite(c->v); }
+static int has_number(const cell *c)
+{
+    return c->is_num && isfinite(c->v);
+}
 
 int rm_table_json_number(FILE *f, double v)
 {
-    if (isfinite(v)) write_number(f, v);
-    else fputs("null", f);
+    if (isfinite(v))
+        write_number(f, v);
+    else
+        fputs("null", f);
     return ferror(f) ? -1 : 0;
 }
 
@@ -198,8 +205,10 @@ static void text_line(const rm_table *t, FILE *f, const int *w, const cell *row)
         int pad = w[i] - text_width(s);
         if (!first) fputc(' ', f);
         first = 0;
-        if (t->cols[i].align == RM_TABLE_RIGHT) fprintf(f, "%*s%s", pad > 0 ? pad : 0, "", s);
-        else fprintf(f, "%s%*s", s, i == last || pad < 0 ? 0 : pad, "");
+        if (t->cols[i].align == RM_TABLE_RIGHT)
+            fprintf(f, "%*s%s", pad > 0 ? pad : 0, "", s);
+        else
+            fprintf(f, "%s%*s", s, i == last || pad < 0 ? 0 : pad, "");
     }
     fputc('\n', f);
 }
@@ -264,8 +273,10 @@ static void write_row(const rm_table *t, FILE *f, rm_table_format fmt, const int
             if (!visible(&t->cols[i], fmt)) continue;
             if (!first) fputc(',', f);
             first = 0;
-            if (has_number(&row[i])) write_number(f, row[i].v);
-            else if (row[i].text && !row[i].is_num) rm_table_csv_field(f, row[i].text);
+            if (has_number(&row[i]))
+                write_number(f, row[i].v);
+            else if (row[i].text && !row[i].is_num)
+                rm_table_csv_field(f, row[i].text);
         }
         fputc('\n', f);
         break;
@@ -277,9 +288,12 @@ static void write_row(const rm_table *t, FILE *f, rm_table_format fmt, const int
             first = 0;
             rm_table_json_string(f, t->cols[i].key);
             fputs(": ", f);
-            if (has_number(&row[i])) write_number(f, row[i].v);
-            else if (row[i].text && !row[i].is_num) rm_table_json_string(f, row[i].text);
-            else fputs("null", f);
+            if (has_number(&row[i]))
+                write_number(f, row[i].v);
+            else if (row[i].text && !row[i].is_num)
+                rm_table_json_string(f, row[i].text);
+            else
+                fputs("null", f);
         }
         fputc('}', f);
         break;

@@ -42,11 +42,11 @@ typedef enum rm_table_align { RM_TABLE_LEFT, RM_TABLE_RIGHT } rm_table_align;
 #define RM_TABLE_DATA 2  /* csv and json only */
 
 typedef struct rm_table_col {
-    const char *header;  /* for people: text and md */
-    const char *key;     /* for programs: the csv header, the json key */
+    const char *header; /* for people: text and md */
+    const char *key;    /* for programs: the csv header, the json key */
     rm_table_align align;
-    int min_width;       /* text: the least width (a streamed table's width); 0 for none */
-    int only;            /* RM_TABLE_BOTH, RM_TABLE_HUMAN or RM_TABLE_DATA */
+    int min_width; /* text: the least width (a streamed table's width); 0 for none */
+    int only;      /* RM_TABLE_BOTH, RM_TABLE_HUMAN or RM_TABLE_DATA */
 } rm_table_col;
 
 typedef struct rm_table rm_table;

@@ -12,13 +12,13 @@
 struct rm_batcher {
     rm_dataset *ds;
     rm_batcher_options o;
-    int64_t n;          /* samples */
-    int64_t batches;    /* per epoch */
-    int64_t *order;     /* n: this epoch's permutation */
+    int64_t n;       /* samples */
+    int64_t batches; /* per epoch */
+    int64_t *order;  /* n: this epoch's permutation */
     uint64_t epoch;
     int64_t next_batch; /* for rm_batcher_next */
     size_t image_numel, label_numel;
-    float *image_tmp;   /* one un-augmented sample, only when augmenting */
+    float *image_tmp; /* one un-augmented sample, only when augmenting */
     int32_t *label_tmp;
 };
 
@@ -102,8 +102,14 @@ void rm_batcher_free(rm_batcher *b)
     free(b);
 }
 
-int64_t rm_batcher_batches(const rm_batcher *b) { return b->batches; }
-uint64_t rm_batcher_epoch(const rm_batcher *b) { return b->epoch; }
+int64_t rm_batcher_batches(const rm_batcher *b)
+{
+    return b->batches;
+}
+uint64_t rm_batcher_epoch(const rm_batcher *b)
+{
+    return b->epoch;
+}
 
 void rm_batcher_set_epoch(rm_batcher *b, uint64_t epoch)
 {
@@ -113,7 +119,10 @@ void rm_batcher_set_epoch(rm_batcher *b, uint64_t epoch)
     make_order(b);
 }
 
-int64_t rm_batcher_sample_at(const rm_batcher *b, int64_t pos) { return b->order[pos]; }
+int64_t rm_batcher_sample_at(const rm_batcher *b, int64_t pos)
+{
+    return b->order[pos];
+}
 
 /* Crops the H x W window at (dy, dx) of the sample zero-padded by p pixels,
  * then mirrors it when flip is set; the mask gets the same geometry with

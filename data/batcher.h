@@ -22,11 +22,11 @@ typedef enum rm_last_batch {
 typedef struct rm_batcher_options {
     int batch_size;
     uint64_t seed;
-    int shuffle;        /* nonzero: a new permutation every epoch; zero: dataset order */
+    int shuffle; /* nonzero: a new permutation every epoch; zero: dataset order */
     rm_last_batch last;
-    int crop_padding;   /* > 0: pad by this many pixels (0 after normalization, i.e. the mean colour; mask
-                           class 0) and crop a random H x W window */
-    int hflip;          /* nonzero: mirror left-right with probability 1/2 */
+    int crop_padding; /* > 0: pad by this many pixels (0 after normalization, i.e. the mean colour; mask
+                         class 0) and crop a random H x W window */
+    int hflip;        /* nonzero: mirror left-right with probability 1/2 */
 } rm_batcher_options;
 
 /* batch_size, seed 0, shuffling on, last batch dropped, no augmentation. */

@@ -41,8 +41,8 @@ static int cifar_load(void *ctx, float *image, int32_t *labels, int64_t index, r
 static const char *cifar_class_name(void *ctx, int k)
 {
     (void)ctx;
-    static const char *const names[10] = {"airplane", "automobile", "bird", "cat", "deer",
-                                          "dog", "frog", "horse", "ship", "truck"};
+    static const char *const names[10] = {"airplane", "automobile", "bird",  "cat",  "deer",
+                                          "dog",      "frog",       "horse", "ship", "truck"};
     return names[k];
 }
 
@@ -100,8 +100,8 @@ int rm_dataset_cifar10_open(rm_dataset **out, const char *const *paths, int npat
         for (int64_t r = 0; !rc && r < n; r++) {
             unsigned label = c->records[(size_t)(at + r) * CIFAR_RECORD];
             if (label > 9)
-                rc = rm_errorf(e, RM_ERR_PARSE, "%s: record %lld has label %u, not a class 0-9", paths[i],
-                               (long long)r, label);
+                rc = rm_errorf(e, RM_ERR_PARSE, "%s: record %lld has label %u, not a class 0-9", paths[i], (long long)r,
+                               label);
         }
         at += n;
     }
@@ -112,8 +112,7 @@ int rm_dataset_cifar10_open(rm_dataset **out, const char *const *paths, int npat
     }
     c->count = total;
     for (int ch = 0; ch < 3; ch++)
-        for (int p = 0; p < 256; p++)
-            c->lut[ch][p] = ((float)p / 255.0f - rm_cifar10_mean[ch]) / rm_cifar10_std[ch];
+        for (int p = 0; p < 256; p++) c->lut[ch][p] = ((float)p / 255.0f - rm_cifar10_mean[ch]) / rm_cifar10_std[ch];
     rm_dataset_info info = {c->count, 3, CIFAR_SIDE, CIFAR_SIDE, 10, RM_TASK_CLASSIFICATION, "cifar10", c->source};
     return rm_dataset_wrap(out, &info, &cifar_ops, c, e);
 }

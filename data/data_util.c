@@ -73,7 +73,10 @@ char *data_path_join(const char *a, const char *b)
     return p;
 }
 
-static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
 
 void data_free_names(char **names, int count)
 {
@@ -125,8 +128,10 @@ int data_list_dir(char ***names, int *count, const char *dir, int want_dirs, rm_
          * block). */
         if (!want_dirs && !S_ISREG(st.st_mode) && data_is_image_name(de->d_name)) {
             rc = rm_errorf(e, RM_ERR_INVALID, "%s: named like an image but not a regular file (%s)", full,
-                           S_ISDIR(st.st_mode) ? "a folder" : S_ISFIFO(st.st_mode) ? "a FIFO"
-                           : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "a special file");
+                           S_ISDIR(st.st_mode)                          ? "a folder"
+                           : S_ISFIFO(st.st_mode)                       ? "a FIFO"
+                           : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                                                                        : "a special file");
             free(full);
             break;
         }

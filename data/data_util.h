@@ -93,8 +93,8 @@ typedef struct data_resampler {
     int *x_start, *x_count;
     float *x_weight; /* out_w x taps_x */
     int *y_start, *y_count;
-    float *y_weight; /* out_h x taps_y */
-    float *tmp;      /* c x max_h x out_w: the horizontal pass */
+    float *y_weight;  /* out_h x taps_y */
+    float *tmp;       /* c x max_h x out_w: the horizontal pass */
     int *nn_x, *nn_y; /* nearest-neighbour source columns / rows (masks) */
 } data_resampler;
 

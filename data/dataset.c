@@ -48,8 +48,8 @@ int rm_dataset_load(rm_dataset *ds, float *image, int32_t *labels, int64_t index
     if (!image || !labels)
         return rm_errorf(e, RM_ERR_INVALID, "%s: load needs image and label buffers", ds->info.source);
     if (index < 0 || index >= ds->info.count)
-        return rm_errorf(e, RM_ERR_INVALID, "%s: sample %lld out of range [0, %lld)", ds->info.source,
-                         (long long)index, (long long)ds->info.count);
+        return rm_errorf(e, RM_ERR_INVALID, "%s: sample %lld out of range [0, %lld)", ds->info.source, (long long)index,
+                         (long long)ds->info.count);
     return ds->ops->load(ds->ctx, image, labels, index, e);
 }
 
@@ -66,8 +66,8 @@ const char *rm_dataset_class_name(const rm_dataset *ds, int k, char *buf, size_t
 const char *rm_dataset_describe(const rm_dataset *ds, char *buf, size_t len)
 {
     const rm_dataset_info *i = &ds->info;
-    snprintf(buf, len, "%s %s: %lld samples, %dx%dx%d, %d classes, %s", i->kind, i->source, (long long)i->count,
-             i->c, i->h, i->w, i->classes, i->task == RM_TASK_SEGMENTATION ? "segmentation" : "classification");
+    snprintf(buf, len, "%s %s: %lld samples, %dx%dx%d, %d classes, %s", i->kind, i->source, (long long)i->count, i->c,
+             i->h, i->w, i->classes, i->task == RM_TASK_SEGMENTATION ? "segmentation" : "classification");
     return buf;
 }
 
@@ -118,8 +118,8 @@ static int only_subfolder(const char *dir)
     return n == 1;
 }
 
-int rm_dataset_open_dir(rm_dataset **out, const char *dir, rm_split split, const rm_image_options *img,
-                        int classes, rm_err *e)
+int rm_dataset_open_dir(rm_dataset **out, const char *dir, rm_split split, const rm_image_options *img, int classes,
+                        rm_err *e)
 {
     *out = NULL;
     if (!data_is_dir(dir)) return rm_errorf(e, RM_ERR_IO, "%s: not a folder", dir);

@@ -24,9 +24,9 @@ typedef enum rm_task {
 typedef enum rm_split { RM_SPLIT_TRAIN = 0, RM_SPLIT_TEST } rm_split;
 
 typedef struct rm_dataset_info {
-    int64_t count;      /* samples */
-    int c, h, w;        /* one input image, CHW float32 */
-    int classes;        /* labels lie in [0, classes) */
+    int64_t count; /* samples */
+    int c, h, w;   /* one input image, CHW float32 */
+    int classes;   /* labels lie in [0, classes) */
     rm_task task;
     const char *kind;   /* "synthetic", "mnist", "cifar10", "image-folder", "segmentation" */
     const char *source; /* the path it was opened from (or a description); owned by the dataset */
@@ -63,8 +63,7 @@ const char *rm_dataset_describe(const rm_dataset *ds, char *buf, size_t len);
 int rm_dataset_validate(rm_dataset *ds, rm_err *e);
 /* Wraps a caller-built vtable and context into a dataset (tests, adapters).
  * On failure ops->destroy(ctx) has already been called. */
-int rm_dataset_wrap(rm_dataset **out, const rm_dataset_info *info, const rm_dataset_ops *ops, void *ctx,
-                    rm_err *e);
+int rm_dataset_wrap(rm_dataset **out, const rm_dataset_info *info, const rm_dataset_ops *ops, void *ctx, rm_err *e);
 
 /* ---- Synthetic data (synthetic.c) ---------------------------------------
  * Classification: each class is a fixed random prototype (two oriented
@@ -105,12 +104,12 @@ int rm_dataset_cifar10_open(rm_dataset **out, const char *const *paths, int npat
 int rm_dataset_cifar10_open_dir(rm_dataset **out, const char *dir, rm_split split, rm_err *e);
 
 /* ---- Image folders and segmentation pairs (image_folder.c, segmentation.c) */
-#define RM_IMAGE_MAX_SIDE 16384               /* larger width or height is refused */
+#define RM_IMAGE_MAX_SIDE 16384                  /* larger width or height is refused */
 #define RM_IMAGE_MAX_PIXELS (64LL * 1024 * 1024) /* default width*height limit */
 
 typedef struct rm_image_options {
-    int c, h, w;       /* model input; c is 1 (stb_image luma) or 3 (RGB) */
-    float mean[3];     /* per channel, after scaling pixels to [0, 1] */
+    int c, h, w;   /* model input; c is 1 (stb_image luma) or 3 (RGB) */
+    float mean[3]; /* per channel, after scaling pixels to [0, 1] */
     float std[3];
     int64_t max_pixels; /* width*height limit of any image or mask; <= 0: RM_IMAGE_MAX_PIXELS */
 } rm_image_options;
@@ -127,8 +126,7 @@ int rm_dataset_image_folder_open(rm_dataset **out, const char *root, const rm_im
 /* root/images/<name>.<ext> with root/masks/<name>.<ext> (same name, the
  * extension may differ): single-channel masks whose pixel values are class
  * ids in [0, classes), of the image's size. */
-int rm_dataset_segmentation_open(rm_dataset **out, const char *root, int classes, const rm_image_options *o,
-                                 rm_err *e);
+int rm_dataset_segmentation_open(rm_dataset **out, const char *root, int classes, const rm_image_options *o, rm_err *e);
 
 /* ---- Detection by content (dataset.c) ------------------------------------
  * Opens dir as MNIST, CIFAR-10, segmentation pairs or an image folder, in
@@ -136,14 +134,13 @@ int rm_dataset_segmentation_open(rm_dataset **out, const char *root, int classes
  * dir/test sub-folders are used when present). img gives the input size for
  * image data (ignored by MNIST and CIFAR-10, whose shape is fixed); classes
  * is required for segmentation and ignored otherwise. */
-int rm_dataset_open_dir(rm_dataset **out, const char *dir, rm_split split, const rm_image_options *img,
-                        int classes, rm_err *e);
+int rm_dataset_open_dir(rm_dataset **out, const char *dir, rm_split split, const rm_image_options *img, int classes,
+                        rm_err *e);
 
 /* Views of base holding `held` samples chosen by a permutation seeded with
  * seed (test) and the others (train), each in index order, so a lazily
  * decoded dataset reads its files in order. Both borrow base, which must
  * outlive them. */
-int rm_dataset_split(rm_dataset **train, rm_dataset **test, rm_dataset *base, int64_t held, uint64_t seed,
-                     rm_err *e);
+int rm_dataset_split(rm_dataset **train, rm_dataset **test, rm_dataset *base, int64_t held, uint64_t seed, rm_err *e);
 
 #endif

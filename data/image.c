@@ -78,12 +78,12 @@ int data_image_options_resolve(rm_image_options *dst, const rm_image_options *sr
     if (dst->c != 1 && dst->c != 3)
         return rm_errorf(e, RM_ERR_INVALID, "%s: images can be loaded with 1 or 3 channels, not %d", root, dst->c);
     if (dst->h < 1 || dst->w < 1 || dst->h > RM_IMAGE_MAX_SIDE || dst->w > RM_IMAGE_MAX_SIDE)
-        return rm_errorf(e, RM_ERR_INVALID, "%s: input size %dx%d must be 1 to %d pixels a side", root, dst->h,
-                         dst->w, RM_IMAGE_MAX_SIDE);
+        return rm_errorf(e, RM_ERR_INVALID, "%s: input size %dx%d must be 1 to %d pixels a side", root, dst->h, dst->w,
+                         RM_IMAGE_MAX_SIDE);
     for (int k = 0; k < dst->c; k++)
         if (!(dst->std[k] > 0) || !isfinite(dst->std[k]) || !isfinite(dst->mean[k]))
-            return rm_errorf(e, RM_ERR_INVALID, "%s: channel %d has mean %g, std %g; need finite values, std > 0",
-                             root, k, (double)dst->mean[k], (double)dst->std[k]);
+            return rm_errorf(e, RM_ERR_INVALID, "%s: channel %d has mean %g, std %g; need finite values, std > 0", root,
+                             k, (double)dst->mean[k], (double)dst->std[k]);
     if (dst->max_pixels <= 0) dst->max_pixels = RM_IMAGE_MAX_PIXELS;
     return RM_OK;
 }
@@ -199,7 +199,7 @@ static const char *jpeg_check_tables(byte_reader *r, int until_sof)
         while (m == 0xFF); /* fill bytes */
         if (m == EOF) return NULL;
         if (m == 0x00 || (m >= 0xD0 && m <= 0xD7) || m == 0x01) continue; /* stuffed byte, restart, TEM */
-        if (m == 0xD9) return NULL;                                        /* end of image */
+        if (m == 0xD9) return NULL;                                       /* end of image */
         int hi = rd_byte(r), lo = rd_byte(r);
         if (hi == EOF || lo == EOF) return NULL;
         long len = (long)(hi << 8 | lo) - 2;
@@ -237,8 +237,10 @@ static void chunk_name(char out[16], const unsigned char *t)
 {
     int letters = 1;
     for (int i = 0; i < 4; i++) letters &= (t[i] >= 'A' && t[i] <= 'Z') || (t[i] >= 'a' && t[i] <= 'z');
-    if (letters) snprintf(out, 16, "%c%c%c%c", t[0], t[1], t[2], t[3]);
-    else snprintf(out, 16, "0x%08x", (unsigned)data_be32(t));
+    if (letters)
+        snprintf(out, 16, "%c%c%c%c", t[0], t[1], t[2], t[3]);
+    else
+        snprintf(out, 16, "0x%08x", (unsigned)data_be32(t));
 }
 
 /* Walks a PNG's chunks (buf starts with the signature) up to IEND. Every
@@ -324,14 +326,17 @@ static const char *bmp_check_size(const unsigned char *buf, size_t len, int w, i
  * BMP (rows first to last), which is valid and which its loader flips. Only
  * a BMP's height can be negative (PNG and JPEG sizes are unsigned and
  * bounded), so the absolute value is the image's height. */
-static int stored_height(int h) { return h < 0 && h > INT_MIN ? -h : h; }
+static int stored_height(int h)
+{
+    return h < 0 && h > INT_MIN ? -h : h;
+}
 
 static int check_dims(int w, int h, int64_t max_pixels, const char *path, rm_err *e)
 {
     if (w <= 0 || h <= 0) return rm_errorf(e, RM_ERR_PARSE, "%s: image header gives an empty size %dx%d", path, w, h);
     if (w > RM_IMAGE_MAX_SIDE || h > RM_IMAGE_MAX_SIDE)
-        return rm_errorf(e, RM_ERR_PARSE, "%s: image header gives %dx%d; sides above %d pixels are refused", path, w,
-                         h, RM_IMAGE_MAX_SIDE);
+        return rm_errorf(e, RM_ERR_PARSE, "%s: image header gives %dx%d; sides above %d pixels are refused", path, w, h,
+                         RM_IMAGE_MAX_SIDE);
     if ((int64_t)w * h > max_pixels)
         return rm_errorf(e, RM_ERR_PARSE, "%s: image header gives %dx%d = %lld pixels, above the limit of %lld", path,
                          w, h, (long long)w * h, (long long)max_pixels);
@@ -350,8 +355,7 @@ int data_image_probe(data_image_header *hd, const char *path, int64_t max_pixels
     }
     if (size > INT_MAX) { /* stb_image takes an int length */
         fclose(fp);
-        return rm_errorf(e, RM_ERR_PARSE, "%s: %lld bytes; image files above 2 GiB are refused", path,
-                         (long long)size);
+        return rm_errorf(e, RM_ERR_PARSE, "%s: %lld bytes; image files above 2 GiB are refused", path, (long long)size);
     }
     byte_reader rd = {NULL, 0, 0, fp};
     const char *why = jpeg_check_tables(&rd, 1);
@@ -413,7 +417,10 @@ int data_image_decode(void **pixels, const unsigned char *buf, size_t len, int c
     return RM_OK;
 }
 
-void data_image_release(void *pixels) { stbi_image_free(pixels); }
+void data_image_release(void *pixels)
+{
+    stbi_image_free(pixels);
+}
 
 data_crop data_crop_cover(int w, int h, int out_w, int out_h)
 {

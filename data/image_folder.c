@@ -32,8 +32,9 @@ static int folder_load(void *ctx, float *image, int32_t *labels, int64_t index, 
     const folder_sample *s = &f->samples[index];
     int rc = data_read_whole(f->filebuf, f->filecap, s->hd.file_size, s->path, e);
     void *px = NULL;
-    if (!rc) rc = data_image_decode(&px, f->filebuf, (size_t)s->hd.file_size, f->o.c, 0, &s->hd, f->o.max_pixels,
-                                    s->path, e);
+    if (!rc)
+        rc =
+            data_image_decode(&px, f->filebuf, (size_t)s->hd.file_size, f->o.c, 0, &s->hd, f->o.max_pixels, s->path, e);
     if (rc) return rc;
     data_resample_bilinear(&f->rs, image, px, s->hd.w, s->hd.h, f->o.mean, f->o.std);
     data_image_release(px);
@@ -41,7 +42,10 @@ static int folder_load(void *ctx, float *image, int32_t *labels, int64_t index, 
     return RM_OK;
 }
 
-static const char *folder_class_name(void *ctx, int k) { return ((image_folder *)ctx)->class_names[k]; }
+static const char *folder_class_name(void *ctx, int k)
+{
+    return ((image_folder *)ctx)->class_names[k];
+}
 
 static void folder_destroy(void *ctx)
 {
@@ -150,7 +154,8 @@ int data_image_folder_open_as(rm_dataset **out, const char *root, const char *cl
         char *dir = data_path_join(root, f->class_names[k]);
         if (!dir) rc = rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory", root);
         /* A held-out split need not have every class. */
-        else if (!class_root || data_is_dir(dir)) rc = add_class(f, dir, k, e);
+        else if (!class_root || data_is_dir(dir))
+            rc = add_class(f, dir, k, e);
         free(dir);
     }
     int max_w = 1, max_h = 1;
@@ -168,8 +173,8 @@ int data_image_folder_open_as(rm_dataset **out, const char *root, const char *cl
         folder_destroy(f);
         return rc;
     }
-    rm_dataset_info info = {f->count, f->o.c, f->o.h, f->o.w, f->classes, RM_TASK_CLASSIFICATION, "image-folder",
-                            f->source};
+    rm_dataset_info info = {f->count,       f->o.c,   f->o.h, f->o.w, f->classes, RM_TASK_CLASSIFICATION,
+                            "image-folder", f->source};
     return rm_dataset_wrap(out, &info, &folder_ops, f, e);
 }
 

@@ -57,15 +57,17 @@ static int seg_load(void *ctx, float *image, int32_t *labels, int64_t index, rm_
     const seg_sample *sm = &s->samples[index];
     void *px = NULL;
     int rc = data_read_whole(s->filebuf, s->filecap, sm->image_hd.file_size, sm->image_path, e);
-    if (!rc) rc = data_image_decode(&px, s->filebuf, (size_t)sm->image_hd.file_size, s->o.c, 0, &sm->image_hd,
-                                    s->o.max_pixels, sm->image_path, e);
+    if (!rc)
+        rc = data_image_decode(&px, s->filebuf, (size_t)sm->image_hd.file_size, s->o.c, 0, &sm->image_hd,
+                               s->o.max_pixels, sm->image_path, e);
     if (rc) return rc;
     data_resample_bilinear(&s->rs, image, px, sm->image_hd.w, sm->image_hd.h, s->o.mean, s->o.std);
     data_image_release(px);
 
     rc = data_read_whole(s->filebuf, s->filecap, sm->mask_hd.file_size, sm->mask_path, e);
-    if (!rc) rc = data_image_decode(&px, s->filebuf, (size_t)sm->mask_hd.file_size, 1, sm->mask_hd.is16, &sm->mask_hd,
-                                    s->o.max_pixels, sm->mask_path, e);
+    if (!rc)
+        rc = data_image_decode(&px, s->filebuf, (size_t)sm->mask_hd.file_size, 1, sm->mask_hd.is16, &sm->mask_hd,
+                               s->o.max_pixels, sm->mask_path, e);
     if (rc) return rc;
     rc = mask_to_labels(s, labels, px, sm, e);
     data_image_release(px);
@@ -158,8 +160,8 @@ static int add_pair(segmentation *s, const char *image_dir, const char *mask_dir
                          "ids (palette and RGB masks are not supported)",
                          sm->mask_path, sm->mask_hd.comp);
     if (sm->mask_hd.w != sm->image_hd.w || sm->mask_hd.h != sm->image_hd.h)
-        return rm_errorf(e, RM_ERR_PARSE, "%s: mask is %dx%d but its image %s is %dx%d", sm->mask_path,
-                         sm->mask_hd.w, sm->mask_hd.h, sm->image_path, sm->image_hd.w, sm->image_hd.h);
+        return rm_errorf(e, RM_ERR_PARSE, "%s: mask is %dx%d but its image %s is %dx%d", sm->mask_path, sm->mask_hd.w,
+                         sm->mask_hd.h, sm->image_path, sm->image_hd.w, sm->image_hd.h);
     return RM_OK;
 }
 
@@ -190,8 +192,7 @@ static int pair_up(segmentation *s, const char *image_dir, const char *mask_dir,
     return rc;
 }
 
-int rm_dataset_segmentation_open(rm_dataset **out, const char *root, int classes, const rm_image_options *o,
-                                 rm_err *e)
+int rm_dataset_segmentation_open(rm_dataset **out, const char *root, int classes, const rm_image_options *o, rm_err *e)
 {
     *out = NULL;
     if (classes < 2 || classes > 65536)
@@ -221,7 +222,6 @@ int rm_dataset_segmentation_open(rm_dataset **out, const char *root, int classes
         seg_destroy(s);
         return rc;
     }
-    rm_dataset_info info = {s->count, s->o.c, s->o.h, s->o.w, classes, RM_TASK_SEGMENTATION, "segmentation",
-                            s->source};
+    rm_dataset_info info = {s->count, s->o.c, s->o.h, s->o.w, classes, RM_TASK_SEGMENTATION, "segmentation", s->source};
     return rm_dataset_wrap(out, &info, &seg_ops, s, e);
 }

@@ -58,8 +58,7 @@ static int subset_make(rm_dataset **out, rm_dataset *base, const int64_t *idx, i
     return rm_dataset_wrap(out, &info, &subset_ops, s, e);
 }
 
-int rm_dataset_split(rm_dataset **train, rm_dataset **test, rm_dataset *base, int64_t held, uint64_t seed,
-                     rm_err *e)
+int rm_dataset_split(rm_dataset **train, rm_dataset **test, rm_dataset *base, int64_t held, uint64_t seed, rm_err *e)
 {
     *train = *test = NULL;
     int64_t n = base->info.count;

@@ -73,8 +73,8 @@ static float proto_value(const synth *s, int k, int ch, int y, int x)
 static float noise_at(uint64_t key, size_t i)
 {
     uint64_t h = rm_hash64(key ^ (uint64_t)i);
-    uint32_t sum = (uint32_t)(h & 0xffff) + (uint32_t)(h >> 16 & 0xffff) + (uint32_t)(h >> 32 & 0xffff) +
-                   (uint32_t)(h >> 48);
+    uint32_t sum =
+        (uint32_t)(h & 0xffff) + (uint32_t)(h >> 16 & 0xffff) + (uint32_t)(h >> 32 & 0xffff) + (uint32_t)(h >> 48);
     return ((float)sum * (1.0f / 65536.0f) - 2.0f) * 1.7320508f;
 }
 
@@ -231,8 +231,8 @@ int rm_dataset_synthetic_create(rm_dataset **out, const rm_synthetic_options *o,
                 for (int y = 0; y < o->h; y++)
                     for (int x = 0; x < o->w; x++) s->table[i++] = proto_compute(s, k, ch, y, x);
     }
-    snprintf(s->source, sizeof s->source, "synthetic %s (seed %llu, noise %g)",
-             seg ? "segmentation" : "classification", (unsigned long long)o->seed, (double)o->noise);
+    snprintf(s->source, sizeof s->source, "synthetic %s (seed %llu, noise %g)", seg ? "segmentation" : "classification",
+             (unsigned long long)o->seed, (double)o->noise);
     rm_dataset_info info = {o->count, o->c, o->h, o->w, o->classes, o->task, "synthetic", s->source};
     return rm_dataset_wrap(out, &info, &synth_ops, s, e);
 }

@@ -31,6 +31,9 @@ size_t rm_arena_capacity(const rm_arena *a);
 void *rm_arena_base(const rm_arena *a);
 size_t rm_arena_high_water(const rm_arena *a);
 
-static inline size_t rm_align_up(size_t bytes) { return (bytes + RM_ARENA_ALIGN - 1) / RM_ARENA_ALIGN * RM_ARENA_ALIGN; }
+static inline size_t rm_align_up(size_t bytes)
+{
+    return (bytes + RM_ARENA_ALIGN - 1) / RM_ARENA_ALIGN * RM_ARENA_ALIGN;
+}
 
 #endif

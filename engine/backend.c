@@ -36,8 +36,7 @@ static const char *join_names(char *buf, size_t len, const char *const *names, i
     return buf;
 }
 
-int rm_backend_name_parse(int *out, const char *name, const char *const *names, int count, const char *what,
-                          rm_err *e)
+int rm_backend_name_parse(int *out, const char *name, const char *const *names, int count, const char *what, rm_err *e)
 {
     for (int i = 0; i < count; i++)
         if (name && strcmp(name, names[i]) == 0) {
@@ -154,7 +153,10 @@ size_t rm_backend_fixed_bytes(const rm_backend *be)
     return be && be->ops->fixed_bytes ? be->ops->fixed_bytes(be->ctx) : 0;
 }
 
-int rm_backend_kernels(const rm_backend *be) { return be->ops->kernels(be->ctx); }
+int rm_backend_kernels(const rm_backend *be)
+{
+    return be->ops->kernels(be->ctx);
+}
 
 size_t rm_backend_kind_layer_workspace(rm_backend_kind kind, const struct rm_layer_desc *d,
                                        const struct rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out,

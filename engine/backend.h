@@ -187,8 +187,7 @@ const char *rm_backend_kernels_name(rm_backend_kind kind, int lib);
 int rm_backend_threads_parse(int *out, const char *text, rm_err *e);
 /* The index of name among names[0..count), or RM_ERR_INVALID naming what
  * was asked for and the choices ("unknown WHAT 'x' (a, b or c)"). */
-int rm_backend_name_parse(int *out, const char *name, const char *const *names, int count, const char *what,
-                          rm_err *e);
+int rm_backend_name_parse(int *out, const char *name, const char *const *names, int count, const char *what, rm_err *e);
 
 /* The most host threads a backend takes (a bound on what a user may ask
  * for, not on the machine). */
@@ -245,6 +244,9 @@ static inline int rm_backend_alloc(rm_backend *be, void **ptr, size_t bytes, rm_
 {
     return be->ops->alloc(be->ctx, ptr, bytes, e);
 }
-static inline void rm_backend_release(rm_backend *be, void *ptr) { be->ops->release(be->ctx, ptr); }
+static inline void rm_backend_release(rm_backend *be, void *ptr)
+{
+    be->ops->release(be->ctx, ptr);
+}
 
 #endif

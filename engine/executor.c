@@ -34,9 +34,9 @@
 typedef struct exec_run {
     const rm_graph *g;
     const rm_plan *plan;
-    int training;     /* layers in training mode (batch statistics, dropout) */
-    int fold_stats;   /* batchnorm folds batch statistics into running ones, once per step */
-    int count;        /* samples in the batch: g->batch, or fewer for inference */
+    int training;   /* layers in training mode (batch statistics, dropout) */
+    int fold_stats; /* batchnorm folds batch statistics into running ones, once per step */
+    int count;      /* samples in the batch: g->batch, or fewer for inference */
     const float *input;
     uint64_t step;
 } exec_run;
@@ -138,8 +138,9 @@ int rm_executor_create(rm_executor **out, const rm_model *m, const rm_graph *g, 
         goto fail;
     }
     RM_LOG_INFO("executor: %s backend, batch %d, %d graph nodes, %d operations; fixed memory %zu bytes (workspace "
-                "%zu), arena %zu bytes for a plan span of %zu", be->name, ex->batch, g->n, plan->nops,
-                ex->fixed_bytes, ex->workspace_size, rm_arena_capacity(ex->arena), plan->span);
+                "%zu), arena %zu bytes for a plan span of %zu",
+                be->name, ex->batch, g->n, plan->nops, ex->fixed_bytes, ex->workspace_size,
+                rm_arena_capacity(ex->arena), plan->span);
     *out = ex;
     return RM_OK;
 fail:
@@ -284,9 +285,12 @@ static int run_node(rm_executor *ex, const exec_run *run, int v, rm_err *e)
     switch (nd->op) {
     case RM_OP_INPUT:
         return ex->be->ops->upload(ex->be->ctx, ex->ptr[v], run->input, rm_shape_bytes(run_shape(run, nd->shape)), e);
-    case RM_OP_FORWARD: return run_forward(ex, run, v, e);
-    case RM_OP_BACKWARD: return run_backward(ex, run, v, e);
-    case RM_OP_GRAD_SUM: return run_grad_sum(ex, v, e);
+    case RM_OP_FORWARD:
+        return run_forward(ex, run, v, e);
+    case RM_OP_BACKWARD:
+        return run_backward(ex, run, v, e);
+    case RM_OP_GRAD_SUM:
+        return run_grad_sum(ex, v, e);
     }
     return rm_errorf(e, RM_ERR_INVALID, "executor: node %d has an unknown op", v);
 }
@@ -335,8 +339,8 @@ static int run_plan(rm_executor *ex, const exec_run *run, const int32_t *labels,
                              rm_exec_node_name(g, v));
         for (int d = 0; d < g->nodes[v].ndeps; d++)
             if (!ex->live[g->nodes[v].deps[d]])
-                return rm_errorf(e, RM_ERR_INVALID, "executor: operation %d computes %s, whose input %s is not live",
-                                 o, rm_exec_node_name(g, v), rm_exec_node_name(g, g->nodes[v].deps[d]));
+                return rm_errorf(e, RM_ERR_INVALID, "executor: operation %d computes %s, whose input %s is not live", o,
+                                 rm_exec_node_name(g, v), rm_exec_node_name(g, g->nodes[v].deps[d]));
         void *ptr;
         if ((rc = rm_arena_place(ex->arena, &ptr, op->offset, b->size, e))) return rc;
         ex->ptr[v] = ptr;
@@ -355,14 +359,13 @@ static int run_plan(rm_executor *ex, const exec_run *run, const int32_t *labels,
         return rc;
     }
     RM_LOG_DEBUG("executor: %s of %d samples (step %llu): %d operations, arena high-water %zu bytes, loss %.9g",
-                 run->training ? "training step" : "inference pass", run->count, (unsigned long long)run->step,
-                 p->nops, rm_arena_high_water(ex->arena), (double)ex->loss);
+                 run->training ? "training step" : "inference pass", run->count, (unsigned long long)run->step, p->nops,
+                 rm_arena_high_water(ex->arena), (double)ex->loss);
     if (loss) *loss = ex->loss;
     return RM_OK;
 }
 
-int rm_executor_step(rm_executor *ex, float *loss, const float *input, const int32_t *labels, uint64_t step,
-                     rm_err *e)
+int rm_executor_step(rm_executor *ex, float *loss, const float *input, const int32_t *labels, uint64_t step, rm_err *e)
 {
     exec_run run = {ex->g, ex->plan, 1, 1, ex->batch, input, step};
     return run_plan(ex, &run, labels, loss, e);
@@ -377,8 +380,7 @@ int rm_executor_set_inference(rm_executor *ex, const rm_graph *fg, const rm_plan
     return RM_OK;
 }
 
-int rm_executor_infer(rm_executor *ex, float *loss, const float *input, const int32_t *labels, int count,
-                      rm_err *e)
+int rm_executor_infer(rm_executor *ex, float *loss, const float *input, const int32_t *labels, int count, rm_err *e)
 {
     if (!ex->infer_g) return rm_errorf(e, RM_ERR_INVALID, "executor: no inference graph was set");
     if (count < 1 || count > ex->infer_g->batch)
@@ -425,13 +427,25 @@ rm_layer_params *rm_executor_layer_params(rm_executor *ex, int layer)
     return layer >= 0 && layer < ex->L ? &ex->lp[layer] : NULL;
 }
 
-rm_backend *rm_executor_backend(const rm_executor *ex) { return ex->be; }
+rm_backend *rm_executor_backend(const rm_executor *ex)
+{
+    return ex->be;
+}
 
-size_t rm_executor_arena_high_water(const rm_executor *ex) { return rm_arena_high_water(ex->arena); }
+size_t rm_executor_arena_high_water(const rm_executor *ex)
+{
+    return rm_arena_high_water(ex->arena);
+}
 void *rm_executor_arena_memory(const rm_executor *ex, size_t *bytes)
 {
     *bytes = rm_arena_capacity(ex->arena);
     return rm_arena_base(ex->arena);
 }
-size_t rm_executor_fixed_bytes(const rm_executor *ex) { return ex->fixed_bytes; }
-size_t rm_executor_workspace_bytes(const rm_executor *ex) { return ex->workspace_size; }
+size_t rm_executor_fixed_bytes(const rm_executor *ex)
+{
+    return ex->fixed_bytes;
+}
+size_t rm_executor_workspace_bytes(const rm_executor *ex)
+{
+    return ex->workspace_size;
+}

@@ -42,11 +42,11 @@
 typedef struct rm_executor rm_executor;
 
 typedef struct rm_executor_options {
-    uint64_t seed;        /* parameter initialisation and dropout masks */
-    size_t arena_budget;  /* activation bytes allowed; 0 = exactly the plan's span */
-    int poison;           /* fill every buffer with NaN when placed and when freed: a kernel that
-                             reads a value the plan says is dead, or a placement that overlaps a
-                             live value, then shows up as NaN (tests; costs a pass over memory) */
+    uint64_t seed;       /* parameter initialisation and dropout masks */
+    size_t arena_budget; /* activation bytes allowed; 0 = exactly the plan's span */
+    int poison;          /* fill every buffer with NaN when placed and when freed: a kernel that
+                            reads a value the plan says is dead, or a placement that overlaps a
+                            live value, then shows up as NaN (tests; costs a pass over memory) */
 } rm_executor_options;
 
 /* m and g (a trace of m at some batch) and plan (from g and a schedule's
@@ -71,8 +71,7 @@ void rm_executor_free(rm_executor *ex);
  * loss in *loss (host, if not NULL). Parameters are not updated: that is the
  * optimizer's job. On CUDA it returns after the stream has finished the
  * step's work (the loss download waits for it). */
-int rm_executor_step(rm_executor *ex, float *loss, const float *input, const int32_t *labels, uint64_t step,
-                     rm_err *e);
+int rm_executor_step(rm_executor *ex, float *loss, const float *input, const int32_t *labels, uint64_t step, rm_err *e);
 
 /* Inference (evaluation) through the same executor and the same op loop as
  * a step. fg is the forward-only trace of the model (rm_model_trace_forward)
@@ -88,8 +87,7 @@ int rm_executor_set_inference(rm_executor *ex, const rm_graph *fg, const rm_plan
  * sample): batchnorm uses its running statistics, dropout keeps everything,
  * nothing is updated. input and labels are host memory as for a step; the
  * mean loss over the count samples' labels goes to *loss. */
-int rm_executor_infer(rm_executor *ex, float *loss, const float *input, const int32_t *labels, int count,
-                      rm_err *e);
+int rm_executor_infer(rm_executor *ex, float *loss, const float *input, const int32_t *labels, int count, rm_err *e);
 
 /* From now on every step and inference pass downloads the value of graph
  * node `node` (the graph the run follows), when it is first computed, into

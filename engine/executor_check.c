@@ -33,8 +33,8 @@ static int check_node(rm_executor *ex, int i, rm_err *e)
         want.n = ex->batch;
         if (ex->input_node >= 0 || nd->ndeps || !rm_shape_equal(nd->shape, want) || nd->bytes != rm_shape_bytes(want))
             return rm_errorf(e, RM_ERR_INVALID,
-                             "executor: node %d (%s) is a second or malformed input node (%s, want %s)", i,
-                             nd->name, rm_shape_str(nd->shape, a, sizeof a), rm_shape_str(want, b, sizeof b));
+                             "executor: node %d (%s) is a second or malformed input node (%s, want %s)", i, nd->name,
+                             rm_shape_str(nd->shape, a, sizeof a), rm_shape_str(want, b, sizeof b));
         ex->input_node = i;
         return RM_OK;
     }
@@ -54,8 +54,8 @@ static int check_node(rm_executor *ex, int i, rm_err *e)
                              rm_shape_str(ex->out_shape[L], b, sizeof b), nd->ndeps, ly->nin);
         for (int k = 0; k < ly->nin; k++)
             if (rm_exec_input_node_of(ex, L, k) < 0 || nd->deps[k] != rm_exec_input_node_of(ex, L, k))
-                return rm_errorf(e, RM_ERR_INVALID, "executor: forward node %d (%s) reads node %d as input %d",
-                                 i, nd->name, nd->deps[k], k);
+                return rm_errorf(e, RM_ERR_INVALID, "executor: forward node %d (%s) reads node %d as input %d", i,
+                                 nd->name, nd->deps[k], k);
         ex->fwd_node[L] = i;
         if (is_loss) ex->loss_node = i;
         return RM_OK;
@@ -66,8 +66,8 @@ static int check_node(rm_executor *ex, int i, rm_err *e)
     if (nd->op == RM_OP_GRAD_SUM) {
         if (is_loss || nd->ndeps < 1 || !rm_shape_equal(nd->shape, ex->out_shape[L]) ||
             nd->bytes != rm_shape_bytes(ex->out_shape[L]))
-            return rm_errorf(e, RM_ERR_INVALID, "executor: grad-sum node %d (%s) does not match layer %s", i,
-                             nd->name, ly->name);
+            return rm_errorf(e, RM_ERR_INVALID, "executor: grad-sum node %d (%s) does not match layer %s", i, nd->name,
+                             ly->name);
         for (int d = 0; d < nd->ndeps; d++) {
             int rc = check_grad_dep(ex, i, nd->deps[d], nd->dep_slot[d], L, e);
             if (rc) return rc;
@@ -100,8 +100,8 @@ static int check_node(rm_executor *ex, int i, rm_err *e)
         pos++;
     }
     if (pos != nd->ndeps)
-        return rm_errorf(e, RM_ERR_INVALID, "executor: backward node %d (%s) has %d dependencies, layer %s needs %d",
-                         i, nd->name, nd->ndeps, ly->name, pos);
+        return rm_errorf(e, RM_ERR_INVALID, "executor: backward node %d (%s) has %d dependencies, layer %s needs %d", i,
+                         nd->name, nd->ndeps, ly->name, pos);
     size_t bytes = 0;
     for (int k = 0; k < ly->nin; k++)
         if (ly->inputs[k] != RM_MODEL_INPUT) bytes += rm_shape_bytes(ex->in_shape[(size_t)L * RM_MAX_INPUTS + k]);
@@ -147,7 +147,8 @@ int rm_executor_check_inference(const rm_executor *ex, const rm_graph *fg, const
     if (fg->n > g->n || fg->batch < 1 || fg->batch > ex->batch)
         return rm_errorf(e, RM_ERR_INVALID,
                          "executor: the inference graph (%d nodes at batch %d) is not a forward part of the training "
-                         "graph (%d nodes at batch %d)", fg->n, fg->batch, g->n, ex->batch);
+                         "graph (%d nodes at batch %d)",
+                         fg->n, fg->batch, g->n, ex->batch);
     for (int i = 0; i < fg->n; i++) {
         const rm_graph_node *a = &fg->nodes[i], *b = &g->nodes[i];
         rm_shape want = b->shape; /* at the inference batch; the loss is a scalar at any batch */
@@ -168,12 +169,16 @@ int rm_executor_check_inference(const rm_executor *ex, const rm_graph *fg, const
     int rc = rm_plan_check(fp, e);
     if (rc) return rc;
     if (fp->span > rm_arena_capacity(ex->arena))
-        return rm_errorf(e, RM_ERR_BUDGET, "executor: inference at batch %d needs an arena of %zu bytes, the training "
-                         "arena has %zu", fg->batch, fp->span, rm_arena_capacity(ex->arena));
+        return rm_errorf(e, RM_ERR_BUDGET,
+                         "executor: inference at batch %d needs an arena of %zu bytes, the training "
+                         "arena has %zu",
+                         fg->batch, fp->span, rm_arena_capacity(ex->arena));
     size_t ws = 0;
     if ((rc = rm_executor_workspace_needed_on(&ws, ex->m, fg->batch, ex->be->kind, e))) return rc;
     if (ws > ex->workspace_size)
-        return rm_errorf(e, RM_ERR_BUDGET, "executor: inference at batch %d needs a workspace of %zu bytes, training's "
-                         "has %zu", fg->batch, ws, ex->workspace_size);
+        return rm_errorf(e, RM_ERR_BUDGET,
+                         "executor: inference at batch %d needs a workspace of %zu bytes, training's "
+                         "has %zu",
+                         fg->batch, ws, ex->workspace_size);
     return RM_OK;
 }

@@ -37,19 +37,19 @@ struct rm_executor {
     void *workspace;
     size_t workspace_size;
     size_t fixed_bytes;
-    float *loss_dev;     /* be->queued: the loss's fixed slot (dev); else NULL */
+    float *loss_dev;        /* be->queued: the loss's fixed slot (dev); else NULL */
     const float **grad_src; /* [largest grad-sum]: its sources, filled per node (host) */
 
     /* Activations, and the step's bookkeeping (host, allocated once). */
     rm_arena *arena;
-    float **ptr;        /* [n]: where each live node's value is; NULL when not live */
-    int *live;          /* [n]: 1 while the node has a live buffer */
-    uint8_t *computed;  /* [n]: computed at least once in this step */
+    float **ptr;       /* [n]: where each live node's value is; NULL when not live */
+    int *live;         /* [n]: 1 while the node has a live buffer */
+    uint8_t *computed; /* [n]: computed at least once in this step */
     float loss;
 
     rm_executor_node_hook hook; /* profiling (rm_executor_set_node_hook); NULL: none */
     void *hook_ctx;
-    int fetch_node;     /* rm_executor_set_fetch: -1 none */
+    int fetch_node; /* rm_executor_set_fetch: -1 none */
     float *fetch_host;
 
     /* Inference (rm_executor_set_inference): a forward-only graph of the
@@ -58,7 +58,10 @@ struct rm_executor {
     const rm_plan *infer_plan;
 };
 
-static inline const char *rm_exec_node_name(const rm_graph *g, int i) { return g->nodes[i].name; }
+static inline const char *rm_exec_node_name(const rm_graph *g, int i)
+{
+    return g->nodes[i].name;
+}
 
 /* The graph node holding input k of layer L's forward value. */
 static inline int rm_exec_input_node_of(const rm_executor *ex, int L, int k)

@@ -17,8 +17,8 @@ int rm_executor_workspace_needed_on(size_t *out, const rm_model *m, int batch, r
     *out = 0;
     rm_shape *ins = malloc((size_t)m->nlayers * RM_MAX_INPUTS * sizeof *ins);
     rm_shape *outs = malloc((size_t)m->nlayers * sizeof *outs);
-    int rc = !ins || !outs ? rm_errorf(e, RM_ERR_NOMEM, "executor: out of memory")
-                           : rm_model_shapes(ins, outs, m, batch, e);
+    int rc =
+        !ins || !outs ? rm_errorf(e, RM_ERR_NOMEM, "executor: out of memory") : rm_model_shapes(ins, outs, m, batch, e);
     for (int i = 0; !rc && i < m->nlayers; i++) {
         const rm_model_layer *ly = &m->layers[i];
         for (int backward = 0; backward < 2; backward++) {

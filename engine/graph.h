@@ -36,9 +36,9 @@ typedef struct rm_graph_node {
     char name[RM_NAME_LEN]; /* "conv1", "conv1.grad", "res2a.gradsum" */
     rm_node_tag tag;
     rm_node_op op;
-    int layer;     /* index of the model layer; -1 for the input */
-    double flops;  /* cost of computing this node once */
-    size_t bytes;  /* output bytes */
+    int layer;      /* index of the model layer; -1 for the input */
+    double flops;   /* cost of computing this node once */
+    size_t bytes;   /* output bytes */
     rm_shape shape; /* output shape (forward/input/grad-sum); zero for backward */
     int ndeps;
     int *deps;     /* indices of earlier nodes read */
@@ -50,7 +50,7 @@ typedef struct rm_graph {
     rm_graph_node *nodes;
     int cap; /* nodes allocated; rm_graph_add_node doubles it when full */
     int batch;
-    size_t param_count;  /* trainable parameters */
+    size_t param_count; /* trainable parameters */
     double forward_flops, backward_flops;
 } rm_graph;
 

@@ -3,7 +3,10 @@
  * derives from the descriptor. */
 #include "layer.h"
 
-static const rm_backend *backend_of(const rm_backend *be) { return be ? be : rm_backend_host(); }
+static const rm_backend *backend_of(const rm_backend *be)
+{
+    return be ? be : rm_backend_host();
+}
 
 int rm_layer_forward(const rm_layer_desc *d, const rm_layer_call *call, rm_err *e)
 {

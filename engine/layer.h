@@ -65,8 +65,8 @@ typedef struct rm_layer_config {
  * conv/linear/conv_t: w, b. batchnorm: w = gamma, b = beta, plus running
  * statistics. Tensors with data == NULL do not exist for this layer. */
 typedef struct rm_layer_params {
-    rm_tensor w, b;   /* trainable */
-    rm_tensor dw, db; /* their gradients: backward OVERWRITES them (see below) */
+    rm_tensor w, b;                      /* trainable */
+    rm_tensor dw, db;                    /* their gradients: backward OVERWRITES them (see below) */
     rm_tensor running_mean, running_var; /* batchnorm buffers, not trained */
 } rm_layer_params;
 
@@ -177,8 +177,8 @@ typedef struct rm_layer_desc {
  * (RM_ERR_INVALID if it is smaller than bytes), else a fresh allocation that
  * is also returned in *owned for the kernel to free(). *ws is NULL when bytes
  * is 0. */
-static inline int rm_layer_workspace(void **ws, void **owned, const rm_layer_call *call, size_t bytes,
-                                     const char *who, rm_err *e)
+static inline int rm_layer_workspace(void **ws, void **owned, const rm_layer_call *call, size_t bytes, const char *who,
+                                     rm_err *e)
 {
     *ws = *owned = NULL;
     if (bytes == 0) return RM_OK;

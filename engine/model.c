@@ -41,8 +41,10 @@ int rm_model_layer_complete(rm_model *m, int i, rm_err *e)
     /* Running mean and variance: fixed memory, but not trained. */
     L->buffer_count = d->kind == RM_LAYER_BATCHNORM2D ? 2 * (size_t)L->in_shape[0].c : 0;
     for (int k = 0; k < L->nin; k++) {
-        if (L->inputs[k] == RM_MODEL_INPUT) m->input_uses++;
-        else m->layers[L->inputs[k]].uses++;
+        if (L->inputs[k] == RM_MODEL_INPUT)
+            m->input_uses++;
+        else
+            m->layers[L->inputs[k]].uses++;
     }
     m->param_count += L->param_count;
     m->buffer_count += L->buffer_count;

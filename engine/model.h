@@ -22,16 +22,16 @@ typedef struct rm_model_layer {
     int inputs[RM_MAX_INPUTS];        /* earlier layer indices, or RM_MODEL_INPUT; no repeats */
     rm_shape in_shape[RM_MAX_INPUTS]; /* per sample: n = 1 */
     rm_shape out_shape;               /* per sample: n = 1 */
-    size_t param_count;  /* trainable elements: w and b */
-    size_t buffer_count; /* non-trainable state elements: batchnorm running mean and variance */
-    int uses;            /* how many (consumer, input position) pairs read this output */
-    int line;            /* line of the layer's [section] in the config */
+    size_t param_count;               /* trainable elements: w and b */
+    size_t buffer_count;              /* non-trainable state elements: batchnorm running mean and variance */
+    int uses;                         /* how many (consumer, input position) pairs read this output */
+    int line;                         /* line of the layer's [section] in the config */
 } rm_model_layer;
 
 typedef struct rm_model {
-    char *path;      /* the config (or ONNX file) it came from, for messages */
-    rm_shape input;  /* 1 x channels x height x width */
-    int input_uses;  /* (consumer, position) pairs that read the input batch */
+    char *path;     /* the config (or ONNX file) it came from, for messages */
+    rm_shape input; /* 1 x channels x height x width */
+    int input_uses; /* (consumer, position) pairs that read the input batch */
     int nlayers;
     rm_model_layer *layers; /* the last one is the loss */
     size_t param_count, buffer_count;

@@ -27,12 +27,18 @@ void rm_plan_free(rm_plan *p)
 const char *rm_plan_order_name(rm_plan_order order)
 {
     switch (order) {
-    case RM_PLAN_BY_SIZE: return "size";
-    case RM_PLAN_BY_BREADTH: return "breadth";
-    case RM_PLAN_BY_AREA: return "area";
-    case RM_PLAN_BY_LIFETIME: return "lifetime";
-    case RM_PLAN_BY_START: return "start";
-    default: return "?";
+    case RM_PLAN_BY_SIZE:
+        return "size";
+    case RM_PLAN_BY_BREADTH:
+        return "breadth";
+    case RM_PLAN_BY_AREA:
+        return "area";
+    case RM_PLAN_BY_LIFETIME:
+        return "lifetime";
+    case RM_PLAN_BY_START:
+        return "start";
+    default:
+        return "?";
     }
 }
 
@@ -59,12 +65,14 @@ static int cmp_keys(const void *x, const void *y)
     return (a->index > b->index) - (a->index < b->index);
 }
 
-static unsigned long long lifetime(const rm_plan_buffer *b) { return (unsigned long long)(b->free_op - b->alloc_op); }
+static unsigned long long lifetime(const rm_plan_buffer *b)
+{
+    return (unsigned long long)(b->free_op - b->alloc_op);
+}
 
 /* Fills order[0..nb) with buffer indices in the given placement order; keys
  * (nb entries) is scratch. */
-static void make_order(int *order, sort_key *keys, const rm_plan *p, const size_t *mem_after,
-                       rm_plan_order which)
+static void make_order(int *order, sort_key *keys, const rm_plan *p, const size_t *mem_after, rm_plan_order which)
 {
     int nb = p->nbuffers;
     if (which == RM_PLAN_BY_BREADTH) {
@@ -103,10 +111,17 @@ static void make_order(int *order, sort_key *keys, const rm_plan *p, const size_
         unsigned long long size = b->size, life = lifetime(b);
         sort_key k = {i, 0, 0};
         switch (which) {
-        case RM_PLAN_BY_SIZE: k.primary = size, k.secondary = life; break;
-        case RM_PLAN_BY_AREA: k.primary = size * life, k.secondary = size; break;
-        case RM_PLAN_BY_LIFETIME: k.primary = life, k.secondary = size; break;
-        default: break; /* RM_PLAN_BY_START: the index tie-break alone */
+        case RM_PLAN_BY_SIZE:
+            k.primary = size, k.secondary = life;
+            break;
+        case RM_PLAN_BY_AREA:
+            k.primary = size * life, k.secondary = size;
+            break;
+        case RM_PLAN_BY_LIFETIME:
+            k.primary = life, k.secondary = size;
+            break;
+        default:
+            break; /* RM_PLAN_BY_START: the index tie-break alone */
         }
         keys[i] = k;
     }

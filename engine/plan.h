@@ -40,11 +40,11 @@ typedef enum rm_plan_order {
 
 typedef struct rm_plan_buffer {
     int node;
-    size_t bytes;   /* the node's output bytes */
-    size_t size;    /* bytes rounded up to RM_ARENA_ALIGN: what the arena reserves */
-    size_t offset;  /* multiple of RM_ARENA_ALIGN */
-    int alloc_op;   /* the compute op that opens it */
-    int free_op;    /* the free op that closes it; nops if none does */
+    size_t bytes;  /* the node's output bytes */
+    size_t size;   /* bytes rounded up to RM_ARENA_ALIGN: what the arena reserves */
+    size_t offset; /* multiple of RM_ARENA_ALIGN */
+    int alloc_op;  /* the compute op that opens it */
+    int free_op;   /* the free op that closes it; nops if none does */
 } rm_plan_buffer;
 
 typedef struct rm_plan_op {

@@ -27,7 +27,10 @@ static inline conv_geom conv_geom_of(const rm_layer_config *cfg, rm_shape x, rm_
 }
 
 /* A 1x1, stride-1, unpadded convolution reads its input as the im2col matrix. */
-static inline int conv_direct(const conv_geom *g) { return g->k == 1 && g->s == 1 && g->p == 0; }
+static inline int conv_direct(const conv_geom *g)
+{
+    return g->k == 1 && g->s == 1 && g->p == 0;
+}
 
 /* Forward: one im2col strip of pixels (none when direct). Backward: the dx
  * accumulator of one image, one dcol row and the dw accumulator (doubles,

@@ -57,8 +57,7 @@ static void convt_init(rm_layer_params *p, const rm_layer_config *cfg, const rm_
 
 /* Backward only: the dw accumulator (doubles, first, so every part stays
  * aligned), then one image of dy in each of two layouts. */
-static size_t convt_workspace_bytes(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out,
-                                    int backward)
+static size_t convt_workspace_bytes(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out, int backward)
 {
     (void)nin, (void)out;
     if (!backward) return 0;
@@ -136,7 +135,7 @@ static int convt_backward(const rm_layer_call *call, rm_err *e)
                 size_t qn = g.qdim - q0 < RM_TILE ? g.qdim - q0 : RM_TILE;
                 for (int ci = 0; ci < g.cin; ci++)
                     rm_madd_tile(dw_acc + (size_t)ci * g.qdim + q0, qn, x->data + n * xsize + (size_t)ci * g.hw, 1,
-                              dyp + q0, g.qdim, g.hw);
+                                 dyp + q0, g.qdim, g.hw);
             }
     }
     if (want_dw)

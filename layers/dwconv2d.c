@@ -33,8 +33,8 @@ static int dwconv2d_infer(rm_shape *out, const rm_layer_config *cfg, const rm_sh
     long long ph = (long long)x.h + 2LL * cfg->pad, pw = (long long)x.w + 2LL * cfg->pad;
     if (ph < cfg->kernel || pw < cfg->kernel)
         return rm_errorf(e, RM_ERR_SHAPE,
-                         "dwconv: kernel %d is larger than the padded input %lldx%lld (input %s, pad %d)",
-                         cfg->kernel, ph, pw, rm_shape_str(x, buf, sizeof buf), cfg->pad);
+                         "dwconv: kernel %d is larger than the padded input %lldx%lld (input %s, pad %d)", cfg->kernel,
+                         ph, pw, rm_shape_str(x, buf, sizeof buf), cfg->pad);
     long long ho = (ph - cfg->kernel) / cfg->stride + 1, wo = (pw - cfg->kernel) / cfg->stride + 1;
     if (ho > INT_MAX || wo > INT_MAX)
         return rm_errorf(e, RM_ERR_SHAPE, "dwconv: output %lldx%lld is too large (pad %d)", ho, wo, cfg->pad);
@@ -42,8 +42,7 @@ static int dwconv2d_infer(rm_shape *out, const rm_layer_config *cfg, const rm_sh
     return RM_OK;
 }
 
-static void dwconv2d_param_shapes(rm_shape *w, rm_shape *b, const rm_layer_config *cfg, const rm_shape *in,
-                                  int nin)
+static void dwconv2d_param_shapes(rm_shape *w, rm_shape *b, const rm_layer_config *cfg, const rm_shape *in, int nin)
 {
     (void)nin;
     *w = rm_shape_make(in[0].c, 1, cfg->kernel, cfg->kernel);
@@ -53,7 +52,7 @@ static void dwconv2d_param_shapes(rm_shape *w, rm_shape *b, const rm_layer_confi
 static double dwconv2d_flops(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out, int backward)
 {
     (void)in, (void)nin;
-    double outs = (double)out.n * out.c * out.h * out.w;  /* N*C*Ho*Wo */
+    double outs = (double)out.n * out.c * out.h * out.w;    /* N*C*Ho*Wo */
     double macs = outs * (double)cfg->kernel * cfg->kernel; /* one product per tap of the channel's filter */
     double bias = cfg->bias ? outs : 0.0;
     /* backward: dx and dW each cost what the forward product costs, db one add per output. */

@@ -12,8 +12,8 @@
 
 /* Layer l's CUDA kernels: the hand-written forward and backward, their
  * workspace bound (ws) and the per-library choice (lib), either NULL. */
-#define CUDA(l, ws, lib)                                                                                             \
-    [RM_BACKEND_CUDA] = {RM_CUDA_FN(rm_##l##_forward_cuda), RM_CUDA_FN(rm_##l##_backward_cuda), RM_CUDA_FN(ws),    \
+#define CUDA(l, ws, lib)                                                                                               \
+    [RM_BACKEND_CUDA] = {RM_CUDA_FN(rm_##l##_forward_cuda), RM_CUDA_FN(rm_##l##_backward_cuda), RM_CUDA_FN(ws),        \
                          RM_CUDA_FN(lib)}
 /* Layer l's CPU kernel libraries beyond the reference (the fast one). */
 #define CPU_LIBRARIES(l) [RM_BACKEND_CPU] = {NULL, NULL, NULL, rm_##l##_cpu_kernels}

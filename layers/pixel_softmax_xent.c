@@ -9,8 +9,7 @@
 #include <float.h>
 #include <math.h>
 
-static int pixel_softmax_xent_infer(rm_shape *out, const rm_layer_config *cfg, const rm_shape *in, int nin,
-                                    rm_err *e)
+static int pixel_softmax_xent_infer(rm_shape *out, const rm_layer_config *cfg, const rm_shape *in, int nin, rm_err *e)
 {
     (void)cfg;
     if (nin != 1) return rm_errorf(e, RM_ERR_SHAPE, "pixel_softmax_xent: takes 1 input, got %d", nin);

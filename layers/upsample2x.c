@@ -11,7 +11,8 @@ static int upsample2x_infer(rm_shape *out, const rm_layer_config *cfg, const rm_
     if (nin != 1) return rm_errorf(e, RM_ERR_SHAPE, "upsample: takes 1 input, got %d", nin);
     if (in[0].h > INT_MAX / 2 || in[0].w > INT_MAX / 2) {
         char a[64];
-        return rm_errorf(e, RM_ERR_SHAPE, "upsample: input %s is too large to double", rm_shape_str(in[0], a, sizeof a));
+        return rm_errorf(e, RM_ERR_SHAPE, "upsample: input %s is too large to double",
+                         rm_shape_str(in[0], a, sizeof a));
     }
     *out = rm_shape_make(in[0].n, in[0].c, 2 * in[0].h, 2 * in[0].w);
     return RM_OK;

@@ -17,9 +17,8 @@ int rm_window_infer(rm_shape *out, const char *layer, const rm_layer_config *cfg
                          cfg->pad);
     long long ph = (long long)x.h + 2LL * cfg->pad, pw = (long long)x.w + 2LL * cfg->pad;
     if (ph < cfg->kernel || pw < cfg->kernel)
-        return rm_errorf(e, RM_ERR_SHAPE,
-                         "%s: kernel %d is larger than the padded input %lldx%lld (input %s, pad %d)", layer, cfg->kernel,
-                         ph, pw, rm_shape_str(x, buf, sizeof buf), cfg->pad);
+        return rm_errorf(e, RM_ERR_SHAPE, "%s: kernel %d is larger than the padded input %lldx%lld (input %s, pad %d)",
+                         layer, cfg->kernel, ph, pw, rm_shape_str(x, buf, sizeof buf), cfg->pad);
     long long ho = (ph - cfg->kernel) / cfg->stride + 1, wo = (pw - cfg->kernel) / cfg->stride + 1;
     *out = rm_shape_make(x.n, x.c, (int)ho, (int)wo);
     return RM_OK;

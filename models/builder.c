@@ -3,8 +3,8 @@
  * into uniquely named layers, resolves input references, runs each layer's
  * shape inference and counts parameters. Every message starts "path:line:"
  * with the line of the offending key or section (see docs/config-format.md). */
-#include "layers.h"
 #include "builder.h"
+#include "layers.h"
 #include "name_index.h"
 
 #include <ctype.h>
@@ -23,8 +23,17 @@
 
 /* ---- schema ------------------------------------------------------------ */
 
-enum { K_FILTERS = 1 << 0, K_OUT = 1 << 1, K_SIZE = 1 << 2, K_STRIDE = 1 << 3, K_PAD = 1 << 4, K_BIAS = 1 << 5,
-       K_EPS = 1 << 6, K_MOMENTUM = 1 << 7, K_P = 1 << 8 };
+enum {
+    K_FILTERS = 1 << 0,
+    K_OUT = 1 << 1,
+    K_SIZE = 1 << 2,
+    K_STRIDE = 1 << 3,
+    K_PAD = 1 << 4,
+    K_BIAS = 1 << 5,
+    K_EPS = 1 << 6,
+    K_MOMENTUM = 1 << 7,
+    K_P = 1 << 8
+};
 
 static const char *const key_names[] = {"filters", "out", "size", "stride", "pad", "bias", "eps", "momentum", "p"};
 #define NKEYNAMES ((int)(sizeof key_names / sizeof key_names[0]))
@@ -36,19 +45,35 @@ static unsigned layer_keys(rm_layer_kind k, unsigned *required)
 {
     *required = 0;
     switch (k) {
-    case RM_LAYER_CONV2D: *required = K_FILTERS | K_SIZE; return K_FILTERS | K_SIZE | K_STRIDE | K_PAD | K_BIAS;
-    case RM_LAYER_DWCONV2D: *required = K_SIZE; return K_SIZE | K_STRIDE | K_PAD | K_BIAS;
-    case RM_LAYER_CONV_TRANSPOSE2X2: *required = K_FILTERS; return K_FILTERS | K_BIAS;
-    case RM_LAYER_LINEAR: *required = K_OUT; return K_OUT | K_BIAS;
-    case RM_LAYER_BATCHNORM2D: return K_EPS | K_MOMENTUM;
+    case RM_LAYER_CONV2D:
+        *required = K_FILTERS | K_SIZE;
+        return K_FILTERS | K_SIZE | K_STRIDE | K_PAD | K_BIAS;
+    case RM_LAYER_DWCONV2D:
+        *required = K_SIZE;
+        return K_SIZE | K_STRIDE | K_PAD | K_BIAS;
+    case RM_LAYER_CONV_TRANSPOSE2X2:
+        *required = K_FILTERS;
+        return K_FILTERS | K_BIAS;
+    case RM_LAYER_LINEAR:
+        *required = K_OUT;
+        return K_OUT | K_BIAS;
+    case RM_LAYER_BATCHNORM2D:
+        return K_EPS | K_MOMENTUM;
     case RM_LAYER_MAXPOOL2D:
-    case RM_LAYER_AVGPOOL2D: *required = K_SIZE; return K_SIZE | K_STRIDE | K_PAD;
-    case RM_LAYER_DROPOUT: return K_P;
-    default: return 0;
+    case RM_LAYER_AVGPOOL2D:
+        *required = K_SIZE;
+        return K_SIZE | K_STRIDE | K_PAD;
+    case RM_LAYER_DROPOUT:
+        return K_P;
+    default:
+        return 0;
     }
 }
 
-static int is_loss(rm_layer_kind k) { return k == RM_LAYER_SOFTMAX_XENT || k == RM_LAYER_PIXEL_SOFTMAX_XENT; }
+static int is_loss(rm_layer_kind k)
+{
+    return k == RM_LAYER_SOFTMAX_XENT || k == RM_LAYER_PIXEL_SOFTMAX_XENT;
+}
 
 /* "name, input, inputs, filters, size" for hints in messages. */
 static void list_keys(char *buf, size_t len, unsigned allowed, int layer)
@@ -57,7 +82,8 @@ static void list_keys(char *buf, size_t len, unsigned allowed, int layer)
     size_t used = 0;
     if (layer) used += (size_t)snprintf(buf, len, "name, input, inputs");
     for (int i = 0; i < NKEYNAMES && used < len; i++)
-        if (allowed & (1u << i)) used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "", key_names[i]);
+        if (allowed & (1u << i))
+            used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "", key_names[i]);
 }
 
 static void list_sections(char *buf, size_t len)
@@ -77,10 +103,10 @@ typedef struct inst {
     const rm_layer_desc *desc;
     char name[RM_NAME_LEN];
     int auto_named;
-    int in_repeat;     /* inside a [repeat] body */
-    int first_of_iter; /* index of the first instance of its iteration */
-    int iter;          /* iteration number as used in names */
-    char prefix[RM_NAME_LEN];  /* the repeat's name prefix */
+    int in_repeat;            /* inside a [repeat] body */
+    int first_of_iter;        /* index of the first instance of its iteration */
+    int iter;                 /* iteration number as used in names */
+    char prefix[RM_NAME_LEN]; /* the repeat's name prefix */
 } inst;
 
 typedef struct builder {
@@ -187,8 +213,10 @@ static int name_inst(builder *b, inst *it, const char *prefix, const int *scope_
     }
     char full[RM_NAME_LEN * 4];
     snprintf(it->prefix, sizeof it->prefix, "%s", prefix);
-    if (it->in_repeat) snprintf(full, sizeof full, "%s.%d.%s", prefix, it->iter, base);
-    else snprintf(full, sizeof full, "%s", base);
+    if (it->in_repeat)
+        snprintf(full, sizeof full, "%s.%d.%s", prefix, it->iter, base);
+    else
+        snprintf(full, sizeof full, "%s", base);
     if ((int)strlen(full) > NAME_MAX_CHARS)
         return rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: layer name '%s' is longer than %d characters", b->f->path,
                          it->sec->line, full, NAME_MAX_CHARS);
@@ -196,7 +224,10 @@ static int name_inst(builder *b, inst *it, const char *prefix, const int *scope_
     return RM_OK;
 }
 
-static int find_inst(const builder *b, const char *name) { return rm_name_index_find(&b->names, name); }
+static int find_inst(const builder *b, const char *name)
+{
+    return rm_name_index_find(&b->names, name);
+}
 
 /* Walks the sections: [net] first, layers, [repeat] ... [end] blocks; emits
  * the flat list of named layer instances. */
@@ -223,8 +254,9 @@ static int parse_net(builder *b, rm_shape *input, int *net_line)
                 return rm_errorf(b->e, RM_ERR_PARSE,
                                  "%s:%d: 'batch' does not belong in the config: give it on the command line (--batch)",
                                  f->path, k->line);
-            return rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: unknown key '%s' in [net] (valid keys: channels, height, width)",
-                             f->path, k->line, k->key);
+            return rm_errorf(b->e, RM_ERR_PARSE,
+                             "%s:%d: unknown key '%s' in [net] (valid keys: channels, height, width)", f->path, k->line,
+                             k->key);
         }
         int rc = rm_cfg_int(&dims[j], f, net, k, 1, MAX_DIM, b->e);
         if (rc) return rc;
@@ -257,8 +289,10 @@ static int repeat_keys(int *count, int *start, char *prefix, size_t len, const b
     for (int i = 0; i < s->nkeys; i++) {
         const rm_cfg_key *k = &s->keys[i];
         int rc = RM_OK;
-        if (!strcmp(k->key, "count")) rc = rm_cfg_int(count, f, s, k, 1, MAX_COUNT, b->e);
-        else if (!strcmp(k->key, "start")) rc = rm_cfg_int(start, f, s, k, 0, MAX_COUNT, b->e);
+        if (!strcmp(k->key, "count"))
+            rc = rm_cfg_int(count, f, s, k, 1, MAX_COUNT, b->e);
+        else if (!strcmp(k->key, "start"))
+            rc = rm_cfg_int(start, f, s, k, 0, MAX_COUNT, b->e);
         else if (!strcmp(k->key, "name")) {
             const char *nm;
             rc = section_name(&nm, b, s);
@@ -501,14 +535,22 @@ static int layer_config(rm_layer_config *c, const builder *b, const inst *it)
         const rm_cfg_key *k = &s->keys[i];
         const char *n = k->key;
         int rc = RM_OK;
-        if (!strcmp(n, "filters") || !strcmp(n, "out")) rc = rm_cfg_int(&c->out_channels, f, s, k, 1, MAX_DIM, b->e);
-        else if (!strcmp(n, "size")) rc = rm_cfg_int(&c->kernel, f, s, k, 1, 1024, b->e);
-        else if (!strcmp(n, "stride")) rc = rm_cfg_int(&c->stride, f, s, k, 1, 1024, b->e);
-        else if (!strcmp(n, "pad")) rc = rm_cfg_int(&c->pad, f, s, k, 0, 1024, b->e);
-        else if (!strcmp(n, "bias")) rc = rm_cfg_int(&c->bias, f, s, k, 0, 1, b->e);
-        else if (!strcmp(n, "eps")) rc = rm_cfg_float(&c->eps, f, s, k, 0.0, 1, 1.0, 0, b->e);
-        else if (!strcmp(n, "momentum")) rc = rm_cfg_float(&c->momentum, f, s, k, 0.0, 0, 1.0, 0, b->e);
-        else if (!strcmp(n, "p")) rc = rm_cfg_float(&c->p, f, s, k, 0.0, 0, 1.0, 1, b->e);
+        if (!strcmp(n, "filters") || !strcmp(n, "out"))
+            rc = rm_cfg_int(&c->out_channels, f, s, k, 1, MAX_DIM, b->e);
+        else if (!strcmp(n, "size"))
+            rc = rm_cfg_int(&c->kernel, f, s, k, 1, 1024, b->e);
+        else if (!strcmp(n, "stride"))
+            rc = rm_cfg_int(&c->stride, f, s, k, 1, 1024, b->e);
+        else if (!strcmp(n, "pad"))
+            rc = rm_cfg_int(&c->pad, f, s, k, 0, 1024, b->e);
+        else if (!strcmp(n, "bias"))
+            rc = rm_cfg_int(&c->bias, f, s, k, 0, 1, b->e);
+        else if (!strcmp(n, "eps"))
+            rc = rm_cfg_float(&c->eps, f, s, k, 0.0, 1, 1.0, 0, b->e);
+        else if (!strcmp(n, "momentum"))
+            rc = rm_cfg_float(&c->momentum, f, s, k, 0.0, 0, 1.0, 0, b->e);
+        else if (!strcmp(n, "p"))
+            rc = rm_cfg_float(&c->p, f, s, k, 0.0, 0, 1.0, 1, b->e);
         if (rc) return rc;
     }
     return RM_OK;

@@ -73,8 +73,8 @@ static int add_key(rm_cfg_file *f, const char *k, size_t kn, const char *v, size
     rm_cfg_section *s = &f->sections[f->nsections - 1];
     for (int i = 0; i < s->nkeys; i++)
         if (strlen(s->keys[i].key) == kn && !memcmp(s->keys[i].key, k, kn))
-            return rm_errorf(e, RM_ERR_PARSE, "%s:%d: key '%s' given twice in [%s] (first at line %d)", f->path,
-                             line, s->keys[i].key, s->type, s->keys[i].line);
+            return rm_errorf(e, RM_ERR_PARSE, "%s:%d: key '%s' given twice in [%s] (first at line %d)", f->path, line,
+                             s->keys[i].key, s->type, s->keys[i].line);
     rm_cfg_key *keys = realloc(s->keys, (size_t)(s->nkeys + 1) * sizeof *keys);
     if (!keys) return rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory", f->path);
     s->keys = keys;
@@ -107,8 +107,8 @@ static int parse_line(rm_cfg_file *f, const char *b, const char *end, int line, 
         if (isprint(c) || c == '\t') continue;
         /* A byte above 0x7f is no control character: say what it is. */
         if (c >= 0x80 && rm_utf8_next(p, (size_t)(end - p), &cp) && !rm_utf8_hidden(cp))
-            return rm_errorf(e, RM_ERR_PARSE, "%s:%d: a non-ASCII character, U+%04X: model configs are ASCII",
-                             f->path, line, (unsigned)cp);
+            return rm_errorf(e, RM_ERR_PARSE, "%s:%d: a non-ASCII character, U+%04X: model configs are ASCII", f->path,
+                             line, (unsigned)cp);
         char why[160];
         size_t at;
         rm_name_check(p, (size_t)(end - p), &at, why, sizeof why);
@@ -131,13 +131,13 @@ static int parse_line(rm_cfg_file *f, const char *b, const char *end, int line, 
     trim(&kb, &ke);
     trim(&vb, &ve);
     if (!is_ident(kb, (size_t)(ke - kb)))
-        return rm_errorf(e, RM_ERR_PARSE, "%s:%d: malformed key: a key is lower-case letters, digits and '_'",
-                         f->path, line);
+        return rm_errorf(e, RM_ERR_PARSE, "%s:%d: malformed key: a key is lower-case letters, digits and '_'", f->path,
+                         line);
     if (vb == ve)
         return rm_errorf(e, RM_ERR_PARSE, "%s:%d: key '%.*s' has no value", f->path, line, (int)(ke - kb), kb);
     if (f->nsections == 0)
-        return rm_errorf(e, RM_ERR_PARSE, "%s:%d: key '%.*s' outside of any section", f->path, line,
-                         (int)(ke - kb), kb);
+        return rm_errorf(e, RM_ERR_PARSE, "%s:%d: key '%.*s' outside of any section", f->path, line, (int)(ke - kb),
+                         kb);
     return add_key(f, kb, (size_t)(ke - kb), vb, (size_t)(ve - vb), line, e);
 }
 
@@ -222,8 +222,7 @@ const rm_cfg_key *rm_cfg_find(const rm_cfg_section *s, const char *key)
     return NULL;
 }
 
-int rm_cfg_int(int *out, const rm_cfg_file *f, const rm_cfg_section *s, const rm_cfg_key *k, int lo, int hi,
-               rm_err *e)
+int rm_cfg_int(int *out, const rm_cfg_file *f, const rm_cfg_section *s, const rm_cfg_key *k, int lo, int hi, rm_err *e)
 {
     const char *v = k->value;
     char *end = NULL;
@@ -241,8 +240,8 @@ int rm_cfg_int(int *out, const rm_cfg_file *f, const rm_cfg_section *s, const rm
     return RM_OK;
 }
 
-int rm_cfg_float(float *out, const rm_cfg_file *f, const rm_cfg_section *s, const rm_cfg_key *k, double lo,
-                 int lo_open, double hi, int hi_open, rm_err *e)
+int rm_cfg_float(float *out, const rm_cfg_file *f, const rm_cfg_section *s, const rm_cfg_key *k, double lo, int lo_open,
+                 double hi, int hi_open, rm_err *e)
 {
     const char *v = k->value;
     char *end = NULL;

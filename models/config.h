@@ -47,10 +47,9 @@ const rm_cfg_key *rm_cfg_find(const rm_cfg_section *s, const char *key);
 /* Typed values. Each fails with RM_ERR_PARSE and "path:line: bad value ... for
  * key 'k' in [type]: expected ..." on trailing junk, overflow or a value
  * outside [lo, hi]. */
-int rm_cfg_int(int *out, const rm_cfg_file *f, const rm_cfg_section *s, const rm_cfg_key *k, int lo, int hi,
-               rm_err *e);
+int rm_cfg_int(int *out, const rm_cfg_file *f, const rm_cfg_section *s, const rm_cfg_key *k, int lo, int hi, rm_err *e);
 /* lo_open: the lower bound itself is excluded (eps > 0). */
-int rm_cfg_float(float *out, const rm_cfg_file *f, const rm_cfg_section *s, const rm_cfg_key *k, double lo,
-                 int lo_open, double hi, int hi_open, rm_err *e);
+int rm_cfg_float(float *out, const rm_cfg_file *f, const rm_cfg_section *s, const rm_cfg_key *k, double lo, int lo_open,
+                 double hi, int hi_open, rm_err *e);
 
 #endif

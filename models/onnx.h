@@ -51,8 +51,8 @@ typedef struct rm_onnx_tensor {
     char *name; /* the TensorProto's name ("" when it has none); owned */
     int rank;
     int64_t dims[RM_ONNX_MAX_RANK];
-    size_t count; /* product of dims */
-    float *data;  /* count floats, owned; NULL for integers */
+    size_t count;  /* product of dims */
+    float *data;   /* count floats, owned; NULL for integers */
     int64_t *ints; /* count integers (INT64, INT32, BOOL), owned; NULL for floats */
 } rm_onnx_tensor;
 

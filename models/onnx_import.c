@@ -31,10 +31,14 @@ void rm_onnx_options_default(rm_onnx_options *o)
 
 int rm_onnx_loss_parse(rm_onnx_loss *out, const char *name)
 {
-    if (!strcmp(name, "softmax_xent")) *out = RM_ONNX_SOFTMAX_XENT;
-    else if (!strcmp(name, "pixel_softmax_xent")) *out = RM_ONNX_PIXEL_SOFTMAX_XENT;
-    else if (!strcmp(name, "auto")) *out = RM_ONNX_LOSS_AUTO;
-    else return -1;
+    if (!strcmp(name, "softmax_xent"))
+        *out = RM_ONNX_SOFTMAX_XENT;
+    else if (!strcmp(name, "pixel_softmax_xent"))
+        *out = RM_ONNX_PIXEL_SOFTMAX_XENT;
+    else if (!strcmp(name, "auto"))
+        *out = RM_ONNX_LOSS_AUTO;
+    else
+        return -1;
     return 0;
 }
 
@@ -65,8 +69,7 @@ void onnx_note(onnx_import *c, const Onnx__NodeProto *n, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    snprintf(line, sizeof line, "node %d %s '%s' -> %s", c->node + 1, n->op_type ? n->op_type : "", node_label(n),
-             msg);
+    snprintf(line, sizeof line, "node %d %s '%s' -> %s", c->node + 1, n->op_type ? n->op_type : "", node_label(n), msg);
     c->o->note(c->o->note_ctx, line);
 }
 
@@ -127,8 +130,10 @@ static int output_value(onnx_value **out, onnx_import *c, const Onnx__NodeProto 
     onnx_value *v = onnx_find(c, n->output[k]);
     if (!v) return onnx_fail(c, RM_ERR_PARSE, "output '%s' was not indexed", n->output[k]);
     if (v->kind != ONNX_UNSET)
-        return onnx_fail(c, RM_ERR_PARSE, "output '%s' is already defined (by an earlier node, an initializer or a "
-                         "graph input): ONNX names are assigned once", n->output[k]);
+        return onnx_fail(c, RM_ERR_PARSE,
+                         "output '%s' is already defined (by an earlier node, an initializer or a "
+                         "graph input): ONNX names are assigned once",
+                         n->output[k]);
     *out = v;
     return RM_OK;
 }
@@ -168,8 +173,10 @@ int onnx_set_alias(onnx_import *c, const Onnx__NodeProto *n, int k, const onnx_v
         /* A copy: each value owns its arrays. */
         onnx_const copy;
         if ((rc = onnx_const_alloc(&copy, of->c.is_int, of->c.rank, of->c.dims, c->path, c->e))) return rc;
-        if (copy.is_int) memcpy(copy.i, of->c.i, copy.count * sizeof *copy.i);
-        else memcpy(copy.f, of->c.f, copy.count * sizeof *copy.f);
+        if (copy.is_int)
+            memcpy(copy.i, of->c.i, copy.count * sizeof *copy.i);
+        else
+            memcpy(copy.f, of->c.f, copy.count * sizeof *copy.f);
         v->kind = ONNX_CONST;
         v->c = copy;
         return RM_OK;
@@ -199,8 +206,10 @@ int onnx_only_first_output(onnx_import *c, const Onnx__NodeProto *n, const char 
         if (!n->output[k] || !*n->output[k]) continue;
         const onnx_value *v = onnx_find(c, n->output[k]);
         if (v && v->needed)
-            return onnx_fail(c, RM_ERR_UNSUPPORTED, "its output %zu ('%s', %s) is used; remat's layer makes only the "
-                             "first", k, n->output[k], what);
+            return onnx_fail(c, RM_ERR_UNSUPPORTED,
+                             "its output %zu ('%s', %s) is used; remat's layer makes only the "
+                             "first",
+                             k, n->output[k], what);
     }
     return RM_OK;
 }
@@ -255,8 +264,11 @@ int onnx_attr_string(char *buf, size_t len, onnx_import *c, const Onnx__NodeProt
 {
     const Onnx__AttributeProto *a;
     int rc = attr_typed(&a, c, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING, "a string");
-    if (a) snprintf(buf, len, "%.*s", (int)(a->s.len < len ? a->s.len : len - 1), a->s.data ? (const char *)a->s.data : "");
-    else snprintf(buf, len, "%s", dflt);
+    if (a)
+        snprintf(buf, len, "%.*s", (int)(a->s.len < len ? a->s.len : len - 1),
+                 a->s.data ? (const char *)a->s.data : "");
+    else
+        snprintf(buf, len, "%s", dflt);
     return rc;
 }
 
@@ -303,12 +315,16 @@ static int layer_name(char *out, onnx_import *c, const Onnx__NodeProto *n, const
     /* Without the operator, unless that name is taken ("/bottom/Conv" and "/bottom/Relu"). */
     if (len > ol + 1 && base[len - ol - 1] == '.' && !strcmp(base + len - ol, op)) {
         base[len - ol - 1] = '\0';
-        if (rm_name_index_find(&c->layer_names, base) >= 0 || len - ol - 1 > (size_t)NAME_MAX_CHARS) base[len - ol - 1] = '.';
-        else len -= ol + 1;
+        if (rm_name_index_find(&c->layer_names, base) >= 0 || len - ol - 1 > (size_t)NAME_MAX_CHARS)
+            base[len - ol - 1] = '.';
+        else
+            len -= ol + 1;
     }
     while (len && base[len - 1] == '.') base[--len] = '\0';
-    if (!len) snprintf(base, sizeof base, "layer");
-    else if (!strcmp(base, "input")) snprintf(base, sizeof base, "input_1"); /* the input batch's reserved name */
+    if (!len)
+        snprintf(base, sizeof base, "layer");
+    else if (!strcmp(base, "input"))
+        snprintf(base, sizeof base, "input_1"); /* the input batch's reserved name */
     len = strlen(base);
     for (int k = 1;; k++) {
         char suffix[16] = "";
@@ -321,8 +337,8 @@ static int layer_name(char *out, onnx_import *c, const Onnx__NodeProto *n, const
     }
 }
 
-int onnx_add_layer(int *layer, onnx_import *c, const Onnx__NodeProto *n, rm_layer_kind kind,
-                   const rm_layer_config *cfg, onnx_value *const *in, int nin, onnx_weights *w)
+int onnx_add_layer(int *layer, onnx_import *c, const Onnx__NodeProto *n, rm_layer_kind kind, const rm_layer_config *cfg,
+                   onnx_value *const *in, int nin, onnx_weights *w)
 {
     onnx_weights none = {0};
     if (!w) w = &none;
@@ -335,8 +351,8 @@ int onnx_add_layer(int *layer, onnx_import *c, const Onnx__NodeProto *n, rm_laye
         for (int q = 0; q < k && !rc; q++)
             if (in[q]->layer == in[k]->layer)
                 rc = onnx_fail(c, RM_ERR_UNSUPPORTED,
-                               "it reads '%s' twice (inputs %d and %d); remat's layers take distinct inputs", in[k]->name,
-                               q, k);
+                               "it reads '%s' twice (inputs %d and %d); remat's layers take distinct inputs",
+                               in[k]->name, q, k);
     if (rc) {
         weights_free(w);
         return rc;
@@ -412,13 +428,16 @@ static int setup_input(onnx_import *c, const Onnx__ValueInfoProto *vi)
             continue;
         }
         int over = rank == 4 && ((k == 2 && c->o->height > 0) || (k == 3 && c->o->width > 0));
-        if (over) val = k == 2 ? c->o->height : c->o->width;
+        if (over)
+            val = k == 2 ? c->o->height : c->o->width;
         else if (!fixed)
             return rm_errorf(c->e, RM_ERR_UNSUPPORTED,
                              "%s: dimension %d of input '%s' is symbolic ('%s'); remat needs fixed sizes after the "
                              "batch%s",
-                             c->path, k, name, dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
-                             dim->dim_param ? dim->dim_param : "?",
+                             c->path, k, name,
+                             dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && dim->dim_param
+                                 ? dim->dim_param
+                                 : "?",
                              rank == 4 && k >= 2 ? " (give the height and width, e.g. maxbatch --input HxW)" : "");
         if (val < 1 || val > MAX_DIM)
             return rm_errorf(c->e, RM_ERR_UNSUPPORTED, "%s: dimension %d of input '%s' is %lld (1 to %d)", c->path, k,
@@ -501,11 +520,15 @@ static int setup_graph(onnx_import *c)
                 for (size_t q = 0; k.is_int && q < b->count; q++) batchlike |= b->ints[q] == ONNX_BATCH;
                 if (k.count != b->count || batchlike) {
                     onnx_const_free(&k);
-                    rc = rm_errorf(c->e, RM_ERR_INVALID, "%s: the value bound to '%s' has %zu elements for its "
-                                   "dimensions' %zu, or holds INT64_MIN", c->path, vi->name, b->count, k.count);
+                    rc = rm_errorf(c->e, RM_ERR_INVALID,
+                                   "%s: the value bound to '%s' has %zu elements for its "
+                                   "dimensions' %zu, or holds INT64_MIN",
+                                   c->path, vi->name, b->count, k.count);
                 } else {
-                    if (k.count && k.is_int) memcpy(k.i, b->ints, k.count * sizeof *k.i);
-                    else if (k.count) memcpy(k.f, b->data, k.count * sizeof *k.f);
+                    if (k.count && k.is_int)
+                        memcpy(k.i, b->ints, k.count * sizeof *k.i);
+                    else if (k.count)
+                        memcpy(k.f, b->data, k.count * sizeof *k.f);
                     rc = setup_constant(c, vi->name, &k);
                 }
             }
@@ -518,7 +541,8 @@ static int setup_graph(onnx_import *c)
                            c->path, data->name, vi->name);
         data = vi;
     }
-    if (!rc && !data) rc = rm_errorf(c->e, RM_ERR_UNSUPPORTED, "%s: the graph has no input (only initializers)", c->path);
+    if (!rc && !data)
+        rc = rm_errorf(c->e, RM_ERR_UNSUPPORTED, "%s: the graph has no input (only initializers)", c->path);
     if (!rc) rc = setup_input(c, data);
     for (int k = 0; !rc && k < c->o->nbind; k++) {
         const onnx_value *v = c->o->bind[k].name ? onnx_find(c, c->o->bind[k].name) : NULL;
@@ -587,9 +611,10 @@ static int add_loss(onnx_import *c)
     c->node = g->n_node ? (int)g->n_node - 1 : 0;
     const onnx_value *ov = onnx_find(c, c->sum.output);
     if (!ov || ov->kind != ONNX_ACT || ov->layer == RM_MODEL_INPUT)
-        return rm_errorf(c->e, RM_ERR_UNSUPPORTED, "%s: the graph output '%s' is %s; remat trains the layers that "
-                         "compute it from the input", c->path, c->sum.output,
-                         !ov || ov->kind != ONNX_ACT ? "a constant" : "the input itself");
+        return rm_errorf(c->e, RM_ERR_UNSUPPORTED,
+                         "%s: the graph output '%s' is %s; remat trains the layers that "
+                         "compute it from the input",
+                         c->path, c->sum.output, !ov || ov->kind != ONNX_ACT ? "a constant" : "the input itself");
     c->sum.output_rank = ov->rank;
     rm_onnx_loss loss = c->o->loss;
     if (loss == RM_ONNX_LOSS_AUTO)
@@ -600,7 +625,8 @@ static int add_loss(onnx_import *c)
     rm_model_layer *L = &m->layers[i];
     memset(L, 0, sizeof *L);
     snprintf(L->name, sizeof L->name, "loss");
-    for (int k = 2; rm_name_index_find(&c->layer_names, L->name) >= 0; k++) snprintf(L->name, sizeof L->name, "loss_%d", k);
+    for (int k = 2; rm_name_index_find(&c->layer_names, L->name) >= 0; k++)
+        snprintf(L->name, sizeof L->name, "loss_%d", k);
     L->desc = rm_layer_desc_of(kind);
     L->cfg.kind = kind;
     L->nin = 1;
@@ -610,9 +636,10 @@ static int add_loss(onnx_import *c)
     int rc = rm_model_layer_complete(m, i, &le);
     if (rc)
         return rm_errorf(c->e, (rm_code)rc, "%s: the loss on the graph output '%s': %s%s", c->path, c->sum.output,
-                         le.msg, kind == RM_LAYER_SOFTMAX_XENT && (ov->shape.h != 1 || ov->shape.w != 1)
-                                     ? " (an output with spatial dimensions takes --loss pixel_softmax_xent)"
-                                     : "");
+                         le.msg,
+                         kind == RM_LAYER_SOFTMAX_XENT && (ov->shape.h != 1 || ov->shape.w != 1)
+                             ? " (an output with spatial dimensions takes --loss pixel_softmax_xent)"
+                             : "");
     if (c->o->note) {
         char sh[64], line[256];
         snprintf(line, sizeof line, "loss -> %s '%s' on '%s' (%s per sample), added: an exported network has none",
@@ -628,8 +655,8 @@ static int put_weights(float **dst, const float *src, size_t have, rm_shape want
 {
     size_t n = want.n ? rm_shape_numel(want) : 0;
     if (have != n)
-        return rm_errorf(c->e, RM_ERR_INVALID, "%s: layer '%s': %zu values for its %s, which has %zu", c->path,
-                         L->name, have, what, n);
+        return rm_errorf(c->e, RM_ERR_INVALID, "%s: layer '%s': %zu values for its %s, which has %zu", c->path, L->name,
+                         have, what, n);
     if (n) memcpy(*dst, src, n * sizeof(float));
     *dst += n;
     return RM_OK;
@@ -708,7 +735,8 @@ int rm_onnx_load(rm_model **out, rm_onnx_summary *sum, const char *path, const r
     snprintf(c.sum.producer, sizeof c.sum.producer, "%s%s%s", c.model->producer_name ? c.model->producer_name : "",
              c.model->producer_version && *c.model->producer_version ? " " : "",
              c.model->producer_version ? c.model->producer_version : "");
-    if (!(c.m = calloc(1, sizeof *c.m)) || !(c.m->path = strdup(path))) rc = rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory", path);
+    if (!(c.m = calloc(1, sizeof *c.m)) || !(c.m->path = strdup(path)))
+        rc = rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory", path);
     if (!rc) rc = setup_graph(&c);
     for (size_t i = 0; !rc && i < c.g->n_node; i++) {
         c.node = (int)i;
@@ -717,8 +745,10 @@ int rm_onnx_load(rm_model **out, rm_onnx_summary *sum, const char *path, const r
             onnx_note(&c, n, "dropped: the graph output does not depend on it");
             c.sum.dropped++;
         } else if (!c.skip[i]) {
-            if (!n->op_type || !*n->op_type) rc = onnx_fail(&c, RM_ERR_PARSE, "no operator");
-            else rc = onnx_import_node(&c, n);
+            if (!n->op_type || !*n->op_type)
+                rc = onnx_fail(&c, RM_ERR_PARSE, "no operator");
+            else
+                rc = onnx_import_node(&c, n);
         }
     }
     if (!rc) rc = add_loss(&c);

@@ -50,8 +50,8 @@ typedef enum onnx_value_kind { ONNX_UNSET = 0, ONNX_ACT, ONNX_CONST } onnx_value
 typedef struct onnx_value {
     const char *name; /* points into the decoded model */
     onnx_value_kind kind;
-    int layer;    /* ONNX_ACT: the layer index, or RM_MODEL_INPUT */
-    int rank;     /* ONNX_ACT: the ONNX rank, batch included: 2 (N x C), 3 (N x C x L) or 4 (N x C x H x W) */
+    int layer;      /* ONNX_ACT: the layer index, or RM_MODEL_INPUT */
+    int rank;       /* ONNX_ACT: the ONNX rank, batch included: 2 (N x C), 3 (N x C x L) or 4 (N x C x H x W) */
     rm_shape shape; /* ONNX_ACT: per sample (n = 1); trailing dimensions of a lower rank are 1 */
     onnx_const c;   /* ONNX_CONST */
     int consumers;  /* nodes that read it (a node reading it twice counts twice) */
@@ -77,7 +77,7 @@ typedef struct onnx_import {
     rm_name_index names; /* ONNX name -> index in v */
     rm_model *m;         /* layers grow here, completed one by one */
     int cap_layers;
-    onnx_weights *wts;   /* per layer */
+    onnx_weights *wts; /* per layer */
     rm_name_index layer_names;
     int node;            /* the node being imported (0-based) */
     int *skip;           /* per node: 1 when an earlier node's import already covered it (a folded bias Add) */
@@ -90,8 +90,7 @@ typedef struct onnx_import {
 /* Reads and decodes the file; *model is freed with onnx__model_proto__free_unpacked. */
 int onnx_read_model(Onnx__ModelProto **model, const char *path, rm_err *e);
 /* A TensorProto's values. what names it in messages ("initializer 'conv1.weight'"). */
-int onnx_const_from_tensor(onnx_const *out, const Onnx__TensorProto *t, const char *path, const char *what,
-                           rm_err *e);
+int onnx_const_from_tensor(onnx_const *out, const Onnx__TensorProto *t, const char *path, const char *what, rm_err *e);
 void onnx_const_free(onnx_const *c);
 /* An empty constant of the given type and shape (count elements zeroed). */
 int onnx_const_alloc(onnx_const *out, int is_int, int rank, const int64_t *dims, const char *path, rm_err *e);
@@ -117,8 +116,8 @@ int onnx_set_alias(onnx_import *c, const Onnx__NodeProto *n, int k, const onnx_v
 /* Appends a layer reading the given activations and completes it (shapes,
  * counts); its weights (owned from now on, may be NULL) are what an import
  * keeps. *layer is its index. */
-int onnx_add_layer(int *layer, onnx_import *c, const Onnx__NodeProto *n, rm_layer_kind kind,
-                   const rm_layer_config *cfg, onnx_value *const *in, int nin, onnx_weights *w);
+int onnx_add_layer(int *layer, onnx_import *c, const Onnx__NodeProto *n, rm_layer_kind kind, const rm_layer_config *cfg,
+                   onnx_value *const *in, int nin, onnx_weights *w);
 /* Checks that every attribute of the node is one of the names listed
  * (NULL-terminated): an attribute the handler does not read would be ignored. */
 int onnx_check_attrs(onnx_import *c, const Onnx__NodeProto *n, const char *const *known);

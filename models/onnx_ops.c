@@ -31,8 +31,10 @@ static int need_floats(onnx_import *c, const onnx_value *v, const char *role)
         return onnx_fail(c, RM_ERR_UNSUPPORTED, "its %s '%s' holds integers; remat's weights are FLOAT", role, v->name);
     for (size_t k = 0; k < v->c.count; k++)
         if (!isfinite(v->c.f[k]))
-            return onnx_fail(c, RM_ERR_UNSUPPORTED, "its %s '%s' holds %g at element %zu; remat trains on finite "
-                             "numbers", role, v->name, (double)v->c.f[k], k);
+            return onnx_fail(c, RM_ERR_UNSUPPORTED,
+                             "its %s '%s' holds %g at element %zu; remat trains on finite "
+                             "numbers",
+                             role, v->name, (double)v->c.f[k], k);
     return RM_OK;
 }
 
@@ -48,8 +50,10 @@ static const char *dims_str(char *buf, size_t len, const int64_t *d, int rank)
 {
     size_t used = (size_t)snprintf(buf, len, "[");
     for (int k = 0; k < rank && used < len; k++) {
-        if (d[k] == ONNX_BATCH) used += (size_t)snprintf(buf + used, len - used, "%sN", k ? ", " : "");
-        else used += (size_t)snprintf(buf + used, len - used, "%s%lld", k ? ", " : "", (long long)d[k]);
+        if (d[k] == ONNX_BATCH)
+            used += (size_t)snprintf(buf + used, len - used, "%sN", k ? ", " : "");
+        else
+            used += (size_t)snprintf(buf + used, len - used, "%s%lld", k ? ", " : "", (long long)d[k]);
     }
     if (used < len) snprintf(buf + used, len - used, "]");
     return buf;
@@ -64,7 +68,10 @@ static int act_dims(int64_t *d, const onnx_value *v)
     return v->rank;
 }
 
-static int64_t norm_axis(int64_t axis, int rank) { return axis < 0 ? axis + rank : axis; }
+static int64_t norm_axis(int64_t axis, int rank)
+{
+    return axis < 0 ? axis + rank : axis;
+}
 
 /* A layer from the node, its output 0 an activation of the layer's shape and this rank. */
 static int emit(onnx_import *c, const Onnx__NodeProto *n, rm_layer_kind kind, const rm_layer_config *cfg,
@@ -128,11 +135,14 @@ static int read_window(window *w, onnx_import *c, const Onnx__NodeProto *n, cons
                          "auto_pad %s; remat's %s takes explicit symmetric padding (export with padding given as "
                          "pads, e.g. padding=1 in PyTorch)",
                          pad_mode, layer);
-    if (!strcmp(pad_mode, "VALID") && np)
-        return onnx_fail(c, RM_ERR_PARSE, "auto_pad VALID together with pads");
+    if (!strcmp(pad_mode, "VALID") && np) return onnx_fail(c, RM_ERR_PARSE, "auto_pad VALID together with pads");
     if ((nk && nk != 2) || (ns && ns != 2) || (np && np != 4) || (nd && nd != 2))
         return onnx_fail(c, RM_ERR_UNSUPPORTED, "a window of %zu dimensions; remat's %s is 2-D",
-                         nk ? nk : ns ? ns : nd ? nd : np / 2, layer);
+                         nk   ? nk
+                         : ns ? ns
+                         : nd ? nd
+                              : np / 2,
+                         layer);
     int64_t kh = nk ? ks[0] : wk ? wk[0] : 0, kw = nk ? ks[1] : wk ? wk[1] : 0;
     if (!nk && !wk) return onnx_fail(c, RM_ERR_PARSE, "no kernel_shape");
     if (nk && wk && (ks[0] != wk[0] || ks[1] != wk[1]))
@@ -154,8 +164,10 @@ static int read_window(window *w, onnx_import *c, const Onnx__NodeProto *n, cons
                          (long long)pd[0], (long long)pd[1], (long long)pd[2], (long long)pd[3], layer);
     int64_t s = ns ? st[0] : 1, p = np ? pd[0] : 0;
     if (kh < 1 || kh > 1024 || s < 1 || s > 1024 || p < 0 || p > 1024)
-        return onnx_fail(c, RM_ERR_UNSUPPORTED, "kernel %lld, stride %lld, pad %lld (remat: kernel and stride 1 to "
-                         "1024, pad 0 to 1024)", (long long)kh, (long long)s, (long long)p);
+        return onnx_fail(c, RM_ERR_UNSUPPORTED,
+                         "kernel %lld, stride %lld, pad %lld (remat: kernel and stride 1 to "
+                         "1024, pad 0 to 1024)",
+                         (long long)kh, (long long)s, (long long)p);
     w->k = (int)kh, w->s = (int)s, w->p = (int)p;
     return RM_OK;
 }
@@ -239,16 +251,16 @@ static int op_conv(onnx_import *c, const Onnx__NodeProto *n)
     int i;
     if ((rc = emit(c, n, kind, &cfg, &x, 1, &wt, 4, &i))) return rc;
     char d[96];
-    snprintf(d, sizeof d, "(%s%dx%d, stride %d, pad %d, %s)", kind == RM_LAYER_CONV2D ? "" : "depthwise ", win.k,
-             win.k, win.s, win.p, b ? "bias" : "no bias");
+    snprintf(d, sizeof d, "(%s%dx%d, stride %d, pad %d, %s)", kind == RM_LAYER_CONV2D ? "" : "depthwise ", win.k, win.k,
+             win.s, win.p, b ? "bias" : "no bias");
     note_layer(c, n, i, d);
     return RM_OK;
 }
 
 static int op_conv_transpose(onnx_import *c, const Onnx__NodeProto *n)
 {
-    static const char *const attrs[] = {"auto_pad",      "dilations", "group", "kernel_shape",
-                                        "output_padding", "output_shape", "pads", "strides", NULL};
+    static const char *const attrs[] = {
+        "auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides", NULL};
     onnx_value *x, *w, *b;
     int rc = conv_inputs(&x, &w, &b, c, n, attrs, "conv_transpose2x2");
     if (rc) return rc;
@@ -268,7 +280,9 @@ static int op_conv_transpose(onnx_import *c, const Onnx__NodeProto *n)
                          "(the U-Net up-convolution)",
                          win.k, win.s, win.p);
     for (size_t k = 0; k < nop; k++)
-        if (op[k]) return onnx_fail(c, RM_ERR_UNSUPPORTED, "output_padding %lld; remat's conv_transpose2x2 has none", (long long)op[k]);
+        if (op[k])
+            return onnx_fail(c, RM_ERR_UNSUPPORTED, "output_padding %lld; remat's conv_transpose2x2 has none",
+                             (long long)op[k]);
     if (nos && (nos != 2 || os[0] != 2LL * x->shape.h || os[1] != 2LL * x->shape.w))
         return onnx_fail(c, RM_ERR_UNSUPPORTED, "an output_shape other than twice the input's height and width");
     if (w->c.dims[0] != x->shape.c)
@@ -287,8 +301,8 @@ static int op_conv_transpose(onnx_import *c, const Onnx__NodeProto *n)
 
 static int op_batchnorm(onnx_import *c, const Onnx__NodeProto *n)
 {
-    static const char *const attrs[] = {"epsilon", "momentum", "spatial", "training_mode", "is_test",
-                                        "consumed_inputs", NULL};
+    static const char *const attrs[] = {"epsilon", "momentum",        "spatial", "training_mode",
+                                        "is_test", "consumed_inputs", NULL};
     onnx_value *x, *p[4];
     static const char *const roles[4] = {"scale", "bias", "running mean", "running variance"};
     int rc = onnx_check_attrs(c, n, attrs);
@@ -308,7 +322,8 @@ static int op_batchnorm(onnx_import *c, const Onnx__NodeProto *n)
     if (!rc) rc = onnx_attr_int(&training, c, n, "training_mode", 0);
     if (rc) return rc;
     if (spatial != 1)
-        return onnx_fail(c, RM_ERR_UNSUPPORTED, "spatial=0 (statistics per element); remat's batchnorm keeps them per "
+        return onnx_fail(c, RM_ERR_UNSUPPORTED,
+                         "spatial=0 (statistics per element); remat's batchnorm keeps them per "
                          "channel");
     if (training)
         return onnx_fail(c, RM_ERR_UNSUPPORTED,
@@ -321,8 +336,10 @@ static int op_batchnorm(onnx_import *c, const Onnx__NodeProto *n)
     /* A negative variance makes the evaluation's sqrt(var + eps) NaN. */
     for (size_t k = 0; k < p[3]->c.count; k++)
         if (p[3]->c.f[k] < 0.0f)
-            return onnx_fail(c, RM_ERR_UNSUPPORTED, "its running variance '%s' is %g at channel %zu; a variance is "
-                             "never negative", p[3]->name, (double)p[3]->c.f[k], k);
+            return onnx_fail(c, RM_ERR_UNSUPPORTED,
+                             "its running variance '%s' is %g at channel %zu; a variance is "
+                             "never negative",
+                             p[3]->name, (double)p[3]->c.f[k], k);
     if (x->rank < 2) return onnx_fail(c, RM_ERR_UNSUPPORTED, "a rank-%d input", x->rank);
     rm_layer_config cfg = {0};
     /* ONNX keeps momentum x running + (1 - momentum) x batch; remat's
@@ -393,10 +410,10 @@ static int op_clip(onnx_import *c, const Onnx__NodeProto *n)
 
 static int op_pool(onnx_import *c, const Onnx__NodeProto *n, int max)
 {
-    static const char *const max_attrs[] = {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads",
-                                            "storage_order", "strides", NULL};
+    static const char *const max_attrs[] = {"auto_pad", "ceil_mode",     "dilations", "kernel_shape",
+                                            "pads",     "storage_order", "strides",   NULL};
     static const char *const avg_attrs[] = {"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads",
-                                            "strides", NULL};
+                                            "strides",  NULL};
     const char *layer = max ? "maxpool" : "avgpool";
     onnx_value *x;
     window win;
@@ -459,8 +476,10 @@ static int fill_bias(onnx_weights *wt, const onnx_value *b, int64_t m, float sca
         float v = b->c.f[b->c.count == 1 ? 0 : k];
         /* Finite values scaled by beta can still overflow. */
         if (!isfinite(wt->b[k] = scale * v))
-            return onnx_fail(c, RM_ERR_UNSUPPORTED, "its bias '%s' (%g at %lld) times %g is %g; remat trains on finite "
-                             "numbers", b->name, (double)v, (long long)k, (double)scale, (double)wt->b[k]);
+            return onnx_fail(c, RM_ERR_UNSUPPORTED,
+                             "its bias '%s' (%g at %lld) times %g is %g; remat trains on finite "
+                             "numbers",
+                             b->name, (double)v, (long long)k, (double)scale, (double)wt->b[k]);
     }
     return RM_OK;
 }
@@ -472,13 +491,14 @@ static int linear_weights(onnx_weights *wt, const onnx_const *b, int transposed,
     wt->nw = (size_t)m * (size_t)f;
     if (!(wt->w = malloc((wt->nw ? wt->nw : 1) * sizeof *wt->w))) return onnx_fail(c, RM_ERR_NOMEM, "out of memory");
     for (int64_t j = 0; j < m; j++)
-        for (int64_t k = 0; k < f; k++)
-            wt->w[j * f + k] = alpha * (transposed ? b->f[k * m + j] : b->f[j * f + k]);
+        for (int64_t k = 0; k < f; k++) wt->w[j * f + k] = alpha * (transposed ? b->f[k * m + j] : b->f[j * f + k]);
     /* Finite weights times a finite alpha can still overflow. */
     for (size_t k = 0; k < wt->nw; k++)
         if (!isfinite(wt->w[k]))
-            return onnx_fail(c, RM_ERR_UNSUPPORTED, "its weights times alpha %g overflow float (element %zu); remat "
-                             "trains on finite numbers", (double)alpha, k);
+            return onnx_fail(c, RM_ERR_UNSUPPORTED,
+                             "its weights times alpha %g overflow float (element %zu); remat "
+                             "trains on finite numbers",
+                             (double)alpha, k);
     return RM_OK;
 }
 
@@ -511,7 +531,8 @@ static int op_gemm(onnx_import *c, const Onnx__NodeProto *n)
     if (!rc) rc = onnx_attr_int(&tb, c, n, "transB", 0);
     if (rc) return rc;
     if (ta)
-        return onnx_fail(c, RM_ERR_UNSUPPORTED, "transA=1 (the batch along the columns); remat's linear takes N x features");
+        return onnx_fail(c, RM_ERR_UNSUPPORTED,
+                         "transA=1 (the batch along the columns); remat's linear takes N x features");
     if (b->c.rank != 2) return onnx_fail(c, RM_ERR_UNSUPPORTED, "weights B of rank %d (2 expected)", b->c.rank);
     int64_t f = a->shape.c, m = tb ? b->c.dims[0] : b->c.dims[1], bf = tb ? b->c.dims[1] : b->c.dims[0];
     if (bf != f)
@@ -610,8 +631,10 @@ static int op_matmul(onnx_import *c, const Onnx__NodeProto *n)
 static int fold_done(onnx_import *c, const Onnx__NodeProto *n, onnx_const *k)
 {
     char d[160];
-    if (k->is_int && k->count <= 8) dims_str(d, sizeof d, k->i, (int)k->count);
-    else snprintf(d, sizeof d, "%zu %s", k->count, k->is_int ? "integers" : "floats");
+    if (k->is_int && k->count <= 8)
+        dims_str(d, sizeof d, k->i, (int)k->count);
+    else
+        snprintf(d, sizeof d, "%zu %s", k->count, k->is_int ? "integers" : "floats");
     int rc = onnx_set_const(c, n, 0, k);
     if (!rc) {
         onnx_note(c, n, "folded: %s", d);
@@ -675,8 +698,10 @@ static int op_constant(onnx_import *c, const Onnx__NodeProto *n)
         int64_t d = list ? (int64_t)(is_int ? a->n_ints : a->n_floats) : 1;
         rc = onnx_const_alloc(&k, is_int, list, &d, c->path, c->e);
         for (int64_t q = 0; !rc && q < d; q++) {
-            if (is_int) k.i[q] = list ? a->ints[q] : a->i;
-            else k.f[q] = list ? a->floats[q] : a->f;
+            if (is_int)
+                k.i[q] = list ? a->ints[q] : a->i;
+            else
+                k.f[q] = list ? a->floats[q] : a->f;
             if (is_int && k.i[q] == ONNX_BATCH) rc = onnx_fail(c, RM_ERR_UNSUPPORTED, "INT64_MIN");
         }
         if (rc) onnx_const_free(&k);
@@ -712,8 +737,10 @@ static int op_shape(onnx_import *c, const Onnx__NodeProto *n)
  * constants move elements without arithmetic: one element copy. */
 static void const_copy(onnx_const *dst, size_t to, const onnx_const *src, size_t from)
 {
-    if (dst->is_int) dst->i[to] = src->i[from];
-    else dst->f[to] = src->f[from];
+    if (dst->is_int)
+        dst->i[to] = src->i[from];
+    else
+        dst->f[to] = src->f[from];
 }
 
 static size_t dims_product(const int64_t *d, int from, int to)
@@ -731,7 +758,8 @@ static int op_gather(onnx_import *c, const Onnx__NodeProto *n)
     int rc = onnx_check_attrs(c, n, attrs);
     if (!rc) rc = onnx_need_input(&x, c, n, 0, ONNX_UNSET, "data");
     if (!rc && x->kind == ONNX_ACT)
-        rc = onnx_fail(c, RM_ERR_UNSUPPORTED, "gathers from a tensor computed from the input (an embedding?); remat "
+        rc = onnx_fail(c, RM_ERR_UNSUPPORTED,
+                       "gathers from a tensor computed from the input (an embedding?); remat "
                        "folds Gather of constants (shapes) only");
     if (!rc) rc = onnx_need_input(&ix, c, n, 1, ONNX_CONST, "indices");
     if (!rc && !ix->c.is_int) rc = onnx_fail(c, RM_ERR_PARSE, "its indices are not integers");
@@ -816,8 +844,10 @@ static int op_cast(onnx_import *c, const Onnx__NodeProto *n)
     int to_float = to == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT || to == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE;
     if (x->kind == ONNX_ACT) {
         if (to != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
-            return onnx_fail(c, RM_ERR_UNSUPPORTED, "casts a tensor computed from the input to type %lld; remat "
-                             "computes in FLOAT", (long long)to);
+            return onnx_fail(c, RM_ERR_UNSUPPORTED,
+                             "casts a tensor computed from the input to type %lld; remat "
+                             "computes in FLOAT",
+                             (long long)to);
         if ((rc = onnx_set_alias(c, n, 0, x))) return rc;
         onnx_note(c, n, "alias of '%s' (already FLOAT)", x->name);
         c->sum.aliases++;
@@ -829,7 +859,8 @@ static int op_cast(onnx_import *c, const Onnx__NodeProto *n)
     for (size_t q = 0; q < k.count; q++) {
         if (x->c.is_int && x->c.i[q] == ONNX_BATCH && !to_int) {
             onnx_const_free(&k);
-            return onnx_fail(c, RM_ERR_UNSUPPORTED, "casts the batch size to a float; remat does not compute with the "
+            return onnx_fail(c, RM_ERR_UNSUPPORTED,
+                             "casts the batch size to a float; remat does not compute with the "
                              "batch size at import");
         }
         /* A float outside int64 (or NaN) has no integer: converting it is
@@ -837,11 +868,15 @@ static int op_cast(onnx_import *c, const Onnx__NodeProto *n)
         if (to_int && !x->c.is_int && !(x->c.f[q] > -0x1p63f && x->c.f[q] < 0x1p63f)) {
             float f = x->c.f[q];
             onnx_const_free(&k);
-            return onnx_fail(c, RM_ERR_UNSUPPORTED, "casts %g to an integer; remat folds floats of -(2^63 - 1) to "
-                             "2^63 - 1 only", (double)f);
+            return onnx_fail(c, RM_ERR_UNSUPPORTED,
+                             "casts %g to an integer; remat folds floats of -(2^63 - 1) to "
+                             "2^63 - 1 only",
+                             (double)f);
         }
-        if (to_int) k.i[q] = x->c.is_int ? x->c.i[q] : (int64_t)x->c.f[q];
-        else k.f[q] = x->c.is_int ? (float)x->c.i[q] : x->c.f[q];
+        if (to_int)
+            k.i[q] = x->c.is_int ? x->c.i[q] : (int64_t)x->c.f[q];
+        else
+            k.f[q] = x->c.is_int ? (float)x->c.i[q] : x->c.f[q];
         /* INT32 holds what INT64 does not: ONNX leaves such a cast undefined
          * (onnxruntime wraps it), so a value outside is refused rather than
          * kept as a number no INT32 can be. The batch size stays itself. */
@@ -872,7 +907,8 @@ static int op_concat_const(onnx_import *c, const Onnx__NodeProto *n, int64_t axi
         if (v->c.rank != r || v->c.is_int != first->c.is_int)
             return onnx_fail(c, RM_ERR_PARSE, "inputs of different ranks or types");
         for (int q = 0; q < r; q++)
-            if (q != axis && v->c.dims[q] != first->c.dims[q]) return onnx_fail(c, RM_ERR_PARSE, "inputs of different shapes");
+            if (q != axis && v->c.dims[q] != first->c.dims[q])
+                return onnx_fail(c, RM_ERR_PARSE, "inputs of different shapes");
         d[axis] += v->c.dims[axis];
     }
     if (dims_product(d, 0, r) > ONNX_MAX_FOLDED)
@@ -908,7 +944,8 @@ static int op_concat(onnx_import *c, const Onnx__NodeProto *n)
                          RM_MAX_INPUTS);
     for (size_t k = 0; k < n->n_input; k++) {
         if ((rc = onnx_need_input(&in[nin], c, n, (int)k, ONNX_ACT, "input"))) return rc;
-        if (in[nin]->rank != in[0]->rank) return onnx_fail(c, RM_ERR_SHAPE, "inputs of ranks %d and %d", in[0]->rank, in[nin]->rank);
+        if (in[nin]->rank != in[0]->rank)
+            return onnx_fail(c, RM_ERR_SHAPE, "inputs of ranks %d and %d", in[0]->rank, in[nin]->rank);
         nin++;
     }
     if (norm_axis(axis, in[0]->rank) != 1)
@@ -1015,7 +1052,8 @@ static int op_reshape(onnx_import *c, const Onnx__NodeProto *n)
         size_t known = 1;
         for (size_t k = 0; k < nt; k++)
             if ((int)k != infer) {
-                if (d[k] == ONNX_BATCH) return onnx_fail(c, RM_ERR_UNSUPPORTED, "reshapes a constant by the batch size");
+                if (d[k] == ONNX_BATCH)
+                    return onnx_fail(c, RM_ERR_UNSUPPORTED, "reshapes a constant by the batch size");
                 if (__builtin_mul_overflow(known, (size_t)d[k], &known))
                     return onnx_fail(c, RM_ERR_UNSUPPORTED, "shape %s has more elements than size_t counts", ts);
             }
@@ -1029,14 +1067,17 @@ static int op_reshape(onnx_import *c, const Onnx__NodeProto *n)
     size_t per = rm_shape_numel(x->shape), rest = 1;
     for (size_t k = 1; k < nt; k++) {
         if (d[k] == ONNX_BATCH)
-            return onnx_fail(c, RM_ERR_UNSUPPORTED, "reshapes %s to %s, moving the batch; remat keeps it first", is, ts);
+            return onnx_fail(c, RM_ERR_UNSUPPORTED, "reshapes %s to %s, moving the batch; remat keeps it first", is,
+                             ts);
         if ((int)k != infer && __builtin_mul_overflow(rest, (size_t)d[k], &rest))
             return onnx_fail(c, RM_ERR_UNSUPPORTED, "shape %s has more elements than size_t counts", ts);
     }
     if (infer == 0) {
         if (rest != per)
-            return onnx_fail(c, RM_ERR_UNSUPPORTED, "reshapes %s to %s, which mixes samples; remat keeps the batch "
-                             "first", is, ts);
+            return onnx_fail(c, RM_ERR_UNSUPPORTED,
+                             "reshapes %s to %s, which mixes samples; remat keeps the batch "
+                             "first",
+                             is, ts);
         d[0] = ONNX_BATCH;
     } else if (infer > 0) {
         if (!rest || per % rest) return onnx_fail(c, RM_ERR_PARSE, "shape %s does not fit %s", ts, is);
@@ -1045,8 +1086,8 @@ static int op_reshape(onnx_import *c, const Onnx__NodeProto *n)
     }
     if (d[0] != ONNX_BATCH || rest != per)
         return onnx_fail(c, RM_ERR_UNSUPPORTED,
-                         "reshapes %s to %s: the first dimension is not the batch%s; remat keeps the batch first",
-                         is, ts, c->fixed_batch ? "" : " (the input's batch is symbolic)");
+                         "reshapes %s to %s: the first dimension is not the batch%s; remat keeps the batch first", is,
+                         ts, c->fixed_batch ? "" : " (the input's batch is symbolic)");
     if (note_batch)
         onnx_note(c, n, "its shape's first dimension %lld is the batch the export fixed: read as N",
                   (long long)c->fixed_batch);
@@ -1080,7 +1121,8 @@ static int op_slice(onnx_import *c, const Onnx__NodeProto *n)
     int rc = onnx_check_attrs(c, n, attrs);
     if (!rc) rc = onnx_need_input(&x, c, n, 0, ONNX_UNSET, "data");
     if (!rc && x->kind == ONNX_ACT)
-        rc = onnx_fail(c, RM_ERR_UNSUPPORTED, "slices a tensor computed from the input; remat folds Slice of "
+        rc = onnx_fail(c, RM_ERR_UNSUPPORTED,
+                       "slices a tensor computed from the input; remat folds Slice of "
                        "constants (shapes) only");
     if (!rc) rc = onnx_attr_ints(&st, &nst, c, n, "starts");
     if (!rc && !st) rc = const_ints(&st, &nst, c, n, 1, "starts");
@@ -1089,8 +1131,7 @@ static int op_slice(onnx_import *c, const Onnx__NodeProto *n)
     if (!rc) rc = axes_of(&ax, &nax, c, n, 3);
     if (!rc) rc = const_ints(&sp, &nsp, c, n, 4, "steps");
     if (rc) return rc;
-    if (x->c.rank != 1 || nst != 1 || nen != 1 || (nax && (nax != 1 || norm_axis(ax[0], 1) != 0)) ||
-        (nsp && nsp != 1))
+    if (x->c.rank != 1 || nst != 1 || nen != 1 || (nax && (nax != 1 || norm_axis(ax[0], 1) != 0)) || (nsp && nsp != 1))
         return onnx_fail(c, RM_ERR_UNSUPPORTED, "remat folds Slice of a 1-D constant along its one axis only");
     int64_t len = x->c.dims[0], step = nsp ? sp[0] : 1, s = st[0], e = en[0];
     if (step == 0) return onnx_fail(c, RM_ERR_PARSE, "a step of 0");
@@ -1123,7 +1164,8 @@ static int op_transpose(onnx_import *c, const Onnx__NodeProto *n)
     int rc = onnx_check_attrs(c, n, attrs);
     if (!rc) rc = onnx_need_input(&x, c, n, 0, ONNX_UNSET, "data");
     if (!rc && x->kind == ONNX_ACT)
-        rc = onnx_fail(c, RM_ERR_UNSUPPORTED, "transposes a tensor computed from the input; remat folds Transpose of "
+        rc = onnx_fail(c, RM_ERR_UNSUPPORTED,
+                       "transposes a tensor computed from the input; remat folds Transpose of "
                        "constants (weights) only");
     if (!rc) rc = onnx_attr_ints(&perm, &np, c, n, "perm");
     if (rc) return rc;
@@ -1164,7 +1206,8 @@ static int fold_arith(onnx_import *c, const Onnx__NodeProto *n, char op)
     int same = a->c.rank == b->c.rank;
     for (int k = 0; same && k < a->c.rank; k++) same = a->c.dims[k] == b->c.dims[k];
     if (!same && a->c.count != 1 && b->c.count != 1)
-        return onnx_fail(c, RM_ERR_UNSUPPORTED, "broadcasts constants of different shapes; remat folds equal shapes "
+        return onnx_fail(c, RM_ERR_UNSUPPORTED,
+                         "broadcasts constants of different shapes; remat folds equal shapes "
                          "or a single value");
     int is_int = a->c.is_int && b->c.is_int;
     onnx_const k;
@@ -1222,10 +1265,11 @@ static int op_add(onnx_import *c, const Onnx__NodeProto *n, int sum)
     for (size_t k = 0; k < n->n_input; k++) {
         onnx_value *v = onnx_input(c, n, (int)k);
         if (v && v->kind == ONNX_CONST)
-            return onnx_fail(c, RM_ERR_UNSUPPORTED,
-                             "adds the constant '%s'; remat has no layer adding a constant (one right after a MatMul is "
-                             "folded into the linear layer's bias)",
-                             v->name);
+            return onnx_fail(
+                c, RM_ERR_UNSUPPORTED,
+                "adds the constant '%s'; remat has no layer adding a constant (one right after a MatMul is "
+                "folded into the linear layer's bias)",
+                v->name);
         if ((rc = onnx_need_input(&in[nin], c, n, (int)k, ONNX_ACT, "input"))) return rc;
         if (in[nin]->rank != in[0]->rank || !rm_shape_equal(in[nin]->shape, in[0]->shape)) {
             char a[64], b[64];
@@ -1246,8 +1290,10 @@ static int op_arith(onnx_import *c, const Onnx__NodeProto *n, char op)
     int rc = onnx_check_attrs(c, n, attrs);
     if (rc) return rc;
     if (!all_const(c, n))
-        return onnx_fail(c, RM_ERR_UNSUPPORTED, "%s on a tensor computed from the input; remat folds it on constants "
-                         "(shape arithmetic) only", n->op_type);
+        return onnx_fail(c, RM_ERR_UNSUPPORTED,
+                         "%s on a tensor computed from the input; remat folds it on constants "
+                         "(shape arithmetic) only",
+                         n->op_type);
     return fold_arith(c, n, op);
 }
 
@@ -1284,7 +1330,8 @@ static int op_dropout(onnx_import *c, const Onnx__NodeProto *n)
         return onnx_fail(c, RM_ERR_UNSUPPORTED,
                          "training_mode=true; remat's dropout drops in training and passes everything in "
                          "evaluation by itself (export in eval mode)");
-    if (!(ratio >= 0.0f && ratio < 1.0f)) return onnx_fail(c, RM_ERR_UNSUPPORTED, "ratio %g (remat: 0 <= p < 1)", (double)ratio);
+    if (!(ratio >= 0.0f && ratio < 1.0f))
+        return onnx_fail(c, RM_ERR_UNSUPPORTED, "ratio %g (remat: 0 <= p < 1)", (double)ratio);
     if (ratio == 0.0f) {
         if ((rc = onnx_set_alias(c, n, 0, x))) return rc;
         onnx_note(c, n, "alias of '%s' (ratio 0 drops nothing)", x->name);
@@ -1308,24 +1355,38 @@ static int op_dropout(onnx_import *c, const Onnx__NodeProto *n)
 static int64_t nearest_source(int64_t x, int64_t len, const char *coord, const char *round)
 {
     double scale = 2.0, out = 2.0 * (double)len, s;
-    if (!strcmp(coord, "half_pixel")) s = ((double)x + 0.5) / scale - 0.5;
-    else if (!strcmp(coord, "pytorch_half_pixel")) s = out > 1 ? ((double)x + 0.5) / scale - 0.5 : 0.0;
-    else if (!strcmp(coord, "align_corners")) s = out > 1 ? (double)x * (double)(len - 1) / (out - 1) : 0.0;
-    else if (!strcmp(coord, "tf_half_pixel_for_nn")) s = ((double)x + 0.5) / scale;
-    else s = (double)x / scale; /* asymmetric */
+    if (!strcmp(coord, "half_pixel"))
+        s = ((double)x + 0.5) / scale - 0.5;
+    else if (!strcmp(coord, "pytorch_half_pixel"))
+        s = out > 1 ? ((double)x + 0.5) / scale - 0.5 : 0.0;
+    else if (!strcmp(coord, "align_corners"))
+        s = out > 1 ? (double)x * (double)(len - 1) / (out - 1) : 0.0;
+    else if (!strcmp(coord, "tf_half_pixel_for_nn"))
+        s = ((double)x + 0.5) / scale;
+    else
+        s = (double)x / scale; /* asymmetric */
     double f = floor(s), r;
-    if (!strcmp(round, "floor")) r = f;
-    else if (!strcmp(round, "ceil")) r = ceil(s);
-    else if (s - f == 0.5) r = !strcmp(round, "round_prefer_ceil") ? f + 1 : f;
-    else r = floor(s + 0.5);
+    if (!strcmp(round, "floor"))
+        r = f;
+    else if (!strcmp(round, "ceil"))
+        r = ceil(s);
+    else if (s - f == 0.5)
+        r = !strcmp(round, "round_prefer_ceil") ? f + 1 : f;
+    else
+        r = floor(s + 0.5);
     int64_t k = (int64_t)r;
     return k < 0 ? 0 : k >= len ? len - 1 : k;
 }
 
 static int op_resize(onnx_import *c, const Onnx__NodeProto *n, int upsample)
 {
-    static const char *const resize_attrs[] = {"mode", "coordinate_transformation_mode", "nearest_mode",
-                                               "cubic_coeff_a", "exclude_outside", "extrapolation_value", NULL};
+    static const char *const resize_attrs[] = {"mode",
+                                               "coordinate_transformation_mode",
+                                               "nearest_mode",
+                                               "cubic_coeff_a",
+                                               "exclude_outside",
+                                               "extrapolation_value",
+                                               NULL};
     static const char *const upsample_attrs[] = {"mode", "scales", NULL};
     onnx_value *x;
     char mode[32], coord[32] = "asymmetric", round[32] = "floor";
@@ -1374,8 +1435,10 @@ static int op_resize(onnx_import *c, const Onnx__NodeProto *n, int upsample)
     }
     if (!have) return onnx_fail(c, RM_ERR_PARSE, "neither scales nor sizes");
     if (sc[0] != 1.0f || sc[1] != 1.0f || sc[2] != 2.0f || sc[3] != 2.0f)
-        return onnx_fail(c, RM_ERR_UNSUPPORTED, "scales (%g, %g, %g, %g); remat's upsample2x scales height and width by "
-                         "2 only", (double)sc[0], (double)sc[1], (double)sc[2], (double)sc[3]);
+        return onnx_fail(c, RM_ERR_UNSUPPORTED,
+                         "scales (%g, %g, %g, %g); remat's upsample2x scales height and width by "
+                         "2 only",
+                         (double)sc[0], (double)sc[1], (double)sc[2], (double)sc[3]);
     /* Every output pixel must read the input pixel upsample2x copies. */
     const int64_t lens[2] = {x->shape.h, x->shape.w};
     for (int a = 0; a < 2; a++)
@@ -1397,9 +1460,11 @@ static int op_resize(onnx_import *c, const Onnx__NodeProto *n, int upsample)
 /* ---- dispatch ---------------------------------------------------------------------- */
 
 static const char *const supported =
-    "Conv, ConvTranspose (2x2, stride 2), BatchNormalization, Relu, Clip to [0, inf), MaxPool, AveragePool, GlobalAveragePool, Gemm, "
+    "Conv, ConvTranspose (2x2, stride 2), BatchNormalization, Relu, Clip to [0, inf), MaxPool, AveragePool, "
+    "GlobalAveragePool, Gemm, "
     "MatMul (+ Add), Add, Sum, Concat, Flatten, Reshape (to N x features), Resize / Upsample (nearest, x2), Dropout, "
-    "Identity, and folded at import: Constant, Shape, Gather, Unsqueeze, Squeeze, Slice, Transpose, Cast, Add, Sub, Mul, Div";
+    "Identity, and folded at import: Constant, Shape, Gather, Unsqueeze, Squeeze, Slice, Transpose, Cast, Add, Sub, "
+    "Mul, Div";
 
 int onnx_import_node(onnx_import *c, const Onnx__NodeProto *n)
 {

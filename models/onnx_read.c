@@ -57,15 +57,18 @@ static uint64_t wire_cost(const ProtobufCFieldDescriptor *f, const uint8_t *p, u
 {
     if (!f) return WIRE_FIELD_COST + WIRE_ALLOC_COST + n;
     switch (f->type) {
-    case PROTOBUF_C_TYPE_MESSAGE: return WIRE_FIELD_COST + WIRE_ALLOC_COST;
+    case PROTOBUF_C_TYPE_MESSAGE:
+        return WIRE_FIELD_COST + WIRE_ALLOC_COST;
     case PROTOBUF_C_TYPE_STRING:
-    case PROTOBUF_C_TYPE_BYTES: return WIRE_FIELD_COST + WIRE_ALLOC_COST + n + 1;
+    case PROTOBUF_C_TYPE_BYTES:
+        return WIRE_FIELD_COST + WIRE_ALLOC_COST + n + 1;
     case PROTOBUF_C_TYPE_FLOAT:
     case PROTOBUF_C_TYPE_DOUBLE:
     case PROTOBUF_C_TYPE_FIXED32:
     case PROTOBUF_C_TYPE_FIXED64:
     case PROTOBUF_C_TYPE_SFIXED32:
-    case PROTOBUF_C_TYPE_SFIXED64: return WIRE_FIELD_COST + WIRE_ALLOC_COST + n;
+    case PROTOBUF_C_TYPE_SFIXED64:
+        return WIRE_FIELD_COST + WIRE_ALLOC_COST + n;
     default: {
         uint64_t varints = 0; /* a packed field of varints: one per byte without its high bit */
         for (uint64_t k = 0; k < n; k++) varints += !(p[k] & 0x80);
@@ -148,7 +151,8 @@ static int wire_check(const uint8_t *buf, size_t len, const ProtobufCMessageDesc
             st[depth].d = sub, st[depth].end = at + (size_t)n;
             break;
         }
-        default: return RM_OK; /* groups (3, 4) and 6, 7: protobuf-c refuses them */
+        default:
+            return RM_OK; /* groups (3, 4) and 6, 7: protobuf-c refuses them */
         }
         if (cost > bound)
             return rm_errorf(e, RM_ERR_UNSUPPORTED,
@@ -164,8 +168,7 @@ static int wire_check(const uint8_t *buf, size_t len, const ProtobufCMessageDesc
  * cannot start a protobuf field or a field that would end past the size
  * limit, so that a pipe or device of other bytes (/dev/zero, /dev/urandom)
  * is refused at once instead of after the limit. */
-static int wire_stream_check(const uint8_t *buf, size_t n, size_t *next, const char *path, const char *what,
-                             rm_err *e)
+static int wire_stream_check(const uint8_t *buf, size_t n, size_t *next, const char *path, const char *what, rm_err *e)
 {
     while (*next < n) {
         size_t at = *next;
@@ -180,8 +183,10 @@ static int wire_stream_check(const uint8_t *buf, size_t n, size_t *next, const c
                              *next);
         uint64_t size = wt == 1 ? 8 : wt == 5 ? 4 : wt == 2 ? v : 0;
         if (size > RM_ONNX_MAX_FILE_BYTES - at)
-            return rm_errorf(e, RM_ERR_PARSE, "%s: a field at byte %zu claims %llu bytes, past protobuf's limit of "
-                             "2 GiB for one %s", path, *next, (unsigned long long)size, what);
+            return rm_errorf(e, RM_ERR_PARSE,
+                             "%s: a field at byte %zu claims %llu bytes, past protobuf's limit of "
+                             "2 GiB for one %s",
+                             path, *next, (unsigned long long)size, what);
         *next = at + (size_t)size;
     }
     return RM_OK;
@@ -251,8 +256,8 @@ static int read_all(uint8_t **out, size_t *len, const char *path, const char *wh
 
 /* The file decoded as one message of descriptor d; what names the kind of
  * file in messages ("ONNX model"). */
-static int read_message(ProtobufCMessage **out, const ProtobufCMessageDescriptor *d, const char *path,
-                        const char *what, rm_err *e)
+static int read_message(ProtobufCMessage **out, const ProtobufCMessageDescriptor *d, const char *path, const char *what,
+                        rm_err *e)
 {
     *out = NULL;
     uint8_t *buf;
@@ -297,17 +302,28 @@ int onnx_read_model(Onnx__ModelProto **model, const char *path, rm_err *e)
 static const char *type_name(int32_t t)
 {
     switch (t) {
-    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: return "FLOAT";
-    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: return "UINT8";
-    case ONNX__TENSOR_PROTO__DATA_TYPE__INT8: return "INT8";
-    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: return "INT32";
-    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: return "INT64";
-    case ONNX__TENSOR_PROTO__DATA_TYPE__STRING: return "STRING";
-    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: return "BOOL";
-    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16: return "FLOAT16";
-    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: return "DOUBLE";
-    case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: return "BFLOAT16";
-    default: return "another type";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT:
+        return "FLOAT";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8:
+        return "UINT8";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT8:
+        return "INT8";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32:
+        return "INT32";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64:
+        return "INT64";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__STRING:
+        return "STRING";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL:
+        return "BOOL";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16:
+        return "FLOAT16";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE:
+        return "DOUBLE";
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16:
+        return "BFLOAT16";
+    default:
+        return "another type";
     }
 }
 
@@ -336,9 +352,12 @@ int onnx_const_alloc(onnx_const *out, int is_int, int rank, const int64_t *dims,
     out->rank = rank;
     out->count = count;
     /* One element at least, so that a tensor of none still has a pointer. */
-    if (is_int) out->i = calloc(count ? count : 1, sizeof *out->i);
-    else out->f = calloc(count ? count : 1, sizeof *out->f);
-    if (!out->i && !out->f) return rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory for a tensor of %zu elements", path, count);
+    if (is_int)
+        out->i = calloc(count ? count : 1, sizeof *out->i);
+    else
+        out->f = calloc(count ? count : 1, sizeof *out->f);
+    if (!out->i && !out->f)
+        return rm_errorf(e, RM_ERR_NOMEM, "%s: out of memory for a tensor of %zu elements", path, count);
     return RM_OK;
 }
 
@@ -348,19 +367,26 @@ static size_t elem_width(int32_t type)
 {
     switch (type) {
     case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE:
-    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: return 8;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: return 1;
-    default: return 4; /* FLOAT, INT32 */
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64:
+        return 8;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL:
+        return 1;
+    default:
+        return 4; /* FLOAT, INT32 */
     }
 }
 
 static size_t typed_count(const Onnx__TensorProto *t, int32_t type)
 {
     switch (type) {
-    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: return t->n_float_data;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: return t->n_double_data;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: return t->n_int64_data;
-    default: return t->n_int32_data; /* INT32 and BOOL */
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT:
+        return t->n_float_data;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE:
+        return t->n_double_data;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64:
+        return t->n_int64_data;
+    default:
+        return t->n_int32_data; /* INT32 and BOOL */
     }
 }
 
@@ -396,8 +422,7 @@ static int64_t int_at(const Onnx__TensorProto *t, int32_t type, size_t k)
     return v;
 }
 
-int onnx_const_from_tensor(onnx_const *out, const Onnx__TensorProto *t, const char *path, const char *what,
-                           rm_err *e)
+int onnx_const_from_tensor(onnx_const *out, const Onnx__TensorProto *t, const char *path, const char *what, rm_err *e)
 {
     memset(out, 0, sizeof *out);
     if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
@@ -423,8 +448,8 @@ int onnx_const_from_tensor(onnx_const *out, const Onnx__TensorProto *t, const ch
     size_t count = 1, w = elem_width(type);
     for (size_t k = 0; k < t->n_dims; k++) {
         if (t->dims[k] < 0 || (t->dims[k] > 0 && count > ONNX_MAX_ELEMENTS / (size_t)t->dims[k]))
-            return rm_errorf(e, RM_ERR_PARSE, "%s: %s has a dimension of %lld (or more than 2^31 elements)", path,
-                             what, (long long)t->dims[k]);
+            return rm_errorf(e, RM_ERR_PARSE, "%s: %s has a dimension of %lld (or more than 2^31 elements)", path, what,
+                             (long long)t->dims[k]);
         count *= (size_t)t->dims[k];
     }
     if (t->has_raw_data ? t->raw_data.len != count * w : typed_count(t, type) != count)

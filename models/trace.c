@@ -12,8 +12,7 @@
 #include <string.h>
 
 static int add_node(rm_graph *g, const char *name, const char *suffix, rm_node_tag tag, rm_node_op op, int layer,
-                    double flops, size_t bytes, rm_shape shape, const int *deps, const int *slots, int ndeps,
-                    rm_err *e)
+                    double flops, size_t bytes, rm_shape shape, const int *deps, const int *slots, int ndeps, rm_err *e)
 {
     rm_graph_node nd;
     memset(&nd, 0, sizeof nd);
@@ -65,8 +64,8 @@ static int trace(rm_graph *g, const rm_model *m, int batch, int forward_only, co
 
     /* Loading the batch costs nothing to compute, but a nominal cost of one
      * per element keeps the scheduler from treating it as free to recompute. */
-    if (add_node(g, "input", "", RM_TAG_FORWARD, RM_OP_INPUT, -1, (double)rm_shape_numel(input),
-                 rm_shape_bytes(input), input, NULL, NULL, 0, e) < 0)
+    if (add_node(g, "input", "", RM_TAG_FORWARD, RM_OP_INPUT, -1, (double)rm_shape_numel(input), rm_shape_bytes(input),
+                 input, NULL, NULL, 0, e) < 0)
         return e ? e->code : RM_ERR_NOMEM;
 
     for (int i = 0; i < L; i++) {
@@ -78,8 +77,8 @@ static int trace(rm_graph *g, const rm_model *m, int batch, int forward_only, co
         }
         double fl = ly->desc->flops(&ly->cfg, in, ly->nin, outs[i], 0);
         rm_node_tag tag = i == L - 1 ? RM_TAG_LOSS : RM_TAG_FORWARD;
-        if (add_node(g, ly->name, "", tag, RM_OP_FORWARD, i, fl, rm_shape_bytes(outs[i]), outs[i], deps, slots,
-                     ly->nin, e) < 0)
+        if (add_node(g, ly->name, "", tag, RM_OP_FORWARD, i, fl, rm_shape_bytes(outs[i]), outs[i], deps, slots, ly->nin,
+                     e) < 0)
             return e ? e->code : RM_ERR_NOMEM;
         g->forward_flops += fl;
     }
@@ -123,8 +122,8 @@ static int trace(rm_graph *g, const rm_model *m, int batch, int forward_only, co
         for (int k = 0; k < ly->nin; k++)
             if (ly->inputs[k] != RM_MODEL_INPUT) bytes += rm_shape_bytes(in[k]);
         double fl = ly->desc->flops(&ly->cfg, in, ly->nin, outs[i], 1);
-        bwd[i] = add_node(g, ly->name, ".grad", RM_TAG_BACKWARD, RM_OP_BACKWARD, i, fl, bytes, zero, deps, slots, nd,
-                          e);
+        bwd[i] =
+            add_node(g, ly->name, ".grad", RM_TAG_BACKWARD, RM_OP_BACKWARD, i, fl, bytes, zero, deps, slots, nd, e);
         if (bwd[i] < 0) return e ? e->code : RM_ERR_NOMEM;
         g->backward_flops += fl;
     }
@@ -155,7 +154,8 @@ static int trace_model(rm_graph *g, const rm_model *m, int batch, int forward_on
     int rc;
     if (!ins || !outs || !bwd || !first || !uses || !gdeps || !gslots)
         rc = rm_errorf(e, RM_ERR_NOMEM, "trace: out of memory");
-    else rc = rm_model_shapes(ins, outs, m, batch, e);
+    else
+        rc = rm_model_shapes(ins, outs, m, batch, e);
     if (!rc) {
         g->batch = batch;
         index_uses(first, uses, m);
@@ -172,7 +172,10 @@ static int trace_model(rm_graph *g, const rm_model *m, int batch, int forward_on
     return rc;
 }
 
-int rm_model_trace(rm_graph *g, const rm_model *m, int batch, rm_err *e) { return trace_model(g, m, batch, 0, e); }
+int rm_model_trace(rm_graph *g, const rm_model *m, int batch, rm_err *e)
+{
+    return trace_model(g, m, batch, 0, e);
+}
 
 int rm_model_trace_forward(rm_graph *g, const rm_model *m, int batch, rm_err *e)
 {

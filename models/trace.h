@@ -20,6 +20,9 @@ int rm_model_trace(rm_graph *g, const rm_model *m, int batch, rm_err *e);
 int rm_model_trace_forward(rm_graph *g, const rm_model *m, int batch, rm_err *e);
 
 /* Graph node indices of layer i's forward node (layer -1: the input). */
-static inline int rm_trace_forward_node(int layer) { return layer + 1; }
+static inline int rm_trace_forward_node(int layer)
+{
+    return layer + 1;
+}
 
 #endif

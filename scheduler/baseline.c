@@ -505,8 +505,7 @@ int rm_chen_greedy_search(rm_schedule **out, int *stopped, const rm_problem *p, 
         }
         RM_LOG_DEBUG("%s: budget %d of %d, %ld computes, best cost %.6g", name, g, ng, nc, best.s ? best.r.cost : -1.0);
     }
-    if (best.stopped)
-        RM_LOG_INFO("%s: stopped at the deadline after %d of %d segment budgets", name, best.tried, ng);
+    if (best.stopped) RM_LOG_INFO("%s: stopped at the deadline after %d of %d segment budgets", name, best.tried, ng);
     rc = rm_best_finish(out, stopped, &best, p, name, e);
 done:
     rm_schedule_free(best.s);
@@ -534,7 +533,8 @@ int rm_chen_sqrtn_run(rm_schedule **out, int *stopped, const rm_problem *p, int 
         for (int v = 0; v < p->n; v++) cand[v] = v < fi.b0 && (use_cuts ? fi.cut[v] : 1);
         rm_chen_sqrtn_pins(pins, p, &fi, cand, cut_state);
         rm_schedule *s;
-        if (!(rc = rm_build_from_checkpoints(&s, p, &fi, pins, 0, e))) rc = rm_baseline_finish(out, NULL, s, p, name, e);
+        if (!(rc = rm_build_from_checkpoints(&s, p, &fi, pins, 0, e)))
+            rc = rm_baseline_finish(out, NULL, s, p, name, e);
         if (rc == RM_ERR_BUDGET && rm_deadline_passed(deadline)) {
             if (stopped) *stopped = 1;
             rc = rm_errorf(e, RM_ERR_INFEASIBLE,

@@ -148,8 +148,8 @@ int rm_ogc_plan(uint8_t *pinned, size_t *predicted_peak, rm_ogc_stats *stats, co
  * simulation; when it passes, pinned is pass 1's answer if pass 1 was done,
  * else the better of its seeds (every cut point, or every sqrt(K)-th), and
  * *stopped = 1 (stopped may be NULL). */
-int rm_ogc_plan_until(uint8_t *pinned, size_t *predicted_peak, rm_ogc_stats *stats, int *stopped,
-                      const rm_problem *p, const rm_fwd_info *fi, double deadline, rm_err *e);
+int rm_ogc_plan_until(uint8_t *pinned, size_t *predicted_peak, rm_ogc_stats *stats, int *stopped, const rm_problem *p,
+                      const rm_fwd_info *fi, double deadline, rm_err *e);
 
 /* rm_best_baseline (strategy.h), also giving the seconds one simulation of
  * the winner took (sim_s may be NULL): what judging an answer like it will
@@ -175,17 +175,18 @@ int rm_ogc_until(rm_schedule **out, int *stopped, const rm_problem *p, double de
 /* The baseline strategies in the order tables show them (checkpoint_all
  * first), as rm_strategy_info initializers: rm_strategy_list's table
  * (baseline_table.c) and the head of rm_strategy_list_all's (strategies.c). */
-#define RM_BASELINE_TABLE                                                                                    \
-    {"checkpoint_all", "Checkpoint all", rm_strategy_checkpoint_all, NULL, NULL},                            \
-        {"chen_sqrtn", "Chen et al. sqrt(n)", rm_strategy_chen_sqrtn, NULL, rm_chen_sqrtn_until},            \
-        {"chen_greedy", "Chen et al. greedy", rm_strategy_chen_greedy, NULL, rm_chen_greedy_until},          \
-        {"griewank", "Griewank & Walther log(n)", rm_strategy_griewank, NULL, rm_griewank_until},            \
-        {"ap_sqrtn", "AP sqrt(n)", rm_strategy_ap_sqrtn, NULL, NULL},                                        \
-        {"ap_greedy", "AP greedy", rm_strategy_ap_greedy, NULL, rm_ap_greedy_until},                         \
-        {"linearized_sqrtn", "Linearized sqrt(n)", rm_strategy_linearized_sqrtn, NULL, NULL},                \
-        {"linearized_greedy", "Linearized greedy", rm_strategy_linearized_greedy, NULL,                      \
-         rm_linearized_greedy_until},                                                                        \
-        {"ogc", "Feng & Huang optimal checkpointing", rm_strategy_ogc, NULL, rm_ogc_until}
+#define RM_BASELINE_TABLE                                                                                              \
+    {"checkpoint_all", "Checkpoint all", rm_strategy_checkpoint_all, NULL, NULL},                                      \
+        {"chen_sqrtn", "Chen et al. sqrt(n)", rm_strategy_chen_sqrtn, NULL, rm_chen_sqrtn_until},                      \
+        {"chen_greedy", "Chen et al. greedy", rm_strategy_chen_greedy, NULL, rm_chen_greedy_until},                    \
+        {"griewank", "Griewank & Walther log(n)", rm_strategy_griewank, NULL, rm_griewank_until},                      \
+        {"ap_sqrtn", "AP sqrt(n)", rm_strategy_ap_sqrtn, NULL, NULL},                                                  \
+        {"ap_greedy", "AP greedy", rm_strategy_ap_greedy, NULL, rm_ap_greedy_until},                                   \
+        {"linearized_sqrtn", "Linearized sqrt(n)", rm_strategy_linearized_sqrtn, NULL, NULL},                          \
+        {"linearized_greedy", "Linearized greedy", rm_strategy_linearized_greedy, NULL, rm_linearized_greedy_until},   \
+    {                                                                                                                  \
+        "ogc", "Feng & Huang optimal checkpointing", rm_strategy_ogc, NULL, rm_ogc_until                               \
+    }
 #define RM_BASELINE_COUNT 9
 
 #endif

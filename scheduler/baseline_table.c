@@ -63,8 +63,7 @@ rm_schedule *rm_best_baseline_timed(const rm_problem *p, double deadline, int pr
         rm_sim_result sr;
         int stopped = 0, rc;
         if (st->solve_until)
-            rc = st->solve_until(&s, &stopped, p, quick ? deadline : rm_deadline_share(deadline, 1.0 / searches--),
-                                 &e);
+            rc = st->solve_until(&s, &stopped, p, quick ? deadline : rm_deadline_share(deadline, 1.0 / searches--), &e);
         else
             rc = st->solve(&s, p, &e);
         if (rc != RM_OK) {
@@ -78,8 +77,8 @@ rm_schedule *rm_best_baseline_timed(const rm_problem *p, double deadline, int pr
             RM_LOG_DEBUG("baseline %s: cost %.6g, peak %zu, %ld recomputations (%.3f s%s)", st->name, sr.cost,
                          sr.peak_bytes, sr.recomputations, rm_now() - t0,
                          stopped ? ", stopped at its share of the deadline" : "");
-        if (!ok || (best && !beats(sr.cost, sr.peak_bytes, k, best_r.cost, best_r.peak_bytes, best_k,
-                                   prefer_lower_peak))) {
+        if (!ok ||
+            (best && !beats(sr.cost, sr.peak_bytes, k, best_r.cost, best_r.peak_bytes, best_k, prefer_lower_peak))) {
             rm_schedule_free(s);
             continue;
         }

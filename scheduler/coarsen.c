@@ -165,8 +165,10 @@ int rm_coarsen_auto_until(rm_coarsening *c, const rm_problem *p, int target, dou
     double lb_ub = p->budget > 0 ? (double)coarse_lower_bound(p, first, m, gb, grp, stamp) : 0;
     while (m > target) {
         if (rm_deadline_passed(deadline)) {
-            rc = rm_errorf(e, RM_ERR_BUDGET, "coarsen: the deadline passed with %d groups of %d nodes left to merge "
-                           "(target %d)", m, n, target);
+            rc = rm_errorf(e, RM_ERR_BUDGET,
+                           "coarsen: the deadline passed with %d groups of %d nodes left to merge "
+                           "(target %d)",
+                           m, n, target);
             goto done;
         }
         /* The cheapest allowed merge (fewest merged bytes, then fewest members). */
@@ -207,7 +209,8 @@ int rm_coarsen_auto_until(rm_coarsening *c, const rm_problem *p, int target, dou
         memcpy(gb, gb2, (size_t)m2 * sizeof *gb);
         m = m2;
         /* The pairs: best - 1 and best are new, those after shift down. */
-        memmove(&pairb[best + 1], &pairb[best + 2], (size_t)(m - 1 > best + 1 ? m - 1 - (best + 1) : 0) * sizeof *pairb);
+        memmove(&pairb[best + 1], &pairb[best + 2],
+                (size_t)(m - 1 > best + 1 ? m - 1 - (best + 1) : 0) * sizeof *pairb);
         for (int g = best - 1; g <= best; g++)
             if (g >= 0 && g + 1 < m) pairb[g] = segment_bytes(p, lastuse, first[g], first[g + 2] - 1);
     }
@@ -286,15 +289,14 @@ done:
     return RM_OK;
 }
 
-int rm_coarsen_expand(rm_schedule **out, const rm_problem *p, const rm_coarsening *c, const rm_schedule *cs,
-                      rm_err *e)
+int rm_coarsen_expand(rm_schedule **out, const rm_problem *p, const rm_coarsening *c, const rm_schedule *cs, rm_err *e)
 {
     *out = NULL;
     int n = p->n, m = c->m;
     if (c->n != n || cs->n != m)
         return rm_errorf(e, RM_ERR_INVALID,
-                         "coarsen: a %d-stage coarse schedule for %d groups of %d nodes (problem: %d)",
-                         cs->n, m, c->n, n);
+                         "coarsen: a %d-stage coarse schedule for %d groups of %d nodes (problem: %d)", cs->n, m, c->n,
+                         n);
     rm_problem *q;
     int rc = rm_coarsen_problem(&q, p, c, e);
     if (rc) return rc;

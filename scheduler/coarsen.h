@@ -73,7 +73,6 @@ size_t rm_coarsen_group_bytes(const rm_problem *p, const rm_coarsening *c, int g
 /* The expansion above of a coarse schedule cs (which must be valid for the
  * coarse problem: it is checked with the coarse simulator first). The result
  * is valid for p (checked with rm_simulate), not budget-checked. */
-int rm_coarsen_expand(rm_schedule **out, const rm_problem *p, const rm_coarsening *c, const rm_schedule *cs,
-                      rm_err *e);
+int rm_coarsen_expand(rm_schedule **out, const rm_problem *p, const rm_coarsening *c, const rm_schedule *cs, rm_err *e);
 
 #endif

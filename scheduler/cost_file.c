@@ -130,16 +130,15 @@ static int parse_header(rm_cost_file **out, char **f, int nf, long long file_siz
     if (strcmp(f[0], "remat-costs"))
         return rm_errorf(e, RM_ERR_PARSE, "%s:%d: expected the header " HEADER_FORM ", found '%s'", path, line, f[0]);
     if (nf < 7)
-        return rm_errorf(e, RM_ERR_PARSE, "%s:%d: the header has %d fields; expected 7: " HEADER_FORM, path, line,
-                         nf);
+        return rm_errorf(e, RM_ERR_PARSE, "%s:%d: the header has %d fields; expected 7: " HEADER_FORM, path, line, nf);
     if (nf > 7) return rm_errorf(e, RM_ERR_PARSE, "%s:%d: trailing junk '%s' after the header", path, line, f[7]);
     int version, batch, n;
     if (parse_int(&version, f[1], 0, 1000000) || version != RM_COST_FILE_VERSION)
         return rm_errorf(e, RM_ERR_PARSE, "%s:%d: unsupported cost file version '%s' (this remat reads version %d)",
                          path, line, f[1], RM_COST_FILE_VERSION);
     if (strlen(f[2]) >= RM_NAME_LEN)
-        return rm_errorf(e, RM_ERR_PARSE, "%s:%d: model name '%.32s...' is longer than %d characters", path, line,
-                         f[2], RM_NAME_LEN - 1);
+        return rm_errorf(e, RM_ERR_PARSE, "%s:%d: model name '%.32s...' is longer than %d characters", path, line, f[2],
+                         RM_NAME_LEN - 1);
     if (parse_int(&batch, f[3], 1, RM_MAX_BATCH))
         return rm_errorf(e, RM_ERR_PARSE, "%s:%d: batch '%s' is not an integer from 1 to %d", path, line, f[3],
                          RM_MAX_BATCH);
@@ -172,7 +171,8 @@ static int parse_node(rm_cost_file *c, int expect, char **f, int nf, const char 
         return rm_errorf(e, RM_ERR_PARSE, "%s:%d: node %d is outside 0..%d (the header declares %d nodes)", path, line,
                          idx, c->n - 1, c->n);
     if (idx != expect)
-        return rm_errorf(e, RM_ERR_PARSE, "%s:%d: node %d is missing: this line gives node %d (nodes are listed 0..%d "
+        return rm_errorf(e, RM_ERR_PARSE,
+                         "%s:%d: node %d is missing: this line gives node %d (nodes are listed 0..%d "
                          "in order)",
                          path, line, expect, idx, c->n - 1);
     if (nf < 3)

@@ -33,8 +33,8 @@ typedef struct rm_cost_file {
     int batch;                /* the batch size it was measured at (>= 1) */
     char device[RM_NAME_LEN]; /* the backend that measured it: "cpu" or "cuda" */
     int n;
-    rm_cost_entry *nodes;     /* [n] */
-    char path[256];           /* the file it was read from, for messages ("" when built in memory) */
+    rm_cost_entry *nodes; /* [n] */
+    char path[256];       /* the file it was read from, for messages ("" when built in memory) */
     int header_line;
 } rm_cost_file;
 

@@ -107,8 +107,8 @@ static int add_row(bmodel *m, int cnt, int type, double rhs, rm_err *e)
     return RM_OK;
 }
 
-#define S_(B, i) m->s_col[(size_t)(B) * m->n + (i)]
-#define Y_(B, i) m->y_col[(size_t)(B) * m->n + (i)]
+#define S_(B, i) m->s_col[(size_t)(B)*m->n + (i)]
+#define Y_(B, i) m->y_col[(size_t)(B)*m->n + (i)]
 
 /* Columns in [0, 1] and the objective (costs over the largest cost, so the
  * LP's numbers stay near 1). */
@@ -150,7 +150,7 @@ static int rows_retention_inputs(bmodel *m, int B, rm_err *e)
     for (int k = 0; k <= b; k++) {
         if (k < a && !Y_(B, k)) continue;
         for (int d = 0; d < p->nodes[k].ndeps; d++) {
-            int j = p->nodes[k].deps[d], cnt = 0; /* j < k is live at a wherever k is */
+            int j = p->nodes[k].deps[d], cnt = 0;                    /* j < k is live at a wherever k is */
             if (j >= a || (k >= a && m->mark[j] == stamp)) continue; /* computed in the block; a row already made */
             if (k >= a) m->mark[j] = stamp;
             if (k < a) m->rv[cnt] = 1, m->ri[cnt++] = Y_(B, k);
@@ -253,8 +253,8 @@ static void last_descendants(int *lastdesc, const rm_problem *p)
 }
 
 /* One level: the model for the given block ends, solved; raises out->bound. */
-static int solve_level(rm_lp_bound_result *out, const rm_problem *p, const int *lastdesc, const int *ends,
-                       int nends, double deadline, rm_err *e)
+static int solve_level(rm_lp_bound_result *out, const rm_problem *p, const int *lastdesc, const int *ends, int nends,
+                       double deadline, rm_err *e)
 {
     bmodel m;
     double lp = -1;

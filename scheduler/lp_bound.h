@@ -15,10 +15,10 @@
 #include "problem.h"
 
 typedef struct rm_lp_bound_result {
-    double bound;   /* no schedule within the budget costs less */
-    double trivial; /* every node once */
-    int solved;     /* 1: bound is a relaxed LP's optimum (never below trivial); 0: trivial */
-    int levels;     /* block partitions solved (the bound is the best of them) */
+    double bound;             /* no schedule within the budget costs less */
+    double trivial;           /* every node once */
+    int solved;               /* 1: bound is a relaxed LP's optimum (never below trivial); 0: trivial */
+    int levels;               /* block partitions solved (the bound is the best of them) */
     int blocks, ncols, nrows; /* the last level's model */
     double seconds;
 } rm_lp_bound_result;

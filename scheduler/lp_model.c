@@ -41,26 +41,46 @@
 const char *rm_lp_code_name(int code)
 {
     switch (code) {
-    case UNKNOWNERROR: return "UNKNOWNERROR";
-    case DATAIGNORED: return "DATAIGNORED";
-    case NOBFP: return "NOBFP (no basis factorization package)";
-    case NOMEMORY: return "NOMEMORY";
-    case NOTRUN: return "NOTRUN";
-    case OPTIMAL: return "OPTIMAL";
-    case SUBOPTIMAL: return "SUBOPTIMAL";
-    case INFEASIBLE: return "INFEASIBLE";
-    case UNBOUNDED: return "UNBOUNDED";
-    case DEGENERATE: return "DEGENERATE";
-    case NUMFAILURE: return "NUMFAILURE (numerical failure)";
-    case USERABORT: return "USERABORT";
-    case TIMEOUT: return "TIMEOUT";
-    case PRESOLVED: return "PRESOLVED";
-    case PROCFAIL: return "PROCFAIL (branch and bound failed)";
-    case PROCBREAK: return "PROCBREAK";
-    case FEASFOUND: return "FEASFOUND";
-    case NOFEASFOUND: return "NOFEASFOUND";
-    case FATHOMED: return "FATHOMED";
-    case ACCURACYERROR: return "ACCURACYERROR";
+    case UNKNOWNERROR:
+        return "UNKNOWNERROR";
+    case DATAIGNORED:
+        return "DATAIGNORED";
+    case NOBFP:
+        return "NOBFP (no basis factorization package)";
+    case NOMEMORY:
+        return "NOMEMORY";
+    case NOTRUN:
+        return "NOTRUN";
+    case OPTIMAL:
+        return "OPTIMAL";
+    case SUBOPTIMAL:
+        return "SUBOPTIMAL";
+    case INFEASIBLE:
+        return "INFEASIBLE";
+    case UNBOUNDED:
+        return "UNBOUNDED";
+    case DEGENERATE:
+        return "DEGENERATE";
+    case NUMFAILURE:
+        return "NUMFAILURE (numerical failure)";
+    case USERABORT:
+        return "USERABORT";
+    case TIMEOUT:
+        return "TIMEOUT";
+    case PRESOLVED:
+        return "PRESOLVED";
+    case PROCFAIL:
+        return "PROCFAIL (branch and bound failed)";
+    case PROCBREAK:
+        return "PROCBREAK";
+    case FEASFOUND:
+        return "FEASFOUND";
+    case NOFEASFOUND:
+        return "NOFEASFOUND";
+    case FATHOMED:
+        return "FATHOMED";
+    case ACCURACYERROR:
+        return "ACCURACYERROR";
     }
     return "unknown code";
 }
@@ -314,8 +334,8 @@ static int make_columns(rm_lp_model *m, const rm_problem *p, rm_err *e)
     return RM_OK;
 }
 
-#define S_(t, i) m->s_col[(size_t)(t) * m->n + (i)]
-#define R_(t, i) m->r_col[(size_t)(t) * m->n + (i)]
+#define S_(t, i) m->s_col[(size_t)(t)*m->n + (i)]
+#define R_(t, i) m->r_col[(size_t)(t)*m->n + (i)]
 
 /* Retention into stage t + 1, and the inputs resident when computing k. */
 static int rows_retention_inputs(rm_lp_model *m, int t, rm_err *e)
@@ -542,8 +562,7 @@ int rm_lp_failure(int code, const char *what, rm_err *e)
 {
     if (code == NOMEMORY) return rm_errorf(e, RM_ERR_NOMEM, "lp_solve ran out of memory solving the %s", what);
     if (code == UNBOUNDED)
-        return rm_errorf(e, RM_ERR_SOLVER, "lp_solve reports the %s unbounded, which a bounded model cannot be",
-                         what);
+        return rm_errorf(e, RM_ERR_SOLVER, "lp_solve reports the %s unbounded, which a bounded model cannot be", what);
     return rm_errorf(e, RM_ERR_SOLVER, "lp_solve failed on the %s: solve() returned %d (%s)", what, code,
                      rm_lp_code_name(code));
 }
@@ -598,8 +617,8 @@ int rm_lp_solve_watched(lprec *lp, rm_lp_watch *w, int track_improvements)
     int code = solve(lp);
     put_abortfunc(lp, NULL, NULL);
     if (track_improvements) put_msgfunc(lp, NULL, NULL, 0);
-    RM_LOG_DEBUG("lp_solve solve(): %d (%s) after %.3f s, %.0f nodes", code, rm_lp_code_name(code),
-                 rm_now() - w->t0, (double)get_total_nodes(lp));
+    RM_LOG_DEBUG("lp_solve solve(): %d (%s) after %.3f s, %.0f nodes", code, rm_lp_code_name(code), rm_now() - w->t0,
+                 (double)get_total_nodes(lp));
     return code;
 }
 

@@ -36,36 +36,36 @@
  * optimal, lp_solve's own rule (NODE_FIRSTSELECT) with the other defaults 2,
  * and stock lp_solve finds no integer solution for any of them. */
 enum {
-    RM_MILP_FLOOR_FIRST = 1u << 0,  /* branch to 0 first; ceiling first: 3 of 5, 4x the nodes on two others */
-    RM_MILP_S_PRIORITY = 1u << 1,   /* branch on every S before any R; without: 3 of 5 */
-    RM_MILP_STAGE_ORDER = 1u << 2,  /* columns stage by stage, S before R before FREE (else grouped by kind);
-                                       no measurable effect once S_PRIORITY orders the branching */
-    RM_MILP_PRUNE = 1u << 3,        /* drop S/R of values with no descendant at or after the stage (~20% fewer
-                                       columns; mixed in nodes: without, 3 of 5 but faster on two) */
-    RM_MILP_FREE_CUT = 1u << 4,     /* valid cut: a value is freed at most once per stage; raises the LP bound
-                                       (154.34 -> 154.98, 212.08 -> 213.59); without: 3 of 5 */
-    RM_MILP_PREFIX_ROWS = 1u << 5,  /* prefix-sum budget rows (else Checkmate's U variables): VGG16's LP 7.8 s
-                                       instead of 22.2 s */
-    RM_MILP_INCUMBENT = 1u << 6,    /* LP rounding / checkpoint-all as incumbent and cutoff: the only answer
-                                       within 60 s on VGG16 at 90% (gap 0.19%); neutral on the hard set */
-    RM_MILP_FREE_CONT = 1u << 7,    /* FREE continuous (exact with the disaggregated rows): half the integers,
-                                       same node counts */
-    RM_MILP_SHORTCUT = 1u << 8,     /* return checkpoint-all without solving when it fits (it is optimal) */
-    RM_MILP_PRESOLVE = 1u << 9,     /* lp_solve's presolve on the MILP: ACCURACYERROR on a 7-node problem, a
-                                       crash when enabled after a solve (worked around); off */
-    RM_MILP_BRANCH_AUTO = 1u << 10, /* BRANCH_AUTOMATIC; overrides FLOOR_FIRST; behaved like ceiling here */
-    RM_MILP_NO_SCALING = 1u << 11,  /* lp_solve's scaling off (the model is scaled already): VGG16's LP
-                                       1.8-3.0 s instead of 3.6-6.0 s; branch and bound starts from another
-                                       root vertex: 3 of 5 of the hard set (the one lost is 1.8% off) */
-    RM_MILP_RC_FIX = 1u << 16,      /* reduced-cost fixing: after the root LP, an S or R at a bound whose
-                                       reduced cost alone lifts the LP bound past the incumbent's cutoff is
-                                       fixed there for the branch and bound. Fixes 15-40% of S and R where
-                                       the incumbent is near the bound (none where it is far); 6 random
-                                       graphs of 26-38 nodes and Checkmate's linear 8/16 at 4 budgets,
-                                       20 s each: same proofs, one search 510 -> 414 nodes, others equal.
-                                       Off: lp_solve computes the reduced costs only with its full
-                                       sensitivity analysis, which cannot be interrupted (U-Net-tiny,
-                                       79 nodes: 10 s past a 10 s limit) */
+    RM_MILP_FLOOR_FIRST = 1u << 0,   /* branch to 0 first; ceiling first: 3 of 5, 4x the nodes on two others */
+    RM_MILP_S_PRIORITY = 1u << 1,    /* branch on every S before any R; without: 3 of 5 */
+    RM_MILP_STAGE_ORDER = 1u << 2,   /* columns stage by stage, S before R before FREE (else grouped by kind);
+                                        no measurable effect once S_PRIORITY orders the branching */
+    RM_MILP_PRUNE = 1u << 3,         /* drop S/R of values with no descendant at or after the stage (~20% fewer
+                                        columns; mixed in nodes: without, 3 of 5 but faster on two) */
+    RM_MILP_FREE_CUT = 1u << 4,      /* valid cut: a value is freed at most once per stage; raises the LP bound
+                                        (154.34 -> 154.98, 212.08 -> 213.59); without: 3 of 5 */
+    RM_MILP_PREFIX_ROWS = 1u << 5,   /* prefix-sum budget rows (else Checkmate's U variables): VGG16's LP 7.8 s
+                                        instead of 22.2 s */
+    RM_MILP_INCUMBENT = 1u << 6,     /* LP rounding / checkpoint-all as incumbent and cutoff: the only answer
+                                        within 60 s on VGG16 at 90% (gap 0.19%); neutral on the hard set */
+    RM_MILP_FREE_CONT = 1u << 7,     /* FREE continuous (exact with the disaggregated rows): half the integers,
+                                        same node counts */
+    RM_MILP_SHORTCUT = 1u << 8,      /* return checkpoint-all without solving when it fits (it is optimal) */
+    RM_MILP_PRESOLVE = 1u << 9,      /* lp_solve's presolve on the MILP: ACCURACYERROR on a 7-node problem, a
+                                        crash when enabled after a solve (worked around); off */
+    RM_MILP_BRANCH_AUTO = 1u << 10,  /* BRANCH_AUTOMATIC; overrides FLOOR_FIRST; behaved like ceiling here */
+    RM_MILP_NO_SCALING = 1u << 11,   /* lp_solve's scaling off (the model is scaled already): VGG16's LP
+                                        1.8-3.0 s instead of 3.6-6.0 s; branch and bound starts from another
+                                        root vertex: 3 of 5 of the hard set (the one lost is 1.8% off) */
+    RM_MILP_RC_FIX = 1u << 16,       /* reduced-cost fixing: after the root LP, an S or R at a bound whose
+                                        reduced cost alone lifts the LP bound past the incumbent's cutoff is
+                                        fixed there for the branch and bound. Fixes 15-40% of S and R where
+                                        the incumbent is near the bound (none where it is far); 6 random
+                                        graphs of 26-38 nodes and Checkmate's linear 8/16 at 4 budgets,
+                                        20 s each: same proofs, one search 510 -> 414 nodes, others equal.
+                                        Off: lp_solve computes the reduced costs only with its full
+                                        sensitivity analysis, which cannot be interrupted (U-Net-tiny,
+                                        79 nodes: 10 s past a 10 s limit) */
     RM_MILP_TIGHT_BUDGET = 1u << 17, /* budget rows with 1e-7 of the budget as slack instead of half a memory
                                        unit: without, the LP bound is below Checkmate's published relaxation on
                                        its linear graphs (8 layers at 3 values: 22.65 vs 23; 16 layers at 4:
@@ -73,9 +73,9 @@ enum {
                                        test_relaxation.c. MILP answers unchanged; LP rounding uses it too
                                        (see rm_lp_round_options_default) */
 };
-#define RM_MILP_DEFAULT                                                                                  \
-    (RM_MILP_FLOOR_FIRST | RM_MILP_S_PRIORITY | RM_MILP_STAGE_ORDER | RM_MILP_PRUNE | RM_MILP_FREE_CUT | \
-     RM_MILP_PREFIX_ROWS | RM_MILP_INCUMBENT | RM_MILP_FREE_CONT | RM_MILP_SHORTCUT | RM_MILP_NO_SCALING | \
+#define RM_MILP_DEFAULT                                                                                                \
+    (RM_MILP_FLOOR_FIRST | RM_MILP_S_PRIORITY | RM_MILP_STAGE_ORDER | RM_MILP_PRUNE | RM_MILP_FREE_CUT |               \
+     RM_MILP_PREFIX_ROWS | RM_MILP_INCUMBENT | RM_MILP_FREE_CONT | RM_MILP_SHORTCUT | RM_MILP_NO_SCALING |             \
      RM_MILP_TIGHT_BUDGET)
 
 /* Optional sink for lp_solve's own messages (library code never prints). */
@@ -96,9 +96,9 @@ typedef struct rm_lp_model {
     int *s_col, *r_col, *u_col; /* n x n; 0 = no column (fixed at 0; R[t][t] is the constant 1) */
     rm_lp_free_var *fv;         /* sorted by stage, then point k */
     int nfree;
-    int *fv_start;              /* n + 1 */
-    int *lastdesc;              /* largest index reachable from i (i itself when it has no users) */
-    int *ustart, *ulist;        /* users of each node, ascending */
+    int *fv_start;       /* n + 1 */
+    int *lastdesc;       /* largest index reachable from i (i itself when it has no users) */
+    int *ustart, *ulist; /* users of each node, ascending */
     int ncols, nrows, nint, nS, nR;
     double cost_scale, cost_const; /* objective = cost_const + cost_scale * lp objective */
     double step;                   /* every cost is a multiple of it (0 = no such step) */
@@ -155,7 +155,7 @@ typedef struct rm_lp_watch {
     long node_limit;
     double deadline;
     double t0;
-    double first;     /* seconds after t0 of the first improved solution; -1 = none */
+    double first; /* seconds after t0 of the first improved solution; -1 = none */
     int improvements;
     int node_abort, time_abort;
 } rm_lp_watch;

@@ -12,7 +12,6 @@
 #include "rng.h"
 #include "simulate.h"
 
-
 void rm_lp_round_options_default(rm_lp_round_options *o)
 {
     memset(o, 0, sizeof *o);
@@ -154,8 +153,8 @@ int rm_lp_round_from(rm_schedule **out, rm_lp_round_result *info, const rm_probl
         info->seconds = rm_now() - t0;
     }
     if (have_best)
-        RM_LOG_DEBUG("lp_round: %d roundings of the relaxation (bound %.6g), %d fit; the cheapest costs %.6g",
-                     tried, lp_bound, fitted, best_sim.cost);
+        RM_LOG_DEBUG("lp_round: %d roundings of the relaxation (bound %.6g), %d fit; the cheapest costs %.6g", tried,
+                     lp_bound, fitted, best_sim.cost);
     else
         RM_LOG_DEBUG("lp_round: %d roundings of the relaxation (bound %.6g), none fits", tried, lp_bound);
     if (!have_best) {
@@ -181,8 +180,8 @@ fail:
 
 /* Rounds the relaxation of p solved at a fraction of its activation budget
  * (the rounded schedule is still judged against the real budget). */
-static int round_at(rm_schedule **out, rm_lp_round_result *info, int *relax_failed, const rm_problem *p,
-                    double factor, const rm_lp_round_options *opt, double deadline, rm_err *e)
+static int round_at(rm_schedule **out, rm_lp_round_result *info, int *relax_failed, const rm_problem *p, double factor,
+                    const rm_lp_round_options *opt, double deadline, rm_err *e)
 {
     *relax_failed = 1;
     rm_problem q = *p; /* shallow: only the budget differs */

@@ -13,24 +13,24 @@
 #include "schedule.h"
 
 typedef struct rm_lp_round_options {
-    int seeds;            /* randomized roundings after the deterministic thresholds */
-    uint64_t seed;        /* base seed of the randomized roundings */
-    double time_limit_s;  /* for the LP relaxation; 0 = none */
-    unsigned levers;      /* model levers for the relaxation (RM_MILP_*) */
-    int tighten;          /* when nothing fits: re-solve the relaxation at 95%, 90%, ... of the
-                             budget, up to this many times, and round those */
+    int seeds;           /* randomized roundings after the deterministic thresholds */
+    uint64_t seed;       /* base seed of the randomized roundings */
+    double time_limit_s; /* for the LP relaxation; 0 = none */
+    unsigned levers;     /* model levers for the relaxation (RM_MILP_*) */
+    int tighten;         /* when nothing fits: re-solve the relaxation at 95%, 90%, ... of the
+                            budget, up to this many times, and round those */
 } rm_lp_round_options;
 
 void rm_lp_round_options_default(rm_lp_round_options *o);
 
 typedef struct rm_lp_round_result {
-    double objective;    /* cost of the returned schedule (simulator) */
-    double lp_bound;     /* LP relaxation optimum: a lower bound on the optimum */
-    double gap;          /* (objective - lp_bound) / objective */
-    size_t peak_bytes;   /* activation peak of the returned schedule */
-    double threshold;    /* winning deterministic threshold; -1 when a randomized rounding won */
-    int seed_index;      /* winning randomized rounding; -1 when a threshold won */
-    int tried, fitted;   /* roundings tried / within budget (of the last relaxation rounded) */
+    double objective;     /* cost of the returned schedule (simulator) */
+    double lp_bound;      /* LP relaxation optimum: a lower bound on the optimum */
+    double gap;           /* (objective - lp_bound) / objective */
+    size_t peak_bytes;    /* activation peak of the returned schedule */
+    double threshold;     /* winning deterministic threshold; -1 when a randomized rounding won */
+    int seed_index;       /* winning randomized rounding; -1 when a threshold won */
+    int tried, fitted;    /* roundings tried / within budget (of the last relaxation rounded) */
     double budget_factor; /* fraction of the budget the rounded relaxation was solved at */
     double seconds, lp_seconds;
 } rm_lp_round_result;

@@ -59,14 +59,12 @@ static int search(int *best, int *probes, rm_maxbatch_feasible_fn feasible, void
     return rc;
 }
 
-int rm_maxbatch_bisect(int *best, int *probes, rm_maxbatch_feasible_fn feasible, void *ctx, int lo, int hi,
-                       rm_err *e)
+int rm_maxbatch_bisect(int *best, int *probes, rm_maxbatch_feasible_fn feasible, void *ctx, int lo, int hi, rm_err *e)
 {
     return search(best, probes, feasible, ctx, lo, hi, 0, e);
 }
 
-int rm_maxbatch_gallop(int *best, int *probes, rm_maxbatch_feasible_fn feasible, void *ctx, int lo, int hi,
-                       rm_err *e)
+int rm_maxbatch_gallop(int *best, int *probes, rm_maxbatch_feasible_fn feasible, void *ctx, int lo, int hi, rm_err *e)
 {
     return search(best, probes, feasible, ctx, lo, hi, 1, e);
 }
@@ -140,9 +138,12 @@ double rm_overhead_cap_cost(const rm_overhead_cap *c, const rm_problem *p)
     for (int i = 0; i < p->n; i++)
         if (p->nodes[i].tag == RM_TAG_FORWARD) fwd += p->nodes[i].cost;
     switch (c->kind) {
-    case RM_CAP_FORWARDS: return all + c->value * fwd;
-    case RM_CAP_FRACTION: return all * (1 + c->value);
-    default: return 0;
+    case RM_CAP_FORWARDS:
+        return all + c->value * fwd;
+    case RM_CAP_FRACTION:
+        return all * (1 + c->value);
+    default:
+        return 0;
     }
 }
 
@@ -210,21 +211,25 @@ int rm_maxbatch_search(rm_maxbatch_result *out, const rm_strategy_info *st, rm_m
          * larger can (the trivial bound), and one probe ends the search;
          * VGG's frontier is often the bound itself. */
         if ((rc = strategy_fits(&fits, &c, hi - 1, e))) goto fail;
-        if (fits) lo = out->max_batch = hi - 1;
-        else hi = hi - 1;
+        if (fits)
+            lo = out->max_batch = hi - 1;
+        else
+            hi = hi - 1;
     }
     if (o->start_batch > 0 && o->start_batch < hi && lo == 0) {
         /* Known to fit (another strategy's answer): verified, then the
          * search gallops up from it, so a solver is run only near the
          * frontier. */
         if ((rc = strategy_fits(&fits, &c, o->start_batch, e))) goto fail;
-        if (fits) lo = out->max_batch = o->start_batch;
-        else hi = o->start_batch;
+        if (fits)
+            lo = out->max_batch = o->start_batch;
+        else
+            hi = o->start_batch;
     }
     /* A solver's "no" is dear (its time limit, where nothing is proved),
      * its "yes" cheap: it gallops, a heuristic bisects. */
     if (hi - lo > 1 && (rc = (st->solve_opt ? rm_maxbatch_gallop : rm_maxbatch_bisect)(&out->max_batch, NULL,
-                                                                                         strategy_fits, &c, lo, hi, e)))
+                                                                                       strategy_fits, &c, lo, hi, e)))
         goto fail;
     /* Below the bound the search ends on a batch that did not fit (or was
      * given as one). */

@@ -42,8 +42,7 @@ typedef int (*rm_maxbatch_feasible_fn)(int *feasible, void *ctx, int batch, rm_e
  * at or below lo, nor at or above hi. From lo it gallops (lo+1, lo+2,
  * lo+4, ...) to the first batch that does not fit, then bisects: *probes
  * (may be NULL) counts the predicate calls, at most 2 log2(hi - lo) + 2. */
-int rm_maxbatch_bisect(int *best, int *probes, rm_maxbatch_feasible_fn feasible, void *ctx, int lo, int hi,
-                       rm_err *e);
+int rm_maxbatch_bisect(int *best, int *probes, rm_maxbatch_feasible_fn feasible, void *ctx, int lo, int hi, rm_err *e);
 
 /* The same answer found with fewer failing probes, for predicates whose
  * "no" is dear (a solver that stops at its time limit) and whose "yes" is
@@ -52,8 +51,7 @@ int rm_maxbatch_bisect(int *best, int *probes, rm_maxbatch_feasible_fn feasible,
  * on one failing probe, so there are at most log2(hi - lo) + 1 of them
  * (bisection may spend all its probes failing); a boundary just above lo
  * costs one probe. The probes in all are at most (log2(hi - lo) + 1)^2. */
-int rm_maxbatch_gallop(int *best, int *probes, rm_maxbatch_feasible_fn feasible, void *ctx, int lo, int hi,
-                       rm_err *e);
+int rm_maxbatch_gallop(int *best, int *probes, rm_maxbatch_feasible_fn feasible, void *ctx, int lo, int hi, rm_err *e);
 
 /* The overhead cap: how much more than checkpoint-all (every node once) a
  * schedule may compute. */
@@ -72,20 +70,20 @@ double rm_overhead_cap_cost(const rm_overhead_cap *c, const rm_problem *p);
 typedef void (*rm_maxbatch_progress_fn)(void *ctx, const char *strategy, int batch, int feasible, double seconds);
 
 typedef struct rm_maxbatch_options {
-    size_t budget;              /* total device bytes, fixed bytes included; > 0 */
-    int max_batch;              /* the largest batch tried; 0 = 1 << 20 */
-    int bound_batch;            /* from rm_maxbatch_bound when already known (0: computed) */
-    rm_overhead_cap cap;        /* zeroed: none */
-    int start_batch;            /* a batch known to fit for this strategy (0: none): another strategy's
-                                   answer, for a solver that is never dearer than its incumbent. When it
-                                   is within 10% of the trivial bound's batch, that batch is probed
-                                   first (where it fits, nothing larger can); then start_batch, and the
-                                   search gallops up from it */
-    int fail_batch;             /* a batch above start_batch known not to fit (0: none): where a
-                                   strategy that finds everything this one does gave up */
+    size_t budget;                     /* total device bytes, fixed bytes included; > 0 */
+    int max_batch;                     /* the largest batch tried; 0 = 1 << 20 */
+    int bound_batch;                   /* from rm_maxbatch_bound when already known (0: computed) */
+    rm_overhead_cap cap;               /* zeroed: none */
+    int start_batch;                   /* a batch known to fit for this strategy (0: none): another strategy's
+                                          answer, for a solver that is never dearer than its incumbent. When it
+                                          is within 10% of the trivial bound's batch, that batch is probed
+                                          first (where it fits, nothing larger can); then start_batch, and the
+                                          search gallops up from it */
+    int fail_batch;                    /* a batch above start_batch known not to fit (0: none): where a
+                                          strategy that finds everything this one does gave up */
     const rm_schedule *start_schedule; /* that strategy's schedule at start_batch (or NULL): the
                                           incumbent of the probe there, so it is not solved again */
-    rm_strategy_options solver; /* per-solve limits for lp_round and milp */
+    rm_strategy_options solver;        /* per-solve limits for lp_round and milp */
     rm_maxbatch_progress_fn progress;
     void *progress_ctx;
 } rm_maxbatch_options;

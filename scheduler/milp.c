@@ -20,7 +20,6 @@
 #include "simulate.h"
 #include "strategy.h"
 
-
 void rm_milp_options_default(rm_milp_options *o)
 {
     memset(o, 0, sizeof *o);
@@ -53,7 +52,10 @@ static void offer(best_sched *best, rm_schedule *cand, const rm_sim_result *sim)
     }
 }
 
-static int near_equal(double a, double b) { return fabs(a - b) <= 1e-9 * fmax(1.0, fmax(fabs(a), fabs(b))); }
+static int near_equal(double a, double b)
+{
+    return fabs(a - b) <= 1e-9 * fmax(1.0, fmax(fabs(a), fabs(b)));
+}
 
 /* One call's state. */
 typedef struct milp_run {
@@ -128,8 +130,10 @@ static int step_guards(milp_run *r, int *rc, rm_err *e)
         rm_err_context(e, "milp: the given incumbent is invalid");
         return STEP_DONE;
     }
-    if (rm_sim_fits(p, &sim)) offer(&r->best, r->cand, &sim);
-    else rm_schedule_free(r->cand);
+    if (rm_sim_fits(p, &sim))
+        offer(&r->best, r->cand, &sim);
+    else
+        rm_schedule_free(r->cand);
     r->cand = NULL;
     return STEP_NEXT;
 }
@@ -167,8 +171,10 @@ static int fix_by_reduced_cost(milp_run *r, double cut, rm_err *e)
             if (!c) continue;
             double d = r->rc[c - 1], v = r->x0[c - 1];
             int ok = 1;
-            if (v <= 1e-9 && d > room) ok = set_upbo(m->lp, c, 0.0), fixed++;
-            else if (v >= 1 - 1e-9 && -d > room) ok = set_lowbo(m->lp, c, 1.0), fixed++;
+            if (v <= 1e-9 && d > room)
+                ok = set_upbo(m->lp, c, 0.0), fixed++;
+            else if (v >= 1 - 1e-9 && -d > room)
+                ok = set_lowbo(m->lp, c, 1.0), fixed++;
             if (!ok) return rm_errorf(e, RM_ERR_SOLVER, "lp_solve set_upbo/set_lowbo failed on column %d", c);
         }
     RM_LOG_DEBUG("milp: reduced-cost fixing: %d of %d S and R fixed (room %.6g)", fixed, m->nS + m->nR, room);
@@ -307,7 +313,7 @@ static int bb_setup(milp_run *r, rm_err *e)
     const rm_lp_model *m = &r->m;
     lprec *lp = m->lp;
     if ((rc = rm_lp_model_set_integers(&r->m, e)) != RM_OK) return rc;
-    set_bb_floorfirst(lp, (lv & RM_MILP_BRANCH_AUTO)  ? BRANCH_AUTOMATIC
+    set_bb_floorfirst(lp, (lv & RM_MILP_BRANCH_AUTO)   ? BRANCH_AUTOMATIC
                           : (lv & RM_MILP_FLOOR_FIRST) ? BRANCH_FLOOR
                                                        : BRANCH_CEILING);
     if (opt->bb_rule >= 0) set_bb_rule(lp, opt->bb_rule);
@@ -378,8 +384,8 @@ static int take_solution(milp_run *r, int *rejected, rm_err *e)
     if (sim.peak_bytes <= r->act && !rm_sim_fits(r->p, &sim)) {
         /* Within the budget, over the compute cap (the cutoff's tolerance):
          * the search stops with what it has. */
-        RM_LOG_WARN("milp: lp_solve's solution costs %.9g in the simulator, above the compute cap %.9g",
-                    sim.cost, r->p->max_cost);
+        RM_LOG_WARN("milp: lp_solve's solution costs %.9g in the simulator, above the compute cap %.9g", sim.cost,
+                    r->p->max_cost);
         rm_schedule_free(r->cand);
         r->cand = NULL;
         *rejected = 2;
@@ -442,8 +448,10 @@ static int search_ended(milp_run *r, int code, int *rc, rm_err *e)
         }
         info->status = RM_STATUS_INFEASIBLE;
         if (r->p->max_cost > 0)
-            *rc = rm_errorf(e, RM_ERR_INFEASIBLE, "milp: lp_solve proved that no schedule fits %zu bytes within the "
-                            "compute cap %.6g", r->act, r->p->max_cost);
+            *rc = rm_errorf(e, RM_ERR_INFEASIBLE,
+                            "milp: lp_solve proved that no schedule fits %zu bytes within the "
+                            "compute cap %.6g",
+                            r->act, r->p->max_cost);
         else
             *rc = rm_errorf(e, RM_ERR_INFEASIBLE, "milp: lp_solve proved that no schedule fits %zu bytes", r->act);
         return STEP_DONE;
@@ -540,7 +548,7 @@ static int limit_status(milp_run *r, rm_err *e)
     info->status = RM_STATUS_NO_SOLUTION;
     return rm_errorf(e, RM_ERR_INFEASIBLE,
                      "milp: no schedule found within the limits (%s; %ld nodes, %.1f s): not proved infeasible",
-                     r->stop                                                     ? r->stop
+                     r->stop                                                       ? r->stop
                      : r->opt->node_limit > 0 && info->nodes >= r->opt->node_limit ? "node limit"
                                                                                    : "time limit",
                      info->nodes, rm_now() - r->t0);

@@ -44,21 +44,21 @@ typedef struct rm_milp_options {
 void rm_milp_options_default(rm_milp_options *o);
 
 typedef struct rm_milp_result {
-    rm_status status;    /* OPTIMAL, FEASIBLE (a limit stopped the proof), INFEASIBLE (proved), NO_SOLUTION */
-    double objective;    /* cost of the returned schedule, as the simulator computes it */
-    double lower_bound;  /* a proved lower bound: the LP relaxation (root), or the objective when optimal */
-    double lp_bound;     /* the LP relaxation's optimum (0 when it was not solved) */
-    double gap;          /* (objective - lower_bound) / objective; 0 when optimal */
-    size_t peak_bytes;   /* activation peak of the returned schedule (simulator) */
-    long nodes;          /* branch-and-bound nodes explored */
-    double seconds;      /* whole call */
-    double lp_seconds;   /* LP relaxation */
+    rm_status status;        /* OPTIMAL, FEASIBLE (a limit stopped the proof), INFEASIBLE (proved), NO_SOLUTION */
+    double objective;        /* cost of the returned schedule, as the simulator computes it */
+    double lower_bound;      /* a proved lower bound: the LP relaxation (root), or the objective when optimal */
+    double lp_bound;         /* the LP relaxation's optimum (0 when it was not solved) */
+    double gap;              /* (objective - lower_bound) / objective; 0 when optimal */
+    size_t peak_bytes;       /* activation peak of the returned schedule (simulator) */
+    long nodes;              /* branch-and-bound nodes explored */
+    double seconds;          /* whole call */
+    double lp_seconds;       /* LP relaxation */
     double first_solution_s; /* when lp_solve found its first improved solution; -1 = never */
-    int improvements;    /* improved solutions lp_solve found */
-    double incumbent_cost; /* cost of the best incumbent handed to lp_solve; -1 = none */
-    int from_incumbent;  /* 1: the returned schedule is the incumbent (lp_solve found nothing better) */
-    int solver_code;     /* lp_solve's solve() return code; -100 when it was not called */
-    int ncols, nrows, nint; /* model size after pruning */
+    int improvements;        /* improved solutions lp_solve found */
+    double incumbent_cost;   /* cost of the best incumbent handed to lp_solve; -1 = none */
+    int from_incumbent;      /* 1: the returned schedule is the incumbent (lp_solve found nothing better) */
+    int solver_code;         /* lp_solve's solve() return code; -100 when it was not called */
+    int ncols, nrows, nint;  /* model size after pruning */
 } rm_milp_result;
 
 /* Solves the MILP for p->budget (budget 0 = unlimited). Returns RM_OK and a

@@ -159,10 +159,10 @@ typedef struct ogc_dp {
     long long *h, *own;
     double *hc;
     ogc_val *W;
-    int *span;  /* span[a]: the longest b - a not pruned */
-    int *batch; /* the a of each pair in the batch being simulated, ascending */
+    int *span;         /* span[a]: the longest b - a not pruned */
+    int *batch;        /* the a of each pair in the batch being simulated, ascending */
     int *ostart, *ord; /* the stages of each pair of the batch (simulate_batch) */
-    int *owner; /* forward index -> the batch's pair whose segment holds it (-1: none) */
+    int *owner;        /* forward index -> the batch's pair whose segment holds it (-1: none) */
     long long *stage_max;
     double *stage_rc;
     uint8_t *pins, *pins_batch; /* pins_batch: the checkpoints of the batch being formed */
@@ -486,8 +486,7 @@ static int ogc_chain_dp(ogc_dp *d, size_t ub, double max_work, uint8_t *pinned, 
     double work = (double)batches * (n + edges);
     RM_LOG_DEBUG("ogc: %d positions, longest span %d, %.0f batches, work %.3g (cap %.3g)", K, maxspan, batches, work,
                  max_work);
-    if (work > max_work)
-        return rm_errorf(e, RM_ERR_BUDGET, "ogc: %d positions would take %.3g steps", K, work);
+    if (work > max_work) return rm_errorf(e, RM_ERR_BUDGET, "ogc: %d positions would take %.3g steps", K, work);
     d->work = work;
     d->simulations = 0;
     if ((rc = run_batches(d, maxspan, NULL, e))) return rc;
@@ -519,8 +518,7 @@ static int ogc_chain_dp(ogc_dp *d, size_t ub, double max_work, uint8_t *pinned, 
 #undef IDX
 
 /* The simulated peak and cost of a checkpoint set. */
-static int judge(size_t *peak, double *cost, const rm_problem *p, const rm_fwd_info *fi, const uint8_t *pins,
-                 rm_err *e)
+static int judge(size_t *peak, double *cost, const rm_problem *p, const rm_fwd_info *fi, const uint8_t *pins, rm_err *e)
 {
     rm_schedule *s;
     int rc = rm_build_from_checkpoints(&s, p, fi, pins, 0, e);
@@ -573,8 +571,8 @@ int rm_ogc_plan(uint8_t *pinned, size_t *predicted_peak, rm_ogc_stats *stats, co
     return rm_ogc_plan_until(pinned, predicted_peak, stats, NULL, p, fi, 0, e);
 }
 
-int rm_ogc_plan_until(uint8_t *pinned, size_t *predicted_peak, rm_ogc_stats *stats, int *stopped,
-                      const rm_problem *p, const rm_fwd_info *fi, double deadline, rm_err *e)
+int rm_ogc_plan_until(uint8_t *pinned, size_t *predicted_peak, rm_ogc_stats *stats, int *stopped, const rm_problem *p,
+                      const rm_fwd_info *fi, double deadline, rm_err *e)
 {
     int n = p->n, b0 = fi->b0;
     memset(pinned, 0, (size_t)n);

@@ -67,7 +67,10 @@ size_t rm_problem_activation_budget(const rm_problem *p)
     return p->budget > p->fixed_bytes ? p->budget - p->fixed_bytes : 0;
 }
 
-size_t rm_problem_peak_lower_bound(const rm_problem *p) { return rm_problem_peak_lower_bound_at(p, NULL); }
+size_t rm_problem_peak_lower_bound(const rm_problem *p)
+{
+    return rm_problem_peak_lower_bound_at(p, NULL);
+}
 
 size_t rm_problem_peak_lower_bound_at(const rm_problem *p, int *node)
 {
@@ -100,7 +103,10 @@ int rm_problem_bound_over_cap(const rm_problem *p, double bound)
     return cap > 0 && bound > cap && bound - cap > 1e-9 * fmax(1.0, fmax(fabs(bound), fabs(cap)));
 }
 
-static const char *node_name(const rm_problem *p, int i) { return p->nodes[i].name[0] ? p->nodes[i].name : "?"; }
+static const char *node_name(const rm_problem *p, int i)
+{
+    return p->nodes[i].name[0] ? p->nodes[i].name : "?";
+}
 
 double rm_problem_max_cost_sum(int n)
 {
@@ -364,8 +370,7 @@ static int parse_node_line(rm_problem *p, int expect, int *node_line, char **f, 
  * 1, 1 and 1 characters and five separators. */
 #define MIN_NODE_LINE 13
 
-static int parse_header(rm_problem **out, char **f, int nf, long long file_size, const char *path, int line,
-                        rm_err *e)
+static int parse_header(rm_problem **out, char **f, int nf, long long file_size, const char *path, int line, rm_err *e)
 {
     if (strcmp(f[0], "problem") != 0)
         return rm_errorf(e, RM_ERR_PARSE,

@@ -337,8 +337,14 @@ static int array(jr *r, element_fn fn, void *ctx)
 }
 
 static int skip(jr *r);
-static int skip_member(jr *r, const char *key, size_t at, void *ctx) { return (void)key, (void)at, (void)ctx, skip(r); }
-static int skip_element(jr *r, size_t i, void *ctx) { return (void)i, (void)ctx, skip(r); }
+static int skip_member(jr *r, const char *key, size_t at, void *ctx)
+{
+    return (void)key, (void)at, (void)ctx, skip(r);
+}
+static int skip_element(jr *r, size_t i, void *ctx)
+{
+    return (void)i, (void)ctx, skip(r);
+}
 
 /* Checks and skips a value the format does not read. */
 static int skip(jr *r)

@@ -61,7 +61,10 @@ typedef enum rm_budget_verdict {
  * need rematerialization. */
 rm_budget_verdict rm_budget_verdict_of(const rm_problem *p, const rm_problem_report *r);
 /* 1 for the verdicts under which a schedule exists. */
-static inline int rm_budget_feasible(rm_budget_verdict v) { return v >= RM_BUDGET_NEEDS_REMAT; }
+static inline int rm_budget_feasible(rm_budget_verdict v)
+{
+    return v >= RM_BUDGET_NEEDS_REMAT;
+}
 
 /* Writes bytes as people read them into buf (the CLI's rm_cli_bytes: "12.3
  * MiB"); returns buf. */
@@ -95,17 +98,17 @@ enum {
 #define RM_REPORT_ARENA_MAX_BUFFERS 20000
 
 typedef struct rm_schedule_report {
-    int n;             /* stages (the problem's nodes) */
-    rm_op *ops;        /* the operation sequence (rm_schedule_ops) */
+    int n;      /* stages (the problem's nodes) */
+    rm_op *ops; /* the operation sequence (rm_schedule_ops) */
     int nops;
-    size_t *mem;       /* activation bytes after each operation: the memory timeline (nops entries) */
-    size_t *stage_max; /* the highest activation bytes inside each stage (n entries) */
-    rm_sim_result sim; /* the simulator's verdict: cost, peak, recomputations */
-    int ncomputes;     /* compute operations */
-    int nrecomputes;   /* of them recomputations (rm_op_is_recompute) */
+    size_t *mem;          /* activation bytes after each operation: the memory timeline (nops entries) */
+    size_t *stage_max;    /* the highest activation bytes inside each stage (n entries) */
+    rm_sim_result sim;    /* the simulator's verdict: cost, peak, recomputations */
+    int ncomputes;        /* compute operations */
+    int nrecomputes;      /* of them recomputations (rm_op_is_recompute) */
     int recomputed_nodes; /* nodes computed more than once */
-    int peak_op;       /* the first compute that reaches the peak; -1 if none */
-    int backward_op;   /* the first operation of a backward stage; -1 if none */
+    int peak_op;          /* the first compute that reaches the peak; -1 if none */
+    int backward_op;      /* the first operation of a backward stage; -1 if none */
     /* With RM_REPORT_ARENA: the plan, or NULL with the reason in arena_note:
      * the placement's error (its code in arena_code), or RM_OK there when
      * it was not placed for having too many buffers. */
@@ -115,7 +118,10 @@ typedef struct rm_schedule_report {
 } rm_schedule_report;
 
 /* A recomputation: a compute of a node in a stage not its own. */
-static inline int rm_op_is_recompute(const rm_op *op) { return op->kind == RM_OP_COMPUTE && op->node != op->stage; }
+static inline int rm_op_is_recompute(const rm_op *op)
+{
+    return op->kind == RM_OP_COMPUTE && op->node != op->stage;
+}
 
 /* The report of s on p: one replay (rm_schedule_ops, rm_simulate_ops), and
  * with RM_REPORT_ARENA(_SHOWN) in what the arena plan of those operations (sizes

@@ -127,9 +127,12 @@ rm_schedule *rm_route_incumbent(const rm_problem *p, const rm_strategy_options *
     if (p->budget == 0) return NULL;
     if (o && !o->incumbent && o->incumbent_sim) return NULL; /* the caller's search found none */
     if (o && o->incumbent && o->incumbent->n == p->n && rm_schedule_copy(&inc, o->incumbent, &ignored) == RM_OK) {
-        if (o->incumbent_sim) *r = *o->incumbent_sim;
-        else if (rm_simulate(r, p, inc, &ignored) != RM_OK) r->peak_bytes = SIZE_MAX;
-        else sim_s = rm_now() - t0;
+        if (o->incumbent_sim)
+            *r = *o->incumbent_sim;
+        else if (rm_simulate(r, p, inc, &ignored) != RM_OK)
+            r->peak_bytes = SIZE_MAX;
+        else
+            sim_s = rm_now() - t0;
         if (rm_sim_fits(p, r)) {
             *name = RM_SOURCE_CALLER_INCUMBENT;
             from_caller = 1;
@@ -236,9 +239,9 @@ static void say_milp(int rc, const rm_milp_result *info, const rm_err *e)
         rm_route_say(NULL, 0,
                      "route milp: %s, cost %.6g, bound %.6g, gap %.2f%%, %.2f s (LP bound %.6g in %.2f s; best "
                      "incumbent %.6g%s; %s)",
-                     rm_status_name(info->status), info->objective, info->lower_bound, 100.0 * info->gap,
-                     info->seconds, info->lp_bound, info->lp_seconds, info->incumbent_cost,
-                     info->from_incumbent ? ", returned" : "", bb);
+                     rm_status_name(info->status), info->objective, info->lower_bound, 100.0 * info->gap, info->seconds,
+                     info->lp_bound, info->lp_seconds, info->incumbent_cost, info->from_incumbent ? ", returned" : "",
+                     bb);
     else
         rm_route_say(NULL, 0, "route milp: %s, no schedule, %.2f s (LP bound %.6g; %s): %s",
                      rm_status_name(info->status), info->seconds, info->lp_bound, bb, e ? e->msg : "");
@@ -297,7 +300,7 @@ int rm_route_lp_round(rm_schedule **out, rm_strategy_stats *stats, const rm_prob
 {
     if (p->n > RM_COARSEN_MIN_NODES) {
         rm_route_say(NULL, 0, "route lp_round: %d nodes > %d: coarsened, refined while the time lasts", p->n,
-            RM_COARSEN_MIN_NODES);
+                     RM_COARSEN_MIN_NODES);
         return rm_coarsen_run(out, stats, p, o, lp_round_direct, "lp_round", 0,
                               RM_COARSEN_REFINE | RM_COARSEN_FALLBACK | RM_COARSEN_BOUND, e);
     }
@@ -317,11 +320,11 @@ int rm_route_milp(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
     double deadline = rm_route_deadline(o);
     if (deadline <= 0) {
         rm_route_say(NULL, 0, "route milp: %d nodes > %d: coarsened MILP, the best baseline as fallback", p->n,
-            RM_COARSEN_MIN_NODES);
+                     RM_COARSEN_MIN_NODES);
         return rm_coarsen_run(out, stats, p, o, milp_direct, "milp", 0, RM_COARSEN_FALLBACK | RM_COARSEN_BOUND, e);
     }
-    rm_route_say(NULL, 0, "route milp: %d nodes > %d: half the time to refined LP rounding, half to the coarsened MILP", p->n,
-        RM_COARSEN_MIN_NODES);
+    rm_route_say(NULL, 0, "route milp: %d nodes > %d: half the time to refined LP rounding, half to the coarsened MILP",
+                 p->n, RM_COARSEN_MIN_NODES);
     rm_strategy_stats local;
     if (!stats) {
         memset(&local, 0, sizeof local);

@@ -14,16 +14,18 @@
 
 /* The solver's answer against the heuristics': *out and *stats become the
  * better of the two (the solver's when it is as cheap, for its bound). */
-static int settle(rm_schedule **out, rm_strategy_stats *stats, int mrc, const rm_strategy_stats *ms,
-                  const rm_err *me, rm_schedule *inc, const rm_sim_result *ir, const char *iname,
-                  const rm_problem *p, const rm_strategy_options *o, rm_err *e)
+static int settle(rm_schedule **out, rm_strategy_stats *stats, int mrc, const rm_strategy_stats *ms, const rm_err *me,
+                  rm_schedule *inc, const rm_sim_result *ir, const char *iname, const rm_problem *p,
+                  const rm_strategy_options *o, rm_err *e)
 {
     rm_sim_result mr;
     rm_err ignored = {RM_OK, ""};
     /* The coarsened routes hand their simulation back (ms->sim); the direct
      * MILP's answer is small enough to simulate again. */
-    if (mrc == RM_OK && ms->sim.cost > 0) mr = ms->sim;
-    else if (mrc == RM_OK && rm_simulate(&mr, p, *out, &ignored) != RM_OK) mr.cost = INFINITY;
+    if (mrc == RM_OK && ms->sim.cost > 0)
+        mr = ms->sim;
+    else if (mrc == RM_OK && rm_simulate(&mr, p, *out, &ignored) != RM_OK)
+        mr.cost = INFINITY;
     if (mrc == RM_OK && (!inc || mr.cost <= ir->cost)) {
         rm_schedule_free(inc);
         *stats = *ms;

@@ -18,11 +18,11 @@ typedef struct coarse_best {
     const char *from;   /* what found it, for the log ("coarse solve + cheapest R") */
     const char *source; /* the strategy whose schedule it is (stats.source): the incumbent's name, or the
                            coarse solve's own source (its solver, or the heuristic it fell back to) */
-    rm_status cstatus; /* the best status a coarse solve reported */
-    char why[200];     /* why nothing fits, when nothing does */
-    int m;             /* super-nodes of the last level */
-    int stopped;       /* the deadline cut a level short, or left no time for one */
-    double reserve;    /* seconds kept back from a coarse solve for its expansion */
+    rm_status cstatus;  /* the best status a coarse solve reported */
+    char why[200];      /* why nothing fits, when nothing does */
+    int m;              /* super-nodes of the last level */
+    int stopped;        /* the deadline cut a level short, or left no time for one */
+    double reserve;     /* seconds kept back from a coarse solve for its expansion */
 } coarse_best;
 
 /* The coarse schedule cs of level c expanded, as it is and with the
@@ -41,8 +41,8 @@ static void take_expansion(coarse_best *b, const rm_problem *p, const rm_problem
         snprintf(b->why, sizeof b->why, "%.190s", ce.msg);
         return;
     }
-    rm_route_say(o, 1, "%s: coarse %s, cost %.6g peak %zu; expanded cost %.6g peak %zu%s", name, rm_status_name(cst), cr.cost,
-        cr.peak_bytes, xr.cost, xr.peak_bytes, rm_sim_fits(p, &xr) ? "" : " (over the budget)");
+    rm_route_say(o, 1, "%s: coarse %s, cost %.6g peak %zu; expanded cost %.6g peak %zu%s", name, rm_status_name(cst),
+                 cr.cost, cr.peak_bytes, xr.cost, xr.peak_bytes, rm_sim_fits(p, &xr) ? "" : " (over the budget)");
     if (!rm_sim_fits(p, &xr))
         snprintf(b->why, sizeof b->why, "the expanded schedule peaks at %zu, over the activation budget %zu",
                  xr.peak_bytes, rm_problem_activation_budget(p));
@@ -59,8 +59,7 @@ static void take_expansion(coarse_best *b, const rm_problem *p, const rm_problem
         rm_schedule *before = b->s;
         rm_route_offer(&b->s, &b->r, xc, p);
         if (b->s != before) b->from = "coarse solve + cheapest R", b->source = source;
-    }
-    else if (deadline > 0 && rm_deadline_passed(deadline)) {
+    } else if (deadline > 0 && rm_deadline_passed(deadline)) {
         b->stopped = 1;
         rm_route_say(o, 1, "%s: the time limit stopped the cheapest R for the expansion after %.2f s", name,
                      rm_now() - rt0);
@@ -75,8 +74,8 @@ static void take_expansion(coarse_best *b, const rm_problem *p, const rm_problem
 /* One level: p coarsened to about level super-nodes and solved there by
  * deadline (0 = none), less b->reserve for the expansion. *same: the
  * coarsening is no finer than the last level's (stop). */
-static int coarse_level(coarse_best *b, int *same, const rm_problem *p, const rm_strategy_options *o,
-                        double deadline, rm_strategy_opt_fn solve, const char *name, int level, rm_err *e)
+static int coarse_level(coarse_best *b, int *same, const rm_problem *p, const rm_strategy_options *o, double deadline,
+                        rm_strategy_opt_fn solve, const char *name, int level, rm_err *e)
 {
     rm_coarsening c;
     rm_problem *q = NULL;
@@ -121,8 +120,7 @@ static int coarse_level(coarse_best *b, int *same, const rm_problem *p, const rm
     rm_schedule *cs = NULL;
     rm_err ce = {RM_OK, ""};
     int crc = solve(&cs, &cst, q, &co, &ce);
-    if (crc == RM_OK && cs)
-        /* A solver that names no source found the schedule itself. */
+    if (crc == RM_OK && cs) /* A solver that names no source found the schedule itself. */
         take_expansion(b, p, q, &c, cs, cst.status, cst.source ? cst.source : name, o, deadline, name);
     else if (!b->s)
         snprintf(b->why, sizeof b->why, "the coarse problem: %.170s", ce.msg[0] ? ce.msg : rm_status_name(cst.status));
@@ -163,19 +161,18 @@ static double relaxed_bound(int *proof, const rm_problem *p, double limit, const
     }
     if (rm_problem_bound_over_cap(p, r.bound)) {
         *proof = rm_errorf(pe, RM_ERR_INFEASIBLE,
-                           "%s: the relaxed LP bound %.6g is above the compute cap %.6g: nothing fits within it",
-                           name, r.bound, p->max_cost);
+                           "%s: the relaxed LP bound %.6g is above the compute cap %.6g: nothing fits within it", name,
+                           r.bound, p->max_cost);
     }
-    rm_route_say(NULL, 0,
-                 "route %s: relaxed LP bound %.6g (every node once %.6g), %d levels, last %d blocks, %.2f s",
+    rm_route_say(NULL, 0, "route %s: relaxed LP bound %.6g (every node once %.6g), %d levels, last %d blocks, %.2f s",
                  name, r.bound, r.trivial, r.levels, r.blocks, r.seconds);
     return r.bound;
 }
 
 /* The relaxed bound into *bound. 1 when it answers the call (*rc): it
  * proves that nothing fits and no baseline contradicts it. */
-static int take_bound(double *bound, int *rc, const coarse_best *b, const rm_problem *p, double limit,
-                      const char *name, rm_strategy_stats *stats, rm_err *e)
+static int take_bound(double *bound, int *rc, const coarse_best *b, const rm_problem *p, double limit, const char *name,
+                      rm_strategy_stats *stats, rm_err *e)
 {
     int proof = RM_OK;
     *bound = relaxed_bound(&proof, p, limit, name, e);
@@ -267,8 +264,10 @@ int rm_coarsen_run(rm_schedule **out, rm_strategy_stats *stats, const rm_problem
     }
     if (stats) {
         stats->has_bound = 0; /* the coarse bound is no bound for p */
-        if (baseline_fallback || b.cstatus == RM_STATUS_OPTIMAL) stats->status = RM_STATUS_FEASIBLE;
-        else if (b.cstatus != RM_STATUS_ERROR) stats->status = b.cstatus;
+        if (baseline_fallback || b.cstatus == RM_STATUS_OPTIMAL)
+            stats->status = RM_STATUS_FEASIBLE;
+        else if (b.cstatus != RM_STATUS_ERROR)
+            stats->status = b.cstatus;
         if (bound > 0) rm_route_set_bound(stats, bound, b.s ? b.r.cost : bound);
         stats->stopped = b.stopped;
     }
@@ -284,8 +283,8 @@ int rm_coarsen_run(rm_schedule **out, rm_strategy_stats *stats, const rm_problem
         return rm_errorf(e, RM_ERR_INFEASIBLE, "%s: nothing fits on the %d-node coarse problem of %d nodes: %s", name,
                          b.m, p->n, b.why[0] ? b.why : "no schedule");
     }
-    rm_route_say(o, 1, "%s: returning %s, cost %.6g, peak %zu%s", name, b.from ? b.from : "?", b.r.cost,
-                 b.r.peak_bytes, b.stopped ? " (the time limit stopped the search)" : "");
+    rm_route_say(o, 1, "%s: returning %s, cost %.6g, peak %zu%s", name, b.from ? b.from : "?", b.r.cost, b.r.peak_bytes,
+                 b.stopped ? " (the time limit stopped the search)" : "");
     if (stats && o && o->first_fit) stats->first_fit = 1;
     if (stats) {
         stats->sim = b.r; /* for the route's comparisons; rm_strategy_run judges again */

@@ -7,7 +7,6 @@
 #include "deadline.h"
 #include "route.h"
 
-
 /* The call's deadline (deadline.h): o->deadline when set (rm_strategy_run
  * sets it), else o->time_limit_s from now; 0 = none. Every phase of a route
  * works to this one point, or to a share of the time left before it. */

@@ -62,7 +62,8 @@ int rm_schedule_write_kind(const rm_schedule *s, const rm_problem *p, const char
     int nops, rc;
     rm_sim_result r;
     if ((rc = rm_schedule_ops(&ops, &nops, p, s, e))) return rc;
-    if (!(rc = rm_simulate_ops(&r, NULL, p, s, ops, nops, e))) rc = rm_schedule_write_replayed(s, p, ops, nops, &r, path, kind, e);
+    if (!(rc = rm_simulate_ops(&r, NULL, p, s, ops, nops, e)))
+        rc = rm_schedule_write_replayed(s, p, ops, nops, &r, path, kind, e);
     free(ops);
     return rc;
 }
@@ -159,8 +160,7 @@ static int parse_ranges(const char *tok, int limit, const char *what, void (*tak
         if (b < a)
             return rm_errorf(e, RM_ERR_PARSE, "%s:%d: %s: the range %d-%d runs backwards", path, line, what, a, b);
         if (a <= prev)
-            return rm_errorf(e, RM_ERR_PARSE,
-                             "%s:%d: %s: %d comes after %d; ranges must ascend without overlapping",
+            return rm_errorf(e, RM_ERR_PARSE, "%s:%d: %s: %d comes after %d; ranges must ascend without overlapping",
                              path, line, what, a, prev);
         if (b >= limit)
             return rm_errorf(e, RM_ERR_PARSE, "%s:%d: %s: %d is out of range (at most %d)", path, line, what, b,
@@ -271,8 +271,7 @@ static int read_sparse_line(schedule_reader *rd, char **f, int nf, int line)
                          is_r ? "STAGE NODES" : "NODE STAGES", is_r ? "STAGE" : "NODE", rd->n);
     if (is_r && (rd->last_s >= 0 || at <= rd->last_r))
         return rm_errorf(rd->e, RM_ERR_PARSE,
-                         "%s:%d: R lines come before the S lines, one per stage, in ascending order",
-                         rd->path, line);
+                         "%s:%d: R lines come before the S lines, one per stage, in ascending order", rd->path, line);
     if (!is_r && at <= rd->last_s)
         return rm_errorf(rd->e, RM_ERR_PARSE, "%s:%d: S lines come one per node, in ascending order", rd->path, line);
     range_ctx c = {&rd->b, at, -1, -1};
@@ -308,9 +307,8 @@ static int read_op_line(schedule_reader *rd, char **f, int nf, int line)
     const rm_op *want = &rd->ops[rd->ops_seen];
     rm_op_kind kind = strcmp(f[1], "compute") == 0 ? RM_OP_COMPUTE : RM_OP_FREE;
     if (want->stage != st || want->node != node || want->kind != kind)
-        return rm_errorf(rd->e, RM_ERR_PARSE, "%s:%d: operation %d should be '%d %s %d' according to R and S",
-                         rd->path, line, rd->ops_seen, want->stage, want->kind == RM_OP_COMPUTE ? "compute" : "free",
-                         want->node);
+        return rm_errorf(rd->e, RM_ERR_PARSE, "%s:%d: operation %d should be '%d %s %d' according to R and S", rd->path,
+                         line, rd->ops_seen, want->stage, want->kind == RM_OP_COMPUTE ? "compute" : "free", want->node);
     rd->ops_seen++;
     return RM_OK;
 }
@@ -324,8 +322,8 @@ static int check_cost(schedule_reader *rd, const char *tok, int line)
     if (*end || !isfinite(cost))
         return rm_errorf(rd->e, RM_ERR_PARSE, "%s:%d: cost '%s' is not a number", rd->path, line, tok);
     if (fabs(cost - rd->r.cost) > 1e-9 * fmax(1.0, fabs(rd->r.cost)))
-        return rm_errorf(rd->e, RM_ERR_PARSE, "%s:%d: the file says cost %.17g but the schedule costs %.17g",
-                         rd->path, line, cost, rd->r.cost);
+        return rm_errorf(rd->e, RM_ERR_PARSE, "%s:%d: the file says cost %.17g but the schedule costs %.17g", rd->path,
+                         line, cost, rd->r.cost);
     rd->cost_line = line;
     return RM_OK;
 }
@@ -348,7 +346,10 @@ static int check_peak(schedule_reader *rd, const char *tok, int line)
 
 /* A line after the stage rows: an operation of a declared 'ops' list, or
  * one of cost, peak and ops (each at most once). */
-static int is_tail_keyword(const char *w) { return !strcmp(w, "cost") || !strcmp(w, "peak") || !strcmp(w, "ops"); }
+static int is_tail_keyword(const char *w)
+{
+    return !strcmp(w, "cost") || !strcmp(w, "peak") || !strcmp(w, "ops");
+}
 
 static int read_tail_line(schedule_reader *rd, char **f, int nf, int line)
 {
@@ -426,8 +427,8 @@ static int read_stream(rm_schedule **out, const rm_problem *p, FILE *fp, const c
         else if (rd.sparse && !rd.s && !is_tail_keyword(f[0]))
             /* A typo in the body ('s 4 5'): said at its line, not as the
              * validity error the R and S read so far would give. */
-            rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: unexpected '%s' (R and S lines, then cost, peak, ops)", path,
-                           line, f[0]);
+            rc = rm_errorf(e, RM_ERR_PARSE, "%s:%d: unexpected '%s' (R and S lines, then cost, peak, ops)", path, line,
+                           f[0]);
         else {
             if (rd.sparse && !rd.s) rc = finish_body(&rd); /* the first line after the R and S lines */
             if (!rc) rc = read_tail_line(&rd, f, nf, line);

@@ -10,7 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *nm(const rm_problem *p, int i) { return p->nodes[i].name[0] ? p->nodes[i].name : "?"; }
+static const char *nm(const rm_problem *p, int i)
+{
+    return p->nodes[i].name[0] ? p->nodes[i].name : "?";
+}
 
 /* The replay's check of S: resident[] against S[t] at every stage start,
  * kept as a count of the nodes where the two differ so that each stage costs
@@ -65,8 +68,8 @@ int rm_simulate_ops(rm_sim_result *out, size_t *mem_after, const rm_problem *p, 
                 for (int v = 0; v < n; v++)
                     if (rp.resident[v] != rp.in_s[v]) {
                         rc = rm_errorf(e, RM_ERR_INVALID,
-                                       "simulate: at the start of stage %d node %d (%s) is %s but S says %d",
-                                       stage, v, nm(p, v), rp.resident[v] ? "resident" : "not resident", rp.in_s[v]);
+                                       "simulate: at the start of stage %d node %d (%s) is %s but S says %d", stage, v,
+                                       nm(p, v), rp.resident[v] ? "resident" : "not resident", rp.in_s[v]);
                         goto done;
                     }
         }
@@ -81,8 +84,7 @@ int rm_simulate_ops(rm_sim_result *out, size_t *mem_after, const rm_problem *p, 
                     goto done;
                 }
             if (rp.resident[k]) {
-                rc = rm_errorf(e, RM_ERR_INVALID,
-                               "simulate: stage %d computes node %d (%s), which is already resident",
+                rc = rm_errorf(e, RM_ERR_INVALID, "simulate: stage %d computes node %d (%s), which is already resident",
                                stage, k, nm(p, k));
                 goto done;
             }
@@ -110,8 +112,7 @@ int rm_simulate_ops(rm_sim_result *out, size_t *mem_after, const rm_problem *p, 
         if (mem_after) mem_after[o] = mem;
     }
     if (!rc && (stage != n - 1 || mem != 0))
-        rc = rm_errorf(e, RM_ERR_INVALID,
-                       "simulate: the operations end in stage %d with %zu bytes still resident",
+        rc = rm_errorf(e, RM_ERR_INVALID, "simulate: the operations end in stage %d with %zu bytes still resident",
                        stage, mem);
     out->recomputations = computes - n;
 done:

@@ -108,8 +108,7 @@ int rm_strategy_run_report(rm_schedule **out, rm_strategy_stats *stats, rm_sched
         rc = st->solve(out, p, e);
     stats->seconds = rm_now() - t0;
     if (stats->stopped && rc == RM_OK)
-        RM_LOG_WARN("%s: stopped at the time limit (%.3g s): the best schedule found by then", st->name,
-                    deadline - t0);
+        RM_LOG_WARN("%s: stopped at the time limit (%.3g s): the best schedule found by then", st->name, deadline - t0);
     if (rc == RM_OK && !*out) rc = rm_errorf(e, RM_ERR_INVALID, "%s: returned no schedule", st->name);
     /* The judge: one replay, kept as the schedule's report when the caller
      * wants it (what it prints and draws), else only its verdict. */
@@ -124,8 +123,10 @@ int rm_strategy_run_report(rm_schedule **out, rm_strategy_stats *stats, rm_sched
         *out = NULL;
         if (report) rm_schedule_report_free(report);
         if (rc == RM_ERR_INFEASIBLE) {
-            if (!st->solve_opt && stats->stopped) stats->status = RM_STATUS_NO_SOLUTION; /* no proof */
-            else if (!st->solve_opt || stats->status != RM_STATUS_NO_SOLUTION) stats->status = RM_STATUS_INFEASIBLE;
+            if (!st->solve_opt && stats->stopped)
+                stats->status = RM_STATUS_NO_SOLUTION; /* no proof */
+            else if (!st->solve_opt || stats->status != RM_STATUS_NO_SOLUTION)
+                stats->status = RM_STATUS_INFEASIBLE;
         } else {
             stats->status = RM_STATUS_ERROR;
         }
@@ -141,9 +142,8 @@ int rm_strategy_run_report(rm_schedule **out, rm_strategy_stats *stats, rm_sched
                     rm_status_name(stats->status), stats->sim.cost, stats->sim.peak_bytes, p->fixed_bytes,
                     stats->lp_bound, stats->bound_trivial ? " (trivial)" : "", 100.0 * stats->gap, stats->seconds);
     else
-        RM_LOG_INFO("strategy %s: %s, cost %.6g, peak %zu + %zu fixed, %.3f s", st->name,
-                    rm_status_name(stats->status), stats->sim.cost, stats->sim.peak_bytes, p->fixed_bytes,
-                    stats->seconds);
+        RM_LOG_INFO("strategy %s: %s, cost %.6g, peak %zu + %zu fixed, %.3f s", st->name, rm_status_name(stats->status),
+                    stats->sim.cost, stats->sim.peak_bytes, p->fixed_bytes, stats->seconds);
     /* The arena plan of the answer, from the judge's operations, after the
      * verdict is said (its placement logs what it did). */
     if (report) rm_schedule_report_arena(report, p, g, what);

@@ -151,8 +151,7 @@ typedef int (*rm_strategy_opt_fn)(rm_schedule **out, rm_strategy_stats *stats, c
  * (0 = none): the best schedule found when it passes, with *stopped = 1
  * (stopped may be NULL). Where nothing fitting was found by then:
  * RM_ERR_INFEASIBLE, which is then no proof that nothing fits. */
-typedef int (*rm_strategy_until_fn)(rm_schedule **out, int *stopped, const rm_problem *p, double deadline,
-                                    rm_err *e);
+typedef int (*rm_strategy_until_fn)(rm_schedule **out, int *stopped, const rm_problem *p, double deadline, rm_err *e);
 
 typedef struct rm_strategy_info {
     const char *name;                 /* "chen_sqrtn" */

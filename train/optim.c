@@ -14,9 +14,9 @@ struct rm_optim {
     size_t *offset;           /* [count]: first element of tensor i in each state slot */
     size_t total;             /* parameters over all tensors */
     int slots;
-    float *state;             /* [slots][total], zeroed at creation; memory of be */
+    float *state; /* [slots][total], zeroed at creation; memory of be */
     uint64_t steps;
-    rm_backend *be;           /* where tensors and state live and updates run (the host backend by default) */
+    rm_backend *be; /* where tensors and state live and updates run (the host backend by default) */
 };
 
 rm_optim_options rm_optim_options_default(rm_optim_kind kind)
@@ -31,7 +31,10 @@ rm_optim_options rm_optim_options_default(rm_optim_kind kind)
     return o;
 }
 
-static int in_unit(double x) { return isfinite(x) && x >= 0.0 && x < 1.0; }
+static int in_unit(double x)
+{
+    return isfinite(x) && x >= 0.0 && x < 1.0;
+}
 
 int rm_optim_options_check(const rm_optim_options *o, rm_err *e)
 {
@@ -59,9 +62,12 @@ int rm_optim_options_check(const rm_optim_options *o, rm_err *e)
 int rm_optim_slots_for(const rm_optim_options *o)
 {
     switch (o->kind) {
-    case RM_OPTIM_SGD: return o->momentum != 0.0 ? 1 : 0;
-    case RM_OPTIM_ADAM: return 2;
-    default: return 0;
+    case RM_OPTIM_SGD:
+        return o->momentum != 0.0 ? 1 : 0;
+    case RM_OPTIM_ADAM:
+        return 2;
+    default:
+        return 0;
     }
 }
 
@@ -110,8 +116,7 @@ int rm_optim_tensors_from_model(rm_optim_tensor *out, int *count, const rm_model
     return RM_OK;
 }
 
-int rm_optim_create(rm_optim **out, const rm_optim_tensor *tensors, int count, const rm_optim_options *opts,
-                    rm_err *e)
+int rm_optim_create(rm_optim **out, const rm_optim_tensor *tensors, int count, const rm_optim_options *opts, rm_err *e)
 {
     return rm_optim_create_on(out, tensors, count, opts, NULL, e);
 }
@@ -126,8 +131,7 @@ int rm_optim_create_on(rm_optim **out, const rm_optim_tensor *tensors, int count
     rm_optim_options o = opts ? *opts : rm_optim_options_default(RM_OPTIM_SGD);
     int rc = rm_optim_options_check(&o, e);
     if (rc) return rc;
-    if (count < 0 || (count > 0 && !tensors))
-        return rm_errorf(e, RM_ERR_INVALID, "optimizer: %d tensors given", count);
+    if (count < 0 || (count > 0 && !tensors)) return rm_errorf(e, RM_ERR_INVALID, "optimizer: %d tensors given", count);
     size_t total = 0;
     for (int i = 0; i < count; i++) {
         if (tensors[i].n && (!tensors[i].w || !tensors[i].dw))
@@ -225,7 +229,10 @@ void rm_optim_reset(rm_optim *o)
     o->steps = 0;
 }
 
-rm_backend *rm_optim_backend(const rm_optim *o) { return o->be->host_memory ? NULL : o->be; }
+rm_backend *rm_optim_backend(const rm_optim *o)
+{
+    return o->be->host_memory ? NULL : o->be;
+}
 
 int rm_optim_state_copy(rm_optim *dst, const rm_optim *src, rm_err *e)
 {
@@ -233,7 +240,8 @@ int rm_optim_state_copy(rm_optim *dst, const rm_optim *src, rm_err *e)
         dst->count != src->count)
         return rm_errorf(e, RM_ERR_INVALID,
                          "optimizer: state of %d slots over %zu parameters cannot be copied into one of %d slots over "
-                         "%zu", src->slots, src->total, dst->slots, dst->total);
+                         "%zu",
+                         src->slots, src->total, dst->slots, dst->total);
     for (int i = 0; i < src->count; i++)
         if (dst->tensors[i].n != src->tensors[i].n)
             return rm_errorf(e, RM_ERR_INVALID, "optimizer: tensor %d has %zu elements here, %zu in the source", i,
@@ -242,12 +250,15 @@ int rm_optim_state_copy(rm_optim *dst, const rm_optim *src, rm_err *e)
     int rc = RM_OK;
     if (bytes) {
         int src_dev = !src->be->host_memory, dst_dev = !dst->be->host_memory;
-        if (src_dev && dst_dev) rc = src->be->ops->copy(src->be->ctx, dst->state, src->state, bytes, e);
-        else if (src_dev) rc = src->be->ops->download(src->be->ctx, dst->state, src->state, bytes, e);
+        if (src_dev && dst_dev)
+            rc = src->be->ops->copy(src->be->ctx, dst->state, src->state, bytes, e);
+        else if (src_dev)
+            rc = src->be->ops->download(src->be->ctx, dst->state, src->state, bytes, e);
         else if (dst_dev) {
             rc = dst->be->ops->upload(dst->be->ctx, dst->state, src->state, bytes, e);
             if (!rc) rc = dst->be->ops->sync(dst->be->ctx, e); /* src may be changed once this returns */
-        } else memcpy(dst->state, src->state, bytes);
+        } else
+            memcpy(dst->state, src->state, bytes);
     }
     if (rc) {
         rm_err_context(e, "optimizer: copying the state");
@@ -257,13 +268,34 @@ int rm_optim_state_copy(rm_optim *dst, const rm_optim *src, rm_err *e)
     return RM_OK;
 }
 
-const rm_optim_options *rm_optim_options_of(const rm_optim *o) { return &o->opts; }
-int rm_optim_slots(const rm_optim *o) { return o->slots; }
-size_t rm_optim_state_bytes(const rm_optim *o) { return (size_t)o->slots * o->total * sizeof(float); }
-size_t rm_optim_param_count(const rm_optim *o) { return o->total; }
-int rm_optim_tensor_count(const rm_optim *o) { return o->count; }
-uint64_t rm_optim_steps(const rm_optim *o) { return o->steps; }
-void rm_optim_set_steps(rm_optim *o, uint64_t steps) { o->steps = steps; }
+const rm_optim_options *rm_optim_options_of(const rm_optim *o)
+{
+    return &o->opts;
+}
+int rm_optim_slots(const rm_optim *o)
+{
+    return o->slots;
+}
+size_t rm_optim_state_bytes(const rm_optim *o)
+{
+    return (size_t)o->slots * o->total * sizeof(float);
+}
+size_t rm_optim_param_count(const rm_optim *o)
+{
+    return o->total;
+}
+int rm_optim_tensor_count(const rm_optim *o)
+{
+    return o->count;
+}
+uint64_t rm_optim_steps(const rm_optim *o)
+{
+    return o->steps;
+}
+void rm_optim_set_steps(rm_optim *o, uint64_t steps)
+{
+    o->steps = steps;
+}
 
 const rm_optim_tensor *rm_optim_tensor_at(const rm_optim *o, int i)
 {
@@ -330,6 +362,7 @@ double rm_lr_at(const rm_lr_schedule *s, uint64_t step, uint64_t total_steps)
         return s->min_lr + (s->base_lr - s->min_lr) * 0.5 * (1.0 + cos(3.14159265358979323846 * progress));
     }
     case RM_LR_CONSTANT:
-    default: return s->base_lr;
+    default:
+        return s->base_lr;
     }
 }

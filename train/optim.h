@@ -47,7 +47,7 @@ typedef struct rm_optim_tensor {
     float *w;        /* [n] */
     const float *dw; /* [n] */
     size_t n;
-    int decay;       /* 1: weight decay applies (unless decay_all overrides) */
+    int decay; /* 1: weight decay applies (unless decay_all overrides) */
 } rm_optim_tensor;
 
 /* The largest learning rate or weight decay: the update kernels take them
@@ -64,8 +64,8 @@ typedef struct rm_optim_options {
     double weight_decay; /* >= 0 */
     int decay_all;       /* 1: decay every tensor, ignoring rm_optim_tensor.decay */
     /* SGD */
-    double momentum;     /* in [0, 1); 0 keeps no state */
-    int nesterov;        /* needs momentum > 0 */
+    double momentum; /* in [0, 1); 0 keeps no state */
+    int nesterov;    /* needs momentum > 0 */
     /* Adam */
     double beta1, beta2; /* in [0, 1) */
     double eps;          /* > 0 */
@@ -100,8 +100,7 @@ int rm_optim_tensors_from_model(rm_optim_tensor *out, int *count, const rm_model
 
 /* Copies the tensor list (the tensors' memory must outlive the optimizer)
  * and allocates the state, zeroed. opts NULL: SGD defaults. Host memory. */
-int rm_optim_create(rm_optim **out, const rm_optim_tensor *tensors, int count, const rm_optim_options *opts,
-                    rm_err *e);
+int rm_optim_create(rm_optim **out, const rm_optim_tensor *tensors, int count, const rm_optim_options *opts, rm_err *e);
 /* The same on a backend (NULL: the host backend, as rm_optim_create), which
  * must outlive the optimizer. The tensors' w and dw are memory of be (the
  * executor's, on the same backend; DEVICE pointers on a CUDA backend), the
@@ -153,8 +152,8 @@ float *rm_optim_state(const rm_optim *o, int i, int slot);
 
 typedef enum rm_lr_kind {
     RM_LR_CONSTANT = 0,
-    RM_LR_STEP,   /* base * gamma^floor(step / step_size) */
-    RM_LR_COSINE  /* min + (base - min) * (1 + cos(pi * progress)) / 2 */
+    RM_LR_STEP,  /* base * gamma^floor(step / step_size) */
+    RM_LR_COSINE /* min + (base - min) * (1 + cos(pi * progress)) / 2 */
 } rm_lr_kind;
 
 /* Steps are optimizer steps counted from 0. A schedule in epochs is the same
@@ -164,11 +163,11 @@ typedef struct rm_lr_schedule {
     double base_lr;        /* > 0 */
     uint64_t warmup_steps; /* linear warmup: step s < warmup gets base * (s + 1) / warmup, any kind */
     /* step */
-    uint64_t step_size;    /* >= 1 */
-    double gamma;          /* in (0, 1] */
+    uint64_t step_size; /* >= 1 */
+    double gamma;       /* in (0, 1] */
     /* cosine: progress = (step - warmup) / (total - warmup), clamped to [0, 1],
      * so the rate is base right after warmup and min_lr at step total */
-    double min_lr;         /* in [0, base_lr] */
+    double min_lr; /* in [0, base_lr] */
 } rm_lr_schedule;
 
 /* A schedule of a kind with base_lr and neutral settings (no warmup, step

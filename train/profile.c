@@ -122,8 +122,8 @@ int rm_profile_run(rm_profile **out, const rm_model *m, const rm_profile_options
 
     for (int s = 0; s < o->warmup + o->reps; s++) {
         int timed = s >= o->warmup;
-        if (o->progress) o->progress(o->progress_ctx, timed, timed ? s - o->warmup + 1 : s + 1,
-                                     timed ? o->reps : o->warmup);
+        if (o->progress)
+            o->progress(o->progress_ctx, timed, timed ? s - o->warmup + 1 : s + 1, timed ? o->reps : o->warmup);
         /* Warm-up steps run without the hook: nothing of theirs is kept. */
         rm_executor_set_node_hook(ex, timed ? node_hook : NULL, &tm);
         memset(tm.count, 0, (size_t)n * sizeof *tm.count);
@@ -183,7 +183,7 @@ int rm_profile_cost_file(rm_cost_file **out, const rm_profile *p, const char *mo
     int rc = rm_cost_file_create(out, p->g.n, model, p->g.batch, p->device, e);
     if (rc) return rc;
     for (int v = 0; v < p->g.n; v++) {
-        snprintf((*out)->nodes[v].name, sizeof (*out)->nodes[v].name, "%s", p->g.nodes[v].name);
+        snprintf((*out)->nodes[v].name, sizeof(*out)->nodes[v].name, "%s", p->g.nodes[v].name);
         (*out)->nodes[v].seconds = p->seconds[v];
     }
     return RM_OK;

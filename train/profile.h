@@ -25,11 +25,11 @@
 #include "model.h"
 
 typedef struct rm_profile_options {
-    rm_backend_kind device; /* the backend (rm_backend_find; 0: the CPU) */
-    int batch;              /* >= 1 */
-    int warmup;             /* untimed steps first (>= 0) */
-    int reps;               /* timed steps (>= 1); each node's cost is the median over them */
-    uint64_t seed;          /* parameters and the random batch */
+    rm_backend_kind device;     /* the backend (rm_backend_find; 0: the CPU) */
+    int batch;                  /* >= 1 */
+    int warmup;                 /* untimed steps first (>= 0) */
+    int reps;                   /* timed steps (>= 1); each node's cost is the median over them */
+    uint64_t seed;              /* parameters and the random batch */
     rm_backend_options backend; /* its kernel library and threads (all 0: its defaults) */
     /* Called before each step (timed = 0 for warm-up) with its 1-based number
      * among its kind; may be NULL. */
@@ -38,12 +38,12 @@ typedef struct rm_profile_options {
 } rm_profile_options;
 
 typedef struct rm_profile {
-    rm_graph g;          /* the traced training graph at the batch: names, kinds, FLOPs */
-    double *seconds;     /* [g.n] the median time of each node (0 for the input: loaded, not computed) */
-    double *lo, *hi;     /* [g.n] the fastest and the slowest of the timed runs: the spread */
-    double step_median;  /* the whole step, host clock: nodes plus the executor's own work */
+    rm_graph g;         /* the traced training graph at the batch: names, kinds, FLOPs */
+    double *seconds;    /* [g.n] the median time of each node (0 for the input: loaded, not computed) */
+    double *lo, *hi;    /* [g.n] the fastest and the slowest of the timed runs: the spread */
+    double step_median; /* the whole step, host clock: nodes plus the executor's own work */
     int warmup, reps;
-    const char *device;  /* the backend's name */
+    const char *device; /* the backend's name */
 } rm_profile;
 
 /* Profiles m at o->batch. Errors: RM_ERR_UNSUPPORTED for CUDA in a build

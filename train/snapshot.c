@@ -26,7 +26,7 @@
 
 #define NAME_CAP (RM_NAME_LEN + 16) /* "<layer>.running_mean" */
 #define CHUNK_BYTES 65536
-#define META_BYTES 56                       /* 4 x u64 counters, 4 x u32, u64 optimizer steps */
+#define META_BYTES 56                         /* 4 x u64 counters, 4 x u32, u64 optimizer steps */
 #define ENTRY_FIXED_BYTES (4 + 4 + 4 * 4 + 8) /* name length, role, shape, count; the name follows */
 #define TRAILER_BYTES 4
 
@@ -41,7 +41,10 @@ static const char *optim_name(uint32_t kind)
 
 /* ---- CRC-32 ----------------------------------------------------------------- */
 
-uint32_t rm_snapshot_crc32(uint32_t crc, const void *data, size_t n) { return rm_crc32(crc, data, n); }
+uint32_t rm_snapshot_crc32(uint32_t crc, const void *data, size_t n)
+{
+    return rm_crc32(crc, data, n);
+}
 
 /* ---- little-endian encoding ------------------------------------------------- */
 
@@ -81,7 +84,10 @@ typedef struct ck_tensor {
     int opt; /* the optimizer's index for this tensor (trainable ones, when an optimizer is given), else -1 */
 } ck_tensor;
 
-static int trainable(uint32_t role) { return role == ROLE_W || role == ROLE_B; }
+static int trainable(uint32_t role)
+{
+    return role == ROLE_W || role == ROLE_B;
+}
 
 /* The model's tensors in file order: layer order, then w, b, running mean,
  * running variance. Checks that lp holds what the model counts and that opt
@@ -110,8 +116,10 @@ static int model_tensors(ck_tensor **out, int *count, const rm_model *m, rm_laye
             c->count = rm_tensor_numel(src[r]);
             c->data = src[r]->data;
             c->opt = -1;
-            if (trainable(r)) params += c->count;
-            else buffers += c->count;
+            if (trainable(r))
+                params += c->count;
+            else
+                buffers += c->count;
             if (opt && trainable(r)) {
                 c->opt = rm_optim_find(opt, c->data);
                 if (c->opt < 0 || rm_optim_tensor_at(opt, c->opt)->n != c->count) {
@@ -162,12 +170,15 @@ size_t rm_snapshot_min_bytes(const rm_model *m, int optim_slots)
 typedef struct ck_writer {
     FILE *f;
     const char *path, *tmp; /* for messages */
-    uint32_t crc;    /* of the payload written so far */
+    uint32_t crc;           /* of the payload written so far */
     size_t pos;
     uint8_t buf[CHUNK_BYTES];
 } ck_writer;
 
-static const char *errno_text(int err) { return err ? strerror(err) : "short count"; }
+static const char *errno_text(int err)
+{
+    return err ? strerror(err) : "short count";
+}
 
 static int io_error(rm_err *e, const char *file, const char *what)
 {
@@ -246,8 +257,8 @@ static int w_floats(ck_writer *w, const float *x, uint64_t n, rm_err *e)
     return RM_OK;
 }
 
-static int write_payload(ck_writer *w, const ck_tensor *t, int n, const rm_optim *opt,
-                         const rm_snapshot_counters *c, rm_err *e)
+static int write_payload(ck_writer *w, const ck_tensor *t, int n, const rm_optim *opt, const rm_snapshot_counters *c,
+                         rm_err *e)
 {
     uint32_t kind = opt ? (uint32_t)rm_optim_options_of(opt)->kind : RM_OPTIM_NONE;
     uint32_t slots = opt ? (uint32_t)rm_optim_slots(opt) : 0;
@@ -268,13 +279,12 @@ static int write_payload(ck_writer *w, const ck_tensor *t, int n, const rm_optim
         if ((rc = w_floats(w, t[i].data, t[i].count, e))) return rc;
     for (uint32_t s = 0; s < slots; s++)
         for (int i = 0; i < n; i++)
-            if (t[i].opt >= 0 && (rc = w_floats(w, rm_optim_state(opt, t[i].opt, (int)s), t[i].count, e)))
-                return rc;
+            if (t[i].opt >= 0 && (rc = w_floats(w, rm_optim_state(opt, t[i].opt, (int)s), t[i].count, e))) return rc;
     return w_flush(w, e);
 }
 
 int rm_snapshot_save(const char *path, const rm_model *m, rm_layer_params *const *lp, const rm_optim *opt,
-                       const rm_snapshot_counters *c, rm_err *e)
+                     const rm_snapshot_counters *c, rm_err *e)
 {
     if (!path || !*path) return rm_errorf(e, RM_ERR_INVALID, "snapshot: no file name");
     rm_snapshot_counters zero = {0, 0, 0, 0};
@@ -352,8 +362,7 @@ static int r_bytes(ck_reader *r, void *p, size_t n, rm_err *e)
     errno = 0;
     if (fread(p, 1, n, r->f) != n) {
         if (feof(r->f))
-            return rm_errorf(e, RM_ERR_PARSE, "%s: truncated snapshot (the file shrank while being read)",
-                             r->path);
+            return rm_errorf(e, RM_ERR_PARSE, "%s: truncated snapshot (the file shrank while being read)", r->path);
         return io_error(e, r->path, "read");
     }
     r->left -= n;
@@ -462,9 +471,8 @@ static int read_header(uint64_t *payload, ck_reader *r, long long size, rm_err *
                          r->path, size, RM_SNAPSHOT_HEADER_BYTES);
     uint32_t version = get_u32(h + 8);
     if (version != RM_SNAPSHOT_VERSION)
-        return rm_errorf(e, RM_ERR_UNSUPPORTED,
-                         "%s: snapshot format version %u is not supported (this build reads %u)", r->path, version,
-                         RM_SNAPSHOT_VERSION);
+        return rm_errorf(e, RM_ERR_UNSUPPORTED, "%s: snapshot format version %u is not supported (this build reads %u)",
+                         r->path, version, RM_SNAPSHOT_VERSION);
     if (get_u32(h + 28) != rm_snapshot_crc32(0, h, 28))
         return rm_errorf(e, RM_ERR_PARSE, "%s: snapshot header checksum mismatch: the file is corrupt", r->path);
     if (get_u32(h + 12) != 0 || get_u32(h + 24) != 0)
@@ -585,16 +593,19 @@ int rm_snapshot_check_header(const char *path, rm_err *e)
     struct stat st;
     uint64_t payload = 0;
     r->f = open_snapshot(path, e);
-    if (!r->f) rc = e ? e->code : RM_ERR_IO;
-    else if (fstat(fileno(r->f), &st) != 0) rc = io_error(e, path, "stat snapshot");
-    else rc = read_header(&payload, r, (long long)st.st_size, e);
+    if (!r->f)
+        rc = e ? e->code : RM_ERR_IO;
+    else if (fstat(fileno(r->f), &st) != 0)
+        rc = io_error(e, path, "stat snapshot");
+    else
+        rc = read_header(&payload, r, (long long)st.st_size, e);
     if (r->f) fclose(r->f);
     free(r);
     return rc;
 }
 
 int rm_snapshot_load(rm_snapshot_counters *c, const char *path, const rm_model *m, rm_layer_params *const *lp,
-                       rm_optim *opt, rm_err *e)
+                     rm_optim *opt, rm_err *e)
 {
     if (!path || !*path) return rm_errorf(e, RM_ERR_INVALID, "snapshot: no file name");
     ck_tensor *t;

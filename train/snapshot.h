@@ -45,7 +45,7 @@ typedef struct rm_snapshot_counters {
  * temporary file is removed and path is left as it was; RM_ERR_IO names the
  * file and the failing call. */
 int rm_snapshot_save(const char *path, const rm_model *m, rm_layer_params *const *lp, const rm_optim *opt,
-                       const rm_snapshot_counters *c, rm_err *e);
+                     const rm_snapshot_counters *c, rm_err *e);
 
 /* The least a snapshot of m takes with optim_slots optimizer state slots
  * per parameter: header, counters and trailer, and 4 bytes for each stored
@@ -69,7 +69,7 @@ size_t rm_snapshot_min_bytes(const rm_model *m, int optim_slots);
  *   RM_ERR_INVALID      another model (naming the first differing tensor),
  *                       or an optimizer that does not fit the saved state */
 int rm_snapshot_load(rm_snapshot_counters *c, const char *path, const rm_model *m, rm_layer_params *const *lp,
-                       rm_optim *opt, rm_err *e);
+                     rm_optim *opt, rm_err *e);
 
 /* The checks rm_snapshot_load makes before it needs the model: the file
  * opens, is a regular file, and its header is a snapshot of this version

@@ -19,13 +19,13 @@
 
 #include "atomic_file.h"
 #include "builder.h"
-#include "snapshot.h"
 #include "rng.h"
+#include "snapshot.h"
 #include "trace.h"
 
 /* Salts that keep the uses of the run's seed apart (rng.h hashes them in). */
-#define SALT_SPLIT 0x73706c74ULL  /* the held-out split */
-#define SALT_ORDER 0x6f726472ULL  /* the batch order */
+#define SALT_SPLIT 0x73706c74ULL /* the held-out split */
+#define SALT_ORDER 0x6f726472ULL /* the batch order */
 
 rm_mbuf rm_trainer_mb(size_t bytes)
 {
@@ -78,11 +78,26 @@ void rm_trainer_model_task(int *classes, rm_task *task, const rm_model *m)
     *task = loss->desc->kind == RM_LAYER_PIXEL_SOFTMAX_XENT ? RM_TASK_SEGMENTATION : RM_TASK_CLASSIFICATION;
 }
 
-const rm_trainer_summary *rm_trainer_summary_of(const rm_trainer *t) { return &t->sum; }
-uint64_t rm_trainer_steps(const rm_trainer *t) { return t->step; }
-rm_executor *rm_trainer_executor(rm_trainer *t) { return t->ex; }
-rm_optim *rm_trainer_optimizer(rm_trainer *t) { return t->opt; }
-const rm_model *rm_trainer_model(const rm_trainer *t) { return t->m; }
+const rm_trainer_summary *rm_trainer_summary_of(const rm_trainer *t)
+{
+    return &t->sum;
+}
+uint64_t rm_trainer_steps(const rm_trainer *t)
+{
+    return t->step;
+}
+rm_executor *rm_trainer_executor(rm_trainer *t)
+{
+    return t->ex;
+}
+rm_optim *rm_trainer_optimizer(rm_trainer *t)
+{
+    return t->opt;
+}
+const rm_model *rm_trainer_model(const rm_trainer *t)
+{
+    return t->m;
+}
 
 static int check_config(const rm_trainer_config *c, rm_err *e)
 {
@@ -122,9 +137,11 @@ static int open_dir_data(rm_trainer *t, rm_err *e)
             *e = te;
             return rc;
         }
-        rm_trainer_note(t, "data: no held-out split (%s); holding out 10%% of the training data, chosen by the seed", te.msg);
+        rm_trainer_note(t, "data: no held-out split (%s); holding out 10%% of the training data, chosen by the seed",
+                        te.msg);
     } else if (!strcmp(t->base_test->info.source, t->base_train->info.source)) {
-        rm_trainer_note(t, "data: %s has no separate held-out split; holding out 10%% of it, chosen by the seed", t->cfg.data);
+        rm_trainer_note(t, "data: %s has no separate held-out split; holding out 10%% of it, chosen by the seed",
+                        t->cfg.data);
         rm_dataset_free(t->base_test);
         t->base_test = NULL;
     }
@@ -236,13 +253,15 @@ static int seeded_build(rm_trainer *t, uint64_t seed, rm_err *e)
         rm_synthetic_options_default(&so, t->task, n + n / 4, m->input.c, m->input.h, m->input.w, t->classes);
         so.seed = seed; /* the generator hashes it into its own streams */
         if ((rc = rm_dataset_synthetic_create(&t->base_train, &so, e))) return rc;
-        if ((rc = rm_dataset_split(&t->train, &t->test, t->base_train, n / 4, rm_hash64(seed ^ SALT_SPLIT), e))) return rc;
+        if ((rc = rm_dataset_split(&t->train, &t->test, t->base_train, n / 4, rm_hash64(seed ^ SALT_SPLIT), e)))
+            return rc;
         t->sum.held_out_split = 1;
     } else if (t->base_test) {
         t->train = t->base_train, t->test = t->base_test;
     } else {
         int64_t n = t->base_train->info.count, held = held_out_of(n);
-        if ((rc = rm_dataset_split(&t->train, &t->test, t->base_train, held, rm_hash64(seed ^ SALT_SPLIT), e))) return rc;
+        if ((rc = rm_dataset_split(&t->train, &t->test, t->base_train, held, rm_hash64(seed ^ SALT_SPLIT), e)))
+            return rc;
         t->sum.held_out_split = 1;
     }
     if ((rc = check_data(t, t->train, e)) || (rc = check_data(t, t->test, e))) return rc;

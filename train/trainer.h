@@ -45,39 +45,39 @@
 /* ---- events --------------------------------------------------------------- */
 
 typedef enum rm_trainer_event_kind {
-    RM_TRAINER_NOTE = 0,   /* a line worth showing: the held-out split, a cache miss, a re-solve */
-    RM_TRAINER_SOLVING,    /* a schedule is about to be solved (a MILP can take a while) */
-    RM_TRAINER_PROBE,      /* --batch auto: one batch size was tried (batch, fits) */
-    RM_TRAINER_STEP,       /* one training step is done */
-    RM_TRAINER_EVAL,       /* an evaluation on the held-out data is done */
-    RM_TRAINER_EPOCH,      /* an epoch is done (after its evaluation) */
+    RM_TRAINER_NOTE = 0, /* a line worth showing: the held-out split, a cache miss, a re-solve */
+    RM_TRAINER_SOLVING,  /* a schedule is about to be solved (a MILP can take a while) */
+    RM_TRAINER_PROBE,    /* --batch auto: one batch size was tried (batch, fits) */
+    RM_TRAINER_STEP,     /* one training step is done */
+    RM_TRAINER_EVAL,     /* an evaluation on the held-out data is done */
+    RM_TRAINER_EPOCH,    /* an epoch is done (after its evaluation) */
     RM_TRAINER_SNAPSHOT  /* a snapshot was saved (path) */
 } rm_trainer_event_kind;
 
 typedef struct rm_trainer_eval {
-    double loss;       /* mean over the samples (segmentation: over the pixels) */
-    double accuracy;   /* fraction of samples (pixels) whose argmax is the label */
+    double loss;     /* mean over the samples (segmentation: over the pixels) */
+    double accuracy; /* fraction of samples (pixels) whose argmax is the label */
     int64_t samples;
     double seconds;
 } rm_trainer_eval;
 
 typedef struct rm_trainer_event {
     rm_trainer_event_kind kind;
-    const char *text;      /* NOTE, SOLVING: the line; SNAPSHOT: the path */
-    int batch, fits;       /* PROBE */
-    uint64_t step;         /* steps done (global) */
-    uint64_t total_steps;  /* steps this run will have done when it stops */
-    uint64_t epoch;        /* 0-based epoch of the step */
+    const char *text;     /* NOTE, SOLVING: the line; SNAPSHOT: the path */
+    int batch, fits;      /* PROBE */
+    uint64_t step;        /* steps done (global) */
+    uint64_t total_steps; /* steps this run will have done when it stops */
+    uint64_t epoch;       /* 0-based epoch of the step */
     uint64_t epochs;
-    int64_t epoch_step;    /* steps done in this epoch */
-    int64_t epoch_steps;   /* steps per epoch */
-    double loss;           /* STEP: this step's loss */
-    double running_loss;   /* STEP, EPOCH: mean loss over this epoch's steps so far */
-    double running_acc;    /* STEP, EPOCH: training accuracy over this epoch so far; < 0 when not measured */
-    double images_per_s;   /* STEP, EPOCH: training throughput of this invocation */
-    double eta_s;          /* STEP: until the run stops */
-    double elapsed_s;      /* training time of this invocation so far */
-    rm_trainer_eval eval;  /* EVAL, and EPOCH when an evaluation ran (eval.samples > 0) */
+    int64_t epoch_step;   /* steps done in this epoch */
+    int64_t epoch_steps;  /* steps per epoch */
+    double loss;          /* STEP: this step's loss */
+    double running_loss;  /* STEP, EPOCH: mean loss over this epoch's steps so far */
+    double running_acc;   /* STEP, EPOCH: training accuracy over this epoch so far; < 0 when not measured */
+    double images_per_s;  /* STEP, EPOCH: training throughput of this invocation */
+    double eta_s;         /* STEP: until the run stops */
+    double elapsed_s;     /* training time of this invocation so far */
+    rm_trainer_eval eval; /* EVAL, and EPOCH when an evaluation ran (eval.samples > 0) */
 } rm_trainer_event;
 
 typedef void (*rm_trainer_event_fn)(void *ctx, const rm_trainer_event *ev);
@@ -99,23 +99,23 @@ typedef struct rm_trainer_config {
     uint64_t epochs;             /* >= 1 */
     uint64_t max_steps;          /* 0: none; else stop once the global step count reaches it */
     rm_optim_options optim;
-    double lr;                   /* > 0 */
-    rm_lr_kind lr_kind;          /* step: x0.1 every third of the run; cosine: to 0 at the end */
+    double lr;          /* > 0 */
+    rm_lr_kind lr_kind; /* step: x0.1 every third of the run; cosine: to 0 at the end */
     uint64_t seed;
-    int seed_given;              /* 0: a resumed run adopts its snapshot's seed */
-    const char *snapshot_path; /* NULL: none; else saved (atomically) after every epoch and at the end */
-    const char *resume_path;     /* NULL: start fresh */
-    const char *cache_dir;       /* NULL: no schedule cache */
-    uint64_t eval_every;         /* 0: evaluate after each epoch only; else also every this many steps */
-    int train_accuracy_every;    /* measure training accuracy on every this many steps (0: never); each
-                                    measurement replays the step's forward pass (see trainer.c) */
-    const rm_cost_file *costs;   /* NULL: node costs are FLOPs; else profiled seconds (cost_file.h) for
-                                    the model at the batch (a different batch is refused, except with
-                                    --batch auto: then scaled linearly to each batch tried) */
-    rm_backend_kind device;      /* the backend (rm_backend_find; 0, the default: the CPU): where the
-                                    weights, the arena and every kernel live; a device this build or
-                                    machine lacks is RM_ERR_UNSUPPORTED */
-    rm_backend_options backend;  /* its kernel library and threads (all 0: its defaults) */
+    int seed_given;             /* 0: a resumed run adopts its snapshot's seed */
+    const char *snapshot_path;  /* NULL: none; else saved (atomically) after every epoch and at the end */
+    const char *resume_path;    /* NULL: start fresh */
+    const char *cache_dir;      /* NULL: no schedule cache */
+    uint64_t eval_every;        /* 0: evaluate after each epoch only; else also every this many steps */
+    int train_accuracy_every;   /* measure training accuracy on every this many steps (0: never); each
+                                   measurement replays the step's forward pass (see trainer.c) */
+    const rm_cost_file *costs;  /* NULL: node costs are FLOPs; else profiled seconds (cost_file.h) for
+                                   the model at the batch (a different batch is refused, except with
+                                   --batch auto: then scaled linearly to each batch tried) */
+    rm_backend_kind device;     /* the backend (rm_backend_find; 0, the default: the CPU): where the
+                                   weights, the arena and every kernel live; a device this build or
+                                   machine lacks is RM_ERR_UNSUPPORTED */
+    rm_backend_options backend; /* its kernel library and threads (all 0: its defaults) */
     rm_trainer_event_fn event;
     void *event_ctx;
 } rm_trainer_config;
@@ -132,45 +132,45 @@ typedef struct rm_trainer_summary {
     int layers, classes;
     rm_task task;
     size_t params;
-    char train_data[256];    /* where the data comes from */
-    char test_data[256];     /* where the held-out data comes from; "" for a split of the training data */
+    char train_data[256]; /* where the data comes from */
+    char test_data[256];  /* where the held-out data comes from; "" for a split of the training data */
     int64_t train_samples, test_samples;
-    int held_out_split;      /* the held-out data is a seeded split of the training data */
+    int held_out_split; /* the held-out data is a seeded split of the training data */
     /* batch */
-    int batch, batch_auto;   /* batch_auto: chosen by the max-batch search */
-    int bound_batch;         /* batch_auto: no strategy fits a larger batch (trivial lower bound), or search_cap */
-    int search_cap;          /* batch_auto: the largest batch searched; bound_batch == search_cap: the bound was
-                                not reached, larger batches were not tried */
-    int batch_is_samples;    /* batch_auto: the search stopped at the number of training samples */
+    int batch, batch_auto; /* batch_auto: chosen by the max-batch search */
+    int bound_batch;       /* batch_auto: no strategy fits a larger batch (trivial lower bound), or search_cap */
+    int search_cap;        /* batch_auto: the largest batch searched; bound_batch == search_cap: the bound was
+                              not reached, larger batches were not tried */
+    int batch_is_samples;  /* batch_auto: the search stopped at the number of training samples */
     /* memory: totals include the fixed bytes */
     size_t budget;
-    rm_footprint fp;         /* the fixed bytes (train/footprint.h); fp.total is all of them */
-    size_t noremat_peak;     /* fixed + checkpoint-all's activation peak */
-    size_t lower_bound;      /* fixed + the largest node with its inputs: no schedule needs less */
-    size_t sched_peak;       /* fixed + the schedule's simulated activation peak */
-    size_t plan_span;        /* the arena the executor allocates (activations only) */
-    size_t eval_span;        /* evaluation's plan span: it runs in the training arena */
+    rm_footprint fp;     /* the fixed bytes (train/footprint.h); fp.total is all of them */
+    size_t noremat_peak; /* fixed + checkpoint-all's activation peak */
+    size_t lower_bound;  /* fixed + the largest node with its inputs: no schedule needs less */
+    size_t sched_peak;   /* fixed + the schedule's simulated activation peak */
+    size_t plan_span;    /* the arena the executor allocates (activations only) */
+    size_t eval_span;    /* evaluation's plan span: it runs in the training arena */
     int eval_batch;
     /* the schedule */
-    const char *strategy;    /* its canonical name */
-    const char *status;      /* rm_strategy_stats.status, or "cached" */
+    const char *strategy; /* its canonical name */
+    const char *status;   /* rm_strategy_stats.status, or "cached" */
     double solve_s;
     int has_bound;
     double gap;
-    double cost, base_cost;  /* base: checkpoint-all's, every node once */
-    long recomputations;     /* computes beyond the first */
-    int recomputed_nodes;    /* nodes computed more than once */
-    int resolves;            /* extra solves to absorb fragmentation */
-    int cache;               /* -1 no cache, 0 miss (solved; stored when cache_stored), 1 hit */
-    int cache_stored;        /* a miss's schedule was written to cache_file (else a note says why not) */
+    double cost, base_cost; /* base: checkpoint-all's, every node once */
+    long recomputations;    /* computes beyond the first */
+    int recomputed_nodes;   /* nodes computed more than once */
+    int resolves;           /* extra solves to absorb fragmentation */
+    int cache;              /* -1 no cache, 0 miss (solved; stored when cache_stored), 1 hit */
+    int cache_stored;       /* a miss's schedule was written to cache_file (else a note says why not) */
     char cache_file[512];
     /* the run */
     int64_t epoch_steps;
-    uint64_t total_steps;    /* where the run stops: epochs x epoch_steps, or max_steps */
-    uint64_t start_step;     /* > 0 when resumed */
+    uint64_t total_steps; /* where the run stops: epochs x epoch_steps, or max_steps */
+    uint64_t start_step;  /* > 0 when resumed */
     uint64_t seed;
-    int train_accuracy;      /* measured on every this many steps; 0: not (not asked, or no memory for it) */
-    const char *device;      /* the backend's name: "cpu" or "cuda" */
+    int train_accuracy;        /* measured on every this many steps; 0: not (not asked, or no memory for it) */
+    const char *device;        /* the backend's name: "cpu" or "cuda" */
     char device_settings[160]; /* the backend's settings in words (rm_backend_describe) */
 } rm_trainer_summary;
 

@@ -41,9 +41,9 @@ struct rm_trainer {
     rm_executor *ex;
     rm_optim *opt;
     rm_layer_params **lpp;
-    rm_graph eval_g;   /* evaluation: the forward-only graph at the evaluation batch */
+    rm_graph eval_g; /* evaluation: the forward-only graph at the evaluation batch */
     rm_plan *eval_plan;
-    float *logits;     /* host: the logits of a batch, fetched for accuracy */
+    float *logits; /* host: the logits of a batch, fetched for accuracy */
     /* CUDA: host twins of the device parameters, statistics and optimizer
      * state, laid out alike, which snapshots are written from and read
      * into (snapshot.c reads and writes host memory). NULL on the CPU. */

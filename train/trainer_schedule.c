@@ -136,7 +136,8 @@ static void cache_store(rm_trainer *t, const char *path, const rm_schedule_repor
     }
     if (rm_schedule_write_replayed(t->s, t->p, r->ops, r->nops, &r->sim, path, RM_PATH_ENTRY, &e))
         rm_trainer_note(t, "schedule cache: not stored: %s", e.msg);
-    else t->sum.cache_stored = 1;
+    else
+        t->sum.cache_stored = 1;
 }
 
 /* Where no schedule is found, what would fit: the largest batch this
@@ -163,8 +164,8 @@ static void what_fits(const rm_trainer *t, const rm_strategy_info *st, char *buf
         rm_maxbatch_result r;
         if (!rm_maxbatch_search(&r, st, build_problem, &pc, &o, &e)) {
             if (r.max_batch > 0)
-                l = (size_t)snprintf(buf, len, "; in this budget %s fits batch %d (--batch %d)", st->name,
-                                     r.max_batch, r.max_batch);
+                l = (size_t)snprintf(buf, len, "; in this budget %s fits batch %d (--batch %d)", st->name, r.max_batch,
+                                     r.max_batch);
             rm_schedule_free(r.schedule);
         }
     }
@@ -254,9 +255,10 @@ static int solve(rm_trainer *t, const rm_problem_report *facts, rm_err *e)
         rm_schedule_free(s);
         rm_schedule_report_free(&rep);
         if (fixed_schedule || target - over < t->sum.lower_bound) break;
-        rm_trainer_note(t, "the %s plan needs %s for activations (live peak %s plus fragmentation), over the %s there is; "
-                "solving for %s less",
-             st->name, MB(span).s, MB(stats.sim.peak_bytes).s, MB(act).s, MB(over).s);
+        rm_trainer_note(t,
+                        "the %s plan needs %s for activations (live peak %s plus fragmentation), over the %s there is; "
+                        "solving for %s less",
+                        st->name, MB(span).s, MB(stats.sim.peak_bytes).s, MB(act).s, MB(over).s);
         target -= over;
         t->sum.resolves++;
     }
@@ -287,8 +289,9 @@ int rm_trainer_plan_memory(rm_trainer *t, rm_err *e)
     if (!rc) rc = rm_training_problem_of(&t->p, &t->sum.fp, t->m, &t->g, &c->optim, t->be, c->costs, mode, e);
     if (rc) return rc;
     if (c->costs && t->batch != c->costs->batch)
-        rm_trainer_note(t, "costs: profiled at batch %d, scaled linearly to batch %d (assumes time grows with the batch)",
-             c->costs->batch, t->batch);
+        rm_trainer_note(t,
+                        "costs: profiled at batch %d, scaled linearly to batch %d (assumes time grows with the batch)",
+                        c->costs->batch, t->batch);
     rm_problem *p = t->p;
     rm_problem_report facts;
     if ((rc = rm_problem_report_of(&facts, p, e))) return rc;
@@ -306,18 +309,19 @@ int rm_trainer_plan_memory(rm_trainer *t, rm_err *e)
                          "%s: at batch %d they are weights %s, gradients %s, optimizer state %s, batchnorm "
                          "statistics %s, labels %s, workspace %s; any schedule needs at least %s, training without "
                          "rematerialization %s",
-                         rm_budget_reason(why, sizeof why, v, p, &facts, trainer_bytes), t->batch,
-                         MB(s->fp.weights).s, MB(s->fp.grads).s, MB(s->fp.optim).s, MB(s->fp.buffers).s,
-                         MB(s->fp.labels).s, MB(s->fp.workspace + s->fp.backend).s, MB(s->lower_bound).s,
-                         MB(s->noremat_peak).s);
+                         rm_budget_reason(why, sizeof why, v, p, &facts, trainer_bytes), t->batch, MB(s->fp.weights).s,
+                         MB(s->fp.grads).s, MB(s->fp.optim).s, MB(s->fp.buffers).s, MB(s->fp.labels).s,
+                         MB(s->fp.workspace + s->fp.backend).s, MB(s->lower_bound).s, MB(s->noremat_peak).s);
     if (!rm_budget_feasible(v)) {
         problem_ctx pc = {t->m, &c->optim, t->be, c->costs};
         int bound = 0;
         rm_err be = {RM_OK, ""};
         char more[120] = "";
         if (!rm_maxbatch_bound(&bound, build_problem, &pc, p->budget, t->batch, &be)) {
-            if (bound) snprintf(more, sizeof more, "; batch %d is the largest any schedule could fit in it", bound);
-            else snprintf(more, sizeof more, "; not even batch 1 fits in it");
+            if (bound)
+                snprintf(more, sizeof more, "; batch %d is the largest any schedule could fit in it", bound);
+            else
+                snprintf(more, sizeof more, "; not even batch 1 fits in it");
         }
         return rm_errorf(e, RM_ERR_INFEASIBLE, "at batch %d %s%s", t->batch,
                          rm_budget_reason(why, sizeof why, v, p, &facts, trainer_bytes), more);
@@ -395,8 +399,7 @@ int rm_trainer_auto_batch(rm_trainer *t, rm_err *e)
     rm_schedule_free(r.schedule); /* the trainer plans its batch afresh, for the cheapest schedule */
     if (r.max_batch == 0)
         return rm_errorf(e, RM_ERR_INFEASIBLE, "%s fits no batch in the budget %s, not even 1%s", st->name,
-                         MB(c->budget).s,
-                         st->solve_opt ? "" : " (lp_round or milp may: they recompute more cleverly)");
+                         MB(c->budget).s, st->solve_opt ? "" : " (lp_round or milp may: they recompute more cleverly)");
     t->batch = r.max_batch;
     t->sum.batch_auto = 1;
     t->sum.bound_batch = bound;

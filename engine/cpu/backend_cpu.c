@@ -198,9 +198,15 @@ static size_t cpu_fixed_bytes(void *ctx)
 }
 
 static int cpu_set_kernels_op(void *ctx, int lib, rm_err *e);
-static int cpu_kernels_op(void *ctx) { return ctx ? (int)((rm_cpu_ctx *)ctx)->lib : RM_CPU_KERNELS_REFERENCE; }
+static int cpu_kernels_op(void *ctx)
+{
+    return ctx ? (int)((rm_cpu_ctx *)ctx)->lib : RM_CPU_KERNELS_REFERENCE;
+}
 static int cpu_set_threads_op(void *ctx, int threads, rm_err *e);
-static int cpu_threads_op(void *ctx) { return rm_cpu_ctx_threads(ctx); }
+static int cpu_threads_op(void *ctx)
+{
+    return rm_cpu_ctx_threads(ctx);
+}
 static void cpu_describe(void *ctx, char *buf, size_t len);
 
 static const rm_backend_ops cpu_ops = {
@@ -235,11 +241,19 @@ static const rm_backend_ops cpu_ops = {
 /* The backend of calls made without one: no context, so the reference on
  * one thread, and nothing to free. */
 static rm_backend host_backend = {
-    .kind = RM_BACKEND_CPU, .name = "cpu", .ops = &cpu_ops, .ctx = NULL,
-    .max_grad_sum = 0, .queued = 0, .host_memory = 1,
+    .kind = RM_BACKEND_CPU,
+    .name = "cpu",
+    .ops = &cpu_ops,
+    .ctx = NULL,
+    .max_grad_sum = 0,
+    .queued = 0,
+    .host_memory = 1,
 };
 
-rm_backend *rm_backend_host(void) { return &host_backend; }
+rm_backend *rm_backend_host(void)
+{
+    return &host_backend;
+}
 
 /* A CPU backend's context, or NULL (the host backend, another kind). */
 static rm_cpu_ctx *ctx_of(const rm_backend *be)
@@ -393,4 +407,7 @@ int rm_backend_cpu_create_with(rm_backend **out, const rm_backend_options *o, rm
     return RM_OK;
 }
 
-int rm_backend_cpu_create(rm_backend **out, rm_err *e) { return rm_backend_cpu_create_with(out, NULL, e); }
+int rm_backend_cpu_create(rm_backend **out, rm_err *e)
+{
+    return rm_backend_cpu_create_with(out, NULL, e);
+}

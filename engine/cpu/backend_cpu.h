@@ -44,7 +44,6 @@ typedef enum rm_cpu_kernel_lib {
     RM_CPU_KERNELS_COUNT
 } rm_cpu_kernel_lib;
 
-
 /* A CPU backend with the environment's settings, or with o's (NULL: the
  * environment's), as rm_backend_create makes one. */
 int rm_backend_cpu_create(rm_backend **out, rm_err *e);

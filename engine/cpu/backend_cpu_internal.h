@@ -19,12 +19,12 @@ typedef struct rm_cpu_governor {
     double last_check; /* monotonic seconds of the last reading */
     rm_cpu_load last;
     int have_last;
-    long windows;  /* readings compared so far */
-    long rose_at;  /* the window of the last rise still on trial, 0: none */
-    int strikes;   /* contended windows in a row */
-    int hold;      /* windows left before a rise may be tried */
-    int hold_len;  /* the hold after the next drop */
-    long drops;    /* drops so far (for tests and logs) */
+    long windows; /* readings compared so far */
+    long rose_at; /* the window of the last rise still on trial, 0: none */
+    int strikes;  /* contended windows in a row */
+    int hold;     /* windows left before a rise may be tried */
+    int hold_len; /* the hold after the next drop */
+    long drops;   /* drops so far (for tests and logs) */
 } rm_cpu_governor;
 
 /* The monotonic clock, this process's threads' summed run_delay and the idle

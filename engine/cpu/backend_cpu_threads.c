@@ -120,8 +120,10 @@ static int read_idle(double *idle_s)
     int n = 0, more = 1;
     while (more) {
         long got = (long)read(fd, buf + have, sizeof buf - 1 - have);
-        if (got <= 0) more = 0;
-        else have += (size_t)got;
+        if (got <= 0)
+            more = 0;
+        else
+            have += (size_t)got;
         buf[have] = '\0';
         char *line = buf, *nl;
         /* Whole lines; at the end of the file, the last one too. */

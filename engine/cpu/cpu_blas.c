@@ -52,8 +52,8 @@
 #include <blis.h>
 
 #include "cpu_blas.h"
-#include "parallel.h"
 #include "log.h"
+#include "parallel.h"
 
 /* The BLAS is one per process, and so is its preparation: the result of the
  * first rm_cpu_blas_init, written once under pthread_once and read-only

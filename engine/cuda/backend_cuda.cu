@@ -241,10 +241,16 @@ static void cuda_timer_free(void *ctx, rm_backend_timer *t)
 }
 
 /* cuBLAS's workspace: held by the backend outside any arena. */
-static size_t cuda_fixed_bytes(void *ctx) { return ((const cuda_ctx *)ctx)->cublas_ws_bytes; }
+static size_t cuda_fixed_bytes(void *ctx)
+{
+    return ((const cuda_ctx *)ctx)->cublas_ws_bytes;
+}
 
 static int cuda_set_kernels_op(void *ctx, int lib, rm_err *e);
-static int cuda_kernels_op(void *ctx) { return (int)((const cuda_ctx *)ctx)->lib; }
+static int cuda_kernels_op(void *ctx)
+{
+    return (int)((const cuda_ctx *)ctx)->lib;
+}
 static void cuda_describe(void *ctx, char *buf, size_t len);
 
 static rm_backend_ops make_cuda_ops(void)
@@ -271,22 +277,36 @@ static const rm_backend_ops cuda_ops = make_cuda_ops();
 const char *rm_cublas_status_str(cublasStatus_t st)
 {
     switch (st) {
-    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
-    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
-    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
-    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
-    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
-    case CUBLAS_STATUS_MAPPING_ERROR: return "CUBLAS_STATUS_MAPPING_ERROR";
-    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
-    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
-    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
-    case CUBLAS_STATUS_LICENSE_ERROR: return "CUBLAS_STATUS_LICENSE_ERROR";
-    default: return "unknown cuBLAS status";
+    case CUBLAS_STATUS_SUCCESS:
+        return "CUBLAS_STATUS_SUCCESS";
+    case CUBLAS_STATUS_NOT_INITIALIZED:
+        return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED:
+        return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE:
+        return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_ARCH_MISMATCH:
+        return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case CUBLAS_STATUS_MAPPING_ERROR:
+        return "CUBLAS_STATUS_MAPPING_ERROR";
+    case CUBLAS_STATUS_EXECUTION_FAILED:
+        return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_INTERNAL_ERROR:
+        return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case CUBLAS_STATUS_NOT_SUPPORTED:
+        return "CUBLAS_STATUS_NOT_SUPPORTED";
+    case CUBLAS_STATUS_LICENSE_ERROR:
+        return "CUBLAS_STATUS_LICENSE_ERROR";
+    default:
+        return "unknown cuBLAS status";
     }
 }
 
 #ifdef REMAT_HAVE_CUDNN
-const char *rm_cudnn_status_str(cudnnStatus_t st) { return cudnnGetErrorString(st); }
+const char *rm_cudnn_status_str(cudnnStatus_t st)
+{
+    return cudnnGetErrorString(st);
+}
 #endif
 
 static cuda_ctx *ctx_of(const rm_backend *be)
@@ -307,7 +327,6 @@ cudnnHandle_t rm_cuda_cudnn(const rm_backend *be)
     return c ? c->cudnn : NULL;
 }
 #endif
-
 
 int rm_cuda_is_deterministic(const rm_backend *be)
 {
@@ -352,8 +371,9 @@ int rm_cuda_plan_put(const rm_backend *be, const rm_cuda_plan_key *key, void *pl
 static int cublas_apply(cuda_ctx *c, rm_err *e)
 {
     RM_CUBLAS_CHECK(cublasSetAtomicsMode(c->cublas, CUBLAS_ATOMICS_NOT_ALLOWED), e, "cublasSetAtomicsMode");
-    cublasMath_t mode = c->fast_math ? CUBLAS_TF32_TENSOR_OP_MATH
-                                     : (cublasMath_t)(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
+    cublasMath_t mode = c->fast_math
+                            ? CUBLAS_TF32_TENSOR_OP_MATH
+                            : (cublasMath_t)(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
     RM_CUBLAS_CHECK(cublasSetMathMode(c->cublas, mode), e, "cublasSetMathMode");
     return RM_OK;
 }
@@ -442,7 +462,10 @@ extern "C" int rm_backend_cuda_set_deterministic(rm_backend *be, int on, rm_err 
     return cublas_apply(c, e);
 }
 
-extern "C" int rm_backend_cuda_deterministic(const rm_backend *be) { return rm_cuda_is_deterministic(be); }
+extern "C" int rm_backend_cuda_deterministic(const rm_backend *be)
+{
+    return rm_cuda_is_deterministic(be);
+}
 
 extern "C" int rm_backend_cuda_set_fast_math(rm_backend *be, int on, rm_err *e)
 {
@@ -455,7 +478,10 @@ extern "C" int rm_backend_cuda_set_fast_math(rm_backend *be, int on, rm_err *e)
     return cublas_apply(c, e);
 }
 
-extern "C" int rm_backend_cuda_fast_math(const rm_backend *be) { return rm_cuda_is_fast_math(be); }
+extern "C" int rm_backend_cuda_fast_math(const rm_backend *be)
+{
+    return rm_cuda_is_fast_math(be);
+}
 
 extern "C" unsigned long long rm_backend_cuda_fallbacks(const rm_backend *be)
 {
@@ -523,7 +549,7 @@ static int libraries_create(cuda_ctx *c, rm_err *e)
 {
     int major = 0;
     RM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, c->device), e,
-               "cudaDeviceGetAttribute(compute capability)");
+                  "cudaDeviceGetAttribute(compute capability)");
     RM_CUBLAS_CHECK(cublasCreate(&c->cublas), e, "cublasCreate");
     /* cublasSetStream resets the workspace to cuBLAS's pool: stream first.
      * 32 MiB is what cuBLAS itself reserves on Hopper, 4 MiB elsewhere. */
@@ -532,8 +558,8 @@ static int libraries_create(cuda_ctx *c, rm_err *e)
     cudaError_t st = cudaMalloc(&c->cublas_ws, c->cublas_ws_bytes);
     if (st != cudaSuccess) {
         c->cublas_ws = NULL;
-        return rm_errorf(e, RM_ERR_NOMEM, "cuda: cannot allocate the %zu-byte cuBLAS workspace: %s",
-                         c->cublas_ws_bytes, cudaGetErrorString(st));
+        return rm_errorf(e, RM_ERR_NOMEM, "cuda: cannot allocate the %zu-byte cuBLAS workspace: %s", c->cublas_ws_bytes,
+                         cudaGetErrorString(st));
     }
     RM_CUBLAS_CHECK(cublasSetWorkspace(c->cublas, c->cublas_ws, c->cublas_ws_bytes), e, "cublasSetWorkspace");
     RM_CUBLAS_CHECK(cublasSetPointerMode(c->cublas, CUBLAS_POINTER_MODE_HOST), e, "cublasSetPointerMode");
@@ -546,8 +572,7 @@ static int libraries_create(cuda_ctx *c, rm_err *e)
         char detail[256] = "";
         cudnnGetLastErrorString(detail, sizeof detail);
         if (c->lib == RM_CUDA_KERNELS_CUDNN && c->lib_asked)
-            return rm_errorf(e, RM_ERR_DEVICE, "cudnn: cudnnCreate failed: %s (%s)", cudnnGetErrorString(dst),
-                             detail);
+            return rm_errorf(e, RM_ERR_DEVICE, "cudnn: cudnnCreate failed: %s (%s)", cudnnGetErrorString(dst), detail);
         /* cuDNN was only the default: say so and run without it. */
         RM_LOG_WARN("cudnn: cudnnCreate failed: %s (%s); the cuda backend uses the cublas kernels",
                     cudnnGetErrorString(dst), detail);

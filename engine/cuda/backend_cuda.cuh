@@ -74,7 +74,7 @@ int rm_cuda_plan_put(const rm_backend *be, const rm_cuda_plan_key *key, void *pl
     do {                                                                                                               \
         cudaError_t st_ = (call);                                                                                      \
         if (st_ != cudaSuccess)                                                                                        \
-            return rm_errorf((e), RM_ERR_DEVICE, "cuda: %s failed: %s", (what), cudaGetErrorString(st_));             \
+            return rm_errorf((e), RM_ERR_DEVICE, "cuda: %s failed: %s", (what), cudaGetErrorString(st_));              \
     } while (0)
 
 /* After a <<<...>>> launch: a bad configuration shows up here. */

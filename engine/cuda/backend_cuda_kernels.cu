@@ -32,8 +32,7 @@ static __global__ void grad_sum_kernel(float *out, grad_sum_srcs src, int nsrc, 
 int rm_cuda_grad_sum(cudaStream_t st, float *out, const float *const *src, int nsrc, size_t count, rm_err *e)
 {
     if (nsrc < 1 || nsrc > RM_CUDA_GRAD_SUM_MAX)
-        return rm_errorf(e, RM_ERR_INVALID, "gradient sum: %d sources (1 to %d supported)", nsrc,
-                         RM_CUDA_GRAD_SUM_MAX);
+        return rm_errorf(e, RM_ERR_INVALID, "gradient sum: %d sources (1 to %d supported)", nsrc, RM_CUDA_GRAD_SUM_MAX);
     if (!count) return RM_OK;
     grad_sum_srcs s;
     memset(&s, 0, sizeof s);
@@ -56,7 +55,7 @@ static __global__ void sgd_plain_kernel(float *w, const float *dw, size_t n, flo
 
 /* g = dw + wd*w; v = mu*v + g; w -= lr * (nesterov ? g + mu*v : v) */
 static __global__ void sgd_momentum_kernel(float *w, const float *dw, float *v, size_t n, float lr, float wd, float mu,
-                                    int nesterov)
+                                           int nesterov)
 {
     RM_CUDA_FOR(j, n)
     {

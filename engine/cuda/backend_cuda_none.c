@@ -19,7 +19,10 @@ void *rm_backend_cuda_stream(const rm_backend *be)
     return 0;
 }
 
-int rm_backend_cuda_has_cudnn(void) { return 0; }
+int rm_backend_cuda_has_cudnn(void)
+{
+    return 0;
+}
 
 int rm_backend_cuda_set_kernels(rm_backend *be, rm_cuda_kernel_lib lib, rm_err *e)
 {

@@ -86,7 +86,10 @@ static void conv_row_run(int *oy, int *ox0, int *ox1, size_t p, size_t end, cons
  * output pixel q reads input element q + (ky - p) * w + (kx - p), one
  * constant offset, so a tap's row of the im2col matrix is one copy of the
  * input plane, then zeros where the tap falls in the padding. */
-static int conv_same_size(const conv_geom *g) { return g->s == 1 && g->ho == g->h && g->wo == g->w; }
+static int conv_same_size(const conv_geom *g)
+{
+    return g->s == 1 && g->ho == g->h && g->wo == g->w;
+}
 
 /* Tap (ky, kx) of a same-size convolution over the pixels [p0, end): the
  * offset from a pixel to the input element it reads, and the pixels [a, b)
@@ -96,7 +99,7 @@ static void conv_same_range(ptrdiff_t *off, size_t *a, size_t *b, const conv_geo
 {
     size_t plane = (size_t)g->h * g->w;
     *off = (ptrdiff_t)(ky - g->p) * (ptrdiff_t)g->w + (kx - g->p);
-    *a = *off < 0 ? (size_t)-*off : 0, *b = *off > 0 ? plane - (size_t)*off : plane;
+    *a = *off < 0 ? (size_t) - *off : 0, *b = *off > 0 ? plane - (size_t)*off : plane;
     if (*a < p0) *a = p0;
     if (*a > end) *a = end; /* a block that ends inside the top padding */
     if (*b > end) *b = end;
@@ -119,8 +122,8 @@ static void conv_same_zero_cols(float *o, size_t p0, size_t a, size_t b, int kx,
     }
 }
 
-static void conv_im2col_same(float *restrict col /* kdim x ld */, size_t ld, const float *restrict x, const conv_geom *g,
-                             size_t p0, size_t pn, int nt)
+static void conv_im2col_same(float *restrict col /* kdim x ld */, size_t ld, const float *restrict x,
+                             const conv_geom *g, size_t p0, size_t pn, int nt)
 {
     const size_t taps = (size_t)g->k * g->k, plane = (size_t)g->h * g->w, end = p0 + pn;
     RM_CPU_PARALLEL_FOR(nt)
@@ -367,8 +370,8 @@ static int conv2d_fast_forward(const rm_layer_call *call, rm_err *e)
             }
             continue;
         }
-        rc = conv_fast_forward_image(call, &g, ws, bl.pixels, n, call->be, rm_call_threads(call, g.kdim * bl.pixels),
-                                     e);
+        rc =
+            conv_fast_forward_image(call, &g, ws, bl.pixels, n, call->be, rm_call_threads(call, g.kdim * bl.pixels), e);
     }
     free(owned);
     return rc;
@@ -387,8 +390,8 @@ static int conv_fast_backward_images(const rm_layer_call *call, const conv_geom 
     float *col = ws, *dyb = col + g->kdim * cols;
     int nt = rm_call_threads(call, ysize), rc = RM_OK;
     for (int i = 0; i < imgs; i++)
-        conv_copy_rows(dyb + (size_t)i * g->pdim, cols, dy->data + (size_t)(n0 + i) * ysize, g->pdim,
-                       (size_t)g->cout, g->pdim, nt);
+        conv_copy_rows(dyb + (size_t)i * g->pdim, cols, dy->data + (size_t)(n0 + i) * ysize, g->pdim, (size_t)g->cout,
+                       g->pdim, nt);
     if (prm->dw.data) {
         conv_gather_cols(col, x->data, g, n0, imgs, call);
         rc = rm_cpu_sgemm(call->be, 0, 1, (size_t)g->cout, g->kdim, cols, dyb, cols, col, cols, n0 == 0 ? 0.0f : 1.0f,
@@ -472,4 +475,3 @@ rm_layer_kernels rm_conv2d_cpu_kernels(int lib)
         k = (rm_layer_kernels){conv2d_fast_forward, conv2d_fast_backward, conv2d_fast_workspace};
     return k;
 }
-

@@ -70,8 +70,9 @@ static int convt_fast_backward(const rm_layer_call *call, rm_err *e)
     int want_dx = dx && dx->data;
     size_t xsize = (size_t)g.cin * g.hw, ysize = g.qdim * g.hw;
     void *ws, *owned;
-    int rc = rm_layer_workspace(&ws, &owned, call, convt_fast_workspace(call->be, call->cfg, &x->shape, 1, dy->shape, 1),
-                                "conv_transpose backward", e);
+    int rc =
+        rm_layer_workspace(&ws, &owned, call, convt_fast_workspace(call->be, call->cfg, &x->shape, 1, dy->shape, 1),
+                           "conv_transpose backward", e);
     if (rc) return rc;
     for (int n = 0; !rc && n < g.n && (want_dx || prm->dw.data); n++) {
         convt_shuffle(ws, dy->data + n * ysize, NULL, &g, 1, rm_call_threads(call, ysize));
@@ -91,7 +92,7 @@ static int convt_fast_backward(const rm_layer_call *call, rm_err *e)
 rm_layer_kernels rm_conv_transpose2x2_cpu_kernels(int lib)
 {
     rm_layer_kernels k = {NULL, NULL, NULL}; /* the reference (conv_transpose2x2.c) */
-    if (lib == RM_CPU_KERNELS_FAST) k = (rm_layer_kernels){convt_fast_forward, convt_fast_backward, convt_fast_workspace};
+    if (lib == RM_CPU_KERNELS_FAST)
+        k = (rm_layer_kernels){convt_fast_forward, convt_fast_backward, convt_fast_workspace};
     return k;
 }
-

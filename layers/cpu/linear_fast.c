@@ -45,4 +45,3 @@ rm_layer_kernels rm_linear_cpu_kernels(int lib)
     if (lib == RM_CPU_KERNELS_FAST) k = (rm_layer_kernels){linear_fast_forward, linear_fast_backward, NULL};
     return k;
 }
-

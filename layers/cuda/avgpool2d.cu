@@ -43,9 +43,8 @@ extern "C" int rm_avgpool2d_forward_cuda(const rm_layer_call *call, rm_err *e)
     rm_shape s = call->in[0]->shape;
     pool_geom g = pool_geom_of(call->cfg, s, call->out->shape);
     double inv_area = 1.0 / ((double)call->cfg->kernel * call->cfg->kernel);
-    avgpool2d_forward_kernel<<<rm_cuda_blocks(rm_tensor_numel(call->out)), RM_THREADS, 0,
-                               rm_cuda_stream(call->be)>>>(call->out->data, call->in[0]->data, (size_t)s.n * s.c, g,
-                                                           inv_area);
+    avgpool2d_forward_kernel<<<rm_cuda_blocks(rm_tensor_numel(call->out)), RM_THREADS, 0, rm_cuda_stream(call->be)>>>(
+        call->out->data, call->in[0]->data, (size_t)s.n * s.c, g, inv_area);
     RM_CUDA_LAUNCHED(e, "avgpool2d_forward_kernel");
     return RM_OK;
 }

@@ -29,8 +29,8 @@
  * saved statistics, or for dgamma / dbeta when the caller wants none). */
 #include "cuda_kernel_libs.cuh"
 
-extern "C" size_t rm_batchnorm2d_workspace_cuda(const rm_layer_config *cfg, const rm_shape *in, int nin,
-                                                rm_shape out, int backward)
+extern "C" size_t rm_batchnorm2d_workspace_cuda(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out,
+                                                int backward)
 {
     (void)cfg, (void)nin, (void)out, (void)backward;
     return 4 * (size_t)in[0].c * sizeof(double);
@@ -294,13 +294,13 @@ static int cudnn_forward(const rm_layer_call *call, int *done, rm_err *e)
                                                     call->out->data, plan->stats, prm->w.data, prm->b.data,
                                                     (double)call->cfg->momentum, NULL, NULL, eps, save_mean, save_inv);
     else
-        st = cudnnBatchNormalizationForwardInference(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, plan->x, x->data,
-                                                     plan->x, call->out->data, plan->stats, prm->w.data, prm->b.data,
+        st = cudnnBatchNormalizationForwardInference(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, plan->x, x->data, plan->x,
+                                                     call->out->data, plan->stats, prm->w.data, prm->b.data,
                                                      prm->running_mean.data, prm->running_var.data, eps);
     if (!rm_cudnn_not_supported(st)) {
-        rc = cudnn_bn_status(st, call->training ? "cudnnBatchNormalizationForwardTraining"
-                                                : "cudnnBatchNormalizationForwardInference",
-                             e);
+        rc = cudnn_bn_status(
+            st, call->training ? "cudnnBatchNormalizationForwardTraining" : "cudnnBatchNormalizationForwardInference",
+            e);
         if (!rc && call->training && call->update_stats && prm->running_mean.data && prm->running_var.data) {
             batchnorm2d_cudnn_update_kernel<<<rm_cuda_blocks((size_t)s.c), RM_THREADS, 0, rm_cuda_stream(call->be)>>>(
                 prm->running_mean.data, prm->running_var.data, save_mean, save_inv, s.c, (double)s.n * s.h * s.w,
@@ -355,9 +355,15 @@ static int cudnn_backward(const rm_layer_call *call, int *done, rm_err *e)
 
 /* The hand-written kernels: the handwritten and cublas libraries' (cuBLAS
  * has no batch norm), and the cudnn library's fallback. */
-extern "C" int rm_batchnorm2d_forward_cuda(const rm_layer_call *call, rm_err *e) { return hw_forward(call, e); }
+extern "C" int rm_batchnorm2d_forward_cuda(const rm_layer_call *call, rm_err *e)
+{
+    return hw_forward(call, e);
+}
 
-extern "C" int rm_batchnorm2d_backward_cuda(const rm_layer_call *call, rm_err *e) { return hw_backward(call, e); }
+extern "C" int rm_batchnorm2d_backward_cuda(const rm_layer_call *call, rm_err *e)
+{
+    return hw_backward(call, e);
+}
 
 #ifdef REMAT_HAVE_CUDNN
 static int cudnn_forward_call(const rm_layer_call *call, rm_err *e)

@@ -93,8 +93,7 @@ static __global__ void conv2d_backward_weight_kernel(float *dw, const float *dy,
         size_t n = j / pdim, pp = j % pdim;
         int iy = (int)(pp / g.wo) * g.s - g.p + ky, ix = (int)(pp % g.wo) * g.s - g.p + kx;
         if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) continue;
-        acc += (double)dy[(n * g.cout + co) * pdim + pp] *
-               (double)x[((n * g.cin + ci) * g.h + iy) * (size_t)g.w + ix];
+        acc += (double)dy[(n * g.cout + co) * pdim + pp] * (double)x[((n * g.cin + ci) * g.h + iy) * (size_t)g.w + ix];
     }
     acc = rm_block_sum(acc);
     if (threadIdx.x == 0) dw[blockIdx.x] = (float)acc;
@@ -124,15 +123,15 @@ static int hw_backward_weight(const rm_layer_call *call, const conv_geom &g, cud
     size_t nw = (size_t)g.cout * g.cin * g.k * g.k;
     if (nw > 0x7fffffffu) return rm_errorf(e, RM_ERR_INVALID, "conv backward: %zu weights is too many", nw);
     conv2d_backward_weight_kernel<<<(unsigned)nw, RM_THREADS, 0, st>>>(call->params->dw.data, call->dout->data,
-                                                                      call->in[0]->data, g);
+                                                                       call->in[0]->data, g);
     RM_CUDA_LAUNCHED(e, "conv2d_backward_weight_kernel");
     return RM_OK;
 }
 
 static int hw_backward_bias(const rm_layer_call *call, const conv_geom &g, cudaStream_t st, rm_err *e)
 {
-    rm_channel_sum_kernel<<<(unsigned)g.cout, RM_THREADS, 0, st>>>(call->params->db.data, call->dout->data,
-                                                                         g.n, g.cout, (size_t)g.ho * g.wo);
+    rm_channel_sum_kernel<<<(unsigned)g.cout, RM_THREADS, 0, st>>>(call->params->db.data, call->dout->data, g.n, g.cout,
+                                                                   (size_t)g.ho * g.wo);
     RM_CUDA_LAUNCHED(e, "rm_channel_sum_kernel");
     return RM_OK;
 }
@@ -216,9 +215,15 @@ static __global__ void conv2d_col2im_kernel(float *dx, const float *dcol, conv_g
     }
 }
 
-static int conv_direct(const conv_geom &g) { return g.k == 1 && g.s == 1 && g.p == 0; }
+static int conv_direct(const conv_geom &g)
+{
+    return g.k == 1 && g.s == 1 && g.p == 0;
+}
 
-static size_t conv_kdim(const conv_geom &g) { return (size_t)g.cin * g.k * g.k; }
+static size_t conv_kdim(const conv_geom &g)
+{
+    return (size_t)g.cin * g.k * g.k;
+}
 
 static rm_conv_chunk conv_chunk(const conv_geom &g)
 {
@@ -241,9 +246,9 @@ static int gemm_forward(const rm_layer_call *call, const conv_geom &g, cudaStrea
     const float *x = call->in[0]->data, *w = call->params->w.data;
     float *y = call->out->data;
     if (conv_direct(g)) { /* the image is its own im2col matrix */
-        int rc = rm_sgemm(call->be, CUBLAS_OP_N, CUBLAS_OP_N, pdim, (size_t)g.cout, kdim, x, pdim,
-                          (long long)(kdim * pdim), w, kdim, 0, 0.0f, y, pdim, (long long)((size_t)g.cout * pdim), n,
-                          "conv forward sgemm", e);
+        int rc =
+            rm_sgemm(call->be, CUBLAS_OP_N, CUBLAS_OP_N, pdim, (size_t)g.cout, kdim, x, pdim, (long long)(kdim * pdim),
+                     w, kdim, 0, 0.0f, y, pdim, (long long)((size_t)g.cout * pdim), n, "conv forward sgemm", e);
         if (rc) return rc;
         return rm_cuda_add_bias(y, call->params->b.data, g.n, g.cout, pdim, st, e);
     }
@@ -257,7 +262,7 @@ static int gemm_forward(const rm_layer_call *call, const conv_geom &g, cudaStrea
         for (size_t p0 = 0; p0 < pdim && !rc; p0 += ch.pt) {
             size_t pn = pdim - p0 < ch.pt ? pdim - p0 : ch.pt;
             conv2d_im2col_kernel<<<rm_cuda_blocks(nimg * kdim * pn), RM_THREADS, 0, st>>>(col, x, g, img0, nimg, p0,
-                                                                                           pn);
+                                                                                          pn);
             cudaError_t cst = cudaGetLastError();
             if (cst != cudaSuccess)
                 rc = rm_errorf(e, RM_ERR_DEVICE, "cuda: conv2d_im2col_kernel failed: %s", cudaGetErrorString(cst));
@@ -314,7 +319,7 @@ static int gemm_backward(const rm_layer_call *call, const conv_geom &g, cudaStre
                 size_t pn = pdim - p0 < ch.pt ? pdim - p0 : ch.pt, cols = nimg * pn;
                 float *colw = buf, *dyw = buf + kdim * cols;
                 conv2d_im2col_wide_kernel<<<rm_cuda_blocks(kdim * cols), RM_THREADS, 0, st>>>(colw, x, g, img0, nimg,
-                                                                                               p0, pn);
+                                                                                              p0, pn);
                 conv2d_dy_wide_kernel<<<rm_cuda_blocks(cout * cols), RM_THREADS, 0, st>>>(dyw, dy, g, img0, nimg, p0,
                                                                                           pn);
                 cudaError_t cst = cudaGetLastError();

@@ -37,8 +37,7 @@ static __global__ void conv_transpose2x2_forward_kernel(float *y, const float *w
 }
 
 /* dx[n][ci][i][j] = sum_q w[ci][q] dy[n][co][2i+a][2j+b], q = (co, a, b) ascending. */
-static __global__ void conv_transpose2x2_backward_data_kernel(float *dx, const float *w, const float *dy,
-                                                              convt_geom g)
+static __global__ void conv_transpose2x2_backward_data_kernel(float *dx, const float *w, const float *dy, convt_geom g)
 {
     size_t hw = (size_t)g.h * g.w, ow = 2 * (size_t)g.w, qdim = 4 * (size_t)g.cout;
     RM_CUDA_FOR(o, (size_t)g.n * g.cin * hw)
@@ -108,8 +107,8 @@ static int hw_backward_weight(const rm_layer_call *call, const convt_geom &g, cu
 {
     size_t nw = (size_t)g.cin * 4 * g.cout;
     if (nw > 0x7fffffffu) return rm_errorf(e, RM_ERR_INVALID, "conv_transpose backward: %zu weights", nw);
-    conv_transpose2x2_backward_weight_kernel<<<(unsigned)nw, RM_THREADS, 0, st>>>(call->params->dw.data,
-                                                                                  call->in[0]->data, call->dout->data, g);
+    conv_transpose2x2_backward_weight_kernel<<<(unsigned)nw, RM_THREADS, 0, st>>>(
+        call->params->dw.data, call->in[0]->data, call->dout->data, g);
     RM_CUDA_LAUNCHED(e, "conv_transpose2x2_backward_weight_kernel");
     return RM_OK;
 }
@@ -187,8 +186,8 @@ static int gemm_forward(const rm_layer_call *call, const convt_geom &g, cudaStre
                       (long long)(cin * hw), call->params->w.data, qdim, 0, 0.0f, t, hw, (long long)(qdim * hw), nimg,
                       "conv_transpose forward sgemm", e);
         if (rc) break;
-        convt_scatter_kernel<<<rm_cuda_blocks(nimg * qdim * hw), RM_THREADS, 0, st>>>(call->out->data, t,
-                                                                                      call->params->b.data, g, img0, nimg);
+        convt_scatter_kernel<<<rm_cuda_blocks(nimg * qdim * hw), RM_THREADS, 0, st>>>(
+            call->out->data, t, call->params->b.data, g, img0, nimg);
         cudaError_t cst = cudaGetLastError();
         if (cst != cudaSuccess)
             rc = rm_errorf(e, RM_ERR_DEVICE, "cuda: convt_scatter_kernel failed: %s", cudaGetErrorString(cst));
@@ -212,7 +211,8 @@ static int gemm_backward(const rm_layer_call *call, const convt_geom &g, cudaStr
     float *t = (float *)ws;
     for (size_t img0 = 0; img0 < n && (want_dx || dw) && !rc; img0 += ic) {
         size_t nimg = n - img0 < ic ? n - img0 : ic;
-        convt_gather_kernel<<<rm_cuda_blocks(nimg * qdim * hw), RM_THREADS, 0, st>>>(t, call->dout->data, g, img0, nimg);
+        convt_gather_kernel<<<rm_cuda_blocks(nimg * qdim * hw), RM_THREADS, 0, st>>>(t, call->dout->data, g, img0,
+                                                                                     nimg);
         cudaError_t cst = cudaGetLastError();
         if (cst != cudaSuccess) {
             rc = rm_errorf(e, RM_ERR_DEVICE, "cuda: convt_gather_kernel failed: %s", cudaGetErrorString(cst));

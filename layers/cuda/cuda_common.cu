@@ -1,7 +1,10 @@
 /* Helpers shared by the CUDA layer kernels (see cuda_common.cuh). */
 #include "cuda_common.cuh"
 
-cudaStream_t rm_cuda_stream(const rm_backend *be) { return (cudaStream_t)rm_backend_cuda_stream(be); }
+cudaStream_t rm_cuda_stream(const rm_backend *be)
+{
+    return (cudaStream_t)rm_backend_cuda_stream(be);
+}
 
 int rm_cuda_workspace(void **ws, void **owned, const rm_layer_call *call, size_t bytes, const char *who, rm_err *e)
 {

@@ -8,8 +8,7 @@ int rm_sgemm(const rm_backend *be, cublasOperation_t ta, cublasOperation_t tb, s
              const float *a, size_t lda, long long sa, const float *b, size_t ldb, long long sb, float beta, float *c,
              size_t ldc, long long sc, size_t batch, const char *what, rm_err *e)
 {
-    if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX || ldc > INT_MAX ||
-        batch > INT_MAX)
+    if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX || ldc > INT_MAX || batch > INT_MAX)
         return rm_errorf(e, RM_ERR_INVALID, "%s: matrix product %zu x %zu x %zu (batch %zu) is too large for cuBLAS",
                          what, m, n, k, batch);
     if (!m || !n || !batch) return RM_OK;
@@ -17,8 +16,9 @@ int rm_sgemm(const rm_backend *be, cublasOperation_t ta, cublasOperation_t tb, s
     if (!h) return rm_errorf(e, RM_ERR_INVALID, "%s: the backend has no cuBLAS handle", what);
     const float one = 1.0f; /* alpha and beta live on the host (CUBLAS_POINTER_MODE_HOST) */
     if (batch == 1)
-        RM_CUBLAS_CHECK(cublasSgemm(h, ta, tb, (int)m, (int)n, (int)k, &one, a, (int)lda, b, (int)ldb, &beta, c, (int)ldc),
-                        e, what);
+        RM_CUBLAS_CHECK(
+            cublasSgemm(h, ta, tb, (int)m, (int)n, (int)k, &one, a, (int)lda, b, (int)ldb, &beta, c, (int)ldc), e,
+            what);
     else
         RM_CUBLAS_CHECK(cublasSgemmStridedBatched(h, ta, tb, (int)m, (int)n, (int)k, &one, a, (int)lda, sa, b, (int)ldb,
                                                   sb, &beta, c, (int)ldc, sc, (int)batch),
@@ -42,9 +42,15 @@ int rm_cuda_add_bias(float *y, const float *b, int n, int c, size_t plane, cudaS
 
 static size_t gemm_ws_cap = RM_GEMM_WS_CAP_DEFAULT;
 
-size_t rm_cuda_gemm_ws_cap(void) { return gemm_ws_cap; }
+size_t rm_cuda_gemm_ws_cap(void)
+{
+    return gemm_ws_cap;
+}
 
-void rm_cuda_set_gemm_ws_cap(size_t bytes) { gemm_ws_cap = bytes ? bytes : RM_GEMM_WS_CAP_DEFAULT; }
+void rm_cuda_set_gemm_ws_cap(size_t bytes)
+{
+    gemm_ws_cap = bytes ? bytes : RM_GEMM_WS_CAP_DEFAULT;
+}
 
 rm_conv_chunk rm_conv_gemm_chunk(size_t n, size_t kdim, size_t cout, size_t pdim)
 {
@@ -87,9 +93,9 @@ static int conv_plan_create(rm_cudnn_conv *plan, int n, int c, int h, int w, int
     RM_CUDNN_CHECK(cudnnSetFilter4dDescriptor(plan->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, k, c, r, r), e,
                    "cudnnSetFilter4dDescriptor");
     /* Cross-correlation, as the CPU reference computes (no kernel flip). */
-    RM_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(plan->conv, p, p, s, s, 1, 1, CUDNN_CROSS_CORRELATION,
-                                                   CUDNN_DATA_FLOAT),
-                   e, "cudnnSetConvolution2dDescriptor");
+    RM_CUDNN_CHECK(
+        cudnnSetConvolution2dDescriptor(plan->conv, p, p, s, s, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT), e,
+        "cudnnSetConvolution2dDescriptor");
     int on = 0, oc = 0, oh = 0, ow = 0;
     RM_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(plan->conv, plan->x, plan->w, &on, &oc, &oh, &ow), e,
                    "cudnnGetConvolution2dForwardOutputDim");
@@ -98,8 +104,8 @@ static int conv_plan_create(rm_cudnn_conv *plan, int n, int c, int h, int w, int
     return RM_OK;
 }
 
-int rm_cudnn_conv_get(rm_cudnn_conv **out, int *owned, const rm_backend *be, int tag, int n, int c, int h, int w,
-                      int k, int r, int s, int p, size_t cap, rm_err *e)
+int rm_cudnn_conv_get(rm_cudnn_conv **out, int *owned, const rm_backend *be, int tag, int n, int c, int h, int w, int k,
+                      int r, int s, int p, size_t cap, rm_err *e)
 {
     *out = NULL;
     *owned = 0;
@@ -223,7 +229,8 @@ int rm_cudnn_conv_algo(rm_cudnn_conv *plan, const rm_backend *be, rm_conv_dir di
     } else {
         cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
         RM_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, plan->x, plan->y, plan->conv, plan->w,
-                                                                     CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, perf),
+                                                                     CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got,
+                                                                     perf),
                        e, "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
         static const cudnnConvolutionBwdFilterAlgo_t fallback[] = {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1};
         choose_algo(plan, dir, h, det, fast, perf, got, bwd_filter_precise, bwd_filter_ws, fallback, 1);
@@ -243,8 +250,9 @@ int rm_cudnn_conv_run(rm_cudnn_conv *plan, const rm_backend *be, rm_conv_dir dir
     const char *what;
     if (dir == RM_CONV_FWD) {
         what = "cudnnConvolutionForward";
-        st = cudnnConvolutionForward(h, &one, plan->x, in0, plan->w, in1, plan->conv,
-                                     (cudnnConvolutionFwdAlgo_t)plan->algo[dir], ws, plan->ws[dir], &zero, plan->y, out);
+        st =
+            cudnnConvolutionForward(h, &one, plan->x, in0, plan->w, in1, plan->conv,
+                                    (cudnnConvolutionFwdAlgo_t)plan->algo[dir], ws, plan->ws[dir], &zero, plan->y, out);
     } else if (dir == RM_CONV_BWD_DATA) {
         what = "cudnnConvolutionBackwardData";
         st = cudnnConvolutionBackwardData(h, &one, plan->w, in0, plan->y, in1, plan->conv,

@@ -23,7 +23,7 @@ static int dropout_run_cuda(float *y, const float *x, size_t n, const rm_layer_c
     }
     float scale = 1.0f / (1.0f - p); /* computed on the host, in float, as the CPU does */
     dropout_forward_kernel<<<rm_cuda_blocks(n), RM_THREADS, 0, st>>>(y, x, n, p, scale, call->seed,
-                                                                       rm_dropout_stream(call->step, call->node_id));
+                                                                     rm_dropout_stream(call->step, call->node_id));
     RM_CUDA_LAUNCHED(e, what);
     return RM_OK;
 }

@@ -11,8 +11,8 @@
  * No workspace. */
 #include "channel_sum.cuh"
 #include "conv_taps.h"
-#include "dwconv2d.h"
 #include "cuda_common.cuh"
+#include "dwconv2d.h"
 
 /* y[n][c][oy][ox] = b[c] + sum_{ky,kx} w[c][ky][kx] x[n][c][oy*s-p+ky][ox*s-p+kx]. */
 static __global__ void dwconv2d_forward_kernel(float *y, const float *w, const float *b, const float *x, dw_geom g)
@@ -93,20 +93,20 @@ extern "C" int rm_dwconv2d_backward_cuda(const rm_layer_call *call, rm_err *e)
     const rm_layer_params *prm = call->params;
     rm_tensor *dx = call->din[0];
     if (dx && dx->data) {
-        dwconv2d_backward_data_kernel<<<rm_cuda_blocks(rm_tensor_numel(dx)), RM_THREADS, 0, st>>>(
-            dx->data, prm->w.data, call->dout->data, g);
+        dwconv2d_backward_data_kernel<<<rm_cuda_blocks(rm_tensor_numel(dx)), RM_THREADS, 0, st>>>(dx->data, prm->w.data,
+                                                                                                  call->dout->data, g);
         RM_CUDA_LAUNCHED(e, "dwconv2d_backward_data_kernel");
     }
     if (prm->dw.data) {
         size_t nw = (size_t)g.c * g.k * g.k;
         if (nw > 0x7fffffffu) return rm_errorf(e, RM_ERR_INVALID, "dwconv backward: %zu weights is too many", nw);
         dwconv2d_backward_weight_kernel<<<(unsigned)nw, RM_THREADS, 0, st>>>(prm->dw.data, call->dout->data,
-                                                                            call->in[0]->data, g);
+                                                                             call->in[0]->data, g);
         RM_CUDA_LAUNCHED(e, "dwconv2d_backward_weight_kernel");
     }
     if (prm->db.data) {
         rm_channel_sum_kernel<<<(unsigned)g.c, RM_THREADS, 0, st>>>(prm->db.data, call->dout->data, g.n, g.c,
-                                                                           (size_t)g.ho * g.wo);
+                                                                    (size_t)g.ho * g.wo);
         RM_CUDA_LAUNCHED(e, "rm_channel_sum_kernel");
     }
     return RM_OK;

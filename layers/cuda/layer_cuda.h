@@ -7,8 +7,8 @@
 
 #include "layer.h"
 
-#define RM_CUDA_LAYER_DECL(layer)                                                                                     \
-    int rm_##layer##_forward_cuda(const rm_layer_call *call, rm_err *e);                                            \
+#define RM_CUDA_LAYER_DECL(layer)                                                                                      \
+    int rm_##layer##_forward_cuda(const rm_layer_call *call, rm_err *e);                                               \
     int rm_##layer##_backward_cuda(const rm_layer_call *call, rm_err *e)
 
 RM_CUDA_LAYER_DECL(conv2d);
@@ -37,8 +37,8 @@ size_t rm_batchnorm2d_workspace_cuda(const rm_layer_config *cfg, const rm_shape 
                                      int backward);
 size_t rm_softmax_xent_workspace_cuda(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out,
                                       int backward);
-size_t rm_pixel_softmax_xent_workspace_cuda(const rm_layer_config *cfg, const rm_shape *in, int nin,
-                                            rm_shape out, int backward);
+size_t rm_pixel_softmax_xent_workspace_cuda(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out,
+                                            int backward);
 
 /* The largest im2col / column buffer of the cuBLAS convolution paths, 64 MiB
  * by default: batches of images, or strips of one image's pixels, are sized

@@ -69,8 +69,8 @@ static int gemm_forward(const rm_layer_call *call, size_t nb, size_t in, size_t 
 {
     const float *b = call->params->b.data;
     if (b) {
-        linear_bias_fill_kernel<<<rm_cuda_blocks(nb * out), RM_THREADS, 0, rm_cuda_stream(call->be)>>>(
-            call->out->data, b, nb, out);
+        linear_bias_fill_kernel<<<rm_cuda_blocks(nb * out), RM_THREADS, 0, rm_cuda_stream(call->be)>>>(call->out->data,
+                                                                                                       b, nb, out);
         RM_CUDA_LAUNCHED(e, "linear_bias_fill_kernel");
     }
     return rm_sgemm(call->be, CUBLAS_OP_T, CUBLAS_OP_N, out, nb, in, call->params->w.data, in, 0, call->in[0]->data, in,
@@ -90,8 +90,8 @@ static int gemm_backward(const rm_layer_call *call, size_t nb, size_t in, size_t
         rc = rm_sgemm(call->be, CUBLAS_OP_N, CUBLAS_OP_T, in, out, nb, x->data, in, 0, dy->data, out, 0, 0.0f,
                       prm->dw.data, in, 0, 1, "linear backward-filter sgemm", e);
     if (!rc && prm->db.data) {
-        linear_backward_bias_kernel<<<rm_cuda_blocks(out), RM_THREADS, 0, rm_cuda_stream(call->be)>>>(prm->db.data,
-                                                                                                    dy->data, nb, out);
+        linear_backward_bias_kernel<<<rm_cuda_blocks(out), RM_THREADS, 0, rm_cuda_stream(call->be)>>>(
+            prm->db.data, dy->data, nb, out);
         RM_CUDA_LAUNCHED(e, "linear_backward_bias_kernel");
     }
     return rc;
@@ -115,13 +115,13 @@ extern "C" int rm_linear_backward_cuda(const rm_layer_call *call, rm_err *e)
     size_t nb = (size_t)x->shape.n, in = rm_shape_numel(x->shape) / nb, out = (size_t)call->cfg->out_channels;
     cudaStream_t st = rm_cuda_stream(call->be);
     if (dx && dx->data) {
-        linear_backward_data_kernel<<<rm_cuda_blocks(nb * in), RM_THREADS, 0, st>>>(dx->data, dy->data, prm->w.data,
-                                                                                   nb, in, out);
+        linear_backward_data_kernel<<<rm_cuda_blocks(nb * in), RM_THREADS, 0, st>>>(dx->data, dy->data, prm->w.data, nb,
+                                                                                    in, out);
         RM_CUDA_LAUNCHED(e, "linear_backward_data_kernel");
     }
     if (prm->dw.data) {
-        linear_backward_weight_kernel<<<rm_cuda_blocks(out * in), RM_THREADS, 0, st>>>(prm->dw.data, dy->data,
-                                                                                      x->data, nb, in, out);
+        linear_backward_weight_kernel<<<rm_cuda_blocks(out * in), RM_THREADS, 0, st>>>(prm->dw.data, dy->data, x->data,
+                                                                                       nb, in, out);
         RM_CUDA_LAUNCHED(e, "linear_backward_weight_kernel");
     }
     if (prm->db.data) {

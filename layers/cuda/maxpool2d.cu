@@ -31,8 +31,7 @@ static __global__ void maxpool2d_forward_kernel(float *y, const float *x, size_t
     }
 }
 
-static __global__ void maxpool2d_backward_kernel(float *dx, const float *dy, const float *x, size_t planes,
-                                                 pool_geom g)
+static __global__ void maxpool2d_backward_kernel(float *dx, const float *dy, const float *x, size_t planes, pool_geom g)
 {
     size_t in_plane = (size_t)g.h * g.w;
     RM_CUDA_FOR(i, planes * in_plane)
@@ -54,8 +53,8 @@ extern "C" int rm_maxpool2d_forward_cuda(const rm_layer_call *call, rm_err *e)
 {
     rm_shape s = call->in[0]->shape;
     pool_geom g = pool_geom_of(call->cfg, s, call->out->shape);
-    maxpool2d_forward_kernel<<<rm_cuda_blocks(rm_tensor_numel(call->out)), RM_THREADS, 0,
-                               rm_cuda_stream(call->be)>>>(call->out->data, call->in[0]->data, (size_t)s.n * s.c, g);
+    maxpool2d_forward_kernel<<<rm_cuda_blocks(rm_tensor_numel(call->out)), RM_THREADS, 0, rm_cuda_stream(call->be)>>>(
+        call->out->data, call->in[0]->data, (size_t)s.n * s.c, g);
     RM_CUDA_LAUNCHED(e, "maxpool2d_forward_kernel");
     return RM_OK;
 }

@@ -7,8 +7,8 @@
 
 #include "cuda_common.cuh"
 
-extern "C" size_t rm_softmax_xent_workspace_cuda(const rm_layer_config *cfg, const rm_shape *in, int nin,
-                                                 rm_shape out, int backward)
+extern "C" size_t rm_softmax_xent_workspace_cuda(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out,
+                                                 int backward)
 {
     (void)cfg, (void)in, (void)nin, (void)out, (void)backward;
     return sizeof(unsigned long long);
@@ -73,8 +73,8 @@ static int softmax_xent_run(const rm_layer_call *call, int backward, rm_err *e)
         cudaStream_t st = rm_cuda_stream(call->be);
         cudaError_t launched = cudaSuccess;
         if (!backward) {
-            softmax_xent_forward_kernel<<<1, RM_THREADS, 0, st>>>(call->out->data, call->in[0]->data, call->labels,
-                                                                  s.n, s.c);
+            softmax_xent_forward_kernel<<<1, RM_THREADS, 0, st>>>(call->out->data, call->in[0]->data, call->labels, s.n,
+                                                                  s.c);
             launched = cudaGetLastError();
         } else if (call->din[0] && call->din[0]->data) {
             softmax_xent_backward_kernel<<<rm_cuda_blocks((size_t)s.n), RM_THREADS, 0, st>>>(

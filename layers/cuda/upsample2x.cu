@@ -30,8 +30,8 @@ extern "C" int rm_upsample2x_forward_cuda(const rm_layer_call *call, rm_err *e)
 {
     rm_shape s = call->in[0]->shape;
     size_t planes = (size_t)s.n * s.c;
-    upsample2x_forward_kernel<<<rm_cuda_blocks(rm_tensor_numel(call->out)), RM_THREADS, 0,
-                                rm_cuda_stream(call->be)>>>(call->out->data, call->in[0]->data, planes, s.h, s.w);
+    upsample2x_forward_kernel<<<rm_cuda_blocks(rm_tensor_numel(call->out)), RM_THREADS, 0, rm_cuda_stream(call->be)>>>(
+        call->out->data, call->in[0]->data, planes, s.h, s.w);
     RM_CUDA_LAUNCHED(e, "upsample2x_forward_kernel");
     return RM_OK;
 }

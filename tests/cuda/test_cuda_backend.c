@@ -71,8 +71,15 @@ Test(cuda_backend, compute_ops_match_the_cpu)
     for (int i = 0; i < N; i++) h[3][i] = fabsf(h[3][i]); /* a second moment is >= 0 */
     for (int q = 0; q < 4; q++) dh[q] = dev_upload(&m, h[q], sizeof got);
     float *dw = host_random(N, &r), *ddw = dev_upload(&m, dw, sizeof got);
-    rm_adam_scalars k = {.b1 = 0.9f, .one_minus_b1 = 0.1f, .b2 = 0.999f, .one_minus_b2 = 0.001f, .eps = 1e-8f,
-                         .step_size = 0.3f, .bc2_sqrt = 0.05f, .l2 = 0.01f, .shrink = 0.999f};
+    rm_adam_scalars k = {.b1 = 0.9f,
+                         .one_minus_b1 = 0.1f,
+                         .b2 = 0.999f,
+                         .one_minus_b2 = 0.001f,
+                         .eps = 1e-8f,
+                         .step_size = 0.3f,
+                         .bc2_sqrt = 0.05f,
+                         .l2 = 0.01f,
+                         .shrink = 0.999f};
     rm_backend *bes[2] = {be, cpu};
     for (int b = 0; b < 2; b++) {
         float **p = b ? h : dh;

@@ -106,7 +106,7 @@ typedef struct egpu {
     size_t ws_fwd, ws_bwd;
     float *g_rmean, *g_rvar, *garbage1, *garbage2;
     gpu_bufs run[2];
-    float *rm_after[2], *rv_after[2]; /* running statistics after each run's forward */
+    float *rm_after[2], *rv_after[2];    /* running statistics after each run's forward */
     float *y[2], *dx[2], *dw[2], *db[2]; /* each run's outputs, downloaded */
 } egpu;
 
@@ -335,9 +335,9 @@ static void conv_cases(rm_cuda_kernel_lib lib)
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) run_case(lib, RM_LAYER_CONV2D, &cs[i]);
     rm_rng rng = rm_rng_make(0xc0417u + (uint64_t)lib);
     int k = odd_in(&rng, 1, 5);
-    ecase r = conv_case("random", rm_shape_make(odd_in(&rng, 1, 3), odd_in(&rng, 1, 19), odd_in(&rng, 7, 17),
-                                                odd_in(&rng, 7, 17)),
-                        odd_in(&rng, 1, 21), k, 1 + (int)(rm_rng_next(&rng) % 2), k / 2, (int)(rm_rng_next(&rng) % 2));
+    ecase r = conv_case(
+        "random", rm_shape_make(odd_in(&rng, 1, 3), odd_in(&rng, 1, 19), odd_in(&rng, 7, 17), odd_in(&rng, 7, 17)),
+        odd_in(&rng, 1, 21), k, 1 + (int)(rm_rng_next(&rng) % 2), k / 2, (int)(rm_rng_next(&rng) % 2));
     snprintf(r.name, sizeof r.name, "random-%dx%dx%dx%d-k%ds%d", r.in.n, r.in.c, r.in.h, r.in.w, k, r.cfg.stride);
     run_case(lib, RM_LAYER_CONV2D, &r);
 }
@@ -370,8 +370,9 @@ static void bn_cases(rm_cuda_kernel_lib lib)
     big.cfg.eps = 1e-3f, big.cfg.momentum = 0.3f, big.update_stats = 1;
     run_case(lib, RM_LAYER_BATCHNORM2D, &big);
     rm_rng rng = rm_rng_make(0xb2du + (uint64_t)lib);
-    ecase r = make_case("random", RM_LAYER_BATCHNORM2D,
-                        rm_shape_make(odd_in(&rng, 1, 5), odd_in(&rng, 1, 17), odd_in(&rng, 3, 13), odd_in(&rng, 3, 13)));
+    ecase r =
+        make_case("random", RM_LAYER_BATCHNORM2D,
+                  rm_shape_make(odd_in(&rng, 1, 5), odd_in(&rng, 1, 17), odd_in(&rng, 3, 13), odd_in(&rng, 3, 13)));
     r.cfg.eps = 1e-5f, r.cfg.momentum = 0.1f, r.update_stats = 1;
     run_case(lib, RM_LAYER_BATCHNORM2D, &r);
 }
@@ -385,17 +386,30 @@ static void convt_cases(rm_cuda_kernel_lib lib)
     b.cfg.out_channels = 17;
     run_case(lib, RM_LAYER_CONV_TRANSPOSE2X2, &b);
     rm_rng rng = rm_rng_make(0xc0a7u + (uint64_t)lib);
-    ecase r = make_case("random", RM_LAYER_CONV_TRANSPOSE2X2,
-                        rm_shape_make(odd_in(&rng, 1, 5), odd_in(&rng, 1, 21), odd_in(&rng, 1, 11), odd_in(&rng, 1, 11)));
+    ecase r =
+        make_case("random", RM_LAYER_CONV_TRANSPOSE2X2,
+                  rm_shape_make(odd_in(&rng, 1, 5), odd_in(&rng, 1, 21), odd_in(&rng, 1, 11), odd_in(&rng, 1, 11)));
     r.cfg.out_channels = odd_in(&rng, 1, 21), r.cfg.bias = 1;
     run_case(lib, RM_LAYER_CONV_TRANSPOSE2X2, &r);
 }
 
-#define ENGINE_TESTS(lib, tag)                                                                                     \
-    Test(cuda_kernel_libs, conv2d_##tag) { conv_cases(lib); }                                                           \
-    Test(cuda_kernel_libs, linear_##tag) { linear_cases(lib); }                                                         \
-    Test(cuda_kernel_libs, batchnorm2d_##tag) { bn_cases(lib); }                                                        \
-    Test(cuda_kernel_libs, conv_transpose2x2_##tag) { convt_cases(lib); }
+#define ENGINE_TESTS(lib, tag)                                                                                         \
+    Test(cuda_kernel_libs, conv2d_##tag)                                                                               \
+    {                                                                                                                  \
+        conv_cases(lib);                                                                                               \
+    }                                                                                                                  \
+    Test(cuda_kernel_libs, linear_##tag)                                                                               \
+    {                                                                                                                  \
+        linear_cases(lib);                                                                                             \
+    }                                                                                                                  \
+    Test(cuda_kernel_libs, batchnorm2d_##tag)                                                                          \
+    {                                                                                                                  \
+        bn_cases(lib);                                                                                                 \
+    }                                                                                                                  \
+    Test(cuda_kernel_libs, conv_transpose2x2_##tag)                                                                    \
+    {                                                                                                                  \
+        convt_cases(lib);                                                                                              \
+    }
 
 ENGINE_TESTS(RM_CUDA_KERNELS_HANDWRITTEN, handwritten)
 ENGINE_TESTS(RM_CUDA_KERNELS_CUBLAS, cublas)
@@ -422,10 +436,26 @@ Test(cuda_kernel_libs, convolutions_chunked_cublas)
     do {                                                                                                               \
         if (!rm_backend_cuda_has_cudnn()) cr_skip_test("this build has no cuDNN");                                     \
     } while (0)
-Test(cuda_kernel_libs, conv2d_cudnn) { CUDNN_OR_SKIP(); conv_cases(RM_CUDA_KERNELS_CUDNN); }
-Test(cuda_kernel_libs, linear_cudnn) { CUDNN_OR_SKIP(); linear_cases(RM_CUDA_KERNELS_CUDNN); }
-Test(cuda_kernel_libs, batchnorm2d_cudnn) { CUDNN_OR_SKIP(); bn_cases(RM_CUDA_KERNELS_CUDNN); }
-Test(cuda_kernel_libs, conv_transpose2x2_cudnn) { CUDNN_OR_SKIP(); convt_cases(RM_CUDA_KERNELS_CUDNN); }
+Test(cuda_kernel_libs, conv2d_cudnn)
+{
+    CUDNN_OR_SKIP();
+    conv_cases(RM_CUDA_KERNELS_CUDNN);
+}
+Test(cuda_kernel_libs, linear_cudnn)
+{
+    CUDNN_OR_SKIP();
+    linear_cases(RM_CUDA_KERNELS_CUDNN);
+}
+Test(cuda_kernel_libs, batchnorm2d_cudnn)
+{
+    CUDNN_OR_SKIP();
+    bn_cases(RM_CUDA_KERNELS_CUDNN);
+}
+Test(cuda_kernel_libs, conv_transpose2x2_cudnn)
+{
+    CUDNN_OR_SKIP();
+    convt_cases(RM_CUDA_KERNELS_CUDNN);
+}
 
 /* Kernel library selection: names, the environment (REMAT_KERNELS, and
  * REMAT_ENGINE, its older name), the API, the defaults. */
@@ -448,7 +478,8 @@ Test(cuda_kernel_libs, selection)
     cr_expect_gt(rm_backend_fixed_bytes(be), 0);
     cr_expect_eq(rm_backend_cuda_set_kernels(be, RM_CUDA_KERNELS_HANDWRITTEN, &e), RM_OK, "%s", e.msg);
     cr_expect_eq(rm_backend_cuda_kernels(be), RM_CUDA_KERNELS_HANDWRITTEN);
-    if (!rm_backend_cuda_has_cudnn()) cr_expect_eq(rm_backend_cuda_set_kernels(be, RM_CUDA_KERNELS_CUDNN, &e), RM_ERR_UNSUPPORTED);
+    if (!rm_backend_cuda_has_cudnn())
+        cr_expect_eq(rm_backend_cuda_set_kernels(be, RM_CUDA_KERNELS_CUDNN, &e), RM_ERR_UNSUPPORTED);
     rm_backend_free(be);
 
     setenv("REMAT_ENGINE", "handwritten", 1);

@@ -44,10 +44,10 @@
 
 #include "backend_cpu.h"
 #include "backend_cuda.h"
+#include "builder.h"
 #include "cuda_fixture.h"
 #include "executor.h"
 #include "milp.h"
-#include "builder.h"
 #include "onnx.h"
 #include "optim.h"
 #include "plan.h"
@@ -62,14 +62,14 @@
 #define STEP_TOL 2e-3 /* a whole network's gradients, GPU vs CPU */
 #define OPT_TOL 1e-6  /* optimizer updates (expected: 0, bit-identical) */
 
-static void expect_close(const float *got, const float *want, size_t n, double tol, const char *what,
-                         const char *name, const char *tensor)
+static void expect_close(const float *got, const float *want, size_t n, double tol, const char *what, const char *name,
+                         const char *tensor)
 {
     size_t worst;
     double err = rel_err(got, want, n, &worst);
     report_line("%s %s %s %.3e %g", what, name, tensor, err, tol);
-    cr_expect(err <= tol, "%s %s %s: relative error %.3e > %.0e (element %zu: gpu %.9g, cpu %.9g)", what, name,
-              tensor, err, tol, worst, n ? (double)got[worst] : 0.0, n ? (double)want[worst] : 0.0);
+    cr_expect(err <= tol, "%s %s %s: relative error %.3e > %.0e (element %zu: gpu %.9g, cpu %.9g)", what, name, tensor,
+              err, tol, worst, n ? (double)got[worst] : 0.0, n ? (double)want[worst] : 0.0);
 }
 
 /* The checkout the models are read from: REMAT_SOURCE_DIR from the
@@ -280,10 +280,12 @@ static step_result run_steps(const tiny *t, const rm_schedule *s, rm_backend *be
     }
     for (int k = 0; k < steps; k++) {
         float l = 0;
-        cr_assert_eq(rm_executor_step(ex, &l, input, labels, 7 + (uint64_t)k, &e), RM_OK, "%s step %d: %s", be->name,
-                     k, e.msg);
-        if (k < 2) res.loss[k] = l;
-        else res.loss[1] = l;
+        cr_assert_eq(rm_executor_step(ex, &l, input, labels, 7 + (uint64_t)k, &e), RM_OK, "%s step %d: %s", be->name, k,
+                     e.msg);
+        if (k < 2)
+            res.loss[k] = l;
+        else
+            res.loss[1] = l;
         if (opt) cr_assert_eq(rm_optim_step(opt, 0.01, &e), RM_OK, "%s", e.msg);
     }
     rm_executor_params(ex, &res.nparams);
@@ -340,7 +342,8 @@ static void step_vs_cpu(const char *cfg, int batch)
     compare_layers(&t, "grad", cfg, g.grads, c.grads, 0);
     if (c.nbuffers) compare_layers(&t, "grad", cfg, g.buffers, c.buffers, 1);
     /* Every layer got a gradient, and none is NaN (the GPU run poisons dead buffers). */
-    for (size_t i = 0; i < g.nparams; i++) cr_assert(isfinite(g.grads[i]), "%s: gpu gradient %zu is %g", cfg, i, (double)g.grads[i]);
+    for (size_t i = 0; i < g.nparams; i++)
+        cr_assert(isfinite(g.grads[i]), "%s: gpu gradient %zu is %g", cfg, i, (double)g.grads[i]);
     cr_log_info("%s: loss cpu %.9g gpu %.9g", cfg, (double)c.loss[1], (double)g.loss[1]);
     step_result_free(&c);
     step_result_free(&g);
@@ -351,14 +354,35 @@ static void step_vs_cpu(const char *cfg, int batch)
     tiny_free(&t);
 }
 
-Test(cuda_train, step_vs_cpu_vgg_tiny) { step_vs_cpu("vgg-tiny.cfg", 3); }
-Test(cuda_train, step_vs_cpu_resnet_tiny) { step_vs_cpu("resnet-tiny.cfg", 2); }
-Test(cuda_train, step_vs_cpu_unet_tiny) { step_vs_cpu("unet-tiny.cfg", 2); }
-Test(cuda_train, step_vs_cpu_mobilenet_tiny) { step_vs_cpu("mobilenet-tiny.cfg", 2); }
+Test(cuda_train, step_vs_cpu_vgg_tiny)
+{
+    step_vs_cpu("vgg-tiny.cfg", 3);
+}
+Test(cuda_train, step_vs_cpu_resnet_tiny)
+{
+    step_vs_cpu("resnet-tiny.cfg", 2);
+}
+Test(cuda_train, step_vs_cpu_unet_tiny)
+{
+    step_vs_cpu("unet-tiny.cfg", 2);
+}
+Test(cuda_train, step_vs_cpu_mobilenet_tiny)
+{
+    step_vs_cpu("mobilenet-tiny.cfg", 2);
+}
 /* ONNX imports (tests/models/onnx): the uploaded initial weights are the file's. */
-Test(cuda_train, step_vs_cpu_onnx_residual) { step_vs_cpu("residual.onnx", 2); }
-Test(cuda_train, step_vs_cpu_onnx_unet_tiny) { step_vs_cpu("unet_tiny.onnx", 2); }
-Test(cuda_train, step_vs_cpu_onnx_depthwise) { step_vs_cpu("depthwise.onnx", 2); }
+Test(cuda_train, step_vs_cpu_onnx_residual)
+{
+    step_vs_cpu("residual.onnx", 2);
+}
+Test(cuda_train, step_vs_cpu_onnx_unet_tiny)
+{
+    step_vs_cpu("unet_tiny.onnx", 2);
+}
+Test(cuda_train, step_vs_cpu_onnx_depthwise)
+{
+    step_vs_cpu("depthwise.onnx", 2);
+}
 
 /* ---- remat on the GPU: bit-identical to checkpoint-all ---------------------- */
 
@@ -378,8 +402,8 @@ static void remat_bit_identical(const char *cfg, int batch)
         if (k > 0) cr_assert_gt(r.recomputations, 0, "%s %s: no recomputation", cfg, name);
         step_result res = k == 0 ? ref : run_steps(&t, t.s[k], gpu, input, labels, 2, 0, 1);
         size_t aligned_peak = simulate(t.pa, t.s[k]).peak_bytes;
-        cr_expect_eq(res.high_water, res.span, "%s %s: arena high water %zu, plan span %zu", cfg, name,
-                     res.high_water, res.span);
+        cr_expect_eq(res.high_water, res.span, "%s %s: arena high water %zu, plan span %zu", cfg, name, res.high_water,
+                     res.span);
         cr_expect_eq(res.live_peak, aligned_peak, "%s %s: plan live peak %zu, simulator (aligned) %zu", cfg, name,
                      res.live_peak, aligned_peak);
         int same_loss = !memcmp(res.loss, ref.loss, sizeof ref.loss);
@@ -404,9 +428,18 @@ static void remat_bit_identical(const char *cfg, int batch)
     tiny_free(&t);
 }
 
-Test(cuda_train, remat_bit_identical_vgg_tiny, .timeout = 300) { remat_bit_identical("vgg-tiny.cfg", 3); }
-Test(cuda_train, remat_bit_identical_resnet_tiny, .timeout = 300) { remat_bit_identical("resnet-tiny.cfg", 2); }
-Test(cuda_train, remat_bit_identical_unet_tiny, .timeout = 300) { remat_bit_identical("unet-tiny.cfg", 2); }
+Test(cuda_train, remat_bit_identical_vgg_tiny, .timeout = 300)
+{
+    remat_bit_identical("vgg-tiny.cfg", 3);
+}
+Test(cuda_train, remat_bit_identical_resnet_tiny, .timeout = 300)
+{
+    remat_bit_identical("resnet-tiny.cfg", 2);
+}
+Test(cuda_train, remat_bit_identical_unet_tiny, .timeout = 300)
+{
+    remat_bit_identical("unet-tiny.cfg", 2);
+}
 
 /* ---- whole training steps: executor + optimizer ----------------------------- */
 
@@ -565,8 +598,8 @@ static rm_trainer_config train_config(void)
     cr_assert_eq(rm_model_load(&m, model, &e), RM_OK, "%s", e.msg);
     /* The trainer's accounting on this GPU: the cuBLAS workspace is fixed memory too. */
     rm_backend *gpu = cuda_backend();
-    cr_assert_eq(rm_training_problem(&p, NULL, m, c.batch, &c.optim, gpu, NULL, RM_COST_SAME_BATCH, &e), RM_OK,
-                 "%s", e.msg);
+    cr_assert_eq(rm_training_problem(&p, NULL, m, c.batch, &c.optim, gpu, NULL, RM_COST_SAME_BATCH, &e), RM_OK, "%s",
+                 e.msg);
     rm_backend_free(gpu);
     cr_assert_eq(rm_strategy_checkpoint_all(&all, p, &e), RM_OK, "%s", e.msg);
     size_t top = simulate(p, all).peak_bytes, lb = rm_problem_peak_lower_bound(p);

@@ -18,7 +18,10 @@ cublasStatus_t cublasCreate(cublasHandle_t *handle)
     return CUBLAS_STATUS_SUCCESS;
 }
 
-static bool live(cublasHandle_t h) { return h && h->magic == MAGIC; }
+static bool live(cublasHandle_t h)
+{
+    return h && h->magic == MAGIC;
+}
 
 cublasStatus_t cublasDestroy(cublasHandle_t handle)
 {
@@ -58,7 +61,7 @@ cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode)
     if (!live(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
     int base = mode & ~CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION;
     return base >= CUBLAS_DEFAULT_MATH && base <= CUBLAS_TF32_TENSOR_OP_MATH ? CUBLAS_STATUS_SUCCESS
-                                                                               : CUBLAS_STATUS_INVALID_VALUE;
+                                                                             : CUBLAS_STATUS_INVALID_VALUE;
 }
 
 /* The bytes an ld-strided column-major rows x cols matrix spans. */
@@ -76,9 +79,8 @@ cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta,
     /* cuBLAS's own checks (its documentation's "Error Values"). */
     bool ta_t = ta != CUBLAS_OP_N, tb_t = tb != CUBLAS_OP_N;
     int a_rows = ta_t ? k : m, a_cols = ta_t ? m : k, b_rows = tb_t ? n : k, b_cols = tb_t ? k : n;
-    if (m < 0 || n < 0 || k < 0 || batch < 0 || lda < (a_rows > 1 ? a_rows : 1) ||
-        ldb < (b_rows > 1 ? b_rows : 1) || ldc < (m > 1 ? m : 1) || (ta != CUBLAS_OP_N && ta != CUBLAS_OP_T) ||
-        (tb != CUBLAS_OP_N && tb != CUBLAS_OP_T))
+    if (m < 0 || n < 0 || k < 0 || batch < 0 || lda < (a_rows > 1 ? a_rows : 1) || ldb < (b_rows > 1 ? b_rows : 1) ||
+        ldc < (m > 1 ? m : 1) || (ta != CUBLAS_OP_N && ta != CUBLAS_OP_T) || (tb != CUBLAS_OP_N && tb != CUBLAS_OP_T))
         return CUBLAS_STATUS_INVALID_VALUE;
     if (h->pointer_mode != CUBLAS_POINTER_MODE_HOST) return CUBLAS_STATUS_NOT_SUPPORTED;
     if (!m || !n || !batch) return CUBLAS_STATUS_SUCCESS;

@@ -48,8 +48,7 @@ struct cudnnConvolutionStruct {
 /* ---- errors ---- */
 static thread_local std::string last_error;
 
-__attribute__((format(printf, 3, 4))) static cudnnStatus_t fail(cudnnStatus_t st, const char *fn, const char *fmt,
-                                                                 ...)
+__attribute__((format(printf, 3, 4))) static cudnnStatus_t fail(cudnnStatus_t st, const char *fn, const char *fmt, ...)
 {
     char msg[512];
     va_list ap;
@@ -63,13 +62,20 @@ __attribute__((format(printf, 3, 4))) static cudnnStatus_t fail(cudnnStatus_t st
 const char *cudnnGetErrorString(cudnnStatus_t status)
 {
     switch (status) {
-    case CUDNN_STATUS_SUCCESS: return "CUDNN_STATUS_SUCCESS";
-    case CUDNN_STATUS_NOT_INITIALIZED: return "CUDNN_STATUS_NOT_INITIALIZED";
-    case CUDNN_STATUS_BAD_PARAM: return "CUDNN_STATUS_BAD_PARAM";
-    case CUDNN_STATUS_BAD_PARAM_NULL_POINTER: return "CUDNN_STATUS_BAD_PARAM_NULL_POINTER";
-    case CUDNN_STATUS_NOT_SUPPORTED: return "CUDNN_STATUS_NOT_SUPPORTED";
-    case CUDNN_STATUS_INTERNAL_ERROR: return "CUDNN_STATUS_INTERNAL_ERROR";
-    case CUDNN_STATUS_EXECUTION_FAILED: return "CUDNN_STATUS_EXECUTION_FAILED";
+    case CUDNN_STATUS_SUCCESS:
+        return "CUDNN_STATUS_SUCCESS";
+    case CUDNN_STATUS_NOT_INITIALIZED:
+        return "CUDNN_STATUS_NOT_INITIALIZED";
+    case CUDNN_STATUS_BAD_PARAM:
+        return "CUDNN_STATUS_BAD_PARAM";
+    case CUDNN_STATUS_BAD_PARAM_NULL_POINTER:
+        return "CUDNN_STATUS_BAD_PARAM_NULL_POINTER";
+    case CUDNN_STATUS_NOT_SUPPORTED:
+        return "CUDNN_STATUS_NOT_SUPPORTED";
+    case CUDNN_STATUS_INTERNAL_ERROR:
+        return "CUDNN_STATUS_INTERNAL_ERROR";
+    case CUDNN_STATUS_EXECUTION_FAILED:
+        return "CUDNN_STATUS_EXECUTION_FAILED";
     }
     return "CUDNN_UNKNOWN_STATUS_FOUND";
 }
@@ -112,7 +118,10 @@ template <class T> static cudnnStatus_t destroy(T *p, kind k, const char *fn)
     return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t cudnnCreate(cudnnHandle_t *handle) { return create(handle, HANDLE, "cudnnCreate"); }
+cudnnStatus_t cudnnCreate(cudnnHandle_t *handle)
+{
+    return create(handle, HANDLE, "cudnnCreate");
+}
 
 cudnnStatus_t cudnnDestroy(cudnnHandle_t handle)
 {
@@ -122,7 +131,8 @@ cudnnStatus_t cudnnDestroy(cudnnHandle_t handle)
 
 static cudnnStatus_t check_handle(cudnnHandle_t h, const char *fn)
 {
-    return alive(h, HANDLE) ? CUDNN_STATUS_SUCCESS : fail(CUDNN_STATUS_BAD_PARAM, fn, "invalid (NULL or destroyed) handle");
+    return alive(h, HANDLE) ? CUDNN_STATUS_SUCCESS
+                            : fail(CUDNN_STATUS_BAD_PARAM, fn, "invalid (NULL or destroyed) handle");
 }
 
 cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t streamId)
@@ -149,7 +159,10 @@ cudnnStatus_t cudnnDestroyTensorDescriptor(cudnnTensorDescriptor_t tensorDesc)
 }
 
 /* The documented limit: 2 Giga-elements per tensor. */
-static bool too_big(long long a, long long b, long long c, long long d) { return a * b * c * d > (1ll << 31); }
+static bool too_big(long long a, long long b, long long c, long long d)
+{
+    return a * b * c * d > (1ll << 31);
+}
 
 cudnnStatus_t cudnnSetTensor4dDescriptor(cudnnTensorDescriptor_t t, cudnnTensorFormat_t format,
                                          cudnnDataType_t dataType, int n, int c, int h, int w)
@@ -159,7 +172,8 @@ cudnnStatus_t cudnnSetTensor4dDescriptor(cudnnTensorDescriptor_t t, cudnnTensorF
     if (n < 0 || c < 0 || h < 0 || w < 0) return fail(CUDNN_STATUS_BAD_PARAM, fn, "negative dimension");
     if (!valid_type(dataType)) return fail(CUDNN_STATUS_BAD_PARAM, fn, "invalid data type %d", (int)dataType);
     if (format != CUDNN_TENSOR_NCHW && format != CUDNN_TENSOR_NHWC) {
-        if (format == CUDNN_TENSOR_NCHW_VECT_C) return fail(CUDNN_STATUS_NOT_SUPPORTED, fn, "NCHW_VECT_C is not emulated");
+        if (format == CUDNN_TENSOR_NCHW_VECT_C)
+            return fail(CUDNN_STATUS_NOT_SUPPORTED, fn, "NCHW_VECT_C is not emulated");
         return fail(CUDNN_STATUS_BAD_PARAM, fn, "invalid format %d", (int)format);
     }
     if (too_big(n, c, h, w)) return fail(CUDNN_STATUS_NOT_SUPPORTED, fn, "more than 2^31 elements");
@@ -269,14 +283,27 @@ static cudnnStatus_t conv_geom(geom *g, const char *fn, const cudnnTensorStruct 
     if (!alive(d, CONV) || !d->set) return fail(CUDNN_STATUS_BAD_PARAM, fn, "invalid convolution descriptor");
     if (y)
         if (cudnnStatus_t st = check_tensor(y, fn, "output")) return st;
-    if (x->c != f->c)
-        return fail(CUDNN_STATUS_BAD_PARAM, fn, "input has %d channels, the filter %d", x->c, f->c);
+    if (x->c != f->c) return fail(CUDNN_STATUS_BAD_PARAM, fn, "input has %d channels, the filter %d", x->c, f->c);
     int er = (f->r - 1) * d->dh + 1, es = (f->s - 1) * d->dw + 1;
     if (er > x->h + 2 * d->ph || es > x->w + 2 * d->pw)
         return fail(CUDNN_STATUS_BAD_PARAM, fn, "filter %dx%d (dilated) is larger than the padded input %dx%d", er, es,
                     x->h + 2 * d->ph, x->w + 2 * d->pw);
-    *g = geom{x->n, x->c, x->h, x->w, f->k, f->r, f->s, 1 + (x->h + 2 * d->ph - er) / d->u,
-              1 + (x->w + 2 * d->pw - es) / d->v, d->ph, d->pw, d->u, d->v, d->dh, d->dw, d->mode == CUDNN_CONVOLUTION};
+    *g = geom{x->n,
+              x->c,
+              x->h,
+              x->w,
+              f->k,
+              f->r,
+              f->s,
+              1 + (x->h + 2 * d->ph - er) / d->u,
+              1 + (x->w + 2 * d->pw - es) / d->v,
+              d->ph,
+              d->pw,
+              d->u,
+              d->v,
+              d->dh,
+              d->dw,
+              d->mode == CUDNN_CONVOLUTION};
     if (full) {
         if (x->type != f->type || (y && y->type != x->type))
             return fail(CUDNN_STATUS_BAD_PARAM, fn, "input, filter and output data types differ");
@@ -322,28 +349,67 @@ struct algo_row {
     size_t (*workspace)(const geom &);
 };
 
-static bool always(const geom &) { return true; }
-static bool never(const geom &) { return false; } /* listed, not implemented */
-static bool unit_stride(const geom &g) { return g.u == 1 && g.v == 1 && g.dh == 1 && g.dw == 1; }
+static bool always(const geom &)
+{
+    return true;
+}
+static bool never(const geom &)
+{
+    return false;
+} /* listed, not implemented */
+static bool unit_stride(const geom &g)
+{
+    return g.u == 1 && g.v == 1 && g.dh == 1 && g.dw == 1;
+}
 static bool fft_ok(const geom &g)
 {
     return unit_stride(g) && g.ph < g.r && g.pw < g.s && g.h + 2 * g.ph <= 256 && g.w + 2 * g.pw <= 256;
 }
-static bool fft_tiling_ok(const geom &g) { return unit_stride(g) && g.ph < g.r && g.pw < g.s && g.r <= 32 && g.s <= 32; }
-static bool winograd_ok(const geom &g) { return unit_stride(g) && g.r == 3 && g.s == 3; }
-static bool winograd_nonfused_ok(const geom &g) { return unit_stride(g) && g.r == g.s && (g.r == 3 || g.r == 5); }
+static bool fft_tiling_ok(const geom &g)
+{
+    return unit_stride(g) && g.ph < g.r && g.pw < g.s && g.r <= 32 && g.s <= 32;
+}
+static bool winograd_ok(const geom &g)
+{
+    return unit_stride(g) && g.r == 3 && g.s == 3;
+}
+static bool winograd_nonfused_ok(const geom &g)
+{
+    return unit_stride(g) && g.r == g.s && (g.r == 3 || g.r == 5);
+}
 
-static size_t no_ws(const geom &) { return 0; }
-static size_t index_ws(const geom &g) { return sizeof(int) * (size_t)g.c * g.r * g.s; }
-static size_t im2col_ws(const geom &g) { return sizeof(float) * (size_t)g.c * g.r * g.s * g.oh * g.ow; }
-static size_t filter_bytes(const geom &g) { return sizeof(float) * (size_t)g.k * g.c * g.r * g.s; }
-static size_t filter_ws(const geom &g) { return filter_bytes(g); } /* a rearranged copy of the filter */
-static size_t planes(const geom &g) { return (size_t)g.n * g.c + (size_t)g.k * g.c + (size_t)g.n * g.k; }
+static size_t no_ws(const geom &)
+{
+    return 0;
+}
+static size_t index_ws(const geom &g)
+{
+    return sizeof(int) * (size_t)g.c * g.r * g.s;
+}
+static size_t im2col_ws(const geom &g)
+{
+    return sizeof(float) * (size_t)g.c * g.r * g.s * g.oh * g.ow;
+}
+static size_t filter_bytes(const geom &g)
+{
+    return sizeof(float) * (size_t)g.k * g.c * g.r * g.s;
+}
+static size_t filter_ws(const geom &g)
+{
+    return filter_bytes(g);
+} /* a rearranged copy of the filter */
+static size_t planes(const geom &g)
+{
+    return (size_t)g.n * g.c + (size_t)g.k * g.c + (size_t)g.n * g.k;
+}
 static size_t fft_ws(const geom &g)
 {
     return 2 * sizeof(float) * planes(g) * (size_t)(g.h + 2 * g.ph) * ((g.w + 2 * g.pw) / 2 + 1);
 }
-static size_t fft_tiling_ws(const geom &g) { return 2 * sizeof(float) * planes(g) * 32 * 17; }
+static size_t fft_tiling_ws(const geom &g)
+{
+    return 2 * sizeof(float) * planes(g) * 32 * 17;
+}
 static size_t winograd_nonfused_ws(const geom &g)
 {
     size_t tiles = (size_t)((g.oh + 3) / 4) * ((g.ow + 3) / 4);
@@ -437,13 +503,10 @@ cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t handle, const
     return rank(fwd_algos, fn, g, convDesc->math, requestedAlgoCount, returnedAlgoCount, perfResults);
 }
 
-cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnnHandle_t handle,
-                                                          const cudnnFilterDescriptor_t filterDesc,
-                                                          const cudnnTensorDescriptor_t diffDesc,
-                                                          const cudnnConvolutionDescriptor_t convDesc,
-                                                          const cudnnTensorDescriptor_t gradDesc,
-                                                          const int requestedAlgoCount, int *returnedAlgoCount,
-                                                          cudnnConvolutionBwdDataAlgoPerf_t *perfResults)
+cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(
+    cudnnHandle_t handle, const cudnnFilterDescriptor_t filterDesc, const cudnnTensorDescriptor_t diffDesc,
+    const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t gradDesc, const int requestedAlgoCount,
+    int *returnedAlgoCount, cudnnConvolutionBwdDataAlgoPerf_t *perfResults)
 {
     const char *fn = "cudnnGetConvolutionBackwardDataAlgorithm_v7";
     geom g;
@@ -453,8 +516,7 @@ cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnnHandle_t handle,
     return rank(bwd_data_algos, fn, g, convDesc->math, requestedAlgoCount, returnedAlgoCount, perfResults);
 }
 
-cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnnHandle_t handle,
-                                                            const cudnnTensorDescriptor_t srcDesc,
+cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnnHandle_t handle, const cudnnTensorDescriptor_t srcDesc,
                                                             const cudnnTensorDescriptor_t diffDesc,
                                                             const cudnnConvolutionDescriptor_t convDesc,
                                                             const cudnnFilterDescriptor_t gradDesc,
@@ -494,13 +556,11 @@ cudnnStatus_t cudnnGetConvolutionBackwardDataWorkspaceSize(cudnnHandle_t handle,
     return workspace_size(bwd_data_algos, fn, g, algo, sizeInBytes);
 }
 
-cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnnHandle_t handle,
-                                                             const cudnnTensorDescriptor_t xDesc,
+cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc,
                                                              const cudnnTensorDescriptor_t dyDesc,
                                                              const cudnnConvolutionDescriptor_t convDesc,
                                                              const cudnnFilterDescriptor_t gradDesc,
-                                                             cudnnConvolutionBwdFilterAlgo_t algo,
-                                                             size_t *sizeInBytes)
+                                                             cudnnConvolutionBwdFilterAlgo_t algo, size_t *sizeInBytes)
 {
     const char *fn = "cudnnGetConvolutionBackwardFilterWorkspaceSize";
     geom g;
@@ -632,7 +692,8 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha, c
                             for (int s = 0; s < g.s; s++) {
                                 int iw = ow * g.v - g.pw + s * g.dw;
                                 if (iw < 0 || iw >= g.w) continue;
-                                acc += operand(xf[at(xDesc, n, c, ih, iw)], tf) * operand(wf[filter_at(g, k, c, r, s)], tf);
+                                acc += operand(xf[at(xDesc, n, c, ih, iw)], tf) *
+                                       operand(wf[filter_at(g, k, c, r, s)], tf);
                             }
                         }
                     blend(yf[at(yDesc, n, k, oh, ow)], acc, al, be);
@@ -640,9 +701,8 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha, c
     return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alpha,
-                                           const cudnnFilterDescriptor_t wDesc, const void *w,
-                                           const cudnnTensorDescriptor_t dyDesc, const void *dy,
+cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alpha, const cudnnFilterDescriptor_t wDesc,
+                                           const void *w, const cudnnTensorDescriptor_t dyDesc, const void *dy,
                                            const cudnnConvolutionDescriptor_t convDesc,
                                            cudnnConvolutionBwdDataAlgo_t algo, void *workSpace,
                                            size_t workSpaceSizeInBytes, const void *beta,
@@ -684,8 +744,10 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alp
                         if (iw < 0 || iw >= g.w) continue;
                         size_t i = n * plane + ((size_t)c * g.h + ih) * g.w + iw;
                         double p = d * operand(wf[filter_at(g, k, c, r, s)], tf);
-                        if (nondet) accf[i] += (float)p;
-                        else acc[i] += p;
+                        if (nondet)
+                            accf[i] += (float)p;
+                        else
+                            acc[i] += p;
                     }
                 }
         }
@@ -738,9 +800,12 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void *a
                         int n = (int)(t / ((size_t)g.oh * g.ow)), oh = (int)(t / g.ow % g.oh), ow = (int)(t % g.ow);
                         int ih = oh * g.u - g.ph + r * g.dh, iw = ow * g.v - g.pw + s * g.dw;
                         if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w) continue;
-                        double p = operand(xf[at(xDesc, n, c, ih, iw)], tf) * operand(dyf[at(dyDesc, n, k, oh, ow)], tf);
-                        if (nondet) accf += (float)p;
-                        else acc += p;
+                        double p =
+                            operand(xf[at(xDesc, n, c, ih, iw)], tf) * operand(dyf[at(dyDesc, n, k, oh, ow)], tf);
+                        if (nondet)
+                            accf += (float)p;
+                        else
+                            acc += p;
                     }
                     blend(dwf[filter_at(g, k, c, r, s)], nondet ? accf : acc, al, be);
                 }
@@ -748,8 +813,8 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void *a
 }
 
 /* ---- batch normalization (spatial: statistics per channel over n, h, w) ---- */
-cudnnStatus_t cudnnDeriveBNTensorDescriptor(cudnnTensorDescriptor_t derivedBnDesc,
-                                            const cudnnTensorDescriptor_t xDesc, cudnnBatchNormMode_t mode)
+cudnnStatus_t cudnnDeriveBNTensorDescriptor(cudnnTensorDescriptor_t derivedBnDesc, const cudnnTensorDescriptor_t xDesc,
+                                            cudnnBatchNormMode_t mode)
 {
     const char *fn = "cudnnDeriveBNTensorDescriptor";
     if (!alive(derivedBnDesc, TENSOR)) return fail(CUDNN_STATUS_BAD_PARAM, fn, "invalid derived descriptor");
@@ -767,9 +832,9 @@ cudnnStatus_t cudnnDeriveBNTensorDescriptor(cudnnTensorDescriptor_t derivedBnDes
 /* The checks all three calls share: the handle, the mode, the data
  * descriptors (all of x's dimensions and type), the 1xCx1x1 parameter
  * descriptor, epsilon. */
-static cudnnStatus_t bn_check(const char *fn, cudnnHandle_t h, cudnnBatchNormMode_t mode,
-                              const cudnnTensorStruct *x, const cudnnTensorStruct *y, const cudnnTensorStruct *z,
-                              const cudnnTensorStruct *p, double eps)
+static cudnnStatus_t bn_check(const char *fn, cudnnHandle_t h, cudnnBatchNormMode_t mode, const cudnnTensorStruct *x,
+                              const cudnnTensorStruct *y, const cudnnTensorStruct *z, const cudnnTensorStruct *p,
+                              double eps)
 {
     if (cudnnStatus_t st = check_handle(h, fn)) return st;
     if (mode == CUDNN_BATCHNORM_PER_ACTIVATION)
@@ -813,12 +878,14 @@ static void bn_stats(const cudnnTensorStruct *xd, const float *x, int c, double 
     *var = sq / m;
 }
 
-cudnnStatus_t cudnnBatchNormalizationForwardTraining(
-    cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void *alpha, const void *beta,
-    const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t yDesc, void *y,
-    const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void *bnScale, const void *bnBias,
-    double exponentialAverageFactor, void *resultRunningMean, void *resultRunningVariance, double epsilon,
-    void *resultSaveMean, void *resultSaveInvVariance)
+cudnnStatus_t cudnnBatchNormalizationForwardTraining(cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void *alpha,
+                                                     const void *beta, const cudnnTensorDescriptor_t xDesc,
+                                                     const void *x, const cudnnTensorDescriptor_t yDesc, void *y,
+                                                     const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc,
+                                                     const void *bnScale, const void *bnBias,
+                                                     double exponentialAverageFactor, void *resultRunningMean,
+                                                     void *resultRunningVariance, double epsilon, void *resultSaveMean,
+                                                     void *resultSaveInvVariance)
 {
     const char *fn = "cudnnBatchNormalizationForwardTraining";
     double al, be;
@@ -869,14 +936,11 @@ cudnnStatus_t cudnnBatchNormalizationForwardTraining(
     return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t cudnnBatchNormalizationForwardInference(cudnnHandle_t handle, cudnnBatchNormMode_t mode,
-                                                      const void *alpha, const void *beta,
-                                                      const cudnnTensorDescriptor_t xDesc, const void *x,
-                                                      const cudnnTensorDescriptor_t yDesc, void *y,
-                                                      const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc,
-                                                      const void *bnScale, const void *bnBias,
-                                                      const void *estimatedMean, const void *estimatedVariance,
-                                                      double epsilon)
+cudnnStatus_t cudnnBatchNormalizationForwardInference(
+    cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void *alpha, const void *beta,
+    const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t yDesc, void *y,
+    const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void *bnScale, const void *bnBias,
+    const void *estimatedMean, const void *estimatedVariance, double epsilon)
 {
     const char *fn = "cudnnBatchNormalizationForwardInference";
     double al, be;
@@ -899,21 +963,18 @@ cudnnStatus_t cudnnBatchNormalizationForwardInference(cudnnHandle_t handle, cudn
         for (int n = 0; n < xDesc->n; n++)
             for (int h = 0; h < xDesc->h; h++)
                 for (int w = 0; w < xDesc->w; w++)
-                    blend(yf[at(yDesc, n, c, h, w)], scale[c] * ((xf[at(xDesc, n, c, h, w)] - em[c]) * inv_std) + bias[c],
-                          al, be);
+                    blend(yf[at(yDesc, n, c, h, w)],
+                          scale[c] * ((xf[at(xDesc, n, c, h, w)] - em[c]) * inv_std) + bias[c], al, be);
     }
     return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t cudnnBatchNormalizationBackward(cudnnHandle_t handle, cudnnBatchNormMode_t mode,
-                                              const void *alphaDataDiff, const void *betaDataDiff,
-                                              const void *alphaParamDiff, const void *betaParamDiff,
-                                              const cudnnTensorDescriptor_t xDesc, const void *x,
-                                              const cudnnTensorDescriptor_t dyDesc, const void *dy,
-                                              const cudnnTensorDescriptor_t dxDesc, void *dx,
-                                              const cudnnTensorDescriptor_t dBnScaleBiasDesc, const void *bnScale,
-                                              void *dBnScaleResult, void *dBnBiasResult, double epsilon,
-                                              const void *savedMean, const void *savedInvVariance)
+cudnnStatus_t cudnnBatchNormalizationBackward(
+    cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void *alphaDataDiff, const void *betaDataDiff,
+    const void *alphaParamDiff, const void *betaParamDiff, const cudnnTensorDescriptor_t xDesc, const void *x,
+    const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnTensorDescriptor_t dxDesc, void *dx,
+    const cudnnTensorDescriptor_t dBnScaleBiasDesc, const void *bnScale, void *dBnScaleResult, void *dBnBiasResult,
+    double epsilon, const void *savedMean, const void *savedInvVariance)
 {
     const char *fn = "cudnnBatchNormalizationBackward";
     double ad, bd, ap, bp;

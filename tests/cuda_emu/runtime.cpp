@@ -40,7 +40,10 @@ void rm_emu_die(const char *fmt, ...)
 static std::map<uintptr_t, size_t> allocations; /* base -> bytes */
 static size_t allocated, allocation_calls;
 
-size_t rm_emu_allocation_count(void) { return allocation_calls; }
+size_t rm_emu_allocation_count(void)
+{
+    return allocation_calls;
+}
 
 static size_t device_total(void)
 {
@@ -63,7 +66,10 @@ static std::map<uintptr_t, size_t>::const_iterator holder(const void *p)
     return a < it->first + it->second ? it : allocations.end();
 }
 
-int rm_emu_is_device(const void *p) { return p && holder(p) != allocations.end(); }
+int rm_emu_is_device(const void *p)
+{
+    return p && holder(p) != allocations.end();
+}
 
 void rm_emu_check_device_range(const void *p, size_t bytes, const char *what)
 {
@@ -104,8 +110,14 @@ cudaError_t cudaFree(void *ptr)
     return cudaSuccess;
 }
 
-cudaError_t cudaMallocAsync(void **ptr, size_t bytes, cudaStream_t) { return cudaMalloc(ptr, bytes); }
-cudaError_t cudaFreeAsync(void *ptr, cudaStream_t) { return cudaFree(ptr); }
+cudaError_t cudaMallocAsync(void **ptr, size_t bytes, cudaStream_t)
+{
+    return cudaMalloc(ptr, bytes);
+}
+cudaError_t cudaFreeAsync(void *ptr, cudaStream_t)
+{
+    return cudaFree(ptr);
+}
 
 cudaError_t cudaMallocHost(void **ptr, size_t bytes)
 {
@@ -140,10 +152,12 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind 
                kind != cudaMemcpyDeviceToDevice) {
         return fail(cudaErrorInvalidMemcpyDirection);
     }
-    if (dst_dev) rm_emu_check_device_range(dst, bytes, "cudaMemcpy destination");
+    if (dst_dev)
+        rm_emu_check_device_range(dst, bytes, "cudaMemcpy destination");
     else if (rm_emu_is_device(dst))
         rm_emu_die("%s: destination %p is device memory", "cudaMemcpy (host destination)", dst);
-    if (src_dev) rm_emu_check_device_range(src, bytes, "cudaMemcpy source");
+    if (src_dev)
+        rm_emu_check_device_range(src, bytes, "cudaMemcpy source");
     else if (rm_emu_is_device(src))
         rm_emu_die("%s: source %p is device memory", "cudaMemcpy (host source)", src);
     std::memmove(dst, src, bytes);
@@ -162,22 +176,35 @@ cudaError_t cudaMemset(void *dst, int value, size_t bytes)
     return cudaSuccess;
 }
 
-cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes, cudaStream_t) { return cudaMemset(dst, value, bytes); }
+cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes, cudaStream_t)
+{
+    return cudaMemset(dst, value, bytes);
+}
 
 /* ---- device, errors ---- */
 const char *cudaGetErrorName(cudaError_t err)
 {
     switch (err) {
-    case cudaSuccess: return "cudaSuccess";
-    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
-    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
-    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
-    case cudaErrorInvalidDevicePointer: return "cudaErrorInvalidDevicePointer";
-    case cudaErrorInvalidMemcpyDirection: return "cudaErrorInvalidMemcpyDirection";
-    case cudaErrorNoDevice: return "cudaErrorNoDevice";
-    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
-    case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
-    case cudaErrorNotReady: return "cudaErrorNotReady";
+    case cudaSuccess:
+        return "cudaSuccess";
+    case cudaErrorInvalidValue:
+        return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation:
+        return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration:
+        return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidDevicePointer:
+        return "cudaErrorInvalidDevicePointer";
+    case cudaErrorInvalidMemcpyDirection:
+        return "cudaErrorInvalidMemcpyDirection";
+    case cudaErrorNoDevice:
+        return "cudaErrorNoDevice";
+    case cudaErrorInvalidDevice:
+        return "cudaErrorInvalidDevice";
+    case cudaErrorInvalidResourceHandle:
+        return "cudaErrorInvalidResourceHandle";
+    case cudaErrorNotReady:
+        return "cudaErrorNotReady";
     }
     return "unrecognized error code";
 }
@@ -185,11 +212,16 @@ const char *cudaGetErrorName(cudaError_t err)
 const char *cudaGetErrorString(cudaError_t err)
 {
     switch (err) {
-    case cudaSuccess: return "no error";
-    case cudaErrorMemoryAllocation: return "out of memory";
-    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
-    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
-    default: return cudaGetErrorName(err);
+    case cudaSuccess:
+        return "no error";
+    case cudaErrorMemoryAllocation:
+        return "out of memory";
+    case cudaErrorInvalidConfiguration:
+        return "invalid configuration argument";
+    case cudaErrorNoDevice:
+        return "no CUDA-capable device is detected";
+    default:
+        return cudaGetErrorName(err);
     }
 }
 
@@ -200,7 +232,10 @@ cudaError_t cudaGetLastError(void)
     return e;
 }
 
-cudaError_t cudaPeekAtLastError(void) { return last_error; }
+cudaError_t cudaPeekAtLastError(void)
+{
+    return last_error;
+}
 
 /* REMAT_CUDA_EMU_DEVICES=0 makes the emulator a machine without a GPU. */
 cudaError_t cudaGetDeviceCount(int *count)
@@ -217,13 +252,19 @@ static cudaError_t device_ok(int device)
     return device >= 0 && device < n ? cudaSuccess : fail(cudaErrorInvalidDevice);
 }
 
-cudaError_t cudaSetDevice(int device) { return device_ok(device); }
+cudaError_t cudaSetDevice(int device)
+{
+    return device_ok(device);
+}
 cudaError_t cudaGetDevice(int *device)
 {
     *device = 0;
     return cudaSuccess;
 }
-cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize(void)
+{
+    return cudaSuccess;
+}
 
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device)
 {
@@ -250,10 +291,18 @@ cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int device)
     cudaDeviceProp p;
     if (cudaGetDeviceProperties(&p, device) != cudaSuccess) return cudaErrorInvalidDevice;
     switch (attr) {
-    case cudaDevAttrMaxThreadsPerBlock: *value = p.maxThreadsPerBlock; return cudaSuccess;
-    case cudaDevAttrMultiProcessorCount: *value = p.multiProcessorCount; return cudaSuccess;
-    case cudaDevAttrComputeCapabilityMajor: *value = p.major; return cudaSuccess;
-    case cudaDevAttrComputeCapabilityMinor: *value = p.minor; return cudaSuccess;
+    case cudaDevAttrMaxThreadsPerBlock:
+        *value = p.maxThreadsPerBlock;
+        return cudaSuccess;
+    case cudaDevAttrMultiProcessorCount:
+        *value = p.multiProcessorCount;
+        return cudaSuccess;
+    case cudaDevAttrComputeCapabilityMajor:
+        *value = p.major;
+        return cudaSuccess;
+    case cudaDevAttrComputeCapabilityMinor:
+        *value = p.minor;
+        return cudaSuccess;
     }
     return fail(cudaErrorInvalidValue);
 }
@@ -273,7 +322,10 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned)
     *stream = new rm_emu_stream{STREAM_MAGIC};
     return cudaSuccess;
 }
-cudaError_t cudaStreamCreate(cudaStream_t *stream) { return cudaStreamCreateWithFlags(stream, 0); }
+cudaError_t cudaStreamCreate(cudaStream_t *stream)
+{
+    return cudaStreamCreateWithFlags(stream, 0);
+}
 cudaError_t cudaStreamDestroy(cudaStream_t stream)
 {
     if (!stream || stream->magic != STREAM_MAGIC) return fail(cudaErrorInvalidResourceHandle);
@@ -309,7 +361,10 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t)
     event->recorded = 1;
     return cudaSuccess;
 }
-cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t)
+{
+    return cudaSuccess;
+}
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
 {
     if (!start->recorded || !end->recorded) return fail(cudaErrorInvalidResourceHandle);
@@ -356,7 +411,10 @@ typedef void *jump_buf[5];
 #endif
 /* __builtin_longjmp may not share a function with the __builtin_setjmp of
  * its caller: a function of its own. */
-SWITCH_FN static void jump(jump_buf buf) { __builtin_longjmp(buf, 1); }
+SWITCH_FN static void jump(jump_buf buf)
+{
+    __builtin_longjmp(buf, 1);
+}
 enum { FIBER_STACK = 256 << 10 };
 struct fiber {
     jump_buf jb;
@@ -408,8 +466,8 @@ void rm_emu_syncthreads(void)
     barriers_seen = 1;
     if (!in_fibers)
         rm_emu_die("kernel %s: __syncthreads in a launch the emulator ran without fibers (a barrier reached by only "
-            "some launches of a kernel)",
-            cur_kernel);
+                   "some launches of a kernel)",
+                   cur_kernel);
     to_scheduler();
 }
 

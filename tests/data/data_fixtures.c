@@ -36,7 +36,10 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
     return remove(path);
 }
 
-void fx_rmtree(const char *dir) { nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+void fx_rmtree(const char *dir)
+{
+    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
 
 const char *fx_path(char out[FX_PATH], const char *dir, const char *rel)
 {
@@ -60,7 +63,10 @@ static void make_parents(const char *dir, const char *rel, int include_last)
     }
 }
 
-void fx_mkdir(const char *dir, const char *rel) { make_parents(dir, rel, 1); }
+void fx_mkdir(const char *dir, const char *rel)
+{
+    make_parents(dir, rel, 1);
+}
 
 void fx_write(const char *dir, const char *rel, const void *bytes, size_t n)
 {

@@ -103,8 +103,10 @@ Test(data_batches, shuffle_is_a_reproducible_permutation)
         int fixed = 0;
         for (int i = 0; i < N; i++) fixed += oa[i] == i;
         cr_assert_lt(fixed, 20, "epoch %llu barely shuffled", (unsigned long long)ep);
-        if (ep == 0) memcpy(o0, oa, sizeof oa);
-        else cr_assert(memcmp(oa, o0, sizeof oa) != 0, "epoch %llu repeats epoch 0", (unsigned long long)ep);
+        if (ep == 0)
+            memcpy(o0, oa, sizeof oa);
+        else
+            cr_assert(memcmp(oa, o0, sizeof oa) != 0, "epoch %llu repeats epoch 0", (unsigned long long)ep);
     }
     /* Going back to an epoch reproduces it: no hidden state. */
     rm_batcher_set_epoch(a, 0);
@@ -339,8 +341,7 @@ Test(data_batches, failing_sample_fails_the_batch)
         cr_assert_eq(count, 4);
         cr_assert_eq(rm_batcher_next(b, img, lab, &count, &e), RM_ERR_PARSE);
         cr_assert_eq(count, 0, "no partial batch on failure");
-        cr_assert(strstr(e.msg, "broken-5.png") && strstr(e.msg, "sample 5") && strstr(e.msg, "batch 1"), "%s",
-                  e.msg);
+        cr_assert(strstr(e.msg, "broken-5.png") && strstr(e.msg, "sample 5") && strstr(e.msg, "batch 1"), "%s", e.msg);
         rm_batcher_free(b);
     }
     rm_dataset_free(ds);

@@ -15,7 +15,10 @@
 #include "data_fixtures.h"
 #include "dataset.h"
 
-static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | p[1] << 16 | p[2] << 8 | p[3]; }
+static uint32_t be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | p[1] << 16 | p[2] << 8 | p[3];
+}
 
 static void put_be32(uint8_t *p, uint32_t v)
 {
@@ -213,7 +216,8 @@ static uint8_t *bmp_top_down(const uint8_t *up, size_t n, int w, int h)
     int32_t height = -h;
     memcpy(down + 22, &height, 4); /* little-endian, as this machine */
     size_t stride = ((size_t)w * 3 + 3) / 4 * 4;
-    for (int y = 0; y < h; y++) memcpy(down + offset + (size_t)y * stride, up + offset + (size_t)(h - 1 - y) * stride, stride);
+    for (int y = 0; y < h; y++)
+        memcpy(down + offset + (size_t)y * stride, up + offset + (size_t)(h - 1 - y) * stride, stride);
     return down;
 }
 
@@ -235,8 +239,8 @@ Test(data_image_checks, top_down_bmp_loads_as_its_bottom_up_twin)
     for (int k = 0; k < 3; k++)
         for (int y = 0; y < h; y++)
             for (int x = 0; x < w; x++)
-                cr_assert_eq(got[(k * h + y) * w + x], (float)px[(y * w + x) * 3 + k] / 255.0f, "k %d y %d x %d", k,
-                             y, x);
+                cr_assert_eq(got[(k * h + y) * w + x], (float)px[(y * w + x) * 3 + k] / 255.0f, "k %d y %d x %d", k, y,
+                             x);
     unlink(fx_path(p, dir, "a/down.bmp"));
     fx_write(dir, "a/up.bmp", up, n);
     float *twin = load_only(dir, 3, h, w);

@@ -53,10 +53,10 @@ Test(data_images, classes_sorted_and_files_filtered)
     fx_write_png(dir, "zebra/a.PNG", 2, 2, 3, rgb2x2);
     fx_write_png(dir, "apple/x.png", 2, 2, 3, rgb2x2);
     fx_write_bmp(dir, "Mango/m.bmp", 2, 2, 3, rgb2x2);
-    fx_write(dir, "Mango/notes.txt", "hello", 5);   /* not an image: skipped */
+    fx_write(dir, "Mango/notes.txt", "hello", 5);        /* not an image: skipped */
     fx_write_png(dir, ".hidden/h.png", 2, 2, 3, rgb2x2); /* hidden: not a class */
     fx_write_png(dir, "apple/.h.png", 2, 2, 3, rgb2x2);  /* hidden: not a sample */
-    fx_write(dir, "stray.png", "x", 1);              /* files at the root are not samples */
+    fx_write(dir, "stray.png", "x", 1);                  /* files at the root are not samples */
     rm_image_options o = opts(3, 2, 2);
     rm_dataset *ds = open_ok(dir, &o);
     cr_assert_eq(ds->info.classes, 3);
@@ -100,8 +100,7 @@ Test(data_images, decodes_values_exactly)
     /* Gray loaded as 3 channels: the value repeated in each. */
     cr_assert_eq(rm_dataset_load(ds, img, &lab, 1, &e), RM_OK, "%s", e.msg);
     for (int ch = 0; ch < 3; ch++)
-        for (int p = 0; p < 4; p++)
-            cr_assert(img[ch * 4 + p] == ((float)gray[p] / 255.0f - mean[ch]) / sd[ch]);
+        for (int p = 0; p < 4; p++) cr_assert(img[ch * 4 + p] == ((float)gray[p] / 255.0f - mean[ch]) / sd[ch]);
     rm_dataset_free(ds);
 
     /* One channel: gray exactly; RGB through stb_image's integer luma. */

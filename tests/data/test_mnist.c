@@ -48,8 +48,7 @@ Test(data_mnist, decodes_values_exactly)
     write_good(dir, "img", "lab");
     rm_dataset *ds;
     rm_err e = {0};
-    cr_assert_eq(rm_dataset_mnist_open(&ds, fx_path(pi, dir, "img"), fx_path(pl, dir, "lab"), &e), RM_OK, "%s",
-                 e.msg);
+    cr_assert_eq(rm_dataset_mnist_open(&ds, fx_path(pi, dir, "img"), fx_path(pl, dir, "lab"), &e), RM_OK, "%s", e.msg);
     cr_assert_eq(ds->info.count, N);
     cr_assert_eq(ds->info.c, 1);
     cr_assert_eq(ds->info.h, ROWS);

@@ -65,8 +65,15 @@ Test(backend, cpu_optimizer_updates)
     cr_expect_eq(v[0], 0.5f, "v = mu*0 + g");
     cr_expect_eq(w[0], w0 - 0.1f * 0.5f);
     float aw[1] = {1.0f}, adw[1] = {0.5f}, m[1] = {0.0f}, av[1] = {0.0f};
-    rm_adam_scalars k = {.b1 = 0.9f, .one_minus_b1 = 0.1f, .b2 = 0.999f, .one_minus_b2 = 0.001f, .eps = 1e-8f,
-                         .step_size = 0.01f / 0.1f, .bc2_sqrt = sqrtf(0.001f), .l2 = 0.0f, .shrink = 1.0f};
+    rm_adam_scalars k = {.b1 = 0.9f,
+                         .one_minus_b1 = 0.1f,
+                         .b2 = 0.999f,
+                         .one_minus_b2 = 0.001f,
+                         .eps = 1e-8f,
+                         .step_size = 0.01f / 0.1f,
+                         .bc2_sqrt = sqrtf(0.001f),
+                         .l2 = 0.0f,
+                         .shrink = 1.0f};
     cr_assert_eq(be->ops->adam_update(be->ctx, aw, adw, m, av, 1, &k, &e), RM_OK);
     cr_expect_eq(m[0], 0.1f * 0.5f);
     cr_expect(fabsf(aw[0] - (1.0f - 0.01f)) < 1e-6f, "the first Adam step moves by lr: %g", aw[0]);

@@ -39,7 +39,8 @@ Test(checksum, fast_paths_match_the_definitions)
     uint8_t *buf = malloc(n + 8);
     for (int fill = 0; fill < 2; fill++) {
         for (size_t i = 0; i < n + 8; i++) buf[i] = fill ? 0xff : (uint8_t)(i * 2654435761u >> 13);
-        static const size_t lens[] = {0, 1, 7, 8, 15, 16, 17, 31, 255, 5551, 5552, 5553, 5567, 5568, 11104, 3 * 5552 + 100};
+        static const size_t lens[] = {0,   1,    7,    8,    15,   16,   17,    31,
+                                      255, 5551, 5552, 5553, 5567, 5568, 11104, 3 * 5552 + 100};
         for (size_t l = 0; l < sizeof lens / sizeof *lens; l++)
             for (size_t off = 0; off < 8; off += 3) {
                 cr_expect_eq(rm_crc32(0, buf + off, lens[l]), crc_bitwise(buf + off, lens[l]), "crc len %zu", lens[l]);

@@ -23,14 +23,14 @@
 #include <string.h>
 
 #include "backend_cpu.h"
-#include "executor.h"
-#include "milp.h"
-#include "layers.h"
 #include "builder.h"
+#include "executor.h"
+#include "layers.h"
+#include "milp.h"
 #include "plan.h"
 #include "problem.h"
-#include "scheduler/random_graphs.h"
 #include "schedule.h"
+#include "scheduler/random_graphs.h"
 #include "simulate.h"
 #include "strategy.h"
 #include "trace.h"
@@ -111,8 +111,8 @@ static rm_plan *plan_checked(const rm_problem *p, const rm_problem *pa, const rm
     free(ops);
     expect_plan_sound(pl, what);
     rm_sim_result ra = simulate(pa, s), r = simulate(p, s);
-    cr_assert_eq(pl->live_peak, ra.peak_bytes, "%s: plan live peak %zu, simulator (aligned) %zu", what,
-                 pl->live_peak, ra.peak_bytes);
+    cr_assert_eq(pl->live_peak, ra.peak_bytes, "%s: plan live peak %zu, simulator (aligned) %zu", what, pl->live_peak,
+                 ra.peak_bytes);
     cr_assert_eq(pl->bytes_peak, r.peak_bytes, "%s: plan bytes peak %zu, simulator %zu", what, pl->bytes_peak,
                  r.peak_bytes);
     return pl;
@@ -300,10 +300,22 @@ static int is_layer_kind(const tiny *t, int i, rm_layer_kind kind)
     const rm_graph_node *nd = &t->g.nodes[i];
     return nd->op == RM_OP_FORWARD && t->m->layers[nd->layer].desc->kind == kind;
 }
-static int is_batchnorm(const tiny *t, int i) { return is_layer_kind(t, i, RM_LAYER_BATCHNORM2D); }
-static int is_dropout(const tiny *t, int i) { return is_layer_kind(t, i, RM_LAYER_DROPOUT); }
-static int is_dwconv(const tiny *t, int i) { return is_layer_kind(t, i, RM_LAYER_DWCONV2D); }
-static int is_any(const tiny *t, int i) { return (void)t, (void)i, 1; }
+static int is_batchnorm(const tiny *t, int i)
+{
+    return is_layer_kind(t, i, RM_LAYER_BATCHNORM2D);
+}
+static int is_dropout(const tiny *t, int i)
+{
+    return is_layer_kind(t, i, RM_LAYER_DROPOUT);
+}
+static int is_dwconv(const tiny *t, int i)
+{
+    return is_layer_kind(t, i, RM_LAYER_DWCONV2D);
+}
+static int is_any(const tiny *t, int i)
+{
+    return (void)t, (void)i, 1;
+}
 
 /* A CPU backend with the given kernel library and threads. */
 static rm_backend *cpu_backend(rm_cpu_kernel_lib lib, int threads)
@@ -358,14 +370,14 @@ static void expect_bit_identical_on(tiny *tp, const char *cfg, int (*must_recomp
         if (k > 0) cr_assert_gt(r.recomputations, 0, "%s %s: no recomputation", cfg, name);
         seen_recompute |= recomputes(&t, t.set.s[k], must_recompute);
         step_result res = k == 0 ? ref : run_steps(&t, t.set.s[k], be, input, labels);
-        cr_assert_eq(res.high_water, res.span, "%s %s: arena high water %zu, plan span %zu", cfg, name,
-                     res.high_water, res.span);
+        cr_assert_eq(res.high_water, res.span, "%s %s: arena high water %zu, plan span %zu", cfg, name, res.high_water,
+                     res.span);
         size_t aligned_peak = simulate(t.pa, t.set.s[k]).peak_bytes;
         cr_assert_eq(res.live_peak, aligned_peak, "%s %s: plan live peak %zu, simulator (aligned) %zu", cfg, name,
                      res.live_peak, aligned_peak);
         cr_assert_eq(res.ngrads, ref.ngrads);
-        cr_assert_eq(memcmp(res.loss, ref.loss, sizeof ref.loss), 0, "%s %s: loss %.9g, checkpoint-all %.9g", cfg,
-                     name, (double)res.loss[1], (double)ref.loss[1]);
+        cr_assert_eq(memcmp(res.loss, ref.loss, sizeof ref.loss), 0, "%s %s: loss %.9g, checkpoint-all %.9g", cfg, name,
+                     (double)res.loss[1], (double)ref.loss[1]);
         for (size_t i = 0; i < ref.ngrads; i++)
             cr_assert_eq(memcmp(&res.grads[i], &ref.grads[i], sizeof(float)), 0,
                          "%s %s: gradient %zu is %.9g, checkpoint-all %.9g", cfg, name, i, (double)res.grads[i],
@@ -487,10 +499,22 @@ static void plan_every_schedule(const char *cfg)
     tiny_free(&t);
 }
 
-Test(executor_plan, vgg_tiny_every_strategy) { plan_every_schedule("vgg-tiny.cfg"); }
-Test(executor_plan, resnet_tiny_every_strategy) { plan_every_schedule("resnet-tiny.cfg"); }
-Test(executor_plan, unet_tiny_every_strategy) { plan_every_schedule("unet-tiny.cfg"); }
-Test(executor_plan, mobilenet_tiny_every_strategy) { plan_every_schedule("mobilenet-tiny.cfg"); }
+Test(executor_plan, vgg_tiny_every_strategy)
+{
+    plan_every_schedule("vgg-tiny.cfg");
+}
+Test(executor_plan, resnet_tiny_every_strategy)
+{
+    plan_every_schedule("resnet-tiny.cfg");
+}
+Test(executor_plan, unet_tiny_every_strategy)
+{
+    plan_every_schedule("unet-tiny.cfg");
+}
+Test(executor_plan, mobilenet_tiny_every_strategy)
+{
+    plan_every_schedule("mobilenet-tiny.cfg");
+}
 
 /* Random training graphs with sizes in multiples of 16 bytes, so rounding to
  * 64 matters; every strategy at every budget level it fits. */
@@ -542,10 +566,22 @@ Test(executor_plan, random_graphs_every_strategy)
 
 /* The MILP and LP rounding join on vgg-tiny only: their LPs take tens of
  * seconds on the larger tiny graphs, too slow for this suite. */
-Test(executor, bit_identical_vgg_tiny_dropout) { expect_bit_identical("vgg-tiny.cfg", 3, is_dropout, 1); }
-Test(executor, bit_identical_resnet_tiny_batchnorm) { expect_bit_identical("resnet-tiny.cfg", 2, is_batchnorm, 0); }
-Test(executor, bit_identical_unet_tiny) { expect_bit_identical("unet-tiny.cfg", 2, is_any, 0); }
-Test(executor, bit_identical_mobilenet_tiny_dwconv) { expect_bit_identical("mobilenet-tiny.cfg", 2, is_dwconv, 0); }
+Test(executor, bit_identical_vgg_tiny_dropout)
+{
+    expect_bit_identical("vgg-tiny.cfg", 3, is_dropout, 1);
+}
+Test(executor, bit_identical_resnet_tiny_batchnorm)
+{
+    expect_bit_identical("resnet-tiny.cfg", 2, is_batchnorm, 0);
+}
+Test(executor, bit_identical_unet_tiny)
+{
+    expect_bit_identical("unet-tiny.cfg", 2, is_any, 0);
+}
+Test(executor, bit_identical_mobilenet_tiny_dwconv)
+{
+    expect_bit_identical("mobilenet-tiny.cfg", 2, is_dwconv, 0);
+}
 
 /* Batchnorm's running statistics after one step are exactly one momentum
  * update with the batch statistics, however often its forward ran: the
@@ -675,12 +711,14 @@ static void expect_workspace_exact(const rm_layer_desc *d, rm_layer_config cfg, 
     float *w = dy + ny, *dw = w + nw, *b = dw + nw, *db = b + nb;
     rm_rng r = rm_rng_make(17);
     for (float *q = buf; q < db + nb; q++) *q = (float)rm_rng_range(&r, -1.0, 1.0);
-    rm_layer_params prm = {.w = rm_tensor_make(ws, nw ? w : NULL), .b = rm_tensor_make(bs, nb ? b : NULL),
-                           .dw = rm_tensor_make(ws, nw ? dw : NULL), .db = rm_tensor_make(bs, nb ? db : NULL)};
+    rm_layer_params prm = {.w = rm_tensor_make(ws, nw ? w : NULL),
+                           .b = rm_tensor_make(bs, nb ? b : NULL),
+                           .dw = rm_tensor_make(ws, nw ? dw : NULL),
+                           .db = rm_tensor_make(bs, nb ? db : NULL)};
     rm_tensor tx = rm_tensor_make(xs, x), ty = rm_tensor_make(ys, y), tdy = rm_tensor_make(ys, dy),
               tdx = rm_tensor_make(xs, dx);
-    rm_layer_call call = {.cfg = &cfg, .params = &prm, .nin = 1, .in = {&tx}, .out = &ty, .dout = &tdy,
-                          .din = {&tdx}, .training = 1};
+    rm_layer_call call = {
+        .cfg = &cfg, .params = &prm, .nin = 1, .in = {&tx}, .out = &ty, .dout = &tdy, .din = {&tdx}, .training = 1};
     size_t need = 0;
     for (int back = 0; back < 2; back++) {
         size_t n = d->workspace_bytes(&cfg, &xs, 1, ys, back);
@@ -701,8 +739,7 @@ static void expect_workspace_exact(const rm_layer_desc *d, rm_layer_config cfg, 
             if (pass == 0)
                 memcpy(own + at, got[t], len[t] * sizeof(float));
             else
-                cr_assert_eq(memcmp(own + at, got[t], len[t] * sizeof(float)), 0, "%s: output %d differs", d->name,
-                             t);
+                cr_assert_eq(memcmp(own + at, got[t], len[t] * sizeof(float)), 0, "%s: output %d differs", d->name, t);
             at += len[t];
         }
     }
@@ -821,10 +858,22 @@ static void expect_finite_differences(const char *cfg, int batch, int extra)
     tiny_free(&t);
 }
 
-Test(executor, finite_differences_resnet_tiny) { expect_finite_differences("resnet-tiny.cfg", 2, 2); }
+Test(executor, finite_differences_resnet_tiny)
+{
+    expect_finite_differences("resnet-tiny.cfg", 2, 2);
+}
 /* Concatenation: each input's gradient is a different slice of the concat's backward output. */
-Test(executor, finite_differences_unet_tiny) { expect_finite_differences("unet-tiny.cfg", 2, 1); }
+Test(executor, finite_differences_unet_tiny)
+{
+    expect_finite_differences("unet-tiny.cfg", 2, 1);
+}
 /* Dropout: the backward must replay the forward's mask. */
-Test(executor, finite_differences_vgg_tiny) { expect_finite_differences("vgg-tiny.cfg", 2, 2); }
+Test(executor, finite_differences_vgg_tiny)
+{
+    expect_finite_differences("vgg-tiny.cfg", 2, 2);
+}
 /* Depthwise convolutions (one with a bias) between batchnorms. */
-Test(executor, finite_differences_mobilenet_tiny) { expect_finite_differences("mobilenet-tiny.cfg", 2, 1); }
+Test(executor, finite_differences_mobilenet_tiny)
+{
+    expect_finite_differences("mobilenet-tiny.cfg", 2, 1);
+}

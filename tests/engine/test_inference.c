@@ -140,8 +140,10 @@ Test(inference, refuses_graphs_that_are_not_the_forward_part)
     cr_assert_eq(rm_executor_set_inference(j.ex, &big, bp, &e), RM_ERR_INVALID);
     /* Another model's forward graph. */
     rm_model *other = NULL;
-    cr_assert_eq(rm_model_parse(&other, "[net]\nchannels=3\nheight=8\nwidth=8\n[flatten]\nname=f\n[linear]\nname=fc\n"
-                                        "out=5\n[softmax_xent]\nname=loss\n", "other.cfg", &e),
+    cr_assert_eq(rm_model_parse(&other,
+                                "[net]\nchannels=3\nheight=8\nwidth=8\n[flatten]\nname=f\n[linear]\nname=fc\n"
+                                "out=5\n[softmax_xent]\nname=loss\n",
+                                "other.cfg", &e),
                  RM_OK, "%s", e.msg);
     rm_graph og;
     cr_assert_eq(rm_model_trace_forward(&og, other, 4, &e), RM_OK, "%s", e.msg);

@@ -45,10 +45,22 @@ void fi_alloc_fail_nth(long n)
     alloc_fired_name = "";
 }
 
-long fi_alloc_count(void) { return alloc_count; }
-const char *fi_alloc_fired_in(void) { return alloc_fired_name; }
-void fi_alloc_hold(int on) { alloc_held += on ? 1 : -1; }
-int fi_alloc_fired(void) { return alloc_fired > 0; }
+long fi_alloc_count(void)
+{
+    return alloc_count;
+}
+const char *fi_alloc_fired_in(void)
+{
+    return alloc_fired_name;
+}
+void fi_alloc_hold(int on)
+{
+    alloc_held += on ? 1 : -1;
+}
+int fi_alloc_fired(void)
+{
+    return alloc_fired > 0;
+}
 
 void fi_io_fail(int mask, long nth, int err)
 {
@@ -59,7 +71,10 @@ void fi_io_fail(int mask, long nth, int err)
     memset(io_calls, 0, sizeof io_calls);
 }
 
-long fi_io_fired(void) { return io_fired_count; }
+long fi_io_fired(void)
+{
+    return io_fired_count;
+}
 
 void fi_solve_fail(long nth, int code, fi_solve_mode mode, int sticky)
 {
@@ -70,7 +85,10 @@ void fi_solve_fail(long nth, int code, fi_solve_mode mode, int sticky)
     solve_count = 0;
 }
 
-long fi_solve_calls(void) { return solve_count; }
+long fi_solve_calls(void)
+{
+    return solve_count;
+}
 
 /* ---- allocation --------------------------------------------------------------- */
 
@@ -110,14 +128,38 @@ ssize_t __wrap_getline(char **line, size_t *cap, FILE *f);
 FILE *__wrap_fopen(const char *path, const char *mode);
 FILE *__wrap_fdopen(int fd, const char *mode);
 
-void *__wrap_malloc(size_t n) { return alloc_fails() ? NULL : __real_malloc(n); }
-void *__wrap_calloc(size_t k, size_t n) { return alloc_fails() ? NULL : __real_calloc(k, n); }
-void *__wrap_realloc(void *p, size_t n) { return alloc_fails() ? NULL : __real_realloc(p, n); }
-void *__wrap_aligned_alloc(size_t a, size_t n) { return alloc_fails() ? NULL : __real_aligned_alloc(a, n); }
-char *__wrap_strdup(const char *s) { return alloc_fails() ? NULL : __real_strdup(s); }
-char *__wrap_strndup(const char *s, size_t n) { return alloc_fails() ? NULL : __real_strndup(s, n); }
-FILE *__wrap_fopen(const char *path, const char *mode) { return alloc_fails() ? NULL : __real_fopen(path, mode); }
-FILE *__wrap_fdopen(int fd, const char *mode) { return alloc_fails() ? NULL : __real_fdopen(fd, mode); }
+void *__wrap_malloc(size_t n)
+{
+    return alloc_fails() ? NULL : __real_malloc(n);
+}
+void *__wrap_calloc(size_t k, size_t n)
+{
+    return alloc_fails() ? NULL : __real_calloc(k, n);
+}
+void *__wrap_realloc(void *p, size_t n)
+{
+    return alloc_fails() ? NULL : __real_realloc(p, n);
+}
+void *__wrap_aligned_alloc(size_t a, size_t n)
+{
+    return alloc_fails() ? NULL : __real_aligned_alloc(a, n);
+}
+char *__wrap_strdup(const char *s)
+{
+    return alloc_fails() ? NULL : __real_strdup(s);
+}
+char *__wrap_strndup(const char *s, size_t n)
+{
+    return alloc_fails() ? NULL : __real_strndup(s, n);
+}
+FILE *__wrap_fopen(const char *path, const char *mode)
+{
+    return alloc_fails() ? NULL : __real_fopen(path, mode);
+}
+FILE *__wrap_fdopen(int fd, const char *mode)
+{
+    return alloc_fails() ? NULL : __real_fdopen(fd, mode);
+}
 
 /* getline grows its buffer with realloc inside libc: the failure is what
  * glibc reports then, -1 with errno ENOMEM, which looks like end of file to
@@ -209,7 +251,10 @@ int __wrap_fclose(FILE *f)
     return rc;
 }
 
-int __wrap_fsync(int fd) { return io_fails(FI_FSYNC, NULL, fd) ? -1 : __real_fsync(fd); }
+int __wrap_fsync(int fd)
+{
+    return io_fails(FI_FSYNC, NULL, fd) ? -1 : __real_fsync(fd);
+}
 
 int __wrap_rename(const char *from, const char *to)
 {
@@ -241,16 +286,16 @@ static int __WINAPI abort_now(lprec *lp, void *h)
  * allocation failure: each API call remat makes that allocates counts as
  * one allocation instead, and fails the way lp_solve documents (NULL,
  * FALSE, NOMEMORY), which is what remat must handle. */
-#define LP_WRAP(ret, name, fail, params, args)                                                                      \
-    ret __real_##name params;                                                                                      \
-    ret __wrap_##name params;                                                                                      \
-    ret __wrap_##name params                                                                                       \
-    {                                                                                                              \
-        if (alloc_fails()) return fail;                                                                            \
-        alloc_held++;                                                                                              \
-        ret r = __real_##name args;                                                                                \
-        alloc_held--;                                                                                              \
-        return r;                                                                                                  \
+#define LP_WRAP(ret, name, fail, params, args)                                                                         \
+    ret __real_##name params;                                                                                          \
+    ret __wrap_##name params;                                                                                          \
+    ret __wrap_##name params                                                                                           \
+    {                                                                                                                  \
+        if (alloc_fails()) return fail;                                                                                \
+        alloc_held++;                                                                                                  \
+        ret r = __real_##name args;                                                                                    \
+        alloc_held--;                                                                                                  \
+        return r;                                                                                                      \
     }
 
 LP_WRAP(lprec *, make_lp, NULL, (int rows, int columns), (rows, columns))

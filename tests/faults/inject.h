@@ -56,8 +56,8 @@ long fi_io_fired(void);
 /* ---- lp_solve ------------------------------------------------------------- */
 
 typedef enum fi_solve_mode {
-    FI_SOLVE_FAKE,    /* return code without solving: the model holds no solution */
-    FI_SOLVE_ABORTED  /* solve under an abort that stops lp_solve at once, then return code */
+    FI_SOLVE_FAKE,   /* return code without solving: the model holds no solution */
+    FI_SOLVE_ABORTED /* solve under an abort that stops lp_solve at once, then return code */
 } fi_solve_mode;
 
 /* The nth call of lp_solve's solve() from now (0 = the next one; for the

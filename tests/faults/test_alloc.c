@@ -24,19 +24,19 @@
 #include <unistd.h>
 
 #include "backend_cpu.h"
-#include "snapshot.h"
-#include "executor.h"
+#include "builder.h"
 #include "cli_fixture.h"
+#include "executor.h"
 #include "faults/inject.h"
 #include "milp.h"
 #include "onnx.h"
-#include "builder.h"
 #include "optim.h"
 #include "plan.h"
 #include "problem.h"
-#include "scheduler/random_graphs.h"
 #include "schedule.h"
+#include "scheduler/random_graphs.h"
 #include "simulate.h"
+#include "snapshot.h"
 #include "strategy.h"
 #include "trace.h"
 #include "train/train_fixtures.h"
@@ -49,7 +49,6 @@ typedef int (*op_fn)(void *ctx, rm_err *e);
 typedef struct loop_stats {
     long runs, failed, tolerated, total; /* total: allocations of a run without faults */
 } loop_stats;
-
 
 /* With REMAT_FI_TRACE set, a crash appends its stack to the trace file. */
 static int trace_fd = -1;

@@ -398,8 +398,8 @@ Test(links, a_planted_fifo_is_refused_up_front, .timeout = 60)
     cr_expect(strstr(e.msg, "a FIFO of another user (uid 4242)"), "%s", e.msg);
     rm_atomic_file af;
     cr_expect_eq(rm_atomic_open(&af, fifo, &e), RM_ERR_IO, "the writer too");
-    int rc = cf_remat("plan", "--model", VGG_TINY, "--batch", "2", "--budget", "100%", "--strategy",
-                      "checkpoint_all", "--out", fifo, NULL);
+    int rc = cf_remat("plan", "--model", VGG_TINY, "--batch", "2", "--budget", "100%", "--strategy", "checkpoint_all",
+                      "--out", fifo, NULL);
     cr_expect_eq(rc, 1, "exit %d: %s", rc, cf_err);
     cr_expect(strstr(cf_err, fifo) && strstr(cf_err, "a FIFO of another user"), "%s", cf_err);
     cr_expect(!cf_said(0, "checkpoint_all"), "refused before the solve");

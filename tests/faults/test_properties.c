@@ -30,8 +30,8 @@
 #include "plan.h"
 #include "problem.h"
 #include "rng.h"
-#include "scheduler/random_graphs.h"
 #include "schedule.h"
+#include "scheduler/random_graphs.h"
 #include "simulate.h"
 #include "strategy.h"
 

@@ -26,8 +26,8 @@
 #include "faults/inject.h"
 #include "milp.h"
 #include "problem.h"
-#include "scheduler/random_graphs.h"
 #include "schedule.h"
+#include "scheduler/random_graphs.h"
 #include "simulate.h"
 #include "strategy.h"
 
@@ -53,8 +53,10 @@ static rm_problem *problem(void)
         cr_assert_eq(list[k].solve(&s, p, &e), RM_OK, "%s", e.msg);
         cr_assert_eq(rm_simulate(&r, p, s, &e), RM_OK, "%s", e.msg);
         rm_schedule_free(s);
-        if (k == 0) all = r.peak_bytes;
-        else if (r.peak_bytes < all && (!best || r.peak_bytes < best)) best = r.peak_bytes;
+        if (k == 0)
+            all = r.peak_bytes;
+        else if (r.peak_bytes < all && (!best || r.peak_bytes < best))
+            best = r.peak_bytes;
     }
     cr_assert_gt(best, 0, "no baseline saves memory on the test graph");
     p->budget = p->fixed_bytes + best;
@@ -237,20 +239,20 @@ Test(solver_faults, cli_exits_non_zero_where_no_schedule_results)
     cr_expect_eq(cf_read(cf_path("s.txt"), &(size_t){0}), NULL, "no schedule file is written");
     /* With every strategy, the others still give a schedule: exit 0, milp an error row. */
     fi_solve_fail(0, NUMFAILURE, FI_SOLVE_FAKE, 1);
-    rc = cf_remat("plan", "--model", VGG_TINY, "--batch", "2", "--budget", "99%", "--strategy", "all",
-                  "--node-limit", "50", "--quiet", NULL);
+    rc = cf_remat("plan", "--model", VGG_TINY, "--batch", "2", "--budget", "99%", "--strategy", "all", "--node-limit",
+                  "50", "--quiet", NULL);
     cr_expect_eq(rc, 0, "exit %d: %s", rc, cf_err);
     cr_expect(strstr(cf_err, "milp failed") && strstr(cf_err, "lp_round failed"), "%s", cf_err);
     /* Training with the MILP. */
     fi_solve_fail(0, NUMFAILURE, FI_SOLVE_FAKE, 1);
-    rc = cf_remat("train", "--model", VGG_TINY, "--data", "synthetic", "--batch", "2", "--budget", "99%",
-                  "--strategy", "milp", "--node-limit", "50", "--steps", "1", "--samples", "4", "--quiet", NULL);
+    rc = cf_remat("train", "--model", VGG_TINY, "--data", "synthetic", "--batch", "2", "--budget", "99%", "--strategy",
+                  "milp", "--node-limit", "50", "--steps", "1", "--samples", "4", "--quiet", NULL);
     cr_expect_eq(rc, 2, "exit %d: %s", rc, cf_err);
     cr_expect(strstr(cf_err, "NUMFAILURE"), "%s", cf_err);
     /* A limit with the incumbent: a schedule results, exit 0. */
     fi_solve_fail(0, TIMEOUT, FI_SOLVE_FAKE, 1);
-    rc = cf_remat("plan", "--model", VGG_TINY, "--batch", "2", "--budget", "99%", "--strategy", "milp",
-                  "--node-limit", "50", "--quiet", "--out", cf_path("t.txt"), NULL);
+    rc = cf_remat("plan", "--model", VGG_TINY, "--batch", "2", "--budget", "99%", "--strategy", "milp", "--node-limit",
+                  "50", "--quiet", "--out", cf_path("t.txt"), NULL);
     cr_expect_eq(rc, 0, "exit %d: %s", rc, cf_err);
     size_t n = 0;
     unsigned char *text = cf_read(cf_path("t.txt"), &n);
@@ -282,8 +284,8 @@ Test(solver_faults, budget_below_the_fixed_memory)
     rc = cf_remat("explain", "--model", VGG_TINY, "--batch", "2", "--budget", "4KiB", NULL);
     cr_expect_eq(rc, 1, "explain: exit %d: %s", rc, cf_err);
     cr_expect(strstr(cf_err, "fixed"), "explain: %s", cf_err);
-    rc = cf_remat("train", "--model", VGG_TINY, "--data", "synthetic", "--batch", "auto", "--budget", "4KiB",
-                  "--quiet", NULL);
+    rc = cf_remat("train", "--model", VGG_TINY, "--data", "synthetic", "--batch", "auto", "--budget", "4KiB", "--quiet",
+                  NULL);
     cr_expect_eq(rc, 1, "train --batch auto: exit %d: %s", rc, cf_err);
     cr_expect(strstr(cf_err, "fixed") || strstr(cf_err, "batch 1"), "train --batch auto: %s", cf_err);
 }

@@ -107,8 +107,7 @@ static void expect_no_step_allocation(const char *cfg, int batch)
         long in_update = fi_alloc_count() - in_step;
         cr_assert_eq(rc, RM_OK, "%s step %d: %s", cfg, (int)step, e.msg);
         cr_assert_eq(orc, RM_OK, "%s update %d: %s", cfg, (int)step, e.msg);
-        cr_assert_eq(in_step, 0, "%s: %ld host allocations inside rm_executor_step (step %d)", cfg, in_step,
-                     (int)step);
+        cr_assert_eq(in_step, 0, "%s: %ld host allocations inside rm_executor_step (step %d)", cfg, in_step, (int)step);
         cr_assert_eq(in_update, 0, "%s: %ld host allocations inside rm_optim_step (step %d)", cfg, in_update,
                      (int)step);
         cr_assert(loss == loss && loss > 0, "%s step %d: loss %g", cfg, (int)step, (double)loss);
@@ -129,6 +128,15 @@ static void expect_no_step_allocation(const char *cfg, int batch)
     rm_model_free(m);
 }
 
-Test(step_allocations, vgg_tiny) { expect_no_step_allocation("vgg-tiny.cfg", 4); }
-Test(step_allocations, resnet_tiny) { expect_no_step_allocation("resnet-tiny.cfg", 4); }
-Test(step_allocations, unet_tiny) { expect_no_step_allocation("unet-tiny.cfg", 2); }
+Test(step_allocations, vgg_tiny)
+{
+    expect_no_step_allocation("vgg-tiny.cfg", 4);
+}
+Test(step_allocations, resnet_tiny)
+{
+    expect_no_step_allocation("resnet-tiny.cfg", 4);
+}
+Test(step_allocations, unet_tiny)
+{
+    expect_no_step_allocation("unet-tiny.cfg", 2);
+}

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "harnesses.h"
 #include "builder.h"
+#include "harnesses.h"
 
 int rm_fuzz_config(const uint8_t *data, size_t size)
 {

@@ -70,10 +70,10 @@ int rm_fuzz_onnx(const uint8_t *data, size_t size)
 typedef struct mut_field {
     size_t at, val, body, end; /* the key, the value (a length's varint for LEN), the payload, the end */
     unsigned wt;
-    int parent; /* the enclosing message's field, or -1 */
+    int parent;                           /* the enclosing message's field, or -1 */
     const ProtobufCFieldDescriptor *fd;   /* NULL: not in the schema */
     const ProtobufCMessageDescriptor *in; /* the message it belongs to */
-    int entered; /* its payload was read as a sub-message */
+    int entered;                          /* its payload was read as a sub-message */
 } mut_field;
 
 typedef struct mut_rng {
@@ -181,11 +181,25 @@ static int mut_cycle(const ProtobufCFieldDescriptor **path, const ProtobufCMessa
     return 0;
 }
 
-static const int64_t mut_ints[] = {INT64_MAX, INT64_MIN, INT64_MAX - 1, -INT64_MAX, (int64_t)1 << 62,
-                                   -((int64_t)1 << 62), (int64_t)1 << 32, (int64_t)1 << 31, INT32_MAX, INT32_MIN,
-                                   3037000500LL, -3037000500LL, -1, 0, 1, 2, -2};
-static const float mut_floats[] = {NAN, INFINITY, -INFINITY, FLT_MAX, -FLT_MAX, 1e30f, -1e30f, -0.0f, 1e-45f, 0.0f,
-                                   -1.0f, -0x1p63f, 0x1p63f};
+static const int64_t mut_ints[] = {INT64_MAX,
+                                   INT64_MIN,
+                                   INT64_MAX - 1,
+                                   -INT64_MAX,
+                                   (int64_t)1 << 62,
+                                   -((int64_t)1 << 62),
+                                   (int64_t)1 << 32,
+                                   (int64_t)1 << 31,
+                                   INT32_MAX,
+                                   INT32_MIN,
+                                   3037000500LL,
+                                   -3037000500LL,
+                                   -1,
+                                   0,
+                                   1,
+                                   2,
+                                   -2};
+static const float mut_floats[] = {NAN,   INFINITY, -INFINITY, FLT_MAX, -FLT_MAX, 1e30f,  -1e30f,
+                                   -0.0f, 1e-45f,   0.0f,      -1.0f,   -0x1p63f, 0x1p63f};
 #define MUT_COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Is field k inside a tensor or an attribute (the values the folder and the layers read)? */
@@ -204,11 +218,19 @@ static int mut_pick(const mut_field *f, int n, mut_rng *r, int (*ok)(const mut_f
     return found;
 }
 
-static int mut_is_msg(const mut_field *m) { return m->entered; }
-static int mut_any(const mut_field *m) { (void)m; return 1; }
+static int mut_is_msg(const mut_field *m)
+{
+    return m->entered;
+}
+static int mut_any(const mut_field *m)
+{
+    (void)m;
+    return 1;
+}
 static int mut_is_int(const mut_field *m)
 {
-    return m->wt == 0 || (m->wt == 2 && m->fd && (m->fd->type == PROTOBUF_C_TYPE_INT64 || m->fd->type == PROTOBUF_C_TYPE_INT32));
+    return m->wt == 0 ||
+           (m->wt == 2 && m->fd && (m->fd->type == PROTOBUF_C_TYPE_INT64 || m->fd->type == PROTOBUF_C_TYPE_INT32));
 }
 static int mut_is_float(const mut_field *m)
 {
@@ -216,7 +238,10 @@ static int mut_is_float(const mut_field *m)
            (m->wt == 2 && m->fd && m->fd->type == PROTOBUF_C_TYPE_BYTES && (m->end - m->body) % 4 == 0 &&
             m->end > m->body);
 }
-static int mut_is_bytes(const mut_field *m) { return m->wt == 2 && !m->entered; }
+static int mut_is_bytes(const mut_field *m)
+{
+    return m->wt == 2 && !m->entered;
+}
 
 size_t rm_fuzz_onnx_mutate(uint8_t *data, size_t size, size_t max_size, unsigned seed,
                            size_t (*byte_mutate)(uint8_t *, size_t, size_t))
@@ -249,7 +274,8 @@ size_t rm_fuzz_onnx_mutate(uint8_t *data, size_t size, size_t max_size, unsigned
             mut_splice(&out, data, size, f, f[k].parent, f[k].end, f[k].end, data + f[k].at, f[k].end - f[k].at);
         break;
     case 2: /* drop a field */
-        if ((k = mut_pick(f, n, &r, mut_any)) >= 0) mut_splice(&out, data, size, f, f[k].parent, f[k].at, f[k].end, NULL, 0);
+        if ((k = mut_pick(f, n, &r, mut_any)) >= 0)
+            mut_splice(&out, data, size, f, f[k].parent, f[k].at, f[k].end, NULL, 0);
         break;
     case 3:
     case 4: /* an extreme int64: a varint, or one element of packed integers */
@@ -284,7 +310,8 @@ size_t rm_fuzz_onnx_mutate(uint8_t *data, size_t size, size_t max_size, unsigned
                 at = f[k].body + 8 * mut_next(&r, (unsigned)(span / 8));
                 mut_splice(&out, data, size, f, f[k].parent, at, at + 8, (const uint8_t *)&v, 8);
             } else if (at + w <= f[k].end) {
-                mut_splice(&out, data, size, f, f[k].parent, at, at + w, w == 8 ? (const uint8_t *)&dx : (const uint8_t *)&x, w);
+                mut_splice(&out, data, size, f, f[k].parent, at, at + w,
+                           w == 8 ? (const uint8_t *)&dx : (const uint8_t *)&x, w);
             }
         }
         break;
@@ -303,7 +330,8 @@ size_t rm_fuzz_onnx_mutate(uint8_t *data, size_t size, size_t max_size, unsigned
             }
         }
         break;
-    default: break; /* 7: libFuzzer's own byte-level mutation */
+    default:
+        break; /* 7: libFuzzer's own byte-level mutation */
     }
     free(f);
     size_t result;

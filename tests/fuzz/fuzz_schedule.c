@@ -25,8 +25,8 @@ int rm_fuzz_schedule_problem(rm_problem **out, rm_err *e)
         size_t bytes;
         int ndeps, deps[2];
     } nodes[] = {
-        {"input", RM_TAG_FORWARD, 100, 1024, 0, {0, 0}},      {"fc1", RM_TAG_FORWARD, 2048, 2048, 1, {0, 0}},
-        {"relu1", RM_TAG_FORWARD, 512, 2048, 1, {1, 0}},    {"loss", RM_TAG_LOSS, 64, 4, 1, {2, 0}},
+        {"input", RM_TAG_FORWARD, 100, 1024, 0, {0, 0}},     {"fc1", RM_TAG_FORWARD, 2048, 2048, 1, {0, 0}},
+        {"relu1", RM_TAG_FORWARD, 512, 2048, 1, {1, 0}},     {"loss", RM_TAG_LOSS, 64, 4, 1, {2, 0}},
         {"loss.grad", RM_TAG_BACKWARD, 64, 2048, 2, {2, 3}}, {"relu1.grad", RM_TAG_BACKWARD, 512, 2048, 2, {2, 4}},
         {"fc1.grad", RM_TAG_BACKWARD, 4096, 0, 2, {0, 5}},
     };

@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "snapshot.h"
 #include "builder.h"
 #include "harnesses.h"
 #include "optim.h"
+#include "snapshot.h"
 
 static const char net_text[] = "[net]\nchannels=1\nheight=4\nwidth=4\n"
                                "[conv]\nname=conv1\nfilters=2\nsize=3\npad=1\n"

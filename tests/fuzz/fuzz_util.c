@@ -16,10 +16,11 @@
 #include "trace.h"
 
 const rm_fuzz_harness rm_fuzz_harnesses[] = {
-    {"config", rm_fuzz_config}, {"problem", rm_fuzz_problem}, {"schedule", rm_fuzz_schedule},
-    {"snapshot", rm_fuzz_snapshot}, {"mnist", rm_fuzz_mnist}, {"cifar", rm_fuzz_cifar},
-    {"image", rm_fuzz_image}, {"costs", rm_fuzz_costs}, {"onnx", rm_fuzz_onnx},
-    {NULL, NULL},
+    {"config", rm_fuzz_config},     {"problem", rm_fuzz_problem},
+    {"schedule", rm_fuzz_schedule}, {"snapshot", rm_fuzz_snapshot},
+    {"mnist", rm_fuzz_mnist},       {"cifar", rm_fuzz_cifar},
+    {"image", rm_fuzz_image},       {"costs", rm_fuzz_costs},
+    {"onnx", rm_fuzz_onnx},         {NULL, NULL},
 };
 
 /* Per process: a forked test worker must not reuse its parent's folder, so
@@ -48,9 +49,8 @@ const char *rm_fuzz_dir(void)
          * its blocks out at close (auto_da_alloc), which made every run wait
          * on the disk (250 runs/s instead of thousands). */
         struct stat st;
-        const char *base = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) && access("/dev/shm", W_OK) == 0
-                               ? "/dev/shm"
-                               : "/tmp";
+        const char *base =
+            stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) && access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
         snprintf(fuzz_dir, sizeof fuzz_dir, "%s/remat-fuzz-%ld", base, (long)getpid());
         if (mkdir(fuzz_dir, 0700) != 0 && errno != EEXIST) {
             fprintf(stderr, "fuzz: cannot create %s: %s\n", fuzz_dir, strerror(errno));

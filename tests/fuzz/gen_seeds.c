@@ -163,7 +163,10 @@ static void cifar(const char *name, int mode, int records, int bad_label, size_t
 
 /* ---- image: mode byte + image [+ mask] ---- */
 
-static void write_func(void *ctx, void *data, int size) { put(ctx, data, (size_t)size); }
+static void write_func(void *ctx, void *data, int size)
+{
+    put(ctx, data, (size_t)size);
+}
 
 /* kind: 0 png, 1 jpg, 2 bmp */
 static buf encode(int kind, int w, int h, int comp, const uint8_t *px)
@@ -192,7 +195,8 @@ static void images(void)
     enum { W = 6, H = 5 };
     uint8_t rgb[W * H * 3], gray[W * H], mask[W * H], badmask[W * H];
     for (int i = 0; i < W * H * 3; i++) rgb[i] = (uint8_t)(i * 29 % 256);
-    for (int i = 0; i < W * H; i++) gray[i] = (uint8_t)(i * 8), mask[i] = (uint8_t)(i % 4), badmask[i] = (uint8_t)(i % 4);
+    for (int i = 0; i < W * H; i++)
+        gray[i] = (uint8_t)(i * 8), mask[i] = (uint8_t)(i % 4), badmask[i] = (uint8_t)(i % 4);
     badmask[W * H - 1] = 9; /* class 9 of 4 */
     buf png3 = encode(0, W, H, 3, rgb), png1 = encode(0, W, H, 1, gray), jpg3 = encode(1, W, H, 3, rgb),
         bmp3 = encode(2, W, H, 3, rgb), pngm = encode(0, W, H, 1, mask), pngbad = encode(0, W, H, 1, badmask),

@@ -19,15 +19,15 @@
 
 #include "error.h"
 
-int rm_fuzz_config(const uint8_t *data, size_t size);     /* model configs: config.c + model.c */
-int rm_fuzz_problem(const uint8_t *data, size_t size);    /* problem files: scheduler/problem.c */
-int rm_fuzz_schedule(const uint8_t *data, size_t size);   /* schedule files: scheduler/schedule_file.c */
+int rm_fuzz_config(const uint8_t *data, size_t size);   /* model configs: config.c + model.c */
+int rm_fuzz_problem(const uint8_t *data, size_t size);  /* problem files: scheduler/problem.c */
+int rm_fuzz_schedule(const uint8_t *data, size_t size); /* schedule files: scheduler/schedule_file.c */
 int rm_fuzz_snapshot(const uint8_t *data, size_t size); /* snapshots: train/snapshot.c */
-int rm_fuzz_mnist(const uint8_t *data, size_t size);      /* idx3 + idx1 files: data/mnist.c */
-int rm_fuzz_cifar(const uint8_t *data, size_t size);      /* CIFAR-10 binary batches: data/cifar.c */
-int rm_fuzz_image(const uint8_t *data, size_t size);      /* images and masks: data/image*.c, segmentation.c */
-int rm_fuzz_costs(const uint8_t *data, size_t size);      /* profiled cost files: scheduler/cost_file.c */
-int rm_fuzz_onnx(const uint8_t *data, size_t size);       /* ONNX models and tensors: models/onnx_*.c */
+int rm_fuzz_mnist(const uint8_t *data, size_t size);    /* idx3 + idx1 files: data/mnist.c */
+int rm_fuzz_cifar(const uint8_t *data, size_t size);    /* CIFAR-10 binary batches: data/cifar.c */
+int rm_fuzz_image(const uint8_t *data, size_t size);    /* images and masks: data/image*.c, segmentation.c */
+int rm_fuzz_costs(const uint8_t *data, size_t size);    /* profiled cost files: scheduler/cost_file.c */
+int rm_fuzz_onnx(const uint8_t *data, size_t size);     /* ONNX models and tensors: models/onnx_*.c */
 
 /* The ONNX harness's structure-aware mutator (libFuzzer's
  * LLVMFuzzerCustomMutator in fuzz_onnx's executable): one change to the

@@ -43,7 +43,10 @@ void pb_varint(pb_buf *b, uint64_t v)
     pb_raw(b, tmp, k);
 }
 
-void pb_key(pb_buf *b, uint32_t field, unsigned wire_type) { pb_varint(b, (uint64_t)field << 3 | wire_type); }
+void pb_key(pb_buf *b, uint32_t field, unsigned wire_type)
+{
+    pb_varint(b, (uint64_t)field << 3 | wire_type);
+}
 
 void pb_int(pb_buf *b, uint32_t field, int64_t v)
 {
@@ -66,7 +69,10 @@ void pb_bytes(pb_buf *b, uint32_t field, const void *data, size_t n)
     pb_raw(b, data, n);
 }
 
-void pb_str(pb_buf *b, uint32_t field, const char *s) { pb_bytes(b, field, s, strlen(s)); }
+void pb_str(pb_buf *b, uint32_t field, const char *s)
+{
+    pb_bytes(b, field, s, strlen(s));
+}
 
 void pb_msg(pb_buf *b, uint32_t field, const pb_buf *sub)
 {
@@ -120,14 +126,19 @@ void pb_nest(pb_buf *b, const uint32_t *fields, int nfields, int times)
         end[h] = heads.n;
     }
     for (size_t h = nheads; h-- > 0;) pb_raw(&prefix, heads.p + (h ? end[h - 1] : 0), end[h] - (h ? end[h - 1] : 0));
-    if (heads.oom || prefix.oom) b->oom = 1;
-    else pb_splice(b, 0, 0, prefix.p, prefix.n);
+    if (heads.oom || prefix.oom)
+        b->oom = 1;
+    else
+        pb_splice(b, 0, 0, prefix.p, prefix.n);
     free(end);
     pb_free(&heads);
     pb_free(&prefix);
 }
 
-void pb_wrap(pb_buf *b, uint32_t field, int levels) { pb_nest(b, &field, 1, levels); }
+void pb_wrap(pb_buf *b, uint32_t field, int levels)
+{
+    pb_nest(b, &field, 1, levels);
+}
 
 /* ---- ONNX ---- */
 
@@ -168,8 +179,10 @@ void onnx_w_value_info(pb_buf *v, const char *name, const int64_t *dims, int ran
     pb_buf shape = {0}, tensor = {0}, type = {0};
     for (int k = 0; k < rank; k++) {
         pb_buf dim = {0};
-        if (dims[k] < 0) pb_str(&dim, 2, "N"); /* dim_param */
-        else pb_int(&dim, 1, dims[k]);        /* dim_value */
+        if (dims[k] < 0)
+            pb_str(&dim, 2, "N"); /* dim_param */
+        else
+            pb_int(&dim, 1, dims[k]); /* dim_value */
         pb_msg(&shape, 1, &dim);
         pb_free(&dim);
     }
@@ -271,7 +284,7 @@ void onnx_w_deep_type_model(pb_buf *m, int pairs, int shaped)
         pb_free(&shape);
         pb_free(&dim);
     }
-    pb_msg(&type, 1, &tensor); /* tensor_type */
+    pb_msg(&type, 1, &tensor);           /* tensor_type */
     const uint32_t sequence[2] = {4, 1}; /* TypeProto.sequence_type, Sequence.elem_type */
     pb_nest(&type, sequence, 2, pairs);
     pb_str(&vi, 1, "x");
@@ -287,7 +300,7 @@ void onnx_w_deep_type_model(pb_buf *m, int pairs, int shaped)
 void onnx_w_deep_graph_model(pb_buf *m, int levels)
 {
     pb_buf inner = {0}, attr = {0}, nodes[2] = {{0}, {0}};
-    pb_str(&inner, 2, "body"); /* GraphProto.name */
+    pb_str(&inner, 2, "body");           /* GraphProto.name */
     const uint32_t level[3] = {1, 5, 6}; /* GraphProto.node, NodeProto.attribute, AttributeProto.g */
     pb_nest(&inner, level, 3, levels - 1);
     onnx_w_attr_graph(&attr, "then_branch", &inner);

@@ -34,7 +34,10 @@ static int is_open_bug(const char *harness, const char *name)
     return found;
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
 
 /* Runs every regular file of REMAT_SOURCE_DIR/tests/fuzz/<sub>/<harness>;
  * returns how many ran. */
@@ -93,24 +96,53 @@ static void regress(const char *name)
     replay(h, "crashes");
 }
 
-Test(fuzz_regress, config) { regress("config"); }
-Test(fuzz_regress, problem) { regress("problem"); }
-Test(fuzz_regress, schedule) { regress("schedule"); }
-Test(fuzz_regress, snapshot) { regress("snapshot"); }
-Test(fuzz_regress, mnist) { regress("mnist"); }
-Test(fuzz_regress, cifar) { regress("cifar"); }
-Test(fuzz_regress, image) { regress("image"); }
-Test(fuzz_regress, costs) { regress("costs"); }
-Test(fuzz_regress, onnx) { regress("onnx"); }
+Test(fuzz_regress, config)
+{
+    regress("config");
+}
+Test(fuzz_regress, problem)
+{
+    regress("problem");
+}
+Test(fuzz_regress, schedule)
+{
+    regress("schedule");
+}
+Test(fuzz_regress, snapshot)
+{
+    regress("snapshot");
+}
+Test(fuzz_regress, mnist)
+{
+    regress("mnist");
+}
+Test(fuzz_regress, cifar)
+{
+    regress("cifar");
+}
+Test(fuzz_regress, image)
+{
+    regress("image");
+}
+Test(fuzz_regress, costs)
+{
+    regress("costs");
+}
+Test(fuzz_regress, onnx)
+{
+    regress("onnx");
+}
 
 /* Every harness has a regression test above. */
 Test(fuzz_regress, every_harness_listed)
 {
-    static const char *const listed[] = {"config", "problem", "schedule", "snapshot", "mnist", "cifar", "image", "costs", "onnx"};
+    static const char *const listed[] = {"config", "problem", "schedule", "snapshot", "mnist",
+                                         "cifar",  "image",   "costs",    "onnx"};
     int n = 0;
     for (int i = 0; rm_fuzz_harnesses[i].name; i++, n++) {
         int found = 0;
-        for (size_t k = 0; k < sizeof listed / sizeof listed[0]; k++) found |= !strcmp(listed[k], rm_fuzz_harnesses[i].name);
+        for (size_t k = 0; k < sizeof listed / sizeof listed[0]; k++)
+            found |= !strcmp(listed[k], rm_fuzz_harnesses[i].name);
         cr_expect(found, "harness %s has no regression test", rm_fuzz_harnesses[i].name);
     }
     cr_expect_eq(n, (int)(sizeof listed / sizeof listed[0]));

@@ -135,7 +135,8 @@ double gradcheck(const gc_case *c)
         for (size_t j = 0; s.params.db.data && j < rm_tensor_numel(&s.params.db); j++) s.params.db.data[j] = NAN;
         /* Biases and beta start at 0: make them non-zero so their use is tested. */
         if (s.params.b.data)
-            for (size_t i = 0; i < rm_tensor_numel(&s.params.b); i++) s.params.b.data[i] = (float)rm_rng_range(&rng, -0.5, 0.5);
+            for (size_t i = 0; i < rm_tensor_numel(&s.params.b); i++)
+                s.params.b.data[i] = (float)rm_rng_range(&rng, -0.5, 0.5);
     }
     if (s.is_loss) {
         size_t nl = (size_t)c->in[0].n * (size_t)c->in[0].h * (size_t)c->in[0].w;
@@ -173,9 +174,11 @@ double gradcheck(const gc_case *c)
         worst = fmax(worst, check_tensor(&s, what, s.in[i].data, din[i].data, rm_shape_numel(c->in[i]), &rng));
     }
     if (s.params.w.data)
-        worst = fmax(worst, check_tensor(&s, "w", s.params.w.data, s.params.dw.data, rm_tensor_numel(&s.params.w), &rng));
+        worst =
+            fmax(worst, check_tensor(&s, "w", s.params.w.data, s.params.dw.data, rm_tensor_numel(&s.params.w), &rng));
     if (s.params.b.data)
-        worst = fmax(worst, check_tensor(&s, "b", s.params.b.data, s.params.db.data, rm_tensor_numel(&s.params.b), &rng));
+        worst =
+            fmax(worst, check_tensor(&s, "b", s.params.b.data, s.params.db.data, rm_tensor_numel(&s.params.b), &rng));
 
     for (int i = 0; i < c->nin; i++) {
         free(s.in[i].data);

@@ -26,11 +26,11 @@ typedef struct gc_case {
     rm_shape in[RM_MAX_INPUTS];
     int nin;
     gc_fill fill;
-    int training;       /* passed to the layer (batchnorm, dropout) */
-    uint64_t seed;      /* inputs, parameters, labels, dropout */
-    double eps;         /* perturbation; 0 means 1e-2 */
-    double tol;         /* 0 means 2e-3 */
-    int max_checks;     /* elements checked per tensor (random subset); 0 means 64 */
+    int training;   /* passed to the layer (batchnorm, dropout) */
+    uint64_t seed;  /* inputs, parameters, labels, dropout */
+    double eps;     /* perturbation; 0 means 1e-2 */
+    double tol;     /* 0 means 2e-3 */
+    int max_checks; /* elements checked per tensor (random subset); 0 means 64 */
 } gc_case;
 
 /* Runs the check with Criterion assertions; returns the worst error seen. */

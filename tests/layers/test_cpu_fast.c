@@ -136,15 +136,8 @@ static void expect_close(const char *what, const char *who, const float *got, co
 static rm_layer_call one_input_call(const rm_layer_config *cfg, rm_layer_params *prm, rm_backend *be, rm_tensor *tx,
                                     rm_tensor *ty, rm_tensor *tdy, rm_tensor *tdx)
 {
-    return (rm_layer_call){.cfg = cfg,
-                           .params = prm,
-                           .be = be,
-                           .nin = 1,
-                           .in = {tx},
-                           .out = ty,
-                           .dout = tdy,
-                           .din = {tdx},
-                           .training = 1};
+    return (rm_layer_call){
+        .cfg = cfg, .params = prm, .be = be, .nin = 1, .in = {tx}, .out = ty, .dout = tdy, .din = {tdx}, .training = 1};
 }
 
 static void run_conv(float *y, float *dx, float *dw, float *db, const conv_case *c, rm_shape ys, const float *x,
@@ -182,9 +175,8 @@ static void expect_same_as_one_thread(float *one, int threads, const char *who, 
             memcpy(at, part[i].v, part[i].n * sizeof(float));
         else
             for (size_t j = 0; j < part[i].n; j++)
-                cr_assert_eq(memcmp(&at[j], &part[i].v[j], sizeof(float)), 0,
-                             "%s: %s[%zu] is %.9g, on one thread %.9g", who, part[i].name, j, (double)part[i].v[j],
-                             (double)at[j]);
+                cr_assert_eq(memcmp(&at[j], &part[i].v[j], sizeof(float)), 0, "%s: %s[%zu] is %.9g, on one thread %.9g",
+                             who, part[i].name, j, (double)part[i].v[j], (double)at[j]);
         at += part[i].n;
     }
 }
@@ -208,8 +200,8 @@ static void expect_conv(const conv_case *c)
     struct {
         rm_cpu_kernel_lib lib;
         int threads;
-    } runs[] = {{RM_CPU_KERNELS_REFERENCE, 1}, {RM_CPU_KERNELS_FAST, 1}, {RM_CPU_KERNELS_FAST, 2},
-                {RM_CPU_KERNELS_FAST, 3}};
+    } runs[] = {
+        {RM_CPU_KERNELS_REFERENCE, 1}, {RM_CPU_KERNELS_FAST, 1}, {RM_CPU_KERNELS_FAST, 2}, {RM_CPU_KERNELS_FAST, 3}};
     float *y = malloc(ny * sizeof *y), *dx = malloc(nx * sizeof *dx), *dw = malloc(nw * sizeof *dw),
           *db = malloc(nb * sizeof *db), *again = malloc((ny + nx + nw) * sizeof *again),
           *fast1 = malloc((ny + nx + nw + nb) * sizeof *fast1);
@@ -445,8 +437,15 @@ static layer_run run_layer(const rm_layer_desc *d, rm_layer_config cfg, const rm
     int32_t *labels = must(malloc(nlabels * sizeof *labels));
     rm_rng lr = rm_rng_make(13);
     for (size_t i = 0; i < nlabels; i++) labels[i] = (int32_t)(rm_rng_next(&lr) % (uint64_t)in[0].c);
-    rm_layer_call call = {.cfg = &cfg, .params = &prm, .be = be, .nin = nin, .out = &ty, .dout = &tdy,
-                          .labels = labels, .training = 1, .update_stats = 1};
+    rm_layer_call call = {.cfg = &cfg,
+                          .params = &prm,
+                          .be = be,
+                          .nin = nin,
+                          .out = &ty,
+                          .dout = &tdy,
+                          .labels = labels,
+                          .training = 1,
+                          .update_stats = 1};
     size_t at = 0;
     for (int i = 0; i < nin; i++) {
         tx[i] = rm_tensor_make(in[i], x + at), tdx[i] = rm_tensor_make(in[i], dx + at);

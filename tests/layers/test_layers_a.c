@@ -395,7 +395,7 @@ Test(dwconv2d, forward_hand_k3_p1_two_channels)
     f.params.b.data[0] = 0.5f, f.params.b.data[1] = -1.0f;
     forward_ok(&f, 1);
     cr_assert(rm_shape_equal(f.y.shape, rm_shape_make(1, 2, 3, 3)));
-    const double want[] = {12.5,  21.5,  16.5,  27.5,  45.5,  33.5,  24.5,  39.5,  28.5,
+    const double want[] = {12.5,  21.5,  16.5,  27.5,  45.5,   33.5,   24.5,   39.5,   28.5,
                            -21.0, -41.0, -61.0, -81.0, -101.0, -121.0, -141.0, -161.0, -181.0};
     assert_values(f.y.data, want, 18, 0, "y");
     fixture_free(&f);

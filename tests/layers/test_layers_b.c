@@ -115,8 +115,8 @@ static void check_backward_overwrites(const rm_layer_desc *d, const rm_layer_con
         cr_assert_not_null(labels);
         for (size_t i = 0; i < nl; i++) labels[i] = (int32_t)(i * 7 % (size_t)in[0].c);
     }
-    rm_layer_call call = {.cfg = cfg, .nin = nin, .labels = labels, .training = training, .seed = 9, .step = 11,
-                          .node_id = 5};
+    rm_layer_call call = {
+        .cfg = cfg, .nin = nin, .labels = labels, .training = training, .seed = 9, .step = 11, .node_id = 5};
     rm_tensor x[RM_MAX_INPUTS], xh[RM_MAX_INPUTS], dx[3][RM_MAX_INPUTS];
     for (int i = 0; i < nin; i++) {
         size_t n = rm_shape_numel(in[i]);
@@ -194,7 +194,10 @@ Test(relu, backward_overwrites)
     check_backward_overwrites(&rm_relu_desc, &cfg, &odd, 1, 1);
 }
 
-Test(relu, input_count_errors) { expect_input_count_errors(&rm_relu_desc); }
+Test(relu, input_count_errors)
+{
+    expect_input_count_errors(&rm_relu_desc);
+}
 
 /* ---- add ----------------------------------------------------------------- */
 
@@ -224,7 +227,8 @@ Test(add, forward_values)
 {
     float a[3] = {1, 2, 3}, b[3] = {10, 20, 30}, c[3] = {100, 200, 300}, y[3];
     rm_shape s = rm_shape_make(1, 3, 1, 1);
-    rm_tensor ta = rm_tensor_make(s, a), tb = rm_tensor_make(s, b), tc = rm_tensor_make(s, c), ty = rm_tensor_make(s, y);
+    rm_tensor ta = rm_tensor_make(s, a), tb = rm_tensor_make(s, b), tc = rm_tensor_make(s, c),
+              ty = rm_tensor_make(s, y);
     rm_layer_call call = {.nin = 3, .in = {&ta, &tb, &tc}, .out = &ty};
     rm_err e = {0};
     cr_assert_eq(rm_add_desc.forward_ref(&call, &e), RM_OK);
@@ -248,7 +252,10 @@ Test(add, mismatched_shapes)
     expect_shape_error(&rm_add_desc, &cfg, in, 3, "3x3x7x5");
 }
 
-Test(add, input_count_errors) { expect_input_count_errors(&rm_add_desc); }
+Test(add, input_count_errors)
+{
+    expect_input_count_errors(&rm_add_desc);
+}
 
 /* ---- concat -------------------------------------------------------------- */
 
@@ -310,7 +317,10 @@ Test(concat, mismatched_shapes)
     expect_shape_error(&rm_concat_desc, &cfg, in, 2, "1x4x7x5");
 }
 
-Test(concat, input_count_errors) { expect_input_count_errors(&rm_concat_desc); }
+Test(concat, input_count_errors)
+{
+    expect_input_count_errors(&rm_concat_desc);
+}
 
 /* ---- upsample ------------------------------------------------------------ */
 
@@ -346,7 +356,10 @@ Test(upsample, backward_overwrites)
     check_backward_overwrites(&rm_upsample2x_desc, &cfg, &odd, 1, 1);
 }
 
-Test(upsample, input_count_errors) { expect_input_count_errors(&rm_upsample2x_desc); }
+Test(upsample, input_count_errors)
+{
+    expect_input_count_errors(&rm_upsample2x_desc);
+}
 
 /* ---- dropout ------------------------------------------------------------- */
 
@@ -385,8 +398,14 @@ static void dropout_mask(float *y, size_t n, float p, uint64_t seed, uint64_t st
     rm_shape s = rm_shape_make(1, (int)n, 1, 1);
     rm_tensor tx = rm_tensor_make(s, x), ty = rm_tensor_make(s, y);
     rm_layer_config cfg = {.kind = RM_LAYER_DROPOUT, .p = p};
-    rm_layer_call call = {.cfg = &cfg, .nin = 1, .in = {&tx}, .out = &ty, .training = training, .seed = seed,
-                          .step = step, .node_id = node_id};
+    rm_layer_call call = {.cfg = &cfg,
+                          .nin = 1,
+                          .in = {&tx},
+                          .out = &ty,
+                          .training = training,
+                          .seed = seed,
+                          .step = step,
+                          .node_id = node_id};
     rm_err e = {0};
     cr_assert_eq(rm_dropout_desc.forward_ref(&call, &e), RM_OK, "%s", e.msg);
     free(x);
@@ -413,8 +432,16 @@ Test(dropout, mask_replays_bit_for_bit)
     rm_shape s = rm_shape_make(1, n, 1, 1);
     rm_tensor tdy = rm_tensor_make(s, dy), tdx = rm_tensor_make(s, dx), hidden = rm_tensor_make(s, NULL);
     rm_layer_config cfg = {.kind = RM_LAYER_DROPOUT, .p = 0.3f};
-    rm_layer_call call = {.cfg = &cfg, .nin = 1, .in = {&hidden}, .out = &hidden, .dout = &tdy, .din = {&tdx},
-                          .training = 1, .seed = 1234, .step = 17, .node_id = 9};
+    rm_layer_call call = {.cfg = &cfg,
+                          .nin = 1,
+                          .in = {&hidden},
+                          .out = &hidden,
+                          .dout = &tdy,
+                          .din = {&tdx},
+                          .training = 1,
+                          .seed = 1234,
+                          .step = 17,
+                          .node_id = 9};
     rm_err e = {0};
     cr_assert_eq(rm_dropout_desc.backward_ref(&call, &e), RM_OK, "%s", e.msg);
     cr_assert(!memcmp(a, dx, n * sizeof(float)), "backward mask differs from the forward's");
@@ -487,7 +514,10 @@ Test(dropout, bad_p)
     cr_assert_eq(rm_dropout_desc.forward_ref(&call, &e), RM_ERR_SHAPE);
 }
 
-Test(dropout, input_count_errors) { expect_input_count_errors(&rm_dropout_desc); }
+Test(dropout, input_count_errors)
+{
+    expect_input_count_errors(&rm_dropout_desc);
+}
 
 /* ---- flatten ------------------------------------------------------------- */
 
@@ -519,7 +549,10 @@ Test(flatten, too_many_features)
     expect_shape_error(&rm_flatten_desc, &cfg, &in, 1, NULL);
 }
 
-Test(flatten, input_count_errors) { expect_input_count_errors(&rm_flatten_desc); }
+Test(flatten, input_count_errors)
+{
+    expect_input_count_errors(&rm_flatten_desc);
+}
 
 /* ---- softmax_xent -------------------------------------------------------- */
 

@@ -116,9 +116,10 @@ Test(models_config, repeat_names_and_iteration_input)
                                 "[end]\n"
                                 "[repeat]\ncount=1\nstart=7\n[relu]\n[end]\n" HEAD);
     cr_assert_eq(m->nlayers, 1 + 9 + 1 + 3);
-    const char *names[] = {"stem",          "block.0.conv1", "block.0.act", "block.0.add1", "block.1.conv1",
-                           "block.1.act",   "block.1.add1",  "block.2.conv1", "block.2.act", "block.2.add1",
-                           "repeat2.7.relu1", "gap",         "fc",          "loss"};
+    const char *names[] = {
+        "stem",         "block.0.conv1", "block.0.act", "block.0.add1", "block.1.conv1",   "block.1.act",
+        "block.1.add1", "block.2.conv1", "block.2.act", "block.2.add1", "repeat2.7.relu1", "gap",
+        "fc",           "loss"};
     for (int i = 0; i < m->nlayers; i++) cr_assert_str_eq(m->layers[i].name, names[i]);
     for (int it = 0; it < 3; it++) {
         int conv = 1 + 3 * it, add = conv + 2;
@@ -257,8 +258,8 @@ Test(models_config, missing_required_key)
 Test(models_config, dangling_and_forward_references)
 {
     expect_error(NET "[relu]\nname=a\n[relu]\ninput=nosuch\n" HEAD, RM_ERR_PARSE, 9, "unknown layer 'nosuch'");
-    expect_error(NET "[relu]\nname=a\ninput=b\n[relu]\nname=b\ninput=input\n[add]\ninputs=a, b\n" HEAD, RM_ERR_PARSE,
-                 8, "forward reference to 'b' (defined at line 9)");
+    expect_error(NET "[relu]\nname=a\ninput=b\n[relu]\nname=b\ninput=input\n[add]\ninputs=a, b\n" HEAD, RM_ERR_PARSE, 8,
+                 "forward reference to 'b' (defined at line 9)");
     expect_error(NET "[relu]\nname=a\ninput=a\n" HEAD, RM_ERR_PARSE, 8, "reads itself");
     expect_error(NET "[relu]\n[add]\ninputs=@in, relu1\n" HEAD, RM_ERR_PARSE, 8, "outside [repeat]");
     expect_error(NET "[repeat]\ncount=2\n[relu]\nname=x\ninput=y\n[relu]\nname=y\n[end]\n" HEAD, RM_ERR_PARSE, 10,
@@ -303,8 +304,8 @@ Test(models_config, missing_loss)
 {
     expect_error(NET "[global_avgpool]\n[linear]\nout=4\n", RM_ERR_PARSE, 7, "is not a loss");
     /* Two losses are said to be two (the first was told it "must be the last layer"). */
-    expect_error(NET "[global_avgpool]\n[softmax_xent]\nname=l1\n[softmax_xent]\ninput=global_avgpool1\n", RM_ERR_PARSE, 9,
-                 "a second loss layer 'softmax_xent2' (the first is 'l1', line 7): a model has one loss");
+    expect_error(NET "[global_avgpool]\n[softmax_xent]\nname=l1\n[softmax_xent]\ninput=global_avgpool1\n", RM_ERR_PARSE,
+                 9, "a second loss layer 'softmax_xent2' (the first is 'l1', line 7): a model has one loss");
     expect_error(NET "[global_avgpool]\n[softmax_xent]\nname=l1\n[relu]\ninput=global_avgpool1\n", RM_ERR_PARSE, 7,
                  "loss layer 'l1' must be the last layer; 'relu1' (line 9) comes after it");
 }
@@ -349,13 +350,16 @@ Test(models_config, folder_instead_of_a_file)
 Test(models_config, byte_order_mark_at_the_start_is_skipped)
 {
     char path[512];
-    write_file(path, sizeof path, "bom.cfg", "\xEF\xBB\xBF[net]\nchannels=1\nheight=4\nwidth=4\n[linear]\nout=2\n"
-                                             "[softmax_xent]\n");
+    write_file(path, sizeof path, "bom.cfg",
+               "\xEF\xBB\xBF[net]\nchannels=1\nheight=4\nwidth=4\n[linear]\nout=2\n"
+               "[softmax_xent]\n");
     rm_model *m = NULL;
     rm_err e = {RM_OK, ""};
     cr_assert_eq(rm_model_load(&m, path, &e), RM_OK, "%s", e.msg);
     rm_model_free(m);
-    write_file(path, sizeof path, "bom2.cfg", "[net]\n\xEF\xBB\xBF" "channels=1\nheight=4\nwidth=4\n");
+    write_file(path, sizeof path, "bom2.cfg",
+               "[net]\n\xEF\xBB\xBF"
+               "channels=1\nheight=4\nwidth=4\n");
     cr_assert_eq(rm_model_load(&m, path, &e), RM_ERR_PARSE);
     cr_assert(strstr(e.msg, ":2:"), "%s", e.msg);
 }

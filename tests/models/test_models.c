@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "commands.h"
 #include "builder.h"
+#include "commands.h"
 
 static rm_model *load_builtin(const char *name)
 {
@@ -23,9 +23,9 @@ static rm_model *load_builtin(const char *name)
 
 Test(models_builtin, every_config_parses)
 {
-    const char *names[] = {"vgg11",     "vgg13",     "vgg16",    "vgg19",    "resnet18",    "resnet34", "resnet50",
-                           "resnet101", "resnet152", "unet",     "mobilenet", "vgg-tiny", "resnet-tiny",
-                           "unet-tiny", "mobilenet-tiny"};
+    const char *names[] = {"vgg11",     "vgg13",    "vgg16",       "vgg19",     "resnet18",
+                           "resnet34",  "resnet50", "resnet101",   "resnet152", "unet",
+                           "mobilenet", "vgg-tiny", "resnet-tiny", "unet-tiny", "mobilenet-tiny"};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
         rm_model *m = load_builtin(names[k]);
         const rm_model_layer *last = &m->layers[m->nlayers - 1];
@@ -40,9 +40,9 @@ Test(models_builtin, torchvision_parameter_counts)
         const char *name;
         size_t params;
     } want[] = {
-        {"vgg11", 132863336},    {"vgg13", 133047848},    {"vgg16", 138357544},
-        {"vgg19", 143667240},    {"resnet18", 11689512},  {"resnet34", 21797672},
-        {"resnet50", 25557032},  {"resnet101", 44549160}, {"resnet152", 60192808},
+        {"vgg11", 132863336},   {"vgg13", 133047848},    {"vgg16", 138357544},
+        {"vgg19", 143667240},   {"resnet18", 11689512},  {"resnet34", 21797672},
+        {"resnet50", 25557032}, {"resnet101", 44549160}, {"resnet152", 60192808},
     };
     for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
         rm_model *m = load_builtin(want[k].name);
@@ -78,10 +78,10 @@ Test(models_builtin, keras_mobilenet)
     const struct {
         const char *name;
         rm_shape out;
-    } want[] = {{"conv1_relu", rm_shape_make(1, 32, 112, 112)},  {"conv_dw_2", rm_shape_make(1, 64, 56, 56)},
-                {"conv_pw_2", rm_shape_make(1, 128, 56, 56)},     {"conv_dw_4", rm_shape_make(1, 128, 28, 28)},
-                {"conv_dw_6", rm_shape_make(1, 256, 14, 14)},     {"conv_pw_11_relu", rm_shape_make(1, 512, 14, 14)},
-                {"conv_dw_12", rm_shape_make(1, 512, 7, 7)},      {"conv_pw_13_relu", rm_shape_make(1, 1024, 7, 7)},
+    } want[] = {{"conv1_relu", rm_shape_make(1, 32, 112, 112)}, {"conv_dw_2", rm_shape_make(1, 64, 56, 56)},
+                {"conv_pw_2", rm_shape_make(1, 128, 56, 56)},   {"conv_dw_4", rm_shape_make(1, 128, 28, 28)},
+                {"conv_dw_6", rm_shape_make(1, 256, 14, 14)},   {"conv_pw_11_relu", rm_shape_make(1, 512, 14, 14)},
+                {"conv_dw_12", rm_shape_make(1, 512, 7, 7)},    {"conv_pw_13_relu", rm_shape_make(1, 1024, 7, 7)},
                 {"conv_preds", rm_shape_make(1, 1000, 1, 1)}};
     for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
         int i = rm_model_find(m, want[k].name);
@@ -119,8 +119,10 @@ Test(models_builtin, shapes_of_the_big_models)
     for (int k = 0; k < m->nlayers; k++)
         if (m->layers[k].desc->kind == RM_LAYER_ADD) {
             const rm_model_layer *other = &m->layers[m->layers[k].inputs[1]];
-            if (other->desc->kind == RM_LAYER_BATCHNORM2D) proj++;
-            else ident++;
+            if (other->desc->kind == RM_LAYER_BATCHNORM2D)
+                proj++;
+            else
+                ident++;
         }
     cr_assert_eq(proj, 1);
     cr_assert_eq(ident, 1);

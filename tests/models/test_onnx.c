@@ -16,8 +16,8 @@
 #include "builder.h"
 #include "cli_fixture.h"
 #include "executor.h"
-#include "onnx.h"
 #include "infer.h"
+#include "onnx.h"
 #include "onnx_check.h"
 #include "schedule.h"
 #include "trace.h"
@@ -155,7 +155,8 @@ Test(onnx, the_executor_starts_from_the_initializers)
         cr_assert_eq(rm_executor_download_buffers(ex, b, &e), RM_OK, "%s", e.msg);
         if (!random) {
             cr_expect_eq(memcmp(p, m->init_params, m->param_count * sizeof *p), 0, "parameters differ from the file's");
-            cr_expect_eq(memcmp(b, m->init_buffers, m->buffer_count * sizeof *b), 0, "statistics differ from the file's");
+            cr_expect_eq(memcmp(b, m->init_buffers, m->buffer_count * sizeof *b), 0,
+                         "statistics differ from the file's");
         } else {
             /* The layers' init: batchnorm's running variance starts at 1. */
             cr_expect_eq(b[4], 1.0f);
@@ -208,9 +209,9 @@ Test(onnx, what_remat_cannot_compute_is_refused_naming_the_node)
                    (const char *const[]){"(Conv)", "asymmetric padding (pads 1, 0, 1, 0", NULL});
     expect_refused(FIXTURE("bad_group.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_UNSUPPORTED,
                    (const char *const[]){"(Conv)", "group 2", "grouped convolution layer", NULL});
-    expect_refused(FIXTURE("bad_op.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_UNSUPPORTED,
-                   (const char *const[]){"node 1 '/act/Sigmoid' (Sigmoid)", "operator 'Sigmoid' is not supported",
-                                         NULL});
+    expect_refused(
+        FIXTURE("bad_op.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_UNSUPPORTED,
+        (const char *const[]){"node 1 '/act/Sigmoid' (Sigmoid)", "operator 'Sigmoid' is not supported", NULL});
     expect_refused(FIXTURE("bad_relu6.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_UNSUPPORTED,
                    (const char *const[]){"node 1 '/features.0/Clip' (Clip)", "Clip to [0, 6] (ReLU6)",
                                          "no clipped ReLU layer", NULL});
@@ -281,7 +282,8 @@ Test(onnx, usage_errors)
                           "2", "--budget", "80%", NULL),
                  1);
     cr_expect(cf_said(1, "give --model or --onnx, not both"));
-    cr_expect_eq(cf_remat("maxbatch", "--onnx", FIXTURE("residual.onnx"), "--loss", "mse", "--budget", "1GiB", NULL), 1);
+    cr_expect_eq(cf_remat("maxbatch", "--onnx", FIXTURE("residual.onnx"), "--loss", "mse", "--budget", "1GiB", NULL),
+                 1);
     cr_expect(cf_said(1, "--loss must be softmax_xent or pixel_softmax_xent, got 'mse'"));
     cr_expect_eq(cf_remat("train", "--onnx", FIXTURE("residual.onnx"), "--init", "zeros", "--data", "synthetic",
                           "--budget", "90%", NULL),

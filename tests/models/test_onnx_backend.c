@@ -32,8 +32,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "onnx.h"
 #include "infer.h"
+#include "onnx.h"
 #include "onnx_check.h"
 
 #define RTOL 1e-4
@@ -57,7 +57,10 @@ static int is_dir(const char *p)
     return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
 
 /* The entries of a folder starting with prefix, sorted; *n of them. */
 static char **list_dir(const char *dir, const char *prefix, int *n)
@@ -197,11 +200,17 @@ static void run_test(tally *t, const char *dir, const char *label, int verbose)
     }
     if (supported) {
         t->supported++;
-        if (ok) t->passed++;
-        else fail_note(t, label, why);
+        if (ok)
+            t->passed++;
+        else
+            fail_note(t, label, why);
     }
-    if (verbose) fprintf(stderr, "onnx-backend %-60s %s%s%s\n", label, !supported ? "unsupported: " : ok ? "passed" : "FAILED: ",
-                         supported && ok ? "" : why, "");
+    if (verbose)
+        fprintf(stderr, "onnx-backend %-60s %s%s%s\n", label,
+                !supported ? "unsupported: "
+                : ok       ? "passed"
+                           : "FAILED: ",
+                supported && ok ? "" : why, "");
 }
 
 Test(onnx_backend, every_supported_test_matches_onnx, .timeout = 600)

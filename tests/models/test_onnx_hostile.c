@@ -49,8 +49,10 @@ static int import(const char *path, char *msg, size_t len)
     rm_err e = {RM_OK, ""};
     int rc = rm_onnx_load(&m, NULL, path, &o, &e);
     snprintf(msg, len, "%s", e.msg);
-    if (!rc) rm_model_free(m);
-    else cr_expect_null(m, "a failed import handed back a model");
+    if (!rc)
+        rm_model_free(m);
+    else
+        cr_expect_null(m, "a failed import handed back a model");
     return rc;
 }
 
@@ -133,9 +135,9 @@ Test(onnx_hostile, an_int64_fold_that_overflows_is_refused)
 {
     const char *path = cf_path("fold.onnx");
     write_fold(path, "Add", INT64_MAX, 1);
-    expect_refused(path, RM_ERR_UNSUPPORTED,
-                   (const char *const[]){"node 1 'fold' (Add)", "folds 9223372036854775807 + 1, which overflows int64",
-                                         NULL});
+    expect_refused(
+        path, RM_ERR_UNSUPPORTED,
+        (const char *const[]){"node 1 'fold' (Add)", "folds 9223372036854775807 + 1, which overflows int64", NULL});
     write_fold(path, "Mul", INT64_MAX / 2 + 1, 2);
     expect_refused(path, RM_ERR_UNSUPPORTED, (const char *const[]){"(Mul)", "overflows int64", NULL});
     write_fold(path, "Sub", -INT64_MAX, 2);
@@ -189,9 +191,9 @@ Test(onnx_hostile, a_cast_to_int32_out_of_its_range_is_refused)
     cr_assert_not_null(at, "no 'to' attribute of INT64 in the cast model");
     at[8] = 6;
     save(path, &m);
-    expect_refused(path, RM_ERR_UNSUPPORTED,
-                   (const char *const[]){"node 1 'cast' (Cast)", "casts 10000000000 to INT32, outside its range",
-                                         NULL});
+    expect_refused(
+        path, RM_ERR_UNSUPPORTED,
+        (const char *const[]){"node 1 'cast' (Cast)", "casts 10000000000 to INT32, outside its range", NULL});
 }
 
 /* Found by the structure-aware mutator: a Concat (or Sum) of no inputs read
@@ -202,8 +204,8 @@ Test(onnx_hostile, a_concat_or_sum_of_no_inputs_is_refused)
     const char *path = cf_path("empty.onnx");
     for (int k = 0; k < 2; k++) {
         pb_buf nodes[2] = {{0}, {0}}, m = {0};
-        onnx_w_node(&nodes[0], "Relu", "relu", (const char *const[]){"x", NULL}, (const char *const[]){"r", NULL},
-                    NULL, 0);
+        onnx_w_node(&nodes[0], "Relu", "relu", (const char *const[]){"x", NULL}, (const char *const[]){"r", NULL}, NULL,
+                    0);
         onnx_w_node(&nodes[1], ops[k], "join", NULL, (const char *const[]){"y", NULL}, NULL, 0);
         onnx_w_graph_model(&m, NULL, nodes, 2, NULL, 0);
         save(path, &m);
@@ -256,7 +258,8 @@ Test(onnx_hostile, gemm_values_that_break_training_are_refused)
     char msg[RM_ERR_MSG_LEN];
     cr_expect_eq(import(path, msg, sizeof msg), RM_OK, "%s", msg);
     write_gemm(path, w, b, NAN, 1.0f);
-    expect_refused(path, RM_ERR_UNSUPPORTED, (const char *const[]){"node 1 'fc' (Gemm)", "attribute alpha is nan", NULL});
+    expect_refused(path, RM_ERR_UNSUPPORTED,
+                   (const char *const[]){"node 1 'fc' (Gemm)", "attribute alpha is nan", NULL});
     write_gemm(path, w, b, INFINITY, 1.0f);
     expect_refused(path, RM_ERR_UNSUPPORTED, (const char *const[]){"attribute alpha is inf", NULL});
     write_gemm(path, w, b, 1.0f, -INFINITY);
@@ -284,8 +287,10 @@ Test(onnx_hostile, more_nodes_than_the_layer_cap_are_refused_before_decoding)
     const int64_t xd[2] = {-1, 4}, yd[1] = {-1};
     char a[16] = "x", b[16];
     for (int k = 1; k <= RM_ONNX_MAX_NODES + 1; k++) {
-        if (k == RM_ONNX_MAX_NODES + 1) snprintf(b, sizeof b, "y");
-        else snprintf(b, sizeof b, "%x", k);
+        if (k == RM_ONNX_MAX_NODES + 1)
+            snprintf(b, sizeof b, "y");
+        else
+            snprintf(b, sizeof b, "%x", k);
         node.n = 0;
         onnx_w_node(&node, "Relu", NULL, (const char *const[]){a, NULL}, (const char *const[]){b, NULL}, NULL, 0);
         pb_msg(&g, 1, &node);
@@ -323,10 +328,8 @@ Test(onnx_hostile, floods_of_empty_messages_are_refused_before_decoding)
         const char *shown;
     } floods[] = {
         {0, 5, "onnx.NodeProto.attribute at byte"}, /* in a Relu node, below */
-        {5, 5, "onnx.GraphProto.initializer at byte"},
-        {5, 13, "onnx.GraphProto.value_info at byte"},
-        {0, 8, "onnx.ModelProto.opset_import at byte"},
-        {0, 14, "onnx.ModelProto.metadata_props at byte"},
+        {5, 5, "onnx.GraphProto.initializer at byte"},  {5, 13, "onnx.GraphProto.value_info at byte"},
+        {0, 8, "onnx.ModelProto.opset_import at byte"}, {0, 14, "onnx.ModelProto.metadata_props at byte"},
     };
     const float w[6] = {1, 2, 3, 4, 5, 6}, c[2] = {0, 0};
     const char *path = cf_path("flood.onnx");
@@ -335,8 +338,8 @@ Test(onnx_hostile, floods_of_empty_messages_are_refused_before_decoding)
         onnx_w_gemm_model(&m, w, c, 1.0f, 1.0f);
         for (int j = 0; j < FLOOD; j++) pb_bytes(&flood, floods[k].field, "", 0);
         if (k == 0) {
-            onnx_w_node(&node, "Relu", "unused", (const char *const[]){"y", NULL},
-                        (const char *const[]){"z", NULL}, NULL, 0);
+            onnx_w_node(&node, "Relu", "unused", (const char *const[]){"y", NULL}, (const char *const[]){"z", NULL},
+                        NULL, 0);
             pb_raw(&node, flood.p, flood.n);
             pb_msg(&graph, 1, &node);
             pb_msg(&m, 7, &graph);
@@ -350,7 +353,8 @@ Test(onnx_hostile, floods_of_empty_messages_are_refused_before_decoding)
         long before = max_rss_kib();
         expect_refused(path, RM_ERR_UNSUPPORTED,
                        (const char *const[]){"bytes would decode into more than", floods[k].shown,
-                                             "remat decodes at most the file's size plus 256 MiB and 1 KiB a node", NULL});
+                                             "remat decodes at most the file's size plus 256 MiB and 1 KiB a node",
+                                             NULL});
         /* The file's bytes (6 MB), never its decoded messages. */
         cr_expect_lt(max_rss_kib() - before, 32 * 1024, "flood %zu: the refusal took %ld KiB", k,
                      max_rss_kib() - before);
@@ -385,8 +389,7 @@ Test(onnx_hostile, dev_zero_is_refused_at_once)
 {
     long before = max_rss_kib();
     expect_refused("/dev/zero", RM_ERR_PARSE,
-                   (const char *const[]){"/dev/zero: not an ONNX model: byte 0 does not start a protobuf field",
-                                         NULL});
+                   (const char *const[]){"/dev/zero: not an ONNX model: byte 0 does not start a protobuf field", NULL});
     cr_expect_lt(max_rss_kib() - before, 16 * 1024, "the refusal took %ld KiB", max_rss_kib() - before);
 }
 

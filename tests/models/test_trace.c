@@ -32,8 +32,7 @@ static void expect_deps(const rm_graph_node *nd, const int *deps, const int *slo
     cr_assert_eq(nd->ndeps, n, "%s: %d deps, expected %d", nd->name, nd->ndeps, n);
     for (int k = 0; k < n; k++) {
         cr_assert_eq(nd->deps[k], deps[k], "%s dep %d: %d, expected %d", nd->name, k, nd->deps[k], deps[k]);
-        cr_assert_eq(nd->dep_slot[k], slots[k], "%s slot %d: %d, expected %d", nd->name, k, nd->dep_slot[k],
-                     slots[k]);
+        cr_assert_eq(nd->dep_slot[k], slots[k], "%s slot %d: %d, expected %d", nd->name, k, nd->dep_slot[k], slots[k]);
     }
 }
 
@@ -47,8 +46,9 @@ Test(models_trace, residual_graph_node_by_node)
     /* input + 7 forward + 7 backward + 1 grad-sum */
     cr_assert_eq(g.n, 16);
     cr_assert_eq(g.batch, B);
-    const char *names[] = {"input",    "c1",      "r1",       "c2",      "sum",        "gap",     "fc",      "loss",
-                           "loss.grad", "fc.grad", "gap.grad", "sum.grad", "c2.grad", "r1.gradsum", "r1.grad", "c1.grad"};
+    const char *names[] = {"input",   "c1",         "r1",        "c2",      "sum",      "gap",
+                           "fc",      "loss",       "loss.grad", "fc.grad", "gap.grad", "sum.grad",
+                           "c2.grad", "r1.gradsum", "r1.grad",   "c1.grad"};
     for (int i = 0; i < g.n; i++) cr_assert_str_eq(g.nodes[i].name, names[i]);
 
     const size_t act = (size_t)B * 2 * 4 * 4 * 4; /* one B x 2 x 4 x 4 float tensor */
@@ -82,14 +82,14 @@ Test(models_trace, residual_graph_node_by_node)
     expect_deps(&g.nodes[7], (int[]){6}, (int[]){-1}, 1);
 
     /* Backward deps: [gradient source] + inputs if read + own output if read. */
-    expect_deps(&g.nodes[8], (int[]){6}, (int[]){-1}, 1);           /* loss: no gradient source, logits */
-    expect_deps(&g.nodes[9], (int[]){8, 5}, (int[]){0, -1}, 2);     /* fc: dloss, its input */
-    expect_deps(&g.nodes[10], (int[]){9}, (int[]){0}, 1);           /* gap reads nothing */
-    expect_deps(&g.nodes[11], (int[]){10}, (int[]){0}, 1);          /* add reads nothing */
-    expect_deps(&g.nodes[12], (int[]){11, 2}, (int[]){0, -1}, 2);   /* c2: dsum slot 0, its input r1 */
-    expect_deps(&g.nodes[13], (int[]){12, 11}, (int[]){0, 1}, 2);   /* r1.gradsum: c2.grad[0] + sum.grad[1] */
-    expect_deps(&g.nodes[14], (int[]){13, 2}, (int[]){-1, -1}, 2);  /* relu reads its output */
-    expect_deps(&g.nodes[15], (int[]){14, 0}, (int[]){0, -1}, 2);   /* c1: dr1, the input batch */
+    expect_deps(&g.nodes[8], (int[]){6}, (int[]){-1}, 1);          /* loss: no gradient source, logits */
+    expect_deps(&g.nodes[9], (int[]){8, 5}, (int[]){0, -1}, 2);    /* fc: dloss, its input */
+    expect_deps(&g.nodes[10], (int[]){9}, (int[]){0}, 1);          /* gap reads nothing */
+    expect_deps(&g.nodes[11], (int[]){10}, (int[]){0}, 1);         /* add reads nothing */
+    expect_deps(&g.nodes[12], (int[]){11, 2}, (int[]){0, -1}, 2);  /* c2: dsum slot 0, its input r1 */
+    expect_deps(&g.nodes[13], (int[]){12, 11}, (int[]){0, 1}, 2);  /* r1.gradsum: c2.grad[0] + sum.grad[1] */
+    expect_deps(&g.nodes[14], (int[]){13, 2}, (int[]){-1, -1}, 2); /* relu reads its output */
+    expect_deps(&g.nodes[15], (int[]){14, 0}, (int[]){0, -1}, 2);  /* c1: dr1, the input batch */
 
     /* Backward output: the gradients of the inputs that need one. */
     cr_assert_eq(g.nodes[8].bytes, (size_t)B * 3 * 4);
@@ -112,8 +112,10 @@ Test(models_trace, residual_graph_node_by_node)
     cr_assert_eq(g.nodes[15].flops, c1->desc->flops(&c1->cfg, &cin, 1, cin, 1));
     double fwd = 0, bwd = 0;
     for (int i = 1; i < g.n; i++) {
-        if (g.nodes[i].tag == RM_TAG_BACKWARD) bwd += g.nodes[i].flops;
-        else fwd += g.nodes[i].flops;
+        if (g.nodes[i].tag == RM_TAG_BACKWARD)
+            bwd += g.nodes[i].flops;
+        else
+            fwd += g.nodes[i].flops;
     }
     cr_assert_float_eq(g.forward_flops, fwd, 1e-9 * fwd);
     cr_assert_float_eq(g.backward_flops, bwd, 1e-9 * bwd);
@@ -214,8 +216,8 @@ static void check_contract(const rm_model *m, const rm_graph *g, int batch)
 
 Test(models_trace, every_builtin_model_at_batch_2)
 {
-    const char *names[] = {"vgg11",     "vgg13",     "vgg16",    "vgg19",    "resnet18",   "resnet34",  "resnet50",
-                           "resnet101", "resnet152", "unet",     "vgg-tiny", "resnet-tiny", "unet-tiny"};
+    const char *names[] = {"vgg11",     "vgg13",     "vgg16", "vgg19",    "resnet18",    "resnet34", "resnet50",
+                           "resnet101", "resnet152", "unet",  "vgg-tiny", "resnet-tiny", "unet-tiny"};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
         char path[512];
         snprintf(path, sizeof path, "%s/models/%s.cfg", REMAT_SOURCE_DIR, names[k]);

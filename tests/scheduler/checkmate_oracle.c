@@ -23,11 +23,11 @@
 typedef struct oracle {
     const rm_problem *p;
     int n, ne;
-    int *ei, *ek;         /* edge e = (ei[e], ek[e]): node ek[e] reads ei[e] */
-    int *rc, *sc, *uc;    /* n x n lp_solve columns (1-based); 0 = the variable is the constant 0 */
-    int *fc;              /* n x ne */
+    int *ei, *ek;      /* edge e = (ei[e], ek[e]): node ek[e] reads ei[e] */
+    int *rc, *sc, *uc; /* n x n lp_solve columns (1-based); 0 = the variable is the constant 0 */
+    int *fc;           /* n x ne */
     int ncols;
-    double mem, cost;     /* bytes and cost per model unit */
+    double mem, cost; /* bytes and cost per model unit */
     double *v;
     int *ix, cnt;
     lprec *lp;
@@ -44,7 +44,10 @@ static int fail(oracle *o, const char *fmt, ...)
     return -1;
 }
 
-static double ram(const oracle *o, int i) { return (double)o->p->nodes[i].bytes / o->mem; }
+static double ram(const oracle *o, int i)
+{
+    return (double)o->p->nodes[i].bytes / o->mem;
+}
 
 /* Appends coef * column to the row being built; an absent column is 0. */
 static void term(oracle *o, int col, double coef)
@@ -92,10 +95,10 @@ static int index_model(oracle *o)
     return 0;
 }
 
-#define R_(t, i) ((i) <= (t) ? o->rc[(size_t)(t) * o->n + (i)] : 0)
-#define S_(t, i) ((t) < o->n && (i) < (t) ? o->sc[(size_t)(t) * o->n + (i)] : 0)
-#define U_(t, k) o->uc[(size_t)(t) * o->n + (k)]
-#define F_(t, x) o->fc[(size_t)(t) * o->ne + (x)]
+#define R_(t, i) ((i) <= (t) ? o->rc[(size_t)(t)*o->n + (i)] : 0)
+#define S_(t, i) ((t) < o->n && (i) < (t) ? o->sc[(size_t)(t)*o->n + (i)] : 0)
+#define U_(t, k) o->uc[(size_t)(t)*o->n + (k)]
+#define F_(t, x) o->fc[(size_t)(t)*o->ne + (x)]
 
 /* Bounds (R[t][t] = 1, U in [0, budget], the rest in [0, 1]) and the objective. */
 static int make_columns(oracle *o)

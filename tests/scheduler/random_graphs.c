@@ -186,7 +186,11 @@ rm_problem *rg_checkmate_linear(int layers, uint64_t seed, size_t max_bytes)
     for (int k = 0; k < n; k++) {
         rm_problem_node *nd = &p->nodes[k];
         nd->tag = k < layers ? RM_TAG_FORWARD : k == layers ? RM_TAG_LOSS : RM_TAG_BACKWARD;
-        snprintf(nd->name, sizeof nd->name, k < layers ? "f%d" : k == layers ? "loss" : "b%d", k < layers ? k : 2 * layers - k);
+        snprintf(nd->name, sizeof nd->name,
+                 k < layers    ? "f%d"
+                 : k == layers ? "loss"
+                               : "b%d",
+                 k < layers ? k : 2 * layers - k);
         nd->bytes = seed ? rand_bytes(&r, max_bytes) : 16;
         nd->cost = seed ? (double)(1 + rm_rng_next(&r) % 10) : 1.0;
         int deps[2], nd2 = 0;

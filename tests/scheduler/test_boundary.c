@@ -14,7 +14,10 @@
 #include "simulate.h"
 #include "strategy.h"
 
-static int close_rel(double a, double b) { return fabs(a - b) <= 1e-6 * fmax(1.0, fmax(fabs(a), fabs(b))); }
+static int close_rel(double a, double b)
+{
+    return fabs(a - b) <= 1e-6 * fmax(1.0, fmax(fabs(a), fabs(b)));
+}
 
 /* The 5-node problem: checkpoint-all peaks at 40000016 bytes. */
 static rm_problem *five_nodes(void)
@@ -155,5 +158,11 @@ static void milp_exact_at_the_boundary(size_t scale)
     cr_assert(proved * 2 >= feasible, "only %d of %d proved", proved, feasible);
 }
 
-Test(boundary, milp_exact_with_10_megabyte_values) { milp_exact_at_the_boundary(10000000); }
-Test(boundary, milp_exact_with_vgg16_sized_values) { milp_exact_at_the_boundary(411041792); }
+Test(boundary, milp_exact_with_10_megabyte_values)
+{
+    milp_exact_at_the_boundary(10000000);
+}
+Test(boundary, milp_exact_with_vgg16_sized_values)
+{
+    milp_exact_at_the_boundary(411041792);
+}

@@ -33,8 +33,14 @@
 static const char *example = CF_EXAMPLE_HEADER CF_EXAMPLE_NODES;
 
 /* Everything written to stderr so far. */
-static char *err_text(void) { return cf_text(cf_path("stderr")); }
-static char *out_text(void) { return cf_text(cf_path("stdout")); }
+static char *err_text(void)
+{
+    return cf_text(cf_path("stderr"));
+}
+static char *out_text(void)
+{
+    return cf_text(cf_path("stdout"));
+}
 
 static size_t noremat_total(rm_problem *p)
 {
@@ -707,18 +713,19 @@ Test(cli_maxbatch, the_overhead_cap_orders_the_batches)
             int b = row_batch(out, names[k], &ov);
             cr_assert_geq(b, 0, "%s: %s", names[k], out);
             if (c == 0 && b > 0) cr_assert_eq(b, all, "0%%: %s fits %d, checkpoint-all %d", names[k], b, all);
-            if (c == 1 && b > 0) cr_assert_leq(ov, cap_pct + 1e-9, "%s: +%g%% over the cap +%g%%", names[k], ov, cap_pct);
+            if (c == 1 && b > 0)
+                cr_assert_leq(ov, cap_pct + 1e-9, "%s: +%g%% over the cap +%g%%", names[k], ov, cap_pct);
             if (!strcmp(names[k], "milp")) cr_assert_geq(b, all, "the MILP below checkpoint-all");
             cr_assert_geq(b, prev[k], "%s: %d under cap %s, %d under a tighter one", names[k], b, caps[c], prev[k]);
             prev[k] = b;
         }
         free(out);
     }
-    const char *bad[] = {"fwd", "-1%", "abc", "0fwd", "50%%", "1e6%", "nan", "1e308fwd", "1001fwd", "0x10%",
-                         " 1fwd", "+1fwd", "50", "-0%", "inf%", "1FWD"};
+    const char *bad[] = {"fwd",     "-1%",   "abc",   "0fwd",  "50%%", "1e6%", "nan",  "1e308fwd",
+                         "1001fwd", "0x10%", " 1fwd", "+1fwd", "50",   "-0%",  "inf%", "1FWD"};
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
-        cr_assert_eq(cf_remat("maxbatch", "--model", TINY, "--budget", "4MiB", "--max-overhead", bad[k], NULL), 1,
-                     "%s", bad[k]);
+        cr_assert_eq(cf_remat("maxbatch", "--model", TINY, "--budget", "4MiB", "--max-overhead", bad[k], NULL), 1, "%s",
+                     bad[k]);
         cr_assert(strstr(cf_err, "--max-overhead must be"), "%s: %s", bad[k], cf_err);
     }
 }
@@ -770,8 +777,8 @@ Test(cli_maxbatch, input_size_override)
     cr_assert(strstr(cf_err, "--costs was measured at the config's input size"), "%s", cf_err);
     cr_assert_eq(cf_remat("maxbatch", "--model", unet, "--budget", "64MiB", "--input", "30x30", NULL), 1);
     cr_assert(strstr(cf_err, "at --input 30x30: ") && strstr(cf_err, "unet-tiny.cfg:"), "%s", cf_err);
-    const char *bad[] = {"32", "32x", "x32", "0x32", "32x32x3", "-4x4", "4294967328x4294967328", " 32x32", "+32x32",
-                         "65537x1"};
+    const char *bad[] = {"32",     "32x",    "x32",    "0x32", "32x32x3", "-4x4", "4294967328x4294967328",
+                         " 32x32", "+32x32", "65537x1"};
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         cr_assert_eq(cf_remat("maxbatch", "--model", unet, "--budget", "64MiB", "--input", bad[k], NULL), 1, "%s",
                      bad[k]);
@@ -981,9 +988,9 @@ Test(cli_plan, an_all_zero_cost_problem_prints_no_nan)
     char *out = out_text();
     expect_no_nan(out, "plan and explain");
     free(out);
-    cr_assert_eq(cf_remat("lesson", "--problem", prob, "--budgets", "2", "--node-limit", "1000", "--out", page,
-                          "--quiet", NULL),
-                 0, "%s", cf_err);
+    cr_assert_eq(
+        cf_remat("lesson", "--problem", prob, "--budgets", "2", "--node-limit", "1000", "--out", page, "--quiet", NULL),
+        0, "%s", cf_err);
     out = cf_text(page);
     expect_no_nan(out, "lesson");
     cr_assert(strstr(out, "(+0.00%)"), "the lesson's explanation");

@@ -25,7 +25,10 @@
 #define RESNET_TINY REMAT_SOURCE_DIR "/models/resnet-tiny.cfg"
 #define UNET_TINY REMAT_SOURCE_DIR "/models/unet-tiny.cfg"
 
-static int close_rel(double a, double b) { return fabs(a - b) <= 1e-9 * fmax(1.0, fmax(fabs(a), fabs(b))); }
+static int close_rel(double a, double b)
+{
+    return fabs(a - b) <= 1e-9 * fmax(1.0, fmax(fabs(a), fabs(b)));
+}
 
 static size_t all_peak(const rm_problem *p)
 {

@@ -78,8 +78,8 @@ Test(cost_cap, the_milp_proves_the_cap_exactly_against_the_exact_dp)
             double cost = -1;
             cr_assert_eq(milp_run(p, dp, &info, &cost), RM_OK, "seed %llu act %zu: cap C* = %g refused",
                          (unsigned long long)seed, act, dp);
-            cr_assert(fabs(cost - dp) <= 1e-9 * dp, "seed %llu: cost %g under the cap C* = %g", (unsigned long long)seed,
-                      cost, dp);
+            cr_assert(fabs(cost - dp) <= 1e-9 * dp, "seed %llu: cost %g under the cap C* = %g",
+                      (unsigned long long)seed, cost, dp);
             double all = 0;
             for (int i = 0; i < p->n; i++) all += p->nodes[i].cost;
             if (dp > all) { /* some recomputation is needed: a cap below C* (and above all-once) is infeasible */

@@ -137,10 +137,14 @@ static rm_problem *chain(void)
         size_t bytes;
         int ndeps, deps[2];
     } nodes[] = {
-        {"input", RM_TAG_FORWARD, 0, 100, 0, {0}},        {"a", RM_TAG_FORWARD, 10, 100, 1, {0}},
-        {"b", RM_TAG_FORWARD, 20, 100, 1, {1}},           {"c", RM_TAG_FORWARD, 10, 100, 1, {2}},
-        {"loss", RM_TAG_LOSS, 1, 4, 1, {3}},              {"loss.grad", RM_TAG_BACKWARD, 1, 100, 2, {3, 4}},
-        {"c.grad", RM_TAG_BACKWARD, 10, 100, 2, {2, 5}},  {"b.grad", RM_TAG_BACKWARD, 10, 100, 2, {1, 6}},
+        {"input", RM_TAG_FORWARD, 0, 100, 0, {0}},
+        {"a", RM_TAG_FORWARD, 10, 100, 1, {0}},
+        {"b", RM_TAG_FORWARD, 20, 100, 1, {1}},
+        {"c", RM_TAG_FORWARD, 10, 100, 1, {2}},
+        {"loss", RM_TAG_LOSS, 1, 4, 1, {3}},
+        {"loss.grad", RM_TAG_BACKWARD, 1, 100, 2, {3, 4}},
+        {"c.grad", RM_TAG_BACKWARD, 10, 100, 2, {2, 5}},
+        {"b.grad", RM_TAG_BACKWARD, 10, 100, 2, {1, 6}},
         {"a.grad", RM_TAG_BACKWARD, 10, 100, 2, {0, 7}},
     };
     rm_err e = {RM_OK, ""};

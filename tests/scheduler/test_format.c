@@ -55,7 +55,8 @@ static int j_string(const char **p, char *out, size_t len)
                 unsigned v = 0;
                 for (int i = 0; i < 4; i++) {
                     if (!isxdigit((unsigned char)s[i])) return -1;
-                    v = v * 16 + (unsigned)(isdigit((unsigned char)s[i]) ? s[i] - '0' : tolower((unsigned char)s[i]) - 'a' + 10);
+                    v = v * 16 +
+                        (unsigned)(isdigit((unsigned char)s[i]) ? s[i] - '0' : tolower((unsigned char)s[i]) - 'a' + 10);
                 }
                 s += 4;
                 if (v > 0x7f) return -1; /* the writer escapes only control characters */
@@ -77,9 +78,12 @@ static int j_number(const char **p, double *v)
 {
     const char *s = *p, *start = s;
     if (*s == '-') s++;
-    if (*s == '0') s++;
-    else if (*s >= '1' && *s <= '9') while (isdigit((unsigned char)*s)) s++;
-    else return -1;
+    if (*s == '0')
+        s++;
+    else if (*s >= '1' && *s <= '9')
+        while (isdigit((unsigned char)*s)) s++;
+    else
+        return -1;
     if (*s == '.') {
         s++;
         if (!isdigit((unsigned char)*s)) return -1;
@@ -108,7 +112,8 @@ static int j_parse(jdoc *d, const char *text)
         skip_ws(&p);
         if (*p++ != '{') return -1;
         skip_ws(&p);
-        if (*p == '}') p++;
+        if (*p == '}')
+            p++;
         else
             for (;;) {
                 if (d->n == (int)(sizeof d->e / sizeof d->e[0])) return -1;
@@ -183,8 +188,10 @@ static int csv_parse(csv_doc *d, const char *s)
                 s++;
                 for (;;) {
                     if (!*s) return -1;
-                    if (*s == '"' && s[1] == '"') s++;
-                    else if (*s == '"') break;
+                    if (*s == '"' && s[1] == '"')
+                        s++;
+                    else if (*s == '"')
+                        break;
                     if (o + 1 >= sizeof d->f[r][k]) return -1;
                     out[o++] = *s++;
                 }
@@ -201,8 +208,10 @@ static int csv_parse(csv_doc *d, const char *s)
                 s++;
                 continue;
             }
-            if (*s == '\n') s++;
-            else if (*s) return -1; /* text after a closing quote */
+            if (*s == '\n')
+                s++;
+            else if (*s)
+                return -1; /* text after a closing quote */
             break;
         }
         d->nf[r] = k;
@@ -375,7 +384,10 @@ Test(table, format_names)
 
 /* ---- remat plan --format ---- */
 
-static char *out_text(void) { return cf_text(cf_path("stdout")); }
+static char *out_text(void)
+{
+    return cf_text(cf_path("stdout"));
+}
 
 TestSuite(cli_format, .init = cf_setup, .fini = cf_teardown);
 
@@ -499,8 +511,8 @@ Test(cli_format, plan_one_strategy_is_one_row)
 
 Test(cli_format, a_bad_format_is_a_usage_error)
 {
-    cr_assert_eq(cf_remat("plan", "--model", TINY, "--batch", "2", "--budget", "98%", "--strategy", "all",
-                          "--format", "xml", NULL),
+    cr_assert_eq(cf_remat("plan", "--model", TINY, "--batch", "2", "--budget", "98%", "--strategy", "all", "--format",
+                          "xml", NULL),
                  1);
     cr_assert(strstr(cf_err, "--format must be text, csv or json, got 'xml'"), "%s", cf_err);
     cr_assert(strstr(cf_err, "usage: remat plan"), "%s", cf_err);

@@ -78,7 +78,8 @@ static int check_against_dp(rm_problem *p, const char *what)
         for (int level = 0; level < 3; level++) {
             rm_lp_bound_result r;
             rm_err e = {0};
-            int rc = level == 0 ? rm_lp_bound(&r, p, 0, &e) : rm_lp_bound_blocks(&r, p, ends[level - 1], ne[level - 1], &e);
+            int rc =
+                level == 0 ? rm_lp_bound(&r, p, 0, &e) : rm_lp_bound_blocks(&r, p, ends[level - 1], ne[level - 1], &e);
             if (opt[b] < 0) { /* a relaxation may still be feasible there */
                 cr_assert(rc == RM_OK || rc == RM_ERR_INFEASIBLE, "%s at %zu: %s", what, budgets[b], e.msg);
                 continue;
@@ -153,8 +154,8 @@ Test(lp_bound, below_every_strategy_on_a_mid_sized_graph)
             rm_schedule *s = NULL;
             rm_strategy_stats st;
             if (rm_strategy_run(&s, &st, &list[k], p, NULL, &e) != RM_OK) continue;
-            cr_assert(r.bound <= st.sim.cost * (1 + 1e-9), "%s at %zu: cost %.9g below the bound %.9g",
-                      list[k].name, budgets[b], st.sim.cost, r.bound);
+            cr_assert(r.bound <= st.sim.cost * (1 + 1e-9), "%s at %zu: cost %.9g below the bound %.9g", list[k].name,
+                      budgets[b], st.sim.cost, r.bound);
             rm_schedule_free(s);
         }
     }

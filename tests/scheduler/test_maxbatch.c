@@ -8,8 +8,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "maxbatch.h"
 #include "builder.h"
+#include "maxbatch.h"
 #include "simulate.h"
 #include "trace.h"
 
@@ -265,8 +265,8 @@ Test(cli_maxbatch_lib, the_overhead_cap_bounds_every_answer)
     rm_model *m;
     rm_err e = {RM_OK, ""};
     cr_assert_eq(rm_model_load(&m, TINY, &e), RM_OK, "%s", e.msg);
-    const rm_overhead_cap caps[] = {{RM_CAP_FRACTION, 0}, {RM_CAP_FRACTION, 0.05}, {RM_CAP_FORWARDS, 1},
-                                    {RM_CAP_NONE, 0}};
+    const rm_overhead_cap caps[] = {
+        {RM_CAP_FRACTION, 0}, {RM_CAP_FRACTION, 0.05}, {RM_CAP_FORWARDS, 1}, {RM_CAP_NONE, 0}};
     const char *names[] = {"checkpoint_all", "chen_greedy", "griewank", "ogc", "milp"};
     int prev[5] = {0};
     for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++) {
@@ -290,7 +290,8 @@ Test(cli_maxbatch_lib, the_overhead_cap_bounds_every_answer)
                     cr_assert_leq(r.cost, cap, "%s cap %zu: cost %g over %g", names[k], c, r.cost, cap);
                 rm_problem_free(p);
             }
-            if (c == 0 && r.max_batch > 0) cr_assert_eq(r.max_batch, all, "%s fits more than checkpoint-all at 0%%", names[k]);
+            if (c == 0 && r.max_batch > 0)
+                cr_assert_eq(r.max_batch, all, "%s fits more than checkpoint-all at 0%%", names[k]);
             if (!strcmp(names[k], "milp")) cr_assert_geq(r.max_batch, prev[1], "the MILP below chen_greedy");
             cr_assert_geq(r.max_batch, prev[k], "%s: %d under a looser cap, %d under a tighter one", names[k],
                           r.max_batch, prev[k]);

@@ -21,8 +21,14 @@
 
 /* ---------------------------------------------------------------- helpers */
 
-static size_t act_budget(const rm_problem *p) { return p->budget - p->fixed_bytes; }
-static void set_act(rm_problem *p, size_t act) { p->budget = p->fixed_bytes + act; }
+static size_t act_budget(const rm_problem *p)
+{
+    return p->budget - p->fixed_bytes;
+}
+static void set_act(rm_problem *p, size_t act)
+{
+    p->budget = p->fixed_bytes + act;
+}
 
 static size_t checkpoint_all_peak(const rm_problem *p, double *cost)
 {
@@ -43,7 +49,10 @@ static double sum_costs(const rm_problem *p)
     return c;
 }
 
-static int close_rel(double a, double b) { return fabs(a - b) <= 1e-6 * fmax(1.0, fmax(fabs(a), fabs(b))); }
+static int close_rel(double a, double b)
+{
+    return fabs(a - b) <= 1e-6 * fmax(1.0, fmax(fabs(a), fabs(b)));
+}
 
 /* A random DAG that is not shaped like a training graph: each node reads up
  * to three random earlier nodes, sizes 1..8 units of 16 bytes, costs 1..5. */
@@ -128,9 +137,9 @@ static rm_milp_options test_options(unsigned levers)
 
 /* What LP rounding answered against the DP's optima (compare_with_dp). */
 typedef struct round_tally {
-    int feasible; /* budgets where the DP finds a schedule */
-    int answered; /* ... and LP rounding returned one */
-    int optimal;  /* ... at the DP's optimum */
+    int feasible;  /* budgets where the DP finds a schedule */
+    int answered;  /* ... and LP rounding returned one */
+    int optimal;   /* ... at the DP's optimum */
     double excess; /* sum of (rounded cost - optimum) over the answered budgets */
 } round_tally;
 
@@ -150,8 +159,8 @@ static void compare_with_dp(rm_problem *p, unsigned levers, round_tally *round, 
         rm_err e = {0};
         int rc = rm_strategy_milp(&s, &info, p, &o, &e);
         if (dp[b] < 0) {
-            cr_assert_eq(rc, RM_ERR_INFEASIBLE, "%s budget %zu: DP says infeasible, MILP rc %d (%s)", what,
-                         budgets[b], rc, e.msg);
+            cr_assert_eq(rc, RM_ERR_INFEASIBLE, "%s budget %zu: DP says infeasible, MILP rc %d (%s)", what, budgets[b],
+                         rc, e.msg);
             cr_assert_eq(info.status, RM_STATUS_INFEASIBLE);
             continue;
         }
@@ -236,9 +245,9 @@ Test(milp, every_lever_setting_is_exact)
 {
     const unsigned base = RM_MILP_DEFAULT & ~RM_MILP_SHORTCUT;
     const unsigned variants[] = {
-        base & ~RM_MILP_PRUNE,          base & ~RM_MILP_PREFIX_ROWS,  base & ~RM_MILP_STAGE_ORDER,
-        base & ~RM_MILP_FREE_CONT,      base & ~RM_MILP_FREE_CUT,     base & ~RM_MILP_INCUMBENT,
-        base & ~RM_MILP_FLOOR_FIRST,    base & ~RM_MILP_S_PRIORITY,   base & ~RM_MILP_TIGHT_BUDGET,
+        base & ~RM_MILP_PRUNE, base & ~RM_MILP_PREFIX_ROWS, base & ~RM_MILP_STAGE_ORDER, base & ~RM_MILP_FREE_CONT,
+        base & ~RM_MILP_FREE_CUT, base & ~RM_MILP_INCUMBENT, base & ~RM_MILP_FLOOR_FIRST, base & ~RM_MILP_S_PRIORITY,
+        base & ~RM_MILP_TIGHT_BUDGET,
         /* not RM_MILP_PRESOLVE: lp_solve's presolve answers ACCURACYERROR on some
            of these */
         RM_MILP_PREFIX_ROWS, /* nothing else: plain Checkmate with prefix rows */
@@ -490,8 +499,8 @@ Test(cheapest_R, minimal_for_its_S)
                 double c = 0;
                 for (int i = 0; i <= t; i++)
                     if (RR & (1u << i)) c += p->nodes[i].cost;
-                cr_assert(c >= cmin - 1e-12, "seed %llu stage %d: R %#x costs %g < %g", (unsigned long long)seed, t,
-                          RR, c, cmin);
+                cr_assert(c >= cmin - 1e-12, "seed %llu stage %d: R %#x costs %g < %g", (unsigned long long)seed, t, RR,
+                          c, cmin);
                 cr_assert(pk >= pmin, "seed %llu stage %d: R %#x peaks %lld < %lld", (unsigned long long)seed, t, RR,
                           pk, pmin);
             }
@@ -546,8 +555,8 @@ Test(lp_round, reports_infeasible_honestly)
         cr_assert_eq(rm_strategy_lp_round(&s, &rr, p, NULL, &e), RM_OK, "budget %zu (optimum %g): %s", budgets[b],
                      dp[b], e.msg);
         check_schedule(p, s, rr.objective);
-        cr_assert(rr.objective >= dp[b] * (1 - 1e-9), "budget %zu: %g below the optimum %g", budgets[b],
-                  rr.objective, dp[b]);
+        cr_assert(rr.objective >= dp[b] * (1 - 1e-9), "budget %zu: %g below the optimum %g", budgets[b], rr.objective,
+                  dp[b]);
         excess += rr.objective - dp[b];
         rm_schedule_free(s);
         s = NULL;

@@ -37,9 +37,15 @@ static const struct {
     {"a\x1b[31mb", "byte 0x1b, a control character"},
     {"a\x7f", "byte 0x7f, a control character"},
     {"a\xc2\x85", "U+0085, a C1 control character"},
-    {"a\xc2\x9b" "31m", "U+009B, a C1 control character"},
-    {"a\xe2\x80\xae" "b", "U+202E, a bidi override"},
-    {"a\xe2\x81\xa6" "b", "U+2066, a bidi isolate"},
+    {"a\xc2\x9b"
+     "31m",
+     "U+009B, a C1 control character"},
+    {"a\xe2\x80\xae"
+     "b",
+     "U+202E, a bidi override"},
+    {"a\xe2\x81\xa6"
+     "b",
+     "U+2066, a bidi isolate"},
     {"a\xff", "byte 0xff, invalid UTF-8 (a byte that UTF-8 never uses)"},
     {"a\xc0\xaf", "byte 0xc0, invalid UTF-8 (an overlong form)"},
     {"a\xe0\x80\xaf", "byte 0xe0, invalid UTF-8 (an overlong form)"},
@@ -73,8 +79,8 @@ static int clean_text(const unsigned char *s, size_t n, size_t *bad)
             cp = cp << 6 | (s[i + k] & 0x3F);
         }
         unsigned min = len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000;
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) || cp <= 0x9F || cp == 0xFFFE ||
-            cp == 0xFFFF || (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069))
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) || cp <= 0x9F || cp == 0xFFFE || cp == 0xFFFF ||
+            (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069))
             return 0;
         i += (size_t)len;
     }
@@ -119,7 +125,10 @@ Test(names, the_shown_form_escapes_what_a_terminal_would_act_on)
 {
     char b[RM_NAME_SHOW_LEN];
     cr_assert_str_eq(rm_name_show(b, sizeof b, "a\x1b[31mb"), "a\\x1b[31mb");
-    cr_assert_str_eq(rm_name_show(b, sizeof b, "a\xe2\x80\xae" "b"), "a\\u202eb");
+    cr_assert_str_eq(rm_name_show(b, sizeof b,
+                                  "a\xe2\x80\xae"
+                                  "b"),
+                     "a\\u202eb");
     cr_assert_str_eq(rm_name_show(b, sizeof b, "a\xc2\x9b"), "a\\u009b");
     cr_assert_str_eq(rm_name_show(b, sizeof b, "a\xff\xc0\xaf"), "a\\xff\\xc0\\xaf");
     cr_assert_str_eq(rm_name_show(b, sizeof b, "a\\x1b"), "a\\\\x1b", "a backslash is told from an escape");
@@ -159,7 +168,9 @@ Test(names, the_text_reader_refuses_them_with_line_and_byte_offset)
         unlink(path);
     }
     /* Any other field a message could quote is held to the same rule. */
-    tp_expect_error("problem 2 0 0\n0 a forw\x1b" "ard 1 8 -\n", 2, "a field has byte 0x1b");
+    tp_expect_error("problem 2 0 0\n0 a forw\x1b"
+                    "ard 1 8 -\n",
+                    2, "a field has byte 0x1b");
     /* Printable UTF-8 is a name like any other, and is written back. */
     char path[64];
     tp_temp_file(path, sizeof path, "problem 2 0 0\n0 caf\xc3\xa9 forward 1 8 -\n1 \xe6\x97\xa5 loss 1 8 0\n");
@@ -186,11 +197,13 @@ Test(names, the_json_reader_refuses_them_raw_or_escaped)
 {
     for (int k = 0; k < NHOSTILE; k++) {
         char text[256], col[32];
-        snprintf(text, sizeof text, "{\"links\": [],\n \"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 8, "
-                                    "\"backward\": false, \"name\": \"%s\"}]}",
+        snprintf(text, sizeof text,
+                 "{\"links\": [],\n \"nodes\": [{\"id\": 0, \"cost_cpu\": 1, \"cost_ram\": 8, "
+                 "\"backward\": false, \"name\": \"%s\"}]}",
                  hostile[k].bytes);
         const char *what = hostile[k].why, *line2 = strchr(text, '\n') + 1;
-        size_t quote = (size_t)(strstr(text, "\"name\": \"") + 8 - line2), bad = quote + 1 + (hostile[k].bytes[0] == 'c' ? 3 : 1);
+        size_t quote = (size_t)(strstr(text, "\"name\": \"") + 8 - line2),
+               bad = quote + 1 + (hostile[k].bytes[0] == 'c' ? 3 : 1);
         /* A raw C0 control is no JSON; invalid UTF-8 is refused where it
          * stands, in any string; the rest in a name, at its opening quote. */
         int c0 = (unsigned char)hostile[k].bytes[1] < 0x20;
@@ -344,7 +357,9 @@ Test(names, graph_plan_and_explain_never_print_an_onnx_name_raw)
      * UTF-8 and a bell, 21 bytes as both are. */
     const char *const from[] = {"\x12\x15remat gen_fixtures.py", "\x1a\x15/features.0/relu/Relu\x22"};
     const char *onnx = onnx_with(ONNX_DIR "cbr_pool_gemm.onnx", from, 2,
-                                 "\x1b[31m\xe2\x80\xae\xc2\x9b\xff" "evil-name\x07", "evil.onnx");
+                                 "\x1b[31m\xe2\x80\xae\xc2\x9b\xff"
+                                 "evil-name\x07",
+                                 "evil.onnx");
     cr_assert_eq(cf_remat("graph", "--onnx", onnx, "--batch", "2", NULL), 0, "%s", cf_err);
     cr_assert(cf_said(0, "\\x1b[31m\\u202e\\u009b\\xffevil-name\\x07"), "the import notes show the name escaped");
     expect_clean_file(cf_path("stdout"), "graph --onnx");
@@ -358,7 +373,10 @@ Test(names, graph_plan_and_explain_never_print_an_onnx_name_raw)
     expect_clean_file(cf_path("stderr"), "explain --onnx");
     /* The importer's error quotes the node's name: escaped too. */
     const char *const op[] = {"\x1a\x0c/act/Sigmoid\x22"};
-    onnx = onnx_with(ONNX_DIR "bad_op.onnx", op, 1, "\x1b[31m\xe2\x80\xae\xff" "abc", "bad.onnx");
+    onnx = onnx_with(ONNX_DIR "bad_op.onnx", op, 1,
+                     "\x1b[31m\xe2\x80\xae\xff"
+                     "abc",
+                     "bad.onnx");
     expect_refused((const char *const[]){"graph", "--onnx", onnx, "--batch", "2", NULL},
                    "node 1 '\\x1b[31m\\u202e\\xffabc' (Sigmoid): operator 'Sigmoid' is not supported");
     expect_clean_file(cf_path("stderr"), "graph --onnx, refused");
@@ -494,8 +512,8 @@ static const char *example_file(void)
  * --quiet`, which must succeed. */
 static void solve_ok(const char *cmd, const char *path, const char *budget)
 {
-    cr_assert_eq(cf_remat(cmd, "--problem", path, "--budget", budget, "--strategy", "checkpoint_all", "--quiet", NULL), 0,
-                 "%s --budget %s: %s", cmd, budget, cf_err);
+    cr_assert_eq(cf_remat(cmd, "--problem", path, "--budget", budget, "--strategy", "checkpoint_all", "--quiet", NULL),
+                 0, "%s --budget %s: %s", cmd, budget, cf_err);
 }
 
 /* remat prints sizes up to EiB (and EB): each is a unit --budget takes. */

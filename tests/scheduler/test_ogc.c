@@ -102,8 +102,8 @@ static rm_problem *small_dag(uint64_t seed)
 {
     /* 4..11 forward nodes (plus the loss: at most 12 in the forward region),
      * branches and skips of every reach. */
-    rg_options o = {4 + (int)(seed % 8), 0.15 * (double)(seed % 4), 0.1 * (double)(seed % 3),
-                    (int)(seed % 3) * 3, 64 + 64 * (size_t)(seed % 8)};
+    rg_options o = {4 + (int)(seed % 8), 0.15 * (double)(seed % 4), 0.1 * (double)(seed % 3), (int)(seed % 3) * 3,
+                    64 + 64 * (size_t)(seed % 8)};
     rm_problem *p = rg_training_problem(seed, &o);
     cr_assert_not_null(p, "seed %lu", (unsigned long)seed);
     return p;
@@ -212,11 +212,11 @@ static rm_problem *fan_in(int k)
         nd->bytes = 64;
         nd->cost = i ? 1 : 0;
         nd->tag = i < F ? RM_TAG_FORWARD : i == F ? RM_TAG_LOSS : RM_TAG_BACKWARD;
-        if (i >= 1 && i <= k) deps[nd_deps++] = 0;      /* a branch */
-        if (i == k + 1)                                 /* the fan-in */
+        if (i >= 1 && i <= k) deps[nd_deps++] = 0; /* a branch */
+        if (i == k + 1)                            /* the fan-in */
             for (int j = 1; j <= k; j++) deps[nd_deps++] = j;
-        if (i == F) deps[nd_deps++] = k + 1;            /* the loss */
-        if (i == F + 1) deps[nd_deps++] = F, deps[nd_deps++] = k + 1; /* the fan-in's backward */
+        if (i == F) deps[nd_deps++] = k + 1;                                 /* the loss */
+        if (i == F + 1) deps[nd_deps++] = F, deps[nd_deps++] = k + 1;        /* the fan-in's backward */
         if (i > F + 1) deps[nd_deps++] = F + 1, deps[nd_deps++] = i - F - 1; /* branch i - F - 1's */
         cr_assert_eq(rm_problem_set_deps(p, i, deps, nd_deps, &e), RM_OK, "%s", e.msg);
     }

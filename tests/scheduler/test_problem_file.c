@@ -109,10 +109,10 @@ Test(problem_file, malformed_files_name_the_line)
     tp_expect_error(HDR "0 a forward 1 8 -\n0 a forward 1 8 -\n", 3, "defined twice (first at line 2)");
     tp_expect_error(HDR "0 a forward 1 8 -\n2 c forward 1 8 0\n", 3, "expected node 1");
     tp_expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 0\n", 4, "end of file after 2 node lines");
-    tp_expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 0\n2 c forward 1 8 1\n3 d forward 1 8 2\n",
-                    5, "more node lines than the 3");
-    tp_expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 0\n2 c forward 1 8 1\n1 b forward 1 8 0\n",
-                    5, "defined twice (first at line 3)");
+    tp_expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 0\n2 c forward 1 8 1\n3 d forward 1 8 2\n", 5,
+                    "more node lines than the 3");
+    tp_expect_error(HDR "0 a forward 1 8 -\n1 b forward 1 8 0\n2 c forward 1 8 1\n1 b forward 1 8 0\n", 5,
+                    "defined twice (first at line 3)");
 }
 
 /* Sizes each within range but summing past 2^64 once wrapped around: the

@@ -23,7 +23,10 @@
 #include "simulate.h"
 #include "strategy.h"
 
-static void set_act(rm_problem *p, size_t act) { p->budget = p->fixed_bytes + act; }
+static void set_act(rm_problem *p, size_t act)
+{
+    p->budget = p->fixed_bytes + act;
+}
 
 static size_t checkpoint_all_peak(const rm_problem *p)
 {
@@ -76,8 +79,8 @@ static void check_at_least_published(rm_problem *p, size_t act, const char *what
     double ours = remat_bound(p, act, RM_MILP_DEFAULT, NULL), theirs = oracle_bound(p, act, NULL);
     if (theirs < 0) return; /* the published LP infeasible: nothing fits, remat may say so or not */
     cr_assert(ours >= 0, "%s at %zu bytes: remat's relaxation infeasible, published bound %.6f", what, act, theirs);
-    cr_assert(ours >= theirs - 1e-6 * fmax(1.0, theirs), "%s at %zu bytes: remat's LP bound %.6f below the published %.6f",
-              what, act, ours, theirs);
+    cr_assert(ours >= theirs - 1e-6 * fmax(1.0, theirs),
+              "%s at %zu bytes: remat's LP bound %.6f below the published %.6f", what, act, ours, theirs);
 }
 
 Test(relaxation, checkmate_linear_graphs_bound_at_least_published)
@@ -216,8 +219,9 @@ static void report_row(rm_problem *p, size_t act, const char *what)
     double rr = Sr ? round_S(p, Sr, ours) : -1, ro = So ? round_S(p, So, theirs) : -1;
     set_act(p, act);
     double st = ours >= 0 ? strategy_round(p) : -1;
-    fprintf(stderr, "REPORT %-12s n=%2d act=%6zu remat_lp=%10.4f cm_lp=%10.4f opt=%8.1f%s round_remat=%8.1f "
-                    "lp_round=%8.1f round_cm=%8.1f\n",
+    fprintf(stderr,
+            "REPORT %-12s n=%2d act=%6zu remat_lp=%10.4f cm_lp=%10.4f opt=%8.1f%s round_remat=%8.1f "
+            "lp_round=%8.1f round_cm=%8.1f\n",
             what, p->n, act, ours, theirs, opt, proved ? " " : "?", rr, st, ro);
     free(Sr);
     free(So);

@@ -126,8 +126,8 @@ static rm_budget_verdict verdict_at(rm_problem *p, const rm_problem_report *r, s
 static void expect_check(rm_problem *p, const rm_problem_report *r, int feasible)
 {
     rm_err e = {RM_OK, ""};
-    cr_assert_eq(rm_problem_check_budget(p, "test", &e), feasible ? RM_OK : RM_ERR_INFEASIBLE,
-                 "budget %zu: %s", p->budget, e.msg);
+    cr_assert_eq(rm_problem_check_budget(p, "test", &e), feasible ? RM_OK : RM_ERR_INFEASIBLE, "budget %zu: %s",
+                 p->budget, e.msg);
     cr_assert_eq(rm_problem_check_budget_of(p, r, "test", &e), feasible ? RM_OK : RM_ERR_INFEASIBLE);
     if (feasible) return;
     int count;

@@ -20,8 +20,10 @@ static char logbuf[1 << 16];
  * what it wrote to stderr (in logbuf). */
 static const char *run_logged(const char *level, const char *name, rm_problem *p, int expect_rc)
 {
-    if (level) setenv("REMAT_LOG", level, 1);
-    else unsetenv("REMAT_LOG");
+    if (level)
+        setenv("REMAT_LOG", level, 1);
+    else
+        unsetenv("REMAT_LOG");
     fflush(stderr);
     FILE *tmp = tmpfile();
     cr_assert_not_null(tmp);

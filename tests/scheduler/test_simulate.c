@@ -444,8 +444,7 @@ static int dense_ops(rm_op *ops, const rm_problem *p, const rm_rs *d)
         }
         int next = t + 1 < n;
         for (int v = 0; v < t; v++)
-            if (rm_S_at(d, t, v) &&
-                (rm_R_at(d, t, v) || (last[v] < 0 && !(next && rm_S_at(d, t + 1, v)))))
+            if (rm_S_at(d, t, v) && (rm_R_at(d, t, v) || (last[v] < 0 && !(next && rm_S_at(d, t + 1, v)))))
                 ops[m++] = (rm_op){RM_OP_FREE, v, t};
         for (int k = 0; k <= t; k++) {
             if (!rm_R_at(d, t, k)) continue;

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "deadline.h"
 #include "baseline.h"
+#include "deadline.h"
 #include "lp_round.h"
 #include "random_graphs.h"
 #include "simulate.h"

@@ -138,20 +138,23 @@ Test(footprint_cli, every_command_prints_the_same_fixed_bytes_and_peak)
     /* plan, explain and train: the same fixed line and no-remat peak. */
     char pk[64];
     rm_cli_bytes(pk, sizeof pk, (double)peak);
-    cr_assert_eq(cf_remat("plan", "--model", model, "--batch", "8", "--budget", "100%", "--strategy",
-                          "checkpoint_all", NULL), 0, "%s", cf_err);
+    cr_assert_eq(
+        cf_remat("plan", "--model", model, "--batch", "8", "--budget", "100%", "--strategy", "checkpoint_all", NULL), 0,
+        "%s", cf_err);
     line_of(line, sizeof line, "fixed        ");
     cr_assert_str_eq(line, fixed, "plan");
     snprintf(want, sizeof want, "no-remat     %s peak", pk);
     cr_assert(cf_said(0, want), "plan does not say '%s'", want);
-    cr_assert_eq(cf_remat("explain", "--model", model, "--batch", "8", "--budget", "100%", "--strategy",
-                          "checkpoint_all", NULL), 0, "%s", cf_err);
+    cr_assert_eq(
+        cf_remat("explain", "--model", model, "--batch", "8", "--budget", "100%", "--strategy", "checkpoint_all", NULL),
+        0, "%s", cf_err);
     line_of(line, sizeof line, "fixed        ");
     cr_assert_str_eq(line, fixed, "explain");
     snprintf(want, sizeof want, "the step peaks at %s", pk);
     cr_assert(cf_said(0, want), "explain does not say '%s'", want);
     cr_assert_eq(cf_remat("train", "--model", model, "--data", "synthetic", "--samples", "32", "--batch", "8",
-                          "--budget", "100%", "--strategy", "checkpoint_all", "--steps", "1", NULL), 0, "%s", cf_err);
+                          "--budget", "100%", "--strategy", "checkpoint_all", "--steps", "1", NULL),
+                 0, "%s", cf_err);
     line_of(line, sizeof line, "fixed        ");
     cr_assert_str_eq(line, fixed, "train");
     snprintf(want, sizeof want, "no-remat     %s peak", pk);
@@ -160,13 +163,13 @@ Test(footprint_cli, every_command_prints_the_same_fixed_bytes_and_peak)
     /* maxbatch: the peak is exactly where batch 8 stops fitting. */
     char budget[32];
     snprintf(budget, sizeof budget, "%zuB", peak);
-    cr_assert_eq(cf_remat("maxbatch", "--model", model, "--budget", budget, "--strategies", "checkpoint_all", NULL),
-                 0, "%s", cf_err);
+    cr_assert_eq(cf_remat("maxbatch", "--model", model, "--budget", budget, "--strategies", "checkpoint_all", NULL), 0,
+                 "%s", cf_err);
     line_of(line, sizeof line, "checkpoint_all ");
     cr_assert_eq(atoi(line + strlen("checkpoint_all")), 8, "maxbatch at the batch-8 peak: '%s'", line);
     snprintf(budget, sizeof budget, "%zuB", peak - 1);
-    cr_assert_eq(cf_remat("maxbatch", "--model", model, "--budget", budget, "--strategies", "checkpoint_all", NULL),
-                 0, "%s", cf_err);
+    cr_assert_eq(cf_remat("maxbatch", "--model", model, "--budget", budget, "--strategies", "checkpoint_all", NULL), 0,
+                 "%s", cf_err);
     line_of(line, sizeof line, "checkpoint_all ");
     cr_assert_eq(atoi(line + strlen("checkpoint_all")), 7, "maxbatch a byte below the batch-8 peak: '%s'", line);
 }

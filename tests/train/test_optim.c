@@ -90,10 +90,22 @@ static void sgd_reference(int nesterov, double wd, int decay)
     rm_optim_free(opt);
 }
 
-Test(optim_sgd, momentum_three_steps) { sgd_reference(0, 0.0, 1); }
-Test(optim_sgd, nesterov_three_steps) { sgd_reference(1, 0.0, 1); }
-Test(optim_sgd, weight_decay_three_steps) { sgd_reference(0, 0.01, 1); }
-Test(optim_sgd, weight_decay_skips_tensors_not_marked) { sgd_reference(0, 0.01, 0); }
+Test(optim_sgd, momentum_three_steps)
+{
+    sgd_reference(0, 0.0, 1);
+}
+Test(optim_sgd, nesterov_three_steps)
+{
+    sgd_reference(1, 0.0, 1);
+}
+Test(optim_sgd, weight_decay_three_steps)
+{
+    sgd_reference(0, 0.01, 1);
+}
+Test(optim_sgd, weight_decay_skips_tensors_not_marked)
+{
+    sgd_reference(0, 0.01, 0);
+}
 
 Test(optim_sgd, momentum_buffer_by_hand)
 {
@@ -208,8 +220,10 @@ static void adam_reference(double wd, int decoupled)
         int t = s + 1;
         for (int j = 0; j < N; j++) {
             double gj = grads[s][j];
-            if (decoupled) rw[j] *= 1.0 - lr * wd;
-            else gj += wd * rw[j];
+            if (decoupled)
+                rw[j] *= 1.0 - lr * wd;
+            else
+                gj += wd * rw[j];
             rm[j] = b1 * rm[j] + (1 - b1) * gj;
             rv[j] = b2 * rv[j] + (1 - b2) * gj * gj;
             double mhat = rm[j] / (1 - pow(b1, t)), vhat = rv[j] / (1 - pow(b2, t));
@@ -227,11 +241,20 @@ static void adam_reference(double wd, int decoupled)
     rm_optim_free(opt);
 }
 
-Test(optim_adam, three_steps_bias_corrected) { adam_reference(0.0, 0); }
+Test(optim_adam, three_steps_bias_corrected)
+{
+    adam_reference(0.0, 0);
+}
 /* 0.05, not 0.1: 0.2 - 0.1 * 2 cancels to 0 in float but to 3e-9 in double, and Adam
  * normalises a gradient, so that 3e-9 would move the reference by a quarter of lr. */
-Test(optim_adam, l2_weight_decay_three_steps) { adam_reference(0.05, 0); }
-Test(optim_adam, decoupled_weight_decay_three_steps) { adam_reference(0.1, 1); }
+Test(optim_adam, l2_weight_decay_three_steps)
+{
+    adam_reference(0.05, 0);
+}
+Test(optim_adam, decoupled_weight_decay_three_steps)
+{
+    adam_reference(0.1, 1);
+}
 
 Test(optim_adam, first_step_moves_each_weight_by_lr)
 {

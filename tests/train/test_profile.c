@@ -12,10 +12,10 @@
 #include <unistd.h>
 
 #include "backend_cuda.h"
+#include "builder.h"
 #include "cli_fixture.h"
 #include "commands.h"
 #include "cost_file.h"
-#include "builder.h"
 #include "profile.h"
 #include "trace.h"
 

@@ -19,8 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "snapshot.h"
 #include "optim.h"
+#include "snapshot.h"
 #include "train_fixtures.h"
 
 /* ---- helpers ------------------------------------------------------------- */
@@ -138,8 +138,7 @@ static void scramble(fixture *f)
     if (f->opt) {
         for (int sl = 0; sl < rm_optim_slots(f->opt); sl++)
             for (int i = 0; i < rm_optim_tensor_count(f->opt); i++)
-                for (size_t j = 0; j < rm_optim_tensor_at(f->opt, i)->n; j++)
-                    rm_optim_state(f->opt, i, sl)[j] = -3.0f;
+                for (size_t j = 0; j < rm_optim_tensor_at(f->opt, i)->n; j++) rm_optim_state(f->opt, i, sl)[j] = -3.0f;
         rm_optim_set_steps(f->opt, 5);
     }
 }
@@ -223,9 +222,18 @@ static void round_trip(rm_optim_kind kind)
     teardown(&f);
 }
 
-Test(snapshot, round_trip_sgd_bit_identical) { round_trip(RM_OPTIM_SGD); }
-Test(snapshot, round_trip_adam_bit_identical) { round_trip(RM_OPTIM_ADAM); }
-Test(snapshot, round_trip_without_optimizer) { round_trip(RM_OPTIM_NONE); }
+Test(snapshot, round_trip_sgd_bit_identical)
+{
+    round_trip(RM_OPTIM_SGD);
+}
+Test(snapshot, round_trip_adam_bit_identical)
+{
+    round_trip(RM_OPTIM_ADAM);
+}
+Test(snapshot, round_trip_without_optimizer)
+{
+    round_trip(RM_OPTIM_NONE);
+}
 
 Test(snapshot, resumed_run_continues_exactly)
 {

@@ -54,13 +54,16 @@ static void record(void *ctx, const rm_trainer_event *ev)
         r->eval = ev->eval;
         r->evals++;
         break;
-    case RM_TRAINER_SNAPSHOT: r->snapshots++; break;
+    case RM_TRAINER_SNAPSHOT:
+        r->snapshots++;
+        break;
     case RM_TRAINER_NOTE: {
         size_t l = strlen(r->notes);
         snprintf(r->notes + l, sizeof r->notes - l, "%s\n", ev->text);
         break;
     }
-    default: break;
+    default:
+        break;
     }
 }
 
@@ -180,9 +183,10 @@ Test(trainer, folder_data_without_a_test_split)
     snprintf(model, sizeof model, "%s/tiny.cfg", dir);
     FILE *fm = fopen(model, "w");
     cr_assert_not_null(fm);
-    fprintf(fm, "[net]\nchannels=1\nheight=%d\nwidth=%d\n[conv]\nname=conv1\nfilters=4\nsize=3\npad=1\n"
-                "[batchnorm]\nname=bn1\n[relu]\nname=relu1\n[maxpool]\nname=pool1\nsize=2\nstride=2\n"
-                "[flatten]\nname=flat\n[linear]\nname=fc\nout=10\n[softmax_xent]\nname=loss\n",
+    fprintf(fm,
+            "[net]\nchannels=1\nheight=%d\nwidth=%d\n[conv]\nname=conv1\nfilters=4\nsize=3\npad=1\n"
+            "[batchnorm]\nname=bn1\n[relu]\nname=relu1\n[maxpool]\nname=pool1\nsize=2\nstride=2\n"
+            "[flatten]\nname=flat\n[linear]\nname=fc\nout=10\n[softmax_xent]\nname=loss\n",
             side, side);
     fclose(fm);
 
@@ -205,8 +209,9 @@ Test(trainer, folder_data_without_a_test_split)
 
     /* A model whose input is not the data's shape is refused, naming both. */
     fm = fopen(model, "w");
-    fprintf(fm, "[net]\nchannels=3\nheight=%d\nwidth=%d\n[global_avgpool]\n[linear]\nname=fc\nout=10\n"
-                "[softmax_xent]\nname=loss\n",
+    fprintf(fm,
+            "[net]\nchannels=3\nheight=%d\nwidth=%d\n[global_avgpool]\n[linear]\nname=fc\nout=10\n"
+            "[softmax_xent]\nname=loss\n",
             side, side);
     fclose(fm);
     rm_err e = {RM_OK, ""};
@@ -390,8 +395,7 @@ Test(trainer, batch_auto_is_the_max_batch_answer)
     o.cap = (rm_overhead_cap){RM_CAP_FORWARDS, 1}; /* --batch auto's, maxbatch's default */
     rm_maxbatch_result mr;
     rm_err e = {RM_OK, ""};
-    cr_assert_eq(rm_maxbatch_search(&mr, rm_strategy_find("chen_greedy"), problem_at, &pc, &o, &e), RM_OK, "%s",
-                 e.msg);
+    cr_assert_eq(rm_maxbatch_search(&mr, rm_strategy_find("chen_greedy"), problem_at, &pc, &o, &e), RM_OK, "%s", e.msg);
     cr_assert_gt(mr.max_batch, 1);
     rm_schedule_free(mr.schedule);
     cr_assert(s->batch_auto);
@@ -502,8 +506,8 @@ TestSuite(trainer_cli, .init = cf_setup, .fini = cf_teardown);
 
 Test(trainer_cli, trains_and_prints_the_summary)
 {
-    const char *args[] = {"--model", RESNET_TINY, "--data", "synthetic", "--batch", "8", "--budget", "80%",
-                          "--strategy", "chen-greedy", "--steps", "3", "--samples", "64", NULL};
+    const char *args[] = {"--model",    RESNET_TINY,   "--data",  "synthetic", "--batch",   "8",  "--budget", "80%",
+                          "--strategy", "chen-greedy", "--steps", "3",         "--samples", "64", NULL};
     cr_assert_eq(train_cli(args), 0, "%s", cf_err);
     cr_assert(cf_said(0, "no-remat"));
     cr_assert(cf_said(0, "training does not fit without rematerialization"));
@@ -566,8 +570,8 @@ Test(trainer_cli, refuses_bad_input_with_a_reason)
         {{"--model", RESNET_TINY, "--data", "synthetic", "--budget", "80%", "--device", "cuda", "--kernels", "fast",
           NULL},
          "--kernels: unknown cuda kernel library 'fast' (handwritten, cublas or cudnn)"},
-        {{"--model", RESNET_TINY, "--data", "synthetic", "--budget", "80%", "--device", "cuda", "--cpu-kernels",
-          "fast", NULL},
+        {{"--model", RESNET_TINY, "--data", "synthetic", "--budget", "80%", "--device", "cuda", "--cpu-kernels", "fast",
+          NULL},
          "--cpu-kernels is for --device cpu"},
         {{"--model", RESNET_TINY, "--data", "synthetic", "--budget", "80%", "--threads", "0", NULL},
          "--threads: threads must be an integer from 1 to 1024, got '0'"},
@@ -606,9 +610,9 @@ Test(trainer_cli, refuses_a_bad_snapshot_path_before_solving)
         {"--resume", "/nonexistent/run.snap", "No such file or directory"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const char *args[] = {"--model", RESNET_TINY, "--data", "synthetic", "--batch", "8", "--budget", "80%",
-                              "--strategy", "milp", "--time-limit", "0", cases[i].flag, cases[i].path, "--quiet",
-                              NULL};
+        const char *args[] = {"--model",     RESNET_TINY,   "--data",     "synthetic", "--batch",      "8",
+                              "--budget",    "80%",         "--strategy", "milp",      "--time-limit", "0",
+                              cases[i].flag, cases[i].path, "--quiet",    NULL};
         int rc = train_cli(args);
         cr_expect_eq(rc, 1, "case %zu: exit %d, stderr: %s", i, rc, cf_err);
         cr_expect(strstr(cf_err, cases[i].want), "case %zu: stderr lacks '%s': %s", i, cases[i].want, cf_err);
@@ -619,9 +623,9 @@ Test(trainer_cli, refuses_a_bad_snapshot_path_before_solving)
 Test(trainer_cli, refuses_a_corrupt_snapshot)
 {
     const char *snap = cf_path("run.snap");
-    const char *save[] = {"--model", RESNET_TINY, "--data", "synthetic", "--batch", "8", "--budget", "80%",
-                          "--strategy", "chen_greedy", "--steps", "2", "--samples", "64", "--snapshot", snap,
-                          "--quiet", NULL};
+    const char *save[] = {"--model",   RESNET_TINY, "--data",     "synthetic",   "--batch", "8",
+                          "--budget",  "80%",       "--strategy", "chen_greedy", "--steps", "2",
+                          "--samples", "64",        "--snapshot", snap,          "--quiet", NULL};
     cr_assert_eq(train_cli(save), 0, "%s", cf_err);
     FILE *f = fopen(snap, "r+b");
     cr_assert_not_null(f);
@@ -632,15 +636,15 @@ Test(trainer_cli, refuses_a_corrupt_snapshot)
     fseek(f, size / 2, SEEK_SET);
     fputc(ch ^ 0x40, f);
     fclose(f);
-    const char *resume[] = {"--model", RESNET_TINY, "--data", "synthetic", "--batch", "8", "--budget", "80%",
-                            "--strategy", "chen_greedy", "--steps", "4", "--samples", "64", "--resume", snap,
-                            "--quiet", NULL};
+    const char *resume[] = {"--model",   RESNET_TINY, "--data",     "synthetic",   "--batch", "8",
+                            "--budget",  "80%",       "--strategy", "chen_greedy", "--steps", "4",
+                            "--samples", "64",        "--resume",   snap,          "--quiet", NULL};
     int rc = train_cli(resume);
     cr_assert_eq(rc, 1, "exit %d: %s", rc, cf_err);
     cr_assert(strstr(cf_err, snap), "the message names the file: %s", cf_err);
     /* A snapshot of another model is refused too. */
-    const char *other[] = {"--model", VGG_TINY, "--data", "synthetic", "--batch", "8", "--budget", "100%",
-                           "--strategy", "checkpoint_all", "--resume", snap, "--quiet", NULL};
+    const char *other[] = {"--model", VGG_TINY,     "--data",         "synthetic", "--batch", "8",       "--budget",
+                           "100%",    "--strategy", "checkpoint_all", "--resume",  snap,      "--quiet", NULL};
     rc = train_cli(other);
     cr_assert_eq(rc, 1, "exit %d: %s", rc, cf_err);
     cr_assert(strstr(cf_err, snap), "%s", cf_err);

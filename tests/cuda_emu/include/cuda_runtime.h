@@ -74,12 +74,30 @@ void rm_emu_syncthreads(void);
 
 /* Round-to-nearest intrinsics: plain IEEE operations on the host (the emu
  * build is compiled with -ffp-contract=off, so none is fused). */
-static inline float __fadd_rn(float a, float b) { return a + b; }
-static inline float __fsub_rn(float a, float b) { return a - b; }
-static inline float __fmul_rn(float a, float b) { return a * b; }
-static inline float __fdiv_rn(float a, float b) { return a / b; }
-static inline float __fsqrt_rn(float a) { return std::sqrt(a); }
-static inline double __dadd_rn(double a, double b) { return a + b; }
+static inline float __fadd_rn(float a, float b)
+{
+    return a + b;
+}
+static inline float __fsub_rn(float a, float b)
+{
+    return a - b;
+}
+static inline float __fmul_rn(float a, float b)
+{
+    return a * b;
+}
+static inline float __fdiv_rn(float a, float b)
+{
+    return a / b;
+}
+static inline float __fsqrt_rn(float a)
+{
+    return std::sqrt(a);
+}
+static inline double __dadd_rn(double a, double b)
+{
+    return a + b;
+}
 using std::isnan;
 #endif
 

@@ -89,7 +89,7 @@ typedef enum {
     CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 = 0, /* non-deterministic */
     CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1 = 1,
     CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT = 2,
-    CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3 = 3, /* non-deterministic */
+    CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3 = 3,        /* non-deterministic */
     CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD = 4, /* not implemented */
     CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED = 5,
     CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING = 6,
@@ -167,8 +167,8 @@ cudnnStatus_t cudnnSetFilter4dDescriptor(cudnnFilterDescriptor_t filterDesc, cud
                                          cudnnTensorFormat_t format, int k, int c, int h, int w);
 cudnnStatus_t cudnnDestroyFilterDescriptor(cudnnFilterDescriptor_t filterDesc);
 cudnnStatus_t cudnnCreateConvolutionDescriptor(cudnnConvolutionDescriptor_t *convDesc);
-cudnnStatus_t cudnnSetConvolution2dDescriptor(cudnnConvolutionDescriptor_t convDesc, int pad_h, int pad_w, int u,
-                                              int v, int dilation_h, int dilation_w, cudnnConvolutionMode_t mode,
+cudnnStatus_t cudnnSetConvolution2dDescriptor(cudnnConvolutionDescriptor_t convDesc, int pad_h, int pad_w, int u, int v,
+                                              int dilation_h, int dilation_w, cudnnConvolutionMode_t mode,
                                               cudnnDataType_t computeType);
 cudnnStatus_t cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t convDesc, cudnnMathType_t mathType);
 cudnnStatus_t cudnnDestroyConvolutionDescriptor(cudnnConvolutionDescriptor_t convDesc);
@@ -184,15 +184,11 @@ cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t handle, const
                                                      const cudnnTensorDescriptor_t destDesc,
                                                      const int requestedAlgoCount, int *returnedAlgoCount,
                                                      cudnnConvolutionFwdAlgoPerf_t *perfResults);
-cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnnHandle_t handle,
-                                                          const cudnnFilterDescriptor_t filterDesc,
-                                                          const cudnnTensorDescriptor_t diffDesc,
-                                                          const cudnnConvolutionDescriptor_t convDesc,
-                                                          const cudnnTensorDescriptor_t gradDesc,
-                                                          const int requestedAlgoCount, int *returnedAlgoCount,
-                                                          cudnnConvolutionBwdDataAlgoPerf_t *perfResults);
-cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnnHandle_t handle,
-                                                            const cudnnTensorDescriptor_t srcDesc,
+cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(
+    cudnnHandle_t handle, const cudnnFilterDescriptor_t filterDesc, const cudnnTensorDescriptor_t diffDesc,
+    const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t gradDesc, const int requestedAlgoCount,
+    int *returnedAlgoCount, cudnnConvolutionBwdDataAlgoPerf_t *perfResults);
+cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnnHandle_t handle, const cudnnTensorDescriptor_t srcDesc,
                                                             const cudnnTensorDescriptor_t diffDesc,
                                                             const cudnnConvolutionDescriptor_t convDesc,
                                                             const cudnnFilterDescriptor_t gradDesc,
@@ -208,21 +204,18 @@ cudnnStatus_t cudnnGetConvolutionBackwardDataWorkspaceSize(cudnnHandle_t handle,
                                                            const cudnnConvolutionDescriptor_t convDesc,
                                                            const cudnnTensorDescriptor_t dxDesc,
                                                            cudnnConvolutionBwdDataAlgo_t algo, size_t *sizeInBytes);
-cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnnHandle_t handle,
-                                                             const cudnnTensorDescriptor_t xDesc,
+cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc,
                                                              const cudnnTensorDescriptor_t dyDesc,
                                                              const cudnnConvolutionDescriptor_t convDesc,
                                                              const cudnnFilterDescriptor_t gradDesc,
-                                                             cudnnConvolutionBwdFilterAlgo_t algo,
-                                                             size_t *sizeInBytes);
+                                                             cudnnConvolutionBwdFilterAlgo_t algo, size_t *sizeInBytes);
 cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xDesc,
                                       const void *x, const cudnnFilterDescriptor_t wDesc, const void *w,
                                       const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionFwdAlgo_t algo,
                                       void *workSpace, size_t workSpaceSizeInBytes, const void *beta,
                                       const cudnnTensorDescriptor_t yDesc, void *y);
-cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alpha,
-                                           const cudnnFilterDescriptor_t wDesc, const void *w,
-                                           const cudnnTensorDescriptor_t dyDesc, const void *dy,
+cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alpha, const cudnnFilterDescriptor_t wDesc,
+                                           const void *w, const cudnnTensorDescriptor_t dyDesc, const void *dy,
                                            const cudnnConvolutionDescriptor_t convDesc,
                                            cudnnConvolutionBwdDataAlgo_t algo, void *workSpace,
                                            size_t workSpaceSizeInBytes, const void *beta,
@@ -236,30 +229,26 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void *a
                                              const cudnnFilterDescriptor_t dwDesc, void *dw);
 
 /* ---- batch normalization ---- */
-cudnnStatus_t cudnnDeriveBNTensorDescriptor(cudnnTensorDescriptor_t derivedBnDesc,
-                                            const cudnnTensorDescriptor_t xDesc, cudnnBatchNormMode_t mode);
-cudnnStatus_t cudnnBatchNormalizationForwardTraining(
+cudnnStatus_t cudnnDeriveBNTensorDescriptor(cudnnTensorDescriptor_t derivedBnDesc, const cudnnTensorDescriptor_t xDesc,
+                                            cudnnBatchNormMode_t mode);
+cudnnStatus_t cudnnBatchNormalizationForwardTraining(cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void *alpha,
+                                                     const void *beta, const cudnnTensorDescriptor_t xDesc,
+                                                     const void *x, const cudnnTensorDescriptor_t yDesc, void *y,
+                                                     const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc,
+                                                     const void *bnScale, const void *bnBias,
+                                                     double exponentialAverageFactor, void *resultRunningMean,
+                                                     void *resultRunningVariance, double epsilon, void *resultSaveMean,
+                                                     void *resultSaveInvVariance);
+cudnnStatus_t cudnnBatchNormalizationForwardInference(
     cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void *alpha, const void *beta,
     const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t yDesc, void *y,
     const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void *bnScale, const void *bnBias,
-    double exponentialAverageFactor, void *resultRunningMean, void *resultRunningVariance, double epsilon,
-    void *resultSaveMean, void *resultSaveInvVariance);
-cudnnStatus_t cudnnBatchNormalizationForwardInference(cudnnHandle_t handle, cudnnBatchNormMode_t mode,
-                                                      const void *alpha, const void *beta,
-                                                      const cudnnTensorDescriptor_t xDesc, const void *x,
-                                                      const cudnnTensorDescriptor_t yDesc, void *y,
-                                                      const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc,
-                                                      const void *bnScale, const void *bnBias,
-                                                      const void *estimatedMean, const void *estimatedVariance,
-                                                      double epsilon);
-cudnnStatus_t cudnnBatchNormalizationBackward(cudnnHandle_t handle, cudnnBatchNormMode_t mode,
-                                              const void *alphaDataDiff, const void *betaDataDiff,
-                                              const void *alphaParamDiff, const void *betaParamDiff,
-                                              const cudnnTensorDescriptor_t xDesc, const void *x,
-                                              const cudnnTensorDescriptor_t dyDesc, const void *dy,
-                                              const cudnnTensorDescriptor_t dxDesc, void *dx,
-                                              const cudnnTensorDescriptor_t dBnScaleBiasDesc, const void *bnScale,
-                                              void *dBnScaleResult, void *dBnBiasResult, double epsilon,
-                                              const void *savedMean, const void *savedInvVariance);
+    const void *estimatedMean, const void *estimatedVariance, double epsilon);
+cudnnStatus_t cudnnBatchNormalizationBackward(
+    cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void *alphaDataDiff, const void *betaDataDiff,
+    const void *alphaParamDiff, const void *betaParamDiff, const cudnnTensorDescriptor_t xDesc, const void *x,
+    const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnTensorDescriptor_t dxDesc, void *dx,
+    const cudnnTensorDescriptor_t dBnScaleBiasDesc, const void *bnScale, void *dBnScaleResult, void *dBnBiasResult,
+    double epsilon, const void *savedMean, const void *savedInvVariance);
 
 #endif
