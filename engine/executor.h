@@ -20,7 +20,7 @@
  * step under any valid schedule leaves the same gradients as checkpoint-all.
  *
  * Backends. On the CPU backend everything is host memory. On a CUDA backend
- * (rm_backend_cuda_create) every fixed buffer and the arena are DEVICE memory
+ * every fixed buffer and the arena are DEVICE memory
  * allocated once at creation, the kernels are the layers' CUDA ones (plus
  * the backend's own for gradient sums and poison), all queued on the
  * backend's stream; a step uploads the batch and labels and downloads only
@@ -55,11 +55,13 @@ typedef struct rm_executor_options {
  * model's init_params and init_buffers when it carries them. Checks that g matches
  * m (shapes, dependencies as engine/graph.h describes them) and that the plan
  * is consistent (rm_plan_check). RM_ERR_BUDGET when the plan's span exceeds
- * arena_budget, or on CUDA when the fixed bytes plus the arena (arena_budget,
- * or the span when it is 0) exceed the device's free memory (checked before
- * allocating anything); RM_ERR_UNSUPPORTED for a backend other than CPU and
- * CUDA, or a CUDA layer kernel that is missing (at the first step). opts may
- * be NULL (seed 0, no budget, no poison). */
+ * arena_budget, or when the fixed bytes plus the arena (arena_budget, or the
+ * span when it is 0) exceed the free memory the backend reports (checked
+ * before allocating anything; the CPU backend reports no bound);
+ * RM_ERR_UNSUPPORTED for a backend that does not compute, a gradient sum of
+ * more terms than the backend takes, or a layer without kernels on the
+ * backend (at the first step). opts may be NULL (seed 0, no budget, no
+ * poison). */
 int rm_executor_create(rm_executor **out, const rm_model *m, const rm_graph *g, rm_backend *be, const rm_plan *plan,
                        const rm_executor_options *opts, rm_err *e);
 void rm_executor_free(rm_executor *ex);
@@ -140,8 +142,9 @@ size_t rm_executor_arena_high_water(const rm_executor *ex);
 size_t rm_executor_fixed_bytes(const rm_executor *ex);
 size_t rm_executor_workspace_bytes(const rm_executor *ex);
 /* The arena's memory (a device pointer on CUDA) and its size. It holds
- * nothing between steps, so the trainer's evaluation runs in it instead of
- * allocating memory outside the budget. */
+ * nothing between steps: inference passes (rm_executor_infer, the trainer's
+ * evaluation) run in it instead of allocating memory outside the budget, as
+ * the tests check through this accessor. */
 void *rm_executor_arena_memory(const rm_executor *ex, size_t *bytes);
 
 /* The fixed memory rm_executor_create allocates for m at a batch on be
