@@ -535,14 +535,10 @@ static int run_warm(lesson_solve *L, int k, int j, double limit, rm_err *e)
     rm_problem *p = L->cp->p;
     lesson_ans *x = ans_at(L, k, j);
     p->budget = bytes_of(L, k);
-    rm_err ignored = {RM_OK, ""};
-    rm_schedule *all = NULL;
-    rm_sim_result r;
-    /* Below the trivial bound, or where checkpoint-all fits, the route answers at once. */
-    if (rm_problem_check_budget(p, "lesson", &ignored) || rm_checkpoint_all_fit(&all, &r, p, &ignored) || all) {
-        rm_schedule_free(all);
-        return run_at(L, k, j, NULL, NULL, limit, e);
-    }
+    /* Below the trivial bound, or where checkpoint-all fits, the route answers at once (the problem's
+     * report says which, without simulating anything again). */
+    rm_budget_verdict v = rm_budget_verdict_of(p, &L->cp->facts);
+    if (!rm_budget_feasible(v) || v >= RM_BUDGET_FITS) return run_at(L, k, j, NULL, NULL, limit, e);
     /* The best baseline here, as the route would find it, so the incumbent is never dearer than its own. */
     const char *bname = NULL;
     rm_sim_result bsim;
