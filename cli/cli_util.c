@@ -154,6 +154,12 @@ int rm_cli_parse_backend_options(rm_backend_options *out, const char *kernels, c
         snprintf(why, len, "--cpu-kernels is for --device cpu (--kernels names the %s kernel library)", b->name);
         return -1;
     }
+    /* Both names given: one answer or a refusal, never a silent winner. */
+    if (kernels && cpu_kernels && strcmp(kernels, cpu_kernels)) {
+        snprintf(why, len, "--kernels %s and --cpu-kernels %s (its older name) disagree: give one", kernels,
+                 cpu_kernels);
+        return -1;
+    }
     const char *flag = kernels ? "--kernels" : "--cpu-kernels";
     if (!kernels) kernels = cpu_kernels;
     if (kernels && rm_backend_kernels_parse(&out->kernels, device, kernels, &e)) {

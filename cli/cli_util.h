@@ -86,11 +86,12 @@ int rm_cli_parse_backend_options(rm_backend_options *out, const char *kernels, c
 /* The help lines of those options, for the commands that take them. */
 #define RM_CLI_BACKEND_OPTIONS_HELP                                                                                    \
     "  --kernels K           the device's kernel library. cpu: reference or fast (default fast, or\n"                  \
-    "                        REMAT_CPU_KERNELS); fast runs convolution and linear as BLIS products\n"                  \
-    "                        (docs/cpu-kernels.md), reference is the double-accumulating test oracle.\n"               \
+    "                        REMAT_CPU_KERNELS); fast runs convolution, linear and the 2x2\n"                          \
+    "                        transposed convolution as BLIS products (docs/cpu-kernels.md),\n"                         \
+    "                        reference is the double-accumulating test oracle.\n"                                      \
     "                        cuda: handwritten, cublas or cudnn (default cudnn when built with it,\n"                  \
     "                        else cublas; or REMAT_KERNELS). The option wins over the variable\n"                      \
-    "  --cpu-kernels K       --kernels K for the cpu device (its older name)\n"                                        \
+    "  --cpu-kernels K       --kernels K for the cpu device (its older name; both given must agree)\n"                 \
     "  --threads N           CPU threads (default: every core, or REMAT_THREADS); results are\n"                       \
     "                        bit-identical run to run at a given N\n"
 /* A finite number of seconds >= 0 ("60", "2.5"); 0 on success, -1 otherwise. */

@@ -243,7 +243,11 @@ static void print_summary(const rm_problem *p, const rm_cli_problem *cp, const r
     char a[32], b[32], c[32];
     const rm_sim_result *r = &rep->sim;
     int nodes = rep->recomputed_nodes;
-    printf("\nstrategy     %s: %s\n", st->name, st->title);
+    printf("\nstrategy     %s: %s", st->name, st->title);
+    /* What ran is what is printed: a solver that found nothing cheaper than
+     * the schedule it started from answers with that one, and says whose. */
+    if (stats->source && strcmp(stats->source, st->name)) printf(" (the schedule %s found)", stats->source);
+    printf("\n");
     printf("status       %s in %.2f s", rm_status_name(stats->status), stats->seconds);
     if (stats->has_bound)
         printf(" (%s %s = checkpoint-all %+.2f%%, gap %.2f%%)",
@@ -490,7 +494,7 @@ static int plan_one(const plan_args *a, rm_cli_problem *cp, const rm_strategy_in
 typedef struct plan_cheapest {
     int ties;           /* other strategies at exactly the cheapest cost */
     const char *prover; /* the first of them whose status is OPTIMAL, or NULL */
-    char taken[512];    /* "lp_round: ogc, milp: ogc": solvers whose answer is a heuristic's schedule */
+    char taken[512];    /* "lp_round: ogc, milp: ogc": strategies whose answer is another's schedule */
 } plan_cheapest;
 
 /* What --strategy all says and writes after its table: the cheapest
@@ -512,7 +516,8 @@ static int plan_all_outputs(const plan_args *a, const rm_cli_problem *cp, const 
                "cost; the floor is the LP bound, or for milp what branch and bound proved (0.00%%: optimal).\n",
                rm_cli_cost(x, sizeof x, cp->facts.base_cost, cp->flops));
     if (a->fmt == RM_TABLE_TEXT && ch->taken[0])
-        printf("a heuristic's schedule (the incumbent a solver starts from, where it found nothing cheaper):\n%s.\n",
+        printf("the schedule another strategy found (a solver's incumbent, where it found nothing cheaper; best's\n"
+               "winner): %s.\n",
                ch->taken);
     if (best_k >= 0) {
         fprintf(a->info, "cheapest: %s", list[best_k].name);

@@ -134,8 +134,8 @@ static void print_report(const rm_profile *p, const rm_model *m, const char *mod
     }
     char a[32], b[32], c[32], d[32];
     rm_text_fprintf(stdout, "model        %s at batch %d: %d nodes\n", model_path, g->batch, g->n);
-    printf("device       %s; %d warm-up step%s, then %d timed: each node's cost is its median\n", p->device, p->warmup,
-           p->warmup == 1 ? "" : "s", p->reps);
+    printf("device       %s: %s; %d warm-up step%s, then %d timed: each node's cost is its median\n", p->device,
+           p->settings, p->warmup, p->warmup == 1 ? "" : "s", p->reps);
     printf("step         %s (median, host clock) = nodes %s + the executor's own work (frees, loss copy)\n",
            rm_cli_seconds(a, sizeof a, p->step_median), rm_cli_seconds(b, sizeof b, tot_s));
     printf("forward      %s for %s (%d nodes, loss included): %s GFLOP/s\n", rm_cli_seconds(a, sizeof a, fw_s),

@@ -244,7 +244,10 @@ static void print_summary(const rm_trainer_summary *s, const rm_trainer_config *
         snprintf(how, sizeof how, "%s, gap %.1f%%, solved in %.2f s", s->status, 100.0 * s->gap, s->solve_s);
     else
         snprintf(how, sizeof how, "%s, solved in %.2f s", s->status, s->solve_s);
-    printf("schedule     %s (%s)\n", s->strategy, how);
+    if (s->source && strcmp(s->source, s->strategy))
+        printf("schedule     %s (%s; the schedule %s found)\n", s->strategy, how, s->source);
+    else
+        printf("schedule     %s (%s)\n", s->strategy, how);
     /* Node sizes are aligned as the plan places them, so the simulated
      * activation peak is the plan's live peak; the span adds fragmentation. */
     const size_t live = s->sched_peak - s->fp.total;

@@ -211,6 +211,8 @@ void rm_explain_write_schedule(FILE *f, const rm_cli_problem *cp, const rm_sched
     char a[32], b[32], c[32];
     fprintf(f, "\nThe schedule: %s (%s), %s in %.1f s\n", st->name, st->title, rm_status_name(stats->status),
             stats->seconds);
+    if (stats->source && strcmp(stats->source, st->name))
+        fprintf(f, "It is the schedule %s found: %s found nothing cheaper.\n", stats->source, st->name);
     int nf = 0, nb = 0;
     for (int i = 0; i < p->n; i++) nf += p->nodes[i].tag == RM_TAG_FORWARD, nb += p->nodes[i].tag == RM_TAG_BACKWARD;
     fprintf(f,

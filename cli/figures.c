@@ -702,9 +702,10 @@ static void mem_captions_of(mem_captions *c, const mem_plot *m, const rm_problem
         snprintf(c->peak, sizeof c->peak, "peak (dot) while computing '%s', stage %d (operation %d)",
                  rm_name_show(shown, sizeof shown, p->nodes[ser->ops[ser->peak_op].node].name),
                  ser->ops[ser->peak_op].stage, ser->peak_op);
-    snprintf(c->key, sizeof c->key,
-             "grey: fixed bytes (weights, gradients, optimizer state); blue: live activations; activation peak %s",
-             bytes_str(a, sizeof a, (double)ser->sim.peak_bytes));
+    snprintf(
+        c->key, sizeof c->key,
+        "grey: fixed bytes (all that training holds besides activations); blue: live activations; activation peak %s",
+        bytes_str(a, sizeof a, (double)ser->sim.peak_bytes));
     double nw = width - MARGIN - (m->L + 4);
     c->y_ops = m->T + m->ph + 26;
     double y = block_last(c->y_ops, text_block(NULL, 0, c->y_ops, m->pw, MEM_SIZE, "middle", "", c->ops), MEM_SIZE);

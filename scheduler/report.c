@@ -76,14 +76,14 @@ const char *rm_budget_reason(char *buf, size_t len, rm_budget_verdict v, const r
         snprintf(buf, len, "the compute cap %.6g is below %.6g, every node once", p->max_cost, r->base_cost);
     } else if (v == RM_BUDGET_BELOW_FIXED && budget == fixed) {
         snprintf(buf, len,
-                 "the budget %s is exactly the fixed bytes (weights, gradients, optimizer state), leaving nothing "
-                 "for activations; no schedule exists",
+                 "the budget %s is exactly the fixed bytes (all that training holds besides activations), leaving "
+                 "nothing for activations; no schedule exists",
                  fmt(x, sizeof x, (double)budget));
     } else if (v == RM_BUDGET_BELOW_FIXED) {
         bytes_pair(x, y, sizeof x, budget, fixed, fmt);
         snprintf(buf, len,
-                 "the budget %s does not even hold the fixed bytes %s (weights, gradients, optimizer state); no "
-                 "schedule exists",
+                 "the budget %s does not even hold the fixed bytes %s (all that training holds besides "
+                 "activations); no schedule exists",
                  x, y);
     } else if (v == RM_BUDGET_BELOW_BOUND) {
         bytes_pair(x, y, sizeof x, budget, need, fmt);

@@ -87,6 +87,7 @@ int rm_profile_run(rm_profile **out, const rm_model *m, const rm_profile_options
         rm_err_context(e, "cannot profile on %s", rm_backend_kind_device(o->device));
         goto done;
     }
+    rm_backend_describe(be, pr->settings, sizeof pr->settings);
     if ((rc = rm_schedule_plan_all(&plan, &pr->g, e))) goto done;
     rm_executor_options xo;
     memset(&xo, 0, sizeof xo);

@@ -44,6 +44,7 @@ typedef struct rm_profile {
     double step_median; /* the whole step, host clock: nodes plus the executor's own work */
     int warmup, reps;
     const char *device; /* the backend's name */
+    char settings[256]; /* its settings in words (rm_backend_describe): what was measured */
 } rm_profile;
 
 /* Profiles m at o->batch. Errors: RM_ERR_UNSUPPORTED for CUDA in a build

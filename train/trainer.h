@@ -153,6 +153,7 @@ typedef struct rm_trainer_summary {
     int eval_batch;
     /* the schedule */
     const char *strategy; /* its canonical name */
+    const char *source;   /* the strategy whose schedule it is (rm_strategy_stats.source); NULL: strategy's */
     const char *status;   /* rm_strategy_stats.status, or "cached" */
     double solve_s;
     int has_bound;

@@ -182,6 +182,7 @@ static int solve(rm_trainer *t, const rm_problem_report *facts, rm_err *e)
     rm_problem *p = t->p;
     const size_t budget = p->budget, fixed = p->fixed_bytes, act = budget - fixed;
     t->sum.strategy = st->name;
+    t->sum.source = NULL;
     t->sum.cache = -1;
     t->sum.cache_stored = 0;
     char path[512] = "";
@@ -269,6 +270,7 @@ static int solve(rm_trainer *t, const rm_problem_report *facts, rm_err *e)
                          "another strategy fits",
                          st->name, t->batch, MB(budget).s, MB(span).s, MB(act).s, MB(fixed).s);
     t->sum.status = rm_status_name(stats.status);
+    t->sum.source = stats.source;
     t->sum.solve_s = stats.seconds;
     t->sum.has_bound = stats.has_bound;
     t->sum.gap = stats.gap;

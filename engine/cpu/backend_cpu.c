@@ -366,7 +366,7 @@ static int settings_from(rm_cpu_ctx *c, const rm_backend_options *o, rm_err *e)
             return rm_errorf(e, RM_ERR_INVALID, "cpu backend: no kernel library %d", o->kernels);
         c->lib = (rm_cpu_kernel_lib)o->kernels;
     } else if (v && *v && rm_cpu_kernel_lib_parse(&c->lib, v, e)) {
-        return rm_err_context(e, "cpu backend: REMAT_CPU_KERNELS: ");
+        return rm_err_context(e, "cpu backend: REMAT_CPU_KERNELS");
     }
     v = getenv("REMAT_THREADS");
     if (o && o->threads) {
@@ -374,7 +374,7 @@ static int settings_from(rm_cpu_ctx *c, const rm_backend_options *o, rm_err *e)
             return rm_errorf(e, RM_ERR_INVALID, "cpu backend: %d threads (1 to %d)", o->threads, RM_MAX_THREADS);
         c->threads = o->threads;
     } else if (v && *v) {
-        if (rm_backend_threads_parse(&c->threads, v, e)) return rm_err_context(e, "cpu backend: REMAT_THREADS: ");
+        if (rm_backend_threads_parse(&c->threads, v, e)) return rm_err_context(e, "cpu backend: REMAT_THREADS");
     } else { /* the user left the count to the backend: every core while they are free */
         rm_cpu_governor_start(&c->gov, c->threads, rm_cpu_load_read_proc, NULL, RM_CPU_GOVERN_WINDOW_S);
     }

@@ -511,14 +511,15 @@ Test(cli_budget, figures_that_round_alike_show_their_bytes)
                              "with its inputs resident (90.9% of the no-remat peak 11.00 KiB); no schedule exists\n");
     cr_assert_eq(cf_remat("explain", "--problem", prob, "--budget", "4095B", NULL), 1);
     cr_assert_str_eq(cf_err, "remat explain: the budget 4.00 KiB (4095 bytes) does not even hold the fixed bytes "
-                             "4.00 KiB (4096 bytes) (weights, gradients, optimizer state); no schedule exists\n");
+                             "4.00 KiB (4096 bytes) (all that training holds besides activations); no schedule "
+                             "exists\n");
     cr_assert_eq(cf_remat("plan", "--problem", prob, "--budget", "4096B", NULL), 1);
-    cr_assert_str_eq(cf_err, "remat plan: the budget 4.00 KiB is exactly the fixed bytes (weights, gradients, "
-                             "optimizer state), leaving nothing for activations; no schedule exists\n");
+    cr_assert_str_eq(cf_err, "remat plan: the budget 4.00 KiB is exactly the fixed bytes (all that training holds "
+                             "besides activations), leaving nothing for activations; no schedule exists\n");
     /* Figures that differ once rounded keep their short form. */
     cr_assert_eq(cf_remat("plan", "--problem", prob, "--budget", "3000B", NULL), 1);
-    cr_assert_str_eq(cf_err, "remat plan: the budget 2.93 KiB does not even hold the fixed bytes 4.00 KiB (weights, "
-                             "gradients, optimizer state); no schedule exists\n");
+    cr_assert_str_eq(cf_err, "remat plan: the budget 2.93 KiB does not even hold the fixed bytes 4.00 KiB (all that "
+                             "training holds besides activations); no schedule exists\n");
 }
 
 /* Occurrences of needle in hay. */
@@ -995,4 +996,38 @@ Test(cli_plan, an_all_zero_cost_problem_prints_no_nan)
     expect_no_nan(out, "lesson");
     cr_assert(strstr(out, "(+0.00%)"), "the lesson's explanation");
     free(out);
+}
+
+/* What ran is what is printed: a strategy run alone names the strategy
+ * whose schedule it answers with, as --strategy all's footer does for it
+ * (on chain-6, best's winner is milp). Before, only the table said so. */
+Test(cli_plan, a_single_strategy_names_whose_schedule_it_is)
+{
+    const char *prob = REMAT_SOURCE_DIR "/docs/examples/chain-6.txt";
+    cr_assert_eq(cf_remat("plan", "--problem", prob, "--strategy", "all", "--node-limit", "200", "--time-limit", "0",
+                          "--quiet", NULL),
+                 0, "%s", err_text());
+    char *all = out_text();
+    const char *foot = strstr(all, "the schedule another strategy found");
+    cr_assert_not_null(foot, "no answer is another strategy's: the test tests nothing\n%s", all);
+    const char *names[] = {"lp_round", "milp", "best"};
+    int said = 0;
+    for (int k = 0; k < 3; k++) {
+        char key[32], src[32] = "", want[96];
+        snprintf(key, sizeof key, " %s: ", names[k]);
+        const char *at = strstr(foot, key);
+        if (at) sscanf(at + strlen(key), "%31[a-z_]", src);
+        cr_assert_eq(cf_remat("plan", "--problem", prob, "--strategy", names[k], "--node-limit", "200", "--time-limit",
+                              "0", "--quiet", NULL),
+                     0, "%s", err_text());
+        snprintf(want, sizeof want, "(the schedule %s found)", src);
+        if (src[0]) {
+            cr_expect(cf_said(0, want), "%s alone does not say %s", names[k], want);
+            said++;
+        } else {
+            cr_expect(!cf_said(0, "(the schedule "), "%s alone names a source the table does not", names[k]);
+        }
+    }
+    free(all);
+    cr_assert_gt(said, 0);
 }

@@ -573,6 +573,10 @@ Test(trainer_cli, refuses_bad_input_with_a_reason)
         {{"--model", RESNET_TINY, "--data", "synthetic", "--budget", "80%", "--device", "cuda", "--cpu-kernels", "fast",
           NULL},
          "--cpu-kernels is for --device cpu"},
+        /* Both names, two answers: refused, not a silent winner. */
+        {{"--model", RESNET_TINY, "--data", "synthetic", "--budget", "80%", "--kernels", "fast", "--cpu-kernels",
+          "reference", NULL},
+         "--kernels fast and --cpu-kernels reference (its older name) disagree: give one"},
         {{"--model", RESNET_TINY, "--data", "synthetic", "--budget", "80%", "--threads", "0", NULL},
          "--threads: threads must be an integer from 1 to 1024, got '0'"},
         {{"--model", RESNET_TINY, "--data", "synthetic", "--budget", "80%", "--device", "cuda", "--threads", "2", NULL},
