@@ -722,7 +722,7 @@ static float *trainer_params(rm_trainer *t, size_t *n)
     return p;
 }
 
-Test(cuda_train, trainer_checkpoint_resume, .timeout = 300)
+Test(cuda_train, trainer_snapshot_resume, .timeout = 300)
 {
     char dir[] = "/tmp/remat_cuda_train_XXXXXX";
     cr_assert_not_null(mkdtemp(dir));
