@@ -366,10 +366,15 @@ static int write_run(FILE *f, const rm_cli_problem *cp, const rm_strategy_info *
                  "limit, and the MILP starts by solving it. This is the incumbent it would have started from, found "
                  "by %s%s, not searched.",
                  st->name, source, at);
-    else if (warm_started(st) && source && strcmp(source, st->name))
+    else if (warm_started(st) && source && strcmp(source, st->name) && from)
         snprintf(note, sizeof note, "%s found nothing cheaper than its incumbent, found by %s%s.", st->name, source,
                  at);
-    run_text rt = {cp, s, &rep, st, stats, note};
+    /* Explain's text names whose schedule it is (rm_explain_write_schedule), as `remat explain` does: the
+     * strategy the lesson knows found it, not "the caller's incumbent"; where the note above says more (a
+     * solve not run, or a schedule found at another budget), the note says it alone. */
+    rm_strategy_stats shown = *stats;
+    shown.source = note[0] || !source || !source[0] ? st->name : source;
+    run_text rt = {cp, s, &rep, st, &shown, note};
     if (!err) err = json_text(f, "explain", schedule_text, &rt, e);
     fputc('}', f);
     rm_schedule_report_free(&rep);
