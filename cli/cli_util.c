@@ -350,10 +350,10 @@ size_t rm_cli_budget_bytes(const rm_cli_budget *b, size_t reference)
 const char *rm_cli_budget_pct(char *buf, size_t len, const rm_cli_budget *b, size_t budget, size_t reference)
 {
     double ref = (double)reference, want = floor(ref * b->pct / 100.0);
-    /* The percentage given, unless rm_cli_budget_bytes clamped the bytes it
-     * gives (to 1, or to 2^62): then the one used, and why, so that no line
-     * states a budget remat does not use. */
-    if (want >= 1 && want <= (double)RM_PROBLEM_MAX_BYTES)
+    /* The percentage given, unless rm_budget_percent_bytes clamped the bytes
+     * it gives (to 1, or to 2^62; budget is what it gave): then the one used,
+     * and why, so that no line states a budget remat does not use. */
+    if ((double)budget == want)
         snprintf(buf, len, "%g%% of the no-remat peak", b->pct);
     else
         snprintf(buf, len, "%.4g%% of the no-remat peak: %g%% of it is %s, so %s", 100.0 * (double)budget / ref, b->pct,

@@ -214,12 +214,10 @@ static void describe_cap(char *buf, size_t len, const rm_overhead_cap *cap, trac
 
 /* The GPU the search accounts for, refusing a budget it cannot hold. 0, or
  * the exit code. */
-static int open_gpu(rm_backend **gpu, size_t *gpu_free, size_t *gpu_total, size_t budget)
+static int open_gpu(rm_backend **gpu, rm_backend_kind kind, size_t *gpu_free, size_t *gpu_total, size_t budget)
 {
     rm_err e = {RM_OK, ""};
-    rm_backend_kind kind;
-    int rc = rm_backend_find(&kind, "cuda", &e);
-    if (!rc) rc = rm_backend_create(gpu, kind, &e);
+    int rc = rm_backend_create(gpu, kind, &e);
     if (!rc) rc = (*gpu)->ops->mem_info((*gpu)->ctx, gpu_free, gpu_total, &e);
     if (rc) {
         rm_text_fprintf(stderr, "remat maxbatch: cannot search on the GPU: %s\n", e.msg);
@@ -455,8 +453,11 @@ static int maxbatch_run(int argc, char **argv)
     long cap = 1L << 20;
     if (max_batch && rm_cli_parse_long(&cap, max_batch, 1, RM_MAX_BATCH))
         return usage_error("--max-batch must be an integer from 1 to %d, got '%s'", RM_MAX_BATCH, max_batch);
-    int cuda = device && !strcmp(device, "cuda");
-    if (device && !cuda && strcmp(device, "cpu")) return usage_error("--device must be cpu or cuda, got '%s'", device);
+    /* --device through the backends' registry, as train and profile parse it: any device but the host
+     * (the default) is a GPU whose memory the search accounts for. */
+    rm_backend_kind kind;
+    if (rm_cli_parse_device(&kind, device, why, sizeof why)) return usage_error("%s", why);
+    int cuda = kind != RM_BACKEND_DEFAULT;
     double limit = 30;
     long nodes = 0;
     if (rm_cli_parse_solver_limits(&limit, &nodes, time_limit, node_limit, why, sizeof why))
@@ -496,7 +497,7 @@ static int maxbatch_run(int argc, char **argv)
     rm_backend *gpu = NULL;
     size_t gpu_free = 0, gpu_total = 0;
     if (cuda) {
-        int rc = open_gpu(&gpu, &gpu_free, &gpu_total, bud.bytes);
+        int rc = open_gpu(&gpu, kind, &gpu_free, &gpu_total, bud.bytes);
         if (rc) return rc;
     }
     rm_model *m = NULL;
