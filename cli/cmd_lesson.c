@@ -472,9 +472,7 @@ static const lesson_ans *cheapest_fitting(const lesson_solve *L, int k)
         for (int j = 0; j < L->a->nst; j++) {
             const lesson_ans *x = ans_at(L, b, j);
             if (!x->ran || x->rc || !x->s || !rm_sim_fits(p, &x->stats.sim)) continue;
-            if (!best || x->stats.sim.cost < best->stats.sim.cost ||
-                (x->stats.sim.cost == best->stats.sim.cost && x->stats.sim.peak_bytes < best->stats.sim.peak_bytes))
-                best = x;
+            if (!best || rm_sim_better(&x->stats.sim, &best->stats.sim)) best = x;
         }
     return best;
 }
@@ -554,8 +552,7 @@ static int run_warm(lesson_solve *L, int k, int j, double limit, rm_err *e)
     const rm_sim_result *isim = &bsim;
     const char *iname = bname;
     size_t from = 0;
-    if (pool && (!base || pool->stats.sim.cost < bsim.cost ||
-                 (pool->stats.sim.cost == bsim.cost && pool->stats.sim.peak_bytes < bsim.peak_bytes))) {
+    if (pool && (!base || rm_sim_better(&pool->stats.sim, &bsim))) {
         inc = pool->s;
         isim = &pool->stats.sim;
         iname = pool->source[0] ? pool->source : NULL;

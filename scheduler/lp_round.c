@@ -131,8 +131,7 @@ int rm_lp_round_from(rm_schedule **out, rm_lp_round_result *info, const rm_probl
         tried++;
         if (!rm_sim_fits(p, &sim)) continue;
         fitted++;
-        if (!have_best || sim.cost < best_sim.cost ||
-            (sim.cost == best_sim.cost && sim.peak_bytes < best_sim.peak_bytes)) {
+        if (!have_best || rm_sim_better(&sim, &best_sim)) {
             have_best = 1;
             best_sim = sim;
             memcpy(best->R, cand->R, (size_t)n * (size_t)n);

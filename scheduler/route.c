@@ -100,8 +100,7 @@ int rm_route_offer(rm_schedule **best, rm_sim_result *best_r, rm_schedule *s, co
 {
     rm_sim_result r;
     rm_err ignored = {RM_OK, ""};
-    if (s && rm_simulate(&r, p, s, &ignored) == RM_OK && rm_sim_fits(p, &r) &&
-        (!*best || r.cost < best_r->cost || (r.cost == best_r->cost && r.peak_bytes < best_r->peak_bytes))) {
+    if (s && rm_simulate(&r, p, s, &ignored) == RM_OK && rm_sim_fits(p, &r) && (!*best || rm_sim_better(&r, best_r))) {
         rm_schedule_free(*best);
         *best = s;
         *best_r = r;

@@ -38,4 +38,11 @@ int rm_simulate_ops(rm_sim_result *out, size_t *mem_after, const rm_problem *p, 
  * and the cost is within its compute cap (max_cost, when set). */
 int rm_sim_fits(const rm_problem *p, const rm_sim_result *r);
 
+/* 1 when a is the better answer than b: cheaper, or as cheap at a lower
+ * peak. The one order every "keep the best schedule" loop uses. */
+static inline int rm_sim_better(const rm_sim_result *a, const rm_sim_result *b)
+{
+    return a->cost < b->cost || (a->cost == b->cost && a->peak_bytes < b->peak_bytes);
+}
+
 #endif
