@@ -571,7 +571,12 @@ int rm_lp_failure(int code, const char *what, rm_err *e)
 
 rm_lp_watch rm_lp_watch_make(long node_limit, double deadline)
 {
-    rm_lp_watch w = {node_limit, deadline, rm_now(), -1, 0, 0, 0};
+    rm_lp_watch w;
+    memset(&w, 0, sizeof w);
+    w.node_limit = node_limit;
+    w.deadline = deadline;
+    w.t0 = rm_now();
+    w.first = -1;
     return w;
 }
 
@@ -582,9 +587,17 @@ static int watch_abort(lprec *lp, void *h)
         c->node_abort = 1;
         return TRUE;
     }
-    if (c->deadline > 0 && rm_now() >= c->deadline) {
+    double now = c->deadline > 0 || c->cancel ? rm_now() : 0;
+    if (c->deadline > 0 && now >= c->deadline) {
         c->time_abort = 1;
         return TRUE;
+    }
+    if (c->cancel && now >= c->next_check) {
+        c->next_check = now + 0.005;
+        if (c->cancel(c->cancel_ctx)) {
+            c->cancelled = 1;
+            return TRUE;
+        }
     }
     return FALSE;
 }

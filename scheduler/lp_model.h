@@ -158,6 +158,13 @@ typedef struct rm_lp_watch {
     double first; /* seconds after t0 of the first improved solution; -1 = none */
     int improvements;
     int node_abort, time_abort;
+    /* Optional: asked now and then during the solve; nonzero stops it
+     * (USERABORT), and cancelled is set. The MILP's race uses it to stop
+     * lp_solve once CBC has proved (milp.c). */
+    int (*cancel)(void *ctx);
+    void *cancel_ctx;
+    int cancelled;
+    double next_check; /* when cancel is asked next (every 5 ms) */
 } rm_lp_watch;
 rm_lp_watch rm_lp_watch_make(long node_limit, double deadline);
 int rm_lp_solve_watched(struct _lprec *lp, rm_lp_watch *w, int track_improvements);

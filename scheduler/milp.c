@@ -75,9 +75,11 @@ typedef struct milp_run {
     double lp_obj;   /* the root LP's objective in lp_solve's units */
     int cutoff;      /* branch and bound was given the incumbent's cost */
     rm_schedule *cand;
-    uint8_t *nogood_S; /* n x n: the S of lp_solve's last answer (the no-good cut's support) */
-    int nogood_stage;  /* the stage where the simulator found it over the budget */
-    const char *stop;  /* why the search stopped without a proof, when not a limit */
+    uint8_t *nogood_S;     /* n x n: the S of lp_solve's last answer (the no-good cut's support) */
+    int nogood_stage;      /* the stage where the simulator found it over the budget */
+    const char *stop;      /* why the search stopped without a proof, when not a limit */
+    rm_milp_engine engine; /* the search's engine(s), resolved (milp_engine.h) */
+    double *xs[2];         /* the engines' solutions by column: lp_solve's, CBC's (and CBC's start) */
 } milp_run;
 
 /* What a step leaves to do: the next step, the finish, or the finish after a
@@ -296,6 +298,23 @@ static int step_rounding(milp_run *r, int *rc, rm_err *e)
     return STEP_NEXT;
 }
 
+/* The cutoff of an engine's search, in the model's units: strictly below
+ * the best schedule's cost (a whole cost step below where costs move in
+ * steps), or below the compute cap; INFINITY when neither. */
+static double search_cutoff(const milp_run *r)
+{
+    const rm_lp_model *m = &r->m;
+    if (r->best.s)
+        return m->step > 0 ? (r->best.sim.cost - 0.99 * m->step - m->cost_const) / m->cost_scale
+                           : (r->best.sim.cost - m->cost_const) / m->cost_scale;
+    /* The compute cap is a cutoff too: branch and bound prunes every node
+     * whose bound passes it, so ending with nothing proves that no
+     * schedule fits within the cap. A hair below it, so that the
+     * simulator's sum of the same costs cannot land above. */
+    if (r->p->max_cost > 0) return (r->p->max_cost * (1 - 1e-12) - m->cost_const) / m->cost_scale;
+    return INFINITY;
+}
+
 /* Integers, branching mode and priorities, and the cutoff. */
 static int bb_setup(milp_run *r, rm_err *e)
 {
@@ -333,44 +352,29 @@ static int bb_setup(milp_run *r, rm_err *e)
         free(w);
         if (!ok) return rm_errorf(e, RM_ERR_SOLVER, "lp_solve set_var_weights failed");
     }
-    r->cutoff = r->best.s != NULL;
-    if (r->cutoff) {
-        /* Only strictly better solutions are wanted: when the search ends
-         * without one, the incumbent is optimal. lp_solve 5.5 has no MIP
-         * start, so the cutoff (set_obj_bound) is how the incumbent helps. */
-        double cut;
-        if (m->step > 0) /* costs move in steps: ask for a whole step better */
-            cut = (r->best.sim.cost - 0.99 * m->step - m->cost_const) / m->cost_scale;
-        else
-            cut = (r->best.sim.cost - m->cost_const) / m->cost_scale;
-        set_obj_bound(lp, cut);
-        if (r->rc && (rc = fix_by_reduced_cost(r, cut, e)) != RM_OK) return rc;
-    } else if (r->p->max_cost > 0) {
-        /* The compute cap is a cutoff too: branch and bound prunes every
-         * node whose bound passes it, so ending with nothing proves that
-         * no schedule fits within the cap. A hair below it, so that the
-         * simulator's sum of the same costs cannot land above. */
-        r->cutoff = 1;
-        set_obj_bound(lp, (r->p->max_cost * (1 - 1e-12) - m->cost_const) / m->cost_scale);
-    }
+    /* lp_solve 5.5 has no MIP start, so the cutoff (set_obj_bound) is how
+     * the incumbent helps: only strictly better solutions are wanted, and
+     * a search that ends without one proves the incumbent optimal. */
+    double cut = search_cutoff(r);
+    r->cutoff = isfinite(cut);
+    if (r->cutoff) set_obj_bound(lp, cut);
+    if (r->best.s && r->rc && (rc = fix_by_reduced_cost(r, cut, e)) != RM_OK) return rc;
     if (r->opt->first_fit) set_break_at_first(lp, TRUE);
     return RM_OK;
 }
 
-/* lp_solve's integer solution: its S, the cheapest R for it, judged by the
- * simulator. *rejected: the simulator found it over the budget (see
- * step_search); r->cand then keeps lp_solve's S for the no-good cut. */
-static int take_solution(milp_run *r, int *rejected, rm_err *e)
+/* An engine's integer solution (x, by column): its S, the cheapest R for it,
+ * judged by the simulator. *rejected: the simulator found it over the
+ * budget (see step_search); r->nogood_S then keeps the engine's S for the
+ * no-good cut. */
+static int take_solution(milp_run *r, const double *x, const char *engine, int *rejected, rm_err *e)
 {
     int n = r->n, rc;
     const rm_lp_model *m = &r->m;
     *rejected = 0;
     rm_rs *d;
     if ((rc = rm_rs_create(&d, n, e)) != RM_OK) return rc;
-    /* By original index: presolve may have removed columns, and
-     * get_var_primalresult answers for those too. */
-    for (size_t x = 0; x < (size_t)n * n; x++)
-        d->S[x] = m->s_col[x] && get_var_primalresult(m->lp, m->nrows + m->s_col[x]) > 0.5;
+    for (size_t i = 0; i < (size_t)n * n; i++) d->S[i] = m->s_col[i] && x[m->s_col[i] - 1] > 0.5;
     if (r->nogood_S) memcpy(r->nogood_S, d->S, (size_t)n * n);
     /* The cheapest R for the solver's S: never dearer, never more memory. */
     if ((rc = rm_milp_cheapest_R(d, r->p, e)) == RM_OK) rc = rm_schedule_from_rs(&r->cand, d, e);
@@ -378,13 +382,13 @@ static int take_solution(milp_run *r, int *rejected, rm_err *e)
     if (rc != RM_OK) return rc;
     rm_sim_result sim;
     if ((rc = rm_simulate(&sim, r->p, r->cand, e)) != RM_OK) {
-        rm_err_context(e, "milp: lp_solve's solution was rejected by the simulator");
+        rm_err_context(e, "milp: %s's solution was rejected by the simulator", engine);
         return rc;
     }
     if (sim.peak_bytes <= r->act && !rm_sim_fits(r->p, &sim)) {
         /* Within the budget, over the compute cap (the cutoff's tolerance):
          * the search stops with what it has. */
-        RM_LOG_WARN("milp: lp_solve's solution costs %.9g in the simulator, above the compute cap %.9g", sim.cost,
+        RM_LOG_WARN("milp: %s's solution costs %.9g in the simulator, above the compute cap %.9g", engine, sim.cost,
                     r->p->max_cost);
         rm_schedule_free(r->cand);
         r->cand = NULL;
@@ -392,9 +396,9 @@ static int take_solution(milp_run *r, int *rejected, rm_err *e)
         return RM_OK;
     }
     if (sim.peak_bytes > r->act) {
-        RM_LOG_WARN("milp: lp_solve's solution peaks at %zu bytes in the simulator, above the budget %zu (stage %d, "
-                    "node %d): within lp_solve's tolerances only; excluded, and the search restarts",
-                    sim.peak_bytes, r->act, sim.peak_stage, sim.peak_node);
+        RM_LOG_WARN("milp: %s's solution peaks at %zu bytes in the simulator, above the budget %zu (stage %d, "
+                    "node %d): within the solver's tolerances only; excluded, and the search restarts",
+                    engine, sim.peak_bytes, r->act, sim.peak_stage, sim.peak_node);
         rm_schedule_free(r->cand);
         r->cand = NULL;
         r->nogood_stage = sim.peak_stage;
@@ -405,6 +409,7 @@ static int take_solution(milp_run *r, int *rejected, rm_err *e)
     offer(&r->best, r->cand, &sim);
     r->cand = NULL;
     r->info->from_incumbent = had && r->best.s && r->best.sim.cost < sim.cost;
+    if (!r->info->from_incumbent) r->info->answered_by = engine;
     return RM_OK;
 }
 
@@ -434,34 +439,122 @@ static int add_nogood(milp_run *r, rm_err *e)
     return RM_OK;
 }
 
-/* A search that found nothing: proved (nothing below the cutoff), a limit,
- * or a failure. */
-static int search_ended(milp_run *r, int code, int *rc, rm_err *e)
+/* lp_solve's answer to one solve() as an engine's answer; its solution's
+ * values by column into x. A cancelled solve (CBC proved first) found
+ * nothing that counts. */
+static void lp_solve_answer(milp_run *r, int code, const rm_lp_watch *w, rm_engine_answer *a, double *x)
+{
+    memset(a, 0, sizeof *a);
+    a->bound = -INFINITY;
+    a->code = code;
+    a->nodes = (long)get_total_nodes(r->m.lp);
+    /* With a cutoff, lp_solve 5.5 may answer OPTIMAL or SUBOPTIMAL without
+     * having found anything better, and its "solution" is then not one:
+     * only a reported improvement counts. SUBOPTIMAL means "stopped early",
+     * so even without a cutoff it holds a solution only if one was
+     * reported: reading the variables of a search stopped before its first
+     * solution gives a meaningless S. */
+    int found = code == OPTIMAL ? !r->cutoff || w->first >= 0 : code == SUBOPTIMAL ? w->first >= 0 : 0;
+    if (w->cancelled && !found) {
+        a->state = RM_ENGINE_NONE;
+        snprintf(a->why, sizeof a->why, "stopped: CBC proved first");
+    } else if (found) {
+        a->state = code == OPTIMAL ? RM_ENGINE_FOUND_OPTIMAL : RM_ENGINE_FOUND;
+        /* By original index: presolve may have removed columns, and
+         * get_var_primalresult answers for those too. */
+        for (int c = 1; c <= r->m.ncols; c++) x[c - 1] = get_var_primalresult(r->m.lp, r->m.nrows + c);
+    } else if (code == INFEASIBLE || code == OPTIMAL) {
+        a->state = RM_ENGINE_NONE_PROVED; /* the search finished and found nothing below the cutoff */
+    } else if (code == SUBOPTIMAL || code == USERABORT || code == TIMEOUT) {
+        a->state = RM_ENGINE_NONE;
+    } else {
+        a->state = RM_ENGINE_FAILED;
+        snprintf(a->why, sizeof a->why, "solve() returned %d (%s)", code, rm_lp_code_name(code));
+    }
+}
+
+/* CBC's start: the best schedule's S and R by column (its FREE columns
+ * CBC computes itself). */
+static void start_values(const milp_run *r, double *x)
+{
+    const rm_lp_model *m = &r->m;
+    rm_rs *d = NULL;
+    rm_err ignored = {RM_OK, ""};
+    memset(x, 0, (size_t)m->ncols * sizeof *x);
+    if (rm_rs_from_schedule(&d, r->best.s, &ignored) != RM_OK) return;
+    for (size_t i = 0; i < (size_t)r->n * r->n; i++) {
+        if (m->s_col[i]) x[m->s_col[i] - 1] = d->S[i];
+        if (m->r_col[i]) x[m->r_col[i] - 1] = d->R[i];
+    }
+    rm_rs_free(d);
+}
+
+static int cbc_proved(void *job)
+{
+    return rm_cbc_proved(job);
+}
+
+/* One round of the search: CBC started in its child (when it takes part),
+ * lp_solve run here (when it takes part) until it ends or CBC proves, then
+ * CBC's answer awaited until the deadline unless lp_solve proved. Answers
+ * in a[] (lp_solve's first), solutions in xs[] (m->ncols each); *na of
+ * them. */
+static int run_engines(milp_run *r, rm_engine_answer a[2], double *xs[2], const char *names[2], int *na, rm_err *e)
 {
     rm_milp_result *info = r->info;
-    if (code == INFEASIBLE || code == OPTIMAL) {
-        /* The search finished and found nothing below the cutoff. */
+    int use_lp = r->engine != RM_MILP_ENGINE_CBC, use_cbc = r->engine != RM_MILP_ENGINE_LPSOLVE;
+    long nodes_left = r->opt->node_limit > 0 ? r->opt->node_limit - info->nodes : 0;
+    rm_cbc_job *job = NULL;
+    *na = 0;
+    if (use_cbc) {
+        rm_cbc_args ca = {NULL,       search_cutoff(r),  r->deadline,
+                          nodes_left, r->opt->first_fit, rm_log_threshold() >= RM_LOG_DEBUG};
         if (r->best.s) {
-            info->status = RM_STATUS_OPTIMAL;
-            info->from_incumbent = 1;
-            return STEP_DONE;
+            start_values(r, xs[1]);
+            ca.start = xs[1];
+            /* The start is a solution at the best cost: a cutoff a hair
+             * above it lets CBC take it (its heuristics work from one). */
+            ca.cutoff = (r->best.sim.cost - r->m.cost_const) / r->m.cost_scale;
+            ca.cutoff += 1e-9 * fmax(1.0, fabs(ca.cutoff));
         }
-        info->status = RM_STATUS_INFEASIBLE;
-        if (r->p->max_cost > 0)
-            *rc = rm_errorf(e, RM_ERR_INFEASIBLE,
-                            "milp: lp_solve proved that no schedule fits %zu bytes within the "
-                            "compute cap %.6g",
-                            r->act, r->p->max_cost);
-        else
-            *rc = rm_errorf(e, RM_ERR_INFEASIBLE, "milp: lp_solve proved that no schedule fits %zu bytes", r->act);
-        return STEP_DONE;
+        rm_err ce = {RM_OK, ""};
+        if (rm_cbc_start(&job, &r->m, &ca, &ce) != RM_OK) {
+            RM_LOG_WARN("milp: CBC did not start (%s): lp_solve searches alone", ce.msg);
+            use_cbc = 0;
+            use_lp = 1;
+        }
     }
-    if (code == SUBOPTIMAL || code == USERABORT || code == TIMEOUT) {
-        info->from_incumbent = r->best.s != NULL;
-        return STEP_LIMIT;
+    if (use_lp) {
+        rm_lp_watch w = rm_lp_watch_make(nodes_left, r->deadline);
+        if (job) {
+            w.cancel = cbc_proved;
+            w.cancel_ctx = job;
+        }
+        int code = rm_lp_solve_watched(r->m.lp, &w, 1);
+        info->solver_code = code;
+        info->improvements += w.improvements;
+        if (w.first >= 0 && info->first_solution_s < 0) info->first_solution_s = w.first + (w.t0 - r->t0);
+        names[*na] = "lp_solve";
+        lp_solve_answer(r, code, &w, &a[*na], xs[*na]);
+        info->nodes += a[*na].nodes;
+        (*na)++;
+        rm_engine_state st = a[0].state;
+        if (job && (st == RM_ENGINE_NONE_PROVED || (st == RM_ENGINE_FOUND_OPTIMAL))) {
+            rm_cbc_free(job); /* lp_solve proved: CBC's answer is not needed */
+            job = NULL;
+        }
     }
-    *rc = rm_lp_failure(code, "MILP", e);
-    return STEP_DONE;
+    if (job) {
+        names[*na] = "cbc";
+        rm_cbc_finish(job, r->deadline, &a[*na], xs[1]);
+        rm_cbc_free(job);
+        info->nodes += a[*na].nodes;
+        info->cbc_nodes += a[*na].nodes;
+        RM_LOG_DEBUG("milp: cbc: %s", a[*na].why);
+        (*na)++;
+    }
+    (void)e;
+    return RM_OK;
 }
 
 /* Branch and bound, and what its answer means.
@@ -473,64 +566,104 @@ static int search_ended(milp_run *r, int code, int *rc, rm_err *e)
  * simulator judges every answer exactly; a rejected S is cut off (a no-good
  * row, valid for every R) and the search restarts, up to MAX_REJECTIONS
  * times (each restart of a small model takes milliseconds); then the best
- * schedule found so far is the answer, unproved. */
+ * schedule found so far is the answer, unproved. CBC's answers are judged
+ * the same way.
+ *
+ * A round's answers: an accepted optimum, or "nothing below the cutoff",
+ * from either engine is a proof; an engine that fails is logged and the
+ * other's answer (or the incumbent) stands. */
 #define MAX_REJECTIONS 50
 static int step_search(milp_run *r, int *rc, rm_err *e)
 {
     rm_milp_result *info = r->info;
     if ((*rc = bb_setup(r, e)) != RM_OK) return STEP_DONE;
-    if (!(r->nogood_S = malloc((size_t)r->n * r->n))) {
+    size_t nc = (size_t)r->m.ncols ? (size_t)r->m.ncols : 1;
+    if (!(r->nogood_S = malloc((size_t)r->n * r->n)) || !(r->xs[0] = malloc(nc * sizeof(double))) ||
+        !(r->xs[1] = malloc(nc * sizeof(double)))) {
         *rc = rm_errorf(e, RM_ERR_NOMEM, "milp: out of memory");
         return STEP_DONE;
     }
+    info->engine = r->engine;
     for (int rejections = 0;; rejections++) {
-        rm_lp_watch w = rm_lp_watch_make(r->opt->node_limit > 0 ? r->opt->node_limit - info->nodes : 0, r->deadline);
-        int code = rm_lp_solve_watched(r->m.lp, &w, 1);
-        info->solver_code = code;
-        info->nodes += (long)get_total_nodes(r->m.lp);
-        info->improvements += w.improvements;
-        if (w.first >= 0 && info->first_solution_s < 0) info->first_solution_s = w.first + (w.t0 - r->t0);
-        /* With a cutoff, lp_solve 5.5 may answer OPTIMAL or SUBOPTIMAL
-         * without having found anything better, and its "solution" is then
-         * not one: only a reported improvement counts. SUBOPTIMAL means
-         * "stopped early", so even without a cutoff it holds a solution
-         * only if one was reported: reading the variables of a search
-         * stopped before its first solution gives a meaningless S. */
-        int found = code == OPTIMAL ? !r->cutoff || w.first >= 0 : code == SUBOPTIMAL ? w.first >= 0 : 0;
-        if (!found && rejections > 0 && code != INFEASIBLE && code != OPTIMAL && code != SUBOPTIMAL &&
-            code != USERABORT && code != TIMEOUT) {
-            /* Cut after cut, lp_solve may lose accuracy (ACCURACYERROR seen
-             * here); what was found before stands, unproved. */
-            RM_LOG_WARN("milp: lp_solve stopped with %s after %d restart%s: the best schedule found is returned "
-                        "without a proof",
-                        rm_lp_code_name(code), rejections, rejections == 1 ? "" : "s");
-            info->from_incumbent = r->best.s != NULL;
-            r->stop = "lp_solve lost accuracy on its answers over the budget";
-            return STEP_LIMIT;
+        rm_engine_answer a[2];
+        const char *names[2];
+        int na, proved = 0, found = 0, rejected_any = 0, failed = 0;
+        if ((*rc = run_engines(r, a, r->xs, names, &na, e)) != RM_OK) return STEP_DONE;
+        for (int k = 0; k < na; k++) {
+            const rm_engine_answer *ak = &a[k];
+            if (ak->bound > -INFINITY) {
+                double b = r->m.cost_const + r->m.cost_scale * ak->bound;
+                if (b > info->search_bound) info->search_bound = b;
+            }
+            if (ak->state == RM_ENGINE_FAILED) {
+                RM_LOG_WARN("milp: %s failed (%s); %s", names[k], ak->why,
+                            na > 1 ? "the other engine's answer stands" : "the best schedule found stands");
+                failed++;
+                continue;
+            }
+            if (ak->state == RM_ENGINE_NONE_PROVED) {
+                proved = 1;
+                if (!info->answered_by) info->answered_by = names[k];
+                continue;
+            }
+            if (ak->state != RM_ENGINE_FOUND && ak->state != RM_ENGINE_FOUND_OPTIMAL) continue;
+            int rejected;
+            if ((*rc = take_solution(r, r->xs[k], names[k], &rejected, e)) != RM_OK) return STEP_DONE;
+            if (rejected == 2) {
+                info->from_incumbent = r->best.s != NULL;
+                r->stop = "the solver's answer was over the compute cap";
+                return STEP_LIMIT;
+            }
+            if (rejected) {
+                rejected_any = 1;
+                if ((*rc = add_nogood(r, e)) != RM_OK) return STEP_DONE;
+                continue;
+            }
+            found = 1;
+            if (ak->state == RM_ENGINE_FOUND_OPTIMAL) proved = 1;
         }
-        if (!found) return search_ended(r, code, rc, e);
-        int rejected;
-        if ((*rc = take_solution(r, &rejected, e)) != RM_OK) return STEP_DONE;
-        if (rejected == 2) {
-            info->from_incumbent = r->best.s != NULL;
-            r->stop = "lp_solve's answer was over the compute cap";
-            return STEP_LIMIT;
-        }
-        if (!rejected) {
-            if (code != OPTIMAL) return STEP_LIMIT;
-            info->status = RM_STATUS_OPTIMAL;
+        if (proved) {
+            if (r->best.s) {
+                info->status = RM_STATUS_OPTIMAL;
+                if (!found) info->from_incumbent = 1;
+                return STEP_DONE;
+            }
+            info->status = RM_STATUS_INFEASIBLE;
+            if (r->p->max_cost > 0)
+                *rc = rm_errorf(e, RM_ERR_INFEASIBLE,
+                                "milp: the search proved that no schedule fits %zu bytes within the compute cap %.6g",
+                                r->act, r->p->max_cost);
+            else
+                *rc =
+                    rm_errorf(e, RM_ERR_INFEASIBLE, "milp: the search proved that no schedule fits %zu bytes", r->act);
             return STEP_DONE;
+        }
+        if (failed == na) {
+            if (r->best.s || na > 1 || rejections > 0) {
+                /* Cut after cut, lp_solve may lose accuracy (ACCURACYERROR
+                 * seen here); what was found before stands, unproved. */
+                info->from_incumbent = r->best.s != NULL;
+                r->stop = "the solver failed";
+                return STEP_LIMIT;
+            }
+            *rc = a[0].state == RM_ENGINE_FAILED && !strcmp(names[0], "lp_solve")
+                      ? rm_lp_failure(a[0].code, "MILP", e)
+                      : rm_errorf(e, RM_ERR_SOLVER, "milp: %s failed: %s", names[0], a[0].why);
+            return STEP_DONE;
+        }
+        if (!rejected_any) {
+            info->from_incumbent = !found && r->best.s != NULL;
+            return STEP_LIMIT;
         }
         if (rejections + 1 >= MAX_REJECTIONS || (r->deadline > 0 && rm_now() >= r->deadline) ||
             (r->opt->node_limit > 0 && info->nodes >= r->opt->node_limit)) {
-            RM_LOG_WARN("milp: %d of lp_solve's answers were over the budget: the best schedule found is returned "
+            RM_LOG_WARN("milp: %d of the solver's answers were over the budget: the best schedule found is returned "
                         "without a proof",
                         rejections + 1);
             info->from_incumbent = r->best.s != NULL;
-            r->stop = "lp_solve's answers were over the budget";
+            r->stop = "the solver's answers were over the budget";
             return STEP_LIMIT;
         }
-        if ((*rc = add_nogood(r, e)) != RM_OK) return STEP_DONE;
     }
 }
 
@@ -538,7 +671,8 @@ static int step_search(milp_run *r, int *rc, rm_err *e)
 static int limit_status(milp_run *r, rm_err *e)
 {
     rm_milp_result *info = r->info;
-    r->lower = rm_lp_step_up(info->lp_bound, r->m.step);
+    /* The root LP's bound, or the search's where an engine proved more. */
+    r->lower = rm_lp_step_up(fmax(info->lp_bound, info->search_bound), r->m.step);
     if (r->best.s) {
         info->status = r->lp_done && (r->best.sim.cost <= r->lower || near_equal(r->best.sim.cost, r->lower))
                            ? RM_STATUS_OPTIMAL
@@ -560,6 +694,8 @@ static int finish(milp_run *r, rm_schedule **out, int rc, rm_err *e)
     rm_milp_result *info = r->info;
     rm_schedule_free(r->cand);
     free(r->nogood_S);
+    free(r->xs[0]);
+    free(r->xs[1]);
     free(r->rc);
     free(r->x0);
     rm_lp_model_free(&r->m);
@@ -617,6 +753,9 @@ int rm_strategy_milp(rm_schedule **out, rm_milp_result *info, const rm_problem *
     r.n = p->n;
     r.deadline = opt->time_limit_s > 0 ? r.t0 + opt->time_limit_s : 0;
     r.limited = p->budget != 0;
+    const char *why;
+    r.engine = rm_milp_engine_resolve(opt->engine, p->n, opt->node_limit, &why);
+    if (why) RM_LOG_WARN("milp: %s", why);
     r.act = r.limited ? rm_problem_activation_budget(p) : 0;
 
     int step = step_guards(&r, &rc, e);

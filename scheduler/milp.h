@@ -17,6 +17,7 @@
 
 #include "lp_model.h"
 #include "lp_round.h"
+#include "milp_engine.h"
 #include "schedule.h"
 #include "status.h"
 
@@ -33,6 +34,7 @@ typedef struct rm_milp_options {
     int verbosity;                /* lp_solve's level (0 = NEUTRAL ... 6 = FULL); needs log */
     int first_fit;                /* stop at the first schedule that fits (the budget and p->max_cost),
                                      e.g. the rounded incumbent: max batch asks whether one exists */
+    rm_milp_engine engine;        /* who runs the branch and bound (milp_engine.h); default AUTO */
     rm_milp_log_fn log;
     void *log_ctx;
     /* The problem's facts (report.h) when the caller has them (the solver
@@ -59,6 +61,11 @@ typedef struct rm_milp_result {
     int from_incumbent;      /* 1: the returned schedule is the incumbent (lp_solve found nothing better) */
     int solver_code;         /* lp_solve's solve() return code; -100 when it was not called */
     int ncols, nrows, nint;  /* model size after pruning */
+    rm_milp_engine engine;   /* the engine(s) the search ran: lp_solve, cbc or both (lp_solve+cbc) */
+    const char *answered_by; /* the engine whose answer decided the result ("lp_solve", "cbc"); NULL when
+                                no search ran (the rounding or the incumbent answered) */
+    double search_bound;     /* the best lower bound an engine proved in its search (cost units); 0 = none */
+    long cbc_nodes;          /* of nodes: CBC's */
 } rm_milp_result;
 
 /* Solves the MILP for p->budget (budget 0 = unlimited). Returns RM_OK and a

@@ -230,10 +230,15 @@ static int lp_round_direct(rm_schedule **out, rm_strategy_stats *stats, const rm
 /* The MILP's answer in the route's log. */
 static void say_milp(int rc, const rm_milp_result *info, const rm_err *e)
 {
-    char bb[120] = "branch and bound not run";
-    if (info->solver_code != -100)
-        snprintf(bb, sizeof bb, "branch and bound: %ld nodes, lp_solve code %d (%s)", info->nodes, info->solver_code,
-                 rm_lp_code_name(info->solver_code));
+    char bb[200] = "branch and bound not run";
+    if (info->engine == RM_MILP_ENGINE_CBC)
+        snprintf(bb, sizeof bb, "branch and bound: cbc, %ld nodes%s%s", info->nodes,
+                 info->answered_by ? ", answered by " : "", info->answered_by ? info->answered_by : "");
+    else if (info->solver_code != -100)
+        snprintf(bb, sizeof bb, "branch and bound: %s, %ld nodes (cbc %ld), lp_solve code %d (%s)%s%s",
+                 rm_milp_engine_name(info->engine), info->nodes, info->cbc_nodes, info->solver_code,
+                 rm_lp_code_name(info->solver_code), info->answered_by ? ", answered by " : "",
+                 info->answered_by ? info->answered_by : "");
     if (rc == RM_OK)
         rm_route_say(NULL, 0,
                      "route milp: %s, cost %.6g, bound %.6g, gap %.2f%%, %.2f s (LP bound %.6g in %.2f s; best "
@@ -260,6 +265,7 @@ static int milp_direct(rm_schedule **out, rm_strategy_stats *stats, const rm_pro
         mo.verbosity = o->verbosity ? o->verbosity : 4;
         mo.first_fit = o->first_fit;
         mo.facts = o->facts;
+        mo.engine = o->milp_engine;
     }
     int rc;
     if (!(o && o->incumbent_sim) && rm_route_shortcuts(&rc, out, stats, p, o, "milp", 1, e) == RM_ROUTE_ANSWERED)

@@ -17,6 +17,7 @@
 
 #include <stdint.h>
 
+#include "milp_engine.h"
 #include "report.h"
 #include "schedule.h"
 #include "simulate.h"
@@ -119,6 +120,9 @@ typedef struct rm_strategy_options {
      * simulating checkpoint-all again. NULL: the route computes them. They
      * must be p's (the budget does not matter: the verdict is asked anew). */
     const rm_problem_report *facts;
+    /* Who runs the MILP's branch and bound (milp_engine.h: lp_solve, cbc,
+     * or auto, the default 0). */
+    rm_milp_engine milp_engine;
 } rm_strategy_options;
 
 /* What a strategy run reports besides its schedule. */
