@@ -225,6 +225,16 @@ int rm_cli_parse_solver_limits(double *seconds, long *nodes, const char *time_li
     return 0;
 }
 
+int rm_cli_parse_milp_engine(rm_milp_engine *k, const char *s, char *why, size_t len)
+{
+    *k = RM_MILP_ENGINE_AUTO;
+    if (!s) return 0;
+    rm_err e = {RM_OK, ""};
+    if (rm_milp_engine_parse(k, s, &e) == RM_OK) return 0;
+    snprintf(why, len, "%s, got '%s'", e.msg, s);
+    return -1;
+}
+
 /* The units a budget may carry: the suffix (case-insensitive) and its bytes. */
 static const struct {
     const char *suffix;

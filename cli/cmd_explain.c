@@ -16,7 +16,8 @@
 
 #define EXPLAIN_USAGE                                                                                                  \
     "usage: remat explain (--model FILE --batch N --budget B | --problem FILE [--budget B])\n"                         \
-    "                     [--strategy NAME] [--costs FILE] [--time-limit S] [--node-limit N] [--quiet]\n"              \
+    "                     [--strategy NAME] [--costs FILE] [--time-limit S] [--node-limit N]\n"                        \
+    "                     [--milp-engine E] [--quiet]\n"                                                               \
     "                     (--onnx FILE [--loss L] [--init I] in place of --model FILE)\n"                              \
     "\n"                                                                                                               \
     "Solves a rematerialization schedule for the budget and explains it: what the budget means next to\n"              \
@@ -37,10 +38,11 @@
                  "MILP)\n"                                                                                             \
                  "  --costs FILE     node costs in profiled seconds (`remat profile`, docs/cost-format.md)\n"          \
                  "  --time-limit S   wall-clock seconds for the solve, whatever the strategy (default 60; 0 = none)\n" \
-                 "  --node-limit N   branch-and-bound nodes for best / milp (deterministic; default none)\n"           \
-                 "  --quiet          no progress on stderr\n"                                                          \
-                 "\n"                                                                                                  \
-                 "example: remat explain --model models/vgg16.cfg --batch 32 --budget 80%"
+                 "  --node-limit N   branch-and-bound nodes for best / milp (deterministic; default "                  \
+                 "none)\n" RM_CLI_MILP_ENGINE_HELP(                                                                    \
+                     "  ") "  --quiet          no progress on stderr\n"                                                \
+                           "\n"                                                                                        \
+                           "example: remat explain --model models/vgg16.cfg --batch 32 --budget 80%"
 
 #define usage_error(...) rm_cli_usage_error("explain", EXPLAIN_USAGE, __VA_ARGS__)
 
@@ -49,14 +51,14 @@ static int explain_run(int argc, char **argv)
     rm_cli_model mdl;
     memset(&mdl, 0, sizeof mdl);
     const char *model = NULL, *batch = NULL, *problem = NULL, *budget = NULL, *strategy = NULL, *time_limit = NULL,
-               *node_limit = NULL, *costs = NULL;
+               *node_limit = NULL, *costs = NULL, *milp_engine = NULL;
     int quiet = 0;
     const rm_cli_opt opts[] = {
         RM_CLI_FLAG("--quiet", "-q", &quiet),      RM_CLI_MODEL_OPTIONS(&mdl),
         RM_CLI_VALUE("--batch", &batch),           RM_CLI_VALUE("--problem", &problem),
         RM_CLI_VALUE("--budget", &budget),         RM_CLI_VALUE("--strategy", &strategy),
         RM_CLI_VALUE("--time-limit", &time_limit), RM_CLI_VALUE("--node-limit", &node_limit),
-        RM_CLI_VALUE("--costs", &costs),
+        RM_CLI_VALUE("--costs", &costs),           RM_CLI_VALUE("--milp-engine", &milp_engine),
     };
     if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "explain", EXPLAIN_USAGE) ||
         rm_cli_model_check(&mdl, "explain", EXPLAIN_USAGE))
@@ -75,7 +77,9 @@ static int explain_run(int argc, char **argv)
     if (budget && rm_cli_parse_budget(&bud, budget, why, sizeof why)) return usage_error("--budget: %s", why);
     double limit = 60;
     long nodes = 0;
-    if (rm_cli_parse_solver_limits(&limit, &nodes, time_limit, node_limit, why, sizeof why))
+    rm_milp_engine engine;
+    if (rm_cli_parse_solver_limits(&limit, &nodes, time_limit, node_limit, why, sizeof why) ||
+        rm_cli_parse_milp_engine(&engine, milp_engine, why, sizeof why))
         return usage_error("%s", why);
     const rm_strategy_info *st = rm_strategy_find(strategy ? strategy : "best");
     if (!st) return usage_error("unknown strategy '%s' (see `remat plan --help`)", strategy);
@@ -102,6 +106,7 @@ static int explain_run(int argc, char **argv)
     o.facts = &cp.facts;
     o.time_limit_s = limit;
     o.node_limit = nodes;
+    o.milp_engine = engine;
     rm_cli_progress pr = {st->name, rm_now()};
     if (!quiet) {
         o.log = rm_cli_progress_log;

@@ -29,7 +29,7 @@
 #define LESSON_USAGE                                                                                                   \
     "usage: remat lesson (--model FILE --batch N | --problem FILE) --out FILE.html [--budgets K]\n"                    \
     "                    [--strategies LIST] [--costs FILE] [--time-limit S] [--node-limit N] [--exhaustive]\n"        \
-    "                    [--quiet]\n"                                                                                  \
+    "                    [--milp-engine E] [--quiet]\n"                                                                \
     "                    (--onnx FILE [--loss L] [--init I] in place of --model FILE)\n"                               \
     "\n"                                                                                                               \
     "Writes one self-contained HTML page (no network: inline CSS and script, the data embedded as JSON)\n"             \
@@ -61,14 +61,18 @@
                     "MILP's\n"                                                                                         \
                     "                      solves sharing what is left of 45 s for the page; with --exhaustive 10; 0 " \
                     "= none)\n"                                                                                        \
-                    "  --node-limit N      branch-and-bound nodes for each milp solve (deterministic; default none)\n" \
-                    "  --exhaustive        every strategy at every budget, each solve with its full limit, nothing "   \
-                    "reused\n"                                                                                         \
-                    "  --quiet             no progress on stderr (otherwise a line per budget and pass)\n"             \
-                    "\n"                                                                                               \
-                    "examples:\n"                                                                                      \
-                    "  remat lesson --problem docs/examples/two-layer.txt --out two-layer.html\n"                      \
-                    "  remat lesson --model models/resnet-tiny.cfg --batch 4 --node-limit 10 --out resnet-tiny.html"
+                    "  --node-limit N      branch-and-bound nodes for each milp solve (deterministic; default "        \
+                    "none)\n" RM_CLI_MILP_ENGINE_HELP(                                                                 \
+                        "     ") "  --exhaustive        every strategy at every budget, each solve with its full "     \
+                                 "limit, nothing "                                                                     \
+                                 "reused\n"                                                                            \
+                                 "  --quiet             no progress on stderr (otherwise a line per budget and "       \
+                                 "pass)\n"                                                                             \
+                                 "\n"                                                                                  \
+                                 "examples:\n"                                                                         \
+                                 "  remat lesson --problem docs/examples/two-layer.txt --out two-layer.html\n"         \
+                                 "  remat lesson --model models/resnet-tiny.cfg --batch 4 --node-limit 10 --out "      \
+                                 "resnet-tiny.html"
 
 #define usage_error(...) rm_cli_usage_error("lesson", LESSON_USAGE, __VA_ARGS__)
 
@@ -98,9 +102,10 @@ extern const unsigned char rm_lesson_page[];
 
 typedef struct lesson_args {
     rm_cli_model mdl;
-    const char *model, *batch, *problem, *out, *budgets, *strategies, *costs, *time_limit, *node_limit;
+    const char *model, *batch, *problem, *out, *budgets, *strategies, *costs, *time_limit, *node_limit, *milp_engine;
     int quiet, exhaustive;
     long batch_n, budgets_n, node_limit_n;
+    rm_milp_engine engine;
     double time_limit_s;
     const rm_strategy_info *st[LESSON_MAX_STRATEGIES];
     int nst;
@@ -445,6 +450,7 @@ static int run_at(lesson_solve *L, int k, int j, const rm_schedule *inc, const r
     memset(&o, 0, sizeof o);
     o.time_limit_s = limit;
     o.node_limit = a->node_limit_n;
+    o.milp_engine = a->engine;
     o.incumbent = inc;
     o.incumbent_sim = inc ? inc_sim : NULL;
     rm_err why = {RM_OK, ""};
@@ -850,6 +856,7 @@ static int lesson_parse(lesson_args *a, int argc, char **argv)
         RM_CLI_VALUE("--costs", &a->costs),
         RM_CLI_VALUE("--time-limit", &a->time_limit),
         RM_CLI_VALUE("--node-limit", &a->node_limit),
+        RM_CLI_VALUE("--milp-engine", &a->milp_engine),
     };
     if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "lesson", LESSON_USAGE) ||
         rm_cli_model_check(&a->mdl, "lesson", LESSON_USAGE))
@@ -865,7 +872,8 @@ static int lesson_parse(lesson_args *a, int argc, char **argv)
     if (a->budgets && rm_cli_parse_long(&a->budgets_n, a->budgets, 2, LESSON_MAX_BUDGETS))
         return usage_error("--budgets must be a whole number from 2 to %d, got '%s'", LESSON_MAX_BUDGETS, a->budgets);
     a->time_limit_s = a->exhaustive ? LESSON_EXHAUSTIVE_TIME_LIMIT : LESSON_TIME_LIMIT;
-    if (rm_cli_parse_solver_limits(&a->time_limit_s, &a->node_limit_n, a->time_limit, a->node_limit, why, sizeof why))
+    if (rm_cli_parse_solver_limits(&a->time_limit_s, &a->node_limit_n, a->time_limit, a->node_limit, why, sizeof why) ||
+        rm_cli_parse_milp_engine(&a->engine, a->milp_engine, why, sizeof why))
         return usage_error("%s", why);
     if (rm_cli_add_strategies(a->st, &a->nst, LESSON_MAX_STRATEGIES,
                               a->strategies ? a->strategies : LESSON_DEFAULT_STRATEGIES, why, sizeof why))

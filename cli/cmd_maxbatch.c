@@ -20,7 +20,8 @@
 #define MAXBATCH_USAGE                                                                                                 \
     "usage: remat maxbatch --model FILE --budget B [--max-overhead X] [--accounting remat|checkmate]\n"                \
     "                      [--input HxW] [--strategies a,b,...] [--max-batch N] [--costs FILE]\n"                      \
-    "                      [--time-limit S] [--node-limit N] [--device cpu|cuda] [--format text|csv|json]\n"           \
+    "                      [--time-limit S] [--node-limit N] [--milp-engine E] [--device cpu|cuda]\n"                  \
+    "                      [--format text|csv|json]\n"                                                                 \
     "                      [--quiet]\n"                                                                                \
     "                      (--onnx FILE [--loss L] [--init I] in place of --model FILE)\n"                             \
     "\n"                                                                                                               \
@@ -75,15 +76,18 @@
                       "  --time-limit S        wall-clock seconds for each solve, whatever the strategy (default 30; " \
                       "0 = none)\n"                                                                                    \
                       "  --node-limit N        branch-and-bound nodes for each milp solve (deterministic; default 0 "  \
-                      "= none)\n"                                                                                      \
-                      "  --device cpu|cuda     whose accounting (default cpu); cuda: GPU 0's, as `remat train "        \
-                      "--device cuda`\n"                                                                               \
-                      "                        allocates it (the layers' CUDA workspace, the loss slot, the cuBLAS\n"  \
-                      "                        workspace); needs a GPU, and the budget must be free on it\n"           \
-                      "  --quiet               no progress on stderr\n"                                                \
-                      "\n"                                                                                             \
-                      "example: remat maxbatch --model models/vgg16.cfg --budget 16GiB --strategies "                  \
-                      "checkpoint_all,chen_greedy,milp"
+                      "= none)\n" RM_CLI_MILP_ENGINE_HELP(                                                             \
+                          "       ") "  --device cpu|cuda     whose accounting (default cpu); cuda: GPU 0's, as "      \
+                                     "`remat train "                                                                   \
+                                     "--device cuda`\n"                                                                \
+                                     "                        allocates it (the layers' CUDA workspace, the loss "     \
+                                     "slot, the cuBLAS\n"                                                              \
+                                     "                        workspace); needs a GPU, and the budget must be free "   \
+                                     "on it\n"                                                                         \
+                                     "  --quiet               no progress on stderr\n"                                 \
+                                     "\n"                                                                              \
+                                     "example: remat maxbatch --model models/vgg16.cfg --budget 16GiB --strategies "   \
+                                     "checkpoint_all,chen_greedy,milp"
 
 #define usage_error(...) rm_cli_usage_error("maxbatch", MAXBATCH_USAGE, __VA_ARGS__)
 
@@ -421,7 +425,7 @@ static int maxbatch_run(int argc, char **argv)
     memset(&mdl, 0, sizeof mdl);
     const char *model = NULL, *budget = NULL, *strategies = NULL, *max_batch = NULL, *time_limit = NULL,
                *costs_path = NULL, *device = NULL, *max_overhead = NULL, *accounting = NULL, *input = NULL,
-               *format = NULL, *node_limit = NULL;
+               *format = NULL, *node_limit = NULL, *milp_engine = NULL;
     int quiet = 0;
     const rm_cli_opt opts[] = {
         RM_CLI_FLAG("--quiet", "-q", &quiet),
@@ -437,6 +441,7 @@ static int maxbatch_run(int argc, char **argv)
         RM_CLI_VALUE("--input", &input),
         RM_CLI_VALUE("--format", &format),
         RM_CLI_VALUE("--node-limit", &node_limit),
+        RM_CLI_VALUE("--milp-engine", &milp_engine),
     };
     if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "maxbatch", MAXBATCH_USAGE) ||
         rm_cli_model_check(&mdl, "maxbatch", MAXBATCH_USAGE))
@@ -460,7 +465,9 @@ static int maxbatch_run(int argc, char **argv)
     int cuda = kind != RM_BACKEND_DEFAULT;
     double limit = 30;
     long nodes = 0;
-    if (rm_cli_parse_solver_limits(&limit, &nodes, time_limit, node_limit, why, sizeof why))
+    rm_milp_engine engine;
+    if (rm_cli_parse_solver_limits(&limit, &nodes, time_limit, node_limit, why, sizeof why) ||
+        rm_cli_parse_milp_engine(&engine, milp_engine, why, sizeof why))
         return usage_error("%s", why);
     rm_overhead_cap ocap = {RM_CAP_FORWARDS, 1};
     if (max_overhead && parse_cap(&ocap, max_overhead))
@@ -535,6 +542,7 @@ static int maxbatch_run(int argc, char **argv)
     o.max_batch = (int)cap;
     o.solver.time_limit_s = limit;
     o.solver.node_limit = nodes;
+    o.solver.milp_engine = engine;
     o.cap = ocap;
     progress_state ps = {isatty(STDERR_FILENO)};
     if (!quiet) {

@@ -26,7 +26,7 @@
     "usage: remat plan (--model FILE --batch N --budget B | --problem FILE [--budget B]) [--strategy NAME]\n"          \
     "                  (--onnx FILE [--loss L] [--init I] in place of --model FILE)\n"                                 \
     "                  [--costs FILE] [--time-limit S] [--node-limit N] [--out FILE] [--svg PREFIX]\n"                 \
-    "                  [--format text|csv|json] [--quiet]\n"                                                           \
+    "                  [--milp-engine E] [--format text|csv|json] [--quiet]\n"                                         \
     "       remat plan --check FILE (--model FILE --batch N | --problem FILE) [--budget B] [--svg PREFIX]\n"           \
     "\n"                                                                                                               \
     "Solves a rematerialization schedule: which activations to keep in memory between the stages of a\n"               \
@@ -65,39 +65,54 @@
                   "ends\n"                                                                                             \
                   "                    within S plus 5% plus 0.5 s per 100,000 nodes (docs/reliability.md, \"Time "    \
                   "limits\")\n"                                                                                        \
-                  "  --node-limit N    branch-and-bound nodes for milp (deterministic; default none)\n"                \
-                  "  --out FILE        write the schedule (docs/schedule-format.md); with all, the cheapest one\n"     \
-                  "  --svg PREFIX      write PREFIX-rs.svg (R and S as coloured grids, up to 2000 nodes) and\n"        \
-                  "                    PREFIX-memory.svg (memory over the operation sequence: fixed band, live\n"      \
-                  "                    activations, budget, recomputations); with all, both of the cheapest schedule " \
-                  "and\n"                                                                                              \
-                  "                    PREFIX-compare.svg: every strategy's memory side by side on shared axes, "      \
-                  "each\n"                                                                                             \
-                  "                    titled with its overhead and peak, those that found no schedule listed\n"       \
-                  "  --check FILE      re-validate a saved schedule against the problem (and the budget when one is\n" \
-                  "                    given): exit 0 when valid, 1 with the reason\n"                                 \
-                  "  --format F        text (the default), csv or json. csv and json print the table of --strategy "   \
-                  "all\n"                                                                                              \
-                  "                    (or, for one strategy, its one row in that table's columns) and nothing else "  \
-                  "on\n"                                                                                               \
-                  "                    stdout: no problem lines, matrices, timeline or footnotes; the cheapest "       \
-                  "strategy and\n"                                                                                     \
-                  "                    the files written are said on stderr. Columns: strategy, status, "              \
-                  "overhead_pct, cost\n"                                                                               \
-                  "                    (the problem's unit), peak_bytes, recomputed_nodes, recomputations, seconds,\n" \
-                  "                    lp_bound_pct, bound (lp or trivial), gap_pct (cost minus the proved floor, "    \
-                  "over the\n"                                                                                         \
-                  "                    cost: docs/formulation.md); numbers are numbers, missing ones\n"                \
-                  "                    empty (csv) or null (json). Not with --check\n"                                 \
-                  "  --quiet           no progress on stderr\n"                                                        \
-                  "\n"                                                                                                 \
-                  "examples:\n"                                                                                        \
-                  "  remat plan --model models/vgg16.cfg --batch 32 --budget 80% --strategy all\n"                     \
-                  "  remat plan --model models/vgg16.cfg --batch 32 --budget 80% --strategy all --format csv --quiet " \
-                  "> all.csv\n"                                                                                        \
-                  "  remat plan --model models/resnet-tiny.cfg --batch 4 --budget 70% --strategy milp --svg rt\n"      \
-                  "  remat plan --problem graph.txt --budget 6GiB --strategy lp-round --out s.txt\n"                   \
-                  "  remat plan --check s.txt --problem graph.txt"
+                  "  --node-limit N    branch-and-bound nodes for milp (deterministic; default "                       \
+                  "none)\n" RM_CLI_MILP_ENGINE_HELP(                                                                   \
+                      "   ") "  --out FILE        write the schedule (docs/schedule-format.md); with all, the "        \
+                             "cheapest one\n"                                                                          \
+                             "  --svg PREFIX      write PREFIX-rs.svg (R and S as coloured grids, up to 2000 nodes) "  \
+                             "and\n"                                                                                   \
+                             "                    PREFIX-memory.svg (memory over the operation sequence: fixed band, " \
+                             "live\n"                                                                                  \
+                             "                    activations, budget, recomputations); with all, both of the "        \
+                             "cheapest schedule "                                                                      \
+                             "and\n"                                                                                   \
+                             "                    PREFIX-compare.svg: every strategy's memory side by side on shared " \
+                             "axes, "                                                                                  \
+                             "each\n"                                                                                  \
+                             "                    titled with its overhead and peak, those that found no schedule "    \
+                             "listed\n"                                                                                \
+                             "  --check FILE      re-validate a saved schedule against the problem (and the budget "   \
+                             "when one is\n"                                                                           \
+                             "                    given): exit 0 when valid, 1 with the reason\n"                      \
+                             "  --format F        text (the default), csv or json. csv and json print the table of "   \
+                             "--strategy "                                                                             \
+                             "all\n"                                                                                   \
+                             "                    (or, for one strategy, its one row in that table's columns) and "    \
+                             "nothing else "                                                                           \
+                             "on\n"                                                                                    \
+                             "                    stdout: no problem lines, matrices, timeline or footnotes; the "     \
+                             "cheapest "                                                                               \
+                             "strategy and\n"                                                                          \
+                             "                    the files written are said on stderr. Columns: strategy, status, "   \
+                             "overhead_pct, cost\n"                                                                    \
+                             "                    (the problem's unit), peak_bytes, recomputed_nodes, "                \
+                             "recomputations, seconds,\n"                                                              \
+                             "                    lp_bound_pct, bound (lp or trivial), gap_pct (cost minus the "       \
+                             "proved floor, "                                                                          \
+                             "over the\n"                                                                              \
+                             "                    cost: docs/formulation.md); numbers are numbers, missing ones\n"     \
+                             "                    empty (csv) or null (json). Not with --check\n"                      \
+                             "  --quiet           no progress on stderr\n"                                             \
+                             "\n"                                                                                      \
+                             "examples:\n"                                                                             \
+                             "  remat plan --model models/vgg16.cfg --batch 32 --budget 80% --strategy all\n"          \
+                             "  remat plan --model models/vgg16.cfg --batch 32 --budget 80% --strategy all --format "  \
+                             "csv --quiet "                                                                            \
+                             "> all.csv\n"                                                                             \
+                             "  remat plan --model models/resnet-tiny.cfg --batch 4 --budget 70% --strategy milp "     \
+                             "--svg rt\n"                                                                              \
+                             "  remat plan --problem graph.txt --budget 6GiB --strategy lp-round --out s.txt\n"        \
+                             "  remat plan --check s.txt --problem graph.txt"
 
 #define usage_error(...) rm_cli_usage_error("plan", PLAN_USAGE, __VA_ARGS__)
 
@@ -107,7 +122,7 @@
 typedef struct plan_args {
     rm_cli_model mdl;
     const char *model, *batch, *problem, *budget, *strategy, *time_limit, *node_limit, *out, *svg, *check, *costs,
-        *format;
+        *format, *milp_engine;
     int quiet;
     rm_table_format fmt;
     FILE *info; /* where the lines around a table go: stdout in text, stderr in csv and json */
@@ -115,6 +130,7 @@ typedef struct plan_args {
     double time_limit_s;
     double started; /* when the command began reading the problem: one strategy's deadline counts from here */
     long node_limit_n;
+    rm_milp_engine engine;
     rm_cli_budget b;
     int have_budget;
 } plan_args;
@@ -324,6 +340,7 @@ static void set_solver_options(rm_strategy_options *o, rm_cli_progress *pr, cons
     o->facts = &cp->facts; /* the route's shortcuts decide by the verdict already given */
     o->time_limit_s = a->time_limit_s;
     o->node_limit = a->node_limit_n;
+    o->milp_engine = a->engine;
     pr->prefix = name;
     pr->t0 = rm_now();
     if (!a->quiet) {
@@ -712,6 +729,7 @@ static int plan_run(int argc, char **argv)
         RM_CLI_VALUE("--strategy", &a.strategy),
         RM_CLI_VALUE("--time-limit", &a.time_limit),
         RM_CLI_VALUE("--node-limit", &a.node_limit),
+        RM_CLI_VALUE("--milp-engine", &a.milp_engine),
         RM_CLI_VALUE("--out", &a.out),
         RM_CLI_VALUE("--svg", &a.svg),
         RM_CLI_VALUE("--check", &a.check),
@@ -734,14 +752,15 @@ static int plan_run(int argc, char **argv)
         if (rm_cli_parse_budget(&a.b, a.budget, why, sizeof why)) return usage_error("--budget: %s", why);
         a.have_budget = 1;
     }
-    if (rm_cli_parse_solver_limits(&a.time_limit_s, &a.node_limit_n, a.time_limit, a.node_limit, why, sizeof why))
+    if (rm_cli_parse_solver_limits(&a.time_limit_s, &a.node_limit_n, a.time_limit, a.node_limit, why, sizeof why) ||
+        rm_cli_parse_milp_engine(&a.engine, a.milp_engine, why, sizeof why))
         return usage_error("%s", why);
     if (a.format && (rm_table_format_parse(&a.fmt, a.format) || a.fmt == RM_TABLE_MD))
         return usage_error("--format must be text, csv or json, got '%s'", a.format);
     a.info = a.fmt == RM_TABLE_TEXT ? stdout : stderr;
     const rm_strategy_info *st = NULL;
     if (a.check) {
-        if (a.strategy || a.out || a.time_limit || a.node_limit || a.format)
+        if (a.strategy || a.out || a.time_limit || a.node_limit || a.milp_engine || a.format)
             return usage_error("--check takes the problem, --budget and --svg only");
     } else {
         if (!a.strategy) a.strategy = "best";

@@ -19,7 +19,7 @@
     "                   [--weight-decay W] [--lr-schedule constant|step|cosine] [--seed S]\n"                          \
     "                   [--snapshot FILE] [--resume FILE] [--schedule-cache DIR] [--eval-every K]\n"                   \
     "                   [--time-limit S] [--node-limit N] [--samples N] [--train-accuracy-every K]\n"                  \
-    "                   [--device cpu|cuda] [--kernels K] [--threads N] [--costs FILE]\n"                              \
+    "                   [--milp-engine E] [--device cpu|cuda] [--kernels K] [--threads N] [--costs FILE]\n"            \
     "                   [--quiet] (--onnx FILE [--loss L] [--init I] in place of --model FILE)\n"                      \
     "\n"                                                                                                               \
     "Trains the model on the CPU (or the GPU, --device cuda) within a memory budget. The fixed memory\n"               \
@@ -61,42 +61,57 @@
                       "                        auto, scaled linearly to each batch tried)\n"                           \
                       "  --time-limit S        wall-clock seconds for the solve, whatever the strategy (default 60; "  \
                       "0 = none)\n"                                                                                    \
-                      "  --node-limit N        branch-and-bound nodes for milp (deterministic; default none)\n"        \
-                      "  --schedule-cache DIR  keep solved schedules in DIR, keyed by the problem, budget and "        \
-                      "strategy; a\n"                                                                                  \
-                      "                        cached one is re-checked by the simulator before it is used; a link "   \
-                      "or FIFO\n"                                                                                      \
-                      "                        planted under an entry's name is replaced, never followed\n"            \
-                      "  --epochs E            passes over the training data (default 1)\n"                            \
-                      "  --steps N             stop once N steps in all are done (a resumed run counts from 0 too)\n"  \
-                      "  --optimizer NAME      sgd (default, momentum 0.9) or adam\n"                                  \
-                      "  --lr X                learning rate (default 0.05 for sgd, 0.001 for adam; > 0, at most "     \
-                      "3.4e38)\n"                                                                                      \
-                      "  --momentum M          SGD momentum (default 0.9)\n"                                           \
-                      "  --weight-decay W      L2 weight decay of conv and linear weights (default 0)\n"               \
-                      "  --lr-schedule KIND    constant (default), step (x0.1 after each third of the run) or "        \
-                      "cosine\n"                                                                                       \
-                      "  --seed S              parameters, dropout, synthetic data, split and batch order (default "   \
-                      "1)\n"                                                                                           \
-                      "  --snapshot FILE       save (atomically) after every epoch and when the run stops\n"           \
-                      "                        (--checkpoint FILE is an older name for it)\n"                          \
-                      "  --resume FILE         continue a saved run exactly where it stopped (same data, batch, "      \
-                      "epochs and\n"                                                                                   \
-                      "                        optimizer options; the seed is taken from the file)\n"                  \
-                      "  --eval-every K        also evaluate on the held-out data every K steps\n"                     \
-                      "  --train-accuracy-every K  measure training accuracy on every K-th step (default 4; 0 = "      \
-                      "never): each\n"                                                                                 \
-                      "                        measurement replays that step's forward pass\n"                         \
-                      "  --device cpu|cuda     where training runs (default cpu); cuda: GPU 0, with the budget in "    \
-                      "its memory\n" RM_CLI_BACKEND_OPTIONS_HELP                                                       \
-                      "  --quiet               no progress bar or solver log on stderr\n"                              \
-                      "\n"                                                                                             \
-                      "examples:\n"                                                                                    \
-                      "  remat train --model models/resnet-tiny.cfg --data synthetic --batch 32 --budget 75% "         \
-                      "--strategy milp\n"                                                                              \
-                      "  remat train --model models/vgg-tiny.cfg --data cifar10/ --batch auto --budget 64MiB "         \
-                      "--epochs 10 \\\n"                                                                               \
-                      "              --lr-schedule cosine --snapshot vgg.snap"
+                      "  --node-limit N        branch-and-bound nodes for milp (deterministic; default "               \
+                      "none)\n" RM_CLI_MILP_ENGINE_HELP(                                                               \
+                          "       ") "  --schedule-cache DIR  keep solved schedules in DIR, keyed by the problem, "    \
+                                     "budget and "                                                                     \
+                                     "strategy; a\n"                                                                   \
+                                     "                        cached one is re-checked by the simulator before it is " \
+                                     "used; a link "                                                                   \
+                                     "or FIFO\n"                                                                       \
+                                     "                        planted under an entry's name is replaced, never "       \
+                                     "followed\n"                                                                      \
+                                     "  --epochs E            passes over the training data (default 1)\n"             \
+                                     "  --steps N             stop once N steps in all are done (a resumed run "       \
+                                     "counts from 0 too)\n"                                                            \
+                                     "  --optimizer NAME      sgd (default, momentum 0.9) or adam\n"                   \
+                                     "  --lr X                learning rate (default 0.05 for sgd, 0.001 for adam; > " \
+                                     "0, at most "                                                                     \
+                                     "3.4e38)\n"                                                                       \
+                                     "  --momentum M          SGD momentum (default 0.9)\n"                            \
+                                     "  --weight-decay W      L2 weight decay of conv and linear weights (default "    \
+                                     "0)\n"                                                                            \
+                                     "  --lr-schedule KIND    constant (default), step (x0.1 after each third of the " \
+                                     "run) or "                                                                        \
+                                     "cosine\n"                                                                        \
+                                     "  --seed S              parameters, dropout, synthetic data, split and batch "   \
+                                     "order (default "                                                                 \
+                                     "1)\n"                                                                            \
+                                     "  --snapshot FILE       save (atomically) after every epoch and when the run "   \
+                                     "stops\n"                                                                         \
+                                     "                        (--checkpoint FILE is an older name for it)\n"           \
+                                     "  --resume FILE         continue a saved run exactly where it stopped (same "    \
+                                     "data, batch, "                                                                   \
+                                     "epochs and\n"                                                                    \
+                                     "                        optimizer options; the seed is taken from the file)\n"   \
+                                     "  --eval-every K        also evaluate on the held-out data every K steps\n"      \
+                                     "  --train-accuracy-every K  measure training accuracy on every K-th step "       \
+                                     "(default 4; 0 = "                                                                \
+                                     "never): each\n"                                                                  \
+                                     "                        measurement replays that step's forward pass\n"          \
+                                     "  --device cpu|cuda     where training runs (default cpu); cuda: GPU 0, with "   \
+                                     "the budget in "                                                                  \
+                                     "its memory\n" RM_CLI_BACKEND_OPTIONS_HELP                                        \
+                                     "  --quiet               no progress bar or solver log on stderr\n"               \
+                                     "\n"                                                                              \
+                                     "examples:\n"                                                                     \
+                                     "  remat train --model models/resnet-tiny.cfg --data synthetic --batch 32 "       \
+                                     "--budget 75% "                                                                   \
+                                     "--strategy milp\n"                                                               \
+                                     "  remat train --model models/vgg-tiny.cfg --data cifar10/ --batch auto "         \
+                                     "--budget 64MiB "                                                                 \
+                                     "--epochs 10 \\\n"                                                                \
+                                     "              --lr-schedule cosine --snapshot vgg.snap"
 
 #define usage_error(...) rm_cli_usage_error("train", TRAIN_USAGE, __VA_ARGS__)
 
@@ -306,7 +321,7 @@ typedef struct train_args {
     rm_cli_model mdl;
     const char *model, *data, *batch, *budget, *strategy, *epochs, *steps, *optimizer, *lr, *momentum, *wd, *sched,
         *seed, *snap, *resume, *cache, *eval_every, *time_limit, *node_limit, *samples, *acc_every, *device,
-        *costs_path, *kernels, *cpu_kernels, *threads;
+        *costs_path, *kernels, *cpu_kernels, *threads, *milp_engine;
     int quiet;
 } train_args;
 
@@ -361,7 +376,8 @@ static int config_run(rm_trainer_config *c, const train_args *a)
         return usage_error("--time-limit must be a number of seconds >= 0, got '%s'", a->time_limit);
     if (a->node_limit && rm_cli_parse_long(&c->solver.node_limit, a->node_limit, 1, 2000000000L))
         return usage_error("--node-limit must be an integer >= 1, got '%s'", a->node_limit);
-    if (rm_cli_parse_device(&c->device, a->device, why, sizeof why) ||
+    if (rm_cli_parse_milp_engine(&c->solver.milp_engine, a->milp_engine, why, sizeof why) ||
+        rm_cli_parse_device(&c->device, a->device, why, sizeof why) ||
         rm_cli_parse_backend_options(&c->backend, a->kernels, a->cpu_kernels, a->threads, c->device, why, sizeof why))
         return usage_error("%s", why);
     c->snapshot_path = a->snap;
@@ -443,6 +459,7 @@ static int train_run(int argc, char **argv)
         RM_CLI_VALUE("--eval-every", &a.eval_every),
         RM_CLI_VALUE("--time-limit", &a.time_limit),
         RM_CLI_VALUE("--node-limit", &a.node_limit),
+        RM_CLI_VALUE("--milp-engine", &a.milp_engine),
         RM_CLI_VALUE("--samples", &a.samples),
         RM_CLI_VALUE("--train-accuracy-every", &a.acc_every),
         RM_CLI_VALUE("--device", &a.device),

@@ -406,10 +406,11 @@ static int take_solution(milp_run *r, const double *x, const char *engine, int *
         return RM_OK;
     }
     int had = r->best.s != NULL;
+    rm_schedule *mine = r->cand;
     offer(&r->best, r->cand, &sim);
     r->cand = NULL;
     r->info->from_incumbent = had && r->best.s && r->best.sim.cost < sim.cost;
-    if (!r->info->from_incumbent) r->info->answered_by = engine;
+    if (r->best.s == mine) r->info->answered_by = engine; /* kept: better than what was there */
     return RM_OK;
 }
 
