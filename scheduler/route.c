@@ -235,8 +235,9 @@ static void say_milp(int rc, const rm_milp_result *info, const rm_err *e)
         snprintf(bb, sizeof bb, "branch and bound: cbc, %ld nodes%s%s", info->nodes,
                  info->answered_by ? ", answered by " : "", info->answered_by ? info->answered_by : "");
     else if (info->solver_code != -100)
-        snprintf(bb, sizeof bb, "branch and bound: %s, %ld nodes (cbc %ld), lp_solve code %d (%s)%s%s",
-                 rm_milp_engine_name(info->engine), info->nodes, info->cbc_nodes, info->solver_code,
+        snprintf(bb, sizeof bb, "branch and bound: %s, %ld nodes%s, lp_solve code %d (%s)%s%s",
+                 rm_milp_engine_name(info->engine), info->nodes,
+                 info->engine == RM_MILP_ENGINE_BOTH ? " (both engines')" : "", info->solver_code,
                  rm_lp_code_name(info->solver_code), info->answered_by ? ", answered by " : "",
                  info->answered_by ? info->answered_by : "");
     if (rc == RM_OK)
