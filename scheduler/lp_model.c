@@ -148,6 +148,11 @@ void rm_lp_model_free(rm_lp_model *m)
     free(m->ulist);
     free(m->rv);
     free(m->ri);
+    free(m->row_start);
+    free(m->row_col);
+    free(m->row_val);
+    free(m->row_rhs);
+    free(m->row_type);
     memset(m, 0, sizeof *m);
 }
 
@@ -184,11 +189,36 @@ static int add_row(rm_lp_model *m, int cnt, int type, double rhs, rm_err *e)
         if (ok) return RM_OK;
         return rm_errorf(e, RM_ERR_SOLVER, "milp: internal error: an empty row with right-hand side %g", rhs);
     }
-    if (!add_constraintex(m->lp, cnt, m->rv, m->ri, type, rhs))
-        return rm_errorf(e, RM_ERR_SOLVER, "lp_solve add_constraintex failed on row %d (%d entries)", m->nrows + 1,
-                         cnt);
-    m->nrows++;
+    size_t used = m->row_start[m->nrows];
+    if ((size_t)m->nrows + 2 > m->row_cap) {
+        size_t cap = m->row_cap ? 2 * m->row_cap : 1024;
+        size_t *st = realloc(m->row_start, cap * sizeof *st);
+        if (st) m->row_start = st;
+        double *rhs_ = realloc(m->row_rhs, cap * sizeof *rhs_);
+        if (rhs_) m->row_rhs = rhs_;
+        unsigned char *ty = realloc(m->row_type, cap);
+        if (ty) m->row_type = ty;
+        if (!st || !rhs_ || !ty) goto nomem;
+        m->row_cap = cap;
+    }
+    if (used + (size_t)cnt > m->nz_cap) {
+        size_t cap = m->nz_cap ? 2 * m->nz_cap : 4096;
+        while (cap < used + (size_t)cnt) cap *= 2;
+        int *c = realloc(m->row_col, cap * sizeof *c);
+        if (c) m->row_col = c;
+        double *v = realloc(m->row_val, cap * sizeof *v);
+        if (v) m->row_val = v;
+        if (!c || !v) goto nomem;
+        m->nz_cap = cap;
+    }
+    memcpy(m->row_col + used, m->ri, (size_t)cnt * sizeof *m->ri);
+    memcpy(m->row_val + used, m->rv, (size_t)cnt * sizeof *m->rv);
+    m->row_type[m->nrows] = (unsigned char)type;
+    m->row_rhs[m->nrows] = rhs;
+    m->row_start[++m->nrows] = used + (size_t)cnt;
     return RM_OK;
+nomem:
+    return rm_errorf(e, RM_ERR_NOMEM, "milp: out of memory for the model's rows (%d rows so far)", m->nrows);
 }
 
 static void lp_log(lprec *lp, void *h, char *buf)
@@ -196,6 +226,92 @@ static void lp_log(lprec *lp, void *h, char *buf)
     (void)lp;
     const rm_lp_model *m = h;
     if (m && m->log) m->log(m->log_ctx, buf);
+}
+
+/* lp_solve's model, made once every row is known: its settings, the rows'
+ * types and right-hand sides, then each column with its objective
+ * coefficient and bounds. Column by column, because lp_solve appends a
+ * column in time proportional to its entries but a row in time
+ * proportional to the columns. The rows are freed afterwards. */
+static int load_model(rm_lp_model *m, const rm_problem *p, rm_err *e)
+{
+    int n = m->n, rc = RM_OK;
+    size_t nz = m->row_start[m->nrows];
+    size_t *cstart = calloc((size_t)m->ncols + 2, sizeof *cstart);
+    int *crow = malloc((nz ? nz : 1) * sizeof *crow);
+    double *cval = malloc((nz ? nz : 1) * sizeof *cval);
+    double *obj = calloc((size_t)m->ncols + 1, sizeof *obj);
+    double *col = malloc(((size_t)m->nrows + 1) * sizeof *col);
+    int *rowno = malloc(((size_t)m->nrows + 1) * sizeof *rowno);
+    if (!cstart || !crow || !cval || !obj || !col || !rowno) {
+        rc = rm_errorf(e, RM_ERR_NOMEM, "milp: out of memory loading the model (%zu entries)", nz);
+        goto done;
+    }
+    m->lp = make_lp(m->nrows, 0);
+    lprec *lp = m->lp;
+    if (!lp) {
+        rc = rm_errorf(e, RM_ERR_NOMEM, "lp_solve make_lp failed for %d rows", m->nrows);
+        goto done;
+    }
+    if (!set_outputfile(lp, "")) {
+        rc = rm_errorf(e, RM_ERR_SOLVER, "lp_solve set_outputfile(\"\") failed");
+        goto done;
+    }
+    put_logfunc(lp, lp_log, m);
+    set_verbose(lp, m->log ? m->verbosity : NEUTRAL);
+    set_minim(lp);
+    /* The rows are scaled already (bytes / budget, cost / largest cost);
+     * lp_solve's geometric scaling on top made the VGG16 LP about twice as slow
+     * (RM_MILP_NO_SCALING in lp_model.h has the figures). */
+    if (m->levers & RM_MILP_NO_SCALING) set_scaling(lp, SCALE_NONE);
+    for (int r = 1; r <= m->nrows; r++)
+        if (!set_constr_type(lp, r, m->row_type[r - 1]) || !set_rh(lp, r, m->row_rhs[r - 1])) {
+            rc = rm_errorf(e, RM_ERR_SOLVER, "lp_solve set_constr_type/set_rh failed on row %d", r);
+            goto done;
+        }
+    for (int t = 0; t < n; t++)
+        for (int i = 0; i < t; i++)
+            if (m->r_col[(size_t)t * n + i]) obj[m->r_col[(size_t)t * n + i]] = p->nodes[i].cost / m->cost_scale;
+    /* CSR to CSC: count, place (each column's entries in row order). */
+    for (size_t k = 0; k < nz; k++) cstart[m->row_col[k] + 1]++;
+    for (int c = 1; c <= m->ncols + 1; c++) cstart[c] += cstart[c - 1];
+    for (int r = 0; r < m->nrows; r++)
+        for (size_t k = m->row_start[r]; k < m->row_start[r + 1]; k++) {
+            size_t at = cstart[m->row_col[k]]++;
+            crow[at] = r + 1;
+            cval[at] = m->row_val[k];
+        }
+    for (int c = m->ncols + 1; c >= 1; c--) cstart[c] = cstart[c - 1]; /* back to the starts */
+    cstart[0] = 0;
+    for (int c = 1; c <= m->ncols; c++) {
+        int cnt = 0;
+        if (obj[c] != 0) col[cnt] = obj[c], rowno[cnt++] = 0;
+        for (size_t k = cstart[c]; k < cstart[c + 1]; k++) col[cnt] = cval[k], rowno[cnt++] = crow[k];
+        if (!add_columnex(lp, cnt, col, rowno) || !set_bounds(lp, c, 0.0, 1.0)) {
+            rc = rm_errorf(e, RM_ERR_SOLVER, "lp_solve add_columnex/set_bounds failed on column %d", c);
+            goto done;
+        }
+    }
+    if (!(m->levers & RM_MILP_PREFIX_ROWS))
+        for (size_t x = 0; x < (size_t)n * n; x++)
+            if (m->u_col[x] && !set_bounds(lp, m->u_col[x], 0.0, m->mem_rhs)) {
+                rc = rm_errorf(e, RM_ERR_SOLVER, "lp_solve set_bounds failed on column %d", m->u_col[x]);
+                goto done;
+            }
+done:
+    free(cstart);
+    free(crow);
+    free(cval);
+    free(obj);
+    free(col);
+    free(rowno);
+    free(m->row_start);
+    free(m->row_col);
+    free(m->row_val);
+    free(m->row_rhs);
+    free(m->row_type);
+    m->row_start = NULL, m->row_col = NULL, m->row_val = NULL, m->row_rhs = NULL, m->row_type = NULL;
+    return rc;
 }
 
 /* Users of each node (ascending) and the last descendant of each value. */
@@ -299,39 +415,6 @@ static void set_scales(rm_lp_model *m, const rm_problem *p, size_t act)
     double slack = 0.5 * (double)g;
     if ((m->levers & RM_MILP_TIGHT_BUDGET) && slack > 1e-7 * (double)act) slack = 1e-7 * (double)act;
     m->mem_rhs = ((double)(act - act % g) + slack) / m->mem_scale;
-}
-
-/* lp_solve's model: its settings, the columns' bounds and the objective. */
-static int make_columns(rm_lp_model *m, const rm_problem *p, rm_err *e)
-{
-    int n = m->n;
-    m->lp = make_lp(0, m->ncols);
-    if (!m->lp) return rm_errorf(e, RM_ERR_NOMEM, "lp_solve make_lp failed for %d columns", m->ncols);
-    lprec *lp = m->lp;
-    if (!set_outputfile(lp, "")) return rm_errorf(e, RM_ERR_SOLVER, "lp_solve set_outputfile(\"\") failed");
-    put_logfunc(lp, lp_log, m);
-    set_verbose(lp, m->log ? m->verbosity : NEUTRAL);
-    set_minim(lp);
-    /* The rows are scaled already (bytes / budget, cost / largest cost);
-     * lp_solve's geometric scaling on top made the VGG16 LP about twice as slow
-     * (RM_MILP_NO_SCALING in lp_model.h has the figures). */
-    if (m->levers & RM_MILP_NO_SCALING) set_scaling(lp, SCALE_NONE);
-    for (int c = 1; c <= m->ncols; c++)
-        if (!set_bounds(lp, c, 0.0, 1.0))
-            return rm_errorf(e, RM_ERR_SOLVER, "lp_solve set_bounds failed on column %d", c);
-    if (!(m->levers & RM_MILP_PREFIX_ROWS))
-        for (size_t x = 0; x < (size_t)n * n; x++)
-            if (m->u_col[x] && !set_bounds(lp, m->u_col[x], 0.0, m->mem_rhs))
-                return rm_errorf(e, RM_ERR_SOLVER, "lp_solve set_bounds failed on column %d", m->u_col[x]);
-    int cnt = 0;
-    for (int t = 0; t < n; t++)
-        for (int i = 0; i < t; i++)
-            if (m->r_col[(size_t)t * n + i]) {
-                m->rv[cnt] = p->nodes[i].cost / m->cost_scale;
-                m->ri[cnt++] = m->r_col[(size_t)t * n + i];
-            }
-    if (!set_obj_fnex(lp, cnt, m->rv, m->ri)) return rm_errorf(e, RM_ERR_SOLVER, "lp_solve set_obj_fnex failed");
-    return RM_OK;
 }
 
 #define S_(t, i) m->s_col[(size_t)(t)*m->n + (i)]
@@ -481,8 +564,7 @@ int rm_lp_model_build(rm_lp_model *m, const rm_problem *p, size_t act, unsigned 
     m->ri = malloc(((size_t)m->ncols + 2) * sizeof *m->ri);
     if (!m->rv || !m->ri) goto nomem;
     set_scales(m, p, act);
-    if ((rc = make_columns(m, p, e)) != RM_OK) return rc;
-    if (!set_add_rowmode(m->lp, TRUE)) return rm_errorf(e, RM_ERR_SOLVER, "lp_solve set_add_rowmode(TRUE) failed");
+    if (!(m->row_start = calloc(1, sizeof *m->row_start))) goto nomem;
     for (int t = 0; t < n; t++) {
         if (rm_deadline_passed(deadline)) {
             m->stopped = 1;
@@ -492,7 +574,11 @@ int rm_lp_model_build(rm_lp_model *m, const rm_problem *p, size_t act, unsigned 
         if ((rc = rows_frees(m, t, e)) != RM_OK) return rc;
         if ((rc = rows_budget(m, t, e)) != RM_OK) return rc;
     }
-    if (!set_add_rowmode(m->lp, FALSE)) return rm_errorf(e, RM_ERR_SOLVER, "lp_solve set_add_rowmode(FALSE) failed");
+    if (rm_deadline_passed(deadline)) {
+        m->stopped = 1;
+        return rm_errorf(e, RM_ERR_BUDGET, "the time limit stopped building the LP model before loading it");
+    }
+    if ((rc = load_model(m, p, e)) != RM_OK) return rc;
     RM_LOG_DEBUG("lp model: %d nodes at %zu activation bytes: %d rows, %d columns (%d S, %d R, %d FREE), "
                  "levers %#x",
                  n, act, m->nrows, m->ncols, m->nS, m->nR, m->nfree, levers);

@@ -303,6 +303,9 @@ LP_WRAP(MYBOOL, set_obj_fnex, FALSE, (lprec * lp, int count, REAL *row, int *col
 LP_WRAP(MYBOOL, add_constraintex, FALSE, (lprec * lp, int count, REAL *row, int *colno, int type, REAL rh),
         (lp, count, row, colno, type, rh))
 LP_WRAP(MYBOOL, set_add_rowmode, FALSE, (lprec * lp, MYBOOL on), (lp, on))
+LP_WRAP(MYBOOL, add_columnex, FALSE, (lprec * lp, int count, REAL *column, int *rowno), (lp, count, column, rowno))
+LP_WRAP(MYBOOL, set_constr_type, FALSE, (lprec * lp, int row, int type), (lp, row, type))
+LP_WRAP(MYBOOL, set_rh, FALSE, (lprec * lp, int row, REAL value), (lp, row, value))
 LP_WRAP(MYBOOL, set_bounds, FALSE, (lprec * lp, int col, REAL lo, REAL up), (lp, col, lo, up))
 LP_WRAP(MYBOOL, set_int, FALSE, (lprec * lp, int col, MYBOOL on), (lp, col, on))
 LP_WRAP(MYBOOL, set_var_weights, FALSE, (lprec * lp, REAL *w), (lp, w))
