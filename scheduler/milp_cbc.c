@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -154,8 +155,10 @@ nomem:
 
 /* The child: loads, solves, writes the answer, and leaves without running
  * the parent's exit handlers (_exit). */
-static void child_solve(const csc *c, const rm_cbc_args *a, shared_answer *sh, double *x)
+static void child_solve(const csc *c, const rm_cbc_args *a, shared_answer *sh, double *x, pid_t parent)
 {
+    /* Dies with remat: a killed remat must not leave CBC running. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(4);
     if (!a->log) { /* CBC prints on stdout, which is the caller's (a schedule, a table) */
         FILE *null = fopen("/dev/null", "w");
         if (null) dup2(fileno(null), STDOUT_FILENO);
@@ -239,8 +242,9 @@ int rm_cbc_start(rm_cbc_job **job, const rm_lp_model *m, const rm_cbc_args *a, r
     }
     j->t0 = rm_now();
     fflush(NULL); /* the child must not write the parent's buffered output again */
+    pid_t parent = getpid();
     j->pid = fork();
-    if (j->pid == 0) child_solve(&c, a, j->sh, (double *)(j->sh + 1));
+    if (j->pid == 0) child_solve(&c, a, j->sh, (double *)(j->sh + 1), parent);
     csc_free(&c);
     if (j->pid < 0) {
         munmap(j->sh, j->shsize);
