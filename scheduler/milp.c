@@ -547,7 +547,7 @@ static int run_engines(milp_run *r, rm_engine_answer a[2], double *xs[2], const 
     }
     if (job) {
         names[*na] = "cbc";
-        rm_cbc_finish(job, r->deadline, &a[*na], xs[1]);
+        rm_cbc_finish(job, r->deadline, &a[*na], xs[*na]); /* xs[1] held CBC's start: the child has its copy */
         rm_cbc_free(job);
         info->nodes += a[*na].nodes;
         info->cbc_nodes += a[*na].nodes;
