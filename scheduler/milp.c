@@ -546,6 +546,9 @@ static int run_engines(milp_run *r, rm_engine_answer a[2], double *xs[2], const 
         }
     }
     if (job) {
+        /* Into xs[*na], beside its answer: xs[0] when CBC searched alone
+         * (step_search reads a[k]'s solution from xs[k]). CBC's start in
+         * xs[1] was copied into its process when it started. */
         names[*na] = "cbc";
         rm_cbc_finish(job, r->deadline, &a[*na], xs[*na]); /* xs[1] held CBC's start: the child has its copy */
         rm_cbc_free(job);
@@ -597,8 +600,11 @@ static int step_search(milp_run *r, int *rc, rm_err *e)
                 if (b > info->search_bound) info->search_bound = b;
             }
             if (ak->state == RM_ENGINE_FAILED) {
-                RM_LOG_WARN("milp: %s failed (%s); %s", names[k], ak->why,
-                            na > 1 ? "the other engine's answer stands" : "the best schedule found stands");
+                RM_LOG_WARN("milp: %s failed (%s)%s", names[k], ak->why,
+                            na > 1                            ? "; the other engine's answer stands"
+                            : r->best.s                       ? "; the best schedule found stands"
+                            : r->engine == RM_MILP_ENGINE_CBC ? " with no schedule at hand: lp_solve searches instead"
+                                                              : "");
                 failed++;
                 continue;
             }
@@ -640,6 +646,13 @@ static int step_search(milp_run *r, int *rc, rm_err *e)
             return STEP_DONE;
         }
         if (failed == na) {
+            if (r->engine == RM_MILP_ENGINE_CBC && !r->best.s) {
+                /* The other engine, always built, searches the same model
+                 * (the no-good rows included): an engine's failure is no
+                 * error where the other may still answer. */
+                r->engine = RM_MILP_ENGINE_LPSOLVE;
+                continue;
+            }
             if (r->best.s || na > 1 || rejections > 0) {
                 /* Cut after cut, lp_solve may lose accuracy (ACCURACYERROR
                  * seen here); what was found before stands, unproved. */

@@ -4,10 +4,12 @@
 #include "inject.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <lp_lib.h>
 
@@ -24,6 +26,7 @@ static long io_nth, io_calls[IO_KINDS], io_fired_count;
 static long solve_nth = -1, solve_count;
 static int solve_code, solve_sticky;
 static fi_solve_mode solve_mode;
+static fi_cbc_fault cbc_fault;
 
 void fi_reset(void)
 {
@@ -35,6 +38,7 @@ void fi_reset(void)
     memset(io_calls, 0, sizeof io_calls);
     solve_nth = -1;
     solve_count = 0;
+    cbc_fault = FI_CBC_NONE;
 }
 
 void fi_alloc_fail_nth(long n)
@@ -350,3 +354,33 @@ int __wrap_solve(lprec *lp)
     }
     return solve_code;
 }
+
+/* ---- CBC ---------------------------------------------------------------------------- */
+
+void fi_cbc_fail(fi_cbc_fault f)
+{
+    cbc_fault = f;
+}
+
+#ifdef REMAT_HAVE_CBC
+/* Runs in CBC's child (milp_cbc.c's child_solve), which inherits the fault
+ * armed in the test's process. Cbc_Model is opaque here: no CBC header. */
+int __real_Cbc_solve(void *model);
+int __wrap_Cbc_solve(void *model);
+int __wrap_Cbc_solve(void *model)
+{
+    switch (cbc_fault) {
+    case FI_CBC_CRASH:
+        signal(SIGSEGV, SIG_DFL); /* a crash, not a sanitizer's report and exit */
+        raise(SIGSEGV);
+        break;
+    case FI_CBC_HANG:
+        for (;;) pause();
+    case FI_CBC_EXIT:
+        _exit(3);
+    default:
+        break;
+    }
+    return __real_Cbc_solve(model);
+}
+#endif

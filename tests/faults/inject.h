@@ -14,7 +14,9 @@
  * one allocation and fails as lp_solve documents, NULL, FALSE or NOMEMORY;
  * lp_solve's own internals are spared, see inject.c). I/O faults make fwrite, fflush, fclose (after
  * really closing), fsync, rename or posix_fallocate fail with a chosen errno on files other
- * than stdout, stderr and memory streams, as a full or failing output disk would. */
+ * than stdout, stderr and memory streams, as a full or failing output disk would.
+ * CBC faults (built with CBC only: Cbc_solve is wrapped) make the child
+ * process milp_cbc.c runs CBC in crash, hang or exit without an answer. */
 #ifndef REMAT_TESTS_FAULTS_INJECT_H
 #define REMAT_TESTS_FAULTS_INJECT_H
 
@@ -66,5 +68,18 @@ typedef enum fi_solve_mode {
 void fi_solve_fail(long nth, int code, fi_solve_mode mode, int sticky);
 /* solve() calls since arming. */
 long fi_solve_calls(void);
+
+/* ---- CBC ------------------------------------------------------------------ */
+
+typedef enum fi_cbc_fault {
+    FI_CBC_NONE,
+    FI_CBC_CRASH, /* CBC's process dies of SIGSEGV in Cbc_solve, as a crashing CBC would */
+    FI_CBC_HANG,  /* Cbc_solve never returns, its time limit ignored: only a kill ends it */
+    FI_CBC_EXIT,  /* CBC's process exits with status 3 before it answers */
+} fi_cbc_fault;
+
+/* Every Cbc_solve from now on (in the children forked after this call)
+ * does that; FI_CBC_NONE disarms. Nothing happens in a build without CBC. */
+void fi_cbc_fail(fi_cbc_fault f);
 
 #endif

@@ -5,19 +5,13 @@
  * answer must fit by the simulator's exact count and equal the independent
  * DP's optimum. */
 #include <criterion/criterion.h>
-#include <math.h>
 #include <stdio.h>
 
 #include "exact_dp.h"
+#include "milp_checks.h"
 #include "random_graphs.h"
-#include "rng.h"
 #include "simulate.h"
 #include "strategy.h"
-
-static int close_rel(double a, double b)
-{
-    return fabs(a - b) <= 1e-6 * fmax(1.0, fmax(fabs(a), fabs(b)));
-}
 
 /* The 5-node problem: checkpoint-all peaks at 40000016 bytes. */
 static rm_problem *five_nodes(void)
@@ -66,30 +60,6 @@ Test(boundary, five_node_problem_one_byte_below_checkpoint_all)
     cr_assert_eq(run_named(&cost, NULL, "milp", p), RM_OK);
     cr_assert_eq(cost, 5.0);
     rm_problem_free(p);
-}
-
-/* A random DAG of n nodes with sizes around scale bytes, odd and distinct. */
-static rm_problem *scaled_dag(uint64_t seed, int n, size_t scale)
-{
-    rm_rng r = rm_rng_make(seed * 104729 + 3);
-    size_t bytes[EXACT_DP_MAX_N];
-    double cost[EXACT_DP_MAX_N];
-    char buf[EXACT_DP_MAX_N][48];
-    const char *deps[EXACT_DP_MAX_N];
-    for (int i = 0; i < n; i++) {
-        bytes[i] = scale / (1 + rm_rng_next(&r) % 4) + 2 * (rm_rng_next(&r) % 1000) + 1;
-        cost[i] = (double)(1 + rm_rng_next(&r) % 5);
-        buf[i][0] = 0;
-        if (i > 0) snprintf(buf[i], sizeof buf[i], "%d", i - 1);
-        if (i > 1 && rm_rng_next(&r) % 2) {
-            int j = (int)(rm_rng_next(&r) % (uint64_t)(i - 1));
-            snprintf(buf[i], sizeof buf[i], "%d,%d", j, i - 1);
-        }
-        deps[i] = buf[i];
-    }
-    rm_problem *p = rg_problem_make(n, bytes, cost, deps);
-    cr_assert_not_null(p);
-    return p;
 }
 
 /* Budgets at every baseline's peak and 1 and 3 bytes below it. */

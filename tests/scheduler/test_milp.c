@@ -3,9 +3,8 @@
  * and training graph, every schedule passes the simulator within budget and
  * agrees with the DP's own replay of the memory model, the LP bound is a
  * lower bound, and the infeasible and unlimited ends behave. Node limits
- * only: nothing here depends on wall-clock time. Over ~600 lines because
- * the milp, lp_round, cheapest_R and exact_dp suites share the DP-comparison
- * helpers below; they move to a fixture file with the next suite added. */
+ * only: nothing here depends on wall-clock time. The problems and the
+ * schedule check are milp_checks.h's, shared with the engines' suite. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 
 #include "exact_dp.h"
 #include "milp.h"
+#include "milp_checks.h"
 #include "random_graphs.h"
 #include "rng.h"
 #include "simulate.h"
@@ -21,109 +21,11 @@
 
 /* ---------------------------------------------------------------- helpers */
 
-static size_t act_budget(const rm_problem *p)
-{
-    return p->budget - p->fixed_bytes;
-}
-static void set_act(rm_problem *p, size_t act)
-{
-    p->budget = p->fixed_bytes + act;
-}
-
-static size_t checkpoint_all_peak(const rm_problem *p, double *cost)
-{
-    rm_schedule *s;
-    rm_err e = {0};
-    cr_assert_eq(rm_checkpoint_all_build(&s, p, &e), RM_OK);
-    rm_sim_result r;
-    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_OK, "%s", e.msg);
-    rm_schedule_free(s);
-    if (cost) *cost = r.cost;
-    return r.peak_bytes;
-}
-
 static double sum_costs(const rm_problem *p)
 {
     double c = 0;
     for (int i = 0; i < p->n; i++) c += p->nodes[i].cost;
     return c;
-}
-
-static int close_rel(double a, double b)
-{
-    return fabs(a - b) <= 1e-6 * fmax(1.0, fmax(fabs(a), fabs(b)));
-}
-
-/* A random DAG that is not shaped like a training graph: each node reads up
- * to three random earlier nodes, sizes 1..8 units of 16 bytes, costs 1..5. */
-static rm_problem *random_dag(uint64_t seed, int n)
-{
-    rm_rng r = rm_rng_make(seed * 7919 + 17);
-    size_t bytes[EXACT_DP_MAX_N];
-    double cost[EXACT_DP_MAX_N];
-    char depbuf[EXACT_DP_MAX_N][64];
-    const char *deps[EXACT_DP_MAX_N];
-    for (int i = 0; i < n; i++) {
-        bytes[i] = 16 * (1 + rm_rng_next(&r) % 8);
-        cost[i] = (double)(1 + rm_rng_next(&r) % 5);
-        depbuf[i][0] = '\0';
-        if (i > 0) {
-            int nd = 1 + (int)(rm_rng_next(&r) % 3), used[EXACT_DP_MAX_N] = {0};
-            char *w = depbuf[i];
-            used[i - 1] = 1; /* keep it connected: read the previous node */
-            w += sprintf(w, "%d", i - 1);
-            for (int k = 1; k < nd; k++) {
-                int j = (int)(rm_rng_next(&r) % (uint64_t)i);
-                if (used[j]) continue;
-                used[j] = 1;
-                w += sprintf(w, ",%d", j);
-            }
-        }
-        deps[i] = depbuf[i];
-    }
-    rm_problem *p = rg_problem_make(n, bytes, cost, deps);
-    cr_assert_not_null(p);
-    p->fixed_bytes = 1000;
-    return p;
-}
-
-static rm_problem *small_training(uint64_t seed)
-{
-    rg_options o = {3, 0.4, 0.3, 0, 256};
-    rm_problem *p = rg_training_problem(seed, &o);
-    cr_assert_not_null(p);
-    return p;
-}
-
-/* Budgets from the trivial lower bound to the checkpoint-all peak. */
-static int budget_ladder(size_t *b, const rm_problem *p, int steps)
-{
-    size_t lo = rm_problem_peak_lower_bound(p), hi = checkpoint_all_peak(p, NULL);
-    int nb = 0;
-    for (int k = 0; k < steps; k++) {
-        size_t v = lo + (hi - lo) * (size_t)k / (size_t)(steps - 1);
-        if (nb == 0 || b[nb - 1] != v) b[nb++] = v;
-    }
-    return nb;
-}
-
-/* Checks a returned schedule with the simulator and with the DP's replay,
- * and that both agree with what the solver reported. */
-static void check_schedule(const rm_problem *p, const rm_schedule *s, double reported_cost)
-{
-    rm_sim_result r;
-    rm_err e = {0};
-    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_OK, "simulator rejected the schedule: %s", e.msg);
-    cr_assert(r.peak_bytes <= act_budget(p), "peak %zu above the activation budget %zu", r.peak_bytes, act_budget(p));
-    cr_assert(close_rel(r.cost, reported_cost), "simulated cost %g, reported %g", r.cost, reported_cost);
-    if (p->n <= EXACT_DP_MAX_N) {
-        double c;
-        size_t pk;
-        char msg[128];
-        cr_assert_eq(exact_replay(&c, &pk, p, s, msg, sizeof msg), 0, "independent replay rejects it: %s", msg);
-        cr_assert(close_rel(c, r.cost), "replay cost %g, simulator %g", c, r.cost);
-        cr_assert_eq(pk, r.peak_bytes, "replay peak %zu, simulator %zu", pk, r.peak_bytes);
-    }
 }
 
 static rm_milp_options test_options(unsigned levers)
