@@ -627,7 +627,11 @@ static int step_search(milp_run *r, int *rc, rm_err *e)
                 continue;
             }
             found = 1;
-            if (ak->state == RM_ENGINE_FOUND_OPTIMAL) proved = 1;
+            if (ak->state == RM_ENGINE_FOUND_OPTIMAL) {
+                proved = 1;
+                /* CBC proves its start optimal by finding it again: the proof is its answer */
+                if (!info->answered_by) info->answered_by = names[k];
+            }
         }
         if (proved) {
             if (r->best.s) {
