@@ -508,8 +508,11 @@ static int run_engines(milp_run *r, rm_engine_answer a[2], double *xs[2], const 
     rm_cbc_job *job = NULL;
     *na = 0;
     if (use_cbc) {
-        rm_cbc_args ca = {NULL,       search_cutoff(r),  r->deadline,
-                          nodes_left, r->opt->first_fit, rm_log_threshold() >= RM_LOG_DEBUG};
+        rm_cbc_args ca = {.cutoff = search_cutoff(r),
+                          .deadline = r->deadline,
+                          .node_limit = nodes_left,
+                          .first_fit = r->opt->first_fit,
+                          .log = rm_log_threshold() >= RM_LOG_DEBUG};
         if (r->best.s) {
             start_values(r, xs[1]);
             ca.start = xs[1];

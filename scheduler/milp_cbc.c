@@ -176,8 +176,8 @@ static void child_solve(const csc *c, const rm_cbc_args *a, shared_answer *sh, d
     Cbc_setObjSense(cm, 1); /* minimise, as lp_model.c does */
     int nint = 0;
     for (int j = 0; j < c->ncols; j++)
-        if (c->integer[j]) Cbc_setInteger(cm, j), nint++;
-    if (a->start) {
+        if (c->integer[j] && !a->lp_only) Cbc_setInteger(cm, j), nint++;
+    if (a->start && !a->lp_only) {
         int *idx = malloc((size_t)(nint ? nint : 1) * sizeof *idx);
         double *val = malloc((size_t)(nint ? nint : 1) * sizeof *val);
         if (idx && val) {
@@ -189,7 +189,7 @@ static void child_solve(const csc *c, const rm_cbc_args *a, shared_answer *sh, d
         free(idx);
         free(val);
     }
-    if (isfinite(a->cutoff)) Cbc_setCutoff(cm, a->cutoff);
+    if (isfinite(a->cutoff) && !a->lp_only) Cbc_setCutoff(cm, a->cutoff);
     Cbc_setLogLevel(cm, a->log ? 1 : 0);
     Cbc_setParameter(cm, "timeMode", "elapsed"); /* the deadline is wall clock, CBC's default CPU time */
     if (a->deadline > 0) {
@@ -207,7 +207,9 @@ static void child_solve(const csc *c, const rm_cbc_args *a, shared_answer *sh, d
     sh->proved_infeasible = Cbc_isProvenInfeasible(cm);
     sh->bound = Cbc_getBestPossibleObjValue(cm);
     sh->nodes = Cbc_getNodeCount(cm);
-    const double *best = Cbc_bestSolution(cm);
+    /* An LP's optimum is the solver's column solution; a MILP's, its best
+     * integer solution. */
+    const double *best = a->lp_only ? (sh->proved_optimal ? Cbc_getColSolution(cm) : NULL) : Cbc_bestSolution(cm);
     if (best) {
         memcpy(x, best, (size_t)c->ncols * sizeof *x);
         sh->objective = Cbc_getObjValue(cm);
@@ -349,4 +351,23 @@ void rm_cbc_free(rm_cbc_job *j)
     kill_child(j);
     munmap(j->sh, j->shsize);
     free(j);
+}
+
+int rm_cbc_relax(double *bound, double *x, const rm_lp_model *m, double deadline, rm_err *e)
+{
+    rm_cbc_args a = {.cutoff = INFINITY, .deadline = deadline, .lp_only = 1, .log = rm_log_threshold() >= RM_LOG_DEBUG};
+    rm_cbc_job *job;
+    int rc = rm_cbc_start(&job, m, &a, e);
+    if (rc != RM_OK) return rc;
+    rm_engine_answer ans;
+    rm_cbc_finish(job, deadline, &ans, x);
+    rm_cbc_free(job);
+    if (ans.state == RM_ENGINE_FOUND_OPTIMAL) {
+        *bound = m->cost_const + m->cost_scale * ans.objective;
+        return RM_OK;
+    }
+    if (ans.state == RM_ENGINE_NONE) return rm_errorf(e, RM_ERR_BUDGET, "cbc: the LP relaxation: %s", ans.why);
+    if (ans.state == RM_ENGINE_NONE_PROVED)
+        return rm_errorf(e, RM_ERR_INFEASIBLE, "cbc: the LP relaxation is infeasible: no schedule fits");
+    return rm_errorf(e, RM_ERR_SOLVER, "cbc: the LP relaxation: %s", ans.why);
 }

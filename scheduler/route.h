@@ -25,6 +25,11 @@
 /* Problems above this many nodes go through coarsening in the lp_round and
  * milp routes; VGG16's 79 nodes still solve directly. */
 #define RM_COARSEN_MIN_NODES 80
+/* Up to this many nodes and RM_WHOLE_MAX_COLUMNS columns, with CBC built in
+ * (and not --milp-engine lp_solve), the MILP route first solves the whole
+ * graph's LP with CBC's Clp and rounds it (route.c, whole_round). */
+#define RM_WHOLE_MAX_NODES 250
+#define RM_WHOLE_MAX_COLUMNS 120000
 
 /* The solver strategies' option-taking forms (rm_strategy_info.solve_opt). */
 int rm_route_lp_round(rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p, const rm_strategy_options *o,

@@ -55,6 +55,7 @@ static int settle(rm_schedule **out, rm_strategy_stats *stats, int mrc, const rm
     stats->lp_bound = ms->lp_bound;
     stats->gap = stats->has_bound && ir->cost > 0 ? fmax(0, (ir->cost - ms->lp_bound) / ir->cost) : 0;
     stats->stopped = ms->stopped;
+    stats->whole_lp = ms->whole_lp;
     return RM_OK;
 }
 

@@ -143,6 +143,8 @@ typedef struct rm_strategy_stats {
                            "milp" ("best" and the solvers' routes may answer with a heuristic's or the
                            rounding's); set on every answer, NULL when there is none */
     int stopped;        /* the time limit stopped a search: the answer is the best found by then */
+    int whole_lp;       /* the MILP route solved the whole graph's LP (CBC's Clp) and rounded it, above
+                           RM_COARSEN_MIN_NODES (route.c): its bound is in lp_bound where it is the best */
 } rm_strategy_stats;
 
 /* stats.source when the answer is the incumbent the caller gave (options.incumbent). */

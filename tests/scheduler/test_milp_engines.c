@@ -33,6 +33,7 @@
 #include "milp.h"
 #include "milp_checks.h"
 #include "random_graphs.h"
+#include "route.h"
 #include "simulate.h"
 #include "strategy.h"
 
@@ -676,4 +677,93 @@ Test(milp_engines_faults, cbc_not_built_runs_lp_solve_with_a_reason)
     }
     cr_assert(cf_said(1, "milp: CBC is not built into this remat: lp_solve instead"), "no reason logged");
     answer_free(&lp);
+}
+
+/* ---------------------------------------------------------------- whole graphs */
+
+/* CBC's LP (Clp, lp_only) and lp_solve's LP of the same model agree on
+ * the optimum, on training graphs of 27 to 43 nodes at three budgets each,
+ * in both budget-row forms. */
+Test(milp_engines, cbc_solves_the_same_lp_relaxation_as_lp_solve)
+{
+    if (!rm_milp_engine_have_cbc()) cr_skip_test("CBC is not built into this remat");
+    int compared = 0;
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        rg_options go = {6 + 2 * (int)seed, 0.3, 0.3, 0, 512};
+        rm_problem *p = rg_training_problem(seed, &go);
+        size_t b[3];
+        int nb = budget_ladder(b, p, 3);
+        for (int k = 0; k < nb; k++)
+            for (int form = 0; form < 2; form++) {
+                unsigned lv = form ? RM_MILP_DEFAULT & ~RM_MILP_PREFIX_ROWS : RM_MILP_DEFAULT;
+                rm_lp_model m;
+                rm_err e = {RM_OK, ""};
+                cr_assert_eq(rm_lp_model_build(&m, p, b[k], lv, NULL, NULL, 0, 0, &e), RM_OK, "%s", e.msg);
+                double *x = malloc((size_t)m.ncols * sizeof *x), clp = 0, lps = 0;
+                int rc = rm_cbc_relax(&clp, x, &m, 0, &e);
+                int code;
+                cr_assert_eq(rm_lp_solve_relaxation(&m, &code, &lps, 0, &e), RM_OK, "%s", e.msg);
+                if (code == OPTIMAL) {
+                    cr_assert_eq(rc, RM_OK, "seed %llu, %zu bytes: lp_solve solved the LP, CBC: %s",
+                                 (unsigned long long)seed, b[k], e.msg);
+                    cr_assert(close_rel(clp, lps), "seed %llu, %zu bytes, form %d: CBC %.12g, lp_solve %.12g",
+                              (unsigned long long)seed, b[k], form, clp, lps);
+                    compared++;
+                } else {
+                    cr_assert_eq(code, INFEASIBLE);
+                    cr_assert_eq(rc, RM_ERR_INFEASIBLE, "seed %llu: lp_solve: infeasible, CBC: %d %s",
+                                 (unsigned long long)seed, rc, e.msg);
+                }
+                free(x);
+                rm_lp_model_free(&m);
+            }
+        rm_problem_free(p);
+    }
+    cr_assert_geq(compared, 12, "only %d LPs compared", compared);
+}
+
+/* Above 80 nodes, the MILP route rounds the whole graph's LP (CBC) before
+ * the coarsened solves: its answer fits, is never dearer than that
+ * rounding, and its bound is at least that LP's. No time limit (a node
+ * limit for the coarse MILP): the route is the same run to run. 12 s, most
+ * of it lp_solve's LP of the 64-node coarse graph. */
+Test(milp_engines, milp_route_rounds_the_whole_graph, .timeout = 120)
+{
+    if (!rm_milp_engine_have_cbc()) cr_skip_test("CBC is not built into this remat");
+    rg_options go = {40, 0.1, 0.1, 3, 256};
+    rm_problem *p = rg_training_problem(11, &go);
+    cr_assert_gt(p->n, RM_COARSEN_MIN_NODES);
+    size_t b[5];
+    cr_assert_geq(budget_ladder(b, p, 5), 3);
+    set_act(p, b[1]);
+    rm_strategy_options o = {.node_limit = 20};
+    rm_strategy_stats st;
+    rm_schedule *s = NULL;
+    rm_err e = {RM_OK, ""};
+    cr_assert_eq(rm_strategy_run(&s, &st, rm_strategy_find("milp"), p, &o, &e), RM_OK, "%s", e.msg);
+    check_schedule(p, s, st.sim.cost);
+    cr_assert(st.whole_lp, "the whole graph's LP was not solved");
+    cr_assert(st.has_bound && st.lp_bound <= st.sim.cost * (1 + 1e-9));
+    /* The same LP and the same rounding, here. */
+    rm_lp_model m;
+    cr_assert_eq(rm_lp_model_build(&m, p, b[1], RM_MILP_DEFAULT & ~RM_MILP_PREFIX_ROWS, NULL, NULL, 0, 0, &e), RM_OK);
+    double *x = malloc((size_t)m.ncols * sizeof *x), *S = malloc((size_t)p->n * p->n * sizeof *S), lb;
+    cr_assert_eq(rm_cbc_relax(&lb, x, &m, 0, &e), RM_OK, "%s", e.msg);
+    rm_lp_fill_fractional(&m, x, S, NULL);
+    rm_lp_round_options ro;
+    rm_lp_round_options_default(&ro);
+    rm_lp_round_result rr;
+    rm_schedule *w = NULL;
+    cr_assert_eq(rm_lp_round_from(&w, &rr, p, S, lb, &ro, &e), RM_OK, "%s", e.msg);
+    rm_sim_result wr;
+    cr_assert_eq(rm_simulate(&wr, p, w, &e), RM_OK);
+    cr_assert_leq(st.sim.cost, wr.cost, "the route's answer %.9g is dearer than the whole rounding's %.9g", st.sim.cost,
+                  wr.cost);
+    cr_assert_geq(st.lp_bound, lb * (1 - 1e-9), "bound %.9g below the whole graph's LP %.9g", st.lp_bound, lb);
+    rm_schedule_free(w);
+    free(x);
+    free(S);
+    rm_lp_model_free(&m);
+    rm_schedule_free(s);
+    rm_problem_free(p);
 }
