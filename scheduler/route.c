@@ -320,7 +320,7 @@ int rm_route_lp_round(rm_schedule **out, rm_strategy_stats *stats, const rm_prob
  * (*bound). lp_solve's simplex takes minutes here, Clp seconds (U-Net, 141
  * nodes: over 120 s against 7 s; MobileNet, 171: 15 s), and the rounding of
  * the whole graph beats the coarsened routes at tight budgets (U-Net b8 at
- * 60%: +1.61% against +14.29%; MobileNet b32 at 60%: +1.09% against +7.6%),
+ * 60%: +1.61% against +15.1%; MobileNet b32 at 60%: +1.09% against +7.75%, 60 s each),
  * the coarse MILP being better near the no-remat peak (U-Net at 80%: +0.15%
  * against +1.54%). Models past RM_WHOLE_MAX_COLUMNS are not tried: ResNet-50
  * (355,462 columns) took Clp 300 s. RM_OK, or an error saying why not. */
