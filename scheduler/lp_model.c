@@ -35,6 +35,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "milp_engine.h"
 #include "simulate.h"
 #include "strategy.h"
 
@@ -764,17 +765,18 @@ static int model_budget(size_t *act, const rm_problem *p, rm_err *e)
     return RM_OK;
 }
 
-/* The relaxation's values after an optimal solve, into out. */
-static int take_relaxation(rm_milp_relaxation *out, const rm_lp_model *m, const rm_problem *p, double bound, rm_err *e)
+/* The relaxation's values after an optimal solve, into out: v by column
+ * (CBC's), or NULL for lp_solve's. */
+static int take_relaxation(rm_milp_relaxation *out, const rm_lp_model *m, const rm_problem *p, double bound, double *v,
+                           rm_err *e)
 {
     size_t nn = (size_t)p->n * (size_t)p->n;
     out->S = malloc(nn * sizeof *out->S);
     out->R = malloc(nn * sizeof *out->R);
-    double *v = NULL;
     int rc = RM_OK;
     if (!out->S || !out->R) {
         rc = rm_errorf(e, RM_ERR_NOMEM, "milp: out of memory for the relaxation (n = %d)", p->n);
-    } else if (!get_ptr_variables(m->lp, &v) || !v) {
+    } else if (!v && (!get_ptr_variables(m->lp, &v) || !v)) {
         rc = rm_errorf(e, RM_ERR_SOLVER, "lp_solve get_ptr_variables failed after the LP relaxation");
     } else {
         rm_lp_fill_fractional(m, v, out->S, out->R);
@@ -804,8 +806,26 @@ int rm_milp_relax(rm_milp_relaxation *out, const rm_problem *p, unsigned levers,
         return rc;
     }
     int code;
-    double bound = 0;
-    rc = rm_lp_solve_relaxation(&m, &code, &bound, deadline, e);
+    double bound = 0, *x = NULL;
+    if (m.ncols >= RM_CLP_MIN_COLUMNS && rm_milp_engine_have_cbc()) {
+        /* CBC's Clp, where it is faster: a killed child answers nothing. */
+        rm_err ce = {RM_OK, ""};
+        if (!(x = malloc((size_t)m.ncols * sizeof *x))) {
+            rc = rm_errorf(e, RM_ERR_NOMEM, "milp: out of memory for the relaxation (n = %d)", p->n);
+        } else if ((rc = rm_cbc_relax(&bound, x, &m, deadline, &ce)) == RM_OK) {
+            code = OPTIMAL;
+        } else if (rc == RM_ERR_INFEASIBLE || rc == RM_ERR_BUDGET) {
+            code = rc == RM_ERR_INFEASIBLE ? INFEASIBLE : TIMEOUT;
+            rc = RM_OK;
+        } else {
+            RM_LOG_WARN("lp relaxation: CBC failed (%s): lp_solve solves it", ce.msg);
+            free(x);
+            x = NULL;
+            rc = rm_lp_solve_relaxation(&m, &code, &bound, deadline, e);
+        }
+    } else {
+        rc = rm_lp_solve_relaxation(&m, &code, &bound, deadline, e);
+    }
     if (rc == RM_OK && code == INFEASIBLE)
         rc = rm_errorf(e, RM_ERR_INFEASIBLE, "the LP relaxation is infeasible: no schedule fits %zu bytes", act);
     else if (rc == RM_OK && code != OPTIMAL && time_limit_s > 0)
@@ -814,7 +834,8 @@ int rm_milp_relax(rm_milp_relaxation *out, const rm_problem *p, unsigned levers,
     else if (rc == RM_OK && code != OPTIMAL)
         rc = rm_errorf(e, RM_ERR_INFEASIBLE, "lp_solve stopped the LP relaxation before its optimum (%s)",
                        rm_lp_code_name(code));
-    if (rc == RM_OK) rc = take_relaxation(out, &m, p, bound, e);
+    if (rc == RM_OK) rc = take_relaxation(out, &m, p, bound, x, e);
+    free(x);
     rm_lp_model_free(&m);
     out->seconds = rm_now() - t0;
     RM_LOG_DEBUG("lp relaxation: %d nodes, bound %.6g, %.3f s%s", p->n, out->bound, out->seconds,
