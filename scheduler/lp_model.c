@@ -807,7 +807,7 @@ int rm_milp_relax(rm_milp_relaxation *out, const rm_problem *p, unsigned levers,
     }
     int code;
     double bound = 0, *x = NULL;
-    if (m.ncols >= RM_CLP_MIN_COLUMNS && rm_milp_engine_have_cbc()) {
+    if (m.ncols >= RM_CLP_MIN_COLUMNS && rm_milp_engine_have_cbc() && !(levers & RM_MILP_LPSOLVE_ONLY)) {
         /* CBC's Clp, where it is faster: a killed child answers nothing. */
         rm_err ce = {RM_OK, ""};
         if (!(x = malloc((size_t)m.ncols * sizeof *x))) {

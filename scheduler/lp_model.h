@@ -72,6 +72,8 @@ enum {
                                        45.53 vs 46); with, at or above it on every instance of
                                        test_relaxation.c. MILP answers unchanged; LP rounding uses it too
                                        (see rm_lp_round_options_default) */
+    RM_MILP_LPSOLVE_ONLY = 1u << 18, /* the LP relaxation by lp_solve even where CBC's Clp would solve it
+                                        (rm_milp_relax, RM_CLP_MIN_COLUMNS): --milp-engine lp_solve */
 };
 #define RM_MILP_DEFAULT                                                                                                \
     (RM_MILP_FLOOR_FIRST | RM_MILP_S_PRIORITY | RM_MILP_STAGE_ORDER | RM_MILP_PRUNE | RM_MILP_FREE_CUT |               \

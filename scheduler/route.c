@@ -192,6 +192,7 @@ static int lp_round_direct(rm_schedule **out, rm_strategy_stats *stats, const rm
     rm_lp_round_options lo;
     rm_lp_round_options_default(&lo);
     if (deadline > 0) lo.time_limit_s = fmax(0.01, rm_deadline_left(deadline));
+    if (o && o->milp_engine == RM_MILP_ENGINE_LPSOLVE) lo.levers |= RM_MILP_LPSOLVE_ONLY;
     rm_lp_round_result r;
     memset(&r, 0, sizeof r);
     rm_err re = {RM_OK, ""};
