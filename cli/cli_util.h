@@ -106,7 +106,7 @@ int rm_cli_parse_solver_limits(double *seconds, long *nodes, const char *time_li
  * RM_CLI_MILP_ENGINE_HELP. */
 int rm_cli_parse_milp_engine(rm_milp_engine *k, const char *s, char *why, size_t len);
 #define RM_CLI_MILP_ENGINE_HELP(pad)                                                                                   \
-    "  --milp-engine E" pad "who runs the MILP's branch and bound: lp_solve, cbc (when built in) or auto\n"            \
+    "  --milp-engine E" pad "who solves the MILP: lp_solve (alone, its LPs too), cbc (when built in) or auto\n"        \
     "                 " pad "(default: both at once on 2+ cores, first proof wins; lp_solve with --node-limit)\n"
 /* Length of the plain decimal number at s (digits, an optional fraction and
  * exponent; no sign, space, hex, inf or nan); 0 when s does not start with one. */
