@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cbc_bench.h"
+#include "engine_bench.h"
 #include "cli_util.h"
 #include "random_graphs.h"
 #include "rng.h"

@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cbc_bench.h"
+#include "engine_bench.h"
 #include "cli_util.h"
 #include "clock.h"
 #include "lp_model.h"

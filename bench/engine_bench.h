@@ -5,8 +5,8 @@
  * Checkmate's linear graphs, random DAGs), cbc_solve.c (one instance: the
  * cheapest baseline, remat's solve, CBC's run and its cross-check),
  * cbc_report.c (the markdown rows and the totals). */
-#ifndef REMAT_BENCH_CBC_BENCH_H
-#define REMAT_BENCH_CBC_BENCH_H
+#ifndef REMAT_BENCH_ENGINE_BENCH_H
+#define REMAT_BENCH_ENGINE_BENCH_H
 
 #include <stddef.h>
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # remat's MILP against CBC on the same MILP (bench/cbc_bench.c): installs
 # CBC (Debian's coinor-cbc) when `cbc` is missing, builds, and runs
-# remat_bench_cbc, writing the markdown to docs/bench/cbc.md (progress on
-# stderr; with --format csv|json, stdout only). Arguments go to remat_bench_cbc, e.g.
+# remat_bench_engine, writing the markdown to docs/bench/cbc.md (progress on
+# stderr; with --format csv|json, stdout only). Arguments go to remat_bench_engine, e.g.
 #
 #   bench/cbc.sh                          # the full benchmark: hours
 #   bench/cbc.sh --quick                  # a smoke run: seconds
@@ -18,7 +18,7 @@ if ! command -v cbc >/dev/null 2>&1; then
     "${sudo[@]}" apt-get update
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y coinor-cbc
 fi
-REMAT_BUILD_TARGET=remat_bench_cbc ./scripts/build "${REMAT_BUILD_ARGS:--DREMAT_WERROR=ON}"
+REMAT_BUILD_TARGET=remat_bench_engine ./scripts/build "${REMAT_BUILD_ARGS:--DREMAT_WERROR=ON}"
 dir="${REMAT_BUILD_DIR:-build}"
 # The document is the markdown: another --out, or csv / json (--format), leaves it alone.
 out=(--out docs/bench/cbc.md)
@@ -29,4 +29,4 @@ for a in "$@"; do
     prev=$a
 done
 mkdir -p docs/bench
-exec "$dir/bench/remat_bench_cbc" "${out[@]}" "$@"
+exec "$dir/bench/remat_bench_engine" "${out[@]}" "$@"

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cbc_bench.h"
+#include "engine_bench.h"
 #include "cli_util.h"
 #include "clock.h"
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cbc_bench.h"
+#include "engine_bench.h"
 #include "cli_util.h"
 
 void cbc_table_start(const char *title, const char *what)
