@@ -1,27 +1,33 @@
 #!/usr/bin/env bash
-# remat's MILP against CBC on the same MILP (bench/cbc_bench.c): installs
-# CBC (Debian's coinor-cbc) when `cbc` is missing, builds, and runs
-# remat_bench_engine, writing the markdown to docs/bench/cbc.md (progress on
-# stderr; with --format csv|json, stdout only). Arguments go to remat_bench_engine, e.g.
+# The MILP's engines side by side (bench/engine_bench.c): makes the bench's
+# own virtual environment (build/bench-venv, or $REMAT_BENCH_VENV) with
+# HiGHS (PyPI highspy) for the reference column, builds, and runs
+# remat_bench_engine, writing the markdown to docs/bench/engines.md
+# (progress on stderr; with --format csv|json, stdout only). Arguments go to
+# remat_bench_engine, e.g.
 #
-#   bench/cbc.sh                          # the full benchmark: hours
-#   bench/cbc.sh --quick                  # a smoke run: seconds
-#   bench/cbc.sh --only linear --out /tmp/linear.md
+#   bench/engine.sh                          # every instance, 60 s each: many hours
+#   bench/engine.sh --quick                  # a smoke run: a minute
+#   bench/engine.sh --only linear --out /tmp/linear.md
 #
-# CBC is only ever needed here: never by the build, the demo or the tests.
+# highspy is only ever needed here: never by the build, the demo or the
+# tests. Where pip cannot install it (no network), the table's HiGHS column
+# says "not installed" and the rest runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! command -v cbc >/dev/null 2>&1; then
-    echo "cbc.sh: cbc not found; installing coinor-cbc" >&2
-    sudo=()
-    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
-    "${sudo[@]}" apt-get update
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y coinor-cbc
-fi
-REMAT_BUILD_TARGET=remat_bench_engine ./scripts/build "${REMAT_BUILD_ARGS:--DREMAT_WERROR=ON}"
 dir="${REMAT_BUILD_DIR:-build}"
+venv="${REMAT_BENCH_VENV:-$dir/bench-venv}"
+highs=()
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import highspy' 2>/dev/null; then
+    echo "engine.sh: installing highspy into $venv" >&2
+    { python3 -m venv "$venv" && "$venv/bin/pip" install --quiet highspy; } >&2 ||
+        echo "engine.sh: highspy could not be installed: HiGHS: not installed" >&2
+fi
+"$venv/bin/python" -c 'import highspy' 2>/dev/null && highs=(--highs "$venv/bin/python")
+mkdir -p "$dir"
+REMAT_BUILD_TARGET=remat_bench_engine ./scripts/build "${REMAT_BUILD_ARGS:--DREMAT_WERROR=ON}"
 # The document is the markdown: another --out, or csv / json (--format), leaves it alone.
-out=(--out docs/bench/cbc.md)
+out=(--out docs/bench/engines.md)
 prev=
 for a in "$@"; do
     case "$a" in --out | --out=* | --format=csv | --format=json) out=() ;; esac
@@ -29,4 +35,4 @@ for a in "$@"; do
     prev=$a
 done
 mkdir -p docs/bench
-exec "$dir/bench/remat_bench_engine" "${out[@]}" "$@"
+exec "$dir/bench/remat_bench_engine" "${highs[@]}" "${out[@]}" "$@"
