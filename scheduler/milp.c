@@ -546,7 +546,7 @@ static int run_engines(milp_run *r, rm_engine_answer a[2], double *xs[2], const 
     }
     if (job) {
         names[*na] = "cbc";
-        rm_cbc_finish(job, r->deadline, &a[*na], xs[1]);
+        rm_cbc_finish(job, r->deadline, &a[*na], xs[*na]);
         rm_cbc_free(job);
         info->nodes += a[*na].nodes;
         info->cbc_nodes += a[*na].nodes;
