@@ -49,7 +49,8 @@
     "  --time-limit S   wall-clock seconds for each engine on each instance (default 60; 0 = none)\n"                  \
     "  --only FAMILY    models, linear or random (default: all three)\n"                                               \
     "  --out FILE       also write the output to FILE (e.g. docs/bench/engines.md)\n"                                  \
-    "  --engines LIST   columns to run, of lp_solve,cbc,auto,best,highs (default: all five)\n"                         \
+    "  --engines LIST   columns to run, of lp_solve,cbc,auto,race,best,highs (default: all but race, the\n"            \
+    "                   race of both engines forced below auto's size threshold)\n"                                    \
     "  --models LIST    built-in models to run, e.g. vgg16,unet (default: every non-tiny one)\n"                       \
     "  --pcts LIST      the models' budgets, % of the no-remat peak (default 90,80,70,60)\n"                           \
     "  --linear LIST    layers of the linear graphs (default 8,16,24)\n"                                               \
@@ -157,7 +158,7 @@ static int parse_args(engine_cfg *c, const char **out, int argc, char **argv)
     if (c->only && strcmp(c->only, "models") && strcmp(c->only, "linear") && strcmp(c->only, "random"))
         return usage_error("--only takes models, linear or random, not", c->only);
     if (engines_s && parse_engines(&c->engines, engines_s))
-        return usage_error("--engines takes a list of lp_solve, cbc, auto, best and highs, not", engines_s);
+        return usage_error("--engines takes a list of lp_solve, cbc, auto, race, best and highs, not", engines_s);
     if (c->pcts && !numbers_ok(c->pcts, 1, 100))
         return usage_error("--pcts takes percentages in (0, 100], comma-separated, not", c->pcts);
     if (c->linear && !numbers_ok(c->linear, 2, 200))
@@ -206,7 +207,8 @@ static void print_header(const engine_cfg *c, int argc, char **argv, const char 
          "- lp_solve, cbc, auto: `rm_strategy_run(\"milp\")` with rm_strategy_options.milp_engine, as `remat "
          "plan --strategy milp --milp-engine E`; auto runs %s here on problems of %d nodes or more (below: "
          "lp_solve); CBC: %s\n"
-         "- best: `rm_strategy_run(\"best\")`, engine auto, as `remat plan`\n"
+         "- race (when asked): `rm_strategy_run(\"milp\")` with RM_MILP_ENGINE_BOTH, both engines at once whatever "
+         "the size\n- best: `rm_strategy_run(\"best\")`, engine auto, as `remat plan`\n"
          "- HiGHS %s (highspy, one thread, mip_rel_gap 1e-9) on the MILP remat solves (lp_model.h, "
          "RM_MILP_DEFAULT, S and R binary) written by lp_solve's write_freemps; not run above %ld nodes or %ld "
          "columns. Its time is its read and solve, Python's start excluded\n\n"
@@ -233,7 +235,7 @@ int main(int argc, char **argv)
     c.max_nodes = DEFAULT_MAX_NODES;
     c.max_cols = DEFAULT_MAX_COLS;
     c.random = 50;
-    c.engines = (1u << E_N) - 1;
+    c.engines = ENGINE_DEFAULT_COLUMNS;
     c.highs_script = REMAT_SOURCE_DIR "/bench/highs_solve.py";
     c.fmt = RM_TABLE_MD;
     const char *out = NULL;

@@ -1,6 +1,6 @@
 /* One instance of remat_bench_engine: the cheapest baseline (the heuristic
  * the MILP must never be worse than); remat's "milp" strategy once per
- * engine (lp_solve, cbc, auto) and the "best" strategy, each exactly as
+ * engine (lp_solve, cbc, auto; race on request) and the "best" strategy, each exactly as
  * `remat plan --strategy S --milp-engine E` gets it; then HiGHS on the same
  * MILP (rm_lp_model_build with RM_MILP_DEFAULT, S and R binary as milp.c
  * makes them) written by lp_solve as free MPS. remat's schedules are judged
@@ -25,8 +25,8 @@
 #include "lp_round.h"
 #include "strategy.h"
 
-const char *const engine_names[E_N] = {"lp_solve", "cbc", "auto", "best", "HiGHS"};
-const char *const engine_keys[E_N] = {"lp_solve", "cbc", "auto", "best", "highs"};
+const char *const engine_names[E_N] = {"lp_solve", "cbc", "auto", "race", "best", "HiGHS"};
+const char *const engine_keys[E_N] = {"lp_solve", "cbc", "auto", "race", "best", "highs"};
 
 /* ---- remat ---- */
 
@@ -46,8 +46,11 @@ static void run_heuristic(engine_row *row, const rm_problem *p)
 /* Column k (a remat one) through rm_strategy_run. */
 static void run_remat(engine_side *r, int k, const engine_cfg *c, const rm_problem *p)
 {
-    static const rm_milp_engine engine_of[E_N] = {RM_MILP_ENGINE_LPSOLVE, RM_MILP_ENGINE_CBC, RM_MILP_ENGINE_AUTO,
-                                                  RM_MILP_ENGINE_AUTO};
+    static const rm_milp_engine engine_of[E_N] = {[E_LPSOLVE] = RM_MILP_ENGINE_LPSOLVE,
+                                                  [E_CBC] = RM_MILP_ENGINE_CBC,
+                                                  [E_AUTO] = RM_MILP_ENGINE_AUTO,
+                                                  [E_RACE] = RM_MILP_ENGINE_BOTH,
+                                                  [E_BEST] = RM_MILP_ENGINE_AUTO};
     const rm_strategy_info *st = rm_strategy_find(k == E_BEST ? "best" : "milp");
     rm_strategy_options o;
     memset(&o, 0, sizeof o);
