@@ -244,12 +244,11 @@ int main(int argc, char **argv)
         if (rc < 0) printf("%s", USAGE);
         return rc < 0 ? 0 : rc;
     }
-    char version[64], tmp[] = "/tmp/remat_engine_XXXXXX";
+    char version[64] = "not asked (--engines)", tmp[] = "/tmp/remat_engine_XXXXXX";
     if ((c.engines & (1u << E_HIGHS)) && !highs_present(&c, version, sizeof version)) {
         fprintf(stderr,
-                "remat_bench_engine: HiGHS: not installed (%s cannot import highspy; bench/engine.sh "
-                "installs it); its column says so\n",
-                c.python ? c.python : "no --highs python");
+                "remat_bench_engine: HiGHS: not installed (%s%s; bench/engine.sh installs it); its column says so\n",
+                c.python ? c.python : "no --highs python given", c.python ? " cannot import highspy" : "");
         c.python = NULL;
     }
     if (!c.workdir && !(c.workdir = mkdtemp(tmp))) {
