@@ -1,4 +1,4 @@
-/* What the scheduler benchmarks (remat_bench_sched, remat_bench_cbc) share:
+/* What the scheduler benchmarks (remat_bench_sched, remat_bench_engine) share:
  * markdown written to stdout and to an optional file, flushed section by
  * section so a stopped run keeps what it finished, and the facts about the
  * run that a document of timings must carry (command, date, CPU, load). */

@@ -141,7 +141,7 @@ void rm_lp_model_free(rm_lp_model *m);
 
 /* Makes the model the MILP: S and R binary, and FREE too unless the levers
  * keep it continuous (RM_MILP_FREE_CONT). What milp.c solves, and what the
- * CBC benchmark (bench/cbc_bench.c) hands to another solver. */
+ * engine benchmark (bench/engine_solve.c) hands to HiGHS. */
 int rm_lp_model_set_integers(rm_lp_model *m, rm_err *e);
 /* Writes the model in free MPS (lp_solve's write_freemps), so that another
  * solver can solve the very same rows; its objective maps to cost units as

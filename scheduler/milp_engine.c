@@ -39,8 +39,7 @@ int rm_milp_engine_parse(rm_milp_engine *k, const char *s, rm_err *e)
     return RM_OK;
 }
 
-/* The cores this process may run on. */
-static int usable_cores(void)
+int rm_milp_engine_usable_cores(void)
 {
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
@@ -58,5 +57,5 @@ rm_milp_engine rm_milp_engine_resolve(rm_milp_engine asked, int n, long node_lim
     }
     if (asked == RM_MILP_ENGINE_CBC || asked == RM_MILP_ENGINE_BOTH) return asked;
     if (node_limit > 0 || n < RM_MILP_RACE_MIN_NODES) return RM_MILP_ENGINE_LPSOLVE;
-    return usable_cores() >= 2 ? RM_MILP_ENGINE_BOTH : RM_MILP_ENGINE_CBC;
+    return rm_milp_engine_usable_cores() >= 2 ? RM_MILP_ENGINE_BOTH : RM_MILP_ENGINE_CBC;
 }
