@@ -18,6 +18,7 @@
 
 #include "cli_util.h"
 #include "clock.h"
+#include "cores.h"
 #include "engine_bench.h"
 #include "milp_engine.h"
 
@@ -219,7 +220,7 @@ static void print_header(const engine_cfg *c, int argc, char **argv, const char 
          "heuristic: the cheapest baseline that fits (the MILP's incumbent). Check: HiGHS's solution (its S, "
          "the cheapest R) is judged by remat's simulator, and every engine's proved claims are checked against "
          "every other's answer; DISAGREE says which failed.\n",
-         cmd, date, sysconf(_SC_NPROCESSORS_ONLN), rm_milp_engine_usable_cores(), cpu, load, engines, c->time_limit_s,
+         cmd, date, sysconf(_SC_NPROCESSORS_ONLN), rm_usable_cores(), cpu, load, engines, c->time_limit_s,
          rm_milp_engine_name(a), RM_MILP_RACE_MIN_NODES,
          rm_milp_engine_have_cbc() ? "built in" : "NOT built in (cbc and auto run lp_solve)", version, c->max_nodes,
          c->max_cols);

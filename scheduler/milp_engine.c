@@ -1,11 +1,10 @@
 /* The engines' names and what "auto" runs (milp_engine.h). The engines
  * themselves: lp_solve's search in milp.c, CBC's child in milp_cbc.c. */
-#define _GNU_SOURCE
 #include "milp_engine.h"
 
-#include <sched.h>
 #include <string.h>
-#include <unistd.h>
+
+#include "cores.h"
 
 const char *rm_milp_engine_name(rm_milp_engine k)
 {
@@ -39,14 +38,6 @@ int rm_milp_engine_parse(rm_milp_engine *k, const char *s, rm_err *e)
     return RM_OK;
 }
 
-int rm_milp_engine_usable_cores(void)
-{
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
-}
-
 rm_milp_engine rm_milp_engine_resolve(rm_milp_engine asked, int n, long node_limit, const char **why)
 {
     if (why) *why = NULL;
@@ -57,5 +48,5 @@ rm_milp_engine rm_milp_engine_resolve(rm_milp_engine asked, int n, long node_lim
     }
     if (asked == RM_MILP_ENGINE_CBC || asked == RM_MILP_ENGINE_BOTH) return asked;
     if (node_limit > 0 || n < RM_MILP_RACE_MIN_NODES) return RM_MILP_ENGINE_LPSOLVE;
-    return rm_milp_engine_usable_cores() >= 2 ? RM_MILP_ENGINE_BOTH : RM_MILP_ENGINE_CBC;
+    return rm_usable_cores() >= 2 ? RM_MILP_ENGINE_BOTH : RM_MILP_ENGINE_CBC;
 }

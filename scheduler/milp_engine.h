@@ -45,9 +45,6 @@ int rm_milp_engine_have_cbc(void);
  * engine that is not built resolves to lp_solve (*why says so; else NULL). */
 #define RM_MILP_RACE_MIN_NODES 16
 rm_milp_engine rm_milp_engine_resolve(rm_milp_engine asked, int n, long node_limit, const char **why);
-/* The cores this process may run on (sched_getaffinity; `taskset -c 0`
- * makes it 1): what rm_milp_engine_resolve counts. */
-int rm_milp_engine_usable_cores(void);
 
 /* An engine's answer, in the model's own units (lp_model.h: cost =
  * cost_const + cost_scale * objective). */

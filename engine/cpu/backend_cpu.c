@@ -2,17 +2,15 @@
  * library (backend_cpu.h: reference or fast, chosen once per layer in the
  * kernel table below), its thread count, and the loops of
  * backend_cpu_compute.c. Every op is done when it returns. */
-#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
-#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "backend_cpu_internal.h"
 #include "clock.h"
+#include "cores.h"
 #include "cpu_blas.h"
 #include "log.h"
 
@@ -261,15 +259,6 @@ static rm_cpu_ctx *ctx_of(const rm_backend *be)
     return be && be->ops == &cpu_ops ? be->ctx : NULL;
 }
 
-int rm_cpu_cores(void)
-{
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 && n <= RM_MAX_THREADS ? (int)n : 1;
-}
-
 static int cpu_set_kernels_op(void *ctx, int lib, rm_err *e)
 {
     rm_cpu_ctx *c = ctx;
@@ -359,7 +348,7 @@ static void cpu_describe(void *ctx, char *buf, size_t len)
 static int settings_from(rm_cpu_ctx *c, const rm_backend_options *o, rm_err *e)
 {
     c->lib = RM_CPU_KERNELS_FAST;
-    c->threads = rm_cpu_cores();
+    c->threads = rm_usable_cores();
     const char *v = getenv("REMAT_CPU_KERNELS");
     if (o && o->set_kernels) {
         if (o->kernels < 0 || o->kernels >= RM_CPU_KERNELS_COUNT)

@@ -53,8 +53,6 @@ int rm_backend_cpu_create_with(rm_backend **out, const rm_backend_options *o, rm
 const char *rm_cpu_kernel_lib_name(rm_cpu_kernel_lib lib);
 /* RM_ERR_INVALID naming the value and the choices when name is neither. */
 int rm_cpu_kernel_lib_parse(rm_cpu_kernel_lib *out, const char *name, rm_err *e);
-/* The cores this process may run on (its CPU affinity), at least 1. */
-int rm_cpu_cores(void);
 
 /* Kernel library and threads of a CPU backend (not rm_backend_host()), as
  * rm_backend_apply sets them. Change them between steps, never inside one.

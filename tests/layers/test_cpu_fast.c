@@ -26,6 +26,7 @@
 
 #include "backend_cpu.h"
 #include "backend_cpu_internal.h"
+#include "cores.h"
 #include "cpu_blas.h"
 #include "layers.h"
 
@@ -611,7 +612,7 @@ Test(cpu_fast, names_environment_and_settings)
     rm_backend *be = NULL;
     cr_assert_eq(rm_backend_cpu_create(&be, &e), RM_OK, "%s", e.msg);
     cr_expect_eq(rm_backend_cpu_kernels(be), RM_CPU_KERNELS_FAST);
-    cr_expect_eq(rm_backend_cpu_threads(be), rm_cpu_cores());
+    cr_expect_eq(rm_backend_cpu_threads(be), rm_usable_cores());
     rm_backend_free(be);
     setenv("REMAT_CPU_KERNELS", "reference", 1), setenv("REMAT_THREADS", "3", 1);
     cr_assert_eq(rm_backend_cpu_create(&be, &e), RM_OK, "%s", e.msg);
@@ -820,8 +821,8 @@ Test(cpu_threads, default_follows_the_load_unless_the_count_is_given)
     unsetenv("REMAT_THREADS");
     rm_backend *be = NULL;
     cr_assert_eq(rm_backend_cpu_create(&be, &e), RM_OK, "%s", e.msg);
-    cr_expect_eq(rm_backend_cpu_adaptive(be), rm_cpu_cores() > 1);
-    cr_expect_eq(rm_backend_cpu_max_threads(be), rm_cpu_cores());
+    cr_expect_eq(rm_backend_cpu_adaptive(be), rm_usable_cores() > 1);
+    cr_expect_eq(rm_backend_cpu_max_threads(be), rm_usable_cores());
     rm_backend_free(be);
     setenv("REMAT_THREADS", "2", 1);
     cr_assert_eq(rm_backend_cpu_create(&be, &e), RM_OK, "%s", e.msg);
