@@ -428,18 +428,27 @@ int rm_route_milp(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
         stats = &local;
     }
     int ff = o->first_fit, rc;
-    if (deadline <= 0) {
-        rm_route_say(NULL, 0,
-                     "route milp: %d nodes > %d: the whole graph's LP rounded (with cbc), then the coarsened MILP, "
-                     "the best as fallback",
-                     p->n, RM_COARSEN_MIN_NODES);
-        if (!o->incumbent_sim && rm_route_shortcuts(&rc, out, stats, p, o, "milp", 1, e) == RM_ROUTE_ANSWERED)
-            return rc;
-        const char *iname;
-        rm_sim_result ir;
-        rm_schedule *inc = rm_route_incumbent(p, o, 0, "milp", &iname, &ir, NULL);
-        if (rm_route_first_fit(out, stats, inc, iname, &ir, o, "milp")) return RM_OK;
-        whole_step w = whole_incumbent(&inc, &ir, &iname, p, o, 0);
+    rm_route_say(NULL, 0,
+                 deadline > 0 ? "route milp: %d nodes > %d: the whole graph's LP rounded (with cbc) in up to half the "
+                                "time, then half of the rest to refined LP rounding, half to the coarsened MILP"
+                              : "route milp: %d nodes > %d: the whole graph's LP rounded (with cbc), then the "
+                                "coarsened MILP, the best as fallback",
+                 p->n, RM_COARSEN_MIN_NODES);
+    if (!o->incumbent_sim && rm_route_shortcuts(&rc, out, stats, p, o, "milp", 1, e) == RM_ROUTE_ANSWERED) return rc;
+    /* The incumbent once, for every phase (the MILP falls back to it), in
+     * at most half the time: on 100,000 nodes the baselines' searches alone
+     * take tens of seconds. */
+    const char *iname;
+    rm_sim_result ir;
+    double judge_s;
+    rm_schedule *inc = rm_route_incumbent(p, o, rm_deadline_share(deadline, 0.5), "milp", &iname, &ir, &judge_s);
+    if (rm_route_first_fit(out, stats, inc, iname, &ir, o, "milp")) return RM_OK; /* a first fit answers at once */
+    if (deadline > 0) deadline -= judge_s;
+    /* The whole graph's LP rounded, in at most half the time: the coarse
+     * phases' incumbent where it is the cheaper, and its bound the whole
+     * graph's. */
+    whole_step w = whole_incumbent(&inc, &ir, &iname, p, o, rm_deadline_share(deadline, 0.5));
+    if (deadline <= 0) { /* no limit: the coarsened MILP alone */
         rm_strategy_options part = *o;
         part.incumbent = inc;
         part.incumbent_sim = &ir;
@@ -448,24 +457,6 @@ int rm_route_milp(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
         rm_schedule_free(inc);
         return rc;
     }
-    rm_route_say(NULL, 0,
-                 "route milp: %d nodes > %d: the whole graph's LP rounded (with cbc) in up to half the time, then "
-                 "half of the rest to refined LP rounding, half to the coarsened MILP",
-                 p->n, RM_COARSEN_MIN_NODES);
-    if (!o->incumbent_sim && rm_route_shortcuts(&rc, out, stats, p, o, "milp", 1, e) == RM_ROUTE_ANSWERED) return rc;
-    /* The incumbent once, for both halves (the MILP half falls back to it),
-     * in at most half the time: on 100,000 nodes the baselines' searches
-     * alone take tens of seconds. */
-    const char *iname;
-    rm_sim_result ir;
-    double judge_s;
-    rm_schedule *inc = rm_route_incumbent(p, o, rm_deadline_share(deadline, 0.5), "milp", &iname, &ir, &judge_s);
-    if (rm_route_first_fit(out, stats, inc, iname, &ir, o, "milp")) return RM_OK; /* a first fit answers at once */
-    deadline -= judge_s;
-    /* The whole graph's LP rounded, in at most half the time: the coarse
-     * phases' incumbent where it is the cheaper, and its bound the whole
-     * graph's. */
-    whole_step w = whole_incumbent(&inc, &ir, &iname, p, o, rm_deadline_share(deadline, 0.5));
     rm_strategy_options part = rm_route_phase(o, rm_deadline_share(deadline, 0.5));
     part.incumbent = inc; /* unused by the rounding half, but its simulation says the shortcuts were asked */
     part.incumbent_sim = &ir;
