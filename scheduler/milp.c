@@ -498,15 +498,15 @@ static int cbc_proved(void *job)
 /* One round of the search: CBC started in its child (when it takes part),
  * lp_solve run here (when it takes part) until it ends or CBC proves, then
  * CBC's answer awaited until the deadline unless lp_solve proved. Answers
- * in a[] (lp_solve's first), solutions in xs[] (m->ncols each); *na of
- * them. */
-static int run_engines(milp_run *r, rm_engine_answer a[2], double *xs[2], const char *names[2], int *na, rm_err *e)
+ * in a[] (lp_solve's first), solutions in xs[] (m->ncols each); returns
+ * how many. */
+static int run_engines(milp_run *r, rm_engine_answer a[2], double *xs[2], const char *names[2])
 {
     rm_milp_result *info = r->info;
     int use_lp = r->engine != RM_MILP_ENGINE_CBC, use_cbc = r->engine != RM_MILP_ENGINE_LPSOLVE;
     long nodes_left = r->opt->node_limit > 0 ? r->opt->node_limit - info->nodes : 0;
     rm_cbc_job *job = NULL;
-    *na = 0;
+    int na = 0;
     if (use_cbc) {
         rm_cbc_args ca = {.cutoff = search_cutoff(r),
                           .deadline = r->deadline,
@@ -538,30 +538,29 @@ static int run_engines(milp_run *r, rm_engine_answer a[2], double *xs[2], const 
         info->solver_code = code;
         info->improvements += w.improvements;
         if (w.first >= 0 && info->first_solution_s < 0) info->first_solution_s = w.first + (w.t0 - r->t0);
-        names[*na] = "lp_solve";
-        lp_solve_answer(r, code, &w, &a[*na], xs[*na]);
-        info->nodes += a[*na].nodes;
-        (*na)++;
+        names[na] = "lp_solve";
+        lp_solve_answer(r, code, &w, &a[na], xs[na]);
+        info->nodes += a[na].nodes;
+        na++;
         rm_engine_state st = a[0].state;
-        if (job && (st == RM_ENGINE_NONE_PROVED || (st == RM_ENGINE_FOUND_OPTIMAL))) {
+        if (job && (st == RM_ENGINE_NONE_PROVED || st == RM_ENGINE_FOUND_OPTIMAL)) {
             rm_cbc_free(job); /* lp_solve proved: CBC's answer is not needed */
             job = NULL;
         }
     }
     if (job) {
-        /* Into xs[*na], beside its answer: xs[0] when CBC searched alone
+        /* Into xs[na], beside its answer: xs[0] when CBC searched alone
          * (step_search reads a[k]'s solution from xs[k]). CBC's start in
          * xs[1] was copied into its process when it started. */
-        names[*na] = "cbc";
-        rm_cbc_finish(job, r->deadline, &a[*na], xs[*na]); /* xs[1] held CBC's start: the child has its copy */
+        names[na] = "cbc";
+        rm_cbc_finish(job, r->deadline, &a[na], xs[na]);
         rm_cbc_free(job);
-        info->nodes += a[*na].nodes;
-        info->cbc_nodes += a[*na].nodes;
-        RM_LOG_DEBUG("milp: cbc: %s", a[*na].why);
-        (*na)++;
+        info->nodes += a[na].nodes;
+        info->cbc_nodes += a[na].nodes;
+        RM_LOG_DEBUG("milp: cbc: %s", a[na].why);
+        na++;
     }
-    (void)e;
-    return RM_OK;
+    return na;
 }
 
 /* Branch and bound, and what its answer means.
@@ -594,8 +593,7 @@ static int step_search(milp_run *r, int *rc, rm_err *e)
     for (int rejections = 0;; rejections++) {
         rm_engine_answer a[2];
         const char *names[2];
-        int na, proved = 0, found = 0, rejected_any = 0, failed = 0;
-        if ((*rc = run_engines(r, a, r->xs, names, &na, e)) != RM_OK) return STEP_DONE;
+        int na = run_engines(r, a, r->xs, names), proved = 0, found = 0, rejected_any = 0, failed = 0;
         for (int k = 0; k < na; k++) {
             const rm_engine_answer *ak = &a[k];
             if (ak->bound > -INFINITY) {
@@ -667,7 +665,7 @@ static int step_search(milp_run *r, int *rc, rm_err *e)
                 r->stop = "the solver failed";
                 return STEP_LIMIT;
             }
-            *rc = a[0].state == RM_ENGINE_FAILED && !strcmp(names[0], "lp_solve")
+            *rc = !strcmp(names[0], "lp_solve")
                       ? rm_lp_failure(a[0].code, "MILP", e)
                       : rm_errorf(e, RM_ERR_SOLVER, "milp: %s failed: %s", names[0], a[0].why);
             return STEP_DONE;
