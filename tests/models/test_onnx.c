@@ -268,7 +268,8 @@ Test(onnx, train_fine_tunes_the_imported_weights)
                  0, "%s", cf_err);
     cr_expect(cf_said(0, "ONNX: its weights to fine-tune"));
     cr_assert_eq(cf_remat("train", "--onnx", FIXTURE("depthwise.onnx"), "--init", "random", "--data", "synthetic",
-                          "--samples", "64", "--batch", "8", "--steps", "2", "--budget", "90%", "--quiet", NULL),
+                          "--samples", "64", "--batch", "8", "--steps", "2", "--budget", "90%", "--strategy",
+                          "chen_greedy", "--quiet", NULL),
                  0, "%s", cf_err);
     cr_expect(cf_said(0, "ONNX: weights initialised afresh"));
 }

@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "random_graphs.h"
 #include "route.h"
+#include "sanitized.h"
 #include "simulate.h"
 #include "strategy.h"
 
@@ -80,6 +81,7 @@ static void best_is_never_dearer(rm_problem *p, const char *what, int *answered)
 
 Test(best, never_dearer_than_any_strategy_on_random_graphs)
 {
+    RM_SKIP_WHEN_SANITIZED();
     int answered = 0;
     for (uint64_t seed = 1; seed <= 12; seed++) {
         rg_options go = {4 + (int)(seed % 6), 0.3, 0.2, 0, 4096};

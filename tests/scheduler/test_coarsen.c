@@ -18,6 +18,7 @@
 #include "random_graphs.h"
 #include "rng.h"
 #include "route.h"
+#include "sanitized.h"
 #include "simulate.h"
 #include "strategy.h"
 #include "trainer.h"
@@ -319,6 +320,7 @@ Test(coarsen, solver_route_on_a_large_random_graph_and_a_traced_model)
  * trivial one (every node once), flagged, with the gap measured against it. */
 Test(coarsen, coarsened_answers_report_the_relaxed_bound)
 {
+    RM_SKIP_WHEN_SANITIZED();
     /* Just above the coarsening threshold: the relaxed bound, solved here
      * without a limit, grows fast with the graph. */
     rg_options go = {40, 0.3, 0.3, 6, 1024};

@@ -15,6 +15,7 @@
 #include "exact_dp.h"
 #include "milp.h"
 #include "random_graphs.h"
+#include "sanitized.h"
 #include "simulate.h"
 #include "strategy.h"
 
@@ -167,6 +168,7 @@ Test(cost_cap, a_cap_below_every_node_once_is_refused_and_a_bad_cap_is_invalid)
  * under a cap the cheapest heuristic meets returns it, no solver run. */
 Test(cost_cap, the_relaxed_bound_proves_a_cap_on_coarsened_graphs)
 {
+    RM_SKIP_WHEN_SANITIZED();
     rg_options ro = {.forward = 46, .skip_prob = 0.2, .branch_prob = 0.1, .max_skip = 4, .max_bytes = 4096};
     rm_problem *p = rg_training_problem(77, &ro);
     cr_assert_gt(p->n, 80);

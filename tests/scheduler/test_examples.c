@@ -9,6 +9,7 @@
 #include <math.h>
 
 #include "exact_dp.h"
+#include "sanitized.h"
 #include "simulate.h"
 #include "strategy.h"
 
@@ -41,6 +42,7 @@ static double strategy_cost(const char *name, const rm_problem *p)
 
 Test(examples, six_layer_chain_parts_every_heuristic_from_the_enumerated_optimum)
 {
+    RM_SKIP_WHEN_SANITIZED();
     rm_problem *p = read_example(EXAMPLE("chain-6.txt"));
     cr_assert_leq(p->n, EXACT_DP_MAX_N);
     cr_assert_gt(p->budget, 0, "the example carries its budget");

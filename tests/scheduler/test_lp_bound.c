@@ -11,6 +11,7 @@
 #include "lp_bound.h"
 #include "random_graphs.h"
 #include "rng.h"
+#include "sanitized.h"
 #include "simulate.h"
 #include "strategy.h"
 
@@ -133,6 +134,7 @@ Test(lp_bound, below_the_optimum_on_random_dags)
 
 Test(lp_bound, below_the_optimum_on_training_graphs)
 {
+    RM_SKIP_WHEN_SANITIZED();
     check_family(training_of, "training graph");
 }
 

@@ -15,6 +15,7 @@
 
 #include "baseline.h"
 #include "random_graphs.h"
+#include "sanitized.h"
 #include "schedule.h"
 #include "simulate.h"
 #include "strategy.h"
@@ -123,6 +124,7 @@ Test(ogc, exact_on_chains)
 
 Test(ogc, exact_over_its_family_on_small_dags)
 {
+    RM_SKIP_WHEN_SANITIZED();
     int graphs = 0, beyond_cuts = 0, any_better = 0;
     for (uint64_t seed = 1; seed <= 160; seed++) {
         rm_problem *p = small_dag(seed);
@@ -231,6 +233,7 @@ static rm_problem *fan_in(int k)
  * whole-problem simulations (a batch per residue class of each span). */
 Test(ogc, wide_fan_in_work_is_capped)
 {
+    RM_SKIP_WHEN_SANITIZED();
     rm_problem *p = fan_in(400);
     rm_fwd_info fi;
     rm_err e = {0};

@@ -20,6 +20,7 @@
 #include "lp_round.h"
 #include "milp.h"
 #include "random_graphs.h"
+#include "sanitized.h"
 #include "simulate.h"
 #include "strategy.h"
 
@@ -85,6 +86,7 @@ static void check_at_least_published(rm_problem *p, size_t act, const char *what
 
 Test(relaxation, checkmate_linear_graphs_bound_at_least_published)
 {
+    RM_SKIP_WHEN_SANITIZED();
     const int layers[] = {8, 16};
     for (int l = 0; l < 2; l++) {
         rm_problem *p = rg_checkmate_linear(layers[l], 0, 0);
@@ -108,6 +110,7 @@ static rm_problem *random_training(uint64_t seed, int forward)
 
 Test(relaxation, random_training_graphs_bound_at_least_published)
 {
+    RM_SKIP_WHEN_SANITIZED();
     /* three budgets between the trivial bound and checkpoint-all on each */
     for (uint64_t seed = 1; seed <= 30; seed++) {
         rm_problem *p = random_training(seed, 5 + (int)(seed % 6)); /* 11-25 nodes: ~0.1-1 s each */
