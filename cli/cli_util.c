@@ -596,13 +596,18 @@ int rm_cli_problem_set_budget(rm_cli_problem *cp, const char *cmd, const rm_cli_
 
 void rm_cli_print_footprint(FILE *out, const rm_footprint *f, const rm_optim_options *o)
 {
-    char t[32], w[32], g[32], s[32], b[32], l[32], k[32], d[32] = "";
+    char t[32], w[32], g[32], s[32], b[32], l[32], k[32], d[96] = "";
     const char *state = o->kind == RM_OPTIM_ADAM ? "Adam state (m, v)"
                         : o->momentum > 0        ? "SGD momentum"
                                                  : "optimizer state";
     if (f->backend) {
         char x[32];
         snprintf(d, sizeof d, " + backend %s", rm_cli_bytes(x, sizeof x, (double)f->backend));
+    }
+    if (f->grad_sum) {
+        char x[32];
+        size_t at = strlen(d);
+        snprintf(d + at, sizeof d - at, " + gradient sum %s", rm_cli_bytes(x, sizeof x, (double)f->grad_sum));
     }
     fprintf(out,
             "fixed        %s = weights %s + gradients %s + %s %s + BN statistics %s + labels %s + workspace %s%s\n",

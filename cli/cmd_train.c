@@ -15,7 +15,7 @@
 
 #define TRAIN_USAGE                                                                                                    \
     "usage: remat train --model FILE --data DIR|synthetic --budget B [--batch N|auto] [--strategy NAME]\n"             \
-    "                   [--epochs E] [--steps N] [--optimizer sgd|adam] [--lr X] [--momentum M]\n"                     \
+    "                   [--accum K] [--epochs E] [--steps N] [--optimizer sgd|adam] [--lr X] [--momentum M]\n"         \
     "                   [--weight-decay W] [--lr-schedule constant|step|cosine] [--seed S]\n"                          \
     "                   [--snapshot FILE] [--resume FILE] [--schedule-cache DIR] [--eval-every K]\n"                   \
     "                   [--time-limit S] [--node-limit N] [--samples N] [--train-accuracy-every K]\n"                  \
@@ -49,6 +49,12 @@
                       "                        fits in the budget, and no more than the training samples "             \
                       "(--samples);\n"                                                                                 \
                       "                        the max-batch search of `remat maxbatch`; needs an amount, not a %\n"   \
+                      "  --accum K             split each batch into K micro-batches, one after the other, and step\n" \
+                      "                        the optimizer once on their averaged gradients (default 1): the "       \
+                      "budget\n"                                                                                       \
+                      "                        and the schedule are a micro-batch's, so K times the batch fits; "      \
+                      "with\n"                                                                                         \
+                      "                        auto, the largest micro-batch times K\n"                                \
                       "  --strategy NAME       best (default: every heuristic, then the MILP, the cheapest that "      \
                       "fits), or\n"                                                                                    \
                       "                        checkpoint_all, chen_sqrtn, chen_greedy, griewank, ap_sqrtn, "          \
@@ -243,6 +249,9 @@ static void print_summary(const rm_trainer_summary *s, const rm_trainer_config *
         printf("batch        %d: the largest batch %s fits in the budget (%s)\n", s->batch, s->strategy, most);
     else
         printf("batch        %d\n", s->batch);
+    if (s->global_batch != s->batch)
+        printf("             a step is %d samples: %d rank%s x %d micro-batch%s of %d, their gradients averaged\n",
+               s->global_batch, s->ranks, s->ranks == 1 ? "" : "s", s->accum, s->accum == 1 ? "" : "es", s->batch);
     printf("device       %s: %s\n", s->device, s->device_settings);
     rm_cli_print_footprint(stdout, &s->fp, &c->optim);
     printf("no-remat     %s peak = fixed + %s activations, every one kept until its last use (checkpoint-all)\n",
@@ -321,7 +330,7 @@ typedef struct train_args {
     rm_cli_model mdl;
     const char *model, *data, *batch, *budget, *strategy, *epochs, *steps, *optimizer, *lr, *momentum, *wd, *sched,
         *seed, *snap, *resume, *cache, *eval_every, *time_limit, *node_limit, *samples, *acc_every, *device,
-        *costs_path, *kernels, *cpu_kernels, *threads, *milp_engine;
+        *costs_path, *kernels, *cpu_kernels, *threads, *milp_engine, *accum;
     int quiet;
 } train_args;
 
@@ -350,6 +359,12 @@ static int config_run(rm_trainer_config *c, const train_args *a)
         if (rm_cli_parse_batch(&b, a->batch, why, sizeof why))
             return usage_error("--batch must be auto or an integer from 1 to %d, got '%s'", RM_MAX_BATCH, a->batch);
         c->batch = (int)b;
+    }
+    if (a->accum) {
+        long k;
+        if (rm_cli_parse_long(&k, a->accum, 1, 65536))
+            return usage_error("--accum must be an integer from 1 to 65536, got '%s'", a->accum);
+        c->accum = (int)k;
     }
     if (a->epochs && parse_u64(&c->epochs, a->epochs, 1))
         return usage_error("--epochs must be an integer from 1 to 2000000000, got '%s'", a->epochs);
@@ -446,6 +461,7 @@ static int train_run(int argc, char **argv)
         RM_CLI_VALUE("--strategy", &a.strategy),
         RM_CLI_VALUE("--epochs", &a.epochs),
         RM_CLI_VALUE("--steps", &a.steps),
+        RM_CLI_VALUE("--accum", &a.accum),
         RM_CLI_VALUE("--optimizer", &a.optimizer),
         RM_CLI_VALUE("--lr", &a.lr),
         RM_CLI_VALUE("--momentum", &a.momentum),

@@ -168,14 +168,23 @@ static int load_slot(rm_batcher *b, float *image, int32_t *labels, int64_t index
 
 int rm_batcher_get(rm_batcher *b, float *images, int32_t *labels, int *count, int64_t batch, rm_err *e)
 {
+    return rm_batcher_get_part(b, images, labels, count, batch, 0, b->o.batch_size, e);
+}
+
+int rm_batcher_get_part(rm_batcher *b, float *images, int32_t *labels, int *count, int64_t batch, int first, int n,
+                        rm_err *e)
+{
     *count = 0;
     if (!images || !labels)
         return rm_errorf(e, RM_ERR_INVALID, "%s: batch needs image and label buffers", b->ds->info.source);
     if (batch < 0 || batch >= b->batches)
         return rm_errorf(e, RM_ERR_INVALID, "%s: batch %lld out of range [0, %lld)", b->ds->info.source,
                          (long long)batch, (long long)b->batches);
-    int64_t start = batch * b->o.batch_size, filled = b->o.batch_size;
-    if (b->o.last == RM_LAST_PARTIAL && start + filled > b->n) filled = b->n - start;
+    if (first < 0 || n < 0 || first > b->o.batch_size - n)
+        return rm_errorf(e, RM_ERR_INVALID, "%s: samples [%d, %d + %d) of a batch of %d", b->ds->info.source, first,
+                         first, n, b->o.batch_size);
+    int64_t start = batch * b->o.batch_size + first, filled = n;
+    if (b->o.last == RM_LAST_PARTIAL && start + filled > b->n) filled = start < b->n ? b->n - start : 0;
     for (int64_t s = 0; s < filled; s++) {
         int64_t index = b->order[(start + s) % b->n]; /* the modulo is RM_LAST_WRAP's wrap-around */
         int rc = load_slot(b, images + (size_t)s * b->image_numel, labels + (size_t)s * b->label_numel, index, e);

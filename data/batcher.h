@@ -52,6 +52,12 @@ int64_t rm_batcher_sample_at(const rm_batcher *b, int64_t pos);
  * batch with RM_LAST_PARTIAL. On error *count is 0 and the buffers must not
  * be used. */
 int rm_batcher_get(rm_batcher *b, float *images, int32_t *labels, int *count, int64_t batch, rm_err *e);
+/* Samples first .. first + n - 1 of batch `batch` (0 <= first, first + n
+ * <= batch_size), the same samples and augmentation as rm_batcher_get puts
+ * there: one rank's shard of a global batch, or one micro-batch. *count as
+ * for rm_batcher_get (fewer than n only at the end of a partial batch). */
+int rm_batcher_get_part(rm_batcher *b, float *images, int32_t *labels, int *count, int64_t batch, int first, int n,
+                        rm_err *e);
 /* The next batch of the current epoch; *count is 0 (and RM_OK) once the
  * epoch is exhausted: call rm_batcher_set_epoch for the next one. */
 int rm_batcher_next(rm_batcher *b, float *images, int32_t *labels, int *count, rm_err *e);

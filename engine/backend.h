@@ -101,6 +101,9 @@ typedef struct rm_backend_ops {
      * the same bits on every backend and under every schedule. nsrc is at
      * most max_grad_sum when that is set (the executor checks at creation). */
     int (*grad_sum)(void *ctx, float *out, const float *const *src, int nsrc, size_t count, rm_err *e);
+    /* x[i] = x[i] * a in float, i < count: the mean of gradients summed over
+     * micro-batches or ranks (train/trainer.c). */
+    int (*scale)(void *ctx, float *x, size_t count, float a, rm_err *e);
 
     /* ---- the optimizer (optim.h has the rules) ---- */
     /* w -= lr * (dw + wd*w), or with momentum v (NULL: none) and Nesterov. */

@@ -5,6 +5,7 @@
 
 #include "arena.h"
 #include "executor.h"
+#include "grad_reduce.h"
 #include "trace.h"
 
 int rm_footprint_of(rm_footprint *f, const rm_model *m, int batch, const rm_optim_options *o, const rm_backend *be,
@@ -27,6 +28,16 @@ int rm_footprint_of(rm_footprint *f, const rm_model *m, int batch, const rm_opti
     f->backend = rm_align_up(rm_backend_fixed_bytes(be));
     f->total = x.total + f->optim + f->backend;
     if (f->total > RM_MAX_DEVICE_BYTES) return rm_errorf(e, RM_ERR_INVALID, RM_FIXED_TOO_LARGE, m->path, batch);
+    return RM_OK;
+}
+
+int rm_footprint_add_grad_sum(rm_footprint *f, rm_problem *p, const rm_model *m, int accum, rm_err *e)
+{
+    size_t add = rm_grad_reduce_bytes(m->param_count, accum);
+    if (f->total + add > RM_MAX_DEVICE_BYTES) return rm_errorf(e, RM_ERR_INVALID, RM_FIXED_TOO_LARGE, m->path, 0);
+    f->grad_sum += add;
+    f->total += add;
+    if (p) p->fixed_bytes += add;
     return RM_OK;
 }
 

@@ -27,6 +27,7 @@ typedef struct rm_footprint {
     size_t labels;    /* the batch's labels and the executor's loss slot */
     size_t workspace; /* the layers' scratch (the largest call's) */
     size_t backend;   /* held by the backend outside any arena (cuBLAS workspace) */
+    size_t grad_sum;  /* the micro-batches' gradient sum (train --accum > 1; grad_reduce.h); 0 otherwise */
     size_t total;     /* the sum of the above */
 } rm_footprint;
 
@@ -34,6 +35,11 @@ typedef struct rm_footprint {
  * (NULL: the CPU's). */
 int rm_footprint_of(rm_footprint *f, const rm_model *m, int batch, const rm_optim_options *o, const rm_backend *be,
                     rm_err *e);
+
+/* With accum > 1 micro-batches per step the trainer also keeps their
+ * gradients' sum (train/grad_reduce.h): f->grad_sum, f->total and, when p
+ * is not NULL, p's fixed bytes grow by it. */
+int rm_footprint_add_grad_sum(rm_footprint *f, rm_problem *p, const rm_model *m, int accum, rm_err *e);
 
 /* The rematerialization problem training solves, the one `plan`, `explain`,
  * `maxbatch`, `graph` and `train` all use: the traced graph with every node's

@@ -106,6 +106,13 @@ static int check_config(const rm_trainer_config *c, rm_err *e)
     if (!c->strategy || !rm_strategy_find(c->strategy))
         return rm_errorf(e, RM_ERR_INVALID, "unknown strategy '%s'", c->strategy ? c->strategy : "");
     if (c->batch < 0) return rm_errorf(e, RM_ERR_INVALID, "batch %d is negative", c->batch);
+    if (c->accum < 0) return rm_errorf(e, RM_ERR_INVALID, "%d micro-batches per step", c->accum);
+    int parts = (c->accum > 1 ? c->accum : 1) * (c->comm ? c->comm->size : 1);
+    if (c->batch % parts)
+        return rm_errorf(e, RM_ERR_INVALID,
+                         "the batch %d does not split evenly into %d rank%s x %d micro-batch%s: give a multiple of %d",
+                         c->batch, c->comm ? c->comm->size : 1, c->comm && c->comm->size > 1 ? "s" : "",
+                         c->accum > 1 ? c->accum : 1, c->accum > 1 ? "es" : "", parts);
     if (c->budget_percent < 0 || !isfinite(c->budget_percent))
         return rm_errorf(e, RM_ERR_INVALID, "budget percentage %g is not a positive number", c->budget_percent);
     if (c->budget_percent == 0 && c->budget == 0) return rm_errorf(e, RM_ERR_INVALID, "no budget given");
@@ -213,6 +220,8 @@ static void seeded_free(rm_trainer *t)
     free(t->logits);
     t->logits = NULL;
     rm_optim_free(t->opt);
+    rm_grad_reduce_free(t->gr);
+    t->gr = NULL;
     rm_executor_free(t->ex);
     rm_batcher_free(t->batcher);
     t->opt = NULL, t->ex = NULL, t->batcher = NULL;
@@ -248,7 +257,9 @@ static int seeded_build(rm_trainer *t, uint64_t seed, rm_err *e)
     t->sum.seed = seed;
     int rc;
     if (t->synthetic) {
-        int64_t n = c->synthetic_samples ? c->synthetic_samples : (8LL * t->batch > 2048 ? 8LL * t->batch : 2048);
+        int64_t n = c->synthetic_samples           ? c->synthetic_samples
+                    : 8LL * t->global_batch > 2048 ? 8LL * t->global_batch
+                                                   : 2048;
         rm_synthetic_options so;
         rm_synthetic_options_default(&so, t->task, n + n / 4, m->input.c, m->input.h, m->input.w, t->classes);
         so.seed = seed; /* the generator hashes it into its own streams */
@@ -269,12 +280,13 @@ static int seeded_build(rm_trainer *t, uint64_t seed, rm_err *e)
     snprintf(t->sum.test_data, sizeof t->sum.test_data, "%s", t->sum.held_out_split ? "" : t->base_test->info.source);
     t->sum.train_samples = t->train->info.count;
     t->sum.test_samples = t->test->info.count;
-    if (t->train->info.count < t->batch)
+    if (t->train->info.count < t->global_batch)
         return rm_errorf(e, RM_ERR_INVALID, "%s has %lld training samples, fewer than one batch of %d",
-                         t->train->info.source, (long long)t->train->info.count, t->batch);
+                         t->train->info.source, (long long)t->train->info.count, t->global_batch);
 
+    /* Batches are global: a rank's micro-batches are parts of one. */
     rm_batcher_options bo;
-    rm_batcher_options_default(&bo, t->batch);
+    rm_batcher_options_default(&bo, t->global_batch);
     bo.seed = rm_hash64(seed ^ SALT_ORDER);
     if ((rc = rm_batcher_create(&t->batcher, t->train, &bo, e))) return rc;
     t->sum.epoch_steps = rm_batcher_batches(t->batcher);
@@ -284,6 +296,9 @@ static int seeded_build(rm_trainer *t, uint64_t seed, rm_err *e)
 
     rm_executor_options xo = {seed, 0, 0};
     if ((rc = rm_executor_create(&t->ex, m, &t->g, t->be, t->plan, &xo, e))) return rc;
+    size_t ngrads = 0;
+    float *grads = rm_executor_grads(t->ex, &ngrads);
+    if ((rc = rm_grad_reduce_create(&t->gr, t->be, grads, ngrads, t->accum, t->comm, e))) return rc;
     t->lpp = calloc((size_t)m->nlayers, sizeof *t->lpp);
     rm_optim_tensor *ts = calloc(2 * (size_t)m->nlayers + 1, sizeof *ts);
     if (!t->lpp || !ts) {
@@ -362,7 +377,13 @@ int rm_trainer_create(rm_trainer **out, const rm_trainer_config *c, rm_err *e)
     if (!t) return rm_errorf(e, RM_ERR_NOMEM, "out of memory");
     t->cfg = *c;
     t->synthetic = !strcmp(c->data, "synthetic");
-    t->batch = c->batch;
+    t->accum = c->accum > 1 ? c->accum : 1;
+    t->comm = c->comm;
+    t->rank = c->comm ? c->comm->rank : 0;
+    t->ranks = c->comm ? c->comm->size : 1;
+    t->batch = c->batch / (t->accum * t->ranks);
+    t->sum.accum = t->accum;
+    t->sum.ranks = t->ranks;
     t->sum.cache = -1;
     if ((rc = rm_model_open(&t->m, c->model_path, c->onnx, 0, 0, NULL, e))) goto fail;
     rm_trainer_model_task(&t->classes, &t->task, t->m);
@@ -386,6 +407,7 @@ int rm_trainer_create(rm_trainer **out, const rm_trainer_config *c, rm_err *e)
         goto fail;
     if (t->batch == 0 && (rc = rm_trainer_auto_batch(t, e))) goto fail;
     t->sum.batch = t->batch;
+    t->global_batch = t->sum.global_batch = t->batch * t->accum * t->ranks;
     if ((rc = rm_trainer_plan_memory(t, e))) goto fail;
     {
         /* The budget is device memory: refused before allocating if the GPU has less free (the CPU: no bound). */
@@ -478,6 +500,35 @@ int rm_trainer_evaluate(rm_trainer *t, rm_trainer_eval *out, rm_err *e)
     return RM_OK;
 }
 
+/* This rank's micro-batches of global batch pos, each a step of the
+ * executor whose gradients grad_reduce sums: their losses into part[0],
+ * when measured their correct and counted labels into part[1] and part[2].
+ * Rank r's share of the batch is its r-th slice, micro-batch k the k-th
+ * slice of that; dropout masks are keyed by the slice's index in the step,
+ * so a slice draws the same masks on any number of ranks. */
+static int micro_batches(rm_trainer *t, float part[3], uint64_t pos, int measure, rm_err *e)
+{
+    const int parts = t->accum * t->ranks;
+    for (int k = 0; k < t->accum; k++) {
+        const int slice = t->rank * t->accum + k;
+        int count = 0, rc;
+        float loss = 0;
+        if ((rc = rm_batcher_get_part(t->batcher, t->images, t->labels, &count, (int64_t)pos, slice * t->batch,
+                                      t->batch, e)))
+            return rc;
+        rm_executor_set_fetch(t->ex, logits_node(t->m), measure ? t->logits : NULL);
+        rc = rm_executor_step(t->ex, &loss, t->images, t->labels, t->step * (uint64_t)parts + (uint64_t)slice, e);
+        rm_executor_set_fetch(t->ex, -1, NULL);
+        if (rc || (rc = rm_grad_reduce_micro(t->gr, k, e))) return rc;
+        part[0] += loss;
+        if (measure) {
+            part[1] += (float)correct_of(t->logits, t->g.nodes[logits_node(t->m)].shape, t->labels, count);
+            part[2] += (float)rm_model_label_count(t->m, count);
+        }
+    }
+    return RM_OK;
+}
+
 int rm_trainer_run(rm_trainer *t, rm_err *e)
 {
     if (t->finished) return RM_OK;
@@ -498,23 +549,21 @@ int rm_trainer_run(rm_trainer *t, rm_err *e)
             acc_correct = acc_total = 0;
         }
         double t0 = rm_now();
-        int count = 0;
-        float loss = 0;
-        if ((rc = rm_batcher_get(t->batcher, t->images, t->labels, &count, (int64_t)pos, e))) return rc;
         /* Accuracy from the step's own logits, fetched when first computed. */
         int measure = t->sum.train_accuracy && t->step % (uint64_t)t->sum.train_accuracy == 0;
-        rm_executor_set_fetch(t->ex, logits_node(t->m), measure ? t->logits : NULL);
-        rc = rm_executor_step(t->ex, &loss, t->images, t->labels, t->step, e);
-        rm_executor_set_fetch(t->ex, -1, NULL);
-        if (rc) return rc;
+        /* This step's loss (summed over the micro-batches, then the ranks)
+         * and accuracy counts, as floats for the ranks' sum: exact up to
+         * 2^24 labels a step. */
+        float part[3] = {0, 0, 0};
+        if ((rc = micro_batches(t, part, pos, measure, e))) return rc;
+        if (t->ranks > 1 && (rc = rm_comm_allreduce(t->comm, part, 3, e))) return rc;
+        if ((rc = rm_grad_reduce_finish(t->gr, e))) return rc;
+        float loss = part[0] / (float)(t->accum * t->ranks);
         if (!isfinite(loss))
             return rm_errorf(e, RM_ERR_INVALID,
                              "the loss is %g at step %llu (epoch %llu): training diverged; try a smaller learning rate",
                              (double)loss, (unsigned long long)t->step, (unsigned long long)epoch + 1);
-        if (measure) {
-            acc_correct += correct_of(t->logits, t->g.nodes[logits_node(t->m)].shape, t->labels, count);
-            acc_total += (int64_t)rm_model_label_count(t->m, count);
-        }
+        if (measure) acc_correct += (int64_t)part[1], acc_total += (int64_t)part[2];
         double lr = rm_lr_at(&t->lr, t->step, t->lr_total);
         if ((rc = rm_optim_step(t->opt, (float)lr, e))) return rc;
         t->step++, done++, in_epoch++;
@@ -532,7 +581,7 @@ int rm_trainer_run(rm_trainer *t, rm_err *e)
         ev.loss = loss;
         ev.running_loss = loss_sum / (double)in_epoch;
         ev.running_acc = acc_total ? (double)acc_correct / (double)acc_total : -1;
-        ev.images_per_s = train_s > 0 ? (double)done * t->batch / train_s : 0;
+        ev.images_per_s = train_s > 0 ? (double)done * t->global_batch / train_s : 0;
         ev.eta_s = (double)(stop - t->step) * train_s / (double)done;
         ev.elapsed_s = train_s;
         rm_trainer_emit(t, &ev);

@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "comm.h"
 #include "cost_file.h"
 #include "dataset.h"
 #include "error.h"
@@ -91,7 +92,14 @@ typedef struct rm_trainer_config {
     const char *data;            /* "synthetic", or a folder (rm_dataset_open_dir) */
     int64_t synthetic_samples;   /* training samples of synthetic data; 0: max(2048, 8 x batch).
                                     A quarter as many more are held out */
-    int batch;                   /* 0: the largest batch the strategy fits in the budget */
+    int batch;                   /* the global batch of an optimizer step: split evenly between the ranks
+                                    (comm), each rank's share between its accum micro-batches; 0: the
+                                    largest micro-batch the strategy fits in the budget, times both */
+    int accum;                   /* micro-batches per optimizer step (--accum; 0 or 1: one): their gradients
+                                    are summed, then averaged (train/grad_reduce.h) */
+    rm_comm *comm;               /* the job's processes (engine/comm.h); NULL: this one alone. Every rank
+                                    builds the same trainer; rank 0 solves the schedule, the others check
+                                    theirs against it */
     size_t budget;               /* total device bytes, fixed included; used when budget_percent is 0 */
     double budget_percent;       /* > 0: the budget is this % of the no-remat peak at the batch */
     const char *strategy;        /* a name rm_strategy_find knows */
@@ -137,7 +145,10 @@ typedef struct rm_trainer_summary {
     int64_t train_samples, test_samples;
     int held_out_split; /* the held-out data is a seeded split of the training data */
     /* batch */
-    int batch, batch_auto; /* batch_auto: chosen by the max-batch search */
+    int batch, batch_auto; /* the batch one executor step runs (a micro-batch of one rank: the schedule's,
+                              the budget's); batch_auto: chosen by the max-batch search */
+    int global_batch;      /* samples per optimizer step: batch x accum x ranks */
+    int accum, ranks;      /* micro-batches per step on each rank; processes in the job */
     int bound_batch;       /* batch_auto: no strategy fits a larger batch (trivial lower bound), or search_cap */
     int search_cap;        /* batch_auto: the largest batch searched; bound_batch == search_cap: the bound was
                               not reached, larger batches were not tried */

@@ -10,6 +10,8 @@
 #include <stdint.h>
 
 #include "batcher.h"
+#include "comm.h"
+#include "grad_reduce.h"
 #include "plan.h"
 #include "schedule.h"
 #include "snapshot.h"
@@ -21,7 +23,10 @@ struct rm_trainer {
     rm_model *m;
     rm_backend *be;
     rm_task task;
-    int classes, batch;
+    int classes, batch; /* batch: one executor step's (rm_trainer_summary.batch) */
+    int accum, rank, ranks, global_batch;
+    rm_comm *comm; /* NULL: one process */
+    rm_grad_reduce *gr;
 
     /* Data. base_*: what was opened (owned); train/test: what is used (a base, or a view of one). */
     rm_dataset *base_train, *base_test;

@@ -24,6 +24,7 @@ typedef struct problem_ctx {
     const rm_optim_options *o;
     const rm_backend *be;
     const rm_cost_file *costs;
+    int accum;
 } problem_ctx;
 
 /* The problems of the max-batch searches and bounds: they try many batch
@@ -31,7 +32,13 @@ typedef struct problem_ctx {
 static int build_problem(rm_problem **out, void *vctx, int batch, rm_err *e)
 {
     const problem_ctx *c = vctx;
-    return rm_training_problem(out, NULL, c->m, batch, c->o, c->be, c->costs, RM_COST_SCALE_BATCH, e);
+    rm_footprint f;
+    int rc = rm_training_problem(out, &f, c->m, batch, c->o, c->be, c->costs, RM_COST_SCALE_BATCH, e);
+    if (rc == RM_OK && (rc = rm_footprint_add_grad_sum(&f, *out, c->m, c->accum, e))) {
+        rm_problem_free(*out);
+        *out = NULL;
+    }
+    return rc;
 }
 
 /* The trainer's binary units (MB) as the budget's reason writes bytes (report.h). */
@@ -145,7 +152,7 @@ static void cache_store(rm_trainer *t, const char *path, const rm_schedule_repor
  * the largest batch any schedule could fit. */
 static void what_fits(const rm_trainer *t, const rm_strategy_info *st, char *buf, size_t len)
 {
-    problem_ctx pc = {t->m, &t->cfg.optim, t->be, t->cfg.costs};
+    problem_ctx pc = {t->m, &t->cfg.optim, t->be, t->cfg.costs, t->accum};
     rm_err e = {RM_OK, ""};
     int bound = 0;
     buf[0] = '\0';
@@ -289,6 +296,7 @@ int rm_trainer_plan_memory(rm_trainer *t, rm_err *e)
      * made from the graph traced here: one trace. */
     rm_cost_batch mode = t->sum.batch_auto ? RM_COST_SCALE_BATCH : RM_COST_SAME_BATCH;
     if (!rc) rc = rm_training_problem_of(&t->p, &t->sum.fp, t->m, &t->g, &c->optim, t->be, c->costs, mode, e);
+    if (!rc) rc = rm_footprint_add_grad_sum(&t->sum.fp, t->p, t->m, t->accum, e);
     if (rc) return rc;
     if (c->costs && t->batch != c->costs->batch)
         rm_trainer_note(t,
@@ -315,7 +323,7 @@ int rm_trainer_plan_memory(rm_trainer *t, rm_err *e)
                          MB(s->fp.grads).s, MB(s->fp.optim).s, MB(s->fp.buffers).s, MB(s->fp.labels).s,
                          MB(s->fp.workspace + s->fp.backend).s, MB(s->lower_bound).s, MB(s->noremat_peak).s);
     if (!rm_budget_feasible(v)) {
-        problem_ctx pc = {t->m, &c->optim, t->be, c->costs};
+        problem_ctx pc = {t->m, &c->optim, t->be, c->costs, t->accum};
         int bound = 0;
         rm_err be = {RM_OK, ""};
         char more[120] = "";
@@ -357,7 +365,7 @@ int rm_trainer_auto_batch(rm_trainer *t, rm_err *e)
 {
     const rm_trainer_config *c = &t->cfg;
     const rm_strategy_info *st = rm_strategy_find(c->strategy);
-    problem_ctx pc = {t->m, &c->optim, t->be, c->costs};
+    problem_ctx pc = {t->m, &c->optim, t->be, c->costs, t->accum};
     rm_maxbatch_options o;
     memset(&o, 0, sizeof o);
     o.budget = c->budget;
@@ -374,7 +382,7 @@ int rm_trainer_auto_batch(rm_trainer *t, rm_err *e)
     /* --samples (or a data folder) bounds the batch: a larger one would
      * leave no full batch to train on. The trivial bound is kept for what
      * it says (no schedule fits more). */
-    int64_t samples = rm_trainer_known_samples(t);
+    int64_t samples = rm_trainer_known_samples(t) / (t->accum * t->ranks); /* one micro-batch's share */
     int bound = o.bound_batch;
     if (samples > 0 && samples < o.max_batch) o.max_batch = (int)samples;
     if (o.bound_batch > o.max_batch) o.bound_batch = o.max_batch;

@@ -228,6 +228,7 @@ static const rm_backend_ops cpu_ops = {
     .layer_workspace = cpu_layer_workspace,
     .poison = rm_cpu_poison,
     .grad_sum = rm_cpu_grad_sum,
+    .scale = rm_cpu_scale,
     .sgd_update = rm_cpu_sgd_update,
     .adam_update = rm_cpu_adam_update,
     .timer_create = cpu_timer_create,

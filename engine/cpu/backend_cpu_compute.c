@@ -1,5 +1,6 @@
 /* The CPU backend's compute beyond the layers: the executor's poison fill
- * and gradient sum and the optimizer's SGD and Adam updates. These loops are
+ * and gradient sum, the trainer's gradient scale and the optimizer's SGD and
+ * Adam updates. These loops are
  * the reference: the CUDA kernels (backend_cuda_kernels.cu) evaluate the
  * same float (or double) operations in the same order, and tests assert
  * bit-equality across schedules and between the two backends. Every element
@@ -39,6 +40,15 @@ int rm_cpu_grad_sum(void *ctx, float *out, const float *const *src, int nsrc, si
         }
         for (size_t i = i0; i < i1; i++) out[i] = (float)acc[i - i0];
     }
+    return RM_OK;
+}
+
+int rm_cpu_scale(void *ctx, float *x, size_t count, float a, rm_err *e)
+{
+    (void)e;
+    int nt = rm_cpu_ctx_loop_threads(ctx, count);
+    RM_CPU_PARALLEL_FOR_SIMD(nt)
+    for (size_t i = 0; i < count; i++) x[i] *= a;
     return RM_OK;
 }
 

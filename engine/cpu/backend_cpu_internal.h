@@ -77,6 +77,7 @@ size_t rm_backend_cpu_layer_workspace_bound(const rm_layer_desc *d, const rm_lay
 
 int rm_cpu_poison(void *ctx, void *dst, size_t bytes, rm_err *e);
 int rm_cpu_grad_sum(void *ctx, float *out, const float *const *src, int nsrc, size_t count, rm_err *e);
+int rm_cpu_scale(void *ctx, float *x, size_t count, float a, rm_err *e);
 int rm_cpu_sgd_update(void *ctx, float *w, const float *dw, float *v, size_t n, float lr, float wd, float mu,
                       int nesterov, rm_err *e);
 int rm_cpu_adam_update(void *ctx, float *w, const float *dw, float *m, float *v, size_t n, const rm_adam_scalars *k,

@@ -205,6 +205,11 @@ static int cuda_grad_sum(void *ctx, float *out, const float *const *src, int nsr
     return rm_cuda_grad_sum(((cuda_ctx *)ctx)->stream, out, src, nsrc, count, e);
 }
 
+static int cuda_scale(void *ctx, float *x, size_t count, float a, rm_err *e)
+{
+    return rm_cuda_scale(((cuda_ctx *)ctx)->stream, x, count, a, e);
+}
+
 static int cuda_sgd_update(void *ctx, float *w, const float *dw, float *v, size_t n, float lr, float wd, float mu,
                            int nesterov, rm_err *e)
 {
@@ -264,7 +269,7 @@ static rm_backend_ops make_cuda_ops(void)
     o.set_kernels = cuda_set_kernels_op, o.kernels = cuda_kernels_op, o.describe = cuda_describe;
     o.layer_forward = cuda_layer_forward, o.layer_backward = cuda_layer_backward;
     o.layer_workspace = cuda_layer_workspace;
-    o.poison = cuda_poison, o.grad_sum = cuda_grad_sum;
+    o.poison = cuda_poison, o.grad_sum = cuda_grad_sum, o.scale = cuda_scale;
     o.sgd_update = cuda_sgd_update, o.adam_update = cuda_adam_update;
     o.timer_create = cuda_timer_create, o.timer_record = cuda_timer_record;
     o.timer_elapsed = cuda_timer_elapsed, o.timer_free = cuda_timer_free;

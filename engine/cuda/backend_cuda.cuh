@@ -108,6 +108,7 @@ static inline unsigned rm_cuda_blocks(size_t n)
 
 int rm_cuda_poison(cudaStream_t st, void *dst, size_t bytes, rm_err *e);
 int rm_cuda_grad_sum(cudaStream_t st, float *out, const float *const *src, int nsrc, size_t count, rm_err *e);
+int rm_cuda_scale(cudaStream_t st, float *x, size_t count, float a, rm_err *e);
 int rm_cuda_sgd_update(cudaStream_t st, float *w, const float *dw, float *v, size_t n, float lr, float wd, float mu,
                        int nesterov, rm_err *e);
 int rm_cuda_adam_update(cudaStream_t st, float *w, const float *dw, float *m, float *v, size_t n,

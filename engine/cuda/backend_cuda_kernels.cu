@@ -1,5 +1,5 @@
 /* The CUDA backend's own kernels: the executor's poison fill and gradient
- * sum and the optimizer's SGD and Adam updates, each mirroring a loop of
+ * sum, the trainer's gradient scale and the optimizer's SGD and Adam updates, each mirroring a loop of
  * backend_cpu_compute.c operation for operation (see backend_cuda.cuh), and
  * the event timers of the profiler. The backend's ops (backend_cuda.cu) call
  * these with its stream. */
@@ -39,6 +39,19 @@ int rm_cuda_grad_sum(cudaStream_t st, float *out, const float *const *src, int n
     for (int d = 0; d < nsrc; d++) s.p[d] = src[d];
     grad_sum_kernel<<<rm_cuda_blocks(count), RM_THREADS, 0, st>>>(out, s, nsrc, count);
     RM_CUDA_LAUNCHED(e, "grad_sum_kernel");
+    return RM_OK;
+}
+
+static __global__ void scale_kernel(float *x, size_t count, float a)
+{
+    RM_CUDA_FOR(i, count) x[i] = __fmul_rn(x[i], a);
+}
+
+int rm_cuda_scale(cudaStream_t st, float *x, size_t count, float a, rm_err *e)
+{
+    if (!count) return RM_OK;
+    scale_kernel<<<rm_cuda_blocks(count), RM_THREADS, 0, st>>>(x, count, a);
+    RM_CUDA_LAUNCHED(e, "scale_kernel");
     return RM_OK;
 }
 

@@ -41,7 +41,7 @@ Test(cuda_backend, properties)
     rm_backend_free(be);
 }
 
-/* Gradient sum, poison, SGD and Adam: the device's bits are the CPU's. */
+/* Gradient sum, scale, poison, SGD and Adam: the device's bits are the CPU's. */
 Test(cuda_backend, compute_ops_match_the_cpu)
 {
     enum { N = 1000, NSRC = 5 };
@@ -59,6 +59,16 @@ Test(cuda_backend, compute_ops_match_the_cpu)
     cr_assert_eq(cpu->ops->grad_sum(cpu->ctx, want, (const float *const *)src, NSRC, N, &e), RM_OK);
     dev_download(&m, got, dout, sizeof got);
     cr_expect_eq(memcmp(got, want, sizeof got), 0, "gradient sum: not the CPU's bits");
+
+    /* The mean of micro-batches or ranks (train/grad_reduce.c), in place:
+     * one float product per element. */
+    float sum[N];
+    memcpy(sum, want, sizeof sum);
+    cr_assert_eq(be->ops->scale(be->ctx, dout, N, 1.0f / 3, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(cpu->ops->scale(cpu->ctx, want, N, 1.0f / 3, &e), RM_OK);
+    dev_download(&m, got, dout, sizeof got);
+    cr_expect_eq(memcmp(got, want, sizeof got), 0, "scale: not the CPU's bits");
+    for (int i = 0; i < N; i++) cr_assert_eq(want[i], sum[i] * (1.0f / 3), "scale: element %d", i);
 
     cr_assert_eq(be->ops->poison(be->ctx, dout, N * sizeof(float), &e), RM_OK, "%s", e.msg);
     dev_download(&m, got, dout, sizeof got);

@@ -382,3 +382,35 @@ Test(data_batches, mnist_end_to_end)
     rm_dataset_free(ds);
     fx_rmtree(dir);
 }
+
+/* A rank's shard or a micro-batch (rm_batcher_get_part) is exactly its
+ * slice of the whole batch, augmentation included; parts outside the batch
+ * are refused. */
+Test(data_batches, parts_are_slices_of_the_batch)
+{
+    enum { N = 40, BS = 12, P = 1, SZ = GC * GH * GW, HW = GH * GW };
+    rm_dataset *ds = geo(N);
+    rm_batcher *b = batcher(ds, BS, 5, 1, RM_LAST_PARTIAL, P, 1);
+    static float whole[BS * SZ], part[BS * SZ];
+    static int32_t wmask[BS * HW], pmask[BS * HW];
+    rm_err e = {0};
+    int count = 0;
+    rm_batcher_set_epoch(b, 2);
+    for (int64_t k = 0; k < rm_batcher_batches(b); k++) {
+        int full = 0;
+        cr_assert_eq(rm_batcher_get(b, whole, wmask, &full, k, &e), RM_OK, "%s", e.msg);
+        for (int first = 0; first < BS; first += 4) {
+            cr_assert_eq(rm_batcher_get_part(b, part, pmask, &count, k, first, 4, &e), RM_OK, "%s", e.msg);
+            int expect = full - first < 0 ? 0 : full - first < 4 ? full - first : 4;
+            cr_assert_eq(count, expect, "batch %lld from %d: %d samples, the batch has %d", (long long)k, first, count,
+                         full);
+            cr_assert_eq(memcmp(part, whole + first * SZ, (size_t)count * SZ * sizeof(float)), 0);
+            cr_assert_eq(memcmp(pmask, wmask + first * HW, (size_t)count * HW * sizeof(int32_t)), 0);
+        }
+    }
+    cr_assert_eq(rm_batcher_get_part(b, part, pmask, &count, 0, 10, 4, &e), RM_ERR_INVALID);
+    cr_assert(strstr(e.msg, "samples [10, 10 + 4) of a batch of 12"), "%s", e.msg);
+    cr_assert_eq(rm_batcher_get_part(b, part, pmask, &count, 0, -1, 2, &e), RM_ERR_INVALID);
+    rm_batcher_free(b);
+    rm_dataset_free(ds);
+}

@@ -1,0 +1,79 @@
+/* The communication layer (engine/comm.h) in one process: the single
+ * backend's collectives are the identity; the launcher's environment picks
+ * the backend, and a build without MPI started by mpirun as one of several
+ * processes says so instead of running N copies of a one-process job. The
+ * mpi backend across processes is tested by tests/mpi (scripts/test's MPI
+ * pass). */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm.h"
+
+static const char *const launcher_vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "PMIX_RANK"};
+
+static void clear_launcher(void)
+{
+    for (size_t i = 0; i < sizeof launcher_vars / sizeof *launcher_vars; i++) unsetenv(launcher_vars[i]);
+}
+
+Test(comm, single_collectives_are_the_identity)
+{
+    clear_launcher();
+    rm_comm *c = NULL;
+    rm_err e = {0};
+    cr_assert_eq(rm_comm_create_auto(&c, &e), RM_OK, "%s", e.msg);
+    cr_assert_str_eq(c->name, "single");
+    cr_assert_eq(c->rank, 0);
+    cr_assert_eq(c->size, 1);
+    float x[3] = {1.5f, -2.0f, 3.25f}, y[3];
+    memcpy(y, x, sizeof x);
+    cr_assert_eq(rm_comm_allreduce(c, x, 3, &e), RM_OK);
+    cr_assert_eq(memcmp(x, y, sizeof x), 0, "a sum over one rank is the value");
+    rm_comm_request *req = (rm_comm_request *)&e; /* must be overwritten */
+    cr_assert_eq(c->ops->allreduce_start(c->ctx, x, 3, &req, &e), RM_OK);
+    cr_assert_null(req, "done at once: no request to wait for");
+    cr_assert_eq(c->ops->broadcast(c->ctx, x, sizeof x, 0, &e), RM_OK);
+    cr_assert_eq(c->ops->broadcast(c->ctx, x, sizeof x, 1, &e), RM_ERR_INVALID, "there is no rank 1");
+    cr_assert_eq(rm_comm_check_same(c, "plan", 4, "schedule", &e), RM_OK);
+    rm_comm_free(c);
+}
+
+Test(comm, the_launcher_environment_picks_the_backend)
+{
+    clear_launcher();
+    int size = -1;
+    cr_assert_eq(rm_comm_launched(&size), 0);
+    cr_assert_eq(size, 0);
+    setenv("OMPI_COMM_WORLD_SIZE", "3", 1);
+    cr_assert_eq(rm_comm_launched(&size), 1);
+    cr_assert_eq(size, 3);
+    clear_launcher();
+    setenv("PMI_SIZE", "2", 1);
+    cr_assert_eq(rm_comm_launched(&size), 1);
+    cr_assert_eq(size, 2);
+    clear_launcher();
+    setenv("PMIX_RANK", "0", 1);
+    cr_assert_eq(rm_comm_launched(&size), 1, "PMIx alone says launched");
+    cr_assert_eq(size, 0, "but not how many");
+    clear_launcher();
+}
+
+Test(comm, mpirun_without_mpi_is_an_error_that_says_so)
+{
+    if (rm_comm_have_mpi()) cr_skip_test("this build has MPI: tests/mpi runs it under mpirun");
+    clear_launcher();
+    setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+    rm_comm *c = (rm_comm *)&c;
+    rm_err e = {0};
+    cr_assert_eq(rm_comm_create_auto(&c, &e), RM_ERR_UNSUPPORTED);
+    cr_assert_null(c);
+    cr_assert(strstr(e.msg, "as one of 2 processes, but this remat was built without MPI"), "%s", e.msg);
+    cr_assert_eq(rm_comm_create(&c, RM_COMM_MPI, &e), RM_ERR_UNSUPPORTED);
+    /* One process under a launcher runs alone. */
+    setenv("OMPI_COMM_WORLD_SIZE", "1", 1);
+    cr_assert_eq(rm_comm_create_auto(&c, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(c->size, 1);
+    rm_comm_free(c);
+    clear_launcher();
+}

@@ -1,0 +1,47 @@
+/* The gradient of one optimizer step from its parts: the micro-batches one
+ * process runs (--accum K) summed in order, then the ranks' sums summed
+ * over the job (engine/comm.h), then divided into the mean over the global
+ * batch. Each part's gradient is the mean over its own samples (the loss is
+ * a mean), so dividing the sum of the K x R parts by K x R gives the mean
+ * over all of them.
+ *
+ * Exactness: the sum of two parts is a + b in float either way, a
+ * micro-batch sum (the backend's grad_sum of two sources) or a reduction
+ * over two ranks (MPI's float sum), and the division is the same float
+ * multiplication, so two ranks give the bits of one process running two
+ * micro-batches. More parts are summed in another order (MPI's), within
+ * rounding.
+ *
+ * Memory: with K > 1 a buffer of every gradient on the backend holds the
+ * sum so far (the executor overwrites the gradients each micro-batch):
+ * rm_grad_reduce_bytes, which the trainer counts as fixed memory. Device
+ * gradients reduce over the ranks through host memory (outside the device
+ * budget), one download and one upload per step. */
+#ifndef REMAT_TRAIN_GRAD_REDUCE_H
+#define REMAT_TRAIN_GRAD_REDUCE_H
+
+#include <stddef.h>
+
+#include "backend.h"
+#include "comm.h"
+#include "error.h"
+
+typedef struct rm_grad_reduce rm_grad_reduce;
+
+/* grads: count gradients in be's memory (the executor's), reduced in
+ * place; accum >= 1 micro-batches per step; comm NULL: one process. be,
+ * grads and comm must outlive it. */
+int rm_grad_reduce_create(rm_grad_reduce **out, rm_backend *be, float *grads, size_t count, int accum, rm_comm *comm,
+                          rm_err *e);
+void rm_grad_reduce_free(rm_grad_reduce *r);
+/* Device bytes create allocates for count gradients and accum
+ * micro-batches (aligned as the arena aligns): 0 for accum 1. */
+size_t rm_grad_reduce_bytes(size_t count, int accum);
+
+/* After micro-batch k (0 .. accum - 1) of a step has left its gradient. */
+int rm_grad_reduce_micro(rm_grad_reduce *r, int k, rm_err *e);
+/* After the last micro-batch: the gradients become the mean over every
+ * micro-batch of every rank. */
+int rm_grad_reduce_finish(rm_grad_reduce *r, rm_err *e);
+
+#endif
