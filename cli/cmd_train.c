@@ -10,6 +10,7 @@
 
 #include "cli_util.h"
 #include "clock.h"
+#include "comm.h"
 #include "commands.h"
 #include "trainer.h"
 
@@ -448,6 +449,8 @@ static int config_optimizer(rm_trainer_config *c, const train_args *a)
     return 0;
 }
 
+static int train_job(rm_trainer_config *cfg, const train_args *args, rm_comm *comm);
+
 static int train_run(int argc, char **argv)
 {
     train_args a;
@@ -497,6 +500,29 @@ static int train_run(int argc, char **argv)
     int rc = config_run(&c, &a);
     if (!rc) rc = config_optimizer(&c, &a);
     if (rc) return rc;
+    /* Under mpirun, one rank of the job (engine/comm.h); rank 0 alone
+     * prints, the others only their errors. */
+    rm_err e = {RM_OK, ""};
+    rm_comm *comm = NULL;
+    if (rm_comm_create_auto(&comm, &e)) {
+        rm_text_fprintf(stderr, "remat train: %s\n", e.msg);
+        return 1;
+    }
+    rc = train_job(&c, &a, comm);
+    if (rc && comm->size > 1) comm->ops->abort(comm->ctx, rc); /* every rank ends, none waits for this one */
+    rm_comm_free(comm);
+    return rc;
+}
+
+/* The job of one rank (comm; one process: the single backend). */
+static int train_job(rm_trainer_config *cfg, const train_args *args, rm_comm *comm)
+{
+    rm_trainer_config c = *cfg;
+    train_args a = *args;
+    int rc;
+    const int root = comm->rank == 0;
+    if (comm->size > 1) c.comm = comm;
+    if (!root) a.quiet = 1;
     progress pr = {a.quiet, isatty(STDERR_FILENO), 0, 0};
     rm_cli_progress solver_log = {c.strategy, rm_now()};
     if (!a.quiet) {
@@ -507,26 +533,30 @@ static int train_run(int argc, char **argv)
     c.event_ctx = &pr;
 
     rm_err e = {RM_OK, ""};
+    char who[48] = "remat train";
+    if (comm->size > 1) snprintf(who, sizeof who, "remat train (rank %d of %d)", comm->rank, comm->size);
     rm_cost_file *costs = NULL;
     if (a.costs_path && rm_cost_file_read(&costs, a.costs_path, &e)) {
-        rm_text_fprintf(stderr, "remat train: %s\n", e.msg);
+        rm_text_fprintf(stderr, "%s: %s\n", who, e.msg);
         return e.code == RM_ERR_NOMEM ? 2 : 1;
     }
     c.costs = costs;
     rm_trainer *t = NULL;
     rc = rm_trainer_create(&t, &c, &e);
     if (!rc) {
-        print_summary(rm_trainer_summary_of(t), &c, rm_trainer_model(t));
+        if (root) print_summary(rm_trainer_summary_of(t), &c, rm_trainer_model(t));
         double t0 = rm_now();
         rc = rm_trainer_run(t, &e);
         close_bar(&pr);
-        if (!rc) printf("done         %llu steps in %.1f s\n", (unsigned long long)rm_trainer_steps(t), rm_now() - t0);
+        if (!rc && root)
+            printf("done         %llu steps in %.1f s\n", (unsigned long long)rm_trainer_steps(t), rm_now() - t0);
     }
     close_bar(&pr);
     rm_trainer_free(t);
     rm_cost_file_free(costs);
     if (rc) {
-        rm_text_fprintf(stderr, "remat train: %s\n", e.msg);
+        fflush(stdout);
+        rm_text_fprintf(stderr, "%s: %s\n", who, e.msg);
         return rc == RM_ERR_NOMEM || rc == RM_ERR_SOLVER || rc == RM_ERR_DEVICE ? 2 : 1;
     }
     return 0;

@@ -402,10 +402,16 @@ int rm_trainer_create(rm_trainer **out, const rm_trainer_config *c, rm_err *e)
     /* So do a --resume that is no snapshot and a --snapshot that cannot be
      * written: found otherwise only after the solve, or after a whole epoch. */
     if (c->resume_path && (rc = rm_snapshot_check_header(c->resume_path, e))) goto fail;
-    if (c->snapshot_path &&
+    if (c->snapshot_path && t->rank == 0 &&
         (rc = rm_atomic_probe_room(c->snapshot_path, rm_snapshot_min_bytes(t->m, rm_optim_slots_for(&c->optim)), e)))
         goto fail;
-    if (t->batch == 0 && (rc = rm_trainer_auto_batch(t, e))) goto fail;
+    /* --batch auto: rank 0 searches (a solver's time limit can make the
+     * answer differ from run to run) and tells the others. */
+    if (t->batch == 0 && t->rank == 0 && (rc = rm_trainer_auto_batch(t, e))) goto fail;
+    if (c->batch == 0 && t->ranks > 1) {
+        if ((rc = t->comm->ops->broadcast(t->comm->ctx, &t->batch, sizeof t->batch, 0, e))) goto fail;
+        t->sum.batch_auto = 1;
+    }
     t->sum.batch = t->batch;
     t->global_batch = t->sum.global_batch = t->batch * t->accum * t->ranks;
     if ((rc = rm_trainer_plan_memory(t, e))) goto fail;
@@ -588,13 +594,15 @@ int rm_trainer_run(rm_trainer *t, rm_err *e)
 
         int epoch_end = t->step % per == 0, last = t->step == stop;
         int periodic = t->cfg.eval_every && t->step % t->cfg.eval_every == 0;
-        if ((epoch_end || last || periodic) && t->test->info.count > 0) {
+        /* Rank 0 reports (its parameters are every rank's; its batchnorm
+         * statistics are its own, as in PyTorch's DDP) and saves. */
+        if ((epoch_end || last || periodic) && t->test->info.count > 0 && t->rank == 0) {
             rm_trainer_event ee = ev;
             if ((rc = rm_trainer_evaluate(t, &ee.eval, e))) return rc;
             ee.kind = epoch_end ? RM_TRAINER_EPOCH : RM_TRAINER_EVAL;
             rm_trainer_emit(t, &ee);
         }
-        if ((epoch_end || last) && t->cfg.snapshot_path) {
+        if ((epoch_end || last) && t->cfg.snapshot_path && t->rank == 0) {
             if ((rc = rm_trainer_save(t, t->cfg.snapshot_path, e))) return rc;
             rm_trainer_event ce = ev;
             ce.kind = RM_TRAINER_SNAPSHOT;

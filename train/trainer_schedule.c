@@ -103,18 +103,20 @@ static int report_arena(const rm_schedule_report *r, rm_err *e)
  * entry is read only as the regular file remat wrote, never through a
  * link planted under its name nor from a FIFO that would never answer
  * (RM_PATH_ENTRY, base/atomic_file.h). */
-static int cache_load(rm_trainer *t, const char *path, rm_err *e)
+/* A schedule solved elsewhere (the cache, or rank 0; what: where, for the
+ * messages) becomes the trainer's once the simulator, the budget and the
+ * plan's span all accept it. Takes s either way. */
+static int adopt(rm_trainer *t, rm_schedule *s, const char *what, rm_err *e)
 {
-    rm_schedule *s = NULL;
     rm_schedule_report r;
     memset(&r, 0, sizeof r);
-    int rc = rm_schedule_read_entry(&s, t->p, path, e);
-    if (!rc && !(rc = rm_schedule_report_of(&r, t->p, s, &t->g, RM_REPORT_ARENA, e))) rc = report_arena(&r, e);
+    int rc = rm_schedule_report_of(&r, t->p, s, &t->g, RM_REPORT_ARENA, e);
+    if (!rc) rc = report_arena(&r, e);
     if (!rc && !rm_sim_fits(t->p, &r.sim))
-        rc = rm_errorf(e, RM_ERR_BUDGET, "%s: peaks at %s, over the budget %s", path,
+        rc = rm_errorf(e, RM_ERR_BUDGET, "%s: peaks at %s, over the budget %s", what,
                        MB(t->p->fixed_bytes + r.sim.peak_bytes).s, MB(t->p->budget).s);
     if (!rc && t->p->fixed_bytes + r.arena->span > t->p->budget)
-        rc = rm_errorf(e, RM_ERR_BUDGET, "%s: its plan needs %s, over the budget %s", path,
+        rc = rm_errorf(e, RM_ERR_BUDGET, "%s: its plan needs %s, over the budget %s", what,
                        MB(t->p->fixed_bytes + r.arena->span).s, MB(t->p->budget).s);
     if (rc) {
         rm_schedule_free(s);
@@ -124,8 +126,43 @@ static int cache_load(rm_trainer *t, const char *path, rm_err *e)
     t->s = s;
     take_report(t, &r);
     rm_schedule_report_free(&r);
-    t->sum.status = "cached";
     return RM_OK;
+}
+
+static int cache_load(rm_trainer *t, const char *path, rm_err *e)
+{
+    rm_schedule *s = NULL;
+    int rc = rm_schedule_read_entry(&s, t->p, path, e);
+    if (!rc && !(rc = adopt(t, s, path, e))) t->sum.status = "cached";
+    return rc;
+}
+
+/* Rank 0's schedule to every rank (its R and S, n x n bytes each), which
+ * each plans itself and adopts; then every rank checks that its plan (the
+ * arena's span and every operation's placement) is rank 0's, so that no
+ * rank trains with another memory layout than the one that was checked. */
+static int share_schedule(rm_trainer *t, rm_err *e)
+{
+    rm_rs *d = NULL;
+    int rc = t->rank == 0 ? rm_rs_from_schedule(&d, t->s, e) : rm_rs_create(&d, t->p->n, e);
+    size_t nn = (size_t)t->p->n * (size_t)t->p->n;
+    if (!rc) rc = t->comm->ops->broadcast(t->comm->ctx, d->R, nn, 0, e);
+    if (!rc) rc = t->comm->ops->broadcast(t->comm->ctx, d->S, nn, 0, e);
+    if (!rc && t->rank != 0) {
+        rm_schedule *s = NULL;
+        if (!(rc = rm_schedule_from_rs(&s, d, e))) rc = adopt(t, s, "rank 0's schedule", e);
+        t->sum.status = "rank 0's";
+    }
+    rm_rs_free(d);
+    if (rc) return rc;
+    uint64_t h = fnv(0xcbf29ce484222325ULL, &t->plan->span, sizeof t->plan->span);
+    h = fnv(h, &t->plan->nops, sizeof t->plan->nops);
+    for (int k = 0; k < t->plan->nops; k++) { /* field by field: no padding bytes hashed */
+        const rm_plan_op *o = &t->plan->ops[k];
+        int f[4] = {(int)o->kind, o->node, o->stage, o->buffer};
+        h = fnv(fnv(h, f, sizeof f), &o->offset, sizeof o->offset);
+    }
+    return rm_comm_check_same(t->comm, &h, sizeof h, "memory plan", e);
 }
 
 /* The entry is replaced atomically (base/atomic_file.h), so a concurrent
@@ -336,7 +373,10 @@ int rm_trainer_plan_memory(rm_trainer *t, rm_err *e)
         return rm_errorf(e, RM_ERR_INFEASIBLE, "at batch %d %s%s", t->batch,
                          rm_budget_reason(why, sizeof why, v, p, &facts, trainer_bytes), more);
     }
-    return solve(t, &facts, e);
+    /* Every rank reached here alike (the checks above are deterministic);
+     * a solve need not be (a time limit), so rank 0 alone solves. */
+    if (t->rank == 0 && (rc = solve(t, &facts, e))) return rc;
+    return t->ranks > 1 ? share_schedule(t, e) : RM_OK;
 }
 
 static void probe(void *ctx, const char *strategy, int batch, int feasible, double seconds)

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Data-parallel training across processes (engine/comm.h, train/grad_reduce.h),
+# run the way users run it: `mpirun -np N remat train ...`, oversubscribed on
+# this machine's cores. What holds:
+#   - 2 ranks leave the parameters and optimizer state of one process with
+#     --accum 2 at the same global batch, bit for bit: SGD and Adam, an MLP and
+#     a CNN, checkpoint-all and a schedule that recomputes (tests/mpi/snapcmp.py
+#     reads the snapshots rank 0 writes);
+#   - 3 and 4 ranks agree with one process within 1e-6 (MPI sums in its own
+#     order), and a run repeats itself bit for bit;
+#   - every rank's memory plan is rank 0's: a rank given another batch is
+#     caught, naming the plan;
+#   - an error on one rank ends the job, non-zero, with that rank's message,
+#     and a killed rank does not leave the others waiting.
+# Needs build/remat built with MPI and mpirun (scripts/setup installs Open
+# MPI). The last line is "mpi tests: N passed, N failed" (scripts/test).
+set -uo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+remat="${REMAT_BIN:-$root/build/remat}"
+cmp_py="$root/tests/mpi/snapcmp.py"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Loopback only: no network probing on CI machines; no busy-polling of idle ranks.
+export OMPI_MCA_btl=self,vader OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+passed=0 failed=0
+ok() { echo "ok: $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL: $1"; failed=$((failed + 1)); }
+mpi() { timeout 120 mpirun --oversubscribe "$@"; }
+
+# train SNAPSHOT ARGS...: a short run (the reference kernels on one thread,
+# whose sums do not depend on the batch) writing its snapshot.
+common=(--data synthetic --samples 96 --steps 4 --kernels reference --threads 1 --quiet)
+
+# same_as_accum NAME RANKS TOL MODEL BATCH ARGS...: RANKS processes against one with --accum RANKS.
+same_as_accum() {
+  local name="$1" ranks="$2" tol="$3" model="$4" batch="$5"
+  shift 5
+  rm -f "$tmp/dp.snap" "$tmp/one.snap"
+  if ! mpi -np "$ranks" "$remat" train --model "$root/models/$model.cfg" --batch "$batch" "${common[@]}" "$@" \
+    --snapshot "$tmp/dp.snap" >"$tmp/out" 2>&1; then
+    fail "$name: mpirun -np $ranks failed: $(tail -5 "$tmp/out")"
+    return
+  fi
+  if ! "$remat" train --model "$root/models/$model.cfg" --batch "$batch" --accum "$ranks" "${common[@]}" "$@" \
+    --snapshot "$tmp/one.snap" >"$tmp/out" 2>&1; then
+    fail "$name: one process with --accum $ranks failed: $(tail -5 "$tmp/out")"
+    return
+  fi
+  if python3 "$cmp_py" "$tmp/dp.snap" "$tmp/one.snap" $tol >"$tmp/cmp" 2>&1; then
+    ok "$name: $ranks ranks = one process with --accum $ranks$([ -n "$tol" ] && echo ", $(cat "$tmp/cmp")")"
+  else
+    fail "$name: $(cat "$tmp/cmp")"
+  fi
+}
+
+for opt in sgd adam; do
+  same_as_accum "mlp-tiny $opt, checkpoint_all" 2 "" mlp-tiny 16 --budget 100% --strategy checkpoint_all --optimizer $opt
+  same_as_accum "cnn-tiny $opt, checkpoint_all" 2 "" cnn-tiny 16 --budget 100% --strategy checkpoint_all --optimizer $opt
+  # resnet-tiny at 75%: a schedule that recomputes (batchnorm, residual sums).
+  same_as_accum "resnet-tiny $opt, chen_greedy at 75%" 2 "" resnet-tiny 16 --budget 75% --strategy chen_greedy \
+    --optimizer $opt
+done
+same_as_accum "mlp-tiny sgd, 3 ranks" 3 1e-6 mlp-tiny 24 --budget 100% --strategy checkpoint_all
+same_as_accum "cnn-tiny adam, 4 ranks" 4 1e-6 cnn-tiny 16 --budget 100% --strategy checkpoint_all --optimizer adam
+
+# Run to run: the same job twice, the same bits.
+run_twice() {
+  for k in 1 2; do
+    mpi -np 3 "$remat" train --model "$root/models/cnn-tiny.cfg" --batch 24 "${common[@]}" --budget 100% \
+      --strategy checkpoint_all --snapshot "$tmp/run$k.snap" >"$tmp/out" 2>&1 || return 1
+  done
+  python3 "$cmp_py" "$tmp/run1.snap" "$tmp/run2.snap" >"$tmp/cmp" 2>&1
+}
+if run_twice; then ok "3 ranks, twice: the same bits"; else fail "3 ranks, twice: $(cat "$tmp/cmp" "$tmp/out")"; fi
+
+# A rank with another batch plans another arena: caught by every rank.
+rc=0
+mpi -np 1 "$remat" train --model "$root/models/cnn-tiny.cfg" --batch 16 "${common[@]}" --budget 4MiB \
+  --strategy checkpoint_all : -np 1 "$remat" train --model "$root/models/cnn-tiny.cfg" --batch 32 "${common[@]}" \
+  --budget 4MiB --strategy checkpoint_all >"$tmp/out" 2>&1 || rc=$?
+if [ "$rc" -ne 0 ] && grep -q "ranks computed a different memory plan than rank 0" "$tmp/out"; then
+  ok "a rank with another plan is refused (exit $rc)"
+else
+  fail "a rank with another plan: exit $rc, $(tail -5 "$tmp/out")"
+fi
+
+# An error on one rank (rank 1 cannot read its data) ends the whole job.
+rc=0
+start=$(date +%s)
+mpi -np 1 "$remat" train --model "$root/models/cnn-tiny.cfg" --batch 16 "${common[@]}" --budget 100% \
+  --strategy checkpoint_all : -np 1 "$remat" train --model "$root/models/cnn-tiny.cfg" --batch 16 \
+  --data "$tmp/no-such-folder" --steps 4 --quiet --budget 100% --strategy checkpoint_all >"$tmp/out" 2>&1 || rc=$?
+took=$(($(date +%s) - start))
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -q "remat train (rank 1 of 2): .*no-such-folder" "$tmp/out"; then
+  ok "an error on rank 1 ends the job in ${took} s (exit $rc), with its message"
+else
+  fail "an error on rank 1: exit $rc after ${took} s, $(tail -5 "$tmp/out")"
+fi
+
+# A rank killed mid-run: mpirun ends the others instead of leaving them in a collective.
+rc=0
+start=$(date +%s)
+(
+  sleep 3
+  pkill -KILL -n -f -- "^$remat train .*--seed 4242"
+) &
+killer=$!
+mpi -np 2 "$remat" train --model "$root/models/mlp-tiny.cfg" --batch 16 --data synthetic --samples 4096 \
+  --epochs 2000 --kernels reference --threads 1 --quiet --budget 100% --strategy checkpoint_all --seed 4242 \
+  >"$tmp/out" 2>&1 || rc=$?
+wait "$killer"
+took=$(($(date +%s) - start))
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$took" -lt 60 ]; then
+  ok "a killed rank ends the job in ${took} s (exit $rc)"
+else
+  fail "a killed rank: exit $rc after ${took} s, $(tail -5 "$tmp/out")"
+fi
+
+echo "mpi tests: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
