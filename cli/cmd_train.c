@@ -31,6 +31,10 @@
     "peak, the budget, the schedule's peak and extra compute), a progress bar on stderr, and after every\n"            \
     "epoch the training loss and accuracy and those on the held-out data.\n"                                           \
     "\n"                                                                                                               \
+    "Data parallel: `mpirun -np N remat train ...` runs N ranks; each trains its slice of every batch\n"               \
+    "(--batch is the global batch) within its own --budget, rank 0 solves the schedule and prints, and\n"              \
+    "the gradients are averaged over the ranks after each backward pass.\n"                                            \
+    "\n"                                                                                                               \
     "options:\n"                                                                                                       \
     "  --model FILE          model config (models/*.cfg)\n" RM_CLI_MODEL_USAGE(                                        \
         "          ") "  --data DIR            MNIST, CIFAR-10, an image folder or image/mask pairs "                  \
@@ -248,11 +252,14 @@ static void print_summary(const rm_trainer_summary *s, const rm_trainer_config *
         printf("batch        %d: %s fits it in the budget (%s)\n", s->batch, s->strategy, most);
     else if (s->batch_auto)
         printf("batch        %d: the largest batch %s fits in the budget (%s)\n", s->batch, s->strategy, most);
-    else
+    else if (s->global_batch == s->batch)
         printf("batch        %d\n", s->batch);
+    /* Split: what follows (memory, schedule, evaluation) is one micro-batch's. */
     if (s->global_batch != s->batch)
-        printf("             a step is %d samples: %d rank%s x %d micro-batch%s of %d, their gradients averaged\n",
-               s->global_batch, s->ranks, s->ranks == 1 ? "" : "s", s->accum, s->accum == 1 ? "" : "es", s->batch);
+        printf("%s%d a step = %d rank%s x %d micro-batch%s of %d, their gradients averaged; the budget and the "
+               "schedule below are a micro-batch's\n",
+               s->batch_auto ? "             " : "batch        ", s->global_batch, s->ranks, s->ranks == 1 ? "" : "s",
+               s->accum, s->accum == 1 ? "" : "es", s->batch);
     printf("device       %s: %s\n", s->device, s->device_settings);
     rm_cli_print_footprint(stdout, &s->fp, &c->optim);
     printf("no-remat     %s peak = fixed + %s activations, every one kept until its last use (checkpoint-all)\n",

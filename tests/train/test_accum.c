@@ -110,8 +110,8 @@ Test(accum_cli, the_summary_says_how_a_step_splits_and_bad_values_are_refused)
     cr_assert_eq(cf_remat("train", "--model", MLP_TINY, "--data", "synthetic", "--batch", "12", "--accum", "3",
                           "--budget", "100%", "--strategy", "checkpoint_all", "--steps", "2", "--samples", "48", NULL),
                  0, "%s", cf_err);
-    cr_assert(cf_said(0, "batch        4\n"));
-    cr_assert(cf_said(0, "a step is 12 samples: 1 rank x 3 micro-batches of 4, their gradients averaged"));
+    cr_assert(cf_said(0, "batch        12 a step = 1 rank x 3 micro-batches of 4, their gradients averaged; the "
+                         "budget and the schedule below are a micro-batch's\n"));
     cr_assert(cf_said(0, "+ gradient sum "), "the fixed bytes name the gradient sum");
     cr_assert_eq(cf_remat("train", "--model", MLP_TINY, "--data", "synthetic", "--batch", "10", "--accum", "3",
                           "--budget", "90%", NULL),
