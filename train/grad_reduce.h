@@ -25,23 +25,50 @@
 #include "backend.h"
 #include "comm.h"
 #include "error.h"
+#include "executor.h"
+#include "graph.h"
+#include "plan.h"
 
 typedef struct rm_grad_reduce rm_grad_reduce;
 
+/* The training step whose backward pass the ranks' sums overlap: its graph
+ * and plan, and the executor whose layers' gradients they are. */
+typedef struct rm_grad_reduce_step {
+    const rm_graph *g;
+    const rm_plan *plan;
+    rm_executor *ex;
+    int nlayers;
+} rm_grad_reduce_step;
+
 /* grads: count gradients in be's memory (the executor's), reduced in
- * place; accum >= 1 micro-batches per step; comm NULL: one process. be,
- * grads and comm must outlive it. */
+ * place; accum >= 1 micro-batches per step; comm NULL: one process. step
+ * (NULL: no overlap) must describe the executor the trainer steps; with
+ * several ranks, one micro-batch and host memory the gradients are then
+ * cut into buckets, contiguous ranges in the order the plan finishes them
+ * (PyTorch DDP's 25 MiB at most, and at least 8 of them on models of over
+ * 32,768 parameters), each reduced over the ranks as soon as the last
+ * backward compute writing it is done (rm_grad_reduce_hook). be, grads,
+ * comm and what step points to must outlive it. */
 int rm_grad_reduce_create(rm_grad_reduce **out, rm_backend *be, float *grads, size_t count, int accum, rm_comm *comm,
-                          rm_err *e);
+                          const rm_grad_reduce_step *step, rm_err *e);
 void rm_grad_reduce_free(rm_grad_reduce *r);
 /* Device bytes create allocates for count gradients and accum
  * micro-batches (aligned as the arena aligns): 0 for accum 1. */
 size_t rm_grad_reduce_bytes(size_t count, int accum);
 
+/* Before a training step of the executor: arms the hook for its computes. */
+void rm_grad_reduce_begin(rm_grad_reduce *r);
+/* The executor's node hook (rm_executor_set_node_hook, ctx r): after each
+ * compute of an armed step, starts the buckets it made final and tests the
+ * ones in flight (MPI makes no progress by itself). A no-op when disarmed
+ * (evaluation passes run other plans). */
+int rm_grad_reduce_hook(void *ctx, int node, int after, rm_err *e);
 /* After micro-batch k (0 .. accum - 1) of a step has left its gradient. */
 int rm_grad_reduce_micro(rm_grad_reduce *r, int k, rm_err *e);
 /* After the last micro-batch: the gradients become the mean over every
- * micro-batch of every rank. */
+ * micro-batch of every rank (waiting for the buckets in flight; with
+ * REMAT_LOG=debug it says when the first one started against the last
+ * backward compute). */
 int rm_grad_reduce_finish(rm_grad_reduce *r, rm_err *e);
 
 #endif

@@ -298,7 +298,9 @@ static int seeded_build(rm_trainer *t, uint64_t seed, rm_err *e)
     if ((rc = rm_executor_create(&t->ex, m, &t->g, t->be, t->plan, &xo, e))) return rc;
     size_t ngrads = 0;
     float *grads = rm_executor_grads(t->ex, &ngrads);
-    if ((rc = rm_grad_reduce_create(&t->gr, t->be, grads, ngrads, t->accum, t->comm, e))) return rc;
+    rm_grad_reduce_step gs = {&t->g, t->plan, t->ex, m->nlayers};
+    if ((rc = rm_grad_reduce_create(&t->gr, t->be, grads, ngrads, t->accum, t->comm, &gs, e))) return rc;
+    rm_executor_set_node_hook(t->ex, rm_grad_reduce_hook, t->gr);
     t->lpp = calloc((size_t)m->nlayers, sizeof *t->lpp);
     rm_optim_tensor *ts = calloc(2 * (size_t)m->nlayers + 1, sizeof *ts);
     if (!t->lpp || !ts) {
@@ -523,6 +525,7 @@ static int micro_batches(rm_trainer *t, float part[3], uint64_t pos, int measure
                                       t->batch, e)))
             return rc;
         rm_executor_set_fetch(t->ex, logits_node(t->m), measure ? t->logits : NULL);
+        rm_grad_reduce_begin(t->gr);
         rc = rm_executor_step(t->ex, &loss, t->images, t->labels, t->step * (uint64_t)parts + (uint64_t)slice, e);
         rm_executor_set_fetch(t->ex, -1, NULL);
         if (rc || (rc = rm_grad_reduce_micro(t->gr, k, e))) return rc;

@@ -8,6 +8,8 @@
 #     reads the snapshots rank 0 writes);
 #   - 3 and 4 ranks agree with one process within 1e-6 (MPI sums in its own
 #     order), and a run repeats itself bit for bit;
+#   - the gradients' sum overlaps the backward pass: its first bucket starts
+#     before the last backward compute (REMAT_LOG=debug says when);
 #   - every rank's memory plan is rank 0's: a rank given another batch is
 #     caught, naming the plan;
 #   - an error on one rank ends the job, non-zero, with that rank's message,
@@ -73,6 +75,17 @@ run_twice() {
   python3 "$cmp_py" "$tmp/run1.snap" "$tmp/run2.snap" >"$tmp/cmp" 2>&1
 }
 if run_twice; then ok "3 ranks, twice: the same bits"; else fail "3 ranks, twice: $(cat "$tmp/cmp" "$tmp/out")"; fi
+
+# Overlap is real: the first bucket's sum starts before the backward pass ends.
+REMAT_LOG=debug mpi -np 2 "$remat" train --model "$root/models/cnn-tiny.cfg" --batch 16 "${common[@]}" --budget 100% \
+  --strategy checkpoint_all >"$tmp/out" 2>&1
+read -r first end < <(sed -n -E 's/.*the first started after compute ([0-9]+), the backward pass ends with compute ([0-9]+);.*/\1 \2/p' \
+  "$tmp/out" | head -1)
+if [ -n "${first:-}" ] && [ "$first" -lt "$end" ]; then
+  ok "the first gradient bucket is summed from compute $first on, the backward pass ends at compute $end"
+else
+  fail "overlap: first bucket at compute ${first:-?}, backward pass ends at ${end:-?}: $(grep grad_reduce "$tmp/out" | head -3)"
+fi
 
 # A rank with another batch plans another arena: caught by every rank.
 rc=0
