@@ -19,7 +19,7 @@
 
 #define MAXBATCH_USAGE                                                                                                 \
     "usage: remat maxbatch --model FILE --budget B [--max-overhead X] [--accounting remat|checkmate]\n"                \
-    "                      [--input HxW] [--strategies a,b,...] [--max-batch N] [--costs FILE]\n"                      \
+    "                      [--input HxW] [--strategies a,b,...] [--max-batch N] [--ranks N] [--costs FILE]\n"          \
     "                      [--time-limit S] [--node-limit N] [--milp-engine E] [--device cpu|cuda]\n"                  \
     "                      [--format text|csv|json]\n"                                                                 \
     "                      [--quiet]\n"                                                                                \
@@ -61,9 +61,14 @@
                       "  --input HxW           the input's height and width instead of the config's (e.g. 416x608)\n"  \
                       "  --format F            text (default), csv or json: the results table alone on stdout as "     \
                       "data (the setup\n"                                                                              \
-                      "                        goes to stderr); columns strategy, max_batch, vs_all, overhead_pct, "   \
-                      "peak_bytes,\n"                                                                                  \
-                      "                        solve_s, search_s, probes, notes, bound_batch, unproved (0/1), from\n"  \
+                      "                        goes to stderr); columns strategy, max_batch, global_batch, vs_all, "   \
+                      "overhead_pct,\n"                                                                                \
+                      "                        peak_bytes, solve_s, search_s, probes, notes, bound_batch,\n"           \
+                      "                        unproved (0/1), from\n"                                                 \
+                      "  --ranks N             a data-parallel job of N processes (`mpirun -np N remat train`): the\n" \
+                      "                        budget and max batch are each rank's, and a `global` column gives "     \
+                      "the\n"                                                                                          \
+                      "                        step's batch, N times it (default 1)\n"                                 \
                       "  --strategies LIST     comma-separated names from `remat plan --help` (default: all of "       \
                       "them)\n"                                                                                        \
                       "  --max-batch N         the largest batch tried (default 1048576, at most 2^30)\n"              \
@@ -247,6 +252,7 @@ static int open_gpu(rm_backend **gpu, rm_backend_kind kind, size_t *gpu_free, si
 enum {
     COL_STRATEGY,
     COL_BATCH,
+    COL_GLOBAL,
     COL_RATIO,
     COL_OVERHEAD,
     COL_PEAK,
@@ -262,6 +268,7 @@ enum {
 static const rm_table_col maxbatch_cols[NCOLS] = {
     [COL_STRATEGY] = {"strategy", "strategy", RM_TABLE_LEFT, 18, RM_TABLE_BOTH},
     [COL_BATCH] = {"max batch", "max_batch", RM_TABLE_RIGHT, 9, RM_TABLE_BOTH},
+    [COL_GLOBAL] = {"global", "global_batch", RM_TABLE_RIGHT, 7, RM_TABLE_DATA}, /* shown with --ranks N > 1 */
     [COL_RATIO] = {"vs all", "vs_all", RM_TABLE_RIGHT, 7, RM_TABLE_BOTH},
     [COL_OVERHEAD] = {"overhead", "overhead_pct", RM_TABLE_RIGHT, 9, RM_TABLE_BOTH},
     [COL_PEAK] = {"peak", "peak_bytes", RM_TABLE_RIGHT, 11, RM_TABLE_BOTH},
@@ -281,9 +288,12 @@ static void add_note(char *notes, size_t len, const char *note)
 }
 
 static int print_table(const rm_strategy_info *const *list, int nlist, const rm_maxbatch_result *res, const int *ok,
-                       char err[][160], const char *const *from, int si, rm_table_format fmt)
+                       char err[][160], const char *const *from, int si, int ranks, rm_table_format fmt)
 {
-    rm_table *t = rm_table_create(maxbatch_cols, NCOLS);
+    rm_table_col cols[NCOLS];
+    memcpy(cols, maxbatch_cols, sizeof cols);
+    if (ranks > 1) cols[COL_GLOBAL].only = RM_TABLE_BOTH;
+    rm_table *t = rm_table_create(cols, NCOLS);
     if (!t) return -1;
     int base = ok[0] ? res[0].max_batch : 0;
     for (int k = 0; k < nlist; k++) {
@@ -297,6 +307,7 @@ static int print_table(const rm_strategy_info *const *list, int nlist, const rm_
             continue;
         }
         rm_table_set_num(t, COL_BATCH, r->max_batch, "%d", r->max_batch);
+        rm_table_set_num(t, COL_GLOBAL, (double)r->max_batch * ranks, "%.0f", (double)r->max_batch * ranks);
         if (base > 0)
             rm_table_set_num(t, COL_RATIO, (double)r->max_batch / base, "%.2fx", (double)r->max_batch / base);
         else
@@ -346,6 +357,10 @@ static int print_table(const rm_strategy_info *const *list, int nlist, const rm_
                "checkpoint-all's; overhead: extra compute at that batch over checkpoint-all's (every node once), of\n"
                "the first schedule found to fit (not the cheapest); peak: fixed + activations there; solve: the solve\n"
                "at that batch; search: all probes of the strategy; from: what found the solver's schedule.\n");
+    if (fmt == RM_TABLE_TEXT && ranks > 1)
+        printf("global: the batch of a step of %d ranks, each with this budget and a replica of the model\n"
+               "(`mpirun -np %d remat train --batch GLOBAL`; --batch is the global batch there).\n",
+               ranks, ranks);
     return rc;
 }
 
@@ -425,7 +440,7 @@ static int maxbatch_run(int argc, char **argv)
     memset(&mdl, 0, sizeof mdl);
     const char *model = NULL, *budget = NULL, *strategies = NULL, *max_batch = NULL, *time_limit = NULL,
                *costs_path = NULL, *device = NULL, *max_overhead = NULL, *accounting = NULL, *input = NULL,
-               *format = NULL, *node_limit = NULL, *milp_engine = NULL;
+               *format = NULL, *node_limit = NULL, *milp_engine = NULL, *ranks_s = NULL;
     int quiet = 0;
     const rm_cli_opt opts[] = {
         RM_CLI_FLAG("--quiet", "-q", &quiet),
@@ -442,6 +457,7 @@ static int maxbatch_run(int argc, char **argv)
         RM_CLI_VALUE("--format", &format),
         RM_CLI_VALUE("--node-limit", &node_limit),
         RM_CLI_VALUE("--milp-engine", &milp_engine),
+        RM_CLI_VALUE("--ranks", &ranks_s),
     };
     if (rm_cli_parse_options(opts, sizeof opts / sizeof opts[0], argc, argv, "maxbatch", MAXBATCH_USAGE) ||
         rm_cli_model_check(&mdl, "maxbatch", MAXBATCH_USAGE))
@@ -455,6 +471,9 @@ static int maxbatch_run(int argc, char **argv)
     if (bud.percent)
         return usage_error("--budget must be an amount of memory here (16GiB), not a percentage: the no-remat peak "
                            "it would refer to grows with the batch");
+    long ranks = 1;
+    if (ranks_s && rm_cli_parse_long(&ranks, ranks_s, 1, 65536))
+        return usage_error("--ranks must be an integer from 1 to 65536, got '%s'", ranks_s);
     long cap = 1L << 20;
     if (max_batch && rm_cli_parse_long(&cap, max_batch, 1, RM_MAX_BATCH))
         return usage_error("--max-batch must be an integer from 1 to %d, got '%s'", RM_MAX_BATCH, max_batch);
@@ -602,7 +621,7 @@ static int maxbatch_run(int argc, char **argv)
         if (!strcmp(list[k]->name, "milp")) milp = k;
     }
 
-    int prc = print_table(list, nlist, res, ok, err, from, checkmate, fmt);
+    int prc = print_table(list, nlist, res, ok, err, from, checkmate, (int)ranks, fmt);
     for (int k = 0; k < nlist; k++)
         if (ok[k]) rm_schedule_free(res[k].schedule);
     if (prc) {

@@ -536,7 +536,7 @@ static int train_job(rm_trainer_config *cfg, const train_args *args, rm_comm *co
         c.solver.log = rm_cli_progress_log;
         c.solver.log_ctx = &solver_log;
     }
-    c.event = on_event;
+    c.event = root ? on_event : NULL; /* what a person reads comes from rank 0 */
     c.event_ctx = &pr;
 
     rm_err e = {RM_OK, ""};

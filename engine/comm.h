@@ -39,6 +39,9 @@ typedef struct rm_comm_ops {
     int (*test)(void *ctx, rm_comm_request *req, int *done, rm_err *e);
     /* Waits for req to complete and frees it. */
     int (*wait)(void *ctx, rm_comm_request *req, rm_err *e);
+    /* Sums count doubles of buf over the ranks, in place, waiting: for
+     * statistics (held-out losses and counts) a float would round. */
+    int (*allreduce_f64)(void *ctx, double *buf, size_t count, rm_err *e);
     /* bytes of buf from rank root to every rank. */
     int (*broadcast)(void *ctx, void *buf, size_t bytes, int root, rm_err *e);
     /* Ends every process of the job with exit status code; does not

@@ -77,6 +77,17 @@ static int mpi_wait(void *ctx, rm_comm_request *req, rm_err *e)
     return rc == MPI_SUCCESS ? RM_OK : mpi_failed(rc, "MPI_Waitall", e);
 }
 
+static int mpi_allreduce_f64(void *ctx, double *buf, size_t count, rm_err *e)
+{
+    (void)ctx;
+    for (size_t off = 0; off < count; off += PIECE) {
+        int len = (int)(count - off < PIECE ? count - off : PIECE);
+        int rc = MPI_Allreduce(MPI_IN_PLACE, buf + off, len, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        if (rc != MPI_SUCCESS) return mpi_failed(rc, "MPI_Allreduce", e);
+    }
+    return RM_OK;
+}
+
 static int mpi_broadcast(void *ctx, void *buf, size_t bytes, int root, rm_err *e)
 {
     (void)ctx;
@@ -103,7 +114,8 @@ static void mpi_destroy(void *ctx)
     if (!finalized) MPI_Finalize();
 }
 
-static const rm_comm_ops mpi_ops = {mpi_allreduce_start, mpi_test, mpi_wait, mpi_broadcast, mpi_abort, mpi_destroy};
+static const rm_comm_ops mpi_ops = {mpi_allreduce_start, mpi_test,  mpi_wait,   mpi_allreduce_f64,
+                                    mpi_broadcast,       mpi_abort, mpi_destroy};
 
 int rm_comm_mpi_create(rm_comm **out, rm_err *e)
 {

@@ -485,22 +485,27 @@ int rm_trainer_evaluate(rm_trainer *t, rm_trainer_eval *out, rm_err *e)
     bo.last = RM_LAST_PARTIAL;
     if ((rc = rm_batcher_create(&b, t->test, &bo, e))) return rc;
     const int ln = logits_node(t->m);
-    double loss_sum = 0;
-    int64_t correct = 0, total = 0, samples = 0;
+    /* Each rank evaluates every ranks-th batch from its own rank on; the
+     * sums are the job's: loss x labels, correct, labels, samples. */
+    double sum[4] = {0, 0, 0, 0};
     int count = 0;
     rm_executor_set_fetch(t->ex, ln, t->logits);
-    while (!(rc = rm_batcher_next(b, t->images, t->labels, &count, e)) && count > 0) {
+    for (int64_t k = t->rank; k < rm_batcher_batches(b); k += t->ranks) {
         float loss = 0;
+        if ((rc = rm_batcher_get(b, t->images, t->labels, &count, k, e)) || count == 0) break;
         if ((rc = rm_executor_infer(t->ex, &loss, t->images, t->labels, count, e))) break;
         size_t nlabels = rm_model_label_count(t->m, count);
-        loss_sum += (double)loss * (double)nlabels; /* both losses are means over their labels */
-        correct += correct_of(t->logits, t->eval_g.nodes[ln].shape, t->labels, count);
-        total += (int64_t)nlabels;
-        samples += count;
+        sum[0] += (double)loss * (double)nlabels; /* both losses are means over their labels */
+        sum[1] += (double)correct_of(t->logits, t->eval_g.nodes[ln].shape, t->labels, count);
+        sum[2] += (double)nlabels;
+        sum[3] += count;
     }
     rm_executor_set_fetch(t->ex, -1, NULL);
     rm_batcher_free(b);
+    if (!rc && t->ranks > 1) rc = t->comm->ops->allreduce_f64(t->comm->ctx, sum, 4, e);
     if (rc) return rc;
+    double loss_sum = sum[0];
+    int64_t correct = (int64_t)sum[1], total = (int64_t)sum[2], samples = (int64_t)sum[3];
     out->samples = samples;
     out->loss = total ? loss_sum / (double)total : 0;
     out->accuracy = total ? (double)correct / (double)total : 0;
@@ -597,9 +602,9 @@ int rm_trainer_run(rm_trainer *t, rm_err *e)
 
         int epoch_end = t->step % per == 0, last = t->step == stop;
         int periodic = t->cfg.eval_every && t->step % t->cfg.eval_every == 0;
-        /* Rank 0 reports (its parameters are every rank's; its batchnorm
-         * statistics are its own, as in PyTorch's DDP) and saves. */
-        if ((epoch_end || last || periodic) && t->test->info.count > 0 && t->rank == 0) {
+        /* Every rank evaluates its share (with its own batchnorm
+         * statistics, as in PyTorch's DDP); rank 0 reports and saves. */
+        if ((epoch_end || last || periodic) && t->test->info.count > 0) {
             rm_trainer_event ee = ev;
             if ((rc = rm_trainer_evaluate(t, &ee.eval, e))) return rc;
             ee.kind = epoch_end ? RM_TRAINER_EPOCH : RM_TRAINER_EVAL;

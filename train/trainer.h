@@ -209,7 +209,9 @@ const char *rm_trainer_batch_limit(char *buf, size_t len, int bound, int search_
 int rm_trainer_run(rm_trainer *t, rm_err *e);
 
 /* One evaluation pass over the held-out data with the current parameters
- * (inference mode: batchnorm running statistics, no dropout). */
+ * (inference mode: batchnorm running statistics, no dropout). In a job of
+ * several ranks every rank must call it: each evaluates every ranks-th
+ * batch, and the figures are the job's. */
 int rm_trainer_evaluate(rm_trainer *t, rm_trainer_eval *out, rm_err *e);
 
 /* Saves a snapshot of the current state now (atomically). */

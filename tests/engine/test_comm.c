@@ -33,6 +33,9 @@ Test(comm, single_collectives_are_the_identity)
     rm_comm_request *req = (rm_comm_request *)&e; /* must be overwritten */
     cr_assert_eq(c->ops->allreduce_start(c->ctx, x, 3, &req, &e), RM_OK);
     cr_assert_null(req, "done at once: no request to wait for");
+    double dd[2] = {1e300, -0.125};
+    cr_assert_eq(c->ops->allreduce_f64(c->ctx, dd, 2, &e), RM_OK);
+    cr_assert(dd[0] == 1e300 && dd[1] == -0.125, "a double sum over one rank is the value");
     cr_assert_eq(c->ops->broadcast(c->ctx, x, sizeof x, 0, &e), RM_OK);
     cr_assert_eq(c->ops->broadcast(c->ctx, x, sizeof x, 1, &e), RM_ERR_INVALID, "there is no rank 1");
     cr_assert_eq(rm_comm_check_same(c, "plan", 4, "schedule", &e), RM_OK);

@@ -10,6 +10,9 @@
 #     order), and a run repeats itself bit for bit;
 #   - the gradients' sum overlaps the backward pass: its first bucket starts
 #     before the last backward compute (REMAT_LOG=debug says when);
+#   - held-out evaluation split over the ranks gives one process's figures;
+#   - a snapshot 2 ranks wrote resumes on 1 process and on 3 ranks as the
+#     uninterrupted run continues;
 #   - every rank's memory plan is rank 0's: a rank given another batch is
 #     caught, naming the plan;
 #   - an error on one rank ends the job, non-zero, with that rank's message,
@@ -75,6 +78,46 @@ run_twice() {
   python3 "$cmp_py" "$tmp/run1.snap" "$tmp/run2.snap" >"$tmp/cmp" 2>&1
 }
 if run_twice; then ok "3 ranks, twice: the same bits"; else fail "3 ranks, twice: $(cat "$tmp/cmp" "$tmp/out")"; fi
+
+# A snapshot 2 ranks wrote resumes on 1 process (--accum 2: the same bits as
+# the uninterrupted 2-rank run) and on 3 ranks (within rounding).
+resume_elsewhere() {
+  local c=(--model "$root/models/cnn-tiny.cfg" --batch 24 --data synthetic --samples 96 --kernels reference --threads 1
+    --quiet --budget 100% --strategy checkpoint_all)
+  mpi -np 2 "$remat" train "${c[@]}" --steps 4 --snapshot "$tmp/whole.snap" >"$tmp/out" 2>&1 &&
+    mpi -np 2 "$remat" train "${c[@]}" --steps 2 --snapshot "$tmp/half.snap" >"$tmp/out" 2>&1 &&
+    cp "$tmp/half.snap" "$tmp/half3.snap" &&
+    "$remat" train "${c[@]}" --accum 2 --steps 4 --resume "$tmp/half.snap" --snapshot "$tmp/on1.snap" >"$tmp/out" 2>&1 &&
+    mpi -np 3 "$remat" train "${c[@]}" --steps 4 --resume "$tmp/half3.snap" --snapshot "$tmp/on3.snap" >"$tmp/out" 2>&1
+}
+if ! resume_elsewhere; then
+  fail "resuming 2 ranks' snapshot elsewhere: $(tail -5 "$tmp/out")"
+else
+  if python3 "$cmp_py" "$tmp/whole.snap" "$tmp/on1.snap" >"$tmp/cmp" 2>&1; then
+    ok "2 ranks' snapshot resumed on 1 process (--accum 2): the uninterrupted run's bits"
+  else
+    fail "2 ranks' snapshot resumed on 1 process: $(cat "$tmp/cmp")"
+  fi
+  if python3 "$cmp_py" "$tmp/whole.snap" "$tmp/on3.snap" 1e-6 >"$tmp/cmp" 2>&1; then
+    ok "2 ranks' snapshot resumed on 3 ranks: the uninterrupted run's, $(cat "$tmp/cmp")"
+  else
+    fail "2 ranks' snapshot resumed on 3 ranks: $(cat "$tmp/cmp")"
+  fi
+fi
+
+# Held-out evaluation split over the ranks: the job's figures are one
+# process's (the same weights, no batchnorm), every held-out sample counted once.
+heldout() { sed -n -E 's/.*(held-out loss [0-9.]+ acc +[0-9.]+% \([0-9]+\)).*/\1/p' "$1" | tail -1; }
+mpi -np 3 "$remat" train --model "$root/models/cnn-tiny.cfg" --batch 24 "${common[@]}" --budget 100% \
+  --strategy checkpoint_all >"$tmp/ev3" 2>&1
+"$remat" train --model "$root/models/cnn-tiny.cfg" --batch 24 --accum 3 "${common[@]}" --budget 100% \
+  --strategy checkpoint_all >"$tmp/ev1" 2>&1
+if [ -n "$(heldout "$tmp/ev1")" ] && [ "$(heldout "$tmp/ev3")" = "$(heldout "$tmp/ev1")" ] &&
+  [ "$(grep -c 'held-out' "$tmp/ev3")" = "$(grep -c 'held-out' "$tmp/ev1")" ]; then
+  ok "held-out evaluation over 3 ranks: $(heldout "$tmp/ev3"), as one process, printed once"
+else
+  fail "held-out evaluation over 3 ranks: '$(heldout "$tmp/ev3")' against '$(heldout "$tmp/ev1")'"
+fi
 
 # Overlap is real: the first bucket's sum starts before the backward pass ends.
 REMAT_LOG=debug mpi -np 2 "$remat" train --model "$root/models/cnn-tiny.cfg" --batch 16 "${common[@]}" --budget 100% \

@@ -523,19 +523,24 @@ Test(cli_format, a_bad_format_is_a_usage_error)
 /* maxbatch's table as data: the same batches as its text table, a header
  * and one row per strategy in csv, typed values in json, nothing but the
  * table on stdout. */
-static char *maxbatch_out(const char *format)
+static char *maxbatch_out_ranks(const char *format, const char *ranks)
 {
     fflush(stdout);
     long from = ftell(stdout);
     cr_assert_geq(from, 0);
     cr_assert_eq(cf_remat("maxbatch", "--model", TINY, "--budget", "4MiB", "--strategies", "chen_greedy,ogc,milp",
-                          "--quiet", "--format", format, NULL),
+                          "--quiet", "--format", format, "--ranks", ranks, NULL),
                  0, "%s", cf_err);
     fflush(stdout);
     char *all = out_text();
     char *mine = strdup(all + from);
     free(all);
     return mine;
+}
+
+static char *maxbatch_out(const char *format)
+{
+    return maxbatch_out_ranks(format, "1");
 }
 
 Test(cli_format, maxbatch_csv_and_json_match_the_text_table)
@@ -564,6 +569,22 @@ Test(cli_format, maxbatch_csv_and_json_match_the_text_table)
         cr_assert(p && p->type == 'n' && p->num > 0 && p->num == floor(p->num));
     }
     free(text), free(csv), free(json);
+    /* --ranks N: the same per-rank batches, and the global one N times each. */
+    char *r3 = maxbatch_out_ranks("csv", "3");
+    static csv_doc d3;
+    cr_assert_eq(csv_parse(&d3, r3), 0, "%s", r3);
+    int kg = csv_col(&d3, "global_batch"), k3 = csv_col(&d3, "max_batch");
+    cr_assert(kg >= 0 && k3 >= 0 && d3.n == 5, "%s", r3);
+    for (int k = 1; k < d3.n; k++) {
+        cr_assert_str_eq(d3.f[k][k3], d.f[k][kb], "the per-rank batch is one process's");
+        cr_assert_eq(atoi(d3.f[k][kg]), 3 * atoi(d3.f[k][k3]), "%s", r3);
+    }
+    free(r3);
+    char *t3 = maxbatch_out_ranks("text", "3");
+    cr_assert(strstr(t3, "global: the batch of a step of 3 ranks"), "%s", t3);
+    free(t3);
+    cr_assert_eq(cf_remat("maxbatch", "--model", TINY, "--budget", "4MiB", "--ranks", "0", NULL), 1);
+    cr_assert(cf_said(1, "--ranks must be an integer from 1 to 65536, got '0'"));
     cr_assert_eq(cf_remat("maxbatch", "--model", TINY, "--budget", "4MiB", "--format", "md", NULL), 1);
     cr_assert_eq(cf_remat("maxbatch", "--model", TINY, "--budget", "4MiB", "--format", "xml", NULL), 1);
 }
