@@ -129,7 +129,8 @@ int rm_grad_reduce_create(rm_grad_reduce **out, rm_backend *be, float *grads, si
         rc = rm_errorf(e, RM_ERR_NOMEM, "out of memory for the gradients' host copy");
     /* Overlap where the gradients are final when the backward pass writes
      * them (one micro-batch) and MPI can read them in place (host memory). */
-    if (rc == RM_OK && r->comm && accum == 1 && be->host_memory && count && step) rc = make_buckets(r, step, e);
+    if (rc == RM_OK && r->comm && accum == 1 && be->host_memory && count && step && !step->no_overlap)
+        rc = make_buckets(r, step, e);
     if (rc) {
         rm_grad_reduce_free(r);
         return rc;
@@ -223,10 +224,13 @@ int rm_grad_reduce_finish(rm_grad_reduce *r, rm_err *e)
             rc = finish_buckets(r, e);
         } else {
             float *buf = r->host ? r->host : r->grads;
+            double t0 = rm_now();
             if (r->host) rc = r->be->ops->download(r->be->ctx, r->host, r->grads, r->count * sizeof(float), e);
             if (rc == RM_OK) rc = rm_comm_allreduce(r->comm, buf, r->count, e);
             if (rc == RM_OK && r->host)
                 rc = r->be->ops->upload(r->be->ctx, r->grads, r->host, r->count * sizeof(float), e);
+            RM_LOG_DEBUG("grad_reduce: one sum of %zu floats after the backward pass: %.3f ms", r->count,
+                         1e3 * (rm_now() - t0));
         }
         if (rc) return rm_err_context(e, "the gradients' sum over %d ranks", r->comm->size);
     }

@@ -38,6 +38,7 @@ typedef struct rm_grad_reduce_step {
     const rm_plan *plan;
     rm_executor *ex;
     int nlayers;
+    int no_overlap; /* 1: one sum after the backward pass (what the overlap is measured against) */
 } rm_grad_reduce_step;
 
 /* grads: count gradients in be's memory (the executor's), reduced in

@@ -298,7 +298,7 @@ static int seeded_build(rm_trainer *t, uint64_t seed, rm_err *e)
     if ((rc = rm_executor_create(&t->ex, m, &t->g, t->be, t->plan, &xo, e))) return rc;
     size_t ngrads = 0;
     float *grads = rm_executor_grads(t->ex, &ngrads);
-    rm_grad_reduce_step gs = {&t->g, t->plan, t->ex, m->nlayers};
+    rm_grad_reduce_step gs = {&t->g, t->plan, t->ex, m->nlayers, c->no_overlap};
     if ((rc = rm_grad_reduce_create(&t->gr, t->be, grads, ngrads, t->accum, t->comm, &gs, e))) return rc;
     rm_executor_set_node_hook(t->ex, rm_grad_reduce_hook, t->gr);
     t->lpp = calloc((size_t)m->nlayers, sizeof *t->lpp);
