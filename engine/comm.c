@@ -85,6 +85,16 @@ int rm_comm_launched(int *size)
     return launched;
 }
 
+int rm_comm_launched_rank(void)
+{
+    static const char *const ranks[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"};
+    for (size_t i = 0; i < sizeof ranks / sizeof *ranks; i++) {
+        const char *v = getenv(ranks[i]);
+        if (v) return atoi(v);
+    }
+    return 0;
+}
+
 int rm_comm_create_auto(rm_comm **out, rm_err *e)
 {
     *out = NULL;

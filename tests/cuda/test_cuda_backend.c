@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include "backend_cuda.h"
+#include "comm.h"
 #include "cuda_fixture.h"
+#include "grad_reduce.h"
 #include "layers.h"
 
 static rm_backend *gpu(void)
@@ -147,5 +149,65 @@ Test(cuda_backend, layer_without_kernels_is_unsupported)
     cr_expect_str_eq(e.msg, "relu: no forward kernel for backend cuda");
     cr_expect_eq(rm_layer_backward(&d, &call, &e), RM_ERR_UNSUPPORTED);
     cr_expect_str_eq(e.msg, "relu: no backward kernel for backend cuda");
+    rm_backend_free(be);
+}
+
+/* A stand-in for a job of two ranks holding the same gradients (engine/comm.h):
+ * the sum over them doubles the buffer, which must be host memory. */
+typedef struct two_ranks {
+    const float *device; /* the gradients on the device: never handed to the transport */
+    int sums;
+} two_ranks;
+
+static int two_start(void *ctx, float *buf, size_t count, rm_comm_request **req, rm_err *e)
+{
+    two_ranks *t = ctx;
+    (void)e;
+    t->sums++;
+    cr_assert_neq(buf, t->device, "device memory handed to MPI");
+    for (size_t i = 0; i < count; i++) buf[i] += buf[i];
+    *req = NULL;
+    return RM_OK;
+}
+static int two_test(void *ctx, rm_comm_request *req, int *done, rm_err *e)
+{
+    (void)ctx, (void)req, (void)e;
+    *done = 1;
+    return RM_OK;
+}
+static int two_wait(void *ctx, rm_comm_request *req, rm_err *e)
+{
+    (void)ctx, (void)req, (void)e;
+    return RM_OK;
+}
+
+/* Data parallel on a device without NCCL (train/grad_reduce.c): the ranks'
+ * sum goes through host memory, one download and one upload, and the mean
+ * lands back on the device: two equal ranks give the gradients back, bit
+ * for bit. */
+Test(cuda_backend, ranks_sum_device_gradients_through_host_memory)
+{
+    enum { N = 3000 };
+    rm_backend *be = gpu();
+    cr_assert_eq(be->host_memory, 0);
+    devmem m = {.be = be};
+    rm_rng r = rm_rng_make(7);
+    float *want = host_random(N, &r), got[N];
+    float *dgrads = dev_upload(&m, want, N * sizeof(float));
+    two_ranks two = {dgrads, 0};
+    static const rm_comm_ops ops = {two_start, two_test, two_wait, NULL, NULL, NULL, NULL};
+    rm_comm comm = {RM_COMM_MPI, "two ranks", 0, 2, &ops, &two};
+    rm_grad_reduce *gr = NULL;
+    rm_err e = {0};
+    cr_assert_eq(rm_grad_reduce_create(&gr, be, dgrads, N, 1, &comm, NULL, &e), RM_OK, "%s", e.msg);
+    rm_grad_reduce_begin(gr);
+    cr_assert_eq(rm_grad_reduce_micro(gr, 0, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_grad_reduce_finish(gr, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(two.sums, 1, "one sum of the whole gradient");
+    dev_download(&m, got, dgrads, sizeof got);
+    cr_assert_eq(memcmp(got, want, sizeof got), 0, "(g + g) / 2 is g");
+    rm_grad_reduce_free(gr);
+    free(want);
+    devmem_free(&m);
     rm_backend_free(be);
 }

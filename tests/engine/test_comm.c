@@ -10,7 +10,8 @@
 
 #include "comm.h"
 
-static const char *const launcher_vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "PMIX_RANK"};
+static const char *const launcher_vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "PMIX_RANK",
+                                            "OMPI_COMM_WORLD_RANK", "PMI_RANK"};
 
 static void clear_launcher(void)
 {
@@ -59,6 +60,13 @@ Test(comm, the_launcher_environment_picks_the_backend)
     setenv("PMIX_RANK", "0", 1);
     cr_assert_eq(rm_comm_launched(&size), 1, "PMIx alone says launched");
     cr_assert_eq(size, 0, "but not how many");
+    clear_launcher();
+    cr_assert_eq(rm_comm_launched_rank(), 0);
+    setenv("OMPI_COMM_WORLD_RANK", "3", 1);
+    cr_assert_eq(rm_comm_launched_rank(), 3);
+    clear_launcher();
+    setenv("PMI_RANK", "1", 1);
+    cr_assert_eq(rm_comm_launched_rank(), 1);
     clear_launcher();
 }
 

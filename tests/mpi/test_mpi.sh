@@ -11,6 +11,7 @@
 #   - the gradients' sum overlaps the backward pass: its first bucket starts
 #     before the last backward compute (REMAT_LOG=debug says when);
 #   - held-out evaluation split over the ranks gives one process's figures;
+#   - --batch auto finds each rank the batch one process finds in its budget;
 #   - a snapshot 2 ranks wrote resumes on 1 process and on 3 ranks as the
 #     uninterrupted run continues;
 #   - every rank's memory plan is rank 0's: a rank given another batch is
@@ -119,6 +120,20 @@ else
   fail "held-out evaluation over 3 ranks: '$(heldout "$tmp/ev3")' against '$(heldout "$tmp/ev1")'"
 fi
 
+# --batch auto under a per-rank budget: each rank's batch is one process's
+# answer, and a step is the ranks' batches together.
+auto=(--model "$root/models/cnn-tiny.cfg" --data synthetic --batch auto --budget 4MiB --samples 512 --steps 1
+  --strategy chen_greedy --kernels reference --threads 1 --quiet)
+"$remat" train "${auto[@]}" >"$tmp/auto1" 2>&1
+mpi -np 2 "$remat" train "${auto[@]}" >"$tmp/auto2" 2>&1
+b1=$(sed -n -E 's/^batch +([0-9]+): the largest batch.*/\1/p' "$tmp/auto1")
+b2=$(sed -n -E 's/^batch +([0-9]+): the largest batch.*/\1/p' "$tmp/auto2")
+if [ -n "$b1" ] && [ "$b1" = "$b2" ] && grep -q "$((2 * b1)) a step = 2 ranks x 1 micro-batch of $b1" "$tmp/auto2"; then
+  ok "--batch auto on 2 ranks: $b2 a rank, as one process finds, $((2 * b1)) a step"
+else
+  fail "--batch auto on 2 ranks: '$b2' against one process's '$b1': $(grep -E 'batch|step' "$tmp/auto2" | head -3)"
+fi
+
 # Overlap is real: the first bucket's sum starts before the backward pass ends.
 REMAT_LOG=debug mpi -np 2 "$remat" train --model "$root/models/cnn-tiny.cfg" --batch 16 "${common[@]}" --budget 100% \
   --strategy checkpoint_all >"$tmp/out" 2>&1
@@ -128,6 +143,17 @@ if [ -n "${first:-}" ] && [ "$first" -lt "$end" ]; then
   ok "the first gradient bucket is summed from compute $first on, the backward pass ends at compute $end"
 else
   fail "overlap: first bucket at compute ${first:-?}, backward pass ends at ${end:-?}: $(grep grad_reduce "$tmp/out" | head -3)"
+fi
+
+# A usage error under mpirun: said once (by rank 0), every rank exits 1.
+rc=0
+mpi -np 3 "$remat" train --model "$root/models/cnn-tiny.cfg" --data synthetic --batch 16 --budget 100% \
+  --no-such-option >"$tmp/out" 2>&1 || rc=$?
+said=$(grep -c "remat train: unknown argument '--no-such-option'" "$tmp/out")
+if [ "$rc" -ne 0 ] && [ "$said" = 1 ]; then
+  ok "a usage error under mpirun -np 3 is said once (exit $rc)"
+else
+  fail "a usage error under mpirun -np 3: exit $rc, said $said times: $(head -3 "$tmp/out")"
 fi
 
 # A rank with another batch plans another arena: caught by every rank.
