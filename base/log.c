@@ -1,7 +1,9 @@
 /* Logging: reads REMAT_LOG on each call (cheap; the only global state is the
- * flag that warns once about a value it does not know). */
+ * flag that warns once about a value it does not know). Under an MPI
+ * launcher only rank 0 logs below warnings (base/launcher.h). */
 #include "log.h"
 
+#include "launcher.h"
 #include "utf8.h" /* rm_text_vfprintf: log lines quote names and paths remat did not choose */
 
 #include <stdarg.h>
@@ -32,9 +34,16 @@ void rm_log(rm_log_level level, const char *fmt, ...)
 {
     static const char *const names[] = {"error", "warn", "info", "debug"};
     if (level > rm_log_threshold()) return;
+    /* Under mpirun rank 0 tells the story; the others speak up only for
+     * warnings and errors, saying who they are. */
+    int rank = rm_launched_rank();
+    if (rank > 0 && level > RM_LOG_WARN) return;
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "remat %s: ", names[level]);
+    if (rank > 0)
+        fprintf(stderr, "remat %s (rank %d): ", names[level], rank);
+    else
+        fprintf(stderr, "remat %s: ", names[level]);
     rm_text_vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);

@@ -1,7 +1,9 @@
 /* Levelled logging to stderr. The level comes from the REMAT_LOG environment
  * variable (error, warn, info, debug, in any case; default warn, and a warning
  * for any other value) so library code can explain
- * itself without a global switch anyone has to set. */
+ * itself without a global switch anyone has to set. Under mpirun, info and
+ * debug lines come from rank 0 only, and other ranks' warnings and errors
+ * name their rank. */
 #ifndef REMAT_LOG_H
 #define REMAT_LOG_H
 

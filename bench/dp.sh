@@ -3,15 +3,15 @@
 # second of `remat train` at a fixed global batch, one process with 2
 # threads against 2 processes (mpirun -np 2) with 1 thread each, the second
 # with the gradients' sum overlapping the backward pass (the default) and
-# without (REMAT_DP_OVERLAP=0: one sum after it); and per step the time a
-# rank waits for the sum after its backward pass, against the time that
+# without (REMAT_DP_OVERLAP=0: one sum after it); and per step the time
+# rank 0 waits for the sum after its backward pass, against the time that
 # sum takes when it does not overlap. Checkpoint-all at 100%, the fast CPU
 # kernels, synthetic data; the throughput is steps x batch over the
 # training loop's wall clock (its "done" line: no setup, no solve).
 #
 #   bench/dp.sh [MODEL...]      # default: resnet18 resnet50
 #
-# Environment: BATCH (global batch, default 8), STEPS (default 4), OUT
+# Environment: BATCH (global batch, default 8), STEPS (default 8), OUT
 # (default docs/bench/dp.md for the default models, build-bench-dp/dp.md
 # otherwise). Needs build/remat with MPI and mpirun (scripts/setup installs
 # Open MPI). Run it on an otherwise idle machine: the load average before
@@ -19,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=build-bench-dp
-batch="${BATCH:-8}" steps="${STEPS:-4}"
+batch="${BATCH:-8}" steps="${STEPS:-8}"
 models=("$@")
 full=0
 [ ${#models[@]} -eq 0 ] && models=(resnet18 resnet50) && full=1
@@ -54,8 +54,8 @@ run() {
   echo "($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), load average before the run $load_before."
   echo "Global batch $batch, $steps steps, checkpoint-all at 100% of the no-remat peak, the fast CPU kernels,"
   echo "synthetic data. img/s: steps x batch over the training loop's wall clock (\`done N steps in S s\`, which"
-  echo "leaves out the setup and the solve; the first step is in it). The wait: per step and rank (the mean"
-  echo "over both), how long a rank waits for the gradients' sum after its backward pass (REMAT_LOG=debug's"
+  echo "leaves out the setup and the solve; the first step is in it). The wait: per step, how long rank 0"
+  echo "waits for the gradients' sum after its backward pass (REMAT_LOG=debug's"
   echo "grad_reduce lines); the sum alone: the same sum when it does not overlap (REMAT_DP_OVERLAP=0)."
   echo "Hidden: 1 - wait / sum alone."
   echo
@@ -72,7 +72,7 @@ for m in "${models[@]}"; do
   echo "dp bench: $m: 2 processes, 1 thread, not overlapped" >&2
   flat=$(REMAT_LOG=debug REMAT_DP_OVERLAP=0 run "$work/$m-2x1-flat.log" mpirun --oversubscribe -np 2 "$remat" \
     "${common[@]}" --threads 1)
-  # Both ranks log; the mean over both is the ranks' typical step.
+  # Rank 0 alone logs (base/log.c).
   wait_ms=$(sed -n -E 's/.*; ([0-9.]+) ms waited after it.*/\1/p' "$work/$m-2x1.log" |
     awk '{ s += $1; n++ } END { if (n) printf "%.1f", s / n; else print "-" }')
   sum_ms=$(sed -n -E 's/.*after the backward pass: ([0-9.]+) ms.*/\1/p' "$work/$m-2x1-flat.log" |

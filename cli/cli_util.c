@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include "builder.h"
-#include "comm.h"
+#include "launcher.h"
 #include "trace.h"
 
 int rm_cli_option(const char **out, int argc, char **argv, int *a, const char *opt)
@@ -40,7 +40,7 @@ int rm_cli_option(const char **out, int argc, char **argv, int *a, const char *o
 int rm_cli_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
 {
     /* Under mpirun every rank parses the same command line: one says it. */
-    if (rm_comm_launched_rank() > 0) return 1;
+    if (rm_launched_rank() > 0) return 1;
     va_list ap;
     va_start(ap, fmt);
     rm_text_fprintf(stderr, "remat %s: ", cmd);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "comm.h"
+#include "launcher.h"
 
 /* comm_mpi.c or comm_mpi_none.c. */
 int rm_comm_mpi_create(rm_comm **out, rm_err *e);
@@ -71,35 +72,11 @@ int rm_comm_create(rm_comm **out, rm_comm_kind kind, rm_err *e)
     return RM_OK;
 }
 
-int rm_comm_launched(int *size)
-{
-    static const char *const sizes[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"};
-    int launched = getenv("PMIX_RANK") != NULL;
-    if (size) *size = 0;
-    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
-        const char *v = getenv(sizes[i]);
-        if (!v) continue;
-        launched = 1;
-        if (size && !*size) *size = atoi(v);
-    }
-    return launched;
-}
-
-int rm_comm_launched_rank(void)
-{
-    static const char *const ranks[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"};
-    for (size_t i = 0; i < sizeof ranks / sizeof *ranks; i++) {
-        const char *v = getenv(ranks[i]);
-        if (v) return atoi(v);
-    }
-    return 0;
-}
-
 int rm_comm_create_auto(rm_comm **out, rm_err *e)
 {
     *out = NULL;
     int size = 0;
-    if (!rm_comm_launched(&size)) return rm_comm_create(out, RM_COMM_SINGLE, e);
+    if (!rm_launched(&size)) return rm_comm_create(out, RM_COMM_SINGLE, e);
     if (!rm_comm_have_mpi() && size > 1)
         return rm_errorf(e, RM_ERR_UNSUPPORTED,
                          "started by an MPI launcher as one of %d processes, but this remat was built without MPI "

@@ -60,18 +60,10 @@ typedef struct rm_comm {
 
 /* The backend kind (RM_ERR_UNSUPPORTED for mpi in a build without MPI). */
 int rm_comm_create(rm_comm **out, rm_comm_kind kind, rm_err *e);
-/* mpi when an MPI launcher started this process (rm_comm_launched), else
+/* mpi when an MPI launcher started this process (base/launcher.h), else
  * single. Launched by mpirun in a build without MPI is an error that says
  * so, not N copies of a one-process job. */
 int rm_comm_create_auto(rm_comm **out, rm_err *e);
-/* Nonzero when the environment is an MPI launcher's (Open MPI's
- * OMPI_COMM_WORLD_SIZE, MPICH's PMI_SIZE, PMIx's PMIX_RANK); *size is the
- * job's size where the launcher says it (else 0). */
-int rm_comm_launched(int *size);
-/* This process's rank as the launcher's environment gives it (Open MPI's
- * OMPI_COMM_WORLD_RANK, MPICH's PMI_RANK, PMIx's PMIX_RANK), before MPI is
- * started; 0 when not launched or not said. */
-int rm_comm_launched_rank(void);
 /* Whether this build has the mpi backend. */
 int rm_comm_have_mpi(void);
 void rm_comm_free(rm_comm *c);

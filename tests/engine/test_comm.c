@@ -1,14 +1,19 @@
 /* The communication layer (engine/comm.h) in one process: the single
- * backend's collectives are the identity; the launcher's environment picks
- * the backend, and a build without MPI started by mpirun as one of several
- * processes says so instead of running N copies of a one-process job. The
+ * backend's collectives are the identity; the launcher's environment
+ * (base/launcher.h) picks the backend and keeps other ranks' logs quiet;
+ * and a build without MPI started by mpirun as one of several processes
+ * says so instead of running N copies of a one-process job. The
  * mpi backend across processes is tested by tests/mpi (scripts/test's MPI
  * pass). */
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "comm.h"
+#include "launcher.h"
+#include "log.h"
 
 static const char *const launcher_vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "PMIX_RANK",
                                             "OMPI_COMM_WORLD_RANK", "PMI_RANK"};
@@ -47,26 +52,26 @@ Test(comm, the_launcher_environment_picks_the_backend)
 {
     clear_launcher();
     int size = -1;
-    cr_assert_eq(rm_comm_launched(&size), 0);
+    cr_assert_eq(rm_launched(&size), 0);
     cr_assert_eq(size, 0);
     setenv("OMPI_COMM_WORLD_SIZE", "3", 1);
-    cr_assert_eq(rm_comm_launched(&size), 1);
+    cr_assert_eq(rm_launched(&size), 1);
     cr_assert_eq(size, 3);
     clear_launcher();
     setenv("PMI_SIZE", "2", 1);
-    cr_assert_eq(rm_comm_launched(&size), 1);
+    cr_assert_eq(rm_launched(&size), 1);
     cr_assert_eq(size, 2);
     clear_launcher();
     setenv("PMIX_RANK", "0", 1);
-    cr_assert_eq(rm_comm_launched(&size), 1, "PMIx alone says launched");
+    cr_assert_eq(rm_launched(&size), 1, "PMIx alone says launched");
     cr_assert_eq(size, 0, "but not how many");
     clear_launcher();
-    cr_assert_eq(rm_comm_launched_rank(), 0);
+    cr_assert_eq(rm_launched_rank(), 0);
     setenv("OMPI_COMM_WORLD_RANK", "3", 1);
-    cr_assert_eq(rm_comm_launched_rank(), 3);
+    cr_assert_eq(rm_launched_rank(), 3);
     clear_launcher();
     setenv("PMI_RANK", "1", 1);
-    cr_assert_eq(rm_comm_launched_rank(), 1);
+    cr_assert_eq(rm_launched_rank(), 1);
     clear_launcher();
 }
 
@@ -87,4 +92,22 @@ Test(comm, mpirun_without_mpi_is_an_error_that_says_so)
     cr_assert_eq(c->size, 1);
     rm_comm_free(c);
     clear_launcher();
+}
+
+/* Under mpirun rank 0 tells the story (base/log.c): another rank's info and
+ * debug lines are dropped, its warnings name it. */
+Test(comm, under_a_launcher_rank_0_alone_logs_below_warnings, .init = cr_redirect_stderr)
+{
+    clear_launcher();
+    setenv("REMAT_LOG", "debug", 1);
+    setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+    rm_log(RM_LOG_DEBUG, "quiet %d", 1);
+    rm_log(RM_LOG_INFO, "quiet %d", 2);
+    rm_log(RM_LOG_WARN, "loud %d", 3);
+    setenv("OMPI_COMM_WORLD_RANK", "0", 1);
+    rm_log(RM_LOG_DEBUG, "rank zero %d", 4);
+    clear_launcher();
+    unsetenv("REMAT_LOG");
+    fflush(stderr);
+    cr_assert_stderr_eq_str("remat warn (rank 1): loud 3\nremat debug: rank zero 4\n");
 }
