@@ -532,6 +532,8 @@ static int train_job(rm_trainer_config *cfg, const train_args *args, rm_comm *co
     /* The benchmark's switch (bench/dp.sh), read where the CLI reads the environment. */
     const char *ov = getenv("REMAT_DP_OVERLAP");
     c.no_overlap = ov && !strcmp(ov, "0");
+    const char *ck = getenv("REMAT_DP_CHECK"); /* the tests' switch (tests/mpi) */
+    c.check_ranks = ck && !strcmp(ck, "1");
     if (!root) a.quiet = 1;
     progress pr = {a.quiet, isatty(STDERR_FILENO), 0, 0};
     rm_cli_progress solver_log = {c.strategy, rm_now()};

@@ -19,6 +19,7 @@
 
 #include "atomic_file.h"
 #include "builder.h"
+#include "checksum.h"
 #include "rng.h"
 #include "snapshot.h"
 #include "trace.h"
@@ -513,6 +514,27 @@ int rm_trainer_evaluate(rm_trainer *t, rm_trainer_eval *out, rm_err *e)
     return RM_OK;
 }
 
+/* rm_trainer_config.check_ranks, after a step: the arena reached exactly
+ * the plan's span (the simulator's live peak, placed), and the parameters
+ * are rank 0's to the bit (their CRC-32, compared by every rank). */
+static int check_ranks(rm_trainer *t, rm_err *e)
+{
+    size_t n = 0, hw = rm_executor_arena_high_water(t->ex);
+    const float *p = rm_executor_params(t->ex, &n);
+    if (hw != t->plan->span)
+        return rm_errorf(e, RM_ERR_INVALID, "rank %d: the arena reached %zu bytes, not the plan's span %zu", t->rank,
+                         hw, t->plan->span);
+    if (!t->be->host_memory) {
+        int rc = rm_executor_download_params(t->ex, t->host_params, e);
+        if (rc) return rc;
+        p = t->host_params;
+    }
+    uint32_t crc = rm_crc32(0, p, n * sizeof *p);
+    char what[64];
+    snprintf(what, sizeof what, "set of parameters after step %llu", (unsigned long long)t->step + 1);
+    return rm_comm_check_same(t->comm, &crc, sizeof crc, what, e);
+}
+
 /* This rank's micro-batches of global batch pos, each a step of the
  * executor whose gradients grad_reduce sums: their losses into part[0],
  * when measured their correct and counted labels into part[1] and part[2].
@@ -580,6 +602,7 @@ int rm_trainer_run(rm_trainer *t, rm_err *e)
         if (measure) acc_correct += (int64_t)part[1], acc_total += (int64_t)part[2];
         double lr = rm_lr_at(&t->lr, t->step, t->lr_total);
         if ((rc = rm_optim_step(t->opt, (float)lr, e))) return rc;
+        if (t->cfg.check_ranks && t->ranks > 1 && (rc = check_ranks(t, e))) return rc;
         t->step++, done++, in_epoch++;
         loss_sum += loss;
         train_s += rm_now() - t0;

@@ -97,6 +97,9 @@ typedef struct rm_trainer_config {
                                     largest micro-batch the strategy fits in the budget, times both */
     int accum;                   /* micro-batches per optimizer step (--accum; 0 or 1: one): their gradients
                                     are summed, then averaged (train/grad_reduce.h) */
+    int check_ranks;             /* 1: after every step each rank checks that its parameters are rank 0's,
+                                    bit for bit, and that its arena reached exactly the plan's span
+                                    (REMAT_DP_CHECK=1; tests/mpi) */
     int no_overlap;              /* 1: the ranks' gradient sum after the backward pass, not overlapping it
                                     (REMAT_DP_OVERLAP=0; for measuring the overlap, bench/dp.sh) */
     rm_comm *comm;               /* the job's processes (engine/comm.h); NULL: this one alone. Every rank

@@ -7,7 +7,9 @@
 #     a CNN, checkpoint-all and a schedule that recomputes (tests/mpi/snapcmp.py
 #     reads the snapshots rank 0 writes);
 #   - 3 and 4 ranks agree with one process within 1e-6 (MPI sums in its own
-#     order), and a run repeats itself bit for bit;
+#     order), and a run repeats itself bit for bit; in every run every rank's
+#     parameters are rank 0's after every step, and its arena reaches exactly
+#     the plan's span (REMAT_DP_CHECK=1);
 #   - the gradients' sum overlaps the backward pass: its first bucket starts
 #     before the last backward compute (REMAT_LOG=debug says when);
 #   - held-out evaluation split over the ranks gives one process's figures;
@@ -32,7 +34,9 @@ export OMPI_MCA_btl=self,vader OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_btl_vader
 passed=0 failed=0
 ok() { echo "ok: $1"; passed=$((passed + 1)); }
 fail() { echo "FAIL: $1"; failed=$((failed + 1)); }
-mpi() { timeout 120 mpirun --oversubscribe "$@"; }
+# REMAT_DP_CHECK=1: after every step each rank checks that its parameters are
+# rank 0's, bit for bit, and that its arena reached exactly the plan's span.
+mpi() { REMAT_DP_CHECK=1 timeout 120 mpirun --oversubscribe -x REMAT_DP_CHECK "$@"; }
 
 # train SNAPSHOT ARGS...: a short run (the reference kernels on one thread,
 # whose sums do not depend on the batch) writing its snapshot.
@@ -171,6 +175,18 @@ if [ "$rc" -ne 0 ] && grep -q "ranks computed a different memory plan than rank 
   ok "a rank with another plan is refused (exit $rc)"
 else
   fail "a rank with another plan: exit $rc, $(tail -5 "$tmp/out")"
+fi
+
+# The check itself: a rank stepping with another learning rate is caught
+# after its first step.
+rc=0
+mpi -np 1 "$remat" train --model "$root/models/cnn-tiny.cfg" --batch 16 "${common[@]}" --budget 100% \
+  --strategy checkpoint_all : -np 1 "$remat" train --model "$root/models/cnn-tiny.cfg" --batch 16 "${common[@]}" \
+  --budget 100% --strategy checkpoint_all --lr 0.07 >"$tmp/out" 2>&1 || rc=$?
+if [ "$rc" -ne 0 ] && grep -q "ranks computed a different set of parameters after step 1 than rank 0" "$tmp/out"; then
+  ok "REMAT_DP_CHECK catches a rank whose parameters drift (exit $rc)"
+else
+  fail "a rank with another learning rate: exit $rc, $(tail -5 "$tmp/out")"
 fi
 
 # An error on one rank (rank 1 cannot read its data) ends the whole job.
