@@ -11,6 +11,10 @@
 #
 #   bench/dp.sh [MODEL...]      # default: resnet18 resnet50
 #
+# Then the largest batch a rank trains under a per-rank budget
+# (MAXBATCH_BUDGET, default 1GiB): maxbatch --ranks 2, and --batch auto on
+# one process and on 2 ranks.
+#
 # Environment: BATCH (global batch, default 8), STEPS (default 8), OUT
 # (default docs/bench/dp.md for the default models, build-bench-dp/dp.md
 # otherwise). Needs build/remat with MPI and mpirun (scripts/setup installs
@@ -80,5 +84,31 @@ for m in "${models[@]}"; do
   hidden=$(awk -v w="$wait_ms" -v s="$sum_ms" 'BEGIN { if (s > 0 && w != "-") printf "%.1f%%", 100 * (1 - w / s); else print "-" }')
   ratio=$(awk -v a="$two" -v b="$one" 'BEGIN { printf "%.2f", a / b }')
   echo "| $m | $one | $two | $ratio | $flat | $wait_ms ms | $sum_ms ms | $hidden |" >>"$out"
+done
+# The largest batch a rank trains under a per-rank budget is one process's
+# (maxbatch --ranks, and mpirun's --batch auto against one process's), one
+# training step at it to show it runs.
+budget="${MAXBATCH_BUDGET:-1GiB}"
+{
+  echo
+  echo "Largest batch per rank in $budget a rank (ogc, at most one extra forward pass; \`--batch auto\` trains one"
+  echo "step at it): \`remat maxbatch --ranks 2\`, one process's \`remat train --batch auto\` and \`mpirun -np 2 remat"
+  echo "train --batch auto\`."
+  echo
+  echo "| model | maxbatch: per rank | maxbatch: global | train, 1 process | train, 2 ranks: per rank | train, 2 ranks: a step |"
+  echo "|---|--:|--:|--:|--:|--:|"
+} >>"$out"
+for m in "${models[@]}"; do
+  echo "dp bench: $m: largest batch in $budget" >&2
+  mb=$("$remat" maxbatch --model "models/$m.cfg" --budget "$budget" --strategies checkpoint_all,ogc --ranks 2 \
+    --format csv --quiet 2>/dev/null | awk -F, '$1 == "ogc" { print $2, $3 }')
+  auto=(train --model "models/$m.cfg" --data synthetic --batch auto --budget "$budget" --strategy ogc --steps 1
+    --train-accuracy-every 0 --quiet)
+  "$remat" "${auto[@]}" --threads 2 >"$work/$m-auto1.log" 2>&1
+  mpirun --oversubscribe -np 2 "$remat" "${auto[@]}" --threads 1 >"$work/$m-auto2.log" 2>&1
+  b1=$(sed -n -E 's/^batch +([0-9]+): .*/\1/p' "$work/$m-auto1.log")
+  b2=$(sed -n -E 's/^batch +([0-9]+): .*/\1/p' "$work/$m-auto2.log")
+  g2=$(sed -n -E 's/^ +([0-9]+) a step = 2 ranks.*/\1/p' "$work/$m-auto2.log")
+  echo "| $m | ${mb% *} | ${mb#* } | ${b1:--} | ${b2:--} | ${g2:--} |" >>"$out"
 done
 cat "$out"

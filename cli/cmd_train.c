@@ -33,7 +33,8 @@
     "\n"                                                                                                               \
     "Data parallel: `mpirun -np N remat train ...` runs N ranks; each trains its slice of every batch\n"               \
     "(--batch is the global batch) within its own --budget, rank 0 solves the schedule and prints, and\n"              \
-    "the gradients are averaged over the ranks after each backward pass.\n"                                            \
+    "the gradients are averaged over the ranks while the backward pass runs. Give each rank its share of\n"            \
+    "the cores (--threads).\n"                                                                                         \
     "\n"                                                                                                               \
     "options:\n"                                                                                                       \
     "  --model FILE          model config (models/*.cfg)\n" RM_CLI_MODEL_USAGE(                                        \
@@ -521,6 +522,18 @@ static int train_run(int argc, char **argv)
     return rc;
 }
 
+/* A rank's error, said. Where every rank fails alike (a batch that does
+ * not split, a missing file) rank 0's abort ends the others within the
+ * second they wait here, so the job says it once, readably, instead of N
+ * interleaved copies; a failure of this rank alone is still said, a second
+ * later. */
+static void say_error(const rm_comm *comm, const char *who, const char *msg)
+{
+    fflush(stdout);
+    if (comm->size > 1 && comm->rank != 0) sleep(1);
+    rm_text_fprintf(stderr, "%s: %s\n", who, msg);
+}
+
 /* The job of one rank (comm; one process: the single backend). */
 static int train_job(rm_trainer_config *cfg, const train_args *args, rm_comm *comm)
 {
@@ -549,7 +562,7 @@ static int train_job(rm_trainer_config *cfg, const train_args *args, rm_comm *co
     if (comm->size > 1) snprintf(who, sizeof who, "remat train (rank %d of %d)", comm->rank, comm->size);
     rm_cost_file *costs = NULL;
     if (a.costs_path && rm_cost_file_read(&costs, a.costs_path, &e)) {
-        rm_text_fprintf(stderr, "%s: %s\n", who, e.msg);
+        say_error(comm, who, e.msg);
         return e.code == RM_ERR_NOMEM ? 2 : 1;
     }
     c.costs = costs;
@@ -567,8 +580,7 @@ static int train_job(rm_trainer_config *cfg, const train_args *args, rm_comm *co
     rm_trainer_free(t);
     rm_cost_file_free(costs);
     if (rc) {
-        fflush(stdout);
-        rm_text_fprintf(stderr, "%s: %s\n", who, e.msg);
+        say_error(comm, who, e.msg);
         return rc == RM_ERR_NOMEM || rc == RM_ERR_SOLVER || rc == RM_ERR_DEVICE ? 2 : 1;
     }
     return 0;

@@ -155,6 +155,16 @@ else
   fail "overlap: first bucket at compute ${first:-?}, backward pass ends at ${end:-?}: $(grep grad_reduce "$tmp/out" | head -3)"
 fi
 
+# What would fit is said in --batch's terms (the global batch), once.
+rc=0
+mpi -np 3 "$remat" train --model "$root/models/cnn-tiny.cfg" --data synthetic --samples 256 --budget 2MiB \
+  --strategy checkpoint_all --batch 48 --steps 2 --quiet >"$tmp/out" 2>&1 || rc=$?
+if [ "$rc" -ne 0 ] && [ "$(grep -c 'fits batch 14 a rank (--batch 42)' "$tmp/out")" = 1 ]; then
+  ok "a batch too large for 3 ranks: what fits is said once, as --batch 42"
+else
+  fail "a batch too large for 3 ranks: exit $rc, $(grep 'remat train' "$tmp/out" | head -3)"
+fi
+
 # A usage error under mpirun: said once (by rank 0), every rank exits 1.
 rc=0
 mpi -np 3 "$remat" train --model "$root/models/cnn-tiny.cfg" --data synthetic --batch 16 --budget 100% \
