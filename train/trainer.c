@@ -384,7 +384,8 @@ int rm_trainer_create(rm_trainer **out, const rm_trainer_config *c, rm_err *e)
     t->comm = c->comm;
     t->rank = c->comm ? c->comm->rank : 0;
     t->ranks = c->comm ? c->comm->size : 1;
-    t->batch = c->batch / (t->accum * t->ranks);
+    t->slices = t->accum * t->ranks;
+    t->batch = c->batch / t->slices;
     t->sum.accum = t->accum;
     t->sum.ranks = t->ranks;
     t->sum.cache = -1;
@@ -416,7 +417,7 @@ int rm_trainer_create(rm_trainer **out, const rm_trainer_config *c, rm_err *e)
         t->sum.batch_auto = 1;
     }
     t->sum.batch = t->batch;
-    t->global_batch = t->sum.global_batch = t->batch * t->accum * t->ranks;
+    t->global_batch = t->sum.global_batch = t->batch * t->slices;
     if ((rc = rm_trainer_plan_memory(t, e))) goto fail;
     {
         /* The budget is device memory: refused before allocating if the GPU has less free (the CPU: no bound). */
@@ -543,7 +544,6 @@ static int check_ranks(rm_trainer *t, rm_err *e)
  * so a slice draws the same masks on any number of ranks. */
 static int micro_batches(rm_trainer *t, float part[3], uint64_t pos, int measure, rm_err *e)
 {
-    const int parts = t->accum * t->ranks;
     for (int k = 0; k < t->accum; k++) {
         const int slice = t->rank * t->accum + k;
         int count = 0, rc;
@@ -553,7 +553,7 @@ static int micro_batches(rm_trainer *t, float part[3], uint64_t pos, int measure
             return rc;
         rm_executor_set_fetch(t->ex, logits_node(t->m), measure ? t->logits : NULL);
         rm_grad_reduce_begin(t->gr);
-        rc = rm_executor_step(t->ex, &loss, t->images, t->labels, t->step * (uint64_t)parts + (uint64_t)slice, e);
+        rc = rm_executor_step(t->ex, &loss, t->images, t->labels, t->step * (uint64_t)t->slices + (uint64_t)slice, e);
         rm_executor_set_fetch(t->ex, -1, NULL);
         if (rc || (rc = rm_grad_reduce_micro(t->gr, k, e))) return rc;
         part[0] += loss;
@@ -594,7 +594,7 @@ int rm_trainer_run(rm_trainer *t, rm_err *e)
         if ((rc = micro_batches(t, part, pos, measure, e))) return rc;
         if (t->ranks > 1 && (rc = rm_comm_allreduce(t->comm, part, 3, e))) return rc;
         if ((rc = rm_grad_reduce_finish(t->gr, e))) return rc;
-        float loss = part[0] / (float)(t->accum * t->ranks);
+        float loss = part[0] / (float)t->slices;
         if (!isfinite(loss))
             return rm_errorf(e, RM_ERR_INVALID,
                              "the loss is %g at step %llu (epoch %llu): training diverged; try a smaller learning rate",

@@ -24,8 +24,10 @@ struct rm_trainer {
     rm_backend *be;
     rm_task task;
     int classes, batch; /* batch: one executor step's (rm_trainer_summary.batch) */
-    int accum, rank, ranks, global_batch;
-    rm_comm *comm; /* NULL: one process */
+    int accum, rank, ranks;
+    int slices;       /* executor steps in an optimizer step, over all ranks: accum x ranks */
+    int global_batch; /* batch x slices */
+    rm_comm *comm;    /* NULL: one process */
     rm_grad_reduce *gr;
 
     /* Data. base_*: what was opened (owned); train/test: what is used (a base, or a view of one). */

@@ -187,21 +187,18 @@ static void cache_store(rm_trainer *t, const char *path, const rm_schedule_repor
 /* Where no schedule is found, what would fit: the largest batch this
  * strategy fits in the budget (baselines are cheap enough to search), and
  * the largest batch any schedule could fit. */
-/* A batch of one executor step as a user gives it: "batch 14" on one
- * process; split, "batch 14 a rank (--batch 42)" or "batch 14 a
- * micro-batch (--batch 28)": --batch takes the whole step's. */
+/* What follows "batch N" (N: one executor step's) in a message, so that it
+ * reads as --batch takes it, the whole step's: "" on one process; split,
+ * " a rank (--batch 42)" or " a micro-batch (--batch 28)". */
 typedef struct batch_words {
-    char s[80];
+    char s[64];
 } batch_words;
-static batch_words batch_of(const rm_trainer *t, int micro)
+static batch_words split_of(const rm_trainer *t, int micro)
 {
-    batch_words w;
-    const int parts = t->accum * t->ranks;
-    if (parts == 1)
-        snprintf(w.s, sizeof w.s, "batch %d", micro);
-    else
-        snprintf(w.s, sizeof w.s, "batch %d a %s (--batch %lld)", micro, t->accum > 1 ? "micro-batch" : "rank",
-                 (long long)micro * parts);
+    batch_words w = {""};
+    if (t->slices > 1)
+        snprintf(w.s, sizeof w.s, " a %s (--batch %lld)", t->accum > 1 ? "micro-batch" : "rank",
+                 (long long)micro * t->slices);
     return w;
 }
 
@@ -225,21 +222,20 @@ static void what_fits(const rm_trainer *t, const rm_strategy_info *st, char *buf
         o.bound_batch = bound < t->batch ? bound : t->batch - 1;
         rm_maxbatch_result r;
         if (!rm_maxbatch_search(&r, st, build_problem, &pc, &o, &e)) {
-            if (r.max_batch > 0)
-                l = t->accum * t->ranks == 1
-                        ? (size_t)snprintf(buf, len, "; in this budget %s fits batch %d (--batch %d)", st->name,
-                                           r.max_batch, r.max_batch)
-                        : (size_t)snprintf(buf, len, "; in this budget %s fits %s", st->name,
-                                           batch_of(t, r.max_batch).s);
+            if (r.max_batch > 0) {
+                batch_words w = split_of(t, r.max_batch);
+                if (t->slices == 1) snprintf(w.s, sizeof w.s, " (--batch %d)", r.max_batch);
+                l = (size_t)snprintf(buf, len, "; in this budget %s fits batch %d%s", st->name, r.max_batch, w.s);
+            }
             rm_schedule_free(r.schedule);
         }
     }
     if (l >= len) return;
     if (bound < t->batch)
-        snprintf(buf + l, len - l, "; no schedule at all fits a batch above %s", batch_of(t, bound).s + 6);
+        snprintf(buf + l, len - l, "; no schedule at all fits a batch above %d%s", bound, split_of(t, bound).s);
     else if (!st->solve_opt)
-        snprintf(buf + l, len - l, "; %s is above the lower bound, so lp_round or milp may fit it",
-                 batch_of(t, t->batch).s);
+        snprintf(buf + l, len - l, "; batch %d%s is above the lower bound, so lp_round or milp may fit it", t->batch,
+                 split_of(t, t->batch).s);
 }
 
 static int solve(rm_trainer *t, const rm_problem_report *facts, rm_err *e)
@@ -300,9 +296,9 @@ static int solve(rm_trainer *t, const rm_problem_report *facts, rm_err *e)
             char fits[300];
             what_fits(t, st, fits, sizeof fits);
             return rm_errorf(e, RM_ERR_INFEASIBLE,
-                             "%s finds no schedule for %s within %s (%s%s): training without "
+                             "%s finds no schedule for batch %d%s within %s (%s%s): training without "
                              "rematerialization needs %s, and no schedule needs less than %s%s",
-                             st->name, batch_of(t, t->batch).s, MB(target).s, rm_status_name(stats.status),
+                             st->name, t->batch, split_of(t, t->batch).s, MB(target).s, rm_status_name(stats.status),
                              stats.status == RM_STATUS_NO_SOLUTION ? ": the time limit came first" : "",
                              MB(t->sum.noremat_peak).s, MB(t->sum.lower_bound).s, fits);
         }
@@ -375,12 +371,12 @@ int rm_trainer_plan_memory(rm_trainer *t, rm_err *e)
     char why[RM_ERR_MSG_LEN];
     if (v == RM_BUDGET_BELOW_FIXED)
         return rm_errorf(e, RM_ERR_BUDGET,
-                         "%s: at %s they are weights %s, gradients %s, optimizer state %s, batchnorm "
+                         "%s: at batch %d%s they are weights %s, gradients %s, optimizer state %s, batchnorm "
                          "statistics %s, labels %s, workspace %s%s%s; any schedule needs at least %s, training without "
                          "rematerialization %s",
-                         rm_budget_reason(why, sizeof why, v, p, &facts, trainer_bytes), batch_of(t, t->batch).s,
-                         MB(s->fp.weights).s, MB(s->fp.grads).s, MB(s->fp.optim).s, MB(s->fp.buffers).s,
-                         MB(s->fp.labels).s, MB(s->fp.workspace + s->fp.backend).s,
+                         rm_budget_reason(why, sizeof why, v, p, &facts, trainer_bytes), t->batch,
+                         split_of(t, t->batch).s, MB(s->fp.weights).s, MB(s->fp.grads).s, MB(s->fp.optim).s,
+                         MB(s->fp.buffers).s, MB(s->fp.labels).s, MB(s->fp.workspace + s->fp.backend).s,
                          s->fp.grad_sum ? ", gradient sum " : "", s->fp.grad_sum ? MB(s->fp.grad_sum).s : "",
                          MB(s->lower_bound).s, MB(s->noremat_peak).s);
     if (!rm_budget_feasible(v)) {
@@ -390,11 +386,12 @@ int rm_trainer_plan_memory(rm_trainer *t, rm_err *e)
         char more[120] = "";
         if (!rm_maxbatch_bound(&bound, build_problem, &pc, p->budget, t->batch, &be)) {
             if (bound)
-                snprintf(more, sizeof more, "; %s is the largest any schedule could fit in it", batch_of(t, bound).s);
+                snprintf(more, sizeof more, "; batch %d%s is the largest any schedule could fit in it", bound,
+                         split_of(t, bound).s);
             else
                 snprintf(more, sizeof more, "; not even batch 1 fits in it");
         }
-        return rm_errorf(e, RM_ERR_INFEASIBLE, "at %s %s%s", batch_of(t, t->batch).s,
+        return rm_errorf(e, RM_ERR_INFEASIBLE, "at batch %d%s %s%s", t->batch, split_of(t, t->batch).s,
                          rm_budget_reason(why, sizeof why, v, p, &facts, trainer_bytes), more);
     }
     /* Every rank reached here alike (the checks above are deterministic);
@@ -446,8 +443,7 @@ int rm_trainer_auto_batch(rm_trainer *t, rm_err *e)
     /* --samples (or a data folder) bounds the batch: a larger one would
      * leave no full batch to train on. The trivial bound is kept for what
      * it says (no schedule fits more). */
-    const int parts = t->accum * t->ranks;
-    int64_t known = rm_trainer_known_samples(t), samples = known / parts; /* one micro-batch's share */
+    int64_t known = rm_trainer_known_samples(t), samples = known / t->slices; /* one micro-batch's share */
     if (known > 0 && samples == 0)
         return rm_errorf(e, RM_ERR_INVALID,
                          "%lld training samples cannot fill a step of %d rank%s x %d micro-batch%s of even one sample",
@@ -469,7 +465,7 @@ int rm_trainer_auto_batch(rm_trainer *t, rm_err *e)
     char upto[120] = "", most[96];
     if (o.max_batch == samples)
         snprintf(upto, sizeof upto, "; at most %lld, the training samples%s", (long long)samples,
-                 t->accum * t->ranks > 1 ? " split between the ranks and micro-batches of a step" : "");
+                 t->slices > 1 ? " split between the ranks and micro-batches of a step" : "");
     rm_trainer_batch_limit(most, sizeof most, bound, search_cap);
     rm_trainer_note(t,
                     "--batch auto: searching the largest batch %s fits in %s with at most one extra forward pass of "
