@@ -12,5 +12,9 @@ int rm_launched(int *size);
 /* This process's rank (OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK); 0 when
  * not launched or not said. */
 int rm_launched_rank(void);
+/* This process's rank among the job's processes on this machine (Open MPI's
+ * OMPI_COMM_WORLD_LOCAL_RANK, MPICH's MPI_LOCALRANKID, Slurm's
+ * SLURM_LOCALID): which GPU it takes. 0 when not said. */
+int rm_launched_local_rank(void);
 
 #endif

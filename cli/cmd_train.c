@@ -34,7 +34,8 @@
     "Data parallel: `mpirun -np N remat train ...` runs N ranks; each trains its slice of every batch\n"               \
     "(--batch is the global batch) within its own --budget, rank 0 solves the schedule and prints, and\n"              \
     "the gradients are averaged over the ranks while the backward pass runs. Give each rank its share of\n"            \
-    "the cores (--threads).\n"                                                                                         \
+    "the cores (--threads). With --device cuda each rank takes the GPU of its rank on its machine, and\n"              \
+    "NCCL sums the gradients (REMAT_DP_NCCL=0: through host memory over MPI).\n"                                       \
     "\n"                                                                                                               \
     "options:\n"                                                                                                       \
     "  --model FILE          model config (models/*.cfg)\n" RM_CLI_MODEL_USAGE(                                        \
@@ -257,10 +258,11 @@ static void print_summary(const rm_trainer_summary *s, const rm_trainer_config *
         printf("batch        %d\n", s->batch);
     /* Split: what follows (memory, schedule, evaluation) is one micro-batch's. */
     if (s->global_batch != s->batch)
-        printf("%s%d a step = %d rank%s x %d micro-batch%s of %d, their gradients averaged; the budget and the "
+        printf("%s%d a step = %d rank%s x %d micro-batch%s of %d, their gradients averaged%s%s; the budget and the "
                "schedule below are a micro-batch's\n",
                s->batch_auto ? "             " : "batch        ", s->global_batch, s->ranks, s->ranks == 1 ? "" : "s",
-               s->accum, s->accum == 1 ? "" : "es", s->batch);
+               s->accum, s->accum == 1 ? "" : "es", s->batch, s->ranks > 1 ? " by " : "",
+               s->ranks > 1 ? s->transport : "");
     printf("device       %s: %s\n", s->device, s->device_settings);
     rm_cli_print_footprint(stdout, &s->fp, &c->optim);
     printf("no-remat     %s peak = fixed + %s activations, every one kept until its last use (checkpoint-all)\n",
@@ -545,6 +547,8 @@ static int train_job(rm_trainer_config *cfg, const train_args *args, rm_comm *co
     /* The benchmark's switch (bench/dp.sh), read where the CLI reads the environment. */
     const char *ov = getenv("REMAT_DP_OVERLAP");
     c.no_overlap = ov && !strcmp(ov, "0");
+    const char *nc = getenv("REMAT_DP_NCCL"); /* 0: GPUs' gradients through host memory, as without NCCL */
+    c.no_device_comm = nc && !strcmp(nc, "0");
     const char *ck = getenv("REMAT_DP_CHECK"); /* the tests' switch (tests/mpi) */
     c.check_ranks = ck && !strcmp(ck, "1");
     if (!root) a.quiet = 1;

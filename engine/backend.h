@@ -34,6 +34,7 @@ typedef struct rm_backend rm_backend;
 struct rm_layer_desc;
 struct rm_layer_call;
 struct rm_layer_config;
+struct rm_comm; /* comm.h */
 
 /* Adam's per-step constants, computed on the host by the optimizer so that
  * every backend evaluates the same float operations. */
@@ -120,6 +121,13 @@ typedef struct rm_backend_ops {
     /* Seconds from event a to event b, waiting for b to be reached. */
     int (*timer_elapsed)(void *ctx, rm_backend_timer *t, int a, int b, double *seconds, rm_err *e);
     void (*timer_free)(void *ctx, rm_backend_timer *t);
+
+    /* ---- data parallel (comm.h) ---- */
+    /* A communicator over the same ranks as host whose buffers are this
+     * backend's memory (NCCL on CUDA), bootstrapped over host; *out is NULL
+     * when this build has none. NULL op: the backend's memory is host memory,
+     * or it has no transport of its own (host: gradients go through host memory). */
+    int (*device_comm)(void *ctx, struct rm_comm *host, struct rm_comm **out, rm_err *e);
 } rm_backend_ops;
 
 struct rm_backend {

@@ -64,10 +64,12 @@ int rm_comm_create(rm_comm **out, rm_comm_kind kind, rm_err *e)
 {
     *out = NULL;
     if (kind == RM_COMM_MPI) return rm_comm_mpi_create(out, e);
+    if (kind == RM_COMM_NCCL)
+        return rm_errorf(e, RM_ERR_INVALID, "the nccl communicator is made by a CUDA backend over an mpi one");
     if (kind != RM_COMM_SINGLE) return rm_errorf(e, RM_ERR_INVALID, "unknown communication backend %d", (int)kind);
     rm_comm *c = calloc(1, sizeof *c);
     if (!c) return rm_errorf(e, RM_ERR_NOMEM, "out of memory");
-    *c = (rm_comm){RM_COMM_SINGLE, "single", 0, 1, &single_ops, NULL};
+    *c = (rm_comm){RM_COMM_SINGLE, "single", 0, 1, &single_ops, NULL, 0};
     *out = c;
     return RM_OK;
 }

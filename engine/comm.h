@@ -1,5 +1,5 @@
 /* Communication between the processes of one training job (data parallel
- * training, docs/data-parallel.md): the interface and the registry, as
+ * training, the README's "gradient accumulation and data parallel over MPI"): the interface and the registry, as
  * backend.h is for devices. A job is `size` processes, each its rank; every
  * rank calls the same collectives in the same order.
  *
@@ -10,7 +10,11 @@
  * started by an MPI launcher, so `remat train` and `mpirun -np N remat
  * train` run the same binary.
  *
- * Buffers are host memory. Errors are return codes with a message, as
+ * Buffers are host memory, except in a device communicator (device_buffers:
+ * "nccl", which a CUDA backend makes over an mpi one, backend.h's
+ * device_comm): there every buffer is device memory of that backend and a
+ * reduction is queued on the device, ordered before the backend's later
+ * work. Errors are return codes with a message, as
  * everywhere; what ends a job whose rank failed is rm_comm_abort, which
  * takes every rank down with it instead of leaving them waiting in a
  * collective for a rank that is gone. */
@@ -21,7 +25,7 @@
 
 #include "error.h"
 
-typedef enum rm_comm_kind { RM_COMM_SINGLE = 0, RM_COMM_MPI, RM_COMM_KIND_COUNT } rm_comm_kind;
+typedef enum rm_comm_kind { RM_COMM_SINGLE = 0, RM_COMM_MPI, RM_COMM_NCCL, RM_COMM_KIND_COUNT } rm_comm_kind;
 
 /* A reduction in flight (rm_comm_ops.allreduce_start). */
 typedef struct rm_comm_request rm_comm_request;
@@ -52,13 +56,15 @@ typedef struct rm_comm_ops {
 
 typedef struct rm_comm {
     rm_comm_kind kind;
-    const char *name; /* "single", "mpi" */
+    const char *name; /* "single", "mpi", "nccl" */
     int rank, size;   /* 0 <= rank < size */
     const rm_comm_ops *ops;
     void *ctx;
+    int device_buffers; /* 1: buffers are the device memory of the backend that made it */
 } rm_comm;
 
-/* The backend kind (RM_ERR_UNSUPPORTED for mpi in a build without MPI). */
+/* The backend kind (RM_ERR_UNSUPPORTED for mpi in a build without MPI;
+ * RM_ERR_INVALID for nccl, which only a device backend makes). */
 int rm_comm_create(rm_comm **out, rm_comm_kind kind, rm_err *e);
 /* mpi when an MPI launcher started this process (base/launcher.h), else
  * single. Launched by mpirun in a build without MPI is an error that says

@@ -131,7 +131,7 @@ int rm_comm_mpi_create(rm_comm **out, rm_err *e)
         MPI_Finalize();
         return rm_errorf(e, RM_ERR_NOMEM, "out of memory");
     }
-    *c = (rm_comm){RM_COMM_MPI, "mpi", 0, 1, &mpi_ops, NULL};
+    *c = (rm_comm){RM_COMM_MPI, "mpi", 0, 1, &mpi_ops, NULL, 0};
     if ((rc = MPI_Comm_rank(MPI_COMM_WORLD, &c->rank)) != MPI_SUCCESS ||
         (rc = MPI_Comm_size(MPI_COMM_WORLD, &c->size)) != MPI_SUCCESS) {
         free(c);

@@ -125,12 +125,14 @@ int rm_grad_reduce_create(rm_grad_reduce **out, rm_backend *be, float *grads, si
     r->first_started = -1;
     int rc = RM_OK;
     if (accum > 1 && count) rc = be->ops->alloc(be->ctx, (void **)&r->sum, rm_grad_reduce_bytes(count, accum), e);
-    if (rc == RM_OK && r->comm && !be->host_memory && count && !(r->host = malloc(count * sizeof(float))))
+    /* The transport reads the gradients where they are (host memory, or a
+     * device communicator such as NCCL on the device), or from a host copy. */
+    const int in_place = r->comm && (be->host_memory || r->comm->device_buffers);
+    if (rc == RM_OK && r->comm && !in_place && count && !(r->host = malloc(count * sizeof(float))))
         rc = rm_errorf(e, RM_ERR_NOMEM, "out of memory for the gradients' host copy");
     /* Overlap where the gradients are final when the backward pass writes
-     * them (one micro-batch) and MPI can read them in place (host memory). */
-    if (rc == RM_OK && r->comm && accum == 1 && be->host_memory && count && step && !step->no_overlap)
-        rc = make_buckets(r, step, e);
+     * them (one micro-batch) and the transport reads them in place. */
+    if (rc == RM_OK && in_place && accum == 1 && count && step && !step->no_overlap) rc = make_buckets(r, step, e);
     if (rc) {
         rm_grad_reduce_free(r);
         return rc;

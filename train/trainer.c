@@ -300,7 +300,8 @@ static int seeded_build(rm_trainer *t, uint64_t seed, rm_err *e)
     size_t ngrads = 0;
     float *grads = rm_executor_grads(t->ex, &ngrads);
     rm_grad_reduce_step gs = {&t->g, t->plan, t->ex, m->nlayers, c->no_overlap};
-    if ((rc = rm_grad_reduce_create(&t->gr, t->be, grads, ngrads, t->accum, t->comm, &gs, e))) return rc;
+    if ((rc = rm_grad_reduce_create(&t->gr, t->be, grads, ngrads, t->accum, t->dcomm ? t->dcomm : t->comm, &gs, e)))
+        return rc;
     rm_executor_set_node_hook(t->ex, rm_grad_reduce_hook, t->gr);
     t->lpp = calloc((size_t)m->nlayers, sizeof *t->lpp);
     rm_optim_tensor *ts = calloc(2 * (size_t)m->nlayers + 1, sizeof *ts);
@@ -401,6 +402,14 @@ int rm_trainer_create(rm_trainer **out, const rm_trainer_config *c, rm_err *e)
     }
     rm_backend_describe(t->be, t->sum.device_settings, sizeof t->sum.device_settings);
     t->sum.device = t->be->name;
+    /* The device's own transport for the gradients where it has one (NCCL). */
+    if (t->ranks > 1 && t->be->ops->device_comm && !c->no_device_comm &&
+        (rc = t->be->ops->device_comm(t->be->ctx, t->comm, &t->dcomm, e))) {
+        rm_err_context(e, "cannot connect the ranks' GPUs");
+        goto fail;
+    }
+    if (t->ranks > 1)
+        t->sum.transport = t->dcomm ? t->dcomm->name : t->be->host_memory ? t->comm->name : "mpi through host memory";
     /* A missing data folder fails before any solve. */
     if (!t->synthetic && (rc = open_dir_data(t, e))) goto fail;
     /* So do a --resume that is no snapshot and a --snapshot that cannot be
@@ -456,6 +465,7 @@ void rm_trainer_free(rm_trainer *t)
     rm_schedule_free(t->s);
     rm_problem_free(t->p);
     rm_graph_free(&t->g);
+    rm_comm_free(t->dcomm);
     rm_backend_free(t->be);
     rm_model_free(t->m);
     free(t);

@@ -102,6 +102,8 @@ typedef struct rm_trainer_config {
                                     (REMAT_DP_CHECK=1; tests/mpi) */
     int no_overlap;              /* 1: the ranks' gradient sum after the backward pass, not overlapping it
                                     (REMAT_DP_OVERLAP=0; for measuring the overlap, bench/dp.sh) */
+    int no_device_comm;          /* 1: device gradients go through host memory and comm even where the
+                                    device has its own transport (REMAT_DP_NCCL=0) */
     rm_comm *comm;               /* the job's processes (engine/comm.h); NULL: this one alone. Every rank
                                     builds the same trainer; rank 0 solves the schedule, the others check
                                     theirs against it */
@@ -154,6 +156,7 @@ typedef struct rm_trainer_summary {
                               the budget's); batch_auto: chosen by the max-batch search */
     int global_batch;      /* samples per optimizer step: batch x accum x ranks */
     int accum, ranks;      /* micro-batches per step on each rank; processes in the job */
+    const char *transport; /* ranks > 1: how gradients are summed: "mpi", "nccl", "mpi through host memory" */
     int bound_batch;       /* batch_auto: no strategy fits a larger batch (trivial lower bound), or search_cap */
     int search_cap;        /* batch_auto: the largest batch searched; bound_batch == search_cap: the bound was
                               not reached, larger batches were not tried */

@@ -28,6 +28,7 @@ struct rm_trainer {
     int slices;       /* executor steps in an optimizer step, over all ranks: accum x ranks */
     int global_batch; /* batch x slices */
     rm_comm *comm;    /* NULL: one process */
+    rm_comm *dcomm;   /* the device's own transport for the gradients (NCCL), over comm; NULL: comm's */
     rm_grad_reduce *gr;
 
     /* Data. base_*: what was opened (owned); train/test: what is used (a base, or a view of one). */

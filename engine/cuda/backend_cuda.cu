@@ -14,6 +14,8 @@
 #include "backend_cuda.cuh"
 
 extern "C" {
+#include "comm.h"
+#include "launcher.h"
 #include "layer.h"
 #include "log.h"
 }
@@ -258,6 +260,19 @@ static int cuda_kernels_op(void *ctx)
 }
 static void cuda_describe(void *ctx, char *buf, size_t len);
 
+/* NCCL where this build has it; else none, and the ranks' sums go through host memory. */
+static int cuda_device_comm(void *ctx, rm_comm *host, rm_comm **out, rm_err *e)
+{
+    *out = NULL;
+#ifdef REMAT_HAVE_NCCL
+    const cuda_ctx *c = (const cuda_ctx *)ctx;
+    return rm_comm_nccl_create(out, host, c->device, c->stream, e);
+#else
+    (void)ctx, (void)host, (void)e;
+    return RM_OK;
+#endif
+}
+
 static rm_backend_ops make_cuda_ops(void)
 {
     rm_backend_ops o;
@@ -273,6 +288,7 @@ static rm_backend_ops make_cuda_ops(void)
     o.sgd_update = cuda_sgd_update, o.adam_update = cuda_adam_update;
     o.timer_create = cuda_timer_create, o.timer_record = cuda_timer_record;
     o.timer_elapsed = cuda_timer_elapsed, o.timer_free = cuda_timer_free;
+    o.device_comm = cuda_device_comm;
     return o;
 }
 
@@ -597,6 +613,8 @@ extern "C" int rm_backend_cuda_create_with(rm_backend **out, int device, const r
     if (st != cudaSuccess || count == 0)
         return rm_errorf(e, RM_ERR_UNSUPPORTED, "cuda: no usable GPU (%s)",
                          st == cudaSuccess ? "no device" : cudaGetErrorString(st));
+    /* -1: this process's GPU, by its rank on this machine (one GPU a rank under mpirun). */
+    if (device == -1) device = rm_launched_local_rank() % count;
     if (device < 0 || device >= count)
         return rm_errorf(e, RM_ERR_INVALID, "cuda: device %d does not exist (%d found)", device, count);
     RM_CUDA_CHECK(cudaSetDevice(device), e, "cudaSetDevice");

@@ -119,4 +119,10 @@ int rm_cuda_timer_record(rm_backend_timer *t, int k, rm_err *e);
 int rm_cuda_timer_elapsed(rm_backend_timer *t, int a, int b, double *seconds, rm_err *e);
 void rm_cuda_timer_free(rm_backend_timer *t);
 
+#ifdef REMAT_HAVE_NCCL
+/* The nccl communicator (comm_nccl.cu) over host's ranks, for buffers of
+ * the backend on device whose stream is compute (the device_comm op). */
+int rm_comm_nccl_create(struct rm_comm **out, struct rm_comm *host, int device, cudaStream_t compute, rm_err *e);
+#endif
+
 #endif

@@ -16,7 +16,9 @@
 /* A CUDA backend on GPU device with the environment's settings, or with
  * o's (NULL: the environment's; an option wins over its variable, which is
  * then not read). RM_ERR_UNSUPPORTED when built without CUDA or with no
- * device. */
+ * device. Device -1 (the registry's): this process's, by its rank on this
+ * machine under an MPI launcher (launcher.h), modulo the GPUs it sees; 0
+ * otherwise. */
 int rm_backend_cuda_create(rm_backend **out, int device, rm_err *e);
 int rm_backend_cuda_create_with(rm_backend **out, int device, const rm_backend_options *o, rm_err *e);
 

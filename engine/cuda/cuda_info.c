@@ -28,7 +28,7 @@ static size_t layer_workspace_bound(const rm_layer_desc *d, const rm_layer_confi
 
 static int create(rm_backend **out, const rm_backend_options *o, rm_err *e)
 {
-    return rm_backend_cuda_create_with(out, 0, o, e);
+    return rm_backend_cuda_create_with(out, -1, o, e);
 }
 
 const rm_backend_info rm_backend_cuda_info = {

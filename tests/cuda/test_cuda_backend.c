@@ -152,6 +152,31 @@ Test(cuda_backend, layer_without_kernels_is_unsupported)
     rm_backend_free(be);
 }
 
+/* Under mpirun each rank takes the GPU of its rank on the machine, modulo
+ * the GPUs it sees; alone, GPU 0. */
+Test(cuda_backend, a_rank_takes_the_gpu_of_its_local_rank)
+{
+    setenv("REMAT_CUDA_EMU_DEVICES", "2", 1);
+    const char *local[] = {NULL, "0", "1", "3"};
+    const char *want[] = {"GPU 0,", "GPU 0,", "GPU 1,", "GPU 1,"};
+    for (int k = 0; k < 4; k++) {
+        if (local[k])
+            setenv("OMPI_COMM_WORLD_LOCAL_RANK", local[k], 1);
+        else
+            unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
+        rm_backend *be = NULL;
+        rm_err e = {0};
+        cr_assert_eq(rm_backend_create(&be, RM_BACKEND_CUDA, &e), RM_OK, "%s", e.msg);
+        char what[128];
+        rm_backend_describe(be, what, sizeof what);
+        cr_expect_eq(strncmp(what, want[k], strlen(want[k])), 0, "local rank %s: %s", local[k] ? local[k] : "none",
+                     what);
+        rm_backend_free(be);
+    }
+    unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    unsetenv("REMAT_CUDA_EMU_DEVICES");
+}
+
 /* A stand-in for a job of two ranks holding the same gradients (engine/comm.h):
  * the sum over them doubles the buffer, which must be host memory. */
 typedef struct two_ranks {
@@ -196,7 +221,7 @@ Test(cuda_backend, ranks_sum_device_gradients_through_host_memory)
     float *dgrads = dev_upload(&m, want, N * sizeof(float));
     two_ranks two = {dgrads, 0};
     static const rm_comm_ops ops = {two_start, two_test, two_wait, NULL, NULL, NULL, NULL};
-    rm_comm comm = {RM_COMM_MPI, "two ranks", 0, 2, &ops, &two};
+    rm_comm comm = {RM_COMM_MPI, "two ranks", 0, 2, &ops, &two, 0};
     rm_grad_reduce *gr = NULL;
     rm_err e = {0};
     cr_assert_eq(rm_grad_reduce_create(&gr, be, dgrads, N, 1, &comm, NULL, &e), RM_OK, "%s", e.msg);

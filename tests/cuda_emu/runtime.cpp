@@ -252,13 +252,16 @@ static cudaError_t device_ok(int device)
     return device >= 0 && device < n ? cudaSuccess : fail(cudaErrorInvalidDevice);
 }
 
+static int current_device;
 cudaError_t cudaSetDevice(int device)
 {
-    return device_ok(device);
+    cudaError_t st = device_ok(device);
+    if (st == cudaSuccess) current_device = device;
+    return st;
 }
 cudaError_t cudaGetDevice(int *device)
 {
-    *device = 0;
+    *device = current_device;
     return cudaSuccess;
 }
 cudaError_t cudaDeviceSynchronize(void)
@@ -348,6 +351,19 @@ static double now_ms(void)
 cudaError_t cudaEventCreate(cudaEvent_t *event)
 {
     *event = new rm_emu_event{0.0, 0};
+    return cudaSuccess;
+}
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned)
+{
+    return cudaEventCreate(event);
+}
+cudaError_t cudaEventQuery(cudaEvent_t event)
+{
+    return event->recorded ? cudaSuccess : fail(cudaErrorInvalidResourceHandle);
+}
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned)
+{
+    if ((stream && stream->magic != STREAM_MAGIC) || !event) return fail(cudaErrorInvalidResourceHandle);
     return cudaSuccess;
 }
 cudaError_t cudaEventDestroy(cudaEvent_t event)

@@ -15,8 +15,9 @@
 #include "launcher.h"
 #include "log.h"
 
-static const char *const launcher_vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "PMIX_RANK",
-                                            "OMPI_COMM_WORLD_RANK", "PMI_RANK"};
+static const char *const launcher_vars[] = {
+    "OMPI_COMM_WORLD_SIZE",       "PMI_SIZE",        "PMIX_SIZE",    "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+    "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"};
 
 static void clear_launcher(void)
 {
@@ -72,6 +73,17 @@ Test(comm, the_launcher_environment_picks_the_backend)
     clear_launcher();
     setenv("PMI_RANK", "1", 1);
     cr_assert_eq(rm_launched_rank(), 1);
+    clear_launcher();
+    /* The rank on this machine (which GPU a rank takes): Open MPI's, MPICH's, Slurm's. */
+    cr_assert_eq(rm_launched_local_rank(), 0);
+    setenv("SLURM_LOCALID", "2", 1);
+    cr_assert_eq(rm_launched_local_rank(), 2);
+    setenv("MPI_LOCALRANKID", "1", 1);
+    cr_assert_eq(rm_launched_local_rank(), 1, "MPICH's before Slurm's");
+    setenv("OMPI_COMM_WORLD_LOCAL_RANK", "3", 1);
+    cr_assert_eq(rm_launched_local_rank(), 3, "Open MPI's first");
+    setenv("OMPI_COMM_WORLD_LOCAL_RANK", "-4", 1);
+    cr_assert_eq(rm_launched_local_rank(), 0, "not a rank");
     clear_launcher();
 }
 

@@ -177,7 +177,14 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned flags);
 cudaError_t cudaStreamDestroy(cudaStream_t stream);
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
 
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags RM_EMU_DEFAULT(0));
+
+#define cudaEventDefault 0x00
+#define cudaEventDisableTiming 0x02
 cudaError_t cudaEventCreate(cudaEvent_t *event);
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned flags);
+/* cudaSuccess once recorded (streams are synchronous: the work before it is done). */
+cudaError_t cudaEventQuery(cudaEvent_t event);
 cudaError_t cudaEventDestroy(cudaEvent_t event);
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream RM_EMU_DEFAULT(0));
 cudaError_t cudaEventSynchronize(cudaEvent_t event);
