@@ -265,7 +265,7 @@ static int write_payload(ck_writer *w, const ck_tensor *t, int n, const rm_optim
     int rc;
     if ((rc = w_u64(w, c->step, e)) || (rc = w_u64(w, c->epoch, e)) || (rc = w_u64(w, c->seed, e)) ||
         (rc = w_u64(w, c->rng_counter, e)) || (rc = w_u32(w, (uint32_t)n, e)) || (rc = w_u32(w, kind, e)) ||
-        (rc = w_u32(w, slots, e)) || (rc = w_u32(w, 0, e)) || (rc = w_u64(w, opt ? rm_optim_steps(opt) : 0, e)))
+        (rc = w_u32(w, slots, e)) || (rc = w_u32(w, c->batch, e)) || (rc = w_u64(w, opt ? rm_optim_steps(opt) : 0, e)))
         return rc;
     for (int i = 0; i < n; i++) {
         size_t len = strlen(t[i].name);
@@ -287,7 +287,7 @@ int rm_snapshot_save(const char *path, const rm_model *m, rm_layer_params *const
                      const rm_snapshot_counters *c, rm_err *e)
 {
     if (!path || !*path) return rm_errorf(e, RM_ERR_INVALID, "snapshot: no file name");
-    rm_snapshot_counters zero = {0, 0, 0, 0};
+    rm_snapshot_counters zero = {0, 0, 0, 0, 0};
     if (!c) c = &zero;
     ck_tensor *t;
     int n, rc;
@@ -314,7 +314,7 @@ int rm_snapshot_save(const char *path, const rm_model *m, rm_layer_params *const
     memset(hdr, 0, sizeof hdr);
     memcpy(hdr, RM_SNAPSHOT_MAGIC, 8);
     put_u32(hdr + 8, RM_SNAPSHOT_VERSION);
-    put_u32(hdr + 12, 0); /* flags */
+    put_u32(hdr + 12, c->batch ? RM_SNAPSHOT_FLAG_BATCH : 0); /* flags */
     put_u64(hdr + 16, payload_bytes(t, n, slots));
     put_u32(hdr + 24, 0); /* reserved */
     put_u32(hdr + 28, rm_snapshot_crc32(0, hdr, 28));
@@ -345,7 +345,8 @@ done:
 typedef struct ck_reader {
     FILE *f;
     const char *path;
-    uint64_t left; /* payload bytes not yet read */
+    uint64_t left;  /* payload bytes not yet read */
+    uint32_t flags; /* the header's (RM_SNAPSHOT_FLAG_*) */
     uint8_t buf[CHUNK_BYTES];
 } ck_reader;
 
@@ -475,7 +476,8 @@ static int read_header(uint64_t *payload, ck_reader *r, long long size, rm_err *
                          r->path, version, RM_SNAPSHOT_VERSION);
     if (get_u32(h + 28) != rm_snapshot_crc32(0, h, 28))
         return rm_errorf(e, RM_ERR_PARSE, "%s: snapshot header checksum mismatch: the file is corrupt", r->path);
-    if (get_u32(h + 12) != 0 || get_u32(h + 24) != 0)
+    r->flags = get_u32(h + 12);
+    if ((r->flags & ~(uint32_t)RM_SNAPSHOT_FLAG_BATCH) || get_u32(h + 24) != 0)
         return rm_errorf(e, RM_ERR_UNSUPPORTED, "%s: snapshot uses flags this build does not know", r->path);
     *payload = get_u64(h + 16);
     uint64_t have = (uint64_t)size - sizeof h;
@@ -533,7 +535,11 @@ static int read_payload(rm_snapshot_counters *c, ck_reader *r, uint64_t payload,
         (rc = r_u64(r, &got.rng_counter, e)) || (rc = r_u32(r, &ntensors, e)) || (rc = r_u32(r, &kind, e)) ||
         (rc = r_u32(r, &slots, e)) || (rc = r_u32(r, &reserved, e)) || (rc = r_u64(r, &steps, e)))
         return rc;
-    if (reserved != 0) return corrupt(e, r->path, "a reserved field is not zero");
+    /* The counters' last word: the global batch when the header's flag says so, else reserved. */
+    got.batch = r->flags & RM_SNAPSHOT_FLAG_BATCH ? reserved : 0;
+    if (!(r->flags & RM_SNAPSHOT_FLAG_BATCH) && reserved != 0)
+        return corrupt(e, r->path, "a reserved field is not zero");
+    if ((r->flags & RM_SNAPSHOT_FLAG_BATCH) && reserved == 0) return corrupt(e, r->path, "it records a batch of 0");
     if (!(kind == RM_OPTIM_NONE && slots == 0) && !(kind == RM_OPTIM_SGD && slots <= 1) &&
         !(kind == RM_OPTIM_ADAM && slots == 2))
         return corrupt(e, r->path, "unknown optimizer kind or state size");

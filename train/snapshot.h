@@ -34,7 +34,12 @@ typedef struct rm_snapshot_counters {
     uint64_t epoch;       /* completed epochs */
     uint64_t seed;        /* the run's seed: initialisation, dropout masks, data order */
     uint64_t rng_counter; /* position of the run's sequential rm_rng (rng.h), 0 if none */
+    uint32_t batch;       /* the run's global batch (samples per optimizer step), which decides what a step
+                             is; 0: not recorded (files written before it was: flags bit 0 clear) */
 } rm_snapshot_counters;
+
+/* Header flags: bit 0, the counters' last word holds the global batch. */
+#define RM_SNAPSHOT_FLAG_BATCH 1u
 
 /* Writes a snapshot of model m to path, atomically (see above). lp[i] is
  * layer i's parameters (NULL for layers without any): their w and b, and the

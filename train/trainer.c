@@ -347,6 +347,13 @@ static int resume(rm_trainer *t, rm_err *e)
     rm_snapshot_counters k;
     int rc = rm_trainer_load_snapshot(t, &k, c->resume_path, e);
     if (rc) return rc;
+    /* A step is the global batch: with another, the epoch's order would be
+     * cut elsewhere and the learning rate's steps counted differently. */
+    if (k.batch && k.batch != (uint32_t)t->global_batch)
+        return rm_errorf(e, RM_ERR_INVALID,
+                         "%s was saved by a run whose steps were batches of %u, not %d: resume with --batch %u (on "
+                         "any number of ranks, with any --accum)",
+                         c->resume_path, k.batch, t->global_batch, k.batch);
     if (k.seed != t->seed) {
         if (c->seed_given)
             return rm_errorf(e, RM_ERR_INVALID,

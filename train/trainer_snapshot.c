@@ -89,7 +89,7 @@ int rm_trainer_load_snapshot(rm_trainer *t, rm_snapshot_counters *k, const char 
 
 int rm_trainer_save(rm_trainer *t, const char *path, rm_err *e)
 {
-    rm_snapshot_counters k = {t->step, t->step / (uint64_t)t->sum.epoch_steps, t->seed, 0};
+    rm_snapshot_counters k = {t->step, t->step / (uint64_t)t->sum.epoch_steps, t->seed, 0, (uint32_t)t->global_batch};
     if (!t->host_opt) return rm_snapshot_save(path, t->m, t->lpp, t->opt, &k, e);
     int rc = mirror_pull(t, e); /* CUDA: the file is written from host copies */
     return rc ? rc : rm_snapshot_save(path, t->m, t->host_lpp, t->host_opt, &k, e);

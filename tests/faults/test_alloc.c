@@ -459,7 +459,7 @@ typedef struct snap_ctx {
 static int op_snapshot(void *ctx, rm_err *e)
 {
     snap_ctx *c = ctx;
-    rm_snapshot_counters k = {5, 1, 9, 0}, got = {0, 0, 0, 0};
+    rm_snapshot_counters k = {5, 1, 9, 0, 0}, got = {0, 0, 0, 0, 0};
     int rc = rm_snapshot_save(c->path, c->net.m, c->net.lpp, c->opt, &k, e);
     if (!rc) rc = rm_snapshot_load(&got, c->path, c->net.m, c->net.lpp, c->opt, e);
     if (!rc) cr_assert_eq(got.step, 5);

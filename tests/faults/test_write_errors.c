@@ -156,7 +156,7 @@ Test(write_errors, snapshot_save_keeps_the_previous_snapshot)
     tf_net net = tf_net_make(text, 42);
     const char *path = cf_path("run.snap");
     rm_err e = {RM_OK, ""};
-    rm_snapshot_counters k = {3, 1, 7, 0};
+    rm_snapshot_counters k = {3, 1, 7, 0, 0};
     cr_assert_eq(rm_snapshot_save(path, net.m, net.lpp, NULL, &k, &e), RM_OK, "%s", e.msg);
     size_t n;
     unsigned char *old = cf_read(path, &n);

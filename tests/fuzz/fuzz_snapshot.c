@@ -108,7 +108,7 @@ int rm_fuzz_net_save(rm_fuzz_net *n, const char *path, int kind, rm_err *e)
     rm_optim *opt = make_optim(n, kind);
     int rc = RM_OK;
     for (int s = 0; s < 2 && opt && !rc; s++) rc = rm_optim_step(opt, 0.01, e); /* non-zero state */
-    const rm_snapshot_counters c = {12, 3, 0x5eed, 7};
+    const rm_snapshot_counters c = {12, 3, 0x5eed, 7, 24};
     if (!rc) rc = rm_snapshot_save(path, n->m, n->lpp, opt, &c, e);
     rm_optim_free(opt);
     return rc;
