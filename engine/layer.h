@@ -38,6 +38,15 @@ typedef enum rm_layer_kind {
     RM_LAYER_SOFTMAX_XENT,       /* logits N x K x 1 x 1, labels N */
     RM_LAYER_PIXEL_SOFTMAX_XENT, /* logits N x K x H x W, labels N*H*W */
     RM_LAYER_DWCONV2D,           /* depthwise: one filter per channel */
+    /* Element-wise activations (layers/activation.c). */
+    RM_LAYER_RELU6,
+    RM_LAYER_SIGMOID,
+    RM_LAYER_TANH,
+    RM_LAYER_SILU,
+    RM_LAYER_HARDSIGMOID,
+    RM_LAYER_HARDSWISH,
+    RM_LAYER_GELU,      /* the erf form */
+    RM_LAYER_GELU_TANH, /* the tanh approximation */
     RM_LAYER_KIND_COUNT
 } rm_layer_kind;
 

@@ -20,6 +20,14 @@ static const rm_layer_desc *const all_layers[RM_LAYER_KIND_COUNT] = {
     [RM_LAYER_SOFTMAX_XENT] = &rm_softmax_xent_desc,
     [RM_LAYER_PIXEL_SOFTMAX_XENT] = &rm_pixel_softmax_xent_desc,
     [RM_LAYER_DWCONV2D] = &rm_dwconv2d_desc,
+    [RM_LAYER_RELU6] = &rm_relu6_desc,
+    [RM_LAYER_SIGMOID] = &rm_sigmoid_desc,
+    [RM_LAYER_TANH] = &rm_tanh_desc,
+    [RM_LAYER_SILU] = &rm_silu_desc,
+    [RM_LAYER_HARDSIGMOID] = &rm_hardsigmoid_desc,
+    [RM_LAYER_HARDSWISH] = &rm_hardswish_desc,
+    [RM_LAYER_GELU] = &rm_gelu_desc,
+    [RM_LAYER_GELU_TANH] = &rm_gelu_tanh_desc,
 };
 
 const rm_layer_desc *rm_layer_desc_of(rm_layer_kind kind)

@@ -141,5 +141,24 @@ int onnx_sole_consumer(const onnx_import *c, const onnx_value *v);
 
 /* Imports node n (c->node) by its operator. */
 int onnx_import_node(onnx_import *c, const Onnx__NodeProto *n);
+/* Adds the layer of node n reading in[0..nin) (weights w, may be NULL); its
+ * output is n's first, of rank; *layer (may be NULL) its index. */
+int onnx_emit(onnx_import *c, const Onnx__NodeProto *n, rm_layer_kind kind, const rm_layer_config *cfg,
+              onnx_value *const *in, int nin, onnx_weights *w, int rank, int *layer);
+/* The note of layer i made from n: "<layer> '<name>' <detail>, output <shape> per sample". */
+void onnx_note_layer(onnx_import *c, const Onnx__NodeProto *n, int i, const char *detail);
+
+/* ---- onnx_ops_act.c: the activations ---- */
+
+int onnx_op_relu(onnx_import *c, const Onnx__NodeProto *n);
+/* Clip to [0, inf) or [0, 6]. */
+int onnx_op_clip(onnx_import *c, const Onnx__NodeProto *n);
+/* Sigmoid or HardSigmoid (kind), or silu / hardswish when its reader multiplies it by its input. */
+int onnx_op_gate(onnx_import *c, const Onnx__NodeProto *n, rm_layer_kind kind);
+/* Tanh, HardSwish, Gelu. */
+int onnx_op_activation(onnx_import *c, const Onnx__NodeProto *n);
+/* Whether Div node n begins PyTorch's opset-13 GELU (x / sqrt 2, Erf, + 1, * x, * 1/2), and its import. */
+int onnx_is_gelu_erf(const onnx_import *c, const Onnx__NodeProto *n);
+int onnx_op_gelu_erf(onnx_import *c, const Onnx__NodeProto *n);
 
 #endif

@@ -74,8 +74,8 @@ static int64_t norm_axis(int64_t axis, int rank)
 }
 
 /* A layer from the node, its output 0 an activation of the layer's shape and this rank. */
-static int emit(onnx_import *c, const Onnx__NodeProto *n, rm_layer_kind kind, const rm_layer_config *cfg,
-                onnx_value *const *in, int nin, onnx_weights *w, int rank, int *layer)
+int onnx_emit(onnx_import *c, const Onnx__NodeProto *n, rm_layer_kind kind, const rm_layer_config *cfg,
+              onnx_value *const *in, int nin, onnx_weights *w, int rank, int *layer)
 {
     int i;
     int rc = onnx_add_layer(&i, c, n, kind, cfg, in, nin, w);
@@ -84,7 +84,7 @@ static int emit(onnx_import *c, const Onnx__NodeProto *n, rm_layer_kind kind, co
     return rc;
 }
 
-static void note_layer(onnx_import *c, const Onnx__NodeProto *n, int i, const char *detail)
+void onnx_note_layer(onnx_import *c, const Onnx__NodeProto *n, int i, const char *detail)
 {
     const rm_model_layer *L = &c->m->layers[i];
     char sh[64];
@@ -105,8 +105,8 @@ static int emit_nary(onnx_import *c, const Onnx__NodeProto *n, rm_layer_kind kin
     }
     rm_layer_config cfg = {0};
     int i;
-    if ((rc = emit(c, n, kind, &cfg, in, nin, NULL, in[0]->rank, &i))) return rc;
-    note_layer(c, n, i, detail);
+    if ((rc = onnx_emit(c, n, kind, &cfg, in, nin, NULL, in[0]->rank, &i))) return rc;
+    onnx_note_layer(c, n, i, detail);
     return RM_OK;
 }
 
@@ -249,11 +249,11 @@ static int op_conv(onnx_import *c, const Onnx__NodeProto *n)
     onnx_weights wt;
     if ((rc = conv_weights(&wt, w, b, m, c))) return rc;
     int i;
-    if ((rc = emit(c, n, kind, &cfg, &x, 1, &wt, 4, &i))) return rc;
+    if ((rc = onnx_emit(c, n, kind, &cfg, &x, 1, &wt, 4, &i))) return rc;
     char d[96];
     snprintf(d, sizeof d, "(%s%dx%d, stride %d, pad %d, %s)", kind == RM_LAYER_CONV2D ? "" : "depthwise ", win.k, win.k,
              win.s, win.p, b ? "bias" : "no bias");
-    note_layer(c, n, i, d);
+    onnx_note_layer(c, n, i, d);
     return RM_OK;
 }
 
@@ -294,8 +294,8 @@ static int op_conv_transpose(onnx_import *c, const Onnx__NodeProto *n)
     onnx_weights wt;
     if ((rc = conv_weights(&wt, w, b, m, c))) return rc;
     int i;
-    if ((rc = emit(c, n, RM_LAYER_CONV_TRANSPOSE2X2, &cfg, &x, 1, &wt, 4, &i))) return rc;
-    note_layer(c, n, i, b ? "(2x2, stride 2, bias)" : "(2x2, stride 2, no bias)");
+    if ((rc = onnx_emit(c, n, RM_LAYER_CONV_TRANSPOSE2X2, &cfg, &x, 1, &wt, 4, &i))) return rc;
+    onnx_note_layer(c, n, i, b ? "(2x2, stride 2, bias)" : "(2x2, stride 2, no bias)");
     return RM_OK;
 }
 
@@ -354,57 +354,10 @@ static int op_batchnorm(onnx_import *c, const Onnx__NodeProto *n)
         return rc;
     }
     int i;
-    if ((rc = emit(c, n, RM_LAYER_BATCHNORM2D, &cfg, &x, 1, &wt, x->rank, &i))) return rc;
+    if ((rc = onnx_emit(c, n, RM_LAYER_BATCHNORM2D, &cfg, &x, 1, &wt, x->rank, &i))) return rc;
     char d[96];
     snprintf(d, sizeof d, "(eps %g, momentum %g: ONNX's %g)", (double)eps, (double)cfg.momentum, (double)mom);
-    note_layer(c, n, i, d);
-    return RM_OK;
-}
-
-static int op_relu(onnx_import *c, const Onnx__NodeProto *n)
-{
-    static const char *const attrs[] = {"consumed_inputs", NULL};
-    onnx_value *x;
-    int rc = onnx_check_attrs(c, n, attrs);
-    if (!rc) rc = onnx_need_input(&x, c, n, 0, ONNX_ACT, "input");
-    rm_layer_config cfg = {0};
-    int i;
-    if (!rc) rc = emit(c, n, RM_LAYER_RELU, &cfg, &x, 1, NULL, x->rank, &i);
-    if (!rc) note_layer(c, n, i, "");
-    return rc;
-}
-
-/* Clip to [0, +inf) is a ReLU (torch.clamp(x, min=0)); any other range is
- * not (ReLU6 is [0, 6]). The bounds: attributes before opset 11, constant
- * inputs after. */
-static int op_clip(onnx_import *c, const Onnx__NodeProto *n)
-{
-    static const char *const attrs[] = {"min", "max", NULL};
-    onnx_value *x, *lo = onnx_input(c, n, 1), *hi = onnx_input(c, n, 2);
-    float mn = -INFINITY, mx = INFINITY;
-    int rc = onnx_check_attrs(c, n, attrs);
-    if (!rc) rc = onnx_need_input(&x, c, n, 0, ONNX_ACT, "input");
-    if (!rc) rc = onnx_attr_float(&mn, c, n, "min", -INFINITY);
-    if (!rc) rc = onnx_attr_float(&mx, c, n, "max", INFINITY);
-    if (!rc && lo) rc = onnx_need_input(&lo, c, n, 1, ONNX_CONST, "min");
-    if (!rc && hi) rc = onnx_need_input(&hi, c, n, 2, ONNX_CONST, "max");
-    if (rc) return rc;
-    const onnx_value *bound[2] = {lo, hi};
-    float *dst[2] = {&mn, &mx};
-    for (int k = 0; k < 2; k++) {
-        if (!bound[k]) continue;
-        if (bound[k]->c.count != 1 || bound[k]->c.is_int)
-            return onnx_fail(c, RM_ERR_PARSE, "its %s is not one float", k ? "max" : "min");
-        *dst[k] = bound[k]->c.f[0];
-    }
-    if (mn != 0.0f || mx != INFINITY)
-        return onnx_fail(c, RM_ERR_UNSUPPORTED,
-                         "Clip to [%g, %g]%s; remat has relu, which is Clip to [0, inf), and no clipped ReLU layer",
-                         (double)mn, (double)mx, mn == 0.0f && mx == 6.0f ? " (ReLU6)" : "");
-    rm_layer_config cfg = {0};
-    int i;
-    if ((rc = emit(c, n, RM_LAYER_RELU, &cfg, &x, 1, NULL, x->rank, &i))) return rc;
-    note_layer(c, n, i, "(Clip to [0, inf))");
+    onnx_note_layer(c, n, i, d);
     return RM_OK;
 }
 
@@ -437,10 +390,10 @@ static int op_pool(onnx_import *c, const Onnx__NodeProto *n, int max)
     rm_layer_config cfg = {0};
     cfg.kernel = win.k, cfg.stride = win.s, cfg.pad = win.p;
     int i;
-    if ((rc = emit(c, n, max ? RM_LAYER_MAXPOOL2D : RM_LAYER_AVGPOOL2D, &cfg, &x, 1, NULL, 4, &i))) return rc;
+    if ((rc = onnx_emit(c, n, max ? RM_LAYER_MAXPOOL2D : RM_LAYER_AVGPOOL2D, &cfg, &x, 1, NULL, 4, &i))) return rc;
     char d[64];
     snprintf(d, sizeof d, "(%dx%d, stride %d, pad %d)", win.k, win.k, win.s, win.p);
-    note_layer(c, n, i, d);
+    onnx_note_layer(c, n, i, d);
     return RM_OK;
 }
 
@@ -453,8 +406,8 @@ static int op_global_avgpool(onnx_import *c, const Onnx__NodeProto *n)
     if (!rc && x->rank < 3) rc = onnx_fail(c, RM_ERR_UNSUPPORTED, "a rank-%d input has nothing to pool", x->rank);
     rm_layer_config cfg = {0};
     int i;
-    if (!rc) rc = emit(c, n, RM_LAYER_GLOBAL_AVGPOOL, &cfg, &x, 1, NULL, x->rank, &i);
-    if (!rc) note_layer(c, n, i, "");
+    if (!rc) rc = onnx_emit(c, n, RM_LAYER_GLOBAL_AVGPOOL, &cfg, &x, 1, NULL, x->rank, &i);
+    if (!rc) onnx_note_layer(c, n, i, "");
     return rc;
 }
 
@@ -557,12 +510,12 @@ static int op_gemm(onnx_import *c, const Onnx__NodeProto *n)
     rm_layer_config cfg = {0};
     cfg.out_channels = (int)m, cfg.bias = has_bias;
     int i;
-    if ((rc = emit(c, n, RM_LAYER_LINEAR, &cfg, &a, 1, &wt, 2, &i))) return rc;
+    if ((rc = onnx_emit(c, n, RM_LAYER_LINEAR, &cfg, &a, 1, &wt, 2, &i))) return rc;
     char d[160];
     snprintf(d, sizeof d, "(%lld -> %lld, %s%s%s)", (long long)f, (long long)m, has_bias ? "bias" : "no bias",
              alpha != 1.0f ? ", alpha folded into the weights" : "",
              has_bias && beta != 1.0f ? ", beta folded into the bias" : "");
-    note_layer(c, n, i, d);
+    onnx_note_layer(c, n, i, d);
     return RM_OK;
 }
 
@@ -606,11 +559,11 @@ static int op_matmul(onnx_import *c, const Onnx__NodeProto *n)
     rm_layer_config cfg = {0};
     cfg.out_channels = (int)m, cfg.bias = bias != NULL;
     int i;
-    if ((rc = emit(c, n, RM_LAYER_LINEAR, &cfg, &a, 1, &wt, 2, &i))) return rc;
+    if ((rc = onnx_emit(c, n, RM_LAYER_LINEAR, &cfg, &a, 1, &wt, 2, &i))) return rc;
     char d[96];
     snprintf(d, sizeof d, "(%lld -> %lld, %s)", (long long)f, (long long)m,
              bias ? "bias from the Add that follows" : "no bias");
-    note_layer(c, n, i, d);
+    onnx_note_layer(c, n, i, d);
     if (!bias) return RM_OK;
     int self = c->node;
     c->node = add;
@@ -980,8 +933,8 @@ static int flatten_act(onnx_import *c, const Onnx__NodeProto *n, onnx_value *x)
     }
     rm_layer_config cfg = {0};
     int i;
-    if ((rc = emit(c, n, RM_LAYER_FLATTEN, &cfg, &x, 1, NULL, 2, &i))) return rc;
-    note_layer(c, n, i, "");
+    if ((rc = onnx_emit(c, n, RM_LAYER_FLATTEN, &cfg, &x, 1, NULL, 2, &i))) return rc;
+    onnx_note_layer(c, n, i, "");
     return RM_OK;
 }
 
@@ -1341,10 +1294,10 @@ static int op_dropout(onnx_import *c, const Onnx__NodeProto *n)
     rm_layer_config cfg = {0};
     cfg.p = ratio;
     int i;
-    if ((rc = emit(c, n, RM_LAYER_DROPOUT, &cfg, &x, 1, NULL, x->rank, &i))) return rc;
+    if ((rc = onnx_emit(c, n, RM_LAYER_DROPOUT, &cfg, &x, 1, NULL, x->rank, &i))) return rc;
     char d[32];
     snprintf(d, sizeof d, "(p %g)", (double)ratio);
-    note_layer(c, n, i, d);
+    onnx_note_layer(c, n, i, d);
     return RM_OK;
 }
 
@@ -1452,16 +1405,17 @@ static int op_resize(onnx_import *c, const Onnx__NodeProto *n, int upsample)
                                  a ? "the width" : "the height");
     rm_layer_config cfg = {0};
     int i;
-    if ((rc = emit(c, n, RM_LAYER_UPSAMPLE2X, &cfg, &x, 1, NULL, 4, &i))) return rc;
-    note_layer(c, n, i, "(nearest, x2)");
+    if ((rc = onnx_emit(c, n, RM_LAYER_UPSAMPLE2X, &cfg, &x, 1, NULL, 4, &i))) return rc;
+    onnx_note_layer(c, n, i, "(nearest, x2)");
     return RM_OK;
 }
 
 /* ---- dispatch ---------------------------------------------------------------------- */
 
 static const char *const supported =
-    "Conv, ConvTranspose (2x2, stride 2), BatchNormalization, Relu, Clip to [0, inf), MaxPool, AveragePool, "
-    "GlobalAveragePool, Gemm, "
+    "Conv, ConvTranspose (2x2, stride 2), BatchNormalization, Relu, Clip to [0, inf) or [0, 6], Sigmoid, "
+    "HardSigmoid, Tanh, HardSwish, Gelu, x * Sigmoid(x), x * HardSigmoid(x), GELU's Div-Erf-Add-Mul-Mul, MaxPool, "
+    "AveragePool, GlobalAveragePool, Gemm, "
     "MatMul (+ Add), Add, Sum, Concat, Flatten, Reshape (to N x features), Resize / Upsample (nearest, x2), Dropout, "
     "Identity, and folded at import: Constant, Shape, Gather, Unsqueeze, Squeeze, Slice, Transpose, Cast, Add, Sub, "
     "Mul, Div";
@@ -1472,8 +1426,12 @@ int onnx_import_node(onnx_import *c, const Onnx__NodeProto *n)
     if (!strcmp(op, "Conv")) return op_conv(c, n);
     if (!strcmp(op, "ConvTranspose")) return op_conv_transpose(c, n);
     if (!strcmp(op, "BatchNormalization")) return op_batchnorm(c, n);
-    if (!strcmp(op, "Relu")) return op_relu(c, n);
-    if (!strcmp(op, "Clip")) return op_clip(c, n);
+    if (!strcmp(op, "Relu")) return onnx_op_relu(c, n);
+    if (!strcmp(op, "Clip")) return onnx_op_clip(c, n);
+    if (!strcmp(op, "Sigmoid")) return onnx_op_gate(c, n, RM_LAYER_SIGMOID);
+    if (!strcmp(op, "HardSigmoid")) return onnx_op_gate(c, n, RM_LAYER_HARDSIGMOID);
+    if (!strcmp(op, "Tanh") || !strcmp(op, "HardSwish") || !strcmp(op, "Gelu")) return onnx_op_activation(c, n);
+    if (!strcmp(op, "Div") && onnx_is_gelu_erf(c, n)) return onnx_op_gelu_erf(c, n);
     if (!strcmp(op, "MaxPool")) return op_pool(c, n, 1);
     if (!strcmp(op, "AveragePool")) return op_pool(c, n, 0);
     if (!strcmp(op, "GlobalAveragePool")) return op_global_avgpool(c, n);

@@ -317,6 +317,17 @@ Test(cuda_layers, batchnorm2d)
     run_case(RM_LAYER_BATCHNORM2D, &v);
 }
 
+/* The activations of layers/activation.c (one kernel pair, by kind). */
+Test(cuda_layers, activations)
+{
+    static const rm_layer_kind kinds[] = {RM_LAYER_RELU6,       RM_LAYER_SIGMOID,   RM_LAYER_TANH, RM_LAYER_SILU,
+                                          RM_LAYER_HARDSIGMOID, RM_LAYER_HARDSWISH, RM_LAYER_GELU, RM_LAYER_GELU_TANH};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        lcase c = {"odd", cfg_of(kinds[k]), {SHAPE(3, 5, 7, 9)}, 1, 1, 0};
+        run_case(kinds[k], &c);
+    }
+}
+
 Test(cuda_layers, relu)
 {
     lcase c = {"odd", cfg_of(RM_LAYER_RELU), {SHAPE(3, 5, 7, 9)}, 1, 1, 0};

@@ -73,6 +73,7 @@ Test(onnx, forward_passes_match_numpy)
     expect_forward_matches("depthwise", RM_ONNX_SOFTMAX_XENT);
     expect_forward_matches("fixed_batch", RM_ONNX_SOFTMAX_XENT);
     expect_forward_matches("upsample_opset9", RM_ONNX_PIXEL_SOFTMAX_XENT);
+    expect_forward_matches("activations", RM_ONNX_SOFTMAX_XENT);
 }
 
 /* Parameter counts worked out by hand from gen_fixtures.py's shapes. */
@@ -98,6 +99,11 @@ Test(onnx, layers_and_parameter_counts)
         {FIXTURE("depthwise.onnx"), RM_ONNX_SOFTMAX_XENT, 36 + 8 + 30 + 12 + 28, 20, 12, 0, 1,
          "dwconv batchnorm relu conv batchnorm relu dropout avgpool global_avgpool flatten linear softmax_xent"},
         {FIXTURE("fixed_batch.onnx"), RM_ONNX_SOFTMAX_XENT, 51, 0, 3, 0, 0, "flatten linear softmax_xent"},
+        /* conv 4x3x3x3 + 4, linear 5x12 + 5; PyTorch's opset-13 forms: Clip to [0, 6], x * Sigmoid(x),
+         * HardSigmoid(x) * x, the 5 nodes of GELU (its 3 Constants folded, its chain and the two Muls
+         * aliases), then Tanh, a Sigmoid and a HardSigmoid alone */
+        {FIXTURE("activations.onnx"), RM_ONNX_SOFTMAX_XENT, 112 + 65, 0, 13, 3, 3,
+         "conv relu6 silu hardswish gelu tanh sigmoid hardsigmoid concat global_avgpool flatten linear softmax_xent"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         rm_onnx_summary s;
@@ -211,10 +217,10 @@ Test(onnx, what_remat_cannot_compute_is_refused_naming_the_node)
                    (const char *const[]){"(Conv)", "group 2", "grouped convolution layer", NULL});
     expect_refused(
         FIXTURE("bad_op.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_UNSUPPORTED,
-        (const char *const[]){"node 1 '/act/Sigmoid' (Sigmoid)", "operator 'Sigmoid' is not supported", NULL});
-    expect_refused(FIXTURE("bad_relu6.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_UNSUPPORTED,
-                   (const char *const[]){"node 1 '/features.0/Clip' (Clip)", "Clip to [0, 6] (ReLU6)",
-                                         "no clipped ReLU layer", NULL});
+        (const char *const[]){"node 1 '/act/LeakyRelu' (LeakyRelu)", "operator 'LeakyRelu' is not supported", NULL});
+    expect_refused(FIXTURE("bad_clip.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_UNSUPPORTED,
+                   (const char *const[]){"node 1 '/features.0/Clip' (Clip)", "Clip to [-1, 1]",
+                                         "relu6 (Clip to [0, 6]), no other clipping layer", NULL});
     expect_refused(FIXTURE("bad_softmax.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_UNSUPPORTED,
                    (const char *const[]){"(Softmax)", "export the logits", NULL});
     /* A segmentation output under the classification loss: the message says which loss fits. */
@@ -292,5 +298,5 @@ Test(onnx, usage_errors)
     cr_expect(cf_said(1, "--init must be onnx or random"));
     cr_expect_eq(cf_remat("explain", "--onnx", FIXTURE("bad_op.onnx"), "--batch", "2", "--budget", "80%", NULL), 1);
     cr_expect(cf_said(1, "remat explain:"));
-    cr_expect(cf_said(1, "operator 'Sigmoid' is not supported"));
+    cr_expect(cf_said(1, "operator 'LeakyRelu' is not supported"));
 }

@@ -372,13 +372,13 @@ Test(names, graph_plan_and_explain_never_print_an_onnx_name_raw)
     expect_clean_file(cf_path("stdout"), "explain --onnx");
     expect_clean_file(cf_path("stderr"), "explain --onnx");
     /* The importer's error quotes the node's name: escaped too. */
-    const char *const op[] = {"\x1a\x0c/act/Sigmoid\x22"};
+    const char *const op[] = {"\x1a\x0e/act/LeakyRelu\x22"};
     onnx = onnx_with(ONNX_DIR "bad_op.onnx", op, 1,
                      "\x1b[31m\xe2\x80\xae\xff"
-                     "abc",
+                     "abcde",
                      "bad.onnx");
     expect_refused((const char *const[]){"graph", "--onnx", onnx, "--batch", "2", NULL},
-                   "node 1 '\\x1b[31m\\u202e\\xffabc' (Sigmoid): operator 'Sigmoid' is not supported");
+                   "node 1 '\\x1b[31m\\u202e\\xffabcde' (LeakyRelu): operator 'LeakyRelu' is not supported");
     expect_clean_file(cf_path("stderr"), "graph --onnx, refused");
 }
 

@@ -14,6 +14,7 @@ must refuse. Deterministic: the same files on every run.
 
     /usr/bin/python3 tests/models/onnx/gen_fixtures.py   # rewrites the fixtures
 """
+import math
 import os
 
 import numpy as np
@@ -330,7 +331,7 @@ def broken():
     # An operator remat has no layer for.
     net = Net("bad_op")
     w, _ = net.weight("fc.weight", (3, 4))
-    y = net.node("Sigmoid", ["input"], ["/act/Sigmoid_output_0"], "/act/Sigmoid")
+    y = net.node("LeakyRelu", ["input"], ["/act/LeakyRelu_output_0"], "/act/LeakyRelu", alpha=0.01)
     net.node("Gemm", [y, w], ["logits"], "/fc/Gemm", transB=1)
     save("bad_op", net.model((4,), "logits", (3,)))
     # A final softmax: remat's loss applies it.
@@ -339,15 +340,75 @@ def broken():
     y = net.node("Gemm", ["input", w], ["/fc/Gemm_output_0"], "/fc/Gemm", transB=1)
     net.node("Softmax", [y], ["probs"], "/Softmax", axis=1)
     save("bad_softmax", net.model((4,), "probs", (3,)))
-    # ReLU6 (MobileNetV2's), a Clip to [0, 6]: remat has no clipped ReLU.
-    net = Net("bad_relu6")
-    lo = net.const("min", np.array(0.0, dtype=np.float32))
-    hi = net.const("max", np.array(6.0, dtype=np.float32))
+    # Hardtanh, a Clip to [-1, 1]: remat clips to [0, inf) (relu) and [0, 6] (relu6) only.
+    net = Net("bad_clip")
+    lo = net.const("min", np.array(-1.0, dtype=np.float32))
+    hi = net.const("max", np.array(1.0, dtype=np.float32))
     net.node("Clip", ["input", lo, hi], ["logits"], "/features.0/Clip")
-    save("bad_relu6", net.model((4,), "logits", (4,)))
+    save("bad_clip", net.model((4,), "logits", (4,)))
     # A file cut in the middle: protobuf-c must refuse it.
     data = open(os.path.join(OUT, "residual.onnx"), "rb").read()
     open(os.path.join(OUT, "truncated.onnx"), "wb").write(data[: len(data) // 2])
+
+
+# ---- activations (after the others: their draws do not move the older fixtures') ----
+
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def activations():
+    """Each activation as PyTorch's exporter writes it at opset 13: ReLU6 a
+    Clip to [0, 6]; SiLU and Hardswish a gate times its input (the product's
+    operands in either order); GELU the Div, Erf, Add, Mul, Mul chain with
+    each constant from a Constant node right before its use; plus Tanh and the
+    gates alone. The conv's outputs spread beyond -3, 3 and 6, so every region
+    of every function is hit."""
+    net = Net("activations")
+    x = batch((3, 6, 6))
+    w, wv = net.weight("conv.weight", (4, 3, 3, 3), 0.8)
+    b, bv = net.weight("conv.bias", (4,), 0.5)
+    y = net.node("Conv", ["input", w, b], ["/conv/Conv_output_0"], "/conv/Conv", kernel_shape=[3, 3], pads=[1] * 4)
+    yv = conv(x.astype(np.float64), wv, bv, 1, 1)
+    lo = net.const("clip.min", np.array(0.0, dtype=np.float32))
+    hi = net.const("clip.max", np.array(6.0, dtype=np.float32))
+    r6 = net.node("Clip", [y, lo, hi], ["/act1/Clip_output_0"], "/act1/Clip")
+    r6v = np.clip(yv, 0.0, 6.0)
+    s = net.node("Sigmoid", [y], ["/act2/Sigmoid_output_0"], "/act2/Sigmoid")
+    silu = net.node("Mul", [y, s], ["/act2/Mul_output_0"], "/act2/Mul")
+    siluv = yv * sigmoid(yv)
+    hs = net.node("HardSigmoid", [silu], ["/act3/HardSigmoid_output_0"], "/act3/HardSigmoid", alpha=1.0 / 6.0,
+                  beta=0.5)
+    hsw = net.node("Mul", [hs, silu], ["/act3/Mul_output_0"], "/act3/Mul")
+    hswv = siluv * np.clip(siluv + 3.0, 0.0, 6.0) / 6.0
+    net.node("Constant", [], ["/act4/Constant_output_0"], "/act4/Constant",
+             value=numpy_helper.from_array(np.array(np.sqrt(2.0), dtype=np.float32)))
+    d = net.node("Div", [hsw, "/act4/Constant_output_0"], ["/act4/Div_output_0"], "/act4/Div")
+    e = net.node("Erf", [d], ["/act4/Erf_output_0"], "/act4/Erf")
+    net.node("Constant", [], ["/act4/Constant_1_output_0"], "/act4/Constant_1",
+             value=numpy_helper.from_array(np.array(1.0, dtype=np.float32)))
+    a = net.node("Add", ["/act4/Constant_1_output_0", e], ["/act4/Add_output_0"], "/act4/Add")
+    m = net.node("Mul", [hsw, a], ["/act4/Mul_output_0"], "/act4/Mul")
+    net.node("Constant", [], ["/act4/Constant_2_output_0"], "/act4/Constant_2",
+             value=numpy_helper.from_array(np.array(0.5, dtype=np.float32)))
+    g = net.node("Mul", [m, "/act4/Constant_2_output_0"], ["/act4/Mul_1_output_0"], "/act4/Mul_1")
+    erf = np.vectorize(math.erf)
+    gv = 0.5 * hswv * (1.0 + erf(hswv / np.sqrt(2.0)))
+    t = net.node("Tanh", [g], ["/act5/Tanh_output_0"], "/act5/Tanh")
+    tv = np.tanh(gv)
+    sg = net.node("Sigmoid", [r6], ["/act6/Sigmoid_output_0"], "/act6/Sigmoid")
+    sgv = sigmoid(r6v)
+    hg = net.node("HardSigmoid", [y], ["/act7/HardSigmoid_output_0"], "/act7/HardSigmoid", alpha=1.0 / 6.0, beta=0.5)
+    hgv = np.clip(yv / 6.0 + 0.5, 0.0, 1.0)
+    cat = net.node("Concat", [t, sg, hg], ["/cat/Concat_output_0"], "/cat/Concat", axis=1)
+    catv = np.concatenate([tv, sgv, hgv], axis=1)
+    p = net.node("GlobalAveragePool", [cat], ["/gap/GlobalAveragePool_output_0"], "/gap/GlobalAveragePool")
+    f = net.node("Flatten", [p], ["/Flatten_output_0"], "/Flatten")
+    fw, fwv = net.weight("fc.weight", (5, 12))
+    fb, fbv = net.weight("fc.bias", (5,), 0.1)
+    net.node("Gemm", [f, fw, fb], ["logits"], "/fc/Gemm", transB=1)
+    out = catv.mean(axis=(2, 3)) @ fwv.T + fbv
+    save("activations", net.model((3, 6, 6), "logits", (5,)), x, out)
 
 
 if __name__ == "__main__":
@@ -358,4 +419,5 @@ if __name__ == "__main__":
     fixed_batch()
     upsample_opset9()
     broken()
+    activations()
     print("fixtures written to", OUT)

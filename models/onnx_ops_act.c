@@ -1,0 +1,236 @@
+/* The ONNX importer's activations: Relu, Clip (ReLU or ReLU6), Sigmoid,
+ * HardSigmoid, Tanh, HardSwish and Gelu map onto remat's activation layers
+ * (layers/activation.c), and the forms PyTorch's exporter writes at opset
+ * 13 are recognised whole:
+ *   SiLU       Sigmoid(x) then Mul(x, that)                         -> silu
+ *   Hardswish  HardSigmoid(x) then Mul(x, that)                     -> hardswish
+ *   GELU       Div(x, sqrt 2), Erf, Add 1, Mul by x, Mul by 1/2     -> gelu
+ * A pattern's later nodes are then covered by the layer (skipped, their
+ * output an alias of its). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx_internal.h"
+
+static int one_input_layer(onnx_import *c, const Onnx__NodeProto *n, rm_layer_kind kind, const char *detail)
+{
+    onnx_value *x;
+    int i, rc = onnx_need_input(&x, c, n, 0, ONNX_ACT, "input");
+    rm_layer_config cfg = {0};
+    if (!rc) rc = onnx_emit(c, n, kind, &cfg, &x, 1, NULL, x->rank, &i);
+    if (!rc) onnx_note_layer(c, n, i, detail);
+    return rc;
+}
+
+int onnx_op_relu(onnx_import *c, const Onnx__NodeProto *n)
+{
+    static const char *const attrs[] = {"consumed_inputs", NULL};
+    int rc = onnx_check_attrs(c, n, attrs);
+    return rc ? rc : one_input_layer(c, n, RM_LAYER_RELU, "");
+}
+
+/* Clip to [0, +inf) is a ReLU (torch.clamp(x, min=0)), to [0, 6] a ReLU6;
+ * any other range is neither. The bounds: attributes before opset 11,
+ * constant inputs after. */
+int onnx_op_clip(onnx_import *c, const Onnx__NodeProto *n)
+{
+    static const char *const attrs[] = {"min", "max", NULL};
+    onnx_value *x, *lo = onnx_input(c, n, 1), *hi = onnx_input(c, n, 2);
+    float mn = -INFINITY, mx = INFINITY;
+    int rc = onnx_check_attrs(c, n, attrs);
+    if (!rc) rc = onnx_need_input(&x, c, n, 0, ONNX_ACT, "input");
+    if (!rc) rc = onnx_attr_float(&mn, c, n, "min", -INFINITY);
+    if (!rc) rc = onnx_attr_float(&mx, c, n, "max", INFINITY);
+    if (!rc && lo) rc = onnx_need_input(&lo, c, n, 1, ONNX_CONST, "min");
+    if (!rc && hi) rc = onnx_need_input(&hi, c, n, 2, ONNX_CONST, "max");
+    if (rc) return rc;
+    const onnx_value *bound[2] = {lo, hi};
+    float *dst[2] = {&mn, &mx};
+    for (int k = 0; k < 2; k++) {
+        if (!bound[k]) continue;
+        if (bound[k]->c.count != 1 || bound[k]->c.is_int)
+            return onnx_fail(c, RM_ERR_PARSE, "its %s is not one float", k ? "max" : "min");
+        *dst[k] = bound[k]->c.f[0];
+    }
+    if (mn == 0.0f && mx == INFINITY) return one_input_layer(c, n, RM_LAYER_RELU, "(Clip to [0, inf))");
+    if (mn == 0.0f && mx == 6.0f) return one_input_layer(c, n, RM_LAYER_RELU6, "(Clip to [0, 6])");
+    return onnx_fail(c, RM_ERR_UNSUPPORTED,
+                     "Clip to [%g, %g]; remat has relu (Clip to [0, inf)) and relu6 (Clip to [0, 6]), no other "
+                     "clipping layer",
+                     (double)mn, (double)mx);
+}
+
+/* ---- looking ahead: the nodes after this one, before they are imported ---- */
+
+/* The node that reads name when exactly one node does (a graph output
+ * counts as a reader), else -1. */
+static int sole_reader(const onnx_import *c, const char *name)
+{
+    int found = -1, count = 0;
+    for (size_t i = 0; i < c->g->n_node; i++) {
+        const Onnx__NodeProto *n = c->g->node[i];
+        if (c->skip[i] == 2) continue;
+        for (size_t k = 0; k < n->n_input; k++)
+            if (n->input[k] && !strcmp(n->input[k], name)) found = (int)i, count++;
+    }
+    for (size_t k = 0; k < c->g->n_output; k++)
+        if (c->g->output[k]->name && !strcmp(c->g->output[k]->name, name)) count++;
+    return count == 1 ? found : -1;
+}
+
+/* Node i when it is op with n_in inputs and one output, after this node; else NULL. */
+static const Onnx__NodeProto *later(const onnx_import *c, int i, const char *op, size_t n_in)
+{
+    if (i <= c->node) return NULL;
+    const Onnx__NodeProto *n = c->g->node[i];
+    if (!n->op_type || strcmp(n->op_type, op) || n->n_input != n_in || n->n_output < 1 || !n->output[0]) return NULL;
+    return n;
+}
+
+/* The scalar a value will hold: a constant already imported, or one a
+ * Constant node (possibly through a Cast) defines later. */
+static int scalar(const onnx_import *c, const char *name, double *v)
+{
+    const onnx_value *val = onnx_find(c, name);
+    if (val && val->kind == ONNX_CONST) return val->c.count == 1 && !val->c.is_int ? (*v = val->c.f[0], 1) : 0;
+    if (val && val->kind != ONNX_UNSET) return 0;
+    for (size_t i = 0; i < c->g->n_node; i++) {
+        const Onnx__NodeProto *n = c->g->node[i];
+        if (n->n_output < 1 || !n->output[0] || strcmp(n->output[0], name) || !n->op_type) continue;
+        if (!strcmp(n->op_type, "Cast") && n->n_input == 1 && n->input[0]) return scalar(c, n->input[0], v);
+        const Onnx__AttributeProto *a = onnx_attr(n, "value");
+        if (strcmp(n->op_type, "Constant") || !a || !a->t) return 0;
+        onnx_const k;
+        rm_err e = {RM_OK, ""};
+        if (onnx_const_from_tensor(&k, a->t, c->path, "a constant", &e)) return 0;
+        int ok = k.count == 1 && !k.is_int;
+        if (ok) *v = k.f[0];
+        onnx_const_free(&k);
+        return ok;
+    }
+    return 0;
+}
+
+/* The input of binary node b other than name (NULL when b does not read name exactly once). */
+static const char *other_input(const Onnx__NodeProto *b, const char *name)
+{
+    int a0 = !strcmp(b->input[0], name), a1 = !strcmp(b->input[1], name);
+    return a0 == a1 ? NULL : a0 ? b->input[1] : b->input[0];
+}
+
+/* Binary node b reads name and a scalar within a relative 1e-6 of want. */
+static int with_scalar(const onnx_import *c, const Onnx__NodeProto *b, const char *name, double want)
+{
+    double v;
+    const char *o = b ? other_input(b, name) : NULL;
+    return o && scalar(c, o, &v) && fabs(v - want) <= 1e-6 * fabs(want);
+}
+
+/* The layer covers the later nodes of its pattern: the last one's output is
+ * an alias of the layer's, the others are skipped. */
+static int cover(onnx_import *c, int layer, int rank, const int *nodes, int count, const char *what)
+{
+    int self = c->node, rc = RM_OK;
+    const rm_model_layer *L = &c->m->layers[layer];
+    for (int k = 0; k < count && !rc; k++) {
+        c->node = nodes[k];
+        const Onnx__NodeProto *n = c->g->node[nodes[k]];
+        if (k == count - 1) rc = onnx_set_act(c, n, 0, layer, rank, L->out_shape);
+        if (!rc) onnx_note(c, n, "part of %s '%s' (%s)", L->desc->name, L->name, what);
+        c->skip[nodes[k]] = 1;
+    }
+    c->node = self;
+    c->sum.aliases++;
+    return rc;
+}
+
+/* ---- the gates and their products ---- */
+
+/* Sigmoid or HardSigmoid; when its one reader multiplies it by its own
+ * input, the pair is silu or hardswish. */
+int onnx_op_gate(onnx_import *c, const Onnx__NodeProto *n, rm_layer_kind kind)
+{
+    static const char *const sig_attrs[] = {NULL}, *const hard_attrs[] = {"alpha", "beta", NULL};
+    const int hard = kind == RM_LAYER_HARDSIGMOID;
+    int rc = onnx_check_attrs(c, n, hard ? hard_attrs : sig_attrs);
+    if (rc) return rc;
+    if (hard) {
+        /* torch.nn.Hardsigmoid is ONNX's with alpha 1/6 and beta 1/2 (ONNX's default alpha is 0.2). */
+        float alpha, beta;
+        if ((rc = onnx_attr_float(&alpha, c, n, "alpha", 0.2f)) || (rc = onnx_attr_float(&beta, c, n, "beta", 0.5f)))
+            return rc;
+        if (fabsf(alpha - 1.0f / 6.0f) > 1e-6f || beta != 0.5f)
+            return onnx_fail(c, RM_ERR_UNSUPPORTED,
+                             "HardSigmoid with alpha %g and beta %g; remat's hardsigmoid is PyTorch's: alpha 1/6, "
+                             "beta 1/2",
+                             (double)alpha, (double)beta);
+    }
+    if (!n->n_input || !n->input[0] || n->n_output < 1 || !n->output[0]) return onnx_fail(c, RM_ERR_PARSE, "no input");
+    const Onnx__NodeProto *mul = later(c, sole_reader(c, n->output[0]), "Mul", 2);
+    const char *o = mul ? other_input(mul, n->output[0]) : NULL;
+    if (!o || strcmp(o, n->input[0])) return one_input_layer(c, n, kind, "");
+    const rm_layer_kind fused = hard ? RM_LAYER_HARDSWISH : RM_LAYER_SILU;
+    onnx_value *x;
+    int i, m = sole_reader(c, n->output[0]);
+    rm_layer_config cfg = {0};
+    if ((rc = onnx_need_input(&x, c, n, 0, ONNX_ACT, "input")) ||
+        (rc = onnx_emit(c, n, fused, &cfg, &x, 1, NULL, x->rank, &i)))
+        return rc;
+    onnx_note_layer(c, n, i, hard ? "(HardSigmoid then Mul by its input)" : "(Sigmoid then Mul by its input)");
+    return cover(c, i, x->rank, &m, 1, hard ? "x * hardsigmoid(x)" : "x * sigmoid(x)");
+}
+
+/* Tanh, HardSwish (opset 14) and Gelu (opset 20: approximate "none" or "tanh"). */
+int onnx_op_activation(onnx_import *c, const Onnx__NodeProto *n)
+{
+    static const char *const none[] = {NULL}, *const gelu_attrs[] = {"approximate", NULL};
+    const int gelu = !strcmp(n->op_type, "Gelu");
+    int rc = onnx_check_attrs(c, n, gelu ? gelu_attrs : none);
+    if (rc) return rc;
+    if (!gelu) return one_input_layer(c, n, !strcmp(n->op_type, "Tanh") ? RM_LAYER_TANH : RM_LAYER_HARDSWISH, "");
+    char approx[16];
+    if ((rc = onnx_attr_string(approx, sizeof approx, c, n, "approximate", "none"))) return rc;
+    if (!strcmp(approx, "none")) return one_input_layer(c, n, RM_LAYER_GELU, "");
+    if (!strcmp(approx, "tanh")) return one_input_layer(c, n, RM_LAYER_GELU_TANH, "(the tanh approximation)");
+    return onnx_fail(c, RM_ERR_UNSUPPORTED, "Gelu with approximate \"%s\" (\"none\" or \"tanh\")", approx);
+}
+
+/* GELU as PyTorch writes it at opset 13: x / sqrt 2, Erf, + 1, * x, * 1/2
+ * (the constants on either side of each Add and Mul). Called at the Div. */
+static int gelu_nodes(const onnx_import *c, const Onnx__NodeProto *div, int node[4])
+{
+    if (div->n_input != 2 || div->n_output < 1 || !div->input[0] || !div->input[1] || !div->output[0]) return 0;
+    const char *x = div->input[0];
+    double v;
+    if (!scalar(c, div->input[1], &v) || fabs(v - sqrt(2.0)) > 1e-6 * sqrt(2.0)) return 0;
+    const Onnx__NodeProto *erf = later(c, node[0] = sole_reader(c, div->output[0]), "Erf", 1);
+    const Onnx__NodeProto *add = erf ? later(c, node[1] = sole_reader(c, erf->output[0]), "Add", 2) : NULL;
+    if (!add || !with_scalar(c, add, erf->output[0], 1.0)) return 0;
+    const Onnx__NodeProto *mx = later(c, node[2] = sole_reader(c, add->output[0]), "Mul", 2);
+    const char *o = mx ? other_input(mx, add->output[0]) : NULL;
+    if (!o || strcmp(o, x)) return 0;
+    const Onnx__NodeProto *half = later(c, node[3] = sole_reader(c, mx->output[0]), "Mul", 2);
+    return half && with_scalar(c, half, mx->output[0], 0.5);
+}
+
+int onnx_is_gelu_erf(const onnx_import *c, const Onnx__NodeProto *n)
+{
+    int node[4];
+    const onnx_value *x = n->n_input ? onnx_find(c, n->input[0]) : NULL;
+    return x && x->kind == ONNX_ACT && gelu_nodes(c, n, node);
+}
+
+int onnx_op_gelu_erf(onnx_import *c, const Onnx__NodeProto *n)
+{
+    int node[4], i, rc;
+    onnx_value *x;
+    rm_layer_config cfg = {0};
+    if (!gelu_nodes(c, n, node)) return onnx_fail(c, RM_ERR_PARSE, "not the GELU pattern");
+    if ((rc = onnx_need_input(&x, c, n, 0, ONNX_ACT, "input")) ||
+        (rc = onnx_emit(c, n, RM_LAYER_GELU, &cfg, &x, 1, NULL, x->rank, &i)))
+        return rc;
+    onnx_note_layer(c, n, i, "(x / sqrt 2, Erf, + 1, * x, * 1/2)");
+    return cover(c, i, x->rank, node, 4, "x / 2 * (1 + erf(x / sqrt 2))");
+}
