@@ -68,6 +68,8 @@ typedef struct rm_layer_config {
     float eps;        /* batchnorm2d */
     float momentum;   /* batchnorm2d: running = (1-m)*running + m*batch */
     float p;          /* dropout: probability of dropping */
+    int ceil_mode;    /* maxpool2d: the output size rounded up (PyTorch's ceil_mode): the last window of a row
+                         or column may overhang the input, never start past it */
 } rm_layer_config;
 
 /* Parameter storage for one layer (fixed memory, owned by the model).

@@ -12,6 +12,8 @@
 
 static int avgpool_infer(rm_shape *out, const rm_layer_config *cfg, const rm_shape *in, int nin, rm_err *e)
 {
+    /* An overhanging window's divisor is a choice of its own (PyTorch's counts padding, not the overhang). */
+    if (cfg->ceil_mode) return rm_errorf(e, RM_ERR_SHAPE, "avgpool: ceil_mode is not supported (maxpool has it)");
     return rm_window_infer(out, "avgpool", cfg, in, nin, e);
 }
 

@@ -19,7 +19,10 @@ int rm_window_infer(rm_shape *out, const char *layer, const rm_layer_config *cfg
     if (ph < cfg->kernel || pw < cfg->kernel)
         return rm_errorf(e, RM_ERR_SHAPE, "%s: kernel %d is larger than the padded input %lldx%lld (input %s, pad %d)",
                          layer, cfg->kernel, ph, pw, rm_shape_str(x, buf, sizeof buf), cfg->pad);
-    long long ho = (ph - cfg->kernel) / cfg->stride + 1, wo = (pw - cfg->kernel) / cfg->stride + 1;
+    const long long k = cfg->kernel, s = cfg->stride, up = cfg->ceil_mode ? s - 1 : 0;
+    long long ho = (ph - k + up) / s + 1, wo = (pw - k + up) / s + 1;
+    if (cfg->ceil_mode && (ho - 1) * s >= x.h + cfg->pad) ho--;
+    if (cfg->ceil_mode && (wo - 1) * s >= x.w + cfg->pad) wo--;
     *out = rm_shape_make(x.n, x.c, (int)ho, (int)wo);
     return RM_OK;
 }

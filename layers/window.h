@@ -6,7 +6,9 @@
 
 /* Output shape of a square window (cfg->kernel, stride, pad) slid over one
  * input, with PyTorch's rule pad <= kernel/2 (so every window holds a real
- * element). `layer` names the layer in error messages. */
+ * element), rounded down, or up with cfg->ceil_mode as PyTorch's ceil_mode
+ * (an extra window that would start past the input and its left padding is
+ * dropped). `layer` names the layer in error messages. */
 int rm_window_infer(rm_shape *out, const char *layer, const rm_layer_config *cfg, const rm_shape *in, int nin,
                     rm_err *e);
 

@@ -32,10 +32,12 @@ enum {
     K_BIAS = 1 << 5,
     K_EPS = 1 << 6,
     K_MOMENTUM = 1 << 7,
-    K_P = 1 << 8
+    K_P = 1 << 8,
+    K_CEIL = 1 << 9
 };
 
-static const char *const key_names[] = {"filters", "out", "size", "stride", "pad", "bias", "eps", "momentum", "p"};
+static const char *const key_names[] = {"filters", "out", "size",     "stride", "pad",
+                                        "bias",    "eps", "momentum", "p",      "ceil_mode"};
 #define NKEYNAMES ((int)(sizeof key_names / sizeof key_names[0]))
 
 /* Keys each layer section accepts besides name/input/inputs, and which of
@@ -60,6 +62,8 @@ static unsigned layer_keys(rm_layer_kind k, unsigned *required)
     case RM_LAYER_BATCHNORM2D:
         return K_EPS | K_MOMENTUM;
     case RM_LAYER_MAXPOOL2D:
+        *required = K_SIZE;
+        return K_SIZE | K_STRIDE | K_PAD | K_CEIL;
     case RM_LAYER_AVGPOOL2D:
         *required = K_SIZE;
         return K_SIZE | K_STRIDE | K_PAD;
@@ -551,6 +555,8 @@ static int layer_config(rm_layer_config *c, const builder *b, const inst *it)
             rc = rm_cfg_float(&c->momentum, f, s, k, 0.0, 0, 1.0, 0, b->e);
         else if (!strcmp(n, "p"))
             rc = rm_cfg_float(&c->p, f, s, k, 0.0, 0, 1.0, 1, b->e);
+        else if (!strcmp(n, "ceil_mode"))
+            rc = rm_cfg_int(&c->ceil_mode, f, s, k, 0, 1, b->e);
         if (rc) return rc;
     }
     return RM_OK;

@@ -379,20 +379,20 @@ static int op_pool(onnx_import *c, const Onnx__NodeProto *n, int max)
     if (!rc) rc = onnx_attr_int(&ceil_mode, c, n, "ceil_mode", 0);
     if (!rc && !max) rc = onnx_attr_int(&include_pad, c, n, "count_include_pad", 0);
     if (rc) return rc;
-    if (ceil_mode)
-        return onnx_fail(c, RM_ERR_UNSUPPORTED, "ceil_mode=1; remat's %s rounds the output size down (ceil_mode=0)",
-                         layer);
+    if (ceil_mode && !max)
+        return onnx_fail(c, RM_ERR_UNSUPPORTED,
+                         "ceil_mode=1; remat's avgpool rounds the output size down (ceil_mode=0; maxpool has both)");
     if (!max && win.p && !include_pad)
         return onnx_fail(c, RM_ERR_UNSUPPORTED,
                          "count_include_pad=0 with padding %d; remat's avgpool divides every window by k*k, padding "
                          "included (PyTorch's default count_include_pad=True)",
                          win.p);
     rm_layer_config cfg = {0};
-    cfg.kernel = win.k, cfg.stride = win.s, cfg.pad = win.p;
+    cfg.kernel = win.k, cfg.stride = win.s, cfg.pad = win.p, cfg.ceil_mode = ceil_mode != 0;
     int i;
     if ((rc = onnx_emit(c, n, max ? RM_LAYER_MAXPOOL2D : RM_LAYER_AVGPOOL2D, &cfg, &x, 1, NULL, 4, &i))) return rc;
-    char d[64];
-    snprintf(d, sizeof d, "(%dx%d, stride %d, pad %d)", win.k, win.k, win.s, win.p);
+    char d[80];
+    snprintf(d, sizeof d, "(%dx%d, stride %d, pad %d%s)", win.k, win.k, win.s, win.p, ceil_mode ? ", ceil_mode" : "");
     onnx_note_layer(c, n, i, d);
     return RM_OK;
 }
@@ -409,6 +409,39 @@ static int op_global_avgpool(onnx_import *c, const Onnx__NodeProto *n)
     if (!rc) rc = onnx_emit(c, n, RM_LAYER_GLOBAL_AVGPOOL, &cfg, &x, 1, NULL, x->rank, &i);
     if (!rc) onnx_note_layer(c, n, i, "");
     return rc;
+}
+
+/* ReduceMean over the spatial axes of an N x C x H x W tensor (x.mean([2, 3]),
+ * MnasNet's and ShuffleNet's pooling): a global average pool, keepdims
+ * deciding whether N x C x 1 x 1 or N x C follows. Other axes are refused. */
+static int op_reduce_mean(onnx_import *c, const Onnx__NodeProto *n)
+{
+    static const char *const attrs[] = {"axes", "keepdims", NULL};
+    onnx_value *x;
+    const int64_t *axes = NULL;
+    size_t naxes = 0;
+    int64_t keep = 1;
+    int rc = onnx_check_attrs(c, n, attrs);
+    if (!rc) rc = onnx_need_input(&x, c, n, 0, ONNX_ACT, "input");
+    if (!rc) rc = onnx_attr_ints(&axes, &naxes, c, n, "axes");
+    if (!rc) rc = onnx_attr_int(&keep, c, n, "keepdims", 1);
+    if (rc) return rc;
+    if (n->n_input > 1)
+        return onnx_fail(c, RM_ERR_UNSUPPORTED, "axes as an input (opset 18); export at opset 13 to 17");
+    int spatial = x->rank == 4 && naxes == 2;
+    for (size_t k = 0; spatial && k < 2; k++) {
+        int64_t a = axes[k] < 0 ? axes[k] + 4 : axes[k];
+        spatial = (a == 2 || a == 3) && (k == 0 || a != (axes[0] < 0 ? axes[0] + 4 : axes[0]));
+    }
+    if (!spatial)
+        return onnx_fail(c, RM_ERR_UNSUPPORTED,
+                         "ReduceMean over axes other than the two spatial ones of a rank-4 tensor; remat averages "
+                         "over height and width only (global_avgpool)");
+    rm_layer_config cfg = {0};
+    int i;
+    if ((rc = onnx_emit(c, n, RM_LAYER_GLOBAL_AVGPOOL, &cfg, &x, 1, NULL, keep ? 4 : 2, &i))) return rc;
+    onnx_note_layer(c, n, i, keep ? "(ReduceMean over H, W)" : "(ReduceMean over H, W, not kept)");
+    return RM_OK;
 }
 
 /* ---- fully connected: Gemm, MatMul (+ Add) ------------------------------------------ */
@@ -1279,10 +1312,9 @@ static int op_dropout(onnx_import *c, const Onnx__NodeProto *n)
         if (r->c.count != 1 || r->c.is_int) return onnx_fail(c, RM_ERR_PARSE, "a ratio that is not one float");
         ratio = r->c.f[0];
     }
-    if (t && (t->c.count != 1 || (t->c.is_int ? t->c.i[0] != 0 : t->c.f[0] != 0.0f)))
-        return onnx_fail(c, RM_ERR_UNSUPPORTED,
-                         "training_mode=true; remat's dropout drops in training and passes everything in "
-                         "evaluation by itself (export in eval mode)");
+    /* training_mode (a training export says true): remat's dropout drops in
+     * training and passes everything in evaluation by itself, either way. */
+    if (t && t->c.count != 1) return onnx_fail(c, RM_ERR_PARSE, "a training_mode that is not one value");
     if (!(ratio >= 0.0f && ratio < 1.0f))
         return onnx_fail(c, RM_ERR_UNSUPPORTED, "ratio %g (remat: 0 <= p < 1)", (double)ratio);
     if (ratio == 0.0f) {
@@ -1415,7 +1447,7 @@ static int op_resize(onnx_import *c, const Onnx__NodeProto *n, int upsample)
 static const char *const supported =
     "Conv, ConvTranspose (2x2, stride 2), BatchNormalization, Relu, Clip to [0, inf) or [0, 6], Sigmoid, "
     "HardSigmoid, Tanh, HardSwish, Gelu, x * Sigmoid(x), x * HardSigmoid(x), GELU's Div-Erf-Add-Mul-Mul, MaxPool, "
-    "AveragePool, GlobalAveragePool, Gemm, "
+    "AveragePool, GlobalAveragePool, ReduceMean (over H, W), Gemm, "
     "MatMul (+ Add), Add, Sum, Concat, Flatten, Reshape (to N x features), Resize / Upsample (nearest, x2), Dropout, "
     "Identity, and folded at import: Constant, Shape, Gather, Unsqueeze, Squeeze, Slice, Transpose, Cast, Add, Sub, "
     "Mul, Div";
@@ -1435,6 +1467,7 @@ int onnx_import_node(onnx_import *c, const Onnx__NodeProto *n)
     if (!strcmp(op, "MaxPool")) return op_pool(c, n, 1);
     if (!strcmp(op, "AveragePool")) return op_pool(c, n, 0);
     if (!strcmp(op, "GlobalAveragePool")) return op_global_avgpool(c, n);
+    if (!strcmp(op, "ReduceMean")) return op_reduce_mean(c, n);
     if (!strcmp(op, "Gemm")) return op_gemm(c, n);
     if (!strcmp(op, "MatMul")) return op_matmul(c, n);
     if (!strcmp(op, "Add")) return op_add(c, n, 0);

@@ -342,6 +342,10 @@ Test(cuda_layers, maxpool2d)
     lcase c2 = {"k2s2p0", cfg_of(RM_LAYER_MAXPOOL2D), {SHAPE(2, 3, 7, 13)}, 1, 1, 0};
     c2.cfg.kernel = 2, c2.cfg.stride = 2;
     run_case(RM_LAYER_MAXPOOL2D, &c2);
+    /* ceil_mode: the last row and column of windows overhang the input. */
+    lcase c3 = {"k3s2p0ceil", cfg_of(RM_LAYER_MAXPOOL2D), {SHAPE(2, 3, 8, 10)}, 1, 1, 0};
+    c3.cfg.kernel = 3, c3.cfg.stride = 2, c3.cfg.ceil_mode = 1;
+    run_case(RM_LAYER_MAXPOOL2D, &c3);
 }
 
 Test(cuda_layers, avgpool2d)

@@ -855,6 +855,59 @@ Test(maxpool2d, forward_backward_hand)
     fixture_free(&f);
 }
 
+/* ceil_mode (GoogLeNet's and SqueezeNet's pools): PyTorch's output sizes,
+ * an extra window overhanging the bottom and right edges, and the rule that
+ * drops a window that would start in the right padding. */
+static rm_layer_config ceil_cfg(int k, int s, int p)
+{
+    rm_layer_config c = pool_cfg(RM_LAYER_MAXPOOL2D, k, s, p);
+    c.ceil_mode = 1;
+    return c;
+}
+
+Test(maxpool2d, ceil_mode_sizes)
+{
+    /* in, k, s, p: PyTorch's size with ceil_mode, and without */
+    static const int cases[][6] = {
+        {112, 3, 2, 0, 56, 55},                         /* googlenet maxpool1 */
+        {14, 3, 2, 0, 7, 6},    {111, 3, 2, 0, 55, 55}, /* squeezenet: no window overhangs */
+        {8, 3, 2, 0, 4, 3},     {5, 2, 2, 1, 3, 3},     /* the 4th window would start at 6 >= 5 + 1: dropped */
+        {6, 2, 2, 1, 4, 4},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        const int *t = cases[k];
+        rm_shape in = rm_shape_make(2, 3, t[0], t[0]);
+        rm_shape got = infer_ok(&rm_maxpool2d_desc, ceil_cfg(t[1], t[2], t[3]), in);
+        cr_expect_eq(got.h, t[4], "%d, k%d s%d p%d, ceil: %d, PyTorch %d", t[0], t[1], t[2], t[3], got.h, t[4]);
+        got = infer_ok(&rm_maxpool2d_desc, pool_cfg(RM_LAYER_MAXPOOL2D, t[1], t[2], t[3]), in);
+        cr_expect_eq(got.h, t[5], "%d, k%d s%d p%d, floor: %d, PyTorch %d", t[0], t[1], t[2], t[3], got.h, t[5]);
+    }
+    /* avgpool has no ceil_mode: an overhanging window's divisor would be a choice of its own. */
+    rm_layer_config avg = ceil_cfg(2, 2, 0);
+    avg.kind = RM_LAYER_AVGPOOL2D;
+    expect_shape_error(&rm_avgpool2d_desc, avg, ODD, "ceil_mode");
+}
+
+Test(maxpool2d, ceil_mode_hand_and_gradcheck)
+{
+    /* x = [1 5 2; 4 3 6; 9 8 7], k2 s2 ceil: windows [1 5; 4 3], [2; 6], [9 8], [7]. */
+    layer_fixture f;
+    fixture_make(&f, &rm_maxpool2d_desc, ceil_cfg(2, 2, 0), rm_shape_make(1, 1, 3, 3), 1);
+    const float x[] = {1, 5, 2, 4, 3, 6, 9, 8, 7};
+    memcpy(f.x.data, x, sizeof x);
+    forward_ok(&f, 1);
+    const double want[] = {5, 6, 9, 7};
+    assert_values(f.y.data, want, 4, 0, "y");
+    const float dy[] = {1, 10, 100, 1000};
+    memcpy(f.dy.data, dy, sizeof dy);
+    backward_ok(&f, 1, 1);
+    const double want_dx[] = {0, 1, 0, 0, 0, 10, 100, 0, 1000};
+    assert_values(f.dx.data, want_dx, 9, 0, "dx");
+    fixture_free(&f);
+    check(&rm_maxpool2d_desc, ceil_cfg(2, 2, 0), ODD, GC_FILL_SPACED, 1, 54, MAXPOOL_EPS);
+    check(&rm_maxpool2d_desc, ceil_cfg(3, 2, 1), ODD, GC_FILL_SPACED, 1, 55, MAXPOOL_EPS);
+}
+
 Test(maxpool2d, ties_go_to_first)
 {
     /* All equal, k3 s1 p1 on 2x2: padding never wins, and every window picks

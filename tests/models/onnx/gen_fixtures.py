@@ -411,6 +411,47 @@ def activations():
     save("activations", net.model((3, 6, 6), "logits", (5,)), x, out)
 
 
+def maxpool_ceil(x, k, stride):
+    """PyTorch's MaxPool2d(k, stride, ceil_mode=True), no padding: the last
+    windows of each row and column may overhang the input and are cut."""
+    n, c, h, w = x.shape
+    size = lambda d: -(-(d - k) // stride) + 1 - (1 if (-(-(d - k) // stride)) * stride >= d else 0)
+    ho, wo = size(h), size(w)
+    y = np.zeros((n, c, ho, wo))
+    for i in range(ho):
+        for j in range(wo):
+            y[:, :, i, j] = x[:, :, i * stride:i * stride + k, j * stride:j * stride + k].max(axis=(2, 3))
+    return y
+
+
+def training_export():
+    """What a training-mode export of torchvision's classifiers holds that
+    the older fixtures do not: MaxPool with ceil_mode (GoogLeNet,
+    SqueezeNet), Dropout with training_mode true (AlexNet, every
+    classifier), ReduceMean over H and W without keepdims (MnasNet)."""
+    net = Net("training_export")
+    x = batch((3, 8, 10))
+    w, wv = net.weight("conv.weight", (6, 3, 3, 3))
+    y = net.node("Conv", ["input", w], ["/conv/Conv_output_0"], "/conv/Conv", kernel_shape=[3, 3], pads=[1] * 4)
+    yv = conv(x.astype(np.float64), wv, None, 1, 1)
+    p = net.node("MaxPool", [y], ["/pool/MaxPool_output_0"], "/pool/MaxPool", kernel_shape=[3, 3], strides=[2, 2],
+                 pads=[0] * 4, ceil_mode=1)
+    pv = maxpool_ceil(yv, 3, 2)
+    assert pv.shape[2:] == (4, 5), pv.shape
+    net.node("Constant", [], ["/drop/Constant_output_0"], "/drop/Constant",
+             value=numpy_helper.from_array(np.array(0.5, dtype=np.float32)))
+    net.node("Constant", [], ["/drop/Constant_1_output_0"], "/drop/Constant_1",
+             value=numpy_helper.from_array(np.array(True)))
+    d = net.node("Dropout", [p, "/drop/Constant_output_0", "/drop/Constant_1_output_0"],
+                 ["/drop/Dropout_output_0", "/drop/Dropout_output_1"], "/drop/Dropout")
+    r = net.node("ReduceMean", [d], ["/ReduceMean_output_0"], "/ReduceMean", axes=[2, 3], keepdims=0)
+    fw, fwv = net.weight("fc.weight", (4, 6))
+    fb, fbv = net.weight("fc.bias", (4,), 0.1)
+    net.node("Gemm", [r, fw, fb], ["logits"], "/fc/Gemm", transB=1)
+    out = pv.mean(axis=(2, 3)) @ fwv.T + fbv  # dropout passes everything in evaluation
+    save("training_export", net.model((3, 8, 10), "logits", (4,)), x, out)
+
+
 if __name__ == "__main__":
     cbr_pool_gemm()
     residual()
@@ -420,4 +461,5 @@ if __name__ == "__main__":
     upsample_opset9()
     broken()
     activations()
+    training_export()
     print("fixtures written to", OUT)
