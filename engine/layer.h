@@ -47,6 +47,7 @@ typedef enum rm_layer_kind {
     RM_LAYER_HARDSWISH,
     RM_LAYER_GELU,      /* the erf form */
     RM_LAYER_GELU_TANH, /* the tanh approximation */
+    RM_LAYER_SCALE,     /* x N x C x H x W times factors N x C x 1 x 1 (squeeze-and-excitation) */
     RM_LAYER_KIND_COUNT
 } rm_layer_kind;
 

@@ -1446,7 +1446,8 @@ static int op_resize(onnx_import *c, const Onnx__NodeProto *n, int upsample)
 
 static const char *const supported =
     "Conv, ConvTranspose (2x2, stride 2), BatchNormalization, Relu, Clip to [0, inf) or [0, 6], Sigmoid, "
-    "HardSigmoid, Tanh, HardSwish, Gelu, x * Sigmoid(x), x * HardSigmoid(x), GELU's Div-Erf-Add-Mul-Mul, MaxPool, "
+    "HardSigmoid, Tanh, HardSwish, Gelu, x * Sigmoid(x), x * HardSigmoid(x), GELU's Div-Erf-Add-Mul-Mul, Mul of N x C "
+    "x H x W by N x C x 1 x 1, MaxPool, "
     "AveragePool, GlobalAveragePool, ReduceMean (over H, W), Gemm, "
     "MatMul (+ Add), Add, Sum, Concat, Flatten, Reshape (to N x features), Resize / Upsample (nearest, x2), Dropout, "
     "Identity, and folded at import: Constant, Shape, Gather, Unsqueeze, Squeeze, Slice, Transpose, Cast, Add, Sub, "
@@ -1464,6 +1465,7 @@ int onnx_import_node(onnx_import *c, const Onnx__NodeProto *n)
     if (!strcmp(op, "HardSigmoid")) return onnx_op_gate(c, n, RM_LAYER_HARDSIGMOID);
     if (!strcmp(op, "Tanh") || !strcmp(op, "HardSwish") || !strcmp(op, "Gelu")) return onnx_op_activation(c, n);
     if (!strcmp(op, "Div") && onnx_is_gelu_erf(c, n)) return onnx_op_gelu_erf(c, n);
+    if (!strcmp(op, "Mul") && onnx_is_mul_of_activations(c, n)) return onnx_op_channel_scale(c, n);
     if (!strcmp(op, "MaxPool")) return op_pool(c, n, 1);
     if (!strcmp(op, "AveragePool")) return op_pool(c, n, 0);
     if (!strcmp(op, "GlobalAveragePool")) return op_global_avgpool(c, n);

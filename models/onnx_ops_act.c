@@ -234,3 +234,40 @@ int onnx_op_gelu_erf(onnx_import *c, const Onnx__NodeProto *n)
     onnx_note_layer(c, n, i, "(x / sqrt 2, Erf, + 1, * x, * 1/2)");
     return cover(c, i, x->rank, node, 4, "x / 2 * (1 + erf(x / sqrt 2))");
 }
+
+/* ---- squeeze-and-excitation: a tensor times its channels' gates ---- */
+
+int onnx_is_mul_of_activations(const onnx_import *c, const Onnx__NodeProto *n)
+{
+    if (n->n_input != 2 || !n->input[0] || !n->input[1]) return 0;
+    const onnx_value *a = onnx_find(c, n->input[0]), *b = onnx_find(c, n->input[1]);
+    return a && b && a->kind == ONNX_ACT && b->kind == ONNX_ACT;
+}
+
+/* Mul of an N x C x H x W tensor and N x C x 1 x 1 factors, in either
+ * order (PyTorch writes the factors first): the scale layer. Other products
+ * of two computed tensors are refused. */
+int onnx_op_channel_scale(onnx_import *c, const Onnx__NodeProto *n)
+{
+    static const char *const attrs[] = {NULL};
+    onnx_value *in[2];
+    int rc = onnx_check_attrs(c, n, attrs);
+    if (!rc) rc = onnx_need_input(&in[0], c, n, 0, ONNX_ACT, "A");
+    if (!rc) rc = onnx_need_input(&in[1], c, n, 1, ONNX_ACT, "B");
+    if (rc) return rc;
+    const int first = in[0]->shape.h == 1 && in[0]->shape.w == 1 && (in[1]->shape.h > 1 || in[1]->shape.w > 1);
+    onnx_value *x = first ? in[1] : in[0], *s = first ? in[0] : in[1];
+    if (x->rank != 4 || s->rank != 4 || s->shape.c != x->shape.c || s->shape.h != 1 || s->shape.w != 1) {
+        char a[64], b[64];
+        return onnx_fail(c, RM_ERR_UNSUPPORTED,
+                         "Mul of %s and %s per sample; remat multiplies two computed tensors only as "
+                         "squeeze-and-excitation does: N x C x H x W by N x C x 1 x 1",
+                         rm_shape_str(in[0]->shape, a, sizeof a), rm_shape_str(in[1]->shape, b, sizeof b));
+    }
+    onnx_value *xs[2] = {x, s};
+    rm_layer_config cfg = {0};
+    int i;
+    if ((rc = onnx_emit(c, n, RM_LAYER_SCALE, &cfg, xs, 2, NULL, 4, &i))) return rc;
+    onnx_note_layer(c, n, i, "(each channel times its factor)");
+    return RM_OK;
+}

@@ -318,6 +318,13 @@ Test(cuda_layers, batchnorm2d)
 }
 
 /* The activations of layers/activation.c (one kernel pair, by kind). */
+/* Squeeze-and-excitation's product: a tensor times its channels' factors. */
+Test(cuda_layers, scale)
+{
+    lcase c = {"odd", cfg_of(RM_LAYER_SCALE), {SHAPE(3, 5, 7, 9), SHAPE(3, 5, 1, 1)}, 2, 1, 0};
+    run_case(RM_LAYER_SCALE, &c);
+}
+
 Test(cuda_layers, activations)
 {
     static const rm_layer_kind kinds[] = {RM_LAYER_RELU6,       RM_LAYER_SIGMOID,   RM_LAYER_TANH, RM_LAYER_SILU,

@@ -105,10 +105,11 @@ Test(onnx, layers_and_parameter_counts)
          * aliases), then Tanh, a Sigmoid and a HardSigmoid alone */
         {FIXTURE("activations.onnx"), RM_ONNX_SOFTMAX_XENT, 112 + 65, 0, 13, 3, 3,
          "conv relu6 silu hardswish gelu tanh sigmoid hardsigmoid concat global_avgpool flatten linear softmax_xent"},
-        /* conv 6x3x3x3 (no bias), linear 4x6 + 4; MaxPool ceil_mode, Dropout training_mode true (its ratio and
-         * mode folded), ReduceMean over H, W without keepdims */
-        {FIXTURE("training_export.onnx"), RM_ONNX_SOFTMAX_XENT, 162 + 28, 0, 6, 2, 0,
-         "conv maxpool dropout global_avgpool linear softmax_xent"},
+        /* conv 6x3x3x3 (no bias), SE convs 2x6 + 2 and 6x2 + 6, linear 4x6 + 4; MaxPool ceil_mode,
+         * squeeze-and-excitation's Mul, Dropout training_mode true (its ratio and mode folded), ReduceMean over
+         * H, W without keepdims */
+        {FIXTURE("training_export.onnx"), RM_ONNX_SOFTMAX_XENT, 162 + 14 + 18 + 28, 0, 12, 2, 0,
+         "conv maxpool global_avgpool conv relu conv hardsigmoid scale dropout global_avgpool linear softmax_xent"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         rm_onnx_summary s;

@@ -438,6 +438,23 @@ def training_export():
                  pads=[0] * 4, ceil_mode=1)
     pv = maxpool_ceil(yv, 3, 2)
     assert pv.shape[2:] == (4, 5), pv.shape
+    # Squeeze-and-excitation (torchvision.ops.SqueezeExcitation, MobileNetV3's HardSigmoid gate): the
+    # factors first in the Mul, as PyTorch writes it.
+    g = net.node("GlobalAveragePool", [p], ["/se/avgpool/GlobalAveragePool_output_0"], "/se/avgpool/GlobalAveragePool")
+    w1, w1v = net.weight("se.fc1.weight", (2, 6, 1, 1))
+    b1, b1v = net.weight("se.fc1.bias", (2,), 0.1)
+    f1 = net.node("Conv", [g, w1, b1], ["/se/fc1/Conv_output_0"], "/se/fc1/Conv", kernel_shape=[1, 1])
+    r1 = net.node("Relu", [f1], ["/se/activation/Relu_output_0"], "/se/activation/Relu")
+    w2, w2v = net.weight("se.fc2.weight", (6, 2, 1, 1))
+    b2, b2v = net.weight("se.fc2.bias", (6,), 0.1)
+    f2 = net.node("Conv", [r1, w2, b2], ["/se/fc2/Conv_output_0"], "/se/fc2/Conv", kernel_shape=[1, 1])
+    hs = net.node("HardSigmoid", [f2], ["/se/scale_activation/HardSigmoid_output_0"],
+                  "/se/scale_activation/HardSigmoid", alpha=1.0 / 6.0)
+    p = net.node("Mul", [hs, p], ["/se/Mul_output_0"], "/se/Mul")
+    gv = pv.mean(axis=(2, 3), keepdims=True)
+    f1v = np.maximum(conv(gv, w1v, b1v), 0.0)
+    sv = np.clip(conv(f1v, w2v, b2v) / 6.0 + 0.5, 0.0, 1.0)
+    pv = pv * sv
     net.node("Constant", [], ["/drop/Constant_output_0"], "/drop/Constant",
              value=numpy_helper.from_array(np.array(0.5, dtype=np.float32)))
     net.node("Constant", [], ["/drop/Constant_1_output_0"], "/drop/Constant_1",
