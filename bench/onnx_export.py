@@ -41,16 +41,6 @@ def randomise_bn(model):
     return model
 
 
-def relu6_to_relu(model):
-    """MobileNetV2 with ReLU in place of ReLU6 (ReLU6 exports as Clip, which remat has no layer for)."""
-    for name, child in model.named_children():
-        if isinstance(child, nn.ReLU6):
-            setattr(model, name, nn.ReLU(inplace=True))
-        else:
-            relu6_to_relu(child)
-    return model
-
-
 class UNet(nn.Module):
     """A small U-Net: two down levels (conv-bn-relu x2, maxpool), a bottleneck,
     one up level by ConvTranspose2d(2, stride 2) and one by nn.Upsample(x2,
@@ -80,25 +70,45 @@ class UNet(nn.Module):
         return self.head(a2)
 
 
+def tv(name, **kw):
+    return lambda: getattr(torchvision.models, name)(weights=None, **kw)
+
+
+IMAGE = (3, 224, 224)
+# name: (constructor, input shape, loss, opset). torchvision's classification zoo (issue 27), and a U-Net.
+# Attention exports at opset 14 and later only.
 NETS = {
-    "resnet18": (lambda: torchvision.models.resnet18(weights=None), (3, 224, 224), "softmax_xent"),
-    "resnet50": (lambda: torchvision.models.resnet50(weights=None), (3, 224, 224), "softmax_xent"),
-    "vgg16": (lambda: torchvision.models.vgg16(weights=None), (3, 224, 224), "softmax_xent"),
-    "mobilenet_v2": (lambda: torchvision.models.mobilenet_v2(weights=None), (3, 224, 224), "softmax_xent"),
-    "mobilenet_v2_relu": (lambda: relu6_to_relu(torchvision.models.mobilenet_v2(weights=None)), (3, 224, 224),
-                          "softmax_xent"),
-    "unet_small": (lambda: UNet(), (3, 64, 64), "pixel_softmax_xent"),
+    "resnet18": (tv("resnet18"), IMAGE, "softmax_xent", 13),
+    "resnet50": (tv("resnet50"), IMAGE, "softmax_xent", 13),
+    "vgg16": (tv("vgg16"), IMAGE, "softmax_xent", 13),
+    "alexnet": (tv("alexnet"), IMAGE, "softmax_xent", 13),
+    "squeezenet1_1": (tv("squeezenet1_1"), IMAGE, "softmax_xent", 13),
+    "googlenet": (tv("googlenet", aux_logits=False, init_weights=True), IMAGE, "softmax_xent", 13),
+    "inception_v3": (tv("inception_v3", aux_logits=False, init_weights=True), (3, 299, 299), "softmax_xent", 13),
+    "densenet121": (tv("densenet121"), IMAGE, "softmax_xent", 13),
+    "mobilenet_v2": (tv("mobilenet_v2"), IMAGE, "softmax_xent", 13),
+    "mobilenet_v3_small": (tv("mobilenet_v3_small"), IMAGE, "softmax_xent", 13),
+    "mnasnet0_5": (tv("mnasnet0_5"), IMAGE, "softmax_xent", 13),
+    "efficientnet_b0": (tv("efficientnet_b0"), IMAGE, "softmax_xent", 13),
+    "shufflenet_v2_x0_5": (tv("shufflenet_v2_x0_5"), IMAGE, "softmax_xent", 13),
+    "regnet_x_400mf": (tv("regnet_x_400mf"), IMAGE, "softmax_xent", 13),
+    "resnext50_32x4d": (tv("resnext50_32x4d"), IMAGE, "softmax_xent", 13),
+    "wide_resnet50_2": (tv("wide_resnet50_2"), IMAGE, "softmax_xent", 13),
+    "convnext_tiny": (tv("convnext_tiny"), IMAGE, "softmax_xent", 13),
+    "vit_b_16": (tv("vit_b_16"), IMAGE, "softmax_xent", 14),
+    "swin_t": (tv("swin_t"), IMAGE, "softmax_xent", 14),
+    "unet_small": (lambda: UNet(), (3, 64, 64), "pixel_softmax_xent", 13),
 }
 
 
 def export(name, out):
-    make, shape, loss = NETS[name]
+    make, shape, loss, opset = NETS[name]
     model = randomise_bn(make()).eval()
     x = torch.randn((2,) + shape)
     with torch.no_grad():
         y = model(x)
     path = os.path.join(out, name + ".onnx")
-    torch.onnx.export(model, (x,), path, dynamo=False, opset_version=13, do_constant_folding=False,
+    torch.onnx.export(model, (x,), path, dynamo=False, opset_version=opset, do_constant_folding=False,
                       input_names=["input"], output_names=["logits"],
                       dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
     onnx.save_tensor(numpy_helper.from_array(x.numpy(), "input"), os.path.join(out, name + ".input.pb"))
@@ -106,7 +116,7 @@ def export(name, out):
     params = sum(p.numel() for p in model.parameters())
     buffers = sum(b.numel() for n, b in model.named_buffers() if not n.endswith("num_batches_tracked"))
     with open(os.path.join(out, name + ".json"), "w") as f:
-        json.dump({"params": params, "buffers": buffers, "loss": loss, "torch": torch.__version__,
+        json.dump({"params": params, "buffers": buffers, "loss": loss, "opset": opset, "torch": torch.__version__,
                    "torchvision": torchvision.__version__}, f)
     print(f"{name}: exported, {params} parameters, {buffers} statistics", flush=True)
 
@@ -115,4 +125,7 @@ if __name__ == "__main__":
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     for name in sys.argv[2:] or NETS:
-        export(name, out)
+        try:
+            export(name, out)
+        except Exception as e:  # one network's failure is its row of the table, not the end of the bench
+            print(f"{name}: export failed: {e}", file=sys.stderr, flush=True)

@@ -2,9 +2,10 @@
 # Real networks exported from PyTorch, imported by remat (docs/onnx.md):
 # creates a virtual environment, pip-installs torch, torchvision, numpy and
 # onnx from PyPI into it (for this bench only: never the build, the demo or
-# the tests), exports resnet18, resnet50, vgg16, torchvision's mobilenet_v2
-# (refused: its ReLU6 is a Clip), the same network with ReLU, and a small
-# U-Net (bench/onnx_export.py), then checks each with remat:
+# the tests), exports torchvision's classification zoo (ResNet, VGG, AlexNet,
+# SqueezeNet, GoogLeNet, Inception v3, DenseNet, MobileNet v2/v3, MnasNet,
+# EfficientNet, ShuffleNet, RegNet, ResNeXt, Wide ResNet, ConvNeXt, ViT,
+# Swin) and a small U-Net (bench/onnx_export.py), then checks each with remat:
 #   - the parameter count equals PyTorch's,
 #   - the forward output on the same batch of 2 matches PyTorch's
 #     (bench/onnx_check.c: |d| <= 1e-4 + 1e-3 |ref|; the largest errors printed),
@@ -12,7 +13,7 @@
 #     under a 8 GiB budget, as remat train accounts memory on the CPU),
 # and writes docs/bench/onnx.md. Everything else goes to build-bench-onnx/.
 #
-#   bench/onnx_torchvision.sh [NET...]      # default: all six
+#   bench/onnx_torchvision.sh [NET...]      # default: all of them
 #
 # The virtual environment is REMAT_ONNX_VENV (default build-bench-onnx/venv);
 # PyPI's Linux wheels of torch bring CUDA libraries: several GB to download.
@@ -21,7 +22,9 @@ cd "$(dirname "$0")/.."
 work=build-bench-onnx
 venv="${REMAT_ONNX_VENV:-$work/venv}"
 nets=("$@")
-[ ${#nets[@]} -eq 0 ] && nets=(resnet18 resnet50 vgg16 mobilenet_v2 mobilenet_v2_relu unet_small)
+[ ${#nets[@]} -eq 0 ] && nets=(resnet18 resnet50 vgg16 alexnet squeezenet1_1 googlenet inception_v3 densenet121
+    mobilenet_v2 mobilenet_v3_small mnasnet0_5 efficientnet_b0 shufflenet_v2_x0_5 regnet_x_400mf resnext50_32x4d
+    wide_resnet50_2 convnext_tiny vit_b_16 swin_t unet_small)
 mkdir -p "$work" docs/bench
 if [ ! -x "$venv/bin/python" ]; then
     echo "onnx bench: creating $venv and installing torch, torchvision, numpy, onnx from PyPI" >&2
@@ -41,6 +44,11 @@ rows=""
 maxbatch_blocks=""
 for n in "${nets[@]}"; do
     f="$work/$n.onnx"
+    if [ ! -f "$work/$n.json" ]; then
+        why=$(grep "^$n: export failed" "$work/export.log" | head -1 | cut -c1-300 | sed 's/|/\\|/g')
+        rows+="| $n | | not exported | | | | ${why:-see $work/export.log} |"$'\n'
+        continue
+    fi
     loss=$(json "$work/$n.json" loss)
     tp=$(json "$work/$n.json" params)
     tb=$(json "$work/$n.json" buffers)
@@ -61,6 +69,7 @@ for n in "${nets[@]}"; do
     rb=$(field "$line" buffers)
     same=$([ "$rp" = "$tp" ] && [ "$rb" = "$tb" ] && echo equal || echo DIFFERENT)
     rows+="| $n | $tp (+$tb statistics) | $rp (+$rb) $same | $(field "$line" nodes) -> $(field "$line" layers) ($(field "$line" folded) folded, $(field "$line" aliases) aliases) | $(field "$line" max_abs) / $(field "$line" max_rel) | $ok | forward at batch 2 in ${secs} s |"$'\n'
+    [ "$ok" = yes ] || continue
     mb=$("$dir/remat" maxbatch --onnx "$f" --loss "$loss" --budget 8GiB \
         --strategies chen_sqrtn,chen_greedy --time-limit 10 --quiet 2>&1 | sed -n '/^strategy/,/^$/p' || true)
     maxbatch_blocks+=$'\n'"\`remat maxbatch --onnx $n.onnx --loss $loss --budget 8GiB --strategies chen_sqrtn,chen_greedy --time-limit 10\`:"$'\n\n```text\n'"$mb"$'\n```\n'
@@ -84,7 +93,8 @@ cat >docs/bench/onnx.md <<EOF
 Produced on $(date -u +%Y-%m-%d) by \`bench/onnx_torchvision.sh\` ($versions from PyPI, in a virtual
 environment of the bench's own; $total s on this project's 2-core machine). Each network is torchvision's (or
 bench/onnx_export.py's U-Net) with its initialisation and randomised batchnorm statistics, exported with
-\`torch.onnx.export(..., dynamo=False, opset_version=13, do_constant_folding=False)\` in eval mode with a
+\`torch.onnx.export(..., dynamo=False, opset_version=13, do_constant_folding=False)\` (opset 14 for the
+transformers, whose attention needs it) in eval mode with a
 symbolic batch, and imported with \`--onnx\`. Columns: PyTorch's parameter count (and batchnorm running
 statistics); remat's; the import (ONNX nodes -> remat layers, the loss included); the largest absolute and
 relative difference between remat's forward output and PyTorch's on the same batch of 2 (random normal
@@ -94,9 +104,7 @@ tolerance). A network remat refuses shows the importer's message.
 | network | PyTorch parameters | remat parameters | import | max abs / rel difference | match | note |
 |---|---|---|---|---|---|---|
 $rows
-torchvision's mobilenet_v2 is refused, as it should be: its ReLU6 exports as a Clip to [0, 6], and remat has
-no clipped ReLU layer (a Clip to [0, inf) imports as relu). mobilenet_v2_relu is the same network with ReLU in its place (depthwise convolutions,
-inverted residuals, 1x1 projections), which remat imports whole.
+A refused network's row quotes what remat lacks for it (docs/onnx.md lists what is supported).
 
 ## The same networks from remat's configs
 

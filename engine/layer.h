@@ -58,6 +58,15 @@ enum {
     RM_READS_OUTPUT = 1 << 1, /* its own forward output */
 };
 
+/* How a layer's weights start (layers/init.h has the rules). */
+typedef enum rm_init {
+    RM_INIT_KAIMING_IN = 0, /* the default */
+    RM_INIT_KAIMING_OUT,
+    RM_INIT_NORMAL_001,
+    RM_INIT_PYTORCH,
+    RM_INIT_COUNT
+} rm_init;
+
 /* Hyper-parameters, filled by the config parser. Unused fields stay 0. */
 typedef struct rm_layer_config {
     rm_layer_kind kind;
@@ -69,6 +78,7 @@ typedef struct rm_layer_config {
     float eps;        /* batchnorm2d */
     float momentum;   /* batchnorm2d: running = (1-m)*running + m*batch */
     float p;          /* dropout: probability of dropping */
+    int init;         /* conv2d, dwconv2d, linear: rm_init */
     int ceil_mode;    /* maxpool2d: the output size rounded up (PyTorch's ceil_mode): the last window of a row
                          or column may overhang the input, never start past it */
 } rm_layer_config;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "conv2d.h"
+#include "init.h"
 #include "layers.h"
 
 static int conv2d_infer(rm_shape *out, const rm_layer_config *cfg, const rm_shape *in, int nin, rm_err *e)
@@ -59,11 +60,8 @@ static double conv2d_flops(const rm_layer_config *cfg, const rm_shape *in, int n
 static void conv2d_init(rm_layer_params *p, const rm_layer_config *cfg, const rm_shape *in, int nin, rm_rng *rng)
 {
     (void)nin;
-    /* He/Kaiming normal: keeps the activation variance through ReLU layers. */
-    double fan_in = (double)in[0].c * cfg->kernel * cfg->kernel, std = sqrt(2.0 / fan_in);
-    if (p->w.data)
-        for (size_t i = 0; i < rm_tensor_numel(&p->w); i++) p->w.data[i] = (float)(std * rm_rng_normal(rng));
-    if (p->b.data) memset(p->b.data, 0, rm_tensor_numel(&p->b) * sizeof(float));
+    const double taps = (double)cfg->kernel * cfg->kernel;
+    rm_init_weights(p, cfg, in[0].c * taps, cfg->out_channels * taps, rng);
 }
 
 static size_t conv2d_workspace_bytes(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out,

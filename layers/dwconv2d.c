@@ -18,6 +18,7 @@
 #include "conv_taps.h"
 #include "cpu_kernels.h"
 #include "dwconv2d.h"
+#include "init.h"
 #include "layers.h"
 
 static int dwconv2d_infer(rm_shape *out, const rm_layer_config *cfg, const rm_shape *in, int nin, rm_err *e)
@@ -61,13 +62,11 @@ static double dwconv2d_flops(const rm_layer_config *cfg, const rm_shape *in, int
 
 static void dwconv2d_init(rm_layer_params *p, const rm_layer_config *cfg, const rm_shape *in, int nin, rm_rng *rng)
 {
-    (void)in, (void)nin;
-    /* He/Kaiming normal with the fan-in of one filter (k*k: each output sees
-     * one channel), as PyTorch's kaiming init computes it for groups=C. */
-    double fan_in = (double)cfg->kernel * cfg->kernel, std = sqrt(2.0 / fan_in);
-    if (p->w.data)
-        for (size_t i = 0; i < rm_tensor_numel(&p->w); i++) p->w.data[i] = (float)(std * rm_rng_normal(rng));
-    if (p->b.data) memset(p->b.data, 0, rm_tensor_numel(&p->b) * sizeof(float));
+    (void)nin;
+    /* PyTorch's fans for groups = C: a filter sees one channel (fan-in k*k),
+     * and the weight's C x 1 x k x k makes fan-out C*k*k. */
+    const double taps = (double)cfg->kernel * cfg->kernel;
+    rm_init_weights(p, cfg, taps, in[0].c * taps, rng);
 }
 
 /* y[oy][ox] = b + sum_{ky,kx} w[ky][kx] x[oy*s-p+ky][ox*s-p+kx] for one plane

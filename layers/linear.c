@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cpu_kernels.h"
+#include "init.h"
 #include "layers.h"
 
 static int linear_infer(rm_shape *out, const rm_layer_config *cfg, const rm_shape *in, int nin, rm_err *e)
@@ -45,11 +46,8 @@ static double linear_flops(const rm_layer_config *cfg, const rm_shape *in, int n
 
 static void linear_init(rm_layer_params *p, const rm_layer_config *cfg, const rm_shape *in, int nin, rm_rng *rng)
 {
-    (void)cfg, (void)nin;
-    double std = sqrt(2.0 / ((double)in[0].c * in[0].h * in[0].w)); /* He normal */
-    if (p->w.data)
-        for (size_t i = 0; i < rm_tensor_numel(&p->w); i++) p->w.data[i] = (float)(std * rm_rng_normal(rng));
-    if (p->b.data) memset(p->b.data, 0, rm_tensor_numel(&p->b) * sizeof(float));
+    (void)nin;
+    rm_init_weights(p, cfg, (double)in[0].c * in[0].h * in[0].w, cfg->out_channels, rng);
 }
 
 /* Forward only: the input transposed to features x batch. */

@@ -4,6 +4,7 @@
  * shape inference and counts parameters. Every message starts "path:line:"
  * with the line of the offending key or section (see docs/config-format.md). */
 #include "builder.h"
+#include "init.h"
 #include "layers.h"
 #include "name_index.h"
 
@@ -33,11 +34,12 @@ enum {
     K_EPS = 1 << 6,
     K_MOMENTUM = 1 << 7,
     K_P = 1 << 8,
-    K_CEIL = 1 << 9
+    K_CEIL = 1 << 9,
+    K_INIT = 1 << 10
 };
 
-static const char *const key_names[] = {"filters", "out", "size",     "stride", "pad",
-                                        "bias",    "eps", "momentum", "p",      "ceil_mode"};
+static const char *const key_names[] = {"filters", "out",      "size", "stride",    "pad", "bias",
+                                        "eps",     "momentum", "p",    "ceil_mode", "init"};
 #define NKEYNAMES ((int)(sizeof key_names / sizeof key_names[0]))
 
 /* Keys each layer section accepts besides name/input/inputs, and which of
@@ -49,16 +51,16 @@ static unsigned layer_keys(rm_layer_kind k, unsigned *required)
     switch (k) {
     case RM_LAYER_CONV2D:
         *required = K_FILTERS | K_SIZE;
-        return K_FILTERS | K_SIZE | K_STRIDE | K_PAD | K_BIAS;
+        return K_FILTERS | K_SIZE | K_STRIDE | K_PAD | K_BIAS | K_INIT;
     case RM_LAYER_DWCONV2D:
         *required = K_SIZE;
-        return K_SIZE | K_STRIDE | K_PAD | K_BIAS;
+        return K_SIZE | K_STRIDE | K_PAD | K_BIAS | K_INIT;
     case RM_LAYER_CONV_TRANSPOSE2X2:
         *required = K_FILTERS;
         return K_FILTERS | K_BIAS;
     case RM_LAYER_LINEAR:
         *required = K_OUT;
-        return K_OUT | K_BIAS;
+        return K_OUT | K_BIAS | K_INIT;
     case RM_LAYER_BATCHNORM2D:
         return K_EPS | K_MOMENTUM;
     case RM_LAYER_MAXPOOL2D:
@@ -557,6 +559,11 @@ static int layer_config(rm_layer_config *c, const builder *b, const inst *it)
             rc = rm_cfg_float(&c->p, f, s, k, 0.0, 0, 1.0, 1, b->e);
         else if (!strcmp(n, "ceil_mode"))
             rc = rm_cfg_int(&c->ceil_mode, f, s, k, 0, 1, b->e);
+        else if (!strcmp(n, "init")) {
+            rm_err why = {RM_OK, ""};
+            if (rm_init_parse(&c->init, k->value, &why))
+                rc = rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: in [%s]: %s", f->path, k->line, s->type, why.msg);
+        }
         if (rc) return rc;
     }
     return RM_OK;
