@@ -118,11 +118,12 @@ Test(init, the_config_key)
 {
     rm_model *m = NULL;
     rm_err e = {RM_OK, ""};
-    cr_assert_eq(rm_model_parse(&m,
-                                "[net]\nchannels=3\nheight=4\nwidth=4\n[conv]\nfilters=2\nsize=3\npad=1\ninit=kaiming_out\n"
-                                "[dwconv]\nsize=3\ninit=pytorch\n[linear]\nout=3\ninit=normal_0.01\n[softmax_xent]\n",
-                                "t.cfg", &e),
-                 RM_OK, "%s", e.msg);
+    cr_assert_eq(
+        rm_model_parse(&m,
+                       "[net]\nchannels=3\nheight=4\nwidth=4\n[conv]\nfilters=2\nsize=3\npad=1\ninit=kaiming_out\n"
+                       "[dwconv]\nsize=3\ninit=pytorch\n[linear]\nout=3\ninit=normal_0.01\n[softmax_xent]\n",
+                       "t.cfg", &e),
+        RM_OK, "%s", e.msg);
     cr_expect_eq(m->layers[0].cfg.init, RM_INIT_KAIMING_OUT);
     cr_expect_eq(m->layers[1].cfg.init, RM_INIT_PYTORCH);
     cr_expect_eq(m->layers[2].cfg.init, RM_INIT_NORMAL_001);

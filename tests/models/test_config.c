@@ -238,7 +238,7 @@ Test(models_config, dwconv_keys_defaults_and_errors)
     rm_model_free(m);
 
     expect_error(NET "[dwconv]\nfilters=4\nsize=3\n" HEAD, RM_ERR_PARSE, 7,
-                 "unknown key 'filters' in [dwconv] (valid keys: name, input, inputs, size, stride, pad, bias)");
+                 "unknown key 'filters' in [dwconv] (valid keys: name, input, inputs, size, stride, pad, bias, init)");
     expect_error(NET "[dwconv]\npad=1\n" HEAD, RM_ERR_PARSE, 6, "[dwconv] needs the key 'size'");
     expect_error(NET "[dwconv]\nsize=0\n" HEAD, RM_ERR_PARSE, 7, "out of range");
     expect_error(NET "[dwconv]\nsize=3\nstride=0\n" HEAD, RM_ERR_PARSE, 8, "out of range");
