@@ -295,7 +295,7 @@ static int print_table(const rm_strategy_info *const *list, int nlist, const rm_
     if (ranks > 1) cols[COL_GLOBAL].only = RM_TABLE_BOTH;
     rm_table *t = rm_table_create(cols, NCOLS);
     if (!t) return -1;
-    int base = ok[0] ? res[0].max_batch : 0;
+    int base = ok[0] ? res[0].max_batch : 0, any_from = 0;
     for (int k = 0; k < nlist; k++) {
         const rm_maxbatch_result *r = &res[k];
         char x[32], notes[200] = " ";
@@ -347,7 +347,7 @@ static int print_table(const rm_strategy_info *const *list, int nlist, const rm_
         rm_table_set_text(t, COL_NOTES, "%s", fmt == RM_TABLE_TEXT ? notes : notes + 1);
         rm_table_set_num(t, COL_BOUND, r->bound_batch, "%d", r->bound_batch);
         rm_table_set_num(t, COL_UNPROVED, r->unproved, "%d", r->unproved);
-        if (src) rm_table_set_text(t, COL_FROM, "%s", src);
+        if (src) rm_table_set_text(t, COL_FROM, "%s", src), any_from = 1;
         rm_table_add_row(t);
     }
     int rc = rm_table_write(t, stdout, fmt);
@@ -356,7 +356,8 @@ static int print_table(const rm_strategy_info *const *list, int nlist, const rm_
         printf("\nmax batch: the largest batch that fits the budget and the overhead cap; vs all: its ratio to\n"
                "checkpoint-all's; overhead: extra compute at that batch over checkpoint-all's (every node once), of\n"
                "the first schedule found to fit (not the cheapest); peak: fixed + activations there; solve: the solve\n"
-               "at that batch; search: all probes of the strategy; from: what found the solver's schedule.\n");
+               "at that batch; search: all probes of the strategy%s.\n",
+               any_from ? "; a note \"from S\": the solver kept strategy S's schedule" : "");
     if (fmt == RM_TABLE_TEXT && ranks > 1)
         printf("global: the batch of a step of %d ranks, each with this budget and a replica of the model\n"
                "(`mpirun -np %d remat train --batch GLOBAL`; --batch is the global batch there).\n",

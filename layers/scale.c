@@ -12,8 +12,13 @@ static int scale_infer(rm_shape *out, const rm_layer_config *cfg, const rm_shape
     (void)cfg;
     if (nin != 2)
         return rm_errorf(e, RM_ERR_SHAPE, "scale: takes 2 inputs (a tensor and its channels' factors), got %d", nin);
+    char a[64], b[64];
+    if (in[0].h == 1 && in[0].w == 1 && (in[1].h > 1 || in[1].w > 1))
+        return rm_errorf(e, RM_ERR_SHAPE,
+                         "scale: the inputs look swapped: first the tensor (N x C x H x W, here %s), then its factors "
+                         "(N x C x 1 x 1, here %s)",
+                         rm_shape_str(in[1], a, sizeof a), rm_shape_str(in[0], b, sizeof b));
     if (in[1].n != in[0].n || in[1].c != in[0].c || in[1].h != 1 || in[1].w != 1) {
-        char a[64], b[64];
         return rm_errorf(e, RM_ERR_SHAPE, "scale: the factors are %s; the tensor %s needs %dx%dx1x1",
                          rm_shape_str(in[1], a, sizeof a), rm_shape_str(in[0], b, sizeof b), in[0].n, in[0].c);
     }

@@ -215,7 +215,11 @@ static int name_inst(builder *b, inst *it, const char *prefix, const int *scope_
         snprintf(base, sizeof base, "%s", nm);
     } else {
         it->auto_named = 1;
-        snprintf(base, sizeof base, "%s%d", it->sec->type, scope_counts[it->desc->kind]);
+        /* relu6's first is relu6_1, never relu61 (which is relu's 61st). */
+        const char *type = it->sec->type;
+        size_t tl = strlen(type);
+        snprintf(base, sizeof base, "%s%s%d", type, tl && isdigit((unsigned char)type[tl - 1]) ? "_" : "",
+                 scope_counts[it->desc->kind]);
     }
     char full[RM_NAME_LEN * 4];
     snprintf(it->prefix, sizeof it->prefix, "%s", prefix);

@@ -1465,7 +1465,15 @@ int onnx_import_node(onnx_import *c, const Onnx__NodeProto *n)
     if (!strcmp(op, "HardSigmoid")) return onnx_op_gate(c, n, RM_LAYER_HARDSIGMOID);
     if (!strcmp(op, "Tanh") || !strcmp(op, "HardSwish") || !strcmp(op, "Gelu")) return onnx_op_activation(c, n);
     if (!strcmp(op, "Div") && onnx_is_gelu_erf(c, n)) return onnx_op_gelu_erf(c, n);
+    if (!strcmp(op, "Mul") && onnx_is_gelu_tanh(c, n)) return onnx_op_gelu_tanh(c, n);
     if (!strcmp(op, "Mul") && onnx_is_mul_of_activations(c, n)) return onnx_op_channel_scale(c, n);
+    if (!strcmp(op, "RandomUniformLike") || !strcmp(op, "RandomNormalLike") || !strcmp(op, "RandomUniform") ||
+        !strcmp(op, "RandomNormal") || !strcmp(op, "Bernoulli"))
+        return onnx_fail(c, RM_ERR_UNSUPPORTED,
+                         "operator %s: randomness in the graph (stochastic depth, as EfficientNet, ConvNeXt and Swin "
+                         "export in training mode); export with model.eval(): remat's own dropout is the randomness "
+                         "it trains with",
+                         op);
     if (!strcmp(op, "MaxPool")) return op_pool(c, n, 1);
     if (!strcmp(op, "AveragePool")) return op_pool(c, n, 0);
     if (!strcmp(op, "GlobalAveragePool")) return op_global_avgpool(c, n);

@@ -215,6 +215,53 @@ static int gelu_nodes(const onnx_import *c, const Onnx__NodeProto *div, int node
     return half && with_scalar(c, half, mx->output[0], 0.5);
 }
 
+/* GELU's tanh form as PyTorch writes it at opset 13 (nn.GELU(approximate="tanh")):
+ * x * x, * x, * 0.044715, + x, * sqrt(2 / pi), Tanh, + 1, * x, * 1/2. Called
+ * at the first Mul, which reads x twice; node[] the 8 after it. */
+static int gelu_tanh_nodes(const onnx_import *c, const Onnx__NodeProto *sq, int node[8])
+{
+    if (sq->n_input != 2 || !sq->input[0] || !sq->input[1] || strcmp(sq->input[0], sq->input[1]) || sq->n_output < 1 ||
+        !sq->output[0])
+        return 0;
+    const char *x = sq->input[0];
+    const Onnx__NodeProto *cube = later(c, node[0] = sole_reader(c, sq->output[0]), "Mul", 2);
+    const char *o = cube ? other_input(cube, sq->output[0]) : NULL;
+    if (!o || strcmp(o, x)) return 0;
+    const Onnx__NodeProto *k = later(c, node[1] = sole_reader(c, cube->output[0]), "Mul", 2);
+    if (!k || !with_scalar(c, k, cube->output[0], 0.044715)) return 0;
+    const Onnx__NodeProto *inner = later(c, node[2] = sole_reader(c, k->output[0]), "Add", 2);
+    if (!inner || !(o = other_input(inner, k->output[0])) || strcmp(o, x)) return 0;
+    const Onnx__NodeProto *beta = later(c, node[3] = sole_reader(c, inner->output[0]), "Mul", 2);
+    if (!beta || !with_scalar(c, beta, inner->output[0], 0.7978845608028654 /* sqrt(2 / pi) */)) return 0;
+    const Onnx__NodeProto *t = later(c, node[4] = sole_reader(c, beta->output[0]), "Tanh", 1);
+    const Onnx__NodeProto *one = t ? later(c, node[5] = sole_reader(c, t->output[0]), "Add", 2) : NULL;
+    if (!one || !with_scalar(c, one, t->output[0], 1.0)) return 0;
+    const Onnx__NodeProto *mx = later(c, node[6] = sole_reader(c, one->output[0]), "Mul", 2);
+    if (!mx || !(o = other_input(mx, one->output[0])) || strcmp(o, x)) return 0;
+    const Onnx__NodeProto *half = later(c, node[7] = sole_reader(c, mx->output[0]), "Mul", 2);
+    return half && with_scalar(c, half, mx->output[0], 0.5);
+}
+
+int onnx_is_gelu_tanh(const onnx_import *c, const Onnx__NodeProto *n)
+{
+    int node[8];
+    const onnx_value *x = n->n_input ? onnx_find(c, n->input[0]) : NULL;
+    return x && x->kind == ONNX_ACT && gelu_tanh_nodes(c, n, node);
+}
+
+int onnx_op_gelu_tanh(onnx_import *c, const Onnx__NodeProto *n)
+{
+    int node[8], i, rc;
+    onnx_value *x;
+    rm_layer_config cfg = {0};
+    if (!gelu_tanh_nodes(c, n, node)) return onnx_fail(c, RM_ERR_PARSE, "not the tanh GELU pattern");
+    if ((rc = onnx_need_input(&x, c, n, 0, ONNX_ACT, "input")) ||
+        (rc = onnx_emit(c, n, RM_LAYER_GELU_TANH, &cfg, &x, 1, NULL, x->rank, &i)))
+        return rc;
+    onnx_note_layer(c, n, i, "(x^3, tanh, as nn.GELU(approximate='tanh') exports at opset 13)");
+    return cover(c, i, x->rank, node, 8, "x / 2 * (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))");
+}
+
 int onnx_is_gelu_erf(const onnx_import *c, const Onnx__NodeProto *n)
 {
     int node[4];

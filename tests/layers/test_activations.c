@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "builder.h"
 #include "layer_checks.h"
 
 typedef double (*ref_fn)(double);
@@ -150,4 +151,19 @@ Test(activations, backward_overwrites_and_reads_what_it_declares)
         check_backward_overwrites(acts[k].d, &cfg, &odd, 1, 1);
         expect_input_count_errors(acts[k].d);
     }
+}
+
+/* A section name ending in a digit numbers its layers after an underscore:
+ * relu6's first is relu6_1, so relu's 61st, relu61, is free. */
+Test(activations, automatic_names_after_a_digit)
+{
+    char text[4096] = "[net]\nchannels=2\nheight=2\nwidth=2\n[relu6]\n";
+    for (int k = 0; k < 61; k++) strcat(text, "[relu]\n");
+    strcat(text, "[global_avgpool]\n[softmax_xent]\n");
+    rm_model *m = NULL;
+    rm_err e = {RM_OK, ""};
+    cr_assert_eq(rm_model_parse(&m, text, "names.cfg", &e), RM_OK, "%s", e.msg);
+    cr_expect_str_eq(m->layers[0].name, "relu6_1");
+    cr_expect_str_eq(m->layers[61].name, "relu61");
+    rm_model_free(m);
 }

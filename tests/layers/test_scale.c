@@ -59,5 +59,8 @@ Test(scale, shape_errors)
     };
     for (size_t k = 0; k < sizeof wrong / sizeof *wrong; k++)
         expect_shape_error(&rm_scale_desc, &cfg, wrong[k], 2, "factors");
+    /* The factors first: said as swapped. */
+    const rm_shape swapped[2] = {factors, odd};
+    expect_shape_error(&rm_scale_desc, &cfg, swapped, 2, "the inputs look swapped: first the tensor");
     expect_input_count_errors(&rm_scale_desc);
 }

@@ -75,6 +75,7 @@ Test(onnx, forward_passes_match_numpy)
     expect_forward_matches("upsample_opset9", RM_ONNX_PIXEL_SOFTMAX_XENT);
     expect_forward_matches("activations", RM_ONNX_SOFTMAX_XENT);
     expect_forward_matches("training_export", RM_ONNX_SOFTMAX_XENT);
+    expect_forward_matches("gelu_tanh", RM_ONNX_SOFTMAX_XENT);
 }
 
 /* Parameter counts worked out by hand from gen_fixtures.py's shapes. */
@@ -110,6 +111,8 @@ Test(onnx, layers_and_parameter_counts)
          * H, W without keepdims */
         {FIXTURE("training_export.onnx"), RM_ONNX_SOFTMAX_XENT, 162 + 14 + 18 + 28, 0, 12, 2, 0,
          "conv maxpool global_avgpool conv relu conv hardsigmoid scale dropout global_avgpool linear softmax_xent"},
+        /* linear 3x6 (no bias); nn.GELU(approximate="tanh")'s nine opset-13 nodes, their 4 Constants folded */
+        {FIXTURE("gelu_tanh.onnx"), RM_ONNX_SOFTMAX_XENT, 18, 0, 3, 4, 1, "gelu_tanh linear softmax_xent"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         rm_onnx_summary s;

@@ -469,6 +469,31 @@ def training_export():
     save("training_export", net.model((3, 8, 10), "logits", (4,)), x, out)
 
 
+def gelu_tanh():
+    """nn.GELU(approximate="tanh") as PyTorch exports it at opset 13: nine nodes, their four constants from
+    Constant nodes, on either side of the Mul or Add that reads them."""
+    net = Net("gelu_tanh")
+    x = batch((6,)) * 2.0
+    def const(name, v):
+        net.node("Constant", [], [f"/{name}_output_0"], f"/{name}",
+                 value=numpy_helper.from_array(np.array(v, dtype=np.float32)))
+        return f"/{name}_output_0"
+    sq = net.node("Mul", ["input", "input"], ["/Mul_output_0"], "/Mul")
+    cube = net.node("Mul", ["input", sq], ["/Mul_1_output_0"], "/Mul_1")
+    k = net.node("Mul", [const("Constant", 0.044715), cube], ["/Mul_2_output_0"], "/Mul_2")
+    inner = net.node("Add", ["input", k], ["/Add_output_0"], "/Add")
+    beta = net.node("Mul", [const("Constant_1", np.sqrt(2.0 / np.pi)), inner], ["/Mul_3_output_0"], "/Mul_3")
+    t = net.node("Tanh", [beta], ["/Tanh_output_0"], "/Tanh")
+    one = net.node("Add", [const("Constant_2", 1.0), t], ["/Add_1_output_0"], "/Add_1")
+    mx = net.node("Mul", ["input", one], ["/Mul_4_output_0"], "/Mul_4")
+    g = net.node("Mul", [const("Constant_3", 0.5), mx], ["/Mul_5_output_0"], "/Mul_5")
+    w, wv = net.weight("fc.weight", (3, 6))
+    net.node("Gemm", [g, w], ["logits"], "/fc/Gemm", transB=1)
+    xv = x.astype(np.float64)
+    gv = 0.5 * xv * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (xv + 0.044715 * xv ** 3)))
+    save("gelu_tanh", net.model((6,), "logits", (3,)), x, gv @ wv.T)
+
+
 if __name__ == "__main__":
     cbr_pool_gemm()
     residual()
@@ -479,4 +504,5 @@ if __name__ == "__main__":
     broken()
     activations()
     training_export()
+    gelu_tanh()
     print("fixtures written to", OUT)
