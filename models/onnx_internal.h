@@ -157,12 +157,10 @@ int onnx_op_clip(onnx_import *c, const Onnx__NodeProto *n);
 int onnx_op_gate(onnx_import *c, const Onnx__NodeProto *n, rm_layer_kind kind);
 /* Tanh, HardSwish, Gelu. */
 int onnx_op_activation(onnx_import *c, const Onnx__NodeProto *n);
-/* Whether Div node n begins PyTorch's opset-13 GELU (x / sqrt 2, Erf, + 1, * x, * 1/2), and its import. */
-int onnx_is_gelu_erf(const onnx_import *c, const Onnx__NodeProto *n);
-int onnx_op_gelu_erf(onnx_import *c, const Onnx__NodeProto *n);
-/* Whether Mul node n (x * x) begins PyTorch's opset-13 tanh GELU, and its import. */
-int onnx_is_gelu_tanh(const onnx_import *c, const Onnx__NodeProto *n);
-int onnx_op_gelu_tanh(onnx_import *c, const Onnx__NodeProto *n);
+/* Whether node n begins one of the multi-node forms PyTorch writes for one
+ * layer (GELU's erf and tanh forms at opset 13), and its import. */
+int onnx_is_pattern(const onnx_import *c, const Onnx__NodeProto *n);
+int onnx_op_pattern(onnx_import *c, const Onnx__NodeProto *n);
 /* Whether Mul node n multiplies two computed tensors, and its import (squeeze-and-excitation's scale). */
 int onnx_is_mul_of_activations(const onnx_import *c, const Onnx__NodeProto *n);
 int onnx_op_channel_scale(onnx_import *c, const Onnx__NodeProto *n);

@@ -1464,8 +1464,7 @@ int onnx_import_node(onnx_import *c, const Onnx__NodeProto *n)
     if (!strcmp(op, "Sigmoid")) return onnx_op_gate(c, n, RM_LAYER_SIGMOID);
     if (!strcmp(op, "HardSigmoid")) return onnx_op_gate(c, n, RM_LAYER_HARDSIGMOID);
     if (!strcmp(op, "Tanh") || !strcmp(op, "HardSwish") || !strcmp(op, "Gelu")) return onnx_op_activation(c, n);
-    if (!strcmp(op, "Div") && onnx_is_gelu_erf(c, n)) return onnx_op_gelu_erf(c, n);
-    if (!strcmp(op, "Mul") && onnx_is_gelu_tanh(c, n)) return onnx_op_gelu_tanh(c, n);
+    if (onnx_is_pattern(c, n)) return onnx_op_pattern(c, n);
     if (!strcmp(op, "Mul") && onnx_is_mul_of_activations(c, n)) return onnx_op_channel_scale(c, n);
     if (!strcmp(op, "RandomUniformLike") || !strcmp(op, "RandomNormalLike") || !strcmp(op, "RandomUniform") ||
         !strcmp(op, "RandomNormal") || !strcmp(op, "Bernoulli"))

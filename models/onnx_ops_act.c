@@ -199,7 +199,7 @@ int onnx_op_activation(onnx_import *c, const Onnx__NodeProto *n)
 
 /* GELU as PyTorch writes it at opset 13: x / sqrt 2, Erf, + 1, * x, * 1/2
  * (the constants on either side of each Add and Mul). Called at the Div. */
-static int gelu_nodes(const onnx_import *c, const Onnx__NodeProto *div, int node[4])
+static int gelu_nodes(const onnx_import *c, const Onnx__NodeProto *div, int *node)
 {
     if (div->n_input != 2 || div->n_output < 1 || !div->input[0] || !div->input[1] || !div->output[0]) return 0;
     const char *x = div->input[0];
@@ -218,7 +218,7 @@ static int gelu_nodes(const onnx_import *c, const Onnx__NodeProto *div, int node
 /* GELU's tanh form as PyTorch writes it at opset 13 (nn.GELU(approximate="tanh")):
  * x * x, * x, * 0.044715, + x, * sqrt(2 / pi), Tanh, + 1, * x, * 1/2. Called
  * at the first Mul, which reads x twice; node[] the 8 after it. */
-static int gelu_tanh_nodes(const onnx_import *c, const Onnx__NodeProto *sq, int node[8])
+static int gelu_tanh_nodes(const onnx_import *c, const Onnx__NodeProto *sq, int *node)
 {
     if (sq->n_input != 2 || !sq->input[0] || !sq->input[1] || strcmp(sq->input[0], sq->input[1]) || sq->n_output < 1 ||
         !sq->output[0])
@@ -242,44 +242,51 @@ static int gelu_tanh_nodes(const onnx_import *c, const Onnx__NodeProto *sq, int 
     return half && with_scalar(c, half, mx->output[0], 0.5);
 }
 
-int onnx_is_gelu_tanh(const onnx_import *c, const Onnx__NodeProto *n)
+/* ---- the patterns: several nodes, one layer ---- */
+
+typedef struct pattern {
+    const char *first; /* the operator of its first node, where it is matched */
+    int (*match)(const onnx_import *c, const Onnx__NodeProto *n, int *node); /* node[]: the others */
+    int count;                                                               /* of those others */
+    rm_layer_kind kind;
+    const char *how, *what;
+} pattern;
+
+static const pattern patterns[] = {
+    {"Div", gelu_nodes, 4, RM_LAYER_GELU, "(x / sqrt 2, Erf, + 1, * x, * 1/2)", "x / 2 * (1 + erf(x / sqrt 2))"},
+    {"Mul", gelu_tanh_nodes, 8, RM_LAYER_GELU_TANH, "(x^3, tanh, as nn.GELU(approximate='tanh') exports at opset 13)",
+     "x / 2 * (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))"},
+};
+enum { PATTERN_MAX_NODES = 8 };
+
+/* The pattern that node n begins, reading a computed tensor; NULL for none. */
+static const pattern *pattern_at(const onnx_import *c, const Onnx__NodeProto *n, int *node)
 {
-    int node[8];
-    const onnx_value *x = n->n_input ? onnx_find(c, n->input[0]) : NULL;
-    return x && x->kind == ONNX_ACT && gelu_tanh_nodes(c, n, node);
+    const onnx_value *x = n->n_input && n->input[0] ? onnx_find(c, n->input[0]) : NULL;
+    if (!x || x->kind != ONNX_ACT) return NULL;
+    for (size_t k = 0; k < sizeof patterns / sizeof *patterns; k++)
+        if (!strcmp(n->op_type, patterns[k].first) && patterns[k].match(c, n, node)) return &patterns[k];
+    return NULL;
 }
 
-int onnx_op_gelu_tanh(onnx_import *c, const Onnx__NodeProto *n)
+int onnx_is_pattern(const onnx_import *c, const Onnx__NodeProto *n)
 {
-    int node[8], i, rc;
+    int node[PATTERN_MAX_NODES];
+    return pattern_at(c, n, node) != NULL;
+}
+
+int onnx_op_pattern(onnx_import *c, const Onnx__NodeProto *n)
+{
+    int node[PATTERN_MAX_NODES], i, rc;
+    const pattern *p = pattern_at(c, n, node);
     onnx_value *x;
     rm_layer_config cfg = {0};
-    if (!gelu_tanh_nodes(c, n, node)) return onnx_fail(c, RM_ERR_PARSE, "not the tanh GELU pattern");
+    if (!p) return onnx_fail(c, RM_ERR_PARSE, "begins no pattern");
     if ((rc = onnx_need_input(&x, c, n, 0, ONNX_ACT, "input")) ||
-        (rc = onnx_emit(c, n, RM_LAYER_GELU_TANH, &cfg, &x, 1, NULL, x->rank, &i)))
+        (rc = onnx_emit(c, n, p->kind, &cfg, &x, 1, NULL, x->rank, &i)))
         return rc;
-    onnx_note_layer(c, n, i, "(x^3, tanh, as nn.GELU(approximate='tanh') exports at opset 13)");
-    return cover(c, i, x->rank, node, 8, "x / 2 * (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))");
-}
-
-int onnx_is_gelu_erf(const onnx_import *c, const Onnx__NodeProto *n)
-{
-    int node[4];
-    const onnx_value *x = n->n_input ? onnx_find(c, n->input[0]) : NULL;
-    return x && x->kind == ONNX_ACT && gelu_nodes(c, n, node);
-}
-
-int onnx_op_gelu_erf(onnx_import *c, const Onnx__NodeProto *n)
-{
-    int node[4], i, rc;
-    onnx_value *x;
-    rm_layer_config cfg = {0};
-    if (!gelu_nodes(c, n, node)) return onnx_fail(c, RM_ERR_PARSE, "not the GELU pattern");
-    if ((rc = onnx_need_input(&x, c, n, 0, ONNX_ACT, "input")) ||
-        (rc = onnx_emit(c, n, RM_LAYER_GELU, &cfg, &x, 1, NULL, x->rank, &i)))
-        return rc;
-    onnx_note_layer(c, n, i, "(x / sqrt 2, Erf, + 1, * x, * 1/2)");
-    return cover(c, i, x->rank, node, 4, "x / 2 * (1 + erf(x / sqrt 2))");
+    onnx_note_layer(c, n, i, p->how);
+    return cover(c, i, x->rank, node, p->count, p->what);
 }
 
 /* ---- squeeze-and-excitation: a tensor times its channels' gates ---- */
