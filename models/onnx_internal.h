@@ -157,10 +157,10 @@ int onnx_op_clip(onnx_import *c, const Onnx__NodeProto *n);
 int onnx_op_gate(onnx_import *c, const Onnx__NodeProto *n, rm_layer_kind kind);
 /* Tanh, HardSwish, Gelu. */
 int onnx_op_activation(onnx_import *c, const Onnx__NodeProto *n);
-/* Whether node n begins one of the multi-node forms PyTorch writes for one
- * layer (GELU's erf and tanh forms at opset 13), and its import. */
-int onnx_is_pattern(const onnx_import *c, const Onnx__NodeProto *n);
-int onnx_op_pattern(onnx_import *c, const Onnx__NodeProto *n);
+/* Imports the multi-node form PyTorch writes for one layer (GELU's erf and
+ * tanh forms at opset 13) that node n begins; *matched 0 (and RM_OK) when
+ * n begins none, and the operator's own handler is next. */
+int onnx_op_pattern(onnx_import *c, const Onnx__NodeProto *n, int *matched);
 /* Whether Mul node n multiplies two computed tensors, and its import (squeeze-and-excitation's scale). */
 int onnx_is_mul_of_activations(const onnx_import *c, const Onnx__NodeProto *n);
 int onnx_op_channel_scale(onnx_import *c, const Onnx__NodeProto *n);

@@ -1464,7 +1464,8 @@ int onnx_import_node(onnx_import *c, const Onnx__NodeProto *n)
     if (!strcmp(op, "Sigmoid")) return onnx_op_gate(c, n, RM_LAYER_SIGMOID);
     if (!strcmp(op, "HardSigmoid")) return onnx_op_gate(c, n, RM_LAYER_HARDSIGMOID);
     if (!strcmp(op, "Tanh") || !strcmp(op, "HardSwish") || !strcmp(op, "Gelu")) return onnx_op_activation(c, n);
-    if (onnx_is_pattern(c, n)) return onnx_op_pattern(c, n);
+    int matched, rc = onnx_op_pattern(c, n, &matched);
+    if (matched) return rc;
     if (!strcmp(op, "Mul") && onnx_is_mul_of_activations(c, n)) return onnx_op_channel_scale(c, n);
     if (!strcmp(op, "RandomUniformLike") || !strcmp(op, "RandomNormalLike") || !strcmp(op, "RandomUniform") ||
         !strcmp(op, "RandomNormal") || !strcmp(op, "Bernoulli"))

@@ -64,20 +64,13 @@ int onnx_op_clip(onnx_import *c, const Onnx__NodeProto *n)
 
 /* ---- looking ahead: the nodes after this one, before they are imported ---- */
 
-/* The node that reads name when exactly one node does (a graph output
- * counts as a reader), else -1. */
+/* onnx_sole_consumer by name: every node output has its value (and its
+ * readers counted, the graph output among them) before the first node is
+ * imported, so this answers for later nodes too. */
 static int sole_reader(const onnx_import *c, const char *name)
 {
-    int found = -1, count = 0;
-    for (size_t i = 0; i < c->g->n_node; i++) {
-        const Onnx__NodeProto *n = c->g->node[i];
-        if (c->skip[i] == 2) continue;
-        for (size_t k = 0; k < n->n_input; k++)
-            if (n->input[k] && !strcmp(n->input[k], name)) found = (int)i, count++;
-    }
-    for (size_t k = 0; k < c->g->n_output; k++)
-        if (c->g->output[k]->name && !strcmp(c->g->output[k]->name, name)) count++;
-    return count == 1 ? found : -1;
+    const onnx_value *v = onnx_find(c, name);
+    return v ? onnx_sole_consumer(c, v) : -1;
 }
 
 /* Node i when it is op with n_in inputs and one output, after this node; else NULL. */
@@ -168,12 +161,12 @@ int onnx_op_gate(onnx_import *c, const Onnx__NodeProto *n, rm_layer_kind kind)
                              (double)alpha, (double)beta);
     }
     if (!n->n_input || !n->input[0] || n->n_output < 1 || !n->output[0]) return onnx_fail(c, RM_ERR_PARSE, "no input");
-    const Onnx__NodeProto *mul = later(c, sole_reader(c, n->output[0]), "Mul", 2);
+    int i, m = sole_reader(c, n->output[0]);
+    const Onnx__NodeProto *mul = later(c, m, "Mul", 2);
     const char *o = mul ? other_input(mul, n->output[0]) : NULL;
     if (!o || strcmp(o, n->input[0])) return one_input_layer(c, n, kind, "");
     const rm_layer_kind fused = hard ? RM_LAYER_HARDSWISH : RM_LAYER_SILU;
     onnx_value *x;
-    int i, m = sole_reader(c, n->output[0]);
     rm_layer_config cfg = {0};
     if ((rc = onnx_need_input(&x, c, n, 0, ONNX_ACT, "input")) ||
         (rc = onnx_emit(c, n, fused, &cfg, &x, 1, NULL, x->rank, &i)))
@@ -269,19 +262,13 @@ static const pattern *pattern_at(const onnx_import *c, const Onnx__NodeProto *n,
     return NULL;
 }
 
-int onnx_is_pattern(const onnx_import *c, const Onnx__NodeProto *n)
-{
-    int node[PATTERN_MAX_NODES];
-    return pattern_at(c, n, node) != NULL;
-}
-
-int onnx_op_pattern(onnx_import *c, const Onnx__NodeProto *n)
+int onnx_op_pattern(onnx_import *c, const Onnx__NodeProto *n, int *matched)
 {
     int node[PATTERN_MAX_NODES], i, rc;
     const pattern *p = pattern_at(c, n, node);
     onnx_value *x;
     rm_layer_config cfg = {0};
-    if (!p) return onnx_fail(c, RM_ERR_PARSE, "begins no pattern");
+    if (!(*matched = p != NULL)) return RM_OK;
     if ((rc = onnx_need_input(&x, c, n, 0, ONNX_ACT, "input")) ||
         (rc = onnx_emit(c, n, p->kind, &cfg, &x, 1, NULL, x->rank, &i)))
         return rc;
