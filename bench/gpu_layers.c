@@ -89,7 +89,8 @@ static void time_shape(float *fwd_ms, float *bwd_ms, unsigned long long *fallbac
     rm_err e = {0};
     rm_layer_config cfg;
     memset(&cfg, 0, sizeof cfg);
-    cfg.kind = RM_LAYER_CONV2D, cfg.out_channels = cs->cout, cfg.kernel = cs->k, cfg.stride = cs->s, cfg.pad = cs->p;
+    cfg.kind = RM_LAYER_CONV2D, cfg.out_channels = cs->cout, cfg.kernel = rm_hw_square(cs->k),
+    cfg.stride = rm_hw_square(cs->s), cfg.pad = rm_hw_square(cs->p);
     rm_shape xs = rm_shape_make(batch, cs->cin, cs->hw, cs->hw), ys, wsh, bsh;
     const rm_layer_desc *d = &rm_conv2d_desc;
     if (d->infer(&ys, &cfg, &xs, 1, &e)) die("infer", &e);

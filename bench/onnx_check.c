@@ -7,10 +7,13 @@
  * Prints one line of key=value pairs (params, buffers, layers, folded,
  * max_abs, max_rel: the largest |remat - reference| and that over
  * |reference| + 1e-6) and exits 0 when every element is within
- * |d| <= 1e-4 + 1e-3 |reference|, 1 when one is not, 2 on an error. The
- * tolerance is looser than the unit tests' (1e-5 + 1e-4 |ref|) because
- * these nets are 20 to 60 layers deep: float32 rounding in a different
- * summation order grows with depth. */
+ * |d| <= 1e-4 s + 1e-3 |reference|, s the output's scale (its largest
+ * magnitude, at least 1), 1 when one is not, 2 on an error. The tolerance
+ * is looser than the unit tests' (1e-5 + 1e-4 |ref|) because these nets
+ * are 20 to 100 layers deep: float32 rounding in a different summation
+ * order grows with depth, and with the size of the activations a logit is
+ * the difference of (PyTorch's own float32 logits of Inception v3, up to
+ * 7.2, differ from its float64 ones by 2.5e-4). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,11 +55,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: %s\n", argv[1], got ? e.msg : "out of memory");
         return 2;
     }
-    double max_abs = 0, max_rel = 0;
+    double max_abs = 0, max_rel = 0, scale = 1;
+    for (size_t i = 0; i < n; i++)
+        if (fabs((double)y.data[i]) > scale) scale = fabs((double)y.data[i]);
     int ok = 1;
     for (size_t i = 0; i < n; i++) {
         double d = fabs((double)got[i] - (double)y.data[i]), r = d / (fabs((double)y.data[i]) + 1e-6);
-        if (!(d <= 1e-4 + 1e-3 * fabs((double)y.data[i]))) ok = 0;
+        if (!(d <= 1e-4 * scale + 1e-3 * fabs((double)y.data[i]))) ok = 0;
         if (d > max_abs || isnan(d)) max_abs = d;
         if (r > max_rel || isnan(r)) max_rel = r;
     }

@@ -6,8 +6,9 @@ parameter count, the loss remat should add). Runs in the bench's venv
 
 The weights are torchvision's initialisation (no pretrained download: the
 bench machine reaches no model hub), with every batchnorm's affine
-parameters and running statistics randomised, so that eval-mode batchnorm
-is not the identity and a wrong mapping of its four tensors would show.
+parameters randomised and its running statistics measured on a random
+batch, so that eval-mode batchnorm is not the identity and a wrong mapping
+of its four tensors would show.
 Exported in eval mode without constant folding, so that batchnorm stays a
 BatchNormalization node (folding would fuse it into the convolution, and
 the parameters would no longer be PyTorch's) and PyTorch's shape
@@ -29,15 +30,23 @@ from onnx import numpy_helper
 torch.manual_seed(0)
 
 
-def randomise_bn(model):
+def randomise_bn(model, shape):
+    """Random affine parameters, and running statistics measured on a batch in train mode (as a trained network's
+    are: every channel's own mean and variance). Made-up statistics let activations grow with depth: Inception
+    v3's logits reached 1e10, where float rounding alone differs by more than the tolerance."""
     g = torch.Generator().manual_seed(1)
-    for m in model.modules():
-        if isinstance(m, nn.BatchNorm2d):
-            c = m.num_features
-            m.weight.data = torch.rand(c, generator=g) + 0.5
-            m.bias.data = torch.randn(c, generator=g) * 0.1
-            m.running_mean = torch.randn(c, generator=g) * 0.1
-            m.running_var = torch.rand(c, generator=g) + 0.5
+    bns = [m for m in model.modules() if isinstance(m, nn.BatchNorm2d)]
+    for m in bns:
+        c = m.num_features
+        m.weight.data = torch.rand(c, generator=g) + 0.5
+        m.bias.data = torch.randn(c, generator=g) * 0.1
+        m.reset_running_stats()
+        m.momentum = None  # a cumulative average: after one batch, that batch's statistics
+    model.train()
+    with torch.no_grad():
+        model(torch.randn((4,) + shape, generator=g))
+    for m in bns:
+        m.momentum = 0.1
     return model
 
 
@@ -103,7 +112,7 @@ NETS = {
 
 def export(name, out):
     make, shape, loss, opset = NETS[name]
-    model = randomise_bn(make()).eval()
+    model = randomise_bn(make(), shape).eval()
     x = torch.randn((2,) + shape)
     with torch.no_grad():
         y = model(x)

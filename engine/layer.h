@@ -67,13 +67,29 @@ typedef enum rm_init {
     RM_INIT_COUNT
 } rm_init;
 
+/* A window's extent (or step, or padding) along the height and the width. */
+typedef struct rm_hw {
+    int h, w;
+} rm_hw;
+
+static inline rm_hw rm_hw_square(int v)
+{
+    rm_hw r = {v, v};
+    return r;
+}
+
 /* Hyper-parameters, filled by the config parser. Unused fields stay 0. */
 typedef struct rm_layer_config {
     rm_layer_kind kind;
     int out_channels; /* conv2d, conv_transpose2x2, linear (output features) */
-    int kernel;       /* conv2d, dwconv2d, maxpool2d, avgpool2d */
-    int stride;       /* conv2d, dwconv2d, maxpool2d, avgpool2d */
-    int pad;          /* conv2d, dwconv2d, maxpool2d, avgpool2d */
+    rm_hw kernel;     /* conv2d (any), dwconv2d, maxpool2d, avgpool2d (square) */
+    rm_hw stride;     /* conv2d (any), dwconv2d, maxpool2d, avgpool2d (the same along both axes) */
+    rm_hw pad;        /* conv2d (any), dwconv2d, maxpool2d, avgpool2d (the same along both axes): zeros added on
+                         both sides, pad.h rows above and below, pad.w columns left and right */
+    rm_hw dilation;   /* conv2d: the spacing of the kernel's taps; 0 reads as 1, so a zeroed config is a plain
+                         convolution */
+    int groups;       /* conv2d: input and output channels split into this many groups, each output reading
+                         only its own group's inputs (PyTorch's groups); 0 reads as 1 */
     int bias;         /* conv2d, dwconv2d, conv_transpose2x2, linear: 1 = has a bias */
     float eps;        /* batchnorm2d */
     float momentum;   /* batchnorm2d: running = (1-m)*running + m*batch */

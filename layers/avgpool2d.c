@@ -24,17 +24,17 @@ static double avgpool_flops(const rm_layer_config *cfg, const rm_shape *in, int 
     /* Forward: k*k adds and one scale per output; backward: one scale per
      * output and one add per window element. */
     double outs = (double)rm_shape_numel(out);
-    return outs * cfg->kernel * cfg->kernel + outs;
+    return outs * cfg->kernel.h * cfg->kernel.h + outs;
 }
 
 /* The window of output pixel (oy, ox), clipped to the plane: [y0, y1) x [x0, x1). */
 static void avgpool_window(int *y0, int *y1, int *x0, int *x1, const rm_layer_config *cfg, int h, int w, int oy, int ox)
 {
-    int ys = oy * cfg->stride - cfg->pad, xs = ox * cfg->stride - cfg->pad;
+    int ys = oy * cfg->stride.h - cfg->pad.h, xs = ox * cfg->stride.h - cfg->pad.h;
     *y0 = ys < 0 ? 0 : ys;
     *x0 = xs < 0 ? 0 : xs;
-    *y1 = ys + cfg->kernel < h ? ys + cfg->kernel : h;
-    *x1 = xs + cfg->kernel < w ? xs + cfg->kernel : w;
+    *y1 = ys + cfg->kernel.h < h ? ys + cfg->kernel.h : h;
+    *x1 = xs + cfg->kernel.h < w ? xs + cfg->kernel.h : w;
 }
 
 static int avgpool_forward(const rm_layer_call *call, rm_err *e)
@@ -42,7 +42,7 @@ static int avgpool_forward(const rm_layer_call *call, rm_err *e)
     (void)e;
     rm_shape s = call->in[0]->shape, o = call->out->shape;
     size_t in_plane = (size_t)s.h * s.w, out_plane = (size_t)o.h * o.w;
-    double inv_area = 1.0 / ((double)call->cfg->kernel * call->cfg->kernel); /* padding counts */
+    double inv_area = 1.0 / ((double)call->cfg->kernel.h * call->cfg->kernel.h); /* padding counts */
     size_t planes = (size_t)s.n * s.c;
     int nt = rm_call_threads(call, planes * out_plane);
     RM_CPU_PARALLEL_FOR(nt)
@@ -76,7 +76,7 @@ static int avgpool_backward(const rm_layer_call *call, rm_err *e)
     if (!dx || !dx->data) return RM_OK;
     rm_shape s = dx->shape, o = call->dout->shape;
     size_t in_plane = (size_t)s.h * s.w, out_plane = (size_t)o.h * o.w;
-    double inv_area = 1.0 / ((double)call->cfg->kernel * call->cfg->kernel);
+    double inv_area = 1.0 / ((double)call->cfg->kernel.h * call->cfg->kernel.h);
     /* Overlapping windows (stride < kernel) add several gradients into one element. */
     void *ws, *owned;
     int rc = rm_layer_workspace(&ws, &owned, call, in_plane * sizeof(double), "avgpool backward", e);

@@ -20,6 +20,7 @@
 #include "dwconv2d.h"
 #include "init.h"
 #include "layers.h"
+#include "window.h"
 
 static int dwconv2d_infer(rm_shape *out, const rm_layer_config *cfg, const rm_shape *in, int nin, rm_err *e)
 {
@@ -28,17 +29,19 @@ static int dwconv2d_infer(rm_shape *out, const rm_layer_config *cfg, const rm_sh
     rm_shape x = in[0];
     if (x.n < 1 || x.c < 1 || x.h < 1 || x.w < 1)
         return rm_errorf(e, RM_ERR_SHAPE, "dwconv: empty input %s", rm_shape_str(x, buf, sizeof buf));
-    if (cfg->kernel < 1) return rm_errorf(e, RM_ERR_SHAPE, "dwconv: kernel must be >= 1, got %d", cfg->kernel);
-    if (cfg->stride < 1) return rm_errorf(e, RM_ERR_SHAPE, "dwconv: stride must be >= 1, got %d", cfg->stride);
-    if (cfg->pad < 0) return rm_errorf(e, RM_ERR_SHAPE, "dwconv: pad must be >= 0, got %d", cfg->pad);
-    long long ph = (long long)x.h + 2LL * cfg->pad, pw = (long long)x.w + 2LL * cfg->pad;
-    if (ph < cfg->kernel || pw < cfg->kernel)
+    int rc = rm_window_square("dwconv", cfg, e);
+    if (rc) return rc;
+    if (cfg->kernel.h < 1) return rm_errorf(e, RM_ERR_SHAPE, "dwconv: kernel must be >= 1, got %d", cfg->kernel.h);
+    if (cfg->stride.h < 1) return rm_errorf(e, RM_ERR_SHAPE, "dwconv: stride must be >= 1, got %d", cfg->stride.h);
+    if (cfg->pad.h < 0) return rm_errorf(e, RM_ERR_SHAPE, "dwconv: pad must be >= 0, got %d", cfg->pad.h);
+    long long ph = (long long)x.h + 2LL * cfg->pad.h, pw = (long long)x.w + 2LL * cfg->pad.h;
+    if (ph < cfg->kernel.h || pw < cfg->kernel.h)
         return rm_errorf(e, RM_ERR_SHAPE,
-                         "dwconv: kernel %d is larger than the padded input %lldx%lld (input %s, pad %d)", cfg->kernel,
-                         ph, pw, rm_shape_str(x, buf, sizeof buf), cfg->pad);
-    long long ho = (ph - cfg->kernel) / cfg->stride + 1, wo = (pw - cfg->kernel) / cfg->stride + 1;
+                         "dwconv: kernel %d is larger than the padded input %lldx%lld (input %s, pad %d)",
+                         cfg->kernel.h, ph, pw, rm_shape_str(x, buf, sizeof buf), cfg->pad.h);
+    long long ho = (ph - cfg->kernel.h) / cfg->stride.h + 1, wo = (pw - cfg->kernel.h) / cfg->stride.h + 1;
     if (ho > INT_MAX || wo > INT_MAX)
-        return rm_errorf(e, RM_ERR_SHAPE, "dwconv: output %lldx%lld is too large (pad %d)", ho, wo, cfg->pad);
+        return rm_errorf(e, RM_ERR_SHAPE, "dwconv: output %lldx%lld is too large (pad %d)", ho, wo, cfg->pad.h);
     *out = rm_shape_make(x.n, x.c, (int)ho, (int)wo);
     return RM_OK;
 }
@@ -46,15 +49,15 @@ static int dwconv2d_infer(rm_shape *out, const rm_layer_config *cfg, const rm_sh
 static void dwconv2d_param_shapes(rm_shape *w, rm_shape *b, const rm_layer_config *cfg, const rm_shape *in, int nin)
 {
     (void)nin;
-    *w = rm_shape_make(in[0].c, 1, cfg->kernel, cfg->kernel);
+    *w = rm_shape_make(in[0].c, 1, cfg->kernel.h, cfg->kernel.h);
     *b = cfg->bias ? rm_shape_make(in[0].c, 1, 1, 1) : rm_shape_make(0, 0, 0, 0);
 }
 
 static double dwconv2d_flops(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out, int backward)
 {
     (void)in, (void)nin;
-    double outs = (double)out.n * out.c * out.h * out.w;    /* N*C*Ho*Wo */
-    double macs = outs * (double)cfg->kernel * cfg->kernel; /* one product per tap of the channel's filter */
+    double outs = (double)out.n * out.c * out.h * out.w;        /* N*C*Ho*Wo */
+    double macs = outs * (double)cfg->kernel.h * cfg->kernel.h; /* one product per tap of the channel's filter */
     double bias = cfg->bias ? outs : 0.0;
     /* backward: dx and dW each cost what the forward product costs, db one add per output. */
     return backward ? 4.0 * macs + bias : 2.0 * macs + bias;
@@ -65,7 +68,7 @@ static void dwconv2d_init(rm_layer_params *p, const rm_layer_config *cfg, const 
     (void)nin;
     /* PyTorch's fans for groups = C: a filter sees one channel (fan-in k*k),
      * and the weight's C x 1 x k x k makes fan-out C*k*k. */
-    const double taps = (double)cfg->kernel * cfg->kernel;
+    const double taps = (double)cfg->kernel.h * cfg->kernel.h;
     rm_init_weights(p, cfg, taps, in[0].c * taps, rng);
 }
 

@@ -14,7 +14,7 @@ typedef struct dw_geom {
 
 static inline dw_geom dw_geom_of(const rm_layer_config *cfg, rm_shape x, rm_shape y)
 {
-    dw_geom g = {x.n, x.c, x.h, x.w, cfg->kernel, cfg->stride, cfg->pad, y.h, y.w};
+    dw_geom g = {x.n, x.c, x.h, x.w, cfg->kernel.h, cfg->stride.h, cfg->pad.h, y.h, y.w};
     return g;
 }
 

@@ -20,7 +20,7 @@ static double maxpool_flops(const rm_layer_config *cfg, const rm_shape *in, int 
 {
     (void)in, (void)nin;
     /* One comparison per window element; backward repeats the search and adds once per output. */
-    double outs = (double)rm_shape_numel(out), cmp = outs * cfg->kernel * cfg->kernel;
+    double outs = (double)rm_shape_numel(out), cmp = outs * cfg->kernel.h * cfg->kernel.h;
     return backward ? cmp + outs : cmp;
 }
 
@@ -30,8 +30,8 @@ static double maxpool_flops(const rm_layer_config *cfg, const rm_shape *in, int 
  * Forward and backward both call this, so they agree on every window. */
 static size_t maxpool_argmax(const float *plane /* h x w */, int h, int w, const rm_layer_config *cfg, int oy, int ox)
 {
-    int y0 = oy * cfg->stride - cfg->pad, x0 = ox * cfg->stride - cfg->pad;
-    int y1 = y0 + cfg->kernel < h ? y0 + cfg->kernel : h, x1 = x0 + cfg->kernel < w ? x0 + cfg->kernel : w;
+    int y0 = oy * cfg->stride.h - cfg->pad.h, x0 = ox * cfg->stride.h - cfg->pad.h;
+    int y1 = y0 + cfg->kernel.h < h ? y0 + cfg->kernel.h : h, x1 = x0 + cfg->kernel.h < w ? x0 + cfg->kernel.h : w;
     if (y0 < 0) y0 = 0;
     if (x0 < 0) x0 = 0;
     size_t best = (size_t)y0 * w + x0; /* infer guarantees the window holds a real element */
@@ -58,7 +58,7 @@ static size_t maxpool_argmax(const float *plane /* h x w */, int h, int w, const
 static void maxpool_run(float *val, size_t *idx, const float *plane, int h, int w, const rm_layer_config *cfg, int oy,
                         int ox0, int n)
 {
-    int k = cfg->kernel, st = cfg->stride, p = cfg->pad;
+    int k = cfg->kernel.h, st = cfg->stride.h, p = cfg->pad.h;
     int y0 = oy * st - p, y1 = y0 + k < h ? y0 + k : h;
     if (y0 < 0) y0 = 0;
     float mx[MAXPOOL_RUN];

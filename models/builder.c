@@ -35,11 +35,13 @@ enum {
     K_MOMENTUM = 1 << 7,
     K_P = 1 << 8,
     K_CEIL = 1 << 9,
-    K_INIT = 1 << 10
+    K_INIT = 1 << 10,
+    K_DILATION = 1 << 11,
+    K_GROUPS = 1 << 12
 };
 
-static const char *const key_names[] = {"filters", "out",      "size", "stride",    "pad", "bias",
-                                        "eps",     "momentum", "p",    "ceil_mode", "init"};
+static const char *const key_names[] = {"filters",  "out", "size",      "stride", "pad",      "bias",  "eps",
+                                        "momentum", "p",   "ceil_mode", "init",   "dilation", "groups"};
 #define NKEYNAMES ((int)(sizeof key_names / sizeof key_names[0]))
 
 /* Keys each layer section accepts besides name/input/inputs, and which of
@@ -51,7 +53,7 @@ static unsigned layer_keys(rm_layer_kind k, unsigned *required)
     switch (k) {
     case RM_LAYER_CONV2D:
         *required = K_FILTERS | K_SIZE;
-        return K_FILTERS | K_SIZE | K_STRIDE | K_PAD | K_BIAS | K_INIT;
+        return K_FILTERS | K_SIZE | K_STRIDE | K_PAD | K_BIAS | K_INIT | K_DILATION | K_GROUPS;
     case RM_LAYER_DWCONV2D:
         *required = K_SIZE;
         return K_SIZE | K_STRIDE | K_PAD | K_BIAS | K_INIT;
@@ -536,7 +538,9 @@ static int layer_config(rm_layer_config *c, const builder *b, const inst *it)
     c->kind = it->desc->kind;
     /* Defaults (docs/config-format.md); keys a kind does not take stay 0. */
     unsigned required, allowed = layer_keys(c->kind, &required);
-    if (allowed & K_STRIDE) c->stride = 1;
+    if (allowed & K_STRIDE) c->stride = rm_hw_square(1);
+    if (allowed & K_DILATION) c->dilation = rm_hw_square(1);
+    if (allowed & K_GROUPS) c->groups = 1;
     if (allowed & K_BIAS) c->bias = 1;
     if (allowed & K_EPS) c->eps = 1e-5f;
     if (allowed & K_MOMENTUM) c->momentum = 0.1f;
@@ -548,11 +552,15 @@ static int layer_config(rm_layer_config *c, const builder *b, const inst *it)
         if (!strcmp(n, "filters") || !strcmp(n, "out"))
             rc = rm_cfg_int(&c->out_channels, f, s, k, 1, MAX_DIM, b->e);
         else if (!strcmp(n, "size"))
-            rc = rm_cfg_int(&c->kernel, f, s, k, 1, 1024, b->e);
+            rc = rm_cfg_hw(&c->kernel, f, s, k, 1, 1024, b->e);
         else if (!strcmp(n, "stride"))
-            rc = rm_cfg_int(&c->stride, f, s, k, 1, 1024, b->e);
+            rc = rm_cfg_hw(&c->stride, f, s, k, 1, 1024, b->e);
         else if (!strcmp(n, "pad"))
-            rc = rm_cfg_int(&c->pad, f, s, k, 0, 1024, b->e);
+            rc = rm_cfg_hw(&c->pad, f, s, k, 0, 1024, b->e);
+        else if (!strcmp(n, "dilation"))
+            rc = rm_cfg_hw(&c->dilation, f, s, k, 1, 1024, b->e);
+        else if (!strcmp(n, "groups"))
+            rc = rm_cfg_int(&c->groups, f, s, k, 1, MAX_DIM, b->e);
         else if (!strcmp(n, "bias"))
             rc = rm_cfg_int(&c->bias, f, s, k, 0, 1, b->e);
         else if (!strcmp(n, "eps"))

@@ -240,6 +240,37 @@ int rm_cfg_int(int *out, const rm_cfg_file *f, const rm_cfg_section *s, const rm
     return RM_OK;
 }
 
+int rm_cfg_hw(rm_hw *out, const rm_cfg_file *f, const rm_cfg_section *s, const rm_cfg_key *k, int lo, int hi, rm_err *e)
+{
+    const char *x = strchr(k->value, 'x');
+    if (!x) {
+        int v;
+        int rc = rm_cfg_int(&v, f, s, k, lo, hi, e);
+        if (!rc) *out = rm_hw_square(v);
+        return rc;
+    }
+    /* HxW: each side an integer as rm_cfg_int reads it (its messages quote the whole value) */
+    char part[2][32];
+    size_t n0 = (size_t)(x - k->value), n1 = strlen(x + 1);
+    if (n0 == 0 || n1 == 0 || n0 >= sizeof part[0] || n1 >= sizeof part[1])
+        return rm_errorf(e, RM_ERR_PARSE, "%s:%d: bad value '%s' for key '%s' in [%s]: expected N or HxW", f->path,
+                         k->line, k->value, k->key, s->type);
+    memcpy(part[0], k->value, n0), part[0][n0] = '\0';
+    memcpy(part[1], x + 1, n1 + 1);
+    int v[2];
+    for (int i = 0; i < 2; i++) {
+        rm_cfg_key side = *k;
+        side.value = part[i];
+        rm_err why = {RM_OK, ""};
+        if (rm_cfg_int(&v[i], f, s, &side, lo, hi, &why))
+            return rm_errorf(e, RM_ERR_PARSE,
+                             "%s:%d: bad value '%s' for key '%s' in [%s]: expected N or HxW, each %d to %d", f->path,
+                             k->line, k->value, k->key, s->type, lo, hi);
+    }
+    out->h = v[0], out->w = v[1];
+    return RM_OK;
+}
+
 int rm_cfg_float(float *out, const rm_cfg_file *f, const rm_cfg_section *s, const rm_cfg_key *k, double lo, int lo_open,
                  double hi, int hi_open, rm_err *e)
 {

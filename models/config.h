@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "error.h"
+#include "layer.h"
 
 typedef struct rm_cfg_key {
     char *key;
@@ -48,6 +49,9 @@ const rm_cfg_key *rm_cfg_find(const rm_cfg_section *s, const char *key);
  * key 'k' in [type]: expected ..." on trailing junk, overflow or a value
  * outside [lo, hi]. */
 int rm_cfg_int(int *out, const rm_cfg_file *f, const rm_cfg_section *s, const rm_cfg_key *k, int lo, int hi, rm_err *e);
+/* "N" (both axes N) or "HxW", each in [lo, hi]. */
+int rm_cfg_hw(rm_hw *out, const rm_cfg_file *f, const rm_cfg_section *s, const rm_cfg_key *k, int lo, int hi,
+              rm_err *e);
 /* lo_open: the lower bound itself is excluded (eps > 0). */
 int rm_cfg_float(float *out, const rm_cfg_file *f, const rm_cfg_section *s, const rm_cfg_key *k, double lo, int lo_open,
                  double hi, int hi_open, rm_err *e);

@@ -113,13 +113,16 @@ static int emit_nary(onnx_import *c, const Onnx__NodeProto *n, rm_layer_kind kin
 /* ---- windows: Conv, ConvTranspose, MaxPool, AveragePool ---------------------------- */
 
 typedef struct window {
-    int k, s, p;
+    rm_hw k, s, p, d; /* kernel, stride, padding on each side, dilation */
 } window;
 
 /* kernel_shape (or the weights' kh x kw), strides, pads, dilations and
- * auto_pad, reduced to the one square kernel, stride and symmetric padding
- * remat's layers have. */
-static int read_window(window *w, onnx_import *c, const Onnx__NodeProto *n, const int64_t *wk, const char *layer)
+ * auto_pad, reduced to the padding alike on both sides of each axis that
+ * remat's layers have. any: the layer takes any window (conv); otherwise
+ * it is square, strides alike both ways and is not dilated (the pools,
+ * dwconv, conv_transpose2x2). */
+static int read_window(window *w, onnx_import *c, const Onnx__NodeProto *n, const int64_t *wk, const char *layer,
+                       int any)
 {
     const int64_t *ks, *st, *pd, *dl;
     size_t nk, ns, np, nd;
@@ -143,33 +146,51 @@ static int read_window(window *w, onnx_import *c, const Onnx__NodeProto *n, cons
                          : nd ? nd
                               : np / 2,
                          layer);
-    int64_t kh = nk ? ks[0] : wk ? wk[0] : 0, kw = nk ? ks[1] : wk ? wk[1] : 0;
     if (!nk && !wk) return onnx_fail(c, RM_ERR_PARSE, "no kernel_shape");
     if (nk && wk && (ks[0] != wk[0] || ks[1] != wk[1]))
         return onnx_fail(c, RM_ERR_PARSE, "kernel_shape %lldx%lld but the weights are %lldx%lld", (long long)ks[0],
                          (long long)ks[1], (long long)wk[0], (long long)wk[1]);
-    if (kh != kw)
-        return onnx_fail(c, RM_ERR_UNSUPPORTED, "a %lldx%lld kernel; remat's %s has square kernels", (long long)kh,
-                         (long long)kw, layer);
-    if (ns && st[0] != st[1])
-        return onnx_fail(c, RM_ERR_UNSUPPORTED, "strides %lld and %lld; remat's %s strides both ways alike",
-                         (long long)st[0], (long long)st[1], layer);
-    if (nd && (dl[0] != 1 || dl[1] != 1))
-        return onnx_fail(c, RM_ERR_UNSUPPORTED, "dilations (%lld, %lld); remat's %s has no dilation (1 only)",
-                         (long long)dl[0], (long long)dl[1], layer);
-    if (np && (pd[0] != pd[1] || pd[0] != pd[2] || pd[0] != pd[3]))
+    if (np && (pd[0] != pd[2] || pd[1] != pd[3]))
         return onnx_fail(c, RM_ERR_UNSUPPORTED,
                          "asymmetric padding (pads %lld, %lld, %lld, %lld: top, left, bottom, right); remat's %s "
-                         "pads every side alike",
+                         "pads the two sides of an axis alike",
                          (long long)pd[0], (long long)pd[1], (long long)pd[2], (long long)pd[3], layer);
-    int64_t s = ns ? st[0] : 1, p = np ? pd[0] : 0;
-    if (kh < 1 || kh > 1024 || s < 1 || s > 1024 || p < 0 || p > 1024)
-        return onnx_fail(c, RM_ERR_UNSUPPORTED,
-                         "kernel %lld, stride %lld, pad %lld (remat: kernel and stride 1 to "
-                         "1024, pad 0 to 1024)",
-                         (long long)kh, (long long)s, (long long)p);
-    w->k = (int)kh, w->s = (int)s, w->p = (int)p;
+    const int64_t v[4][2] = {{nk ? ks[0] : wk[0], nk ? ks[1] : wk[1]},
+                             {ns ? st[0] : 1, ns ? st[1] : 1},
+                             {np ? pd[0] : 0, np ? pd[1] : 0},
+                             {nd ? dl[0] : 1, nd ? dl[1] : 1}};
+    static const char *const what[4] = {"kernel", "stride", "pad", "dilation"};
+    for (int i = 0; i < 4; i++) {
+        int lo = i == 2 ? 0 : 1;
+        if (v[i][0] < lo || v[i][0] > 1024 || v[i][1] < lo || v[i][1] > 1024)
+            return onnx_fail(c, RM_ERR_UNSUPPORTED, "%s %lldx%lld (remat: %d to 1024)", what[i], (long long)v[i][0],
+                             (long long)v[i][1], lo);
+        if (!any && v[i][0] != v[i][1])
+            return onnx_fail(c, RM_ERR_UNSUPPORTED, "%s %lldx%lld; remat's %s has the same %s along both axes", what[i],
+                             (long long)v[i][0], (long long)v[i][1], layer, what[i]);
+    }
+    if (!any && v[3][0] != 1)
+        return onnx_fail(c, RM_ERR_UNSUPPORTED, "dilations (%lld, %lld); remat's %s has no dilation (1 only)",
+                         (long long)v[3][0], (long long)v[3][1], layer);
+    rm_hw *out[4] = {&w->k, &w->s, &w->p, &w->d};
+    for (int i = 0; i < 4; i++) out[i]->h = (int)v[i][0], out[i]->w = (int)v[i][1];
     return RM_OK;
+}
+
+/* "3x3, stride 2, pad 1" (and ", dilation 2" when there is one) for notes. */
+static void window_str(char *buf, size_t len, const window *w)
+{
+    char s[24], p[24], d[32] = "";
+    if (w->s.h == w->s.w)
+        snprintf(s, sizeof s, "%d", w->s.h);
+    else
+        snprintf(s, sizeof s, "%dx%d", w->s.h, w->s.w);
+    if (w->p.h == w->p.w)
+        snprintf(p, sizeof p, "%d", w->p.h);
+    else
+        snprintf(p, sizeof p, "%dx%d", w->p.h, w->p.w);
+    if (w->d.h != 1 || w->d.w != 1) snprintf(d, sizeof d, ", dilation %dx%d", w->d.h, w->d.w);
+    snprintf(buf, len, "%dx%d, stride %s, pad %s%s", w->k.h, w->k.w, s, p, d);
 }
 
 static int need_rank4(onnx_import *c, const onnx_value *x, const char *layer)
@@ -220,39 +241,32 @@ static int op_conv(onnx_import *c, const Onnx__NodeProto *n)
     int rc = conv_inputs(&x, &w, &b, c, n, attrs, "conv");
     if (rc) return rc;
     int64_t group;
-    window win;
-    if ((rc = onnx_attr_int(&group, c, n, "group", 1)) || (rc = read_window(&win, c, n, w->c.dims + 2, "conv")))
-        return rc;
+    if ((rc = onnx_attr_int(&group, c, n, "group", 1))) return rc;
     int64_t m = w->c.dims[0], per = w->c.dims[1], ch = x->shape.c;
-    rm_layer_kind kind;
-    if (group == 1) {
-        if (per != ch)
-            return onnx_fail(c, RM_ERR_SHAPE, "weights for %lld input channels, the input has %lld", (long long)per,
-                             (long long)ch);
-        kind = RM_LAYER_CONV2D;
-    } else if (group == ch && m == ch && per == 1) {
-        kind = RM_LAYER_DWCONV2D;
-    } else if (group == ch && per == 1) {
-        return onnx_fail(c, RM_ERR_UNSUPPORTED,
-                         "a depthwise convolution with channel multiplier %lld (%lld filters for %lld groups); "
-                         "remat's dwconv has multiplier 1: this needs a grouped convolution layer",
-                         group ? (long long)(m / group) : 0LL, (long long)m, (long long)group);
-    } else {
-        return onnx_fail(c, RM_ERR_UNSUPPORTED,
-                         "group %lld (%lld groups of %lld input channels); remat has conv (group 1) and dwconv "
-                         "(group = channels, one filter each): this needs a grouped convolution layer",
-                         (long long)group, (long long)group, group ? (long long)(ch / group) : 0LL);
-    }
+    if (group < 1 || ch % group || m % group)
+        return onnx_fail(c, RM_ERR_SHAPE, "group %lld does not divide %lld input and %lld output channels",
+                         (long long)group, (long long)ch, (long long)m);
+    if (per * group != ch)
+        return onnx_fail(c, RM_ERR_SHAPE, "weights for %lld input channels in each of %lld groups, the input has %lld",
+                         (long long)per, (long long)group, (long long)ch);
+    /* One filter per channel, square: remat's depthwise layer, whose kernels are made for it. */
+    window win;
+    int depthwise = group == ch && m == ch && per == 1 && w->c.dims[2] == w->c.dims[3];
+    if ((rc = read_window(&win, c, n, w->c.dims + 2, "conv", 1))) return rc;
+    if (depthwise && (win.s.h != win.s.w || win.p.h != win.p.w || win.d.h != 1 || win.d.w != 1)) depthwise = 0;
+    rm_layer_kind kind = depthwise ? RM_LAYER_DWCONV2D : RM_LAYER_CONV2D;
     rm_layer_config cfg = {0};
-    cfg.out_channels = kind == RM_LAYER_CONV2D ? (int)m : 0;
+    cfg.out_channels = depthwise ? 0 : (int)m;
     cfg.kernel = win.k, cfg.stride = win.s, cfg.pad = win.p, cfg.bias = b != NULL;
+    if (!depthwise) cfg.dilation = win.d, cfg.groups = (int)group;
     onnx_weights wt;
     if ((rc = conv_weights(&wt, w, b, m, c))) return rc;
     int i;
     if ((rc = onnx_emit(c, n, kind, &cfg, &x, 1, &wt, 4, &i))) return rc;
-    char d[96];
-    snprintf(d, sizeof d, "(%s%dx%d, stride %d, pad %d, %s)", kind == RM_LAYER_CONV2D ? "" : "depthwise ", win.k, win.k,
-             win.s, win.p, b ? "bias" : "no bias");
+    char d[128], ws[80], gs[32] = "";
+    window_str(ws, sizeof ws, &win);
+    if (!depthwise && group > 1) snprintf(gs, sizeof gs, ", %lld groups", (long long)group);
+    snprintf(d, sizeof d, "(%s%s%s, %s)", depthwise ? "depthwise " : "", ws, gs, b ? "bias" : "no bias");
     onnx_note_layer(c, n, i, d);
     return RM_OK;
 }
@@ -270,15 +284,15 @@ static int op_conv_transpose(onnx_import *c, const Onnx__NodeProto *n)
     window win;
     if ((rc = onnx_attr_int(&group, c, n, "group", 1)) || (rc = onnx_attr_ints(&op, &nop, c, n, "output_padding")) ||
         (rc = onnx_attr_ints(&os, &nos, c, n, "output_shape")) ||
-        (rc = read_window(&win, c, n, w->c.dims + 2, "conv_transpose2x2")))
+        (rc = read_window(&win, c, n, w->c.dims + 2, "conv_transpose2x2", 0)))
         return rc;
     if (group != 1)
         return onnx_fail(c, RM_ERR_UNSUPPORTED, "group %lld; remat's conv_transpose2x2 has group 1", (long long)group);
-    if (win.k != 2 || win.s != 2 || win.p != 0)
+    if (win.k.h != 2 || win.s.h != 2 || win.p.h != 0)
         return onnx_fail(c, RM_ERR_UNSUPPORTED,
                          "kernel %d, stride %d, pad %d; remat's conv_transpose2x2 is kernel 2, stride 2, no padding "
                          "(the U-Net up-convolution)",
-                         win.k, win.s, win.p);
+                         win.k.h, win.s.h, win.p.h);
     for (size_t k = 0; k < nop; k++)
         if (op[k])
             return onnx_fail(c, RM_ERR_UNSUPPORTED, "output_padding %lld; remat's conv_transpose2x2 has none",
@@ -375,24 +389,25 @@ static int op_pool(onnx_import *c, const Onnx__NodeProto *n, int max)
     if (!rc) rc = onnx_need_input(&x, c, n, 0, ONNX_ACT, "input");
     if (!rc) rc = need_rank4(c, x, layer);
     if (!rc && max) rc = onnx_only_first_output(c, n, "the indices of the maxima");
-    if (!rc) rc = read_window(&win, c, n, NULL, layer);
+    if (!rc) rc = read_window(&win, c, n, NULL, layer, 0);
     if (!rc) rc = onnx_attr_int(&ceil_mode, c, n, "ceil_mode", 0);
     if (!rc && !max) rc = onnx_attr_int(&include_pad, c, n, "count_include_pad", 0);
     if (rc) return rc;
     if (ceil_mode && !max)
         return onnx_fail(c, RM_ERR_UNSUPPORTED,
                          "ceil_mode=1; remat's avgpool rounds the output size down (ceil_mode=0; maxpool has both)");
-    if (!max && win.p && !include_pad)
+    if (!max && win.p.h && !include_pad)
         return onnx_fail(c, RM_ERR_UNSUPPORTED,
                          "count_include_pad=0 with padding %d; remat's avgpool divides every window by k*k, padding "
                          "included (PyTorch's default count_include_pad=True)",
-                         win.p);
+                         win.p.h);
     rm_layer_config cfg = {0};
     cfg.kernel = win.k, cfg.stride = win.s, cfg.pad = win.p, cfg.ceil_mode = ceil_mode != 0;
     int i;
     if ((rc = onnx_emit(c, n, max ? RM_LAYER_MAXPOOL2D : RM_LAYER_AVGPOOL2D, &cfg, &x, 1, NULL, 4, &i))) return rc;
-    char d[80];
-    snprintf(d, sizeof d, "(%dx%d, stride %d, pad %d%s)", win.k, win.k, win.s, win.p, ceil_mode ? ", ceil_mode" : "");
+    char d[112], ws[80];
+    window_str(ws, sizeof ws, &win);
+    snprintf(d, sizeof d, "(%s%s)", ws, ceil_mode ? ", ceil_mode" : "");
     onnx_note_layer(c, n, i, d);
     return RM_OK;
 }

@@ -42,7 +42,7 @@ void rm_cuda_note_fallback(const rm_backend *be);
  * backend is freed. */
 typedef struct rm_cuda_plan_key {
     int kind;
-    int v[15];
+    int v[16];
 } rm_cuda_plan_key;
 
 /* The cached plan of key, or NULL. */

@@ -37,12 +37,12 @@ static conv_blocking conv_fast_blocking(const conv_geom *g)
 {
     size_t fwd = conv_ref_workspace(g, 0), bwd = conv_ref_workspace(g, 1), cap = fwd > bwd ? fwd : bwd;
     if (cap > CONV_COL_BLOCK_MAX) cap = CONV_COL_BLOCK_MAX;
-    size_t fit = cap / (g->kdim * sizeof(float));
+    size_t fit = cap / (g->krows * sizeof(float));
     if (fit < 1) fit = 1;
     conv_blocking b = {g->pdim < fit ? g->pdim : fit, 1};
     if (g->pdim < CONV_WIDE && g->n > 1) {
         size_t by_width = (CONV_WIDE + g->pdim - 1) / g->pdim,
-               by_room = cap / (((size_t)g->kdim + (size_t)g->cout) * g->pdim * sizeof(float));
+               by_room = cap / (((size_t)g->krows + (size_t)g->cout) * g->pdim * sizeof(float));
         size_t imgs = by_width < by_room ? by_width : by_room;
         if (imgs > (size_t)g->n) imgs = (size_t)g->n;
         if (imgs > 1) b.pixels = g->pdim, b.imgs = (int)imgs;
@@ -58,18 +58,18 @@ static size_t conv2d_fast_workspace(const rm_backend *be, const rm_layer_config 
     (void)be, (void)nin, (void)backward;
     conv_geom g = conv_geom_of(cfg, in[0], out);
     conv_blocking b = conv_fast_blocking(&g);
-    if (b.imgs > 1) return ((size_t)g.kdim + (size_t)g.cout) * g.pdim * (size_t)b.imgs * sizeof(float);
-    return conv_direct(&g) ? 0 : g.kdim * b.pixels * sizeof(float);
+    if (b.imgs > 1) return ((size_t)g.krows + (size_t)g.cout) * g.pdim * (size_t)b.imgs * sizeof(float);
+    return conv_direct(&g) ? 0 : g.krows * b.pixels * sizeof(float);
 }
 
-/* The output columns [lo, hi) of a row whose tap kx reads inside the input
- * (ix = ox * s - p + kx in [0, w)). */
-static void conv_valid_cols(int *lo, int *hi, int kx, const conv_geom *g)
+/* The output columns [lo, hi) of a row whose tap, tx columns from the
+ * pixel's (conv_tap_x), reads inside the input (ix = ox * sw + tx in [0, w)). */
+static void conv_valid_cols(int *lo, int *hi, int tx, const conv_geom *g)
 {
-    int a = g->p - kx; /* ox * s >= a */
-    *lo = a > 0 ? (a + g->s - 1) / g->s : 0;
-    int b = g->w - 1 + g->p - kx; /* ox * s <= b */
-    *hi = b < 0 ? 0 : b / g->s + 1;
+    int a = -tx; /* ox * sw >= a */
+    *lo = a > 0 ? (a + g->sw - 1) / g->sw : 0;
+    int b = g->w - 1 - tx; /* ox * sw <= b */
+    *hi = b < 0 ? 0 : b / g->sw + 1;
     if (*hi > g->wo) *hi = g->wo;
     if (*lo > *hi) *lo = *hi;
 }
@@ -83,12 +83,13 @@ static void conv_row_run(int *oy, int *ox0, int *ox1, size_t p, size_t end, cons
 
 /* A stride-1 convolution whose output is the input's size (padding
  * (k - 1) / 2, as every 3x3 of VGG, ResNet and U-Net): tap (ky, kx) of
- * output pixel q reads input element q + (ky - p) * w + (kx - p), one
- * constant offset, so a tap's row of the im2col matrix is one copy of the
- * input plane, then zeros where the tap falls in the padding. */
+ * output pixel q reads input element q + ty * w + tx (the tap's offsets,
+ * conv_tap_y/x), one constant offset, so a tap's row of the im2col matrix
+ * is one copy of the input plane, then zeros where the tap falls in the
+ * padding. */
 static int conv_same_size(const conv_geom *g)
 {
-    return g->s == 1 && g->ho == g->h && g->wo == g->w;
+    return g->sh == 1 && g->sw == 1 && g->ho == g->h && g->wo == g->w;
 }
 
 /* Tap (ky, kx) of a same-size convolution over the pixels [p0, end): the
@@ -98,7 +99,7 @@ static void conv_same_range(ptrdiff_t *off, size_t *a, size_t *b, const conv_geo
                             size_t end)
 {
     size_t plane = (size_t)g->h * g->w;
-    *off = (ptrdiff_t)(ky - g->p) * (ptrdiff_t)g->w + (kx - g->p);
+    *off = (ptrdiff_t)conv_tap_y(g, ky) * (ptrdiff_t)g->w + conv_tap_x(g, kx);
     *a = *off < 0 ? (size_t) - *off : 0, *b = *off > 0 ? plane - (size_t)*off : plane;
     if (*a < p0) *a = p0;
     if (*a > end) *a = end; /* a block that ends inside the top padding */
@@ -113,7 +114,7 @@ static void conv_same_zero_cols(float *o, size_t p0, size_t a, size_t b, int kx,
 {
     size_t w = (size_t)g->w;
     int lo, hi;
-    conv_valid_cols(&lo, &hi, kx, g);
+    conv_valid_cols(&lo, &hi, conv_tap_x(g, kx), g);
     for (size_t r = a / w * w; r < b; r += w) {
         for (size_t q = r; q < r + (size_t)lo; q++)
             if (q >= a && q < b) o[q - p0] = 0.0f;
@@ -122,13 +123,13 @@ static void conv_same_zero_cols(float *o, size_t p0, size_t a, size_t b, int kx,
     }
 }
 
-static void conv_im2col_same(float *restrict col /* kdim x ld */, size_t ld, const float *restrict x,
+static void conv_im2col_same(float *restrict col /* krows x ld */, size_t ld, const float *restrict x,
                              const conv_geom *g, size_t p0, size_t pn, int nt)
 {
-    const size_t taps = (size_t)g->k * g->k, plane = (size_t)g->h * g->w, end = p0 + pn;
+    const size_t taps = (size_t)g->kh * g->kw, plane = (size_t)g->h * g->w, end = p0 + pn;
     RM_CPU_PARALLEL_FOR(nt)
-    for (size_t kk = 0; kk < g->kdim; kk++) {
-        int ky = (int)(kk % taps) / g->k, kx = (int)(kk % taps) % g->k;
+    for (size_t kk = 0; kk < g->krows; kk++) {
+        int ky = (int)(kk % taps) / g->kw, kx = (int)(kk % taps) % g->kw;
         const float *in = x + kk / taps * plane;
         float *o = col + kk * ld; /* o[q - p0]: pixel q */
         ptrdiff_t off;
@@ -146,15 +147,15 @@ static void conv_im2col_same(float *restrict col /* kdim x ld */, size_t ld, con
  * plane in one contiguous run. Adding those zeros to a neighbouring row
  * leaves every sum's value as it was (x + 0 = x), and each element still
  * receives its taps in order. */
-static void conv_col2im_same(float *restrict dx /* cin x h x w */, float *restrict dcol /* kdim x ld */, size_t ld,
+static void conv_col2im_same(float *restrict dx /* cin x h x w */, float *restrict dcol /* krows x ld */, size_t ld,
                              const conv_geom *g, size_t p0, size_t pn, int nt)
 {
-    const size_t taps = (size_t)g->k * g->k, plane = (size_t)g->h * g->w, end = p0 + pn;
+    const size_t taps = (size_t)g->kh * g->kw, plane = (size_t)g->h * g->w, end = p0 + pn;
     RM_CPU_PARALLEL_FOR(nt)
     for (int ci = 0; ci < g->cin; ci++) {
         float *out = dx + (size_t)ci * plane;
         for (size_t t = 0; t < taps; t++) {
-            int ky = (int)t / g->k, kx = (int)t % g->k;
+            int ky = (int)t / g->kw, kx = (int)t % g->kw;
             float *d = dcol + ((size_t)ci * taps + t) * ld; /* d[q - p0]: pixel q */
             ptrdiff_t off;
             size_t a, b;
@@ -171,33 +172,34 @@ static void conv_col2im_same(float *restrict dx /* cin x h x w */, float *restri
 /* col[kk][j] (rows ld apart) for the pixels p0 .. p0+pn of one image, a
  * row of pixels at a time (the input row and the valid columns found once
  * per row); the tap rows kk are independent, split between nt threads. */
-static void conv_im2col_block(float *restrict col /* kdim x ld */, size_t ld, const float *restrict x /* cin x h x w */,
-                              const conv_geom *g, size_t p0, size_t pn, int nt)
+static void conv_im2col_block(float *restrict col /* krows x ld */, size_t ld,
+                              const float *restrict x /* cin x h x w */, const conv_geom *g, size_t p0, size_t pn,
+                              int nt)
 {
-    const size_t taps = (size_t)g->k * g->k;
+    const size_t taps = (size_t)g->kh * g->kw;
     if (conv_same_size(g)) {
         conv_im2col_same(col, ld, x, g, p0, pn, nt);
         return;
     }
     RM_CPU_PARALLEL_FOR(nt)
-    for (size_t kk = 0; kk < g->kdim; kk++) {
-        int ky = (int)(kk % taps) / g->k, kx = (int)(kk % taps) % g->k, lo, hi;
+    for (size_t kk = 0; kk < g->krows; kk++) {
+        int ty = conv_tap_y(g, (int)(kk % taps) / g->kw), tx = conv_tap_x(g, (int)(kk % taps) % g->kw), lo, hi;
         const float *plane = x + kk / taps * g->h * g->w;
         float *o = col + kk * ld; /* o[j]: pixel p0 + j */
-        conv_valid_cols(&lo, &hi, kx, g);
+        conv_valid_cols(&lo, &hi, tx, g);
         for (size_t p = p0; p < p0 + pn;) {
             int oy, ox0, ox1;
             conv_row_run(&oy, &ox0, &ox1, p, p0 + pn, g);
             float *r = o + (p - p0); /* r[ox - ox0] */
-            int iy = oy * g->s - g->p + ky, a = ox0 > lo ? ox0 : lo, b = ox1 < hi ? ox1 : hi;
+            int iy = oy * g->sh + ty, a = ox0 > lo ? ox0 : lo, b = ox1 < hi ? ox1 : hi;
             if (iy < 0 || iy >= g->h) a = b = ox1; /* all padding */
             if (b < a) b = a;
             const float *in = plane + (size_t)(iy < 0 ? 0 : iy) * g->w;
             for (int ox = ox0; ox < a; ox++) r[ox - ox0] = 0.0f;
-            if (g->s == 1 && b > a) /* a contiguous run of the input row */
-                memcpy(r + (a - ox0), in + (a - g->p + kx), (size_t)(b - a) * sizeof(float));
+            if (g->sw == 1 && b > a) /* a contiguous run of the input row */
+                memcpy(r + (a - ox0), in + (a + tx), (size_t)(b - a) * sizeof(float));
             else
-                for (int ox = a; ox < b; ox++) r[ox - ox0] = in[ox * g->s - g->p + kx];
+                for (int ox = a; ox < b; ox++) r[ox - ox0] = in[ox * g->sw + tx];
             for (int ox = b; ox < ox1; ox++) r[ox - ox0] = 0.0f;
             p += (size_t)(ox1 - ox0);
         }
@@ -208,10 +210,10 @@ static void conv_im2col_block(float *restrict col /* kdim x ld */, size_t ld, co
  * scattered back onto the image (col2im; dcol is scratch, which the
  * same-size path writes). Every input channel is one thread's and its taps
  * arrive in a fixed order, so the sums do not depend on nt. */
-static void conv_col2im_block(float *restrict dx /* cin x h x w */, float *restrict dcol /* kdim x ld */, size_t ld,
+static void conv_col2im_block(float *restrict dx /* cin x h x w */, float *restrict dcol /* krows x ld */, size_t ld,
                               const conv_geom *g, size_t p0, size_t pn, int nt)
 {
-    const size_t taps = (size_t)g->k * g->k;
+    const size_t taps = (size_t)g->kh * g->kw;
     if (conv_same_size(g)) {
         conv_col2im_same(dx, dcol, ld, g, p0, pn, nt);
         return;
@@ -220,23 +222,23 @@ static void conv_col2im_block(float *restrict dx /* cin x h x w */, float *restr
     for (int ci = 0; ci < g->cin; ci++) {
         float *plane = dx + (size_t)ci * g->h * g->w;
         for (size_t t = 0; t < taps; t++) {
-            int ky = (int)t / g->k, kx = (int)t % g->k, lo, hi;
+            int ty = conv_tap_y(g, (int)t / g->kw), tx = conv_tap_x(g, (int)t % g->kw), lo, hi;
             const float *d = dcol + ((size_t)ci * taps + t) * ld;
-            conv_valid_cols(&lo, &hi, kx, g);
+            conv_valid_cols(&lo, &hi, tx, g);
             for (size_t p = p0; p < p0 + pn;) {
                 int oy, ox0, ox1;
                 conv_row_run(&oy, &ox0, &ox1, p, p0 + pn, g);
                 const float *r = d + (p - p0); /* r[ox - ox0] */
-                int iy = oy * g->s - g->p + ky, a = ox0 > lo ? ox0 : lo, b = ox1 < hi ? ox1 : hi;
+                int iy = oy * g->sh + ty, a = ox0 > lo ? ox0 : lo, b = ox1 < hi ? ox1 : hi;
                 if (iy >= 0 && iy < g->h) {
                     float *out = plane + (size_t)iy * g->w;
-                    if (g->s == 1) { /* contiguous: vectorised, each element still one add per tap */
-                        float *o = out + (a - g->p + kx);
+                    if (g->sw == 1) { /* contiguous: vectorised, each element still one add per tap */
+                        float *o = out + (a + tx);
                         const float *q = r + (a - ox0);
 #pragma omp simd
                         for (int j = 0; j < b - a; j++) o[j] += q[j];
                     } else {
-                        for (int ox = a; ox < b; ox++) out[ox * g->s - g->p + kx] += r[ox - ox0];
+                        for (int ox = a; ox < b; ox++) out[ox * g->sw + tx] += r[ox - ox0];
                     }
                 }
                 p += (size_t)(ox1 - ox0);
@@ -254,16 +256,16 @@ static void conv_copy_rows(float *dst, size_t dld, const float *src, size_t sld,
 }
 
 /* The columns of images n0 .. n0+imgs (whole images, pdim each) side by
- * side in col (kdim x imgs*pdim): im2col, or the images' rows when direct. */
+ * side in col (krows x imgs*pdim): im2col, or the images' rows when direct. */
 static void conv_gather_cols(float *col, const float *x, const conv_geom *g, int n0, int imgs,
                              const rm_layer_call *call)
 {
     size_t xsize = (size_t)g->cin * g->h * g->w, ld = (size_t)imgs * g->pdim;
-    int nt = rm_call_threads(call, g->kdim * g->pdim);
+    int nt = rm_call_threads(call, g->krows * g->pdim);
     for (int i = 0; i < imgs; i++) {
         const float *xn = x + (size_t)(n0 + i) * xsize;
         if (conv_direct(g))
-            conv_copy_rows(col + (size_t)i * g->pdim, ld, xn, g->pdim, g->kdim, g->pdim, nt);
+            conv_copy_rows(col + (size_t)i * g->pdim, ld, xn, g->pdim, g->krows, g->pdim, nt);
         else
             conv_im2col_block(col + (size_t)i * g->pdim, ld, xn, g, 0, g->pdim, nt);
     }
@@ -276,7 +278,23 @@ static void conv_add_bias(float *yn /* cout x pdim */, const float *b, const con
         for (size_t i = 0; i < g->pdim; i++) yn[(size_t)co * g->pdim + i] += b[co];
 }
 
-/* y of image n, `block` pixels at a time through col (kdim x block floats),
+/* One product per group of channels, c_g = op(a_g) op(b_g) + beta c_g
+ * (m, n, k: one group's), each operand's group gi starting gi * its step
+ * floats after its first: the groups' rows of the weights, of the im2col
+ * matrix and of the outputs are consecutive (conv_geom.h). One group is
+ * one product. */
+static int conv_sgemm(const rm_backend *be, const conv_geom *g, int ta, int tb, size_t m, size_t n, size_t k,
+                      const float *a, size_t lda, size_t a_step, const float *b, size_t ldb, size_t b_step, float beta,
+                      float *c, size_t ldc, size_t c_step, const char *what, rm_err *e)
+{
+    int rc = RM_OK;
+    for (size_t gi = 0; !rc && gi < (size_t)g->groups; gi++)
+        rc = rm_cpu_sgemm(be, ta, tb, m, n, k, a + gi * a_step, lda, b + gi * b_step, ldb, beta, c + gi * c_step, ldc,
+                          what, e);
+    return rc;
+}
+
+/* y of image n, `block` pixels at a time through col (krows x block floats),
  * on gemm_be's threads (NULL: one) and nt threads for the loops. */
 static int conv_fast_forward_image(const rm_layer_call *call, const conv_geom *g, float *col, size_t block, int n,
                                    const rm_backend *gemm_be, int nt, rm_err *e)
@@ -293,8 +311,9 @@ static int conv_fast_forward_image(const rm_layer_call *call, const conv_geom *g
             conv_im2col_block(col, pn, xn, g, p0, pn, nt);
             c = col, ldc = pn;
         }
-        rc = rm_cpu_sgemm(gemm_be, 0, 0, (size_t)g->cout, pn, g->kdim, w, g->kdim, c, ldc, 0.0f, yn + p0, g->pdim,
-                          "conv forward", e);
+        size_t cog = (size_t)g->cog;
+        rc = conv_sgemm(gemm_be, g, 0, 0, cog, pn, g->kdim, w, g->kdim, cog * g->kdim, c, ldc, g->kdim * ldc, 0.0f,
+                        yn + p0, g->pdim, cog * g->pdim, "conv forward", e);
     }
     if (!rc && b) conv_add_bias(yn, b, g, nt);
     return rc;
@@ -322,7 +341,7 @@ static int conv_fast_forward_split(int *done, const rm_layer_call *call, const c
         rm_err mine = {RM_OK, ""};
         int r = RM_OK;
         for (int n = t * per; !r && n < g->n && n < (t + 1) * per; n++)
-            r = conv_fast_forward_image(call, g, ws + (size_t)t * g->kdim * share, share, n, NULL, 1, &mine);
+            r = conv_fast_forward_image(call, g, ws + (size_t)t * g->krows * share, share, n, NULL, 1, &mine);
         if (r) {
             RM_CPU_PRAGMA(omp critical(conv_fast_forward_split))
             if (!rc) rc = r, first = mine;
@@ -358,10 +377,11 @@ static int conv2d_fast_forward(const rm_layer_call *call, rm_err *e)
         if (bl.imgs > 1) { /* whole images: product into the buffer after the columns */
             int imgs = g.n - n < bl.imgs ? g.n - n : bl.imgs;
             size_t cols = (size_t)imgs * g.pdim;
-            float *col = ws, *out = col + g.kdim * cols;
+            float *col = ws, *out = col + g.krows * cols;
+            size_t cog = (size_t)g.cog;
             conv_gather_cols(col, x->data, &g, n, imgs, call);
-            rc = rm_cpu_sgemm(call->be, 0, 0, (size_t)g.cout, cols, g.kdim, w, g.kdim, col, cols, 0.0f, out, cols,
-                              "conv forward", e);
+            rc = conv_sgemm(call->be, &g, 0, 0, cog, cols, g.kdim, w, g.kdim, cog * g.kdim, col, cols, g.kdim * cols,
+                            0.0f, out, cols, cog * cols, "conv forward", e);
             for (int i = 0; !rc && i < imgs; i++) {
                 float *yn = call->out->data + (size_t)(n + i) * ysize;
                 conv_copy_rows(yn, g.pdim, out + (size_t)i * g.pdim, cols, (size_t)g.cout, g.pdim,
@@ -370,8 +390,8 @@ static int conv2d_fast_forward(const rm_layer_call *call, rm_err *e)
             }
             continue;
         }
-        rc =
-            conv_fast_forward_image(call, &g, ws, bl.pixels, n, call->be, rm_call_threads(call, g.kdim * bl.pixels), e);
+        rc = conv_fast_forward_image(call, &g, ws, bl.pixels, n, call->be, rm_call_threads(call, g.krows * bl.pixels),
+                                     e);
     }
     free(owned);
     return rc;
@@ -387,24 +407,25 @@ static int conv_fast_backward_images(const rm_layer_call *call, const conv_geom 
     rm_tensor *dx = call->din[0];
     rm_layer_params *prm = call->params;
     size_t xsize = (size_t)g->cin * g->h * g->w, ysize = (size_t)g->cout * g->pdim, cols = (size_t)imgs * g->pdim;
-    float *col = ws, *dyb = col + g->kdim * cols;
+    size_t cog = (size_t)g->cog, kdim = g->kdim;
+    float *col = ws, *dyb = col + g->krows * cols;
     int nt = rm_call_threads(call, ysize), rc = RM_OK;
     for (int i = 0; i < imgs; i++)
         conv_copy_rows(dyb + (size_t)i * g->pdim, cols, dy->data + (size_t)(n0 + i) * ysize, g->pdim, (size_t)g->cout,
                        g->pdim, nt);
     if (prm->dw.data) {
         conv_gather_cols(col, x->data, g, n0, imgs, call);
-        rc = rm_cpu_sgemm(call->be, 0, 1, (size_t)g->cout, g->kdim, cols, dyb, cols, col, cols, n0 == 0 ? 0.0f : 1.0f,
-                          prm->dw.data, g->kdim, "conv backward (weights)", e);
+        rc = conv_sgemm(call->be, g, 0, 1, cog, kdim, cols, dyb, cols, cog * cols, col, cols, kdim * cols,
+                        n0 == 0 ? 0.0f : 1.0f, prm->dw.data, kdim, cog * kdim, "conv backward (weights)", e);
     }
     if (rc || !dx || !dx->data) return rc;
-    rc = rm_cpu_sgemm(call->be, 1, 0, g->kdim, cols, (size_t)g->cout, prm->w.data, g->kdim, dyb, cols, 0.0f, col, cols,
-                      "conv backward (data)", e);
-    nt = rm_call_threads(call, g->kdim * g->pdim);
+    rc = conv_sgemm(call->be, g, 1, 0, kdim, cols, cog, prm->w.data, kdim, cog * kdim, dyb, cols, cog * cols, 0.0f, col,
+                    cols, kdim * cols, "conv backward (data)", e);
+    nt = rm_call_threads(call, g->krows * g->pdim);
     for (int i = 0; !rc && i < imgs; i++) {
         float *dxn = dx->data + (size_t)(n0 + i) * xsize;
         if (conv_direct(g)) {
-            conv_copy_rows(dxn, g->pdim, col + (size_t)i * g->pdim, cols, g->kdim, g->pdim, nt);
+            conv_copy_rows(dxn, g->pdim, col + (size_t)i * g->pdim, cols, g->krows, g->pdim, nt);
         } else {
             memset(dxn, 0, xsize * sizeof(float));
             conv_col2im_block(dxn, col + (size_t)i * g->pdim, cols, g, 0, g->pdim, nt);
@@ -430,6 +451,7 @@ static int conv2d_fast_backward(const rm_layer_call *call, rm_err *e)
         &ws, &owned, call, conv2d_fast_workspace(call->be, call->cfg, &x->shape, 1, dy->shape, 1), "conv backward", e);
     if (rc) return rc;
     const float *w = prm->w.data;
+    const size_t cog = (size_t)g.cog, kdim = g.kdim;
     for (int n = 0; !rc && n < g.n; n += bl.imgs) {
         if (bl.imgs > 1) {
             rc = conv_fast_backward_images(call, &g, ws, n, g.n - n < bl.imgs ? g.n - n : bl.imgs, e);
@@ -440,7 +462,7 @@ static int conv2d_fast_backward(const rm_layer_call *call, rm_err *e)
         if (dxn && !direct) memset(dxn, 0, xsize * sizeof(float));
         for (size_t p0 = 0; !rc && p0 < g.pdim; p0 += bl.pixels) {
             size_t pn = g.pdim - p0 < bl.pixels ? g.pdim - p0 : bl.pixels;
-            int first = n == 0 && p0 == 0, nt = rm_call_threads(call, g.kdim * pn);
+            int first = n == 0 && p0 == 0, nt = rm_call_threads(call, g.krows * pn);
             if (prm->dw.data) {
                 const float *col = xn + p0;
                 size_t ldcol = g.pdim;
@@ -448,17 +470,18 @@ static int conv2d_fast_backward(const rm_layer_call *call, rm_err *e)
                     conv_im2col_block(ws, pn, xn, &g, p0, pn, nt);
                     col = ws, ldcol = pn;
                 }
-                rc = rm_cpu_sgemm(call->be, 0, 1, (size_t)g.cout, g.kdim, pn, dyn + p0, g.pdim, col, ldcol,
-                                  first ? 0.0f : 1.0f, prm->dw.data, g.kdim, "conv backward (weights)", e);
+                rc = conv_sgemm(call->be, &g, 0, 1, cog, kdim, pn, dyn + p0, g.pdim, cog * g.pdim, col, ldcol,
+                                kdim * ldcol, first ? 0.0f : 1.0f, prm->dw.data, kdim, cog * kdim,
+                                "conv backward (weights)", e);
             }
             if (rc || !dxn) continue;
             if (direct) { /* the column gradient is the input gradient */
-                rc = rm_cpu_sgemm(call->be, 1, 0, g.kdim, pn, (size_t)g.cout, w, g.kdim, dyn + p0, g.pdim, 0.0f,
-                                  dxn + p0, g.pdim, "conv backward (data)", e);
+                rc = conv_sgemm(call->be, &g, 1, 0, kdim, pn, cog, w, kdim, cog * kdim, dyn + p0, g.pdim, cog * g.pdim,
+                                0.0f, dxn + p0, g.pdim, kdim * g.pdim, "conv backward (data)", e);
                 continue;
             }
-            rc = rm_cpu_sgemm(call->be, 1, 0, g.kdim, pn, (size_t)g.cout, w, g.kdim, dyn + p0, g.pdim, 0.0f, ws, pn,
-                              "conv backward (data)", e);
+            rc = conv_sgemm(call->be, &g, 1, 0, kdim, pn, cog, w, kdim, cog * kdim, dyn + p0, g.pdim, cog * g.pdim,
+                            0.0f, ws, pn, kdim * pn, "conv backward (data)", e);
             if (!rc) conv_col2im_block(dxn, ws, pn, &g, p0, pn, nt);
         }
     }

@@ -42,7 +42,7 @@ extern "C" int rm_avgpool2d_forward_cuda(const rm_layer_call *call, rm_err *e)
 {
     rm_shape s = call->in[0]->shape;
     pool_geom g = pool_geom_of(call->cfg, s, call->out->shape);
-    double inv_area = 1.0 / ((double)call->cfg->kernel * call->cfg->kernel);
+    double inv_area = 1.0 / ((double)call->cfg->kernel.h * call->cfg->kernel.h);
     avgpool2d_forward_kernel<<<rm_cuda_blocks(rm_tensor_numel(call->out)), RM_THREADS, 0, rm_cuda_stream(call->be)>>>(
         call->out->data, call->in[0]->data, (size_t)s.n * s.c, g, inv_area);
     RM_CUDA_LAUNCHED(e, "avgpool2d_forward_kernel");
@@ -55,7 +55,7 @@ extern "C" int rm_avgpool2d_backward_cuda(const rm_layer_call *call, rm_err *e)
     if (!dx || !dx->data) return RM_OK;
     rm_shape s = dx->shape;
     pool_geom g = pool_geom_of(call->cfg, s, call->dout->shape);
-    double inv_area = 1.0 / ((double)call->cfg->kernel * call->cfg->kernel);
+    double inv_area = 1.0 / ((double)call->cfg->kernel.h * call->cfg->kernel.h);
     avgpool2d_backward_kernel<<<rm_cuda_blocks(rm_tensor_numel(dx)), RM_THREADS, 0, rm_cuda_stream(call->be)>>>(
         dx->data, call->dout->data, (size_t)s.n * s.c, g, inv_area);
     RM_CUDA_LAUNCHED(e, "avgpool2d_backward_kernel");

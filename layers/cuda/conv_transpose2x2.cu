@@ -244,7 +244,8 @@ static int convt_plan(rm_cudnn_conv **plan, int *owned, const rm_backend *be, co
     rm_shape xs = rm_shape_make(g.n, g.cin, g.h, g.w), ys = rm_shape_make(g.n, g.cout, 2 * g.h, 2 * g.w);
     size_t cap = rm_conv_transpose2x2_workspace_cuda(cfg, &xs, 1, ys, 0);
     /* The ordinary convolution: (n, cout, 2h, 2w) -> (n, cin, h, w), filter (cin, cout, 2, 2). */
-    return rm_cudnn_conv_get(plan, owned, be, CONVT_PLAN_TAG, g.n, g.cout, 2 * g.h, 2 * g.w, g.cin, 2, 2, 0, cap, e);
+    const rm_cudnn_conv_desc d = {g.n, g.cout, 2 * g.h, 2 * g.w, g.cin, 2, 2, 2, 2, 0, 0, 1, 1, 1};
+    return rm_cudnn_conv_get(plan, owned, be, CONVT_PLAN_TAG, &d, cap, e);
 }
 
 static int cudnn_forward(const rm_layer_call *call, const convt_geom &g, cudaStream_t st, int *done, rm_err *e)

@@ -82,20 +82,23 @@ void rm_cudnn_conv_free(void *p)
 }
 
 /* Descriptors only: creating them allocates host memory, never device memory. */
-static int conv_plan_create(rm_cudnn_conv *plan, int n, int c, int h, int w, int k, int r, int s, int p, rm_err *e)
+static int conv_plan_create(rm_cudnn_conv *plan, const rm_cudnn_conv_desc *d, rm_err *e)
 {
     RM_CUDNN_CHECK(cudnnCreateTensorDescriptor(&plan->x), e, "cudnnCreateTensorDescriptor(x)");
     RM_CUDNN_CHECK(cudnnCreateTensorDescriptor(&plan->y), e, "cudnnCreateTensorDescriptor(y)");
     RM_CUDNN_CHECK(cudnnCreateFilterDescriptor(&plan->w), e, "cudnnCreateFilterDescriptor");
     RM_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&plan->conv), e, "cudnnCreateConvolutionDescriptor");
-    RM_CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w), e,
+    RM_CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, d->n, d->c, d->h, d->w), e,
                    "cudnnSetTensor4dDescriptor(x)");
-    RM_CUDNN_CHECK(cudnnSetFilter4dDescriptor(plan->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, k, c, r, r), e,
-                   "cudnnSetFilter4dDescriptor");
-    /* Cross-correlation, as the CPU reference computes (no kernel flip). */
     RM_CUDNN_CHECK(
-        cudnnSetConvolution2dDescriptor(plan->conv, p, p, s, s, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT), e,
-        "cudnnSetConvolution2dDescriptor");
+        cudnnSetFilter4dDescriptor(plan->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, d->k, d->c / d->groups, d->kh, d->kw),
+        e, "cudnnSetFilter4dDescriptor");
+    /* Cross-correlation, as the CPU reference computes (no kernel flip). */
+    RM_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(plan->conv, d->ph, d->pw, d->sh, d->sw, d->dh, d->dw,
+                                                   CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+                   e, "cudnnSetConvolution2dDescriptor");
+    if (d->groups > 1)
+        RM_CUDNN_CHECK(cudnnSetConvolutionGroupCount(plan->conv, d->groups), e, "cudnnSetConvolutionGroupCount");
     int on = 0, oc = 0, oh = 0, ow = 0;
     RM_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(plan->conv, plan->x, plan->w, &on, &oc, &oh, &ow), e,
                    "cudnnGetConvolution2dForwardOutputDim");
@@ -104,15 +107,31 @@ static int conv_plan_create(rm_cudnn_conv *plan, int n, int c, int h, int w, int
     return RM_OK;
 }
 
-int rm_cudnn_conv_get(rm_cudnn_conv **out, int *owned, const rm_backend *be, int tag, int n, int c, int h, int w, int k,
-                      int r, int s, int p, size_t cap, rm_err *e)
+int rm_cudnn_conv_get(rm_cudnn_conv **out, int *owned, const rm_backend *be, int tag, const rm_cudnn_conv_desc *d,
+                      size_t cap, rm_err *e)
 {
     *out = NULL;
     *owned = 0;
     rm_cuda_plan_key key;
     memset(&key, 0, sizeof key);
     key.kind = tag;
-    int v[] = {n, c, h, w, k, r, s, p, (int)(cap >> 20), (int)(cap & 0xfffff)};
+    int v[] = {d->n,
+               d->c,
+               d->h,
+               d->w,
+               d->k,
+               d->kh,
+               d->kw,
+               d->sh,
+               d->sw,
+               d->ph,
+               d->pw,
+               d->dh,
+               d->dw,
+               d->groups,
+               (int)(cap >> 20),
+               (int)(cap & 0xfffff)};
+    static_assert(sizeof v == sizeof key.v, "the plan key holds the whole description");
     memcpy(key.v, v, sizeof v);
     rm_cudnn_conv *plan = (rm_cudnn_conv *)rm_cuda_plan_find(be, &key);
     if (plan) {
@@ -123,7 +142,7 @@ int rm_cudnn_conv_get(rm_cudnn_conv **out, int *owned, const rm_backend *be, int
     plan = (rm_cudnn_conv *)calloc(1, sizeof *plan);
     if (!plan) return rm_errorf(e, RM_ERR_NOMEM, "cudnn convolution: out of memory");
     plan->cap = cap;
-    int rc = conv_plan_create(plan, n, c, h, w, k, r, s, p, e);
+    int rc = conv_plan_create(plan, d, e);
     if (rc) {
         rm_cudnn_conv_free(plan);
         return rc;

@@ -66,7 +66,7 @@ static inline int rm_cudnn_not_supported(cudnnStatus_t st)
 
 typedef enum rm_conv_dir { RM_CONV_FWD = 0, RM_CONV_BWD_DATA, RM_CONV_BWD_FILTER, RM_CONV_DIRS } rm_conv_dir;
 
-/* One forward convolution's cuDNN descriptors (x: n,c,h,w; w: k,c,r,r; y)
+/* One forward convolution's cuDNN descriptors (x: n,c,h,w; w: k,c/groups,kh,kw; y)
  * and, per direction, the algorithm chosen (lazily) and its workspace.
  * state: 0 not chosen yet, 1 chosen, -1 none allowed fits or cuDNN rejected
  * the configuration (the caller runs the hand-written kernels). */
@@ -81,13 +81,19 @@ typedef struct rm_cudnn_conv {
     size_t cap; /* the workspace the algorithms had to fit */
 } rm_cudnn_conv;
 
-/* The plan of the forward convolution x (n, c, h, w) -> y (n, k, ho, wo)
- * with an r x r filter, stride s, padding p; tag tells its users apart.
- * From the backend's cache, else created (and cached when there is room:
- * otherwise *owned is set and the caller frees it with rm_cudnn_conv_free
- * after queuing its last use). */
-int rm_cudnn_conv_get(rm_cudnn_conv **plan, int *owned, const rm_backend *be, int tag, int n, int c, int h, int w,
-                      int k, int r, int s, int p, size_t cap, rm_err *e);
+/* A forward convolution x (n, c, h, w) -> y (n, k, ho, wo) with a kh x kw
+ * filter over c / groups channels, stride, padding on each side and
+ * dilation per axis. */
+typedef struct rm_cudnn_conv_desc {
+    int n, c, h, w, k;
+    int kh, kw, sh, sw, ph, pw, dh, dw, groups;
+} rm_cudnn_conv_desc;
+
+/* The plan of d; tag tells its users apart. From the backend's cache, else
+ * created (and cached when there is room: otherwise *owned is set and the
+ * caller frees it with rm_cudnn_conv_free after queuing its last use). */
+int rm_cudnn_conv_get(rm_cudnn_conv **plan, int *owned, const rm_backend *be, int tag, const rm_cudnn_conv_desc *d,
+                      size_t cap, rm_err *e);
 void rm_cudnn_conv_free(void *plan);
 /* Chooses the algorithm of dir once (fastest allowed by the backend's
  * settings whose workspace fits plan->cap); *ok = 0 when there is none. */

@@ -12,7 +12,7 @@ typedef struct pool_geom {
 
 static inline pool_geom pool_geom_of(const rm_layer_config *cfg, rm_shape in, rm_shape out)
 {
-    pool_geom g = {in.h, in.w, out.h, out.w, cfg->kernel, cfg->stride, cfg->pad};
+    pool_geom g = {in.h, in.w, out.h, out.w, cfg->kernel.h, cfg->stride.h, cfg->pad.h};
     return g;
 }
 

@@ -119,7 +119,8 @@ Test(cuda_backend, kernel_table_follows_the_library)
     rm_backend *be = gpu();
     rm_err e = {0};
     const rm_layer_desc *d = rm_layer_desc_of(RM_LAYER_CONV2D);
-    rm_layer_config cfg = {.kind = RM_LAYER_CONV2D, .out_channels = 8, .kernel = 3, .stride = 1, .pad = 1};
+    rm_layer_config cfg = {
+        .kind = RM_LAYER_CONV2D, .out_channels = 8, .kernel = {3, 3}, .stride = {1, 1}, .pad = {1, 1}};
     rm_shape in = rm_shape_make(2, 4, 8, 8), out = rm_shape_make(2, 8, 8, 8);
     cr_assert_eq(rm_backend_cuda_set_kernels(be, RM_CUDA_KERNELS_HANDWRITTEN, &e), RM_OK, "%s", e.msg);
     cr_expect_eq(rm_layer_workspace_bytes_device(d, be, &cfg, &in, 1, out, 1), 0);

@@ -310,7 +310,8 @@ static ecase make_case(const char *name, rm_layer_kind kind, rm_shape in)
 static ecase conv_case(const char *name, rm_shape in, int cout, int k, int s, int p, int bias)
 {
     ecase c = make_case(name, RM_LAYER_CONV2D, in);
-    c.cfg.out_channels = cout, c.cfg.kernel = k, c.cfg.stride = s, c.cfg.pad = p, c.cfg.bias = bias;
+    c.cfg.out_channels = cout, c.cfg.kernel = rm_hw_square(k), c.cfg.stride = rm_hw_square(s),
+    c.cfg.pad = rm_hw_square(p), c.cfg.bias = bias;
     return c;
 }
 
@@ -333,12 +334,25 @@ static void conv_cases(rm_cuda_kernel_lib lib)
         conv_case("k1s2p0", rm_shape_make(3, 13, 9, 11), 15, 1, 2, 0, 0),
     };
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) run_case(lib, RM_LAYER_CONV2D, &cs[i]);
+    /* grouped (also direct 1x1, and one filter pair per channel), rectangular, dilated, all at once */
+    ecase gs[] = {
+        conv_case("g4k3s1p1", rm_shape_make(2, 8, 9, 7), 12, 3, 1, 1, 1),
+        conv_case("g2k1s1p0", rm_shape_make(3, 6, 5, 4), 4, 1, 1, 0, 0),
+        conv_case("g8k3s2p1", rm_shape_make(2, 8, 9, 9), 16, 3, 2, 1, 1),
+        conv_case("1x7p0x3", rm_shape_make(2, 3, 8, 11), 4, 1, 1, 0, 1),
+        conv_case("g2-3x5s2x1d2", rm_shape_make(2, 4, 13, 12), 6, 3, 2, 2, 1),
+    };
+    gs[0].cfg.groups = 4, gs[1].cfg.groups = 2, gs[2].cfg.groups = 8;
+    gs[3].cfg.kernel = (rm_hw){1, 7}, gs[3].cfg.pad = (rm_hw){0, 3};
+    gs[4].cfg.kernel = (rm_hw){3, 5}, gs[4].cfg.stride = (rm_hw){2, 1}, gs[4].cfg.dilation = rm_hw_square(2);
+    gs[4].cfg.groups = 2;
+    for (size_t i = 0; i < sizeof gs / sizeof gs[0]; i++) run_case(lib, RM_LAYER_CONV2D, &gs[i]);
     rm_rng rng = rm_rng_make(0xc0417u + (uint64_t)lib);
     int k = odd_in(&rng, 1, 5);
     ecase r = conv_case(
         "random", rm_shape_make(odd_in(&rng, 1, 3), odd_in(&rng, 1, 19), odd_in(&rng, 7, 17), odd_in(&rng, 7, 17)),
         odd_in(&rng, 1, 21), k, 1 + (int)(rm_rng_next(&rng) % 2), k / 2, (int)(rm_rng_next(&rng) % 2));
-    snprintf(r.name, sizeof r.name, "random-%dx%dx%dx%d-k%ds%d", r.in.n, r.in.c, r.in.h, r.in.w, k, r.cfg.stride);
+    snprintf(r.name, sizeof r.name, "random-%dx%dx%dx%d-k%ds%d", r.in.n, r.in.c, r.in.h, r.in.w, k, r.cfg.stride.h);
     run_case(lib, RM_LAYER_CONV2D, &r);
 }
 

@@ -276,17 +276,31 @@ static rm_layer_config cfg_of(rm_layer_kind kind)
 Test(cuda_layers, conv2d)
 {
     lcase c = {"k3s2p1", cfg_of(RM_LAYER_CONV2D), {SHAPE(3, 5, 11, 13)}, 1, 1, 0};
-    c.cfg.out_channels = 7, c.cfg.kernel = 3, c.cfg.stride = 2, c.cfg.pad = 1, c.cfg.bias = 1;
+    c.cfg.out_channels = 7, c.cfg.kernel = rm_hw_square(3), c.cfg.stride = rm_hw_square(2), c.cfg.pad = rm_hw_square(1),
+    c.cfg.bias = 1;
     run_case(RM_LAYER_CONV2D, &c);
     lcase c1 = {"k1s1p0", cfg_of(RM_LAYER_CONV2D), {SHAPE(2, 3, 7, 5)}, 1, 1, 0};
-    c1.cfg.out_channels = 5, c1.cfg.kernel = 1, c1.cfg.stride = 1;
+    c1.cfg.out_channels = 5, c1.cfg.kernel = rm_hw_square(1), c1.cfg.stride = rm_hw_square(1);
     run_case(RM_LAYER_CONV2D, &c1);
     lcase c5 = {"k5s1p2", cfg_of(RM_LAYER_CONV2D), {SHAPE(1, 2, 9, 7)}, 1, 1, 0};
-    c5.cfg.out_channels = 3, c5.cfg.kernel = 5, c5.cfg.stride = 1, c5.cfg.pad = 2, c5.cfg.bias = 1;
+    c5.cfg.out_channels = 3, c5.cfg.kernel = rm_hw_square(5), c5.cfg.stride = rm_hw_square(1),
+    c5.cfg.pad = rm_hw_square(2), c5.cfg.bias = 1;
     run_case(RM_LAYER_CONV2D, &c5);
     lcase c3 = {"k3s3p0", cfg_of(RM_LAYER_CONV2D), {SHAPE(3, 3, 13, 11)}, 1, 1, 0};
-    c3.cfg.out_channels = 9, c3.cfg.kernel = 3, c3.cfg.stride = 3, c3.cfg.bias = 1;
+    c3.cfg.out_channels = 9, c3.cfg.kernel = rm_hw_square(3), c3.cfg.stride = rm_hw_square(3), c3.cfg.bias = 1;
     run_case(RM_LAYER_CONV2D, &c3);
+    /* grouped (two filters per group of 2 channels), rectangular with per-axis padding, dilated */
+    lcase g = {"g3k3s1p1", cfg_of(RM_LAYER_CONV2D), {SHAPE(2, 6, 7, 9)}, 1, 1, 0};
+    g.cfg.out_channels = 9, g.cfg.kernel = rm_hw_square(3), g.cfg.stride = rm_hw_square(1), g.cfg.pad = rm_hw_square(1);
+    g.cfg.groups = 3, g.cfg.bias = 1;
+    run_case(RM_LAYER_CONV2D, &g);
+    lcase r = {"1x7s2x1p0x3", cfg_of(RM_LAYER_CONV2D), {SHAPE(2, 3, 9, 11)}, 1, 1, 0};
+    r.cfg.out_channels = 4, r.cfg.kernel = (rm_hw){1, 7}, r.cfg.stride = (rm_hw){2, 1}, r.cfg.pad = (rm_hw){0, 3};
+    run_case(RM_LAYER_CONV2D, &r);
+    lcase d = {"g2k3d2p2", cfg_of(RM_LAYER_CONV2D), {SHAPE(1, 4, 10, 9)}, 1, 1, 0};
+    d.cfg.out_channels = 6, d.cfg.kernel = rm_hw_square(3), d.cfg.stride = rm_hw_square(1), d.cfg.pad = rm_hw_square(2);
+    d.cfg.dilation = rm_hw_square(2), d.cfg.groups = 2, d.cfg.bias = 1;
+    run_case(RM_LAYER_CONV2D, &d);
 }
 
 /* Depthwise: stride 2 with and without padding, 1x1 and 5x5 filters,
@@ -294,16 +308,16 @@ Test(cuda_layers, conv2d)
 Test(cuda_layers, dwconv2d)
 {
     lcase c = {"k3s2p1", cfg_of(RM_LAYER_DWCONV2D), {SHAPE(3, 5, 11, 13)}, 1, 1, 0};
-    c.cfg.kernel = 3, c.cfg.stride = 2, c.cfg.pad = 1, c.cfg.bias = 1;
+    c.cfg.kernel = rm_hw_square(3), c.cfg.stride = rm_hw_square(2), c.cfg.pad = rm_hw_square(1), c.cfg.bias = 1;
     run_case(RM_LAYER_DWCONV2D, &c);
     lcase c0 = {"k3s2p0", cfg_of(RM_LAYER_DWCONV2D), {SHAPE(2, 4, 9, 6)}, 1, 1, 0};
-    c0.cfg.kernel = 3, c0.cfg.stride = 2, c0.cfg.pad = 0, c0.cfg.bias = 0;
+    c0.cfg.kernel = rm_hw_square(3), c0.cfg.stride = rm_hw_square(2), c0.cfg.pad = rm_hw_square(0), c0.cfg.bias = 0;
     run_case(RM_LAYER_DWCONV2D, &c0);
     lcase c1 = {"k1s1p0", cfg_of(RM_LAYER_DWCONV2D), {SHAPE(2, 3, 7, 5)}, 1, 1, 0};
-    c1.cfg.kernel = 1, c1.cfg.stride = 1, c1.cfg.bias = 1;
+    c1.cfg.kernel = rm_hw_square(1), c1.cfg.stride = rm_hw_square(1), c1.cfg.bias = 1;
     run_case(RM_LAYER_DWCONV2D, &c1);
     lcase c5 = {"k5s1p2", cfg_of(RM_LAYER_DWCONV2D), {SHAPE(2, 3, 8, 10)}, 1, 1, 0};
-    c5.cfg.kernel = 5, c5.cfg.stride = 1, c5.cfg.pad = 2, c5.cfg.bias = 0;
+    c5.cfg.kernel = rm_hw_square(5), c5.cfg.stride = rm_hw_square(1), c5.cfg.pad = rm_hw_square(2), c5.cfg.bias = 0;
     run_case(RM_LAYER_DWCONV2D, &c5);
 }
 
@@ -344,24 +358,24 @@ Test(cuda_layers, relu)
 Test(cuda_layers, maxpool2d)
 {
     lcase c = {"k3s2p1", cfg_of(RM_LAYER_MAXPOOL2D), {SHAPE(3, 5, 11, 9)}, 1, 1, 0};
-    c.cfg.kernel = 3, c.cfg.stride = 2, c.cfg.pad = 1;
+    c.cfg.kernel = rm_hw_square(3), c.cfg.stride = rm_hw_square(2), c.cfg.pad = rm_hw_square(1);
     run_case(RM_LAYER_MAXPOOL2D, &c);
     lcase c2 = {"k2s2p0", cfg_of(RM_LAYER_MAXPOOL2D), {SHAPE(2, 3, 7, 13)}, 1, 1, 0};
-    c2.cfg.kernel = 2, c2.cfg.stride = 2;
+    c2.cfg.kernel = rm_hw_square(2), c2.cfg.stride = rm_hw_square(2);
     run_case(RM_LAYER_MAXPOOL2D, &c2);
     /* ceil_mode: the last row and column of windows overhang the input. */
     lcase c3 = {"k3s2p0ceil", cfg_of(RM_LAYER_MAXPOOL2D), {SHAPE(2, 3, 8, 10)}, 1, 1, 0};
-    c3.cfg.kernel = 3, c3.cfg.stride = 2, c3.cfg.ceil_mode = 1;
+    c3.cfg.kernel = rm_hw_square(3), c3.cfg.stride = rm_hw_square(2), c3.cfg.ceil_mode = 1;
     run_case(RM_LAYER_MAXPOOL2D, &c3);
 }
 
 Test(cuda_layers, avgpool2d)
 {
     lcase c = {"k3s2p1", cfg_of(RM_LAYER_AVGPOOL2D), {SHAPE(3, 5, 11, 9)}, 1, 1, 0};
-    c.cfg.kernel = 3, c.cfg.stride = 2, c.cfg.pad = 1;
+    c.cfg.kernel = rm_hw_square(3), c.cfg.stride = rm_hw_square(2), c.cfg.pad = rm_hw_square(1);
     run_case(RM_LAYER_AVGPOOL2D, &c);
     lcase c2 = {"k3s1p1", cfg_of(RM_LAYER_AVGPOOL2D), {SHAPE(2, 3, 7, 5)}, 1, 1, 0};
-    c2.cfg.kernel = 3, c2.cfg.stride = 1, c2.cfg.pad = 1;
+    c2.cfg.kernel = rm_hw_square(3), c2.cfg.stride = rm_hw_square(1), c2.cfg.pad = rm_hw_square(1);
     run_case(RM_LAYER_AVGPOOL2D, &c2);
 }
 

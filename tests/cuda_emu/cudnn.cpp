@@ -40,6 +40,7 @@ struct cudnnFilterStruct {
 struct cudnnConvolutionStruct {
     bool set;
     int ph, pw, u, v, dh, dw;
+    int groups; /* 0 until cudnnSetConvolutionGroupCount: one group */
     cudnnConvolutionMode_t mode;
     cudnnDataType_t type;
     cudnnMathType_t math;
@@ -243,6 +244,15 @@ cudnnStatus_t cudnnSetConvolution2dDescriptor(cudnnConvolutionDescriptor_t d, in
     return CUDNN_STATUS_SUCCESS;
 }
 
+cudnnStatus_t cudnnSetConvolutionGroupCount(cudnnConvolutionDescriptor_t d, int groupCount)
+{
+    const char *fn = "cudnnSetConvolutionGroupCount";
+    if (!alive(d, CONV)) return fail(CUDNN_STATUS_BAD_PARAM, fn, "invalid descriptor");
+    if (groupCount < 1) return fail(CUDNN_STATUS_BAD_PARAM, fn, "group count %d is not positive", groupCount);
+    d->groups = groupCount;
+    return CUDNN_STATUS_SUCCESS;
+}
+
 cudnnStatus_t cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t d, cudnnMathType_t mathType)
 {
     const char *fn = "cudnnSetConvolutionMathType";
@@ -255,10 +265,13 @@ cudnnStatus_t cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t d, cudnnM
 }
 
 /* ---- convolution geometry ---- */
-/* One convolution: input n x c x h x w, filter k x c x r x s, output
- * n x k x oh x ow, oh = 1 + (h + 2 ph - ((r - 1) dh + 1)) / u (likewise ow). */
+/* One convolution: input n x (c * groups) x h x w, filter k x c x r x s,
+ * output n x k x oh x ow, oh = 1 + (h + 2 ph - ((r - 1) dh + 1)) / u
+ * (likewise ow). Output channel k reads the input channels of its group,
+ * in_channel(g, k, c). */
 struct geom {
     int n, c, h, w, k, r, s, oh, ow;
+    int groups;
     int ph, pw, u, v, dh, dw;
     bool flip; /* CUDNN_CONVOLUTION: the filter is applied flipped */
 };
@@ -283,13 +296,18 @@ static cudnnStatus_t conv_geom(geom *g, const char *fn, const cudnnTensorStruct 
     if (!alive(d, CONV) || !d->set) return fail(CUDNN_STATUS_BAD_PARAM, fn, "invalid convolution descriptor");
     if (y)
         if (cudnnStatus_t st = check_tensor(y, fn, "output")) return st;
-    if (x->c != f->c) return fail(CUDNN_STATUS_BAD_PARAM, fn, "input has %d channels, the filter %d", x->c, f->c);
+    int groups = d->groups > 0 ? d->groups : 1;
+    if (x->c != f->c * groups)
+        return fail(CUDNN_STATUS_BAD_PARAM, fn, "input has %d channels, the filter %d in each of %d groups", x->c, f->c,
+                    groups);
+    if (f->k % groups)
+        return fail(CUDNN_STATUS_BAD_PARAM, fn, "%d output channels do not split into %d groups", f->k, groups);
     int er = (f->r - 1) * d->dh + 1, es = (f->s - 1) * d->dw + 1;
     if (er > x->h + 2 * d->ph || es > x->w + 2 * d->pw)
         return fail(CUDNN_STATUS_BAD_PARAM, fn, "filter %dx%d (dilated) is larger than the padded input %dx%d", er, es,
                     x->h + 2 * d->ph, x->w + 2 * d->pw);
     *g = geom{x->n,
-              x->c,
+              f->c,
               x->h,
               x->w,
               f->k,
@@ -297,6 +315,7 @@ static cudnnStatus_t conv_geom(geom *g, const char *fn, const cudnnTensorStruct 
               f->s,
               1 + (x->h + 2 * d->ph - er) / d->u,
               1 + (x->w + 2 * d->pw - es) / d->v,
+              groups,
               d->ph,
               d->pw,
               d->u,
@@ -580,6 +599,12 @@ static size_t at(const cudnnTensorStruct *t, int n, int c, int h, int w)
 {
     return n * t->sn + c * t->sc + h * t->sh + w * t->sw;
 }
+/* The input channel that filter channel c of output channel k reads. */
+static int in_channel(const geom &g, int k, int c)
+{
+    return k / (g.k / g.groups) * g.c + c;
+}
+
 /* The filter element (KCRS) applied at tap (r, s): flipped for CUDNN_CONVOLUTION. */
 static size_t filter_at(const geom &g, int k, int c, int r, int s)
 {
@@ -692,7 +717,7 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha, c
                             for (int s = 0; s < g.s; s++) {
                                 int iw = ow * g.v - g.pw + s * g.dw;
                                 if (iw < 0 || iw >= g.w) continue;
-                                acc += operand(xf[at(xDesc, n, c, ih, iw)], tf) *
+                                acc += operand(xf[at(xDesc, n, in_channel(g, k, c), ih, iw)], tf) *
                                        operand(wf[filter_at(g, k, c, r, s)], tf);
                             }
                         }
@@ -726,7 +751,8 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alp
     /* Scattered from each dy element to the dx elements it was computed
      * from: in double in a fixed order, or (non-deterministic) in float in
      * an order that changes from call to call. */
-    size_t plane = (size_t)g.c * g.h * g.w, outs = (size_t)g.k * g.oh * g.ow;
+    int cx = g.c * g.groups; /* dx's channels */
+    size_t plane = (size_t)cx * g.h * g.w, outs = (size_t)g.k * g.oh * g.ow;
     std::vector<double> acc(nondet ? 0 : (size_t)g.n * plane, 0.0);
     std::vector<float> accf(nondet ? (size_t)g.n * plane : 0, 0.0f);
     for (int n = 0; n < g.n; n++) {
@@ -742,7 +768,7 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alp
                     for (int s = 0; s < g.s; s++) {
                         int iw = ow * g.v - g.pw + s * g.dw;
                         if (iw < 0 || iw >= g.w) continue;
-                        size_t i = n * plane + ((size_t)c * g.h + ih) * g.w + iw;
+                        size_t i = n * plane + ((size_t)in_channel(g, k, c) * g.h + ih) * g.w + iw;
                         double p = d * operand(wf[filter_at(g, k, c, r, s)], tf);
                         if (nondet)
                             accf[i] += (float)p;
@@ -753,7 +779,7 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alp
         }
     }
     for (int n = 0; n < g.n; n++)
-        for (int c = 0; c < g.c; c++)
+        for (int c = 0; c < cx; c++)
             for (int h = 0; h < g.h; h++)
                 for (int w0 = 0; w0 < g.w; w0++) {
                     size_t i = n * plane + ((size_t)c * g.h + h) * g.w + w0;
@@ -800,8 +826,8 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void *a
                         int n = (int)(t / ((size_t)g.oh * g.ow)), oh = (int)(t / g.ow % g.oh), ow = (int)(t % g.ow);
                         int ih = oh * g.u - g.ph + r * g.dh, iw = ow * g.v - g.pw + s * g.dw;
                         if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w) continue;
-                        double p =
-                            operand(xf[at(xDesc, n, c, ih, iw)], tf) * operand(dyf[at(dyDesc, n, k, oh, ow)], tf);
+                        double p = operand(xf[at(xDesc, n, in_channel(g, k, c), ih, iw)], tf) *
+                                   operand(dyf[at(dyDesc, n, k, oh, ow)], tf);
                         if (nondet)
                             accf += (float)p;
                         else

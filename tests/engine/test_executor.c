@@ -753,13 +753,14 @@ static void expect_workspace_exact(const rm_layer_desc *d, rm_layer_config cfg, 
 
 Test(executor_workspace, layers_compute_the_same_in_a_given_workspace)
 {
-    rm_layer_config conv = {.kind = RM_LAYER_CONV2D, .out_channels = 5, .kernel = 3, .stride = 2, .pad = 1, .bias = 1};
+    rm_layer_config conv = {
+        .kind = RM_LAYER_CONV2D, .out_channels = 5, .kernel = {3, 3}, .stride = {2, 2}, .pad = {1, 1}, .bias = 1};
     expect_workspace_exact(&rm_conv2d_desc, conv, rm_shape_make(2, 3, 9, 7));
     rm_layer_config convt = {.kind = RM_LAYER_CONV_TRANSPOSE2X2, .out_channels = 3, .bias = 1};
     expect_workspace_exact(&rm_conv_transpose2x2_desc, convt, rm_shape_make(2, 4, 5, 3));
     rm_layer_config fc = {.kind = RM_LAYER_LINEAR, .out_channels = 7, .bias = 1};
     expect_workspace_exact(&rm_linear_desc, fc, rm_shape_make(3, 4, 2, 3));
-    rm_layer_config pool = {.kind = RM_LAYER_MAXPOOL2D, .kernel = 3, .stride = 2, .pad = 1};
+    rm_layer_config pool = {.kind = RM_LAYER_MAXPOOL2D, .kernel = {3, 3}, .stride = {2, 2}, .pad = {1, 1}};
     expect_workspace_exact(&rm_maxpool2d_desc, pool, rm_shape_make(2, 3, 7, 6));
     pool.kind = RM_LAYER_AVGPOOL2D;
     expect_workspace_exact(&rm_avgpool2d_desc, pool, rm_shape_make(2, 3, 7, 6));

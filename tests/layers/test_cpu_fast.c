@@ -66,10 +66,43 @@ static double *zeros(size_t n)
 /* One convolution problem and its exact answers: y, dx, dw, db in double,
  * each with the sum of the magnitudes of its terms (for the tolerance). */
 typedef struct conv_case {
-    char name[32]; /* an array: Criterion copies parameters into another process */
+    char name[40]; /* an array: Criterion copies parameters into another process */
     rm_shape x;
     int cout, k, s, p, bias;
+    int kw, sw, pw;  /* a rectangular window's width (k, s, p its height); 0: as the height */
+    int dil, groups; /* 0: 1 */
 } conv_case;
+
+/* The case's window, each 0 read as the struct says. */
+typedef struct conv_win {
+    int kh, kw, sh, sw, ph, pw, dil, groups;
+} conv_win;
+
+static conv_win conv_win_of(const conv_case *c)
+{
+    conv_win v = {c->k,
+                  c->kw ? c->kw : c->k,
+                  c->s,
+                  c->sw ? c->sw : c->s,
+                  c->p,
+                  c->kw || c->sw ? c->pw : c->p,
+                  c->dil ? c->dil : 1,
+                  c->groups ? c->groups : 1};
+    return v;
+}
+
+static rm_layer_config conv_case_cfg(const conv_case *c)
+{
+    conv_win v = conv_win_of(c);
+    return (rm_layer_config){.kind = RM_LAYER_CONV2D,
+                             .out_channels = c->cout,
+                             .kernel = {v.kh, v.kw},
+                             .stride = {v.sh, v.sw},
+                             .pad = {v.ph, v.pw},
+                             .dilation = {v.dil, v.dil},
+                             .groups = v.groups,
+                             .bias = c->bias};
+}
 
 typedef struct conv_exact {
     rm_shape y;
@@ -81,18 +114,22 @@ typedef struct conv_exact {
  * the padding. */
 static long tap_index(const conv_case *c, int ci, int oy, int ox, int ky, int kx)
 {
-    int iy = oy * c->s - c->p + ky, ix = ox * c->s - c->p + kx;
+    conv_win v = conv_win_of(c);
+    int iy = oy * v.sh - v.ph + ky * v.dil, ix = ox * v.sw - v.pw + kx * v.dil;
     if (iy < 0 || iy >= c->x.h || ix < 0 || ix >= c->x.w) return -1;
     return ((long)ci * c->x.h + iy) * c->x.w + ix;
 }
 
-/* The seven loops, forward (n, co, oy, ox, ci, ky, kx) and, with the same
- * index arithmetic, the two gradients, every product in double. */
+/* The seven loops, forward (n, co, oy, ox, ci, ky, kx: ci over co's group)
+ * and, with the same index arithmetic, the two gradients, every product in
+ * double. */
 static void naive_conv(conv_exact *r, const conv_case *c, const float *x, const float *w, const float *b,
                        const float *dy)
 {
     const rm_shape X = c->x, Y = r->y;
-    const size_t xs = (size_t)X.c * X.h * X.w, ys = (size_t)Y.c * Y.h * Y.w, kk = (size_t)X.c * c->k * c->k;
+    const conv_win v = conv_win_of(c);
+    const int cig = X.c / v.groups, cog = c->cout / v.groups;
+    const size_t xs = (size_t)X.c * X.h * X.w, ys = (size_t)Y.c * Y.h * Y.w, kk = (size_t)cig * v.kh * v.kw;
     for (int n = 0; n < X.n; n++)
         for (int co = 0; co < c->cout; co++)
             for (int oy = 0; oy < Y.h; oy++)
@@ -102,12 +139,12 @@ static void naive_conv(conv_exact *r, const conv_case *c, const float *x, const 
                     r->y_[yi] = b ? b[co] : 0.0;
                     r->ya[yi] = b ? fabs(b[co]) : 0.0;
                     if (b) r->db[co] += g, r->dba[co] += fabs(g);
-                    for (int ci = 0; ci < X.c; ci++)
-                        for (int ky = 0; ky < c->k; ky++)
-                            for (int kx = 0; kx < c->k; kx++) {
-                                long xi = tap_index(c, ci, oy, ox, ky, kx);
+                    for (int cl = 0; cl < cig; cl++)
+                        for (int ky = 0; ky < v.kh; ky++)
+                            for (int kx = 0; kx < v.kw; kx++) {
+                                long xi = tap_index(c, co / cog * cig + cl, oy, ox, ky, kx);
                                 if (xi < 0) continue;
-                                size_t wi = co * kk + ((size_t)ci * c->k + ky) * c->k + kx;
+                                size_t wi = co * kk + ((size_t)cl * v.kh + ky) * v.kw + kx;
                                 double xv = x[n * xs + (size_t)xi], wv = w[wi];
                                 r->y_[yi] += wv * xv, r->ya[yi] += fabs(wv * xv);
                                 r->dx[n * xs + (size_t)xi] += wv * g, r->dxa[n * xs + (size_t)xi] += fabs(wv * g);
@@ -116,8 +153,8 @@ static void naive_conv(conv_exact *r, const conv_case *c, const float *x, const 
                 }
 }
 
-/* Terms per output: y sums cin k^2 products (+ the bias), dx at most cout
- * k^2, dw n ho wo, db n ho wo. */
+/* Terms per output: y sums cin/groups kh kw products (+ the bias), dx at
+ * most cout/groups kh kw, dw n ho wo, db n ho wo. */
 static void expect_close(const char *what, const char *who, const float *got, const double *exact, const double *mag,
                          size_t n, double terms, double rel)
 {
@@ -144,8 +181,7 @@ static rm_layer_call one_input_call(const rm_layer_config *cfg, rm_layer_params 
 static void run_conv(float *y, float *dx, float *dw, float *db, const conv_case *c, rm_shape ys, const float *x,
                      float *w, float *b, const float *dy, rm_backend *be)
 {
-    rm_layer_config cfg = {
-        .kind = RM_LAYER_CONV2D, .out_channels = c->cout, .kernel = c->k, .stride = c->s, .pad = c->p, .bias = c->bias};
+    rm_layer_config cfg = conv_case_cfg(c);
     rm_shape ws, bs;
     rm_conv2d_desc.param_shapes(&ws, &bs, &cfg, &c->x, 1);
     rm_layer_params prm = {.w = rm_tensor_make(ws, w), .dw = rm_tensor_make(ws, dw)};
@@ -184,19 +220,19 @@ static void expect_same_as_one_thread(float *one, int threads, const char *who, 
 
 static void expect_conv(const conv_case *c)
 {
-    rm_layer_config cfg = {
-        .kind = RM_LAYER_CONV2D, .out_channels = c->cout, .kernel = c->k, .stride = c->s, .pad = c->p, .bias = c->bias};
+    rm_layer_config cfg = conv_case_cfg(c);
+    conv_win v = conv_win_of(c);
     rm_err e = {0};
     conv_exact r;
     memset(&r, 0, sizeof r);
     cr_assert_eq(rm_conv2d_desc.infer(&r.y, &cfg, &c->x, 1, &e), RM_OK, "%s", e.msg);
-    size_t nx = rm_shape_numel(c->x), ny = rm_shape_numel(r.y), nw = (size_t)c->cout * c->x.c * c->k * c->k,
+    size_t nx = rm_shape_numel(c->x), ny = rm_shape_numel(r.y), nw = (size_t)c->cout * c->x.c / v.groups * v.kh * v.kw,
            nb = (size_t)c->cout;
     float *x = uniform(nx, 1), *w = uniform(nw, 2), *b = c->bias ? uniform(nb, 3) : NULL, *dy = uniform(ny, 4);
     r.y_ = zeros(ny), r.ya = zeros(ny), r.dx = zeros(nx), r.dxa = zeros(nx), r.dw = zeros(nw), r.dwa = zeros(nw);
     r.db = zeros(nb), r.dba = zeros(nb);
     naive_conv(&r, c, x, w, b, dy);
-    double t_y = (double)c->x.c * c->k * c->k + 1, t_dx = (double)c->cout * c->k * c->k,
+    double t_y = (double)c->x.c / v.groups * v.kh * v.kw + 1, t_dx = (double)c->cout / v.groups * v.kh * v.kw,
            t_dw = (double)c->x.n * r.y.h * r.y.w;
     struct {
         rm_cpu_kernel_lib lib;
@@ -249,17 +285,30 @@ static void expect_conv(const conv_case *c)
  * 5 x 40 image is done in blocks of 83 pixels (41 on each of 2 threads),
  * shorter than the 123 pixels a corner tap reads from the top padding. */
 static conv_case conv_cases[] = {
-    {"k3 s2 p1", {3, 5, 11, 9}, 7, 3, 2, 1, 1},
-    {"k7 s2 p3 (stem)", {1, 3, 23, 21}, 13, 7, 2, 3, 0},
-    {"k1 s1 p0 (direct)", {3, 6, 7, 5}, 5, 1, 1, 0, 1},
-    {"k1 s2 p0", {1, 7, 9, 10}, 3, 1, 2, 0, 0},
-    {"k5 s1 p2", {3, 3, 8, 8}, 4, 5, 1, 2, 1},
-    {"k3 s3 p1", {1, 2, 6, 7}, 3, 3, 3, 1, 1},
-    {"k3 s1 p1 (threaded)", {3, 9, 34, 30}, 17, 3, 1, 1, 1},
-    {"k7 s2 p3 (large)", {1, 3, 338, 338}, 4, 7, 2, 3, 1},
-    {"k3 s1 p1 (3 images, one product)", {3, 4, 3, 3}, 32, 3, 1, 1, 1},
-    {"k7 s1 p3 (small blocks)", {2, 1, 5, 40}, 1, 7, 1, 3, 1},
-    {"k3 s2 p1 (images 2 + 2 + 1)", {5, 3, 7, 7}, 24, 3, 2, 1, 0},
+    {"k3 s2 p1", {3, 5, 11, 9}, 7, 3, 2, 1, 1, 0, 0, 0, 0, 0},
+    {"k7 s2 p3 (stem)", {1, 3, 23, 21}, 13, 7, 2, 3, 0, 0, 0, 0, 0, 0},
+    {"k1 s1 p0 (direct)", {3, 6, 7, 5}, 5, 1, 1, 0, 1, 0, 0, 0, 0, 0},
+    {"k1 s2 p0", {1, 7, 9, 10}, 3, 1, 2, 0, 0, 0, 0, 0, 0, 0},
+    {"k5 s1 p2", {3, 3, 8, 8}, 4, 5, 1, 2, 1, 0, 0, 0, 0, 0},
+    {"k3 s3 p1", {1, 2, 6, 7}, 3, 3, 3, 1, 1, 0, 0, 0, 0, 0},
+    {"k3 s1 p1 (threaded)", {3, 9, 34, 30}, 17, 3, 1, 1, 1, 0, 0, 0, 0, 0},
+    {"k7 s2 p3 (large)", {1, 3, 338, 338}, 4, 7, 2, 3, 1, 0, 0, 0, 0, 0},
+    {"k3 s1 p1 (3 images, one product)", {3, 4, 3, 3}, 32, 3, 1, 1, 1, 0, 0, 0, 0, 0},
+    {"k7 s1 p3 (small blocks)", {2, 1, 5, 40}, 1, 7, 1, 3, 1, 0, 0, 0, 0, 0},
+    {"k3 s2 p1 (images 2 + 2 + 1)", {5, 3, 7, 7}, 24, 3, 2, 1, 0, 0, 0, 0, 0, 0},
+    /* grouped (ResNeXt, RegNet), rectangular (Inception's 1x7 and 7x1), dilated, and all at once; one grouped
+     * case large enough for blocks of pixels, and one of several images per product */
+    {"g4 k3 s1 p1", {2, 8, 9, 7}, 12, 3, 1, 1, 1, 0, 0, 0, 0, 4},
+    {"g2 k1 (direct, grouped)", {3, 6, 5, 4}, 4, 1, 1, 0, 0, 0, 0, 0, 0, 2},
+    {"g3 k3 s2 p1 (images per product)", {5, 6, 6, 6}, 9, 3, 2, 1, 1, 0, 0, 0, 0, 3},
+    {"g8 k3 s1 p1 (multiplier 2)", {2, 8, 9, 9}, 16, 3, 1, 1, 1, 0, 0, 0, 0, 8},
+    {"1x7 p0x3", {2, 3, 8, 11}, 4, 1, 1, 0, 1, 7, 1, 3, 0, 0},
+    {"7x1 p3x0 (same size)", {2, 3, 11, 8}, 4, 7, 1, 3, 0, 1, 1, 0, 0, 0},
+    {"3x5 s2x1 p1x2", {2, 3, 9, 10}, 5, 3, 2, 1, 1, 5, 1, 2, 0, 0},
+    {"k3 d2 p2 (same size)", {2, 3, 9, 8}, 4, 3, 1, 2, 1, 0, 0, 0, 2, 0},
+    {"k3 d3 s2 p1", {1, 4, 13, 12}, 3, 3, 2, 1, 0, 0, 0, 0, 3, 0},
+    {"g2 1x3 s1x2 d2 (everything)", {2, 4, 7, 12}, 6, 1, 1, 0, 1, 3, 2, 2, 2, 2},
+    {"g4 k3 s1 p1 (large, blocks)", {1, 8, 300, 300}, 8, 3, 1, 1, 1, 0, 0, 0, 0, 4},
 };
 
 ParameterizedTestParameters(cpu_fast, conv_against_naive_and_reference)
@@ -484,7 +533,7 @@ Test(cpu_fast, threaded_loops_give_the_same_bits)
     expect_thread_invariant(&rm_add_desc, (rm_layer_config){.kind = RM_LAYER_ADD}, two, 2);
     expect_thread_invariant(&rm_batchnorm2d_desc,
                             (rm_layer_config){.kind = RM_LAYER_BATCHNORM2D, .eps = 1e-5f, .momentum = 0.1f}, &x, 1);
-    rm_layer_config pool = {.kind = RM_LAYER_MAXPOOL2D, .kernel = 3, .stride = 2, .pad = 1};
+    rm_layer_config pool = {.kind = RM_LAYER_MAXPOOL2D, .kernel = {3, 3}, .stride = {2, 2}, .pad = {1, 1}};
     expect_thread_invariant(&rm_maxpool2d_desc, pool, &x, 1);
     pool.kind = RM_LAYER_AVGPOOL2D;
     expect_thread_invariant(&rm_avgpool2d_desc, pool, &x, 1);
@@ -496,11 +545,13 @@ Test(cpu_fast, threaded_loops_give_the_same_bits)
     /* The bias gradients of the reference convolutions. */
     expect_thread_invariant(
         &rm_conv2d_desc,
-        (rm_layer_config){.kind = RM_LAYER_CONV2D, .out_channels = 5, .kernel = 3, .stride = 1, .pad = 1, .bias = 1},
+        (rm_layer_config){
+            .kind = RM_LAYER_CONV2D, .out_channels = 5, .kernel = {3, 3}, .stride = {1, 1}, .pad = {1, 1}, .bias = 1},
         &x, 1);
-    expect_thread_invariant(&rm_dwconv2d_desc,
-                            (rm_layer_config){.kind = RM_LAYER_DWCONV2D, .kernel = 3, .stride = 1, .pad = 1, .bias = 1},
-                            &x, 1);
+    expect_thread_invariant(
+        &rm_dwconv2d_desc,
+        (rm_layer_config){.kind = RM_LAYER_DWCONV2D, .kernel = {3, 3}, .stride = {1, 1}, .pad = {1, 1}, .bias = 1}, &x,
+        1);
 }
 
 /* The backend's own loops: gradient sum and the optimizer steps. */
@@ -536,8 +587,9 @@ Test(cpu_fast, backend_loops_give_the_same_bits)
  * library). */
 Test(cpu_fast, conv_workspace_is_exact_and_bounded)
 {
-    const conv_case c = {"ws", rm_shape_make(2, 3, 9, 7), 5, 3, 2, 1, 1};
-    rm_layer_config cfg = {.kind = RM_LAYER_CONV2D, .out_channels = 5, .kernel = 3, .stride = 2, .pad = 1, .bias = 1};
+    const conv_case c = {"ws", rm_shape_make(2, 3, 9, 7), 5, 3, 2, 1, 1, 0, 0, 0, 0, 0};
+    rm_layer_config cfg = {
+        .kind = RM_LAYER_CONV2D, .out_channels = 5, .kernel = {3, 3}, .stride = {2, 2}, .pad = {1, 1}, .bias = 1};
     rm_backend *be = cpu(RM_CPU_KERNELS_FAST, 2);
     rm_shape ys;
     rm_err e = {0};
@@ -576,7 +628,7 @@ Test(cpu_fast, conv_workspace_is_exact_and_bounded)
     /* A 1x1 stride-1 convolution of one image reads its input in place: no
      * workspace. Two such small images share one product: their columns and
      * outputs side by side, still within the reference's workspace. */
-    rm_layer_config one = {.kind = RM_LAYER_CONV2D, .out_channels = 4, .kernel = 1, .stride = 1};
+    rm_layer_config one = {.kind = RM_LAYER_CONV2D, .out_channels = 4, .kernel = {1, 1}, .stride = {1, 1}};
     rm_shape x1 = rm_shape_make(1, 3, 9, 7);
     cr_assert_eq(rm_layer_workspace_bytes_device(&rm_conv2d_desc, be, &one, &x1, 1, rm_shape_make(1, 4, 9, 7), 1), 0);
     cr_assert_eq(rm_layer_workspace_bytes_device(&rm_conv2d_desc, be, &one, &c.x, 1, rm_shape_make(2, 4, 9, 7), 1),
@@ -756,8 +808,9 @@ Test(cpu_threads, governor_decisions)
  * governor the count stayed at 2 on a busy machine. */
 Test(cpu_threads, busy_core_drops_to_one_thread_and_back_with_the_same_bits, .timeout = 120)
 {
-    const conv_case c = {"threaded", rm_shape_make(3, 9, 34, 30), 17, 3, 1, 1, 1};
-    rm_layer_config cfg = {.kind = RM_LAYER_CONV2D, .out_channels = 17, .kernel = 3, .stride = 1, .pad = 1, .bias = 1};
+    const conv_case c = {"threaded", rm_shape_make(3, 9, 34, 30), 17, 3, 1, 1, 1, 0, 0, 0, 0, 0};
+    rm_layer_config cfg = {
+        .kind = RM_LAYER_CONV2D, .out_channels = 17, .kernel = {3, 3}, .stride = {1, 1}, .pad = {1, 1}, .bias = 1};
     rm_shape ys;
     rm_err e = {0};
     cr_assert_eq(rm_conv2d_desc.infer(&ys, &cfg, &c.x, 1, &e), RM_OK, "%s", e.msg);

@@ -73,7 +73,8 @@ static void expect_init(const rm_layer_desc *d, rm_layer_config cfg, rm_shape in
 Test(init, each_rule_with_pytorchs_fans)
 {
     /* conv 16 -> 64, 3x3: fan-in 144, fan-out 576 */
-    rm_layer_config conv = {.kind = RM_LAYER_CONV2D, .out_channels = 64, .kernel = 3, .stride = 1, .pad = 1, .bias = 1};
+    rm_layer_config conv = {
+        .kind = RM_LAYER_CONV2D, .out_channels = 64, .kernel = {3, 3}, .stride = {1, 1}, .pad = {1, 1}, .bias = 1};
     const rm_shape cin = rm_shape_make(1, 16, 8, 8);
     conv.init = RM_INIT_KAIMING_IN;
     expect_init(&rm_conv2d_desc, conv, cin, sqrt(2.0 / 144), 0);
@@ -93,7 +94,7 @@ Test(init, each_rule_with_pytorchs_fans)
     lin.init = RM_INIT_PYTORCH;
     expect_init(&rm_linear_desc, lin, lin_in, 1 / sqrt(512.0) / sqrt(3.0), 1);
     /* depthwise 4096 channels, 5x5: a filter sees one channel (fan-in 25), fan-out 4096 x 25 */
-    rm_layer_config dw = {.kind = RM_LAYER_DWCONV2D, .kernel = 5, .stride = 1, .pad = 2, .bias = 1};
+    rm_layer_config dw = {.kind = RM_LAYER_DWCONV2D, .kernel = {5, 5}, .stride = {1, 1}, .pad = {2, 2}, .bias = 1};
     const rm_shape dw_in = rm_shape_make(1, 4096, 8, 8);
     dw.init = RM_INIT_KAIMING_IN;
     expect_init(&rm_dwconv2d_desc, dw, dw_in, sqrt(2.0 / 25), 0);

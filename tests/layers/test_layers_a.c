@@ -19,13 +19,13 @@
 static rm_layer_config conv_cfg(int out, int k, int s, int p, int bias)
 {
     rm_layer_config c = {
-        .kind = RM_LAYER_CONV2D, .out_channels = out, .kernel = k, .stride = s, .pad = p, .bias = bias};
+        .kind = RM_LAYER_CONV2D, .out_channels = out, .kernel = {k, k}, .stride = {s, s}, .pad = {p, p}, .bias = bias};
     return c;
 }
 
 static rm_layer_config pool_cfg(rm_layer_kind kind, int k, int s, int p)
 {
-    rm_layer_config c = {.kind = kind, .kernel = k, .stride = s, .pad = p};
+    rm_layer_config c = {.kind = kind, .kernel = {k, k}, .stride = {s, s}, .pad = {p, p}};
     return c;
 }
 
@@ -252,6 +252,33 @@ Test(conv2d, gradcheck_k2_s1_p0_wide)
     check(&rm_conv2d_desc, conv_cfg(3, 2, 1, 0, 1), rm_shape_make(3, 2, 5, 9), GC_FILL_UNIFORM, 1, 7, 0);
 }
 
+/* Grouped, rectangular and dilated windows: ResNeXt's groups, Inception's
+ * 1x7 / 7x1 with their per-axis padding, dilation with uneven strides. */
+static rm_layer_config conv_any_cfg(int out, rm_hw k, rm_hw s, rm_hw p, rm_hw d, int groups, int bias)
+{
+    rm_layer_config c = conv_cfg(out, 1, 1, 0, bias);
+    c.kernel = k, c.stride = s, c.pad = p, c.dilation = d, c.groups = groups;
+    return c;
+}
+Test(conv2d, gradcheck_groups3_k3_bias)
+{
+    rm_layer_config c = conv_any_cfg(6, rm_hw_square(3), rm_hw_square(1), rm_hw_square(1), rm_hw_square(1), 3, 1);
+    check(&rm_conv2d_desc, c, rm_shape_make(2, 6, 5, 4), GC_FILL_UNIFORM, 1, 8, 0);
+}
+Test(conv2d, gradcheck_1x3_and_3x1_padded_per_axis)
+{
+    rm_hw one = rm_hw_square(1);
+    check(&rm_conv2d_desc, conv_any_cfg(3, (rm_hw){1, 3}, one, (rm_hw){0, 1}, one, 1, 1), ODD, GC_FILL_UNIFORM, 1, 9,
+          0);
+    check(&rm_conv2d_desc, conv_any_cfg(3, (rm_hw){3, 1}, (rm_hw){2, 1}, (rm_hw){1, 0}, one, 1, 0), ODD,
+          GC_FILL_UNIFORM, 1, 10, 0);
+}
+Test(conv2d, gradcheck_dilated_grouped_strided)
+{
+    rm_layer_config c = conv_any_cfg(4, (rm_hw){2, 3}, (rm_hw){1, 2}, (rm_hw){1, 2}, (rm_hw){2, 2}, 2, 1);
+    check(&rm_conv2d_desc, c, rm_shape_make(2, 4, 6, 7), GC_FILL_UNIFORM, 1, 11, 0);
+}
+
 Test(conv2d, forward_hand_k2_bias)
 {
     /* x = [1 2 3; 4 5 6; 7 8 9], w = [1 2; 3 4], b = 0.5, stride 1, no padding. */
@@ -341,6 +368,14 @@ Test(conv2d, shape_errors)
     expect_shape_error(&rm_conv2d_desc, conv_cfg(4, 0, 1, 0, 1), small, "kernel");
     expect_shape_error(&rm_conv2d_desc, conv_cfg(4, 3, 1, -1, 1), small, "pad");
     expect_shape_error(&rm_conv2d_desc, conv_cfg(4, 3, 1, 1, 1), rm_shape_make(2, 0, 3, 3), "empty input");
+    rm_hw one = rm_hw_square(1);
+    expect_shape_error(&rm_conv2d_desc, conv_any_cfg(4, one, one, one, one, 2, 1), small,
+                       "2 groups do not divide 3 input and 4 output channels");
+    expect_shape_error(&rm_conv2d_desc, conv_any_cfg(3, one, one, one, one, -1, 1), small, "groups must be >= 1");
+    expect_shape_error(&rm_conv2d_desc, conv_any_cfg(3, one, one, one, (rm_hw){1, -1}, 1, 1), small,
+                       "dilation must be >= 1, got 1x-1");
+    expect_shape_error(&rm_conv2d_desc, conv_any_cfg(3, (rm_hw){1, 3}, one, (rm_hw){0, 0}, (rm_hw){1, 2}, 1, 1), small,
+                       "kernel 1x5 is larger than the padded input 3x3");
     /* 5 + 2*1 = 7 >= 5 is fine even though the kernel is larger than the raw input. */
     infer_ok(&rm_conv2d_desc, conv_cfg(4, 5, 1, 1, 1), rm_shape_make(1, 1, 5, 5));
 }
@@ -349,7 +384,7 @@ Test(conv2d, shape_errors)
 
 static rm_layer_config dw_cfg(int k, int s, int p, int bias)
 {
-    rm_layer_config c = {.kind = RM_LAYER_DWCONV2D, .kernel = k, .stride = s, .pad = p, .bias = bias};
+    rm_layer_config c = {.kind = RM_LAYER_DWCONV2D, .kernel = {k, k}, .stride = {s, s}, .pad = {p, p}, .bias = bias};
     return c;
 }
 
@@ -424,9 +459,9 @@ static void expect_like_block_diagonal_conv(rm_layer_config dc, rm_shape in)
 {
     layer_fixture d, f;
     fixture_make(&d, &rm_dwconv2d_desc, dc, in, 31);
-    rm_layer_config cc = conv_cfg(in.c, dc.kernel, dc.stride, dc.pad, dc.bias);
+    rm_layer_config cc = conv_cfg(in.c, dc.kernel.h, dc.stride.h, dc.pad.h, dc.bias);
     fixture_make(&f, &rm_conv2d_desc, cc, in, 32);
-    size_t kk = (size_t)dc.kernel * dc.kernel, c = (size_t)in.c;
+    size_t kk = (size_t)dc.kernel.h * dc.kernel.w, c = (size_t)in.c;
     memcpy(f.x.data, d.x.data, rm_shape_numel(in) * sizeof(float));
     memcpy(f.dy.data, d.dy.data, rm_tensor_numel(&d.dy) * sizeof(float));
     memset(f.params.w.data, 0, rm_tensor_numel(&f.params.w) * sizeof(float));
@@ -533,6 +568,13 @@ Test(dwconv2d, shape_errors)
     expect_shape_error(&rm_dwconv2d_desc, dw_cfg(3, 1, -1, 1), small, "pad");
     expect_shape_error(&rm_dwconv2d_desc, dw_cfg(3, 1, 1, 1), rm_shape_make(2, 0, 3, 3), "empty input");
     infer_ok(&rm_dwconv2d_desc, dw_cfg(5, 1, 1, 1), rm_shape_make(1, 1, 5, 5));
+    /* square windows only (a rectangular one is conv with groups = channels) */
+    rm_layer_config rect = dw_cfg(3, 1, 1, 1);
+    rect.kernel.w = 1;
+    expect_shape_error(&rm_dwconv2d_desc, rect, small, "kernel 3x1 differs between height and width");
+    rm_layer_config pool = pool_cfg(RM_LAYER_MAXPOOL2D, 3, 2, 1);
+    pool.stride.w = 1;
+    expect_shape_error(&rm_maxpool2d_desc, pool, small, "maxpool: stride 2x1 differs between height and width");
 }
 
 /* ---- conv_transpose2x2 ---------------------------------------------------- */

@@ -74,8 +74,8 @@ Test(models_config, minimal_model_and_defaults)
     const rm_model_layer *c = &m->layers[0];
     cr_assert_str_eq(c->name, "c");
     cr_assert_eq(c->cfg.kind, RM_LAYER_CONV2D);
-    cr_assert_eq(c->cfg.stride, 1);
-    cr_assert_eq(c->cfg.pad, 0);
+    cr_assert_eq(c->cfg.stride.h, 1);
+    cr_assert_eq(c->cfg.pad.h, 0);
     cr_assert_eq(c->cfg.bias, 1);
     cr_assert_eq(c->inputs[0], RM_MODEL_INPUT);
     cr_assert(rm_shape_equal(c->out_shape, rm_shape_make(1, 4, 6, 6)));
@@ -87,7 +87,7 @@ Test(models_config, minimal_model_and_defaults)
     cr_assert_eq(m->layers[1].param_count, 8);
     cr_assert_eq(m->layers[1].buffer_count, 8);
     cr_assert_str_eq(m->layers[2].name, "relu1");
-    cr_assert_eq(m->layers[3].cfg.stride, 1);
+    cr_assert_eq(m->layers[3].cfg.stride.h, 1);
     cr_assert(rm_shape_equal(m->layers[3].out_shape, rm_shape_make(1, 4, 5, 5)));
     cr_assert_eq(m->layers[4].cfg.p, 0.5f);
     cr_assert_eq(m->layers[2].inputs[0], 1);
@@ -218,20 +218,46 @@ Test(models_config, bad_numbers)
     expect_error("[net]\nchannels=3\nheight=-8\nwidth=8\n", RM_ERR_PARSE, 3, "out of range");
 }
 
+/* size, stride and pad take N or HxW; dilation and groups are conv's. */
+Test(models_config, conv_windows_dilation_and_groups)
+{
+    rm_model *m = load_text(NET "[conv]\nfilters=6\nsize=1x7\npad=0x3\n[conv]\nfilters=6\nsize=3\nstride=2x1\npad=2"
+                                "\ndilation=2\ngroups=3\nbias=0\n" HEAD);
+    const rm_model_layer *a = &m->layers[0], *b = &m->layers[1];
+    cr_assert(a->cfg.kernel.h == 1 && a->cfg.kernel.w == 7 && a->cfg.pad.h == 0 && a->cfg.pad.w == 3);
+    cr_assert(a->cfg.dilation.h == 1 && a->cfg.groups == 1); /* the defaults */
+    cr_assert(rm_shape_equal(a->out_shape, rm_shape_make(1, 6, 8, 8)));
+    cr_assert_eq(a->param_count, 6 * 3 * 7 + 6);
+    cr_assert(b->cfg.stride.h == 2 && b->cfg.stride.w == 1 && b->cfg.dilation.w == 2 && b->cfg.groups == 3);
+    /* extent (3 - 1) * 2 + 1 = 5: rows (8 + 4 - 5) / 2 + 1 = 4, columns 8 */
+    cr_assert(rm_shape_equal(b->out_shape, rm_shape_make(1, 6, 4, 8)));
+    cr_assert_eq(b->param_count, 6 * 2 * 9);
+    rm_model_free(m);
+
+    expect_error(NET "[conv]\nfilters=4\nsize=3x\n" HEAD, RM_ERR_PARSE, 8, "expected N or HxW");
+    expect_error(NET "[conv]\nfilters=4\nsize=3x0\n" HEAD, RM_ERR_PARSE, 8, "expected N or HxW, each 1 to 1024");
+    expect_error(NET "[conv]\nfilters=4\nsize=3x3x3\n" HEAD, RM_ERR_PARSE, 8, "expected N or HxW");
+    expect_error(NET "[conv]\nfilters=4\nsize=3\ngroups=0\n" HEAD, RM_ERR_PARSE, 9, "out of range");
+    expect_error(NET "[conv]\nfilters=4\nsize=3\ngroups=2\n" HEAD, RM_ERR_SHAPE, 6,
+                 "2 groups do not divide 3 input and 4 output channels");
+    expect_error(NET "[maxpool]\nsize=3x1\n" HEAD, RM_ERR_SHAPE, 6, "kernel 3x1 differs between height and width");
+    expect_error(NET "[maxpool]\nsize=3\ngroups=2\n" HEAD, RM_ERR_PARSE, 8, "groups");
+}
+
 Test(models_config, dwconv_keys_defaults_and_errors)
 {
     /* [dwconv] takes conv's keys minus filters, with conv's defaults: stride 1, pad 0, bias 1. */
     rm_model *m = load_text(NET "[dwconv]\nname=d\nsize=3\n[dwconv]\nsize=3\nstride=2\npad=1\nbias=0\n" HEAD);
     const rm_model_layer *d = &m->layers[0], *d2 = &m->layers[1];
     cr_assert_eq(d->cfg.kind, RM_LAYER_DWCONV2D);
-    cr_assert_eq(d->cfg.stride, 1);
-    cr_assert_eq(d->cfg.pad, 0);
+    cr_assert_eq(d->cfg.stride.h, 1);
+    cr_assert_eq(d->cfg.pad.h, 0);
     cr_assert_eq(d->cfg.bias, 1);
     cr_assert(rm_shape_equal(d->out_shape, rm_shape_make(1, 3, 6, 6)));
     cr_assert_eq(d->param_count, 3 * 9 + 3);
     cr_assert_str_eq(d2->name, "dwconv2"); /* the count includes the named one */
-    cr_assert_eq(d2->cfg.stride, 2);
-    cr_assert_eq(d2->cfg.pad, 1);
+    cr_assert_eq(d2->cfg.stride.h, 2);
+    cr_assert_eq(d2->cfg.pad.h, 1);
     cr_assert_eq(d2->cfg.bias, 0);
     cr_assert(rm_shape_equal(d2->out_shape, rm_shape_make(1, 3, 3, 3)));
     cr_assert_eq(d2->param_count, 3 * 9);
@@ -288,7 +314,7 @@ Test(models_config, shape_mismatch)
     expect_error(NET "[conv]\nname=a\nfilters=4\nsize=3\n[conv]\nname=b\nfilters=4\nsize=1\ninput=input\n"
                      "[add]\ninputs=a, b\n" HEAD,
                  RM_ERR_SHAPE, 15, "shape mismatch in [add] 'add1'");
-    expect_error(NET "[conv]\nfilters=4\nsize=9\n" HEAD, RM_ERR_SHAPE, 6, "kernel 9 is larger");
+    expect_error(NET "[conv]\nfilters=4\nsize=9\n" HEAD, RM_ERR_SHAPE, 6, "kernel 9x9 is larger");
     /* softmax_xent needs N x K x 1 x 1 logits. */
     expect_error(NET "[conv]\nfilters=4\nsize=3\n[softmax_xent]\n", RM_ERR_SHAPE, 9, "softmax_xent");
 }

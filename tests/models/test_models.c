@@ -69,7 +69,7 @@ Test(models_builtin, keras_mobilenet)
     for (int k = 0; k < m->nlayers; k++)
         if (m->layers[k].desc->kind == RM_LAYER_DWCONV2D) {
             dw++;
-            stride2 += m->layers[k].cfg.stride == 2;
+            stride2 += m->layers[k].cfg.stride.h == 2;
             cr_assert_eq(m->layers[k].cfg.bias, 0);
         }
     cr_assert_eq(dw, 13);
@@ -101,7 +101,7 @@ Test(models_builtin, shapes_of_the_big_models)
     cr_assert(rm_shape_equal(m->layers[i].out_shape, rm_shape_make(1, 2048, 7, 7)));
     i = rm_model_find(m, "layer3.0.downsample");
     cr_assert_geq(i, 0);
-    cr_assert_eq(m->layers[i].cfg.stride, 2);
+    cr_assert_eq(m->layers[i].cfg.stride.h, 2);
     cr_assert_eq(m->layers[i].inputs[0], rm_model_find(m, "layer2.3.relu3"));
     rm_model_free(m);
 

@@ -76,6 +76,9 @@ Test(onnx, forward_passes_match_numpy)
     expect_forward_matches("activations", RM_ONNX_SOFTMAX_XENT);
     expect_forward_matches("training_export", RM_ONNX_SOFTMAX_XENT);
     expect_forward_matches("gelu_tanh", RM_ONNX_SOFTMAX_XENT);
+    expect_forward_matches("conv_dilation", RM_ONNX_SOFTMAX_XENT);
+    expect_forward_matches("conv_group", RM_ONNX_SOFTMAX_XENT);
+    expect_forward_matches("grouped", RM_ONNX_SOFTMAX_XENT);
 }
 
 /* Parameter counts worked out by hand from gen_fixtures.py's shapes. */
@@ -113,6 +116,10 @@ Test(onnx, layers_and_parameter_counts)
          "conv maxpool global_avgpool conv relu conv hardsigmoid scale dropout global_avgpool linear softmax_xent"},
         /* linear 3x6 (no bias); nn.GELU(approximate="tanh")'s nine opset-13 nodes, their 4 Constants folded */
         {FIXTURE("gelu_tanh.onnx"), RM_ONNX_SOFTMAX_XENT, 18, 0, 3, 4, 1, "gelu_tanh linear softmax_xent"},
+        /* convs 6x4x1x3 + 6, 6x6x3x1 + 6, 6x2x3x3 + 6 (3 groups), 8x6x3x3 + 8 (dilated), 16x1x3x3 + 16
+         * (8 groups: two filters per channel, not a dwconv) */
+        {FIXTURE("grouped.onnx"), RM_ONNX_SOFTMAX_XENT, 78 + 114 + 114 + 440 + 160, 0, 8, 0, 0,
+         "conv conv conv conv conv global_avgpool flatten softmax_xent"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         rm_onnx_summary s;
@@ -216,14 +223,10 @@ static void expect_refused(const char *file, rm_onnx_loss loss, rm_code code, co
 
 Test(onnx, what_remat_cannot_compute_is_refused_naming_the_node)
 {
-    expect_refused(FIXTURE("bad_dilation.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_UNSUPPORTED,
-                   (const char *const[]){"node 1 '/conv/Conv' (Conv)", "dilations (2, 2)", "no dilation", NULL});
     expect_refused(FIXTURE("bad_autopad.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_UNSUPPORTED,
                    (const char *const[]){"'/conv/Conv' (Conv)", "auto_pad SAME_UPPER", "explicit symmetric", NULL});
     expect_refused(FIXTURE("bad_asymmetric.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_UNSUPPORTED,
-                   (const char *const[]){"(Conv)", "asymmetric padding (pads 1, 0, 1, 0", NULL});
-    expect_refused(FIXTURE("bad_group.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_UNSUPPORTED,
-                   (const char *const[]){"(Conv)", "group 2", "grouped convolution layer", NULL});
+                   (const char *const[]){"node 1 '/conv/Conv' (Conv)", "asymmetric padding (pads 1, 1, 0, 0", NULL});
     expect_refused(
         FIXTURE("bad_op.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_UNSUPPORTED,
         (const char *const[]){"node 1 '/act/LeakyRelu' (LeakyRelu)", "operator 'LeakyRelu' is not supported", NULL});

@@ -28,18 +28,25 @@ rng = np.random.default_rng(20240611)
 
 # ---- numpy references (float64) -------------------------------------------------
 
-def conv(x, w, b=None, stride=1, pad=0, groups=1):
+def pair(v):
+    return (v, v) if np.isscalar(v) else tuple(v)
+
+
+def conv(x, w, b=None, stride=1, pad=0, groups=1, dilation=1):
+    """stride, pad (each side) and dilation: one number for both axes or (h, w)."""
     n, c, h, wd = x.shape
-    o, cg, k, _ = w.shape
-    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    ho, wo = (h + 2 * pad - k) // stride + 1, (wd + 2 * pad - k) // stride + 1
+    o, cg, kh, kw = w.shape
+    (sh, sw), (ph, pw), (dh, dw) = pair(stride), pair(pad), pair(dilation)
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    eh, ew = (kh - 1) * dh + 1, (kw - 1) * dw + 1
+    ho, wo = (h + 2 * ph - eh) // sh + 1, (wd + 2 * pw - ew) // sw + 1
     y = np.zeros((n, o, ho, wo))
     per = o // groups
     for oc in range(o):
         g = oc // per
         for i in range(ho):
             for j in range(wo):
-                win = xp[:, g * cg:(g + 1) * cg, i * stride:i * stride + k, j * stride:j * stride + k]
+                win = xp[:, g * cg:(g + 1) * cg, i * sh:i * sh + eh:dh, j * sw:j * sw + ew:dw]
                 y[:, oc, i, j] = (win * w[oc]).sum(axis=(1, 2, 3))
     if b is not None:
         y += b[None, :, None, None]
@@ -311,23 +318,30 @@ def upsample_opset9():
 
 def one_conv(name, **attrs):
     net = Net(name)
-    w, _ = net.weight("conv.weight", (4, 2 if attrs.get("group", 1) == 2 else 4, 3, 3))
+    w, wv = net.weight("conv.weight", (4, 2 if attrs.get("group", 1) == 2 else 4, 3, 3))
     attrs.setdefault("kernel_shape", [3, 3])
     y = net.node("Conv", ["input", w], ["/conv/Conv_output_0"], "/conv/Conv", **attrs)
     net.node("GlobalAveragePool", [y], ["/gap_output_0"], "/gap")
     f = net.node("Flatten", ["/gap_output_0"], ["logits"], "/flatten")
-    return net, f
+    return net, wv
+
+
+def one_conv_ok(name, **attrs):
+    """A dilated or grouped convolution, once refused, now a fixture with a reference; its input from an rng of
+    its own, so the fixtures after it keep their draws."""
+    net, wv = one_conv(name, **attrs)
+    x = np.random.default_rng(len(name)).normal(0.0, 1.0, (2, 4, 8, 8)).astype(np.float32)
+    y = conv(x.astype(np.float64), wv, groups=attrs.get("group", 1), dilation=attrs.get("dilations", [1, 1]))
+    save(name, net.model((4, 8, 8), "logits", (4,)), x, y.mean(axis=(2, 3)))
 
 
 def broken():
-    net, _ = one_conv("bad_dilation", dilations=[2, 2])
-    save("bad_dilation", net.model((4, 8, 8), "logits", (4,)))
+    one_conv_ok("conv_dilation", dilations=[2, 2])
     net, _ = one_conv("bad_autopad", auto_pad="SAME_UPPER")
     save("bad_autopad", net.model((4, 8, 8), "logits", (4,)))
-    net, _ = one_conv("bad_asymmetric", pads=[1, 0, 1, 0])
+    net, _ = one_conv("bad_asymmetric", pads=[1, 1, 0, 0])
     save("bad_asymmetric", net.model((4, 8, 8), "logits", (4,)))
-    net, _ = one_conv("bad_group", group=2)
-    save("bad_group", net.model((4, 8, 8), "logits", (4,)))
+    one_conv_ok("conv_group", group=2)
     # An operator remat has no layer for.
     net = Net("bad_op")
     w, _ = net.weight("fc.weight", (3, 4))
@@ -494,6 +508,29 @@ def gelu_tanh():
     save("gelu_tanh", net.model((6,), "logits", (3,)), x, gv @ wv.T)
 
 
+def grouped():
+    """What inception, resnext and regnet need of a convolution: 1x3 and 3x1 kernels with their per-axis padding,
+    a grouped 3x3 with stride (2, 1), a dilated 3x3, and a depthwise one with two filters per channel (group =
+    channels, twice as many outputs: a grouped convolution, not remat's dwconv)."""
+    net = Net("grouped")
+    x = batch((4, 7, 9))
+    xv = x.astype(np.float64)
+    def conv_node(name, x_name, xv, cout, cin_g, k, stride=(1, 1), pad=(0, 0), group=1, dil=(1, 1)):
+        w, wv = net.weight(name + ".weight", (cout, cin_g) + tuple(k))
+        b, bv = net.weight(name + ".bias", (cout,), 0.1)
+        y = net.node("Conv", [x_name, w, b], [f"/{name}/Conv_output_0"], f"/{name}/Conv", kernel_shape=list(k),
+                     strides=list(stride), pads=[pad[0], pad[1], pad[0], pad[1]], group=group, dilations=list(dil))
+        return y, conv(xv, wv, bv, stride, pad, group, dil)
+    y, yv = conv_node("a", "input", xv, 6, 4, (1, 3), pad=(0, 1))
+    y, yv = conv_node("b", y, yv, 6, 6, (3, 1), pad=(1, 0))
+    y, yv = conv_node("c", y, yv, 6, 2, (3, 3), stride=(2, 1), pad=(1, 1), group=3)
+    y, yv = conv_node("d", y, yv, 8, 6, (3, 3), pad=(2, 2), dil=(2, 2))
+    y, yv = conv_node("e", y, yv, 16, 1, (3, 3), pad=(1, 1), group=8)
+    net.node("GlobalAveragePool", [y], ["/gap_output_0"], "/gap")
+    net.node("Flatten", ["/gap_output_0"], ["logits"], "/flatten")
+    save("grouped", net.model((4, 7, 9), "logits", (16,)), x, yv.mean(axis=(2, 3)))
+
+
 if __name__ == "__main__":
     cbr_pool_gemm()
     residual()
@@ -505,4 +542,5 @@ if __name__ == "__main__":
     activations()
     training_export()
     gelu_tanh()
+    grouped()
     print("fixtures written to", OUT)
