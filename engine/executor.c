@@ -65,9 +65,9 @@ int rm_executor_create(rm_executor **out, const rm_model *m, const rm_graph *g, 
     ex->input_node = ex->loss_node = ex->fetch_node = -1;
     size_t L = (size_t)ex->L, n = (size_t)g->n;
     int rc = RM_OK;
-    ex->in_shape = calloc(L * RM_MAX_INPUTS, sizeof *ex->in_shape);
+    ex->in_shape = calloc((size_t)m->ninputs + 1, sizeof *ex->in_shape);
     ex->out_shape = calloc(L, sizeof *ex->out_shape);
-    ex->slot_off = calloc(L * RM_MAX_INPUTS, sizeof *ex->slot_off);
+    ex->slot_off = calloc((size_t)m->ninputs + 1, sizeof *ex->slot_off);
     ex->fwd_node = malloc(L * sizeof *ex->fwd_node);
     ex->lp = calloc(L, sizeof *ex->lp);
     ex->ptr = calloc(n, sizeof *ex->ptr);
@@ -83,9 +83,8 @@ int rm_executor_create(rm_executor **out, const rm_model *m, const rm_graph *g, 
     for (size_t i = 0; i < L; i++) {
         size_t off = 0;
         for (int k = 0; k < m->layers[i].nin; k++) {
-            ex->slot_off[i * RM_MAX_INPUTS + (size_t)k] = off;
-            if (m->layers[i].inputs[k] != RM_MODEL_INPUT)
-                off += rm_shape_numel(ex->in_shape[i * RM_MAX_INPUTS + (size_t)k]);
+            ex->slot_off[m->layers[i].in_at + k] = off;
+            if (m->layers[i].inputs[k] != RM_MODEL_INPUT) off += rm_shape_numel(ex->in_shape[m->layers[i].in_at + k]);
         }
     }
     if ((rc = rm_executor_check_graph(ex, e)) || (rc = rm_executor_check_plan(ex, e))) goto fail;
@@ -181,7 +180,7 @@ static float *grad_slice(const rm_executor *ex, int dep, int slot)
     float *base = ex->ptr[dep];
     if (slot < 0) return base; /* a whole grad-sum output */
     int consumer = ex->g->nodes[dep].layer;
-    return base + ex->slot_off[(size_t)consumer * RM_MAX_INPUTS + (size_t)slot];
+    return base + ex->slot_off[ex->m->layers[consumer].in_at + slot];
 }
 
 /* A node's shape with the run's sample count (inference may end short). */
@@ -249,12 +248,12 @@ static int run_backward(rm_executor *ex, const exec_run *run, int v, rm_err *e)
     unsigned reads = ly->desc->backward_reads;
     rm_tensor in[RM_MAX_INPUTS], din[RM_MAX_INPUTS], out, dout;
     for (int k = 0; k < ly->nin; k++) {
-        rm_shape s = ex->in_shape[(size_t)L * RM_MAX_INPUTS + (size_t)k];
+        rm_shape s = ex->in_shape[ly->in_at + k];
         /* Only declared reads get data: a layer reading more than it declares crashes here, not silently. */
         in[k] = rm_tensor_make(s, reads & RM_READS_INPUTS ? ex->ptr[rm_exec_input_node_of(ex, L, k)] : NULL);
         call.in[k] = &in[k];
         if (ly->inputs[k] == RM_MODEL_INPUT) continue; /* the batch needs no gradient */
-        din[k] = rm_tensor_make(s, ex->ptr[v] + ex->slot_off[(size_t)L * RM_MAX_INPUTS + (size_t)k]);
+        din[k] = rm_tensor_make(s, ex->ptr[v] + ex->slot_off[ly->in_at + k]);
         call.din[k] = &din[k];
     }
     out = rm_tensor_make(ex->out_shape[L], reads & RM_READS_OUTPUT ? ex->ptr[f] : NULL);

@@ -104,7 +104,7 @@ static int check_node(rm_executor *ex, int i, rm_err *e)
                          nd->name, nd->ndeps, ly->name, pos);
     size_t bytes = 0;
     for (int k = 0; k < ly->nin; k++)
-        if (ly->inputs[k] != RM_MODEL_INPUT) bytes += rm_shape_bytes(ex->in_shape[(size_t)L * RM_MAX_INPUTS + k]);
+        if (ly->inputs[k] != RM_MODEL_INPUT) bytes += rm_shape_bytes(ex->in_shape[ly->in_at + k]);
     if (nd->bytes != bytes)
         return rm_errorf(e, RM_ERR_INVALID, "executor: backward node %d (%s) has %zu bytes, its input gradients %zu", i,
                          nd->name, nd->bytes, bytes);

@@ -22,9 +22,9 @@ struct rm_executor {
      * device backend); only be's ops touch it. */
 
     int L, batch;
-    rm_shape *in_shape;  /* [L * RM_MAX_INPUTS]: layer inputs at the batch */
+    rm_shape *in_shape;  /* [m->ninputs]: layer inputs at the batch, layer i's from layers[i].in_at */
     rm_shape *out_shape; /* [L] */
-    size_t *slot_off;    /* [L * RM_MAX_INPUTS]: float offset of input k's gradient in the backward output */
+    size_t *slot_off;    /* [m->ninputs]: float offset of input k's gradient in the backward output */
     int *fwd_node;       /* [L]: the layer's forward node */
     int input_node, loss_node;
 

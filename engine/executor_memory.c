@@ -15,15 +15,15 @@ int rm_executor_workspace_needed(size_t *out, const rm_model *m, int batch, rm_e
 int rm_executor_workspace_needed_on(size_t *out, const rm_model *m, int batch, rm_backend_kind kind, rm_err *e)
 {
     *out = 0;
-    rm_shape *ins = malloc((size_t)m->nlayers * RM_MAX_INPUTS * sizeof *ins);
+    rm_shape *ins = malloc(((size_t)m->ninputs + 1) * sizeof *ins);
     rm_shape *outs = malloc((size_t)m->nlayers * sizeof *outs);
     int rc =
         !ins || !outs ? rm_errorf(e, RM_ERR_NOMEM, "executor: out of memory") : rm_model_shapes(ins, outs, m, batch, e);
     for (int i = 0; !rc && i < m->nlayers; i++) {
         const rm_model_layer *ly = &m->layers[i];
         for (int backward = 0; backward < 2; backward++) {
-            size_t w = rm_backend_kind_layer_workspace(kind, ly->desc, &ly->cfg, &ins[(size_t)i * RM_MAX_INPUTS],
-                                                       ly->nin, outs[i], backward);
+            size_t w =
+                rm_backend_kind_layer_workspace(kind, ly->desc, &ly->cfg, &ins[ly->in_at], ly->nin, outs[i], backward);
             if (w > *out) *out = w;
         }
     }

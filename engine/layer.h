@@ -19,7 +19,10 @@
 #include "rng.h"
 #include "tensor.h"
 
-#define RM_MAX_INPUTS 8
+/* The most inputs a layer call takes: DenseNet-201's widest concat reads 49
+ * tensors. Only calls hold arrays this long (on the stack); a model's
+ * layers keep exactly their own inputs. */
+#define RM_MAX_INPUTS 64
 
 typedef enum rm_layer_kind {
     RM_LAYER_CONV2D = 0,

@@ -9,6 +9,7 @@
 void rm_model_free(rm_model *m)
 {
     if (!m) return;
+    for (int i = 0; i < m->nlayers; i++) free(m->layers[i].inputs), free(m->layers[i].in_shape);
     free(m->layers);
     free(m->path);
     free(m->init_params);
@@ -16,9 +17,9 @@ void rm_model_free(rm_model *m)
     free(m);
 }
 
-int rm_model_layer_complete(rm_model *m, int i, rm_err *e)
+/* The layer's part of completing: its inputs, shapes and counts. */
+static int layer_complete(rm_model *m, rm_model_layer *L, rm_err *e)
 {
-    rm_model_layer *L = &m->layers[i];
     const rm_layer_desc *d = L->desc;
     if (!d->infer || !d->flops)
         return rm_errorf(e, RM_ERR_UNSUPPORTED, "layer [%s] is not implemented in this build", d->name);
@@ -40,6 +41,30 @@ int rm_model_layer_complete(rm_model *m, int i, rm_err *e)
     L->param_count = rm_layer_param_count(d, &L->cfg, L->in_shape, L->nin);
     /* Running mean and variance: fixed memory, but not trained. */
     L->buffer_count = d->kind == RM_LAYER_BATCHNORM2D ? 2 * (size_t)L->in_shape[0].c : 0;
+    return RM_OK;
+}
+
+int rm_model_layer_complete(rm_model *m, int i, const int *inputs, int nin, rm_err *e)
+{
+    rm_model_layer *L = &m->layers[i];
+    if (nin < 0 || nin > RM_MAX_INPUTS)
+        return rm_errorf(e, RM_ERR_INVALID, "'%s' has %d inputs; a layer takes at most %d", L->name, nin,
+                         RM_MAX_INPUTS);
+    L->nin = nin;
+    L->inputs = malloc(((size_t)nin + 1) * sizeof *L->inputs);
+    L->in_shape = malloc(((size_t)nin + 1) * sizeof *L->in_shape);
+    int rc = !L->inputs || !L->in_shape ? rm_errorf(e, RM_ERR_NOMEM, "out of memory") : RM_OK;
+    if (!rc) {
+        memcpy(L->inputs, inputs, (size_t)nin * sizeof *inputs);
+        rc = layer_complete(m, L, e);
+    }
+    if (rc) { /* not part of the model: rm_model_free never sees it */
+        free(L->inputs), free(L->in_shape);
+        L->inputs = NULL, L->in_shape = NULL;
+        return rc;
+    }
+    L->in_at = i ? m->layers[i - 1].in_at + m->layers[i - 1].nin : 0;
+    m->ninputs = L->in_at + L->nin;
     for (int k = 0; k < L->nin; k++) {
         if (L->inputs[k] == RM_MODEL_INPUT)
             m->input_uses++;
@@ -78,8 +103,7 @@ int rm_model_shapes(rm_shape *in, rm_shape *out, const rm_model *m, int batch, r
             break;
         }
         if (in)
-            for (int k = 0; k < RM_MAX_INPUTS; k++)
-                in[(size_t)i * RM_MAX_INPUTS + (size_t)k] = k < L->nin ? ins[k] : rm_shape_make(0, 0, 0, 0);
+            for (int k = 0; k < L->nin; k++) in[L->in_at + k] = ins[k];
         if (out) out[i] = outs[i];
     }
     free(outs);

@@ -19,13 +19,15 @@ typedef struct rm_model_layer {
     const rm_layer_desc *desc;
     rm_layer_config cfg;
     int nin;
-    int inputs[RM_MAX_INPUTS];        /* earlier layer indices, or RM_MODEL_INPUT; no repeats */
-    rm_shape in_shape[RM_MAX_INPUTS]; /* per sample: n = 1 */
-    rm_shape out_shape;               /* per sample: n = 1 */
-    size_t param_count;               /* trainable elements: w and b */
-    size_t buffer_count;              /* non-trainable state elements: batchnorm running mean and variance */
-    int uses;                         /* how many (consumer, input position) pairs read this output */
-    int line;                         /* line of the layer's [section] in the config */
+    int *inputs;         /* [nin]: earlier layer indices, or RM_MODEL_INPUT; no repeats */
+    rm_shape *in_shape;  /* [nin]: per sample, n = 1 */
+    int in_at;           /* the model-wide number of its first input: layer i's inputs are in_at .. in_at + nin - 1
+                            of rm_model_shapes' `in` (every earlier layer's inputs before them) */
+    rm_shape out_shape;  /* per sample: n = 1 */
+    size_t param_count;  /* trainable elements: w and b */
+    size_t buffer_count; /* non-trainable state elements: batchnorm running mean and variance */
+    int uses;            /* how many (consumer, input position) pairs read this output */
+    int line;            /* line of the layer's [section] in the config */
 } rm_model_layer;
 
 typedef struct rm_model {
@@ -34,6 +36,7 @@ typedef struct rm_model {
     int input_uses; /* (consumer, position) pairs that read the input batch */
     int nlayers;
     rm_model_layer *layers; /* the last one is the loss */
+    int ninputs;            /* every layer's nin, summed */
     size_t param_count, buffer_count;
     /* Initial values, or NULL: the layers' init from the seed. In the
      * executor's layouts (rm_executor_params, rm_executor_buffers): every
@@ -46,16 +49,16 @@ typedef struct rm_model {
 
 void rm_model_free(rm_model *m);
 
-/* Completes layer i, whose name, desc, cfg, nin and inputs are set and whose
- * inputs are earlier layers (or the input batch) already completed: its
- * input and output shapes per sample (through the layer's infer), its
+/* Completes layer i, whose name, desc and cfg are set, reading the nin
+ * inputs given (copied into the layer), earlier layers (or the input batch)
+ * already completed: its input and output shapes per sample (through the layer's infer), its
  * parameter and buffer counts, the uses of what it reads, and the model's
  * totals; m->nlayers becomes i + 1. The one place a layer joins a model,
  * whether from a config or an ONNX file. RM_ERR_SHAPE with "shape mismatch
  * in [conv] 'c1' (inputs: input 1x3x8x8): <the layer's reason>", or
  * RM_ERR_UNSUPPORTED for a layer this build lacks; the caller prefixes where
  * the layer was defined. */
-int rm_model_layer_complete(rm_model *m, int i, rm_err *e);
+int rm_model_layer_complete(rm_model *m, int i, const int *inputs, int nin, rm_err *e);
 
 /* Index of the layer with this name, or -1. */
 int rm_model_find(const rm_model *m, const char *name);
@@ -72,8 +75,8 @@ int rm_model_find(const rm_model *m, const char *name);
  * on the memory and time a small hostile file can cost. */
 #define RM_MODEL_MAX_LAYERS 1000000
 
-/* Layer shapes at a batch size: in[i * RM_MAX_INPUTS + k] and out[i] for every
- * layer i (either may be NULL). Re-runs each layer's infer, so a model that
+/* Layer shapes at a batch size: in[layers[i].in_at + k] (m->ninputs shapes)
+ * and out[i] for every layer i (either may be NULL). Re-runs each layer's infer, so a model that
  * is only valid per sample would be caught. */
 int rm_model_shapes(rm_shape *in, rm_shape *out, const rm_model *m, int batch, rm_err *e);
 

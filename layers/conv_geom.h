@@ -18,16 +18,16 @@
 #include "layer.h"
 
 typedef struct conv_geom {
-    int n, cin, h, w;    /* input */
-    int cout, groups;    /* output channels, channel groups */
-    int cig, cog;        /* input and output channels per group */
-    int kh, kw, sh, sw;  /* kernel, stride */
-    int ph, pw;          /* zeros on each side */
-    int dil_h, dil_w;    /* spacing of the taps */
-    int ho, wo;          /* output */
-    size_t kdim;         /* cig * kh * kw: one output channel's weights, one group's im2col rows */
-    size_t krows;        /* cin * kh * kw: the rows of the im2col matrix, every group's */
-    size_t pdim;         /* ho * wo: its columns */
+    int n, cin, h, w;   /* input */
+    int cout, groups;   /* output channels, channel groups */
+    int cig, cog;       /* input and output channels per group */
+    int kh, kw, sh, sw; /* kernel, stride */
+    int ph, pw;         /* zeros on each side */
+    int dil_h, dil_w;   /* spacing of the taps */
+    int ho, wo;         /* output */
+    size_t kdim;        /* cig * kh * kw: one output channel's weights, one group's im2col rows */
+    size_t krows;       /* cin * kh * kw: the rows of the im2col matrix, every group's */
+    size_t pdim;        /* ho * wo: its columns */
 } conv_geom;
 
 static RM_HOST_DEVICE inline int conv_at_least_1(int v)

@@ -470,15 +470,16 @@ static int resolve(int *out, const builder *b, int i, const char *ref, int line)
     return RM_OK;
 }
 
-static int layer_inputs(rm_model_layer *L, const builder *b, int i)
+/* The layer's inputs (at most RM_MAX_INPUTS) into ins[*nin]. */
+static int layer_inputs(int *ins, int *nin, const builder *b, int i)
 {
     const inst *it = &b->v[i];
     const char *path = b->f->path;
     const rm_cfg_key *k = rm_cfg_find(it->sec, "input");
     if (!k) k = rm_cfg_find(it->sec, "inputs");
-    L->nin = 0;
+    *nin = 0;
     if (!k) {
-        L->inputs[L->nin++] = i - 1; /* the previous layer, or the input batch */
+        ins[(*nin)++] = i - 1; /* the previous layer, or the input batch */
     } else {
         const char *p = k->value;
         for (;;) {
@@ -489,7 +490,7 @@ static int layer_inputs(rm_model_layer *L, const builder *b, int i)
             while (te > tb && isspace((unsigned char)te[-1])) te--;
             if (tb == te)
                 return rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: empty layer name in '%s'", path, k->line, k->key);
-            if (L->nin == RM_MAX_INPUTS)
+            if (*nin == RM_MAX_INPUTS)
                 return rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: more than %d inputs", path, k->line, RM_MAX_INPUTS);
             char ref[RM_NAME_LEN * 2];
             if ((size_t)(te - tb) >= sizeof ref)
@@ -500,32 +501,31 @@ static int layer_inputs(rm_model_layer *L, const builder *b, int i)
             int j = RM_MODEL_INPUT;
             int rc = resolve(&j, b, i, ref, k->line);
             if (rc) return rc;
-            for (int q = 0; q < L->nin; q++)
-                if (L->inputs[q] == j)
+            for (int q = 0; q < *nin; q++)
+                if (ins[q] == j)
                     return rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: '%s' is listed twice in the inputs of '%s'", path,
                                      k->line, ref, it->name);
-            L->inputs[L->nin++] = j;
+            ins[(*nin)++] = j;
             if (!comma) break;
             p = comma + 1;
         }
     }
     /* Caught here, before the shapes: a second loss reading the first's
      * 1x1 value as logits was told "logits 1x1x1x1 have 1 classes". */
-    for (int q = 0; q < L->nin; q++)
-        if (L->inputs[q] >= 0 && is_loss(b->v[L->inputs[q]].desc->kind))
+    for (int q = 0; q < *nin; q++)
+        if (ins[q] >= 0 && is_loss(b->v[ins[q]].desc->kind))
             return rm_errorf(b->e, RM_ERR_PARSE,
                              "%s:%d: '%s' reads the output of loss layer '%s' (line %d), the loss value, which no "
                              "layer reads: a model has one loss, its last layer",
-                             path, k ? k->line : it->sec->line, it->name, b->v[L->inputs[q]].name,
-                             b->v[L->inputs[q]].sec->line);
+                             path, k ? k->line : it->sec->line, it->name, b->v[ins[q]].name, b->v[ins[q]].sec->line);
     const rm_layer_desc *d = it->desc;
-    if (L->nin < d->min_inputs || L->nin > d->max_inputs) {
+    if (*nin < d->min_inputs || *nin > d->max_inputs) {
         if (d->min_inputs == d->max_inputs)
             return rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: [%s] '%s' takes %d input%s, got %d", path,
                              k ? k->line : it->sec->line, d->name, it->name, d->min_inputs,
-                             d->min_inputs == 1 ? "" : "s", L->nin);
+                             d->min_inputs == 1 ? "" : "s", *nin);
         return rm_errorf(b->e, RM_ERR_PARSE, "%s:%d: [%s] '%s' takes %d to %d inputs (inputs=a, b, ...), got %d", path,
-                         k ? k->line : it->sec->line, d->name, it->name, d->min_inputs, d->max_inputs, L->nin);
+                         k ? k->line : it->sec->line, d->name, it->name, d->min_inputs, d->max_inputs, *nin);
     }
     return RM_OK;
 }
@@ -600,11 +600,12 @@ int rm_model_build(rm_model **out, const rm_cfg_file *f, rm_err *e)
         snprintf(L->name, sizeof L->name, "%s", it->name);
         L->desc = it->desc;
         L->line = it->sec->line;
+        int ins[RM_MAX_INPUTS], nin = 0;
         rc = layer_config(&L->cfg, &b, it);
-        if (!rc) rc = layer_inputs(L, &b, i);
+        if (!rc) rc = layer_inputs(ins, &nin, &b, i);
         if (!rc) {
             rm_err le = {RM_OK, ""};
-            if ((rc = rm_model_layer_complete(m, i, &le)))
+            if ((rc = rm_model_layer_complete(m, i, ins, nin, &le)))
                 rc = rm_errorf(e, (rm_code)rc, "%s:%d: %s", f->path, it->sec->line, le.msg);
         }
     }

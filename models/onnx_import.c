@@ -366,12 +366,12 @@ int onnx_add_layer(int *layer, onnx_import *c, const Onnx__NodeProto *n, rm_laye
     L->desc = rm_layer_desc_of(kind);
     L->cfg = *cfg;
     L->cfg.kind = kind;
-    L->nin = nin;
-    for (int k = 0; k < nin; k++) L->inputs[k] = in[k]->layer;
+    int ins[RM_MAX_INPUTS];
+    for (int k = 0; k < nin; k++) ins[k] = in[k]->layer;
     L->line = c->node + 1;
     c->wts[i] = *w;
     rm_err le = {RM_OK, ""};
-    if ((rc = rm_model_layer_complete(m, i, &le))) {
+    if ((rc = rm_model_layer_complete(m, i, ins, nin, &le))) {
         weights_free(&c->wts[i]);
         return onnx_fail(c, (rm_code)rc, "%s", le.msg);
     }
@@ -629,11 +629,9 @@ static int add_loss(onnx_import *c)
         snprintf(L->name, sizeof L->name, "loss_%d", k);
     L->desc = rm_layer_desc_of(kind);
     L->cfg.kind = kind;
-    L->nin = 1;
-    L->inputs[0] = ov->layer;
     L->line = c->node + 1;
     rm_err le = {RM_OK, ""};
-    int rc = rm_model_layer_complete(m, i, &le);
+    int rc = rm_model_layer_complete(m, i, &ov->layer, 1, &le);
     if (rc)
         return rm_errorf(c->e, (rm_code)rc, "%s: the loss on the graph output '%s': %s%s", c->path, c->sum.output,
                          le.msg,

@@ -52,7 +52,7 @@ static void index_uses(int *first, use *uses, const rm_model *m)
 }
 
 /* Scratch: bwd[L] (backward node of each layer), first[L + 1] and
- * uses/gdeps/gslots[L * RM_MAX_INPUTS]. */
+ * uses/gdeps/gslots[m->ninputs] (a layer has at most that many uses). */
 static int trace(rm_graph *g, const rm_model *m, int batch, int forward_only, const rm_shape *ins, const rm_shape *outs,
                  int *bwd, int *first, use *uses, int *gdeps, int *gslots, rm_err *e)
 {
@@ -70,7 +70,7 @@ static int trace(rm_graph *g, const rm_model *m, int batch, int forward_only, co
 
     for (int i = 0; i < L; i++) {
         const rm_model_layer *ly = &m->layers[i];
-        const rm_shape *in = &ins[(size_t)i * RM_MAX_INPUTS];
+        const rm_shape *in = &ins[ly->in_at];
         for (int k = 0; k < ly->nin; k++) {
             deps[k] = rm_trace_forward_node(ly->inputs[k]);
             slots[k] = -1;
@@ -85,7 +85,7 @@ static int trace(rm_graph *g, const rm_model *m, int batch, int forward_only, co
 
     for (int i = L - 1; i >= 0 && !forward_only; i--) {
         const rm_model_layer *ly = &m->layers[i];
-        const rm_shape *in = &ins[(size_t)i * RM_MAX_INPUTS];
+        const rm_shape *in = &ins[ly->in_at];
         int nd = 0;
         if (i < L - 1) {
             const use *mine = &uses[first[i]];
@@ -137,20 +137,24 @@ static int trace_model(rm_graph *g, const rm_model *m, int batch, int forward_on
     if (batch < 1) return rm_errorf(e, RM_ERR_INVALID, "%s: batch must be at least 1, got %d", m->path, batch);
     /* Element counts beyond this would overflow size_t byte arithmetic. */
     double biggest = (double)rm_shape_numel(m->input);
-    for (int i = 0; i < m->nlayers; i++)
+    int widest = 1; /* a backward node holds the gradients of all its layer's inputs */
+    for (int i = 0; i < m->nlayers; i++) {
         if ((double)rm_shape_numel(m->layers[i].out_shape) > biggest)
             biggest = (double)rm_shape_numel(m->layers[i].out_shape);
-    if (biggest * (double)batch * 4.0 * RM_MAX_INPUTS > 9.0e18)
+        if (m->layers[i].nin > widest) widest = m->layers[i].nin;
+    }
+    if (biggest * (double)batch * 4.0 * widest > 9.0e18)
         return rm_errorf(e, RM_ERR_INVALID, "%s: batch %d makes tensors too large to address", m->path, batch);
 
     const int L = m->nlayers;
-    rm_shape *ins = malloc((size_t)L * RM_MAX_INPUTS * sizeof *ins);
+    const size_t ni = (size_t)m->ninputs + 1;
+    rm_shape *ins = malloc(ni * sizeof *ins);
     rm_shape *outs = malloc((size_t)L * sizeof *outs);
     int *bwd = malloc((size_t)L * sizeof *bwd);
     int *first = malloc((size_t)(L + 1) * sizeof *first);
-    use *uses = malloc((size_t)L * RM_MAX_INPUTS * sizeof *uses);
-    int *gdeps = malloc((size_t)L * RM_MAX_INPUTS * sizeof *gdeps);
-    int *gslots = malloc((size_t)L * RM_MAX_INPUTS * sizeof *gslots);
+    use *uses = malloc(ni * sizeof *uses);
+    int *gdeps = malloc(ni * sizeof *gdeps);
+    int *gslots = malloc(ni * sizeof *gslots);
     int rc;
     if (!ins || !outs || !bwd || !first || !uses || !gdeps || !gslots)
         rc = rm_errorf(e, RM_ERR_NOMEM, "trace: out of memory");

@@ -235,9 +235,11 @@ static void gpu_backward(lgpu *g, const lhost *h, const lcase *c)
     g->call.dout = h->is_loss ? NULL : &g->dy;
     cr_assert_eq(rm_layer_backward(d, &g->call, &e), RM_OK, "cuda backward: %s", e.msg);
     cr_assert_eq(m->be->ops->sync(m->be->ctx, &e), RM_OK, "cuda backward: %s", e.msg);
-    static const char *dnames[RM_MAX_INPUTS] = {"dx0", "dx1", "dx2", "dx3", "dx4", "dx5", "dx6", "dx7"};
-    for (int k = 0; k < c->nin; k++)
-        compare(m, gdin[k], h->cpu_din[k], rm_shape_numel(c->in[k]), d->name, c, dnames[k]);
+    for (int k = 0; k < c->nin; k++) {
+        char dname[16];
+        snprintf(dname, sizeof dname, "dx%d", k);
+        compare(m, gdin[k], h->cpu_din[k], rm_shape_numel(c->in[k]), d->name, c, dname);
+    }
     if (nw) compare(m, g->prm.dw.data, h->cpu_dw, nw, d->name, c, "dw");
     if (nb) compare(m, g->prm.db.data, h->cpu_db, nb, d->name, c, "db");
 }
@@ -405,6 +407,10 @@ Test(cuda_layers, concat)
 {
     lcase c = {"three", cfg_of(RM_LAYER_CONCAT), {SHAPE(3, 2, 7, 9), SHAPE(3, 5, 7, 9), SHAPE(3, 3, 7, 9)}, 3, 1, 0};
     run_case(RM_LAYER_CONCAT, &c);
+    /* DenseNet-121's widest: the block input and 24 layers' outputs */
+    lcase w = {"twenty-five", cfg_of(RM_LAYER_CONCAT), {SHAPE(2, 4, 3, 5)}, 25, 1, 0};
+    for (int k = 1; k < 25; k++) w.in[k] = SHAPE(2, 1 + k % 3, 3, 5);
+    run_case(RM_LAYER_CONCAT, &w);
 }
 
 Test(cuda_layers, upsample2x)

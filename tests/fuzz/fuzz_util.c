@@ -110,7 +110,7 @@ void rm_fuzz_check_err(int rc, const rm_err *e)
 
 void rm_fuzz_check_model(const rm_model *m)
 {
-    rm_shape *in = malloc((size_t)m->nlayers * RM_MAX_INPUTS * sizeof *in);
+    rm_shape *in = malloc(((size_t)m->ninputs + 1) * sizeof *in);
     rm_shape *out = malloc((size_t)m->nlayers * sizeof *out);
     if (!in || !out) abort();
     rm_err se = {RM_OK, ""};

@@ -135,6 +135,16 @@ Test(concat, gradcheck_three_inputs)
     run_gradcheck(&c);
 }
 
+/* As wide as DenseNet-121's widest (a block's input and 24 layers'
+ * outputs), channels of several sizes. */
+Test(concat, gradcheck_twenty_five_inputs)
+{
+    gc_case c = one_input_case(&rm_concat_desc, rm_shape_make(2, 3, 2, 3));
+    for (int k = 1; k < 25; k++) c.in[k] = rm_shape_make(2, 1 + k % 2, 2, 3);
+    c.nin = 25;
+    run_gradcheck(&c);
+}
+
 /* Channels of input 0 come first within each sample, then input 1's. */
 Test(concat, forward_layout)
 {

@@ -178,6 +178,38 @@ Test(models_config, inputs_by_full_name_and_the_input_batch)
     rm_model_free(m);
 }
 
+/* A dense block's concat: 30 inputs, each layer's place among the model's
+ * inputs (in_at) after every earlier layer's. 64 is the most a layer takes. */
+Test(models_config, concat_of_thirty_and_the_limit)
+{
+    char text[4096], names[1024] = "";
+    size_t used = 0;
+    for (int k = 0; k < 30; k++)
+        used += (size_t)snprintf(names + used, sizeof names - used, "%sr.%d.c", k ? ", " : "", k);
+    snprintf(text, sizeof text,
+             NET "[repeat]\nname=r\ncount=30\n[conv]\nname=c\nfilters=2\nsize=1\ninput=input\n"
+                 "[end]\n[concat]\nname=cat\ninputs=%s\n" HEAD,
+             names);
+    rm_model *m = load_text(text);
+    const rm_model_layer *cat = &m->layers[30];
+    cr_assert_eq(cat->nin, 30);
+    for (int k = 0; k < 30; k++) cr_assert_eq(cat->inputs[k], k);
+    cr_assert(rm_shape_equal(cat->out_shape, rm_shape_make(1, 60, 8, 8)));
+    cr_assert_eq(cat->in_at, 30);          /* the 30 convs read one input each */
+    cr_assert_eq(m->layers[31].in_at, 60); /* then the concat's 30 */
+    cr_assert_eq(m->ninputs, 60 + 3);      /* gap, fc, loss */
+    rm_model_free(m);
+
+    used = 0;
+    for (int k = 0; k < 65; k++)
+        used += (size_t)snprintf(names + used, sizeof names - used, "%sr.%d.c", k ? ", " : "", k);
+    snprintf(text, sizeof text,
+             NET "[repeat]\nname=r\ncount=65\n[conv]\nname=c\nfilters=2\nsize=1\ninput=input\n"
+                 "[end]\n[concat]\nname=cat\ninputs=%s\n" HEAD,
+             names);
+    expect_error(text, RM_ERR_PARSE, 17, "more than 64 inputs");
+}
+
 Test(models_config, unknown_key)
 {
     expect_error(NET "[conv]\nfilterz=4\nsize=3\n" HEAD, RM_ERR_PARSE, 7, "unknown key 'filterz' in [conv]");
@@ -291,7 +323,7 @@ Test(models_config, dangling_and_forward_references)
     expect_error(NET "[repeat]\ncount=2\n[relu]\nname=x\ninput=y\n[relu]\nname=y\n[end]\n" HEAD, RM_ERR_PARSE, 10,
                  "forward reference to 'y'");
     expect_error(NET "[relu]\nname=a\n[add]\ninputs=a, a\n" HEAD, RM_ERR_PARSE, 9, "listed twice");
-    expect_error(NET "[relu]\n[add]\ninputs=relu1\n" HEAD, RM_ERR_PARSE, 8, "takes 2 to 8 inputs");
+    expect_error(NET "[relu]\n[add]\ninputs=relu1\n" HEAD, RM_ERR_PARSE, 8, "takes 2 to 64 inputs");
 }
 
 Test(models_config, duplicate_name)
