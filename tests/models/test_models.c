@@ -23,9 +23,10 @@ static rm_model *load_builtin(const char *name)
 
 Test(models_builtin, every_config_parses)
 {
-    const char *names[] = {"vgg11",     "vgg13",    "vgg16",       "vgg19",     "resnet18",
-                           "resnet34",  "resnet50", "resnet101",   "resnet152", "unet",
-                           "mobilenet", "vgg-tiny", "resnet-tiny", "unet-tiny", "mobilenet-tiny"};
+    const char *names[] = {"vgg11",       "vgg13",       "vgg16",        "vgg19",           "resnet18",
+                           "resnet34",    "resnet50",    "resnet101",    "resnet152",       "resnext50_32x4d",
+                           "densenet121", "mobilenet",   "mobilenet_v2", "efficientnet_b0", "unet",
+                           "vgg-tiny",    "resnet-tiny", "unet-tiny",    "mobilenet-tiny"};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
         rm_model *m = load_builtin(names[k]);
         const rm_model_layer *last = &m->layers[m->nlayers - 1];
@@ -40,9 +41,20 @@ Test(models_builtin, torchvision_parameter_counts)
         const char *name;
         size_t params;
     } want[] = {
-        {"vgg11", 132863336},   {"vgg13", 133047848},    {"vgg16", 138357544},
-        {"vgg19", 143667240},   {"resnet18", 11689512},  {"resnet34", 21797672},
-        {"resnet50", 25557032}, {"resnet101", 44549160}, {"resnet152", 60192808},
+        {"vgg11", 132863336},
+        {"vgg13", 133047848},
+        {"vgg16", 138357544},
+        {"vgg19", 143667240},
+        {"resnet18", 11689512},
+        {"resnet34", 21797672},
+        {"resnet50", 25557032},
+        {"resnet101", 44549160},
+        {"resnet152", 60192808},
+        /* grouped convolutions, 64-input-wide dense blocks, inverted residuals, squeeze-and-excitation */
+        {"resnext50_32x4d", 25028904},
+        {"densenet121", 7978856},
+        {"mobilenet_v2", 3504872},
+        {"efficientnet_b0", 5288548},
     };
     for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
         rm_model *m = load_builtin(want[k].name);
