@@ -16,6 +16,7 @@ arithmetic stays in the graph for remat to fold.
 
     python onnx_export.py OUTDIR
 """
+import copy
 import json
 import os
 import sys
@@ -128,6 +129,63 @@ def export(name, out):
         json.dump({"params": params, "buffers": buffers, "loss": loss, "opset": opset, "torch": torch.__version__,
                    "torchvision": torchvision.__version__}, f)
     print(f"{name}: exported, {params} parameters, {buffers} statistics", flush=True)
+    return model
+
+
+# 20 training steps beside remat's (bench/train_parity.c): batches of 2, random normal images and
+# random labels, the same for both optimizers. Dropout and stochastic depth are off: their masks are
+# random draws that two frameworks never share. PyTorch trains twice, in float32 and in float64: on
+# random labels with batch-2 batchnorm the trajectory is chaotic enough that float32 rounding alone
+# moves the losses by 1e-3 to 1e-2 within 20 steps, so the float64 run is the reference both float32
+# runs (PyTorch's and remat's) are measured against.
+TRAIN_STEPS, TRAIN_BATCH = 20, 2
+OPTIMIZERS = {  # name: constructor; bench/onnx_torchvision.sh passes remat the same hyper-parameters
+    "sgd": lambda p: torch.optim.SGD(p, lr=1e-3, momentum=0.9, weight_decay=1e-4),
+    "adam": lambda p: torch.optim.Adam(p, lr=1e-4, weight_decay=1e-4),
+}
+
+
+def no_randomness(model):
+    for m in model.modules():
+        if isinstance(m, nn.Dropout):
+            m.p = 0.0
+        if type(m).__name__ == "StochasticDepth":
+            m.p = 0.0
+    return model
+
+
+def train(name, model, out):
+    """Writes NAME.train_x.pb, NAME.train_y.pb, and per optimizer and precision (f32, f64)
+    NAME.OPT.PREC.losses.pb (the loss of every step) and NAME.OPT.PREC.final.onnx (the weights and batchnorm
+    statistics after the last step, in float32, exported as the start was)."""
+    make, shape, loss, opset = NETS[name]
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn((TRAIN_STEPS * TRAIN_BATCH,) + shape, generator=g)
+    if loss == "softmax_xent":
+        y = torch.randint(0, 1000, (TRAIN_STEPS * TRAIN_BATCH,), generator=g)
+    else:
+        y = torch.randint(0, 4, (TRAIN_STEPS * TRAIN_BATCH,) + shape[1:], generator=g)
+    onnx.save_tensor(numpy_helper.from_array(x.numpy(), "x"), os.path.join(out, name + ".train_x.pb"))
+    onnx.save_tensor(numpy_helper.from_array(y.numpy().astype(np.int64), "y"), os.path.join(out, name + ".train_y.pb"))
+    for opt_name, make_opt in OPTIMIZERS.items():
+        for prec, dtype in (("f32", torch.float32), ("f64", torch.float64)):
+            m = no_randomness(copy.deepcopy(model)).to(dtype).train()
+            opt = make_opt(m.parameters())
+            losses = []
+            for s in range(TRAIN_STEPS):
+                xb, yb = x[s * TRAIN_BATCH:(s + 1) * TRAIN_BATCH].to(dtype), y[s * TRAIN_BATCH:(s + 1) * TRAIN_BATCH]
+                opt.zero_grad()
+                l = nn.functional.cross_entropy(m(xb), yb)
+                l.backward()
+                opt.step()
+                losses.append(l.item())
+            stem = os.path.join(out, f"{name}.{opt_name}.{prec}")
+            onnx.save_tensor(numpy_helper.from_array(np.array(losses, dtype=np.float32), "losses"), stem + ".losses.pb")
+            m = m.float().eval()
+            torch.onnx.export(m, (x[:TRAIN_BATCH],), stem + ".final.onnx", dynamo=False, opset_version=opset,
+                              do_constant_folding=False, input_names=["input"], output_names=["logits"],
+                              dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
+    print(f"{name}: trained {TRAIN_STEPS} steps with {', '.join(OPTIMIZERS)} in float32 and float64", flush=True)
 
 
 if __name__ == "__main__":
@@ -135,6 +193,11 @@ if __name__ == "__main__":
     os.makedirs(out, exist_ok=True)
     for name in sys.argv[2:] or NETS:
         try:
-            export(name, out)
+            model = export(name, out)
         except Exception as e:  # one network's failure is its row of the table, not the end of the bench
             print(f"{name}: export failed: {e}", file=sys.stderr, flush=True)
+            continue
+        try:
+            train(name, model, out)
+        except Exception as e:
+            print(f"{name}: training failed: {e}", file=sys.stderr, flush=True)

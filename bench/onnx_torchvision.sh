@@ -9,6 +9,9 @@
 #   - the parameter count equals PyTorch's,
 #   - the forward output on the same batch of 2 matches PyTorch's
 #     (bench/onnx_check.c: |d| <= 1e-4 max(1, max|ref|) + 1e-3 |ref|; the largest errors printed),
+#   - 20 training steps (SGD with momentum and weight decay, and Adam) give
+#     PyTorch's losses and final weights, as closely as PyTorch's own float32
+#     run follows its float64 one (bench/train_parity.c says why that test),
 #   - `remat maxbatch --onnx` runs (checkpoint_all, chen_sqrtn, chen_greedy
 #     under a 8 GiB budget, as remat train accounts memory on the CPU),
 # and writes docs/bench/onnx.md. Everything else goes to build-bench-onnx/.
@@ -31,7 +34,7 @@ if [ ! -x "$venv/bin/python" ]; then
     python3 -m venv "$venv"
     "$venv/bin/pip" install -q torch torchvision numpy onnx
 fi
-REMAT_BUILD_TARGET="remat remat_bench_onnx_check" ./scripts/build "${REMAT_BUILD_ARGS:--DREMAT_WERROR=ON}"
+REMAT_BUILD_TARGET="remat remat_bench_onnx_check remat_bench_train_parity" ./scripts/build "${REMAT_BUILD_ARGS:--DREMAT_WERROR=ON}"
 dir="${REMAT_BUILD_DIR:-build}"
 
 t0=$(date +%s)
@@ -41,7 +44,16 @@ versions=$("$venv/bin/python" -c 'import torch, torchvision; print(f"torch {torc
 json() { "$venv/bin/python" -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
 field() { sed -n "s/.*\b$2=\([^ ]*\).*/\1/p" <<<"$1"; }
 rows=""
+train_rows=""
 maxbatch_blocks=""
+# remat_bench_train_parity's hyper-parameters: bench/onnx_export.py's OPTIMIZERS
+parity() { # NET LOSS OPT LR MOMENTUM: "loss remat/torch, weights remat/torch, match"
+    local p
+    p=$("$dir/bench/remat_bench_train_parity" "$work/$1.onnx" "$work/$1.train_x.pb" "$work/$1.train_y.pb" \
+        "$work/$1.$3" "$2" "$3" "$4" "$5" 1e-4 2 2>>"$work/$1.err" || true)
+    [ -n "$p" ] || { echo "| failed (see $work/$1.err) | | |"; return; }
+    echo "| $(field "$p" loss_rel) / $(field "$p" torch_loss_rel) | $(field "$p" param_rel) / $(field "$p" torch_param_rel) | $(field "$p" match) |"
+}
 for n in "${nets[@]}"; do
     f="$work/$n.onnx"
     if [ ! -f "$work/$n.json" ]; then
@@ -70,6 +82,16 @@ for n in "${nets[@]}"; do
     same=$([ "$rp" = "$tp" ] && [ "$rb" = "$tb" ] && echo equal || echo DIFFERENT)
     rows+="| $n | $tp (+$tb statistics) | $rp (+$rb) $same | $(field "$line" nodes) -> $(field "$line" layers) ($(field "$line" folded) folded, $(field "$line" aliases) aliases) | $(field "$line" max_abs) / $(field "$line" max_rel) | $ok | forward at batch 2 in ${secs} s |"$'\n'
     [ "$ok" = yes ] || continue
+    if [ -f "$work/$n.sgd.f64.losses.pb" ] && [ -f "$work/$n.adam.f64.losses.pb" ]; then
+        echo "onnx bench: $n, 20 training steps" >&2
+        s=$(date +%s)
+        sgd=$(parity "$n" "$loss" sgd 1e-3 0.9)
+        adam=$(parity "$n" "$loss" adam 1e-4 0)
+        train_rows+="| $n | ${sgd#| }${adam#|} $(( $(date +%s) - s )) s |"$'\n'
+    else
+        why=$(grep "^$n: training failed" "$work/export.log" | head -1 | cut -c1-200 | sed 's/|/\\|/g')
+        train_rows+="| $n | PyTorch did not train it: ${why:-see $work/export.log} | | | | | | |"$'\n'
+    fi
     mb=$("$dir/remat" maxbatch --onnx "$f" --loss "$loss" --budget 8GiB \
         --strategies chen_sqrtn,chen_greedy --time-limit 10 --quiet 2>&1 | sed -n '/^strategy/,/^$/p' || true)
     maxbatch_blocks+=$'\n'"\`remat maxbatch --onnx $n.onnx --loss $loss --budget 8GiB --strategies chen_sqrtn,chen_greedy --time-limit 10\`:"$'\n\n```text\n'"$mb"$'\n```\n'
@@ -106,6 +128,24 @@ tolerance). A network remat refuses shows the importer's message.
 $rows
 A refused network's row quotes what remat lacks for it (docs/onnx.md lists what is supported).
 
+## 20 training steps beside PyTorch's
+
+Each network that matches above trains 20 steps in remat (\`bench/train_parity.c\`, under checkpoint-all:
+a step under any schedule is bit-identical) and in PyTorch (\`train()\` in bench/onnx_export.py), from the
+same weights, on the same 20 batches of 2 (random normal images, random labels), in train mode (batch
+statistics; dropout and stochastic depth off, their masks being random draws two frameworks never share),
+with SGD (lr 1e-3, momentum 0.9, weight decay 1e-4) and with Adam (lr 1e-4, betas 0.9 and 0.999, eps 1e-8,
+weight decay 1e-4), both as torch.optim defines them, weight decay on every tensor as torch.optim's one
+parameter group does. PyTorch trains in float32 and in float64. On random labels with batchnorm over 2
+samples the trajectory is chaotic: float32 rounding alone moves PyTorch's losses 1e-3 to 1e-2 from the
+float64 run's within 20 steps. So the float64 run is the reference, and each cell reads remat's difference
+from it / PyTorch float32's: loss, the largest relative difference over the 20 steps; weights, the largest
+difference of a parameter after the last step over the largest parameter. match: remat's loss and weight
+differences are each within 4 times PyTorch float32's (plus 1e-5).
+
+| network | SGD: loss | SGD: weights | SGD match | Adam: loss | Adam: weights | Adam match | time |
+|---|---|---|---|---|---|---|---|
+$train_rows
 ## The same networks from remat's configs
 
 remat's models/*.cfg describe some of these networks by hand. Imported from PyTorch's export they must
