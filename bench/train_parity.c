@@ -116,7 +116,8 @@ int main(int argc, char **argv)
         return 2;
     }
     int32_t *labels = malloc(y.count * sizeof *labels);
-    float *params = malloc((m->param_count + 1) * sizeof *params), *stats = malloc((m->buffer_count + 1) * sizeof *stats);
+    float *params = malloc((m->param_count + 1) * sizeof *params),
+          *stats = malloc((m->buffer_count + 1) * sizeof *stats);
     float *losses = malloc((size_t)steps * sizeof *losses);
     rm_optim_tensor *ts = malloc(2 * (size_t)m->nlayers * sizeof *ts);
     rm_layer_params **lp = malloc((size_t)m->nlayers * sizeof *lp);
@@ -150,7 +151,8 @@ int main(int argc, char **argv)
     }
     if (rm_executor_download_params(ex, params, &e) || rm_executor_download_buffers(ex, stats, &e))
         return fail(argv[1], &e);
-    double lrel = max_rel_each(losses, l64.data, (size_t)steps), tlrel = max_rel_each(l32.data, l64.data, (size_t)steps);
+    double lrel = max_rel_each(losses, l64.data, (size_t)steps),
+           tlrel = max_rel_each(l32.data, l64.data, (size_t)steps);
     double prel = rel_diff(params, f64->init_params, m->param_count);
     double tprel = rel_diff(f32->init_params, f64->init_params, m->param_count);
     double srel = m->buffer_count ? rel_diff(stats, f64->init_buffers, m->buffer_count) : 0;

@@ -51,6 +51,9 @@ typedef enum rm_layer_kind {
     RM_LAYER_GELU,      /* the erf form */
     RM_LAYER_GELU_TANH, /* the tanh approximation */
     RM_LAYER_SCALE,     /* x N x C x H x W times factors N x C x 1 x 1 (squeeze-and-excitation) */
+    /* Channel layout (layers/channel_layout.c). */
+    RM_LAYER_CHANNEL_SHUFFLE, /* ShuffleNet's: the channels as groups x C/groups, transposed */
+    RM_LAYER_SLICE,           /* a range of channels */
     RM_LAYER_KIND_COUNT
 } rm_layer_kind;
 
@@ -84,7 +87,7 @@ static inline rm_hw rm_hw_square(int v)
 /* Hyper-parameters, filled by the config parser. Unused fields stay 0. */
 typedef struct rm_layer_config {
     rm_layer_kind kind;
-    int out_channels; /* conv2d, conv_transpose2x2, linear (output features) */
+    int out_channels; /* conv2d, conv_transpose2x2, linear (output features), slice (channels taken) */
     rm_hw kernel;     /* conv2d (any), dwconv2d, maxpool2d, avgpool2d (square) */
     rm_hw stride;     /* conv2d (any), dwconv2d, maxpool2d, avgpool2d (the same along both axes) */
     rm_hw pad;        /* conv2d (any), dwconv2d, maxpool2d, avgpool2d (the same along both axes): zeros added on
@@ -92,7 +95,8 @@ typedef struct rm_layer_config {
     rm_hw dilation;   /* conv2d: the spacing of the kernel's taps; 0 reads as 1, so a zeroed config is a plain
                          convolution */
     int groups;       /* conv2d: input and output channels split into this many groups, each output reading
-                         only its own group's inputs (PyTorch's groups); 0 reads as 1 */
+                         only its own group's inputs (PyTorch's groups); 0 reads as 1. shuffle: the groups */
+    int start;        /* slice: the first channel taken (out_channels of them; 0: every one from start on) */
     int bias;         /* conv2d, dwconv2d, conv_transpose2x2, linear: 1 = has a bias */
     float eps;        /* batchnorm2d */
     float momentum;   /* batchnorm2d: running = (1-m)*running + m*batch */

@@ -51,3 +51,4 @@ const rm_layer_backend_kernels rm_pixel_softmax_xent_kernels[RM_BACKEND_KIND_COU
 const rm_layer_backend_kernels rm_dwconv2d_kernels[RM_BACKEND_KIND_COUNT] = {CUDA(dwconv2d, NULL, NULL)};
 const rm_layer_backend_kernels rm_activation_kernels[RM_BACKEND_KIND_COUNT] = {CUDA(activation, NULL, NULL)};
 const rm_layer_backend_kernels rm_scale_kernels[RM_BACKEND_KIND_COUNT] = {CUDA(scale, NULL, NULL)};
+const rm_layer_backend_kernels rm_channel_layout_kernels[RM_BACKEND_KIND_COUNT] = {CUDA(channel_layout, NULL, NULL)};

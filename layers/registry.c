@@ -29,6 +29,8 @@ static const rm_layer_desc *const all_layers[RM_LAYER_KIND_COUNT] = {
     [RM_LAYER_GELU] = &rm_gelu_desc,
     [RM_LAYER_GELU_TANH] = &rm_gelu_tanh_desc,
     [RM_LAYER_SCALE] = &rm_scale_desc,
+    [RM_LAYER_CHANNEL_SHUFFLE] = &rm_channel_shuffle_desc,
+    [RM_LAYER_SLICE] = &rm_slice_desc,
 };
 
 const rm_layer_desc *rm_layer_desc_of(rm_layer_kind kind)

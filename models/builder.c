@@ -37,11 +37,14 @@ enum {
     K_CEIL = 1 << 9,
     K_INIT = 1 << 10,
     K_DILATION = 1 << 11,
-    K_GROUPS = 1 << 12
+    K_GROUPS = 1 << 12,
+    K_START = 1 << 13,
+    K_CHANNELS = 1 << 14
 };
 
-static const char *const key_names[] = {"filters",  "out", "size",      "stride", "pad",      "bias",  "eps",
-                                        "momentum", "p",   "ceil_mode", "init",   "dilation", "groups"};
+static const char *const key_names[] = {"filters", "out",      "size",     "stride", "pad",
+                                        "bias",    "eps",      "momentum", "p",      "ceil_mode",
+                                        "init",    "dilation", "groups",   "start",  "channels"};
 #define NKEYNAMES ((int)(sizeof key_names / sizeof key_names[0]))
 
 /* Keys each layer section accepts besides name/input/inputs, and which of
@@ -73,6 +76,12 @@ static unsigned layer_keys(rm_layer_kind k, unsigned *required)
         return K_SIZE | K_STRIDE | K_PAD;
     case RM_LAYER_DROPOUT:
         return K_P;
+    case RM_LAYER_CHANNEL_SHUFFLE:
+        *required = K_GROUPS;
+        return K_GROUPS;
+    case RM_LAYER_SLICE:
+        *required = K_START | K_CHANNELS;
+        return K_START | K_CHANNELS;
     default:
         return 0;
     }
@@ -561,6 +570,10 @@ static int layer_config(rm_layer_config *c, const builder *b, const inst *it)
             rc = rm_cfg_hw(&c->dilation, f, s, k, 1, 1024, b->e);
         else if (!strcmp(n, "groups"))
             rc = rm_cfg_int(&c->groups, f, s, k, 1, MAX_DIM, b->e);
+        else if (!strcmp(n, "start"))
+            rc = rm_cfg_int(&c->start, f, s, k, 0, MAX_DIM, b->e);
+        else if (!strcmp(n, "channels"))
+            rc = rm_cfg_int(&c->out_channels, f, s, k, 1, MAX_DIM, b->e);
         else if (!strcmp(n, "bias"))
             rc = rm_cfg_int(&c->bias, f, s, k, 0, 1, b->e);
         else if (!strcmp(n, "eps"))

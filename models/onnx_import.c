@@ -110,6 +110,11 @@ int onnx_need_input(onnx_value **out, onnx_import *c, const Onnx__NodeProto *n, 
     if (!v || v->kind == ONNX_UNSET)
         return onnx_fail(c, RM_ERR_PARSE, "input '%s' is not made by an earlier node, an initializer or a graph input",
                          n->input[k]);
+    if (v->kind == ONNX_VIEW && kind != ONNX_VIEW)
+        return onnx_fail(c, RM_ERR_UNSUPPORTED,
+                         "its %s '%s' is a 5-D view of a computed tensor; remat reads such a view only as ShuffleNet's "
+                         "channel shuffle (Reshape to N x g x C/g x H x W, Transpose (0, 2, 1, 3, 4), Reshape back)",
+                         role, v->name);
     if (kind == ONNX_CONST && v->kind != ONNX_CONST)
         return onnx_fail(c, RM_ERR_UNSUPPORTED,
                          "its %s '%s' is computed from the input; remat needs it to be a constant (an initializer, "
@@ -147,6 +152,19 @@ int onnx_set_act(onnx_import *c, const Onnx__NodeProto *n, int k, int layer, int
     v->layer = layer;
     v->rank = rank;
     v->shape = shape;
+    return RM_OK;
+}
+
+int onnx_set_view(onnx_import *c, const Onnx__NodeProto *n, int k, const onnx_value *source, int groups, int transposed)
+{
+    onnx_value *v;
+    int rc = output_value(&v, c, n, k);
+    if (rc) return rc;
+    v->kind = ONNX_VIEW;
+    v->source = source;
+    v->rank = 5;
+    v->groups = groups;
+    v->transposed = transposed;
     return RM_OK;
 }
 

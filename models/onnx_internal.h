@@ -43,10 +43,13 @@ typedef struct onnx_const {
     int64_t *i; /* count integers when is_int; may hold ONNX_BATCH */
 } onnx_const;
 
-typedef enum onnx_value_kind { ONNX_UNSET = 0, ONNX_ACT, ONNX_CONST } onnx_value_kind;
+/* ONNX_VIEW: an activation seen as N x groups x C/groups x H x W, before or
+ * after the transpose of its two middle axes: the steps of ShuffleNet's
+ * channel shuffle (onnx_ops_layout.c), which only the next step reads. */
+typedef enum onnx_value_kind { ONNX_UNSET = 0, ONNX_ACT, ONNX_CONST, ONNX_VIEW } onnx_value_kind;
 
 /* What an ONNX name stands for: a tensor remat computes (the input batch
- * or a layer's output) or a constant. */
+ * or a layer's output), a constant, or a view of a computed tensor. */
 typedef struct onnx_value {
     const char *name; /* points into the decoded model */
     onnx_value_kind kind;
@@ -54,8 +57,10 @@ typedef struct onnx_value {
     int rank;       /* ONNX_ACT: the ONNX rank, batch included: 2 (N x C), 3 (N x C x L) or 4 (N x C x H x W) */
     rm_shape shape; /* ONNX_ACT: per sample (n = 1); trailing dimensions of a lower rank are 1 */
     onnx_const c;   /* ONNX_CONST */
-    int consumers;  /* nodes that read it (a node reading it twice counts twice) */
-    int needed;     /* the graph output depends on it */
+    const struct onnx_value *source; /* ONNX_VIEW: the activation viewed */
+    int groups, transposed;          /* ONNX_VIEW: N x groups x C/groups x H x W, or (transposed) C/groups x groups */
+    int consumers;                   /* nodes that read it (a node reading it twice counts twice) */
+    int needed;                      /* the graph output depends on it */
 } onnx_value;
 
 /* One layer's initial values: w and b, and batchnorm's statistics; the
@@ -134,6 +139,9 @@ int onnx_attr_ints(const int64_t **v, size_t *count, onnx_import *c, const Onnx_
 int onnx_only_first_output(onnx_import *c, const Onnx__NodeProto *n, const char *what);
 /* Adds a line to the notes: "node 12 Conv 'conv1' -> " + text. */
 void onnx_note(onnx_import *c, const Onnx__NodeProto *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Output k of node n: a view of activation source (ONNX_VIEW). */
+int onnx_set_view(onnx_import *c, const Onnx__NodeProto *n, int k, const onnx_value *source, int groups,
+                  int transposed);
 /* The node that reads value v when exactly one node does (-1 otherwise). */
 int onnx_sole_consumer(const onnx_import *c, const onnx_value *v);
 
@@ -164,5 +172,18 @@ int onnx_op_pattern(onnx_import *c, const Onnx__NodeProto *n, int *matched);
 /* Whether Mul node n multiplies two computed tensors, and its import (squeeze-and-excitation's scale). */
 int onnx_is_mul_of_activations(const onnx_import *c, const Onnx__NodeProto *n);
 int onnx_op_channel_scale(onnx_import *c, const Onnx__NodeProto *n);
+
+/* ---- onnx_ops_layout.c: layout of computed tensors ---- */
+
+/* Reshape of activation x to d[0..nt) (resolved: N first, no -1). */
+int onnx_layout_reshape(onnx_import *c, const Onnx__NodeProto *n, const onnx_value *x, const int64_t *d, int nt);
+/* Transpose of view v by perm[0..np). */
+int onnx_layout_transpose(onnx_import *c, const Onnx__NodeProto *n, const onnx_value *v, const int64_t *perm,
+                          size_t np);
+/* Slice of activation x along axis (normalised), start to end by step (as ONNX gives them). */
+int onnx_layout_slice(onnx_import *c, const Onnx__NodeProto *n, onnx_value *x, int64_t axis, int64_t start, int64_t end,
+                      int64_t step);
+/* The dimensions of view v, ONNX_BATCH first; returns its rank (5). */
+int onnx_layout_view_dims(int64_t *d, const onnx_value *v);
 
 #endif

@@ -1016,8 +1016,10 @@ static int op_reshape(onnx_import *c, const Onnx__NodeProto *n)
     const int64_t *t;
     size_t nt;
     int64_t allowzero;
+    const onnx_value *raw = onnx_input(c, n, 0);
+    const int view = raw && raw->kind == ONNX_VIEW;
     int rc = onnx_check_attrs(c, n, attrs);
-    if (!rc) rc = onnx_need_input(&x, c, n, 0, ONNX_UNSET, "data");
+    if (!rc) rc = onnx_need_input(&x, c, n, 0, view ? ONNX_VIEW : ONNX_UNSET, "data");
     if (!rc) rc = onnx_attr_int(&allowzero, c, n, "allowzero", 0);
     if (!rc) rc = const_ints(&t, &nt, c, n, 1, "shape");
     if (!rc && !t && onnx_attr(n, "shape"))
@@ -1026,7 +1028,7 @@ static int op_reshape(onnx_import *c, const Onnx__NodeProto *n)
     if (rc) return rc;
     if (nt < 1 || nt > RM_ONNX_MAX_RANK) return onnx_fail(c, RM_ERR_UNSUPPORTED, "a target of rank %zu", nt);
     int64_t in[RM_ONNX_MAX_RANK], d[RM_ONNX_MAX_RANK];
-    int r = x->kind == ONNX_ACT ? act_dims(in, x) : x->c.rank;
+    int r = x->kind == ONNX_ACT ? act_dims(in, x) : view ? onnx_layout_view_dims(in, x) : x->c.rank;
     if (x->kind == ONNX_CONST) memcpy(in, x->c.dims, sizeof in);
     char ts[160], is[160];
     dims_str(ts, sizeof ts, t, (int)nt);
@@ -1040,7 +1042,7 @@ static int op_reshape(onnx_import *c, const Onnx__NodeProto *n)
         } else if (t[k] == -1) {
             if (infer >= 0) return onnx_fail(c, RM_ERR_PARSE, "shape %s has two -1", ts);
             infer = (int)k;
-        } else if (k == 0 && x->kind == ONNX_ACT && c->fixed_batch > 0 && t[k] == c->fixed_batch) {
+        } else if (k == 0 && x->kind != ONNX_CONST && c->fixed_batch > 0 && t[k] == c->fixed_batch) {
             /* The export fixed the batch and folded it into the shape: the
              * first dimension is still the batch, at any batch size. */
             d[k] = ONNX_BATCH;
@@ -1064,8 +1066,8 @@ static int op_reshape(onnx_import *c, const Onnx__NodeProto *n)
         }
         return reshape_const(c, n, x, d, (int)nt);
     }
-    /* An activation: the batch must stay first; the rest must hold one sample. */
-    size_t per = rm_shape_numel(x->shape), rest = 1;
+    /* An activation (or a view of one): the batch must stay first; the rest must hold one sample. */
+    size_t per = rm_shape_numel(view ? x->source->shape : x->shape), rest = 1;
     for (size_t k = 1; k < nt; k++) {
         if (d[k] == ONNX_BATCH)
             return onnx_fail(c, RM_ERR_UNSUPPORTED, "reshapes %s to %s, moving the batch; remat keeps it first", is,
@@ -1092,6 +1094,7 @@ static int op_reshape(onnx_import *c, const Onnx__NodeProto *n)
     if (note_batch)
         onnx_note(c, n, "its shape's first dimension %lld is the batch the export fixed: read as N",
                   (long long)c->fixed_batch);
+    if (view || nt == 5) return onnx_layout_reshape(c, n, x, d, (int)nt);
     /* A target remat lays out as the input is (the same dimensions, or only
      * trailing 1s added or removed: [N, C, L] and [N, C, L, 1]) is the same
      * tensor under another ONNX rank. */
@@ -1121,10 +1124,6 @@ static int op_slice(onnx_import *c, const Onnx__NodeProto *n)
     size_t nst, nen, nax, nsp = 0;
     int rc = onnx_check_attrs(c, n, attrs);
     if (!rc) rc = onnx_need_input(&x, c, n, 0, ONNX_UNSET, "data");
-    if (!rc && x->kind == ONNX_ACT)
-        rc = onnx_fail(c, RM_ERR_UNSUPPORTED,
-                       "slices a tensor computed from the input; remat folds Slice of "
-                       "constants (shapes) only");
     if (!rc) rc = onnx_attr_ints(&st, &nst, c, n, "starts");
     if (!rc && !st) rc = const_ints(&st, &nst, c, n, 1, "starts");
     if (!rc) rc = onnx_attr_ints(&en, &nen, c, n, "ends");
@@ -1132,6 +1131,13 @@ static int op_slice(onnx_import *c, const Onnx__NodeProto *n)
     if (!rc) rc = axes_of(&ax, &nax, c, n, 3);
     if (!rc) rc = const_ints(&sp, &nsp, c, n, 4, "steps");
     if (rc) return rc;
+    if (x->kind == ONNX_ACT) {
+        if (nst != 1 || nen != 1 || nax != 1 || (nsp && nsp != 1))
+            return onnx_fail(c, RM_ERR_UNSUPPORTED,
+                             "slices a computed tensor along %zu axes; remat slices one (the channels), axes given",
+                             nst);
+        return onnx_layout_slice(c, n, x, norm_axis(ax[0], x->rank), st[0], en[0], nsp ? sp[0] : 1);
+    }
     if (x->c.rank != 1 || nst != 1 || nen != 1 || (nax && (nax != 1 || norm_axis(ax[0], 1) != 0)) || (nsp && nsp != 1))
         return onnx_fail(c, RM_ERR_UNSUPPORTED, "remat folds Slice of a 1-D constant along its one axis only");
     int64_t len = x->c.dims[0], step = nsp ? sp[0] : 1, s = st[0], e = en[0];
@@ -1162,14 +1168,17 @@ static int op_transpose(onnx_import *c, const Onnx__NodeProto *n)
     onnx_value *x;
     const int64_t *perm;
     size_t np;
+    const onnx_value *raw = onnx_input(c, n, 0);
+    const int view = raw && raw->kind == ONNX_VIEW;
     int rc = onnx_check_attrs(c, n, attrs);
-    if (!rc) rc = onnx_need_input(&x, c, n, 0, ONNX_UNSET, "data");
+    if (!rc) rc = onnx_need_input(&x, c, n, 0, view ? ONNX_VIEW : ONNX_UNSET, "data");
     if (!rc && x->kind == ONNX_ACT)
         rc = onnx_fail(c, RM_ERR_UNSUPPORTED,
                        "transposes a tensor computed from the input; remat folds Transpose of "
-                       "constants (weights) only");
+                       "constants (weights), and transposes the view of ShuffleNet's channel shuffle");
     if (!rc) rc = onnx_attr_ints(&perm, &np, c, n, "perm");
     if (rc) return rc;
+    if (view) return onnx_layout_transpose(c, n, x, perm, np);
     int r = x->c.rank, p[RM_ONNX_MAX_RANK], seen[RM_ONNX_MAX_RANK] = {0};
     if (np && np != (size_t)r) return onnx_fail(c, RM_ERR_PARSE, "perm of %zu axes for rank %d", np, r);
     for (int k = 0; k < r; k++) {

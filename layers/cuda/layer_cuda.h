@@ -29,6 +29,7 @@ RM_CUDA_LAYER_DECL(pixel_softmax_xent);
 RM_CUDA_LAYER_DECL(dwconv2d);
 RM_CUDA_LAYER_DECL(activation); /* every activation of layers/activation.c, by call->cfg->kind */
 RM_CUDA_LAYER_DECL(scale);
+RM_CUDA_LAYER_DECL(channel_layout);
 
 /* The CPU reference's argument checks, which the CUDA batchnorm shares
  * (layers/batchnorm2d.c). */

@@ -413,6 +413,16 @@ Test(cuda_layers, concat)
     run_case(RM_LAYER_CONCAT, &w);
 }
 
+Test(cuda_layers, channel_layout)
+{
+    lcase s = {"shuffle3", cfg_of(RM_LAYER_CHANNEL_SHUFFLE), {SHAPE(3, 6, 7, 9)}, 1, 1, 0};
+    s.cfg.groups = 3;
+    run_case(RM_LAYER_CHANNEL_SHUFFLE, &s);
+    lcase c = {"slice2of5", cfg_of(RM_LAYER_SLICE), {SHAPE(3, 5, 7, 9)}, 1, 1, 0};
+    c.cfg.start = 1, c.cfg.out_channels = 2;
+    run_case(RM_LAYER_SLICE, &c);
+}
+
 Test(cuda_layers, upsample2x)
 {
     lcase c = {"odd", cfg_of(RM_LAYER_UPSAMPLE2X), {SHAPE(3, 5, 7, 9)}, 1, 1, 0};

@@ -79,6 +79,7 @@ Test(onnx, forward_passes_match_numpy)
     expect_forward_matches("conv_dilation", RM_ONNX_SOFTMAX_XENT);
     expect_forward_matches("conv_group", RM_ONNX_SOFTMAX_XENT);
     expect_forward_matches("grouped", RM_ONNX_SOFTMAX_XENT);
+    expect_forward_matches("shuffle", RM_ONNX_SOFTMAX_XENT);
 }
 
 /* Parameter counts worked out by hand from gen_fixtures.py's shapes. */
@@ -120,6 +121,10 @@ Test(onnx, layers_and_parameter_counts)
          * (8 groups: two filters per channel, not a dwconv) */
         {FIXTURE("grouped.onnx"), RM_ONNX_SOFTMAX_XENT, 78 + 114 + 114 + 440 + 160, 0, 8, 0, 0,
          "conv conv conv conv conv global_avgpool flatten softmax_xent"},
+        /* conv 3x3x1x1; ShuffleNet's chunk as two Slices, its channel shuffle as Reshape, Transpose, Reshape
+         * (the shapes' Shape, Gather, Unsqueeze, Concat folded, 16 nodes) */
+        {FIXTURE("shuffle.onnx"), RM_ONNX_SOFTMAX_XENT, 9, 0, 10, 16, 0,
+         "slice slice conv concat shuffle shuffle slice global_avgpool flatten softmax_xent"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         rm_onnx_summary s;
@@ -233,6 +238,9 @@ Test(onnx, what_remat_cannot_compute_is_refused_naming_the_node)
     expect_refused(FIXTURE("bad_clip.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_UNSUPPORTED,
                    (const char *const[]){"node 1 '/features.0/Clip' (Clip)", "Clip to [-1, 1]",
                                          "relu6 (Clip to [0, 6]), no other clipping layer", NULL});
+    expect_refused(FIXTURE("bad_view.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_UNSUPPORTED,
+                   (const char *const[]){"'/Relu' (Relu)", "5-D view of a computed tensor",
+                                         "only as ShuffleNet's channel shuffle", NULL});
     expect_refused(FIXTURE("bad_softmax.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_UNSUPPORTED,
                    (const char *const[]){"(Softmax)", "export the logits", NULL});
     /* A segmentation output under the classification loss: the message says which loss fits. */

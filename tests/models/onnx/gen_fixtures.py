@@ -531,6 +531,58 @@ def grouped():
     save("grouped", net.model((4, 7, 9), "logits", (16,)), x, yv.mean(axis=(2, 3)))
 
 
+def batch_shape(net, x_name, prefix, rest):
+    """[N] + rest as PyTorch's exporter builds a shape with a symbolic batch: Shape, Gather 0, Unsqueeze, and a
+    Concat with the constant dimensions."""
+    shape = net.node("Shape", [x_name], [f"/{prefix}/Shape_output_0"], f"/{prefix}/Shape")
+    zero = net.const(prefix + ".zero", np.array(0, dtype=np.int64))
+    n = net.node("Gather", [shape, zero], [f"/{prefix}/Gather_output_0"], f"/{prefix}/Gather", axis=0)
+    axes = net.const(prefix + ".axes", np.array([0], dtype=np.int64))
+    n1 = net.node("Unsqueeze", [n, axes], [f"/{prefix}/Unsqueeze_output_0"], f"/{prefix}/Unsqueeze")
+    dims = net.const(prefix + ".dims", np.array(rest, dtype=np.int64))
+    return net.node("Concat", [n1, dims], [f"/{prefix}/Concat_output_0"], f"/{prefix}/Concat", axis=0)
+
+
+def shuffle():
+    """ShuffleNet v2's basic block: chunk (two Slices of the channels), a branch, Concat, and the channel shuffle
+    as PyTorch exports it (Reshape to N x 2 x C/2 x H x W, Transpose (0, 2, 1, 3, 4), Reshape back), then a
+    shuffle of 3 groups and a Slice to the end with a negative start."""
+    net = Net("shuffle")
+    x = batch((6, 3, 4))
+    xv = x.astype(np.float64)
+    lo, hi, mid, end, ax = (net.const(n, np.array([v], dtype=np.int64)) for n, v in
+                            (("lo", 0), ("hi", 3), ("mid", 3), ("end", 6), ("ax", 1)))
+    a = net.node("Slice", ["input", lo, hi, ax], ["/Slice_output_0"], "/Slice")
+    b = net.node("Slice", ["input", mid, end, ax], ["/Slice_1_output_0"], "/Slice_1")
+    w, wv = net.weight("branch.weight", (3, 3, 1, 1))
+    b2 = net.node("Conv", [b, w], ["/branch/Conv_output_0"], "/branch/Conv", kernel_shape=[1, 1])
+    bv = conv(xv[:, 3:], wv)
+    cat = net.node("Concat", [a, b2], ["/Concat_output_0"], "/Concat", axis=1)
+    yv = np.concatenate([xv[:, :3], bv], axis=1)
+    def channel_shuffle(x_name, yv, g, prefix):
+        n, ch, h, w_ = yv.shape
+        r = net.node("Reshape", [x_name, batch_shape(net, x_name, prefix + "_in", [g, ch // g, h, w_])],
+                     [f"/{prefix}/Reshape_output_0"], f"/{prefix}/Reshape")
+        t = net.node("Transpose", [r], [f"/{prefix}/Transpose_output_0"], f"/{prefix}/Transpose", perm=[0, 2, 1, 3, 4])
+        out = net.node("Reshape", [t, batch_shape(net, x_name, prefix + "_out", [ch, h, w_])],
+                       [f"/{prefix}/Reshape_1_output_0"], f"/{prefix}/Reshape_1")
+        return out, yv.reshape(n, g, ch // g, h, w_).transpose(0, 2, 1, 3, 4).reshape(n, ch, h, w_)
+    y, yv = channel_shuffle(cat, yv, 2, "shuffle2")
+    y, yv = channel_shuffle(y, yv, 3, "shuffle3")
+    neg, big = net.const("neg", np.array([-4], dtype=np.int64)), net.const("big", np.array([2 ** 62], dtype=np.int64))
+    y = net.node("Slice", [y, neg, big, ax], ["/Slice_2_output_0"], "/Slice_2")
+    yv = yv[:, 2:]
+    net.node("GlobalAveragePool", [y], ["/gap_output_0"], "/gap")
+    net.node("Flatten", ["/gap_output_0"], ["logits"], "/flatten")
+    save("shuffle", net.model((6, 3, 4), "logits", (4,)), x, yv.mean(axis=(2, 3)))
+    # A view read by something else than the shuffle's next step: refused.
+    net = Net("bad_view")
+    r = net.node("Reshape", ["input", batch_shape(net, "input", "v", [2, 3, 3, 4])], ["/Reshape_output_0"], "/Reshape")
+    net.node("Relu", [r], ["/Relu_output_0"], "/Relu")
+    net.node("Reshape", ["/Relu_output_0", batch_shape(net, "/Relu_output_0", "f", [72])], ["logits"], "/Flatten")
+    save("bad_view", net.model((6, 3, 4), "logits", (72,)))
+
+
 if __name__ == "__main__":
     cbr_pool_gemm()
     residual()
@@ -543,4 +595,5 @@ if __name__ == "__main__":
     training_export()
     gelu_tanh()
     grouped()
+    shuffle()
     print("fixtures written to", OUT)
