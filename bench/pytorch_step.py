@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""One PyTorch training step of ResNet-18 / ResNet-50 / VGG-16 / U-Net, timed:
+"""One PyTorch training step of ResNet-18 / ResNet-50 / VGG-16 / MobileNet v2 / U-Net, timed:
 the reference remat's kernel libraries are compared with, on the GPU (the default) or
 on the CPU (--device cpu, with --threads N).
 
@@ -12,7 +12,7 @@ CPU: the monotonic clock around each step, torch.set_num_threads(--threads)
 steps; prints median step time and images/s, one row per model, and one line
 "RESULT model=... ms=... images_s=..." per model for the drivers.
 
-    python3 bench/pytorch_step.py [--model resnet18|resnet50|vgg16|unet|all]
+    python3 bench/pytorch_step.py [--model resnet18|resnet50|vgg16|mobilenet_v2|unet|all]
                                   (all: resnet50, vgg16 and unet, the GPU set)
                                   [--batch 32] [--steps 20] [--warmup 5]
                                   [--size 224] [--device cuda|cpu] [--threads N]
@@ -86,6 +86,8 @@ def build(name, size):
         return torchvision.models.resnet50(weights=None), (3, size or 224, size or 224), 1000, False
     if name == "vgg16":
         return torchvision.models.vgg16(weights=None), (3, size or 224, size or 224), 1000, False
+    if name == "mobilenet_v2":
+        return torchvision.models.mobilenet_v2(weights=None), (3, size or 224, size or 224), 1000, False
     if name == "unet":
         return UNet(), (3, size or 256, size or 256), 2, True
     raise SystemExit(f"unknown model {name}")
@@ -143,7 +145,7 @@ def time_model(name, args, dev):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="all", choices=["resnet18", "resnet50", "vgg16", "unet", "all"])
+    p.add_argument("--model", default="all", choices=["resnet18", "resnet50", "vgg16", "mobilenet_v2", "unet", "all"])
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=5)

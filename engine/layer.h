@@ -54,6 +54,7 @@ typedef enum rm_layer_kind {
     /* Channel layout (layers/channel_layout.c). */
     RM_LAYER_CHANNEL_SHUFFLE, /* ShuffleNet's: the channels as groups x C/groups, transposed */
     RM_LAYER_SLICE,           /* a range of channels */
+    RM_LAYER_LAYERNORM,       /* over the channels at each position, a scale and a shift per channel */
     RM_LAYER_KIND_COUNT
 } rm_layer_kind;
 
@@ -98,7 +99,7 @@ typedef struct rm_layer_config {
                          only its own group's inputs (PyTorch's groups); 0 reads as 1. shuffle: the groups */
     int start;        /* slice: the first channel taken (out_channels of them; 0: every one from start on) */
     int bias;         /* conv2d, dwconv2d, conv_transpose2x2, linear: 1 = has a bias */
-    float eps;        /* batchnorm2d */
+    float eps;        /* batchnorm2d, layernorm */
     float momentum;   /* batchnorm2d: running = (1-m)*running + m*batch */
     float p;          /* dropout: probability of dropping */
     int init;         /* conv2d, dwconv2d, linear: rm_init */

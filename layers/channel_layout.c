@@ -28,16 +28,16 @@ static int channel_layout_infer(rm_shape *out, const rm_layer_config *cfg, const
     /* 0 channels: every channel from start on (a zeroed config takes them all) */
     int count = cfg->out_channels ? cfg->out_channels : x.c - cfg->start;
     if (cfg->start < 0 || count < 1 || cfg->start > x.c - count)
-        return rm_errorf(e, RM_ERR_SHAPE, "slice: channels %d to %d (start %d, %d channels) are not within the %d of %s",
-                         cfg->start, cfg->start + count - 1, cfg->start, count, x.c, rm_shape_str(x, a, sizeof a));
+        return rm_errorf(e, RM_ERR_SHAPE,
+                         "slice: channels %d to %d (start %d, %d channels) are not within the %d of %s", cfg->start,
+                         cfg->start + count - 1, cfg->start, count, x.c, rm_shape_str(x, a, sizeof a));
     *out = rm_shape_make(x.n, count, x.h, x.w);
     return RM_OK;
 }
 
 /* A copy per output element, forward and backward (slice's backward also
  * zeroes the channels outside its range). */
-static double channel_layout_flops(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out,
-                                   int backward)
+static double channel_layout_flops(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out, int backward)
 {
     (void)cfg, (void)nin, (void)backward;
     (void)in;

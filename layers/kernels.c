@@ -52,3 +52,5 @@ const rm_layer_backend_kernels rm_dwconv2d_kernels[RM_BACKEND_KIND_COUNT] = {CUD
 const rm_layer_backend_kernels rm_activation_kernels[RM_BACKEND_KIND_COUNT] = {CUDA(activation, NULL, NULL)};
 const rm_layer_backend_kernels rm_scale_kernels[RM_BACKEND_KIND_COUNT] = {CUDA(scale, NULL, NULL)};
 const rm_layer_backend_kernels rm_channel_layout_kernels[RM_BACKEND_KIND_COUNT] = {CUDA(channel_layout, NULL, NULL)};
+const rm_layer_backend_kernels rm_layernorm_kernels[RM_BACKEND_KIND_COUNT] = {
+    CUDA(layernorm, rm_layernorm_workspace_cuda, NULL)};

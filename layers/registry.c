@@ -31,6 +31,7 @@ static const rm_layer_desc *const all_layers[RM_LAYER_KIND_COUNT] = {
     [RM_LAYER_SCALE] = &rm_scale_desc,
     [RM_LAYER_CHANNEL_SHUFFLE] = &rm_channel_shuffle_desc,
     [RM_LAYER_SLICE] = &rm_slice_desc,
+    [RM_LAYER_LAYERNORM] = &rm_layernorm_desc,
 };
 
 const rm_layer_desc *rm_layer_desc_of(rm_layer_kind kind)

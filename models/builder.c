@@ -68,6 +68,8 @@ static unsigned layer_keys(rm_layer_kind k, unsigned *required)
         return K_OUT | K_BIAS | K_INIT;
     case RM_LAYER_BATCHNORM2D:
         return K_EPS | K_MOMENTUM;
+    case RM_LAYER_LAYERNORM:
+        return K_EPS;
     case RM_LAYER_MAXPOOL2D:
         *required = K_SIZE;
         return K_SIZE | K_STRIDE | K_PAD | K_CEIL;

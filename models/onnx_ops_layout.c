@@ -33,8 +33,9 @@ int onnx_layout_reshape(onnx_import *c, const Onnx__NodeProto *n, const onnx_val
                              x->name, x->rank, nt);
         int rc = onnx_set_view(c, n, 0, x, (int)d[1], 0);
         if (!rc)
-            onnx_note(c, n, "a view of '%s' as %lld groups of %lld channels (a channel shuffle, continued by a "
-                            "Transpose)",
+            onnx_note(c, n,
+                      "a view of '%s' as %lld groups of %lld channels (a channel shuffle, continued by a "
+                      "Transpose)",
                       x->name, (long long)d[1], (long long)d[2]);
         return rc;
     }
@@ -60,31 +61,33 @@ int onnx_layout_reshape(onnx_import *c, const Onnx__NodeProto *n, const onnx_val
     return RM_OK;
 }
 
-int onnx_layout_transpose(onnx_import *c, const Onnx__NodeProto *n, const onnx_value *v, const int64_t *perm,
-                          size_t np)
+int onnx_layout_transpose(onnx_import *c, const Onnx__NodeProto *n, const onnx_value *v, const int64_t *perm, size_t np)
 {
     static const int64_t swap[5] = {0, 2, 1, 3, 4};
     int same = np == 5;
     for (size_t k = 0; same && k < 5; k++) same = perm[k] == swap[k];
     if (!same || v->transposed)
-        return onnx_fail(c, RM_ERR_UNSUPPORTED,
-                         "transposes the view of '%s'%s other than ShuffleNet's channel shuffle does (perm (0, 2, 1, 3, "
-                         "4), once)",
-                         v->source->name, v->transposed ? " a second time, or" : "");
+        return onnx_fail(
+            c, RM_ERR_UNSUPPORTED,
+            "transposes the view of '%s'%s other than ShuffleNet's channel shuffle does (perm (0, 2, 1, 3, "
+            "4), once)",
+            v->source->name, v->transposed ? " a second time, or" : "");
     int rc = onnx_set_view(c, n, 0, v->source, v->groups, 1);
-    if (!rc) onnx_note(c, n, "the view of '%s' transposed (the channel shuffle, continued by a Reshape)", v->source->name);
+    if (!rc)
+        onnx_note(c, n, "the view of '%s' transposed (the channel shuffle, continued by a Reshape)", v->source->name);
     return rc;
 }
 
-int onnx_layout_slice(onnx_import *c, const Onnx__NodeProto *n, onnx_value *x, int64_t axis, int64_t start,
-                      int64_t end, int64_t step)
+int onnx_layout_slice(onnx_import *c, const Onnx__NodeProto *n, onnx_value *x, int64_t axis, int64_t start, int64_t end,
+                      int64_t step)
 {
     const int64_t len = x->shape.c;
     if (axis != 1 || x->rank != 4 || step != 1)
-        return onnx_fail(c, RM_ERR_UNSUPPORTED,
-                         "slices '%s' along axis %lld%s; remat slices a computed tensor along its channels (axis 1 of N "
-                         "x C x H x W) with step 1",
-                         x->name, (long long)axis, step != 1 ? " by a step other than 1" : "");
+        return onnx_fail(
+            c, RM_ERR_UNSUPPORTED,
+            "slices '%s' along axis %lld%s; remat slices a computed tensor along its channels (axis 1 of N "
+            "x C x H x W) with step 1",
+            x->name, (long long)axis, step != 1 ? " by a step other than 1" : "");
     if (start == ONNX_BATCH || end == ONNX_BATCH)
         return onnx_fail(c, RM_ERR_UNSUPPORTED, "slices by the batch size, which an import does not know");
     /* ONNX's clamping: negative counts from the end, then into [0, C] */

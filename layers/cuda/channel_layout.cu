@@ -43,7 +43,9 @@ extern "C" int rm_channel_layout_backward_cuda(const rm_layer_call *call, rm_err
     const rm_shape x = call->din[0]->shape, y = call->dout->shape;
     channel_map m = channel_map_of(call->cfg, x.c);
     cudaStream_t st = rm_cuda_stream(call->be);
-    if (!m.shuffle) RM_CUDA_CHECK(cudaMemsetAsync(call->din[0]->data, 0, rm_tensor_numel(call->din[0]) * sizeof(float), st), e, "cudaMemsetAsync");
+    if (!m.shuffle)
+        RM_CUDA_CHECK(cudaMemsetAsync(call->din[0]->data, 0, rm_tensor_numel(call->din[0]) * sizeof(float), st), e,
+                      "cudaMemsetAsync");
     channel_scatter_kernel<<<rm_cuda_blocks(rm_tensor_numel(call->dout)), RM_THREADS, 0, st>>>(
         call->din[0]->data, call->dout->data, m, y.n, y.c, x.c, (size_t)x.h * x.w);
     RM_CUDA_LAUNCHED(e, "channel_scatter_kernel");

@@ -423,6 +423,16 @@ Test(cuda_layers, channel_layout)
     run_case(RM_LAYER_SLICE, &c);
 }
 
+Test(cuda_layers, layernorm)
+{
+    lcase c = {"channels", cfg_of(RM_LAYER_LAYERNORM), {SHAPE(3, 5, 7, 9)}, 1, 1, 0};
+    c.cfg.eps = 1e-6f;
+    run_case(RM_LAYER_LAYERNORM, &c);
+    lcase t = {"tokens", cfg_of(RM_LAYER_LAYERNORM), {SHAPE(2, 33, 17, 1)}, 1, 1, 0};
+    t.cfg.eps = 1e-5f;
+    run_case(RM_LAYER_LAYERNORM, &t);
+}
+
 Test(cuda_layers, upsample2x)
 {
     lcase c = {"odd", cfg_of(RM_LAYER_UPSAMPLE2X), {SHAPE(3, 5, 7, 9)}, 1, 1, 0};

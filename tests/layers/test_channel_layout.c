@@ -92,7 +92,8 @@ Test(channel_layout, shape_errors)
     rm_layer_config sh = shuffle_cfg(2), neg = shuffle_cfg(-1);
     expect_shape_error(&rm_channel_shuffle_desc, &sh, &odd, 1, "2 groups do not divide the 3 channels");
     expect_shape_error(&rm_channel_shuffle_desc, &neg, &odd, 1, "groups must be >= 1, got -1");
-    const rm_layer_config bad[] = {slice_cfg(2, 2), slice_cfg(-1, 2), slice_cfg(3, 0), slice_cfg(3, 1), slice_cfg(0, -1)};
+    const rm_layer_config bad[] = {slice_cfg(2, 2), slice_cfg(-1, 2), slice_cfg(3, 0), slice_cfg(3, 1),
+                                   slice_cfg(0, -1)};
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++)
         expect_shape_error(&rm_slice_desc, &bad[k], &odd, 1, "not within the 3 of 2x3x7x5");
     expect_input_count_errors(&rm_channel_shuffle_desc);
