@@ -18,6 +18,9 @@
 #
 #   bench/onnx_torchvision.sh [NET...]      # default: all of them
 #
+# REMAT_ONNX_REUSE=1 keeps the exports (and PyTorch's training runs) already
+# in build-bench-onnx/ and runs only remat's side: after a change to remat.
+#
 # The virtual environment is REMAT_ONNX_VENV (default build-bench-onnx/venv);
 # PyPI's Linux wheels of torch bring CUDA libraries: several GB to download.
 set -euo pipefail
@@ -38,7 +41,14 @@ REMAT_BUILD_TARGET="remat remat_bench_onnx_check remat_bench_train_parity" ./scr
 dir="${REMAT_BUILD_DIR:-build}"
 
 t0=$(date +%s)
-"$venv/bin/python" bench/onnx_export.py "$work" "${nets[@]}" 2>"$work/export.log"
+todo=()
+for n in "${nets[@]}"; do
+    [ "${REMAT_ONNX_REUSE:-0}" = 1 ] && [ -f "$work/$n.json" ] && [ -f "$work/$n.adam.f64.final.onnx" ] && continue
+    todo+=("$n")
+done
+if [ ${#todo[@]} -gt 0 ]; then
+    "$venv/bin/python" bench/onnx_export.py "$work" "${todo[@]}" 2>"$work/export.log"
+fi
 versions=$("$venv/bin/python" -c 'import torch, torchvision; print(f"torch {torch.__version__}, torchvision {torchvision.__version__}")')
 
 json() { "$venv/bin/python" -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
@@ -113,7 +123,7 @@ cat >docs/bench/onnx.md <<EOF
 # Networks exported from PyTorch, imported by remat
 
 Produced on $(date -u +%Y-%m-%d) by \`bench/onnx_torchvision.sh\` ($versions from PyPI, in a virtual
-environment of the bench's own; $total s on this project's 2-core machine). Each network is torchvision's (or
+environment of the bench's own; $total s on this project's 2-core machine$([ ${#todo[@]} -eq 0 ] && echo ", remat's side only: the exports and PyTorch's training runs are an earlier run's")). Each network is torchvision's (or
 bench/onnx_export.py's U-Net) with its initialisation, random batchnorm affine parameters and running statistics measured on a random batch, exported with
 \`torch.onnx.export(..., dynamo=False, opset_version=13, do_constant_folding=False)\` (opset 14 for the
 transformers, whose attention needs it) in eval mode with a

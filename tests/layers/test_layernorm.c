@@ -23,7 +23,9 @@ Test(layernorm, hand_computed)
     const rm_shape s = rm_shape_make(1, 4, 1, 2), ps = rm_shape_make(4, 1, 1, 1);
     rm_tensor tx = rm_tensor_make(s, x), ty = rm_tensor_make(s, y), tdy = rm_tensor_make(s, dy),
               tdx = rm_tensor_make(s, dx);
-    rm_layer_params prm = {.w = rm_tensor_make(ps, g), .b = rm_tensor_make(ps, b), .dw = rm_tensor_make(ps, dg),
+    rm_layer_params prm = {.w = rm_tensor_make(ps, g),
+                           .b = rm_tensor_make(ps, b),
+                           .dw = rm_tensor_make(ps, dg),
                            .db = rm_tensor_make(ps, db)};
     rm_layer_config cfg = ln_cfg(1e-5f);
     rm_layer_call call = {.cfg = &cfg, .params = &prm, .nin = 1, .in = {&tx}, .out = &ty, .dout = &tdy, .din = {&tdx}};
