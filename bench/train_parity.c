@@ -22,10 +22,10 @@
  * torch_loss_rel, the largest relative difference over the steps of
  * remat's and PyTorch's float32 losses from the float64 ones; param_rel and
  * torch_param_rel, the largest difference of a final parameter from the
- * float64 run's over the largest magnitude among them; stats_rel the same
- * for remat's batchnorm statistics; vs_torch, remat's largest loss
+ * float64 run's over the largest magnitude among them; stats_rel and
+ * torch_stats_rel the same for the batchnorm statistics; vs_torch, remat's largest loss
  * difference from PyTorch's float32 run; first_loss and last_loss
- * (remat's); match=yes when remat's loss and parameter errors are each
+ * (remat's); match=yes when remat's loss, parameter and statistics errors are each
  * within 4 times PyTorch's float32 one plus 1e-5. Exits 0 on a match, 1
  * otherwise, 2 on an error. */
 #include <math.h>
@@ -110,7 +110,7 @@ int main(int argc, char **argv)
     if (batch < 1 || steps < 1 || !x.data || !y.ints || !l32.data || !l64.data || l32.count != l64.count ||
         x.count != (size_t)steps * batch * per_image || y.count != (size_t)steps * batch * per_label ||
         m->param_count != f64->param_count || m->buffer_count != f64->buffer_count ||
-        m->param_count != f32->param_count) {
+        m->param_count != f32->param_count || m->buffer_count != f32->buffer_count) {
         fprintf(stderr, "%s: the batches, labels, losses or final networks do not fit the network at batch %d\n",
                 argv[1], batch);
         return 2;
@@ -156,11 +156,13 @@ int main(int argc, char **argv)
     double prel = rel_diff(params, f64->init_params, m->param_count);
     double tprel = rel_diff(f32->init_params, f64->init_params, m->param_count);
     double srel = m->buffer_count ? rel_diff(stats, f64->init_buffers, m->buffer_count) : 0;
+    double tsrel = m->buffer_count ? rel_diff(f32->init_buffers, f64->init_buffers, m->buffer_count) : 0;
     double vs = max_rel_each(losses, l32.data, (size_t)steps);
-    int ok = lrel <= 4 * tlrel + 1e-5 && prel <= 4 * tprel + 1e-5;
+    int ok = lrel <= 4 * tlrel + 1e-5 && prel <= 4 * tprel + 1e-5 && srel <= 4 * tsrel + 1e-5;
     printf("steps=%d loss_rel=%.3g torch_loss_rel=%.3g param_rel=%.3g torch_param_rel=%.3g stats_rel=%.3g "
-           "vs_torch=%.3g first_loss=%.6g last_loss=%.6g match=%s\n",
-           steps, lrel, tlrel, prel, tprel, srel, vs, (double)losses[0], (double)losses[steps - 1], ok ? "yes" : "no");
+           "torch_stats_rel=%.3g vs_torch=%.3g first_loss=%.6g last_loss=%.6g match=%s\n",
+           steps, lrel, tlrel, prel, tprel, srel, tsrel, vs, (double)losses[0], (double)losses[steps - 1],
+           ok ? "yes" : "no");
     rm_optim_free(opt);
     rm_executor_free(ex);
     rm_backend_free(be);

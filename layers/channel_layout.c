@@ -26,7 +26,7 @@ static int channel_layout_infer(rm_shape *out, const rm_layer_config *cfg, const
         return RM_OK;
     }
     /* 0 channels: every channel from start on (a zeroed config takes them all) */
-    int count = cfg->out_channels ? cfg->out_channels : x.c - cfg->start;
+    int count = cfg->start < 0 ? 0 : cfg->out_channels ? cfg->out_channels : x.c - cfg->start;
     if (cfg->start < 0 || count < 1 || cfg->start > x.c - count)
         return rm_errorf(e, RM_ERR_SHAPE,
                          "slice: channels %d to %d (start %d, %d channels) are not within the %d of %s", cfg->start,

@@ -632,7 +632,10 @@ static int add_loss(onnx_import *c)
         return rm_errorf(c->e, RM_ERR_UNSUPPORTED,
                          "%s: the graph output '%s' is %s; remat trains the layers that "
                          "compute it from the input",
-                         c->path, c->sum.output, !ov || ov->kind != ONNX_ACT ? "a constant" : "the input itself");
+                         c->path, c->sum.output,
+                         !ov || ov->kind == ONNX_CONST || ov->kind == ONNX_UNSET ? "a constant"
+                         : ov->kind == ONNX_VIEW ? "a 5-D view of a computed tensor (a channel shuffle left unfinished)"
+                                                 : "the input itself");
     c->sum.output_rank = ov->rank;
     rm_onnx_loss loss = c->o->loss;
     if (loss == RM_ONNX_LOSS_AUTO)

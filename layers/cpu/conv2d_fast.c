@@ -100,7 +100,10 @@ static void conv_same_range(ptrdiff_t *off, size_t *a, size_t *b, const conv_geo
 {
     size_t plane = (size_t)g->h * g->w;
     *off = (ptrdiff_t)conv_tap_y(g, ky) * (ptrdiff_t)g->w + conv_tap_x(g, kx);
-    *a = *off < 0 ? (size_t) - *off : 0, *b = *off > 0 ? plane - (size_t)*off : plane;
+    /* A tap reaching a whole plane or more away (padding or dilation at least the
+     * input's height) reads nothing: no pixel's element is in the plane. */
+    *a = *off < 0 ? (size_t) - *off : 0;
+    *b = *off > 0 ? ((size_t)*off >= plane ? 0 : plane - (size_t)*off) : plane;
     if (*a < p0) *a = p0;
     if (*a > end) *a = end; /* a block that ends inside the top padding */
     if (*b > end) *b = end;

@@ -90,8 +90,10 @@ static int ln_stats(double **stats, void **owned, const rm_layer_call *call, rm_
     size_t plane = (size_t)s.h * s.w;
     ln_stats_kernel<<<rm_cuda_blocks((size_t)s.n * plane), RM_THREADS, 0, rm_cuda_stream(call->be)>>>(
         *stats, call->in[0]->data, s.n, s.c, plane, call->cfg->eps);
-    RM_CUDA_LAUNCHED(e, "ln_stats_kernel");
-    return RM_OK;
+    cudaError_t st = cudaGetLastError();
+    if (st == cudaSuccess) return RM_OK;
+    rm_cuda_workspace_release(*owned, call, e); /* the launch's error is the one to report */
+    return rm_errorf(e, RM_ERR_DEVICE, "cuda: ln_stats_kernel failed: %s", cudaGetErrorString(st));
 }
 
 extern "C" int rm_layernorm_forward_cuda(const rm_layer_call *call, rm_err *e)

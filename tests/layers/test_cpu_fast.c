@@ -309,6 +309,10 @@ static conv_case conv_cases[] = {
     {"k3 d3 s2 p1", {1, 4, 13, 12}, 3, 3, 2, 1, 0, 0, 0, 0, 3, 0},
     {"g2 1x3 s1x2 d2 (everything)", {2, 4, 7, 12}, 6, 1, 1, 0, 1, 3, 2, 2, 2, 2},
     {"g4 k3 s1 p1 (large, blocks)", {1, 8, 300, 300}, 8, 3, 1, 1, 1, 0, 0, 0, 0, 4},
+    /* same-size convolutions whose taps reach a whole plane away: one row, and padding and dilation past the
+     * input (an ASPP branch on a small map) */
+    {"k3 p1 one row (same size)", {2, 2, 1, 4}, 3, 3, 1, 1, 1, 0, 0, 0, 0, 0},
+    {"k3 d6 p6 (same size, reach > plane)", {2, 2, 5, 5}, 3, 3, 1, 6, 1, 0, 0, 0, 6, 0},
 };
 
 ParameterizedTestParameters(cpu_fast, conv_against_naive_and_reference)
