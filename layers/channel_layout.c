@@ -73,28 +73,20 @@ static int channel_layout_backward(const rm_layer_call *call, rm_err *e)
     return RM_OK;
 }
 
-const rm_layer_desc rm_channel_shuffle_desc = {
-    .kind = RM_LAYER_CHANNEL_SHUFFLE,
-    .name = "shuffle",
-    .backward_reads = RM_READS_NOTHING,
-    .min_inputs = 1,
-    .max_inputs = 1,
-    .infer = channel_layout_infer,
-    .flops = channel_layout_flops,
-    .forward_ref = channel_layout_forward,
-    .backward_ref = channel_layout_backward,
-    .kernels = rm_channel_layout_kernels,
-};
+/* The two layers differ in their config only (channel_layout.h). */
+#define CHANNEL_LAYOUT_DESC(var, k, n)                                                                                 \
+    const rm_layer_desc var = {                                                                                        \
+        .kind = k,                                                                                                     \
+        .name = n,                                                                                                     \
+        .backward_reads = RM_READS_NOTHING,                                                                            \
+        .min_inputs = 1,                                                                                               \
+        .max_inputs = 1,                                                                                               \
+        .infer = channel_layout_infer,                                                                                 \
+        .flops = channel_layout_flops,                                                                                 \
+        .forward_ref = channel_layout_forward,                                                                         \
+        .backward_ref = channel_layout_backward,                                                                       \
+        .kernels = rm_channel_layout_kernels,                                                                          \
+    }
 
-const rm_layer_desc rm_slice_desc = {
-    .kind = RM_LAYER_SLICE,
-    .name = "slice",
-    .backward_reads = RM_READS_NOTHING,
-    .min_inputs = 1,
-    .max_inputs = 1,
-    .infer = channel_layout_infer,
-    .flops = channel_layout_flops,
-    .forward_ref = channel_layout_forward,
-    .backward_ref = channel_layout_backward,
-    .kernels = rm_channel_layout_kernels,
-};
+CHANNEL_LAYOUT_DESC(rm_channel_shuffle_desc, RM_LAYER_CHANNEL_SHUFFLE, "shuffle");
+CHANNEL_LAYOUT_DESC(rm_slice_desc, RM_LAYER_SLICE, "slice");
