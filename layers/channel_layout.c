@@ -18,9 +18,9 @@ static int channel_layout_infer(rm_shape *out, const rm_layer_config *cfg, const
     rm_shape x = in[0];
     if (cfg->kind == RM_LAYER_CHANNEL_SHUFFLE) {
         if (cfg->groups < 0) return rm_errorf(e, RM_ERR_SHAPE, "shuffle: groups must be >= 1, got %d", cfg->groups);
-        int groups = cfg->groups ? cfg->groups : 1; /* as conv's, 0 reads as 1 */
-        if (x.c % groups)
-            return rm_errorf(e, RM_ERR_SHAPE, "shuffle: %d groups do not divide the %d channels of %s", groups, x.c,
+        const channel_map m = channel_map_of(cfg, x.c); /* as conv's, 0 groups reads as 1 */
+        if (x.c % m.groups)
+            return rm_errorf(e, RM_ERR_SHAPE, "shuffle: %d groups do not divide the %d channels of %s", m.groups, x.c,
                              rm_shape_str(x, a, sizeof a));
         *out = x;
         return RM_OK;

@@ -78,14 +78,26 @@ static void ln_stats(double *stats, const float *x, rm_shape s, double eps)
         }
 }
 
+/* The workspace, holding every position's statistics of the call's input
+ * (forward and backward both start here); *owned as rm_layer_workspace's. */
+static int ln_stats_of_call(double **stats, void **owned, const rm_layer_call *call, rm_err *e)
+{
+    const rm_shape s = call->in[0]->shape;
+    void *ws;
+    int rc = rm_layer_workspace(&ws, owned, call, ln_workspace_bytes(call->cfg, &s, 1, s, 0), "layernorm", e);
+    if (rc) return rc;
+    *stats = ws;
+    ln_stats(*stats, call->in[0]->data, s, call->cfg->eps);
+    return RM_OK;
+}
+
 static int ln_forward(const rm_layer_call *call, rm_err *e)
 {
     const rm_shape s = call->in[0]->shape;
-    void *ws, *owned;
-    int rc = rm_layer_workspace(&ws, &owned, call, ln_workspace_bytes(call->cfg, &s, 1, s, 0), "layernorm", e);
+    double *stats;
+    void *owned;
+    int rc = ln_stats_of_call(&stats, &owned, call, e);
     if (rc) return rc;
-    double *stats = ws;
-    ln_stats(stats, call->in[0]->data, s, call->cfg->eps);
     const size_t plane = (size_t)s.h * s.w;
     const float *x = call->in[0]->data, *g = call->params->w.data, *b = call->params->b.data;
     for (int n = 0; n < s.n; n++)
@@ -104,11 +116,10 @@ static int ln_forward(const rm_layer_call *call, rm_err *e)
 static int ln_backward(const rm_layer_call *call, rm_err *e)
 {
     const rm_shape s = call->in[0]->shape;
-    void *ws, *owned;
-    int rc = rm_layer_workspace(&ws, &owned, call, ln_workspace_bytes(call->cfg, &s, 1, s, 1), "layernorm", e);
+    double *stats;
+    void *owned;
+    int rc = ln_stats_of_call(&stats, &owned, call, e);
     if (rc) return rc;
-    double *stats = ws;
-    ln_stats(stats, call->in[0]->data, s, call->cfg->eps);
     const size_t plane = (size_t)s.h * s.w;
     const float *x = call->in[0]->data, *dy = call->dout->data, *g = call->params->w.data;
     float *dx = call->din[0] ? call->din[0]->data : NULL;

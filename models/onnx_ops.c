@@ -177,20 +177,23 @@ static int read_window(window *w, onnx_import *c, const Onnx__NodeProto *n, cons
     return RM_OK;
 }
 
-/* "3x3, stride 2, pad 1" (and ", dilation 2" when there is one) for notes. */
+/* "2" when both axes are 2, else "2x1". */
+static const char *hw_str(char *buf, size_t len, rm_hw v)
+{
+    if (v.h == v.w)
+        snprintf(buf, len, "%d", v.h);
+    else
+        snprintf(buf, len, "%dx%d", v.h, v.w);
+    return buf;
+}
+
+/* "3x3, stride 2, pad 1" (and ", dilation 2x2" when there is one) for notes. */
 static void window_str(char *buf, size_t len, const window *w)
 {
     char s[24], p[24], d[32] = "";
-    if (w->s.h == w->s.w)
-        snprintf(s, sizeof s, "%d", w->s.h);
-    else
-        snprintf(s, sizeof s, "%dx%d", w->s.h, w->s.w);
-    if (w->p.h == w->p.w)
-        snprintf(p, sizeof p, "%d", w->p.h);
-    else
-        snprintf(p, sizeof p, "%dx%d", w->p.h, w->p.w);
     if (w->d.h != 1 || w->d.w != 1) snprintf(d, sizeof d, ", dilation %dx%d", w->d.h, w->d.w);
-    snprintf(buf, len, "%dx%d, stride %s, pad %s%s", w->k.h, w->k.w, s, p, d);
+    snprintf(buf, len, "%dx%d, stride %s, pad %s%s", w->k.h, w->k.w, hw_str(s, sizeof s, w->s),
+             hw_str(p, sizeof p, w->p), d);
 }
 
 static int need_rank4(onnx_import *c, const onnx_value *x, const char *layer)

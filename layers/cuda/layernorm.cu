@@ -80,6 +80,16 @@ static __global__ void ln_dparams_kernel(float *dg, float *db, const float *dy, 
     }
 }
 
+/* After the kernels: the workspace released, and the launch's error reported
+ * before the release's. */
+static int ln_release(void *owned, const rm_layer_call *call, cudaError_t launched, const char *what, rm_err *e)
+{
+    int rc = rm_cuda_workspace_release(owned, call, e);
+    if (launched != cudaSuccess)
+        return rm_errorf(e, RM_ERR_DEVICE, "cuda: %s failed: %s", what, cudaGetErrorString(launched));
+    return rc;
+}
+
 static int ln_stats(double **stats, void **owned, const rm_layer_call *call, rm_err *e)
 {
     const rm_shape s = call->in[0]->shape;
@@ -91,9 +101,7 @@ static int ln_stats(double **stats, void **owned, const rm_layer_call *call, rm_
     ln_stats_kernel<<<rm_cuda_blocks((size_t)s.n * plane), RM_THREADS, 0, rm_cuda_stream(call->be)>>>(
         *stats, call->in[0]->data, s.n, s.c, plane, call->cfg->eps);
     cudaError_t st = cudaGetLastError();
-    if (st == cudaSuccess) return RM_OK;
-    rm_cuda_workspace_release(*owned, call, e); /* the launch's error is the one to report */
-    return rm_errorf(e, RM_ERR_DEVICE, "cuda: ln_stats_kernel failed: %s", cudaGetErrorString(st));
+    return st == cudaSuccess ? RM_OK : ln_release(*owned, call, st, "ln_stats_kernel", e);
 }
 
 extern "C" int rm_layernorm_forward_cuda(const rm_layer_call *call, rm_err *e)
@@ -106,11 +114,7 @@ extern "C" int rm_layernorm_forward_cuda(const rm_layer_call *call, rm_err *e)
     size_t plane = (size_t)s.h * s.w;
     ln_forward_kernel<<<rm_cuda_blocks(rm_tensor_numel(call->out)), RM_THREADS, 0, rm_cuda_stream(call->be)>>>(
         call->out->data, call->in[0]->data, stats, call->params->w.data, call->params->b.data, s.n, s.c, plane);
-    cudaError_t st = cudaGetLastError();
-    int rc2 = rm_cuda_workspace_release(owned, call, e);
-    if (st != cudaSuccess)
-        return rm_errorf(e, RM_ERR_DEVICE, "cuda: ln_forward_kernel failed: %s", cudaGetErrorString(st));
-    return rc2;
+    return ln_release(owned, call, cudaGetLastError(), "ln_forward_kernel", e);
 }
 
 extern "C" int rm_layernorm_backward_cuda(const rm_layer_call *call, rm_err *e)
@@ -128,9 +132,5 @@ extern "C" int rm_layernorm_backward_cuda(const rm_layer_call *call, rm_err *e)
     if (call->params->dw.data || call->params->db.data)
         ln_dparams_kernel<<<rm_cuda_blocks((size_t)s.c), RM_THREADS, 0, str>>>(
             call->params->dw.data, call->params->db.data, call->dout->data, call->in[0]->data, stats, s.n, s.c, plane);
-    cudaError_t st = cudaGetLastError();
-    int rc2 = rm_cuda_workspace_release(owned, call, e);
-    if (st != cudaSuccess)
-        return rm_errorf(e, RM_ERR_DEVICE, "cuda: layernorm backward kernels failed: %s", cudaGetErrorString(st));
-    return rc2;
+    return ln_release(owned, call, cudaGetLastError(), "layernorm backward kernels", e);
 }
