@@ -115,6 +115,13 @@ int onnx_need_input(onnx_value **out, onnx_import *c, const Onnx__NodeProto *n, 
                          "its %s '%s' is a 5-D view of a computed tensor; remat reads such a view only as ShuffleNet's "
                          "channel shuffle (Reshape to N x g x C/g x H x W, Transpose (0, 2, 1, 3, 4), Reshape back)",
                          role, v->name);
+    if (v->kind == ONNX_ACT && v->channels_last && kind != ONNX_ACT_ANY_LAYOUT)
+        return onnx_fail(c, RM_ERR_UNSUPPORTED,
+                         "its %s '%s' is a computed tensor transposed to put its channels last; remat reads such a "
+                         "view only in element-wise operations, LayerNorm and MatMul over the last axis, and the "
+                         "Transpose back",
+                         role, v->name);
+    if (kind == ONNX_ACT_ANY_LAYOUT) kind = ONNX_ACT;
     if (kind == ONNX_CONST && v->kind != ONNX_CONST)
         return onnx_fail(c, RM_ERR_UNSUPPORTED,
                          "its %s '%s' is computed from the input; remat needs it to be a constant (an initializer, "
@@ -143,7 +150,8 @@ static int output_value(onnx_value **out, onnx_import *c, const Onnx__NodeProto 
     return RM_OK;
 }
 
-int onnx_set_act(onnx_import *c, const Onnx__NodeProto *n, int k, int layer, int rank, rm_shape shape)
+int onnx_set_act(onnx_import *c, const Onnx__NodeProto *n, int k, int layer, int rank, int channels_last,
+                 rm_shape shape)
 {
     onnx_value *v;
     int rc = output_value(&v, c, n, k);
@@ -151,6 +159,7 @@ int onnx_set_act(onnx_import *c, const Onnx__NodeProto *n, int k, int layer, int
     v->kind = ONNX_ACT;
     v->layer = layer;
     v->rank = rank;
+    v->channels_last = channels_last;
     v->shape = shape;
     return RM_OK;
 }
@@ -203,6 +212,7 @@ int onnx_set_alias(onnx_import *c, const Onnx__NodeProto *n, int k, const onnx_v
     v->layer = of->layer;
     v->rank = of->rank;
     v->shape = of->shape;
+    v->channels_last = of->channels_last;
     return RM_OK;
 }
 

@@ -48,6 +48,10 @@ typedef struct onnx_const {
  * channel shuffle (onnx_ops_layout.c), which only the next step reads. */
 typedef enum onnx_value_kind { ONNX_UNSET = 0, ONNX_ACT, ONNX_CONST, ONNX_VIEW } onnx_value_kind;
 
+/* What onnx_need_input may ask for beyond a kind: an activation in either
+ * layout (ONNX_ACT alone refuses a channels-last one). Never a value's kind. */
+#define ONNX_ACT_ANY_LAYOUT ((onnx_value_kind)(ONNX_VIEW + 1))
+
 /* What an ONNX name stands for: a tensor remat computes (the input batch
  * or a layer's output), a constant, or a view of a computed tensor. */
 typedef struct onnx_value {
@@ -56,7 +60,12 @@ typedef struct onnx_value {
     int layer;      /* ONNX_ACT: the layer index, or RM_MODEL_INPUT */
     int rank;       /* ONNX_ACT: the ONNX rank, batch included: 2 (N x C), 3 (N x C x L) or 4 (N x C x H x W) */
     rm_shape shape; /* ONNX_ACT: per sample (n = 1); trailing dimensions of a lower rank are 1 */
-    onnx_const c;   /* ONNX_CONST */
+    /* ONNX_ACT: ONNX sees the channels last (N x L x C, N x H x W x C: a
+     * Transpose of remat's tensor, which stays N x C x ... in memory); only
+     * element-wise operations, LayerNorm and MatMul over the last axis, and
+     * the Transpose back read it (onnx_ops_layout.c). */
+    int channels_last;
+    onnx_const c;                    /* ONNX_CONST */
     const struct onnx_value *source; /* ONNX_VIEW: the activation viewed */
     int groups, transposed;          /* ONNX_VIEW: N x groups x C/groups x H x W, or (transposed) C/groups x groups */
     int consumers;                   /* nodes that read it (a node reading it twice counts twice) */
@@ -110,12 +119,15 @@ int onnx_fail(onnx_import *c, rm_code code, const char *fmt, ...) __attribute__(
 onnx_value *onnx_find(const onnx_import *c, const char *name);
 /* Input k of the current node, or NULL when absent (fewer inputs, or ""). */
 onnx_value *onnx_input(onnx_import *c, const Onnx__NodeProto *n, int k);
-/* Input k, which must be there and be of the kind asked (ONNX_UNSET: any). */
+/* Input k, which must be there and be of the kind asked (ONNX_UNSET: any;
+ * ONNX_ACT_ANY_LAYOUT: an activation, channels-last too; otherwise a
+ * channels-last activation is refused). */
 int onnx_need_input(onnx_value **out, onnx_import *c, const Onnx__NodeProto *n, int k, onnx_value_kind kind,
                     const char *role);
 /* Output k of the current node becomes the given value (a layer's output, a
  * constant taken over, an alias of another value). */
-int onnx_set_act(onnx_import *c, const Onnx__NodeProto *n, int k, int layer, int rank, rm_shape shape);
+int onnx_set_act(onnx_import *c, const Onnx__NodeProto *n, int k, int layer, int rank, int channels_last,
+                 rm_shape shape);
 int onnx_set_const(onnx_import *c, const Onnx__NodeProto *n, int k, onnx_const *taken);
 int onnx_set_alias(onnx_import *c, const Onnx__NodeProto *n, int k, const onnx_value *of);
 /* Appends a layer reading the given activations and completes it (shapes,
@@ -145,6 +157,22 @@ int onnx_set_view(onnx_import *c, const Onnx__NodeProto *n, int k, const onnx_va
 /* The node that reads value v when exactly one node does (-1 otherwise). */
 int onnx_sole_consumer(const onnx_import *c, const onnx_value *v);
 
+/* ---- onnx_match.c: looking ahead at the nodes a multi-node form covers ---- */
+
+/* onnx_sole_consumer by name (answers for later nodes too). */
+int onnx_sole_reader(const onnx_import *c, const char *name);
+/* Node i when it is op with n_in inputs and one output, after this node; else NULL. */
+const Onnx__NodeProto *onnx_later(const onnx_import *c, int i, const char *op, size_t n_in);
+/* The float scalar a value holds or a later Constant (through a Cast) defines: 1 and *v, or 0. */
+int onnx_scalar(const onnx_import *c, const char *name, double *v);
+/* The input of binary node b other than name (NULL when b does not read name exactly once). */
+const char *onnx_other_input(const Onnx__NodeProto *b, const char *name);
+/* Binary node b reads name and a scalar within a relative 1e-6 of want. */
+int onnx_with_scalar(const onnx_import *c, const Onnx__NodeProto *b, const char *name, double want);
+/* Layer covers nodes[0..count) of its pattern: the last one's output is an
+ * alias of the layer's, of x's rank and layout; the others are skipped. */
+int onnx_cover(onnx_import *c, int layer, const onnx_value *x, const int *nodes, int count, const char *what);
+
 /* ---- onnx_ops.c ---- */
 
 /* Imports node n (c->node) by its operator. */
@@ -173,6 +201,14 @@ int onnx_op_pattern(onnx_import *c, const Onnx__NodeProto *n, int *matched);
 int onnx_is_mul_of_activations(const onnx_import *c, const Onnx__NodeProto *n);
 int onnx_op_channel_scale(onnx_import *c, const Onnx__NodeProto *n);
 
+/* ---- onnx_ops_norm.c ---- */
+
+/* The decomposed LayerNorm that ReduceMean node n begins, as one layernorm
+ * layer; *matched 0 (and RM_OK) when n begins none. */
+int onnx_op_layernorm(onnx_import *c, const Onnx__NodeProto *n, int *matched);
+/* LayerNormalization (opset 17) over the last axis. */
+int onnx_op_layernormalization(onnx_import *c, const Onnx__NodeProto *n);
+
 /* ---- onnx_ops_layout.c: layout of computed tensors ---- */
 
 /* Reshape of activation x to d[0..nt) (resolved: N first, no -1). */
@@ -180,6 +216,9 @@ int onnx_layout_reshape(onnx_import *c, const Onnx__NodeProto *n, const onnx_val
 /* Transpose of view v by perm[0..np). */
 int onnx_layout_transpose(onnx_import *c, const Onnx__NodeProto *n, const onnx_value *v, const int64_t *perm,
                           size_t np);
+/* Transpose of activation x by perm[0..np): its channels to the end or back (an alias). */
+int onnx_layout_channels_last(onnx_import *c, const Onnx__NodeProto *n, const onnx_value *x, const int64_t *perm,
+                              size_t np);
 /* Slice of activation x along axis (normalised), start to end by step (as ONNX gives them). */
 int onnx_layout_slice(onnx_import *c, const Onnx__NodeProto *n, onnx_value *x, int64_t axis, int64_t start, int64_t end,
                       int64_t step);

@@ -59,12 +59,13 @@ static const char *dims_str(char *buf, size_t len, const int64_t *d, int rank)
     return buf;
 }
 
-/* An activation's full ONNX dimensions: N (as ONNX_BATCH), then its own. */
+/* An activation's full ONNX dimensions: N (as ONNX_BATCH), then its own,
+ * the channels last when ONNX sees them there. */
 static int act_dims(int64_t *d, const onnx_value *v)
 {
     const int per[3] = {v->shape.c, v->shape.h, v->shape.w};
     d[0] = ONNX_BATCH;
-    for (int k = 1; k < v->rank; k++) d[k] = per[k - 1];
+    for (int k = 1; k < v->rank; k++) d[k] = per[v->channels_last ? k % (v->rank - 1) : k - 1];
     return v->rank;
 }
 
@@ -73,13 +74,23 @@ static int64_t norm_axis(int64_t axis, int rank)
     return axis < 0 ? axis + rank : axis;
 }
 
+/* For onnx_need_input where any value will do, a channels-last activation
+ * too (Identity, Shape, Transpose): the kind to ask for, given input raw. */
+static onnx_value_kind any_layout(const onnx_value *raw)
+{
+    return raw && raw->kind == ONNX_ACT && raw->channels_last ? ONNX_ACT_ANY_LAYOUT : ONNX_UNSET;
+}
+
 /* A layer from the node, its output 0 an activation of the layer's shape and this rank. */
 int onnx_emit(onnx_import *c, const Onnx__NodeProto *n, rm_layer_kind kind, const rm_layer_config *cfg,
               onnx_value *const *in, int nin, onnx_weights *w, int rank, int *layer)
 {
     int i;
     int rc = onnx_add_layer(&i, c, n, kind, cfg, in, nin, w);
-    if (!rc) rc = onnx_set_act(c, n, 0, i, rank, c->m->layers[i].out_shape);
+    /* in a layout-preserving layer's output, its input's layout (the
+     * others refuse a channels-last input) */
+    const int cl = nin > 0 && in[0]->channels_last;
+    if (!rc) rc = onnx_set_act(c, n, 0, i, rank, cl, c->m->layers[i].out_shape);
     if (layer) *layer = i;
     return rc;
 }
@@ -570,16 +581,19 @@ static int op_gemm(onnx_import *c, const Onnx__NodeProto *n)
     return RM_OK;
 }
 
-/* MatMul by constant weights: a linear layer; when its one reader is an Add
- * of a constant [out] (PyTorch's nn.Linear exported as MatMul + Add), that
- * constant is the layer's bias and the Add's output is the layer's. */
+/* MatMul by constant weights: a linear layer, or on a channels-last view
+ * (nn.Linear over the last axis of N x H x W x C or N x T x D) a 1x1
+ * convolution, which computes the same per position; when its one reader
+ * is an Add of a constant [out] (PyTorch's nn.Linear exported as MatMul +
+ * Add), that constant is the layer's bias and the Add's output is the
+ * layer's. */
 static int op_matmul(onnx_import *c, const Onnx__NodeProto *n)
 {
     static const char *const attrs[] = {NULL};
     onnx_value *a, *b;
     int rc = onnx_check_attrs(c, n, attrs);
-    if (!rc) rc = onnx_need_input(&a, c, n, 0, ONNX_ACT, "input A");
-    if (!rc) rc = need_features(c, a);
+    if (!rc) rc = onnx_need_input(&a, c, n, 0, ONNX_ACT_ANY_LAYOUT, "input A");
+    if (!rc && !a->channels_last) rc = need_features(c, a);
     if (!rc) rc = onnx_need_input(&b, c, n, 1, ONNX_CONST, "weights B");
     if (!rc) rc = need_floats(c, b, "weights B");
     if (rc) return rc;
@@ -609,17 +623,20 @@ static int op_matmul(onnx_import *c, const Onnx__NodeProto *n)
     }
     rm_layer_config cfg = {0};
     cfg.out_channels = (int)m, cfg.bias = bias != NULL;
+    if (a->channels_last) cfg.kernel = cfg.stride = rm_hw_square(1);
     int i;
-    if ((rc = onnx_emit(c, n, RM_LAYER_LINEAR, &cfg, &a, 1, &wt, 2, &i))) return rc;
-    char d[96];
-    snprintf(d, sizeof d, "(%lld -> %lld, %s)", (long long)f, (long long)m,
+    if ((rc = onnx_emit(c, n, a->channels_last ? RM_LAYER_CONV2D : RM_LAYER_LINEAR, &cfg, &a, 1, &wt, a->rank, &i)))
+        return rc;
+    char d[128];
+    snprintf(d, sizeof d, "(%lld -> %lld%s, %s)", (long long)f, (long long)m,
+             a->channels_last ? ", 1x1: MatMul over the channels-last axis" : "",
              bias ? "bias from the Add that follows" : "no bias");
     onnx_note_layer(c, n, i, d);
     if (!bias) return RM_OK;
     int self = c->node;
     c->node = add;
     const Onnx__NodeProto *an = c->g->node[add];
-    rc = onnx_set_act(c, an, 0, i, 2, c->m->layers[i].out_shape);
+    rc = onnx_set_act(c, an, 0, i, a->rank, a->channels_last, c->m->layers[i].out_shape);
     if (!rc) {
         onnx_note(c, an, "alias of '%s': its constant '%s' is that linear layer's bias", c->m->layers[i].name,
                   bias->name);
@@ -719,7 +736,7 @@ static int op_shape(onnx_import *c, const Onnx__NodeProto *n)
     onnx_value *x;
     int64_t start, end;
     int rc = onnx_check_attrs(c, n, attrs);
-    if (!rc) rc = onnx_need_input(&x, c, n, 0, ONNX_UNSET, "input");
+    if (!rc) rc = onnx_need_input(&x, c, n, 0, any_layout(onnx_input(c, n, 0)), "input");
     if (!rc) rc = onnx_attr_int(&start, c, n, "start", 0);
     if (!rc) rc = onnx_attr_int(&end, c, n, "end", INT64_MAX);
     if (rc) return rc;
@@ -1164,7 +1181,8 @@ static int op_slice(onnx_import *c, const Onnx__NodeProto *n)
     return fold_done(c, n, &k);
 }
 
-/* Transpose of a constant (an old export's weight transposed before a MatMul). */
+/* Transpose: of a constant (a weight transposed before a MatMul), folded; of
+ * a computed tensor or a view, its layout (onnx_ops_layout.c). */
 static int op_transpose(onnx_import *c, const Onnx__NodeProto *n)
 {
     static const char *const attrs[] = {"perm", NULL};
@@ -1174,14 +1192,11 @@ static int op_transpose(onnx_import *c, const Onnx__NodeProto *n)
     const onnx_value *raw = onnx_input(c, n, 0);
     const int view = raw && raw->kind == ONNX_VIEW;
     int rc = onnx_check_attrs(c, n, attrs);
-    if (!rc) rc = onnx_need_input(&x, c, n, 0, view ? ONNX_VIEW : ONNX_UNSET, "data");
-    if (!rc && x->kind == ONNX_ACT)
-        rc = onnx_fail(c, RM_ERR_UNSUPPORTED,
-                       "transposes a tensor computed from the input; remat folds Transpose of "
-                       "constants (weights), and transposes the view of ShuffleNet's channel shuffle");
+    if (!rc) rc = onnx_need_input(&x, c, n, 0, view ? ONNX_VIEW : any_layout(raw), "data");
     if (!rc) rc = onnx_attr_ints(&perm, &np, c, n, "perm");
     if (rc) return rc;
     if (view) return onnx_layout_transpose(c, n, x, perm, np);
+    if (x->kind == ONNX_ACT) return onnx_layout_channels_last(c, n, x, perm, np);
     int r = x->c.rank, p[RM_ONNX_MAX_RANK], seen[RM_ONNX_MAX_RANK] = {0};
     if (np && np != (size_t)r) return onnx_fail(c, RM_ERR_PARSE, "perm of %zu axes for rank %d", np, r);
     for (int k = 0; k < r; k++) {
@@ -1283,7 +1298,10 @@ static int op_add(onnx_import *c, const Onnx__NodeProto *n, int sum)
                 "adds the constant '%s'; remat has no layer adding a constant (one right after a MatMul is "
                 "folded into the linear layer's bias)",
                 v->name);
-        if ((rc = onnx_need_input(&in[nin], c, n, (int)k, ONNX_ACT, "input"))) return rc;
+        if ((rc = onnx_need_input(&in[nin], c, n, (int)k, ONNX_ACT_ANY_LAYOUT, "input"))) return rc;
+        if (in[nin]->channels_last != in[0]->channels_last)
+            return onnx_fail(c, RM_ERR_UNSUPPORTED, "adds '%s' and '%s', one of them transposed to its channels last",
+                             in[0]->name, in[nin]->name);
         if (in[nin]->rank != in[0]->rank || !rm_shape_equal(in[nin]->shape, in[0]->shape)) {
             char a[64], b[64];
             return onnx_fail(c, RM_ERR_UNSUPPORTED,
@@ -1297,11 +1315,48 @@ static int op_add(onnx_import *c, const Onnx__NodeProto *n, int sum)
     return emit_nary(c, n, RM_LAYER_ADD, in, nin, "");
 }
 
+/* Mul of an N x C x H x W tensor by constant factors C x 1 x 1 (or 1 x C x
+ * 1 x 1), in either order: ConvNeXt's layer scale, a trainable factor per
+ * channel. That is a depthwise 1x1 convolution without bias, the factors
+ * its weights. */
+static int layer_scale(onnx_import *c, const Onnx__NodeProto *n)
+{
+    const onnx_value *k0 = onnx_input(c, n, 0);
+    const int kfirst = k0 && k0->kind == ONNX_CONST;
+    onnx_value *x, *k;
+    int rc = onnx_need_input(&x, c, n, kfirst, ONNX_ACT, "input");
+    if (!rc) rc = onnx_need_input(&k, c, n, !kfirst, ONNX_CONST, "factors");
+    if (!rc) rc = need_floats(c, k, "factors");
+    if (rc) return rc;
+    const int64_t ch = x->shape.c;
+    int per_channel = x->rank == 4 && (k->c.rank == 3 || k->c.rank == 4) && k->c.count == (size_t)ch;
+    per_channel = per_channel && k->c.dims[k->c.rank - 3] == ch; /* the rest are 1 */
+    if (!per_channel) {
+        char ks[96];
+        return onnx_fail(c, RM_ERR_UNSUPPORTED,
+                         "multiplies '%s' (rank %d) by the constant '%s' (%s); remat multiplies a computed tensor "
+                         "by constants only as a factor per channel: C x 1 x 1 on N x C x H x W (a layer scale)",
+                         x->name, x->rank, k->name, dims_str(ks, sizeof ks, k->c.dims, k->c.rank));
+    }
+    onnx_weights wt = {0};
+    if ((rc = copy_floats(&wt.w, k->c.f, k->c.count, c))) return rc;
+    wt.nw = k->c.count;
+    rm_layer_config cfg = {0};
+    cfg.kernel = cfg.stride = rm_hw_square(1);
+    int i;
+    if ((rc = onnx_emit(c, n, RM_LAYER_DWCONV2D, &cfg, &x, 1, &wt, 4, &i))) return rc;
+    char d[160];
+    snprintf(d, sizeof d, "(a layer scale: depthwise 1x1, no bias, the factors '%s' its weights)", k->name);
+    onnx_note_layer(c, n, i, d);
+    return RM_OK;
+}
+
 static int op_arith(onnx_import *c, const Onnx__NodeProto *n, char op)
 {
     static const char *const attrs[] = {"broadcast", "axis", "consumed_inputs", NULL};
     int rc = onnx_check_attrs(c, n, attrs);
     if (rc) return rc;
+    if (op == '*' && n->n_input == 2 && !all_const(c, n)) return layer_scale(c, n);
     if (!all_const(c, n))
         return onnx_fail(c, RM_ERR_UNSUPPORTED,
                          "%s on a tensor computed from the input; remat folds it on constants "
@@ -1315,7 +1370,7 @@ static int op_identity(onnx_import *c, const Onnx__NodeProto *n)
     static const char *const attrs[] = {NULL};
     onnx_value *x;
     int rc = onnx_check_attrs(c, n, attrs);
-    if (!rc) rc = onnx_need_input(&x, c, n, 0, ONNX_UNSET, "input");
+    if (!rc) rc = onnx_need_input(&x, c, n, 0, any_layout(onnx_input(c, n, 0)), "input");
     if (!rc) rc = onnx_set_alias(c, n, 0, x);
     if (rc) return rc;
     onnx_note(c, n, "alias of '%s'", x->name);
@@ -1329,7 +1384,7 @@ static int op_dropout(onnx_import *c, const Onnx__NodeProto *n)
     onnx_value *x, *r = onnx_input(c, n, 1), *t = onnx_input(c, n, 2);
     float ratio = 0.5f;
     int rc = onnx_check_attrs(c, n, attrs);
-    if (!rc) rc = onnx_need_input(&x, c, n, 0, ONNX_ACT, "input");
+    if (!rc) rc = onnx_need_input(&x, c, n, 0, ONNX_ACT_ANY_LAYOUT, "input");
     if (!rc) rc = onnx_only_first_output(c, n, "the mask");
     if (!rc) rc = onnx_attr_float(&ratio, c, n, "ratio", 0.5f);
     if (!rc && r) rc = onnx_need_input(&r, c, n, 1, ONNX_CONST, "ratio");
@@ -1477,6 +1532,8 @@ static const char *const supported =
     "x H x W by N x C x 1 x 1, MaxPool, "
     "AveragePool, GlobalAveragePool, ReduceMean (over H, W), Gemm, "
     "MatMul (+ Add), Add, Sum, Concat, Flatten, Reshape (to N x features), Resize / Upsample (nearest, x2), Dropout, "
+    "LayerNormalization and LayerNorm's ReduceMean-Sub-Pow-ReduceMean-Add-Sqrt-Div-Mul-Add (over the channels), "
+    "Transpose moving the channels last and back (with MatMul over them), Mul by C x 1 x 1 constants (a layer scale), "
     "Identity, and folded at import: Constant, Shape, Gather, Unsqueeze, Squeeze, Slice, Transpose, Cast, Add, Sub, "
     "Mul, Div";
 
@@ -1504,7 +1561,11 @@ int onnx_import_node(onnx_import *c, const Onnx__NodeProto *n)
     if (!strcmp(op, "MaxPool")) return op_pool(c, n, 1);
     if (!strcmp(op, "AveragePool")) return op_pool(c, n, 0);
     if (!strcmp(op, "GlobalAveragePool")) return op_global_avgpool(c, n);
-    if (!strcmp(op, "ReduceMean")) return op_reduce_mean(c, n);
+    if (!strcmp(op, "ReduceMean")) {
+        if ((rc = onnx_op_layernorm(c, n, &matched)) || matched) return rc;
+        return op_reduce_mean(c, n);
+    }
+    if (!strcmp(op, "LayerNormalization")) return onnx_op_layernormalization(c, n);
     if (!strcmp(op, "Gemm")) return op_gemm(c, n);
     if (!strcmp(op, "MatMul")) return op_matmul(c, n);
     if (!strcmp(op, "Add")) return op_add(c, n, 0);

@@ -17,7 +17,7 @@
 static int one_input_layer(onnx_import *c, const Onnx__NodeProto *n, rm_layer_kind kind, const char *detail)
 {
     onnx_value *x;
-    int i, rc = onnx_need_input(&x, c, n, 0, ONNX_ACT, "input");
+    int i, rc = onnx_need_input(&x, c, n, 0, ONNX_ACT_ANY_LAYOUT, "input");
     rm_layer_config cfg = {0};
     if (!rc) rc = onnx_emit(c, n, kind, &cfg, &x, 1, NULL, x->rank, &i);
     if (!rc) onnx_note_layer(c, n, i, detail);
@@ -40,7 +40,7 @@ int onnx_op_clip(onnx_import *c, const Onnx__NodeProto *n)
     onnx_value *x, *lo = onnx_input(c, n, 1), *hi = onnx_input(c, n, 2);
     float mn = -INFINITY, mx = INFINITY;
     int rc = onnx_check_attrs(c, n, attrs);
-    if (!rc) rc = onnx_need_input(&x, c, n, 0, ONNX_ACT, "input");
+    if (!rc) rc = onnx_need_input(&x, c, n, 0, ONNX_ACT_ANY_LAYOUT, "input");
     if (!rc) rc = onnx_attr_float(&mn, c, n, "min", -INFINITY);
     if (!rc) rc = onnx_attr_float(&mx, c, n, "max", INFINITY);
     if (!rc && lo) rc = onnx_need_input(&lo, c, n, 1, ONNX_CONST, "min");
@@ -60,83 +60,6 @@ int onnx_op_clip(onnx_import *c, const Onnx__NodeProto *n)
                      "Clip to [%g, %g]; remat has relu (Clip to [0, inf)) and relu6 (Clip to [0, 6]), no other "
                      "clipping layer",
                      (double)mn, (double)mx);
-}
-
-/* ---- looking ahead: the nodes after this one, before they are imported ---- */
-
-/* onnx_sole_consumer by name: every node output has its value (and its
- * readers counted, the graph output among them) before the first node is
- * imported, so this answers for later nodes too. */
-static int sole_reader(const onnx_import *c, const char *name)
-{
-    const onnx_value *v = onnx_find(c, name);
-    return v ? onnx_sole_consumer(c, v) : -1;
-}
-
-/* Node i when it is op with n_in inputs and one output, after this node; else NULL. */
-static const Onnx__NodeProto *later(const onnx_import *c, int i, const char *op, size_t n_in)
-{
-    if (i <= c->node) return NULL;
-    const Onnx__NodeProto *n = c->g->node[i];
-    if (!n->op_type || strcmp(n->op_type, op) || n->n_input != n_in || n->n_output < 1 || !n->output[0]) return NULL;
-    return n;
-}
-
-/* The scalar a value will hold: a constant already imported, or one a
- * Constant node (possibly through a Cast) defines later. */
-static int scalar(const onnx_import *c, const char *name, double *v)
-{
-    const onnx_value *val = onnx_find(c, name);
-    if (val && val->kind == ONNX_CONST) return val->c.count == 1 && !val->c.is_int ? (*v = val->c.f[0], 1) : 0;
-    if (val && val->kind != ONNX_UNSET) return 0;
-    for (size_t i = 0; i < c->g->n_node; i++) {
-        const Onnx__NodeProto *n = c->g->node[i];
-        if (n->n_output < 1 || !n->output[0] || strcmp(n->output[0], name) || !n->op_type) continue;
-        if (!strcmp(n->op_type, "Cast") && n->n_input == 1 && n->input[0]) return scalar(c, n->input[0], v);
-        const Onnx__AttributeProto *a = onnx_attr(n, "value");
-        if (strcmp(n->op_type, "Constant") || !a || !a->t) return 0;
-        onnx_const k;
-        rm_err e = {RM_OK, ""};
-        if (onnx_const_from_tensor(&k, a->t, c->path, "a constant", &e)) return 0;
-        int ok = k.count == 1 && !k.is_int;
-        if (ok) *v = k.f[0];
-        onnx_const_free(&k);
-        return ok;
-    }
-    return 0;
-}
-
-/* The input of binary node b other than name (NULL when b does not read name exactly once). */
-static const char *other_input(const Onnx__NodeProto *b, const char *name)
-{
-    int a0 = !strcmp(b->input[0], name), a1 = !strcmp(b->input[1], name);
-    return a0 == a1 ? NULL : a0 ? b->input[1] : b->input[0];
-}
-
-/* Binary node b reads name and a scalar within a relative 1e-6 of want. */
-static int with_scalar(const onnx_import *c, const Onnx__NodeProto *b, const char *name, double want)
-{
-    double v;
-    const char *o = b ? other_input(b, name) : NULL;
-    return o && scalar(c, o, &v) && fabs(v - want) <= 1e-6 * fabs(want);
-}
-
-/* The layer covers the later nodes of its pattern: the last one's output is
- * an alias of the layer's, the others are skipped. */
-static int cover(onnx_import *c, int layer, int rank, const int *nodes, int count, const char *what)
-{
-    int self = c->node, rc = RM_OK;
-    const rm_model_layer *L = &c->m->layers[layer];
-    for (int k = 0; k < count && !rc; k++) {
-        c->node = nodes[k];
-        const Onnx__NodeProto *n = c->g->node[nodes[k]];
-        if (k == count - 1) rc = onnx_set_act(c, n, 0, layer, rank, L->out_shape);
-        if (!rc) onnx_note(c, n, "part of %s '%s' (%s)", L->desc->name, L->name, what);
-        c->skip[nodes[k]] = 1;
-    }
-    c->node = self;
-    c->sum.aliases++;
-    return rc;
 }
 
 /* ---- the gates and their products ---- */
@@ -161,18 +84,18 @@ int onnx_op_gate(onnx_import *c, const Onnx__NodeProto *n, rm_layer_kind kind)
                              (double)alpha, (double)beta);
     }
     if (!n->n_input || !n->input[0] || n->n_output < 1 || !n->output[0]) return onnx_fail(c, RM_ERR_PARSE, "no input");
-    int i, m = sole_reader(c, n->output[0]);
-    const Onnx__NodeProto *mul = later(c, m, "Mul", 2);
-    const char *o = mul ? other_input(mul, n->output[0]) : NULL;
+    int i, m = onnx_sole_reader(c, n->output[0]);
+    const Onnx__NodeProto *mul = onnx_later(c, m, "Mul", 2);
+    const char *o = mul ? onnx_other_input(mul, n->output[0]) : NULL;
     if (!o || strcmp(o, n->input[0])) return one_input_layer(c, n, kind, "");
     const rm_layer_kind fused = hard ? RM_LAYER_HARDSWISH : RM_LAYER_SILU;
     onnx_value *x;
     rm_layer_config cfg = {0};
-    if ((rc = onnx_need_input(&x, c, n, 0, ONNX_ACT, "input")) ||
+    if ((rc = onnx_need_input(&x, c, n, 0, ONNX_ACT_ANY_LAYOUT, "input")) ||
         (rc = onnx_emit(c, n, fused, &cfg, &x, 1, NULL, x->rank, &i)))
         return rc;
     onnx_note_layer(c, n, i, hard ? "(HardSigmoid then Mul by its input)" : "(Sigmoid then Mul by its input)");
-    return cover(c, i, x->rank, &m, 1, hard ? "x * hardsigmoid(x)" : "x * sigmoid(x)");
+    return onnx_cover(c, i, x, &m, 1, hard ? "x * hardsigmoid(x)" : "x * sigmoid(x)");
 }
 
 /* Tanh, HardSwish (opset 14) and Gelu (opset 20: approximate "none" or "tanh"). */
@@ -197,15 +120,15 @@ static int gelu_nodes(const onnx_import *c, const Onnx__NodeProto *div, int *nod
     if (div->n_input != 2 || div->n_output < 1 || !div->input[0] || !div->input[1] || !div->output[0]) return 0;
     const char *x = div->input[0];
     double v;
-    if (!scalar(c, div->input[1], &v) || fabs(v - sqrt(2.0)) > 1e-6 * sqrt(2.0)) return 0;
-    const Onnx__NodeProto *erf = later(c, node[0] = sole_reader(c, div->output[0]), "Erf", 1);
-    const Onnx__NodeProto *add = erf ? later(c, node[1] = sole_reader(c, erf->output[0]), "Add", 2) : NULL;
-    if (!add || !with_scalar(c, add, erf->output[0], 1.0)) return 0;
-    const Onnx__NodeProto *mx = later(c, node[2] = sole_reader(c, add->output[0]), "Mul", 2);
-    const char *o = mx ? other_input(mx, add->output[0]) : NULL;
+    if (!onnx_scalar(c, div->input[1], &v) || fabs(v - sqrt(2.0)) > 1e-6 * sqrt(2.0)) return 0;
+    const Onnx__NodeProto *erf = onnx_later(c, node[0] = onnx_sole_reader(c, div->output[0]), "Erf", 1);
+    const Onnx__NodeProto *add = erf ? onnx_later(c, node[1] = onnx_sole_reader(c, erf->output[0]), "Add", 2) : NULL;
+    if (!add || !onnx_with_scalar(c, add, erf->output[0], 1.0)) return 0;
+    const Onnx__NodeProto *mx = onnx_later(c, node[2] = onnx_sole_reader(c, add->output[0]), "Mul", 2);
+    const char *o = mx ? onnx_other_input(mx, add->output[0]) : NULL;
     if (!o || strcmp(o, x)) return 0;
-    const Onnx__NodeProto *half = later(c, node[3] = sole_reader(c, mx->output[0]), "Mul", 2);
-    return half && with_scalar(c, half, mx->output[0], 0.5);
+    const Onnx__NodeProto *half = onnx_later(c, node[3] = onnx_sole_reader(c, mx->output[0]), "Mul", 2);
+    return half && onnx_with_scalar(c, half, mx->output[0], 0.5);
 }
 
 /* GELU's tanh form as PyTorch writes it at opset 13 (nn.GELU(approximate="tanh")):
@@ -217,22 +140,22 @@ static int gelu_tanh_nodes(const onnx_import *c, const Onnx__NodeProto *sq, int 
         !sq->output[0])
         return 0;
     const char *x = sq->input[0];
-    const Onnx__NodeProto *cube = later(c, node[0] = sole_reader(c, sq->output[0]), "Mul", 2);
-    const char *o = cube ? other_input(cube, sq->output[0]) : NULL;
+    const Onnx__NodeProto *cube = onnx_later(c, node[0] = onnx_sole_reader(c, sq->output[0]), "Mul", 2);
+    const char *o = cube ? onnx_other_input(cube, sq->output[0]) : NULL;
     if (!o || strcmp(o, x)) return 0;
-    const Onnx__NodeProto *k = later(c, node[1] = sole_reader(c, cube->output[0]), "Mul", 2);
-    if (!k || !with_scalar(c, k, cube->output[0], 0.044715)) return 0;
-    const Onnx__NodeProto *inner = later(c, node[2] = sole_reader(c, k->output[0]), "Add", 2);
-    if (!inner || !(o = other_input(inner, k->output[0])) || strcmp(o, x)) return 0;
-    const Onnx__NodeProto *beta = later(c, node[3] = sole_reader(c, inner->output[0]), "Mul", 2);
-    if (!beta || !with_scalar(c, beta, inner->output[0], 0.7978845608028654 /* sqrt(2 / pi) */)) return 0;
-    const Onnx__NodeProto *t = later(c, node[4] = sole_reader(c, beta->output[0]), "Tanh", 1);
-    const Onnx__NodeProto *one = t ? later(c, node[5] = sole_reader(c, t->output[0]), "Add", 2) : NULL;
-    if (!one || !with_scalar(c, one, t->output[0], 1.0)) return 0;
-    const Onnx__NodeProto *mx = later(c, node[6] = sole_reader(c, one->output[0]), "Mul", 2);
-    if (!mx || !(o = other_input(mx, one->output[0])) || strcmp(o, x)) return 0;
-    const Onnx__NodeProto *half = later(c, node[7] = sole_reader(c, mx->output[0]), "Mul", 2);
-    return half && with_scalar(c, half, mx->output[0], 0.5);
+    const Onnx__NodeProto *k = onnx_later(c, node[1] = onnx_sole_reader(c, cube->output[0]), "Mul", 2);
+    if (!k || !onnx_with_scalar(c, k, cube->output[0], 0.044715)) return 0;
+    const Onnx__NodeProto *inner = onnx_later(c, node[2] = onnx_sole_reader(c, k->output[0]), "Add", 2);
+    if (!inner || !(o = onnx_other_input(inner, k->output[0])) || strcmp(o, x)) return 0;
+    const Onnx__NodeProto *beta = onnx_later(c, node[3] = onnx_sole_reader(c, inner->output[0]), "Mul", 2);
+    if (!beta || !onnx_with_scalar(c, beta, inner->output[0], 0.7978845608028654 /* sqrt(2 / pi) */)) return 0;
+    const Onnx__NodeProto *t = onnx_later(c, node[4] = onnx_sole_reader(c, beta->output[0]), "Tanh", 1);
+    const Onnx__NodeProto *one = t ? onnx_later(c, node[5] = onnx_sole_reader(c, t->output[0]), "Add", 2) : NULL;
+    if (!one || !onnx_with_scalar(c, one, t->output[0], 1.0)) return 0;
+    const Onnx__NodeProto *mx = onnx_later(c, node[6] = onnx_sole_reader(c, one->output[0]), "Mul", 2);
+    if (!mx || !(o = onnx_other_input(mx, one->output[0])) || strcmp(o, x)) return 0;
+    const Onnx__NodeProto *half = onnx_later(c, node[7] = onnx_sole_reader(c, mx->output[0]), "Mul", 2);
+    return half && onnx_with_scalar(c, half, mx->output[0], 0.5);
 }
 
 /* ---- the patterns: several nodes, one layer ---- */
@@ -269,11 +192,11 @@ int onnx_op_pattern(onnx_import *c, const Onnx__NodeProto *n, int *matched)
     onnx_value *x;
     rm_layer_config cfg = {0};
     if (!(*matched = p != NULL)) return RM_OK;
-    if ((rc = onnx_need_input(&x, c, n, 0, ONNX_ACT, "input")) ||
+    if ((rc = onnx_need_input(&x, c, n, 0, ONNX_ACT_ANY_LAYOUT, "input")) ||
         (rc = onnx_emit(c, n, p->kind, &cfg, &x, 1, NULL, x->rank, &i)))
         return rc;
     onnx_note_layer(c, n, i, p->how);
-    return cover(c, i, x->rank, node, p->count, p->what);
+    return onnx_cover(c, i, x, node, p->count, p->what);
 }
 
 /* ---- squeeze-and-excitation: a tensor times its channels' gates ---- */

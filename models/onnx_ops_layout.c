@@ -6,6 +6,11 @@
  *    (ONNX_VIEW, no layer), the third a shuffle layer of g groups.
  *  - A range of channels (ShuffleNet's chunk, exported as Slice along axis
  *    1): a slice layer, or an alias when it takes every channel.
+ *  - The channels moved last (ConvNeXt's permute to N x H x W x C, a
+ *    transformer's tokens N x T x D) and back: an alias that ONNX sees
+ *    transposed (channels_last); remat's tensor stays N x C x ... in memory,
+ *    and only what computes per position (element-wise layers, LayerNorm and
+ *    MatMul over the last axis) reads it.
  * Anything else that reads a view is refused (onnx_need_input). */
 #include <stdio.h>
 
@@ -112,5 +117,28 @@ int onnx_layout_slice(onnx_import *c, const Onnx__NodeProto *n, onnx_value *x, i
     char buf[64];
     snprintf(buf, sizeof buf, "(channels %lld to %lld)", (long long)start, (long long)end - 1);
     onnx_note_layer(c, n, i, buf);
+    return RM_OK;
+}
+
+int onnx_layout_channels_last(onnx_import *c, const Onnx__NodeProto *n, const onnx_value *x, const int64_t *perm,
+                              size_t np)
+{
+    static const int64_t to4[4] = {0, 2, 3, 1}, from4[4] = {0, 3, 1, 2}, swap3[3] = {0, 2, 1};
+    const int64_t *want = x->rank == 3 ? swap3 : x->rank != 4 ? NULL : x->channels_last ? from4 : to4;
+    int ok = want && np == (size_t)x->rank;
+    for (size_t k = 0; ok && k < np; k++) ok = perm[k] == want[k];
+    if (!ok)
+        return onnx_fail(c, RM_ERR_UNSUPPORTED,
+                         "transposes '%s' (rank %d%s); remat transposes a computed tensor only to move its channels "
+                         "last and back: perm (0, 2, 3, 1) then (0, 3, 1, 2) at rank 4, (0, 2, 1) at rank 3",
+                         x->name, x->rank, x->channels_last ? ", channels last" : "");
+    onnx_value *v;
+    int rc = onnx_set_alias(c, n, 0, x);
+    if (!rc && !(v = onnx_find(c, n->output[0]))) rc = onnx_fail(c, RM_ERR_PARSE, "its output was not indexed");
+    if (rc) return rc;
+    v->channels_last = !x->channels_last;
+    onnx_note(c, n, "alias of '%s' with its channels %s (the same memory)", x->name,
+              v->channels_last ? "last" : "back in place");
+    c->sum.aliases++;
     return RM_OK;
 }

@@ -80,6 +80,8 @@ Test(onnx, forward_passes_match_numpy)
     expect_forward_matches("conv_group", RM_ONNX_SOFTMAX_XENT);
     expect_forward_matches("grouped", RM_ONNX_SOFTMAX_XENT);
     expect_forward_matches("shuffle", RM_ONNX_SOFTMAX_XENT);
+    expect_forward_matches("convnext", RM_ONNX_SOFTMAX_XENT);
+    expect_forward_matches("layernorm17", RM_ONNX_SOFTMAX_XENT);
 }
 
 /* Parameter counts worked out by hand from gen_fixtures.py's shapes. */
@@ -125,6 +127,16 @@ Test(onnx, layers_and_parameter_counts)
          * (the shapes' Shape, Gather, Unsqueeze, Concat folded, 16 nodes) */
         {FIXTURE("shuffle.onnx"), RM_ONNX_SOFTMAX_XENT, 9, 0, 10, 16, 0,
          "slice slice conv concat shuffle shuffle slice global_avgpool flatten softmax_xent"},
+        /* ConvNeXt: stem conv 8x3x2x2 + 8, LayerNorms 3 x (8 + 8), dwconv 8x1x3x3 + 8, the MatMuls over the
+         * channels-last axis as 1x1 convs 32x8 + 32 and 8x32 + 8, the layer scale 8 (a 1x1 dwconv), linear 5x8 +
+         * 5; each LayerNorm's nine nodes one layer (their 2 Constants folded), the weights' Transposes folded,
+         * the six channel moves, the two bias Adds, GELU's chain and the LayerNorms' last nodes aliases */
+        {FIXTURE("convnext.onnx"), RM_ONNX_SOFTMAX_XENT, 104 + 48 + 80 + 288 + 264 + 8 + 45, 0, 14, 11, 12,
+         "conv layernorm dwconv layernorm conv gelu conv dwconv add global_avgpool layernorm flatten linear "
+         "softmax_xent"},
+        /* opset 17's LayerNormalization on the channels-last view: 5 + 5 */
+        {FIXTURE("layernorm17.onnx"), RM_ONNX_SOFTMAX_XENT, 10, 0, 4, 0, 2,
+         "layernorm global_avgpool flatten softmax_xent"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         rm_onnx_summary s;
@@ -241,6 +253,12 @@ Test(onnx, what_remat_cannot_compute_is_refused_naming_the_node)
     expect_refused(FIXTURE("bad_view.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_UNSUPPORTED,
                    (const char *const[]){"'/Relu' (Relu)", "5-D view of a computed tensor",
                                          "only as ShuffleNet's channel shuffle", NULL});
+    expect_refused(FIXTURE("bad_transpose.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_UNSUPPORTED,
+                   (const char *const[]){"'/t/Transpose' (Transpose)", "transposes 'input' (rank 4)",
+                                         "only to move its channels last and back", NULL});
+    expect_refused(FIXTURE("bad_channels_last.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_UNSUPPORTED,
+                   (const char *const[]){"'/conv/Conv' (Conv)", "transposed to put its channels last",
+                                         "LayerNorm and MatMul over the last axis", NULL});
     expect_refused(FIXTURE("bad_softmax.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_UNSUPPORTED,
                    (const char *const[]){"(Softmax)", "export the logits", NULL});
     /* A segmentation output under the classification loss: the message says which loss fits. */

@@ -583,6 +583,120 @@ def shuffle():
     save("bad_view", net.model((6, 3, 4), "logits", (72,)))
 
 
+def convnext():
+    """A tiny ConvNeXt as torchvision's exports at opset 13: a 2x2 stride-2 stem and LayerNorm2d (Transpose to
+    channels last, LayerNorm decomposed into ReduceMean, Sub, Pow, ReduceMean, Add eps, Sqrt, Div, Mul, Add,
+    Transpose back); a block: depthwise 3x3, Transpose, LayerNorm, nn.Linear as Transpose(weight) + MatMul +
+    Add(bias, y), GELU (erf), Linear, Transpose back, the layer scale Mul(gamma[C, 1, 1], y) and the residual
+    Add; then global pooling, LayerNorm2d on N x C x 1 x 1, Flatten, Gemm. Plus the refusals: a Transpose that
+    is no move of the channels, and a convolution reading a channels-last view."""
+    net = Net("convnext")
+    erf = np.vectorize(math.erf)
+    x = batch((3, 8, 8))
+    k = [0]
+
+    def constant(v):
+        k[0] += 1
+        return net.node("Constant", [], [f"/Constant_{k[0]}_output_0"], f"/Constant_{k[0]}",
+                        value=numpy_helper.from_array(np.array(v, dtype=np.float32)))
+
+    def layernorm(y, yv, c, prefix, eps):
+        """nn.LayerNorm(c) over the last axis, as decomposed at opset 13; yv channels last."""
+        g, gv = net.weight(prefix + ".weight", (c,), positive=True)
+        b, bv = net.weight(prefix + ".bias", (c,), 0.1)
+        m = net.node("ReduceMean", [y], [f"/{prefix}/ReduceMean_output_0"], f"/{prefix}/ReduceMean", axes=[-1])
+        d = net.node("Sub", [y, m], [f"/{prefix}/Sub_output_0"], f"/{prefix}/Sub")
+        p = net.node("Pow", [d, constant(2.0)], [f"/{prefix}/Pow_output_0"], f"/{prefix}/Pow")
+        v = net.node("ReduceMean", [p], [f"/{prefix}/ReduceMean_1_output_0"], f"/{prefix}/ReduceMean_1", axes=[-1])
+        a = net.node("Add", [v, constant(eps)], [f"/{prefix}/Add_output_0"], f"/{prefix}/Add")
+        r = net.node("Sqrt", [a], [f"/{prefix}/Sqrt_output_0"], f"/{prefix}/Sqrt")
+        q = net.node("Div", [d, r], [f"/{prefix}/Div_output_0"], f"/{prefix}/Div")
+        s = net.node("Mul", [q, g], [f"/{prefix}/Mul_output_0"], f"/{prefix}/Mul")
+        out = net.node("Add", [s, b], [f"/{prefix}/Add_1_output_0"], f"/{prefix}/Add_1")
+        mv = yv.mean(axis=-1, keepdims=True)
+        vv = ((yv - mv) ** 2).mean(axis=-1, keepdims=True)
+        return out, (yv - mv) / np.sqrt(vv + eps) * gv + bv
+
+    def transpose(y, perm, prefix):
+        return net.node("Transpose", [y], [f"/{prefix}/Transpose_output_0"], f"/{prefix}/Transpose", perm=perm)
+
+    def layernorm2d(y, yv, c, prefix):
+        t = transpose(y, [0, 2, 3, 1], prefix + "_in")
+        out, ov = layernorm(t, yv.transpose(0, 2, 3, 1), c, prefix, 1e-6)
+        return transpose(out, [0, 3, 1, 2], prefix + "_out"), ov.transpose(0, 3, 1, 2)
+
+    def linear(y, yv, cin, cout, prefix):
+        w, wv = net.weight(prefix + ".weight", (cout, cin))
+        b, bv = net.weight(prefix + ".bias", (cout,), 0.1)
+        wt = transpose(w, [1, 0], prefix + "_w")
+        mm = net.node("MatMul", [y, wt], [f"/{prefix}/MatMul_output_0"], f"/{prefix}/MatMul")
+        return net.node("Add", [b, mm], [f"/{prefix}/Add_output_0"], f"/{prefix}/Add"), yv @ wv.T + bv
+
+    w, wv = net.weight("stem.weight", (8, 3, 2, 2))
+    b, bv = net.weight("stem.bias", (8,), 0.1)
+    y = net.node("Conv", ["input", w, b], ["/stem/Conv_output_0"], "/stem/Conv", kernel_shape=[2, 2], strides=[2, 2])
+    y, yv = layernorm2d(y, conv(x.astype(np.float64), wv, bv, 2, 0), 8, "stem_norm")
+    w, wv = net.weight("dw.weight", (8, 1, 3, 3))
+    b, bv = net.weight("dw.bias", (8,), 0.1)
+    h = net.node("Conv", [y, w, b], ["/dw/Conv_output_0"], "/dw/Conv", kernel_shape=[3, 3], pads=[1] * 4, group=8)
+    hv = conv(yv, wv, bv, 1, 1, 8)
+    h = transpose(h, [0, 2, 3, 1], "block_in")
+    h, hv = layernorm(h, hv.transpose(0, 2, 3, 1), 8, "block_norm", 1e-6)
+    h, hv = linear(h, hv, 8, 32, "fc1")
+    d = net.node("Div", [h, constant(np.sqrt(2.0))], ["/gelu/Div_output_0"], "/gelu/Div")
+    e = net.node("Erf", [d], ["/gelu/Erf_output_0"], "/gelu/Erf")
+    a = net.node("Add", [e, constant(1.0)], ["/gelu/Add_output_0"], "/gelu/Add")
+    m = net.node("Mul", [h, a], ["/gelu/Mul_output_0"], "/gelu/Mul")
+    h = net.node("Mul", [m, constant(0.5)], ["/gelu/Mul_1_output_0"], "/gelu/Mul_1")
+    hv = 0.5 * hv * (1.0 + erf(hv / np.sqrt(2.0)))
+    h, hv = linear(h, hv, 32, 8, "fc2")
+    h = transpose(h, [0, 3, 1, 2], "block_out")
+    hv = hv.transpose(0, 3, 1, 2)
+    ls, lsv = net.weight("layer_scale", (8, 1, 1))
+    h = net.node("Mul", [ls, h], ["/block/Mul_output_0"], "/block/Mul")
+    y = net.node("Add", [h, y], ["/block/Add_output_0"], "/block/Add")
+    yv = lsv * hv + yv
+    p = net.node("GlobalAveragePool", [y], ["/gap/GlobalAveragePool_output_0"], "/gap/GlobalAveragePool")
+    p, pv = layernorm2d(p, yv.mean(axis=(2, 3), keepdims=True), 8, "head_norm")
+    f = net.node("Flatten", [p], ["/Flatten_output_0"], "/Flatten")
+    fw, fwv = net.weight("fc.weight", (5, 8))
+    fb, fbv = net.weight("fc.bias", (5,), 0.1)
+    net.node("Gemm", [f, fw, fb], ["logits"], "/fc/Gemm", transB=1)
+    save("convnext", net.model((3, 8, 8), "logits", (5,)), x, pv.reshape(2, 8) @ fwv.T + fbv)
+    # A transpose that moves no channel to the end: refused.
+    net = Net("bad_transpose")
+    t = transpose("input", [0, 1, 3, 2], "t")
+    net.node("Flatten", [t], ["logits"], "/Flatten")
+    save("bad_transpose", net.model((3, 4, 4), "logits", (48,)))
+    # A convolution reading the channels-last view: refused.
+    net = Net("bad_channels_last")
+    t = transpose("input", [0, 2, 3, 1], "t")
+    w, _ = net.weight("conv.weight", (2, 4, 1, 1))
+    c2 = net.node("Conv", [t, w], ["/conv/Conv_output_0"], "/conv/Conv", kernel_shape=[1, 1])
+    net.node("Flatten", [c2], ["logits"], "/Flatten")
+    save("bad_channels_last", net.model((3, 4, 4), "logits", (24,)))
+
+
+def layernorm17():
+    """nn.LayerNorm on a channels-last view as PyTorch exports it from opset 17: one LayerNormalization node
+    (its scale and bias initializers, axis -1)."""
+    net = Net("layernorm17")
+    x = batch((5, 3, 2))
+    t = net.node("Transpose", ["input"], ["/in/Transpose_output_0"], "/in/Transpose", perm=[0, 2, 3, 1])
+    g, gv = net.weight("norm.weight", (5,), positive=True)
+    b, bv = net.weight("norm.bias", (5,), 0.1)
+    y = net.node("LayerNormalization", [t, g, b], ["/norm/LayerNormalization_output_0"], "/norm/LayerNormalization",
+                 axis=-1, epsilon=1e-5)
+    y = net.node("Transpose", [y], ["/out/Transpose_output_0"], "/out/Transpose", perm=[0, 3, 1, 2])
+    p = net.node("GlobalAveragePool", [y], ["/gap_output_0"], "/gap")
+    net.node("Flatten", [p], ["logits"], "/flatten")
+    xv = x.astype(np.float64).transpose(0, 2, 3, 1)
+    m = xv.mean(axis=-1, keepdims=True)
+    v = ((xv - m) ** 2).mean(axis=-1, keepdims=True)
+    yv = ((xv - m) / np.sqrt(v + 1e-5) * gv + bv).transpose(0, 3, 1, 2)
+    save("layernorm17", net.model((5, 3, 2), "logits", (5,), opset=17), x, yv.mean(axis=(2, 3)))
+
+
 if __name__ == "__main__":
     cbr_pool_gemm()
     residual()
@@ -596,4 +710,6 @@ if __name__ == "__main__":
     gelu_tanh()
     grouped()
     shuffle()
+    convnext()
+    layernorm17()
     print("fixtures written to", OUT)
