@@ -55,6 +55,10 @@ typedef enum rm_layer_kind {
     RM_LAYER_CHANNEL_SHUFFLE, /* ShuffleNet's: the channels as groups x C/groups, transposed */
     RM_LAYER_SLICE,           /* a range of channels */
     RM_LAYER_LAYERNORM,       /* over the channels at each position, a scale and a shift per channel */
+    /* A vision transformer's (layers/attention.c, layers/tokens.c), on tokens N x D x T x 1. */
+    RM_LAYER_ATTENTION, /* multi-head self-attention between the projections: q, k, v (N x 3D) to N x D */
+    RM_LAYER_TOKENS,    /* the positions as tokens, a class token first, a position embedding added */
+    RM_LAYER_TOKEN,     /* one token (the class token the head reads) */
     RM_LAYER_KIND_COUNT
 } rm_layer_kind;
 
@@ -97,7 +101,9 @@ typedef struct rm_layer_config {
                          convolution */
     int groups;       /* conv2d: input and output channels split into this many groups, each output reading
                          only its own group's inputs (PyTorch's groups); 0 reads as 1. shuffle: the groups */
-    int start;        /* slice: the first channel taken (out_channels of them; 0: every one from start on) */
+    int start;        /* slice: the first channel taken (out_channels of them; 0: every one from start on).
+                         token: the position taken */
+    int heads;        /* attention: the heads the channels split into */
     int bias;         /* conv2d, dwconv2d, conv_transpose2x2, linear: 1 = has a bias */
     float eps;        /* batchnorm2d, layernorm */
     float momentum;   /* batchnorm2d: running = (1-m)*running + m*batch */

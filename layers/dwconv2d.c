@@ -9,7 +9,9 @@
  * direct loops with no im2col and no workspace: the data gradient gathers
  * (one input element at a time, over the taps that reached it) rather than
  * scatters, and every sum accumulates in double in an order fixed by the
- * code alone, so a recomputed forward or backward is bit-identical. */
+ * code alone, so a recomputed forward or backward is bit-identical. The
+ * CPU backend's fast library sums in float, a row at a time, on several
+ * threads (cpu/dwconv2d_fast.c). */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>

@@ -48,9 +48,14 @@ const rm_layer_backend_kernels rm_softmax_xent_kernels[RM_BACKEND_KIND_COUNT] = 
 const rm_layer_backend_kernels rm_pixel_softmax_xent_kernels[RM_BACKEND_KIND_COUNT] = {
     CUDA(pixel_softmax_xent, rm_pixel_softmax_xent_workspace_cuda, NULL),
 };
-const rm_layer_backend_kernels rm_dwconv2d_kernels[RM_BACKEND_KIND_COUNT] = {CUDA(dwconv2d, NULL, NULL)};
+const rm_layer_backend_kernels rm_dwconv2d_kernels[RM_BACKEND_KIND_COUNT] = {
+    CPU_LIBRARIES(dwconv2d),
+    CUDA(dwconv2d, NULL, NULL),
+};
 const rm_layer_backend_kernels rm_activation_kernels[RM_BACKEND_KIND_COUNT] = {CUDA(activation, NULL, NULL)};
 const rm_layer_backend_kernels rm_scale_kernels[RM_BACKEND_KIND_COUNT] = {CUDA(scale, NULL, NULL)};
 const rm_layer_backend_kernels rm_channel_layout_kernels[RM_BACKEND_KIND_COUNT] = {CUDA(channel_layout, NULL, NULL)};
 const rm_layer_backend_kernels rm_layernorm_kernels[RM_BACKEND_KIND_COUNT] = {
     CUDA(layernorm, rm_layernorm_workspace_cuda, NULL)};
+const rm_layer_backend_kernels rm_attention_kernels[RM_BACKEND_KIND_COUNT] = {{0}};
+const rm_layer_backend_kernels rm_tokens_kernels[RM_BACKEND_KIND_COUNT] = {{0}};

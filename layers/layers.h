@@ -25,7 +25,8 @@ extern const rm_layer_desc rm_conv2d_desc, rm_batchnorm2d_desc, rm_relu_desc, rm
     rm_global_avgpool_desc, rm_linear_desc, rm_add_desc, rm_concat_desc, rm_upsample2x_desc, rm_conv_transpose2x2_desc,
     rm_dropout_desc, rm_flatten_desc, rm_softmax_xent_desc, rm_pixel_softmax_xent_desc, rm_dwconv2d_desc, rm_relu6_desc,
     rm_sigmoid_desc, rm_tanh_desc, rm_silu_desc, rm_hardsigmoid_desc, rm_hardswish_desc, rm_gelu_desc,
-    rm_gelu_tanh_desc, rm_scale_desc, rm_channel_shuffle_desc, rm_slice_desc, rm_layernorm_desc;
+    rm_gelu_tanh_desc, rm_scale_desc, rm_channel_shuffle_desc, rm_slice_desc, rm_layernorm_desc, rm_attention_desc,
+    rm_tokens_desc, rm_token_desc;
 
 /* Each layer's kernels per backend, indexed by the registry's id
  * (kernels.c): what a descriptor's .kernels points to. */
@@ -34,6 +35,7 @@ extern const rm_layer_backend_kernels rm_conv2d_kernels[], rm_batchnorm2d_kernel
     rm_concat_kernels[], rm_upsample2x_kernels[], rm_conv_transpose2x2_kernels[], rm_dropout_kernels[],
     rm_flatten_kernels[], rm_softmax_xent_kernels[], rm_pixel_softmax_xent_kernels[], rm_dwconv2d_kernels[],
     rm_activation_kernels[] /* every activation of activation.c */, rm_scale_kernels[],
-    rm_channel_layout_kernels[] /* shuffle and slice */, rm_layernorm_kernels[];
+    rm_channel_layout_kernels[] /* shuffle and slice */, rm_layernorm_kernels[], rm_attention_kernels[],
+    rm_tokens_kernels[] /* tokens and token */;
 
 #endif

@@ -32,6 +32,9 @@ static const rm_layer_desc *const all_layers[RM_LAYER_KIND_COUNT] = {
     [RM_LAYER_CHANNEL_SHUFFLE] = &rm_channel_shuffle_desc,
     [RM_LAYER_SLICE] = &rm_slice_desc,
     [RM_LAYER_LAYERNORM] = &rm_layernorm_desc,
+    [RM_LAYER_ATTENTION] = &rm_attention_desc,
+    [RM_LAYER_TOKENS] = &rm_tokens_desc,
+    [RM_LAYER_TOKEN] = &rm_token_desc,
 };
 
 const rm_layer_desc *rm_layer_desc_of(rm_layer_kind kind)

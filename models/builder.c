@@ -39,12 +39,13 @@ enum {
     K_DILATION = 1 << 11,
     K_GROUPS = 1 << 12,
     K_START = 1 << 13,
-    K_CHANNELS = 1 << 14
+    K_CHANNELS = 1 << 14,
+    K_HEADS = 1 << 15
 };
 
-static const char *const key_names[] = {"filters", "out",      "size",     "stride", "pad",
-                                        "bias",    "eps",      "momentum", "p",      "ceil_mode",
-                                        "init",    "dilation", "groups",   "start",  "channels"};
+static const char *const key_names[] = {"filters", "out",      "size",     "stride",    "pad",  "bias",
+                                        "eps",     "momentum", "p",        "ceil_mode", "init", "dilation",
+                                        "groups",  "start",    "channels", "heads"};
 #define NKEYNAMES ((int)(sizeof key_names / sizeof key_names[0]))
 
 /* Keys each layer section accepts besides name/input/inputs, and which of
@@ -84,6 +85,11 @@ static unsigned layer_keys(rm_layer_kind k, unsigned *required)
     case RM_LAYER_SLICE:
         *required = K_START | K_CHANNELS;
         return K_START | K_CHANNELS;
+    case RM_LAYER_ATTENTION:
+        *required = K_HEADS;
+        return K_HEADS;
+    case RM_LAYER_TOKEN:
+        return K_START;
     default:
         return 0;
     }
@@ -574,6 +580,8 @@ static int layer_config(rm_layer_config *c, const builder *b, const inst *it)
             rc = rm_cfg_int(&c->groups, f, s, k, 1, MAX_DIM, b->e);
         else if (!strcmp(n, "start"))
             rc = rm_cfg_int(&c->start, f, s, k, 0, MAX_DIM, b->e);
+        else if (!strcmp(n, "heads"))
+            rc = rm_cfg_int(&c->heads, f, s, k, 1, MAX_DIM, b->e);
         else if (!strcmp(n, "channels"))
             rc = rm_cfg_int(&c->out_channels, f, s, k, 1, MAX_DIM, b->e);
         else if (!strcmp(n, "bias"))

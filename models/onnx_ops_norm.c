@@ -119,8 +119,8 @@ int onnx_op_layernormalization(onnx_import *c, const Onnx__NodeProto *n)
     if (!rc) rc = onnx_only_first_output(c, n, "the mean and inverse standard deviation");
     if (rc) return rc;
     if (axis != -1 && axis != x->rank - 1)
-        return onnx_fail(c, RM_ERR_UNSUPPORTED, "LayerNormalization from axis %lld; remat normalises over the last axis",
-                         (long long)axis);
+        return onnx_fail(c, RM_ERR_UNSUPPORTED,
+                         "LayerNormalization from axis %lld; remat normalises over the last axis", (long long)axis);
     if (!x->channels_last && x->rank != 2)
         return onnx_fail(c, RM_ERR_UNSUPPORTED,
                          "LayerNormalization over the last axis of '%s' (rank %d), which is not its channels; remat "

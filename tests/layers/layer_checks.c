@@ -45,6 +45,13 @@ double run_gradcheck(const gc_case *c)
 void check_desc(const rm_layer_desc *d, const char *name, unsigned reads, int min_in, int max_in, const rm_shape *in,
                 int nin)
 {
+    rm_layer_config cfg = {.kind = d->kind};
+    check_desc_with(d, &cfg, name, reads, min_in, max_in, in, nin);
+}
+
+void check_desc_with(const rm_layer_desc *d, const rm_layer_config *config, const char *name, unsigned reads,
+                     int min_in, int max_in, const rm_shape *in, int nin)
+{
     cr_assert_eq(rm_layer_desc_by_name(name), d, "section \"%s\" does not map to its descriptor", name);
     cr_assert_eq(rm_layer_desc_of(d->kind), d);
     cr_assert_eq(d->backward_reads, reads, "%s: backward_reads", name);
@@ -52,7 +59,7 @@ void check_desc(const rm_layer_desc *d, const char *name, unsigned reads, int mi
     cr_assert_eq(d->max_inputs, max_in, "%s: max_inputs", name);
     cr_assert_null(d->param_shapes, "%s has no parameters", name);
     cr_assert_null(d->init, "%s has no parameters", name);
-    rm_layer_config cfg = {.kind = d->kind};
+    rm_layer_config cfg = *config;
     cr_assert_eq(rm_layer_param_count(d, &cfg, in, nin), 0);
     rm_shape out;
     rm_err e = {0};

@@ -31,6 +31,9 @@ double run_gradcheck(const gc_case *c);
  * finite positive FLOPs. */
 void check_desc(const rm_layer_desc *d, const char *name, unsigned reads, int min_in, int max_in, const rm_shape *in,
                 int nin);
+/* The same under a config (a layer whose zeroed config is no layer: attention's heads). */
+void check_desc_with(const rm_layer_desc *d, const rm_layer_config *cfg, const char *name, unsigned reads, int min_in,
+                     int max_in, const rm_shape *in, int nin);
 /* infer fails with RM_ERR_SHAPE, naming the layer (and needle when given). */
 void expect_shape_error(const rm_layer_desc *d, const rm_layer_config *cfg, const rm_shape *in, int nin,
                         const char *needle);

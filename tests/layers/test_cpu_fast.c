@@ -71,6 +71,7 @@ typedef struct conv_case {
     int cout, k, s, p, bias;
     int kw, sw, pw;  /* a rectangular window's width (k, s, p its height); 0: as the height */
     int dil, groups; /* 0: 1 */
+    int depthwise;   /* the dwconv layer (groups and cout the channels, square, not dilated) */
 } conv_case;
 
 /* The case's window, each 0 read as the struct says. */
@@ -94,6 +95,12 @@ static conv_win conv_win_of(const conv_case *c)
 static rm_layer_config conv_case_cfg(const conv_case *c)
 {
     conv_win v = conv_win_of(c);
+    if (c->depthwise)
+        return (rm_layer_config){.kind = RM_LAYER_DWCONV2D,
+                                 .kernel = {v.kh, v.kw},
+                                 .stride = {v.sh, v.sw},
+                                 .pad = {v.ph, v.pw},
+                                 .bias = c->bias};
     return (rm_layer_config){.kind = RM_LAYER_CONV2D,
                              .out_channels = c->cout,
                              .kernel = {v.kh, v.kw},
@@ -182,16 +189,17 @@ static void run_conv(float *y, float *dx, float *dw, float *db, const conv_case 
                      float *w, float *b, const float *dy, rm_backend *be)
 {
     rm_layer_config cfg = conv_case_cfg(c);
+    const rm_layer_desc *desc = c->depthwise ? &rm_dwconv2d_desc : &rm_conv2d_desc;
     rm_shape ws, bs;
-    rm_conv2d_desc.param_shapes(&ws, &bs, &cfg, &c->x, 1);
+    desc->param_shapes(&ws, &bs, &cfg, &c->x, 1);
     rm_layer_params prm = {.w = rm_tensor_make(ws, w), .dw = rm_tensor_make(ws, dw)};
     if (c->bias) prm.b = rm_tensor_make(bs, b), prm.db = rm_tensor_make(bs, db);
     rm_tensor tx = rm_tensor_make(c->x, (float *)x), ty = rm_tensor_make(ys, y), tdy = rm_tensor_make(ys, (float *)dy),
               tdx = rm_tensor_make(c->x, dx);
     rm_layer_call call = one_input_call(&cfg, &prm, be, &tx, &ty, &tdy, &tdx);
     rm_err e = {0};
-    cr_assert_eq(rm_layer_forward(&rm_conv2d_desc, &call, &e), RM_OK, "%s", e.msg);
-    cr_assert_eq(rm_layer_backward(&rm_conv2d_desc, &call, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_layer_forward(desc, &call, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_layer_backward(desc, &call, &e), RM_OK, "%s", e.msg);
 }
 
 /* On one thread: keeps y, dx, dw and db (db_n 0: none) in one; on more:
@@ -225,7 +233,8 @@ static void expect_conv(const conv_case *c)
     rm_err e = {0};
     conv_exact r;
     memset(&r, 0, sizeof r);
-    cr_assert_eq(rm_conv2d_desc.infer(&r.y, &cfg, &c->x, 1, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq((c->depthwise ? &rm_dwconv2d_desc : &rm_conv2d_desc)->infer(&r.y, &cfg, &c->x, 1, &e), RM_OK, "%s",
+                 e.msg);
     size_t nx = rm_shape_numel(c->x), ny = rm_shape_numel(r.y), nw = (size_t)c->cout * c->x.c / v.groups * v.kh * v.kw,
            nb = (size_t)c->cout;
     float *x = uniform(nx, 1), *w = uniform(nw, 2), *b = c->bias ? uniform(nb, 3) : NULL, *dy = uniform(ny, 4);
@@ -285,34 +294,43 @@ static void expect_conv(const conv_case *c)
  * 5 x 40 image is done in blocks of 83 pixels (41 on each of 2 threads),
  * shorter than the 123 pixels a corner tap reads from the top padding. */
 static conv_case conv_cases[] = {
-    {"k3 s2 p1", {3, 5, 11, 9}, 7, 3, 2, 1, 1, 0, 0, 0, 0, 0},
-    {"k7 s2 p3 (stem)", {1, 3, 23, 21}, 13, 7, 2, 3, 0, 0, 0, 0, 0, 0},
-    {"k1 s1 p0 (direct)", {3, 6, 7, 5}, 5, 1, 1, 0, 1, 0, 0, 0, 0, 0},
-    {"k1 s2 p0", {1, 7, 9, 10}, 3, 1, 2, 0, 0, 0, 0, 0, 0, 0},
-    {"k5 s1 p2", {3, 3, 8, 8}, 4, 5, 1, 2, 1, 0, 0, 0, 0, 0},
-    {"k3 s3 p1", {1, 2, 6, 7}, 3, 3, 3, 1, 1, 0, 0, 0, 0, 0},
-    {"k3 s1 p1 (threaded)", {3, 9, 34, 30}, 17, 3, 1, 1, 1, 0, 0, 0, 0, 0},
-    {"k7 s2 p3 (large)", {1, 3, 338, 338}, 4, 7, 2, 3, 1, 0, 0, 0, 0, 0},
-    {"k3 s1 p1 (3 images, one product)", {3, 4, 3, 3}, 32, 3, 1, 1, 1, 0, 0, 0, 0, 0},
-    {"k7 s1 p3 (small blocks)", {2, 1, 5, 40}, 1, 7, 1, 3, 1, 0, 0, 0, 0, 0},
-    {"k3 s2 p1 (images 2 + 2 + 1)", {5, 3, 7, 7}, 24, 3, 2, 1, 0, 0, 0, 0, 0, 0},
+    {"k3 s2 p1", {3, 5, 11, 9}, 7, 3, 2, 1, 1, 0, 0, 0, 0, 0, 0},
+    {"k7 s2 p3 (stem)", {1, 3, 23, 21}, 13, 7, 2, 3, 0, 0, 0, 0, 0, 0, 0},
+    {"k1 s1 p0 (direct)", {3, 6, 7, 5}, 5, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0},
+    {"k1 s2 p0", {1, 7, 9, 10}, 3, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"k5 s1 p2", {3, 3, 8, 8}, 4, 5, 1, 2, 1, 0, 0, 0, 0, 0, 0},
+    {"k3 s3 p1", {1, 2, 6, 7}, 3, 3, 3, 1, 1, 0, 0, 0, 0, 0, 0},
+    {"k3 s1 p1 (threaded)", {3, 9, 34, 30}, 17, 3, 1, 1, 1, 0, 0, 0, 0, 0, 0},
+    {"k7 s2 p3 (large)", {1, 3, 338, 338}, 4, 7, 2, 3, 1, 0, 0, 0, 0, 0, 0},
+    {"k3 s1 p1 (3 images, one product)", {3, 4, 3, 3}, 32, 3, 1, 1, 1, 0, 0, 0, 0, 0, 0},
+    {"k7 s1 p3 (small blocks)", {2, 1, 5, 40}, 1, 7, 1, 3, 1, 0, 0, 0, 0, 0, 0},
+    {"k3 s2 p1 (images 2 + 2 + 1)", {5, 3, 7, 7}, 24, 3, 2, 1, 0, 0, 0, 0, 0, 0, 0},
     /* grouped (ResNeXt, RegNet), rectangular (Inception's 1x7 and 7x1), dilated, and all at once; one grouped
      * case large enough for blocks of pixels, and one of several images per product */
-    {"g4 k3 s1 p1", {2, 8, 9, 7}, 12, 3, 1, 1, 1, 0, 0, 0, 0, 4},
-    {"g2 k1 (direct, grouped)", {3, 6, 5, 4}, 4, 1, 1, 0, 0, 0, 0, 0, 0, 2},
-    {"g3 k3 s2 p1 (images per product)", {5, 6, 6, 6}, 9, 3, 2, 1, 1, 0, 0, 0, 0, 3},
-    {"g8 k3 s1 p1 (multiplier 2)", {2, 8, 9, 9}, 16, 3, 1, 1, 1, 0, 0, 0, 0, 8},
-    {"1x7 p0x3", {2, 3, 8, 11}, 4, 1, 1, 0, 1, 7, 1, 3, 0, 0},
-    {"7x1 p3x0 (same size)", {2, 3, 11, 8}, 4, 7, 1, 3, 0, 1, 1, 0, 0, 0},
-    {"3x5 s2x1 p1x2", {2, 3, 9, 10}, 5, 3, 2, 1, 1, 5, 1, 2, 0, 0},
-    {"k3 d2 p2 (same size)", {2, 3, 9, 8}, 4, 3, 1, 2, 1, 0, 0, 0, 2, 0},
-    {"k3 d3 s2 p1", {1, 4, 13, 12}, 3, 3, 2, 1, 0, 0, 0, 0, 3, 0},
-    {"g2 1x3 s1x2 d2 (everything)", {2, 4, 7, 12}, 6, 1, 1, 0, 1, 3, 2, 2, 2, 2},
-    {"g4 k3 s1 p1 (large, blocks)", {1, 8, 300, 300}, 8, 3, 1, 1, 1, 0, 0, 0, 0, 4},
+    {"g4 k3 s1 p1", {2, 8, 9, 7}, 12, 3, 1, 1, 1, 0, 0, 0, 0, 4, 0},
+    {"g2 k1 (direct, grouped)", {3, 6, 5, 4}, 4, 1, 1, 0, 0, 0, 0, 0, 0, 2, 0},
+    {"g3 k3 s2 p1 (images per product)", {5, 6, 6, 6}, 9, 3, 2, 1, 1, 0, 0, 0, 0, 3, 0},
+    {"g8 k3 s1 p1 (multiplier 2)", {2, 8, 9, 9}, 16, 3, 1, 1, 1, 0, 0, 0, 0, 8, 0},
+    {"1x7 p0x3", {2, 3, 8, 11}, 4, 1, 1, 0, 1, 7, 1, 3, 0, 0, 0},
+    {"7x1 p3x0 (same size)", {2, 3, 11, 8}, 4, 7, 1, 3, 0, 1, 1, 0, 0, 0, 0},
+    {"3x5 s2x1 p1x2", {2, 3, 9, 10}, 5, 3, 2, 1, 1, 5, 1, 2, 0, 0, 0},
+    {"k3 d2 p2 (same size)", {2, 3, 9, 8}, 4, 3, 1, 2, 1, 0, 0, 0, 2, 0, 0},
+    {"k3 d3 s2 p1", {1, 4, 13, 12}, 3, 3, 2, 1, 0, 0, 0, 0, 3, 0, 0},
+    {"g2 1x3 s1x2 d2 (everything)", {2, 4, 7, 12}, 6, 1, 1, 0, 1, 3, 2, 2, 2, 2, 0},
+    {"g4 k3 s1 p1 (large, blocks)", {1, 8, 300, 300}, 8, 3, 1, 1, 1, 0, 0, 0, 0, 4, 0},
     /* same-size convolutions whose taps reach a whole plane away: one row, and padding and dilation past the
      * input (an ASPP branch on a small map) */
-    {"k3 p1 one row (same size)", {2, 2, 1, 4}, 3, 3, 1, 1, 1, 0, 0, 0, 0, 0},
-    {"k3 d6 p6 (same size, reach > plane)", {2, 2, 5, 5}, 3, 3, 1, 6, 1, 0, 0, 0, 6, 0},
+    {"k3 p1 one row (same size)", {2, 2, 1, 4}, 3, 3, 1, 1, 1, 0, 0, 0, 0, 0, 0},
+    {"k3 d6 p6 (same size, reach > plane)", {2, 2, 5, 5}, 3, 3, 1, 6, 1, 0, 0, 0, 6, 0, 0},
+    /* the depthwise layer (MobileNet's 3x3 s1 and s2, EfficientNet's 5x5, ConvNeXt's 7x7, a layer scale's 1x1),
+     * on rows long and short against its 8-lane dot products, and a kernel past one chunk of taps (13 x 13) */
+    {"dw k3 s1 p1", {3, 5, 13, 19}, 5, 3, 1, 1, 1, 0, 0, 0, 0, 5, 1},
+    {"dw k3 s2 p1", {2, 4, 11, 10}, 4, 3, 2, 1, 0, 0, 0, 0, 0, 4, 1},
+    {"dw k5 s2 p2", {2, 3, 9, 17}, 3, 5, 2, 2, 1, 0, 0, 0, 0, 3, 1},
+    {"dw k7 s1 p3 (wider than the input)", {2, 3, 5, 4}, 3, 7, 1, 3, 1, 0, 0, 0, 0, 3, 1},
+    {"dw k1 (a layer scale)", {2, 6, 3, 9}, 6, 1, 1, 0, 0, 0, 0, 0, 0, 6, 1},
+    {"dw k13 s1 p6 (two chunks of taps)", {1, 2, 15, 14}, 2, 13, 1, 6, 1, 0, 0, 0, 0, 2, 1},
+    {"dw k3 s1 p1 (threaded)", {4, 16, 40, 40}, 16, 3, 1, 1, 1, 0, 0, 0, 0, 16, 1},
 };
 
 ParameterizedTestParameters(cpu_fast, conv_against_naive_and_reference)
@@ -514,7 +532,8 @@ static layer_run run_layer(const rm_layer_desc *d, rm_layer_config cfg, const rm
 
 /* The reference loops split outputs, never a sum, between threads: the same
  * bits at 1 and 2 threads, and the fast library runs the same kernels for
- * every layer but conv2d and linear. Shapes past RM_LOOP_MIN outputs, so
+ * every layer but conv2d, linear and dwconv (their fast kernels are tested
+ * against the naive oracle above). Shapes past RM_LOOP_MIN outputs, so
  * that the loops do run on two threads. */
 static void expect_thread_invariant(const rm_layer_desc *d, rm_layer_config cfg, const rm_shape *in, int nin)
 {
@@ -524,7 +543,7 @@ static void expect_thread_invariant(const rm_layer_desc *d, rm_layer_config cfg,
     layer_run a = run_layer(d, cfg, in, nin, one), b = run_layer(d, cfg, in, nin, two),
               c = run_layer(d, cfg, in, nin, fast);
     cr_assert_eq(memcmp(a.v, b.v, a.n * sizeof(float)), 0, "%s: 1 and 2 threads differ", d->name);
-    if (d->kind != RM_LAYER_CONV2D && d->kind != RM_LAYER_LINEAR)
+    if (d->kind != RM_LAYER_CONV2D && d->kind != RM_LAYER_LINEAR && d->kind != RM_LAYER_DWCONV2D)
         cr_assert_eq(memcmp(a.v, c.v, a.n * sizeof(float)), 0, "%s: the fast library differs", d->name);
     free(a.v), free(b.v), free(c.v);
     rm_backend_free(one), rm_backend_free(two), rm_backend_free(fast);
@@ -591,7 +610,7 @@ Test(cpu_fast, backend_loops_give_the_same_bits)
  * library). */
 Test(cpu_fast, conv_workspace_is_exact_and_bounded)
 {
-    const conv_case c = {"ws", rm_shape_make(2, 3, 9, 7), 5, 3, 2, 1, 1, 0, 0, 0, 0, 0};
+    const conv_case c = {"ws", rm_shape_make(2, 3, 9, 7), 5, 3, 2, 1, 1, 0, 0, 0, 0, 0, 0};
     rm_layer_config cfg = {
         .kind = RM_LAYER_CONV2D, .out_channels = 5, .kernel = {3, 3}, .stride = {2, 2}, .pad = {1, 1}, .bias = 1};
     rm_backend *be = cpu(RM_CPU_KERNELS_FAST, 2);
@@ -812,7 +831,7 @@ Test(cpu_threads, governor_decisions)
  * governor the count stayed at 2 on a busy machine. */
 Test(cpu_threads, busy_core_drops_to_one_thread_and_back_with_the_same_bits, .timeout = 120)
 {
-    const conv_case c = {"threaded", rm_shape_make(3, 9, 34, 30), 17, 3, 1, 1, 1, 0, 0, 0, 0, 0};
+    const conv_case c = {"threaded", rm_shape_make(3, 9, 34, 30), 17, 3, 1, 1, 1, 0, 0, 0, 0, 0, 0};
     rm_layer_config cfg = {
         .kind = RM_LAYER_CONV2D, .out_channels = 17, .kernel = {3, 3}, .stride = {1, 1}, .pad = {1, 1}, .bias = 1};
     rm_shape ys;
