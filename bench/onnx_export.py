@@ -51,6 +51,19 @@ def randomise_bn(model, shape):
     return model
 
 
+def randomise_zeros(model):
+    """ViT starts its head (and its class token) at zero, as torchvision initialises them: every logit would be 0
+    and the forward check would compare nothing. Those start N(0, 0.02^2) here."""
+    g = torch.Generator().manual_seed(3)
+    for p in model.parameters():
+        if not p.detach().abs().max() > 0:
+            p.data = torch.randn(p.shape, generator=g) * 0.02
+    return model
+
+
+RANDOMISE_ZEROS = ("vit_b_16",)
+
+
 class UNet(nn.Module):
     """A small U-Net: two down levels (conv-bn-relu x2, maxpool), a bottleneck,
     one up level by ConvTranspose2d(2, stride 2) and one by nn.Upsample(x2,
@@ -113,7 +126,10 @@ NETS = {
 
 def export(name, out):
     make, shape, loss, opset = NETS[name]
-    model = randomise_bn(make(), shape).eval()
+    model = randomise_bn(make(), shape)
+    if name in RANDOMISE_ZEROS:
+        model = randomise_zeros(model)
+    model = model.eval()
     x = torch.randn((2,) + shape)
     with torch.no_grad():
         y = model(x)

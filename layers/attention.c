@@ -47,8 +47,7 @@ static double attn_flops(const rm_layer_config *cfg, const rm_shape *in, int nin
 }
 
 /* One head's P and dP, T x T doubles each. */
-static size_t attn_workspace_bytes(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out,
-                                   int backward)
+static size_t attn_workspace_bytes(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out, int backward)
 {
     (void)cfg, (void)nin, (void)out;
     const size_t t = (size_t)in[0].h * in[0].w;
@@ -133,7 +132,8 @@ static int attn_backward(const rm_layer_call *call, rm_err *e)
             const head a = head_of(call->in[0]->data, s, heads, n, h);
             const double scale = 1.0 / sqrt((double)a.hd);
             const float *dout = call->dout->data + ((size_t)n * d + (size_t)h * a.hd) * t;
-            float *dq = call->din[0]->data + (a.q - call->in[0]->data), *dk = call->din[0]->data + (a.k - call->in[0]->data),
+            float *dq = call->din[0]->data + (a.q - call->in[0]->data),
+                  *dk = call->din[0]->data + (a.k - call->in[0]->data),
                   *dv = call->din[0]->data + (a.v - call->in[0]->data);
             attn_probs(p, &a);
             for (size_t i = 0; i < t; i++) {

@@ -755,6 +755,7 @@ int rm_onnx_load(rm_model **out, rm_onnx_summary *sum, const char *path, const r
     c.path = path;
     c.o = o;
     c.e = e;
+    c.attn.exit = -1;
     int rc = onnx_read_model(&c.model, path, e);
     if (rc) return rc;
     c.g = c.model->graph;

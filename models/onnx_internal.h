@@ -96,6 +96,13 @@ typedef struct onnx_import {
     int node;            /* the node being imported (0-based) */
     int *skip;           /* per node: 1 when an earlier node's import already covered it (a folded bias Add) */
     int64_t fixed_batch; /* the batch size the file gives its input, or 0 */
+    /* An attention subgraph begun, whose layers come at its last node (onnx_ops_vit.c). */
+    struct onnx_attention {
+        int exit;                        /* that node, or -1 */
+        const struct onnx_value *x;      /* the N x T x D tokens it reads */
+        int in_proj, in_bias, out_proj;  /* nodes: MatMul by the q, k, v weights, its bias Add, Gemm */
+        int softmax, heads_div[4], ndiv; /* nodes: the Softmax; the Divs by a constant (one gives the heads) */
+    } attn;
     rm_onnx_summary sum;
 } onnx_import;
 
@@ -183,6 +190,33 @@ int onnx_emit(onnx_import *c, const Onnx__NodeProto *n, rm_layer_kind kind, cons
               onnx_value *const *in, int nin, onnx_weights *w, int rank, int *layer);
 /* The note of layer i made from n: "<layer> '<name>' <detail>, output <shape> per sample". */
 void onnx_note_layer(onnx_import *c, const Onnx__NodeProto *n, int i, const char *detail);
+/* Output 0 of n becomes the folded constant k (taken), with a note. */
+int onnx_fold_done(onnx_import *c, const Onnx__NodeProto *n, onnx_const *k);
+/* A constant that becomes weights: FLOAT and finite. */
+int onnx_need_floats(onnx_import *c, const onnx_value *v, const char *role);
+/* wt->w [m][f] (out x in) from b: [f, m] (transposed) or [m, f], times alpha. */
+int onnx_linear_weights(onnx_weights *wt, const onnx_const *b, int transposed, int64_t m, int64_t f, float alpha,
+                        onnx_import *c);
+/* wt->b, m values from b (one value repeated, or m), times scale. */
+int onnx_fill_bias(onnx_weights *wt, const onnx_value *b, int64_t m, float scale, onnx_import *c);
+
+/* ---- onnx_fold_logic.c: ConstantOfShape, Equal, Where on constants ---- */
+
+int onnx_op_constant_of_shape(onnx_import *c, const Onnx__NodeProto *n);
+int onnx_op_equal(onnx_import *c, const Onnx__NodeProto *n);
+int onnx_op_where(onnx_import *c, const Onnx__NodeProto *n);
+
+/* ---- onnx_ops_vit.c: a vision transformer's tokens and attention ---- */
+
+/* Expand of the class token, with the Concat and the position embedding's Add after it: a tokens layer. */
+int onnx_op_expand(onnx_import *c, const Onnx__NodeProto *n);
+/* Gather of one token (axis 1 of a channels-last N x T x D view): a token layer. */
+int onnx_op_gather_token(onnx_import *c, const Onnx__NodeProto *n, onnx_value *x);
+/* nn.MultiheadAttention's exported subgraph that Transpose node n (perm 1, 0, 2 of an N x T x D view)
+ * begins: *matched 0 (and RM_OK) when it is none; else its nodes are covered and the layers come at
+ * its last node (onnx_op_attention_end). */
+int onnx_op_attention_begin(onnx_import *c, const Onnx__NodeProto *n, int *matched);
+int onnx_op_attention_end(onnx_import *c, const Onnx__NodeProto *n);
 
 /* ---- onnx_ops_act.c: the activations ---- */
 

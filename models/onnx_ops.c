@@ -25,7 +25,7 @@ static int copy_floats(float **dst, const float *src, size_t n, onnx_import *c)
 /* A constant that becomes a layer's weights: FLOAT and finite. A NaN or an
  * infinity would only show in training, as a NaN loss; the config reader
  * refuses such values too. */
-static int need_floats(onnx_import *c, const onnx_value *v, const char *role)
+int onnx_need_floats(onnx_import *c, const onnx_value *v, const char *role)
 {
     if (v->c.is_int)
         return onnx_fail(c, RM_ERR_UNSUPPORTED, "its %s '%s' holds integers; remat's weights are FLOAT", role, v->name);
@@ -240,9 +240,9 @@ static int conv_inputs(onnx_value **x, onnx_value **w, onnx_value **b, onnx_impo
     if (!rc) rc = onnx_need_input(x, c, n, 0, ONNX_ACT, "input");
     if (!rc) rc = need_rank4(c, *x, layer);
     if (!rc) rc = onnx_need_input(w, c, n, 1, ONNX_CONST, "weights");
-    if (!rc) rc = need_floats(c, *w, "weights");
+    if (!rc) rc = onnx_need_floats(c, *w, "weights");
     if (!rc && *b) rc = onnx_need_input(b, c, n, 2, ONNX_CONST, "bias");
-    if (!rc && *b) rc = need_floats(c, *b, "bias");
+    if (!rc && *b) rc = onnx_need_floats(c, *b, "bias");
     if (!rc && (*w)->c.rank != 4)
         rc = onnx_fail(c, RM_ERR_UNSUPPORTED, "weights of rank %d; remat's %s has rank 4", (*w)->c.rank, layer);
     return rc;
@@ -337,7 +337,7 @@ static int op_batchnorm(onnx_import *c, const Onnx__NodeProto *n)
     if (!rc) rc = onnx_need_input(&x, c, n, 0, ONNX_ACT, "input");
     for (int k = 0; k < 4 && !rc; k++) {
         rc = onnx_need_input(&p[k], c, n, k + 1, ONNX_CONST, roles[k]);
-        if (!rc) rc = need_floats(c, p[k], roles[k]);
+        if (!rc) rc = onnx_need_floats(c, p[k], roles[k]);
         if (!rc && p[k]->c.count != (size_t)x->shape.c)
             rc = onnx_fail(c, RM_ERR_SHAPE, "a %s of %zu values for %d channels", roles[k], p[k]->c.count, x->shape.c);
     }
@@ -483,7 +483,7 @@ static int bias_ok(const onnx_const *b, int64_t m)
     return b->rank == 1 || (b->rank == 2 && b->dims[0] == 1);
 }
 
-static int fill_bias(onnx_weights *wt, const onnx_value *b, int64_t m, float scale, onnx_import *c)
+int onnx_fill_bias(onnx_weights *wt, const onnx_value *b, int64_t m, float scale, onnx_import *c)
 {
     wt->nb = (size_t)m;
     if (!(wt->b = malloc((size_t)m * sizeof *wt->b))) return onnx_fail(c, RM_ERR_NOMEM, "out of memory");
@@ -500,8 +500,8 @@ static int fill_bias(onnx_weights *wt, const onnx_value *b, int64_t m, float sca
 }
 
 /* weights[j][f] (out x in) from b: [in, out] (transpose) or [out, in] times alpha. */
-static int linear_weights(onnx_weights *wt, const onnx_const *b, int transposed, int64_t m, int64_t f, float alpha,
-                          onnx_import *c)
+int onnx_linear_weights(onnx_weights *wt, const onnx_const *b, int transposed, int64_t m, int64_t f, float alpha,
+                        onnx_import *c)
 {
     wt->nw = (size_t)m * (size_t)f;
     if (!(wt->w = malloc((wt->nw ? wt->nw : 1) * sizeof *wt->w))) return onnx_fail(c, RM_ERR_NOMEM, "out of memory");
@@ -535,9 +535,9 @@ static int op_gemm(onnx_import *c, const Onnx__NodeProto *n)
     if (!rc) rc = onnx_need_input(&a, c, n, 0, ONNX_ACT, "input A");
     if (!rc) rc = need_features(c, a);
     if (!rc) rc = onnx_need_input(&b, c, n, 1, ONNX_CONST, "weights B");
-    if (!rc) rc = need_floats(c, b, "weights B");
+    if (!rc) rc = onnx_need_floats(c, b, "weights B");
     if (!rc && cc) rc = onnx_need_input(&cc, c, n, 2, ONNX_CONST, "bias C");
-    if (!rc && cc) rc = need_floats(c, cc, "bias C");
+    if (!rc && cc) rc = onnx_need_floats(c, cc, "bias C");
     if (!rc) rc = onnx_attr_float(&alpha, c, n, "alpha", 1.0f);
     if (!rc) rc = onnx_attr_float(&beta, c, n, "beta", 1.0f);
     if (!rc) rc = need_finite_attr(c, "alpha", alpha);
@@ -563,8 +563,8 @@ static int op_gemm(onnx_import *c, const Onnx__NodeProto *n)
                          dims_str(d, sizeof d, cc->c.dims, cc->c.rank), (long long)m);
     }
     onnx_weights wt = {0};
-    rc = linear_weights(&wt, &b->c, !tb, m, f, alpha, c);
-    if (!rc && has_bias) rc = fill_bias(&wt, cc, m, beta, c);
+    rc = onnx_linear_weights(&wt, &b->c, !tb, m, f, alpha, c);
+    if (!rc && has_bias) rc = onnx_fill_bias(&wt, cc, m, beta, c);
     if (rc) {
         free(wt.w), free(wt.b);
         return rc;
@@ -595,7 +595,7 @@ static int op_matmul(onnx_import *c, const Onnx__NodeProto *n)
     if (!rc) rc = onnx_need_input(&a, c, n, 0, ONNX_ACT_ANY_LAYOUT, "input A");
     if (!rc && !a->channels_last) rc = need_features(c, a);
     if (!rc) rc = onnx_need_input(&b, c, n, 1, ONNX_CONST, "weights B");
-    if (!rc) rc = need_floats(c, b, "weights B");
+    if (!rc) rc = onnx_need_floats(c, b, "weights B");
     if (rc) return rc;
     if (b->c.rank != 2) return onnx_fail(c, RM_ERR_UNSUPPORTED, "weights B of rank %d (2 expected)", b->c.rank);
     int64_t f = a->shape.c, m = b->c.dims[1];
@@ -615,8 +615,8 @@ static int op_matmul(onnx_import *c, const Onnx__NodeProto *n)
         if (v && v->kind == ONNX_CONST && !v->c.is_int && v->c.count == (size_t)m && bias_ok(&v->c, m)) bias = v;
     }
     onnx_weights wt = {0};
-    rc = linear_weights(&wt, &b->c, 1, m, f, 1.0f, c);
-    if (!rc && bias) rc = fill_bias(&wt, bias, m, 1.0f, c);
+    rc = onnx_linear_weights(&wt, &b->c, 1, m, f, 1.0f, c);
+    if (!rc && bias) rc = onnx_fill_bias(&wt, bias, m, 1.0f, c);
     if (rc) {
         free(wt.w), free(wt.b);
         return rc;
@@ -649,7 +649,7 @@ static int op_matmul(onnx_import *c, const Onnx__NodeProto *n)
 
 /* ---- folding constants ---------------------------------------------------------- */
 
-static int fold_done(onnx_import *c, const Onnx__NodeProto *n, onnx_const *k)
+int onnx_fold_done(onnx_import *c, const Onnx__NodeProto *n, onnx_const *k)
 {
     char d[160];
     if (k->is_int && k->count <= 8)
@@ -727,7 +727,7 @@ static int op_constant(onnx_import *c, const Onnx__NodeProto *n)
         }
         if (rc) onnx_const_free(&k);
     }
-    return rc ? rc : fold_done(c, n, &k);
+    return rc ? rc : onnx_fold_done(c, n, &k);
 }
 
 static int op_shape(onnx_import *c, const Onnx__NodeProto *n)
@@ -751,7 +751,7 @@ static int op_shape(onnx_import *c, const Onnx__NodeProto *n)
     onnx_const k;
     if ((rc = onnx_const_alloc(&k, 1, 1, &len, c->path, c->e))) return rc;
     for (int64_t q = 0; q < len; q++) k.i[q] = d[start + q];
-    return fold_done(c, n, &k);
+    return onnx_fold_done(c, n, &k);
 }
 
 /* Gather, Slice, Concat, Squeeze, Unsqueeze, Reshape and Flatten of
@@ -777,11 +777,8 @@ static int op_gather(onnx_import *c, const Onnx__NodeProto *n)
     onnx_value *x, *ix;
     int64_t axis;
     int rc = onnx_check_attrs(c, n, attrs);
-    if (!rc) rc = onnx_need_input(&x, c, n, 0, ONNX_UNSET, "data");
-    if (!rc && x->kind == ONNX_ACT)
-        rc = onnx_fail(c, RM_ERR_UNSUPPORTED,
-                       "gathers from a tensor computed from the input (an embedding?); remat "
-                       "folds Gather of constants (shapes) only");
+    if (!rc) rc = onnx_need_input(&x, c, n, 0, any_layout(onnx_input(c, n, 0)), "data");
+    if (!rc && x->kind == ONNX_ACT) return onnx_op_gather_token(c, n, x);
     if (!rc) rc = onnx_need_input(&ix, c, n, 1, ONNX_CONST, "indices");
     if (!rc && !ix->c.is_int) rc = onnx_fail(c, RM_ERR_PARSE, "its indices are not integers");
     if (!rc) rc = onnx_attr_int(&axis, c, n, "axis", 0);
@@ -811,7 +808,7 @@ static int op_gather(onnx_import *c, const Onnx__NodeProto *n)
             }
             for (size_t b = 0; b < inner; b++) const_copy(&k, o++, &x->c, (a * (size_t)len + (size_t)at) * inner + b);
         }
-    return fold_done(c, n, &k);
+    return onnx_fold_done(c, n, &k);
 }
 
 static int op_unsqueeze(onnx_import *c, const Onnx__NodeProto *n, int squeeze)
@@ -849,7 +846,7 @@ static int op_unsqueeze(onnx_import *c, const Onnx__NodeProto *n, int squeeze)
     onnx_const k;
     if ((rc = onnx_const_alloc(&k, x->c.is_int, o, d, c->path, c->e))) return rc;
     for (size_t q = 0; q < k.count; q++) const_copy(&k, q, &x->c, q);
-    return fold_done(c, n, &k);
+    return onnx_fold_done(c, n, &k);
 }
 
 static int op_cast(onnx_import *c, const Onnx__NodeProto *n)
@@ -909,7 +906,7 @@ static int op_cast(onnx_import *c, const Onnx__NodeProto *n)
                              (long long)v);
         }
     }
-    return fold_done(c, n, &k);
+    return onnx_fold_done(c, n, &k);
 }
 
 static int op_concat_const(onnx_import *c, const Onnx__NodeProto *n, int64_t axis)
@@ -945,7 +942,7 @@ static int op_concat_const(onnx_import *c, const Onnx__NodeProto *n, int64_t axi
             size_t block = (size_t)v->c.dims[axis] * inner;
             for (size_t b = 0; b < block; b++) const_copy(&k, o++, &v->c, a * block + b);
         }
-    return fold_done(c, n, &k);
+    return onnx_fold_done(c, n, &k);
 }
 
 static int op_concat(onnx_import *c, const Onnx__NodeProto *n)
@@ -985,7 +982,7 @@ static int reshape_const(onnx_import *c, const Onnx__NodeProto *n, const onnx_va
         return onnx_fail(c, RM_ERR_PARSE, "reshapes %zu elements into %zu", x->c.count, k.count);
     }
     for (size_t q = 0; q < k.count; q++) const_copy(&k, q, &x->c, q);
-    return fold_done(c, n, &k);
+    return onnx_fold_done(c, n, &k);
 }
 
 /* An activation flattened to N x features: a flatten layer, or nothing when
@@ -1128,6 +1125,16 @@ static int op_reshape(onnx_import *c, const Onnx__NodeProto *n)
         c->sum.aliases++;
         return RM_OK;
     }
+    if (nt == 3 && x->rank == 4 && !x->channels_last && pd[1] == x->shape.c &&
+        pd[2] == (int64_t)x->shape.h * x->shape.w) {
+        /* [N, C, H, W] as [N, C, H W]: ViT's patches as tokens; the memory is the same */
+        onnx_value v = *x;
+        v.rank = 3, v.shape.h *= v.shape.w, v.shape.w = 1;
+        if ((rc = onnx_set_alias(c, n, 0, &v))) return rc;
+        onnx_note(c, n, "alias of '%s' (its H x W positions as one axis)", x->name);
+        c->sum.aliases++;
+        return RM_OK;
+    }
     if (nt != 2) {
         char ds[160];
         return onnx_fail(c, RM_ERR_UNSUPPORTED, "reshapes %s to %s; remat reshapes only to N x features (a flatten)",
@@ -1178,7 +1185,7 @@ static int op_slice(onnx_import *c, const Onnx__NodeProto *n)
     onnx_const k;
     if ((rc = onnx_const_alloc(&k, x->c.is_int, 1, &count, c->path, c->e))) return rc;
     for (int64_t q = 0; q < count; q++) const_copy(&k, (size_t)q, &x->c, (size_t)(s + q * step));
-    return fold_done(c, n, &k);
+    return onnx_fold_done(c, n, &k);
 }
 
 /* Transpose: of a constant (a weight transposed before a MatMul), folded; of
@@ -1196,6 +1203,8 @@ static int op_transpose(onnx_import *c, const Onnx__NodeProto *n)
     if (!rc) rc = onnx_attr_ints(&perm, &np, c, n, "perm");
     if (rc) return rc;
     if (view) return onnx_layout_transpose(c, n, x, perm, np);
+    int matched;
+    if ((rc = onnx_op_attention_begin(c, n, &matched)) || matched) return rc;
     if (x->kind == ONNX_ACT) return onnx_layout_channels_last(c, n, x, perm, np);
     int r = x->c.rank, p[RM_ONNX_MAX_RANK], seen[RM_ONNX_MAX_RANK] = {0};
     if (np && np != (size_t)r) return onnx_fail(c, RM_ERR_PARSE, "perm of %zu axes for rank %d", np, r);
@@ -1219,7 +1228,7 @@ static int op_transpose(onnx_import *c, const Onnx__NodeProto *n)
         }
         const_copy(&k, q, &x->c, from);
     }
-    return fold_done(c, n, &k);
+    return onnx_fold_done(c, n, &k);
 }
 
 /* Add, Sub, Mul, Div of constants, element by element, a one-element
@@ -1274,7 +1283,7 @@ static int fold_arith(onnx_import *c, const Onnx__NodeProto *n, char op)
             k.f[q] = (float)(op == '+' ? x + y : op == '-' ? x - y : op == '*' ? x * y : x / y);
         }
     }
-    return fold_done(c, n, &k);
+    return onnx_fold_done(c, n, &k);
 }
 
 /* ---- element-wise and pass-through -------------------------------------------------- */
@@ -1326,7 +1335,7 @@ static int layer_scale(onnx_import *c, const Onnx__NodeProto *n)
     onnx_value *x, *k;
     int rc = onnx_need_input(&x, c, n, kfirst, ONNX_ACT, "input");
     if (!rc) rc = onnx_need_input(&k, c, n, !kfirst, ONNX_CONST, "factors");
-    if (!rc) rc = need_floats(c, k, "factors");
+    if (!rc) rc = onnx_need_floats(c, k, "factors");
     if (rc) return rc;
     const int64_t ch = x->shape.c;
     int per_channel = x->rank == 4 && (k->c.rank == 3 || k->c.rank == 4) && k->c.count == (size_t)ch;
@@ -1540,6 +1549,7 @@ static const char *const supported =
 int onnx_import_node(onnx_import *c, const Onnx__NodeProto *n)
 {
     const char *op = n->op_type;
+    if (c->node == c->attn.exit) return onnx_op_attention_end(c, n);
     if (!strcmp(op, "Conv")) return op_conv(c, n);
     if (!strcmp(op, "ConvTranspose")) return op_conv_transpose(c, n);
     if (!strcmp(op, "BatchNormalization")) return op_batchnorm(c, n);
@@ -1588,6 +1598,10 @@ int onnx_import_node(onnx_import *c, const Onnx__NodeProto *n)
     if (!strcmp(op, "Cast")) return op_cast(c, n);
     if (!strcmp(op, "Slice")) return op_slice(c, n);
     if (!strcmp(op, "Transpose")) return op_transpose(c, n);
+    if (!strcmp(op, "Expand")) return onnx_op_expand(c, n);
+    if (!strcmp(op, "ConstantOfShape")) return onnx_op_constant_of_shape(c, n);
+    if (!strcmp(op, "Equal")) return onnx_op_equal(c, n);
+    if (!strcmp(op, "Where")) return onnx_op_where(c, n);
     if (!strcmp(op, "Softmax") || !strcmp(op, "LogSoftmax"))
         return onnx_fail(c, RM_ERR_UNSUPPORTED,
                          "operator %s; remat's loss (--loss) applies the softmax itself: export the logits, without "

@@ -127,6 +127,13 @@ int onnx_layout_channels_last(onnx_import *c, const Onnx__NodeProto *n, const on
     const int64_t *want = x->rank == 3 ? swap3 : x->rank != 4 ? NULL : x->channels_last ? from4 : to4;
     int ok = want && np == (size_t)x->rank;
     for (size_t k = 0; ok && k < np; k++) ok = perm[k] == want[k];
+    if (!ok && x->channels_last && np == 3 && perm[0] == 1 && perm[1] == 0 && perm[2] == 2)
+        return onnx_fail(c, RM_ERR_UNSUPPORTED,
+                         "transposes the tokens '%s' to T x N x D, as nn.MultiheadAttention begins, but what follows "
+                         "is not the attention remat imports (in_proj as MatMul and Add, two MatMuls around one "
+                         "Softmax with nothing between them, such as a mask, out_proj as Gemm, then the residual "
+                         "Add)",
+                         x->name);
     if (!ok)
         return onnx_fail(c, RM_ERR_UNSUPPORTED,
                          "transposes '%s' (rank %d%s); remat transposes a computed tensor only to move its channels "

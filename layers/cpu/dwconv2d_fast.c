@@ -48,8 +48,7 @@ static void forward_plane(float *restrict y, const float *restrict w, float b, c
 
 /* dx = the taps of dy scattered back, one plane: each row of dy adds its
  * k x k weighted copies to the input rows it read. */
-static void backward_data_plane(float *restrict dx, const float *restrict w, const float *restrict dy,
-                                const dw_geom *g)
+static void backward_data_plane(float *restrict dx, const float *restrict w, const float *restrict dy, const dw_geom *g)
 {
     for (size_t i = 0; i < (size_t)g->h * g->w; i++) dx[i] = 0.0f;
     for (int oy = 0; oy < g->ho; oy++) {

@@ -31,6 +31,8 @@ RM_CUDA_LAYER_DECL(activation); /* every activation of layers/activation.c, by c
 RM_CUDA_LAYER_DECL(scale);
 RM_CUDA_LAYER_DECL(channel_layout);
 RM_CUDA_LAYER_DECL(layernorm);
+RM_CUDA_LAYER_DECL(attention);
+RM_CUDA_LAYER_DECL(tokens); /* tokens and token, by call->cfg->kind */
 
 /* The CPU reference's argument checks, which the CUDA batchnorm shares
  * (layers/batchnorm2d.c). */
@@ -38,6 +40,7 @@ int rm_batchnorm2d_check_call(const rm_layer_call *call, rm_shape s, const char 
 
 /* Device scratch of the layers that need some (their CUDA workspace bound, layers/kernels.c). */
 size_t rm_layernorm_workspace_cuda(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out, int backward);
+size_t rm_attention_workspace_cuda(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out, int backward);
 size_t rm_batchnorm2d_workspace_cuda(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out,
                                      int backward);
 size_t rm_softmax_xent_workspace_cuda(const rm_layer_config *cfg, const rm_shape *in, int nin, rm_shape out,

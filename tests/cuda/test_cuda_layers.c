@@ -433,6 +433,27 @@ Test(cuda_layers, layernorm)
     run_case(RM_LAYER_LAYERNORM, &t);
 }
 
+/* Several heads on a column of tokens, and one head over a 3 x 4 map. */
+Test(cuda_layers, attention)
+{
+    lcase c = {"heads3", cfg_of(RM_LAYER_ATTENTION), {SHAPE(2, 18, 5, 1)}, 1, 1, 0};
+    c.cfg.heads = 3;
+    run_case(RM_LAYER_ATTENTION, &c);
+    lcase m = {"map", cfg_of(RM_LAYER_ATTENTION), {SHAPE(2, 18, 3, 4)}, 1, 1, 0};
+    m.cfg.heads = 1;
+    run_case(RM_LAYER_ATTENTION, &m);
+}
+
+/* The class token and position embedding (parameters w and b), and one token taken. */
+Test(cuda_layers, tokens)
+{
+    lcase c = {"cls_pos", cfg_of(RM_LAYER_TOKENS), {SHAPE(2, 6, 3, 4)}, 1, 1, 0};
+    run_case(RM_LAYER_TOKENS, &c);
+    lcase t = {"start5", cfg_of(RM_LAYER_TOKEN), {SHAPE(2, 6, 7, 1)}, 1, 1, 0};
+    t.cfg.start = 5;
+    run_case(RM_LAYER_TOKEN, &t);
+}
+
 Test(cuda_layers, upsample2x)
 {
     lcase c = {"odd", cfg_of(RM_LAYER_UPSAMPLE2X), {SHAPE(3, 5, 7, 9)}, 1, 1, 0};

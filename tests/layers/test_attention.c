@@ -45,12 +45,13 @@ Test(attention, heads_against_the_definition)
     rm_layer_config cfg = attn_cfg(H);
     rm_tensor tx = rm_tensor_make(rm_shape_make(N, 3 * D, T, 1), x), ty = rm_tensor_make(rm_shape_make(N, D, T, 1), y);
     forward(&rm_attention_desc, &cfg, NULL, &tx, &ty);
-    rm_tensor tx2 = rm_tensor_make(rm_shape_make(N, 3 * D, 1, T), x), ty2 = rm_tensor_make(rm_shape_make(N, D, 1, T), y2);
+    rm_tensor tx2 = rm_tensor_make(rm_shape_make(N, 3 * D, 1, T), x),
+              ty2 = rm_tensor_make(rm_shape_make(N, D, 1, T), y2);
     forward(&rm_attention_desc, &cfg, NULL, &tx2, &ty2);
     for (int n = 0; n < N; n++)
         for (int h = 0; h < H; h++)
             for (int t = 0; t < T; t++) {
-#define X(part, j, s) x[((size_t)n * 3 * D + (part) * D + h * HD + (j)) * T + (s)]
+#define X(part, j, s) x[((size_t)n * 3 * D + (part)*D + h * HD + (j)) * T + (s)]
                 double w[T], sum = 0;
                 for (int s = 0; s < T; s++) {
                     w[s] = exp((X(0, 0, t) * X(1, 0, s) + X(0, 1, t) * X(1, 1, s)) / sqrt(2.0));
@@ -60,8 +61,8 @@ Test(attention, heads_against_the_definition)
                     double want = 0;
                     for (int s = 0; s < T; s++) want += w[s] / sum * X(2, j, s);
                     size_t i = ((size_t)n * D + h * HD + j) * T + t;
-                    cr_expect(fabs(y[i] - want) < 1e-6, "n %d head %d token %d channel %d: %.9g, want %.9g", n, h, t,
-                              j, (double)y[i], want);
+                    cr_expect(fabs(y[i] - want) < 1e-6, "n %d head %d token %d channel %d: %.9g, want %.9g", n, h, t, j,
+                              (double)y[i], want);
                     cr_expect_eq(y[i], y2[i], "the 1 x 5 map gives other bits");
                 }
 #undef X
@@ -123,8 +124,7 @@ Test(tokens, hand_computed)
     rm_tensor tdt = rm_tensor_make(tt.shape, dt2), tdx2 = rm_tensor_make(ty.shape, dx2);
     rm_layer_call back = {.cfg = &tk, .nin = 1, .in = {&ty}, .out = &tt, .dout = &tdt, .din = {&tdx2}};
     cr_assert_eq(rm_token_desc.backward_ref(&back, &e), RM_OK, "%s", e.msg);
-    for (int i = 0; i < 12; i++)
-        cr_expect_eq(dx2[i], i % 3 == 2 ? dt2[i / 3] : 0.0f, "dx[%d] = %g", i, (double)dx2[i]);
+    for (int i = 0; i < 12; i++) cr_expect_eq(dx2[i], i % 3 == 2 ? dt2[i / 3] : 0.0f, "dx[%d] = %g", i, (double)dx2[i]);
 }
 
 Test(tokens, gradcheck)

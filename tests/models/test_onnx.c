@@ -82,6 +82,7 @@ Test(onnx, forward_passes_match_numpy)
     expect_forward_matches("shuffle", RM_ONNX_SOFTMAX_XENT);
     expect_forward_matches("convnext", RM_ONNX_SOFTMAX_XENT);
     expect_forward_matches("layernorm17", RM_ONNX_SOFTMAX_XENT);
+    expect_forward_matches("tiny_vit", RM_ONNX_SOFTMAX_XENT);
 }
 
 /* Parameter counts worked out by hand from gen_fixtures.py's shapes. */
@@ -137,6 +138,13 @@ Test(onnx, layers_and_parameter_counts)
         /* opset 17's LayerNormalization on the channels-last view: 5 + 5 */
         {FIXTURE("layernorm17.onnx"), RM_ONNX_SOFTMAX_XENT, 10, 0, 4, 0, 2,
          "layernorm global_avgpool flatten softmax_xent"},
+        /* PyTorch's own export of a 1-layer VisionTransformer (gen_torch_fixtures.py): patches conv 8x3x4x4 + 8,
+         * class token 8 and position embedding 5 x 8 (tokens), LayerNorms 3 x 16, in_proj 24x8 + 24, out_proj
+         * 8x8 + 8, MLP 16x8 + 16 and 8x16 + 8, head 5x8 + 5; the attention's ~150 nodes three layers, its shape
+         * arithmetic covered; x[:, 0] a token layer */
+        {FIXTURE("tiny_vit.onnx"), RM_ONNX_SOFTMAX_XENT, 392 + 48 + 48 + 216 + 72 + 144 + 136 + 45, 0, 16, 61, 9,
+         "conv tokens layernorm conv attention conv add layernorm conv gelu conv add layernorm token linear "
+         "softmax_xent"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         rm_onnx_summary s;
