@@ -12,7 +12,7 @@ CPU: the monotonic clock around each step, torch.set_num_threads(--threads)
 steps; prints median step time and images/s, one row per model, and one line
 "RESULT model=... ms=... images_s=..." per model for the drivers.
 
-    python3 bench/pytorch_step.py [--model resnet18|resnet50|vgg16|mobilenet_v2|unet|all]
+    python3 bench/pytorch_step.py [--model resnet18|resnet50|vgg16|mobilenet_v2|vit_b_16|unet|all]
                                   (all: resnet50, vgg16 and unet, the GPU set)
                                   [--batch 32] [--steps 20] [--warmup 5]
                                   [--size 224] [--device cuda|cpu] [--threads N]
@@ -88,6 +88,8 @@ def build(name, size):
         return torchvision.models.vgg16(weights=None), (3, size or 224, size or 224), 1000, False
     if name == "mobilenet_v2":
         return torchvision.models.mobilenet_v2(weights=None), (3, size or 224, size or 224), 1000, False
+    if name == "vit_b_16":
+        return torchvision.models.vit_b_16(weights=None), (3, size or 224, size or 224), 1000, False
     if name == "unet":
         return UNet(), (3, size or 256, size or 256), 2, True
     raise SystemExit(f"unknown model {name}")
@@ -145,7 +147,7 @@ def time_model(name, args, dev):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="all", choices=["resnet18", "resnet50", "vgg16", "mobilenet_v2", "unet", "all"])
+    p.add_argument("--model", default="all", choices=["resnet18", "resnet50", "vgg16", "mobilenet_v2", "vit_b_16", "unet", "all"])
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=5)

@@ -58,5 +58,7 @@ const rm_layer_backend_kernels rm_channel_layout_kernels[RM_BACKEND_KIND_COUNT] 
 const rm_layer_backend_kernels rm_layernorm_kernels[RM_BACKEND_KIND_COUNT] = {
     CUDA(layernorm, rm_layernorm_workspace_cuda, NULL)};
 const rm_layer_backend_kernels rm_attention_kernels[RM_BACKEND_KIND_COUNT] = {
-    CUDA(attention, rm_attention_workspace_cuda, NULL)};
+    CPU_LIBRARIES(attention),
+    CUDA(attention, rm_attention_workspace_cuda, NULL),
+};
 const rm_layer_backend_kernels rm_tokens_kernels[RM_BACKEND_KIND_COUNT] = {CUDA(tokens, NULL, NULL)};

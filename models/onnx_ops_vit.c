@@ -111,9 +111,8 @@ int onnx_op_gather_token(onnx_import *c, const Onnx__NodeProto *n, onnx_value *x
  * layout, shape arithmetic, the scaling. */
 static int allowed(const char *op)
 {
-    static const char *const ops[] = {"Shape",  "Gather",    "Constant", "Div",     "Cast", "Slice",
-                                      "Squeeze", "Unsqueeze", "Concat",   "Reshape", "Transpose",
-                                      "Mod",     "Mul",       "Sqrt",     "Add",     "Identity"};
+    static const char *const ops[] = {"Shape",  "Gather",  "Constant",  "Div", "Cast", "Slice", "Squeeze", "Unsqueeze",
+                                      "Concat", "Reshape", "Transpose", "Mod", "Mul",  "Sqrt",  "Add",     "Identity"};
     for (size_t k = 0; k < sizeof ops / sizeof *ops; k++)
         if (!strcmp(op, ops[k])) return 1;
     return 0;
@@ -165,8 +164,7 @@ static int makes_weights(const onnx_import *c, const Onnx__NodeProto *m)
     const char *b = onnx_other_input(bias, in->output[0]);
     for (size_t k = 0; k < m->n_output; k++) {
         const char *o = m->output[k] ? m->output[k] : "";
-        if (!strcmp(o, in->input[1]) || (b && !strcmp(o, b)))
-            return 1;
+        if (!strcmp(o, in->input[1]) || (b && !strcmp(o, b))) return 1;
         for (size_t j = 1; j < out->n_input; j++)
             if (out->input[j] && !strcmp(o, out->input[j])) return 1;
     }
@@ -376,8 +374,8 @@ int onnx_op_attention_end(onnx_import *c, const Onnx__NodeProto *n)
     conv.out_channels = (int)(3 * d);
     attn.heads = heads;
     char detail[96];
-    snprintf(detail, sizeof detail, "(%d heads of %zu channels: softmax(q k^T / sqrt %zu) v)", heads,
-             d / (size_t)heads, d / (size_t)heads);
+    snprintf(detail, sizeof detail, "(%d heads of %zu channels: softmax(q k^T / sqrt %zu) v)", heads, d / (size_t)heads,
+             d / (size_t)heads);
     rc = add(c, a->in_proj, RM_LAYER_CONV2D, &conv, &v, &in_w, "(in_proj: q, k and v, a 1x1 conv over the tokens)");
     if (rc) {
         free(out_w.w), free(out_w.b);
@@ -385,7 +383,8 @@ int onnx_op_attention_end(onnx_import *c, const Onnx__NodeProto *n)
     }
     if (!rc) rc = add(c, a->softmax, RM_LAYER_ATTENTION, &attn, &v, NULL, detail);
     conv.out_channels = (int)d;
-    if (!rc) rc = add(c, a->out_proj, RM_LAYER_CONV2D, &conv, &v, &out_w, "(out_proj, a 1x1 conv over the tokens)");
+    if (!rc)
+        rc = add(c, a->out_proj, RM_LAYER_CONV2D, &conv, &v, &out_w, "(out_proj, a 1x1 conv over the tokens)");
     else
         free(out_w.w), free(out_w.b);
     if (!rc) rc = onnx_set_act(c, n, 0, v.layer, 3, 1, c->m->layers[v.layer].out_shape);

@@ -16,5 +16,6 @@ rm_layer_kernels rm_conv2d_cpu_kernels(int lib);
 rm_layer_kernels rm_linear_cpu_kernels(int lib);
 rm_layer_kernels rm_conv_transpose2x2_cpu_kernels(int lib);
 rm_layer_kernels rm_dwconv2d_cpu_kernels(int lib);
+rm_layer_kernels rm_attention_cpu_kernels(int lib);
 
 #endif

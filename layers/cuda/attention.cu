@@ -136,15 +136,15 @@ static int attn_probs(double **p, void **owned, const rm_layer_call *call, int b
     const rm_shape s = call->in[0]->shape;
     const attn_dims g = attn_dims_of(call);
     void *ws;
-    int rc = rm_cuda_workspace(&ws, owned, call, rm_attention_workspace_cuda(call->cfg, &s, 1, s, backward),
-                               "attention", e);
+    int rc =
+        rm_cuda_workspace(&ws, owned, call, rm_attention_workspace_cuda(call->cfg, &s, 1, s, backward), "attention", e);
     if (rc) return rc;
     *p = (double *)ws;
     const size_t count = attn_scores(&s, g.heads);
     const float *x = call->in[0]->data;
     cudaStream_t st = rm_cuda_stream(call->be);
-    attn_products_kernel<<<rm_cuda_blocks(count), RM_THREADS, 0, st>>>(*p, x, s.c, x + (size_t)g.d * g.t, s.c, g,
-                                                                       count, 1.0 / sqrt((double)g.hd));
+    attn_products_kernel<<<rm_cuda_blocks(count), RM_THREADS, 0, st>>>(*p, x, s.c, x + (size_t)g.d * g.t, s.c, g, count,
+                                                                       1.0 / sqrt((double)g.hd));
     attn_softmax_kernel<<<rm_cuda_blocks(count / g.t), RM_THREADS, 0, st>>>(*p, g.t, count / g.t);
     cudaError_t launched = cudaGetLastError();
     return launched == cudaSuccess ? RM_OK : attn_release(*owned, call, launched, "attention probabilities", e);
@@ -175,8 +175,8 @@ extern "C" int rm_attention_backward_cuda(const rm_layer_call *call, rm_err *e)
     const float *x = call->in[0]->data, *dy = call->dout->data;
     double *ds = p + scores;
     cudaStream_t st = rm_cuda_stream(call->be);
-    attn_products_kernel<<<rm_cuda_blocks(scores), RM_THREADS, 0, st>>>(ds, dy, g.d, x + 2 * (size_t)g.d * g.t, s.c,
-                                                                        g, scores, 1.0);
+    attn_products_kernel<<<rm_cuda_blocks(scores), RM_THREADS, 0, st>>>(ds, dy, g.d, x + 2 * (size_t)g.d * g.t, s.c, g,
+                                                                        scores, 1.0);
     attn_ds_kernel<<<rm_cuda_blocks(scores / g.t), RM_THREADS, 0, st>>>(ds, p, g.t, scores / g.t);
     attn_dx_kernel<<<rm_cuda_blocks(count), RM_THREADS, 0, st>>>(call->din[0]->data, p, ds, x, dy, g, count,
                                                                  1.0 / sqrt((double)g.hd));

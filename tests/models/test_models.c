@@ -23,10 +23,10 @@ static rm_model *load_builtin(const char *name)
 
 Test(models_builtin, every_config_parses)
 {
-    const char *names[] = {"vgg11",       "vgg13",       "vgg16",        "vgg19",           "resnet18",
-                           "resnet34",    "resnet50",    "resnet101",    "resnet152",       "resnext50_32x4d",
-                           "densenet121", "mobilenet",   "mobilenet_v2", "efficientnet_b0", "unet",
-                           "vgg-tiny",    "resnet-tiny", "unet-tiny",    "mobilenet-tiny"};
+    const char *names[] = {"vgg11",       "vgg13",     "vgg16",        "vgg19",           "resnet18",
+                           "resnet34",    "resnet50",  "resnet101",    "resnet152",       "resnext50_32x4d",
+                           "densenet121", "mobilenet", "mobilenet_v2", "efficientnet_b0", "vit_b_16",
+                           "unet",        "vgg-tiny",  "resnet-tiny",  "unet-tiny",       "mobilenet-tiny"};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
         rm_model *m = load_builtin(names[k]);
         const rm_model_layer *last = &m->layers[m->nlayers - 1];
@@ -55,6 +55,8 @@ Test(models_builtin, torchvision_parameter_counts)
         {"densenet121", 7978856},
         {"mobilenet_v2", 3504872},
         {"efficientnet_b0", 5288548},
+        /* tokens, attention */
+        {"vit_b_16", 86567656},
     };
     for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
         rm_model *m = load_builtin(want[k].name);
