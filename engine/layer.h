@@ -59,6 +59,7 @@ typedef enum rm_layer_kind {
     RM_LAYER_ATTENTION, /* multi-head self-attention between the projections: q, k, v (N x 3D) to N x D */
     RM_LAYER_TOKENS,    /* the positions as tokens, a class token first, a position embedding added */
     RM_LAYER_TOKEN,     /* one token (the class token the head reads) */
+    RM_LAYER_DROP_PATH, /* stochastic depth: dropout of whole samples (layers/dropout.c) */
     RM_LAYER_KIND_COUNT
 } rm_layer_kind;
 
@@ -107,7 +108,7 @@ typedef struct rm_layer_config {
     int bias;         /* conv2d, dwconv2d, conv_transpose2x2, linear: 1 = has a bias */
     float eps;        /* batchnorm2d, layernorm */
     float momentum;   /* batchnorm2d: running = (1-m)*running + m*batch */
-    float p;          /* dropout: probability of dropping */
+    float p;          /* dropout, drop_path: probability of dropping (an element; a whole sample) */
     int init;         /* conv2d, dwconv2d, linear: rm_init */
     int ceil_mode;    /* maxpool2d: the output size rounded up (PyTorch's ceil_mode): the last window of a row
                          or column may overhang the input, never start past it */

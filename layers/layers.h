@@ -26,7 +26,7 @@ extern const rm_layer_desc rm_conv2d_desc, rm_batchnorm2d_desc, rm_relu_desc, rm
     rm_dropout_desc, rm_flatten_desc, rm_softmax_xent_desc, rm_pixel_softmax_xent_desc, rm_dwconv2d_desc, rm_relu6_desc,
     rm_sigmoid_desc, rm_tanh_desc, rm_silu_desc, rm_hardsigmoid_desc, rm_hardswish_desc, rm_gelu_desc,
     rm_gelu_tanh_desc, rm_scale_desc, rm_channel_shuffle_desc, rm_slice_desc, rm_layernorm_desc, rm_attention_desc,
-    rm_tokens_desc, rm_token_desc;
+    rm_tokens_desc, rm_token_desc, rm_drop_path_desc;
 
 /* Each layer's kernels per backend, indexed by the registry's id
  * (kernels.c): what a descriptor's .kernels points to. */

@@ -35,6 +35,7 @@ static const rm_layer_desc *const all_layers[RM_LAYER_KIND_COUNT] = {
     [RM_LAYER_ATTENTION] = &rm_attention_desc,
     [RM_LAYER_TOKENS] = &rm_tokens_desc,
     [RM_LAYER_TOKEN] = &rm_token_desc,
+    [RM_LAYER_DROP_PATH] = &rm_drop_path_desc,
 };
 
 const rm_layer_desc *rm_layer_desc_of(rm_layer_kind kind)

@@ -78,6 +78,7 @@ static unsigned layer_keys(rm_layer_kind k, unsigned *required)
         *required = K_SIZE;
         return K_SIZE | K_STRIDE | K_PAD;
     case RM_LAYER_DROPOUT:
+    case RM_LAYER_DROP_PATH:
         return K_P;
     case RM_LAYER_CHANNEL_SHUFFLE:
         *required = K_GROUPS;

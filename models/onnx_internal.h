@@ -98,10 +98,10 @@ typedef struct onnx_import {
     int64_t fixed_batch; /* the batch size the file gives its input, or 0 */
     /* An attention subgraph begun, whose layers come at its last node (onnx_ops_vit.c). */
     struct onnx_attention {
-        int exit;                        /* that node, or -1 */
-        const struct onnx_value *x;      /* the N x T x D tokens it reads */
-        int in_proj, in_bias, out_proj;  /* nodes: MatMul by the q, k, v weights, its bias Add, Gemm */
-        int softmax, heads_div[4], ndiv; /* nodes: the Softmax; the Divs by a constant (one gives the heads) */
+        int exit;                       /* that node, or -1 */
+        const struct onnx_value *x;     /* the N x T x D tokens it reads */
+        int in_proj, in_bias, out_proj; /* nodes: MatMul by the q, k, v weights, its bias Add, Gemm */
+        int softmax, scores;            /* nodes: the Softmax, the MatMul of q and k before it */
     } attn;
     rm_onnx_summary sum;
 } onnx_import;

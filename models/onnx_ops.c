@@ -1424,6 +1424,42 @@ static int op_dropout(onnx_import *c, const Onnx__NodeProto *n)
     return RM_OK;
 }
 
+/* Stochastic depth as a training-mode export writes it (torchvision's
+ * StochasticDepth, mode "row"): RandomUniformLike of a constant [B, 1, ...]
+ * (one draw per sample of the export's batch), Less than the survival rate
+ * s, Cast to float, Div by s, Mul by the branch x (either order): a
+ * drop_path layer of p = 1 - s, which draws its own mask per sample, of any
+ * batch. *matched 0 when n begins no such chain. */
+static int op_stochastic_depth(onnx_import *c, const Onnx__NodeProto *n, int *matched)
+{
+    int node[4];
+    double s, s2;
+    const onnx_value *shape = n->n_input == 1 ? onnx_find(c, n->input[0]) : NULL;
+    const Onnx__NodeProto *less = onnx_later(c, node[0] = onnx_sole_reader(c, n->output[0]), "Less", 2);
+    const Onnx__NodeProto *cast = less && !strcmp(less->input[0], n->output[0]) && onnx_scalar(c, less->input[1], &s)
+                                      ? onnx_later(c, node[1] = onnx_sole_reader(c, less->output[0]), "Cast", 1)
+                                      : NULL;
+    const Onnx__NodeProto *div = cast ? onnx_later(c, node[2] = onnx_sole_reader(c, cast->output[0]), "Div", 2) : NULL;
+    const Onnx__NodeProto *mul =
+        div && !strcmp(div->input[0], cast->output[0]) && onnx_scalar(c, div->input[1], &s2) && s2 == s
+            ? onnx_later(c, node[3] = onnx_sole_reader(c, div->output[0]), "Mul", 2)
+            : NULL;
+    const char *xn = mul ? onnx_other_input(mul, div->output[0]) : NULL;
+    onnx_value *x = xn ? onnx_find(c, xn) : NULL;
+    int ok = x && x->kind == ONNX_ACT && shape && shape->kind == ONNX_CONST && shape->c.rank == x->rank && s > 0.0 &&
+             s <= 1.0;
+    for (int k = 1; ok && k < shape->c.rank; k++) ok = shape->c.dims[k] == 1;
+    if (!(*matched = ok)) return RM_OK;
+    rm_layer_config cfg = {0};
+    cfg.p = (float)(1.0 - s);
+    int i, rc = onnx_emit(c, n, RM_LAYER_DROP_PATH, &cfg, &x, 1, NULL, x->rank, &i);
+    if (rc) return rc;
+    char d[64];
+    snprintf(d, sizeof d, "(stochastic depth: a sample's branch dropped with p %g)", (double)cfg.p);
+    onnx_note_layer(c, n, i, d);
+    return onnx_cover(c, i, x, node, 4, "stochastic depth");
+}
+
 /* ---- Resize / Upsample: nearest, by two ------------------------------------------- */
 
 /* Where ONNX's nearest resize reads output coordinate x from, for an axis of
@@ -1561,12 +1597,13 @@ int onnx_import_node(onnx_import *c, const Onnx__NodeProto *n)
     int matched, rc = onnx_op_pattern(c, n, &matched);
     if (matched) return rc;
     if (!strcmp(op, "Mul") && onnx_is_mul_of_activations(c, n)) return onnx_op_channel_scale(c, n);
+    if (!strcmp(op, "RandomUniformLike") && ((rc = op_stochastic_depth(c, n, &matched)) || matched)) return rc;
     if (!strcmp(op, "RandomUniformLike") || !strcmp(op, "RandomNormalLike") || !strcmp(op, "RandomUniform") ||
         !strcmp(op, "RandomNormal") || !strcmp(op, "Bernoulli"))
         return onnx_fail(c, RM_ERR_UNSUPPORTED,
-                         "operator %s: randomness in the graph (stochastic depth, as EfficientNet, ConvNeXt and Swin "
-                         "export in training mode); export with model.eval(): remat's own dropout is the randomness "
-                         "it trains with",
+                         "operator %s: randomness in the graph other than stochastic depth (RandomUniformLike, Less, "
+                         "Cast, Div, Mul of a branch); export with model.eval(): remat's own dropout is the "
+                         "randomness it trains with",
                          op);
     if (!strcmp(op, "MaxPool")) return op_pool(c, n, 1);
     if (!strcmp(op, "AveragePool")) return op_pool(c, n, 0);

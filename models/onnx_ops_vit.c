@@ -11,9 +11,8 @@
  *    first Transpose as the nodes that descend from it up to the one value
  *    the residual Add reads; their shape arithmetic reads the batch size,
  *    so they are not folded but covered. Three layers come at the last
- *    node: a 1x1 conv D -> 3D (in_proj), attention of the heads (the Div of
- *    the embedding size by a constant, head_dim = D / heads, gives them), a
- *    1x1 conv D -> D (out_proj).
+ *    node: a 1x1 conv D -> 3D (in_proj), attention of the heads (read from
+ *    q's Reshape to [N, heads, T, head_dim]), a 1x1 conv D -> D (out_proj).
  *  - x[:, 0], the class token the head reads: Gather of one index along the
  *    tokens: a token layer. */
 #include <stdio.h>
@@ -118,6 +117,14 @@ static int allowed(const char *op)
     return 0;
 }
 
+/* A Dropout of ratio 0 (a training export's attention dropout, off by
+ * default): the identity. */
+static int no_dropout(const onnx_import *c, const Onnx__NodeProto *m)
+{
+    double ratio;
+    return m->n_input >= 2 && m->input[1] && onnx_scalar(c, m->input[1], &ratio) && ratio == 0.0;
+}
+
 /* The index of value v in c->v. */
 static size_t value_index(const onnx_import *c, const onnx_value *v)
 {
@@ -201,7 +208,7 @@ static int attention_parts(onnx_import *c, const Onnx__NodeProto *entry, const u
 {
     struct onnx_attention *a = &c->attn;
     int products = 0, softmaxes = 0;
-    a->in_proj = a->in_bias = a->out_proj = a->exit = -1, a->ndiv = 0;
+    a->in_proj = a->in_bias = a->out_proj = a->exit = -1;
     /* the exit: the one value of the region the merge reads */
     const Onnx__NodeProto *mg = c->g->node[merge];
     for (size_t k = 0; k < mg->n_input; k++) {
@@ -226,19 +233,22 @@ static int attention_parts(onnx_import *c, const Onnx__NodeProto *entry, const u
             a->out_proj = a->out_proj < 0 ? i : -2;
         else if (!strcmp(m->op_type, "Softmax"))
             softmaxes++, a->softmax = i;
-        else if (!allowed(m->op_type))
+        else if (!strcmp(m->op_type, "Dropout") ? !no_dropout(c, m) : !allowed(m->op_type))
             return 0;
-        if (!strcmp(m->op_type, "Div") && in0 && i1 && !in1 && a->ndiv < 4) a->heads_div[a->ndiv++] = i;
     }
     if (products != 2 || softmaxes != 1 || a->in_proj < 0 || a->out_proj < 0) return 0;
     /* nothing between the scores and the softmax (no mask), nor after it */
     const Onnx__NodeProto *sm = c->g->node[a->softmax];
     int scores = -1, weighs = onnx_sole_reader(c, sm->output[0]);
+    const char *probs = sm->output[0];
+    if (weighs > 0 && !strcmp(c->g->node[weighs]->op_type, "Dropout")) /* of ratio 0, checked above */
+        probs = c->g->node[weighs]->output[0], weighs = onnx_sole_reader(c, probs);
     for (int i = c->node + 1; i < a->softmax; i++)
         if (region[i] && !strcmp(c->g->node[i]->output[0], sm->input[0])) scores = i;
     if (scores < 0 || strcmp(c->g->node[scores]->op_type, "MatMul") || weighs < 0 || !region[weighs] ||
-        strcmp(c->g->node[weighs]->op_type, "MatMul") || strcmp(c->g->node[weighs]->input[0], sm->output[0]))
+        strcmp(c->g->node[weighs]->op_type, "MatMul") || strcmp(c->g->node[weighs]->input[0], probs))
         return 0;
+    a->scores = scores;
     /* in_proj's bias: the one reader of its product, an Add of a constant */
     int b = onnx_sole_reader(c, c->g->node[a->in_proj]->output[0]);
     if (b < 0 || !region[b] || strcmp(c->g->node[b]->op_type, "Add")) return 0;
@@ -332,20 +342,40 @@ static int const_int(const onnx_import *c, const char *name, int64_t *out)
     return 0;
 }
 
+/* The node whose first output is name, if op, before node `before`; else NULL. */
+static const Onnx__NodeProto *made_by(const onnx_import *c, const char *name, const char *op, int before)
+{
+    for (int i = before - 1; name && i >= 0; i--) {
+        const Onnx__NodeProto *m = c->g->node[i];
+        if (m->n_output && m->output[0] && !strcmp(m->output[0], name)) return strcmp(m->op_type, op) ? NULL : m;
+    }
+    return NULL;
+}
+
+/* The heads: q's Reshape to [N, heads, T, head_dim] before the scores (it may
+ * be scaled first, by Mul or Div), whose target is the Concat of four
+ * Unsqueezed scalars, the second the head count. 0 when it is not found. */
+static int heads_of(const onnx_import *c, const struct onnx_attention *a)
+{
+    const Onnx__NodeProto *q = c->g->node[a->scores];
+    const Onnx__NodeProto *scaled = made_by(c, q->input[0], "Mul", a->scores);
+    if (!scaled) scaled = made_by(c, q->input[0], "Div", a->scores);
+    const Onnx__NodeProto *r = made_by(c, scaled ? scaled->input[0] : q->input[0], "Reshape", a->scores);
+    const Onnx__NodeProto *cat = r && r->n_input == 2 ? made_by(c, r->input[1], "Concat", a->scores) : NULL;
+    const Onnx__NodeProto *u = cat && cat->n_input == 4 ? made_by(c, cat->input[1], "Unsqueeze", a->scores) : NULL;
+    int64_t h;
+    return u && const_int(c, u->input[0], &h) && h >= 1 && h <= 1 << 20 ? (int)h : 0;
+}
+
 int onnx_op_attention_end(onnx_import *c, const Onnx__NodeProto *n)
 {
     struct onnx_attention *a = &c->attn;
     const size_t d = (size_t)a->x->shape.c;
-    int heads = 0;
-    for (int k = 0; k < a->ndiv; k++) {
-        int64_t h;
-        if (const_int(c, c->g->node[a->heads_div[k]]->input[1], &h) && h >= 1 && h <= (int64_t)d && d % (size_t)h == 0)
-            heads = heads && heads != (int)h ? -1 : (int)h;
-    }
-    if (heads <= 0)
+    const int heads = heads_of(c, a);
+    if (heads <= 0 || d % (size_t)heads)
         return onnx_fail(c, RM_ERR_UNSUPPORTED,
-                         "attention: the head count is not found (the one Div of the embedding size %zu by a constant "
-                         "that divides it, head_dim = embed_dim // num_heads)",
+                         "attention: the head count is not found (q's Reshape to [N, heads, T, head_dim] before the "
+                         "scores, its target a Concat of four Unsqueezed scalars, the heads dividing %zu)",
                          d);
     const Onnx__NodeProto *gemm = c->g->node[a->out_proj];
     const Onnx__AttributeProto *alpha = onnx_attr(gemm, "alpha"), *beta = onnx_attr(gemm, "beta"),

@@ -475,6 +475,10 @@ Test(cuda_layers, dropout)
     lcase v = c;
     v.name = "eval", v.training = 0;
     run_case(RM_LAYER_DROPOUT, &v);
+    /* stochastic depth: the same samples dropped whole as on the CPU */
+    lcase d = {"samples", cfg_of(RM_LAYER_DROP_PATH), {SHAPE(6, 5, 7, 9)}, 1, 1, 0};
+    d.cfg.p = 0.5f;
+    run_case(RM_LAYER_DROP_PATH, &d);
 }
 
 Test(cuda_layers, flatten)

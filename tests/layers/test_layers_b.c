@@ -378,6 +378,62 @@ Test(dropout, input_count_errors)
     expect_input_count_errors(&rm_dropout_desc);
 }
 
+/* ---- drop_path (stochastic depth) -------------------------------------------------- */
+
+/* Each of 400 samples kept whole (every element x / (1 - p)) or dropped
+ * whole, about 1 - p of them kept; the backward replays the same samples;
+ * evaluation passes everything. */
+Test(drop_path, whole_samples_kept_or_dropped)
+{
+    enum { N = 400, PER = 3 * 2 * 5 };
+    const rm_shape s = rm_shape_make(N, 3, 2, 5);
+    float *x = floats(N * PER), *y = floats(N * PER), *dx = floats(N * PER);
+    fill_uniform(x, N * PER, 3);
+    rm_tensor tx = rm_tensor_make(s, x), ty = rm_tensor_make(s, y), tdx = rm_tensor_make(s, dx);
+    rm_layer_config cfg = {.kind = RM_LAYER_DROP_PATH, .p = 0.2f};
+    rm_layer_call call = {
+        .cfg = &cfg, .nin = 1, .in = {&tx}, .out = &ty, .training = 1, .seed = 77, .step = 3, .node_id = 5};
+    rm_err e = {0};
+    cr_assert_eq(rm_drop_path_desc.forward_ref(&call, &e), RM_OK, "%s", e.msg);
+    int kept = 0;
+    for (int n = 0; n < N; n++) {
+        const int keep = y[n * PER] != 0.0f || x[n * PER] == 0.0f;
+        kept += keep;
+        for (int j = 0; j < PER; j++)
+            cr_assert_eq(y[n * PER + j], keep ? x[n * PER + j] * (1.0f / (1.0f - 0.2f)) : 0.0f, "sample %d element %d",
+                         n, j);
+    }
+    cr_expect(kept > 0.8 * N - 40 && kept < 0.8 * N + 40, "%d of %d samples kept at p 0.2", kept, N);
+    rm_tensor hidden = rm_tensor_make(s, NULL), tdy = rm_tensor_make(s, x);
+    rm_layer_call back = {.cfg = &cfg,
+                          .nin = 1,
+                          .in = {&hidden},
+                          .out = &hidden,
+                          .dout = &tdy,
+                          .din = {&tdx},
+                          .training = 1,
+                          .seed = 77,
+                          .step = 3,
+                          .node_id = 5};
+    cr_assert_eq(rm_drop_path_desc.backward_ref(&back, &e), RM_OK, "%s", e.msg);
+    cr_assert(!memcmp(dx, y, N * PER * sizeof(float)), "the backward's mask differs from the forward's");
+    call.training = 0;
+    cr_assert_eq(rm_drop_path_desc.forward_ref(&call, &e), RM_OK, "%s", e.msg);
+    cr_assert(!memcmp(x, y, N * PER * sizeof(float)), "evaluation changed the tensor");
+    free(x), free(y), free(dx);
+}
+
+Test(drop_path, descriptor_gradcheck_and_errors)
+{
+    check_desc(&rm_drop_path_desc, "drop_path", RM_READS_NOTHING, 1, 1, &odd, 1);
+    gc_case c = one_input_case(&rm_drop_path_desc, rm_shape_make(6, 3, 2, 2));
+    c.cfg.p = 0.5f, c.training = 1;
+    run_gradcheck(&c);
+    rm_layer_config one = {.kind = RM_LAYER_DROP_PATH, .p = 1.0f};
+    expect_shape_error(&rm_drop_path_desc, &one, &odd, 1, "p = 1 must lie in [0, 1)");
+    expect_input_count_errors(&rm_drop_path_desc);
+}
+
 /* ---- flatten ------------------------------------------------------------- */
 
 Test(flatten, descriptor)

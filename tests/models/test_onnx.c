@@ -83,6 +83,7 @@ Test(onnx, forward_passes_match_numpy)
     expect_forward_matches("convnext", RM_ONNX_SOFTMAX_XENT);
     expect_forward_matches("layernorm17", RM_ONNX_SOFTMAX_XENT);
     expect_forward_matches("tiny_vit", RM_ONNX_SOFTMAX_XENT);
+    expect_forward_matches("stochastic_depth", RM_ONNX_SOFTMAX_XENT);
 }
 
 /* Parameter counts worked out by hand from gen_fixtures.py's shapes. */
@@ -142,6 +143,10 @@ Test(onnx, layers_and_parameter_counts)
          * class token 8 and position embedding 5 x 8 (tokens), LayerNorms 3 x 16, in_proj 24x8 + 24, out_proj
          * 8x8 + 8, MLP 16x8 + 16 and 8x16 + 8, head 5x8 + 5; the attention's ~150 nodes three layers, its shape
          * arithmetic covered; x[:, 0] a token layer */
+        /* conv 3x3x1x1; stochastic depth's RandomUniformLike, Less, Cast, Div, Mul one drop_path of p 0.25 (its
+         * 3 Constants folded, the chain's last 4 nodes covered) */
+        {FIXTURE("stochastic_depth.onnx"), RM_ONNX_SOFTMAX_XENT, 9, 0, 6, 3, 1,
+         "conv drop_path add global_avgpool flatten softmax_xent"},
         {FIXTURE("tiny_vit.onnx"), RM_ONNX_SOFTMAX_XENT, 392 + 48 + 48 + 216 + 72 + 144 + 136 + 45, 0, 16, 61, 9,
          "conv tokens layernorm conv attention conv add layernorm conv gelu conv add layernorm token linear "
          "softmax_xent"},
@@ -267,6 +272,10 @@ Test(onnx, what_remat_cannot_compute_is_refused_naming_the_node)
     expect_refused(FIXTURE("bad_channels_last.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_UNSUPPORTED,
                    (const char *const[]){"'/conv/Conv' (Conv)", "transposed to put its channels last",
                                          "LayerNorm and MatMul over the last axis", NULL});
+    /* nn.MultiheadAttention with a causal attn_mask, as PyTorch exports it (gen_torch_fixtures.py) */
+    expect_refused(FIXTURE("bad_masked_attention.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_UNSUPPORTED,
+                   (const char *const[]){"'/attn/Transpose' (Transpose)", "as nn.MultiheadAttention begins",
+                                         "with nothing between them, such as a mask", NULL});
     expect_refused(FIXTURE("bad_softmax.onnx"), RM_ONNX_SOFTMAX_XENT, RM_ERR_UNSUPPORTED,
                    (const char *const[]){"(Softmax)", "export the logits", NULL});
     /* A segmentation output under the classification loss: the message says which loss fits. */

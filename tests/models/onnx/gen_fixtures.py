@@ -697,6 +697,33 @@ def layernorm17():
     save("layernorm17", net.model((5, 3, 2), "logits", (5,), opset=17), x, yv.mean(axis=(2, 3)))
 
 
+def stochastic_depth():
+    """A residual block's branch under torchvision's StochasticDepth(0.25, "row") as a training-mode export writes
+    it: RandomUniformLike of a constant [2, 1, 1, 1] (the export's batch), Less than 0.75, Cast, Div by 0.75, Mul by
+    the branch, then the residual Add. Its forward (evaluation) is the block without it."""
+    net = Net("stochastic_depth")
+    x = batch((3, 4, 4))
+    w, wv = net.weight("branch.weight", (3, 3, 1, 1))
+    b = net.node("Conv", ["input", w], ["/branch/Conv_output_0"], "/branch/Conv", kernel_shape=[1, 1])
+    zeros = net.node("Constant", [], ["/sd/Constant_output_0"], "/sd/Constant",
+                     value=numpy_helper.from_array(np.zeros((2, 1, 1, 1), dtype=np.float32)))
+    u = net.node("RandomUniformLike", [zeros], ["/sd/RandomUniformLike_output_0"], "/sd/RandomUniformLike",
+                 dtype=1, high=1.0, low=0.0)
+    keep = net.node("Constant", [], ["/sd/Constant_1_output_0"], "/sd/Constant_1",
+                    value=numpy_helper.from_array(np.array(0.75, dtype=np.float32)))
+    less = net.node("Less", [u, keep], ["/sd/Less_output_0"], "/sd/Less")
+    cast = net.node("Cast", [less], ["/sd/Cast_output_0"], "/sd/Cast", to=1)
+    keep2 = net.node("Constant", [], ["/sd/Constant_2_output_0"], "/sd/Constant_2",
+                     value=numpy_helper.from_array(np.array(0.75, dtype=np.float32)))
+    div = net.node("Div", [cast, keep2], ["/sd/Div_output_0"], "/sd/Div")
+    mul = net.node("Mul", [b, div], ["/sd/Mul_output_0"], "/sd/Mul")
+    y = net.node("Add", [mul, "input"], ["/Add_output_0"], "/Add")
+    net.node("GlobalAveragePool", [y], ["/gap_output_0"], "/gap")
+    net.node("Flatten", ["/gap_output_0"], ["logits"], "/flatten")
+    yv = conv(x.astype(np.float64), wv) + x
+    save("stochastic_depth", net.model((3, 4, 4), "logits", (3,)), x, yv.mean(axis=(2, 3)))
+
+
 if __name__ == "__main__":
     cbr_pool_gemm()
     residual()
@@ -712,4 +739,5 @@ if __name__ == "__main__":
     shuffle()
     convnext()
     layernorm17()
+    stochastic_depth()
     print("fixtures written to", OUT)
