@@ -9,11 +9,13 @@
  * the same in training and evaluation (no running statistics). Backward
  * declares RM_READS_INPUTS: it recomputes each position's statistics with
  * the forward's own function. Every sum is in double, in an order fixed by
- * the shapes; the statistics of all positions live in the workspace. */
+ * the shapes (each one thread's, so the bits do not depend on the thread
+ * count); the statistics of all positions live in the workspace. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_kernels.h"
 #include "layers.h"
 
 static int ln_infer(rm_shape *out, const rm_layer_config *cfg, const rm_shape *in, int nin, rm_err *e)
@@ -59,23 +61,23 @@ static size_t ln_workspace_bytes(const rm_layer_config *cfg, const rm_shape *in,
     return 2 * (size_t)in[0].n * (size_t)in[0].h * (size_t)in[0].w * sizeof(double);
 }
 
-/* stats[2p], stats[2p + 1]: mean and 1/sqrt(var + eps) of position p (n, pixel). */
-static void ln_stats(double *stats, const float *x, rm_shape s, double eps)
+/* stats[2p], stats[2p + 1]: mean and 1/sqrt(var + eps) of position p (n, pixel);
+ * the positions split between nt threads (each sum one thread's, in order). */
+static void ln_stats(double *stats, const float *x, rm_shape s, double eps, int nt)
 {
-    const size_t plane = (size_t)s.h * s.w;
-    for (int n = 0; n < s.n; n++)
-        for (size_t i = 0; i < plane; i++) {
-            const float *xp = x + (size_t)n * s.c * plane + i;
-            double sum = 0, sq = 0;
-            for (int c = 0; c < s.c; c++) sum += xp[(size_t)c * plane];
-            double mean = sum / s.c;
-            for (int c = 0; c < s.c; c++) {
-                double d = xp[(size_t)c * plane] - mean;
-                sq += d * d;
-            }
-            double *st = stats + 2 * ((size_t)n * plane + i);
-            st[0] = mean, st[1] = 1.0 / sqrt(sq / s.c + eps);
+    const size_t plane = (size_t)s.h * s.w, positions = (size_t)s.n * plane;
+    RM_CPU_PARALLEL_FOR(nt)
+    for (size_t p = 0; p < positions; p++) {
+        const float *xp = x + p / plane * s.c * plane + p % plane;
+        double sum = 0, sq = 0;
+        for (int c = 0; c < s.c; c++) sum += xp[(size_t)c * plane];
+        double mean = sum / s.c;
+        for (int c = 0; c < s.c; c++) {
+            double d = xp[(size_t)c * plane] - mean;
+            sq += d * d;
         }
+        stats[2 * p] = mean, stats[2 * p + 1] = 1.0 / sqrt(sq / s.c + eps);
+    }
 }
 
 /* The workspace, holding every position's statistics of the call's input
@@ -87,7 +89,7 @@ static int ln_stats_of_call(double **stats, void **owned, const rm_layer_call *c
     int rc = rm_layer_workspace(&ws, owned, call, ln_workspace_bytes(call->cfg, &s, 1, s, 0), "layernorm", e);
     if (rc) return rc;
     *stats = ws;
-    ln_stats(*stats, call->in[0]->data, s, call->cfg->eps);
+    ln_stats(*stats, call->in[0]->data, s, call->cfg->eps, rm_call_threads(call, rm_shape_numel(s)));
     return RM_OK;
 }
 
@@ -100,19 +102,23 @@ static int ln_forward(const rm_layer_call *call, rm_err *e)
     if (rc) return rc;
     const size_t plane = (size_t)s.h * s.w;
     const float *x = call->in[0]->data, *g = call->params->w.data, *b = call->params->b.data;
-    for (int n = 0; n < s.n; n++)
-        for (int c = 0; c < s.c; c++)
-            for (size_t i = 0; i < plane; i++) {
-                size_t k = ((size_t)n * s.c + c) * plane + i;
-                const double *st = stats + 2 * ((size_t)n * plane + i);
-                call->out->data[k] = (float)((x[k] - st[0]) * st[1] * g[c] + b[c]);
-            }
+    const int planes = s.n * s.c;
+    RM_CPU_PARALLEL_FOR(rm_call_threads(call, rm_shape_numel(s)))
+    for (int nc = 0; nc < planes; nc++) {
+        const int n = nc / s.c, c = nc % s.c;
+        for (size_t i = 0; i < plane; i++) {
+            size_t k = (size_t)nc * plane + i;
+            const double *st = stats + 2 * ((size_t)n * plane + i);
+            call->out->data[k] = (float)((x[k] - st[0]) * st[1] * g[c] + b[c]);
+        }
+    }
     free(owned);
     return RM_OK;
 }
 
 /* With xh = (x - mean) r and gx = dy gamma at one position:
- * dx = r (gx - mean_c(gx) - xh mean_c(gx xh)); dgamma = sum dy xh; dbeta = sum dy. */
+ * dx = r (gx - mean_c(gx) - xh mean_c(gx xh)); dgamma = sum dy xh; dbeta = sum dy.
+ * dx by positions, the parameters' sums by channels, split between threads. */
 static int ln_backward(const rm_layer_call *call, rm_err *e)
 {
     const rm_shape s = call->in[0]->shape;
@@ -120,39 +126,44 @@ static int ln_backward(const rm_layer_call *call, rm_err *e)
     void *owned;
     int rc = ln_stats_of_call(&stats, &owned, call, e);
     if (rc) return rc;
-    const size_t plane = (size_t)s.h * s.w;
+    const size_t plane = (size_t)s.h * s.w, positions = (size_t)s.n * plane;
+    const int nt = rm_call_threads(call, rm_shape_numel(s));
     const float *x = call->in[0]->data, *dy = call->dout->data, *g = call->params->w.data;
     float *dx = call->din[0] ? call->din[0]->data : NULL;
-    if (dx)
-        for (int n = 0; n < s.n; n++)
-            for (size_t i = 0; i < plane; i++) {
-                const double *st = stats + 2 * ((size_t)n * plane + i);
-                const size_t base = (size_t)n * s.c * plane + i;
-                double sg = 0, sgx = 0;
-                for (int c = 0; c < s.c; c++) {
-                    size_t k = base + (size_t)c * plane;
-                    double gx = (double)dy[k] * g[c];
-                    sg += gx, sgx += gx * (x[k] - st[0]) * st[1];
-                }
-                sg /= s.c, sgx /= s.c;
-                for (int c = 0; c < s.c; c++) {
-                    size_t k = base + (size_t)c * plane;
-                    double xh = (x[k] - st[0]) * st[1];
-                    dx[k] = (float)(st[1] * ((double)dy[k] * g[c] - sg - xh * sgx));
-                }
+    if (dx) {
+        RM_CPU_PARALLEL_FOR(nt)
+        for (size_t p = 0; p < positions; p++) {
+            const double *st = stats + 2 * p;
+            const size_t base = p / plane * s.c * plane + p % plane;
+            double sg = 0, sgx = 0;
+            for (int c = 0; c < s.c; c++) {
+                size_t k = base + (size_t)c * plane;
+                double gx = (double)dy[k] * g[c];
+                sg += gx, sgx += gx * (x[k] - st[0]) * st[1];
             }
+            sg /= s.c, sgx /= s.c;
+            for (int c = 0; c < s.c; c++) {
+                size_t k = base + (size_t)c * plane;
+                double xh = (x[k] - st[0]) * st[1];
+                dx[k] = (float)(st[1] * ((double)dy[k] * g[c] - sg - xh * sgx));
+            }
+        }
+    }
     float *dg = call->params->dw.data, *db = call->params->db.data;
-    for (int c = 0; c < s.c && (dg || db); c++) {
-        double sg = 0, sb = 0;
-        for (int n = 0; n < s.n; n++)
-            for (size_t i = 0; i < plane; i++) {
-                size_t k = ((size_t)n * s.c + c) * plane + i;
-                const double *st = stats + 2 * ((size_t)n * plane + i);
-                sg += (double)dy[k] * (x[k] - st[0]) * st[1];
-                sb += dy[k];
-            }
-        if (dg) dg[c] = (float)sg;
-        if (db) db[c] = (float)sb;
+    if (dg || db) {
+        RM_CPU_PARALLEL_FOR(nt)
+        for (int c = 0; c < s.c; c++) {
+            double sg = 0, sb = 0;
+            for (int n = 0; n < s.n; n++)
+                for (size_t i = 0; i < plane; i++) {
+                    size_t k = ((size_t)n * s.c + c) * plane + i;
+                    const double *st = stats + 2 * ((size_t)n * plane + i);
+                    sg += (double)dy[k] * (x[k] - st[0]) * st[1];
+                    sb += dy[k];
+                }
+            if (dg) dg[c] = (float)sg;
+            if (db) db[c] = (float)sb;
+        }
     }
     free(owned);
     return RM_OK;

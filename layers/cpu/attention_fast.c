@@ -9,6 +9,7 @@
 
 #include "backend_cpu.h"
 #include "cpu_blas.h"
+#include "cpu_kernels.h"
 #include "layer_cpu.h"
 #include "layers.h"
 
@@ -26,12 +27,13 @@ static head_mats head_at(const float *x, rm_shape s, int heads, int n, int h)
 }
 
 /* p = the row softmax of q^T k / sqrt(hd) (t x t), each row's maximum
- * subtracted first. */
-static int probs(float *p, const head_mats *a, const rm_backend *be, rm_err *e)
+ * subtracted first; the rows split between nt threads. */
+static int probs(float *p, const head_mats *a, const rm_backend *be, int nt, rm_err *e)
 {
     int rc = rm_cpu_sgemm(be, 1, 0, a->t, a->t, a->hd, a->q, a->t, a->k, a->t, 0.0f, p, a->t, "attention scores", e);
     if (rc) return rc;
     const float scale = (float)(1.0 / sqrt((double)a->hd));
+    RM_CPU_PARALLEL_FOR(nt)
     for (size_t i = 0; i < a->t; i++) {
         float *row = p + i * a->t, mx = -INFINITY;
         for (size_t s = 0; s < a->t; s++) mx = fmaxf(mx, row[s] *= scale);
@@ -67,7 +69,7 @@ static int attention_fast_forward(const rm_layer_call *call, rm_err *e)
         for (int h = 0; !rc && h < call->cfg->heads; h++) {
             const head_mats a = head_at(call->in[0]->data, s, call->cfg->heads, n, h);
             float *o = call->out->data + ((size_t)n * s.c / 3 + h * a.hd) * a.t;
-            rc = probs(p, &a, call->be, e);
+            rc = probs(p, &a, call->be, rm_call_threads(call, a.t * a.t), e);
             if (!rc) rc = rm_cpu_sgemm(call->be, 0, 1, a.hd, a.t, a.t, a.v, a.t, p, a.t, 0.0f, o, a.t, "attention", e);
         }
     free(owned);
@@ -92,10 +94,13 @@ static int attention_fast_backward(const rm_layer_call *call, rm_err *e)
             const float *dout = call->dout->data + ((size_t)n * s.c / 3 + h * a.hd) * t;
             float *dq = dx + (a.q - x), *dk = dx + (a.k - x), *dv = dx + (a.v - x);
             const float scale = (float)(1.0 / sqrt((double)a.hd));
-            rc = probs(p, &a, call->be, e);
+            const int nt = rm_call_threads(call, t * t);
+            rc = probs(p, &a, call->be, nt, e);
             if (!rc) rc = rm_cpu_sgemm(call->be, 0, 0, a.hd, t, t, dout, t, p, t, 0.0f, dv, t, "attention dv", e);
             if (!rc) rc = rm_cpu_sgemm(call->be, 1, 0, t, t, a.hd, dout, t, a.v, t, 0.0f, ds, t, "attention dP", e);
-            for (size_t i = 0; !rc && i < t; i++) {
+            if (rc) break;
+            RM_CPU_PARALLEL_FOR(nt)
+            for (size_t i = 0; i < t; i++) {
                 float *pr = p + i * t, *dr = ds + i * t;
                 double dot = 0;
                 for (size_t k = 0; k < t; k++) dot += (double)pr[k] * dr[k];

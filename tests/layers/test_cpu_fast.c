@@ -604,6 +604,7 @@ Test(cpu_fast, threaded_loops_give_the_same_bits)
     expect_thread_invariant(&rm_add_desc, (rm_layer_config){.kind = RM_LAYER_ADD}, two, 2);
     expect_thread_invariant(&rm_batchnorm2d_desc,
                             (rm_layer_config){.kind = RM_LAYER_BATCHNORM2D, .eps = 1e-5f, .momentum = 0.1f}, &x, 1);
+    expect_thread_invariant(&rm_layernorm_desc, (rm_layer_config){.kind = RM_LAYER_LAYERNORM, .eps = 1e-5f}, &x, 1);
     rm_layer_config pool = {.kind = RM_LAYER_MAXPOOL2D, .kernel = {3, 3}, .stride = {2, 2}, .pad = {1, 1}};
     expect_thread_invariant(&rm_maxpool2d_desc, pool, &x, 1);
     pool.kind = RM_LAYER_AVGPOOL2D;
