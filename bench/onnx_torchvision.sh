@@ -161,7 +161,8 @@ $train_rows
 remat's models/*.cfg describe some of these networks by hand. Imported from PyTorch's export they must
 train the same parameters and fit the same batches (\`remat maxbatch ... --budget 8GiB --strategies
 chen_greedy\`; PyTorch's ResNets flatten before the classifier where the configs do not, so their imports
-have one layer more, a copy of a few thousand floats per sample):
+have one layer more, a copy of a few thousand floats per sample; efficientnet_b0's config has torchvision's
+stochastic depth, 9 drop_path layers an eval-mode export leaves out, whose outputs cost memory):
 
 | network | config parameters | ONNX parameters | config: max batch | ONNX: max batch |
 |---|---|---|---|---|
