@@ -141,8 +141,8 @@ versions=$("$venv/bin/python" -c 'import torch; print(f"torch {torch.__version__
     echo "own CPU kernels); remat's fast CPU kernels (BLIS products around im2col, OpenMP loops), checkpoint-all."
     echo
     echo "One training step (forward, loss, backward, SGD with momentum 0.9) at batch $batch, float32, on"
-    echo "random data; median of $steps steps after $warmup warm-up. ResNet-18, ResNet-50 and VGG-16 are"
-    echo "torchvision's at 3x224x224 with 1000 classes against models/<name>.cfg; U-Net is"
+    echo "random data; median of $steps steps after $warmup warm-up. ResNet-18, ResNet-50, VGG-16, MobileNet v2"
+    echo "and ViT-B/16 are torchvision's at 3x224x224 with 1000 classes against models/<name>.cfg; U-Net is"
     echo "bench/pytorch_step.py's model of models/unet.cfg at 3x256x256 with 2 classes per pixel."
     echo
     echo "| model | threads | PyTorch ms | remat ms | remat / PyTorch (goal <= 1.2) | PyTorch images/s | remat images/s |"
