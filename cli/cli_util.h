@@ -86,8 +86,9 @@ int rm_cli_parse_backend_options(rm_backend_options *out, const char *kernels, c
 /* The help lines of those options, for the commands that take them. */
 #define RM_CLI_BACKEND_OPTIONS_HELP                                                                                    \
     "  --kernels K           the device's kernel library. cpu: reference or fast (default fast, or\n"                  \
-    "                        REMAT_CPU_KERNELS); fast runs convolution, linear and the 2x2\n"                          \
-    "                        transposed convolution as BLIS products (docs/cpu-kernels.md),\n"                         \
+    "                        REMAT_CPU_KERNELS); fast runs convolution, linear, attention and\n"                       \
+    "                        the 2x2 transposed convolution as BLIS products, the depthwise\n"                         \
+    "                        convolution as float loops (docs/cpu-kernels.md),\n"                                      \
     "                        reference is the double-accumulating test oracle.\n"                                      \
     "                        cuda: handwritten, cublas or cudnn (default cudnn when built with it,\n"                  \
     "                        else cublas; or REMAT_KERNELS). The option wins over the variable\n"                      \

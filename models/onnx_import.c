@@ -118,8 +118,8 @@ int onnx_need_input(onnx_value **out, onnx_import *c, const Onnx__NodeProto *n, 
     if (v->kind == ONNX_ACT && v->channels_last && kind != ONNX_ACT_ANY_LAYOUT)
         return onnx_fail(c, RM_ERR_UNSUPPORTED,
                          "its %s '%s' is a computed tensor transposed to put its channels last; remat reads such a "
-                         "view only in element-wise operations, LayerNorm and MatMul over the last axis, and the "
-                         "Transpose back",
+                         "view only in element-wise operations (activations, Add of two views, Dropout), LayerNorm "
+                         "and MatMul over the last axis, Shape, Identity, and the Transpose back",
                          role, v->name);
     if (kind == ONNX_ACT_ANY_LAYOUT) kind = ONNX_ACT;
     if (kind == ONNX_CONST && v->kind != ONNX_CONST)

@@ -134,11 +134,17 @@ int onnx_layout_channels_last(onnx_import *c, const Onnx__NodeProto *n, const on
                          "Softmax with nothing between them, such as a mask, out_proj as Gemm, then the residual "
                          "Add)",
                          x->name);
-    if (!ok)
+    if (!ok) {
+        char ps[64];
+        size_t used = 0;
+        for (size_t k = 0; k < np && k < 8 && used < sizeof ps; k++)
+            used += (size_t)snprintf(ps + used, sizeof ps - used, "%s%lld", k ? ", " : "", (long long)perm[k]);
         return onnx_fail(c, RM_ERR_UNSUPPORTED,
-                         "transposes '%s' (rank %d%s); remat transposes a computed tensor only to move its channels "
-                         "last and back: perm (0, 2, 3, 1) then (0, 3, 1, 2) at rank 4, (0, 2, 1) at rank 3",
-                         x->name, x->rank, x->channels_last ? ", channels last" : "");
+                         "transposes '%s' (rank %d%s) by perm (%s); remat transposes a computed tensor only to move "
+                         "its channels last and back: perm (0, 2, 3, 1) then (0, 3, 1, 2) at rank 4, (0, 2, 1) at "
+                         "rank 3",
+                         x->name, x->rank, x->channels_last ? ", channels last" : "", np ? ps : "reversed");
+    }
     onnx_value *v;
     int rc = onnx_set_alias(c, n, 0, x);
     if (!rc && !(v = onnx_find(c, n->output[0]))) rc = onnx_fail(c, RM_ERR_PARSE, "its output was not indexed");

@@ -49,6 +49,13 @@ int onnx_op_expand(onnx_import *c, const Onnx__NodeProto *n)
     const size_t d = ok ? (size_t)x->shape.c : 0, t = ok ? (size_t)x->shape.h * x->shape.w + 1 : 0;
     const Onnx__NodeProto *add = ok ? onnx_later(c, node[1] = onnx_sole_reader(c, cat->output[0]), "Add", 2) : NULL;
     const onnx_value *pos = const_beside(c, add, ok ? cat->output[0] : "", d * t);
+    const char *po = add ? onnx_other_input(add, cat->output[0]) : NULL;
+    const onnx_value *other = po ? onnx_find(c, po) : NULL;
+    if (!pos && other && other->kind == ONNX_CONST && !other->c.is_int && other->c.count % d == 0)
+        return onnx_fail(c, RM_ERR_UNSUPPORTED,
+                         "the position embedding '%s' holds %zu tokens, the input makes %zu (the class token and %zu "
+                         "patches): a ViT's input size is the one its position embedding was made for",
+                         other->name, other->c.count / d, t, t - 1);
     if (!pos)
         return onnx_fail(c, RM_ERR_UNSUPPORTED,
                          "Expand of the constant '%s'; remat expands a constant only as ViT's class token: the one "
