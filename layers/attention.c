@@ -16,7 +16,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "layers.h"
+#include "attention.h"
 
 static int attn_infer(rm_shape *out, const rm_layer_config *cfg, const rm_shape *in, int nin, rm_err *e)
 {
@@ -54,32 +54,16 @@ static size_t attn_workspace_bytes(const rm_layer_config *cfg, const rm_shape *i
     return (backward ? 2 : 1) * t * t * sizeof(double);
 }
 
-/* The channels of head h of sample n: q, k and v rows (each T long). */
-typedef struct head {
-    const float *q, *k, *v;
-    size_t t;
-    int hd;
-} head;
-
-static head head_of(const float *x, rm_shape s, int heads, int n, int h)
-{
-    const size_t t = (size_t)s.h * s.w;
-    const int d = s.c / 3, hd = d / heads;
-    const float *xn = x + (size_t)n * s.c * t;
-    head r = {xn + (size_t)h * hd * t, xn + (size_t)(d + h * hd) * t, xn + (size_t)(2 * d + h * hd) * t, t, hd};
-    return r;
-}
-
 /* P of one head: each row the softmax of its scaled scores (the row's
  * maximum subtracted first, as PyTorch's softmax does). */
-static void attn_probs(double *p, const head *a)
+static void attn_probs(double *p, const rm_attn_head *a)
 {
     const double scale = 1.0 / sqrt((double)a->hd);
     for (size_t t = 0; t < a->t; t++) {
         double *row = p + t * a->t, mx = -INFINITY, sum = 0;
         for (size_t s = 0; s < a->t; s++) {
             double dot = 0;
-            for (int j = 0; j < a->hd; j++) dot += (double)a->q[(size_t)j * a->t + t] * a->k[(size_t)j * a->t + s];
+            for (size_t j = 0; j < a->hd; j++) dot += (double)a->q[j * a->t + t] * a->k[j * a->t + s];
             row[s] = dot * scale;
             if (row[s] > mx) mx = row[s];
         }
@@ -100,14 +84,14 @@ static int attn_forward(const rm_layer_call *call, rm_err *e)
     const int d = s.c / 3;
     for (int n = 0; n < s.n; n++)
         for (int h = 0; h < heads; h++) {
-            const head a = head_of(call->in[0]->data, s, heads, n, h);
+            const rm_attn_head a = rm_attn_head_of(call->in[0]->data, s, heads, n, h);
             attn_probs(p, &a);
             float *o = call->out->data + ((size_t)n * d + (size_t)h * a.hd) * t;
-            for (int j = 0; j < a.hd; j++)
+            for (size_t j = 0; j < a.hd; j++)
                 for (size_t i = 0; i < t; i++) {
                     double acc = 0;
-                    for (size_t k = 0; k < t; k++) acc += p[i * t + k] * a.v[(size_t)j * t + k];
-                    o[(size_t)j * t + i] = (float)acc;
+                    for (size_t k = 0; k < t; k++) acc += p[i * t + k] * a.v[j * t + k];
+                    o[j * t + i] = (float)acc;
                 }
         }
     free(owned);
@@ -129,7 +113,7 @@ static int attn_backward(const rm_layer_call *call, rm_err *e)
     const int d = s.c / 3;
     for (int n = 0; n < s.n; n++)
         for (int h = 0; h < heads; h++) {
-            const head a = head_of(call->in[0]->data, s, heads, n, h);
+            const rm_attn_head a = rm_attn_head_of(call->in[0]->data, s, heads, n, h);
             const double scale = 1.0 / sqrt((double)a.hd);
             const float *dout = call->dout->data + ((size_t)n * d + (size_t)h * a.hd) * t;
             float *dq = call->din[0]->data + (a.q - call->in[0]->data),
@@ -140,23 +124,23 @@ static int attn_backward(const rm_layer_call *call, rm_err *e)
                 double rowsum = 0;
                 for (size_t k = 0; k < t; k++) {
                     double dp = 0;
-                    for (int j = 0; j < a.hd; j++) dp += (double)dout[(size_t)j * t + i] * a.v[(size_t)j * t + k];
+                    for (size_t j = 0; j < a.hd; j++) dp += (double)dout[j * t + i] * a.v[j * t + k];
                     ds[i * t + k] = dp;
                     rowsum += p[i * t + k] * dp;
                 }
                 for (size_t k = 0; k < t; k++) ds[i * t + k] = p[i * t + k] * (ds[i * t + k] - rowsum);
             }
-            for (int j = 0; j < a.hd; j++)
+            for (size_t j = 0; j < a.hd; j++)
                 for (size_t k = 0; k < t; k++) {
                     double sv = 0, sk = 0, sq = 0;
                     for (size_t i = 0; i < t; i++) {
-                        sv += p[i * t + k] * dout[(size_t)j * t + i];
-                        sk += ds[i * t + k] * a.q[(size_t)j * t + i];
-                        sq += ds[k * t + i] * a.k[(size_t)j * t + i];
+                        sv += p[i * t + k] * dout[j * t + i];
+                        sk += ds[i * t + k] * a.q[j * t + i];
+                        sq += ds[k * t + i] * a.k[j * t + i];
                     }
-                    dv[(size_t)j * t + k] = (float)sv;
-                    dk[(size_t)j * t + k] = (float)(sk * scale);
-                    dq[(size_t)j * t + k] = (float)(sq * scale);
+                    dv[j * t + k] = (float)sv;
+                    dk[j * t + k] = (float)(sk * scale);
+                    dq[j * t + k] = (float)(sq * scale);
                 }
         }
     free(owned);

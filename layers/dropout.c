@@ -12,7 +12,7 @@
 
 static const char *name_of(const rm_layer_config *cfg)
 {
-    return cfg->kind == RM_LAYER_DROP_PATH ? "drop_path" : "dropout";
+    return rm_layer_desc_of(cfg->kind)->name;
 }
 
 static int check_p(const rm_layer_config *cfg, rm_err *e)
@@ -74,30 +74,19 @@ static int dropout_backward(const rm_layer_call *call, rm_err *e)
 }
 
 /* The two differ in their mask's grain only (dropout_apply_kernel). */
-const rm_layer_desc rm_drop_path_desc = {
-    .kind = RM_LAYER_DROP_PATH,
-    .name = "drop_path",
-    .backward_reads = RM_READS_NOTHING,
-    .min_inputs = 1,
-    .max_inputs = 1,
-    .infer = dropout_infer,
-    .flops = dropout_flops,
-    .forward_ref = dropout_forward,
-    .backward_ref = dropout_backward,
-    .kernels = rm_dropout_kernels,
-};
+#define DROPOUT_DESC(var, k, n)                                                                                        \
+    const rm_layer_desc var = {                                                                                        \
+        .kind = k,                                                                                                     \
+        .name = n,                                                                                                     \
+        .backward_reads = RM_READS_NOTHING,                                                                            \
+        .min_inputs = 1,                                                                                               \
+        .max_inputs = 1,                                                                                               \
+        .infer = dropout_infer,                                                                                        \
+        .flops = dropout_flops,                                                                                        \
+        .forward_ref = dropout_forward,                                                                                \
+        .backward_ref = dropout_backward,                                                                              \
+        .kernels = rm_dropout_kernels,                                                                                 \
+    }
 
-const rm_layer_desc rm_dropout_desc = {
-    .kind = RM_LAYER_DROPOUT,
-    .name = "dropout",
-    .backward_reads = RM_READS_NOTHING,
-    .min_inputs = 1,
-    .max_inputs = 1,
-    .infer = dropout_infer,
-    .param_shapes = NULL,
-    .flops = dropout_flops,
-    .init = NULL,
-    .forward_ref = dropout_forward,
-    .backward_ref = dropout_backward,
-    .kernels = rm_dropout_kernels,
-};
+DROPOUT_DESC(rm_dropout_desc, RM_LAYER_DROPOUT, "dropout");
+DROPOUT_DESC(rm_drop_path_desc, RM_LAYER_DROP_PATH, "drop_path");

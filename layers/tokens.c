@@ -18,7 +18,7 @@
 static int tokens_infer(rm_shape *out, const rm_layer_config *cfg, const rm_shape *in, int nin, rm_err *e)
 {
     char buf[64];
-    const char *name = cfg->kind == RM_LAYER_TOKENS ? "tokens" : "token";
+    const char *name = rm_layer_desc_of(cfg->kind)->name;
     if (nin != 1) return rm_errorf(e, RM_ERR_SHAPE, "%s: takes exactly 1 input, got %d", name, nin);
     rm_shape x = in[0];
     if (x.n < 1 || x.c < 1 || x.h < 1 || x.w < 1)

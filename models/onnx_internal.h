@@ -172,6 +172,10 @@ int onnx_sole_reader(const onnx_import *c, const char *name);
 const Onnx__NodeProto *onnx_later(const onnx_import *c, int i, const char *op, size_t n_in);
 /* The float scalar a value holds or a later Constant (through a Cast) defines: 1 and *v, or 0. */
 int onnx_scalar(const onnx_import *c, const char *name, double *v);
+/* The integer scalar a value holds or a later Constant defines: 1 and *v, or 0. */
+int onnx_int_scalar(const onnx_import *c, const char *name, int64_t *v);
+/* The float constant of count elements a value (name may be NULL) holds already, else NULL. */
+const onnx_value *onnx_float_const(const onnx_import *c, const char *name, size_t count);
 /* The input of binary node b other than name (NULL when b does not read name exactly once). */
 const char *onnx_other_input(const Onnx__NodeProto *b, const char *name);
 /* Binary node b reads name and a scalar within a relative 1e-6 of want. */
@@ -190,6 +194,8 @@ int onnx_emit(onnx_import *c, const Onnx__NodeProto *n, rm_layer_kind kind, cons
               onnx_value *const *in, int nin, onnx_weights *w, int rank, int *layer);
 /* The note of layer i made from n: "<layer> '<name>' <detail>, output <shape> per sample". */
 void onnx_note_layer(onnx_import *c, const Onnx__NodeProto *n, int i, const char *detail);
+/* d[0..rank) as "[N, 3, 224]" (ONNX_BATCH as N), in buf. */
+const char *onnx_dims_str(char *buf, size_t len, const int64_t *d, int rank);
 /* Output 0 of n becomes the folded constant k (taken), with a note. */
 int onnx_fold_done(onnx_import *c, const Onnx__NodeProto *n, onnx_const *k);
 /* A constant that becomes weights: FLOAT and finite. */

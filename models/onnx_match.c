@@ -24,28 +24,48 @@ const Onnx__NodeProto *onnx_later(const onnx_import *c, int i, const char *op, s
     return n;
 }
 
-/* The scalar a value will hold: a constant already imported, or one a
- * Constant node (possibly through a Cast) defines later. */
-int onnx_scalar(const onnx_import *c, const char *name, double *v)
+/* The one value a one-element constant will hold, float or integer as
+ * asked: a constant already imported, or one a Constant node defines later
+ * (a float one possibly through a Cast). */
+static int one_value(const onnx_import *c, const char *name, int is_int, double *f, int64_t *i)
 {
     const onnx_value *val = onnx_find(c, name);
-    if (val && val->kind == ONNX_CONST) return val->c.count == 1 && !val->c.is_int ? (*v = val->c.f[0], 1) : 0;
-    if (val && val->kind != ONNX_UNSET) return 0;
-    for (size_t i = 0; i < c->g->n_node; i++) {
-        const Onnx__NodeProto *n = c->g->node[i];
+    const onnx_const *k = val && val->kind == ONNX_CONST ? &val->c : NULL;
+    onnx_const decoded = {0};
+    if (!k && val && val->kind != ONNX_UNSET) return 0;
+    for (size_t q = 0; !k && q < c->g->n_node; q++) {
+        const Onnx__NodeProto *n = c->g->node[q];
         if (n->n_output < 1 || !n->output[0] || strcmp(n->output[0], name) || !n->op_type) continue;
-        if (!strcmp(n->op_type, "Cast") && n->n_input == 1 && n->input[0]) return onnx_scalar(c, n->input[0], v);
+        if (!is_int && !strcmp(n->op_type, "Cast") && n->n_input == 1 && n->input[0])
+            return one_value(c, n->input[0], is_int, f, i);
         const Onnx__AttributeProto *a = onnx_attr(n, "value");
-        if (strcmp(n->op_type, "Constant") || !a || !a->t) return 0;
-        onnx_const k;
         rm_err e = {RM_OK, ""};
-        if (onnx_const_from_tensor(&k, a->t, c->path, "a constant", &e)) return 0;
-        int ok = k.count == 1 && !k.is_int;
-        if (ok) *v = k.f[0];
-        onnx_const_free(&k);
-        return ok;
+        if (strcmp(n->op_type, "Constant") || !a || !a->t ||
+            onnx_const_from_tensor(&decoded, a->t, c->path, "a constant", &e))
+            return 0;
+        k = &decoded;
     }
-    return 0;
+    int ok = k && k->count == 1 && k->is_int == is_int;
+    if (ok && is_int) *i = k->i[0];
+    if (ok && !is_int) *f = k->f[0];
+    onnx_const_free(&decoded);
+    return ok;
+}
+
+int onnx_scalar(const onnx_import *c, const char *name, double *v)
+{
+    return one_value(c, name, 0, v, NULL);
+}
+
+int onnx_int_scalar(const onnx_import *c, const char *name, int64_t *v)
+{
+    return one_value(c, name, 1, NULL, v);
+}
+
+const onnx_value *onnx_float_const(const onnx_import *c, const char *name, size_t count)
+{
+    const onnx_value *v = name ? onnx_find(c, name) : NULL;
+    return v && v->kind == ONNX_CONST && !v->c.is_int && v->c.count == count ? v : NULL;
 }
 
 /* The input of binary node b other than name (NULL when b does not read name exactly once). */

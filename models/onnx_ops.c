@@ -46,7 +46,7 @@ static int need_finite_attr(onnx_import *c, const char *name, float v)
     return RM_OK;
 }
 
-static const char *dims_str(char *buf, size_t len, const int64_t *d, int rank)
+const char *onnx_dims_str(char *buf, size_t len, const int64_t *d, int rank)
 {
     size_t used = (size_t)snprintf(buf, len, "[");
     for (int k = 0; k < rank && used < len; k++) {
@@ -560,7 +560,7 @@ static int op_gemm(onnx_import *c, const Onnx__NodeProto *n)
         return onnx_fail(c, RM_ERR_UNSUPPORTED,
                          "bias C of shape %s; remat's linear adds one bias per output ([%lld] or a scalar), the same "
                          "for every sample",
-                         dims_str(d, sizeof d, cc->c.dims, cc->c.rank), (long long)m);
+                         onnx_dims_str(d, sizeof d, cc->c.dims, cc->c.rank), (long long)m);
     }
     onnx_weights wt = {0};
     rc = onnx_linear_weights(&wt, &b->c, !tb, m, f, alpha, c);
@@ -653,7 +653,7 @@ int onnx_fold_done(onnx_import *c, const Onnx__NodeProto *n, onnx_const *k)
 {
     char d[160];
     if (k->is_int && k->count <= 8)
-        dims_str(d, sizeof d, k->i, (int)k->count);
+        onnx_dims_str(d, sizeof d, k->i, (int)k->count);
     else
         snprintf(d, sizeof d, "%zu %s", k->count, k->is_int ? "integers" : "floats");
     int rc = onnx_set_const(c, n, 0, k);
@@ -1048,8 +1048,8 @@ static int op_reshape(onnx_import *c, const Onnx__NodeProto *n)
     int r = x->kind == ONNX_ACT ? act_dims(in, x) : view ? onnx_layout_view_dims(in, x) : x->c.rank;
     if (x->kind == ONNX_CONST) memcpy(in, x->c.dims, sizeof in);
     char ts[160], is[160];
-    dims_str(ts, sizeof ts, t, (int)nt);
-    dims_str(is, sizeof is, in, r);
+    onnx_dims_str(ts, sizeof ts, t, (int)nt);
+    onnx_dims_str(is, sizeof is, in, r);
     int infer = -1, note_batch = 0;
     for (size_t k = 0; k < nt; k++) {
         d[k] = t[k];
@@ -1138,7 +1138,7 @@ static int op_reshape(onnx_import *c, const Onnx__NodeProto *n)
     if (nt != 2) {
         char ds[160];
         return onnx_fail(c, RM_ERR_UNSUPPORTED, "reshapes %s to %s; remat reshapes only to N x features (a flatten)",
-                         is, dims_str(ds, sizeof ds, d, (int)nt));
+                         is, onnx_dims_str(ds, sizeof ds, d, (int)nt));
     }
     return flatten_act(c, n, x);
 }
@@ -1345,7 +1345,7 @@ static int layer_scale(onnx_import *c, const Onnx__NodeProto *n)
         return onnx_fail(c, RM_ERR_UNSUPPORTED,
                          "multiplies '%s' (rank %d) by the constant '%s' (%s); remat multiplies a computed tensor "
                          "by constants only as a factor per channel: C x 1 x 1 on N x C x H x W (a layer scale)",
-                         x->name, x->rank, k->name, dims_str(ks, sizeof ks, k->c.dims, k->c.rank));
+                         x->name, x->rank, k->name, onnx_dims_str(ks, sizeof ks, k->c.dims, k->c.rank));
     }
     onnx_weights wt = {0};
     if ((rc = copy_floats(&wt.w, k->c.f, k->c.count, c))) return rc;
@@ -1541,7 +1541,7 @@ static int op_resize(onnx_import *c, const Onnx__NodeProto *n, int upsample)
         char d[128];
         if (!ok)
             return onnx_fail(c, RM_ERR_UNSUPPORTED, "sizes %s; remat's upsample2x doubles height and width only",
-                             dims_str(d, sizeof d, z->c.i, 4));
+                             onnx_dims_str(d, sizeof d, z->c.i, 4));
         sc[0] = sc[1] = 1.0f, sc[2] = sc[3] = 2.0f;
         have = 1;
     }

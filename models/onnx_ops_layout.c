@@ -135,15 +135,13 @@ int onnx_layout_channels_last(onnx_import *c, const Onnx__NodeProto *n, const on
                          "Add)",
                          x->name);
     if (!ok) {
-        char ps[64];
-        size_t used = 0;
-        for (size_t k = 0; k < np && k < 8 && used < sizeof ps; k++)
-            used += (size_t)snprintf(ps + used, sizeof ps - used, "%s%lld", k ? ", " : "", (long long)perm[k]);
+        char ps[96];
         return onnx_fail(c, RM_ERR_UNSUPPORTED,
-                         "transposes '%s' (rank %d%s) by perm (%s); remat transposes a computed tensor only to move "
+                         "transposes '%s' (rank %d%s) by perm %s; remat transposes a computed tensor only to move "
                          "its channels last and back: perm (0, 2, 3, 1) then (0, 3, 1, 2) at rank 4, (0, 2, 1) at "
                          "rank 3",
-                         x->name, x->rank, x->channels_last ? ", channels last" : "", np ? ps : "reversed");
+                         x->name, x->rank, x->channels_last ? ", channels last" : "",
+                         np ? onnx_dims_str(ps, sizeof ps, perm, (int)np) : "(reversed)");
     }
     onnx_value *v;
     int rc = onnx_set_alias(c, n, 0, x);

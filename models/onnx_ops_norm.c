@@ -21,14 +21,6 @@ static int mean_of_last_axis(const Onnx__NodeProto *r, int rank)
     return axes->ints[0] == -1 || axes->ints[0] == rank - 1;
 }
 
-/* The float constant of c elements a value holds already (an initializer,
- * or folded), else NULL. */
-static const onnx_value *param(const onnx_import *c, const char *name, int64_t count)
-{
-    const onnx_value *v = name ? onnx_find(c, name) : NULL;
-    return v && v->kind == ONNX_CONST && !v->c.is_int && v->c.count == (size_t)count ? v : NULL;
-}
-
 /* The nodes after the first ReduceMean, in order: Sub, Pow, ReduceMean,
  * Add, Sqrt, Div, Mul, Add; *eps, *gamma and *beta what they read. */
 static int layernorm_nodes(const onnx_import *c, const Onnx__NodeProto *mean, const onnx_value *x, int *node,
@@ -57,9 +49,9 @@ static int layernorm_nodes(const onnx_import *c, const Onnx__NodeProto *mean, co
     const Onnx__NodeProto *div = sq ? onnx_later(c, node[5] = onnx_sole_reader(c, sq->output[0]), "Div", 2) : NULL;
     if (!div || strcmp(div->input[0], d->name) || strcmp(div->input[1], sq->output[0])) return 0;
     const Onnx__NodeProto *mul = onnx_later(c, node[6] = onnx_sole_reader(c, div->output[0]), "Mul", 2);
-    if (!mul || !(*gamma = param(c, onnx_other_input(mul, div->output[0]), ch))) return 0;
+    if (!mul || !(*gamma = onnx_float_const(c, onnx_other_input(mul, div->output[0]), (size_t)ch))) return 0;
     const Onnx__NodeProto *shift = onnx_later(c, node[7] = onnx_sole_reader(c, mul->output[0]), "Add", 2);
-    return shift && (*beta = param(c, onnx_other_input(shift, mul->output[0]), ch)) != NULL;
+    return shift && (*beta = onnx_float_const(c, onnx_other_input(shift, mul->output[0]), (size_t)ch)) != NULL;
 }
 
 /* The layer's scale and shift (none: zeros), copied from the file's. */

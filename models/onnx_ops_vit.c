@@ -23,14 +23,6 @@
 
 /* ---- the class token and the position embedding ---------------------------- */
 
-/* The other input of binary node b than name, as a float constant of count elements; else NULL. */
-static const onnx_value *const_beside(const onnx_import *c, const Onnx__NodeProto *b, const char *name, size_t count)
-{
-    const char *o = b ? onnx_other_input(b, name) : NULL;
-    const onnx_value *v = o ? onnx_find(c, o) : NULL;
-    return v && v->kind == ONNX_CONST && !v->c.is_int && v->c.count == count ? v : NULL;
-}
-
 int onnx_op_expand(onnx_import *c, const Onnx__NodeProto *n)
 {
     static const char *const attrs[] = {NULL};
@@ -48,9 +40,8 @@ int onnx_op_expand(onnx_import *c, const Onnx__NodeProto *n)
              x->channels_last && x->rank == 3 && cls->c.count == (size_t)x->shape.c;
     const size_t d = ok ? (size_t)x->shape.c : 0, t = ok ? (size_t)x->shape.h * x->shape.w + 1 : 0;
     const Onnx__NodeProto *add = ok ? onnx_later(c, node[1] = onnx_sole_reader(c, cat->output[0]), "Add", 2) : NULL;
-    const onnx_value *pos = const_beside(c, add, ok ? cat->output[0] : "", d * t);
     const char *po = add ? onnx_other_input(add, cat->output[0]) : NULL;
-    const onnx_value *other = po ? onnx_find(c, po) : NULL;
+    const onnx_value *pos = onnx_float_const(c, po, d * t), *other = po ? onnx_find(c, po) : NULL;
     if (!pos && other && other->kind == ONNX_CONST && !other->c.is_int && other->c.count % d == 0)
         return onnx_fail(c, RM_ERR_UNSUPPORTED,
                          "the position embedding '%s' holds %zu tokens, the input makes %zu (the class token and %zu "
@@ -328,27 +319,6 @@ static int add(onnx_import *c, int i, rm_layer_kind kind, const rm_layer_config 
     return rc;
 }
 
-/* The integer a one-element constant holds: folded already, or a Constant
- * node's (one the attention covered, never imported). */
-static int const_int(const onnx_import *c, const char *name, int64_t *out)
-{
-    const onnx_value *v = onnx_find(c, name);
-    if (v && v->kind == ONNX_CONST) return v->c.is_int && v->c.count == 1 ? (*out = v->c.i[0], 1) : 0;
-    for (size_t i = 0; i < c->g->n_node; i++) {
-        const Onnx__NodeProto *m = c->g->node[i];
-        if (m->n_output < 1 || !m->output[0] || strcmp(m->output[0], name) || strcmp(m->op_type, "Constant")) continue;
-        const Onnx__AttributeProto *a = onnx_attr(m, "value");
-        onnx_const k;
-        rm_err e = {RM_OK, ""};
-        if (!a || !a->t || onnx_const_from_tensor(&k, a->t, c->path, "a constant", &e)) return 0;
-        int ok = k.is_int && k.count == 1;
-        if (ok) *out = k.i[0];
-        onnx_const_free(&k);
-        return ok;
-    }
-    return 0;
-}
-
 /* The node whose first output is name, if op, before node `before`; else NULL. */
 static const Onnx__NodeProto *made_by(const onnx_import *c, const char *name, const char *op, int before)
 {
@@ -371,7 +341,7 @@ static int heads_of(const onnx_import *c, const struct onnx_attention *a)
     const Onnx__NodeProto *cat = r && r->n_input == 2 ? made_by(c, r->input[1], "Concat", a->scores) : NULL;
     const Onnx__NodeProto *u = cat && cat->n_input == 4 ? made_by(c, cat->input[1], "Unsqueeze", a->scores) : NULL;
     int64_t h;
-    return u && const_int(c, u->input[0], &h) && h >= 1 && h <= 1 << 20 ? (int)h : 0;
+    return u && onnx_int_scalar(c, u->input[0], &h) && h >= 1 && h <= 1 << 20 ? (int)h : 0;
 }
 
 int onnx_op_attention_end(onnx_import *c, const Onnx__NodeProto *n)

@@ -7,28 +7,16 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "attention.h"
 #include "backend_cpu.h"
 #include "cpu_blas.h"
 #include "cpu_kernels.h"
 #include "layer_cpu.h"
 #include "layers.h"
 
-typedef struct head_mats {
-    const float *q, *k, *v;
-    size_t t, hd;
-} head_mats;
-
-static head_mats head_at(const float *x, rm_shape s, int heads, int n, int h)
-{
-    const size_t t = (size_t)s.h * s.w, d = (size_t)s.c / 3, hd = d / (size_t)heads;
-    const float *xn = x + (size_t)n * s.c * t;
-    head_mats m = {xn + h * hd * t, xn + (d + h * hd) * t, xn + (2 * d + h * hd) * t, t, hd};
-    return m;
-}
-
 /* p = the row softmax of q^T k / sqrt(hd) (t x t), each row's maximum
  * subtracted first; the rows split between nt threads. */
-static int probs(float *p, const head_mats *a, const rm_backend *be, int nt, rm_err *e)
+static int probs(float *p, const rm_attn_head *a, const rm_backend *be, int nt, rm_err *e)
 {
     int rc = rm_cpu_sgemm(be, 1, 0, a->t, a->t, a->hd, a->q, a->t, a->k, a->t, 0.0f, p, a->t, "attention scores", e);
     if (rc) return rc;
@@ -67,7 +55,7 @@ static int attention_fast_forward(const rm_layer_call *call, rm_err *e)
     int rc = blocks(&p, &unused, &owned, call, 0, e);
     for (int n = 0; !rc && n < s.n; n++)
         for (int h = 0; !rc && h < call->cfg->heads; h++) {
-            const head_mats a = head_at(call->in[0]->data, s, call->cfg->heads, n, h);
+            const rm_attn_head a = rm_attn_head_of(call->in[0]->data, s, call->cfg->heads, n, h);
             float *o = call->out->data + ((size_t)n * s.c / 3 + h * a.hd) * a.t;
             rc = probs(p, &a, call->be, rm_call_threads(call, a.t * a.t), e);
             if (!rc) rc = rm_cpu_sgemm(call->be, 0, 1, a.hd, a.t, a.t, a.v, a.t, p, a.t, 0.0f, o, a.t, "attention", e);
@@ -89,7 +77,7 @@ static int attention_fast_backward(const rm_layer_call *call, rm_err *e)
     float *dx = call->din[0]->data;
     for (int n = 0; !rc && n < s.n; n++)
         for (int h = 0; !rc && h < call->cfg->heads; h++) {
-            const head_mats a = head_at(x, s, call->cfg->heads, n, h);
+            const rm_attn_head a = rm_attn_head_of(x, s, call->cfg->heads, n, h);
             const size_t t = a.t;
             const float *dout = call->dout->data + ((size_t)n * s.c / 3 + h * a.hd) * t;
             float *dq = dx + (a.q - x), *dk = dx + (a.k - x), *dv = dx + (a.v - x);
