@@ -9,4 +9,9 @@
  * anything). */
 double rm_now(void);
 
+/* The median of n >= 1 timings (sorts x in place): what the profiler and
+ * `remat train` report of repeated steps, since a step that a page fault or
+ * another process slowed must not move the figure. */
+double rm_median(double *x, int n);
+
 #endif

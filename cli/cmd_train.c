@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "comm.h"
 #include "commands.h"
+#include "resident.h"
 #include "trainer.h"
 
 #define TRAIN_USAGE                                                                                                    \
@@ -29,7 +30,10 @@
     "them to keep and which to recompute so that a training step fits. The arithmetic is that of plain\n"              \
     "training: a step under any schedule gives bit-identical gradients. Prints a summary (the no-remat\n"              \
     "peak, the budget, the schedule's peak and extra compute), a progress bar on stderr, and after every\n"            \
-    "epoch the training loss and accuracy and those on the held-out data.\n"                                           \
+    "epoch the training loss and accuracy and those on the held-out data. It closes with what it\n"                    \
+    "measured: the arena's high-water mark plus the fixed bytes as allocated, beside the plan's peak and\n"            \
+    "the budget; on the CPU, how much the process's resident memory grew from just before the training\n"              \
+    "memory was allocated to its peak (the kernel's count: /proc/self/status); and the median step time.\n"            \
     "\n"                                                                                                               \
     "Data parallel: `mpirun -np N remat train ...` runs N ranks; each trains its slice of every batch\n"               \
     "(--batch is the global batch) within its own --budget, rank 0 solves the schedule and prints, and\n"              \
@@ -132,6 +136,14 @@ typedef struct progress {
     int quiet, tty;
     double last_draw;
     int bar_open; /* a \r-redrawn line is on the terminal */
+    /* What the closing lines report: the resident size just before the
+     * training memory was allocated (measured: the kernel's peak restarted
+     * there), and each step's seconds (until an allocation fails: the
+     * report then covers the steps recorded). */
+    int measured;
+    size_t resident_before;
+    double *step_s, last_elapsed;
+    size_t nsteps, cap;
 } progress;
 
 static void hms(char *buf, size_t len, double s)
@@ -177,6 +189,50 @@ static void print_step(progress *pr, const rm_trainer_event *ev)
     fflush(stderr);
 }
 
+static void record_step(progress *pr, double elapsed)
+{
+    if (pr->nsteps == pr->cap) {
+        size_t cap = pr->cap ? 2 * pr->cap : 256;
+        double *v = realloc(pr->step_s, cap * sizeof *v);
+        if (!v) return;
+        pr->step_s = v, pr->cap = cap;
+    }
+    pr->step_s[pr->nsteps++] = elapsed - pr->last_elapsed;
+    pr->last_elapsed = elapsed;
+}
+
+/* The closing lines: the memory the run measured (its own accounting, and
+ * the kernel's count of the process) beside the plan's and the budget, and
+ * the median step. So anyone can check the budget's promise on their own
+ * model, and bench/vs_pytorch_memory.sh reads them. */
+static void print_measured(progress *pr, const rm_trainer *t, int on_host)
+{
+    const rm_trainer_summary *s = rm_trainer_summary_of(t);
+    char a[32], b[32], d[32], f[32], g[32];
+    size_t fixed, hw;
+    rm_trainer_memory_used(t, &fixed, &hw);
+    printf("measured     %s = fixed %s + arena high-water %s (planned %s; budget %s%s)\n",
+           rm_cli_bytes(a, sizeof a, (double)(fixed + hw)), rm_cli_bytes(b, sizeof b, (double)fixed),
+           rm_cli_bytes(d, sizeof d, (double)hw), rm_cli_bytes(f, sizeof f, (double)(s->fp.total + s->plan_span)),
+           rm_cli_bytes(g, sizeof g, (double)s->budget), fixed + hw > s->budget ? ", EXCEEDED" : "");
+    size_t now, peak;
+    if (!on_host)
+        ; /* the process's resident memory is the host's, not the device's the budget is about */
+    else if (pr->measured && !rm_resident_read(&now, &peak) && peak >= pr->resident_before)
+        printf("resident     %s more at the peak than before the training memory was allocated (the kernel's "
+               "count of this process%s)\n",
+               rm_cli_bytes(a, sizeof a, (double)(peak - pr->resident_before)), s->ranks > 1 ? ", rank 0" : "");
+    else
+        printf("resident     not measured: the kernel gives no peak to restart (/proc/self/clear_refs)\n");
+    char range[48] = "step 2";
+    if (pr->nsteps > 2) snprintf(range, sizeof range, "steps 2-%zu", pr->nsteps);
+    if (pr->nsteps >= 2)
+        printf("step time    median %.3f s over %s (step 1, which first touches the arena, left out)\n",
+               rm_median(pr->step_s + 1, (int)(pr->nsteps - 1)), range);
+    else if (pr->nsteps == 1)
+        printf("step time    %.3f s (one step)\n", pr->step_s[0]);
+}
+
 static void on_event(void *ctx, const rm_trainer_event *ev)
 {
     progress *pr = ctx;
@@ -195,8 +251,14 @@ static void on_event(void *ctx, const rm_trainer_event *ev)
                             ev->fits ? "fits" : "does not fit");
         return;
     case RM_TRAINER_STEP:
+        record_step(pr, ev->elapsed_s);
         print_step(pr, ev);
         return;
+    case RM_TRAINER_ALLOCATE: {
+        size_t peak;
+        pr->measured = !rm_resident_reset_peak() && !rm_resident_read(&pr->resident_before, &peak);
+        return;
+    }
     case RM_TRAINER_EVAL:
     case RM_TRAINER_EPOCH: {
         close_bar(pr);
@@ -552,7 +614,7 @@ static int train_job(rm_trainer_config *cfg, const train_args *args, rm_comm *co
     const char *ck = getenv("REMAT_DP_CHECK"); /* the tests' switch (tests/mpi) */
     c.check_ranks = ck && !strcmp(ck, "1");
     if (!root) a.quiet = 1;
-    progress pr = {a.quiet, isatty(STDERR_FILENO), 0, 0};
+    progress pr = {a.quiet, isatty(STDERR_FILENO), 0, 0, 0, 0, NULL, 0, 0, 0};
     rm_cli_progress solver_log = {c.strategy, rm_now()};
     if (!a.quiet) {
         c.solver.log = rm_cli_progress_log;
@@ -577,10 +639,13 @@ static int train_job(rm_trainer_config *cfg, const train_args *args, rm_comm *co
         double t0 = rm_now();
         rc = rm_trainer_run(t, &e);
         close_bar(&pr);
-        if (!rc && root)
+        if (!rc && root) {
             printf("done         %llu steps in %.1f s\n", (unsigned long long)rm_trainer_steps(t), rm_now() - t0);
+            print_measured(&pr, t, c.device == RM_BACKEND_CPU);
+        }
     }
     close_bar(&pr);
+    free(pr.step_s);
     rm_trainer_free(t);
     rm_cost_file_free(costs);
     if (rc) {

@@ -39,19 +39,6 @@ static int node_hook(void *ctx, int node, int after, rm_err *e)
     return tm->be->ops->timer_record(tm->be->ctx, tm->timer, 2 * node + after, e);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Sorts x[0 .. n) in place and returns its median (n >= 1). */
-static double sorted_median(double *x, int n)
-{
-    qsort(x, (size_t)n, sizeof *x, cmp_double);
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
-
 void rm_profile_free(rm_profile *p)
 {
     if (!p) return;
@@ -151,7 +138,7 @@ int rm_profile_run(rm_profile **out, const rm_model *m, const rm_profile_options
     for (int v = 0; v < n; v++) {
         double *x = &samples[(size_t)v * (size_t)o->reps];
         int R = o->reps;
-        double med = sorted_median(x, R);
+        double med = rm_median(x, R);
         /* The input node is timed like any other: "recomputing" it uploads
          * the batch again, and a schedule that drops it must pay for that
          * (as the FLOP model charges one unit per element). */
@@ -159,7 +146,7 @@ int rm_profile_run(rm_profile **out, const rm_model *m, const rm_profile_options
         pr->lo[v] = x[0];
         pr->hi[v] = x[R - 1];
     }
-    pr->step_median = sorted_median(steps, o->reps);
+    pr->step_median = rm_median(steps, o->reps);
 done:
     rm_executor_free(ex);
     if (tm.timer) be->ops->timer_free(be->ctx, tm.timer);

@@ -91,6 +91,11 @@ rm_executor *rm_trainer_executor(rm_trainer *t)
 {
     return t->ex;
 }
+void rm_trainer_memory_used(const rm_trainer *t, size_t *fixed, size_t *arena)
+{
+    *fixed = rm_executor_fixed_bytes(t->ex) + (t->opt ? rm_optim_state_bytes(t->opt) : 0);
+    *arena = rm_executor_arena_high_water(t->ex);
+}
 rm_optim *rm_trainer_optimizer(rm_trainer *t)
 {
     return t->opt;
@@ -296,6 +301,10 @@ static int seeded_build(rm_trainer *t, uint64_t seed, rm_err *e)
     t->sum.total_steps = c->max_steps && c->max_steps < all ? c->max_steps : all;
 
     rm_executor_options xo = {seed, 0, 0};
+    rm_trainer_event ae;
+    memset(&ae, 0, sizeof ae);
+    ae.kind = RM_TRAINER_ALLOCATE;
+    rm_trainer_emit(t, &ae);
     if ((rc = rm_executor_create(&t->ex, m, &t->g, t->be, t->plan, &xo, e))) return rc;
     size_t ngrads = 0;
     float *grads = rm_executor_grads(t->ex, &ngrads);

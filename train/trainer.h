@@ -52,7 +52,9 @@ typedef enum rm_trainer_event_kind {
     RM_TRAINER_STEP,     /* one training step is done */
     RM_TRAINER_EVAL,     /* an evaluation on the held-out data is done */
     RM_TRAINER_EPOCH,    /* an epoch is done (after its evaluation) */
-    RM_TRAINER_SNAPSHOT  /* a snapshot was saved (path) */
+    RM_TRAINER_SNAPSHOT, /* a snapshot was saved (path) */
+    RM_TRAINER_ALLOCATE  /* the executor is about to allocate the training memory (fixed bytes, arena):
+                            where a measurement of the process's memory for training starts */
 } rm_trainer_event_kind;
 
 typedef struct rm_trainer_eval {
@@ -228,6 +230,10 @@ int rm_trainer_save(rm_trainer *t, const char *path, rm_err *e);
 /* Steps done; the executor (parameters, gradients) and the schedule. */
 uint64_t rm_trainer_steps(const rm_trainer *t);
 rm_executor *rm_trainer_executor(rm_trainer *t);
+/* The memory training holds on its device, as allocated: fixed, the
+ * executor's fixed bytes plus the optimizer's state (the footprint's fixed
+ * bytes, measured); arena, the arena's high-water mark so far. */
+void rm_trainer_memory_used(const rm_trainer *t, size_t *fixed, size_t *arena);
 /* The optimizer updating the executor's parameters: a benchmark drives
  * rm_executor_step and rm_optim_step itself (bench/gpu_step.c) to time a
  * step without the data pipeline. Steps taken that way do not advance

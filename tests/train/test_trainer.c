@@ -523,6 +523,53 @@ Test(trainer_cli, trains_and_prints_the_summary)
     cr_assert(cf_said(0, "device       cpu: fast kernels (BLIS"), "the default CPU library is fast");
 }
 
+/* The bytes of "12.5 MiB" (rm_cli_bytes' form) at s; asserts the form. */
+static double bytes_at(const char *s)
+{
+    double v;
+    char unit[8];
+    cr_assert_eq(sscanf(s, "%lf %7s", &v, unit), 2, "no amount at '%.40s'", s);
+    const char *units[] = {"B", "KiB", "MiB", "GiB"};
+    for (int i = 0; i < 4; i++, v *= 1024.0)
+        if (!strncmp(unit, units[i], strlen(units[i])) && strlen(unit) - strlen(units[i]) <= 1) return v;
+    cr_assert_fail("unknown unit '%s'", unit);
+    return 0;
+}
+
+/* The closing lines: the arena's high-water plus the fixed bytes is the
+ * plan's peak to the byte (the same rounding prints the same text) and
+ * within the budget; the kernel's count of the process's growth covers what
+ * training touched (the arena and fixed pages, give or take the workspace
+ * and a kernel library's buffers); the median step is there. */
+Test(trainer_cli, closes_with_the_measured_memory)
+{
+    const char *args[] = {"--model",   RESNET_TINY, "--data",     "synthetic",   "--batch", "32",
+                          "--budget",  "80%",       "--strategy", "chen-greedy", "--steps", "3",
+                          "--samples", "96",        "--threads",  "1",           NULL};
+    cr_assert_eq(train_cli(args), 0, "%s", cf_err);
+    char *out = cf_text(cf_path("stdout"));
+    const char *m = strstr(out, "\nmeasured     ");
+    cr_assert_not_null(m, "%s", out);
+    double total = bytes_at(m + 14);
+    const char *fixed = strstr(m, "fixed "), *hw = strstr(m, "high-water "), *plan = strstr(m, "(planned "),
+               *budget = strstr(m, "; budget ");
+    cr_assert(fixed && hw && plan && budget, "%.300s", m);
+    cr_assert_float_eq(total, bytes_at(fixed + 6) + bytes_at(hw + 11), 0.02 * total);
+    cr_assert_float_eq(total, bytes_at(plan + 9), 1e-9 * total, "%.200s", m);
+    cr_assert_leq(total, bytes_at(budget + 9));
+    cr_assert_null(strstr(m, "EXCEEDED"));
+    const char *r = strstr(m, "\nresident     ");
+    cr_assert_not_null(r, "%s", m);
+    if (!strstr(r, "not measured")) {
+        double grew = bytes_at(r + 14);
+        cr_assert(grew >= 0.5 * total && grew <= total + 64.0 * 1024 * 1024, "resident %.0f B, accounted %.0f B", grew,
+                  total);
+    }
+    cr_assert_not_null(strstr(m, "\nstep time    median "), "%s", m);
+    cr_assert_not_null(strstr(m, " over steps 2-3 "), "%s", m);
+    free(out);
+}
+
 /* --kernels (and --cpu-kernels, its older name on the cpu) and --threads
  * reach the backend, and the summary says so; the option wins over
  * REMAT_CPU_KERNELS. */
