@@ -1,0 +1,277 @@
+#!/usr/bin/env python3
+"""The report of bench/vs_pytorch_memory.sh: reads WORK/<model>/ (PyTorch's RESULT lines,
+remat train's closing lines), writes the markdown table OUT and the figure SVG, and says
+which of issue 28's goals each model meets. Standard library only.
+
+    python3 bench/vs_pytorch_memory_report.py WORK OUT.md FIGURE.svg
+"""
+import glob
+import os
+import re
+import sys
+import time
+
+MIB = 1024.0 * 1024.0
+UNITS = {"B": 1, "KiB": 1024, "MiB": MIB, "GiB": MIB * 1024, "TiB": MIB * MIB}
+
+
+def nbytes(text):
+    v, u = text.split()
+    return float(v) * UNITS[u]
+
+
+def torch_point(path):
+    text = open(path).read()
+    m = re.search(r"^RESULT .*", text, re.M)
+    name = os.path.basename(path)[len("torch-"):-len(".log")]
+    if not m:
+        last = [l for l in text.strip().splitlines() if l.strip()][-1:] or ["no output"]
+        return {"name": name, "error": last[0][:160]}
+    kv = dict(x.split("=", 1) for x in m.group(0).split()[1:])
+    return {"name": name, "peak": float(kv["peak"]), "transient": float(kv["transient"]),
+            "persistent": float(kv["persistent"]), "ms": float(kv["ms"])}
+
+
+def remat_point(path):
+    text = open(path).read()
+    name = os.path.basename(path)[len("remat-"):-len(".log")]
+    p = {"name": name}
+    b = re.search(r"^budget +([0-9.]+ [KMGT]?i?B) \(([0-9.]+)% of the no-remat peak\)", text, re.M)
+    if b:
+        p["budget"], p["budget_pct"] = nbytes(b.group(1)), float(b.group(2))
+    m = re.search(r"^measured +([0-9.]+ [KMGT]?i?B) = fixed .* \(planned ([0-9.]+ [KMGT]?i?B);", text, re.M)
+    r = re.search(r"^resident +([0-9.]+ [KMGT]?i?B) more", text, re.M)
+    t = re.search(r"^step time +median ([0-9.]+) s", text, re.M)
+    o = re.search(r"compute overhead ([+-][0-9.]+)%", text)
+    if not (m and r and t):
+        err = re.search(r"^remat train: (.*)", text, re.M)
+        p["error"] = (err.group(1) if err else "no closing lines")[:200]
+        return p
+    p.update(accounted=nbytes(m.group(1)), planned=nbytes(m.group(2)), peak=nbytes(r.group(1)),
+             ms=1e3 * float(t.group(1)), planned_overhead=float(o.group(1)) if o else 0.0)
+    return p
+
+
+def load(work):
+    models = []
+    for d in sorted(glob.glob(os.path.join(work, "*", "settings"))):
+        d = os.path.dirname(d)
+        st = dict(x.split("=", 1) for x in open(os.path.join(d, "settings")).read().split())
+        tp = {p["name"]: p for p in map(torch_point, glob.glob(os.path.join(d, "torch-*.log")))}
+        rp = {p["name"]: p for p in map(remat_point, glob.glob(os.path.join(d, "remat-*.log")))}
+        models.append((st, tp, rp))
+    order = ["resnet18", "resnet50", "vgg16", "unet", "vit_b_16"]
+    models.sort(key=lambda x: order.index(x[0]["model"]) if x[0]["model"] in order else 99)
+    return models
+
+
+def torch_order(name):
+    if name == "eager":
+        return (0, 0)
+    if name == "checkpoint":
+        return (1, 0)
+    return (2, -float(name.split("-", 1)[1]))
+
+
+def torch_label(name):
+    return {"eager": "eager", "checkpoint": "checkpoint per block"}.get(name, name.replace("compile-", "compile, budget "))
+
+
+def reference(tp, name):
+    """The no-remat step a PyTorch option's overhead is over: compile's own at budget 1.0 (it fuses, so
+    eager would flatter it), eager's for eager and checkpoint."""
+    ref = tp.get("compile-1.0") if name.startswith("compile") else tp.get("eager")
+    return ref if ref and "ms" in ref else None
+
+
+def mib(x):
+    return f"{x / MIB:.0f}"
+
+
+def goals(st, tp, rp):
+    """The goal lines of one model, and whether each is met."""
+    lines = []
+    eager, noremat = tp.get("eager"), rp.get("noremat")
+    ok_r = [p for p in rp.values() if "peak" in p]
+    ok_t = [p for p in tp.values() if "peak" in p]
+    # 1. at most the budget, monotone in it
+    over = [p for p in ok_r if "budget" in p and (p["accounted"] > p["budget"] or p["peak"] > p["budget"])]
+    by_budget = sorted((p for p in ok_r if "budget" in p), key=lambda p: p["budget"])
+    drops = [(a, b) for a, b in zip(by_budget, by_budget[1:]) if b["accounted"] < a["accounted"]]
+    lines.append(("remat's measured peak is at most its budget at every point (accounted and resident)", not over,
+                  "; ".join(f"{p['name']}: {mib(max(p['accounted'], p['peak']))} MiB over {mib(p['budget'])}"
+                            for p in over) or f"{len(ok_r)} points"))
+    lines.append(("and monotone in the budget (accounted)", not drops,
+                  "; ".join(f"{a['name']} {mib(a['accounted'])} > {b['name']} {mib(b['accounted'])}" for a, b in drops)
+                  or "non-decreasing"))
+    # 2. at equal measured peak, remat's overhead no worse than PyTorch's best option's
+    if eager and noremat and "ms" in eager and "ms" in noremat:
+        worse = []
+        compared = 0
+        for p in ok_t:
+            if p["name"] == "eager":
+                continue
+            at = rp.get("at-" + p["name"])
+            if not at or "ms" not in at:
+                continue
+            best = min((q["ms"] / reference(tp, q["name"])["ms"] - 1 for q in ok_t
+                        if q["peak"] <= p["peak"] and reference(tp, q["name"])), default=None)
+            mine = at["ms"] / noremat["ms"] - 1
+            compared += 1
+            if best is not None and mine > best + 0.02:
+                worse.append(f"at {mib(p['peak'])} MiB ({torch_label(p['name'])}): remat {100 * mine:+.0f}%, "
+                             f"PyTorch's best {100 * best:+.0f}%")
+        lines.append(("at each PyTorch peak, remat's overhead over its no-remat step is no worse than PyTorch's best "
+                      "option's at that peak or below (2 points of noise allowed)", not worse and compared > 0,
+                      "; ".join(worse) or f"{compared} peaks compared"))
+    lo_r = min(ok_r, key=lambda p: p["peak"], default=None)
+    lo_t = min(ok_t, key=lambda p: p["peak"], default=None)
+    if lo_r and lo_t:
+        lines.append(("remat reaches a lower measured peak than any PyTorch option", lo_r["peak"] < lo_t["peak"],
+                      f"remat {mib(lo_r['peak'])} MiB (+{100 * (lo_r['ms'] / noremat['ms'] - 1):.0f}%) against "
+                      f"{torch_label(lo_t['name'])} {mib(lo_t['peak'])} MiB: {lo_r['peak'] / lo_t['peak']:.2f}x"
+                      if noremat and "ms" in noremat else ""))
+    return lines
+
+
+def table(st, tp, rp):
+    eager, noremat = tp.get("eager", {}), rp.get("noremat", {})
+    rows = ["| option | PyTorch peak MiB | PyTorch ms | PyTorch overhead | remat at that budget: peak MiB "
+            "(accounted) | remat ms | remat overhead (planned) |", "|---|---|---|---|---|---|---|"]
+
+    def ovh(p, ref):
+        return f"{100 * (p['ms'] / ref['ms'] - 1):+.1f}%" if "ms" in p and "ms" in ref else "-"
+
+    def remat_cells(r):
+        if not r:
+            return "- | - | -"
+        if "error" in r:
+            return f"not fitted: {r['error'][:90]} | - | -"
+        return (f"{mib(r['peak'])} ({mib(r['accounted'])}) | {r['ms']:.0f} | {ovh(r, noremat)} "
+                f"({r['planned_overhead']:+.1f}%)")
+
+    for name in sorted(tp, key=torch_order):
+        p = tp[name]
+        if "error" in p:
+            rows.append(f"| {torch_label(name)} | failed: {p['error'][:80]} | - | - | {remat_cells(rp.get('at-' + name))} |")
+            continue
+        rows.append(f"| {torch_label(name)} | {mib(p['peak'])} | {p['ms']:.0f} | {ovh(p, reference(tp, name) or {})} | "
+                    f"{remat_cells(rp.get('at-' + name))} |")
+    sweep = sorted((p for n, p in rp.items() if n == "noremat" or n.startswith("sweep-")),
+                   key=lambda p: -p.get("budget_pct", 0))
+    rows.append("")
+    rows.append("remat alone, budgets from its no-remat peak down to its lower bound:")
+    rows.append("")
+    rows.append("| budget | measured peak MiB (accounted) | step ms | overhead (planned) |")
+    rows.append("|---|---|---|---|")
+    for p in sweep:
+        b = f"{p['budget_pct']:.1f}% = {mib(p['budget'])} MiB" if "budget" in p else p["name"]
+        rows.append(f"| {b} | {remat_cells(p)} |" if "error" not in p else
+                    f"| {b} | not fitted: {p['error'][:100]} | - | - |")
+    return rows
+
+
+def svg(models, path):
+    W, H, pad = 360, 280, 52
+    n = len(models)
+    cols = min(n, 2) or 1
+    rows = (n + cols - 1) // cols
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{cols * W}" height="{rows * H + 40}" '
+           f'font-family="sans-serif" font-size="11">', f'<rect width="100%" height="100%" fill="white"/>']
+    colours = {"remat": "#1f77b4", "compile": "#d62728", "checkpoint": "#2ca02c", "eager": "#444444"}
+    for i, (st, tp, rp) in enumerate(models):
+        ox, oy = (i % cols) * W, (i // cols) * H
+        eager, noremat = tp.get("eager"), rp.get("noremat")
+        if not eager or "ms" not in eager or not noremat or "ms" not in noremat:
+            continue
+        pts_t = [(p["peak"] / MIB, p["ms"] / reference(tp, p["name"])["ms"], p["name"]) for p in tp.values()
+                 if "peak" in p and reference(tp, p["name"])]
+        pts_r = sorted((p["peak"] / MIB, p["ms"] / noremat["ms"]) for p in rp.values() if "peak" in p)
+        xs = [x for x, *_ in pts_t] + [x for x, _ in pts_r]
+        ys = [y for _, y, _ in pts_t] + [y for _, y in pts_r]
+        x0, x1 = 0.0, max(xs) * 1.05
+        y0, y1 = min(0.9, min(ys)), max(ys) * 1.05
+
+        def X(x):
+            return ox + pad + (x - x0) / (x1 - x0) * (W - pad - 12)
+
+        def Y(y):
+            return oy + H - 36 - (y - y0) / (y1 - y0) * (H - 70)
+
+        out.append(f'<text x="{ox + W / 2}" y="{oy + 16}" text-anchor="middle" font-weight="bold">'
+                   f'{st["model"]}, batch {st["batch"]}, {st["size"]}x{st["size"]}</text>')
+        out.append(f'<line x1="{X(x0)}" y1="{Y(y0)}" x2="{X(x1)}" y2="{Y(y0)}" stroke="black"/>')
+        out.append(f'<line x1="{X(x0)}" y1="{Y(y0)}" x2="{X(x0)}" y2="{Y(y1)}" stroke="black"/>')
+        for k in range(5):
+            xv = x0 + (x1 - x0) * k / 4
+            yv = y0 + (y1 - y0) * k / 4
+            out.append(f'<text x="{X(xv):.1f}" y="{Y(y0) + 14:.1f}" text-anchor="middle">{xv:.0f}</text>')
+            out.append(f'<text x="{X(x0) - 4:.1f}" y="{Y(yv) + 4:.1f}" text-anchor="end">{yv:.2f}</text>')
+        out.append(f'<text x="{ox + W / 2}" y="{oy + H - 8}" text-anchor="middle">measured peak (MiB)</text>')
+        out.append(f'<text transform="translate({ox + 12},{oy + H / 2}) rotate(-90)" text-anchor="middle">'
+                   f'step time / own no-remat step</text>')
+        comp = sorted((x, y) for x, y, nm in pts_t if nm.startswith("compile"))
+        for pts, c in ((pts_r, colours["remat"]), (comp, colours["compile"])):
+            if pts:
+                d = " ".join(f"{X(x):.1f},{Y(y):.1f}" for x, y in pts)
+                out.append(f'<polyline points="{d}" fill="none" stroke="{c}" stroke-width="1.5"/>')
+                out += [f'<circle cx="{X(x):.1f}" cy="{Y(y):.1f}" r="2.5" fill="{c}"/>' for x, y in pts]
+        for x, y, nm in pts_t:
+            if nm in ("eager", "checkpoint"):
+                c = colours[nm]
+                out.append(f'<rect x="{X(x) - 4:.1f}" y="{Y(y) - 4:.1f}" width="8" height="8" fill="{c}"/>')
+    ly = rows * H + 22
+    for k, (label, c) in enumerate((("remat", colours["remat"]), ("PyTorch torch.compile, activation_memory_budget",
+                                                                   colours["compile"]),
+                                    ("PyTorch checkpoint per block", colours["checkpoint"]),
+                                    ("PyTorch eager", colours["eager"]))):
+        lx = 10 + k * (cols * W - 20) / 4
+        out.append(f'<rect x="{lx:.0f}" y="{ly - 8}" width="10" height="10" fill="{c}"/>')
+        out.append(f'<text x="{lx + 14:.0f}" y="{ly + 1}">{label}</text>')
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+def main():
+    if len(sys.argv) != 4:
+        sys.exit(__doc__)
+    work, out, fig = sys.argv[1:]
+    models = load(work)
+    if not models:
+        sys.exit(f"vs_pytorch_memory_report: no results in {work}")
+    st0 = models[0][0]
+    doc = ["# remat beside PyTorch at the same measured memory (CPU)", "",
+           f"Written by `bench/vs_pytorch_memory.sh` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}) on "
+           f"{st0['cpu'].replace('_', ' ')}, {st0['threads']} threads on both sides; torch {st0['torch']}.", "",
+           "One training step: forward, cross-entropy, backward, SGD with momentum 0.9, float32, one random batch. "
+           f"Step times are medians of {st0['steps']} steps after {st0['warmup']} warm-up steps (remat: of steps 2 "
+           "to the last). Overheads are over each option's own no-remat step: PyTorch eager's for eager and checkpoint, "
+           "torch.compile's at activation_memory_budget 1.0 for compile (it fuses, so eager's would flatter it), "
+           "remat's at budget 100% for remat.", "",
+           "Measured peak, PyTorch: parameters, buffers, momentum and the batch (counted), plus the growth of the "
+           "kernel's resident count over two steps (VmHWM restarted before them, less VmRSS then) with glibc told "
+           "to return large frees (M_MMAP_THRESHOLD 64 KiB, malloc_trim). remat: the growth of the same count from "
+           "just before it allocates its training memory to the end (`remat train`'s `resident` line); in brackets "
+           "its own accounting, the arena's high-water plus the fixed bytes. remat is given each PyTorch peak as "
+           "its `--budget` in bytes, default strategy, solver limit "
+           f"{st0['time_limit']} s.", "", "![measured peak against step time](../img/vs-pytorch-memory.svg)", ""]
+    for st, tp, rp in models:
+        doc.append(f"## {st['model']}: batch {st['batch']}, input 3x{st['size']}x{st['size']}")
+        doc.append("")
+        doc += table(st, tp, rp)
+        doc.append("")
+        doc.append("Goals:")
+        doc.append("")
+        for what, met, detail in goals(st, tp, rp):
+            doc.append(f"- {what}: **{'met' if met else 'not met'}** ({detail})")
+        doc.append("")
+    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+    with open(out, "w") as f:
+        f.write("\n".join(doc) + "\n")
+    svg(models, fig)
+    print("\n".join(doc))
+
+
+if __name__ == "__main__":
+    main()
