@@ -21,8 +21,13 @@
 #
 # Models keep their raw results in build-bench-vsmem/<model>/; the report
 # covers every model found there, so models can be run in separate calls.
+# REUSE_TORCH=1 keeps a model's PyTorch results (points with a RESULT line)
+# and reruns the rest and every remat point.
 # Environment: THREADS (both sides, default 2), STEPS (timed steps, default
-# 10), WARMUP (default 2), TIME_LIMIT (remat's solver, seconds, default 10),
+# 10), WARMUP (default 2), TIME_LIMIT (remat's solver, seconds, default 30:
+# torch.compile takes about a minute a budget here), COSTS (profile, the
+# default: remat schedules with the node times `remat profile` measures;
+# flops: with the FLOP model),
 # COMPILE_BUDGETS (default "1.0 0.8 0.6 0.4 0.2 0.1 0.0"), SWEEP (remat's
 # extra budgets, default 6), OUT (default docs/bench/vs-pytorch-memory.md).
 # Sizes (input height = width, batch) are set per model below, chosen so
@@ -35,7 +40,7 @@ cd "$(dirname "$0")/.."
 work=build-bench-vsmem
 unset REMAT_THREADS
 venv="${REMAT_TORCH_VENV:-$work/venv}"
-threads="${THREADS:-2}" steps="${STEPS:-10}" warmup="${WARMUP:-2}" tlimit="${TIME_LIMIT:-10}" sweep="${SWEEP:-6}"
+threads="${THREADS:-2}" steps="${STEPS:-10}" warmup="${WARMUP:-2}" tlimit="${TIME_LIMIT:-30}" sweep="${SWEEP:-6}"
 read -r -a budgets <<<"${COMPILE_BUDGETS:-1.0 0.8 0.6 0.4 0.2 0.1 0.0}"
 out="${OUT:-docs/bench/vs-pytorch-memory.md}"
 models=("$@")
@@ -56,17 +61,22 @@ remat="${REMAT_BUILD_DIR:-build}/remat"
 
 for m in "${models[@]}"; do
     s=${size[$m]} b=${batch[$m]} dir="$work/$m"
-    rm -rf "$dir" && mkdir -p "$dir"
+    if [ "${REUSE_TORCH:-0}" = 1 ]; then
+        rm -f "$dir"/remat-*.log && mkdir -p "$dir"
+    else
+        rm -rf "$dir" && mkdir -p "$dir"
+    fi
     # The config at the bench's input size: [net]'s height and width.
     cfg="$dir/$m.cfg"
     sed -E '0,/^height=/s/^height=.*/height='"$s"'/; 0,/^width=/s/^width=.*/width='"$s"'/' "models/$m.cfg" >"$cfg"
-    printf 'model=%s size=%s batch=%s threads=%s steps=%s warmup=%s time_limit=%s torch=%s cpu=%s\n' "$m" "$s" "$b" \
-        "$threads" "$steps" "$warmup" "$tlimit" "$("$venv/bin/python" -c 'import torch; print(torch.__version__)')" \
+    printf 'model=%s size=%s batch=%s threads=%s steps=%s warmup=%s time_limit=%s costs=%s torch=%s cpu=%s\n' "$m" "$s" \
+        "$b" "$threads" "$steps" "$warmup" "$tlimit" "${COSTS:-profile}" "$("$venv/bin/python" -c 'import torch; print(torch.__version__)')" \
         "$(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1 | tr ' ' _)" >"$dir/settings"
     # PyTorch's points.
     torch_point() { # NAME ARGS...
         local name=$1
         shift
+        [ "${REUSE_TORCH:-0}" = 1 ] && grep -q '^RESULT' "$dir/torch-$name.log" 2>/dev/null && return
         echo "vs_pytorch_memory: $m: PyTorch $name" >&2
         OMP_NUM_THREADS=$threads MKL_NUM_THREADS=$threads "$venv/bin/python" bench/pytorch_memory.py --model "$m" \
             --batch "$b" --size "$s" --threads "$threads" --steps "$steps" --warmup "$warmup" "$@" \
@@ -75,14 +85,27 @@ for m in "${models[@]}"; do
     torch_point eager --mode eager
     torch_point checkpoint --mode checkpoint
     for x in "${budgets[@]}"; do torch_point "compile-$x" --mode compile --budget "$x"; done
-    # remat's points: `remat train` on synthetic data, steps+1 steps (its
-    # median leaves the first out), no accuracy replays.
+    # remat's points: `remat train` on synthetic data, steps+1 steps in one
+    # epoch (its median leaves the first out; the held-out evaluation comes
+    # after the last and is not timed), no accuracy replays.
     remat_point() { # NAME BUDGET
         echo "vs_pytorch_memory: $m: remat $1 (budget $2)" >&2
-        "$remat" train --model "$cfg" --data synthetic --samples $((2 * b)) --batch "$b" --budget "$2" \
-            --steps $((steps + 1)) --threads "$threads" --time-limit "$tlimit" --train-accuracy-every 0 --quiet \
+        "$remat" train --model "$cfg" --data synthetic --samples $(((steps + 1) * b)) --batch "$b" --budget "$2" \
+            --steps $((steps + 1)) --threads "$threads" --time-limit "$tlimit" --train-accuracy-every 0 --quiet "${costs[@]}" \
             >"$dir/remat-$1.log" 2>&1 || true
     }
+    # The costs remat's schedules minimise: each node's measured time
+    # (`remat profile`, the checkpoint-all step on this machine), as a user
+    # who cares about the step's time would give them; COSTS=flops: the
+    # FLOP model (batchnorm, ReLU and adds cost 10 to 90 times more per
+    # FLOP than convolutions on this CPU, so it underprices recomputing them).
+    costs=()
+    if [ "${COSTS:-profile}" = profile ]; then
+        echo "vs_pytorch_memory: $m: remat profile" >&2
+        "$remat" profile --model "$cfg" --batch "$b" --threads "$threads" --reps 3 --warmup 1 --out "$dir/costs.txt" \
+            --quiet >"$dir/profile.log" 2>&1
+        costs=(--costs "$dir/costs.txt")
+    fi
     remat_point noremat 100%
     for f in "$dir"/torch-*.log; do
         peak=$(sed -n 's/^RESULT .* peak=\([0-9]*\) .*/\1/p' "$f")
