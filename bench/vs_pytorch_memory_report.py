@@ -288,6 +288,31 @@ def svg(models, path):
         f.write("\n".join(out) + "\n")
 
 
+def summary(models):
+    """One row a model: the lowest measured peak each side reaches, and at what overhead."""
+    rows = ["| model | PyTorch eager | PyTorch's lowest peak (option, overhead) | remat at that budget (overhead: "
+            "planned, measured) | remat, no remat | remat's lowest peak (overhead: planned, measured) | lowest peaks, "
+            "remat / PyTorch |", "|---|---|---|---|---|---|---|"]
+    for st, tp, rp in models:
+        noremat = remat_reference(rp)
+        ok_t = [p for p in tp.values() if "peak" in p and reference(tp, p["name"])]
+        ok_r = [p for p in rp.values() if "peak" in p]
+        if not noremat or not ok_t or not ok_r or "eager" not in tp or "peak" not in tp["eager"]:
+            continue
+        lt = min(ok_t, key=lambda p: p["peak"])
+        lr = min(ok_r, key=lambda p: p["peak"])
+        base = next((p for p in ok_r if p["recomputations"] == 0), ok_r[0])
+        at = rp.get("at-" + lt["name"], {})
+        at_cell = (f"{mib(at['peak'])} MiB ({at['planned_overhead']:+.0f}%, {100 * (at['ms'] / noremat['ms'] - 1):+.0f}%)"
+                   if "ms" in at else "not fitted")
+        rows.append(f"| {st['model']}, batch {st['batch']}, {st['size']}x{st['size']} | {mib(tp['eager']['peak'])} MiB | "
+                    f"{mib(lt['peak'])} MiB ({torch_label(lt['name'])}, "
+                    f"{100 * (lt['ms'] / reference(tp, lt['name'])['ms'] - 1):+.0f}%) | {at_cell} | {mib(base['peak'])} MiB | "
+                    f"{mib(lr['peak'])} MiB ({lr['planned_overhead']:+.0f}%, {100 * (lr['ms'] / noremat['ms'] - 1):+.0f}%)"
+                    f" | {lr['peak'] / lt['peak']:.2f} |")
+    return rows
+
+
 def main():
     if len(sys.argv) != 4:
         sys.exit(__doc__)
@@ -317,6 +342,7 @@ def main():
            "Step times on this machine (2 vCPUs of a shared host) move by up to 20% from one process to the next, "
            "even for the same schedule: remat's no-remat step is the median of all its runs whose schedule "
            "recomputes nothing, and the goals below allow for the spread of those runs.", "", "![measured peak against step time](../img/vs-pytorch-memory.svg)", ""]
+    doc += summary(models) + [""]
     for st, tp, rp in models:
         doc.append(f"## {st['model']}: batch {st['batch']}, input 3x{st['size']}x{st['size']}")
         doc.append("")
