@@ -124,14 +124,7 @@ def main():
         p.error("--steps, --warmup, --batch, --threads at least 1; --budget in [0, 1]")
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    kw = {}
-    if a.model == "vit_b_16" and a.size:
-        kw["image_size"] = a.size
-    if kw:
-        import torchvision
-        model, chw, classes, per_pixel = torchvision.models.vit_b_16(weights=None, **kw), (3, a.size, a.size), 1000, False
-    else:
-        model, chw, classes, per_pixel = pytorch_step.build(a.model, a.size)
+    model, chw, classes, per_pixel = pytorch_step.build(a.model, a.size)
     model.train()
     if a.mode == "checkpoint":
         checkpoint_blocks(a.model, model)

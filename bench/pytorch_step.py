@@ -89,7 +89,9 @@ def build(name, size):
     if name == "mobilenet_v2":
         return torchvision.models.mobilenet_v2(weights=None), (3, size or 224, size or 224), 1000, False
     if name == "vit_b_16":
-        return torchvision.models.vit_b_16(weights=None), (3, size or 224, size or 224), 1000, False
+        # The position embedding is sized for the image: give torchvision the size.
+        vit = torchvision.models.vit_b_16(weights=None, **({"image_size": size} if size else {}))
+        return vit, (3, size or 224, size or 224), 1000, False
     if name == "unet":
         return UNet(), (3, size or 256, size or 256), 2, True
     raise SystemExit(f"unknown model {name}")
