@@ -85,7 +85,15 @@ def build(name, size):
     if name == "resnet50":
         return torchvision.models.resnet50(weights=None), (3, size or 224, size or 224), 1000, False
     if name == "vgg16":
-        return torchvision.models.vgg16(weights=None), (3, size or 224, size or 224), 1000, False
+        vgg = torchvision.models.vgg16(weights=None)
+        if size and size != 224:
+            # models/vgg16.cfg flattens the last pooling's s/32 x s/32 map into
+            # fc6; torchvision would first pool it up to 7x7 (fc6 of 25088
+            # inputs: 138M parameters, not the config's 54M at 112x112).
+            import torch.nn as nn
+            vgg.avgpool = nn.Identity()
+            vgg.classifier[0] = nn.Linear(512 * (size // 32) ** 2, 4096)
+        return vgg, (3, size or 224, size or 224), 1000, False
     if name == "mobilenet_v2":
         return torchvision.models.mobilenet_v2(weights=None), (3, size or 224, size or 224), 1000, False
     if name == "vit_b_16":

@@ -4,6 +4,9 @@
  *   remat_bench_scale_gen chain N FILE        a chain of N nodes in all
  *   remat_bench_scale_gen dag N K SEED FILE   a random DAG of N nodes, fan-in <= K
  *   remat_bench_scale_gen fanin K FILE        one node reading K independent branches
+ *   remat_bench_scale_gen layered L W DENSITY SKIP SEED FILE
+ *                                             a forward-only random layered DAG of L x W
+ *                                             nodes (tests/scheduler/random_graphs.h)
  *
  * Every graph is shaped like the tracer's output: forward nodes (node 0 the
  * input), a loss, then one backward node per layer in reverse order reading
@@ -15,6 +18,7 @@
 #include <string.h>
 
 #include "problem.h"
+#include "random_graphs.h"
 #include "rng.h"
 
 typedef struct gen {
@@ -155,11 +159,31 @@ fail:
     return 1;
 }
 
+/* The layered kind: no backward pass, so none of the above. */
+static int write_layered(char **argv)
+{
+    int layers = atoi(argv[2]), width = atoi(argv[3]);
+    rm_problem *p = rg_layered_problem((uint64_t)atoll(argv[6]), layers, width, atof(argv[4]), atof(argv[5]));
+    rm_err e = {RM_OK, ""};
+    if (!p) {
+        fprintf(stderr, "scale_gen: layered: bad parameters\n");
+        return 2;
+    }
+    int rc = rm_problem_write(p, argv[7], &e);
+    if (rc)
+        fprintf(stderr, "scale_gen: %s\n", e.msg);
+    else
+        printf("%s: %d nodes (%d layers of %d)\n", argv[7], p->n, layers, width);
+    rm_problem_free(p);
+    return rc ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     gen g = {0};
     const char *kind = argc > 1 ? argv[1] : "", *path = NULL;
     int n = 0;
+    if (!strcmp(kind, "layered") && argc == 8) return write_layered(argv);
     if (!strcmp(kind, "chain") && argc == 4) {
         n = atoi(argv[2]);
         path = argv[3];
@@ -176,7 +200,9 @@ int main(int argc, char **argv)
         path = argv[3];
         g.F = g.K + 2;
     } else {
-        fprintf(stderr, "usage: remat_bench_scale_gen chain N FILE | dag N K SEED FILE | fanin K FILE\n");
+        fprintf(stderr,
+                "usage: remat_bench_scale_gen chain N FILE | dag N K SEED FILE | fanin K FILE | layered L W DENSITY "
+                "SKIP SEED FILE\n");
         return 2;
     }
     if (g.F < 2 || g.K < 1) {

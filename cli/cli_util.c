@@ -18,6 +18,7 @@
 
 #include "builder.h"
 #include "launcher.h"
+#include "order.h"
 #include "trace.h"
 
 int rm_cli_option(const char **out, int argc, char **argv, int *a, const char *opt)
@@ -725,4 +726,30 @@ int rm_cli_add_strategies(const rm_strategy_info **v, int *n, int cap, const cha
         return -1;
     }
     return 0;
+}
+
+int rm_cli_shown_of(rm_cli_shown *sh, const rm_problem *p, const rm_schedule *s, const rm_schedule_report *rep,
+                    unsigned what, rm_err *e)
+{
+    memset(sh, 0, sizeof *sh);
+    sh->p = p, sh->s = s, sh->rep = rep;
+    if (!s->order) return RM_OK;
+    for (int t = 0; t < s->n; t++) sh->moved += s->order[t] != t;
+    int rc = rm_problem_reorder(&sh->own_p, p, s->order, e);
+    if (!rc && !(rc = rm_schedule_copy(&sh->own_s, s, e))) rc = rm_schedule_set_order(sh->own_s, NULL, e);
+    if (!rc) rc = rm_schedule_report_of(&sh->own_rep, sh->own_p, sh->own_s, NULL, what, e);
+    if (rc) {
+        rm_cli_shown_free(sh);
+        return rc;
+    }
+    sh->p = sh->own_p, sh->s = sh->own_s, sh->rep = &sh->own_rep;
+    return RM_OK;
+}
+
+void rm_cli_shown_free(rm_cli_shown *sh)
+{
+    rm_problem_free(sh->own_p);
+    rm_schedule_free(sh->own_s);
+    rm_schedule_report_free(&sh->own_rep);
+    memset(sh, 0, sizeof *sh);
 }

@@ -230,6 +230,27 @@ int rm_cli_problem_set_budget(rm_cli_problem *cp, const char *cmd, const rm_cli_
 /* The "problem / fixed / no-remat / lower bound / budget" lines. */
 void rm_cli_problem_print(const rm_cli_problem *cp, const rm_cli_budget *b);
 
+/* ---- A schedule with its own order, shown ---- */
+
+/* What the tables, matrices and figures show, where stage t's own node is
+ * node t: for a schedule with its own order (scheduler/schedule.h), the
+ * problem renumbered in that order (own_p), the schedule over it (own_s)
+ * and their report (own_rep, what as rm_schedule_report_of takes it); for
+ * one without, p, s and rep themselves, nothing allocated. moved: how many
+ * nodes the order puts elsewhere than the problem's. */
+typedef struct rm_cli_shown {
+    const rm_problem *p;
+    const rm_schedule *s;
+    const rm_schedule_report *rep;
+    int moved;
+    rm_problem *own_p;
+    rm_schedule *own_s;
+    rm_schedule_report own_rep;
+} rm_cli_shown;
+int rm_cli_shown_of(rm_cli_shown *sh, const rm_problem *p, const rm_schedule *s, const rm_schedule_report *rep,
+                    unsigned what, rm_err *e);
+void rm_cli_shown_free(rm_cli_shown *sh);
+
 /* Units of rm_cli_cost (and rm_cli_problem.flops). */
 #define RM_CLI_COST_FLOPS 1
 #define RM_CLI_COST_SECONDS 2

@@ -188,18 +188,23 @@ static void dot_legend(FILE *f, int with_schedule)
  * problem), each node coloured by what s does with it. */
 static int write_dot(const rm_graph *g, const char *model_path, const char *path, const rm_schedule *s)
 {
-    int *counts = NULL;
-    if (s && !(counts = malloc((size_t)g->n * sizeof *counts))) {
+    int *counts = NULL, *pos = NULL; /* pos: each node's stage in s's order */
+    if (s && (!(counts = malloc((size_t)g->n * sizeof *counts)) || !(pos = malloc((size_t)g->n * sizeof *pos)))) {
+        free(counts);
         rm_text_fprintf(stderr, "remat graph: out of memory\n");
         return 2;
     }
-    if (s) rm_schedule_compute_counts(s, counts);
+    if (s) {
+        rm_schedule_compute_counts(s, counts);
+        for (int t = 0; t < g->n; t++) pos[rm_schedule_node_at(s, t)] = t;
+    }
     /* Atomically (base/atomic_file.h): a full disk leaves the previous file. */
     rm_atomic_file af;
     rm_err e = {RM_OK, ""};
     if (rm_atomic_open(&af, path, &e)) {
         rm_text_fprintf(stderr, "remat graph: %s\n", e.msg);
         free(counts);
+        free(pos);
         return 1;
     }
     FILE *f = af.f;
@@ -222,7 +227,8 @@ static int write_dot(const rm_graph *g, const char *model_path, const char *path
         if (s) {
             /* A node recomputed and also kept somewhere counts as recomputed:
              * that is what costs compute. */
-            use = counts[i] > 1 ? USE_RECOMPUTED : s->ret_start[i] < s->ret_start[i + 1] ? USE_KEPT : USE_FREED;
+            int q = pos[i];
+            use = counts[i] > 1 ? USE_RECOMPUTED : s->ret_start[q] < s->ret_start[q + 1] ? USE_KEPT : USE_FREED;
             if (use == USE_RECOMPUTED)
                 snprintf(label + o, sizeof label - (size_t)o, "\\nrecomputed %dx", counts[i] - 1);
         }
@@ -243,6 +249,7 @@ static int write_dot(const rm_graph *g, const char *model_path, const char *path
     }
     fprintf(f, "}\n");
     free(counts);
+    free(pos);
     if (rm_atomic_commit(&af, &e)) {
         rm_text_fprintf(stderr, "remat graph: %s\n", e.msg);
         return 1;

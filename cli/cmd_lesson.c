@@ -453,6 +453,9 @@ static int run_at(lesson_solve *L, int k, int j, const rm_schedule *inc, const r
     o.milp_engine = a->engine;
     o.incumbent = inc;
     o.incumbent_sim = inc ? inc_sim : NULL;
+    /* The page teaches Checkmate's R and S, stage t computing node t: the
+     * anneal (and best's) stay in the problem's order here. */
+    o.keep_order = 1;
     rm_err why = {RM_OK, ""};
     x->rc = rm_strategy_run(&x->s, &x->stats, st, L->cp->p, &o, &why);
     x->ran = 1;

@@ -26,7 +26,7 @@
     "usage: remat plan (--model FILE --batch N --budget B | --problem FILE [--budget B]) [--strategy NAME]\n"          \
     "                  (--onnx FILE [--loss L] [--init I] in place of --model FILE)\n"                                 \
     "                  [--costs FILE] [--time-limit S] [--node-limit N] [--out FILE] [--svg PREFIX]\n"                 \
-    "                  [--milp-engine E] [--format text|csv|json] [--quiet]\n"                                         \
+    "                  [--milp-engine E] [--moves N] [--seed N] [--keep-order] [--format text|csv|json] [--quiet]\n"   \
     "       remat plan --check FILE (--model FILE --batch N | --problem FILE) [--budget B] [--svg PREFIX]\n"           \
     "\n"                                                                                                               \
     "Solves a rematerialization schedule: which activations to keep in memory between the stages of a\n"               \
@@ -49,13 +49,15 @@
                   "                    or a percentage of the no-remat peak (80%: 80% of fixed + checkpoint-all's "    \
                   "peak);\n"                                                                                           \
                   "                    at most 2^62 bytes (4 EiB)\n"                                                   \
-                  "  --strategy NAME   best (the default): every heuristic first, then the MILP with the cheapest of " \
-                  "them\n"                                                                                             \
-                  "                    as incumbent; the cheapest schedule found, never dearer than a heuristic;\n"    \
+                  "  --strategy NAME   best (the default): every heuristic first, then the anneal and the MILP with "  \
+                  "the\n"                                                                                              \
+                  "                    cheapest as incumbent; the cheapest schedule found, never dearer than a "       \
+                  "heuristic;\n"                                                                                       \
                   "                    or one of checkpoint_all, chen_sqrtn, chen_greedy, griewank, ap_sqrtn, "        \
                   "ap_greedy,\n"                                                                                       \
-                  "                    linearized_sqrtn, linearized_greedy, ogc, lp_round, milp ('-' works for "       \
-                  "'_'),\n"                                                                                            \
+                  "                    linearized_sqrtn, linearized_greedy, ogc, lp_round, milp, anneal (which may "   \
+                  "also\n"                                                                                             \
+                  "                    choose the order of first computes) ('-' works for '_'),\n"                     \
                   "                    or all: run every strategy and compare them in a table\n"                       \
                   "  --time-limit S    wall-clock seconds for the whole command, reading the problem included, "       \
                   "whatever\n"                                                                                         \
@@ -66,7 +68,13 @@
                   "                    within S plus 5% plus 0.5 s per 100,000 nodes (docs/reliability.md, \"Time "    \
                   "limits\")\n"                                                                                        \
                   "  --node-limit N    branch-and-bound nodes for milp (deterministic; default "                       \
-                  "none)\n" RM_CLI_MILP_ENGINE_HELP(                                                                   \
+                  "none)\n"                                                                                            \
+                  "  --moves N         the anneal's moves (default 2,000 a node, within 30,000 .. 10^7); with "        \
+                  "--seed\n"                                                                                           \
+                  "                    they fix its answer (a time limit only stops it earlier)\n"                     \
+                  "  --seed N          the anneal's random seed (default 1)\n"                                         \
+                  "  --keep-order      the anneal keeps the problem's order: recomputations "                          \
+                  "only\n" RM_CLI_MILP_ENGINE_HELP(                                                                    \
                       "   ") "  --out FILE        write the schedule (docs/schedule-format.md); with all, the "        \
                              "cheapest one\n"                                                                          \
                              "  --svg PREFIX      write PREFIX-rs.svg (R and S as coloured grids, up to 2000 nodes) "  \
@@ -122,8 +130,9 @@
 typedef struct plan_args {
     rm_cli_model mdl;
     const char *model, *batch, *problem, *budget, *strategy, *time_limit, *node_limit, *out, *svg, *check, *costs,
-        *format, *milp_engine;
-    int quiet;
+        *format, *milp_engine, *moves, *seed;
+    int quiet, keep_order;
+    long moves_n, seed_n;
     rm_table_format fmt;
     FILE *info; /* where the lines around a table go: stdout in text, stderr in csv and json */
     long batch_n;
@@ -205,7 +214,7 @@ static void print_timeline(const rm_problem *p, const rm_schedule_report *tl)
     for (int k = 0; k < nops; k++) {
         int j = (int)((long long)k * W / nops);
         if (tl->mem[k] > colmax[j]) colmax[j] = tl->mem[k];
-        if (rm_op_is_recompute(&tl->ops[k])) marks[j] = 'r';
+        if (rm_op_is_recompute(tl, &tl->ops[k])) marks[j] = 'r';
     }
     size_t act = rm_problem_activation_budget(p);
     double top = (double)sim->peak_bytes;
@@ -284,7 +293,14 @@ static void print_summary(const rm_problem *p, const rm_cli_problem *cp, const r
     if (r->peak_node >= 0)
         printf("             reached computing '%s' in stage %d ('%s')\n",
                rm_name_shown_of(p->nodes[r->peak_node].name).s, r->peak_stage,
-               rm_name_shown_of(p->nodes[r->peak_stage].name).s);
+               rm_name_shown_of(p->nodes[rm_report_stage_node(rep, r->peak_stage)].name).s);
+    if (rep->stage_node) {
+        int moved = 0;
+        for (int t = 0; t < p->n; t++) moved += rep->stage_node[t] != t;
+        printf("order        its own: %d of the %d nodes are computed first elsewhere than in the problem's order\n"
+               "             (stages below follow the schedule's order)\n",
+               moved, p->n);
+    }
     print_arena(p, rep);
 }
 
@@ -307,10 +323,16 @@ static int write_outputs(const plan_args *a, const rm_problem *p, const rm_sched
         snprintf(rs, sizeof rs, "%s-rs.svg", a->svg);
         snprintf(mem, sizeof mem, "%s-memory.svg", a->svg);
         int draw_rs = p->n <= RM_FIGURE_RS_MAX_NODES; /* n^2 cells */
-        if ((draw_rs && rm_figure_rs_svg(rs, p, s, title, &e)) || rm_figure_memory_svg(mem, p, r, title, &e)) {
+        rm_cli_shown sh;                              /* R and S in the schedule's order */
+        memset(&sh, 0, sizeof sh);
+        int rc = draw_rs && rm_cli_shown_of(&sh, p, s, r, 0, &e);
+        if (rc || (draw_rs && rm_figure_rs_svg(rs, sh.p, sh.s, title, &e)) ||
+            rm_figure_memory_svg(mem, p, r, title, &e)) {
+            rm_cli_shown_free(&sh);
             rm_text_fprintf(stderr, "remat plan: %s\n", e.msg);
             return 1;
         }
+        rm_cli_shown_free(&sh);
         if (draw_rs)
             rm_text_fprintf(a->info, "figures      %s, %s\n", rs, mem);
         else
@@ -341,6 +363,9 @@ static void set_solver_options(rm_strategy_options *o, rm_cli_progress *pr, cons
     o->time_limit_s = a->time_limit_s;
     o->node_limit = a->node_limit_n;
     o->milp_engine = a->engine;
+    o->moves = a->moves_n;
+    o->seed = (unsigned long)a->seed_n;
+    o->keep_order = a->keep_order;
     pr->prefix = name;
     pr->t0 = rm_now();
     if (!a->quiet) {
@@ -491,9 +516,14 @@ static int plan_one(const plan_args *a, rm_cli_problem *cp, const rm_strategy_in
         if (t && plan_table_end(t)) rc = 2;
     } else {
         print_summary(p, cp, st, &stats, &rep);
-        if (p->n <= TEXT_MATRIX_MAX)
-            print_matrices(p, s, &rep);
-        else
+        rm_cli_shown sh; /* R and S in the schedule's order */
+        if (p->n <= TEXT_MATRIX_MAX && !(rc = rm_cli_shown_of(&sh, p, s, &rep, 0, &e))) {
+            print_matrices(sh.p, sh.s, sh.rep);
+            rm_cli_shown_free(&sh);
+        } else if (rc) {
+            rm_text_fprintf(stderr, "remat plan: %s\n", e.msg);
+            rc = 2;
+        } else
             printf("\n(the R and S matrices are printed for up to %d nodes; --svg draws them up to %d)\n",
                    TEXT_MATRIX_MAX, RM_FIGURE_RS_MAX_NODES);
         print_timeline(p, &rep);
@@ -730,6 +760,9 @@ static int plan_run(int argc, char **argv)
         RM_CLI_VALUE("--time-limit", &a.time_limit),
         RM_CLI_VALUE("--node-limit", &a.node_limit),
         RM_CLI_VALUE("--milp-engine", &a.milp_engine),
+        RM_CLI_VALUE("--moves", &a.moves),
+        RM_CLI_VALUE("--seed", &a.seed),
+        RM_CLI_FLAG("--keep-order", NULL, &a.keep_order),
         RM_CLI_VALUE("--out", &a.out),
         RM_CLI_VALUE("--svg", &a.svg),
         RM_CLI_VALUE("--check", &a.check),
@@ -755,12 +788,17 @@ static int plan_run(int argc, char **argv)
     if (rm_cli_parse_solver_limits(&a.time_limit_s, &a.node_limit_n, a.time_limit, a.node_limit, why, sizeof why) ||
         rm_cli_parse_milp_engine(&a.engine, a.milp_engine, why, sizeof why))
         return usage_error("%s", why);
+    if (a.moves && rm_cli_parse_long(&a.moves_n, a.moves, 1, 1000000000))
+        return usage_error("--moves must be a whole number from 1 to 10^9, got '%s'", a.moves);
+    if (a.seed && rm_cli_parse_long(&a.seed_n, a.seed, 0, 2147483647))
+        return usage_error("--seed must be a whole number from 0 to 2^31-1, got '%s'", a.seed);
     if (a.format && (rm_table_format_parse(&a.fmt, a.format) || a.fmt == RM_TABLE_MD))
         return usage_error("--format must be text, csv or json, got '%s'", a.format);
     a.info = a.fmt == RM_TABLE_TEXT ? stdout : stderr;
     const rm_strategy_info *st = NULL;
     if (a.check) {
-        if (a.strategy || a.out || a.time_limit || a.node_limit || a.milp_engine || a.format)
+        if (a.strategy || a.out || a.time_limit || a.node_limit || a.milp_engine || a.format || a.moves || a.seed ||
+            a.keep_order)
             return usage_error("--check takes the problem, --budget and --svg only");
     } else {
         if (!a.strategy) a.strategy = "best";

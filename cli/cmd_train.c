@@ -66,11 +66,12 @@
                       "                        and the schedule are a micro-batch's, so K times the batch fits; "      \
                       "with\n"                                                                                         \
                       "                        auto, the largest micro-batch times K\n"                                \
-                      "  --strategy NAME       best (default: every heuristic, then the MILP, the cheapest that "      \
-                      "fits), or\n"                                                                                    \
-                      "                        checkpoint_all, chen_sqrtn, chen_greedy, griewank, ap_sqrtn, "          \
-                      "ap_greedy,\n"                                                                                   \
-                      "                        linearized_sqrtn, linearized_greedy, ogc, lp_round, milp\n"             \
+                      "  --strategy NAME       best (default: every heuristic, then the anneal and the MILP, the "     \
+                      "cheapest\n"                                                                                     \
+                      "                        that fits), or checkpoint_all, chen_sqrtn, chen_greedy, griewank, "     \
+                      "ap_sqrtn,\n"                                                                                    \
+                      "                        ap_greedy, linearized_sqrtn, linearized_greedy, ogc, lp_round, milp, "  \
+                      "anneal\n"                                                                                       \
                       "  --costs FILE          the schedule minimises profiled seconds (`remat profile`, "             \
                       "docs/cost-format.md)\n"                                                                         \
                       "                        instead of FLOPs; the file must be the model's at this batch (with "    \

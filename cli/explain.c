@@ -9,6 +9,7 @@
 
 #include "schedule.h"
 #include "simulate.h"
+#include "strategy.h"
 #include "utf8.h"
 
 /* Lines of recomputation detail before the rest is summarised. */
@@ -114,7 +115,7 @@ static void explain_recomputations(const explain_ctx *x)
     long extra_events = 0;
     for (int k = 0; k < x->r->nops; k++) {
         const rm_op *op = &x->r->ops[k];
-        if (!rm_op_is_recompute(op)) continue;
+        if (!rm_op_is_recompute(x->r, op)) continue;
         if (shown < MAX_EVENTS) {
             explain_event(x, op->node, op->stage, k);
             shown++;
@@ -203,10 +204,62 @@ static void explain_peak(const explain_ctx *x)
     free(order);
 }
 
-void rm_explain_write_schedule(FILE *f, const rm_cli_problem *cp, const rm_schedule *s, const rm_schedule_report *r,
-                               const rm_strategy_info *st, const rm_strategy_stats *stats)
+/* What a schedule with its own order (order, n entries) moved, and what
+ * the order alone saved: the no-remat peak in it against the problem's.
+ * sh: the schedule shown in its order (the problem renumbered in it). */
+static void explain_order(FILE *f, const rm_cli_problem *cp, const rm_cli_shown *sh, const int *order)
 {
     const rm_problem *p = cp->p;
+    char a[32], b[32];
+    fprintf(f, "\nOrder\n");
+    fprintf(f,
+            "  This schedule computes the nodes in its own order (any order in which every node comes after its\n"
+            "  inputs is valid): %d of the %d nodes are first computed at another stage than in the problem's\n"
+            "  order. Below, stage t is the t-th node of that order.\n",
+            sh->moved, p->n);
+    rm_sim_result r;
+    rm_schedule *all = NULL;
+    rm_err e = {RM_OK, ""};
+    size_t before = cp->facts.noremat.peak_bytes;
+    if (!rm_checkpoint_all_build(&all, sh->p, &e) && !rm_simulate(&r, sh->p, all, &e)) {
+        fprintf(f, "  Without rematerialization this order peaks at %s of activations, the problem's at %s",
+                rm_cli_bytes(a, sizeof a, (double)r.peak_bytes), rm_cli_bytes(b, sizeof b, (double)before));
+        if (r.peak_bytes < before)
+            fprintf(f, ":\n  the order alone saves %s (%.1f%%).\n",
+                    rm_cli_bytes(a, sizeof a, (double)(before - r.peak_bytes)),
+                    100.0 * (double)(before - r.peak_bytes) / (double)before);
+        else
+            fprintf(f, ".\n");
+    }
+    rm_schedule_free(all);
+    /* The nodes that moved furthest (the first of equals), five at most:
+     * five passes over the order. */
+    int last = -1, lastd = p->n + 1;
+    for (int j = 0; j < 5; j++) {
+        int at = -1, d = 0;
+        for (int t = 0; t < p->n; t++) {
+            int dt = abs(t - order[t]);
+            if (dt > 0 && (dt < lastd || (dt == lastd && t > last)) && dt > d) at = t, d = dt;
+        }
+        if (at < 0) break;
+        fprintf(f, "    %-28s stage %d (the problem's order: %d)\n", rm_name_shown_of(p->nodes[order[at]].name).s, at,
+                order[at]);
+        last = at, lastd = d;
+    }
+}
+
+void rm_explain_write_schedule(FILE *f, const rm_cli_problem *cp, const rm_schedule *s0, const rm_schedule_report *r0,
+                               const rm_strategy_info *st, const rm_strategy_stats *stats)
+{
+    rm_cli_shown sh; /* in the schedule's own order, where it has one */
+    rm_err se = {RM_OK, ""};
+    if (rm_cli_shown_of(&sh, cp->p, s0, r0, 0, &se)) {
+        fprintf(f, "\n(the schedule could not be explained: %s)\n", se.msg);
+        return;
+    }
+    const rm_problem *p = sh.p;
+    const rm_schedule *s = sh.s;
+    const rm_schedule_report *r = sh.rep;
     explain_ctx x = {f, cp, p, s, r};
     char a[32], b[32], c[32];
     fprintf(f, "\nThe schedule: %s (%s), %s in %.1f s\n", st->name, st->title, rm_status_name(stats->status),
@@ -239,6 +292,7 @@ void rm_explain_write_schedule(FILE *f, const rm_cli_problem *cp, const rm_sched
                     "  bound, over the cost; docs/formulation.md).\n",
                     100.0 * stats->gap);
     }
+    if (s0->order) explain_order(f, cp, &sh, s0->order);
     explain_recomputations(&x);
     explain_peak(&x);
     fprintf(f, "\nOverhead\n");
@@ -256,6 +310,7 @@ void rm_explain_write_schedule(FILE *f, const rm_cli_problem *cp, const rm_sched
                 rm_cli_bytes(c, sizeof c, (double)(p->fixed_bytes + r->sim.peak_bytes)),
                 rm_cli_bytes(d, sizeof d, (double)cp->facts.noremat_total),
                 100.0 * (double)(p->fixed_bytes + r->sim.peak_bytes) / (double)cp->facts.noremat_total);
+    rm_cli_shown_free(&sh);
 }
 
 void rm_explain_write_budget(FILE *f, const rm_cli_problem *cp, const rm_cli_budget *bud)

@@ -597,7 +597,7 @@ static void mem_recompute_ticks(FILE *f, const mem_plot *m, const rm_schedule_re
     if (w < 2) w = 2;
     fprintf(f, "<g fill=\"" COL_RE "\">\n");
     for (int k = 0; k < ser->nops; k++)
-        if (rm_op_is_recompute(&ser->ops[k]))
+        if (rm_op_is_recompute(ser, &ser->ops[k]))
             fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"9\"/>\n", mem_x(m, k), m->T + m->ph + 3, w);
     fprintf(f, "</g>\n");
 }

@@ -129,6 +129,7 @@ void rm_schedule_report_free(rm_schedule_report *r)
     free(r->ops);
     free(r->mem);
     free(r->stage_max);
+    free(r->stage_node);
     rm_plan_free(r->arena);
     memset(r, 0, sizeof *r);
     r->peak_op = r->backward_op = -1;
@@ -149,6 +150,11 @@ int rm_schedule_report_of(rm_schedule_report *out, const rm_problem *p, const rm
     out->n = p->n;
     int rc = rm_schedule_ops(&out->ops, &out->nops, p, s, e);
     if (rc) return rc;
+    if (s->order && !(out->stage_node = malloc((size_t)p->n * sizeof *out->stage_node))) {
+        rm_schedule_report_free(out);
+        return rm_errorf(e, RM_ERR_NOMEM, "report: out of memory");
+    }
+    if (s->order) memcpy(out->stage_node, s->order, (size_t)p->n * sizeof *out->stage_node);
     out->mem = malloc((size_t)(out->nops ? out->nops : 1) * sizeof *out->mem);
     out->stage_max = calloc((size_t)(p->n ? p->n : 1), sizeof *out->stage_max);
     if (!out->mem || !out->stage_max) rc = rm_errorf(e, RM_ERR_NOMEM, "report: out of memory");
@@ -160,10 +166,11 @@ int rm_schedule_report_of(rm_schedule_report *out, const rm_problem *p, const rm
     for (int k = 0; k < out->nops; k++) {
         const rm_op *op = &out->ops[k];
         if (out->mem[k] > out->stage_max[op->stage]) out->stage_max[op->stage] = out->mem[k];
-        if (out->backward_op < 0 && p->nodes[op->stage].tag == RM_TAG_BACKWARD) out->backward_op = k;
+        if (out->backward_op < 0 && p->nodes[rm_report_stage_node(out, op->stage)].tag == RM_TAG_BACKWARD)
+            out->backward_op = k;
         if (op->kind != RM_OP_COMPUTE) continue;
         out->ncomputes++;
-        out->nrecomputes += rm_op_is_recompute(op);
+        out->nrecomputes += rm_op_is_recompute(out, op);
         if (out->peak_op < 0 && out->mem[k] == out->sim.peak_bytes) out->peak_op = k;
     }
     out->recomputed_nodes = rm_schedule_recomputed_nodes(s);

@@ -98,8 +98,9 @@ enum {
 #define RM_REPORT_ARENA_MAX_BUFFERS 20000
 
 typedef struct rm_schedule_report {
-    int n;      /* stages (the problem's nodes) */
-    rm_op *ops; /* the operation sequence (rm_schedule_ops) */
+    int n;           /* stages (the problem's nodes) */
+    int *stage_node; /* each stage's own node where the schedule has its own order (schedule.h); NULL: t */
+    rm_op *ops;      /* the operation sequence (rm_schedule_ops) */
     int nops;
     size_t *mem;          /* activation bytes after each operation: the memory timeline (nops entries) */
     size_t *stage_max;    /* the highest activation bytes inside each stage (n entries) */
@@ -117,10 +118,16 @@ typedef struct rm_schedule_report {
     char arena_note[RM_ERR_MSG_LEN];
 } rm_schedule_report;
 
-/* A recomputation: a compute of a node in a stage not its own. */
-static inline int rm_op_is_recompute(const rm_op *op)
+/* The node stage t computes first, its own: t, or the schedule's order's. */
+static inline int rm_report_stage_node(const rm_schedule_report *r, int t)
 {
-    return op->kind == RM_OP_COMPUTE && op->node != op->stage;
+    return r->stage_node ? r->stage_node[t] : t;
+}
+
+/* A recomputation: a compute of a node in a stage not its own. */
+static inline int rm_op_is_recompute(const rm_schedule_report *r, const rm_op *op)
+{
+    return op->kind == RM_OP_COMPUTE && op->node != rm_report_stage_node(r, op->stage);
 }
 
 /* The report of s on p: one replay (rm_schedule_ops, rm_simulate_ops), and

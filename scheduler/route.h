@@ -36,6 +36,10 @@ int rm_route_lp_round(rm_schedule **out, rm_strategy_stats *stats, const rm_prob
                       rm_err *e);
 int rm_route_milp(rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p, const rm_strategy_options *o,
                   rm_err *e);
+/* "anneal" (anneal.c): the route's shortcuts, then rm_strategy_anneal from
+ * the cheapest fitting baseline (checkpoint-all where none fits). */
+int rm_route_anneal(rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p, const rm_strategy_options *o,
+                    rm_err *e);
 /* "best" (route_best.c): the cheapest fitting baseline first, then the MILP
  * route with it as incumbent, and the cheaper answer with the best bound.
  * With o->first_fit it stops at the first schedule that fits. */

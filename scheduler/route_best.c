@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "order.h"
 #include "route_internal.h"
 
 /* The solver's answer against the heuristics': *out and *stats become the
@@ -59,6 +60,48 @@ static int settle(rm_schedule **out, rm_strategy_stats *stats, int mrc, const rm
     return RM_OK;
 }
 
+/* The MILP route on p renumbered in the order of a (a schedule with its own
+ * order, simulated in ar), with a as its incumbent: for small problems the
+ * exact model then proves what is optimal in that order. The answer carries
+ * the order again. */
+static int milp_in_order(rm_schedule **out, rm_strategy_stats *ms, const rm_problem *p, const rm_schedule *a,
+                         const rm_sim_result *ar, const rm_strategy_options *o, rm_err *e)
+{
+    rm_problem *q = NULL;
+    rm_schedule *plain = NULL;
+    int rc = rm_problem_reorder(&q, p, a->order, e);
+    if (!rc && !(rc = rm_schedule_copy(&plain, a, e))) rc = rm_schedule_set_order(plain, NULL, e);
+    if (!rc) {
+        rm_strategy_options so = *o;
+        so.incumbent = plain;
+        so.incumbent_sim = ar;
+        so.facts = NULL; /* p's no-remat peak is not q's */
+        /* Its simulation, which the direct MILP leaves to the caller. */
+        if (!(rc = rm_route_milp(out, ms, q, &so, e)) && !(rc = rm_schedule_set_order(*out, a->order, e)))
+            rc = rm_simulate(&ms->sim, p, *out, e);
+    }
+    rm_problem_free(q);
+    rm_schedule_free(plain);
+    return rc;
+}
+
+/* A schedule in its own order (s, simulated in r) as best's answer: no LP
+ * bound of the problem's order bounds it, every node once does. */
+static void answer_in_order(rm_strategy_stats *stats, const rm_sim_result *r, const char *source, const rm_problem *p,
+                            int stopped)
+{
+    double base = rm_problem_base_cost(p);
+    stats->status = RM_STATUS_FEASIBLE;
+    stats->source = source;
+    stats->sim = *r;
+    stats->has_bound = 1;
+    stats->bound_trivial = 1;
+    stats->lp_bound = base;
+    stats->gap = r->cost > 0 ? fmax(0, (r->cost - base) / r->cost) : 0;
+    stats->stopped = stopped;
+    stats->whole_lp = 0;
+}
+
 int rm_route_best(rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p, const rm_strategy_options *o,
                   rm_err *e)
 {
@@ -77,18 +120,88 @@ int rm_route_best(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
     rm_schedule *inc = rm_route_incumbent(p, o, rm_deadline_share(deadline, 0.5), "best", &iname, &ir, &judge_s);
     if (rm_route_first_fit(out, stats, inc, iname, &ir, o, "best")) return RM_OK;
     if (deadline > 0) deadline -= judge_s;
-    rm_strategy_options so = rm_route_phase(o, deadline);
+    /* The anneal from the incumbent (as "anneal" alone runs it), in at most
+     * a quarter of the time left: it may also reorder, which no baseline
+     * does and the MILP cannot, and it is the one that answers on DAGs
+     * without a backward pass. Cheaper in the problem's order, it becomes
+     * the MILP's incumbent; in its own order, the MILP also runs in that
+     * order from it. */
+    rm_strategy_options ao = rm_route_phase(o, rm_deadline_share(deadline, 0.25));
+    ao.incumbent = inc;
+    rm_schedule *ann = NULL;
+    rm_strategy_stats as;
+    rm_err ae = {RM_OK, ""};
+    int arc = rm_strategy_anneal(&ann, &as, p, &ao, &ae);
+    if (arc == RM_ERR_NOMEM) {
+        rm_schedule_free(inc);
+        if (e) *e = ae;
+        return arc;
+    }
+    if (arc == RM_OK && (!inc || rm_sim_better(&as.sim, &ir))) {
+        rm_route_say(o, 0, "best: the anneal found cost %.6g%s", as.sim.cost, ann->order ? " in its own order" : "");
+        if (!ann->order) {
+            rm_schedule_free(inc);
+            inc = ann, ir = as.sim, iname = "anneal", ann = NULL;
+        }
+    } else {
+        rm_schedule_free(ann);
+        ann = NULL;
+    }
+    rm_strategy_options so =
+        rm_route_phase(o, ann && inc && p->n <= RM_COARSEN_MIN_NODES ? rm_deadline_share(deadline, 0.5) : deadline);
     so.incumbent = inc;
     so.incumbent_sim = &ir; /* with inc NULL: none fits, not searched again */
     rm_strategy_stats ms;
     memset(&ms, 0, sizeof ms);
     ms.status = RM_STATUS_ERROR;
     rm_err me = {RM_OK, ""};
-    int mrc = rm_route_milp(out, &ms, p, &so, &me);
+    int mrc = RM_ERR_INFEASIBLE;
+    /* In the problem's order, unless only the anneal's answer fits and the
+     * problem is too large for the exact model to prove anything there. */
+    if (!ann || inc || p->n <= RM_COARSEN_MIN_NODES) mrc = rm_route_milp(out, &ms, p, &so, &me);
     if (mrc == RM_ERR_NOMEM) {
         rm_schedule_free(inc);
+        rm_schedule_free(ann);
         if (e) *e = me;
         return mrc;
     }
-    return settle(out, stats, mrc, &ms, &me, inc, &ir, iname, p, o, e);
+    if (!ann) return settle(out, stats, mrc, &ms, &me, inc, &ir, iname, p, o, e);
+    /* The anneal's order: the MILP from its answer in the rest of the time. */
+    rm_schedule *ord = NULL;
+    rm_strategy_stats os;
+    memset(&os, 0, sizeof os);
+    rm_err oe = {RM_OK, ""};
+    rm_strategy_options po = rm_route_phase(o, deadline);
+    int orc = milp_in_order(&ord, &os, p, ann, &as.sim, &po, &oe);
+    if (orc == RM_ERR_NOMEM) {
+        rm_schedule_free(*out);
+        *out = NULL;
+        rm_schedule_free(inc);
+        rm_schedule_free(ann);
+        if (e) *e = oe;
+        return orc;
+    }
+    const char *aname = "anneal";
+    if (orc == RM_OK && rm_sim_better(&os.sim, &as.sim)) {
+        rm_schedule_free(ann);
+        ann = ord, as.sim = os.sim, aname = "milp (in the anneal's order)";
+    } else {
+        rm_schedule_free(ord);
+    }
+    /* The problem's order's best against the anneal's order's. */
+    rc = mrc == RM_OK || inc ? settle(out, stats, mrc, &ms, &me, inc, &ir, iname, p, o, e) : RM_ERR_INFEASIBLE;
+    if (rc == RM_ERR_NOMEM) {
+        rm_schedule_free(ann);
+        return rc;
+    }
+    rm_sim_result r1;
+    rm_err ignored = {RM_OK, ""};
+    if (rc == RM_OK && rm_simulate(&r1, p, *out, &ignored) == RM_OK && !rm_sim_better(&as.sim, &r1)) {
+        rm_schedule_free(ann);
+        return RM_OK;
+    }
+    rm_schedule_free(*out);
+    *out = ann;
+    answer_in_order(stats, &as.sim, aname, p, ms.stopped || os.stopped || as.stopped);
+    return RM_OK;
 }

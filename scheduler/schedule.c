@@ -15,6 +15,7 @@ void rm_schedule_free(rm_schedule *s)
     free(s->r_node);
     free(s->ret);
     free(s->ret_start);
+    free(s->order);
     free(s);
 }
 
@@ -47,6 +48,22 @@ int rm_schedule_copy(rm_schedule **out, const rm_schedule *s, rm_err *e)
     memcpy((*out)->ret_start, s->ret_start, ((size_t)s->n + 1) * sizeof *s->ret_start);
     memcpy((*out)->r_node, s->r_node, nc * sizeof *s->r_node);
     memcpy((*out)->ret, s->ret, nr * sizeof *s->ret);
+    if (s->order && (rc = rm_schedule_set_order(*out, s->order, e))) {
+        rm_schedule_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+int rm_schedule_set_order(rm_schedule *s, const int *order, rm_err *e)
+{
+    int *o = NULL;
+    if (order) {
+        if (!(o = malloc((size_t)s->n * sizeof *o))) return rm_errorf(e, RM_ERR_NOMEM, "schedule: out of memory");
+        memcpy(o, order, (size_t)s->n * sizeof *o);
+    }
+    free(s->order);
+    s->order = o;
     return RM_OK;
 }
 
@@ -54,6 +71,8 @@ int rm_schedule_equal(const rm_schedule *a, const rm_schedule *b)
 {
     if (a->n != b->n || a->nret != b->nret || rm_schedule_ncomputes(a) != rm_schedule_ncomputes(b)) return 0;
     size_t n1 = (size_t)a->n + 1, nc = (size_t)rm_schedule_ncomputes(a);
+    for (int t = 0; t < a->n; t++)
+        if (rm_schedule_node_at(a, t) != rm_schedule_node_at(b, t)) return 0;
     return !memcmp(a->r_start, b->r_start, n1 * sizeof(int)) && !memcmp(a->r_node, b->r_node, nc * sizeof(int)) &&
            !memcmp(a->ret, b->ret, (size_t)a->nret * sizeof *a->ret);
 }
@@ -90,7 +109,7 @@ int rm_schedule_S(const rm_schedule *s, int t, int i)
 void rm_schedule_compute_counts(const rm_schedule *s, int *counts)
 {
     memset(counts, 0, (size_t)s->n * sizeof *counts);
-    for (long k = 0; k < rm_schedule_ncomputes(s); k++) counts[s->r_node[k]]++;
+    for (int k = 0; k < s->r_start[s->n]; k++) counts[rm_schedule_node_at(s, s->r_node[k])]++;
 }
 
 int rm_schedule_recomputed_nodes(const rm_schedule *s)

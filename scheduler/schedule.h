@@ -13,7 +13,15 @@
  * The solvers work on dense 0/1 matrices (rm_rs, below): the ILP has a
  * variable per entry anyway. rm_schedule_from_rs / rm_rs_from_schedule
  * convert. The operation sequence (compute i / free j, frees right after
- * last use) is derived by rm_schedule_ops. */
+ * last use) is derived by rm_schedule_ops.
+ *
+ * A schedule may carry its own order (issue 29): order[t] is the node stage
+ * t computes first, any topological order of the problem. Its R and S then
+ * index positions in that order, which makes it an ordinary schedule of the
+ * problem in that order (rm_problem_reorder, order.h): every rule and every
+ * solver applies unchanged there. Without an order (NULL) the order is the
+ * problem's own. The operation sequence (rm_schedule_ops) and the
+ * simulator's peak node always name the problem's nodes. */
 #ifndef REMAT_SCHEDULE_H
 #define REMAT_SCHEDULE_H
 
@@ -40,12 +48,24 @@ typedef struct rm_schedule {
                           then stage */
     int *ret_start;    /* n + 1: node v's runs are ret[ret_start[v] ..
                           ret_start[v+1]) */
+    int *order;        /* n, or NULL (the problem's order): stage t's own node is
+                          order[t]; R's nodes, S's nodes and stages are positions in
+                          it */
 } rm_schedule;
 
 void rm_schedule_free(rm_schedule *s);
 int rm_schedule_copy(rm_schedule **out, const rm_schedule *s, rm_err *e);
-/* 1 when a and b are the same schedule. */
+/* 1 when a and b are the same schedule (the same order included). */
 int rm_schedule_equal(const rm_schedule *a, const rm_schedule *b);
+/* Gives s the order (n entries, copied; NULL: the problem's own), replacing
+ * any it had. Checked against the problem where it is used
+ * (rm_schedule_ops): a permutation whose every node comes after its deps. */
+int rm_schedule_set_order(rm_schedule *s, const int *order, rm_err *e);
+/* The node stage t computes first: order[t], or t. */
+static inline int rm_schedule_node_at(const rm_schedule *s, int t)
+{
+    return s->order ? s->order[t] : t;
+}
 
 /* R[t][i] and S[t][i] (0 or 1; 0 outside 0..n-1): binary searches, for
  * displays and tests. Loops over a whole schedule use the arrays. */
@@ -60,7 +80,8 @@ static inline long rm_schedule_ncomputes(const rm_schedule *s)
 {
     return s->r_start[s->n];
 }
-/* counts[i] = how many times node i is computed (n entries). */
+/* counts[i] = how many times node i (the problem's, whatever the order) is
+ * computed (n entries). */
 void rm_schedule_compute_counts(const rm_schedule *s, int *counts);
 /* The number of nodes computed more than once. */
 int rm_schedule_recomputed_nodes(const rm_schedule *s);

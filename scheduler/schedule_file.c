@@ -12,8 +12,10 @@
 #include <string.h>
 
 #include "atomic_file.h"
+#include "order.h"
 #include "schedule.h"
 #include "simulate.h"
+#include "sort_ints.h"
 #include "text_fields.h"
 
 /* Writes the ascending list xs[0..m) as ranges: 0-4,7,9-10. */
@@ -28,27 +30,57 @@ static void put_ranges(FILE *fp, const int *xs, int m)
     }
 }
 
-static void write_body(FILE *fp, const rm_schedule *s)
+/* R and S. With an order, its line comes first, and R and S name the
+ * problem's nodes (not positions in the order): R lines list each stage's
+ * recomputations by node, ascending; S lines come by node, ascending. */
+static int write_body(FILE *fp, const rm_schedule *s, rm_err *e)
 {
-    fprintf(fp, "# R T NODES: stage T computes NODES (earlier nodes: recomputations) before its own node T;\n");
+    int n = s->n, *pos = NULL, *ids = NULL;
+    if (s->order) {
+        pos = malloc((size_t)n * sizeof *pos);
+        ids = malloc((size_t)n * sizeof *ids);
+        if (!pos || !ids) {
+            free(pos);
+            free(ids);
+            return rm_errorf(e, RM_ERR_NOMEM, "schedule: out of memory writing its order");
+        }
+        rm_order_positions(pos, s->order, n);
+        fprintf(fp, "# order: the node each stage computes first, a topological order of the problem's nodes\n");
+        fprintf(fp, "order ");
+        put_ranges(fp, s->order, n);
+        fputc('\n', fp);
+    }
+    fprintf(fp, "# R T NODES: stage T computes NODES (earlier nodes: recomputations) before its own node %s;\n",
+            s->order ? "(order's T-th)" : "T");
     fprintf(fp, "# a stage without an R line computes only its own node\n");
-    for (int t = 0; t < s->n; t++)
+    for (int t = 0; t < n; t++)
         if (rm_stage_ncomputes(s, t) > 1) {
+            const int *r = &s->r_node[s->r_start[t]];
+            int m = rm_stage_ncomputes(s, t) - 1; /* the last one is the stage's own */
+            if (ids) {
+                for (int k = 0; k < m; k++) ids[k] = s->order[r[k]];
+                rm_sort_ints(ids, m);
+                r = ids;
+            }
             fprintf(fp, "R %d ", t);
-            put_ranges(fp, &s->r_node[s->r_start[t]], rm_stage_ncomputes(s, t) - 1); /* the last one is t */
+            put_ranges(fp, r, m);
             fputc('\n', fp);
         }
     fprintf(fp, "# S NODE STAGES: NODE's output is resident at the start of STAGES (kept from the stage before)\n");
-    for (int v = 0; v < s->n; v++) {
-        if (s->ret_start[v] == s->ret_start[v + 1]) continue;
+    for (int v = 0; v < n; v++) {
+        int q = pos ? pos[v] : v;
+        if (s->ret_start[q] == s->ret_start[q + 1]) continue;
         fprintf(fp, "S %d ", v);
-        for (int k = s->ret_start[v]; k < s->ret_start[v + 1]; k++) {
+        for (int k = s->ret_start[q]; k < s->ret_start[q + 1]; k++) {
             const rm_retention *r = &s->ret[k];
-            fprintf(fp, k > s->ret_start[v] ? ",%d" : "%d", r->from);
+            fprintf(fp, k > s->ret_start[q] ? ",%d" : "%d", r->from);
             if (r->to > r->from) fprintf(fp, "-%d", r->to);
         }
         fputc('\n', fp);
     }
+    free(pos);
+    free(ids);
+    return RM_OK;
 }
 
 int rm_schedule_write(const rm_schedule *s, const rm_problem *p, const char *path, rm_err *e)
@@ -79,7 +111,10 @@ int rm_schedule_write_replayed(const rm_schedule *s, const rm_problem *p, const 
     FILE *fp = af.f;
     fprintf(fp, "# remat schedule (format: docs/schedule-format.md)\n");
     fprintf(fp, "schedule %d sparse\n", s->n);
-    write_body(fp, s);
+    if ((rc = write_body(fp, s, e))) {
+        rm_atomic_abort(&af);
+        return rc;
+    }
     fprintf(fp, "# simulated: total compute cost, activation peak in bytes (fixed bytes excluded)\n");
     fprintf(fp, "cost %.17g\n", r->cost);
     fprintf(fp, "peak %zu\n", r->peak_bytes);
@@ -176,8 +211,9 @@ static int parse_ranges(const char *tok, int limit, const char *what, void (*tak
 
 typedef struct range_ctx {
     rm_schedule_builder *b;
-    int at;          /* the stage (R) or node (S) of the line */
-    int first, last; /* the lowest and highest number listed */
+    int at;          /* the stage (R), or the node's position in the order (S) */
+    int first, last; /* the lowest and highest number listed; for R, positions */
+    const int *pos;  /* a node's position in the file's order; NULL: the problem's */
 } range_ctx;
 
 static void take_recompute(void *ctx, int a, int b)
@@ -185,9 +221,12 @@ static void take_recompute(void *ctx, int a, int b)
     range_ctx *c = ctx;
     /* A builder over RM_SCHEDULE_MAX_COMPUTES has failed: a few lines of
      * ranges must not make the reader loop over billions of nodes. */
-    for (int i = a; i <= b && !c->b->failed; i++) rm_builder_compute(c->b, c->at, i);
+    for (int i = a; i <= b && !c->b->failed; i++) {
+        int q = c->pos ? c->pos[i] : i;
+        rm_builder_compute(c->b, c->at, q);
+        if (q > c->last) c->last = q;
+    }
     if (c->first < 0) c->first = a;
-    c->last = b;
 }
 
 static void take_run(void *ctx, int a, int b)
@@ -214,7 +253,8 @@ typedef struct {
     int stages; /* stage rows read (first format) */
     int last_r; /* the last R line's stage, the last S line's node (sparse) */
     int last_s;
-    rm_op *ops; /* from R and S, once the body is complete */
+    int *order, *pos; /* the order line's, NULL without one */
+    rm_op *ops;       /* from R and S, once the body is complete */
     int nops;
     rm_sim_result r;
     int ops_declared, ops_seen, ops_line, cost_line, peak_line;
@@ -244,6 +284,10 @@ static int finish_body(schedule_reader *rd)
         for (int t = 0; t < rd->n; t++) rm_builder_compute(&rd->b, t, t);
     int rc = rm_builder_finish(&rd->s, &rd->b, rd->e);
     if (rc) return rc;
+    if (rd->order) {
+        rd->s->order = rd->order; /* checked against the problem by rm_schedule_ops */
+        rd->order = NULL;
+    }
     if ((rc = rm_schedule_ops(&rd->ops, &rd->nops, rd->p, rd->s, rd->e)) ||
         (rc = rm_simulate_ops(&rd->r, NULL, rd->p, rd->s, rd->ops, rd->nops, rd->e)))
         rm_err_context(rd->e, "%s", rd->path);
@@ -257,6 +301,42 @@ static int read_stage_row(schedule_reader *rd, char **f, int nf, int line)
     int rc = parse_stage(&rd->b, rd->stages, f, nf, rd->path, line, rd->e);
     if (rc || ++rd->stages < rd->n) return rc;
     return finish_body(rd);
+}
+
+/* "order NODES" right after the sparse header: every node once, as
+ * ascending runs "0-4,7,5-6". Whether it is topological is checked with the
+ * rest of the schedule (rm_schedule_ops). */
+static int read_order_line(schedule_reader *rd, char **f, int nf, int line)
+{
+    int n = rd->n;
+    if (nf != 2) return rm_errorf(rd->e, RM_ERR_PARSE, "%s:%d: expected 'order NODES'", rd->path, line);
+    rd->order = malloc((size_t)n * sizeof *rd->order);
+    rd->pos = malloc((size_t)n * sizeof *rd->pos);
+    if (!rd->order || !rd->pos) return rm_errorf(rd->e, RM_ERR_NOMEM, "%s:%d: out of memory", rd->path, line);
+    for (int v = 0; v < n; v++) rd->pos[v] = -1;
+    int m = 0;
+    for (const char *q = f[1];;) {
+        char *end;
+        errno = 0;
+        long a = isdigit((unsigned char)*q) ? strtol(q, &end, 10) : -1, b = a;
+        if (a >= 0 && !errno && *end == '-') {
+            q = end + 1;
+            b = isdigit((unsigned char)*q) ? strtol(q, &end, 10) : -1;
+        }
+        if (a < 0 || b < a || errno || b >= n || (*end && *end != ','))
+            return rm_errorf(rd->e, RM_ERR_PARSE, "%s:%d: order: expected nodes below %d as runs like 0-4,7,5-6",
+                             rd->path, line, n);
+        for (long v = a; v <= b; v++) {
+            if (rd->pos[v] >= 0)
+                return rm_errorf(rd->e, RM_ERR_PARSE, "%s:%d: order: node %ld comes twice", rd->path, line, v);
+            rd->pos[v] = m;
+            rd->order[m++] = (int)v;
+        }
+        if (!*end) break;
+        q = end + 1;
+    }
+    if (m != n) return rm_errorf(rd->e, RM_ERR_PARSE, "%s:%d: order: lists %d of the %d nodes", rd->path, line, m, n);
+    return RM_OK;
 }
 
 /* "R T NODES" or "S NODE STAGES" of the sparse format. R lines come first,
@@ -274,21 +354,23 @@ static int read_sparse_line(schedule_reader *rd, char **f, int nf, int line)
                          "%s:%d: R lines come before the S lines, one per stage, in ascending order", rd->path, line);
     if (!is_r && at <= rd->last_s)
         return rm_errorf(rd->e, RM_ERR_PARSE, "%s:%d: S lines come one per node, in ascending order", rd->path, line);
-    range_ctx c = {&rd->b, at, -1, -1};
+    int q = !is_r && rd->pos ? rd->pos[at] : at; /* S: the node's position */
+    range_ctx c = {&rd->b, q, -1, -1, is_r ? rd->pos : NULL};
     int rc =
         is_r ? parse_ranges(f[2], rd->n, "the nodes the stage recomputes", take_recompute, &c, rd->path, line, rd->e)
              : parse_ranges(f[2], rd->n, "the stages of the node", take_run, &c, rd->path, line, rd->e);
     if (rc) return rc;
     if (is_r && c.last >= at)
         return rm_errorf(rd->e, RM_ERR_PARSE,
-                         "%s:%d: stage %d lists node %d; R lines list only recomputations, nodes before the stage's "
-                         "own (R on or above the diagonal)",
-                         rd->path, line, at, c.last);
-    if (!is_r && c.first <= at)
+                         "%s:%d: stage %d lists node %d; R lines list only recomputations, nodes %s the stage's own "
+                         "(R on or above the diagonal)",
+                         rd->path, line, at, rd->order ? rd->order[c.last] : c.last,
+                         rd->order ? "the order puts before" : "before");
+    if (!is_r && c.first <= q)
         return rm_errorf(rd->e, RM_ERR_PARSE,
-                         "%s:%d: node %d cannot be retained into stage %d, which does not come after it (S on or "
+                         "%s:%d: node %d cannot be retained into stage %d, which does not come after %s (S on or "
                          "above the diagonal)",
-                         rd->path, line, at, c.first);
+                         rd->path, line, at, c.first, rd->order ? "its own stage in the order" : "it");
     if (is_r)
         rd->last_r = at;
     else
@@ -422,6 +504,8 @@ static int read_stream(rm_schedule **out, const rm_problem *p, FILE *fp, const c
             rc = read_header(&rd, f, nf, line);
         else if (!rd.sparse && rd.stages < rd.n)
             rc = read_stage_row(&rd, f, nf, line);
+        else if (rd.sparse && !rd.order && rd.last_r < 0 && rd.last_s < 0 && !strcmp(f[0], "order"))
+            rc = read_order_line(&rd, f, nf, line);
         else if (rd.sparse && !rd.s && (!strcmp(f[0], "R") || !strcmp(f[0], "S")))
             rc = read_sparse_line(&rd, f, nf, line);
         else if (rd.sparse && !rd.s && !is_tail_keyword(f[0]))
@@ -439,6 +523,8 @@ static int read_stream(rm_schedule **out, const rm_problem *p, FILE *fp, const c
     if (!rc) rc = check_end(&rd, fp, line, read_errno);
     free(buf);
     free(rd.ops);
+    free(rd.order);
+    free(rd.pos);
     rm_builder_free(&rd.b);
     fclose(fp);
     if (rc) {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "order.h"
 #include "schedule.h"
 #include "sort_ints.h"
 
@@ -195,10 +196,33 @@ static int emit_stage(sweep *w, op_buf *b, int t, rm_err *e)
     return RM_OK;
 }
 
+static int ops_in_order(rm_op **ops, int *nops, const rm_problem *p, const rm_schedule *s, rm_err *e);
+
 int rm_schedule_ops(rm_op **ops, int *nops, const rm_problem *p, const rm_schedule *s, rm_err *e)
 {
     *ops = NULL;
     *nops = 0;
+    if (s->order) {
+        /* The schedule of p in its order: the rules apply there, and its
+         * operations are renamed to p's nodes. */
+        if (s->n != p->n)
+            return rm_errorf(e, RM_ERR_INVALID, "schedule has %d stages but the problem has %d nodes", s->n, p->n);
+        rm_problem *q;
+        int rc = rm_problem_reorder(&q, p, s->order, e);
+        if (rc) return rc;
+        rm_schedule plain = *s;
+        plain.order = NULL;
+        if (!(rc = ops_in_order(ops, nops, q, &plain, e)))
+            for (int o = 0; o < *nops; o++) (*ops)[o].node = s->order[(*ops)[o].node];
+        rm_problem_free(q);
+        return rc;
+    }
+    return ops_in_order(ops, nops, p, s, e);
+}
+
+/* rm_schedule_ops of a schedule in p's own order. */
+static int ops_in_order(rm_op **ops, int *nops, const rm_problem *p, const rm_schedule *s, rm_err *e)
+{
     int rc = check_structure(p, s, e);
     if (rc) return rc;
     int n = s->n;

@@ -34,10 +34,13 @@ static void set_flag(replay *r, uint8_t *flags, int v, uint8_t val)
  * `to` leave, runs starting by it enter. */
 static void advance_s(replay *r, const rm_schedule *s, const rm_run_index *x, int from, int to)
 {
+    /* S names positions in s's order; the operations name p's nodes. */
     for (int t = from + 1; t <= to; t++) {
         if (t >= 1)
-            for (int k = x->end_at[t - 1]; k < x->end_at[t]; k++) set_flag(r, r->in_s, s->ret[x->ends[k]].node, 0);
-        for (int k = x->start_at[t]; k < x->start_at[t + 1]; k++) set_flag(r, r->in_s, s->ret[x->starts[k]].node, 1);
+            for (int k = x->end_at[t - 1]; k < x->end_at[t]; k++)
+                set_flag(r, r->in_s, rm_schedule_node_at(s, s->ret[x->ends[k]].node), 0);
+        for (int k = x->start_at[t]; k < x->start_at[t + 1]; k++)
+            set_flag(r, r->in_s, rm_schedule_node_at(s, s->ret[x->starts[k]].node), 1);
     }
 }
 

@@ -23,6 +23,11 @@ static int milp_default(rm_schedule **out, const rm_problem *p, rm_err *e)
     return rm_route_milp(out, NULL, p, NULL, e);
 }
 
+static int anneal_default(rm_schedule **out, const rm_problem *p, rm_err *e)
+{
+    return rm_route_anneal(out, NULL, p, NULL, e);
+}
+
 static int best_default(rm_schedule **out, const rm_problem *p, rm_err *e)
 {
     return rm_route_best(out, NULL, p, NULL, e);
@@ -33,7 +38,9 @@ static const rm_strategy_info strategies[] = {
     RM_BASELINE_TABLE,
     {"lp_round", "Checkmate LP rounding", lp_round_default, rm_route_lp_round, NULL},
     {"milp", "Checkmate MILP (lp_solve)", milp_default, rm_route_milp, NULL},
-    {"best", "every heuristic, then the MILP with the cheapest as incumbent", best_default, rm_route_best, NULL},
+    {"anneal", "simulated annealing over orders and recomputations", anneal_default, rm_route_anneal, NULL},
+    {"best", "every heuristic, then the anneal and the MILP with the cheapest as incumbent", best_default,
+     rm_route_best, NULL},
 };
 _Static_assert(RM_BASELINE_COUNT < sizeof strategies / sizeof strategies[0], "the solvers follow the baselines");
 

@@ -123,6 +123,14 @@ typedef struct rm_strategy_options {
     /* Who runs the MILP's branch and bound (milp_engine.h: lp_solve, cbc,
      * or auto, the default 0). */
     rm_milp_engine milp_engine;
+    /* The anneal's moves (anneal.c; 0: its default for the problem's size)
+     * and its seed (0: 1). A given seed and move count give one answer: a
+     * time limit only stops the walk earlier. */
+    long moves;
+    unsigned long seed;
+    /* The anneal keeps the problem's order (recomputations only): the
+     * fixed-order search, to compare with the MILP's. */
+    int keep_order;
 } rm_strategy_options;
 
 /* What a strategy run reports besides its schedule. */
@@ -214,5 +222,13 @@ int rm_strategy_run(rm_schedule **out, rm_strategy_stats *stats, const rm_strate
 int rm_strategy_run_report(rm_schedule **out, rm_strategy_stats *stats, rm_schedule_report *report, unsigned what,
                            const rm_graph *g, const rm_strategy_info *st, const rm_problem *p,
                            const rm_strategy_options *o, rm_err *e);
+
+/* Simulated annealing over orders of first computes and recomputations
+ * (anneal.c; Imanishi et al.'s FastSA, 2023), on any DAG: starts from
+ * o->incumbent (checkpoint-all when NULL) and returns the cheapest schedule
+ * within the budget it walked through, which may carry its own order
+ * (schedule.h). RM_ERR_INFEASIBLE when it found none: no proof. */
+int rm_strategy_anneal(rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p, const rm_strategy_options *o,
+                       rm_err *e);
 
 #endif

@@ -148,11 +148,24 @@ static int share_schedule(rm_trainer *t, rm_err *e)
     size_t nn = (size_t)t->p->n * (size_t)t->p->n;
     if (!rc) rc = t->comm->ops->broadcast(t->comm->ctx, d->R, nn, 0, e);
     if (!rc) rc = t->comm->ops->broadcast(t->comm->ctx, d->S, nn, 0, e);
+    /* Its order of first computes (schedule.h), the identity when it has none. */
+    int n = t->p->n, *order = rc ? NULL : malloc((size_t)n * sizeof *order);
+    if (!rc && !order) rc = rm_errorf(e, RM_ERR_NOMEM, "trainer: out of memory");
+    if (!rc) {
+        for (int k = 0; k < n; k++) order[k] = t->rank == 0 ? rm_schedule_node_at(t->s, k) : 0;
+        rc = t->comm->ops->broadcast(t->comm->ctx, order, (size_t)n * sizeof *order, 0, e);
+    }
     if (!rc && t->rank != 0) {
         rm_schedule *s = NULL;
-        if (!(rc = rm_schedule_from_rs(&s, d, e))) rc = adopt(t, s, "rank 0's schedule", e);
+        int own = 1; /* the problem's own order: kept as none */
+        for (int k = 0; k < n; k++) own &= order[k] == k;
+        if (!(rc = rm_schedule_from_rs(&s, d, e)) && !(rc = rm_schedule_set_order(s, own ? NULL : order, e)))
+            rc = adopt(t, s, "rank 0's schedule", e);
+        else
+            rm_schedule_free(s);
         t->sum.status = "rank 0's";
     }
+    free(order);
     rm_rs_free(d);
     if (rc) return rc;
     uint64_t h = fnv(0xcbf29ce484222325ULL, &t->plan->span, sizeof t->plan->span);

@@ -214,3 +214,65 @@ int rg_loss_index(const rm_problem *p)
         if (p->nodes[i].tag == RM_TAG_LOSS) return i;
     return -1;
 }
+
+rm_problem *rg_layered_problem(uint64_t seed, int layers, int width, double density, double skip)
+{
+    if (layers < 1 || width < 1) return NULL;
+    int n = layers * width;
+    rm_rng r = rm_rng_make(seed * 0x9e3779b97f4a7c15ULL + 777);
+    rm_problem *p;
+    rm_err e = {0};
+    if (rm_problem_create(&p, n, &e)) return NULL;
+    int *buf = malloc(((size_t)width + 2) * sizeof *buf), *nreaders = calloc((size_t)n, sizeof *nreaders);
+    if (!buf || !nreaders) goto fail;
+    /* Layer by layer: deps on the layer before (and a skip), then any node
+     * of the layer before that nobody reads is given a reader here. */
+    for (int l = 0; l < layers; l++) {
+        for (int j = 0; j < width; j++) {
+            int i = l * width + j, nd = 0;
+            rm_problem_node *node = &p->nodes[i];
+            snprintf(node->name, sizeof node->name, "l%d.%d", l, j);
+            node->tag = RM_TAG_FORWARD;
+            node->cost = (double)(1 + rm_rng_next(&r) % 100);
+            node->bytes = 1024 * (1 + (size_t)(rm_rng_next(&r) % 32));
+            if (l == 0) continue;
+            for (int k = 0; k < width; k++)
+                if (rm_rng_uniform(&r) < density) buf[nd++] = (l - 1) * width + k;
+            if (nd == 0) buf[nd++] = (l - 1) * width + (int)(rm_rng_next(&r) % (uint64_t)width);
+            if (l >= 2 && rm_rng_uniform(&r) < skip) {
+                int ls = (int)(rm_rng_next(&r) % (uint64_t)(l - 1));
+                buf[nd++] = ls * width + (int)(rm_rng_next(&r) % (uint64_t)width);
+            }
+            for (int k = 0; k < nd; k++) nreaders[buf[k]]++;
+            if (set_deps(p, i, buf, nd)) goto fail;
+        }
+        if (l == 0) continue;
+        for (int k = 0; k < width; k++) {
+            int v = (l - 1) * width + k;
+            if (nreaders[v]) continue;
+            int i = l * width + (int)(rm_rng_next(&r) % (uint64_t)width);
+            rm_problem_node *node = &p->nodes[i];
+            int m = 0;
+            int *tmp = malloc(((size_t)node->ndeps + 1) * sizeof *tmp);
+            if (!tmp) goto fail;
+            for (int d = 0; d < node->ndeps; d++) tmp[m++] = node->deps[d];
+            tmp[m++] = v;
+            nreaders[v]++;
+            int rc = set_deps(p, i, tmp, m);
+            free(tmp);
+            if (rc) goto fail;
+        }
+    }
+    free(buf);
+    free(nreaders);
+    if (rm_problem_validate(p, &e)) {
+        rm_problem_free(p);
+        return NULL;
+    }
+    return p;
+fail:
+    free(buf);
+    free(nreaders);
+    rm_problem_free(p);
+    return NULL;
+}

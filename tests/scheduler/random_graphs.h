@@ -40,6 +40,15 @@ rm_problem *rg_chain_problem(uint64_t seed, int forward, size_t max_bytes);
  * uniform multiples of 16 in [16, max_bytes]. No fixed bytes. */
 rm_problem *rg_checkmate_linear(int layers, uint64_t seed, size_t max_bytes);
 
+/* A random layered DAG in the style of Moccasin's benchmark (Bartan et al.,
+ * ICML 2023), forward only: `layers` layers of `width` nodes (n = layers x
+ * width); each node reads each node of the layer before with probability
+ * density (at least one), and with probability skip also one node of a
+ * random earlier layer; every node but the last layer's is read. Costs are
+ * uniform in 1..100, bytes uniform multiples of 1 KiB in [1, 32] KiB. No
+ * fixed bytes, no budget. Deterministic in seed. */
+rm_problem *rg_layered_problem(uint64_t seed, int layers, int width, double density, double skip);
+
 /* Index of the loss node of a problem from the generators above. */
 int rg_loss_index(const rm_problem *p);
 

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Beyond a fixed order (issue 29): on random layered DAGs in the style of
+# Moccasin's benchmark (forward only: no checkpointing heuristic applies)
+# and on remat's own training graphs, at 90%, 80% and 70% of the no-remat
+# peak, the extra compute and peak of
+#   milp     the fixed-order MILP route (coarsened above 80 nodes), with its bound
+#   fixed    anneal --keep-order: the search, in the problem's order
+#   anneal   the order-aware search (its answer may carry its own order)
+#   best     the default
+# each with its wall time, under one time limit per run, one thread.
+#
+#   bench/reorder.sh            # writes docs/bench/reorder.md
+#
+# Environment: TIME_LIMIT (seconds per run, default 40), BUDGETS (default
+# "90 80 70"), GRAPHS (default: layered 100 250 500 1000 nodes, resnet50 and
+# unet at batch 8), SEEDS (layered graphs per size, default 2), OUT. Raw CSV
+# in build-bench-reorder/. Run it on an otherwise idle machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+work=build-bench-reorder
+tlimit="${TIME_LIMIT:-40}" seeds="${SEEDS:-2}"
+read -r -a budgets <<<"${BUDGETS:-90 80 70}"
+read -r -a graphs <<<"${GRAPHS:-l100 l250 l500 l1000 resnet50 unet}"
+out="${OUT:-docs/bench/reorder.md}"
+REMAT_BUILD_TARGET="remat remat_bench_scale_gen" ./scripts/build "${REMAT_BUILD_ARGS:--DREMAT_WERROR=ON}" >&2
+dir="${REMAT_BUILD_DIR:-build}"
+remat="$dir/remat" gen="$dir/bench/remat_bench_scale_gen"
+mkdir -p "$work"
+export REMAT_THREADS=1
+
+# The problems: layered LxW graphs (density 0.3, skips 0.2) and the models'
+# training graphs.
+declare -A shape=([l100]="10 10" [l250]="25 10" [l500]="25 20" [l1000]="40 25" [l100000]="400 250")
+files=()
+for g in "${graphs[@]}"; do
+    if [ -n "${shape[$g]:-}" ]; then
+        for s in $(seq 1 "$seeds"); do
+            f="$work/$g-s$s.txt"
+            # shellcheck disable=SC2086
+            [ -f "$f" ] || "$gen" layered ${shape[$g]} 0.3 0.2 "$s" "$f" >&2
+            files+=("$f")
+        done
+    else
+        f="$work/$g-b8.txt"
+        [ -f "$f" ] || "$remat" graph --model "models/$g.cfg" --batch 8 --problem-out "$f" >/dev/null
+        files+=("$f")
+    fi
+done
+
+csv="$work/results.csv"
+echo "graph,budget,run,strategy,status,overhead_pct,cost,peak_bytes,recomputed_nodes,recomputations,seconds,lp_bound_pct,bound,gap_pct,wall" >"$csv"
+runs=(milp "fixed:anneal --keep-order" anneal best)
+for f in "${files[@]}"; do
+    name=$(basename "$f" .txt)
+    for b in "${budgets[@]}"; do
+        for r in "${runs[@]}"; do
+            label=${r%%:*} args=${r#*:}
+            [ "$label" = "$r" ] && args=$r
+            echo "reorder: $name at $b%: $label" >&2
+            t0=$(date +%s.%N)
+            # shellcheck disable=SC2086
+            row=$("$remat" plan --problem "$f" --budget "$b%" --strategy $args --time-limit "$tlimit" --format csv \
+                --quiet 2>"$work/$name-$b-$label.err" | tail -n +2) || true
+            t1=$(date +%s.%N)
+            wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+            [ -n "$row" ] || row="$label,none,,,,,,,,,"
+            echo "$name,$b,$label,$row,$wall" >>"$csv"
+        done
+    done
+done
+/usr/bin/env python3 bench/reorder_report.py "$csv" "$out" "$tlimit"

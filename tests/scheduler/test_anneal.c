@@ -1,0 +1,337 @@
+/* The anneal (scheduler/anneal.c) and schedules in their own order
+ * (issue 29): on random DAGs with and without a backward pass, every answer
+ * is valid for the simulator and for the exact DP's independent replay,
+ * fits its budget, plans to an arena whose live peak is the simulated peak
+ * and survives the schedule file; in a fixed order it never beats the exact
+ * optimum, and in a free order never the optimum over every order, which it
+ * reaches on most tiny graphs. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "exact_dp.h"
+#include "order.h"
+#include "plan.h"
+#include "random_graphs.h"
+#include "route.h"
+#include "schedule.h"
+#include "simulate.h"
+#include "strategy.h"
+
+static rm_sim_result simulate(const rm_problem *p, const rm_schedule *s)
+{
+    rm_sim_result r;
+    rm_err e = {0};
+    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_OK, "%s", e.msg);
+    return r;
+}
+
+/* p with every output rounded up to the arena's alignment: the sizes the
+ * arena plan places, whose simulated peak its live peak must equal. */
+static rm_problem *aligned(const rm_problem *p)
+{
+    rm_problem *q;
+    rm_err e = {0};
+    int *id = malloc((size_t)p->n * sizeof *id);
+    for (int i = 0; i < p->n; i++) id[i] = i;
+    cr_assert_eq(rm_problem_reorder(&q, p, id, &e), RM_OK, "%s", e.msg); /* a copy */
+    free(id);
+    for (int i = 0; i < q->n; i++)
+        q->nodes[i].bytes = (q->nodes[i].bytes + RM_ARENA_ALIGN - 1) / RM_ARENA_ALIGN * RM_ARENA_ALIGN;
+    return q;
+}
+
+/* Everything an answer must be: checked in p's order and, renumbered in its
+ * own, by the exact DP's replay; within the budget; planned with the
+ * simulated live peak; written and read back unchanged. */
+static void check_answer(const rm_problem *p, const rm_schedule *s, const rm_strategy_stats *st, const char *what)
+{
+    rm_err e = {0};
+    rm_sim_result r = simulate(p, s);
+    cr_assert(rm_sim_fits(p, &r), "%s: peak %zu over the budget %zu", what, r.peak_bytes, p->budget);
+    cr_assert_eq(r.peak_bytes, st->sim.peak_bytes, "%s", what);
+    cr_assert_float_eq(r.cost, st->sim.cost, 1e-9 * r.cost, "%s", what);
+    /* The independent replay, on the problem in the schedule's order. */
+    if (p->n <= EXACT_DP_MAX_N) {
+        rm_problem *q = NULL;
+        rm_schedule *plain = NULL;
+        if (s->order) {
+            cr_assert_eq(rm_problem_reorder(&q, p, s->order, &e), RM_OK, "%s: %s", what, e.msg);
+            cr_assert_eq(rm_schedule_copy(&plain, s, &e), RM_OK);
+            cr_assert_eq(rm_schedule_set_order(plain, NULL, &e), RM_OK);
+        }
+        double cost;
+        size_t peak;
+        char msg[256];
+        cr_assert_eq(exact_replay(&cost, &peak, q ? q : p, plain ? plain : s, msg, sizeof msg), 0, "%s: %s", what,
+                     msg);
+        cr_assert_eq(peak, r.peak_bytes, "%s: the exact replay peaks at %zu, the simulator at %zu", what, peak,
+                     r.peak_bytes);
+        cr_assert_float_eq(cost, r.cost, 1e-9 * cost, "%s", what);
+        rm_problem_free(q);
+        rm_schedule_free(plain);
+    }
+    /* The arena: its live peak is the simulated peak (sizes aligned). */
+    rm_problem *pa = aligned(p);
+    rm_plan *pl;
+    cr_assert_eq(rm_schedule_plan(&pl, pa, s, NULL, &e), RM_OK, "%s: %s", what, e.msg);
+    cr_assert_eq(pl->live_peak, simulate(pa, s).peak_bytes, "%s: plan live peak %zu", what, pl->live_peak);
+    rm_plan_free(pl);
+    rm_problem_free(pa);
+    /* The schedule file. */
+    char path[] = "/tmp/remat-anneal-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    close(fd);
+    rm_schedule *back;
+    cr_assert_eq(rm_schedule_write(s, p, path, &e), RM_OK, "%s: %s", what, e.msg);
+    cr_assert_eq(rm_schedule_read(&back, p, path, &e), RM_OK, "%s: %s", what, e.msg);
+    cr_assert(rm_schedule_equal(back, s), "%s: the schedule read back differs", what);
+    rm_schedule_free(back);
+    unlink(path);
+}
+
+static size_t noremat_peak(const rm_problem *p)
+{
+    rm_schedule *s;
+    rm_err e = {0};
+    cr_assert_eq(rm_checkpoint_all_build(&s, p, &e), RM_OK);
+    size_t peak = simulate(p, s).peak_bytes;
+    rm_schedule_free(s);
+    return peak;
+}
+
+/* Random graphs of both kinds at budgets from the trivial bound to the
+ * no-remat peak. */
+Test(anneal, valid_on_random_dags)
+{
+    int answered = 0, ordered = 0, feasible = 0, missed = 0;
+    for (uint64_t seed = 1; seed <= 24; seed++) {
+        rm_problem *p;
+        if (seed % 2) {
+            p = rg_layered_problem(seed, 2 + (int)(seed % 4), 2 + (int)(seed % 2), 0.5, 0.3);
+        } else {
+            rg_options o = {.forward = 3 + (int)(seed % 3), .skip_prob = 0.4, .branch_prob = 0.2, .max_bytes = 256};
+            p = rg_training_problem(seed, &o);
+        }
+        cr_assert_not_null(p);
+        size_t lb = rm_problem_peak_lower_bound(p), top = noremat_peak(p);
+        for (int k = 0; k <= 4; k++) {
+            p->budget = p->fixed_bytes + lb + (top - lb) * (size_t)k / 4;
+            rm_strategy_options o = {.moves = 3000, .seed = seed};
+            rm_schedule *s = NULL;
+            rm_strategy_stats st;
+            rm_err e = {0};
+            int rc = rm_strategy_anneal(&s, &st, p, &o, &e);
+            cr_assert(rc == RM_OK || rc == RM_ERR_INFEASIBLE, "seed %lu: %s", (unsigned long)seed, e.msg);
+            /* Where the exact DP finds a schedule in the problem's order. */
+            double c = -1;
+            size_t act = p->budget - p->fixed_bytes;
+            if (p->n <= 12) cr_assert_eq(exact_dp_solve(&c, p, &act, 1, 0), 0); /* (16 nodes take a second) */
+            feasible += c >= 0;
+            missed += c >= 0 && rc != RM_OK;
+            if (rc) continue;
+            char what[64];
+            snprintf(what, sizeof what, "seed %lu, budget %zu", (unsigned long)seed, p->budget);
+            check_answer(p, s, &st, what);
+            answered++;
+            ordered += s->order != NULL;
+            rm_schedule_free(s);
+        }
+        rm_problem_free(p);
+    }
+    cr_log_info("anneal: %d answers, %d in their own order; %d of the %d budgets the exact DP fits in the problem's "
+                "order missed",
+                answered, ordered, missed, feasible);
+    cr_assert_gt(feasible, 30);
+    cr_assert_leq(missed, feasible / 20, "missed %d of %d budgets where a schedule exists", missed, feasible);
+    cr_assert_gt(ordered, 0, "no answer chose its own order");
+}
+
+/* Every topological order of p (n <= 8), depth first: calls f on each. */
+static void each_order(const rm_problem *p, int *order, int at, uint8_t *used, void (*f)(const int *, void *),
+                       void *ctx)
+{
+    if (at == p->n) {
+        f(order, ctx);
+        return;
+    }
+    for (int v = 0; v < p->n; v++) {
+        if (used[v]) continue;
+        int ready = 1;
+        for (int d = 0; d < p->nodes[v].ndeps; d++) ready &= used[p->nodes[v].deps[d]];
+        if (!ready) continue;
+        used[v] = 1;
+        order[at] = v;
+        each_order(p, order, at + 1, used, f, ctx);
+        used[v] = 0;
+    }
+}
+
+typedef struct best_order {
+    const rm_problem *p;
+    size_t budget;
+    double cost; /* the least over every order; -1: none fits */
+} best_order;
+
+static void try_order(const int *order, void *ctx)
+{
+    best_order *b = ctx;
+    rm_problem *q;
+    rm_err e = {0};
+    cr_assert_eq(rm_problem_reorder(&q, b->p, order, &e), RM_OK, "%s", e.msg);
+    double c;
+    cr_assert_eq(exact_dp_solve(&c, q, &b->budget, 1, 0), 0);
+    if (c >= 0 && (b->cost < 0 || c < b->cost)) b->cost = c;
+    rm_problem_free(q);
+}
+
+/* Against the exact DP: in the problem's order (keep_order) the anneal never
+ * beats the DP's optimum in that order; in its own it never beats the
+ * optimum over every topological order, and reaches it on most graphs. */
+Test(anneal, never_beats_the_exact_optimum)
+{
+    int fixed = 0, free_ = 0, reached = 0, beat_fixed = 0;
+    for (uint64_t seed = 1; seed <= 30; seed++) {
+        rm_problem *p = seed % 2 ? rg_layered_problem(seed, 3, 2 + (int)(seed % 2), 0.5, 0.4)
+                                 : rg_layered_problem(seed, 2 + (int)(seed % 3), 2, 0.6, 0.0);
+        cr_assert_not_null(p);
+        if (p->n > 8) {
+            rm_problem_free(p);
+            continue;
+        }
+        size_t lb = rm_problem_peak_lower_bound(p), top = noremat_peak(p);
+        for (int k = 0; k < 3; k++) {
+            size_t act = lb + (top - lb) * (size_t)k / 3;
+            p->budget = p->fixed_bytes + act;
+            double in_order;
+            cr_assert_eq(exact_dp_solve(&in_order, p, &act, 1, 0), 0);
+            best_order b = {p, act, -1};
+            int order[8];
+            uint8_t used[8] = {0};
+            each_order(p, order, 0, used, try_order, &b);
+            cr_assert(b.cost >= 0 || in_order < 0, "seed %lu: fits in the problem's order, in no order", (unsigned long)seed);
+            for (int keep = 0; keep <= 1; keep++) {
+                rm_strategy_options o = {.moves = 20000, .seed = seed, .keep_order = keep};
+                rm_schedule *s = NULL;
+                rm_strategy_stats st;
+                rm_err e = {0};
+                int rc = rm_strategy_anneal(&s, &st, p, &o, &e);
+                cr_assert(rc == RM_OK || rc == RM_ERR_INFEASIBLE, "%s", e.msg);
+                double bound = keep ? in_order : b.cost;
+                if (rc) continue;
+                cr_assert(bound >= 0, "seed %lu, budget %zu: the anneal fits where the exact DP says nothing does",
+                          (unsigned long)seed, act);
+                cr_assert_geq(st.sim.cost, bound * (1 - 1e-12), "seed %lu budget %zu keep %d: %g below the optimum %g",
+                              (unsigned long)seed, act, keep, st.sim.cost, bound);
+                if (keep) {
+                    cr_assert_null(s->order, "keep_order, yet an order");
+                    fixed++;
+                } else {
+                    free_++;
+                    reached += st.sim.cost <= bound * (1 + 1e-12);
+                    beat_fixed += in_order < 0 || st.sim.cost < in_order;
+                }
+                rm_schedule_free(s);
+            }
+        }
+        rm_problem_free(p);
+    }
+    cr_log_info("anneal: %d fixed-order and %d free answers; %d at the optimum over every order, %d better than the "
+                "problem's order allows",
+                fixed, free_, reached, beat_fixed);
+    cr_assert_gt(fixed, 10);
+    cr_assert_geq(reached, free_ * 9 / 10, "the optimum over every order reached %d of %d times", reached, free_);
+    cr_assert_gt(beat_fixed, 0, "no order ever beat the problem's");
+}
+
+Test(anneal, deterministic_for_a_seed)
+{
+    rm_problem *p = rg_layered_problem(7, 8, 6, 0.3, 0.2);
+    p->budget = p->fixed_bytes + rm_problem_peak_lower_bound(p) + (noremat_peak(p) - rm_problem_peak_lower_bound(p)) / 2;
+    rm_schedule *a = NULL, *b = NULL;
+    rm_err e = {0};
+    rm_strategy_options o = {.moves = 5000, .seed = 3};
+    cr_assert_eq(rm_strategy_anneal(&a, NULL, p, &o, &e), RM_OK, "%s", e.msg);
+    cr_assert_eq(rm_strategy_anneal(&b, NULL, p, &o, &e), RM_OK, "%s", e.msg);
+    cr_assert(rm_schedule_equal(a, b), "the same seed gave two schedules");
+    rm_schedule_free(a);
+    rm_schedule_free(b);
+    rm_problem_free(p);
+}
+
+/* Forward-only DAGs of the kind no checkpointing heuristic applies to: the
+ * anneal, and best, answer at 90% and 80% of the no-remat peak. */
+Test(anneal, answers_forward_only_dags)
+{
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        rm_problem *p = rg_layered_problem(seed, 10, 10, 0.3, 0.2);
+        size_t top = noremat_peak(p);
+        for (int pct = 90; pct >= 80; pct -= 10) {
+            p->budget = p->fixed_bytes + top * (size_t)pct / 100;
+            rm_strategy_options o = {.moves = 30000, .seed = 1, .node_limit = 1};
+            const char *names[] = {"anneal", "best"};
+            /* best (whose MILP takes seconds here) on one of them. */
+            for (int k = 0; k < (seed == 1 && pct == 80 ? 2 : 1); k++) {
+                rm_schedule *s = NULL;
+                rm_strategy_stats st;
+                rm_err e = {0};
+                int rc = rm_strategy_run(&s, &st, rm_strategy_find(names[k]), p, &o, &e);
+                cr_assert_eq(rc, RM_OK, "seed %lu at %d%%: %s: %s", (unsigned long)seed, pct, names[k], e.msg);
+                cr_assert(rm_sim_fits(p, &st.sim));
+                rm_schedule_free(s);
+            }
+        }
+        rm_problem_free(p);
+    }
+}
+
+/* The schedule file's order line: a topological order of every node once,
+ * before the R and S lines; anything else is an error naming the line. */
+Test(anneal, order_lines_are_checked)
+{
+    static const size_t bytes[] = {10, 20, 30, 40};
+    static const char *const deps[] = {"", "0", "0", "1,2"};
+    rm_problem *p = rg_problem_make(4, bytes, NULL, deps);
+    struct {
+        const char *body, *says;
+    } bad[] = {
+        {"order 0,2,1,3\nR 2 0\nS 0 1\nS 1 3\nS 2 2-3\n", NULL}, /* valid: c before b, which recomputes a */
+        {"order 0,1,3,2\n", "before its input"},
+        {"order 0,1,1,3\n", "comes twice"},
+        {"order 0-2\n", "lists 3 of the 4"},
+        {"order 0,x\n", "expected nodes"},
+        {"R 3 0\norder 0,2,1,3\n", "unexpected 'order'"},
+        {"order 0,2,1,3\nR 1 2\n", "the order puts before"},
+        {"order 0,2,1,3\nS 1 1\n", "does not come after"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        char path[] = "/tmp/remat-order-XXXXXX";
+        int fd = mkstemp(path);
+        FILE *f = fdopen(fd, "w");
+        fprintf(f, "schedule 4 sparse\n%s", bad[k].body);
+        fclose(f);
+        rm_schedule *s = NULL;
+        rm_err e = {0};
+        int rc = rm_schedule_read(&s, p, path, &e);
+        if (!bad[k].says) {
+            cr_assert_eq(rc, RM_OK, "%s", e.msg);
+            cr_assert_not_null(s->order);
+            cr_assert_eq(s->order[1], 2);
+            /* Stage 2 (b) recomputes a, kept from stage 0 only into stage 1
+             * (c): 10 at stage 0, 40 at c, 60 at b (c, a again, b), 90 at
+             * d (c, b, d); five computes. */
+            rm_sim_result r = simulate(p, s);
+            cr_assert_eq(r.cost, 5);
+            cr_assert_eq(r.peak_bytes, 90);
+        } else {
+            cr_assert_neq(rc, RM_OK, "%s: accepted", bad[k].body);
+            cr_assert(strstr(e.msg, bad[k].says), "%s: '%s' does not say '%s'", bad[k].body, e.msg, bad[k].says);
+        }
+        rm_schedule_free(s);
+        unlink(path);
+    }
+    rm_problem_free(p);
+}
