@@ -58,9 +58,9 @@ typedef struct anneal {
     int n;
     int *rd_start, *rd; /* readers of each node (CSR) */
     int *order, *pos;
-    vec *rc;    /* rc[w]: what w's stage recomputes */
-    long nrc;   /* recomputations in all */
-    int *seq;   /* the computes of the last evaluation, stage by stage */
+    vec *rc;  /* rc[w]: what w's stage recomputes */
+    long nrc; /* recomputations in all */
+    int *seq; /* the computes of the last evaluation, stage by stage */
     int *seq_start;
     long seq_cap;
     int *cur, *start, *end, *last_read, *stamp, *lastuse, *used;
@@ -463,7 +463,9 @@ static int try_drop(anneal *a, move *m)
 static int undo(anneal *a, move *m)
 {
     switch (m->kind) {
-    case MOVE_ORDER: move_to(a, m->v, m->from); break;
+    case MOVE_ORDER:
+        move_to(a, m->v, m->from);
+        break;
     case MOVE_ADD:
         for (int i = a->rc[m->w].n - 1; i >= 0; i--)
             if (a->rc[m->w].a[i] == m->v) {
@@ -733,8 +735,8 @@ int rm_strategy_anneal(rm_schedule **out, rm_strategy_stats *stats, const rm_pro
             double f = SCORE(ev);
             if (f <= fcur || rnd_unit(&a) < exp((fcur - f) / temp)) {
                 cur = ev, fcur = f, accepted++;
-                if (FITS(ev) && (!best.have || ev.cost < best.ev.cost ||
-                                 (ev.cost == best.ev.cost && ev.peak < best.ev.peak)) &&
+                if (FITS(ev) &&
+                    (!best.have || ev.cost < best.ev.cost || (ev.cost == best.ev.cost && ev.peak < best.ev.peak)) &&
                     save(&best, &a, &ev))
                     goto nomem;
             } else if (undo(&a, &m)) {

@@ -65,8 +65,7 @@ static void check_answer(const rm_problem *p, const rm_schedule *s, const rm_str
         double cost;
         size_t peak;
         char msg[256];
-        cr_assert_eq(exact_replay(&cost, &peak, q ? q : p, plain ? plain : s, msg, sizeof msg), 0, "%s: %s", what,
-                     msg);
+        cr_assert_eq(exact_replay(&cost, &peak, q ? q : p, plain ? plain : s, msg, sizeof msg), 0, "%s: %s", what, msg);
         cr_assert_eq(peak, r.peak_bytes, "%s: the exact replay peaks at %zu, the simulator at %zu", what, peak,
                      r.peak_bytes);
         cr_assert_float_eq(cost, r.cost, 1e-9 * cost, "%s", what);
@@ -212,7 +211,8 @@ Test(anneal, never_beats_the_exact_optimum)
             int order[8];
             uint8_t used[8] = {0};
             each_order(p, order, 0, used, try_order, &b);
-            cr_assert(b.cost >= 0 || in_order < 0, "seed %lu: fits in the problem's order, in no order", (unsigned long)seed);
+            cr_assert(b.cost >= 0 || in_order < 0, "seed %lu: fits in the problem's order, in no order",
+                      (unsigned long)seed);
             for (int keep = 0; keep <= 1; keep++) {
                 rm_strategy_options o = {.moves = 20000, .seed = seed, .keep_order = keep};
                 rm_schedule *s = NULL;
@@ -250,7 +250,8 @@ Test(anneal, never_beats_the_exact_optimum)
 Test(anneal, deterministic_for_a_seed)
 {
     rm_problem *p = rg_layered_problem(7, 8, 6, 0.3, 0.2);
-    p->budget = p->fixed_bytes + rm_problem_peak_lower_bound(p) + (noremat_peak(p) - rm_problem_peak_lower_bound(p)) / 2;
+    p->budget =
+        p->fixed_bytes + rm_problem_peak_lower_bound(p) + (noremat_peak(p) - rm_problem_peak_lower_bound(p)) / 2;
     rm_schedule *a = NULL, *b = NULL;
     rm_err e = {0};
     rm_strategy_options o = {.moves = 5000, .seed = 3};
