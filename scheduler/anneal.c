@@ -321,7 +321,7 @@ static int try_order(anneal *a, move *m)
     if (hi <= lo) return MOVE_NONE;
     int q = lo + rnd_below(a, hi - lo);
     if (q >= a->pos[v]) q++;
-    *m = (move){.kind = MOVE_ORDER, .v = v, .from = a->pos[v]};
+    m->kind = MOVE_ORDER, m->v = v, m->from = a->pos[v]; /* (m->gone's buffer is kept for reuse) */
     move_to(a, v, q);
     return MOVE_ORDER;
 }
@@ -349,7 +349,7 @@ static int try_add(anneal *a, move *m)
     if (pick < 0 || a->n + a->nrc >= (long)RM_SCHEDULE_MAX_COMPUTES) return MOVE_NONE;
     if (vec_push(&a->rc[w], pick)) return -1;
     a->nrc++;
-    *m = (move){.kind = MOVE_ADD, .v = pick, .w = w};
+    m->kind = MOVE_ADD, m->v = pick, m->w = w;
     return MOVE_ADD;
 }
 
