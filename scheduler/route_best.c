@@ -85,19 +85,19 @@ static int milp_in_order(rm_schedule **out, rm_strategy_stats *ms, const rm_prob
     return rc;
 }
 
-/* A schedule in its own order (s, simulated in r) as best's answer: no LP
- * bound of the problem's order bounds it, every node once does. */
-static void answer_in_order(rm_strategy_stats *stats, const rm_sim_result *r, const char *source, const rm_problem *p,
-                            int stopped)
+/* A schedule in its own order (simulated in r) as best's answer: no LP
+ * bound of the problem's order bounds it, so it reports none, and
+ * rm_strategy_run gives it the trivial one (every node once), as it does
+ * every solver's answer without a bound. */
+static void answer_in_order(rm_strategy_stats *stats, const rm_sim_result *r, const char *source, int stopped)
 {
-    double base = rm_problem_base_cost(p);
     stats->status = RM_STATUS_FEASIBLE;
     stats->source = source;
     stats->sim = *r;
-    stats->has_bound = 1;
-    stats->bound_trivial = 1;
-    stats->lp_bound = base;
-    stats->gap = r->cost > 0 ? fmax(0, (r->cost - base) / r->cost) : 0;
+    stats->has_bound = 0;
+    stats->bound_trivial = 0;
+    stats->lp_bound = 0;
+    stats->gap = 0;
     stats->stopped = stopped;
     stats->whole_lp = 0;
 }
@@ -202,6 +202,6 @@ int rm_route_best(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
     }
     rm_schedule_free(*out);
     *out = ann;
-    answer_in_order(stats, &as.sim, aname, p, ms.stopped || os.stopped || as.stopped);
+    answer_in_order(stats, &as.sim, aname, ms.stopped || os.stopped || as.stopped);
     return RM_OK;
 }
