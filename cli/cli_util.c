@@ -500,6 +500,9 @@ int rm_cli_model_load(rm_model **out, const char *cmd, const rm_cli_model *a, in
         rm_text_fprintf(stderr, "remat %s: ", cmd);
         rm_text_fputs(stderr, e.msg);
         fputc('\n', stderr);
+        size_t len = strlen(a->path);
+        if (!a->onnx && len > 5 && !strcmp(a->path + len - 5, ".onnx"))
+            rm_text_fprintf(stderr, "remat %s: an ONNX file is given with --onnx, not --model\n", cmd);
         return e.code == RM_ERR_NOMEM ? 2 : 1;
     }
     if (!a->onnx) return 0;

@@ -413,7 +413,7 @@ static int add_strategy_row(rm_table *t, const rm_cli_problem *cp, const rm_stra
                             const rm_strategy_stats *stats, const rm_schedule_report *r)
 {
     char x[32];
-    int ok = rc == RM_OK, shown = ok || rc == RM_ERR_INFEASIBLE;
+    int ok = rc == RM_OK, shown = ok || rc == RM_ERR_INFEASIBLE || stats->status == RM_STATUS_NOT_APPLICABLE;
     rm_table_set_text(t, COL_STRATEGY, "%s", st->name);
     rm_table_set_text(t, COL_STATUS, "%s", shown ? rm_status_name(stats->status) : "error");
     if (ok) {
@@ -501,7 +501,10 @@ static int plan_one(const plan_args *a, rm_cli_problem *cp, const rm_strategy_in
                             st->name, rm_status_name(stats.status), stats.seconds, e.msg);
             return 1;
         }
-        rm_text_fprintf(stderr, "remat plan: %s failed: %s\n", st->name, e.msg);
+        if (stats.status == RM_STATUS_NOT_APPLICABLE)
+            rm_text_fprintf(stderr, "remat plan: %s does not apply: %s\n", st->name, e.msg);
+        else
+            rm_text_fprintf(stderr, "remat plan: %s failed: %s\n", st->name, e.msg);
         return 2;
     }
     char title[400];
@@ -631,7 +634,7 @@ static int plan_all(const plan_args *a, rm_cli_problem *cp)
         free(fig);
         return 2;
     }
-    int failed = 0;
+    int failed = 0, skipped = 0;
     for (int k = 0; k < count; k++) {
         const rm_strategy_info *st = &list[k];
         rm_strategy_options o;
@@ -647,7 +650,10 @@ static int plan_all(const plan_args *a, rm_cli_problem *cp)
         rm_schedule_report rep;
         rm_err e = {RM_OK, ""};
         int rc = rm_strategy_run_report(&s, &stats, &rep, 0, NULL, st, p, &o, &e);
-        if (rc && rc != RM_ERR_INFEASIBLE) rm_text_fprintf(stderr, "remat plan: %s failed: %s\n", st->name, e.msg);
+        int na = stats.status == RM_STATUS_NOT_APPLICABLE; /* said once, after the table */
+        if (rc && rc != RM_ERR_INFEASIBLE && !na)
+            rm_text_fprintf(stderr, "remat plan: %s failed: %s\n", st->name, e.msg);
+        skipped += na;
         if (add_strategy_row(t, cp, st, rc, &stats, &rep)) failed = 1;
         int better = !rc && (best_k < 0 || stats.sim.cost < best_cost);
         if (better) {
@@ -669,9 +675,9 @@ static int plan_all(const plan_args *a, rm_cli_problem *cp)
             kept[k] = s;
             reps[k] = rep;
             fig[k] = (rm_figure_entry){st->name, rc ? NULL : &reps[k],
-                                       rc == RM_ERR_INFEASIBLE ? rm_status_name(stats.status)
-                                       : rc                    ? "error"
-                                                               : NULL};
+                                       rc == RM_ERR_INFEASIBLE || na ? rm_status_name(stats.status)
+                                       : rc                          ? "error"
+                                                                     : NULL};
         } else if (better) {
             rm_schedule_free(best);
             rm_schedule_report_free(&best_r);
@@ -685,6 +691,10 @@ static int plan_all(const plan_args *a, rm_cli_problem *cp)
     const rm_schedule_report *br = &best_r;
     if (kept && best_k >= 0) best = kept[best_k], br = &reps[best_k];
     int rc = plan_table_end(t) || failed ? 2 : 0;
+    if (!rc && skipped && a->fmt == RM_TABLE_TEXT)
+        printf("\nn/a: %d heuristics need a training graph's forward/backward split, and this problem has no\n"
+               "backward nodes; anneal, milp and best schedule any DAG.\n",
+               skipped);
     if (!rc) rc = plan_all_outputs(a, cp, list, best_k, &cheapest, best, br, best_cost, fig, count);
     if (kept) {
         for (int k = 0; k < count; k++) {

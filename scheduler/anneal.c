@@ -12,12 +12,31 @@
  *
  * Moves: put a node elsewhere within its dependency window (after its last
  * input, before its first reader); recompute a value in a stage that reads
- * it; drop a recomputation (and those only it needed). A move is judged by
- * replaying the whole state (evaluate(), linear in its computes and their
- * inputs) under the memory model of schedule_ops.c; the answer is checked
- * against rm_simulate before it is returned, so the two cannot drift apart.
- * The objective is cost over checkpoint-all's plus a penalty on the bytes
- * over the budget, whose weight doubles while the walk stays over it. */
+ * it, alone or with the inputs it needs (a chain); evict a value kept
+ * through a stage over the budget; drop a recomputation (and those only it
+ * needed).
+ *
+ * A move is judged incrementally, in about log n. A stage's peak is what
+ * is kept into it plus the peak of its own computes above that ("local":
+ * the stage replayed alone, given which of the values it touches it frees).
+ * What is kept into the stage at position t is the sum, over the stages
+ * before t, of each stage's delta: the bytes of the copies it computes that
+ * outlive it, less those of the copies whose last reader it is. So the
+ * schedule's peak is the largest prefix(delta, t) + local(t), which a
+ * segment tree over positions holding (sum of delta, largest such value)
+ * keeps at its root. A move changes only the copies of the values it
+ * touches (each value's copies follow from the stages that compute and
+ * read it), the deltas and locals at those copies' ends, and, for a move
+ * in the order, the leaves of the positions it shifts. The answer is
+ * checked against rm_simulate before it is returned, and the tests replay
+ * every move of random walks through it (rm_anneal_check_walk).
+ *
+ * The objective is cost over checkpoint-all's plus a penalty on the peak's
+ * bytes over the budget, whose weight doubles while the walk stays over it.
+ * (The sum over stages of their bytes over the budget, a smoother penalty,
+ * cannot be kept in log n; on the layered benchmark graphs the peak alone
+ * found schedules as cheap or cheaper.) */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +48,7 @@
 #include "rng.h"
 #include "route_internal.h"
 
-/* A node's recomputations: the values its stage recomputes. */
+/* A growable list of node indices. */
 typedef struct vec {
     int *a;
     int n, cap;
@@ -47,32 +66,51 @@ static int vec_push(vec *v, int x)
     return 0;
 }
 
+/* Removes one x (the lists are sets of stages, or multisets of reading
+ * stages, kept unordered). */
+static void vec_remove(vec *v, int x)
+{
+    for (int i = v->n - 1; i >= 0; i--)
+        if (v->a[i] == x) {
+            v->a[i] = v->a[--v->n];
+            return;
+        }
+}
+
 typedef struct eval {
     double cost;
     size_t peak;
-    double excess; /* over the stages, the bytes by which each one's peak passes the budget */
 } eval;
+
+#define NEG (LLONG_MIN / 4) /* an empty leaf's value: below any stage's */
 
 typedef struct anneal {
     const rm_problem *p;
     int n;
-    int *rd_start, *rd; /* readers of each node (CSR) */
+    int *rd_start, *rd; /* readers of each node (CSR): stages reading it for their own node */
     int *order, *pos;
     vec *rc;  /* rc[w]: what w's stage recomputes */
+    vec *cs;  /* cs[v]: the stages that recompute v */
+    vec *rs;  /* rs[v]: the stages that read v for a recomputation, once per reading compute */
+    vec *cp;  /* cp[v]: v's copies, (start stage, end stage) pairs in the order of their starts */
     long nrc; /* recomputations in all */
-    int *seq; /* the computes of the last evaluation, stage by stage */
-    int *seq_start;
-    long seq_cap;
-    int *cur, *start, *end, *last_read, *stamp, *lastuse, *used;
-    int *inst_at, *inst; /* each node's copies in the last evaluation, by stage: inst[inst_at[v] ..] */
-    int fresh;           /* the last evaluation is of the current state */
-    size_t *freeb;
-    long long *diff;
-    int *mark; /* scratch for the moves */
+    double cost;
+    long long *delta, *local; /* by stage (its own node) */
+    int leaves;               /* the segment tree's: a power of two >= n */
+    long long *sum, *best;    /* by tree node (1 = root; leaf t at leaves + t) */
+    int *touched, ntouched;   /* values whose copies may have changed */
+    int *dirty, ndirty;       /* stages whose delta or local may have changed */
+    unsigned *tmark, *dmark, tgen;
+    /* A stage's replay: its computes, the bytes freed after each, and per
+     * value its last use in the stage and whether it is touched there. */
+    int *sbuf, scap;
+    long long *sfree;
+    int *lastuse, *used;
+    unsigned *stamp, sgen;
+    int *cbuf, ccap; /* a value's copies, being worked out */
+    int *mark;       /* scratch for the moves */
     int mark_gen;
-    size_t budget; /* the activation budget, for eval.excess */
-    size_t *top;   /* each stage's peak in the last evaluation */
-    size_t peak;   /* and the whole schedule's */
+    long long budget; /* the activation budget */
     rm_rng rng;
 } anneal;
 
@@ -86,153 +124,339 @@ static double rnd_unit(anneal *a)
     return rm_rng_uniform(&a->rng);
 }
 
-/* Room for the computes of the current state. */
-static int ensure_seq(anneal *a)
+static int grow(int **buf, int *cap, int need)
 {
-    long need = a->n + a->nrc;
-    if (need <= a->seq_cap) return 0;
-    long cap = need * 2;
-    int *seq = realloc(a->seq, (size_t)cap * sizeof *seq), *start = NULL, *end = NULL;
-    if (seq) a->seq = seq;
-    if (seq) start = realloc(a->start, (size_t)cap * sizeof *start);
-    if (start) a->start = start;
-    if (start) end = realloc(a->end, (size_t)cap * sizeof *end);
-    if (end) a->end = end;
-    size_t *fb = end ? realloc(a->freeb, (size_t)cap * sizeof *fb) : NULL;
-    if (fb) a->freeb = fb;
-    int *inst = fb ? realloc(a->inst, (size_t)cap * sizeof *inst) : NULL;
-    if (inst) a->inst = inst;
-    if (!seq || !start || !end || !fb || !inst) return -1;
-    a->seq_cap = cap;
+    if (need <= *cap) return 0;
+    int c = 2 * need;
+    int *b = realloc(*buf, (size_t)c * sizeof *b);
+    if (!b) return -1;
+    *buf = b, *cap = c;
     return 0;
 }
 
-/* Stage t's computes into a->seq at k: its recomputations by position,
- * then its own node. Returns the new end. */
-static long stage_computes(anneal *a, int t, long k)
+/* ---- the segment tree: the peak in its root ---- */
+
+static void pull(anneal *a, int i)
 {
-    int w = a->order[t];
+    long long sl = a->sum[2 * i], br = a->best[2 * i + 1];
+    a->sum[i] = sl + a->sum[2 * i + 1];
+    a->best[i] = a->best[2 * i] > sl + br ? a->best[2 * i] : sl + br;
+}
+
+static void leaf(anneal *a, int t)
+{
+    int w = a->order[t], i = a->leaves + t;
+    a->sum[i] = a->delta[w];
+    a->best[i] = a->local[w];
+}
+
+/* The leaves of positions lo..hi from their stages, and what covers them. */
+static void seg_refresh(anneal *a, int lo, int hi)
+{
+    for (int t = lo; t <= hi; t++) leaf(a, t);
+    for (int l = (lo + a->leaves) / 2, h = (hi + a->leaves) / 2; l >= 1; l /= 2, h /= 2)
+        for (int i = l; i <= h; i++) pull(a, i);
+}
+
+static void seg_build(anneal *a)
+{
+    for (int t = 0; t < a->n; t++) leaf(a, t);
+    for (int i = a->leaves + a->n; i < 2 * a->leaves; i++) a->sum[i] = 0, a->best[i] = NEG;
+    for (int i = a->leaves - 1; i >= 1; i--) pull(a, i);
+}
+
+/* ---- a stage's own peak ---- */
+
+/* Stage w's computes into out: its recomputations by position, then its
+ * own node. Returns how many. (Room: stage_room.) */
+static int stage_computes(const anneal *a, int w, int *out)
+{
     const vec *r = &a->rc[w];
-    long k0 = k;
-    for (int i = 0; i < r->n; i++) { /* insertion sort by position: stages recompute few */
-        int x = r->a[i];
-        long j = k++;
-        while (j > k0 && a->pos[a->seq[j - 1]] > a->pos[x]) a->seq[j] = a->seq[j - 1], j--;
-        a->seq[j] = x;
+    int k = 0;
+    for (int i = 0; i < r->n; i++) { /* insertion sort: stages recompute few */
+        int x = r->a[i], j = k++;
+        while (j > 0 && a->pos[out[j - 1]] > a->pos[x]) out[j] = out[j - 1], j--;
+        out[j] = x;
     }
-    a->seq[k++] = w;
+    out[k++] = w;
     return k;
 }
 
-/* The state's cost and activation peak, as rm_simulate would find them for
- * to_schedule()'s schedule. Pass 1 lays out the computes and finds how long
- * each copy is kept (to its last reading stage); pass 2 replays each stage:
- * what is kept into it, then each compute, then the frees after its last
- * use in the stage of what is not kept into the next. */
-static int evaluate(anneal *a, eval *out)
+static int stage_room(anneal *a, int w)
 {
-    if (ensure_seq(a)) return -1;
-    const rm_problem *p = a->p;
-    int n = a->n;
-    long k = 0, id = 0;
-    double cost = 0;
-    for (int v = 0; v < n; v++) a->cur[v] = -1;
-    memset(a->diff, 0, ((size_t)n + 1) * sizeof *a->diff);
-    for (int t = 0; t < n; t++) {
-        a->seq_start[t] = (int)k;
-        long k1 = stage_computes(a, t, k);
-        for (; k < k1; k++, id++) {
-            int x = a->seq[k];
-            const rm_problem_node *nd = &p->nodes[x];
-            for (int d = 0; d < nd->ndeps; d++) {
-                int u = nd->deps[d];
-                if (a->start[a->cur[u]] != t) a->last_read[u] = t; /* kept from an earlier stage */
-            }
-            if (a->cur[x] >= 0) { /* the previous copy ends at its last reading stage */
-                long c = a->cur[x];
-                a->end[c] = a->last_read[x];
-                a->diff[a->start[c] + 1] += (long long)nd->bytes;
-                a->diff[a->last_read[x] + 1] -= (long long)nd->bytes;
-            }
-            a->cur[x] = (int)id;
-            a->start[id] = t;
-            a->last_read[x] = t;
-            cost += nd->cost;
-        }
+    int need = a->rc[w].n + 1, cap = a->scap;
+    if (grow(&a->sbuf, &cap, need)) return -1;
+    if (cap != a->scap) {
+        long long *f = realloc(a->sfree, (size_t)cap * sizeof *f);
+        if (!f) return -1;
+        a->sfree = f, a->scap = cap;
     }
-    a->seq_start[n] = (int)k;
-    for (int v = 0; v < n; v++) {
-        long c = a->cur[v];
-        a->end[c] = a->last_read[v];
-        a->diff[a->start[c] + 1] += (long long)p->nodes[v].bytes;
-        a->diff[a->last_read[v] + 1] -= (long long)p->nodes[v].bytes;
-    }
-    /* Each node's copies, in stage order (for the moves' questions). */
-    memset(a->inst_at, 0, ((size_t)n + 1) * sizeof *a->inst_at);
-    for (long j = 0; j < k; j++) a->inst_at[a->seq[j] + 1]++;
-    for (int v = 0; v < n; v++) a->inst_at[v + 1] += a->inst_at[v];
-    for (int v = 0; v < n; v++) a->cur[v] = a->inst_at[v];
-    for (long j = 0; j < k; j++) a->inst[a->cur[a->seq[j]]++] = (int)j; /* copy ids are compute indices */
-    a->fresh = 1;
-    /* Pass 2. */
-    for (int v = 0; v < n; v++) a->cur[v] = -1, a->stamp[v] = -1;
-    long long kept = 0;
-    size_t peak = 0;
-    double excess = 0;
-    id = 0;
-    for (int t = 0; t < n; t++) {
-        kept += a->diff[t];
-        int lo = a->seq_start[t], hi = a->seq_start[t + 1], nu = 0;
-        for (int j = lo; j < hi; j++) {
-            int x = a->seq[j];
-            const rm_problem_node *nd = &p->nodes[x];
-            for (int d = 0; d < nd->ndeps; d++) {
-                int u = nd->deps[d];
-                a->lastuse[u] = j;
-                if (a->stamp[u] != t) a->stamp[u] = t, a->used[nu++] = u;
-            }
-            a->cur[x] = (int)(id + (j - lo));
-            a->lastuse[x] = j;
-            if (a->stamp[x] != t) a->stamp[x] = t, a->used[nu++] = x;
-            a->freeb[j] = 0;
-        }
-        for (int i = 0; i < nu; i++) {
-            int u = a->used[i];
-            if (a->end[a->cur[u]] <= t) a->freeb[a->lastuse[u]] += p->nodes[u].bytes;
-        }
-        size_t mem = (size_t)kept, top = 0;
-        for (int j = lo; j < hi; j++) {
-            mem += p->nodes[a->seq[j]].bytes;
-            if (mem > top) top = mem;
-            mem -= a->freeb[j];
-        }
-        if (top > peak) peak = top;
-        if (top > a->budget) excess += (double)(top - a->budget);
-        a->top[t] = top;
-        id += hi - lo;
-    }
-    out->cost = cost;
-    out->peak = a->peak = peak;
-    out->excess = excess;
     return 0;
 }
 
+/* Whether stage w frees u: it is the end of one of u's copies. */
+static int ends_at(const anneal *a, int u, int w)
+{
+    const vec *c = &a->cp[u];
+    for (int i = 1; i < c->n; i += 2)
+        if (c->a[i] == w) return 1;
+    return 0;
+}
+
+/* Stage w's peak above what is kept into it, as the memory model of
+ * schedule_ops.c replays it: each compute allocates its output, and after
+ * the last use in the stage of a value this stage frees, its bytes go. */
+static int stage_local(anneal *a, int w, long long *out)
+{
+    if (stage_room(a, w)) return -1;
+    const rm_problem *p = a->p;
+    int k = stage_computes(a, w, a->sbuf), nu = 0;
+    unsigned g = ++a->sgen;
+    if (g == 0) { /* the stamps wrapped: clear them */
+        memset(a->stamp, 0, (size_t)a->n * sizeof *a->stamp);
+        g = a->sgen = 1;
+    }
+    for (int j = 0; j < k; j++) {
+        const rm_problem_node *nd = &p->nodes[a->sbuf[j]];
+        for (int d = 0; d <= nd->ndeps; d++) {
+            int u = d < nd->ndeps ? nd->deps[d] : a->sbuf[j];
+            a->lastuse[u] = j;
+            if (a->stamp[u] != g) a->stamp[u] = g, a->used[nu++] = u;
+        }
+        a->sfree[j] = 0;
+    }
+    for (int i = 0; i < nu; i++)
+        if (ends_at(a, a->used[i], w)) a->sfree[a->lastuse[a->used[i]]] += (long long)p->nodes[a->used[i]].bytes;
+    long long mem = 0, top = 0;
+    for (int j = 0; j < k; j++) {
+        mem += (long long)p->nodes[a->sbuf[j]].bytes;
+        if (mem > top) top = mem;
+        mem -= a->sfree[j];
+    }
+    *out = top;
+    return 0;
+}
+
+/* ---- each value's copies ---- */
+
+/* v's copies into a->cbuf as (start, end) pairs: one from each stage that
+ * computes v, ending at the last stage that reads it before the next
+ * compute (a stage that recomputes v reads its own copy, so a reader in the
+ * stage a copy starts does not lengthen it). Every reader comes after v's
+ * own stage: what a stage reads is an ancestor of its node. Returns the
+ * number of copies. */
+static int value_copies(anneal *a, int v)
+{
+    const vec *c = &a->cs[v];
+    int k = c->n + 1, *b;
+    if (grow(&a->cbuf, &a->ccap, 2 * k)) return -1;
+    b = a->cbuf;
+    b[0] = v;
+    for (int i = 0; i < c->n; i++) { /* starts by position */
+        int s = c->a[i], j = i + 1;
+        while (j > 0 && a->pos[b[2 * (j - 1)]] > a->pos[s]) b[2 * j] = b[2 * (j - 1)], j--;
+        b[2 * j] = s;
+    }
+    for (int i = 0; i < k; i++) b[2 * i + 1] = b[2 * i];
+    int nr = a->rd_start[v + 1] - a->rd_start[v];
+    for (int i = 0; i < nr + a->rs[v].n; i++) {
+        int r = i < nr ? a->rd[a->rd_start[v] + i] : a->rs[v].a[i - nr], pr = a->pos[r], lo = 0, hi = k - 1;
+        while (lo < hi) { /* the last start at or before r */
+            int mid = (lo + hi + 1) / 2;
+            if (a->pos[b[2 * mid]] <= pr)
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        if (pr > a->pos[b[2 * lo + 1]]) b[2 * lo + 1] = r;
+    }
+    return k;
+}
+
+/* A new generation of the touched and dirty marks: the lists are empty. */
+static void next_gen(anneal *a)
+{
+    a->ntouched = a->ndirty = 0;
+    if (++a->tgen == 0) { /* the marks wrapped: clear them */
+        memset(a->tmark, 0, (size_t)a->n * sizeof *a->tmark);
+        memset(a->dmark, 0, (size_t)a->n * sizeof *a->dmark);
+        a->tgen = 1;
+    }
+}
+
+static void mark_dirty(anneal *a, int w)
+{
+    if (a->dmark[w] != a->tgen) a->dmark[w] = a->tgen, a->dirty[a->ndirty++] = w;
+}
+
+static void touch(anneal *a, int v)
+{
+    if (a->tmark[v] != a->tgen) a->tmark[v] = a->tgen, a->touched[a->ntouched++] = v;
+}
+
+/* Adds (sign 1) or takes away (-1) what v's copies keep, and marks the
+ * stages at their ends. */
+static void apply_copies(anneal *a, int v, long long sign)
+{
+    const vec *c = &a->cp[v];
+    long long b = sign * (long long)a->p->nodes[v].bytes;
+    for (int i = 0; i < c->n; i += 2) {
+        int s = c->a[i], e = c->a[i + 1];
+        mark_dirty(a, s);
+        if (e == s) continue;
+        mark_dirty(a, e);
+        a->delta[s] += b;
+        a->delta[e] -= b;
+    }
+}
+
+static int update_value(anneal *a, int v)
+{
+    int k = value_copies(a, v);
+    if (k < 0) return -1;
+    vec *c = &a->cp[v];
+    if (c->n == 2 * k && !memcmp(c->a, a->cbuf, (size_t)(2 * k) * sizeof *c->a)) return 0;
+    apply_copies(a, v, -1);
+    if (grow(&c->a, &c->cap, 2 * k)) return -1;
+    memcpy(c->a, a->cbuf, (size_t)(2 * k) * sizeof *c->a);
+    c->n = 2 * k;
+    apply_copies(a, v, 1);
+    return 0;
+}
+
+/* Brings the copies, deltas, locals and the tree up to date with the
+ * changes since the last call, and returns the state's cost and peak. */
+static int settle(anneal *a, eval *out)
+{
+    for (int i = 0; i < a->ntouched; i++)
+        if (update_value(a, a->touched[i])) return -1;
+    for (int i = 0; i < a->ndirty; i++) {
+        int w = a->dirty[i];
+        if (stage_local(a, w, &a->local[w])) return -1;
+        int t = a->pos[w], j = a->leaves + t;
+        leaf(a, t);
+        for (j /= 2; j >= 1; j /= 2) pull(a, j);
+    }
+    next_gen(a);
+    if (out) out->cost = a->cost, out->peak = (size_t)a->best[1];
+    return 0;
+}
+
+/* ---- changes to the state (each marks what it may change) ---- */
+
+static int rc_add(anneal *a, int w, int x)
+{
+    const rm_problem_node *nd = &a->p->nodes[x];
+    if (vec_push(&a->rc[w], x) || vec_push(&a->cs[x], w)) return -1;
+    for (int d = 0; d < nd->ndeps; d++) {
+        if (vec_push(&a->rs[nd->deps[d]], w)) return -1;
+        touch(a, nd->deps[d]);
+    }
+    touch(a, x);
+    mark_dirty(a, w);
+    a->cost += nd->cost;
+    a->nrc++;
+    return 0;
+}
+
+static void rc_del(anneal *a, int w, int i)
+{
+    vec *r = &a->rc[w];
+    int x = r->a[i];
+    const rm_problem_node *nd = &a->p->nodes[x];
+    r->a[i] = r->a[--r->n];
+    vec_remove(&a->cs[x], w);
+    for (int d = 0; d < nd->ndeps; d++) {
+        vec_remove(&a->rs[nd->deps[d]], w);
+        touch(a, nd->deps[d]);
+    }
+    touch(a, x);
+    mark_dirty(a, w);
+    a->cost -= nd->cost;
+    a->nrc--;
+}
+
+/* Puts node v at position q, shifting those between, and marks what moved:
+ * the values stage v computes and reads, and the stages that recompute v
+ * (their computes' order may change). */
+static void order_move(anneal *a, int v, int q)
+{
+    int at = a->pos[v];
+    if (q > at)
+        for (int t = at; t < q; t++) a->order[t] = a->order[t + 1], a->pos[a->order[t]] = t;
+    else
+        for (int t = at; t > q; t--) a->order[t] = a->order[t - 1], a->pos[a->order[t]] = t;
+    a->order[q] = v;
+    a->pos[v] = q;
+    seg_refresh(a, at < q ? at : q, at < q ? q : at);
+    for (int i = -1; i < a->rc[v].n; i++) {
+        int x = i < 0 ? v : a->rc[v].a[i];
+        touch(a, x);
+        for (int d = 0; d < a->p->nodes[x].ndeps; d++) touch(a, a->p->nodes[x].deps[d]);
+    }
+    mark_dirty(a, v);
+    for (int i = 0; i < a->cs[v].n; i++) mark_dirty(a, a->cs[v].a[i]);
+}
+
+/* Everything from the order and the recomputations alone (a start, and
+ * after restore). */
+static int rebuild(anneal *a, eval *out)
+{
+    const rm_problem *p = a->p;
+    a->cost = 0;
+    a->nrc = 0;
+    next_gen(a);
+    for (int v = 0; v < a->n; v++) {
+        a->cs[v].n = a->rs[v].n = a->cp[v].n = 0;
+        a->delta[v] = a->local[v] = 0;
+        a->cost += p->nodes[v].cost;
+    }
+    for (int w = 0; w < a->n; w++)
+        for (int i = 0; i < a->rc[w].n; i++) {
+            int x = a->rc[w].a[i];
+            if (vec_push(&a->cs[x], w)) return -1;
+            for (int d = 0; d < p->nodes[x].ndeps; d++)
+                if (vec_push(&a->rs[p->nodes[x].deps[d]], w)) return -1;
+            a->cost += p->nodes[x].cost;
+            a->nrc++;
+        }
+    seg_build(a);
+    for (int v = 0; v < a->n; v++) touch(a, v), mark_dirty(a, v);
+    return settle(a, out);
+}
+
+/* The cost added up afresh, in one order (the walk's running sum drifts). */
+static double exact_cost(const anneal *a)
+{
+    double c = 0;
+    for (int v = 0; v < a->n; v++) c += a->p->nodes[v].cost;
+    for (int w = 0; w < a->n; w++)
+        for (int i = 0; i < a->rc[w].n; i++) c += a->p->nodes[a->rc[w].a[i]].cost;
+    return c;
+}
+
 /* The schedule of the state (positions in its order; the order attached
- * unless it is the problem's own). */
+ * unless it is the problem's own). The state is settled. */
 static int to_schedule(rm_schedule **out, anneal *a, rm_err *e)
 {
-    eval ev;
-    if (evaluate(a, &ev)) return rm_errorf(e, RM_ERR_NOMEM, "anneal: out of memory");
     rm_schedule_builder b;
     int rc = rm_builder_init(&b, a->n, e), own = 1;
     if (rc) return rc;
-    long id = 0;
-    for (int t = 0; t < a->n; t++)
-        for (int j = a->seq_start[t]; j < a->seq_start[t + 1]; j++, id++) {
-            int x = a->seq[j];
-            rm_builder_compute(&b, t, a->pos[x]);
-            if (a->end[id] > t) rm_builder_retain(&b, a->pos[x], t + 1, a->end[id]);
+    for (int t = 0; t < a->n; t++) {
+        int w = a->order[t];
+        if (stage_room(a, w)) {
+            rm_builder_free(&b);
+            return rm_errorf(e, RM_ERR_NOMEM, "anneal: out of memory");
         }
+        int k = stage_computes(a, w, a->sbuf);
+        for (int j = 0; j < k; j++) {
+            int x = a->sbuf[j];
+            const vec *c = &a->cp[x];
+            rm_builder_compute(&b, t, a->pos[x]);
+            for (int i = 0; i < c->n; i += 2)
+                if (c->a[i] == w && c->a[i + 1] != w) rm_builder_retain(&b, a->pos[x], t + 1, a->pos[c->a[i + 1]]);
+        }
+    }
     for (int t = 0; t < a->n; t++) own &= a->order[t] == t;
     if ((rc = rm_builder_finish(out, &b, e))) return rc;
     if (!own && (rc = rm_schedule_set_order(*out, a->order, e))) {
@@ -244,19 +468,14 @@ static int to_schedule(rm_schedule **out, anneal *a, rm_err *e)
 
 /* ---- moves ---- */
 
-/* Whether a copy of v is resident through stage t in the last evaluation
- * (computed before t and kept at least until t). */
+/* Whether a copy of v is resident through the stage at position t
+ * (computed before it and kept at least until it). */
 static int kept_through(const anneal *a, int v, int t)
 {
-    int lo = a->inst_at[v], hi = a->inst_at[v + 1];
-    while (lo < hi) { /* the first copy computed at or after t */
-        int mid = (lo + hi) / 2;
-        if (a->start[a->inst[mid]] < t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo > a->inst_at[v] && a->end[a->inst[lo - 1]] >= t;
+    const vec *c = &a->cp[v];
+    for (int i = 0; i < c->n; i += 2)
+        if (a->pos[c->a[i]] < t && a->pos[c->a[i + 1]] >= t) return 1;
+    return 0;
 }
 
 /* Marks what w's stage reads (its own node's inputs and its recomputations'). */
@@ -283,24 +502,11 @@ static int prune(anneal *a, int w, vec *gone)
         for (int i = 0; i < r->n; i++)
             if (a->mark[r->a[i]] != a->mark_gen) {
                 if (gone && vec_push(gone, r->a[i])) return -1;
-                r->a[i--] = r->a[--r->n];
-                a->nrc--;
+                rc_del(a, w, i--);
                 changed = 1;
             }
     }
     return 0;
-}
-
-/* Puts node v at position q, shifting those between. */
-static void move_to(anneal *a, int v, int q)
-{
-    int at = a->pos[v];
-    if (q > at)
-        for (int t = at; t < q; t++) a->order[t] = a->order[t + 1], a->pos[a->order[t]] = t;
-    else
-        for (int t = at; t > q; t--) a->order[t] = a->order[t - 1], a->pos[a->order[t]] = t;
-    a->order[q] = v;
-    a->pos[v] = q;
 }
 
 enum { MOVE_NONE, MOVE_ORDER, MOVE_ADD, MOVE_DROP, MOVE_CHAIN };
@@ -322,7 +528,7 @@ static int try_order(anneal *a, move *m)
     int q = lo + rnd_below(a, hi - lo);
     if (q >= a->pos[v]) q++;
     m->kind = MOVE_ORDER, m->v = v, m->from = a->pos[v]; /* (m->gone's buffer is kept for reuse) */
-    move_to(a, v, q);
+    order_move(a, v, q);
     return MOVE_ORDER;
 }
 
@@ -347,8 +553,7 @@ static int try_add(anneal *a, move *m)
     }
     a->mark_gen++; /* the marks above are spent */
     if (pick < 0 || a->n + a->nrc >= (long)RM_SCHEDULE_MAX_COMPUTES) return MOVE_NONE;
-    if (vec_push(&a->rc[w], pick)) return -1;
-    a->nrc++;
+    if (rc_add(a, w, pick)) return -1;
     m->kind = MOVE_ADD, m->v = pick, m->w = w;
     return MOVE_ADD;
 }
@@ -357,7 +562,7 @@ static int try_add(anneal *a, move *m)
  * with every input it needs that is not resident there anyway, and theirs
  * (a rematerialization from what is in memory): one move where single
  * recomputations would each first lengthen their inputs' lives. At most 64
- * computes. Needs a fresh evaluation (kept_through). */
+ * computes. */
 static int chain_add(anneal *a, move *m, int w, int pick)
 {
     const rm_problem *p = a->p;
@@ -381,24 +586,15 @@ static int chain_add(anneal *a, move *m, int w, int pick)
         }
     }
     if (a->n + a->nrc + m->gone.n > (long)RM_SCHEDULE_MAX_COMPUTES) return MOVE_NONE;
-    for (int i = 0; i < m->gone.n; i++) {
-        if (vec_push(&a->rc[w], m->gone.a[i])) return -1;
-        a->nrc++;
-    }
+    for (int i = 0; i < m->gone.n; i++)
+        if (rc_add(a, w, m->gone.a[i])) return -1;
     return MOVE_CHAIN;
-}
-
-static int ensure_fresh(anneal *a)
-{
-    eval ev;
-    return a->fresh ? 0 : evaluate(a, &ev);
 }
 
 /* A chain for a value a random stage reads and does not compute. */
 static int try_chain(anneal *a, move *m)
 {
     const rm_problem *p = a->p;
-    if (ensure_fresh(a)) return -1;
     int w = rnd_below(a, a->n);
     mark_reads(a, w);
     int gen = a->mark_gen, pick = -1, seen = 0;
@@ -415,28 +611,51 @@ static int try_chain(anneal *a, move *m)
     return pick < 0 ? MOVE_NONE : chain_add(a, m, w, pick);
 }
 
-/* The move aimed at the peak: in a stage over the budget (or, within it,
- * one at the peak), a value kept through the stage that it does not read
- * is dropped there and rematerialized (chain_add) at its next reader. */
+/* The position of a stage over the budget (or, when the peak fits, of one
+ * at the peak), by a random walk down the tree through the parts that hold
+ * one. */
+static int pick_stage(anneal *a)
+{
+    long long peak = a->best[1], off = 0;
+    int over = peak > a->budget, i = 1;
+#define WANTED(x) (over ? (x) > a->budget : (x) == peak)
+    while (i < a->leaves) {
+        int l = WANTED(off + a->best[2 * i]), r = WANTED(off + a->sum[2 * i] + a->best[2 * i + 1]);
+        if (l && (!r || rnd_below(a, 2)))
+            i = 2 * i;
+        else
+            off += a->sum[2 * i], i = 2 * i + 1;
+    }
+#undef WANTED
+    return i - a->leaves;
+}
+
+/* The move aimed at the peak: at a stage over the budget (or at the peak),
+ * a value kept through it that it does not read is dropped there and
+ * rematerialized (chain_add) at its next reader. The value is found among
+ * those the stages before computed, sampled (half near the stage, half
+ * anywhere before it), so that the move stays in about log n. */
 static int try_evict(anneal *a, move *m)
 {
-    if (ensure_fresh(a)) return -1;
-    int t = -1, seen = 0;
-    for (int s = 0; s < a->n; s++)
-        if (a->top[s] > a->budget || (a->top[s] == a->peak && a->peak <= a->budget))
-            if (rnd_below(a, ++seen) == 0) t = s;
-    if (t < 0) return MOVE_NONE;
+    int t = pick_stage(a);
+    if (t <= 0) return MOVE_NONE;
     mark_reads(a, a->order[t]);
-    int gen = a->mark_gen;
-    long pick = -1;
-    seen = 0;
-    for (long c = 0; c < a->seq_start[a->n]; c++) /* the copies kept through t, beyond it */
-        if (a->start[c] < t && a->end[c] > t && a->mark[a->seq[c]] != gen && rnd_below(a, ++seen) == 0) pick = c;
-    if (pick < 0) return MOVE_NONE;
-    int u = a->seq[pick], next = a->n;
-    for (int k = a->rd_start[u]; k < a->rd_start[u + 1]; k++)
-        if (a->pos[a->rd[k]] > t && a->pos[a->rd[k]] < next) next = a->pos[a->rd[k]];
-    return next < a->n ? chain_add(a, m, a->order[next], u) : MOVE_NONE;
+    int gen = a->mark_gen, u = -1, end = -1;
+    for (int tries = 0; tries < 64 && u < 0; tries++) {
+        int s = tries % 2 ? t - 1 - rnd_below(a, t < 16 ? t : 16) : rnd_below(a, t), ws = a->order[s];
+        int i = rnd_below(a, a->rc[ws].n + 1), x = i == a->rc[ws].n ? ws : a->rc[ws].a[i];
+        if (a->mark[x] == gen) continue;
+        const vec *c = &a->cp[x];
+        for (int k = 0; k < c->n; k += 2)
+            if (c->a[k] == ws && a->pos[c->a[k + 1]] > t) u = x, end = a->pos[c->a[k + 1]];
+    }
+    if (u < 0) return MOVE_NONE;
+    int next = end, nr = a->rd_start[u + 1] - a->rd_start[u]; /* the copy's first reader after t */
+    for (int i = 0; i < nr + a->rs[u].n; i++) {
+        int q = a->pos[i < nr ? a->rd[a->rd_start[u] + i] : a->rs[u].a[i - nr]];
+        if (q > t && q < next) next = q;
+    }
+    return chain_add(a, m, a->order[next], u);
 }
 
 static int try_drop(anneal *a, move *m)
@@ -448,45 +667,52 @@ static int try_drop(anneal *a, move *m)
         if (a->rc[x].n) w = x;
     }
     if (w < 0) return MOVE_NONE;
-    vec *r = &a->rc[w];
-    int i = rnd_below(a, r->n);
+    int i = rnd_below(a, a->rc[w].n);
     m->kind = MOVE_DROP;
     m->w = w;
     m->gone.n = 0;
-    if (vec_push(&m->gone, r->a[i])) return -1;
-    r->a[i] = r->a[--r->n];
-    a->nrc--;
+    if (vec_push(&m->gone, a->rc[w].a[i])) return -1;
+    rc_del(a, w, i);
     if (prune(a, w, &m->gone)) return -1;
     return MOVE_DROP;
 }
 
+/* Takes back the last move, and settles the state. */
 static int undo(anneal *a, move *m)
 {
     switch (m->kind) {
     case MOVE_ORDER:
-        move_to(a, m->v, m->from);
+        order_move(a, m->v, m->from);
         break;
     case MOVE_ADD:
         for (int i = a->rc[m->w].n - 1; i >= 0; i--)
             if (a->rc[m->w].a[i] == m->v) {
-                a->rc[m->w].a[i] = a->rc[m->w].a[--a->rc[m->w].n];
-                a->nrc--;
+                rc_del(a, m->w, i);
                 break;
             }
         break;
     case MOVE_DROP:
-        for (int i = 0; i < m->gone.n; i++) {
-            if (vec_push(&a->rc[m->w], m->gone.a[i])) return -1;
-            a->nrc++;
-        }
+        for (int i = 0; i < m->gone.n; i++)
+            if (rc_add(a, m->w, m->gone.a[i])) return -1;
         break;
     case MOVE_CHAIN: /* they were appended last */
-        a->rc[m->w].n -= m->gone.n;
-        a->nrc -= m->gone.n;
+        for (int i = 0; i < m->gone.n; i++) rc_del(a, m->w, a->rc[m->w].n - 1);
         break;
     }
-    a->fresh = 0;
-    return 0;
+    return settle(a, NULL);
+}
+
+/* One random move: in the order 30% of the time (none with keep_order),
+ * then a fifth each of the rest: a recomputation, a chain of them, an
+ * eviction at the peak, and two fifths drops. */
+static int random_move(anneal *a, move *m, int keep_order)
+{
+    double r = rnd_unit(a), p_order = keep_order ? 0 : 0.3, q = (1 - p_order) / 5;
+    return r < p_order           ? try_order(a, m)
+           : r < p_order + q     ? try_add(a, m)
+           : r < p_order + 2 * q ? try_chain(a, m)
+           : r < p_order + 3 * q ? try_evict(a, m)
+                                 : try_drop(a, m);
 }
 
 /* ---- the walk ---- */
@@ -499,7 +725,7 @@ typedef struct saved {
     int have;
 } saved;
 
-static int save(saved *s, const anneal *a, const eval *ev)
+static int save(saved *s, anneal *a, const eval *ev)
 {
     memcpy(s->order, a->order, (size_t)a->n * sizeof *s->order);
     s->pairs.n = 0;
@@ -507,6 +733,7 @@ static int save(saved *s, const anneal *a, const eval *ev)
         for (int i = 0; i < a->rc[w].n; i++)
             if (vec_push(&s->pairs, w) || vec_push(&s->pairs, a->rc[w].a[i])) return -1;
     s->ev = *ev;
+    s->ev.cost = a->cost = exact_cost(a);
     s->have = 1;
     return 0;
 }
@@ -515,14 +742,10 @@ static int restore(anneal *a, const saved *s)
 {
     memcpy(a->order, s->order, (size_t)a->n * sizeof *a->order);
     rm_order_positions(a->pos, a->order, a->n);
-    a->fresh = 0;
     for (int w = 0; w < a->n; w++) a->rc[w].n = 0;
-    a->nrc = 0;
-    for (int i = 0; i < s->pairs.n; i += 2) {
+    for (int i = 0; i < s->pairs.n; i += 2)
         if (vec_push(&a->rc[s->pairs.a[i]], s->pairs.a[i + 1])) return -1;
-        a->nrc++;
-    }
-    return 0;
+    return rebuild(a, NULL);
 }
 
 /* The last step: every recomputation of the best state dropped in turn
@@ -543,10 +766,9 @@ static int descend(anneal *a, saved *best, size_t budget, double max_cost, doubl
                     rc = -1;
                     break;
                 }
-                a->rc[w].a[i] = a->rc[w].a[--a->rc[w].n];
-                a->nrc--;
+                rc_del(a, w, i);
                 eval ev;
-                if (prune(a, w, &m.gone) || evaluate(a, &ev)) {
+                if (prune(a, w, &m.gone) || settle(a, &ev)) {
                     rc = -1;
                     break;
                 }
@@ -563,41 +785,54 @@ static int descend(anneal *a, saved *best, size_t budget, double max_cost, doubl
     return rc ? rc : save(best, a, &best->ev);
 }
 
+static void free_vecs(vec *v, int n)
+{
+    if (v)
+        for (int i = 0; i < n; i++) free(v[i].a);
+    free(v);
+}
+
 static void anneal_free(anneal *a)
 {
-    if (a->rc)
-        for (int v = 0; v < a->n; v++) free(a->rc[v].a);
-    free(a->rc);
+    free_vecs(a->rc, a->n);
+    free_vecs(a->cs, a->n);
+    free_vecs(a->rs, a->n);
+    free_vecs(a->cp, a->n);
     free(a->rd_start);
     free(a->rd);
     free(a->order);
     free(a->pos);
-    free(a->seq);
-    free(a->seq_start);
-    free(a->cur);
-    free(a->start);
-    free(a->end);
-    free(a->last_read);
-    free(a->stamp);
+    free(a->delta);
+    free(a->local);
+    free(a->sum);
+    free(a->best);
+    free(a->touched);
+    free(a->dirty);
+    free(a->tmark);
+    free(a->dmark);
+    free(a->sbuf);
+    free(a->sfree);
     free(a->lastuse);
     free(a->used);
-    free(a->freeb);
-    free(a->diff);
+    free(a->stamp);
+    free(a->cbuf);
     free(a->mark);
-    free(a->inst_at);
-    free(a->top);
-    free(a->inst);
 }
 
 /* The state of schedule s (its order and its recomputations; NULL:
- * checkpoint-all in the problem's order). */
-static int anneal_init(anneal *a, const rm_problem *p, const rm_schedule *s, unsigned long long seed, rm_err *e)
+ * checkpoint-all in the problem's order), settled. */
+static int anneal_init(anneal *a, const rm_problem *p, const rm_schedule *s, unsigned long long seed, eval *ev,
+                       rm_err *e)
 {
     int n = p->n;
     size_t nn = (size_t)n;
     memset(a, 0, sizeof *a);
     a->p = p, a->n = n;
     a->rng = rm_rng_make(seed);
+    size_t budget = rm_problem_activation_budget(p);
+    a->budget = budget > (size_t)LLONG_MAX ? LLONG_MAX : (long long)budget;
+    for (a->leaves = 1; a->leaves < n; a->leaves *= 2) {
+    }
     long edges = 0;
     for (int v = 0; v < n; v++) edges += p->nodes[v].ndeps;
     a->rd_start = calloc(nn + 1, sizeof *a->rd_start);
@@ -605,39 +840,43 @@ static int anneal_init(anneal *a, const rm_problem *p, const rm_schedule *s, uns
     a->order = malloc(nn * sizeof *a->order);
     a->pos = malloc(nn * sizeof *a->pos);
     a->rc = calloc(nn, sizeof *a->rc);
-    a->seq_start = malloc((nn + 1) * sizeof *a->seq_start);
-    a->cur = malloc(nn * sizeof *a->cur);
-    a->last_read = malloc(nn * sizeof *a->last_read);
-    a->stamp = malloc(nn * sizeof *a->stamp);
+    a->cs = calloc(nn, sizeof *a->cs);
+    a->rs = calloc(nn, sizeof *a->rs);
+    a->cp = calloc(nn, sizeof *a->cp);
+    a->delta = malloc(nn * sizeof *a->delta);
+    a->local = malloc(nn * sizeof *a->local);
+    a->sum = malloc(2 * (size_t)a->leaves * sizeof *a->sum);
+    a->best = malloc(2 * (size_t)a->leaves * sizeof *a->best);
+    a->touched = malloc(nn * sizeof *a->touched);
+    a->dirty = malloc(nn * sizeof *a->dirty);
+    a->tmark = calloc(nn, sizeof *a->tmark);
+    a->dmark = calloc(nn, sizeof *a->dmark);
     a->lastuse = malloc(nn * sizeof *a->lastuse);
     a->used = malloc(nn * sizeof *a->used);
-    a->diff = malloc((nn + 2) * sizeof *a->diff);
-    a->inst_at = malloc((nn + 1) * sizeof *a->inst_at);
-    a->top = malloc(nn * sizeof *a->top);
+    a->stamp = calloc(nn, sizeof *a->stamp);
     a->mark = calloc(nn, sizeof *a->mark);
-    if (!a->rd_start || !a->rd || !a->order || !a->pos || !a->rc || !a->seq_start || !a->cur || !a->last_read ||
-        !a->stamp || !a->lastuse || !a->used || !a->diff || !a->mark || !a->inst_at || !a->top)
+    a->tgen = 1;
+    if (!a->rd_start || !a->rd || !a->order || !a->pos || !a->rc || !a->cs || !a->rs || !a->cp || !a->delta ||
+        !a->local || !a->sum || !a->best || !a->touched || !a->dirty || !a->tmark || !a->dmark || !a->lastuse ||
+        !a->used || !a->stamp || !a->mark)
         return rm_errorf(e, RM_ERR_NOMEM, "anneal: out of memory for %d nodes", n);
     for (int v = 0; v < n; v++)
         for (int d = 0; d < p->nodes[v].ndeps; d++) a->rd_start[p->nodes[v].deps[d] + 1]++;
     for (int v = 0; v < n; v++) a->rd_start[v + 1] += a->rd_start[v];
-    for (int v = 0; v < n; v++) a->cur[v] = a->rd_start[v];
+    for (int v = 0; v < n; v++) a->lastuse[v] = a->rd_start[v];
     for (int v = 0; v < n; v++)
-        for (int d = 0; d < p->nodes[v].ndeps; d++) a->rd[a->cur[p->nodes[v].deps[d]]++] = v;
+        for (int d = 0; d < p->nodes[v].ndeps; d++) a->rd[a->lastuse[p->nodes[v].deps[d]]++] = v;
     for (int t = 0; t < n; t++) a->order[t] = s ? rm_schedule_node_at(s, t) : t;
     rm_order_positions(a->pos, a->order, n);
-    if (s) {
+    if (s)
         for (int t = 0; t < n; t++)
-            for (int k = s->r_start[t]; k < s->r_start[t + 1]; k++) {
-                if (s->r_node[k] == t) continue;
-                if (vec_push(&a->rc[a->order[t]], rm_schedule_node_at(s, s->r_node[k])))
+            for (int k = s->r_start[t]; k < s->r_start[t + 1]; k++)
+                if (s->r_node[k] != t && vec_push(&a->rc[a->order[t]], rm_schedule_node_at(s, s->r_node[k])))
                     return rm_errorf(e, RM_ERR_NOMEM, "anneal: out of memory");
-                a->nrc++;
-            }
-        for (int w = 0; w < n; w++) /* recomputations nothing reads cost and keep nothing */
-            if (a->rc[w].n && prune(a, w, NULL)) return rm_errorf(e, RM_ERR_NOMEM, "anneal: out of memory");
-    }
-    if (ensure_seq(a)) return rm_errorf(e, RM_ERR_NOMEM, "anneal: out of memory");
+    if (rebuild(a, NULL)) return rm_errorf(e, RM_ERR_NOMEM, "anneal: out of memory");
+    for (int w = 0; w < n; w++) /* recomputations nothing reads cost and keep nothing */
+        if (a->rc[w].n && prune(a, w, NULL)) return rm_errorf(e, RM_ERR_NOMEM, "anneal: out of memory");
+    if (settle(a, ev)) return rm_errorf(e, RM_ERR_NOMEM, "anneal: out of memory");
     return RM_OK;
 }
 
@@ -669,19 +908,14 @@ int rm_strategy_anneal(rm_schedule **out, rm_strategy_stats *stats, const rm_pro
     anneal a;
     saved best = {0};
     move m = {0};
-    if ((rc = anneal_init(&a, p, o->incumbent, o->seed ? o->seed : 1, e))) goto done;
-    if (!(best.order = malloc((size_t)p->n * sizeof *best.order))) {
-        rc = rm_errorf(e, RM_ERR_NOMEM, "anneal: out of memory");
-        goto done;
-    }
+    eval cur;
+    if ((rc = anneal_init(&a, p, o->incumbent, o->seed ? o->seed : 1, &cur, e))) goto done;
+    if (!(best.order = malloc((size_t)p->n * sizeof *best.order))) goto nomem;
     size_t budget = rm_problem_activation_budget(p);
-    a.budget = budget;
     double base = rm_problem_base_cost(p), scale = base > 0 ? base : 1;
     double bscale = budget > 0 && budget != SIZE_MAX ? (double)budget : 1, weight = 1;
-    eval cur;
-    if (evaluate(&a, &cur)) goto nomem;
 #define FITS(ev) ((ev).peak <= budget && (p->max_cost <= 0 || (ev).cost <= p->max_cost))
-#define SCORE(ev) ((ev).cost / scale + weight * (ev).excess / bscale)
+#define SCORE(ev) ((ev).cost / scale + weight * ((ev).peak > budget ? (double)((ev).peak - budget) : 0) / bscale)
     if (FITS(cur) && save(&best, &a, &cur)) goto nomem;
     /* Where checkpoint-all fits there is nothing to improve: every node once. */
     long done_moves = 0, accepted = 0;
@@ -691,7 +925,7 @@ int rm_strategy_anneal(rm_schedule **out, rm_strategy_stats *stats, const rm_pro
         double fcur = SCORE(cur);
         for (;;) {
             double frac = moves > 0 ? (double)done_moves / (double)moves : 0;
-            if (deadline > 0) { /* every move: a clock read is nothing beside a replay */
+            if (deadline > 0) { /* every move: a clock read is little beside a move */
                 double now = rm_now();
                 if (now >= deadline) break;
                 double tf = (now - t0) / (deadline - t0);
@@ -717,21 +951,12 @@ int rm_strategy_anneal(rm_schedule **out, rm_strategy_stats *stats, const rm_pro
                 if (!FITS(cur) && weight < 1e12) weight *= 2, fcur = SCORE(cur);
             }
             double temp = temp0 * pow(temp1 / temp0, frac);
-            double r = rnd_unit(&a);
-            /* Order 30% (none with keep_order), then a fifth each of the
-             * rest: a recomputation, a chain of them, an eviction at the
-             * peak, and two fifths drops. */
-            double p_order = o->keep_order ? 0 : 0.3, q = (1 - p_order) / 5;
-            int kind = r < p_order           ? try_order(&a, &m)
-                       : r < p_order + q     ? try_add(&a, &m)
-                       : r < p_order + 2 * q ? try_chain(&a, &m)
-                       : r < p_order + 3 * q ? try_evict(&a, &m)
-                                             : try_drop(&a, &m);
+            int kind = random_move(&a, &m, o->keep_order);
             done_moves++;
             if (kind < 0) goto nomem;
             if (kind == MOVE_NONE) continue;
             eval ev;
-            if (evaluate(&a, &ev)) goto nomem;
+            if (settle(&a, &ev)) goto nomem;
             double f = SCORE(ev);
             if (f <= fcur || rnd_unit(&a) < exp((fcur - f) / temp)) {
                 cur = ev, fcur = f, accepted++;
@@ -778,6 +1003,58 @@ done:
     free(m.gone.a);
     free(best.order);
     free(best.pairs.a);
+    anneal_free(&a);
+    return rc;
+}
+
+/* The incremental judge against the simulator, move by move. */
+static int check_state(anneal *a, const eval *ev, long k, const char *what, rm_err *e)
+{
+    rm_schedule *s = NULL;
+    rm_sim_result r;
+    int rc = to_schedule(&s, a, e);
+    if (!rc) rc = rm_simulate(&r, a->p, s, e);
+    rm_schedule_free(s);
+    if (rc) return rc;
+    double c = exact_cost(a);
+    if (r.peak_bytes != ev->peak || fabs(r.cost - c) > 1e-9 * fmax(1, c) || fabs(ev->cost - c) > 1e-6 * fmax(1, c))
+        return rm_errorf(e, RM_ERR_INVALID,
+                         "anneal: after move %ld (%s) it says cost %.17g, peak %zu; the simulator %.17g, %zu", k, what,
+                         ev->cost, ev->peak, r.cost, r.peak_bytes);
+    return RM_OK;
+}
+
+int rm_anneal_check_walk(const rm_problem *p, long moves, unsigned long seed, rm_err *e)
+{
+    static const char *const names[] = {"none", "order", "add", "drop", "chain"};
+    anneal a;
+    move m = {0};
+    saved keep = {0};
+    eval ev;
+    memset(&a, 0, sizeof a);
+    int rc = rm_problem_validate(p, e);
+    if (rc || (rc = anneal_init(&a, p, NULL, seed, &ev, e))) goto done;
+    if (!(keep.order = malloc((size_t)p->n * sizeof *keep.order))) goto nomem;
+    for (long k = 0; k < moves && !rc; k++) {
+        int kind = random_move(&a, &m, 0);
+        if (kind < 0 || settle(&a, &ev)) goto nomem;
+        if (kind == MOVE_NONE || (rc = check_state(&a, &ev, k, names[kind], e))) continue;
+        double r = rnd_unit(&a);
+        if (r < 0.3) { /* taken back */
+            if (undo(&a, &m) || settle(&a, &ev)) goto nomem;
+            rc = check_state(&a, &ev, k, "undo", e);
+        } else if (r < 0.32) { /* kept aside, and brought back from scratch */
+            if (save(&keep, &a, &ev) || restore(&a, &keep) || settle(&a, &ev)) goto nomem;
+            rc = check_state(&a, &ev, k, "restore", e);
+        }
+    }
+    goto done;
+nomem:
+    rc = rm_errorf(e, RM_ERR_NOMEM, "anneal: out of memory");
+done:
+    free(m.gone.a);
+    free(keep.order);
+    free(keep.pairs.a);
     anneal_free(&a);
     return rc;
 }

@@ -175,17 +175,17 @@ int rm_ogc_until(rm_schedule **out, int *stopped, const rm_problem *p, double de
 /* The baseline strategies in the order tables show them (checkpoint_all
  * first), as rm_strategy_info initializers: rm_strategy_list's table
  * (baseline_table.c) and the head of rm_strategy_list_all's (strategies.c). */
-#define RM_BASELINE_TABLE                                                                                              \
-    {"checkpoint_all", "Checkpoint all", rm_strategy_checkpoint_all, NULL, NULL},                                      \
-        {"chen_sqrtn", "Chen et al. sqrt(n)", rm_strategy_chen_sqrtn, NULL, rm_chen_sqrtn_until},                      \
-        {"chen_greedy", "Chen et al. greedy", rm_strategy_chen_greedy, NULL, rm_chen_greedy_until},                    \
-        {"griewank", "Griewank & Walther log(n)", rm_strategy_griewank, NULL, rm_griewank_until},                      \
-        {"ap_sqrtn", "AP sqrt(n)", rm_strategy_ap_sqrtn, NULL, NULL},                                                  \
-        {"ap_greedy", "AP greedy", rm_strategy_ap_greedy, NULL, rm_ap_greedy_until},                                   \
-        {"linearized_sqrtn", "Linearized sqrt(n)", rm_strategy_linearized_sqrtn, NULL, NULL},                          \
-        {"linearized_greedy", "Linearized greedy", rm_strategy_linearized_greedy, NULL, rm_linearized_greedy_until},   \
-    {                                                                                                                  \
-        "ogc", "Feng & Huang optimal checkpointing", rm_strategy_ogc, NULL, rm_ogc_until                               \
+#define RM_BASELINE_TABLE                                                                                               \
+    {"checkpoint_all", "Checkpoint all", rm_strategy_checkpoint_all, NULL, NULL, 0},                                    \
+        {"chen_sqrtn", "Chen et al. sqrt(n)", rm_strategy_chen_sqrtn, NULL, rm_chen_sqrtn_until, 1},                    \
+        {"chen_greedy", "Chen et al. greedy", rm_strategy_chen_greedy, NULL, rm_chen_greedy_until, 1},                  \
+        {"griewank", "Griewank & Walther log(n)", rm_strategy_griewank, NULL, rm_griewank_until, 1},                    \
+        {"ap_sqrtn", "AP sqrt(n)", rm_strategy_ap_sqrtn, NULL, NULL, 1},                                                \
+        {"ap_greedy", "AP greedy", rm_strategy_ap_greedy, NULL, rm_ap_greedy_until, 1},                                 \
+        {"linearized_sqrtn", "Linearized sqrt(n)", rm_strategy_linearized_sqrtn, NULL, NULL, 1},                        \
+        {"linearized_greedy", "Linearized greedy", rm_strategy_linearized_greedy, NULL, rm_linearized_greedy_until, 1}, \
+    {                                                                                                                   \
+        "ogc", "Feng & Huang optimal checkpointing", rm_strategy_ogc, NULL, rm_ogc_until, 1                             \
     }
 #define RM_BASELINE_COUNT 9
 

@@ -10,6 +10,14 @@
 static const rm_strategy_info baselines[] = {RM_BASELINE_TABLE};
 _Static_assert(sizeof baselines / sizeof baselines[0] == RM_BASELINE_COUNT, "RM_BASELINE_COUNT");
 
+int rm_strategy_applies(const rm_strategy_info *st, const rm_problem *p)
+{
+    if (!st->needs_backward) return 1;
+    for (int i = 0; i < p->n; i++)
+        if (p->nodes[i].tag == RM_TAG_BACKWARD) return 1;
+    return 0;
+}
+
 const rm_strategy_info *rm_strategy_list(int *count)
 {
     *count = RM_BASELINE_COUNT;
@@ -53,6 +61,7 @@ rm_schedule *rm_best_baseline_timed(const rm_problem *p, double deadline, int pr
         int k = order[i], quick = i < QUICK;
         const rm_strategy_info *st = &baselines[k];
         if (k == 0 && skip_checkpoint_all) continue; /* the caller's verdict: it does not fit */
+        if (!rm_strategy_applies(st, p)) continue;
         if (rm_deadline_passed(deadline) && (!quick || best || st->solve_until)) {
             if (!quick || best) break;
             continue;

@@ -102,6 +102,28 @@ static void answer_in_order(rm_strategy_stats *stats, const rm_sim_result *r, co
     stats->whole_lp = 0;
 }
 
+/* Nothing fits any heuristic, the anneal or the MILP: says what that
+ * proves. Only the trivial bound, checked before any search, proves that
+ * no schedule fits in any order; the MILP's verdict, even a proof, is about
+ * the problem's order, and the anneal's about the moves it made. */
+static void none_found(rm_strategy_stats *stats, const rm_strategy_options *o, const rm_err *ae, const rm_err *me,
+                       rm_err *e)
+{
+    int proved = stats->status == RM_STATUS_INFEASIBLE;
+    if (o && o->keep_order) return; /* the problem's order only: the MILP's verdict is the answer */
+    stats->status = RM_STATUS_NO_SOLUTION;
+    if (proved)
+        rm_errorf(e, RM_ERR_INFEASIBLE,
+                  "in the problem's order no schedule fits (the MILP proved it: %.180s); in other orders the anneal "
+                  "found none (%.180s), which proves nothing about them",
+                  me->msg, ae->msg);
+    else
+        rm_errorf(e, RM_ERR_INFEASIBLE,
+                  "none found, and none proved impossible: no heuristic fits, the anneal found none (%.180s), the "
+                  "MILP found none (%.180s)",
+                  ae->msg, me->msg);
+}
+
 int rm_route_best(rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p, const rm_strategy_options *o,
                   rm_err *e)
 {
@@ -165,7 +187,11 @@ int rm_route_best(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
         if (e) *e = me;
         return mrc;
     }
-    if (!ann) return settle(out, stats, mrc, &ms, &me, inc, &ir, iname, p, o, e);
+    if (!ann) {
+        rc = settle(out, stats, mrc, &ms, &me, inc, &ir, iname, p, o, e);
+        if (rc == RM_ERR_INFEASIBLE) none_found(stats, o, &ae, &me, e);
+        return rc;
+    }
     /* The anneal's order: the MILP from its answer in the rest of the time. */
     rm_schedule *ord = NULL;
     rm_strategy_stats os;

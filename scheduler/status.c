@@ -15,6 +15,8 @@ const char *rm_status_name(rm_status s)
         return "infeasible";
     case RM_STATUS_NO_SOLUTION:
         return "no solution";
+    case RM_STATUS_NOT_APPLICABLE:
+        return "n/a";
     }
     return "unknown";
 }

@@ -36,11 +36,11 @@ static int best_default(rm_schedule **out, const rm_problem *p, rm_err *e)
 /* The baselines come first and are what rm_strategy_list returns. */
 static const rm_strategy_info strategies[] = {
     RM_BASELINE_TABLE,
-    {"lp_round", "Checkmate LP rounding", lp_round_default, rm_route_lp_round, NULL},
-    {"milp", "Checkmate MILP (lp_solve)", milp_default, rm_route_milp, NULL},
-    {"anneal", "simulated annealing over orders and recomputations", anneal_default, rm_route_anneal, NULL},
+    {"lp_round", "Checkmate LP rounding", lp_round_default, rm_route_lp_round, NULL, 0},
+    {"milp", "Checkmate MILP (lp_solve)", milp_default, rm_route_milp, NULL, 0},
+    {"anneal", "simulated annealing over orders and recomputations", anneal_default, rm_route_anneal, NULL, 0},
     {"best", "every heuristic, then the anneal and the MILP with the cheapest as incumbent", best_default,
-     rm_route_best, NULL},
+     rm_route_best, NULL, 0},
 };
 _Static_assert(RM_BASELINE_COUNT < sizeof strategies / sizeof strategies[0], "the solvers follow the baselines");
 
@@ -97,6 +97,13 @@ int rm_strategy_run_report(rm_schedule **out, rm_strategy_stats *stats, rm_sched
     stats->status = RM_STATUS_ERROR;
     *out = NULL;
     double t0 = rm_now();
+    if (!rm_strategy_applies(st, p)) {
+        stats->status = RM_STATUS_NOT_APPLICABLE;
+        return rm_errorf(e, RM_ERR_UNSUPPORTED,
+                         "%s needs a training graph's forward/backward split, and this problem has no backward "
+                         "nodes: anneal, milp and best schedule any DAG",
+                         st->name);
+    }
     /* The one deadline of the call, fixed here and passed down. */
     rm_strategy_options od;
     memset(&od, 0, sizeof od);

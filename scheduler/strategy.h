@@ -174,7 +174,15 @@ typedef struct rm_strategy_info {
     rm_strategy_opt_fn solve_opt;     /* NULL for the baselines; the solvers' option-taking form */
     rm_strategy_until_fn solve_until; /* the searching baselines' form under a deadline; NULL for the
                                          others (one construction each, linear in the graph) */
+    int needs_backward;               /* a training graph's heuristic: it recomputes forward values for the
+                                         backward pass, so on a DAG without backward nodes it has nothing
+                                         to choose and steps aside (rm_strategy_applies) */
 } rm_strategy_info;
+
+/* Whether st can do anything on p: not when it needs a backward pass and p
+ * has no backward node (rm_strategy_run then answers RM_ERR_UNSUPPORTED,
+ * status RM_STATUS_NOT_APPLICABLE, and rm_best_baseline skips it). */
+int rm_strategy_applies(const rm_strategy_info *st, const rm_problem *p);
 
 /* The baselines above, in the order tables show them (checkpoint_all first).
  * Cheap and limit-free, so tests sweep every one of them. */
@@ -230,5 +238,11 @@ int rm_strategy_run_report(rm_schedule **out, rm_strategy_stats *stats, rm_sched
  * (schedule.h). RM_ERR_INFEASIBLE when it found none: no proof. */
 int rm_strategy_anneal(rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p, const rm_strategy_options *o,
                        rm_err *e);
+/* For the tests: a walk of random moves from checkpoint-all on p, each
+ * kept, taken back or saved and rebuilt at random, with the anneal's
+ * incremental cost and peak checked against rm_simulate's replay of its
+ * schedule after every one. RM_ERR_INVALID names the first move where
+ * they differ. */
+int rm_anneal_check_walk(const rm_problem *p, long moves, unsigned long seed, rm_err *e);
 
 #endif

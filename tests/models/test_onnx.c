@@ -354,4 +354,7 @@ Test(onnx, usage_errors)
     cr_expect_eq(cf_remat("explain", "--onnx", FIXTURE("bad_op.onnx"), "--batch", "2", "--budget", "80%", NULL), 1);
     cr_expect(cf_said(1, "remat explain:"));
     cr_expect(cf_said(1, "operator 'LeakyRelu' is not supported"));
+    /* An ONNX file given as a config: the parser's error, then the hint. */
+    cr_expect_eq(cf_remat("graph", "--model", FIXTURE("residual.onnx"), "--batch", "2", NULL), 1);
+    cr_expect(cf_said(1, "an ONNX file is given with --onnx, not --model"), "%s", cf_err);
 }

@@ -102,6 +102,31 @@ static size_t noremat_peak(const rm_problem *p)
     return peak;
 }
 
+/* The anneal judges a move in about log n, from what the move changed
+ * (anneal.c); on random graphs of both kinds and sizes, after every move of
+ * a random walk (kept, taken back, or saved and rebuilt) its cost and peak
+ * equal the simulator's replay of its schedule. The budget sits halfway
+ * down, so that the walk also evicts at stages over it. */
+Test(anneal, incremental_judge_matches_the_simulator)
+{
+    for (uint64_t seed = 1; seed <= 16; seed++) {
+        rm_problem *p;
+        if (seed % 2) {
+            p = rg_layered_problem(seed, 3 + (int)(seed % 6), 2 + (int)(seed % 5), 0.4, 0.3);
+        } else {
+            rg_options o = {.forward = 4 + (int)(seed % 7), .skip_prob = 0.4, .branch_prob = 0.3, .max_bytes = 256};
+            p = rg_training_problem(seed, &o);
+        }
+        cr_assert_not_null(p);
+        size_t lb = rm_problem_peak_lower_bound(p);
+        p->budget = p->fixed_bytes + lb + (noremat_peak(p) - lb) / 2;
+        rm_err e = {0};
+        cr_assert_eq(rm_anneal_check_walk(p, 1500, seed, &e), RM_OK, "seed %lu (%d nodes): %s", (unsigned long)seed,
+                     p->n, e.msg);
+        rm_problem_free(p);
+    }
+}
+
 /* Random graphs of both kinds at budgets from the trivial bound to the
  * no-remat peak. */
 Test(anneal, valid_on_random_dags)
@@ -245,6 +270,65 @@ Test(anneal, never_beats_the_exact_optimum)
     cr_assert_gt(fixed, 10);
     cr_assert_geq(reached, free_ * 9 / 10, "the optimum over every order reached %d of %d times", reached, free_);
     cr_assert_gt(beat_fixed, 0, "no order ever beat the problem's");
+}
+
+/* The heuristics of a training graph (they choose what the backward pass
+ * recomputes) step aside on a DAG without backward nodes, saying why; on a
+ * training graph every one applies. And best, finding nothing on a DAG
+ * where no order fits (brute force) though the lower bound does not rule
+ * it out, says that it proved nothing. */
+Test(anneal, forward_only_dags_heuristics_step_aside)
+{
+    rm_problem *p = rg_layered_problem(2, 4, 3, 0.4, 0.3);
+    cr_assert_not_null(p);
+    p->budget = p->fixed_bytes + noremat_peak(p) * 9 / 10;
+    int count, aside = 0;
+    const rm_strategy_info *list = rm_strategy_list(&count);
+    rg_options go = {.forward = 5, .skip_prob = 0.3, .max_bytes = 64};
+    rm_problem *train = rg_training_problem(1, &go);
+    cr_assert_not_null(train);
+    for (int k = 0; k < count; k++) {
+        rm_schedule *s = NULL;
+        rm_strategy_stats st;
+        rm_err e = {0};
+        int rc = rm_strategy_run(&s, &st, &list[k], p, NULL, &e);
+        if (list[k].needs_backward) {
+            cr_assert_eq(rc, RM_ERR_UNSUPPORTED, "%s: %s", list[k].name, e.msg);
+            cr_assert_eq(st.status, RM_STATUS_NOT_APPLICABLE, "%s", list[k].name);
+            cr_assert_not_null(strstr(e.msg, "no backward nodes"), "%s", e.msg);
+            aside++;
+        } else {
+            cr_assert(rc == RM_OK || rc == RM_ERR_INFEASIBLE, "%s: %s", list[k].name, e.msg);
+        }
+        rm_schedule_free(s);
+        cr_assert(rm_strategy_applies(&list[k], train), "%s", list[k].name);
+    }
+    cr_assert_eq(aside, count - 1, "every baseline but checkpoint_all needs a backward pass");
+    rm_problem_free(train);
+    rm_problem_free(p);
+
+    /* a (10 bytes) read by b and c (1 each), both read by d: whichever of
+     * b and c comes last is computed beside a and the other, 12 bytes in
+     * every order, above the lower bound of 11 (b with its input). */
+    static const size_t bytes[] = {10, 1, 1, 1};
+    static const char *const deps[] = {"", "0", "0", "1,2"};
+    rm_problem *d = rg_problem_make(4, bytes, NULL, deps);
+    cr_assert_not_null(d);
+    cr_assert_eq(rm_problem_peak_lower_bound(d), 11);
+    d->budget = d->fixed_bytes + 11;
+    best_order b = {d, 11, -1};
+    int order[4];
+    uint8_t used[4] = {0};
+    each_order(d, order, 0, used, try_order, &b);
+    cr_assert_lt(b.cost, 0, "a schedule fits in some order");
+    rm_strategy_options o = {.moves = 2000, .node_limit = 1000};
+    rm_schedule *s = NULL;
+    rm_strategy_stats st;
+    rm_err e = {0};
+    cr_assert_eq(rm_strategy_run(&s, &st, rm_strategy_find("best"), d, &o, &e), RM_ERR_INFEASIBLE, "%s", e.msg);
+    cr_assert_eq(st.status, RM_STATUS_NO_SOLUTION, "status %s: %s", rm_status_name(st.status), e.msg);
+    cr_assert(strstr(e.msg, "in other orders") || strstr(e.msg, "none proved impossible"), "%s", e.msg);
+    rm_problem_free(d);
 }
 
 Test(anneal, deterministic_for_a_seed)
