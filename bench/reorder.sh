@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Beyond a fixed order (issue 29): on random layered DAGs in the style of
-# Moccasin's benchmark (forward only: no checkpointing heuristic applies)
-# and on remat's own training graphs, at 90%, 80% and 70% of the no-remat
-# peak, the extra compute and peak of
+# Moccasin's benchmark (forward only: no checkpointing heuristic applies;
+# lN: banded like Moccasin's own graphs, uN: every edge between two layers
+# equally likely) and on remat's own training graphs, at 90%, 80% and 70% of
+# the no-remat peak, the extra compute and peak of
 #   milp     the fixed-order MILP route (coarsened above 80 nodes), with its bound
 #   fixed    anneal --keep-order: the search, in the problem's order
 #   anneal   the order-aware search (its answer may carry its own order)
@@ -15,15 +16,16 @@
 #   bench/reorder.sh            # writes docs/bench/reorder.md
 #
 # Environment: TIME_LIMIT (seconds per run, default 40), BUDGETS (default
-# "90 80 70"), GRAPHS (default: layered 100 250 500 1000 nodes, resnet50 and
-# unet at batch 8), SEEDS (layered graphs per size, default 2), OUT. Raw CSV
-# in build-bench-reorder/. Run it on an otherwise idle machine.
+# "90 80 70"), GRAPHS (default: banded layered graphs of about 100 250 500
+# 1000 nodes, uniform ones of 100 and 1000, resnet50 and unet at batch 8),
+# SEEDS (layered graphs per size, default 2), OUT. Raw CSV in
+# build-bench-reorder/. Run it on an otherwise idle machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=build-bench-reorder
 tlimit="${TIME_LIMIT:-40}" seeds="${SEEDS:-2}"
 read -r -a budgets <<<"${BUDGETS:-90 80 70}"
-read -r -a graphs <<<"${GRAPHS:-l100 l250 l500 l1000 resnet50 unet}"
+read -r -a graphs <<<"${GRAPHS:-l100 l250 l500 l1000 u100 u1000 resnet50 unet}"
 out="${OUT:-docs/bench/reorder.md}"
 REMAT_BUILD_TARGET="remat remat_bench_scale_gen" ./scripts/build "${REMAT_BUILD_ARGS:--DREMAT_WERROR=ON}" >&2
 dir="${REMAT_BUILD_DIR:-build}"
@@ -31,16 +33,18 @@ remat="$dir/remat" gen="$dir/bench/remat_bench_scale_gen"
 mkdir -p "$work"
 export REMAT_THREADS=1
 
-# The problems: layered LxW graphs (density 0.3, skips 0.2) and the models'
-# training graphs.
-declare -A shape=([l100]="10 10" [l250]="25 10" [l500]="25 20" [l1000]="40 25" [l100000]="400 250")
+# The problems: layered graphs (layers, width, edge density, skip density,
+# band: remat_bench_scale_gen) and the models' training graphs.
+declare -A shape=([l100]="10 10 0.5 0.15 SEED 2" [l250]="25 10 0.5 0.15 SEED 2" [l500]="25 20 0.5 0.15 SEED 2"
+    [l1000]="40 25 0.5 0.15 SEED 2" [l100000]="400 250 0.5 0.15 SEED 2" [u100]="10 10 0.3 0.2 SEED 0"
+    [u1000]="40 25 0.3 0.2 SEED 0")
 files=()
 for g in "${graphs[@]}"; do
     if [ -n "${shape[$g]:-}" ]; then
         for s in $(seq 1 "$seeds"); do
             f="$work/$g-s$s.txt"
-            # shellcheck disable=SC2086
-            [ -f "$f" ] || "$gen" layered ${shape[$g]} 0.3 0.2 "$s" "$f" >&2
+            read -r -a sh <<<"${shape[$g]/SEED/$s}"
+            [ -f "$f" ] || "$gen" layered "${sh[@]:0:5}" "$f" "${sh[5]}" >&2
             files+=("$f")
         done
     else
@@ -51,10 +55,10 @@ for g in "${graphs[@]}"; do
 done
 
 csv="$work/results.csv"
-echo "graph,budget,run,strategy,status,overhead_pct,cost,peak_bytes,recomputed_nodes,recomputations,seconds,lp_bound_pct,bound,gap_pct,wall,rss_kib" >"$csv"
+echo "graph,nodes,budget,run,strategy,status,overhead_pct,cost,peak_bytes,recomputed_nodes,recomputations,seconds,lp_bound_pct,bound,gap_pct,wall,rss_kib" >"$csv"
 runs=(milp "fixed:anneal --keep-order" anneal best)
 for f in "${files[@]}"; do
-    name=$(basename "$f" .txt)
+    name=$(basename "$f" .txt) nodes=$(sed -n 's/^problem \([0-9]*\) .*/\1/p' "$f")
     for b in "${budgets[@]}"; do
         for r in "${runs[@]}"; do
             label=${r%%:*} args=${r#*:}
@@ -67,7 +71,7 @@ for f in "${files[@]}"; do
             t1=$(date +%s.%N)
             wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
             [ -n "$row" ] || row="$label,none,,,,,,,,,"
-            echo "$name,$b,$label,$row,$wall,$(cat "$work/rss")" >>"$csv"
+            echo "$name,$nodes,$b,$label,$row,$wall,$(cat "$work/rss")" >>"$csv"
         done
     done
 done

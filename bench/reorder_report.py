@@ -44,9 +44,12 @@ def main():
     lines = [
         "# Beyond a fixed order: the anneal against the fixed-order MILP",
         "",
-        "Written by `bench/reorder.sh` (issue 29): random layered DAGs (`lN-sK`: N nodes, seed K; forward only, "
-        "in the style of Moccasin's benchmark: each node reads each node of the layer before with probability "
-        "0.3, and one node of an earlier layer with probability 0.2) and remat's training graphs (`-b8`: batch 8), "
+        "Written by `bench/reorder.sh` (issue 29): random layered DAGs, forward only, seed K (`-sK`): `lN`, about N "
+        "nodes like Moccasin's benchmark graphs (layer widths within 75%% of the mean, each node reading the "
+        "nearest node of the layer before and each other one within 2 positions of it with probability 0.5, "
+        "and with probability 0.15 the nearest node of an earlier layer), `uN`, N nodes in layers of equal width "
+        "whose nodes read each node of the layer before with probability 0.3 (and an earlier one with "
+        "probability 0.2); and remat's training graphs (`-b8`: batch 8), "
         "at a share of the no-remat peak in the problem's order. Each cell: extra compute over every node once "
         "(checkpoint-all), the run's wall time and its largest resident memory, time limit %s s, one thread. "
         "`none`: no schedule within the budget found (not a proof)." % tlimit,
@@ -57,7 +60,8 @@ def main():
     for g in graphs:
         for b in budgets:
             d = by.get((g, b), {})
-            lines.append("| %s | %d%% | " % (g, b) + " | ".join(cell(d.get(k)) for k in RUNS) + " |")
+            n = next(iter(d.values()))["nodes"] if d else "?"
+            lines.append("| %s (%s nodes) | %d%% | " % (g, n, b) + " | ".join(cell(d.get(k)) for k in RUNS) + " |")
     lines += ["", "## Goals", ""]
 
     def ov(g, b, k):

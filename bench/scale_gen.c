@@ -4,9 +4,11 @@
  *   remat_bench_scale_gen chain N FILE        a chain of N nodes in all
  *   remat_bench_scale_gen dag N K SEED FILE   a random DAG of N nodes, fan-in <= K
  *   remat_bench_scale_gen fanin K FILE        one node reading K independent branches
- *   remat_bench_scale_gen layered L W DENSITY SKIP SEED FILE
- *                                             a forward-only random layered DAG of L x W
- *                                             nodes (tests/scheduler/random_graphs.h)
+ *   remat_bench_scale_gen layered L W DENSITY SKIP SEED FILE [BAND]
+ *                                             a forward-only random layered DAG of L layers
+ *                                             of W nodes; with BAND > 0, Moccasin's kind:
+ *                                             widths vary, edges stay near their position
+ *                                             (tests/scheduler/random_graphs.h)
  *
  * Every graph is shaped like the tracer's output: forward nodes (node 0 the
  * input), a loss, then one backward node per layer in reverse order reading
@@ -162,8 +164,8 @@ fail:
 /* The layered kind: no backward pass, so none of the above. */
 static int write_layered(char **argv)
 {
-    int layers = atoi(argv[2]), width = atoi(argv[3]);
-    rm_problem *p = rg_layered_problem((uint64_t)atoll(argv[6]), layers, width, atof(argv[4]), atof(argv[5]));
+    int layers = atoi(argv[2]), width = atoi(argv[3]), band = argv[8] ? atoi(argv[8]) : 0;
+    rm_problem *p = rg_layered_problem((uint64_t)atoll(argv[6]), layers, width, atof(argv[4]), atof(argv[5]), band);
     rm_err e = {RM_OK, ""};
     if (!p) {
         fprintf(stderr, "scale_gen: layered: bad parameters\n");
@@ -173,7 +175,8 @@ static int write_layered(char **argv)
     if (rc)
         fprintf(stderr, "scale_gen: %s\n", e.msg);
     else
-        printf("%s: %d nodes (%d layers of %d)\n", argv[7], p->n, layers, width);
+        printf("%s: %d nodes (%d layers of %s%d%s)\n", argv[7], p->n, layers, band ? "about " : "", width,
+               band ? ", banded" : "");
     rm_problem_free(p);
     return rc ? 1 : 0;
 }
@@ -183,7 +186,7 @@ int main(int argc, char **argv)
     gen g = {0};
     const char *kind = argc > 1 ? argv[1] : "", *path = NULL;
     int n = 0;
-    if (!strcmp(kind, "layered") && argc == 8) return write_layered(argv);
+    if (!strcmp(kind, "layered") && (argc == 8 || argc == 9)) return write_layered(argv);
     if (!strcmp(kind, "chain") && argc == 4) {
         n = atoi(argv[2]);
         path = argv[3];
@@ -202,7 +205,7 @@ int main(int argc, char **argv)
     } else {
         fprintf(stderr,
                 "usage: remat_bench_scale_gen chain N FILE | dag N K SEED FILE | fanin K FILE | layered L W DENSITY "
-                "SKIP SEED FILE\n");
+                "SKIP SEED FILE [BAND]\n");
         return 2;
     }
     if (g.F < 2 || g.K < 1) {

@@ -516,20 +516,34 @@ typedef struct move {
     vec gone;             /* DROP: every recomputation removed; CHAIN: every one added */
 } move;
 
-static int try_order(anneal *a, move *m)
+/* Node v's dependency window: the positions it may take, after its last
+ * input and before its first reader. (What its stage recomputes are its
+ * ancestors, which come before its inputs.) */
+static void window(const anneal *a, int v, int *lo, int *hi)
 {
-    const rm_problem *p = a->p;
-    int v = rnd_below(a, a->n), lo = 0, hi = a->n - 1;
-    for (int d = 0; d < p->nodes[v].ndeps; d++)
-        if (a->pos[p->nodes[v].deps[d]] + 1 > lo) lo = a->pos[p->nodes[v].deps[d]] + 1;
+    const rm_problem_node *nd = &a->p->nodes[v];
+    *lo = 0, *hi = a->n - 1;
+    for (int d = 0; d < nd->ndeps; d++)
+        if (a->pos[nd->deps[d]] + 1 > *lo) *lo = a->pos[nd->deps[d]] + 1;
     for (int k = a->rd_start[v]; k < a->rd_start[v + 1]; k++)
-        if (a->pos[a->rd[k]] - 1 < hi) hi = a->pos[a->rd[k]] - 1;
-    if (hi <= lo) return MOVE_NONE;
-    int q = lo + rnd_below(a, hi - lo);
-    if (q >= a->pos[v]) q++;
+        if (a->pos[a->rd[k]] - 1 < *hi) *hi = a->pos[a->rd[k]] - 1;
+}
+
+/* Moves v to position q (another than its own). */
+static int order_to(anneal *a, move *m, int v, int q)
+{
     m->kind = MOVE_ORDER, m->v = v, m->from = a->pos[v]; /* (m->gone's buffer is kept for reuse) */
     order_move(a, v, q);
     return MOVE_ORDER;
+}
+
+static int try_order(anneal *a, move *m)
+{
+    int v = rnd_below(a, a->n), lo, hi;
+    window(a, v, &lo, &hi);
+    if (hi <= lo) return MOVE_NONE;
+    int q = lo + rnd_below(a, hi - lo);
+    return order_to(a, m, v, q >= a->pos[v] ? q + 1 : q);
 }
 
 static int try_add(anneal *a, move *m)
@@ -630,6 +644,50 @@ static int pick_stage(anneal *a)
     return i - a->leaves;
 }
 
+/* A copy kept through the stage at position t that the stage does not
+ * read: its value, and the positions where it starts and ends (-1: none
+ * found). Sampled among the values the stages before t computed, half near
+ * t, half anywhere before it, so that it takes about log n. */
+static int kept_sample(anneal *a, int t, int *start, int *end)
+{
+    mark_reads(a, a->order[t]);
+    int gen = a->mark_gen;
+    for (int tries = 0; tries < 64; tries++) {
+        int s = tries % 2 ? t - 1 - rnd_below(a, t < 16 ? t : 16) : rnd_below(a, t), ws = a->order[s];
+        int i = rnd_below(a, a->rc[ws].n + 1), x = i == a->rc[ws].n ? ws : a->rc[ws].a[i];
+        if (a->mark[x] == gen) continue;
+        const vec *c = &a->cp[x];
+        for (int k = 0; k < c->n; k += 2)
+            if (c->a[k] == ws && a->pos[c->a[k + 1]] > t) {
+                *start = s, *end = a->pos[c->a[k + 1]];
+                return x;
+            }
+    }
+    return -1;
+}
+
+/* The move in the order aimed at the peak: at a stage over the budget (or
+ * at the peak), a value kept through it that it does not read leaves it,
+ * by its producer moving after the stage or by the last reader of its copy
+ * moving before it, each within its dependency window. */
+static int try_shift(anneal *a, move *m)
+{
+    int t = pick_stage(a), start, end, lo, hi;
+    int u = t > 0 ? kept_sample(a, t, &start, &end) : -1;
+    if (u < 0) return MOVE_NONE;
+    if (a->order[start] == u && rnd_below(a, 2)) { /* the producer, later */
+        window(a, u, &lo, &hi);
+        if (lo <= t) lo = t + 1;
+        if (lo > hi) return MOVE_NONE;
+        return order_to(a, m, u, lo + rnd_below(a, hi - lo + 1));
+    }
+    int v = a->order[end]; /* the last reader, earlier */
+    window(a, v, &lo, &hi);
+    if (hi > t) hi = t;
+    if (lo > hi) return MOVE_NONE;
+    return order_to(a, m, v, lo + rnd_below(a, hi - lo + 1));
+}
+
 /* The move aimed at the peak: at a stage over the budget (or at the peak),
  * a value kept through it that it does not read is dropped there and
  * rematerialized (chain_add) at its next reader. The value is found among
@@ -637,18 +695,8 @@ static int pick_stage(anneal *a)
  * anywhere before it), so that the move stays in about log n. */
 static int try_evict(anneal *a, move *m)
 {
-    int t = pick_stage(a);
-    if (t <= 0) return MOVE_NONE;
-    mark_reads(a, a->order[t]);
-    int gen = a->mark_gen, u = -1, end = -1;
-    for (int tries = 0; tries < 64 && u < 0; tries++) {
-        int s = tries % 2 ? t - 1 - rnd_below(a, t < 16 ? t : 16) : rnd_below(a, t), ws = a->order[s];
-        int i = rnd_below(a, a->rc[ws].n + 1), x = i == a->rc[ws].n ? ws : a->rc[ws].a[i];
-        if (a->mark[x] == gen) continue;
-        const vec *c = &a->cp[x];
-        for (int k = 0; k < c->n; k += 2)
-            if (c->a[k] == ws && a->pos[c->a[k + 1]] > t) u = x, end = a->pos[c->a[k + 1]];
-    }
+    int t = pick_stage(a), start, end;
+    int u = t > 0 ? kept_sample(a, t, &start, &end) : -1;
     if (u < 0) return MOVE_NONE;
     int next = end, nr = a->rd_start[u + 1] - a->rd_start[u]; /* the copy's first reader after t */
     for (int i = 0; i < nr + a->rs[u].n; i++) {
@@ -703,12 +751,14 @@ static int undo(anneal *a, move *m)
 }
 
 /* One random move: in the order 30% of the time (none with keep_order),
- * then a fifth each of the rest: a recomputation, a chain of them, an
- * eviction at the peak, and two fifths drops. */
+ * a third of it at the peak; then a fifth each of the rest: a
+ * recomputation, a chain of them, an eviction at the peak, and two fifths
+ * drops. */
 static int random_move(anneal *a, move *m, int keep_order)
 {
     double r = rnd_unit(a), p_order = keep_order ? 0 : 0.3, q = (1 - p_order) / 5;
-    return r < p_order           ? try_order(a, m)
+    return r < p_order / 3       ? try_shift(a, m)
+           : r < p_order         ? try_order(a, m)
            : r < p_order + q     ? try_add(a, m)
            : r < p_order + 2 * q ? try_chain(a, m)
            : r < p_order + 3 * q ? try_evict(a, m)
@@ -880,6 +930,128 @@ static int anneal_init(anneal *a, const rm_problem *p, const rm_schedule *s, uns
     return RM_OK;
 }
 
+/* ---- a start in a leaner order ---- */
+
+typedef struct heap {
+    long long *key;
+    int *v, n;
+} heap;
+
+/* Whether entry i goes before entry j: the larger key, then the earlier node. */
+static int heap_before(const heap *h, int i, int j)
+{
+    return h->key[i] > h->key[j] || (h->key[i] == h->key[j] && h->v[i] < h->v[j]);
+}
+
+static void heap_swap(heap *h, int i, int j)
+{
+    long long k = h->key[i];
+    int v = h->v[i];
+    h->key[i] = h->key[j], h->v[i] = h->v[j];
+    h->key[j] = k, h->v[j] = v;
+}
+
+static void heap_push(heap *h, long long key, int v)
+{
+    int i = h->n++;
+    h->key[i] = key, h->v[i] = v;
+    for (; i > 0 && heap_before(h, i, (i - 1) / 2); i = (i - 1) / 2) heap_swap(h, i, (i - 1) / 2);
+}
+
+static void heap_pop(heap *h)
+{
+    heap_swap(h, 0, --h->n);
+    for (int i = 0;;) {
+        int c = 2 * i + 1;
+        if (c >= h->n) break;
+        if (c + 1 < h->n && heap_before(h, c + 1, c)) c++;
+        if (!heap_before(h, c, i)) break;
+        heap_swap(h, i, c);
+        i = c;
+    }
+}
+
+/* A topological order that keeps little alive, by list scheduling: of the
+ * nodes whose inputs are computed, the one whose compute frees the most
+ * bytes (inputs it is the last reader of) less what it keeps (its output,
+ * when something reads it) comes next; ties to the problem's order. Keys
+ * change as readers are computed: stale heap entries are skipped. */
+static int lean_order(const anneal *a, int *out)
+{
+    const rm_problem *p = a->p;
+    int n = a->n, k = 0;
+    long edges = a->rd_start[n];
+    int *indeg = malloc((size_t)n * sizeof *indeg), *left = malloc((size_t)n * sizeof *left);
+    long long *key = malloc((size_t)n * sizeof *key);
+    heap h = {malloc((size_t)(n + edges) * sizeof *h.key), malloc((size_t)(n + edges) * sizeof *h.v), 0};
+    int rc = indeg && left && key && h.key && h.v ? 0 : -1;
+    for (int v = 0; v < n && !rc; v++) {
+        indeg[v] = p->nodes[v].ndeps;
+        left[v] = a->rd_start[v + 1] - a->rd_start[v];
+    }
+    for (int v = 0; v < n && !rc; v++)
+        if (!indeg[v]) heap_push(&h, key[v] = left[v] ? -(long long)p->nodes[v].bytes : 0, v);
+    while (!rc && h.n) {
+        int x = h.v[0];
+        long long kx = h.key[0];
+        heap_pop(&h);
+        if (indeg[x] < 0 || kx != key[x]) continue; /* done, or a stale key */
+        indeg[x] = -1;
+        out[k++] = x;
+        const rm_problem_node *nd = &p->nodes[x];
+        for (int d = 0; d < nd->ndeps; d++) { /* an input down to its last reader: that reader frees it */
+            int u = nd->deps[d];
+            if (--left[u] != 1) continue;
+            for (int j = a->rd_start[u]; j < a->rd_start[u + 1]; j++) {
+                int r = a->rd[j];
+                if (indeg[r] == 0) heap_push(&h, key[r] += (long long)p->nodes[u].bytes, r);
+            }
+        }
+        for (int j = a->rd_start[x]; j < a->rd_start[x + 1]; j++) {
+            int r = a->rd[j];
+            if (--indeg[r]) continue;
+            const rm_problem_node *rn = &p->nodes[r];
+            key[r] = left[r] ? -(long long)rn->bytes : 0;
+            for (int d = 0; d < rn->ndeps; d++)
+                if (left[rn->deps[d]] == 1) key[r] += (long long)p->nodes[rn->deps[d]].bytes;
+            heap_push(&h, key[r], r);
+        }
+    }
+    free(indeg);
+    free(left);
+    free(key);
+    free(h.key);
+    free(h.v);
+    return rc ? rc : k == n ? 0 : -1;
+}
+
+/* Where the state does not fit: the lean order instead of its own, when it
+ * lowers the peak (the recomputations stay: what a stage reads comes
+ * before it in any order). */
+static int lean_start(anneal *a, eval *cur)
+{
+    int *lean = malloc((size_t)a->n * sizeof *lean), *old = malloc((size_t)a->n * sizeof *old);
+    eval ev;
+    int rc = lean && old ? lean_order(a, lean) : -1;
+    if (!rc) {
+        memcpy(old, a->order, (size_t)a->n * sizeof *old);
+        memcpy(a->order, lean, (size_t)a->n * sizeof *lean);
+        rm_order_positions(a->pos, a->order, a->n);
+        rc = rebuild(a, &ev);
+    }
+    if (!rc && ev.peak < cur->peak) {
+        RM_LOG_INFO("anneal: the lean order peaks at %zu, its start's at %zu", ev.peak, cur->peak);
+        *cur = ev;
+    } else if (!rc) {
+        memcpy(a->order, old, (size_t)a->n * sizeof *old);
+        rm_order_positions(a->pos, a->order, a->n);
+        rc = rebuild(a, cur);
+    }
+    free(lean);
+    free(old);
+    return rc;
+}
+
 /* The default number of moves: 2,000 a node, within 30,000 .. 10,000,000
  * (a time limit stops a long walk earlier, and it then cools by the clock). */
 static long default_moves(int n)
@@ -916,6 +1088,7 @@ int rm_strategy_anneal(rm_schedule **out, rm_strategy_stats *stats, const rm_pro
     double bscale = budget > 0 && budget != SIZE_MAX ? (double)budget : 1, weight = 1;
 #define FITS(ev) ((ev).peak <= budget && (p->max_cost <= 0 || (ev).cost <= p->max_cost))
 #define SCORE(ev) ((ev).cost / scale + weight * ((ev).peak > budget ? (double)((ev).peak - budget) : 0) / bscale)
+    if (!o->keep_order && cur.peak > budget && lean_start(&a, &cur)) goto nomem;
     if (FITS(cur) && save(&best, &a, &cur)) goto nomem;
     /* Where checkpoint-all fits there is nothing to improve: every node once. */
     long done_moves = 0, accepted = 0;

@@ -215,54 +215,81 @@ int rg_loss_index(const rm_problem *p)
     return -1;
 }
 
-rm_problem *rg_layered_problem(uint64_t seed, int layers, int width, double density, double skip)
+/* The node of a layer of width w nearest to relative position x (0..1). */
+static int nearest(double x, int w)
 {
-    if (layers < 1 || width < 1) return NULL;
-    int n = layers * width;
+    int k = (int)(x * w);
+    return k < 0 ? 0 : k >= w ? w - 1 : k;
+}
+
+rm_problem *rg_layered_problem(uint64_t seed, int layers, int width, double density, double skip, int band)
+{
+    if (layers < 1 || width < 1 || band < 0) return NULL;
     rm_rng r = rm_rng_make(seed * 0x9e3779b97f4a7c15ULL + 777);
-    rm_problem *p;
+    int *w = malloc((size_t)layers * sizeof *w), *at = malloc(((size_t)layers + 1) * sizeof *at);
+    if (!w || !at) {
+        free(w);
+        free(at);
+        return NULL;
+    }
+    /* Banded: widths within 75% of width either way (Moccasin's "node level
+     * variance" 0.75). */
+    at[0] = 0;
+    for (int l = 0; l < layers; l++) {
+        int spread = band ? (int)(0.75 * width) : 0;
+        w[l] = width - spread + (spread ? (int)(rm_rng_next(&r) % (uint64_t)(2 * spread + 1)) : 0);
+        if (w[l] < 1) w[l] = 1;
+        at[l + 1] = at[l] + w[l];
+    }
+    int n = at[layers], maxw = 0;
+    for (int l = 0; l < layers; l++) maxw = w[l] > maxw ? w[l] : maxw;
+    rm_problem *p = NULL;
     rm_err e = {0};
-    if (rm_problem_create(&p, n, &e)) return NULL;
-    int *buf = malloc(((size_t)width + 2) * sizeof *buf), *nreaders = calloc((size_t)n, sizeof *nreaders);
-    if (!buf || !nreaders) goto fail;
+    int *buf = malloc(((size_t)maxw + 2) * sizeof *buf), *nreaders = calloc((size_t)n, sizeof *nreaders);
+    if (!buf || !nreaders || rm_problem_create(&p, n, &e)) goto fail;
     /* Layer by layer: deps on the layer before (and a skip), then any node
      * of the layer before that nobody reads is given a reader here. */
     for (int l = 0; l < layers; l++) {
-        for (int j = 0; j < width; j++) {
-            int i = l * width + j, nd = 0;
+        for (int j = 0; j < w[l]; j++) {
+            int i = at[l] + j, nd = 0;
+            double x = (j + 0.5) / w[l]; /* its relative position in its layer */
             rm_problem_node *node = &p->nodes[i];
             snprintf(node->name, sizeof node->name, "l%d.%d", l, j);
             node->tag = RM_TAG_FORWARD;
-            node->cost = (double)(1 + rm_rng_next(&r) % 100);
-            node->bytes = 1024 * (1 + (size_t)(rm_rng_next(&r) % 32));
+            node->cost = (double)(1 + rm_rng_next(&r) % (band ? 1000 : 100));
+            node->bytes = 1024 * (1 + (size_t)(rm_rng_next(&r) % (band ? 48 : 32)));
             if (l == 0) continue;
-            for (int k = 0; k < width; k++)
-                if (rm_rng_uniform(&r) < density) buf[nd++] = (l - 1) * width + k;
-            if (nd == 0) buf[nd++] = (l - 1) * width + (int)(rm_rng_next(&r) % (uint64_t)width);
+            int c = nearest(x, w[l - 1]), lo = band ? c - band : 0, hi = band ? c + band : w[l - 1] - 1;
+            for (int k = lo < 0 ? 0 : lo; k <= hi && k < w[l - 1]; k++)
+                if (k == c && band ? 1 : rm_rng_uniform(&r) < density) buf[nd++] = at[l - 1] + k;
+            if (nd == 0) buf[nd++] = at[l - 1] + (int)(rm_rng_next(&r) % (uint64_t)w[l - 1]);
             if (l >= 2 && rm_rng_uniform(&r) < skip) {
                 int ls = (int)(rm_rng_next(&r) % (uint64_t)(l - 1));
-                buf[nd++] = ls * width + (int)(rm_rng_next(&r) % (uint64_t)width);
+                int k = band ? nearest(x, w[ls]) : (int)(rm_rng_next(&r) % (uint64_t)w[ls]);
+                buf[nd++] = at[ls] + k;
             }
             for (int k = 0; k < nd; k++) nreaders[buf[k]]++;
             if (set_deps(p, i, buf, nd)) goto fail;
         }
         if (l == 0) continue;
-        for (int k = 0; k < width; k++) {
-            int v = (l - 1) * width + k;
+        for (int k = 0; k < w[l - 1]; k++) {
+            int v = at[l - 1] + k;
             if (nreaders[v]) continue;
-            int i = l * width + (int)(rm_rng_next(&r) % (uint64_t)width);
-            rm_problem_node *node = &p->nodes[i];
+            int j = band ? nearest((k + 0.5) / w[l - 1], w[l]) : (int)(rm_rng_next(&r) % (uint64_t)w[l]);
+            rm_problem_node *node = &p->nodes[at[l] + j];
             int m = 0;
             int *tmp = malloc(((size_t)node->ndeps + 1) * sizeof *tmp);
             if (!tmp) goto fail;
             for (int d = 0; d < node->ndeps; d++) tmp[m++] = node->deps[d];
             tmp[m++] = v;
             nreaders[v]++;
-            int rc = set_deps(p, i, tmp, m);
+            int rc = set_deps(p, at[l] + j, tmp, m);
             free(tmp);
             if (rc) goto fail;
         }
     }
+    free(w);
+    free(at);
     free(buf);
     free(nreaders);
     if (rm_problem_validate(p, &e)) {
@@ -271,6 +298,8 @@ rm_problem *rg_layered_problem(uint64_t seed, int layers, int width, double dens
     }
     return p;
 fail:
+    free(w);
+    free(at);
     free(buf);
     free(nreaders);
     rm_problem_free(p);

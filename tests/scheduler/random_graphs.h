@@ -40,14 +40,19 @@ rm_problem *rg_chain_problem(uint64_t seed, int forward, size_t max_bytes);
  * uniform multiples of 16 in [16, max_bytes]. No fixed bytes. */
 rm_problem *rg_checkmate_linear(int layers, uint64_t seed, size_t max_bytes);
 
-/* A random layered DAG in the style of Moccasin's benchmark (Bartan et al.,
- * ICML 2023), forward only: `layers` layers of `width` nodes (n = layers x
+/* A random layered DAG, forward only, after Moccasin's benchmark (Bartan et
+ * al., ICML 2023). band 0: `layers` layers of `width` nodes (n = layers x
  * width); each node reads each node of the layer before with probability
  * density (at least one), and with probability skip also one node of a
- * random earlier layer; every node but the last layer's is read. Costs are
- * uniform in 1..100, bytes uniform multiples of 1 KiB in [1, 32] KiB. No
- * fixed bytes, no budget. Deterministic in seed. */
-rm_problem *rg_layered_problem(uint64_t seed, int layers, int width, double density, double skip);
+ * random earlier layer; costs uniform in 1..100, bytes multiples of 1 KiB
+ * in [1, 32] KiB. band > 0, Moccasin's own graphs: layers of width within
+ * 75% of `width` either way; each node reads the nearest node of the layer
+ * before at its relative position in the layer, and each other one within
+ * band positions of it with probability density; a skip reads the nearest
+ * node of a random earlier layer; costs 1..1000, bytes 1..48 KiB. Both:
+ * every node but the last layer's is read; no fixed bytes, no budget;
+ * deterministic in seed. */
+rm_problem *rg_layered_problem(uint64_t seed, int layers, int width, double density, double skip, int band);
 
 /* Index of the loss node of a problem from the generators above. */
 int rg_loss_index(const rm_problem *p);

@@ -112,7 +112,7 @@ Test(anneal, incremental_judge_matches_the_simulator)
     for (uint64_t seed = 1; seed <= 16; seed++) {
         rm_problem *p;
         if (seed % 2) {
-            p = rg_layered_problem(seed, 3 + (int)(seed % 6), 2 + (int)(seed % 5), 0.4, 0.3);
+            p = rg_layered_problem(seed, 3 + (int)(seed % 6), 2 + (int)(seed % 5), 0.4, 0.3, (int)(seed % 4) / 2);
         } else {
             rg_options o = {.forward = 4 + (int)(seed % 7), .skip_prob = 0.4, .branch_prob = 0.3, .max_bytes = 256};
             p = rg_training_problem(seed, &o);
@@ -135,7 +135,7 @@ Test(anneal, valid_on_random_dags)
     for (uint64_t seed = 1; seed <= 24; seed++) {
         rm_problem *p;
         if (seed % 2) {
-            p = rg_layered_problem(seed, 2 + (int)(seed % 4), 2 + (int)(seed % 2), 0.5, 0.3);
+            p = rg_layered_problem(seed, 2 + (int)(seed % 4), 2 + (int)(seed % 2), 0.5, 0.3, seed % 4 == 1 ? 2 : 0);
         } else {
             rg_options o = {.forward = 3 + (int)(seed % 3), .skip_prob = 0.4, .branch_prob = 0.2, .max_bytes = 256};
             p = rg_training_problem(seed, &o);
@@ -219,8 +219,8 @@ Test(anneal, never_beats_the_exact_optimum)
 {
     int fixed = 0, free_ = 0, reached = 0, beat_fixed = 0;
     for (uint64_t seed = 1; seed <= 30; seed++) {
-        rm_problem *p = seed % 2 ? rg_layered_problem(seed, 3, 2 + (int)(seed % 2), 0.5, 0.4)
-                                 : rg_layered_problem(seed, 2 + (int)(seed % 3), 2, 0.6, 0.0);
+        rm_problem *p = seed % 2 ? rg_layered_problem(seed, 3, 2 + (int)(seed % 2), 0.5, 0.4, 0)
+                                 : rg_layered_problem(seed, 2 + (int)(seed % 3), 2, 0.6, 0.0, 0);
         cr_assert_not_null(p);
         if (p->n > 8) {
             rm_problem_free(p);
@@ -279,7 +279,7 @@ Test(anneal, never_beats_the_exact_optimum)
  * it out, says that it proved nothing. */
 Test(anneal, forward_only_dags_heuristics_step_aside)
 {
-    rm_problem *p = rg_layered_problem(2, 4, 3, 0.4, 0.3);
+    rm_problem *p = rg_layered_problem(2, 4, 3, 0.4, 0.3, 0);
     cr_assert_not_null(p);
     p->budget = p->fixed_bytes + noremat_peak(p) * 9 / 10;
     int count, aside = 0;
@@ -333,7 +333,7 @@ Test(anneal, forward_only_dags_heuristics_step_aside)
 
 Test(anneal, deterministic_for_a_seed)
 {
-    rm_problem *p = rg_layered_problem(7, 8, 6, 0.3, 0.2);
+    rm_problem *p = rg_layered_problem(7, 8, 6, 0.3, 0.2, 0);
     p->budget =
         p->fixed_bytes + rm_problem_peak_lower_bound(p) + (noremat_peak(p) - rm_problem_peak_lower_bound(p)) / 2;
     rm_schedule *a = NULL, *b = NULL;
@@ -352,11 +352,11 @@ Test(anneal, deterministic_for_a_seed)
 Test(anneal, answers_forward_only_dags)
 {
     for (uint64_t seed = 1; seed <= 3; seed++) {
-        rm_problem *p = rg_layered_problem(seed, 10, 10, 0.3, 0.2);
+        rm_problem *p = rg_layered_problem(seed, 10, 10, 0.3, 0.2, 0);
         size_t top = noremat_peak(p);
         for (int pct = 90; pct >= 80; pct -= 10) {
             p->budget = p->fixed_bytes + top * (size_t)pct / 100;
-            rm_strategy_options o = {.moves = 30000, .seed = 1, .node_limit = 1};
+            rm_strategy_options o = {.moves = 100000, .seed = 1, .node_limit = 1};
             const char *names[] = {"anneal", "best"};
             /* best (whose MILP takes seconds here) on one of them. */
             for (int k = 0; k < (seed == 1 && pct == 80 ? 2 : 1); k++) {
