@@ -143,12 +143,12 @@ int rm_route_best(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
     if (rm_route_first_fit(out, stats, inc, iname, &ir, o, "best")) return RM_OK;
     if (deadline > 0) deadline -= judge_s;
     /* The anneal from the incumbent (as "anneal" alone runs it), in at most
-     * a quarter of the time left: it may also reorder, which no baseline
-     * does and the MILP cannot, and it is the one that answers on DAGs
-     * without a backward pass. Cheaper in the problem's order, it becomes
+     * a quarter of the time left, half when no heuristic fits: it may also
+     * reorder, which no baseline does and the MILP cannot, and it is the one
+     * that answers on DAGs without a backward pass. Cheaper in the problem's order, it becomes
      * the MILP's incumbent; in its own order, the MILP also runs in that
      * order from it. */
-    rm_strategy_options ao = rm_route_phase(o, rm_deadline_share(deadline, 0.25));
+    rm_strategy_options ao = rm_route_phase(o, rm_deadline_share(deadline, inc ? 0.25 : 0.5));
     ao.incumbent = inc;
     rm_schedule *ann = NULL;
     rm_strategy_stats as;
@@ -169,8 +169,9 @@ int rm_route_best(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
         rm_schedule_free(ann);
         ann = NULL;
     }
-    rm_strategy_options so =
-        rm_route_phase(o, ann && inc && p->n <= RM_COARSEN_MIN_NODES ? rm_deadline_share(deadline, 0.5) : deadline);
+    /* With the anneal's own order the cheapest so far, the MILP in the
+     * problem's order has half the time left, and in that order the rest. */
+    rm_strategy_options so = rm_route_phase(o, ann && inc ? rm_deadline_share(deadline, 0.5) : deadline);
     so.incumbent = inc;
     so.incumbent_sim = &ir; /* with inc NULL: none fits, not searched again */
     rm_strategy_stats ms;

@@ -102,6 +102,20 @@ static int coarse_level(coarse_best *b, int *same, const rm_problem *p, const rm
     }
     b->m = c.m;
     rm_route_say(o, 1, "%s: coarsened %d nodes into %d super-nodes (target %d)", name, p->n, c.m, level);
+    if (c.m > RM_WHOLE_MAX_NODES) {
+        /* Its model grows with the square of its nodes: 805 super-nodes (a
+         * banded 100,000-node DAG whose merges the budget refused) took 3 GB
+         * before the time limit stopped it. */
+        char why[sizeof b->why];
+        snprintf(why, sizeof why, "the coarse problem has %d super-nodes, more than the %d its model may have", c.m,
+                 RM_WHOLE_MAX_NODES);
+        rm_route_say(o, 1, "%s: %s", name, why);
+        if (!b->s) memcpy(b->why, why, sizeof why);
+        *same = 1;
+        rm_problem_free(q);
+        rm_coarsening_free(&c);
+        return RM_OK;
+    }
     double solve_by = deadline > 0 ? deadline - b->reserve : 0;
     if (rm_deadline_passed(solve_by)) { /* coarsening took the time: nothing to expand */
         rm_route_say(o, 1, "%s: no time left to solve the coarse problem", name);
