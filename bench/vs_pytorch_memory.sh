@@ -29,7 +29,8 @@
 # default: remat schedules with the node times `remat profile` measures;
 # flops: with the FLOP model),
 # COMPILE_BUDGETS (default "1.0 0.8 0.6 0.4 0.2 0.1 0.0"), SWEEP (remat's
-# extra budgets, default 6), OUT (default docs/bench/vs-pytorch-memory.md).
+# extra budgets, default 6), OUT (default docs/bench/vs-pytorch-memory.md),
+# FIG (default docs/img/vs-pytorch-memory.svg).
 # Sizes (input height = width, batch) are set per model below, chosen so
 # that activations dominate the memory and a step stays near a second.
 # PyTorch is installed for this bench only (never the build, the demo or
@@ -42,7 +43,7 @@ unset REMAT_THREADS
 venv="${REMAT_TORCH_VENV:-$work/venv}"
 threads="${THREADS:-2}" steps="${STEPS:-10}" warmup="${WARMUP:-2}" tlimit="${TIME_LIMIT:-30}" sweep="${SWEEP:-6}"
 read -r -a budgets <<<"${COMPILE_BUDGETS:-1.0 0.8 0.6 0.4 0.2 0.1 0.0}"
-out="${OUT:-docs/bench/vs-pytorch-memory.md}"
+out="${OUT:-docs/bench/vs-pytorch-memory.md}" fig="${FIG:-docs/img/vs-pytorch-memory.svg}"
 models=("$@")
 [ ${#models[@]} -eq 0 ] && models=(resnet18 resnet50 vgg16 unet)
 declare -A size=([resnet18]=112 [resnet50]=112 [vgg16]=112 [unet]=128 [vit_b_16]=112)
@@ -120,4 +121,4 @@ for m in "${models[@]}"; do
         remat_point "sweep-$pct" "$pct%"
     done
 done
-/usr/bin/env python3 bench/vs_pytorch_memory_report.py "$work" "$out" docs/img/vs-pytorch-memory.svg
+/usr/bin/env python3 bench/vs_pytorch_memory_report.py "$work" "$out" "$fig"

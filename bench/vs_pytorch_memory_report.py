@@ -270,7 +270,8 @@ def svg(models, path):
         for x, y, nm in pts_t:
             if nm in ("eager", "checkpoint"):
                 out.append(f'<rect x="{X(x) - 4:.1f}" y="{Y(y) - 4:.1f}" width="8" height="8" fill="{colours[nm]}"/>')
-    legend = (("remat, measured", colours["remat"], "dot"), ("remat, planned (FLOPs)", colours["remat"], "dash"),
+    planned = "profiled times" if models[0][0].get("costs", "flops") == "profile" else "FLOPs"
+    legend = (("remat, measured", colours["remat"], "dot"), (f"remat, planned ({planned})", colours["remat"], "dash"),
               ("PyTorch torch.compile, by its budget", colours["compile"], "dot"),
               ("PyTorch checkpoint per block", colours["checkpoint"], "box"), ("PyTorch eager", colours["eager"], "box"))
     for k, (label, c, kind) in enumerate(legend):
@@ -341,7 +342,8 @@ def main():
                                         "scheduling with the FLOP model: its planned overhead is in FLOPs") + ".", "",
            "Step times on this machine (2 vCPUs of a shared host) move by up to 20% from one process to the next, "
            "even for the same schedule: remat's no-remat step is the median of all its runs whose schedule "
-           "recomputes nothing, and the goals below allow for the spread of those runs.", "", "![measured peak against step time](../img/vs-pytorch-memory.svg)", ""]
+           "recomputes nothing, and the goals below allow for the spread of those runs.", "",
+           f"![measured peak against step time]({os.path.relpath(fig, os.path.dirname(out) or '.')})", ""]
     doc += summary(models) + [""]
     for st, tp, rp in models:
         doc.append(f"## {st['model']}: batch {st['batch']}, input 3x{st['size']}x{st['size']}")
