@@ -546,18 +546,16 @@ static int try_order(anneal *a, move *m)
     return order_to(a, m, v, q >= a->pos[v] ? q + 1 : q);
 }
 
-static int try_add(anneal *a, move *m)
+/* A value stage w reads and does not compute (one of its computes'
+ * inputs), chosen uniformly; -1 when there is none. */
+static int pick_read(anneal *a, int w)
 {
     const rm_problem *p = a->p;
-    int w = rnd_below(a, a->n);
-    /* A value the stage reads and does not compute: one of its inputs'. */
     mark_reads(a, w);
-    int gen = a->mark_gen;
+    int gen = a->mark_gen, pick = -1, seen = 0;
     for (int i = 0; i < a->rc[w].n; i++) a->mark[a->rc[w].a[i]] = gen - 1; /* computed here already */
-    int pick = -1, seen = 0;
-    const rm_problem_node *nd = &p->nodes[w];
     for (int i = -1; i < a->rc[w].n; i++) {
-        const rm_problem_node *xd = i < 0 ? nd : &p->nodes[a->rc[w].a[i]];
+        const rm_problem_node *xd = &p->nodes[i < 0 ? w : a->rc[w].a[i]];
         for (int d = 0; d < xd->ndeps; d++) {
             int u = xd->deps[d];
             if (a->mark[u] != gen) continue;
@@ -566,6 +564,12 @@ static int try_add(anneal *a, move *m)
         }
     }
     a->mark_gen++; /* the marks above are spent */
+    return pick;
+}
+
+static int try_add(anneal *a, move *m)
+{
+    int w = rnd_below(a, a->n), pick = pick_read(a, w);
     if (pick < 0 || a->n + a->nrc >= (long)RM_SCHEDULE_MAX_COMPUTES) return MOVE_NONE;
     if (rc_add(a, w, pick)) return -1;
     m->kind = MOVE_ADD, m->v = pick, m->w = w;
@@ -608,20 +612,7 @@ static int chain_add(anneal *a, move *m, int w, int pick)
 /* A chain for a value a random stage reads and does not compute. */
 static int try_chain(anneal *a, move *m)
 {
-    const rm_problem *p = a->p;
-    int w = rnd_below(a, a->n);
-    mark_reads(a, w);
-    int gen = a->mark_gen, pick = -1, seen = 0;
-    for (int i = 0; i < a->rc[w].n; i++) a->mark[a->rc[w].a[i]] = gen - 1;
-    for (int i = -1; i < a->rc[w].n; i++) {
-        const rm_problem_node *xd = i < 0 ? &p->nodes[w] : &p->nodes[a->rc[w].a[i]];
-        for (int d = 0; d < xd->ndeps; d++) {
-            int u = xd->deps[d];
-            if (a->mark[u] != gen) continue;
-            a->mark[u] = gen - 1;
-            if (rnd_below(a, ++seen) == 0) pick = u;
-        }
-    }
+    int w = rnd_below(a, a->n), pick = pick_read(a, w);
     return pick < 0 ? MOVE_NONE : chain_add(a, m, w, pick);
 }
 
