@@ -169,6 +169,19 @@ int rm_route_best(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
         rm_schedule_free(ann);
         ann = NULL;
     }
+    /* Every node computed once is the least any schedule costs, in any
+     * order (in the problem's order that is checkpoint-all, which the
+     * shortcuts answered): an order of the anneal's that fits so is
+     * optimal, and no solver can add to it (rm_strategy_run gives it the
+     * trivial bound, which it meets). */
+    if (ann && as.sim.cost <= rm_problem_base_cost(p)) {
+        rm_route_say(o, 1, "best: the anneal's order fits with every node computed once: optimal, no solver run");
+        rm_schedule_free(inc);
+        *out = ann;
+        answer_in_order(stats, &as.sim, "anneal", 0);
+        stats->status = RM_STATUS_OPTIMAL;
+        return RM_OK;
+    }
     /* With the anneal's own order the cheapest so far, the MILP in the
      * problem's order has half the time left, and in that order the rest. */
     rm_strategy_options so = rm_route_phase(o, ann && inc ? rm_deadline_share(deadline, 0.5) : deadline);
