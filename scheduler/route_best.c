@@ -182,6 +182,36 @@ int rm_route_best(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
         stats->status = RM_STATUS_OPTIMAL;
         return RM_OK;
     }
+    /* The anneal in the problem's order too, from the cheapest there, in the
+     * same share of what is left: its moves all go to recomputations, so it
+     * can beat the free walk (U-Net at 70%: +0.08% against +0.52%), and its
+     * answer is then the MILP's incumbent in that order. */
+    if (!(o && o->keep_order)) {
+        rm_strategy_options fo = rm_route_phase(o, rm_deadline_share(deadline, inc ? 0.25 : 0.5));
+        fo.incumbent = inc;
+        fo.keep_order = 1;
+        rm_schedule *fix = NULL;
+        rm_strategy_stats fs;
+        rm_err fe = {RM_OK, ""};
+        int frc = rm_strategy_anneal(&fix, &fs, p, &fo, &fe);
+        if (frc == RM_ERR_NOMEM) {
+            rm_schedule_free(inc);
+            rm_schedule_free(ann);
+            if (e) *e = fe;
+            return frc;
+        }
+        if (frc == RM_OK && (!inc || rm_sim_better(&fs.sim, &ir))) {
+            rm_route_say(o, 0, "best: the anneal in the problem's order found cost %.6g", fs.sim.cost);
+            rm_schedule_free(inc);
+            inc = fix, ir = fs.sim, iname = "anneal";
+        } else {
+            rm_schedule_free(fix);
+        }
+        if (ann && !rm_sim_better(&as.sim, &ir)) {
+            rm_schedule_free(ann);
+            ann = NULL;
+        }
+    }
     /* With the anneal's own order the cheapest so far, the MILP in the
      * problem's order has half the time left, and in that order the rest. */
     rm_strategy_options so = rm_route_phase(o, ann && inc ? rm_deadline_share(deadline, 0.5) : deadline);
