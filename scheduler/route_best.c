@@ -207,7 +207,7 @@ int rm_route_best(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
         } else {
             rm_schedule_free(fix);
         }
-        if (ann && !rm_sim_better(&as.sim, &ir)) {
+        if (ann && inc && !rm_sim_better(&as.sim, &ir)) {
             rm_schedule_free(ann);
             ann = NULL;
         }

@@ -273,3 +273,33 @@ Test(best, an_order_that_fits_every_node_once_is_optimal)
     }
     cr_assert_gt(optimal, 0, "no seed where the order alone fits 90%%: the test checks nothing");
 }
+
+/* On forward-only DAGs (no heuristic applies), best answers wherever the
+ * anneal does, never dearer: the anneal in the problem's order finding
+ * nothing must not lose the free anneal's answer in its own order. */
+Test(best, never_dearer_than_the_anneal_on_forward_only_dags)
+{
+    int compared = 0, recomputing = 0;
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        rm_problem *p = rg_layered_problem(seed, 5, 6, 0.5, 0.15, 2);
+        size_t lo = rm_problem_peak_lower_bound(p), hi = ckpt_all_peak(p);
+        for (int k = 1; k <= 4; k++) {
+            p->budget = p->fixed_bytes + lo + (hi - lo) * (size_t)k / 5;
+            rm_strategy_options o = limits(1);
+            o.moves = 30000;
+            rm_strategy_stats as, bs;
+            double a = cost_of(rm_strategy_find("anneal"), p, &o, &as);
+            if (a < 0) continue;
+            double b = cost_of(rm_strategy_find("best"), p, &o, &bs);
+            cr_assert(b >= 0, "seed %lu budget %zu: the anneal fits (cost %g), best found nothing", (unsigned long)seed,
+                      p->budget, a);
+            cr_assert(b <= a * (1 + 1e-12), "seed %lu budget %zu: best %g dearer than the anneal %g",
+                      (unsigned long)seed, p->budget, b, a);
+            compared++;
+            recomputing += a > rm_problem_base_cost(p);
+        }
+        rm_problem_free(p);
+    }
+    cr_assert_gt(compared, 3, "only %d budgets where the anneal answers", compared);
+    cr_assert_gt(recomputing, 0, "no budget where the anneal recomputes: the test checks little");
+}
