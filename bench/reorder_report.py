@@ -114,10 +114,11 @@ def main():
 
     for g in graphs:
         if g.startswith("l1000-") or g == "m1000":
-            a = ov(g, 80, "anneal")
-            ok = a is not None and a[0] <= 2.5 and a[1] < 40
-            lines.append("- %s at 80%%: anneal %s (goal: within +2.5%% in under 40 s): %s" %
-                         (g, "none" if a is None else "%+.2f%% in %.1f s" % a, "met" if ok else "not met"))
+            a, b = ov(g, 80, "anneal"), ov(g, 80, "best")
+            ok = any(x is not None and x[0] <= 2.5 and x[1] < 40 for x in (a, b))
+            lines.append("- %s at 80%%: anneal %s, best %s (goal: within +2.5%% in under 40 s): %s" %
+                         (g, "none" if a is None else "%+.2f%% in %.1f s" % a,
+                          "none" if b is None else "%+.2f%% in %.1f s" % b, "met" if ok else "not met"))
         if g.startswith("resnet50"):
             a, m = ov(g, 80, "anneal"), ov(g, 80, "milp")
             ok = a is not None and m is not None and a[0] <= m[0] + 0.1 and a[1] < 15
@@ -141,7 +142,7 @@ def main():
                                   "met" if ok else "not met"))
     lines.append("")
     lines.append("The lowest budget tried at which the extra compute stays under 1%, in the problem's order "
-                 "(the better of the MILP and the fixed-order anneal) and in a free order (the anneal):")
+                 "(the MILP, the fixed-order anneal, the heuristics) and in a free order (any run):")
     lines.append("")
     for g in graphs:
         def lowest(keys):
@@ -150,7 +151,7 @@ def main():
                 if any(ov(g, b, k) is not None and ov(g, b, k)[0] < 1 for k in keys):
                     best = b
                     break
-            return "%d%%" % best if best is not None else "none tried"
+            return "%d%%" % best if best is not None else "none of those tried"
         lines.append("- %s: fixed order %s, free order %s" % (g, lowest(["milp", "fixed", "heur"]), lowest(RUNS)))
     open(out, "w").write("\n".join(lines) + "\n")
     print("\n".join(lines))
