@@ -363,6 +363,14 @@ typedef struct whole_step {
     const rm_schedule *s; /* the rounding, when it became the incumbent (owned by the caller's inc) */
 } whole_step;
 
+/* Whether the whole graph's LP is solved and rounded at all: with CBC built
+ * in and not refused, up to RM_WHOLE_MAX_NODES nodes, and not for a first fit. */
+static int whole_applies(const rm_problem *p, const rm_strategy_options *o)
+{
+    return o->milp_engine != RM_MILP_ENGINE_LPSOLVE && p->n <= RM_WHOLE_MAX_NODES && rm_milp_engine_have_cbc() &&
+           !o->first_fit;
+}
+
 /* Rounds the whole graph's LP until deadline (0 = none) where CBC is built
  * in and the caller did not name lp_solve, and makes it the incumbent
  * (*inc, *ir, *iname) where it is the cheaper. */
@@ -370,9 +378,7 @@ static whole_step whole_incumbent(rm_schedule **inc, rm_sim_result *ir, const ch
                                   const rm_strategy_options *o, double deadline)
 {
     whole_step w = {0, 0, NULL};
-    if (o->milp_engine == RM_MILP_ENGINE_LPSOLVE || p->n > RM_WHOLE_MAX_NODES || !rm_milp_engine_have_cbc() ||
-        o->first_fit)
-        return w;
+    if (!whole_applies(p, o)) return w;
     rm_schedule *s;
     rm_sim_result r;
     rm_err we = {RM_OK, ""};
@@ -428,12 +434,16 @@ int rm_route_milp(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
         stats = &local;
     }
     int ff = o->first_fit, rc;
-    rm_route_say(NULL, 0,
-                 deadline > 0 ? "route milp: %d nodes > %d: the whole graph's LP rounded (with cbc) in up to half the "
-                                "time, then half of the rest to refined LP rounding, half to the coarsened MILP"
-                              : "route milp: %d nodes > %d: the whole graph's LP rounded (with cbc), then the "
-                                "coarsened MILP, the best as fallback",
-                 p->n, RM_COARSEN_MIN_NODES);
+    /* Says what runs: the whole graph's LP is skipped above RM_WHOLE_MAX_NODES or without CBC. */
+    const char *plan =
+        whole_applies(p, o)
+            ? (deadline > 0 ? "the whole graph's LP rounded (with cbc) in up to half the time, then half "
+                              "of the rest to refined LP rounding, half to the coarsened MILP"
+                            : "the whole graph's LP rounded (with cbc), then the coarsened MILP, the "
+                              "best as fallback")
+            : (deadline > 0 ? "half the time to refined LP rounding, half to the coarsened MILP"
+                            : "the coarsened MILP, the best as fallback");
+    rm_route_say(NULL, 0, "route milp: %d nodes > %d: %s", p->n, RM_COARSEN_MIN_NODES, plan);
     if (!o->incumbent_sim && rm_route_shortcuts(&rc, out, stats, p, o, "milp", 1, e) == RM_ROUTE_ANSWERED) return rc;
     /* The incumbent once, for every phase (the MILP falls back to it), in
      * at most half the time: on 100,000 nodes the baselines' searches alone
