@@ -131,6 +131,11 @@ typedef struct rm_strategy_options {
     /* The anneal keeps the problem's order (recomputations only): the
      * fixed-order search, to compare with the MILP's. */
     int keep_order;
+    /* With a deadline, the anneal walks again from its start until the
+     * deadline, alternately cooler, and answers the cheapest of its walks
+     * (best's use of its share of the time; a lone anneal walks once, so
+     * that a seed and a move count fix its answer). */
+    int restarts;
 } rm_strategy_options;
 
 /* What a strategy run reports besides its schedule. */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "deadline.h"
 #include "exact_dp.h"
 #include "order.h"
 #include "plan.h"
@@ -345,6 +346,44 @@ Test(anneal, deterministic_for_a_seed)
     rm_schedule_free(a);
     rm_schedule_free(b);
     rm_problem_free(p);
+}
+
+/* Restarts (best's use of its time): the first walk is the lone anneal's,
+ * so the answer is never dearer than it; without a deadline there is one
+ * walk, the lone anneal's answer. And the later walks find cheaper
+ * schedules on some of these graphs, or they would be time spent for
+ * nothing. */
+Test(anneal, restarts_never_dearer_than_one_walk)
+{
+    int cheaper = 0, cases = 0;
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        rm_problem *p = rg_layered_problem(seed, 6, 5, 0.3, 0.2, 0);
+        size_t top = noremat_peak(p), low = rm_problem_peak_lower_bound(p);
+        for (int pct = 40; pct >= 20; pct -= 20) {
+            p->budget = p->fixed_bytes + low + (top - low) * (size_t)pct / 100;
+            rm_strategy_options o = {.moves = 3000, .seed = seed};
+            rm_schedule *one = NULL, *again = NULL, *many = NULL;
+            rm_strategy_stats s1, s2, sm;
+            rm_err e = {0};
+            if (rm_strategy_anneal(&one, &s1, p, &o, &e) != RM_OK) continue; /* none found: nothing to compare */
+            o.restarts = 1;
+            cr_assert_eq(rm_strategy_anneal(&again, &s2, p, &o, &e), RM_OK, "%s", e.msg);
+            cr_assert(rm_schedule_equal(one, again), "with no deadline, restarts walk once");
+            o.deadline = rm_deadline_in(0.4);
+            cr_assert_eq(rm_strategy_anneal(&many, &sm, p, &o, &e), RM_OK, "%s", e.msg);
+            check_answer(p, many, &sm, "restarts");
+            cr_assert_leq(sm.sim.cost, s1.sim.cost, "seed %lu at %d%%: restarts %g, one walk %g", (unsigned long)seed,
+                          pct, sm.sim.cost, s1.sim.cost);
+            cheaper += sm.sim.cost < s1.sim.cost;
+            cases++;
+            rm_schedule_free(one);
+            rm_schedule_free(again);
+            rm_schedule_free(many);
+        }
+        rm_problem_free(p);
+    }
+    cr_assert_geq(cases, 4);
+    cr_assert_gt(cheaper, 0, "no restart found anything cheaper in %d cases", cases);
 }
 
 /* Forward-only DAGs of the kind no checkpointing heuristic applies to: the
