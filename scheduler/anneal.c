@@ -1117,6 +1117,7 @@ static int walk(anneal *a, saved *best, eval cur, const walk_opts *w)
 #define SCORE(ev) ((ev).cost / scale + weight * ((ev).peak > budget ? (double)((ev).peak - budget) : 0) / bscale)
     double fcur = SCORE(cur);
     for (;; k++) {
+        if (w->o->first_fit && best->have) break; /* a probe asks whether anything fits */
         double frac = w->moves > 0 ? (double)k / (double)w->moves : 0;
         if (w->deadline > 0) { /* every move: a clock read is little beside a move */
             double now = rm_now();
@@ -1221,7 +1222,7 @@ int rm_strategy_anneal(rm_schedule **out, rm_strategy_stats *stats, const rm_pro
      * +1.5%; remat's banded 1000-node graph at 70%: +6.8% against none).
      * Which one a graph favours, and which seed, varies more than either;
      * both keep the best. */
-    int restarts = o->restarts && deadline > 0;
+    int restarts = o->restarts && deadline > 0 && !o->first_fit;
     if (restarts && (!(start.order = malloc((size_t)p->n * sizeof *start.order)) || save(&start, &a, &cur))) goto nomem;
     /* Where checkpoint-all fits there is nothing to improve: every node once. */
     for (int k = 0; !(best.have && best.ev.cost <= base); k++) {

@@ -155,7 +155,7 @@ int rm_route_best(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
      * in 40 s). There, with no heuristic fitting, its share is three
      * quarters: on such graphs (Moccasin's, remat's layered ones) the MILP
      * on the coarsened graph found nothing in bench/reorder.sh. */
-    int restarts = p->n > RM_COARSEN_MIN_NODES;
+    int restarts = p->n > RM_COARSEN_MIN_NODES && !(o && o->first_fit);
     rm_strategy_options ao = rm_route_phase(o, rm_deadline_share(deadline, inc ? 0.25 : restarts ? 0.75 : 0.5));
     ao.incumbent = inc;
     ao.restarts = restarts;
@@ -178,6 +178,17 @@ int rm_route_best(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
         rm_schedule_free(ann);
         ann = NULL;
     }
+    /* A probe (maxbatch) asks whether anything fits: the anneal's answer
+     * does (it stopped at its first). */
+    if (ann && o && o->first_fit) {
+        rm_route_say(o, 1, "best: the anneal's answer fits; first fit asked: no solver run");
+        rm_schedule_free(inc);
+        *out = ann;
+        answer_in_order(stats, &as.sim, "anneal", 0);
+        stats->first_fit = 1;
+        return RM_OK;
+    }
+    if (rm_route_first_fit(out, stats, inc, iname, &ir, o, "best")) return RM_OK;
     /* Every node computed once is the least any schedule costs, in any
      * order (in the problem's order that is checkpoint-all, which the
      * shortcuts answered): an order of the anneal's that fits so is

@@ -303,3 +303,37 @@ Test(best, never_dearer_than_the_anneal_on_forward_only_dags)
     cr_assert_gt(compared, 3, "only %d budgets where the anneal answers", compared);
     cr_assert_gt(recomputing, 0, "no budget where the anneal recomputes: the test checks little");
 }
+
+/* A first-fit probe (maxbatch) on a DAG no heuristic applies to: best
+ * answers with the anneal's first fit, not after walks until its share of
+ * the time ends (above 80 nodes best walks again and again; a probe asks
+ * only whether anything fits). */
+Test(best, first_fit_answers_with_the_anneals_first_fit)
+{
+    rm_problem *p = rg_layered_problem(2, 10, 10, 0.5, 0.15, 2);
+    cr_assert_gt(p->n, RM_COARSEN_MIN_NODES);
+    size_t lo = rm_problem_peak_lower_bound(p), hi = ckpt_all_peak(p);
+    /* A budget where the anneal recomputes (where an order fits with every
+     * node once, best answers that at once, first fit or not). */
+    int k = 8;
+    for (; k > 0; k--) {
+        p->budget = p->fixed_bytes + lo + (hi - lo) * (size_t)k / 10;
+        rm_strategy_options ao = limits(0);
+        ao.moves = 30000;
+        rm_strategy_stats as;
+        double a = cost_of(rm_strategy_find("anneal"), p, &ao, &as);
+        if (a > rm_problem_base_cost(p)) break;
+    }
+    cr_assert_gt(k, 0, "no budget where the anneal recomputes");
+    rm_strategy_options o = limits(0);
+    o.first_fit = 1;
+    o.time_limit_s = 30;
+    rm_strategy_stats bs;
+    double b = cost_of(rm_strategy_find("best"), p, &o, &bs);
+    cr_assert_geq(b, 0, "nothing fits at %d/10 of the way from the lower bound", k);
+    cr_assert_eq(bs.first_fit, 1);
+    cr_assert(rm_sim_fits(p, &bs.sim));
+    /* Walking until the share's end would take 22 s of the 30. */
+    cr_assert_lt(bs.seconds, 10, "a first fit took %.1f s", bs.seconds);
+    rm_problem_free(p);
+}
