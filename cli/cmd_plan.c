@@ -71,7 +71,8 @@
                   "none)\n"                                                                                            \
                   "  --moves N         the anneal's moves (default 2,000 a node, within 30,000 .. 10^7); with "        \
                   "--seed\n"                                                                                           \
-                  "                    they fix its answer (a time limit only stops it earlier)\n"                     \
+                  "                    and --time-limit 0 they fix its answer (under a time limit the walk also\n"     \
+                  "                    cools by the clock where that runs ahead of its moves)\n"                       \
                   "  --seed N          the anneal's random seed (default 1)\n"                                         \
                   "  --keep-order      the anneal keeps the problem's order: recomputations "                          \
                   "only\n" RM_CLI_MILP_ENGINE_HELP(                                                                    \

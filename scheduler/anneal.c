@@ -496,9 +496,16 @@ static int to_schedule(rm_schedule **out, anneal *a, rm_err *e)
 static int kept_through(const anneal *a, int v, int t)
 {
     const vec *c = &a->cp[v];
-    for (int i = 0; i < c->n; i += 2)
-        if (a->pos[c->a[i]] < t && a->pos[c->a[i + 1]] >= t) return 1;
-    return 0;
+    int lo = 0, hi = c->n / 2 - 1; /* the last copy to start before t (copies follow each other) */
+    if (hi < 0 || a->pos[c->a[0]] >= t) return 0;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (a->pos[c->a[2 * mid]] < t)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return a->pos[c->a[2 * lo + 1]] >= t;
 }
 
 /* Marks what w's stage reads (its own node's inputs and its recomputations'). */

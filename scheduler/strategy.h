@@ -124,8 +124,10 @@ typedef struct rm_strategy_options {
      * or auto, the default 0). */
     rm_milp_engine milp_engine;
     /* The anneal's moves (anneal.c; 0: its default for the problem's size)
-     * and its seed (0: 1). A given seed and move count give one answer: a
-     * time limit only stops the walk earlier. */
+     * and its seed (0: 1). A given seed and move count give one answer
+     * without a deadline; under one the walk cools by whichever of its
+     * moves and the clock is further along, so a slower machine can end it
+     * elsewhere. */
     long moves;
     unsigned long seed;
     /* The anneal keeps the problem's order (recomputations only): the
@@ -133,8 +135,7 @@ typedef struct rm_strategy_options {
     int keep_order;
     /* With a deadline, the anneal walks again from its start until the
      * deadline, alternately cooler, and answers the cheapest of its walks
-     * (best's use of its share of the time; a lone anneal walks once, so
-     * that a seed and a move count fix its answer). */
+     * (best's use of its share of the time; a lone anneal walks once). */
     int restarts;
 } rm_strategy_options;
 
