@@ -154,9 +154,13 @@ int rm_route_best(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
      * +0.26% against one walk's +0.65%, where the coarse MILP reaches +1.58%
      * in 40 s). There, with no heuristic fitting, its share is three
      * quarters: on such graphs (Moccasin's, remat's layered ones) the MILP
-     * on the coarsened graph found nothing in bench/reorder.sh. */
+     * on the coarsened graph found nothing in bench/reorder.sh. Above 10,000
+     * nodes, nine tenths: one walk fits first at about four fifths of its
+     * length (100,263 nodes at 90%, 30 s), and in three quarters of 40 s
+     * best found nothing where the anneal given all of it found +1.85%. */
     int restarts = p->n > RM_COARSEN_MIN_NODES && !(o && o->first_fit);
-    rm_strategy_options ao = rm_route_phase(o, rm_deadline_share(deadline, inc ? 0.25 : restarts ? 0.75 : 0.5));
+    double share = inc ? 0.25 : !restarts ? 0.5 : p->n > 10000 ? 0.9 : 0.75;
+    rm_strategy_options ao = rm_route_phase(o, rm_deadline_share(deadline, share));
     ao.incumbent = inc;
     ao.restarts = restarts;
     rm_schedule *ann = NULL;
