@@ -588,6 +588,23 @@ nomem:
     return rm_errorf(e, RM_ERR_NOMEM, "milp: out of memory building the model (n = %d)", n);
 }
 
+int rm_lp_model_variables(long *vars, const rm_problem *p, unsigned levers, rm_err *e)
+{
+    rm_lp_model m;
+    memset(&m, 0, sizeof m);
+    int n = p->n, ok;
+    m.p = p, m.n = n, m.levers = levers;
+    m.lastdesc = malloc((size_t)n * sizeof *m.lastdesc);
+    m.ustart = calloc((size_t)n + 1, sizeof *m.ustart);
+    m.fv_start = calloc((size_t)n + 1, sizeof *m.fv_start);
+    ok = m.lastdesc && m.ustart && m.fv_start && index_users(&m, p) && index_frees(&m, p);
+    *vars = m.nfree;
+    for (int t = 0; ok && t < n; t++)
+        for (int i = 0; i < t; i++) *vars += s_exists(&m, t, i) + r_exists(&m, t, i);
+    rm_lp_model_free(&m);
+    return ok ? RM_OK : rm_errorf(e, RM_ERR_NOMEM, "out of memory counting the model of %d nodes", n);
+}
+
 int rm_lp_model_set_integers(rm_lp_model *m, rm_err *e)
 {
     size_t nn = (size_t)m->n * (size_t)m->n;

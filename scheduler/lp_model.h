@@ -138,6 +138,10 @@ int rm_lp_check_problem(const rm_problem *p, const char *who, rm_err *e);
 int rm_lp_model_build(rm_lp_model *m, const rm_problem *p, size_t act, unsigned levers, rm_milp_log_fn log,
                       void *log_ctx, int verbosity, double deadline, rm_err *e);
 void rm_lp_model_free(rm_lp_model *m);
+/* The number of S, R and FREE columns rm_lp_model_build would give p with
+ * these levers, counted without building a row (a model's rows grow with
+ * its FREE columns: 123,327 of them came with 928,245 rows). */
+int rm_lp_model_variables(long *vars, const rm_problem *p, unsigned levers, rm_err *e);
 
 /* Makes the model the MILP: S and R binary, and FREE too unless the levers
  * keep it continuous (RM_MILP_FREE_CONT). What milp.c solves, and what the

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "exact_dp.h"
+#include "lp_model.h"
 #include "milp.h"
 #include "milp_checks.h"
 #include "random_graphs.h"
@@ -574,4 +575,31 @@ Test(lp_round, through_the_route)
     /* Measured: rounding reaches the DP's optimum at every one of them. */
     cr_assert_leq(excess, 1e-9, "rounding costs %g above the optima in all", excess);
     rm_problem_free(p);
+}
+
+/* The coarse routes refuse a model by its size before building it
+ * (route_coarse.c): the count must be the builder's own, on training graphs
+ * and forward-only DAGs, with pruning and without. */
+Test(milp, the_model_size_counted_without_building_it_is_the_builders)
+{
+    for (uint64_t seed = 1; seed <= 6; seed++) {
+        rg_options go = {6 + (int)seed, 0.3, 0.3, 0, 4096};
+        rm_problem *p = seed % 2 ? rg_training_problem(seed, &go) : rg_layered_problem(seed, 5, 4, 0.5, 0.3, 0);
+        cr_assert_not_null(p);
+        size_t act = rm_problem_activation_budget(p);
+        if (act == 0 || act == SIZE_MAX) act = 1u << 30;
+        unsigned levers[] = {RM_MILP_DEFAULT, RM_MILP_DEFAULT & ~RM_MILP_PRUNE};
+        for (int k = 0; k < 2; k++) {
+            rm_lp_model m;
+            rm_err e = {0};
+            long vars = -1;
+            cr_assert_eq(rm_lp_model_variables(&vars, p, levers[k], &e), RM_OK, "%s", e.msg);
+            cr_assert_eq(rm_lp_model_build(&m, p, act, levers[k], NULL, NULL, 0, 0, &e), RM_OK, "%s", e.msg);
+            cr_assert_eq(vars, (long)m.nS + m.nR + m.nfree, "seed %lu, levers %#x: counted %ld, built %d + %d + %d",
+                         (unsigned long)seed, levers[k], vars, m.nS, m.nR, m.nfree);
+            cr_assert_gt(m.nfree, 0);
+            rm_lp_model_free(&m);
+        }
+        rm_problem_free(p);
+    }
 }
