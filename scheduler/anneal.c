@@ -82,6 +82,12 @@ typedef struct eval {
     size_t peak;
 } eval;
 
+/* Whether a state fits: the activation budget, and the cost limit if any. */
+static int fits(const rm_problem *p, size_t budget, const eval *ev)
+{
+    return ev->peak <= budget && (p->max_cost <= 0 || ev->cost <= p->max_cost);
+}
+
 #define NEG (LLONG_MIN / 4) /* an empty leaf's value: below any stage's */
 
 typedef struct anneal {
@@ -196,20 +202,30 @@ static int stage_room(anneal *a, int w)
     return 0;
 }
 
-/* Whether stage w frees u: it is the end of one of u's copies, the one
- * that starts last at or before w (copies follow each other in the order). */
-static int ends_at(const anneal *a, int u, int w)
+/* Of k copies given as (start, end) pairs in the order of their starts,
+ * the last to start at or before position t; -1 when none does. A value's
+ * copies follow each other in the order, so that is the one copy that can
+ * hold t. */
+static int copy_at(const anneal *a, const int *pairs, int k, int t)
 {
-    const vec *c = &a->cp[u];
-    int lo = 0, hi = c->n / 2 - 1, pw = a->pos[w];
+    int lo = -1, hi = k - 1;
     while (lo < hi) {
         int mid = (lo + hi + 1) / 2;
-        if (a->pos[c->a[2 * mid]] <= pw)
+        if (a->pos[pairs[2 * mid]] <= t)
             lo = mid;
         else
             hi = mid - 1;
     }
-    return hi >= 0 && c->a[2 * lo + 1] == w;
+    return lo;
+}
+
+/* Whether stage w frees u: it is the end of one of u's copies, the one
+ * that holds w. */
+static int ends_at(const anneal *a, int u, int w)
+{
+    const vec *c = &a->cp[u];
+    int i = copy_at(a, c->a, c->n / 2, a->pos[w]);
+    return i >= 0 && c->a[2 * i + 1] == w;
 }
 
 /* Stage w's peak above what is kept into it, as the memory model of
@@ -269,15 +285,9 @@ static int value_copies(anneal *a, int v)
     for (int i = 0; i < k; i++) b[2 * i + 1] = b[2 * i];
     int nr = a->rd_start[v + 1] - a->rd_start[v];
     for (int i = 0; i < nr + a->rs[v].n; i++) {
-        int r = i < nr ? a->rd[a->rd_start[v] + i] : a->rs[v].a[i - nr], pr = a->pos[r], lo = 0, hi = k - 1;
-        while (lo < hi) { /* the last start at or before r */
-            int mid = (lo + hi + 1) / 2;
-            if (a->pos[b[2 * mid]] <= pr)
-                lo = mid;
-            else
-                hi = mid - 1;
-        }
-        if (pr > a->pos[b[2 * lo + 1]]) b[2 * lo + 1] = r;
+        int r = i < nr ? a->rd[a->rd_start[v] + i] : a->rs[v].a[i - nr], pr = a->pos[r];
+        int j = copy_at(a, b, k, pr); /* >= 0: every reader comes after v's own stage */
+        if (pr > a->pos[b[2 * j + 1]]) b[2 * j + 1] = r;
     }
     return k;
 }
@@ -496,16 +506,8 @@ static int to_schedule(rm_schedule **out, anneal *a, rm_err *e)
 static int kept_through(const anneal *a, int v, int t)
 {
     const vec *c = &a->cp[v];
-    int lo = 0, hi = c->n / 2 - 1; /* the last copy to start before t (copies follow each other) */
-    if (hi < 0 || a->pos[c->a[0]] >= t) return 0;
-    while (lo < hi) {
-        int mid = (lo + hi + 1) / 2;
-        if (a->pos[c->a[2 * mid]] < t)
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    return a->pos[c->a[2 * lo + 1]] >= t;
+    int i = copy_at(a, c->a, c->n / 2, t - 1);
+    return i >= 0 && a->pos[c->a[2 * i + 1]] >= t;
 }
 
 /* Marks what w's stage reads (its own node's inputs and its recomputations'). */
@@ -823,7 +825,7 @@ static int restore(anneal *a, const saved *s)
  * (with those only it needed) wherever the schedule still fits and costs
  * less, until none can be. The walk ends cold, but not necessarily where no
  * single drop helps. */
-static int descend(anneal *a, saved *best, size_t budget, double max_cost, double deadline)
+static int descend(anneal *a, saved *best, size_t budget, double deadline)
 {
     move m = {0};
     int rc = 0;
@@ -843,8 +845,8 @@ static int descend(anneal *a, saved *best, size_t budget, double max_cost, doubl
                     rc = -1;
                     break;
                 }
-                int fits = ev.peak <= budget && (max_cost <= 0 || ev.cost <= max_cost);
-                if (fits && (ev.cost < best->ev.cost || (ev.cost == best->ev.cost && ev.peak < best->ev.peak))) {
+                if (fits(a->p, budget, &ev) &&
+                    (ev.cost < best->ev.cost || (ev.cost == best->ev.cost && ev.peak < best->ev.peak))) {
                     best->ev = ev;
                     changed = 1;
                 } else if (undo(a, &m)) {
@@ -1120,7 +1122,6 @@ static int walk(anneal *a, saved *best, eval cur, const walk_opts *w)
     int rc = 0, epoch = 0;
     long k = 0;
     double t0 = rm_now(), temp1 = w->temp0 * 5e-4;
-#define FITS(ev) ((ev).peak <= budget && (p->max_cost <= 0 || (ev).cost <= p->max_cost))
 #define SCORE(ev) ((ev).cost / scale + weight * ((ev).peak > budget ? (double)((ev).peak - budget) : 0) / bscale)
     double fcur = SCORE(cur);
     for (;; k++) {
@@ -1149,7 +1150,7 @@ static int walk(anneal *a, saved *best, eval cur, const walk_opts *w)
          * weight of the bytes over it. */
         if ((int)(frac * 40) > epoch) {
             epoch = (int)(frac * 40);
-            if (!FITS(cur) && weight < 1e12) weight *= 2, fcur = SCORE(cur);
+            if (!fits(p, budget, &cur) && weight < 1e12) weight *= 2, fcur = SCORE(cur);
         }
         double temp = w->temp0 * pow(temp1 / w->temp0, frac);
         int kind = random_move(a, &m, w->keep_order);
@@ -1161,7 +1162,7 @@ static int walk(anneal *a, saved *best, eval cur, const walk_opts *w)
         if (ev.peak < *w->lowest) *w->lowest = ev.peak;
         if (f <= fcur || rnd_unit(a) < exp((fcur - f) / temp)) {
             cur = ev, fcur = f, ++*w->accepted;
-            if (FITS(ev) &&
+            if (fits(p, budget, &ev) &&
                 (!best->have || ev.cost < best->ev.cost || (ev.cost == best->ev.cost && ev.peak < best->ev.peak)) &&
                 save(best, a, &ev))
                 goto nomem;
@@ -1169,7 +1170,6 @@ static int walk(anneal *a, saved *best, eval cur, const walk_opts *w)
             goto nomem;
         }
     }
-#undef FITS
 #undef SCORE
     goto done;
 nomem:
@@ -1204,7 +1204,7 @@ int rm_strategy_anneal(rm_schedule **out, rm_strategy_stats *stats, const rm_pro
     size_t budget = rm_problem_activation_budget(p);
     double base = rm_problem_base_cost(p);
     if (!o->keep_order && cur.peak > budget && lean_start(&a, &cur)) goto nomem;
-    if (cur.peak <= budget && (p->max_cost <= 0 || cur.cost <= p->max_cost) && save(&best, &a, &cur)) goto nomem;
+    if (fits(p, budget, &cur) && save(&best, &a, &cur)) goto nomem;
     long done_moves = 0, accepted = 0;
     size_t lowest = cur.peak;
     double next_say = rm_now() + 1;
@@ -1259,7 +1259,7 @@ int rm_strategy_anneal(rm_schedule **out, rm_strategy_stats *stats, const rm_pro
                            done_moves);
         goto done;
     }
-    if (restore(&a, &best) || descend(&a, &best, budget, p->max_cost, deadline)) goto nomem;
+    if (restore(&a, &best) || descend(&a, &best, budget, deadline)) goto nomem;
     if ((rc = to_schedule(out, &a, e))) goto done;
     /* The walk's judge and the simulator must agree to the byte. */
     if ((rc = rm_simulate(&stats->sim, p, *out, e))) goto done;
