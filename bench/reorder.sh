@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Beyond a fixed order (issue 29): on Moccasin's published random layered
-# DAGs (mN), on remat's random layered DAGs in their style (forward only: no
-# checkpointing heuristic applies; lN: banded like Moccasin's graphs, uN:
+# DAGs (mN), on remat's random layered DAGs in their style (forward only: of
+# the heuristics only DTR applies; lN: banded like Moccasin's graphs, uN:
 # every edge between two layers equally likely) and on remat's own training
 # graphs, at 90%, 80% and 70% of
 # the no-remat peak, the extra compute and peak of
@@ -9,8 +9,8 @@
 #   fixed    anneal --keep-order: the search, in the problem's order
 #   anneal   the order-aware search (its answer may carry its own order)
 #   best     the default
-#   heur     the cheapest of the checkpointing heuristics that fits (they need
-#            a training graph's forward/backward split: n/a on the others)
+#   heur     the cheapest heuristic that fits: the checkpointing ones (they
+#            need a training graph's forward/backward split) and DTR (any DAG)
 # each with its wall time and largest resident memory, under one time limit
 # per run, one thread; and each graph's no-remat peak (checkpoint_all at 100%),
 # against which the report gives every peak. l100000 (100,000 nodes, 400
@@ -89,7 +89,7 @@ done
 csv="$work/results-${tlimit}s.csv" peaks="$work/peaks.csv"
 [ -f "$csv" ] || echo "graph,nodes,budget,run,strategy,status,overhead_pct,cost,peak_bytes,recomputed_nodes,recomputations,seconds,lp_bound_pct,bound,gap_pct,wall,rss_kib" >"$csv"
 [ -f "$peaks" ] || echo "graph,no_remat_peak_bytes" >"$peaks"
-heuristics=(chen_sqrtn chen_greedy griewank ap_sqrtn ap_greedy linearized_sqrtn linearized_greedy ogc)
+heuristics=(chen_sqrtn chen_greedy griewank ap_sqrtn ap_greedy linearized_sqrtn linearized_greedy ogc dtr)
 
 # The cheapest heuristic that fits, as one row: milliseconds each, so no
 # time limit of their own and no memory column.

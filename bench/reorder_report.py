@@ -77,9 +77,9 @@ def main():
         "at a share of the no-remat peak in the problem's order. Each cell: extra compute over every node once "
         "(checkpoint-all), the schedule's peak as a share of that no-remat peak (fixed bytes included), the run's "
         "wall time and its largest resident memory, time limit %s s, one thread; for the heuristics (chen_sqrtn, "
-        "chen_greedy, griewank, ap_sqrtn, ap_greedy, linearized_sqrtn, linearized_greedy, ogc) the cheapest that "
-        "fits and its solve time. `none`: no schedule within the budget found (not a proof); `n/a`: the heuristics "
-        "need a training graph's forward/backward split. The binary alone (`remat --help`) holds %.0f MiB resident: "
+        "chen_greedy, griewank, ap_sqrtn, ap_greedy, linearized_sqrtn, linearized_greedy, ogc, which need a training "
+        "graph's forward/backward split, and dtr, which applies to any DAG) the cheapest that fits, its name and its "
+        "solve time. `none`: no schedule within the budget found (not a proof); `n/a`: no heuristic applies. The binary alone (`remat --help`) holds %.0f MiB resident: "
         "the libraries it maps (cuBLAS, cuDNN, CBC, MPI), part of every run's memory." % (tlimit, float(startup) / 1024),
         "",
         "| graph | budget | " + " | ".join(TITLES[k] for k in RUNS) + " |",

@@ -55,9 +55,9 @@
                   "heuristic;\n"                                                                                       \
                   "                    or one of checkpoint_all, chen_sqrtn, chen_greedy, griewank, ap_sqrtn, "        \
                   "ap_greedy,\n"                                                                                       \
-                  "                    linearized_sqrtn, linearized_greedy, ogc, lp_round, milp, anneal (which may "   \
-                  "also\n"                                                                                             \
-                  "                    choose the order of first computes) ('-' works for '_'),\n"                     \
+                  "                    linearized_sqrtn, linearized_greedy, ogc, dtr, lp_round, milp, anneal (which "  \
+                  "may\n"                                                                                              \
+                  "                    also choose the order of first computes) ('-' works for '_'),\n"                \
                   "                    or all: run every strategy and compare them in a table\n"                       \
                   "  --time-limit S    wall-clock seconds for the whole command, reading the problem included, "       \
                   "whatever\n"                                                                                         \
@@ -694,7 +694,7 @@ static int plan_all(const plan_args *a, rm_cli_problem *cp)
     int rc = plan_table_end(t) || failed ? 2 : 0;
     if (!rc && skipped && a->fmt == RM_TABLE_TEXT)
         printf("\nn/a: %d heuristics need a training graph's forward/backward split, and this problem has no\n"
-               "backward nodes; anneal, milp and best schedule any DAG.\n",
+               "backward nodes; dtr, anneal, milp and best schedule any DAG.\n",
                skipped);
     if (!rc) rc = plan_all_outputs(a, cp, list, best_k, &cheapest, best, br, best_cost, fig, count);
     if (kept) {

@@ -70,8 +70,8 @@
                       "cheapest\n"                                                                                     \
                       "                        that fits), or checkpoint_all, chen_sqrtn, chen_greedy, griewank, "     \
                       "ap_sqrtn,\n"                                                                                    \
-                      "                        ap_greedy, linearized_sqrtn, linearized_greedy, ogc, lp_round, milp, "  \
-                      "anneal\n"                                                                                       \
+                      "                        ap_greedy, linearized_sqrtn, linearized_greedy, ogc, dtr, lp_round, "   \
+                      "milp, anneal\n"                                                                                 \
                       "  --costs FILE          the schedule minimises profiled seconds (`remat profile`, "             \
                       "docs/cost-format.md)\n"                                                                         \
                       "                        instead of FLOPs; the file must be the model's at this batch (with "    \

@@ -42,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "baseline.h"
 #include "deadline.h"
 #include "log.h"
 #include "order.h"
@@ -895,7 +896,25 @@ static void anneal_free(anneal *a)
 }
 
 /* The state of schedule s (its order and its recomputations; NULL:
- * checkpoint-all in the problem's order), settled. */
+ * checkpoint-all in the problem's order), settled, in place of the state
+ * so far. -1 when out of memory. */
+static int load(anneal *a, const rm_schedule *s, eval *ev)
+{
+    int n = a->n;
+    for (int w = 0; w < n; w++) a->rc[w].n = 0;
+    for (int t = 0; t < n; t++) a->order[t] = s ? rm_schedule_node_at(s, t) : t;
+    rm_order_positions(a->pos, a->order, n);
+    if (s)
+        for (int t = 0; t < n; t++)
+            for (int k = s->r_start[t]; k < s->r_start[t + 1]; k++)
+                if (s->r_node[k] != t && vec_push(&a->rc[a->order[t]], rm_schedule_node_at(s, s->r_node[k]))) return -1;
+    if (rebuild(a, NULL)) return -1;
+    for (int w = 0; w < n; w++) /* recomputations nothing reads cost and keep nothing */
+        if (a->rc[w].n && prune(a, w, NULL)) return -1;
+    return settle(a, ev);
+}
+
+/* The state of schedule s (see load) with everything it needs allocated. */
 static int anneal_init(anneal *a, const rm_problem *p, const rm_schedule *s, unsigned long long seed, eval *ev,
                        rm_err *e)
 {
@@ -908,10 +927,8 @@ static int anneal_init(anneal *a, const rm_problem *p, const rm_schedule *s, uns
     a->budget = budget > (size_t)LLONG_MAX ? LLONG_MAX : (long long)budget;
     for (a->leaves = 1; a->leaves < n; a->leaves *= 2) {
     }
-    long edges = 0;
-    for (int v = 0; v < n; v++) edges += p->nodes[v].ndeps;
-    a->rd_start = calloc(nn + 1, sizeof *a->rd_start);
-    a->rd = malloc((size_t)(edges ? edges : 1) * sizeof *a->rd);
+    if (rm_order_readers(p, &a->rd_start, &a->rd))
+        return rm_errorf(e, RM_ERR_NOMEM, "anneal: out of memory for %d nodes", n);
     a->order = malloc(nn * sizeof *a->order);
     a->pos = malloc(nn * sizeof *a->pos);
     a->rc = calloc(nn, sizeof *a->rc);
@@ -933,124 +950,15 @@ static int anneal_init(anneal *a, const rm_problem *p, const rm_schedule *s, uns
     a->endof = malloc(nn * sizeof *a->endof);
     a->estamp = calloc(nn, sizeof *a->estamp);
     a->tgen = 1;
-    if (!a->rd_start || !a->rd || !a->order || !a->pos || !a->rc || !a->cs || !a->rs || !a->cp || !a->delta ||
-        !a->local || !a->sum || !a->best || !a->touched || !a->dirty || !a->tmark || !a->dmark || !a->lastuse ||
-        !a->used || !a->stamp || !a->mark || !a->endof || !a->estamp)
+    if (!a->order || !a->pos || !a->rc || !a->cs || !a->rs || !a->cp || !a->delta || !a->local || !a->sum || !a->best ||
+        !a->touched || !a->dirty || !a->tmark || !a->dmark || !a->lastuse || !a->used || !a->stamp || !a->mark ||
+        !a->endof || !a->estamp)
         return rm_errorf(e, RM_ERR_NOMEM, "anneal: out of memory for %d nodes", n);
-    for (int v = 0; v < n; v++)
-        for (int d = 0; d < p->nodes[v].ndeps; d++) a->rd_start[p->nodes[v].deps[d] + 1]++;
-    for (int v = 0; v < n; v++) a->rd_start[v + 1] += a->rd_start[v];
-    for (int v = 0; v < n; v++) a->lastuse[v] = a->rd_start[v];
-    for (int v = 0; v < n; v++)
-        for (int d = 0; d < p->nodes[v].ndeps; d++) a->rd[a->lastuse[p->nodes[v].deps[d]]++] = v;
-    for (int t = 0; t < n; t++) a->order[t] = s ? rm_schedule_node_at(s, t) : t;
-    rm_order_positions(a->pos, a->order, n);
-    if (s)
-        for (int t = 0; t < n; t++)
-            for (int k = s->r_start[t]; k < s->r_start[t + 1]; k++)
-                if (s->r_node[k] != t && vec_push(&a->rc[a->order[t]], rm_schedule_node_at(s, s->r_node[k])))
-                    return rm_errorf(e, RM_ERR_NOMEM, "anneal: out of memory");
-    if (rebuild(a, NULL)) return rm_errorf(e, RM_ERR_NOMEM, "anneal: out of memory");
-    for (int w = 0; w < n; w++) /* recomputations nothing reads cost and keep nothing */
-        if (a->rc[w].n && prune(a, w, NULL)) return rm_errorf(e, RM_ERR_NOMEM, "anneal: out of memory");
-    if (settle(a, ev)) return rm_errorf(e, RM_ERR_NOMEM, "anneal: out of memory");
+    if (load(a, s, ev)) return rm_errorf(e, RM_ERR_NOMEM, "anneal: out of memory");
     return RM_OK;
 }
 
 /* ---- a start in a leaner order ---- */
-
-typedef struct heap {
-    long long *key;
-    int *v, n;
-} heap;
-
-/* Whether entry i goes before entry j: the larger key, then the earlier node. */
-static int heap_before(const heap *h, int i, int j)
-{
-    return h->key[i] > h->key[j] || (h->key[i] == h->key[j] && h->v[i] < h->v[j]);
-}
-
-static void heap_swap(heap *h, int i, int j)
-{
-    long long k = h->key[i];
-    int v = h->v[i];
-    h->key[i] = h->key[j], h->v[i] = h->v[j];
-    h->key[j] = k, h->v[j] = v;
-}
-
-static void heap_push(heap *h, long long key, int v)
-{
-    int i = h->n++;
-    h->key[i] = key, h->v[i] = v;
-    for (; i > 0 && heap_before(h, i, (i - 1) / 2); i = (i - 1) / 2) heap_swap(h, i, (i - 1) / 2);
-}
-
-static void heap_pop(heap *h)
-{
-    heap_swap(h, 0, --h->n);
-    for (int i = 0;;) {
-        int c = 2 * i + 1;
-        if (c >= h->n) break;
-        if (c + 1 < h->n && heap_before(h, c + 1, c)) c++;
-        if (!heap_before(h, c, i)) break;
-        heap_swap(h, i, c);
-        i = c;
-    }
-}
-
-/* A topological order that keeps little alive, by list scheduling: of the
- * nodes whose inputs are computed, the one whose compute frees the most
- * bytes (inputs it is the last reader of) less what it keeps (its output,
- * when something reads it) comes next; ties to the problem's order. Keys
- * change as readers are computed: stale heap entries are skipped. */
-static int lean_order(const anneal *a, int *out)
-{
-    const rm_problem *p = a->p;
-    int n = a->n, k = 0;
-    long edges = a->rd_start[n];
-    int *indeg = malloc((size_t)n * sizeof *indeg), *left = malloc((size_t)n * sizeof *left);
-    long long *key = malloc((size_t)n * sizeof *key);
-    heap h = {malloc((size_t)(n + edges) * sizeof *h.key), malloc((size_t)(n + edges) * sizeof *h.v), 0};
-    int rc = indeg && left && key && h.key && h.v ? 0 : -1;
-    for (int v = 0; v < n && !rc; v++) {
-        indeg[v] = p->nodes[v].ndeps;
-        left[v] = a->rd_start[v + 1] - a->rd_start[v];
-    }
-    for (int v = 0; v < n && !rc; v++)
-        if (!indeg[v]) heap_push(&h, key[v] = left[v] ? -(long long)p->nodes[v].bytes : 0, v);
-    while (!rc && h.n) {
-        int x = h.v[0];
-        long long kx = h.key[0];
-        heap_pop(&h);
-        if (indeg[x] < 0 || kx != key[x]) continue; /* done, or a stale key */
-        indeg[x] = -1;
-        out[k++] = x;
-        const rm_problem_node *nd = &p->nodes[x];
-        for (int d = 0; d < nd->ndeps; d++) { /* an input down to its last reader: that reader frees it */
-            int u = nd->deps[d];
-            if (--left[u] != 1) continue;
-            for (int j = a->rd_start[u]; j < a->rd_start[u + 1]; j++) {
-                int r = a->rd[j];
-                if (indeg[r] == 0) heap_push(&h, key[r] += (long long)p->nodes[u].bytes, r);
-            }
-        }
-        for (int j = a->rd_start[x]; j < a->rd_start[x + 1]; j++) {
-            int r = a->rd[j];
-            if (--indeg[r]) continue;
-            const rm_problem_node *rn = &p->nodes[r];
-            key[r] = left[r] ? -(long long)rn->bytes : 0;
-            for (int d = 0; d < rn->ndeps; d++)
-                if (left[rn->deps[d]] == 1) key[r] += (long long)p->nodes[rn->deps[d]].bytes;
-            heap_push(&h, key[r], r);
-        }
-    }
-    free(indeg);
-    free(left);
-    free(key);
-    free(h.key);
-    free(h.v);
-    return rc ? rc : k == n ? 0 : -1;
-}
 
 /* Where the state does not fit: the lean order instead of its own, when it
  * lowers the peak (the recomputations stay: what a stage reads comes
@@ -1059,7 +967,7 @@ static int lean_start(anneal *a, eval *cur)
 {
     int *lean = malloc((size_t)a->n * sizeof *lean), *old = malloc((size_t)a->n * sizeof *old);
     eval ev;
-    int rc = lean && old ? lean_order(a, lean) : -1;
+    int rc = lean && old ? rm_order_lean(a->p, a->rd_start, a->rd, lean) : -1;
     if (!rc) {
         memcpy(old, a->order, (size_t)a->n * sizeof *old);
         memcpy(a->order, lean, (size_t)a->n * sizeof *lean);
@@ -1076,6 +984,22 @@ static int lean_start(anneal *a, eval *cur)
     }
     free(lean);
     free(old);
+    return rc;
+}
+
+/* Where the state still does not fit: DTR's schedule in its order, when
+ * DTR finds one (dtr.c), so that the walk starts within the budget. -1 when
+ * out of memory. */
+static int dtr_start(anneal *a, eval *cur, double deadline)
+{
+    rm_schedule *s = NULL;
+    rm_err ignored = {RM_OK, ""};
+    int rc = rm_dtr_in_order(&s, a->p, a->order, a->rd_start, deadline, &ignored);
+    if (rc == RM_ERR_NOMEM) return -1;
+    if (rc != RM_OK) return 0;
+    RM_LOG_INFO("anneal: DTR's schedule in its order starts the walk within the budget");
+    rc = load(a, s, cur);
+    rm_schedule_free(s);
     return rc;
 }
 
@@ -1204,6 +1128,7 @@ int rm_strategy_anneal(rm_schedule **out, rm_strategy_stats *stats, const rm_pro
     size_t budget = rm_problem_activation_budget(p);
     double base = rm_problem_base_cost(p);
     if (!o->keep_order && cur.peak > budget && lean_start(&a, &cur)) goto nomem;
+    if (!fits(p, budget, &cur) && !getenv("ANNEAL_NODTR") && dtr_start(&a, &cur, deadline)) goto nomem;
     if (fits(p, budget, &cur) && save(&best, &a, &cur)) goto nomem;
     long done_moves = 0, accepted = 0;
     size_t lowest = cur.peak;

@@ -171,10 +171,20 @@ int rm_ap_greedy_until(rm_schedule **out, int *stopped, const rm_problem *p, dou
 int rm_linearized_greedy_until(rm_schedule **out, int *stopped, const rm_problem *p, double deadline, rm_err *e);
 int rm_griewank_until(rm_schedule **out, int *stopped, const rm_problem *p, double deadline, rm_err *e);
 int rm_ogc_until(rm_schedule **out, int *stopped, const rm_problem *p, double deadline, rm_err *e);
+/* DTR gives up at the deadline (checked every 64 stages) with no answer:
+ * RM_ERR_INFEASIBLE, *stopped set. */
+int rm_dtr_until(rm_schedule **out, int *stopped, const rm_problem *p, double deadline, rm_err *e);
 
 /* The baseline strategies in the order tables show them (checkpoint_all
  * first), as rm_strategy_info initializers: rm_strategy_list's table
  * (baseline_table.c) and the head of rm_strategy_list_all's (strategies.c). */
+/* DTR ahead of time in order (NULL: the problem's), with the readers of
+ * rm_order_readers: the schedule, carrying order unless it is the
+ * problem's own. RM_ERR_INFEASIBLE when it finds none within the budget,
+ * the deadline or RM_SCHEDULE_MAX_COMPUTES (never a proof). See dtr.c. */
+int rm_dtr_in_order(rm_schedule **out, const rm_problem *p, const int *order, const int *rd_start, double deadline,
+                    rm_err *e);
+
 #define RM_BASELINE_TABLE                                                                                               \
     {"checkpoint_all", "Checkpoint all", rm_strategy_checkpoint_all, NULL, NULL, 0},                                    \
         {"chen_sqrtn", "Chen et al. sqrt(n)", rm_strategy_chen_sqrtn, NULL, rm_chen_sqrtn_until, 1},                    \
@@ -184,9 +194,10 @@ int rm_ogc_until(rm_schedule **out, int *stopped, const rm_problem *p, double de
         {"ap_greedy", "AP greedy", rm_strategy_ap_greedy, NULL, rm_ap_greedy_until, 1},                                 \
         {"linearized_sqrtn", "Linearized sqrt(n)", rm_strategy_linearized_sqrtn, NULL, NULL, 1},                        \
         {"linearized_greedy", "Linearized greedy", rm_strategy_linearized_greedy, NULL, rm_linearized_greedy_until, 1}, \
+        {"ogc", "Feng & Huang optimal checkpointing", rm_strategy_ogc, NULL, rm_ogc_until, 1},                          \
     {                                                                                                                   \
-        "ogc", "Feng & Huang optimal checkpointing", rm_strategy_ogc, NULL, rm_ogc_until, 1                             \
+        "dtr", "Kirisame et al. DTR (greedy eviction)", rm_strategy_dtr, NULL, rm_dtr_until, 0                          \
     }
-#define RM_BASELINE_COUNT 9
+#define RM_BASELINE_COUNT 10
 
 #endif

@@ -54,8 +54,8 @@ rm_schedule *rm_best_baseline_timed(const rm_problem *p, double deadline, int pr
      * under the deadline too. Past the deadline the others still run until
      * one fits, so that there is an answer whenever one of them fits: they
      * compute each node at most twice. */
-    enum { QUICK = 4 };
-    static const int order[RM_BASELINE_COUNT] = {0, 4, 6, 1, 2, 3, 5, 7, 8};
+    enum { QUICK = 5 };
+    static const int order[RM_BASELINE_COUNT] = {0, 4, 6, 9, 1, 2, 3, 5, 7, 8};
     int searches = RM_BASELINE_COUNT - QUICK;
     for (int i = 0; i < RM_BASELINE_COUNT; i++) {
         int k = order[i], quick = i < QUICK;

@@ -22,4 +22,13 @@ int rm_problem_reorder(rm_problem **out, const rm_problem *p, const int *order, 
 /* pos[order[t]] = t, for n entries. */
 void rm_order_positions(int *pos, const int *order, int n);
 
+/* The readers of each node (CSR): node v is read by rd[start[v] ..
+ * start[v+1]), ascending. Both malloc'ed; -1 when out of memory. */
+int rm_order_readers(const rm_problem *p, int **start, int **rd);
+
+/* A topological order that keeps little alive (list scheduling; see
+ * order.c), into out (n entries), from the readers above. -1 when out of
+ * memory. */
+int rm_order_lean(const rm_problem *p, const int *rd_start, const int *rd, int *out);
+
 #endif

@@ -143,8 +143,8 @@ int rm_route_best(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
     if (rm_route_first_fit(out, stats, inc, iname, &ir, o, "best")) return RM_OK;
     if (deadline > 0) deadline -= judge_s;
     /* The anneal from the incumbent (its first walk as "anneal" alone runs
-     * it), in at most a quarter of the time left, half when no heuristic
-     * fits: it may also reorder, which no baseline does and the MILP cannot,
+     * it), in at most a quarter of the time left on a training graph where
+     * a heuristic fits, else half: it may also reorder, which no baseline does and the MILP cannot,
      * and it is the one that answers on DAGs without a backward pass.
      * Cheaper in the problem's order, it becomes the MILP's incumbent; in
      * its own order, the MILP also runs in that order from it. Above the
@@ -152,14 +152,16 @@ int rm_route_best(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
      * until its share ends: walks differ more from seed to seed than the
      * MILP on a coarsened graph gains in that time (ResNet-50 at 80%, 20 s:
      * +0.26% against one walk's +0.65%, where the coarse MILP reaches +1.58%
-     * in 40 s). There, with no heuristic fitting, its share is three
-     * quarters: on such graphs (Moccasin's, remat's layered ones) the MILP
+     * in 40 s). There, with no heuristic fitting or no backward pass (where
+     * only DTR may fit), its share is three quarters: on such graphs (Moccasin's, remat's layered ones) the MILP
      * on the coarsened graph found nothing in bench/reorder.sh. Above 10,000
      * nodes, nine tenths: one walk fits first at about four fifths of its
      * length (100,263 nodes at 90%, 30 s), and in three quarters of 40 s
      * best found nothing where the anneal given all of it found +1.85%. */
     int restarts = p->n > RM_COARSEN_MIN_NODES && !(o && o->first_fit);
-    double share = inc ? 0.25 : !restarts ? 0.5 : p->n > 10000 ? 0.9 : 0.75;
+    static const rm_strategy_info split = {.needs_backward = 1};
+    int checkpointed = inc && rm_strategy_applies(&split, p); /* a training graph where a heuristic fits */
+    double share = checkpointed ? 0.25 : !restarts ? 0.5 : p->n > 10000 ? 0.9 : 0.75;
     rm_strategy_options ao = rm_route_phase(o, rm_deadline_share(deadline, share));
     ao.incumbent = inc;
     ao.restarts = restarts;

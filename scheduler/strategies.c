@@ -101,7 +101,7 @@ int rm_strategy_run_report(rm_schedule **out, rm_strategy_stats *stats, rm_sched
         stats->status = RM_STATUS_NOT_APPLICABLE;
         return rm_errorf(e, RM_ERR_UNSUPPORTED,
                          "%s needs a training graph's forward/backward split, and this problem has no backward "
-                         "nodes: anneal, milp and best schedule any DAG",
+                         "nodes: dtr, anneal, milp and best schedule any DAG",
                          st->name);
     }
     /* The one deadline of the call, fixed here and passed down. */

@@ -73,6 +73,13 @@ int rm_strategy_griewank(rm_schedule **out, const rm_problem *p, rm_err *e);
  * two searches wins. See ogc.c for where it is exact. */
 int rm_strategy_ogc(rm_schedule **out, const rm_problem *p, rm_err *e);
 
+/* Kirisame et al.'s Dynamic Tensor Rematerialization, ahead of time, in the
+ * problem's order: each node computed in turn under the budget; when an
+ * output does not fit, the resident value with the lowest (recompute cost)
+ * / (bytes x staleness) is evicted, and recomputed where it is read again.
+ * Any DAG: it needs no backward pass. See dtr.c. */
+int rm_strategy_dtr(rm_schedule **out, const rm_problem *p, rm_err *e);
+
 /* The shared construction for a caller-chosen checkpoint set: checkpoint[v]
  * nonzero for each checkpointed forward node (entries at and after the first
  * backward node are ignored). Validated by the simulator; not budget-checked. */

@@ -18,89 +18,17 @@
 #include "random_graphs.h"
 #include "route.h"
 #include "schedule.h"
+#include "schedule_checks.h"
 #include "simulate.h"
 #include "strategy.h"
 
-static rm_sim_result simulate(const rm_problem *p, const rm_schedule *s)
-{
-    rm_sim_result r;
-    rm_err e = {0};
-    cr_assert_eq(rm_simulate(&r, p, s, &e), RM_OK, "%s", e.msg);
-    return r;
-}
-
-/* p with every output rounded up to the arena's alignment: the sizes the
- * arena plan places, whose simulated peak its live peak must equal. */
-static rm_problem *aligned(const rm_problem *p)
-{
-    rm_problem *q;
-    rm_err e = {0};
-    int *id = malloc((size_t)p->n * sizeof *id);
-    for (int i = 0; i < p->n; i++) id[i] = i;
-    cr_assert_eq(rm_problem_reorder(&q, p, id, &e), RM_OK, "%s", e.msg); /* a copy */
-    free(id);
-    for (int i = 0; i < q->n; i++)
-        q->nodes[i].bytes = (q->nodes[i].bytes + RM_ARENA_ALIGN - 1) / RM_ARENA_ALIGN * RM_ARENA_ALIGN;
-    return q;
-}
-
-/* Everything an answer must be: checked in p's order and, renumbered in its
- * own, by the exact DP's replay; within the budget; planned with the
- * simulated live peak; written and read back unchanged. */
+/* The answer against the checks every answer passes, and against the
+ * anneal's own report of it. */
 static void check_answer(const rm_problem *p, const rm_schedule *s, const rm_strategy_stats *st, const char *what)
 {
-    rm_err e = {0};
-    rm_sim_result r = simulate(p, s);
-    cr_assert(rm_sim_fits(p, &r), "%s: peak %zu over the budget %zu", what, r.peak_bytes, p->budget);
+    rm_sim_result r = sc_check_answer(p, s, what);
     cr_assert_eq(r.peak_bytes, st->sim.peak_bytes, "%s", what);
     cr_assert_float_eq(r.cost, st->sim.cost, 1e-9 * r.cost, "%s", what);
-    /* The independent replay, on the problem in the schedule's order. */
-    if (p->n <= EXACT_DP_MAX_N) {
-        rm_problem *q = NULL;
-        rm_schedule *plain = NULL;
-        if (s->order) {
-            cr_assert_eq(rm_problem_reorder(&q, p, s->order, &e), RM_OK, "%s: %s", what, e.msg);
-            cr_assert_eq(rm_schedule_copy(&plain, s, &e), RM_OK);
-            cr_assert_eq(rm_schedule_set_order(plain, NULL, &e), RM_OK);
-        }
-        double cost;
-        size_t peak;
-        char msg[256];
-        cr_assert_eq(exact_replay(&cost, &peak, q ? q : p, plain ? plain : s, msg, sizeof msg), 0, "%s: %s", what, msg);
-        cr_assert_eq(peak, r.peak_bytes, "%s: the exact replay peaks at %zu, the simulator at %zu", what, peak,
-                     r.peak_bytes);
-        cr_assert_float_eq(cost, r.cost, 1e-9 * cost, "%s", what);
-        rm_problem_free(q);
-        rm_schedule_free(plain);
-    }
-    /* The arena: its live peak is the simulated peak (sizes aligned). */
-    rm_problem *pa = aligned(p);
-    rm_plan *pl;
-    cr_assert_eq(rm_schedule_plan(&pl, pa, s, NULL, &e), RM_OK, "%s: %s", what, e.msg);
-    cr_assert_eq(pl->live_peak, simulate(pa, s).peak_bytes, "%s: plan live peak %zu", what, pl->live_peak);
-    rm_plan_free(pl);
-    rm_problem_free(pa);
-    /* The schedule file. */
-    char path[] = "/tmp/remat-anneal-XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert(fd >= 0);
-    close(fd);
-    rm_schedule *back;
-    cr_assert_eq(rm_schedule_write(s, p, path, &e), RM_OK, "%s: %s", what, e.msg);
-    cr_assert_eq(rm_schedule_read(&back, p, path, &e), RM_OK, "%s: %s", what, e.msg);
-    cr_assert(rm_schedule_equal(back, s), "%s: the schedule read back differs", what);
-    rm_schedule_free(back);
-    unlink(path);
-}
-
-static size_t noremat_peak(const rm_problem *p)
-{
-    rm_schedule *s;
-    rm_err e = {0};
-    cr_assert_eq(rm_checkpoint_all_build(&s, p, &e), RM_OK);
-    size_t peak = simulate(p, s).peak_bytes;
-    rm_schedule_free(s);
-    return peak;
 }
 
 /* The anneal judges a move in about log n, from what the move changed
@@ -120,7 +48,7 @@ Test(anneal, incremental_judge_matches_the_simulator)
         }
         cr_assert_not_null(p);
         size_t lb = rm_problem_peak_lower_bound(p);
-        p->budget = p->fixed_bytes + lb + (noremat_peak(p) - lb) / 2;
+        p->budget = p->fixed_bytes + lb + (sc_noremat_peak(p) - lb) / 2;
         rm_err e = {0};
         cr_assert_eq(rm_anneal_check_walk(p, 1500, seed, &e), RM_OK, "seed %lu (%d nodes): %s", (unsigned long)seed,
                      p->n, e.msg);
@@ -142,7 +70,7 @@ Test(anneal, valid_on_random_dags)
             p = rg_training_problem(seed, &o);
         }
         cr_assert_not_null(p);
-        size_t lb = rm_problem_peak_lower_bound(p), top = noremat_peak(p);
+        size_t lb = rm_problem_peak_lower_bound(p), top = sc_noremat_peak(p);
         for (int k = 0; k <= 4; k++) {
             p->budget = p->fixed_bytes + lb + (top - lb) * (size_t)k / 4;
             rm_strategy_options o = {.moves = 3000, .seed = seed};
@@ -227,7 +155,7 @@ Test(anneal, never_beats_the_exact_optimum)
             rm_problem_free(p);
             continue;
         }
-        size_t lb = rm_problem_peak_lower_bound(p), top = noremat_peak(p);
+        size_t lb = rm_problem_peak_lower_bound(p), top = sc_noremat_peak(p);
         for (int k = 0; k < 3; k++) {
             size_t act = lb + (top - lb) * (size_t)k / 3;
             p->budget = p->fixed_bytes + act;
@@ -282,7 +210,7 @@ Test(anneal, forward_only_dags_heuristics_step_aside)
 {
     rm_problem *p = rg_layered_problem(2, 4, 3, 0.4, 0.3, 0);
     cr_assert_not_null(p);
-    p->budget = p->fixed_bytes + noremat_peak(p) * 9 / 10;
+    p->budget = p->fixed_bytes + sc_noremat_peak(p) * 9 / 10;
     int count, aside = 0;
     const rm_strategy_info *list = rm_strategy_list(&count);
     rg_options go = {.forward = 5, .skip_prob = 0.3, .max_bytes = 64};
@@ -304,7 +232,8 @@ Test(anneal, forward_only_dags_heuristics_step_aside)
         rm_schedule_free(s);
         cr_assert(rm_strategy_applies(&list[k], train), "%s", list[k].name);
     }
-    cr_assert_eq(aside, count - 1, "every baseline but checkpoint_all needs a backward pass");
+    cr_assert_eq(aside, count - 2, "every baseline but checkpoint_all and dtr needs a backward pass");
+    cr_assert(!rm_strategy_find("dtr")->needs_backward && !rm_strategy_find("checkpoint_all")->needs_backward);
     rm_problem_free(train);
     rm_problem_free(p);
 
@@ -336,7 +265,7 @@ Test(anneal, deterministic_for_a_seed)
 {
     rm_problem *p = rg_layered_problem(7, 8, 6, 0.3, 0.2, 0);
     p->budget =
-        p->fixed_bytes + rm_problem_peak_lower_bound(p) + (noremat_peak(p) - rm_problem_peak_lower_bound(p)) / 2;
+        p->fixed_bytes + rm_problem_peak_lower_bound(p) + (sc_noremat_peak(p) - rm_problem_peak_lower_bound(p)) / 2;
     rm_schedule *a = NULL, *b = NULL;
     rm_err e = {0};
     rm_strategy_options o = {.moves = 5000, .seed = 3};
@@ -358,7 +287,7 @@ Test(anneal, restarts_never_dearer_than_one_walk)
     int cheaper = 0, cases = 0;
     for (uint64_t seed = 1; seed <= 4; seed++) {
         rm_problem *p = rg_layered_problem(seed, 6, 5, 0.3, 0.2, 0);
-        size_t top = noremat_peak(p), low = rm_problem_peak_lower_bound(p);
+        size_t top = sc_noremat_peak(p), low = rm_problem_peak_lower_bound(p);
         for (int pct = 40; pct >= 20; pct -= 20) {
             p->budget = p->fixed_bytes + low + (top - low) * (size_t)pct / 100;
             rm_strategy_options o = {.moves = 3000, .seed = seed};
@@ -392,7 +321,7 @@ Test(anneal, answers_forward_only_dags)
 {
     for (uint64_t seed = 1; seed <= 3; seed++) {
         rm_problem *p = rg_layered_problem(seed, 10, 10, 0.3, 0.2, 0);
-        size_t top = noremat_peak(p);
+        size_t top = sc_noremat_peak(p);
         for (int pct = 90; pct >= 80; pct -= 10) {
             p->budget = p->fixed_bytes + top * (size_t)pct / 100;
             rm_strategy_options o = {.moves = 100000, .seed = 1, .node_limit = 1};
@@ -447,7 +376,7 @@ Test(anneal, order_lines_are_checked)
             /* Stage 2 (b) recomputes a, kept from stage 0 only into stage 1
              * (c): 10 at stage 0, 40 at c, 60 at b (c, a again, b), 90 at
              * d (c, b, d); five computes. */
-            rm_sim_result r = simulate(p, s);
+            rm_sim_result r = sc_simulate(p, s);
             cr_assert_eq(r.cost, 5);
             cr_assert_eq(r.peak_bytes, 90);
         } else {

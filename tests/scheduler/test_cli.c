@@ -81,7 +81,7 @@ Test(cli_plan, every_strategy_on_a_tiny_model)
     size_t full = noremat_total(p);
     int count;
     const rm_strategy_info *list = rm_strategy_list_all(&count);
-    cr_assert_eq(count, 13);
+    cr_assert_eq(count, 14);
     /* At the no-remat peak everything fits; at 97% recomputation is needed
      * and the solvers (and the searches that cover checkpoint-all) still fit. */
     for (int pct = 100; pct >= 97; pct -= 3) {

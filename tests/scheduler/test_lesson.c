@@ -292,22 +292,28 @@ Test(cli_lesson, shared_work_is_never_dearer_than_exhaustive)
     }
 }
 
-/* unet-skip, 20 budgets: the heuristics and LP rounding find nothing at 72.8% of the peak, so below it LP
- * rounding is not run (and says so, in no time); the MILP still is, from there down, and finds +20.45%
- * there, which the bound then proves optimal below without a solve; at the other budgets where LP
- * rounding's LP bound proves the MILP's incumbent optimal, it is not run either. */
+/* A diamond with a backward pass: a (100 bytes) read by b and c (10 each), both read by d, holds 120 bytes
+ * in every order, above the lower bound of 110. At 4 budgets (120, 117, 114, 110 bytes) nothing fits at
+ * 117, so below it neither LP rounding nor the MILP (which proved it there) is run, and each says so, in no
+ * time. And unet-skip at 20 budgets: where LP rounding's LP bound proves the MILP's incumbent optimal, the
+ * MILP is not run either. */
 Test(cli_lesson, solvers_not_run_where_a_larger_budget_or_the_bound_answers)
 {
+    const char *diamond = cf_path("diamond.txt");
+    cf_write(diamond, "problem 6 0 0\n0 a forward 1 100 -\n1 b forward 1 10 0\n2 c forward 1 10 0\n"
+                      "3 d forward 1 10 1,2\n4 loss loss 1 1 3\n5 d.grad backward 1 1 1,2,4\n");
+    char *data = lesson_data(diamond, NULL, "4");
+    cr_assert(strstr(data, "\"exhaustive\":false,") && strstr(data, "\"page_seconds\":0,"));
+    cr_assert_eq(count(data, "\"seconds\":0,\"not_run\":\"below\""), 4, "%s", data);
+    cr_assert_eq(count(data, "lp_round was not run here: at 117 B, a larger budget, it and every heuristic found no "
+                             "schedule"),
+                 2, "%s", data);
+    cr_assert_eq(count(data, "no schedule fits: at 117 B, a larger budget, milp proved that none fits"), 2, "%s", data);
+    free(data);
+
     char prob[512];
     snprintf(prob, sizeof prob, "%s/docs/examples/unet-skip.txt", REMAT_SOURCE_DIR);
-    char *data = lesson_data(prob, NULL, "20");
-    cr_assert(strstr(data, "\"exhaustive\":false,") && strstr(data, "\"page_seconds\":0,"));
-    /* LP rounding below 72.8%: the two lowest budgets. */
-    cr_assert_eq(count(data, "\"status\":\"no solution\",\"ok\":false,\"seconds\":0,\"not_run\":\"below\""), 2, "%s",
-                 data);
-    cr_assert_eq(count(data, "lp_round was not run here: at 16.74 KiB, a larger budget, it and every heuristic "
-                             "found no schedule"),
-                 2);
+    data = lesson_data(prob, NULL, "20");
     /* The MILP not run where the bound proves its incumbent optimal: a schedule, optimal, in no time. */
     int proved = count(data, "\"status\":\"optimal\",\"ok\":true,\"seconds\":0,");
     cr_assert_eq(count(data, "\"not_run\":\"bound\""), proved);
