@@ -87,7 +87,13 @@ for g in "${graphs[@]}"; do
 done
 
 csv="$work/results-${tlimit}s.csv" peaks="$work/peaks.csv"
-[ -f "$csv" ] || echo "graph,nodes,budget,run,strategy,status,overhead_pct,cost,peak_bytes,recomputed_nodes,recomputations,seconds,lp_bound_pct,bound,gap_pct,wall,rss_kib" >"$csv"
+header="graph,nodes,budget,run,strategy,status,overhead_pct,cost,peak_bytes,recomputed_nodes,recomputations,seconds,lp_bound_pct,bound,gap_pct,wall,rss_kib,commit"
+[ -f "$csv" ] || echo "$header" >"$csv"
+# Each run records the commit it measured (rows from before that column
+# have none): the report marks the cells of an earlier one.
+[ "$(head -n 1 "$csv")" = "$header" ] || sed -i "1s/.*/$header/" "$csv"
+rev=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+[ -z "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] || rev="$rev+"
 [ -f "$peaks" ] || echo "graph,no_remat_peak_bytes" >"$peaks"
 heuristics=(chen_sqrtn chen_greedy griewank ap_sqrtn ap_greedy linearized_sqrtn linearized_greedy ogc dtr)
 
@@ -123,7 +129,7 @@ for f in "${files[@]}"; do
             grep -q "^$name,$nodes,$b,$label," "$csv" && continue
             echo "reorder: $name at $b%: $label" >&2
             if [ "$label" = heur ]; then
-                echo "$name,$nodes,$b,$label,$(cheapest_heuristic "$f" "$b"),," >>"$csv"
+                echo "$name,$nodes,$b,$label,$(cheapest_heuristic "$f" "$b"),,,$rev" >>"$csv"
                 continue
             fi
             # shellcheck disable=SC2086
@@ -131,7 +137,7 @@ for f in "${files[@]}"; do
                 --time-limit "$tlimit" --format csv --quiet 2>"$work/$name-$b-$label.err" | tail -n +2) || true
             read -r rss wall <"$work/rss"
             [ -n "$row" ] || row="$label,none,,,,,,,,,"
-            echo "$name,$nodes,$b,$label,$row,$wall,$rss" >>"$csv"
+            echo "$name,$nodes,$b,$label,$row,$wall,$rss,$rev" >>"$csv"
         done
     done
 done
@@ -139,4 +145,4 @@ done
 # share of every run's resident memory.
 python3 bench/maxrss.py "$work/rss" "$remat" --help >/dev/null
 read -r rss wall <"$work/rss"
-/usr/bin/env python3 bench/reorder_report.py "$csv" "$peaks" "$out" "$tlimit" "$rss"
+/usr/bin/env python3 bench/reorder_report.py "$csv" "$peaks" "$out" "$tlimit" "$rss" "$rev"

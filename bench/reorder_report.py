@@ -31,7 +31,20 @@ def found(r):
     return r is not None and r["status"] not in ("none", "n/a", "")
 
 
+CURRENT = [None]  # the commit this report is written at
+
+
+def earlier(r):
+    """A cell measured at another commit than the report's: marked."""
+    return r is not None and (r.get("commit") or "") != CURRENT[0]
+
+
 def cell(r):
+    mark = " ‡" if earlier(r) else ""
+    return cell_text(r) + mark
+
+
+def cell_text(r):
     if not found(r):
         return "n/a" if r is not None and r["status"] == "n/a" else "none"
     s = "%+.2f%%" % float(r["overhead_pct"])
@@ -48,7 +61,7 @@ def cell(r):
 
 
 def main():
-    path, peaks, out, tlimit, startup = sys.argv[1:6]
+    path, peaks, out, tlimit, startup, CURRENT[0] = sys.argv[1:7]
     rows = list(csv.DictReader(open(path)))
     for r in csv.DictReader(open(peaks)):
         if r["no_remat_peak_bytes"]:
@@ -81,6 +94,10 @@ def main():
         "graph's forward/backward split, and dtr, which applies to any DAG) the cheapest that fits, its name and its "
         "solve time. `none`: no schedule within the budget found (not a proof); `n/a`: no heuristic applies. The binary alone (`remat --help`) holds %.0f MiB resident: "
         "the libraries it maps (cuBLAS, cuDNN, CBC, MPI), part of every run's memory." % (tlimit, float(startup) / 1024),
+        "",
+        "Every cell without a mark was measured at commit %s; `‡`: at an earlier one (%s), a run this "
+        "bench did not repeat." % (CURRENT[0], ", ".join(sorted({r.get("commit") or "not recorded" for r in rows
+                                                                  if earlier(r)})) or "none"),
         "",
         "| graph | budget | " + " | ".join(TITLES[k] for k in RUNS) + " |",
         "|---|---|" + "---|" * len(RUNS),
