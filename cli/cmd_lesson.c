@@ -55,7 +55,8 @@
                     "  --out FILE          the page to write (written whole or not at all)\n"                          \
                     "  --budgets K         how many budgets, 2 to 200 (default 20)\n"                                  \
                     "  --strategies LIST   comma-separated, as `remat plan --strategy` names them, or all (default:\n" \
-                    "                      checkpoint_all,chen_sqrtn,chen_greedy,griewank,ogc,lp_round,milp)\n"        \
+                    "                      checkpoint_all,chen_sqrtn,chen_greedy,griewank,ogc,dtr,lp_round,milp;\n"    \
+                    "                      on a DAG without backward nodes those that need one are left out)\n"        \
                     "  --costs FILE        node costs in profiled seconds (`remat profile`, docs/cost-format.md)\n"    \
                     "  --time-limit S      wall-clock seconds for each solve, whatever the strategy (default 3, the "  \
                     "MILP's\n"                                                                                         \
@@ -76,7 +77,7 @@
 
 #define usage_error(...) rm_cli_usage_error("lesson", LESSON_USAGE, __VA_ARGS__)
 
-#define LESSON_DEFAULT_STRATEGIES "checkpoint_all,chen_sqrtn,chen_greedy,griewank,ogc,lp_round,milp"
+#define LESSON_DEFAULT_STRATEGIES "checkpoint_all,chen_sqrtn,chen_greedy,griewank,ogc,dtr,lp_round,milp"
 #define LESSON_MAX_BUDGETS 200
 /* Seconds for each solve: by default the budgets share their work (see
  * solve_all) and ResNet-tiny at batch 8 takes under a minute on two shared
@@ -897,6 +898,32 @@ static int lesson_run(int argc, char **argv)
     }
     rm_cli_problem cp;
     if ((rc = rm_cli_problem_load_costs(&cp, "lesson", &a.mdl, a.batch_n, a.problem, a.costs))) return rc;
+    /* On a DAG without backward nodes the checkpointing heuristics have
+     * nothing to choose (rm_strategy_applies): the page leaves them out. */
+    int kept = 0;
+    char gone[256] = "";
+    for (int j = 0; j < a.nst; j++) {
+        if (rm_strategy_applies(a.st[j], cp.p)) {
+            a.st[kept++] = a.st[j];
+            continue;
+        }
+        size_t used = strlen(gone);
+        snprintf(gone + used, sizeof gone - used, "%s%s", used ? ", " : "", a.st[j]->name);
+    }
+    a.nst = kept;
+    if (gone[0] && !kept) {
+        rm_text_fprintf(stderr,
+                        "remat lesson: %s need a training graph's forward/backward split, and this problem has no "
+                        "backward nodes: name a strategy that schedules any DAG (dtr, lp_round, milp, anneal, best)\n",
+                        gone);
+        rm_cli_problem_free(&cp);
+        return 2;
+    }
+    if (gone[0] && !a.quiet)
+        rm_text_fprintf(stderr,
+                        "remat lesson: left out %s: they need a training graph's forward/backward split, and this "
+                        "problem has no backward nodes\n",
+                        gone);
     char x[32], y[32];
     if (!a.quiet)
         rm_text_fprintf(stderr,

@@ -196,8 +196,7 @@ static int stage(dtr *d, int t, double *cost, long *computes, rm_err *e)
 
 /* One DTR pass with staleness's exponent stale: its schedule (positions in
  * d->order) and cost. */
-static int run(dtr *d, double stale, rm_schedule **out, double *cost, const int *rd_start,
-               double deadline, rm_err *e)
+static int run(dtr *d, double stale, rm_schedule **out, double *cost, const int *rd_start, double deadline, rm_err *e)
 {
     const rm_problem *p = d->p;
     int n = d->n, rc;

@@ -87,4 +87,3 @@ size_t sc_noremat_peak(const rm_problem *p)
     rm_schedule_free(s);
     return peak;
 }
-

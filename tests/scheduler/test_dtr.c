@@ -15,14 +15,15 @@
 #include "exact_dp.h"
 #include "order.h"
 #include "random_graphs.h"
-#include "schedule_checks.h"
 #include "schedule.h"
+#include "schedule_checks.h"
 #include "simulate.h"
 #include "strategy.h"
 
 static rm_problem *random_problem(uint64_t seed)
 {
-    if (seed % 2) return rg_layered_problem(seed, 2 + (int)(seed % 4), 2 + (int)(seed % 3), 0.5, 0.3, seed % 4 == 1 ? 2 : 0);
+    if (seed % 2)
+        return rg_layered_problem(seed, 2 + (int)(seed % 4), 2 + (int)(seed % 3), 0.5, 0.3, seed % 4 == 1 ? 2 : 0);
     rg_options o = {.forward = 3 + (int)(seed % 5), .skip_prob = 0.4, .branch_prob = 0.2, .max_bytes = 256};
     return rg_training_problem(seed, &o);
 }
@@ -93,8 +94,7 @@ Test(dtr, valid_and_within_budget_on_random_dags)
                          own ? "a random" : "the problem's");
                 rm_sim_result r = sc_check_answer(p, s, what);
                 cr_assert_geq(r.cost, rm_problem_base_cost(p) * (1 - 1e-12), "%s", what);
-                if (k == 5 && !own)
-                    cr_assert_eq(r.recomputations, 0, "%s: recomputes where checkpoint-all fits", what);
+                if (k == 5 && !own) cr_assert_eq(r.recomputations, 0, "%s: recomputes where checkpoint-all fits", what);
                 answered++;
                 ordered += s->order != NULL;
                 rm_schedule_free(s);
