@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "baseline.h"
 #include "deadline.h"
 #include "exact_dp.h"
 #include "order.h"
@@ -259,6 +260,53 @@ Test(anneal, forward_only_dags_heuristics_step_aside)
     cr_assert_eq(st.status, RM_STATUS_NO_SOLUTION, "status %s: %s", rm_status_name(st.status), e.msg);
     cr_assert(strstr(e.msg, "in other orders") || strstr(e.msg, "none proved impossible"), "%s", e.msg);
     rm_problem_free(d);
+}
+
+/* Handed a schedule that fits (DTR's, often dear on these graphs), the
+ * anneal may start elsewhere (from checkpoint-all, when that scores lower:
+ * anneal.c, consider_start), but never answers with anything dearer, in
+ * either mode, even from a walk of 50 moves that finds nothing within the
+ * budget from where it started; the answer passes every check. */
+
+Test(anneal, never_dearer_than_its_incumbent)
+{
+    int runs = 0, cheaper = 0;
+    for (uint64_t seed = 1; seed <= 16; seed++) {
+        rm_problem *p = seed % 2 ? rg_layered_problem(seed, 3 + (int)(seed % 3), 3, 0.5, 0.3, 0) : NULL;
+        if (!p) {
+            rg_options go = {.forward = 4 + (int)(seed % 3), .skip_prob = 0.4, .branch_prob = 0.2, .max_bytes = 256};
+            p = rg_training_problem(seed, &go);
+        }
+        cr_assert_not_null(p);
+        size_t lb = rm_problem_peak_lower_bound(p), top = sc_noremat_peak(p);
+        for (int k = 1; k <= 3; k++) {
+            p->budget = p->fixed_bytes + lb + (top - lb) * (size_t)k / 4;
+            rm_schedule *inc = NULL;
+            int stopped;
+            rm_err e = {0};
+            if (rm_dtr_until(&inc, &stopped, p, 0, &e) != RM_OK) continue;
+            double ic = sc_simulate(p, inc).cost;
+            for (int keep = 0; keep <= 1; keep++) {
+                rm_strategy_options o = {.moves = 50, .seed = seed, .keep_order = keep, .incumbent = inc};
+                rm_schedule *s = NULL;
+                rm_strategy_stats st;
+                cr_assert_eq(rm_strategy_anneal(&s, &st, p, &o, &e), RM_OK, "seed %lu: %s", (unsigned long)seed, e.msg);
+                char what[64];
+                snprintf(what, sizeof what, "seed %lu, budget %zu, keep %d", (unsigned long)seed, p->budget, keep);
+                check_answer(p, s, &st, what);
+                cr_assert_leq(st.sim.cost, ic * (1 + 1e-12), "%s: %g, dearer than its incumbent's %g", what,
+                              st.sim.cost, ic);
+                runs++;
+                cheaper += st.sim.cost < ic * (1 - 1e-12);
+                rm_schedule_free(s);
+            }
+            rm_schedule_free(inc);
+        }
+        rm_problem_free(p);
+    }
+    cr_log_info("anneal: %d runs from DTR's schedule, %d cheaper than it", runs, cheaper);
+    cr_assert_gt(runs, 20);
+    cr_assert_gt(cheaper, 0);
 }
 
 Test(anneal, deterministic_for_a_seed)
