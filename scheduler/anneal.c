@@ -119,7 +119,8 @@ typedef struct anneal {
     unsigned *estamp, egen;
     int *mark; /* scratch for the moves */
     int mark_gen;
-    long long budget; /* the activation budget */
+    long long budget;     /* the activation budget */
+    double scale, bscale; /* score()'s: checkpoint-all's cost and the budget (1 where 0 or unlimited) */
     rm_rng rng;
 } anneal;
 
@@ -925,6 +926,9 @@ static int anneal_init(anneal *a, const rm_problem *p, const rm_schedule *s, uns
     a->rng = rm_rng_make(seed);
     size_t budget = rm_problem_activation_budget(p);
     a->budget = budget > (size_t)LLONG_MAX ? LLONG_MAX : (long long)budget;
+    double base = rm_problem_base_cost(p);
+    a->scale = base > 0 ? base : 1;
+    a->bscale = budget > 0 && budget != SIZE_MAX ? (double)budget : 1;
     for (a->leaves = 1; a->leaves < n; a->leaves *= 2) {
     }
     if (rm_order_readers(p, &a->rd_start, &a->rd))
@@ -988,13 +992,12 @@ static int lean_start(anneal *a, eval *cur)
 }
 
 /* The walk's objective: cost over checkpoint-all's plus, at weight, the
- * bytes over the budget as a share of it. */
-static double score(const rm_problem *p, const eval *ev, double weight)
+ * bytes over the budget as a share of it. Every move asks it: the scales
+ * are the state's (checkpoint-all's cost is a sum over the nodes). */
+static double score(const anneal *a, const eval *ev, double weight)
 {
-    size_t budget = rm_problem_activation_budget(p);
-    double base = rm_problem_base_cost(p), scale = base > 0 ? base : 1;
-    double bscale = budget > 0 && budget != SIZE_MAX ? (double)budget : 1;
-    return ev->cost / scale + weight * (ev->peak > budget ? (double)(ev->peak - budget) : 0) / bscale;
+    long long over = (long long)ev->peak - a->budget;
+    return ev->cost / a->scale + weight * (over > 0 ? (double)over : 0) / a->bscale;
 }
 
 /* Schedule s (NULL: checkpoint-all in order, NULL: the problem's) as the
@@ -1011,7 +1014,7 @@ static int consider_start(anneal *a, eval *cur, const rm_schedule *s, const int 
     eval ev;
     int rc = (old.order = malloc((size_t)a->n * sizeof *old.order)) ? 0 : -1;
     if (!rc) rc = save(&old, a, cur) || load(a, s, order, &ev);
-    if (!rc && score(a->p, &ev, 1) < score(a->p, cur, 1)) {
+    if (!rc && score(a, &ev, 1) < score(a, cur, 1)) {
         RM_LOG_INFO("anneal: starts from %s (cost %.6g, peak %zu) rather than cost %.6g, peak %zu", what, ev.cost,
                     ev.peak, cur->cost, cur->peak);
         *cur = ev;
@@ -1024,12 +1027,16 @@ static int consider_start(anneal *a, eval *cur, const rm_schedule *s, const int 
 }
 
 /* Where the state still does not fit: DTR's schedule in its order, when
- * DTR finds one (dtr.c) and it scores lower. -1 when out of memory. */
+ * DTR finds one (dtr.c) in a tenth of the time left and it scores lower.
+ * The tenth: on 100,263 nodes at 90% DTR in the lean order neither fits
+ * nor thrashes fast, and given the anneal's deadline it took the walk's
+ * time (231,153 moves in 40 s, where the walk alone makes millions). -1
+ * when out of memory. */
 static int dtr_start(anneal *a, eval *cur, double deadline)
 {
     rm_schedule *s = NULL;
     rm_err ignored = {RM_OK, ""};
-    int rc = rm_dtr_in_order(&s, a->p, a->order, a->rd_start, deadline, &ignored);
+    int rc = rm_dtr_in_order(&s, a->p, a->order, a->rd_start, rm_deadline_share(deadline, 0.1), &ignored);
     if (rc == RM_ERR_NOMEM) return -1;
     if (rc != RM_OK) return 0;
     rc = consider_start(a, cur, s, NULL, "DTR's schedule in its order");
@@ -1079,7 +1086,7 @@ static int walk(anneal *a, saved *best, eval cur, const walk_opts *w)
     int rc = 0, epoch = 0;
     long k = 0;
     double t0 = rm_now(), temp1 = w->temp0 * 5e-4;
-#define SCORE(ev) score(p, &(ev), weight)
+#define SCORE(ev) score(a, &(ev), weight)
     double fcur = SCORE(cur);
     for (;; k++) {
         if (w->o->first_fit && best->have) break; /* a probe asks whether anything fits */
