@@ -129,19 +129,25 @@ def main():
             return None
         return float(r["overhead_pct"]), float(r["wall"] or r["seconds"])
 
+    def marked(g, b, *keys):
+        """ ‡ when a run the line quotes was measured at an earlier commit."""
+        return " ‡" if any(earlier(by.get((g, b), {}).get(k)) for k in keys) else ""
+
     for g in graphs:
         if g.startswith("l1000-") or g == "m1000":
             a, b = ov(g, 80, "anneal"), ov(g, 80, "best")
             ok = any(x is not None and x[0] <= 2.5 and x[1] < 40 for x in (a, b))
             lines.append("- %s at 80%%: anneal %s, best %s (goal: within +2.5%% in under 40 s): %s" %
                          (g, "none" if a is None else "%+.2f%% in %.1f s" % a,
-                          "none" if b is None else "%+.2f%% in %.1f s" % b, "met" if ok else "not met"))
+                          "none" if b is None else "%+.2f%% in %.1f s" % b, "met" if ok else "not met") +
+                         marked(g, 80, "anneal", "best"))
         if g.startswith("resnet50"):
             a, m = ov(g, 80, "anneal"), ov(g, 80, "milp")
             ok = a is not None and m is not None and a[0] <= m[0] + 0.1 and a[1] < 15
             lines.append("- %s at 80%%: anneal %s, fixed-order MILP %s (goal: within 0.1 point in under 15 s): %s" %
                          (g, "none" if a is None else "%+.2f%% in %.1f s" % a,
-                          "none" if m is None else "%+.2f%%" % m[0], "met" if ok else "not met"))
+                          "none" if m is None else "%+.2f%%" % m[0], "met" if ok else "not met") +
+                         marked(g, 80, "anneal", "milp"))
         if g.startswith("l100000-"):
             # docs/reliability.md: within S + 5% of S + 0.5 s per 100,000 nodes, reading included.
             limit = float(tlimit) * 1.05 + 0.5
@@ -156,7 +162,7 @@ def main():
                     lines.append("- %s at %d%%, %s: %s in %.1f s (limit %.1f s with its margin), %.0f MiB "
                                  "(goal: an answer within the limit and 1 GiB): %s" %
                                  (g, b, TITLES[k], "answered" if answered else "no schedule", wall, limit, rss,
-                                  "met" if ok else "not met"))
+                                  "met" if ok else "not met") + marked(g, b, k))
     lines.append("")
     lines.append("The lowest budget tried at which the extra compute stays under 1%, in the problem's order "
                  "(the MILP, the fixed-order anneal, the heuristics) and in a free order (any run):")
