@@ -178,8 +178,8 @@ int rm_dtr_until(rm_schedule **out, int *stopped, const rm_problem *p, double de
 /* The baseline strategies in the order tables show them (checkpoint_all
  * first), as rm_strategy_info initializers: rm_strategy_list's table
  * (baseline_table.c) and the head of rm_strategy_list_all's (strategies.c). */
-/* DTR ahead of time in order (NULL: the problem's), with the readers of
- * rm_order_readers: the schedule, carrying order unless it is the
+/* DTR ahead of time in order (NULL: the problem's) on a validated p, with
+ * the readers of rm_order_readers: the schedule, carrying order unless it is the
  * problem's own. RM_ERR_INFEASIBLE when it finds none within the budget,
  * the deadline or RM_SCHEDULE_MAX_COMPUTES (never a proof). See dtr.c. */
 int rm_dtr_in_order(rm_schedule **out, const rm_problem *p, const int *order, const int *rd_start, double deadline,

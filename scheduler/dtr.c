@@ -251,8 +251,8 @@ int rm_dtr_in_order(rm_schedule **out, const rm_problem *p, const int *order, co
                     rm_err *e)
 {
     *out = NULL;
-    int n = p->n, rc = rm_problem_validate(p, e);
-    if (rc || (rc = rm_problem_check_budget(p, "dtr", e))) return rc;
+    int n = p->n, rc = rm_problem_check_budget(p, "dtr", e); /* p is valid: its readers were counted */
+    if (rc) return rc;
     size_t budget = rm_problem_activation_budget(p);
     dtr d;
     memset(&d, 0, sizeof d);
