@@ -1062,6 +1062,20 @@ static long default_moves(int n)
     return m < 30000 ? 30000 : m > 10000000 ? 10000000 : m;
 }
 
+/* A walk's length when walks follow one another (restarts): the default
+ * up to 250 nodes, then growing as n squared, 8,000,000 at 1000 nodes
+ * (within 10,000,000; a deadline ends a longer walk first). The moves a
+ * walk needs grow faster than the nodes: on Moccasin's 1000-node graph at
+ * 80%, cool walks of 2,000,000 moves (4.5 s) gave +3.55%, of 8,000,000
+ * +2.20% and +2.01% (seeds 1, 2), where on remat's 250-node graphs walks of
+ * 500,000 moves, many of them, found +0.32% at 80%, and a few long ones
+ * from +0.32% to +12.9%. */
+static long restart_moves(int n)
+{
+    long m = 8L * n * n;
+    return m < default_moves(n) ? default_moves(n) : m > 10000000 ? 10000000 : m;
+}
+
 /* One walk's settings. */
 typedef struct walk_opts {
     long moves;      /* its length (a deadline may end it earlier: it then cools by the clock) */
@@ -1195,29 +1209,40 @@ int rm_strategy_anneal(rm_schedule **out, rm_strategy_stats *stats, const rm_pro
                    &done_moves,
                    &accepted,
                    &lowest};
-    int cut = 0; /* the first walk stopped by the deadline */
+    int cut = 0; /* the first walk stopped by the deadline short of its length */
     /* With restarts, walks follow one another until the deadline, each
-     * from the start, alternately at the first walk's temperature and a
-     * cooler one, two nodes' mean cost: a walk that hot spends most of its
-     * moves adding and dropping recomputations that cost far less than its
-     * temperature (Moccasin's 1000-node graph at 80%: +2.6% cool against
-     * +4.2% hot, from the same moves), while on training graphs and tight
-     * budgets the hot walk finds more (ResNet-50 at 80%: +0.65% against
-     * +1.5%; remat's banded 1000-node graph at 70%: +6.8% against none).
-     * Which one a graph favours, and which seed, varies more than either;
-     * both keep the best. */
+     * from the start: alternately at two nodes' mean cost and at the first
+     * walk's temperature (hotter above 100 nodes), cooler first; each of
+     * restart_moves(n) moves, the first in at most four fifths of the time
+     * (above 10,000 nodes, where one walk takes the whole time and fits late
+     * if at all, all of it) and the last cooling by the clock. Which
+     * temperature a graph favours
+     * varies (bench/reorder.sh, one core, 15 s walks, seeds 1 and 2:
+     * Moccasin's 1000-node graph at 80% +2.27%, +2.07% cool against +5.69%,
+     * +5.16% hot; remat's banded 1000-node graph at 80% +0.81%, +0.91% cool
+     * against +0.65%, +0.16% hot, at 70% none, +7.93% cool against +9.50%,
+     * +8.62% hot), and both keep the best. Cooler first: a hot walk keeps
+     * more recomputations, and its moves are slower (Moccasin's 1000-node
+     * graph: 2,000,000 moves in 35 s hot, 7.7 s cool). The fifth left to a
+     * hot walk: at 70% on remat's banded graph the cool walk alone in
+     * best's 30 s found none in one seed of two. */
     int restarts = o->restarts && deadline > 0 && !o->first_fit;
     if (restarts && (!(start.order = malloc((size_t)p->n * sizeof *start.order)) || save(&start, &a, &cur))) goto nomem;
+    if (restarts && o->moves <= 0) w.moves = restart_moves(p->n);
     /* Where checkpoint-all fits there is nothing to improve: every node once. */
     for (int k = 0; !(best.have && best.ev.cost <= base); k++) {
         if (k > 0) {
             if (!restarts || rm_deadline_passed(deadline)) break;
-            w.temp0 = k % 2 ? fmin(first_temp(p->n), 2.0 / p->n) : first_temp(p->n);
             if (restore(&a, &start) || settle(&a, &cur)) goto nomem;
+        }
+        if (restarts) {
+            w.temp0 = k % 2 ? first_temp(p->n) : fmin(first_temp(p->n), 2.0 / p->n);
+            w.deadline = k == 0 && p->n <= 10000 ? rm_deadline_share(deadline, 0.8) : deadline;
             RM_LOG_INFO("anneal: walk %d, at temperature %.3g", k + 1, w.temp0);
         }
+        long before = done_moves;
         if (walk(&a, &best, cur, &w)) goto nomem;
-        if (k == 0) cut = deadline > 0 && rm_deadline_passed(deadline);
+        if (k == 0) cut = w.deadline > 0 && done_moves - before < w.moves;
     }
     stats->stopped = cut;
     RM_LOG_INFO("anneal: %ld moves, %ld accepted, %s", done_moves, accepted,
