@@ -154,14 +154,19 @@ int rm_route_best(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
      * +0.26% against one walk's +0.65%, where the coarse MILP reaches +1.58%
      * in 40 s). There, with no heuristic fitting or no backward pass (where
      * only DTR may fit), its share is three quarters: on such graphs (Moccasin's, remat's layered ones) the MILP
-     * on the coarsened graph found nothing in bench/reorder.sh. Above 10,000
-     * nodes, nine tenths: one walk fits first at about four fifths of its
+     * on the coarsened graph found nothing in bench/reorder.sh. Nine tenths
+     * above 10,000 nodes: one walk fits first at about four fifths of its
      * length (100,263 nodes at 90%, 30 s), and in three quarters of 40 s
-     * best found nothing where the anneal given all of it found +1.85%. */
+     * best found nothing where the anneal given all of it found +1.85%. And
+     * on graphs without a backward pass above RM_WHOLE_MAX_NODES, where the
+     * MILP only sees a coarsened graph: in 40 s on Moccasin's 500- and
+     * 1000-node graphs and remat's 500- to 1094-node ones (seven runs, 70%
+     * to 90%), what followed the anneal never bettered its answer. */
     int restarts = p->n > RM_COARSEN_MIN_NODES && !(o && o->first_fit);
     static const rm_strategy_info split = {.needs_backward = 1};
     int checkpointed = inc && rm_strategy_applies(&split, p); /* a training graph where a heuristic fits */
-    double share = checkpointed ? 0.25 : !restarts ? 0.5 : p->n > 10000 ? 0.9 : 0.75;
+    int coarse_dag = p->n > RM_WHOLE_MAX_NODES && !rm_strategy_applies(&split, p);
+    double share = checkpointed ? 0.25 : !restarts ? 0.5 : p->n > 10000 || coarse_dag ? 0.9 : 0.75;
     rm_strategy_options ao = rm_route_phase(o, rm_deadline_share(deadline, share));
     ao.incumbent = inc;
     ao.restarts = restarts;
