@@ -1044,7 +1044,8 @@ static int dtr_start(anneal *a, eval *cur, double deadline)
     return rc;
 }
 
-/* The first walk's temperature, as a share of checkpoint-all's cost: 2%
+/* The lone walk's temperature (with restarts, the hotter walks'), as a
+ * share of checkpoint-all's cost: 2%
  * up to 1000 nodes, then the same per node (20 nodes' mean cost). Beyond
  * 1000 nodes the walk has fewer moves a node (default_moves' cap, or the
  * clock), and a hotter one spends them wandering: on 100,263 nodes at 90%
@@ -1209,11 +1210,12 @@ int rm_strategy_anneal(rm_schedule **out, rm_strategy_stats *stats, const rm_pro
                    &done_moves,
                    &accepted,
                    &lowest};
-    int cut = 0; /* the first walk stopped by the deadline short of its length */
+    int cut = 0; /* the first walk stopped by the clock short of its length */
     /* With restarts, walks follow one another until the deadline, each
      * from the start: alternately at two nodes' mean cost and at the first
      * walk's temperature (hotter above 100 nodes), cooler first; each of
-     * restart_moves(n) moves, the first in at most four fifths of the time
+     * restart_moves(n) moves (or the moves asked for), the first in at most
+     * four fifths of the time
      * (above 10,000 nodes, where one walk takes the whole time and fits late
      * if at all, all of it) and the last cooling by the clock. Which
      * temperature a graph favours
@@ -1240,9 +1242,8 @@ int rm_strategy_anneal(rm_schedule **out, rm_strategy_stats *stats, const rm_pro
             w.deadline = k == 0 && p->n <= 10000 ? rm_deadline_share(deadline, 0.8) : deadline;
             RM_LOG_INFO("anneal: walk %d, at temperature %.3g", k + 1, w.temp0);
         }
-        long before = done_moves;
         if (walk(&a, &best, cur, &w)) goto nomem;
-        if (k == 0) cut = w.deadline > 0 && done_moves - before < w.moves;
+        if (k == 0) cut = w.deadline > 0 && rm_deadline_passed(w.deadline);
     }
     stats->stopped = cut;
     RM_LOG_INFO("anneal: %ld moves, %ld accepted, %s", done_moves, accepted,

@@ -142,8 +142,8 @@ int rm_route_best(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
     rm_schedule *inc = rm_route_incumbent(p, o, rm_deadline_share(deadline, 0.5), "best", &iname, &ir, &judge_s);
     if (rm_route_first_fit(out, stats, inc, iname, &ir, o, "best")) return RM_OK;
     if (deadline > 0) deadline -= judge_s;
-    /* The anneal from the incumbent (its first walk as "anneal" alone runs
-     * it), in at most a quarter of the time left on a training graph where
+    /* The anneal from the incumbent (its walks under a deadline: anneal.c),
+     * in at most a quarter of the time left on a training graph where
      * a heuristic fits, else half: it may also reorder, which no baseline does and the MILP cannot,
      * and it is the one that answers on DAGs without a backward pass.
      * Cheaper in the problem's order, it becomes the MILP's incumbent; in

@@ -141,7 +141,8 @@ typedef struct rm_strategy_options {
      * fixed-order search, to compare with the MILP's. */
     int keep_order;
     /* With a deadline, the anneal walks again from its start until the
-     * deadline, alternately hotter, and answers the cheapest of its walks
+     * deadline, cooler first, then alternately at its own temperature, and
+     * answers the cheapest of its walks
      * (best's use of its share of the time; a lone anneal walks once). */
     int restarts;
 } rm_strategy_options;

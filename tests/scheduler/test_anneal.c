@@ -325,8 +325,10 @@ Test(anneal, deterministic_for_a_seed)
     rm_problem_free(p);
 }
 
-/* Restarts (best's use of its time): the first walk is the lone anneal's,
- * so the answer is never dearer than it; without a deadline there is one
+/* Restarts (best's use of its time): on these 30 nodes the first walk is
+ * the lone anneal's (up to 100 nodes the cooler temperature is the lone
+ * anneal's own, and the moves given set every walk's length), so the
+ * answer is never dearer than it; without a deadline there is one
  * walk, the lone anneal's answer. And the later walks find cheaper
  * schedules on some of these graphs, or they would be time spent for
  * nothing. */

@@ -335,5 +335,11 @@ Test(best, first_fit_answers_with_the_anneals_first_fit)
     cr_assert(rm_sim_fits(p, &bs.sim));
     /* Walking until the share's end would take 22 s of the 30. */
     cr_assert_lt(bs.seconds, 10, "a first fit took %.1f s", bs.seconds);
+    /* The anneal alone as the probe: a walk its first fit ended was not
+     * stopped by the clock (maxbatch would warn of the time limit). */
+    rm_strategy_stats as;
+    cr_assert_geq(cost_of(rm_strategy_find("anneal"), p, &o, &as), 0);
+    cr_assert(rm_sim_fits(p, &as.sim));
+    cr_assert_eq(as.stopped, 0, "a first fit %.1f s into a 30 s limit reads as stopped by it", as.seconds);
     rm_problem_free(p);
 }
