@@ -1073,8 +1073,8 @@ static long default_moves(int n)
  * from +0.32% to +12.9%. */
 static long restart_moves(int n)
 {
-    long m = 8L * n * n;
-    return m < default_moves(n) ? default_moves(n) : m > 10000000 ? 10000000 : m;
+    long m = 8L * n * n, d = default_moves(n);
+    return m < d ? d : m > 10000000 ? 10000000 : m;
 }
 
 /* One walk's settings. */
@@ -1215,11 +1215,9 @@ int rm_strategy_anneal(rm_schedule **out, rm_strategy_stats *stats, const rm_pro
      * from the start: alternately at two nodes' mean cost and at the first
      * walk's temperature (hotter above 100 nodes), cooler first; each of
      * restart_moves(n) moves (or the moves asked for), the first in at most
-     * four fifths of the time
-     * (above 10,000 nodes, where one walk takes the whole time and fits late
-     * if at all, all of it) and the last cooling by the clock. Which
-     * temperature a graph favours
-     * varies (bench/reorder.sh, one core, 15 s walks, seeds 1 and 2:
+     * four fifths of the time (all of it above RM_ONE_WALK_NODES) and the
+     * last cooling by the clock. Which temperature a graph favours varies
+     * (bench/reorder.sh, one core, 15 s walks, seeds 1 and 2:
      * Moccasin's 1000-node graph at 80% +2.27%, +2.07% cool against +5.69%,
      * +5.16% hot; remat's banded 1000-node graph at 80% +0.81%, +0.91% cool
      * against +0.65%, +0.16% hot, at 70% none, +7.93% cool against +9.50%,
@@ -1239,7 +1237,7 @@ int rm_strategy_anneal(rm_schedule **out, rm_strategy_stats *stats, const rm_pro
         }
         if (restarts) {
             w.temp0 = k % 2 ? first_temp(p->n) : fmin(first_temp(p->n), 2.0 / p->n);
-            w.deadline = k == 0 && p->n <= 10000 ? rm_deadline_share(deadline, 0.8) : deadline;
+            w.deadline = k == 0 && p->n <= RM_ONE_WALK_NODES ? rm_deadline_share(deadline, 0.8) : deadline;
             RM_LOG_INFO("anneal: walk %d, at temperature %.3g", k + 1, w.temp0);
         }
         if (walk(&a, &best, cur, &w)) goto nomem;

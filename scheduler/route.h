@@ -30,6 +30,10 @@
  * graph's LP with CBC's Clp and rounds it (route.c, whole_round). */
 #define RM_WHOLE_MAX_NODES 250
 #define RM_WHOLE_MAX_COLUMNS 120000
+/* Above this many nodes one anneal walk takes the whole time and fits late
+ * if at all: best gives the anneal nine tenths of its time, and the anneal
+ * under restarts walks once (anneal.c, route_best.c). */
+#define RM_ONE_WALK_NODES 10000
 
 /* The solver strategies' option-taking forms (rm_strategy_info.solve_opt). */
 int rm_route_lp_round(rm_schedule **out, rm_strategy_stats *stats, const rm_problem *p, const rm_strategy_options *o,

@@ -155,7 +155,7 @@ int rm_route_best(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
      * in 40 s). There, with no heuristic fitting or no backward pass (where
      * only DTR may fit), its share is three quarters: on such graphs (Moccasin's, remat's layered ones) the MILP
      * on the coarsened graph found nothing in bench/reorder.sh. Nine tenths
-     * above 10,000 nodes: one walk fits first at about four fifths of its
+     * above RM_ONE_WALK_NODES: one walk fits first at about four fifths of its
      * length (100,263 nodes at 90%, 30 s), and in three quarters of 40 s
      * best found nothing where the anneal given all of it found +1.85%. And
      * on graphs without a backward pass above RM_WHOLE_MAX_NODES, where the
@@ -164,9 +164,9 @@ int rm_route_best(rm_schedule **out, rm_strategy_stats *stats, const rm_problem 
      * to 90%), what followed the anneal never bettered its answer. */
     int restarts = p->n > RM_COARSEN_MIN_NODES && !(o && o->first_fit);
     static const rm_strategy_info split = {.needs_backward = 1};
-    int checkpointed = inc && rm_strategy_applies(&split, p); /* a training graph where a heuristic fits */
-    int coarse_dag = p->n > RM_WHOLE_MAX_NODES && !rm_strategy_applies(&split, p);
-    double share = checkpointed ? 0.25 : !restarts ? 0.5 : p->n > 10000 || coarse_dag ? 0.9 : 0.75;
+    int training = rm_strategy_applies(&split, p), checkpointed = inc && training; /* a heuristic fits */
+    int coarse_dag = p->n > RM_WHOLE_MAX_NODES && !training;
+    double share = checkpointed ? 0.25 : !restarts ? 0.5 : p->n > RM_ONE_WALK_NODES || coarse_dag ? 0.9 : 0.75;
     rm_strategy_options ao = rm_route_phase(o, rm_deadline_share(deadline, share));
     ao.incumbent = inc;
     ao.restarts = restarts;
