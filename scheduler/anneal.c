@@ -775,13 +775,20 @@ static int undo(anneal *a, move *m)
     return settle(a, NULL);
 }
 
-/* One random move: in the order 30% of the time (none with keep_order),
- * a third of it at the peak; then a fifth each of the rest: a
- * recomputation, a chain of them, an eviction at the peak, and two fifths
- * drops. */
-static int random_move(anneal *a, move *m, int keep_order)
+/* Which moves a walk makes. */
+enum { MOVES_ALL, MOVES_KEEP_ORDER, MOVES_ORDER_ONLY };
+
+/* One random move: in the order 30% of the time (none with
+ * MOVES_KEEP_ORDER, all with MOVES_ORDER_ONLY), a third of it at the peak;
+ * then a fifth each of the rest: a recomputation, a chain of them, an
+ * eviction at the peak, and two fifths drops. */
+static int random_move(anneal *a, move *m, int kinds)
 {
-    double r = rnd_unit(a), p_order = keep_order ? 0 : 0.3, q = (1 - p_order) / 5;
+    double r = rnd_unit(a),
+           p_order = kinds == MOVES_ALL          ? 0.3
+                     : kinds == MOVES_ORDER_ONLY ? 1
+                                                 : 0,
+           q = (1 - p_order) / 5;
     return r < p_order / 3       ? try_shift(a, m)
            : r < p_order         ? try_order(a, m)
            : r < p_order + q     ? try_add(a, m)
@@ -811,6 +818,16 @@ static int save(saved *s, anneal *a, const eval *ev)
     s->ev.cost = a->cost = exact_cost(a);
     s->have = 1;
     return 0;
+}
+
+/* Keeps the settled state ev as the best when it fits and is cheaper than
+ * the best so far (or as cheap with a lower peak). -1 when out of memory. */
+static int offer(saved *best, anneal *a, const eval *ev)
+{
+    if (!fits(a->p, rm_problem_activation_budget(a->p), ev) ||
+        (best->have && (ev->cost > best->ev.cost || (ev->cost == best->ev.cost && ev->peak >= best->ev.peak))))
+        return 0;
+    return save(best, a, ev);
 }
 
 static int restore(anneal *a, const saved *s)
@@ -1055,6 +1072,13 @@ static double first_temp(int n)
     return n > 1000 ? 0.02 * 1000.0 / n : 0.02;
 }
 
+/* The cooler walks' temperature: two nodes' mean cost (as a share of
+ * checkpoint-all's), or first_temp where that is cooler (up to 100 nodes). */
+static double cool_temp(int n)
+{
+    return fmin(first_temp(n), 2.0 / n);
+}
+
 /* The default number of moves: 2,000 a node, within 30,000 .. 10,000,000
  * (a time limit stops a long walk earlier, and it then cools by the clock). */
 static long default_moves(int n)
@@ -1079,16 +1103,29 @@ static long restart_moves(int n)
 
 /* One walk's settings. */
 typedef struct walk_opts {
-    long moves;      /* its length (a deadline may end it earlier: it then cools by the clock) */
-    double deadline; /* 0: none */
-    double temp0;    /* its first temperature, as a share of checkpoint-all's cost */
-    int keep_order;
+    long moves;                   /* its length (a deadline may end it earlier: it then cools by the clock) */
+    double deadline;              /* 0: none */
+    double temp0;                 /* its first temperature, as a share of checkpoint-all's cost */
+    int kinds;                    /* its moves (MOVES_*) */
+    int until_once;               /* it ends once a state fits computing every node once */
+    long span;                    /* the moves its temperature and weight follow, when more than its length (else 0);
+                                   * then a deadline only stops it, and the clock does not cool it */
     const rm_strategy_options *o; /* the progress lines' sink */
     double t0;                    /* when the anneal began (progress) */
     double *next_say;
     long *moves_done, *accepted; /* over every walk */
     size_t *lowest;              /* the lowest peak of any state judged */
 } walk_opts;
+
+/* The order walk's moves: 300 a node, within 30,000 .. 1,000,000. Where an
+ * order fits with every node once, the walk found one in at most 230,000
+ * moves on the 1000-node graphs of bench/reorder.sh (three seeds; 30,000 on
+ * 500 nodes), in at most 0.4 s. */
+static long order_moves(int n)
+{
+    long m = 300L * n;
+    return m < 30000 ? 30000 : m > 1000000 ? 1000000 : m;
+}
 
 /* One annealing walk from the settled state cur; best keeps the cheapest
  * state that fits, over every walk. */
@@ -1104,13 +1141,18 @@ static int walk(anneal *a, saved *best, eval cur, const walk_opts *w)
 #define SCORE(ev) score(a, &(ev), weight)
     double fcur = SCORE(cur);
     for (;; k++) {
-        if (w->o->first_fit && best->have) break; /* a probe asks whether anything fits */
-        double frac = w->moves > 0 ? (double)k / (double)w->moves : 0;
+        /* A probe asks whether anything fits; nothing is cheaper than
+         * every node once. */
+        if (best->have && (w->o->first_fit || (w->until_once && best->ev.cost <= base))) break;
+        if (w->moves > 0 && k >= w->moves) break;
+        double frac = w->span > w->moves ? (double)k / (double)w->span
+                      : w->moves > 0     ? (double)k / (double)w->moves
+                                         : 0;
         if (w->deadline > 0) { /* every move: a clock read is little beside a move */
             double now = rm_now();
             if (now >= w->deadline) break;
             double tf = (now - t0) / (w->deadline - t0);
-            if (tf > frac) frac = tf;
+            if (tf > frac && w->span <= w->moves) frac = tf;
             if (w->o->log && now >= *w->next_say) {
                 char line[200];
                 long done = *w->moves_done + k;
@@ -1132,19 +1174,16 @@ static int walk(anneal *a, saved *best, eval cur, const walk_opts *w)
             if (!fits(p, budget, &cur) && weight < 1e12) weight *= 2, fcur = SCORE(cur);
         }
         double temp = w->temp0 * pow(temp1 / w->temp0, frac);
-        int kind = random_move(a, &m, w->keep_order);
+        int kind = random_move(a, &m, w->kinds);
         if (kind < 0) goto nomem;
         if (kind == MOVE_NONE) continue;
         eval ev;
         if (settle(a, &ev)) goto nomem;
         double f = SCORE(ev);
         if (ev.peak < *w->lowest) *w->lowest = ev.peak;
+        if (offer(best, a, &ev)) goto nomem; /* kept even where the walk goes on elsewhere */
         if (f <= fcur || rnd_unit(a) < exp((fcur - f) / temp)) {
             cur = ev, fcur = f, ++*w->accepted;
-            if (fits(p, budget, &ev) &&
-                (!best->have || ev.cost < best->ev.cost || (ev.cost == best->ev.cost && ev.peak < best->ev.peak)) &&
-                save(best, a, &ev))
-                goto nomem;
         } else if (undo(a, &m)) {
             goto nomem;
         }
@@ -1156,6 +1195,56 @@ nomem:
 done:
     *w->moves_done += k;
     free(m.gone.a);
+    return rc;
+}
+
+/* Whether an order fits with every node computed once, which nothing is
+ * cheaper than: from checkpoint-all in the lean order, a cool walk that
+ * only moves nodes in the order and ends at the first such fit (kept in
+ * best), or after order_moves(n) moves or a tenth of the time left. Then
+ * the state cur is back, and the random stream as it was. Why: the walks
+ * with recomputations find such an order late, or never, since a
+ * recomputation lowers the peak sooner than moves in the order do (remat's
+ * uniform 1000-node graph at 90%: best +0.14% in 40 s; with this walk +0%
+ * in 0.8 s), and on the graphs of bench/reorder.sh where one exists they
+ * took 15 to 22 s to find it at 1000 nodes; this walk, well under a second.
+ * Its temperature and weight follow the first tenth of a walk ten times as
+ * long: at one temperature it missed some that such a cooling finds (cool:
+ * Moccasin's 500-node graph at 90%; cooler: remat's 1000-node banded graphs),
+ * and walks of 3,000 moves a node found them within their first 230,000
+ * moves. -1 when out of memory. */
+static int order_walk(anneal *a, saved *best, eval *cur, const walk_opts *w0, double deadline)
+{
+    saved keep = {0};
+    eval ev;
+    int *lean = malloc((size_t)a->n * sizeof *lean);
+    int rc = lean && (keep.order = malloc((size_t)a->n * sizeof *keep.order)) ? 0 : -1;
+    if (!rc)
+        rc = rm_order_lean(a->p, a->rd_start, a->rd, lean) || save(&keep, a, cur) || load(a, NULL, lean, &ev) ||
+             offer(best, a, &ev);
+    rm_rng rng = a->rng; /* the walks after draw what they would without this one */
+    if (!rc && !fits(a->p, rm_problem_activation_budget(a->p), &ev)) {
+        walk_opts w = *w0;
+        w.kinds = MOVES_ORDER_ONLY, w.until_once = 1;
+        w.moves = order_moves(a->n);
+        w.span = 10 * w.moves;
+        w.deadline = rm_deadline_share(deadline, 0.1);
+        w.temp0 = cool_temp(a->n);
+        long before = *w.moves_done;
+        rc = walk(a, best, ev, &w) || settle(a, &ev);
+        if (!rc && best->have && best->ev.cost <= rm_problem_base_cost(a->p))
+            RM_LOG_INFO("anneal: an order fits with every node computed once (%ld moves in the order)",
+                        *w.moves_done - before);
+        else if (!rc)
+            RM_LOG_INFO("anneal: no order found that fits with every node computed once in %ld moves in the order "
+                        "(the last peaks %.1f%% over the budget)",
+                        *w.moves_done - before, 100.0 * ((double)ev.peak - (double)a->budget) / (double)a->budget);
+    }
+    if (!rc) rc = restore(a, &keep) || settle(a, cur);
+    a->rng = rng;
+    free(lean);
+    free(keep.order);
+    free(keep.pairs.a);
     return rc;
 }
 
@@ -1183,7 +1272,22 @@ int rm_strategy_anneal(rm_schedule **out, rm_strategy_stats *stats, const rm_pro
     size_t budget = rm_problem_activation_budget(p);
     double base = rm_problem_base_cost(p);
     /* The incumbent is the answer to beat, wherever the walk starts. */
-    if (fits(p, budget, &cur) && save(&best, &a, &cur)) goto nomem;
+    if (offer(&best, &a, &cur)) goto nomem;
+    long done_moves = 0, accepted = 0;
+    size_t lowest = cur.peak;
+    double next_say = rm_now() + 1;
+    walk_opts w = {o->moves > 0 ? o->moves : default_moves(p->n),
+                   deadline,
+                   first_temp(p->n),
+                   o->keep_order ? MOVES_KEEP_ORDER : MOVES_ALL,
+                   0,
+                   0,
+                   o,
+                   rm_now(),
+                   &next_say,
+                   &done_moves,
+                   &accepted,
+                   &lowest};
     if (o->incumbent && consider_start(&a, &cur, NULL, NULL, "checkpoint-all")) goto nomem;
     /* Free to reorder: checkpoint-all in a leaner order may fit where the
      * incumbent recomputes (remat's uniform 1000-node graph at 90%: +0.3%
@@ -1196,21 +1300,12 @@ int rm_strategy_anneal(rm_schedule **out, rm_strategy_stats *stats, const rm_pro
         if (bad) goto nomem;
     }
     if (!o->keep_order && cur.peak > budget && lean_start(&a, &cur)) goto nomem;
-    if (!fits(p, budget, &cur) && dtr_start(&a, &cur, deadline)) goto nomem;
-    long done_moves = 0, accepted = 0;
-    size_t lowest = cur.peak;
-    double next_say = rm_now() + 1;
-    walk_opts w = {o->moves > 0 ? o->moves : default_moves(p->n),
-                   deadline,
-                   first_temp(p->n),
-                   o->keep_order,
-                   o,
-                   rm_now(),
-                   &next_say,
-                   &done_moves,
-                   &accepted,
-                   &lowest};
-    int cut = 0; /* the first walk stopped by the clock short of its length */
+        /* Nothing is cheaper than every node once. */
+#define ALL_ONCE (best.have && best.ev.cost <= base)
+    if (!o->keep_order && !ALL_ONCE && order_walk(&a, &best, &cur, &w, deadline)) goto nomem;
+    if (!ALL_ONCE && !fits(p, budget, &cur) && dtr_start(&a, &cur, deadline)) goto nomem;
+    if (offer(&best, &a, &cur)) goto nomem; /* a start that fits */
+    int cut = 0;                            /* the first walk stopped by the clock short of its length */
     /* With restarts, walks follow one another until the deadline, each
      * from the start: alternately at two nodes' mean cost and at the first
      * walk's temperature (hotter above 100 nodes), cooler first; each of
@@ -1229,20 +1324,20 @@ int rm_strategy_anneal(rm_schedule **out, rm_strategy_stats *stats, const rm_pro
     int restarts = o->restarts && deadline > 0 && !o->first_fit;
     if (restarts && (!(start.order = malloc((size_t)p->n * sizeof *start.order)) || save(&start, &a, &cur))) goto nomem;
     if (restarts && o->moves <= 0) w.moves = restart_moves(p->n);
-    /* Where checkpoint-all fits there is nothing to improve: every node once. */
-    for (int k = 0; !(best.have && best.ev.cost <= base); k++) {
+    for (int k = 0; !ALL_ONCE; k++) {
         if (k > 0) {
             if (!restarts || rm_deadline_passed(deadline)) break;
             if (restore(&a, &start) || settle(&a, &cur)) goto nomem;
         }
         if (restarts) {
-            w.temp0 = k % 2 ? first_temp(p->n) : fmin(first_temp(p->n), 2.0 / p->n);
+            w.temp0 = k % 2 ? first_temp(p->n) : cool_temp(p->n);
             w.deadline = k == 0 && p->n <= RM_ONE_WALK_NODES ? rm_deadline_share(deadline, 0.8) : deadline;
             RM_LOG_INFO("anneal: walk %d, at temperature %.3g", k + 1, w.temp0);
         }
         if (walk(&a, &best, cur, &w)) goto nomem;
         if (k == 0) cut = w.deadline > 0 && rm_deadline_passed(w.deadline);
     }
+#undef ALL_ONCE
     stats->stopped = cut;
     RM_LOG_INFO("anneal: %ld moves, %ld accepted, %s", done_moves, accepted,
                 best.have ? "a schedule within the budget" : "none within the budget");
@@ -1316,7 +1411,7 @@ int rm_anneal_check_walk(const rm_problem *p, long moves, unsigned long seed, rm
     if (rc || (rc = anneal_init(&a, p, NULL, seed, &ev, e))) goto done;
     if (!(keep.order = malloc((size_t)p->n * sizeof *keep.order))) goto nomem;
     for (long k = 0; k < moves && !rc; k++) {
-        int kind = random_move(&a, &m, 0);
+        int kind = random_move(&a, &m, MOVES_ALL);
         if (kind < 0 || settle(&a, &ev)) goto nomem;
         if (kind == MOVE_NONE || (rc = check_state(&a, &ev, k, names[kind], e))) continue;
         double r = rnd_unit(&a);
