@@ -31,6 +31,10 @@
  * checked against rm_simulate before it is returned, and the tests replay
  * every move of random walks through it (rm_anneal_check_walk).
  *
+ * Before the walks, free to reorder, a walk of moves in the order alone
+ * looks for an order in which every node computed once fits: nothing is
+ * cheaper (order_walk).
+ *
  * The objective is cost over checkpoint-all's plus a penalty on the peak's
  * bytes over the budget, whose weight doubles while the walk stays over it.
  * (The sum over stages of their bytes over the budget, a smoother penalty,
@@ -1107,7 +1111,6 @@ typedef struct walk_opts {
     double deadline;              /* 0: none */
     double temp0;                 /* its first temperature, as a share of checkpoint-all's cost */
     int kinds;                    /* its moves (MOVES_*) */
-    int until_once;               /* it ends once a state fits computing every node once */
     long span;                    /* the moves its temperature and weight follow, when more than its length (else 0);
                                    * then a deadline only stops it, and the clock does not cool it */
     const rm_strategy_options *o; /* the progress lines' sink */
@@ -1142,8 +1145,8 @@ static int walk(anneal *a, saved *best, eval cur, const walk_opts *w)
     double fcur = SCORE(cur);
     for (;; k++) {
         /* A probe asks whether anything fits; nothing is cheaper than
-         * every node once. */
-        if (best->have && (w->o->first_fit || (w->until_once && best->ev.cost <= base))) break;
+         * every node once (the peak then no longer matters). */
+        if (best->have && (w->o->first_fit || best->ev.cost <= base)) break;
         if (w->moves > 0 && k >= w->moves) break;
         double frac = w->span > w->moves ? (double)k / (double)w->span
                       : w->moves > 0     ? (double)k / (double)w->moves
@@ -1222,10 +1225,11 @@ static int order_walk(anneal *a, saved *best, eval *cur, const walk_opts *w0, do
     if (!rc)
         rc = rm_order_lean(a->p, a->rd_start, a->rd, lean) || save(&keep, a, cur) || load(a, NULL, lean, &ev) ||
              offer(best, a, &ev);
+    if (!rc && ev.peak < *w0->lowest) *w0->lowest = ev.peak;
     rm_rng rng = a->rng; /* the walks after draw what they would without this one */
     if (!rc && !fits(a->p, rm_problem_activation_budget(a->p), &ev)) {
         walk_opts w = *w0;
-        w.kinds = MOVES_ORDER_ONLY, w.until_once = 1;
+        w.kinds = MOVES_ORDER_ONLY;
         w.moves = order_moves(a->n);
         w.span = 10 * w.moves;
         w.deadline = rm_deadline_share(deadline, 0.1);
@@ -1238,7 +1242,8 @@ static int order_walk(anneal *a, saved *best, eval *cur, const walk_opts *w0, do
         else if (!rc)
             RM_LOG_INFO("anneal: no order found that fits with every node computed once in %ld moves in the order "
                         "(the last peaks %.1f%% over the budget)",
-                        *w.moves_done - before, 100.0 * ((double)ev.peak - (double)a->budget) / (double)a->budget);
+                        *w.moves_done - before,
+                        100.0 * ((double)ev.peak - (double)a->budget) / fmax(1, (double)a->budget));
     }
     if (!rc) rc = restore(a, &keep) || settle(a, cur);
     a->rng = rng;
@@ -1276,18 +1281,16 @@ int rm_strategy_anneal(rm_schedule **out, rm_strategy_stats *stats, const rm_pro
     long done_moves = 0, accepted = 0;
     size_t lowest = cur.peak;
     double next_say = rm_now() + 1;
-    walk_opts w = {o->moves > 0 ? o->moves : default_moves(p->n),
-                   deadline,
-                   first_temp(p->n),
-                   o->keep_order ? MOVES_KEEP_ORDER : MOVES_ALL,
-                   0,
-                   0,
-                   o,
-                   rm_now(),
-                   &next_say,
-                   &done_moves,
-                   &accepted,
-                   &lowest};
+    walk_opts w = {.moves = o->moves > 0 ? o->moves : default_moves(p->n),
+                   .deadline = deadline,
+                   .temp0 = first_temp(p->n),
+                   .kinds = o->keep_order ? MOVES_KEEP_ORDER : MOVES_ALL,
+                   .o = o,
+                   .t0 = rm_now(),
+                   .next_say = &next_say,
+                   .moves_done = &done_moves,
+                   .accepted = &accepted,
+                   .lowest = &lowest};
     if (o->incumbent && consider_start(&a, &cur, NULL, NULL, "checkpoint-all")) goto nomem;
     /* Free to reorder: checkpoint-all in a leaner order may fit where the
      * incumbent recomputes (remat's uniform 1000-node graph at 90%: +0.3%
@@ -1300,12 +1303,15 @@ int rm_strategy_anneal(rm_schedule **out, rm_strategy_stats *stats, const rm_pro
         if (bad) goto nomem;
     }
     if (!o->keep_order && cur.peak > budget && lean_start(&a, &cur)) goto nomem;
-        /* Nothing is cheaper than every node once. */
-#define ALL_ONCE (best.have && best.ev.cost <= base)
-    if (!o->keep_order && !ALL_ONCE && order_walk(&a, &best, &cur, &w, deadline)) goto nomem;
-    if (!ALL_ONCE && !fits(p, budget, &cur) && dtr_start(&a, &cur, deadline)) goto nomem;
-    if (offer(&best, &a, &cur)) goto nomem; /* a start that fits */
-    int cut = 0;                            /* the first walk stopped by the clock short of its length */
+        /* A start that fits is the answer to beat too; nothing is cheaper than
+         * every node once, and a probe asks only whether anything fits. */
+#define DONE (best.have && (best.ev.cost <= base || o->first_fit))
+    if (offer(&best, &a, &cur)) goto nomem;
+    if (!o->keep_order && !DONE && order_walk(&a, &best, &cur, &w, deadline)) goto nomem;
+    if (!DONE && !fits(p, budget, &cur) && dtr_start(&a, &cur, deadline)) goto nomem;
+    if (offer(&best, &a, &cur)) goto nomem;
+    if (cur.peak < lowest) lowest = cur.peak; /* the starts' too */
+    int cut = 0;                              /* the first walk stopped by the clock short of its length */
     /* With restarts, walks follow one another until the deadline, each
      * from the start: alternately at two nodes' mean cost and at the first
      * walk's temperature (hotter above 100 nodes), cooler first; each of
@@ -1324,7 +1330,7 @@ int rm_strategy_anneal(rm_schedule **out, rm_strategy_stats *stats, const rm_pro
     int restarts = o->restarts && deadline > 0 && !o->first_fit;
     if (restarts && (!(start.order = malloc((size_t)p->n * sizeof *start.order)) || save(&start, &a, &cur))) goto nomem;
     if (restarts && o->moves <= 0) w.moves = restart_moves(p->n);
-    for (int k = 0; !ALL_ONCE; k++) {
+    for (int k = 0; !DONE; k++) {
         if (k > 0) {
             if (!restarts || rm_deadline_passed(deadline)) break;
             if (restore(&a, &start) || settle(&a, &cur)) goto nomem;
@@ -1337,7 +1343,7 @@ int rm_strategy_anneal(rm_schedule **out, rm_strategy_stats *stats, const rm_pro
         if (walk(&a, &best, cur, &w)) goto nomem;
         if (k == 0) cut = w.deadline > 0 && rm_deadline_passed(w.deadline);
     }
-#undef ALL_ONCE
+#undef DONE
     stats->stopped = cut;
     RM_LOG_INFO("anneal: %ld moves, %ld accepted, %s", done_moves, accepted,
                 best.have ? "a schedule within the budget" : "none within the budget");
@@ -1421,6 +1427,9 @@ int rm_anneal_check_walk(const rm_problem *p, long moves, unsigned long seed, rm
         } else if (r < 0.32) { /* kept aside, and brought back from scratch */
             if (save(&keep, &a, &ev) || restore(&a, &keep) || settle(&a, &ev)) goto nomem;
             rc = check_state(&a, &ev, k, "restore", e);
+        } else if (r < 0.34) { /* kept as the best (offer), then taken back */
+            if (save(&keep, &a, &ev) || undo(&a, &m) || settle(&a, &ev)) goto nomem;
+            rc = check_state(&a, &ev, k, "save, undo", e);
         }
     }
     goto done;

@@ -130,8 +130,10 @@ typedef struct rm_strategy_options {
     /* Who runs the MILP's branch and bound (milp_engine.h: lp_solve, cbc,
      * or auto, the default 0). */
     rm_milp_engine milp_engine;
-    /* The anneal's moves (anneal.c; 0: its default for the problem's size)
-     * and its seed (0: 1). A given seed and move count give one answer
+    /* The anneal's moves (anneal.c; 0: its default for the problem's size;
+     * its walk in the order alone, first, has its own: 300 a node, within
+     * 30,000 .. 1,000,000) and its seed (0: 1). A given seed and move count
+     * give one answer
      * without a deadline; under one the walk cools by whichever of its
      * moves and the clock is further along, so a slower machine can end it
      * elsewhere. */

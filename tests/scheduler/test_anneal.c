@@ -126,7 +126,7 @@ static void each_order(const rm_problem *p, int *order, int at, uint8_t *used, v
 
 typedef struct best_order {
     const rm_problem *p;
-    size_t budget; /* 0: the least peak alone */
+    size_t budget; /* SIZE_MAX: the least peak alone, no DP */
     double cost;   /* the least over every order; -1: none fits */
     size_t once;   /* the least peak of any order with every node computed once */
 } best_order;
@@ -138,7 +138,7 @@ static void try_order(const int *order, void *ctx)
     rm_err e = {0};
     cr_assert_eq(rm_problem_reorder(&q, b->p, order, &e), RM_OK, "%s", e.msg);
     double c;
-    if (b->budget) {
+    if (b->budget != SIZE_MAX) {
         cr_assert_eq(exact_dp_solve(&c, q, &b->budget, 1, 0), 0);
         if (c >= 0 && (b->cost < 0 || c < b->cost)) b->cost = c;
     }
@@ -213,11 +213,11 @@ Test(anneal, never_beats_the_exact_optimum)
  * (anneal.c, order_walk) at 200 of the 201 budgets (the one it misses is a
  * local minimum: on 8 nodes, an order 14.7% over the budget from which
  * every way to the one that fits passes 32% over). Where none does, it
- * never claims to. Budgets from the least such peak to the problem's own,
- * and one byte below it. (Before the walk in the order: 71 of 201.) */
+ * never claims to. Budgets: the least such peak, a third and two thirds of
+ * the way from it to the problem's own, and one byte below it. (Before the walk in the order: 71 of 201.) */
 Test(anneal, finds_an_order_with_every_node_once)
 {
-    int fits = 0, not = 0, found = 0;
+    int fits = 0, unfit = 0, found = 0;
     for (uint64_t seed = 1; seed <= 80; seed++) {
         rm_problem *p = seed % 2 ? rg_layered_problem(seed, 2 + (int)(seed % 3), 2 + (int)(seed / 2 % 2), 0.5, 0.4, 0)
                                  : rg_layered_problem(seed, 4, 2, 0.3, 0.8, 0);
@@ -226,7 +226,7 @@ Test(anneal, finds_an_order_with_every_node_once)
             rm_problem_free(p);
             continue;
         }
-        best_order b = {p, 0, -1, SIZE_MAX};
+        best_order b = {p, SIZE_MAX, -1, SIZE_MAX};
         int order[8];
         uint8_t used[8] = {0};
         each_order(p, order, 0, used, try_order, &b);
@@ -248,20 +248,21 @@ Test(anneal, finds_an_order_with_every_node_once)
                 fits++;
             } else {
                 cr_assert(rc == RM_OK || rc == RM_ERR_INFEASIBLE, "%s", e.msg);
+                if (!rc) check_answer(p, s, &st, "no order with every node once");
                 if (!rc)
                     cr_assert_gt(st.sim.cost, rm_problem_base_cost(p) * (1 + 1e-12),
                                  "seed %lu budget %zu: every node once where no order fits that", (unsigned long)seed,
                                  act);
-                not ++;
+                unfit++;
             }
             rm_schedule_free(s);
         }
         rm_problem_free(p);
     }
     cr_log_info("anneal: %d budgets where an order fits with every node once, found at %d; %d where none does", fits,
-                found, not );
+                found, unfit);
     cr_assert_gt(fits, 100);
-    cr_assert_gt(not, 20);
+    cr_assert_gt(unfit, 20);
     cr_assert_geq(found, fits * 49 / 50, "every node once found at %d of %d budgets", found, fits);
 }
 
