@@ -988,11 +988,11 @@ static int anneal_init(anneal *a, const rm_problem *p, const rm_schedule *s, uns
 /* Where the state does not fit: the lean order instead of its own, when it
  * lowers the peak (the recomputations stay: what a stage reads comes
  * before it in any order). */
-static int lean_start(anneal *a, eval *cur)
+static int lean_start(anneal *a, eval *cur, const int *lean)
 {
-    int *lean = malloc((size_t)a->n * sizeof *lean), *old = malloc((size_t)a->n * sizeof *old);
+    int *old = malloc((size_t)a->n * sizeof *old);
     eval ev;
-    int rc = lean && old ? rm_order_lean(a->p, a->rd_start, a->rd, lean) : -1;
+    int rc = old ? 0 : -1;
     if (!rc) {
         memcpy(old, a->order, (size_t)a->n * sizeof *old);
         memcpy(a->order, lean, (size_t)a->n * sizeof *lean);
@@ -1007,7 +1007,6 @@ static int lean_start(anneal *a, eval *cur)
         rm_order_positions(a->pos, a->order, a->n);
         rc = rebuild(a, cur);
     }
-    free(lean);
     free(old);
     return rc;
 }
@@ -1216,15 +1215,12 @@ done:
  * Moccasin's 500-node graph at 90%; cooler: remat's 1000-node banded graphs),
  * and walks of 3,000 moves a node found them within their first 230,000
  * moves. -1 when out of memory. */
-static int order_walk(anneal *a, saved *best, eval *cur, const walk_opts *w0, double deadline)
+static int order_walk(anneal *a, saved *best, eval *cur, const walk_opts *w0, const int *lean, double deadline)
 {
     saved keep = {0};
     eval ev;
-    int *lean = malloc((size_t)a->n * sizeof *lean);
-    int rc = lean && (keep.order = malloc((size_t)a->n * sizeof *keep.order)) ? 0 : -1;
-    if (!rc)
-        rc = rm_order_lean(a->p, a->rd_start, a->rd, lean) || save(&keep, a, cur) || load(a, NULL, lean, &ev) ||
-             offer(best, a, &ev);
+    int rc = (keep.order = malloc((size_t)a->n * sizeof *keep.order)) ? 0 : -1;
+    if (!rc) rc = save(&keep, a, cur) || load(a, NULL, lean, &ev) || offer(best, a, &ev);
     if (!rc && ev.peak < *w0->lowest) *w0->lowest = ev.peak;
     rm_rng rng = a->rng; /* the walks after draw what they would without this one */
     if (!rc && !fits(a->p, rm_problem_activation_budget(a->p), &ev)) {
@@ -1247,7 +1243,6 @@ static int order_walk(anneal *a, saved *best, eval *cur, const walk_opts *w0, do
     }
     if (!rc) rc = restore(a, &keep) || settle(a, cur);
     a->rng = rng;
-    free(lean);
     free(keep.order);
     free(keep.pairs.a);
     return rc;
@@ -1272,6 +1267,7 @@ int rm_strategy_anneal(rm_schedule **out, rm_strategy_stats *stats, const rm_pro
     anneal a;
     saved best = {0}, start = {0};
     eval cur;
+    int *lean = NULL; /* free to reorder: the lean order (order.h), the starts' and the order walk's */
     if ((rc = anneal_init(&a, p, o->incumbent, o->seed ? o->seed : 1, &cur, e))) goto done;
     if (!(best.order = malloc((size_t)p->n * sizeof *best.order))) goto nomem;
     size_t budget = rm_problem_activation_budget(p);
@@ -1295,19 +1291,15 @@ int rm_strategy_anneal(rm_schedule **out, rm_strategy_stats *stats, const rm_pro
     /* Free to reorder: checkpoint-all in a leaner order may fit where the
      * incumbent recomputes (remat's uniform 1000-node graph at 90%: +0.3%
      * from there, +3.7% from DTR's +8.4% schedule). */
-    if (!o->keep_order && o->incumbent) {
-        int *lean = malloc((size_t)p->n * sizeof *lean);
-        int bad = !lean || rm_order_lean(p, a.rd_start, a.rd, lean) ||
-                  consider_start(&a, &cur, NULL, lean, "checkpoint-all in a leaner order");
-        free(lean);
-        if (bad) goto nomem;
-    }
-    if (!o->keep_order && cur.peak > budget && lean_start(&a, &cur)) goto nomem;
-        /* A start that fits is the answer to beat too; nothing is cheaper than
-         * every node once, and a probe asks only whether anything fits. */
+    if (!o->keep_order && (!(lean = malloc((size_t)p->n * sizeof *lean)) || rm_order_lean(p, a.rd_start, a.rd, lean)))
+        goto nomem;
+    if (lean && o->incumbent && consider_start(&a, &cur, NULL, lean, "checkpoint-all in a leaner order")) goto nomem;
+    if (lean && cur.peak > budget && lean_start(&a, &cur, lean)) goto nomem;
 #define DONE (best.have && (best.ev.cost <= base || o->first_fit))
+    /* A start that fits is the answer to beat too; nothing is cheaper than
+     * every node once (DONE), and a probe asks only whether anything fits. */
     if (offer(&best, &a, &cur)) goto nomem;
-    if (!o->keep_order && !DONE && order_walk(&a, &best, &cur, &w, deadline)) goto nomem;
+    if (lean && !DONE && order_walk(&a, &best, &cur, &w, lean, deadline)) goto nomem;
     if (!DONE && !fits(p, budget, &cur) && dtr_start(&a, &cur, deadline)) goto nomem;
     if (offer(&best, &a, &cur)) goto nomem;
     if (cur.peak < lowest) lowest = cur.peak; /* the starts' too */
@@ -1384,6 +1376,7 @@ done:
     free(best.pairs.a);
     free(start.order);
     free(start.pairs.a);
+    free(lean);
     anneal_free(&a);
     return rc;
 }
