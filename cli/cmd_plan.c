@@ -70,7 +70,7 @@
                   "  --node-limit N    branch-and-bound nodes for milp (deterministic; default "                       \
                   "none)\n"                                                                                            \
                   "  --moves N         the anneal's moves (default 2,000 a node, within 30,000 .. 10^7; its walk in\n" \
-                  "                    the order alone, first, has 300 a node); with --seed and --time-limit 0\n"      \
+                  "                    the order alone, first, has at most 10^6); with --seed and --time-limit 0\n"    \
                   "                    they fix its answer (under a time limit the walk also cools by the clock\n"     \
                   "                    where that runs ahead of its moves)\n"                                          \
                   "  --seed N          the anneal's random seed (default 1)\n"                                         \

@@ -1110,8 +1110,7 @@ typedef struct walk_opts {
     double deadline;              /* 0: none */
     double temp0;                 /* its first temperature, as a share of checkpoint-all's cost */
     int kinds;                    /* its moves (MOVES_*) */
-    long span;                    /* the moves its temperature and weight follow, when more than its length (else 0);
-                                   * then a deadline only stops it, and the clock does not cool it */
+    long cycle;                   /* > 0: a cyclic walk (order_walk), at temp0 throughout, the clock only stopping it */
     const rm_strategy_options *o; /* the progress lines' sink */
     double t0;                    /* when the anneal began (progress) */
     double *next_say;
@@ -1119,14 +1118,18 @@ typedef struct walk_opts {
     size_t *lowest;              /* the lowest peak of any state judged */
 } walk_opts;
 
-/* The order walk's moves: 300 a node, within 30,000 .. 1,000,000. Where an
- * order fits with every node once, the walk found one in at most 230,000
- * moves on the 1000-node graphs of bench/reorder.sh (three seeds; 30,000 on
- * 500 nodes), in at most 0.4 s. */
-static long order_moves(int n)
+/* The order walk's cycles: 2,500 moves a node, at most 200,000; it walks
+ * five. Where an order fits with every node once, it found one on the
+ * graphs of bench/reorder.sh in the push of the first, second or third
+ * cycle (eight seeds), and missed once in three cycles (remat's banded
+ * 1000-node graph at 90%, one seed of thirteen); five cycles take about
+ * 1 s at 1000 nodes where none is found. Cycles of 100,000 or 300,000
+ * moves missed remat's uniform 1000-node graph at 90% (three seeds of
+ * three). */
+static long order_cycle(int n)
 {
-    long m = 300L * n;
-    return m < 30000 ? 30000 : m > 1000000 ? 1000000 : m;
+    long c = 2500L * n;
+    return c > 200000 ? 200000 : c;
 }
 
 /* One annealing walk from the settled state cur; best keeps the cheapest
@@ -1147,14 +1150,12 @@ static int walk(anneal *a, saved *best, eval cur, const walk_opts *w)
          * every node once (the peak then no longer matters). */
         if (best->have && (w->o->first_fit || best->ev.cost <= base)) break;
         if (w->moves > 0 && k >= w->moves) break;
-        double frac = w->span > w->moves ? (double)k / (double)w->span
-                      : w->moves > 0     ? (double)k / (double)w->moves
-                                         : 0;
+        double frac = w->moves > 0 ? (double)k / (double)w->moves : 0;
         if (w->deadline > 0) { /* every move: a clock read is little beside a move */
             double now = rm_now();
             if (now >= w->deadline) break;
             double tf = (now - t0) / (w->deadline - t0);
-            if (tf > frac && w->span <= w->moves) frac = tf;
+            if (tf > frac && !w->cycle) frac = tf;
             if (w->o->log && now >= *w->next_say) {
                 char line[200];
                 long done = *w->moves_done + k;
@@ -1169,13 +1170,21 @@ static int walk(anneal *a, saved *best, eval cur, const walk_opts *w)
             }
         }
         if (frac >= 1) break;
-        /* Each fortieth of the walk ended over the budget doubles the
-         * weight of the bytes over it. */
-        if ((int)(frac * 40) > epoch) {
+        if (w->cycle) {
+            /* A cyclic walk: the weight of the bytes over the budget is 1
+             * for the first half of a cycle (free to wander), then doubles
+             * at each of eight steps of the second half while over it (a
+             * push under the budget), then falls back to 1. */
+            long c = k % w->cycle, half = w->cycle / 2;
+            if (c == 0 && weight != 1) weight = 1, fcur = SCORE(cur);
+            if (c >= half && (c - half) % (half / 8) == 0 && !fits(p, budget, &cur)) weight *= 2, fcur = SCORE(cur);
+        } else if ((int)(frac * 40) > epoch) {
+            /* Each fortieth of the walk ended over the budget doubles the
+             * weight of the bytes over it. */
             epoch = (int)(frac * 40);
             if (!fits(p, budget, &cur) && weight < 1e12) weight *= 2, fcur = SCORE(cur);
         }
-        double temp = w->temp0 * pow(temp1 / w->temp0, frac);
+        double temp = w->cycle ? w->temp0 : w->temp0 * pow(temp1 / w->temp0, frac);
         int kind = random_move(a, &m, w->kinds);
         if (kind < 0) goto nomem;
         if (kind == MOVE_NONE) continue;
@@ -1201,20 +1210,22 @@ done:
 }
 
 /* Whether an order fits with every node computed once, which nothing is
- * cheaper than: from checkpoint-all in the lean order, a cool walk that
- * only moves nodes in the order and ends at the first such fit (kept in
- * best), or after order_moves(n) moves or a tenth of the time left. Then
- * the state cur is back, and the random stream as it was. Why: the walks
- * with recomputations find such an order late, or never, since a
- * recomputation lowers the peak sooner than moves in the order do (remat's
- * uniform 1000-node graph at 90%: best +0.14% in 40 s; with this walk +0%
- * in 0.8 s), and on the graphs of bench/reorder.sh where one exists they
- * took 15 to 22 s to find it at 1000 nodes; this walk, well under a second.
- * Its temperature and weight follow the first tenth of a walk ten times as
- * long: at one temperature it missed some that such a cooling finds (cool:
- * Moccasin's 500-node graph at 90%; cooler: remat's 1000-node banded graphs),
- * and walks of 3,000 moves a node found them within their first 230,000
- * moves. -1 when out of memory. */
+ * cheaper than: from checkpoint-all in the lean order, a walk that only
+ * moves nodes in the order and ends at the first such fit (kept in best),
+ * after five cycles (order_cycle) or at a tenth of the time left. Then the
+ * state cur is back, and the random stream as it was. Why: the walks with
+ * recomputations find such an order late, or never, since a recomputation
+ * lowers the peak sooner than moves in the order do (remat's uniform
+ * 1000-node graph at 90%: best +0.14% in 40 s; with this walk +0% in under
+ * a second), and on the graphs of bench/reorder.sh where one exists they
+ * took 15 to 22 s to find it at 1000 nodes. It walks at the cool walks'
+ * temperature, in cycles: free (the bytes over the budget at weight 1),
+ * then pushed under the budget (the weight doubling), then free again. The
+ * fits came in the pushes; one cooling of the weight and the temperature
+ * (the walks' schedule) missed some on small graphs (remat's 89-node
+ * banded graph at 80%: found by best's later walks in 12 s, once not in
+ * 40 s), and at one temperature with a fixed weight it missed some on
+ * 500 and 1000 nodes. -1 when out of memory. */
 static int order_walk(anneal *a, saved *best, eval *cur, const walk_opts *w0, const int *lean, double deadline)
 {
     saved keep = {0};
@@ -1226,8 +1237,8 @@ static int order_walk(anneal *a, saved *best, eval *cur, const walk_opts *w0, co
     if (!rc && !fits(a->p, rm_problem_activation_budget(a->p), &ev)) {
         walk_opts w = *w0;
         w.kinds = MOVES_ORDER_ONLY;
-        w.moves = order_moves(a->n);
-        w.span = 10 * w.moves;
+        w.moves = 5 * order_cycle(a->n);
+        w.cycle = order_cycle(a->n);
         w.deadline = rm_deadline_share(deadline, 0.1);
         w.temp0 = cool_temp(a->n);
         long before = *w.moves_done;
