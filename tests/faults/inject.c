@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,8 @@
 
 static long alloc_nth = -1, alloc_count, alloc_fired;
 static const char *alloc_fired_name = "";
-static int alloc_held; /* a depth: lp_solve wrappers nest inside a test's hold */
+static int alloc_held;       /* a depth: lp_solve wrappers nest inside a test's hold */
+static size_t alloc_largest; /* the largest single allocation asked (fi_alloc_largest) */
 
 enum { IO_KINDS = 6 };
 static int io_mask, io_err;
@@ -33,6 +35,7 @@ void fi_reset(void)
     alloc_nth = -1;
     alloc_count = alloc_fired = 0;
     alloc_held = 0;
+    alloc_largest = 0;
     io_mask = io_err = 0;
     io_nth = io_fired_count = 0;
     memset(io_calls, 0, sizeof io_calls);
@@ -132,21 +135,39 @@ ssize_t __wrap_getline(char **line, size_t *cap, FILE *f);
 FILE *__wrap_fopen(const char *path, const char *mode);
 FILE *__wrap_fdopen(int fd, const char *mode);
 
+/* Notes a size asked of an allocator; returns it. */
+static size_t asked(size_t n)
+{
+    if (n > alloc_largest) alloc_largest = n;
+    return n;
+}
+
+size_t fi_alloc_largest(void)
+{
+    return alloc_largest;
+}
+
+void fi_alloc_largest_reset(void)
+{
+    alloc_largest = 0;
+}
+
 void *__wrap_malloc(size_t n)
 {
-    return alloc_fails() ? NULL : __real_malloc(n);
+    return alloc_fails() ? NULL : __real_malloc(asked(n));
 }
 void *__wrap_calloc(size_t k, size_t n)
 {
+    asked(n && k > SIZE_MAX / n ? SIZE_MAX : k * n);
     return alloc_fails() ? NULL : __real_calloc(k, n);
 }
 void *__wrap_realloc(void *p, size_t n)
 {
-    return alloc_fails() ? NULL : __real_realloc(p, n);
+    return alloc_fails() ? NULL : __real_realloc(p, asked(n));
 }
 void *__wrap_aligned_alloc(size_t a, size_t n)
 {
-    return alloc_fails() ? NULL : __real_aligned_alloc(a, n);
+    return alloc_fails() ? NULL : __real_aligned_alloc(a, asked(n));
 }
 char *__wrap_strdup(const char *s)
 {

@@ -20,6 +20,8 @@
 #ifndef REMAT_TESTS_FAULTS_INJECT_H
 #define REMAT_TESTS_FAULTS_INJECT_H
 
+#include <stddef.h>
+
 /* Disarms everything and zeroes the counters. */
 void fi_reset(void);
 
@@ -37,6 +39,12 @@ const char *fi_alloc_fired_in(void);
 /* While held, allocations are neither counted nor failed: for a test's own
  * checks in the middle of an armed run. */
 void fi_alloc_hold(int on);
+/* The largest single allocation asked of malloc, calloc, realloc or
+ * aligned_alloc since the last fi_alloc_largest_reset or fi_reset (failed
+ * ones included): the fuzz replays (tests/fuzz/test_fuzz_regress.c) hold
+ * every input to scripts/fuzz's -malloc_limit_mb. */
+size_t fi_alloc_largest(void);
+void fi_alloc_largest_reset(void);
 
 /* ---- output I/O ----------------------------------------------------------- */
 
