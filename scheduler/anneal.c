@@ -1118,18 +1118,20 @@ typedef struct walk_opts {
     size_t *lowest;              /* the lowest peak of any state judged */
 } walk_opts;
 
-/* The order walk's cycles: 2,500 moves a node, at most 200,000; it walks
- * five. Where an order fits with every node once, it found one on the
- * graphs of bench/reorder.sh in the push of the first, second or third
- * cycle (eight seeds), and missed once in three cycles (remat's banded
- * 1000-node graph at 90%, one seed of thirteen); five cycles take about
- * 1 s at 1000 nodes where none is found. Cycles of 100,000 or 300,000
+/* The order walk's cycles: 2,500 moves a node, at most 200,000 (a
+ * multiple of 16, so that the eight steps of a push are equal); it walks
+ * at most five. Where an order fits with every node once, it found one on
+ * the graphs of bench/reorder.sh in the push of the first, second or
+ * third cycle (eight seeds), and missed once in three cycles (remat's
+ * banded 1000-node graph at 90%, one seed of thirteen). Five cycles take
+ * about 1 s at 1000 nodes; where no order is near, the walk stops after
+ * one (walk: a cycle more than 5% over). Cycles of 100,000 or 300,000
  * moves missed remat's uniform 1000-node graph at 90% (three seeds of
  * three). */
 static long order_cycle(int n)
 {
     long c = 2500L * n;
-    return c > 200000 ? 200000 : c;
+    return (c > 200000 ? 200000 : c) / 16 * 16;
 }
 
 /* One annealing walk from the settled state cur; best keeps the cheapest
@@ -1185,7 +1187,7 @@ static int walk(anneal *a, saved *best, eval cur, const walk_opts *w)
                  * 5% in every cycle. */
                 RM_LOG_DEBUG("anneal: the order walk's cycle %ld: its lowest peak %.2f%% over the budget", k / w->cycle,
                              100.0 * ((double)cycle_low - (double)budget) / fmax(1, (double)budget));
-                if (cycle_low > budget + budget / 20) break;
+                if (cycle_low > budget && cycle_low - budget > budget / 20) break;
                 cycle_low = SIZE_MAX;
             }
             if (c == 0 && weight != 1) weight = 1, fcur = SCORE(cur);
@@ -1225,7 +1227,8 @@ done:
 /* Whether an order fits with every node computed once, which nothing is
  * cheaper than: from checkpoint-all in the lean order, a walk that only
  * moves nodes in the order and ends at the first such fit (kept in best),
- * after five cycles (order_cycle) or at a tenth of the time left. Then the
+ * after five cycles (order_cycle), after a cycle whose lowest peak stayed
+ * more than 5% over the budget, or at a tenth of the time left. Then the
  * state cur is back, and the random stream as it was. Why: the walks with
  * recomputations find such an order late, or never, since a recomputation
  * lowers the peak sooner than moves in the order do (remat's uniform

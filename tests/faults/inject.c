@@ -135,11 +135,11 @@ ssize_t __wrap_getline(char **line, size_t *cap, FILE *f);
 FILE *__wrap_fopen(const char *path, const char *mode);
 FILE *__wrap_fdopen(int fd, const char *mode);
 
-/* Notes a size asked of an allocator; returns it. */
-static size_t asked(size_t n)
+/* Notes a size asked of an allocator (before a failure is injected, so
+ * failed ones count too). */
+static void asked(size_t n)
 {
     if (n > alloc_largest) alloc_largest = n;
-    return n;
 }
 
 size_t fi_alloc_largest(void)
@@ -154,7 +154,8 @@ void fi_alloc_largest_reset(void)
 
 void *__wrap_malloc(size_t n)
 {
-    return alloc_fails() ? NULL : __real_malloc(asked(n));
+    asked(n);
+    return alloc_fails() ? NULL : __real_malloc(n);
 }
 void *__wrap_calloc(size_t k, size_t n)
 {
@@ -163,11 +164,13 @@ void *__wrap_calloc(size_t k, size_t n)
 }
 void *__wrap_realloc(void *p, size_t n)
 {
-    return alloc_fails() ? NULL : __real_realloc(p, asked(n));
+    asked(n);
+    return alloc_fails() ? NULL : __real_realloc(p, n);
 }
 void *__wrap_aligned_alloc(size_t a, size_t n)
 {
-    return alloc_fails() ? NULL : __real_aligned_alloc(a, asked(n));
+    asked(n);
+    return alloc_fails() ? NULL : __real_aligned_alloc(a, n);
 }
 char *__wrap_strdup(const char *s)
 {
