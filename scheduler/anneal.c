@@ -1182,7 +1182,7 @@ static int walk(anneal *a, saved *best, eval cur, const walk_opts *w)
             if (c == 0 && k > 0) {
                 /* A cycle whose lowest peak stayed more than 5% over the
                  * budget ends the walk: on bench/reorder.sh's graphs every
-                 * fit came after cycles within 2.6%, and 21 of the 26
+                 * fit came after cycles within 2.6%, and 22 of the 26
                  * graph-budgets where the walk found nothing stayed over
                  * 5% in every cycle. */
                 RM_LOG_DEBUG("anneal: the order walk's cycle %ld: its lowest peak %.2f%% over the budget", k / w->cycle,
