@@ -1253,8 +1253,8 @@ static int order_walk(anneal *a, saved *best, eval *cur, const walk_opts *w0, co
     if (!rc && !fits(a->p, rm_problem_activation_budget(a->p), &ev)) {
         walk_opts w = *w0;
         w.kinds = MOVES_ORDER_ONLY;
-        w.moves = 5 * order_cycle(a->n);
         w.cycle = order_cycle(a->n);
+        w.moves = 5 * w.cycle;
         w.deadline = rm_deadline_share(deadline, 0.1);
         w.temp0 = cool_temp(a->n);
         long before = *w.moves_done;

@@ -131,12 +131,11 @@ typedef struct rm_strategy_options {
      * or auto, the default 0). */
     rm_milp_engine milp_engine;
     /* The anneal's moves (anneal.c; 0: its default for the problem's size;
-     * its walk in the order alone, first, has its own: at most five
-     * cycles of 2,500 a node, at most 200,000 each) and its seed (0: 1). A given seed and move count
-     * give one answer
-     * without a deadline; under one the walk cools by whichever of its
-     * moves and the clock is further along, so a slower machine can end it
-     * elsewhere. */
+     * its walk in the order alone, first, has its own: at most five cycles
+     * of 2,500 a node, at most 200,000 each) and its seed (0: 1). A given
+     * seed and move count give one answer without a deadline; under one
+     * the walk cools by whichever of its moves and the clock is further
+     * along, so a slower machine can end it elsewhere. */
     long moves;
     unsigned long seed;
     /* The anneal keeps the problem's order (recomputations only): the
