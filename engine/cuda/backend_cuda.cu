@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "backend_cuda.cuh"
+#include "cublas_lazy.h"
 
 extern "C" {
 #include "comm.h"
@@ -571,6 +572,9 @@ static int libraries_create(cuda_ctx *c, rm_err *e)
     int major = 0;
     RM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, c->device), e,
                   "cudaDeviceGetAttribute(compute capability)");
+#ifdef REMAT_CUBLAS_LAZY
+    if (rm_cublas_load(e)) return RM_ERR_DEVICE;
+#endif
     RM_CUBLAS_CHECK(cublasCreate(&c->cublas), e, "cublasCreate");
     /* cublasSetStream resets the workspace to cuBLAS's pool: stream first.
      * 32 MiB is what cuBLAS itself reserves on Hopper, 4 MiB elsewhere. */

@@ -5,11 +5,15 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend_cpu.h"
 #include "layers.h"
+#ifdef REMAT_CUBLAS_LAZY
+#include "cublas_lazy.h"
+#endif
 
 static rm_backend *cpu(void)
 {
@@ -168,6 +172,33 @@ Test(backend, registry_finds_each_backend_by_name)
     cr_expect_eq(rm_backend_kernels_parse(&lib, RM_BACKEND_CUDA, "fast", &e), RM_ERR_INVALID);
     cr_expect_str_eq(e.msg, "unknown cuda kernel library 'fast' (handwritten, cublas or cudnn)");
 }
+
+#ifdef REMAT_CUBLAS_LAZY
+/* Whether this process has mapped a file whose name holds what. */
+static int mapped(const char *what)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    cr_assert_not_null(f);
+    char line[4096];
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f)) found = strstr(line, what) != NULL;
+    fclose(f);
+    return found;
+}
+
+/* The build with the CUDA toolkit opens cuBLAS when the CUDA backend first
+ * asks for it (engine/cuda/cublas_lazy.c), not when a program starts: the
+ * library it was built against opens, with every function remat calls, on
+ * a machine without a GPU too. */
+Test(backend, cublas_opens_on_first_use)
+{
+    cr_expect_not(mapped("libcublas"), "cuBLAS mapped before anything asked for it");
+    rm_err e = {0};
+    cr_assert_eq(rm_cublas_load(&e), RM_OK, "%s", e.msg);
+    cr_expect(mapped("libcublasLt"), "cuBLAS loaded, but libcublasLt not mapped");
+    cr_assert_eq(rm_cublas_load(&e), RM_OK, "%s", e.msg);
+}
+#endif
 
 /* Options given at creation win over the environment, which is then not
  * read; a thread count is refused for a backend without host threads. */
