@@ -31,16 +31,16 @@
     X(cublasSetAtomicsMode, (cublasHandle_t h, cublasAtomicsMode_t mode), (h, mode))                                   \
     X(cublasSetMathMode, (cublasHandle_t h, cublasMath_t mode), (h, mode))                                             \
     X(cublasSgemm_v2,                                                                                                  \
-      (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float *alpha,         \
+      (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float *alpha,          \
        const float *a, int lda, const float *b, int ldb, const float *beta, float *c, int ldc),                        \
       (h, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))                                                       \
     X(cublasSgemmStridedBatched,                                                                                       \
-      (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float *alpha,         \
+      (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float *alpha,          \
        const float *a, int lda, long long sa, const float *b, int ldb, long long sb, const float *beta, float *c,      \
        int ldc, long long sc, int count),                                                                              \
       (h, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, count))
 
-#define POINTER(name, params, args) static cublasStatus_t (*real_##name) params;
+#define POINTER(name, params, args) static cublasStatus_t(*real_##name) params;
 RM_CUBLAS_FUNCS(POINTER)
 #undef POINTER
 
@@ -48,7 +48,7 @@ RM_CUBLAS_FUNCS(POINTER)
 #define STAND_IN(name, params, args)                                                                                   \
     cublasStatus_t CUBLASWINAPI name params                                                                            \
     {                                                                                                                  \
-        return real_##name ? real_##name args : CUBLAS_STATUS_NOT_INITIALIZED;                                        \
+        return real_##name ? real_##name args : CUBLAS_STATUS_NOT_INITIALIZED;                                         \
     }
 RM_CUBLAS_FUNCS(STAND_IN)
 #undef STAND_IN
@@ -72,7 +72,7 @@ static void load(void)
     failure[0] = 0;
     /* A function pointer from dlsym's void *, as POSIX allows. */
 #define LOOKUP(name, params, args)                                                                                     \
-    if (!failure[0] && !(real_##name = (cublasStatus_t(*) params)dlsym(lib, #name)))                                  \
+    if (!failure[0] && !(real_##name = (cublasStatus_t(*) params)dlsym(lib, #name)))                                   \
         snprintf(failure, sizeof failure, "libcublas has no %s", #name);
     RM_CUBLAS_FUNCS(LOOKUP)
 #undef LOOKUP
