@@ -135,8 +135,8 @@ fi
     echo "\`remat plan --problem FILE --budget B --strategy S --time-limit L --format csv\`. Seconds are wall"
     echo "clock for the whole command, reading the problem included, which is what the time limit counts"
     echo "(docs/reliability.md, \"Time limits\"); the goal is the promise: L plus 5% plus 0.5 s per 100,000"
-    echo "nodes. MB is the peak resident set, of which $basemb MB is what \`remat --help\` alone takes (the"
-    echo "program and the libraries it maps at start); the goal is under 1 GB. \"stopped\": the time limit stopped a"
+    echo "nodes. MB is the peak resident set, of which $basemb MB is what \`remat --help\` alone takes (what is"
+    echo "resident at start: the program and the libraries loaded with it); the goal is under 1 GB. \"stopped\": the time limit stopped a"
     echo "search, and the answer is the best found by then; \"none in time\": nothing that fits was found"
     echo "before the deadline (no proof that nothing fits)."
     echo

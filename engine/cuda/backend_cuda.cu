@@ -573,7 +573,8 @@ static int libraries_create(cuda_ctx *c, rm_err *e)
     RM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, c->device), e,
                   "cudaDeviceGetAttribute(compute capability)");
 #ifdef REMAT_CUBLAS_LAZY
-    if (rm_cublas_load(e)) return RM_ERR_DEVICE;
+    int lrc = rm_cublas_load(e);
+    if (lrc) return lrc;
 #endif
     RM_CUBLAS_CHECK(cublasCreate(&c->cublas), e, "cublasCreate");
     /* cublasSetStream resets the workspace to cuBLAS's pool: stream first.

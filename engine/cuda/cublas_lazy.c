@@ -12,8 +12,8 @@
  *
  * How: remat defines the few cuBLAS functions the backend calls, with the
  * header's names and types; each calls the library's own, which
- * rm_cublas_load finds with dlsym. Nothing links libcublas, so these are the
- * only definitions the linker sees. */
+ * rm_cublas_load finds with dlsym. Nothing may link libcublas as well (the
+ * linker would take these silently). */
 #include "cublas_lazy.h"
 
 #include <cublas_v2.h>
@@ -44,9 +44,10 @@
 RM_CUBLAS_FUNCS(POINTER)
 #undef POINTER
 
-/* Until loaded, each call fails as cuBLAS does before its initialisation. */
+/* Until loaded, each call fails as cuBLAS does before its initialisation.
+ * Hidden: no binary exports them, so no library can bind to them. */
 #define STAND_IN(name, params, args)                                                                                   \
-    cublasStatus_t CUBLASWINAPI name params                                                                            \
+    __attribute__((visibility("hidden"))) cublasStatus_t CUBLASWINAPI name params                                      \
     {                                                                                                                  \
         return real_##name ? real_##name args : CUBLAS_STATUS_NOT_INITIALIZED;                                         \
     }
@@ -60,15 +61,17 @@ static void load(void)
 {
     /* The soname of the toolkit built against, then its full path there. */
     static const char *const paths[] = {REMAT_CUBLAS_SONAME, REMAT_CUBLAS_PATH};
+    char why[2][320];
     void *lib = NULL;
-    for (size_t i = 0; i < sizeof paths / sizeof paths[0] && !lib; i++) {
+    for (size_t i = 0; i < 2 && !lib; i++) {
         lib = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
-        if (!lib) {
-            const char *why = dlerror();
-            snprintf(failure, sizeof failure, "cannot open %s: %s", paths[i], why ? why : "unknown error");
-        }
+        const char *msg = lib ? "" : dlerror();
+        snprintf(why[i], sizeof why[i], "%s", msg ? msg : "unknown error");
     }
-    if (!lib) return;
+    if (!lib) {
+        snprintf(failure, sizeof failure, "cannot open %s (%s), nor %s (%s)", paths[0], why[0], paths[1], why[1]);
+        return;
+    }
     failure[0] = 0;
     /* A function pointer from dlsym's void *, as POSIX allows. */
 #define LOOKUP(name, params, args)                                                                                     \

@@ -3,11 +3,11 @@
 #ifndef REMAT_CUBLAS_LAZY_H
 #define REMAT_CUBLAS_LAZY_H
 
-#include "error.h"
-
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+#include "error.h"
 
 /* Opens cuBLAS and finds the functions remat calls, once per process;
  * RM_ERR_DEVICE naming the library and the loader's reason when it cannot.

@@ -189,7 +189,8 @@ static int mapped(const char *what)
 /* The build with the CUDA toolkit opens cuBLAS when the CUDA backend first
  * asks for it (engine/cuda/cublas_lazy.c), not when a program starts: the
  * library it was built against opens, with every function remat calls, on
- * a machine without a GPU too. */
+ * a machine without a GPU too. It needs a process of its own (Criterion's
+ * default): an earlier test in the same process may have opened cuBLAS. */
 Test(backend, cublas_opens_on_first_use)
 {
     cr_expect_not(mapped("libcublas"), "cuBLAS mapped before anything asked for it");
