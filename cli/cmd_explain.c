@@ -35,7 +35,7 @@
                  "least\n"                                                                                             \
                  "                   1000000; see `remat plan --help`\n"                                               \
                  "  --strategy NAME  any of `remat plan`'s strategies; default: best (every heuristic, then the "      \
-                 "MILP)\n"                                                                                             \
+                 "anneal and the MILP)\n"                                                                              \
                  "  --costs FILE     node costs in profiled seconds (`remat profile`, docs/cost-format.md)\n"          \
                  "  --time-limit S   wall-clock seconds for the solve, whatever the strategy (default 60; 0 = none)\n" \
                  "  --node-limit N   branch-and-bound nodes for best / milp (deterministic; default "                  \

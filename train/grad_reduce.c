@@ -36,6 +36,11 @@ size_t rm_grad_reduce_bytes(size_t count, int accum)
     return accum > 1 ? rm_align_up(count * sizeof(float)) : 0;
 }
 
+size_t rm_grad_reduce_device_bytes(const rm_grad_reduce *r)
+{
+    return r && r->sum ? rm_grad_reduce_bytes(r->count, r->accum) : 0;
+}
+
 /* The bucket size: PyTorch DDP's 25 MiB on large models, and at least a
  * few buckets on small ones, so that something is reduced early. */
 static size_t bucket_floats(size_t count)

@@ -56,6 +56,9 @@ void rm_grad_reduce_free(rm_grad_reduce *r);
 /* Device bytes create allocates for count gradients and accum
  * micro-batches (aligned as the arena aligns): 0 for accum 1. */
 size_t rm_grad_reduce_bytes(size_t count, int accum);
+/* The device bytes r holds (its sum buffer; 0 for NULL or accum 1): what
+ * the trainer's measured memory counts. */
+size_t rm_grad_reduce_device_bytes(const rm_grad_reduce *r);
 
 /* Before a training step of the executor: arms the hook for its computes. */
 void rm_grad_reduce_begin(rm_grad_reduce *r);

@@ -93,7 +93,10 @@ rm_executor *rm_trainer_executor(rm_trainer *t)
 }
 void rm_trainer_memory_used(const rm_trainer *t, size_t *fixed, size_t *arena)
 {
-    *fixed = rm_executor_fixed_bytes(t->ex) + (t->opt ? rm_optim_state_bytes(t->opt) : 0);
+    /* Each part as the footprint counts it (footprint.c): device
+     * allocations are aligned as the arena aligns. */
+    *fixed = rm_executor_fixed_bytes(t->ex) + rm_align_up(t->opt ? rm_optim_state_bytes(t->opt) : 0) +
+             rm_align_up(rm_backend_fixed_bytes(t->be)) + rm_grad_reduce_device_bytes(t->gr);
     *arena = rm_executor_arena_high_water(t->ex);
 }
 rm_optim *rm_trainer_optimizer(rm_trainer *t)

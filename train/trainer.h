@@ -231,8 +231,9 @@ int rm_trainer_save(rm_trainer *t, const char *path, rm_err *e);
 uint64_t rm_trainer_steps(const rm_trainer *t);
 rm_executor *rm_trainer_executor(rm_trainer *t);
 /* The memory training holds on its device, as allocated: fixed, the
- * executor's fixed bytes plus the optimizer's state (the footprint's fixed
- * bytes, measured); arena, the arena's high-water mark so far. */
+ * executor's fixed bytes, the optimizer's state, the backend's own
+ * memory and the gradient sum of --accum (the footprint's fixed bytes,
+ * measured); arena, the arena's high-water mark so far. */
 void rm_trainer_memory_used(const rm_trainer *t, size_t *fixed, size_t *arena);
 /* The optimizer updating the executor's parameters: a benchmark drives
  * rm_executor_step and rm_optim_step itself (bench/gpu_step.c) to time a

@@ -40,6 +40,21 @@ Test(profile, cpu_profile_writes_a_cost_file_plan_accepts)
     cr_assert(cf_said(0, "slowest nodes"));
     cr_assert(cf_said(0, "By layer kind"));
     cr_assert(cf_said(0, "conv forward"));
+    /* The command it suggests runs: its budget is one some schedule fits
+     * and checkpoint-all does not (a fixed 70% was below what VGG-tiny
+     * needs at batch 8). */
+    int pct = 0;
+    char want[64], pcts[8];
+    for (int k = 1; k < 100 && !pct; k++) {
+        snprintf(want, sizeof want, "--budget %d%% --strategy lp_round --costs", k);
+        if (cf_said(0, want)) pct = k;
+    }
+    cr_assert_gt(pct, 0, "profile suggests no plan command");
+    snprintf(pcts, sizeof pcts, "%d%%", pct);
+    cr_assert_eq(cf_remat("plan", "--model", TINY, "--batch", "4", "--budget", pcts, "--strategy", "lp_round",
+                          "--costs", costs, "--quiet", NULL),
+                 0, "the suggested plan at %s fails", pcts);
+    cr_assert(cf_said(0, " recomputation"), "the suggested plan at %s recomputes nothing", pcts);
 
     rm_err e = {RM_OK, ""};
     rm_cost_file *c;
