@@ -47,7 +47,11 @@ int rm_cli_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
     rm_text_fprintf(stderr, "remat %s: ", cmd);
     rm_text_vfprintf(stderr, fmt, ap);
     va_end(ap);
-    rm_text_fprintf(stderr, "\n\n%s\n", usage);
+    /* The synopsis (the usage up to its first blank line), not the whole
+     * help: after 70 lines of it the message was off the screen. */
+    const char *end = strstr(usage, "\n\n");
+    int len = end ? (int)(end - usage) : (int)strlen(usage);
+    rm_text_fprintf(stderr, "\n\n%.*s\n\n`remat %s --help` describes every option.\n", len, usage, cmd);
     return 1;
 }
 
@@ -699,6 +703,16 @@ static int add_strategy(strategy_list *l, const rm_strategy_info *st)
     return 0;
 }
 
+const char *rm_cli_unknown_strategy(char *buf, size_t len, const char *name, int with_all)
+{
+    int count, at = snprintf(buf, len, "unknown strategy '%s' (one of:", name);
+    const rm_strategy_info *all = rm_strategy_list_all(&count);
+    for (int k = 0; k < count && at >= 0 && (size_t)at < len; k++)
+        at += snprintf(buf + at, len - (size_t)at, "%s %s", k ? "," : "", all[k].name);
+    if (at >= 0 && (size_t)at < len) snprintf(buf + at, len - (size_t)at, "%s)", with_all ? ", or all" : "");
+    return buf;
+}
+
 static int add_named_strategy(void *ctx, const char *name)
 {
     strategy_list *l = ctx;
@@ -711,7 +725,8 @@ static int add_named_strategy(void *ctx, const char *name)
     }
     const rm_strategy_info *st = rm_strategy_find(name);
     if (!st) {
-        snprintf(l->why, l->len, "--strategies: unknown strategy '%s' (see remat plan --help)", name);
+        char what[512];
+        snprintf(l->why, l->len, "--strategies: %s", rm_cli_unknown_strategy(what, sizeof what, name, 1));
         return -1;
     }
     return add_strategy(l, st);

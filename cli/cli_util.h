@@ -22,8 +22,9 @@
  * argv[*a] is another argument. */
 int rm_cli_option(const char **out, int argc, char **argv, int *a, const char *opt);
 
-/* Prints "remat CMD: <message>", a blank line and the usage to stderr and
- * returns 1 (the exit code of bad usage). */
+/* Prints "remat CMD: <message>", a blank line, the usage's synopsis (up
+ * to its first blank line) and where the rest is (`remat CMD --help`) to
+ * stderr and returns 1 (the exit code of bad usage). */
 int rm_cli_usage_error(const char *cmd, const char *usage, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* One option a subcommand accepts: a valued "--opt V" / "--opt=V" stored in
@@ -59,6 +60,11 @@ int rm_cli_each_item(const char *list, int (*fn)(void *ctx, const char *item), v
  * every strategy of rm_strategy_list_all), skipping any already in v. 0, or
  * -1 with the reason in why (an unknown name, an empty list, too many). */
 int rm_cli_add_strategies(const rm_strategy_info **v, int *n, int cap, const char *list, char *why, size_t len);
+
+/* "unknown strategy 'NAME' (one of: best, checkpoint_all, ...)" into buf
+ * (truncated to len; with_all: "..., or all"); returns buf. What every
+ * command says of a strategy name it does not know. */
+const char *rm_cli_unknown_strategy(char *buf, size_t len, const char *name, int with_all);
 
 /* "1,234,567" */
 const char *rm_cli_group_digits(char *buf, size_t len, unsigned long long v);

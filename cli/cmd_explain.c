@@ -82,7 +82,8 @@ static int explain_run(int argc, char **argv)
         rm_cli_parse_milp_engine(&engine, milp_engine, why, sizeof why))
         return usage_error("%s", why);
     const rm_strategy_info *st = rm_strategy_find(strategy ? strategy : "best");
-    if (!st) return usage_error("unknown strategy '%s' (see `remat plan --help`)", strategy);
+    char what[512];
+    if (!st) return usage_error("%s", rm_cli_unknown_strategy(what, sizeof what, strategy, 0));
 
     rm_cli_problem cp;
     int rc = rm_cli_problem_load_costs(&cp, "explain", &mdl, batch_n, problem, costs);

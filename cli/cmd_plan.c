@@ -813,8 +813,9 @@ static int plan_run(int argc, char **argv)
             return usage_error("--check takes the problem, --budget and --svg only");
     } else {
         if (!a.strategy) a.strategy = "best";
+        char what[512];
         if (strcmp(a.strategy, "all") && !(st = rm_strategy_find(a.strategy)))
-            return usage_error("unknown strategy '%s'", a.strategy);
+            return usage_error("%s", rm_cli_unknown_strategy(what, sizeof what, a.strategy, 1));
         if (!a.have_budget && !a.problem) return usage_error("--budget B is required");
     }
 

@@ -415,7 +415,9 @@ static int config_run(rm_trainer_config *c, const train_args *a)
     c->onnx = a->mdl.onnx ? &a->mdl.onnx_opt : NULL;
     c->data = a->data;
     c->strategy = a->strategy ? a->strategy : "best";
-    if (!rm_strategy_find(c->strategy)) return usage_error("unknown strategy '%s' (see the list below)", c->strategy);
+    char what[512];
+    if (!rm_strategy_find(c->strategy))
+        return usage_error("%s", rm_cli_unknown_strategy(what, sizeof what, c->strategy, 0));
     rm_cli_budget bud;
     char why[256];
     if (rm_cli_parse_budget(&bud, a->budget, why, sizeof why)) return usage_error("--budget: %s", why);
