@@ -4,6 +4,7 @@
  * what FLOPs miss: the slowest nodes, the forward/backward split, and per
  * layer kind the share of time against the share of FLOPs, so a person can
  * see which layers the FLOP model under- or over-prices. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,12 +53,12 @@
 
 #define usage_error(...) rm_cli_usage_error("profile", PROFILE_USAGE, __VA_ARGS__)
 
-/* The example's budget, in percent of the no-remat peak of m's training
- * problem at the batch (as `remat plan` accounts it): halfway between the
- * least any schedule needs and that peak, rounded up, so that it fits and
- * needs rematerialization (a fixed 70% was below what VGG-tiny needs at
+/* The example's budget, in percent of the no-remat peak of the training
+ * problem of m traced as g (as `remat plan` accounts it): halfway between
+ * the least any schedule needs and that peak, rounded up, so that it fits
+ * and needs rematerialization (a fixed 70% was below what VGG-tiny needs at
  * batch 8: 93%). 90 when the facts cannot be had. */
-static int example_percent(const rm_model *m, int batch)
+static int example_percent(const rm_model *m, const rm_graph *g)
 {
     rm_problem *p = NULL;
     rm_problem_report r;
@@ -65,10 +66,10 @@ static int example_percent(const rm_model *m, int batch)
     rm_optim_options o = rm_optim_options_default(RM_OPTIM_SGD);
     rm_err e = {RM_OK, ""};
     int pct = 90;
-    if (!rm_training_problem(&p, &fp, m, batch, &o, NULL, NULL, RM_COST_SAME_BATCH, &e) &&
+    if (!rm_training_problem_of(&p, &fp, m, g, &o, NULL, NULL, RM_COST_SAME_BATCH, &e) &&
         !rm_problem_report_of(&r, p, &e) && r.noremat_total > 0) {
         double lo = 100.0 * (double)(p->fixed_bytes + r.lower_bound) / (double)r.noremat_total;
-        pct = (int)((lo + 100.0) / 2 + 0.999);
+        pct = (int)ceil((lo + 100.0) / 2);
         if (pct > 99) pct = 99;
     }
     rm_problem_free(p);
@@ -320,7 +321,7 @@ static int profile_run(int argc, char **argv)
     printf("\nwrote        %s: use it with --costs, e.g.\n"
            "             remat plan %s %s%s%s --batch %d --budget %d%% --strategy lp_round --costs %s\n",
            path, mdl.onnx ? "--onnx" : "--model", model, mdl.loss ? " --loss " : "", mdl.loss ? mdl.loss : "", o.batch,
-           example_percent(m, o.batch), path);
+           example_percent(m, &pr->g), path);
     rm_cost_file_free(cf);
     rm_profile_free(pr);
     rm_model_free(m);
