@@ -154,7 +154,15 @@ void rm_lp_model_free(rm_lp_model *m)
     free(m->row_val);
     free(m->row_rhs);
     free(m->row_type);
+    free(m->brow);
     memset(m, 0, sizeof *m);
+}
+
+void rm_lp_model_discard(rm_lp_model *m)
+{
+    if (!m) return;
+    rm_lp_model_free(m);
+    free(m);
 }
 
 static size_t gcd_size(size_t a, size_t b)
@@ -389,6 +397,31 @@ static void number_columns(rm_lp_model *m)
         }
 }
 
+/* The budget rows' right-hand side for act bytes, in units of mem_scale. */
+static double budget_rhs(const rm_lp_model *m, size_t act)
+{
+    size_t g = m->mem_gcd;
+    double slack = 0.5 * (double)g;
+    if ((m->levers & RM_MILP_TIGHT_BUDGET) && slack > 1e-7 * (double)act) slack = 1e-7 * (double)act;
+    return ((double)(act - act % g) + slack) / m->mem_scale;
+}
+
+int rm_lp_model_set_budget(rm_lp_model *m, size_t act, rm_err *e)
+{
+    double rhs = budget_rhs(m, act), d = rhs - m->mem_rhs;
+    if (m->levers & RM_MILP_PREFIX_ROWS) {
+        for (int k = 0; k < m->nbrow; k++)
+            if (!set_rh(m->lp, m->brow[k], get_rh(m->lp, m->brow[k]) + d))
+                return rm_errorf(e, RM_ERR_SOLVER, "lp_solve set_rh failed on row %d", m->brow[k]);
+    } else {
+        for (size_t x = 0; x < (size_t)m->n * (size_t)m->n; x++)
+            if (m->u_col[x] && !set_upbo(m->lp, m->u_col[x], rhs))
+                return rm_errorf(e, RM_ERR_SOLVER, "lp_solve set_upbo failed on column %d", m->u_col[x]);
+    }
+    m->mem_rhs = rhs;
+    return RM_OK;
+}
+
 /* Scales: costs relative to the largest, bytes relative to the budget, so
  * lp_solve sees coefficients <= 1 and a right-hand side near 1. */
 static void set_scales(rm_lp_model *m, const rm_problem *p, size_t act)
@@ -406,16 +439,15 @@ static void set_scales(rm_lp_model *m, const rm_problem *p, size_t act)
     for (int k = 0; k < n; k++) g = gcd_size(g, p->nodes[k].bytes);
     if (g == 0) g = 1;
     m->mem_scale = (double)act;
-    /* Peaks are multiples of g, so the budget is really act rounded down to
+    /* (budget_rhs) Peaks are multiples of g, so the budget is really act rounded down to
      * one, and any slack below g still rejects every peak above it; some
      * slack keeps exact fits feasible despite lp_solve's tolerances (~1e-9
      * on these rows). Half a unit (without TIGHT_BUDGET) lets the LP use
      * half a value more at every point, which on graphs of few equal values
      * (Checkmate's linear graphs: 4 values become 4.5) puts the bound below
      * the published formulation's; 1e-7 of the budget does not. */
-    double slack = 0.5 * (double)g;
-    if ((m->levers & RM_MILP_TIGHT_BUDGET) && slack > 1e-7 * (double)act) slack = 1e-7 * (double)act;
-    m->mem_rhs = ((double)(act - act % g) + slack) / m->mem_scale;
+    m->mem_gcd = g;
+    m->mem_rhs = budget_rhs(m, act);
 }
 
 #define S_(t, i) m->s_col[(size_t)(t)*m->n + (i)]
@@ -507,7 +539,14 @@ static int rows_budget(rm_lp_model *m, int t, rm_err *e)
                 m->rv[cnt] = (double)p->nodes[k].bytes / m->mem_scale, m->ri[cnt++] = R_(t, k);
             else
                 rhs -= (double)p->nodes[t].bytes / m->mem_scale;
+            int before = m->nrows;
             if ((rc = add_row(m, cnt, LE, rhs, e)) != RM_OK) return rc;
+            if (m->nrows != before) { /* (an empty row is not added) */
+                int *b = m->nbrow % 1024 ? m->brow : realloc(m->brow, ((size_t)m->nbrow + 1024) * sizeof *b);
+                if (!b) return rm_errorf(e, RM_ERR_NOMEM, "milp: out of memory for the model's budget rows");
+                m->brow = b;
+                m->brow[m->nbrow++] = m->nrows;
+            }
             for (; f < m->fv_start[t + 1] && m->fv[f].k == k; f++)
                 m->rv[cnt] = -(double)p->nodes[m->fv[f].i].bytes / m->mem_scale, m->ri[cnt++] = m->fv[f].col;
         }
@@ -804,7 +843,8 @@ static int take_relaxation(rm_milp_relaxation *out, const rm_lp_model *m, const 
     return rc;
 }
 
-int rm_milp_relax(rm_milp_relaxation *out, const rm_problem *p, unsigned levers, double time_limit_s, rm_err *e)
+int rm_milp_relax_kept(rm_milp_relaxation *out, rm_lp_model **kept, const rm_problem *p, unsigned levers,
+                       double time_limit_s, rm_err *e)
 {
     double t0 = rm_now();
     memset(out, 0, sizeof *out);
@@ -813,23 +853,38 @@ int rm_milp_relax(rm_milp_relaxation *out, const rm_problem *p, unsigned levers,
     if ((rc = rm_problem_check_budget(p, "lp relaxation", e)) != RM_OK) return rc;
     size_t act;
     if ((rc = model_budget(&act, p, e)) != RM_OK) return rc;
-    rm_lp_model m;
+    rm_lp_model own, *m = kept ? *kept : NULL;
     double deadline = time_limit_s > 0 ? t0 + time_limit_s : 0;
-    if ((rc = rm_lp_model_build(&m, p, act, levers, NULL, NULL, 0, deadline, e)) != RM_OK) {
-        if (m.stopped)
-            rc = rm_errorf(e, RM_ERR_INFEASIBLE, "the LP relaxation hit the time limit (%g s) building its model",
-                           time_limit_s);
-        rm_lp_model_free(&m);
-        return rc;
+    if (m && (m->levers != levers || m->n != p->n))
+        return rm_errorf(e, RM_ERR_INVALID, "milp: a kept model of another problem");
+    if (m) {
+        m->p = p; /* (the same graph: only the budget differs) */
+        rc = rm_lp_model_set_budget(m, act, e);
+    } else {
+        if (kept && !(m = malloc(sizeof *m))) return rm_errorf(e, RM_ERR_NOMEM, "milp: out of memory");
+        if (!kept) m = &own;
+        if ((rc = rm_lp_model_build(m, p, act, levers, NULL, NULL, 0, deadline, e)) != RM_OK) {
+            if (m->stopped)
+                rc = rm_errorf(e, RM_ERR_INFEASIBLE, "the LP relaxation hit the time limit (%g s) building its model",
+                               time_limit_s);
+            if (kept)
+                rm_lp_model_discard(m);
+            else
+                rm_lp_model_free(m);
+            return rc;
+        }
+        if (kept) *kept = m;
     }
-    int code;
+    int code = NOTRUN;
     double bound = 0, *x = NULL;
-    if (m.ncols >= RM_CLP_MIN_COLUMNS && rm_milp_engine_have_cbc() && !(levers & RM_MILP_LPSOLVE_ONLY)) {
+    if (rc != RM_OK) {
+        /* set_budget failed: said in e */
+    } else if (m->ncols >= RM_CLP_MIN_COLUMNS && rm_milp_engine_have_cbc() && !(levers & RM_MILP_LPSOLVE_ONLY)) {
         /* CBC's Clp, where it is faster: a killed child answers nothing. */
         rm_err ce = {RM_OK, ""};
-        if (!(x = malloc((size_t)m.ncols * sizeof *x))) {
+        if (!(x = malloc((size_t)m->ncols * sizeof *x))) {
             rc = rm_errorf(e, RM_ERR_NOMEM, "milp: out of memory for the relaxation (n = %d)", p->n);
-        } else if ((rc = rm_cbc_relax(&bound, x, &m, deadline, &ce)) == RM_OK) {
+        } else if ((rc = rm_cbc_relax(&bound, x, m, deadline, &ce)) == RM_OK) {
             code = OPTIMAL;
         } else if (rc == RM_ERR_INFEASIBLE || rc == RM_ERR_BUDGET) {
             code = rc == RM_ERR_INFEASIBLE ? INFEASIBLE : TIMEOUT;
@@ -838,10 +893,10 @@ int rm_milp_relax(rm_milp_relaxation *out, const rm_problem *p, unsigned levers,
             RM_LOG_WARN("lp relaxation: CBC failed (%s): lp_solve solves it", ce.msg);
             free(x);
             x = NULL;
-            rc = rm_lp_solve_relaxation(&m, &code, &bound, deadline, e);
+            rc = rm_lp_solve_relaxation(m, &code, &bound, deadline, e);
         }
     } else {
-        rc = rm_lp_solve_relaxation(&m, &code, &bound, deadline, e);
+        rc = rm_lp_solve_relaxation(m, &code, &bound, deadline, e);
     }
     if (rc == RM_OK && code == INFEASIBLE)
         rc = rm_errorf(e, RM_ERR_INFEASIBLE, "the LP relaxation is infeasible: no schedule fits %zu bytes", act);
@@ -851,13 +906,18 @@ int rm_milp_relax(rm_milp_relaxation *out, const rm_problem *p, unsigned levers,
     else if (rc == RM_OK && code != OPTIMAL)
         rc = rm_errorf(e, RM_ERR_INFEASIBLE, "lp_solve stopped the LP relaxation before its optimum (%s)",
                        rm_lp_code_name(code));
-    if (rc == RM_OK) rc = take_relaxation(out, &m, p, bound, x, e);
+    if (rc == RM_OK) rc = take_relaxation(out, m, p, bound, x, e);
     free(x);
-    rm_lp_model_free(&m);
+    if (!kept) rm_lp_model_free(m);
     out->seconds = rm_now() - t0;
     RM_LOG_DEBUG("lp relaxation: %d nodes, bound %.6g, %.3f s%s", p->n, out->bound, out->seconds,
                  rc == RM_OK ? "" : " (no optimum)");
     return rc;
+}
+
+int rm_milp_relax(rm_milp_relaxation *out, const rm_problem *p, unsigned levers, double time_limit_s, rm_err *e)
+{
+    return rm_milp_relax_kept(out, NULL, p, levers, time_limit_s, e);
 }
 
 void rm_milp_relaxation_free(rm_milp_relaxation *r)

@@ -105,6 +105,8 @@ typedef struct rm_lp_model {
     double cost_scale, cost_const; /* objective = cost_const + cost_scale * lp objective */
     double step;                   /* every cost is a multiple of it (0 = no such step) */
     double mem_scale, mem_rhs;     /* budget rows are in units of mem_scale bytes */
+    size_t mem_gcd;                /* every value's bytes are a multiple of it */
+    int *brow, nbrow;              /* the budget rows (PREFIX_ROWS; lp_solve's numbers), for set_budget */
     double *rv;
     int *ri;
     /* The rows as they are generated (CSR, freed once lp_solve has them).
@@ -138,6 +140,11 @@ int rm_lp_check_problem(const rm_problem *p, const char *who, rm_err *e);
 int rm_lp_model_build(rm_lp_model *m, const rm_problem *p, size_t act, unsigned levers, rm_milp_log_fn log,
                       void *log_ctx, int verbosity, double deadline, rm_err *e);
 void rm_lp_model_free(rm_lp_model *m);
+/* The same model at another activation budget: only the budget rows'
+ * right-hand sides (or the U columns' bounds) change, in the units of the
+ * budget it was built for, so that lp_solve's next solve starts from its
+ * last basis. */
+int rm_lp_model_set_budget(rm_lp_model *m, size_t act, rm_err *e);
 /* The number of S, R and FREE columns rm_lp_model_build would give p with
  * these levers, counted without building a row (a model's rows grow with
  * its FREE columns: 123,327 of them came with 928,245 rows). */
@@ -206,6 +213,16 @@ typedef struct rm_milp_relaxation {
     double bound;
     double seconds;
 } rm_milp_relaxation;
+
+/* The relaxation of p (as rm_milp_relax), keeping its model in *kept for
+ * the next call: where *kept holds one (of the same problem's graph and
+ * levers), only its budget changes (rm_lp_model_set_budget) and lp_solve
+ * starts from the last optimal basis. LP rounding's relaxations at tighter
+ * budgets, one after the other (lp_round.c), solve so in a fraction of the
+ * first's time. The caller frees *kept (rm_lp_model_discard). */
+int rm_milp_relax_kept(rm_milp_relaxation *out, rm_lp_model **kept, const rm_problem *p, unsigned levers,
+                       double time_limit_s, rm_err *e);
+void rm_lp_model_discard(rm_lp_model *m);
 
 /* From RM_CLP_MIN_COLUMNS columns on, with CBC built in, the relaxation is
  * solved by CBC's Clp (milp_engine.h: rm_cbc_relax) instead of lp_solve's

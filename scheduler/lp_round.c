@@ -180,7 +180,7 @@ fail:
 /* Rounds the relaxation of p solved at a fraction of its activation budget
  * (the rounded schedule is still judged against the real budget). */
 static int round_at(rm_schedule **out, rm_lp_round_result *info, int *relax_failed, const rm_problem *p, double factor,
-                    const rm_lp_round_options *opt, double deadline, rm_err *e)
+                    const rm_lp_round_options *opt, double deadline, rm_lp_model **kept, rm_err *e)
 {
     *relax_failed = 1;
     rm_problem q = *p; /* shallow: only the budget differs */
@@ -192,7 +192,7 @@ static int round_at(rm_schedule **out, rm_lp_round_result *info, int *relax_fail
         if (left <= 0) return rm_errorf(e, RM_ERR_INFEASIBLE, "lp_round: time limit reached");
     }
     rm_milp_relaxation rel;
-    int rc = rm_milp_relax(&rel, &q, opt->levers, left, e);
+    int rc = rm_milp_relax_kept(&rel, kept, &q, opt->levers, left, e);
     if (rc != RM_OK) return rc;
     *relax_failed = 0;
     rc = rm_lp_round_from(out, info, p, rel.S, rel.bound, opt, e);
@@ -204,15 +204,21 @@ static int round_at(rm_schedule **out, rm_lp_round_result *info, int *relax_fail
     return rc;
 }
 
-int rm_lp_round_tightened(rm_schedule **out, rm_lp_round_result *info, const rm_problem *p, double lp_bound,
-                          const rm_lp_round_options *opt, rm_err *e)
+/* rm_lp_round_tightened with the relaxations' model kept in *kept (see
+ * rm_milp_relax_kept): each tighter budget starts from the last one's
+ * basis. ResNet-tiny at batch 4 and 70% (4,465 columns), whose roundings
+ * fit at none of the four tighter budgets: each relaxation 1.6-2.2 s built
+ * and solved afresh, 0.2 s so; lp_round in all 9.4 s, now 2.5 s, with the
+ * same bounds. */
+static int tightened(rm_schedule **out, rm_lp_round_result *info, const rm_problem *p, double lp_bound,
+                     const rm_lp_round_options *opt, rm_lp_model **kept, rm_err *e)
 {
     double t0 = rm_now(), deadline = opt->time_limit_s > 0 ? t0 + opt->time_limit_s : 0;
     int rc = RM_ERR_INFEASIBLE;
     for (int k = 1; k <= opt->tighten && !rm_problem_bound_over_cap(p, lp_bound); k++) {
         double factor = 1.0 - 0.05 * k;
         int relax_failed;
-        rc = round_at(out, info, &relax_failed, p, factor, opt, deadline, e);
+        rc = round_at(out, info, &relax_failed, p, factor, opt, deadline, kept, e);
         if (rc != RM_ERR_INFEASIBLE || relax_failed) break; /* found one, a real failure, or nothing tighter fits */
     }
     if (info) {
@@ -229,6 +235,15 @@ int rm_lp_round_tightened(rm_schedule **out, rm_lp_round_result *info, const rm_
     return rc;
 }
 
+int rm_lp_round_tightened(rm_schedule **out, rm_lp_round_result *info, const rm_problem *p, double lp_bound,
+                          const rm_lp_round_options *opt, rm_err *e)
+{
+    rm_lp_model *kept = NULL;
+    int rc = tightened(out, info, p, lp_bound, opt, &kept, e);
+    rm_lp_model_discard(kept);
+    return rc;
+}
+
 int rm_strategy_lp_round(rm_schedule **out, rm_lp_round_result *info, const rm_problem *p,
                          const rm_lp_round_options *opt, rm_err *e)
 {
@@ -241,12 +256,17 @@ int rm_strategy_lp_round(rm_schedule **out, rm_lp_round_result *info, const rm_p
     if (out) *out = NULL;
     double deadline = opt->time_limit_s > 0 ? t0 + opt->time_limit_s : 0;
     rm_milp_relaxation rel;
-    int rc = rm_milp_relax(&rel, p, opt->levers, opt->time_limit_s, e);
-    if (rc != RM_OK) return rc;
+    rm_lp_model *kept = NULL; /* for the tighter budgets */
+    int rc = rm_milp_relax_kept(&rel, &kept, p, opt->levers, opt->time_limit_s, e);
+    if (rc != RM_OK) {
+        rm_lp_model_discard(kept);
+        return rc;
+    }
     double bound = rel.bound, lp_s = rel.seconds;
     if (rm_problem_bound_over_cap(p, bound)) {
         /* Every schedule costs at least the bound: none is within the cap,
          * and tighter budgets only raise it. */
+        rm_lp_model_discard(kept);
         rm_milp_relaxation_free(&rel);
         if (info) {
             memset(info, 0, sizeof *info);
@@ -265,8 +285,9 @@ int rm_strategy_lp_round(rm_schedule **out, rm_lp_round_result *info, const rm_p
          * tighter budget instead, whose roundings land lower. */
         rm_lp_round_options o2 = *opt;
         o2.time_limit_s = deadline > 0 ? deadline - rm_now() : 0;
-        if (deadline == 0 || o2.time_limit_s > 0) rc = rm_lp_round_tightened(out, info, p, bound, &o2, e);
+        if (deadline == 0 || o2.time_limit_s > 0) rc = tightened(out, info, p, bound, &o2, &kept, e);
     }
+    rm_lp_model_discard(kept);
     if (info) {
         info->lp_bound = bound;
         info->lp_seconds += lp_s;

@@ -162,6 +162,50 @@ Test(relaxation, bounds_below_the_exact_optimum)
     cr_assert(tested >= 5);
 }
 
+/* A kept model solved again at other budgets (rm_milp_relax_kept: only the
+ * budget rows change, and lp_solve starts from its last basis) has the
+ * bound of a model built afresh at each: down from checkpoint-all's peak to
+ * the trivial bound and back up, with prefix-sum budget rows and with
+ * Checkmate's U columns. A budget below the trivial bound in between (-1:
+ * a byte below it) is refused by both, and the kept model still answers
+ * the next. */
+Test(relaxation, kept_model_at_other_budgets_matches_a_fresh_build)
+{
+    static const unsigned levers[] = {RM_MILP_DEFAULT, RM_MILP_DEFAULT & ~RM_MILP_PREFIX_ROWS};
+    static const int share[] = {100, 90, 80, 70, 60, 50, 40, 30, 20, 10, 0, -1, 55, 95};
+    int infeasible = 0, solved = 0;
+    for (uint64_t seed = 1; seed <= 6; seed++)
+        for (int l = 0; l < 2; l++) {
+            rm_problem *p = random_training(seed, 5 + (int)(seed % 4));
+            size_t lo = rm_problem_peak_lower_bound(p), hi = checkpoint_all_peak(p);
+            rm_lp_model *kept = NULL;
+            for (size_t k = 0; k < sizeof share / sizeof *share; k++) {
+                size_t act = share[k] < 0 ? lo - 1 : lo + (hi - lo) * (size_t)share[k] / 100;
+                double fresh = remat_bound(p, act, levers[l], NULL);
+                rm_milp_relaxation rel;
+                rm_err e = {0};
+                int rc = rm_milp_relax_kept(&rel, &kept, p, levers[l], 0, &e);
+                cr_assert(rc == RM_OK || rc == RM_ERR_INFEASIBLE, "seed %llu: %s", (unsigned long long)seed, e.msg);
+                cr_assert_eq(rc == RM_ERR_INFEASIBLE, fresh < 0, "seed %llu, levers %#x, %d%%: kept %s, fresh %.6f",
+                             (unsigned long long)seed, levers[l], share[k], rc ? "infeasible" : "feasible", fresh);
+                if (rc == RM_OK) {
+                    cr_assert(fabs(rel.bound - fresh) <= 1e-7 * fmax(1.0, fresh),
+                              "seed %llu, levers %#x, %d%%: kept model's bound %.9f, fresh %.9f",
+                              (unsigned long long)seed, levers[l], share[k], rel.bound, fresh);
+                    rm_milp_relaxation_free(&rel);
+                    solved++;
+                } else {
+                    infeasible++;
+                }
+            }
+            cr_assert_not_null(kept); /* built once, at the first budget */
+            rm_lp_model_discard(kept);
+            rm_problem_free(p);
+        }
+    cr_assert(solved > 50 && infeasible > 0, "%d solved, %d infeasible: the budgets should reach both", solved,
+              infeasible);
+}
+
 /* ---------------------------------------------------------------- report */
 
 /* The optimum by the MILP (DP when tiny); *proved = 0 when a limit stopped it. */
