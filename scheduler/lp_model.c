@@ -858,7 +858,6 @@ int rm_milp_relax_kept(rm_milp_relaxation *out, rm_lp_model **kept, const rm_pro
     if (m && (m->levers != levers || m->n != p->n))
         return rm_errorf(e, RM_ERR_INVALID, "milp: a kept model of another problem");
     if (m) {
-        m->p = p; /* (the same graph: only the budget differs) */
         rc = rm_lp_model_set_budget(m, act, e);
     } else {
         if (kept && !(m = malloc(sizeof *m))) return rm_errorf(e, RM_ERR_NOMEM, "milp: out of memory");

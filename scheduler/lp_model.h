@@ -92,7 +92,7 @@ typedef struct rm_lp_free_var {
 /* The model of one problem at one activation budget. Column numbers are
  * lp_solve's (1-based); 0 = no column. */
 typedef struct rm_lp_model {
-    const rm_problem *p;
+    const rm_problem *p; /* read while building only (a kept model outlives it: rm_milp_relax_kept) */
     int n;
     unsigned levers;
     int *s_col, *r_col, *u_col; /* n x n; 0 = no column (fixed at 0; R[t][t] is the constant 1) */
