@@ -277,7 +277,9 @@ static void print_summary(const rm_problem *p, const rm_cli_problem *cp, const r
     printf("status       %s in %.2f s", rm_status_name(stats->status), stats->seconds);
     if (stats->has_bound)
         printf(" (%s %s = checkpoint-all %+.2f%%, gap %.2f%%)",
-               stats->bound_trivial ? "no LP bound; trivial bound, every node once," : "LP bound",
+               !stats->bound_trivial ? "LP bound"
+               : rep->stage_node     ? "no LP bound in its own order; trivial bound, every node once,"
+                                     : "no LP bound; trivial bound, every node once,",
                rm_cli_cost(a, sizeof a, stats->lp_bound, cp->flops),
                rm_overhead_pct(stats->lp_bound, cp->facts.base_cost), 100.0 * stats->gap);
     printf("\n");

@@ -276,7 +276,14 @@ void rm_explain_write_schedule(FILE *f, const rm_cli_problem *cp, const rm_sched
     fprintf(f, "  Cost %s = checkpoint-all %s + %s of recomputation (%+.2f%%).\n",
             rm_cli_cost(a, sizeof a, r->sim.cost, cp->flops), rm_cli_cost(b, sizeof b, cp->facts.base_cost, cp->flops),
             rm_cli_cost(c, sizeof c, extra, cp->flops), rm_overhead_pct(r->sim.cost, cp->facts.base_cost));
-    if (stats->has_bound && stats->bound_trivial) {
+    if (stats->has_bound && stats->bound_trivial && s0->order) {
+        /* best may have solved the LP relaxation, but of the problem's order. */
+        fprintf(f,
+                "  No LP bound holds in this schedule's own order (an LP relaxation bounds the problem's order\n"
+                "  only); no schedule costs less than checkpoint-all (every node once), so the optimum is at most\n"
+                "  %.2f%% of this cost below it (the gap).\n",
+                100.0 * stats->gap);
+    } else if (stats->has_bound && stats->bound_trivial) {
         fprintf(f,
                 "  The LP relaxation was not solved here; no schedule costs less than checkpoint-all (every\n"
                 "  node once), so the optimum is at most %.2f%% of this cost below it (the gap).\n",
