@@ -57,6 +57,7 @@
 #include "schedule.h"
 #include "simulate.h"
 #include "strategy.h"
+#include "tiny_models.h"
 #include "trace.h"
 #include "trainer.h"
 
@@ -71,15 +72,6 @@ static void expect_close(const float *got, const float *want, size_t n, double t
     report_line("%s %s %s %.3e %g", what, name, tensor, err, tol);
     cr_expect(err <= tol, "%s %s %s: relative error %.3e > %.0e (element %zu: gpu %.9g, cpu %.9g)", what, name, tensor,
               err, tol, worst, n ? (double)got[worst] : 0.0, n ? (double)want[worst] : 0.0);
-}
-
-/* The checkout the models are read from: REMAT_SOURCE_DIR from the
- * environment (the device machine runs a copy of the tree elsewhere, so
- * scripts/gpu-check sets it), else the one this binary was built from. */
-static const char *source_dir(void)
-{
-    const char *d = getenv("REMAT_SOURCE_DIR");
-    return d && *d ? d : REMAT_SOURCE_DIR;
 }
 
 static rm_backend *cuda_backend(void)
@@ -103,15 +95,7 @@ static rm_backend *cpu_backend(void)
 
 /* ---- a tiny model, its graph and schedules --------------------------------- */
 
-#define MAX_SCHEDS 16
-typedef struct tiny {
-    rm_model *m;
-    rm_graph g;
-    rm_problem *p, *pa; /* pa: node bytes aligned as the plan places them */
-    int n;
-    rm_schedule *s[MAX_SCHEDS];
-    char name[MAX_SCHEDS][48];
-} tiny;
+typedef tm_tiny tiny; /* tests/tiny_models.h: the CPU suite's executor tests run the same */
 
 static rm_sim_result simulate(const rm_problem *p, const rm_schedule *s)
 {
@@ -121,107 +105,16 @@ static rm_sim_result simulate(const rm_problem *p, const rm_schedule *s)
     return r;
 }
 
-static rm_problem *aligned_problem(const rm_problem *p)
-{
-    rm_problem *q;
-    rm_err e = {0};
-    cr_assert_eq(rm_problem_create(&q, p->n, &e), RM_OK, "%s", e.msg);
-    q->fixed_bytes = p->fixed_bytes;
-    for (int i = 0; i < p->n; i++) {
-        q->nodes[i].tag = p->nodes[i].tag;
-        q->nodes[i].cost = p->nodes[i].cost;
-        q->nodes[i].bytes = rm_align_up(p->nodes[i].bytes);
-        memcpy(q->nodes[i].name, p->nodes[i].name, RM_NAME_LEN);
-        cr_assert_eq(rm_problem_set_deps(q, i, p->nodes[i].deps, p->nodes[i].ndeps, &e), RM_OK, "%s", e.msg);
-    }
-    return q;
-}
-
-/* A schedule equal to one already there is dropped: running it again on
- * the (emulated) device would check nothing new, and each run costs
- * seconds under the emulator. */
-static void add_sched(tiny *t, rm_schedule *s, const char *fmt, const char *a, int level)
-{
-    for (int i = 0; i < t->n; i++)
-        if (rm_schedule_equal(t->s[i], s)) {
-            cr_log_info("%s (level %d): the same schedule as %s", a, level, t->name[i]);
-            rm_schedule_free(s);
-            return;
-        }
-    cr_assert_lt(t->n, MAX_SCHEDS);
-    t->s[t->n] = s;
-    snprintf(t->name[t->n], sizeof t->name[0], fmt, a, level);
-    t->n++;
-}
-
 /* checkpoint-all first; with remat, every baseline at the lowest of eight
  * budgets below checkpoint-all's peak it fits, then LP rounding and the
- * anneal halfway between the lower bound and that peak. */
+ * anneal halfway between the lower bound and that peak, each only where it
+ * differs from those before (the emulated device would check nothing new,
+ * and each run costs seconds under the emulator). Not the MILP: on these
+ * three models its schedule under a node limit is LP rounding's, and under
+ * ASan it took 16 to 24 s of the test. */
 static void tiny_load(tiny *t, const char *cfg, int batch, int remat)
 {
-    memset(t, 0, sizeof *t);
-    char path[512];
-    rm_err e = {0};
-    size_t len = strlen(cfg);
-    if (len > 5 && !strcmp(cfg + len - 5, ".onnx")) {
-        /* An imported network (tests/models/onnx): its own weights on both backends. */
-        snprintf(path, sizeof path, "%s/tests/models/onnx/%s", source_dir(), cfg);
-        rm_onnx_options o;
-        rm_onnx_options_default(&o);
-        o.loss = RM_ONNX_LOSS_AUTO;
-        cr_assert_eq(rm_onnx_load(&t->m, NULL, path, &o, &e), RM_OK, "%s", e.msg);
-    } else {
-        snprintf(path, sizeof path, "%s/models/%s", source_dir(), cfg);
-        cr_assert_eq(rm_model_load(&t->m, path, &e), RM_OK, "%s", e.msg);
-    }
-    cr_assert_eq(rm_model_trace(&t->g, t->m, batch, &e), RM_OK, "%s", e.msg);
-    cr_assert_eq(rm_problem_from_graph(&t->p, &t->g, &e), RM_OK, "%s", e.msg);
-    t->pa = aligned_problem(t->p);
-    rm_problem *p = t->p;
-    p->budget = 0;
-    rm_schedule *all = NULL;
-    cr_assert_eq(rm_strategy_checkpoint_all(&all, p, &e), RM_OK, "%s", e.msg);
-    add_sched(t, all, "%s", "checkpoint_all", 0);
-    if (!remat) return;
-    size_t top = simulate(p, all).peak_bytes, lb = rm_problem_peak_lower_bound(p);
-    int count;
-    const rm_strategy_info *list = rm_strategy_list(&count);
-    for (int k = 0; k < count && t->n < MAX_SCHEDS - 2; k++) {
-        if (list[k].solve == rm_strategy_checkpoint_all) continue;
-        for (int level = 1; level <= 8; level++) {
-            p->budget = p->fixed_bytes + lb + (top - lb) * (size_t)level / 8 - (level == 8);
-            rm_schedule *s = NULL;
-            int rc = list[k].solve(&s, p, &e);
-            if (rc == RM_ERR_INFEASIBLE) continue;
-            cr_assert_eq(rc, RM_OK, "%s: %s", list[k].name, e.msg);
-            add_sched(t, s, "%s@%d/8", list[k].name, level);
-            break;
-        }
-    }
-    p->budget = p->fixed_bytes + lb + (top - lb) / 2;
-    rm_schedule *s = NULL;
-    int rc = rm_strategy_lp_round(&s, NULL, p, NULL, &e);
-    cr_assert(rc == RM_OK || rc == RM_ERR_INFEASIBLE, "lp_round: %s", e.msg);
-    if (rc == RM_OK) add_sched(t, s, "%s@%d/8", "lp_round", 4);
-    /* The anneal, which also chooses the order of first computes, under a
-     * deterministic move count. Not the MILP: on these three models its
-     * schedule under a node limit is LP rounding's (add_sched drops it), and
-     * under ASan it took 16 to 24 s of the test. */
-    rm_strategy_options ao = {.moves = 4000, .seed = 1};
-    s = NULL;
-    cr_assert_eq(rm_strategy_anneal(&s, NULL, p, &ao, &e), RM_OK, "anneal: %s", e.msg);
-    cr_log_info("%s: the anneal's schedule %s", cfg, s->order ? "has its own order" : "keeps the problem's order");
-    add_sched(t, s, "%s@%d/8", "anneal", 4);
-    p->budget = 0;
-}
-
-static void tiny_free(tiny *t)
-{
-    for (int i = 0; i < t->n; i++) rm_schedule_free(t->s[i]);
-    rm_problem_free(t->p);
-    rm_problem_free(t->pa);
-    rm_graph_free(&t->g);
-    rm_model_free(t->m);
+    tm_load(t, cfg, batch, remat ? TM_BASELINES | TM_LP_ROUND | TM_ANNEAL | TM_DISTINCT : 0);
 }
 
 /* Random non-zero inputs in [-1, -0.1] u [0.1, 1] and random labels. */
@@ -364,7 +257,7 @@ static void step_vs_cpu(const char *cfg, int batch)
     free(labels);
     rm_backend_free(cpu);
     rm_backend_free(gpu);
-    tiny_free(&t);
+    tm_free(&t);
 }
 
 Test(cuda_train, step_vs_cpu_vgg_tiny)
@@ -438,7 +331,7 @@ static void remat_bit_identical(const char *cfg, int batch)
     free(input);
     free(labels);
     rm_backend_free(gpu);
-    tiny_free(&t);
+    tm_free(&t);
 }
 
 Test(cuda_train, remat_bit_identical_vgg_tiny, .timeout = 300)
@@ -477,7 +370,7 @@ Test(cuda_train, training_steps_vs_cpu_resnet_tiny)
     free(labels);
     rm_backend_free(cpu);
     rm_backend_free(gpu);
-    tiny_free(&t);
+    tm_free(&t);
 }
 
 /* ---- the optimizer kernels -------------------------------------------------- */
@@ -588,7 +481,7 @@ Test(cuda_train, optimizer_adam)
 static rm_trainer_config train_config(void)
 {
     static char model[512];
-    snprintf(model, sizeof model, "%s/models/resnet-tiny.cfg", source_dir());
+    snprintf(model, sizeof model, "%s/models/resnet-tiny.cfg", tm_source_dir());
     rm_trainer_config c;
     rm_trainer_config_default(&c);
     c.model_path = model;
@@ -653,7 +546,7 @@ static rm_trainer *trainer_run(const rm_trainer_config *c)
 Test(cuda_train, profile_on_the_gpu, .timeout = 300)
 {
     char path[512];
-    snprintf(path, sizeof path, "%s/models/vgg-tiny.cfg", source_dir());
+    snprintf(path, sizeof path, "%s/models/vgg-tiny.cfg", tm_source_dir());
     rm_err e = {0};
     rm_model *m = NULL;
     cr_assert_eq(rm_model_load(&m, path, &e), RM_OK, "%s", e.msg);
@@ -809,5 +702,5 @@ Test(cuda_train, budget_over_device_memory)
     cr_assert(strstr(e2.msg, "GPU has free"), "%s", e2.msg);
     rm_plan_free(pl);
     rm_backend_free(gpu);
-    tiny_free(&t);
+    tm_free(&t);
 }

@@ -12,8 +12,8 @@
  * of the loss, which checks the graph wiring (gradient slices, sums) end to
  * end.
  *
- * Over ~600 lines on purpose: the plan and executor cases share the
- * schedule sets and plan checks at the top of this file.
+ * Over ~600 lines on purpose: the plan and executor cases share the plan
+ * checks at the top of this file (the schedule sets: tests/tiny_models.c).
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -33,26 +33,10 @@
 #include "scheduler/random_graphs.h"
 #include "simulate.h"
 #include "strategy.h"
+#include "tiny_models.h"
 #include "trace.h"
 
 /* ---- helpers ------------------------------------------------------------- */
-
-/* The same problem with every node's bytes rounded up to RM_ARENA_ALIGN. */
-static rm_problem *aligned_problem(const rm_problem *p)
-{
-    rm_problem *q;
-    rm_err e = {0};
-    cr_assert_eq(rm_problem_create(&q, p->n, &e), RM_OK, "%s", e.msg);
-    q->fixed_bytes = p->fixed_bytes;
-    for (int i = 0; i < p->n; i++) {
-        q->nodes[i].tag = p->nodes[i].tag;
-        q->nodes[i].cost = p->nodes[i].cost;
-        q->nodes[i].bytes = rm_align_up(p->nodes[i].bytes);
-        memcpy(q->nodes[i].name, p->nodes[i].name, RM_NAME_LEN);
-        cr_assert_eq(rm_problem_set_deps(q, i, p->nodes[i].deps, p->nodes[i].ndeps, &e), RM_OK, "%s", e.msg);
-    }
-    return q;
-}
 
 static rm_sim_result simulate(const rm_problem *p, const rm_schedule *s)
 {
@@ -118,117 +102,16 @@ static rm_plan *plan_checked(const rm_problem *p, const rm_problem *pa, const rm
     return pl;
 }
 
-/* A schedule for each strategy at the lowest of eight budgets between the
- * trivial lower bound and just under checkpoint-all's peak that it fits (so
- * every one of them recomputes), plus checkpoint-all itself first and the
- * checkpoint construction with no checkpoints at all (everything recomputed
- * from the input) last. */
-#define MAX_SCHEDS 16
-typedef struct sched_set {
-    int n;
-    rm_schedule *s[MAX_SCHEDS];
-    char name[MAX_SCHEDS][48];
-    size_t budget[MAX_SCHEDS];
-} sched_set;
-
-/* solvers: also the MILP and LP rounding (seconds each on the tiny models, so
- * only where the exactness of a step is checked). */
-static void sched_set_fill(sched_set *set, rm_problem *p, int solvers)
-{
-    memset(set, 0, sizeof *set);
-    rm_err e = {0};
-    int count;
-    const rm_strategy_info *list = rm_strategy_list(&count);
-    p->budget = 0;
-    cr_assert_eq(rm_strategy_checkpoint_all(&set->s[0], p, &e), RM_OK, "%s", e.msg);
-    snprintf(set->name[0], sizeof set->name[0], "checkpoint_all");
-    set->n = 1;
-    size_t top = simulate(p, set->s[0]).peak_bytes, lb = rm_problem_peak_lower_bound(p);
-    for (int k = 0; k < count && set->n < MAX_SCHEDS - 4; k++) {
-        if (list[k].solve == rm_strategy_checkpoint_all) continue;
-        for (int level = 1; level <= 8; level++) {
-            p->budget = p->fixed_bytes + lb + (top - lb) * (size_t)level / 8 - (level == 8);
-            rm_schedule *s = NULL;
-            int rc = list[k].solve(&s, p, &e);
-            if (rc == RM_ERR_INFEASIBLE) continue;
-            cr_assert_eq(rc, RM_OK, "%s: %s", list[k].name, e.msg);
-            set->s[set->n] = s;
-            set->budget[set->n] = p->budget;
-            snprintf(set->name[set->n], sizeof set->name[0], "%s@%d/8", list[k].name, level);
-            set->n++;
-            break;
-        }
-    }
-    /* The solvers, halfway between the lower bound and checkpoint-all, under
-     * a deterministic node limit (their schedules are as valid as any). */
-    p->budget = p->fixed_bytes + lb + (top - lb) / 2;
-    rm_schedule *s = NULL;
-    int lp_rc = solvers ? rm_strategy_lp_round(&s, NULL, p, NULL, &e) : RM_ERR_INFEASIBLE;
-    cr_assert(lp_rc == RM_OK || lp_rc == RM_ERR_INFEASIBLE, "lp_round: %s", e.msg);
-    if (lp_rc == RM_OK) {
-        set->s[set->n] = s;
-        set->budget[set->n] = p->budget;
-        snprintf(set->name[set->n++], sizeof set->name[0], "lp_round@4/8");
-    }
-    rm_milp_options mo;
-    rm_milp_options_default(&mo);
-    mo.node_limit = 20;
-    s = NULL;
-    int rc = solvers ? rm_strategy_milp(&s, NULL, p, &mo, &e) : RM_ERR_INFEASIBLE;
-    cr_assert(!solvers || rc == RM_OK, "milp: %s", e.msg);
-    if (rc == RM_OK) {
-        set->s[set->n] = s;
-        set->budget[set->n] = p->budget;
-        snprintf(set->name[set->n++], sizeof set->name[0], "milp@4/8");
-    }
-    /* The anneal (issue 29), which also chooses the order of first
-     * computes, at the same budget, under a deterministic move count. */
-    rm_strategy_options ao = {.moves = 4000, .seed = 1};
-    s = NULL;
-    cr_assert_eq(rm_strategy_anneal(&s, NULL, p, &ao, &e), RM_OK, "anneal: %s", e.msg);
-    set->s[set->n] = s;
-    set->budget[set->n] = p->budget;
-    snprintf(set->name[set->n++], sizeof set->name[0], "anneal@4/8%s", s->order ? " (its own order)" : "");
-    p->budget = 0;
-    uint8_t *none = calloc((size_t)p->n, 1);
-    cr_assert_eq(rm_schedule_from_checkpoints(&set->s[set->n], p, none, &e), RM_OK, "%s", e.msg);
-    free(none);
-    snprintf(set->name[set->n], sizeof set->name[0], "no_checkpoints");
-    set->n++;
-}
-
-static void sched_set_free(sched_set *set)
-{
-    for (int i = 0; i < set->n; i++) rm_schedule_free(set->s[i]);
-}
-
-typedef struct tiny {
-    rm_model *m;
-    rm_graph g;
-    rm_problem *p, *pa;
-    sched_set set;
-} tiny;
+/* A tiny model and its schedules (tests/tiny_models.h): checkpoint-all
+ * first, every baseline at the lowest budget it fits (so each recomputes),
+ * the anneal halfway (and, with solvers, LP rounding and the MILP, seconds
+ * each on the tiny models, so only where the exactness of a step is
+ * checked), and the checkpoint construction with none last. */
+typedef tm_tiny tiny;
 
 static void tiny_load(tiny *t, const char *cfg, int batch, int solvers)
 {
-    memset(t, 0, sizeof *t);
-    char path[512];
-    snprintf(path, sizeof path, "%s/models/%s", REMAT_SOURCE_DIR, cfg);
-    rm_err e = {0};
-    cr_assert_eq(rm_model_load(&t->m, path, &e), RM_OK, "%s", e.msg);
-    cr_assert_eq(rm_model_trace(&t->g, t->m, batch, &e), RM_OK, "%s", e.msg);
-    cr_assert_eq(rm_problem_from_graph(&t->p, &t->g, &e), RM_OK, "%s", e.msg);
-    t->pa = aligned_problem(t->p);
-    sched_set_fill(&t->set, t->p, solvers);
-}
-
-static void tiny_free(tiny *t)
-{
-    sched_set_free(&t->set);
-    rm_problem_free(t->p);
-    rm_problem_free(t->pa);
-    rm_graph_free(&t->g);
-    rm_model_free(t->m);
+    tm_load(t, cfg, batch, TM_BASELINES | TM_ANNEAL | TM_NO_CHECKPOINTS | (solvers ? TM_LP_ROUND | TM_MILP : 0));
 }
 
 /* Deterministic random inputs and labels for a batch. */
@@ -350,7 +233,7 @@ static void expect_bit_identical(const char *cfg, int batch, int (*must_recomput
     expect_bit_identical_on(&t, cfg, must_recompute, RM_CPU_KERNELS_REFERENCE, 2);
     expect_bit_identical_on(&t, cfg, must_recompute, RM_CPU_KERNELS_FAST, 1);
     expect_bit_identical_on(&t, cfg, must_recompute, RM_CPU_KERNELS_FAST, 2);
-    tiny_free(&t);
+    tm_free(&t);
 }
 
 static void expect_bit_identical_on(tiny *tp, const char *cfg, int (*must_recompute)(const tiny *, int),
@@ -362,7 +245,7 @@ static void expect_bit_identical_on(tiny *tp, const char *cfg, int (*must_recomp
     float *input;
     int32_t *labels;
     make_batch(&input, &labels, &t, 1234);
-    step_result ref = run_steps(&t, t.set.s[0], be, input, labels);
+    step_result ref = run_steps(&t, t.s[0], be, input, labels);
     cr_assert(isfinite(ref.loss[0]) && ref.loss[0] > 0, "%s: loss %g", cfg, (double)ref.loss[0]);
     /* Same batch, same parameters: only dropout (its masks differ per step) changes the loss. */
     int has_dropout = 0;
@@ -370,16 +253,16 @@ static void expect_bit_identical_on(tiny *tp, const char *cfg, int (*must_recomp
     cr_assert_eq(ref.loss[0] != ref.loss[1], has_dropout, "%s: losses %.9g and %.9g in steps 7 and 8", cfg,
                  (double)ref.loss[0], (double)ref.loss[1]);
     int seen_recompute = 0;
-    for (int k = 0; k < t.set.n; k++) {
-        const char *name = t.set.name[k];
-        rm_sim_result r = simulate(t.p, t.set.s[k]);
+    for (int k = 0; k < t.n; k++) {
+        const char *name = t.name[k];
+        rm_sim_result r = simulate(t.p, t.s[k]);
         /* (A schedule in its own order may fit by the order alone.) */
-        if (k > 0 && !t.set.s[k]->order) cr_assert_gt(r.recomputations, 0, "%s %s: no recomputation", cfg, name);
-        seen_recompute |= recomputes(&t, t.set.s[k], must_recompute);
-        step_result res = k == 0 ? ref : run_steps(&t, t.set.s[k], be, input, labels);
+        if (k > 0 && !t.s[k]->order) cr_assert_gt(r.recomputations, 0, "%s %s: no recomputation", cfg, name);
+        seen_recompute |= recomputes(&t, t.s[k], must_recompute);
+        step_result res = k == 0 ? ref : run_steps(&t, t.s[k], be, input, labels);
         cr_assert_eq(res.high_water, res.span, "%s %s: arena high water %zu, plan span %zu", cfg, name, res.high_water,
                      res.span);
-        size_t aligned_peak = simulate(t.pa, t.set.s[k]).peak_bytes;
+        size_t aligned_peak = simulate(t.pa, t.s[k]).peak_bytes;
         cr_assert_eq(res.live_peak, aligned_peak, "%s %s: plan live peak %zu, simulator (aligned) %zu", cfg, name,
                      res.live_peak, aligned_peak);
         cr_assert_eq(res.ngrads, ref.ngrads);
@@ -392,7 +275,7 @@ static void expect_bit_identical_on(tiny *tp, const char *cfg, int (*must_recomp
         cr_assert_eq(memcmp(res.buffers, ref.buffers, ref.nbuffers * sizeof(float)), 0,
                      "%s %s: batchnorm running statistics differ", cfg, name);
         cr_log_info("%s %-24s recomputations %3ld  cost x%.3f", cfg, name, r.recomputations,
-                    r.cost / simulate(t.p, t.set.s[0]).cost);
+                    r.cost / simulate(t.p, t.s[0]).cost);
         if (k > 0) {
             free(res.grads);
             free(res.buffers);
@@ -492,18 +375,18 @@ static void plan_every_schedule(const char *cfg)
 {
     tiny t;
     tiny_load(&t, cfg, 3, 0);
-    cr_assert_geq(t.set.n, 6, "%s: only %d schedules", cfg, t.set.n);
-    for (int k = 0; k < t.set.n; k++) {
+    cr_assert_geq(t.n, 6, "%s: only %d schedules", cfg, t.n);
+    for (int k = 0; k < t.n; k++) {
         char what[128];
-        snprintf(what, sizeof what, "%s %s", cfg, t.set.name[k]);
-        rm_plan *pl = plan_checked(t.p, t.pa, t.set.s[k], &t.g, what);
-        rm_sim_result r = simulate(t.p, t.set.s[k]), ra = simulate(t.pa, t.set.s[k]);
+        snprintf(what, sizeof what, "%s %s", cfg, t.name[k]);
+        rm_plan *pl = plan_checked(t.p, t.pa, t.s[k], &t.g, what);
+        rm_sim_result r = simulate(t.p, t.s[k]), ra = simulate(t.pa, t.s[k]);
         cr_log_info("%-16s %-22s budget %8zu  sim peak %8zu (aligned %8zu)  live peak %8zu  span %8zu  frag %5.2f%%",
-                    cfg, t.set.name[k], t.set.budget[k] ? t.set.budget[k] - t.p->fixed_bytes : 0, r.peak_bytes,
-                    ra.peak_bytes, pl->live_peak, pl->span, 100.0 * rm_plan_fragmentation(pl));
+                    cfg, t.name[k], t.budget[k] ? t.budget[k] - t.p->fixed_bytes : 0, r.peak_bytes, ra.peak_bytes,
+                    pl->live_peak, pl->span, 100.0 * rm_plan_fragmentation(pl));
         rm_plan_free(pl);
     }
-    tiny_free(&t);
+    tm_free(&t);
 }
 
 Test(executor_plan, vgg_tiny_every_strategy)
@@ -538,7 +421,7 @@ Test(executor_plan, random_graphs_every_strategy)
                         .max_bytes = 64 + 96 * (size_t)(seed % 12)};
         rm_problem *p = rg_training_problem(seed, &o);
         cr_assert_not_null(p);
-        rm_problem *pa = aligned_problem(p);
+        rm_problem *pa = tm_aligned_problem(p);
         rm_schedule *s;
         rm_err e = {0};
         cr_assert_eq(rm_strategy_checkpoint_all(&s, p, &e), RM_OK, "%s", e.msg);
@@ -597,7 +480,7 @@ Test(executor, batchnorm_stats_updated_once_per_step)
 {
     tiny t;
     tiny_load(&t, "resnet-tiny.cfg", 2, 0);
-    const rm_schedule *s = t.set.s[t.set.n - 1];
+    const rm_schedule *s = t.s[t.n - 1];
     cr_assert(recomputes(&t, s, is_batchnorm));
     rm_backend *be;
     rm_err e = {0};
@@ -644,7 +527,7 @@ Test(executor, batchnorm_stats_updated_once_per_step)
     free(input);
     free(labels);
     rm_backend_free(be);
-    tiny_free(&t);
+    tm_free(&t);
 }
 
 /* The executor refuses what it cannot run correctly. */
@@ -655,7 +538,7 @@ Test(executor, rejects_budget_and_mismatched_plans)
     rm_backend *be;
     rm_err e = {0};
     cr_assert_eq(rm_backend_cpu_create(&be, &e), RM_OK);
-    rm_plan *pl = plan_of(&t, t.set.s[0]);
+    rm_plan *pl = plan_of(&t, t.s[0]);
     rm_executor *ex;
     rm_executor_options tight = {.seed = 1, .arena_budget = pl->span - 1};
     cr_assert_eq(rm_executor_create(&ex, t.m, &t.g, be, pl, &tight, &e), RM_ERR_BUDGET);
@@ -665,7 +548,7 @@ Test(executor, rejects_budget_and_mismatched_plans)
     cr_assert_eq(rm_model_trace(&g3, t.m, 3, &e), RM_OK);
     cr_assert_neq(rm_executor_create(&ex, t.m, &g3, be, pl, NULL, &e), RM_OK);
     /* A plan whose buffers overlap. */
-    rm_plan *bad = plan_of(&t, t.set.s[0]);
+    rm_plan *bad = plan_of(&t, t.s[0]);
     for (int i = 0; i < bad->nbuffers; i++) bad->buffers[i].offset = 0;
     cr_assert_eq(rm_executor_create(&ex, t.m, &t.g, be, bad, NULL, &e), RM_ERR_INVALID);
     cr_assert(strstr(e.msg, "overlap"), "%s", e.msg);
@@ -673,7 +556,7 @@ Test(executor, rejects_budget_and_mismatched_plans)
     rm_graph_free(&g3);
     rm_plan_free(pl);
     rm_backend_free(be);
-    tiny_free(&t);
+    tm_free(&t);
 }
 
 /* No layer of the tiny models allocates inside a step: they all have their
@@ -688,7 +571,7 @@ Test(executor, workspace_covers_every_layer)
     cr_assert_gt(ws, 0);
     rm_backend *be;
     cr_assert_eq(rm_backend_cpu_create(&be, &e), RM_OK);
-    rm_plan *pl = plan_of(&t, t.set.s[0]);
+    rm_plan *pl = plan_of(&t, t.s[0]);
     rm_executor *ex;
     cr_assert_eq(rm_executor_create(&ex, t.m, &t.g, be, pl, NULL, &e), RM_OK, "%s", e.msg);
     cr_assert_eq(rm_executor_workspace_bytes(ex), ws);
@@ -699,7 +582,7 @@ Test(executor, workspace_covers_every_layer)
     rm_executor_free(ex);
     rm_plan_free(pl);
     rm_backend_free(be);
-    tiny_free(&t);
+    tm_free(&t);
 }
 
 /* A layer given the executor's workspace (stale contents, here NaN) computes
@@ -796,7 +679,7 @@ static void expect_finite_differences(const char *cfg, int batch, int extra)
     float *input;
     int32_t *labels;
     make_batch(&input, &labels, &t, 5);
-    rm_plan *pl = plan_of(&t, t.set.s[t.set.n - 1]);
+    rm_plan *pl = plan_of(&t, t.s[t.n - 1]);
     rm_executor *ex;
     rm_executor_options opts = {.seed = 3};
     cr_assert_eq(rm_executor_create(&ex, t.m, &t.g, be, pl, &opts, &e), RM_OK, "%s", e.msg);
@@ -863,7 +746,7 @@ static void expect_finite_differences(const char *cfg, int batch, int extra)
     free(input);
     free(labels);
     rm_backend_free(be);
-    tiny_free(&t);
+    tm_free(&t);
 }
 
 Test(executor, finite_differences_resnet_tiny)
