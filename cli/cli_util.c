@@ -78,6 +78,19 @@ int rm_cli_parse_options(const rm_cli_opt *opts, size_t n, int argc, char **argv
             continue;
         }
         if (!v || !*v) return rm_cli_usage_error(cmd, usage, "%s needs a value", o->name);
+        /* "--out --quiet": the value forgotten, the next option taken for it
+         * (a file named --quiet written, the flag lost). A value that is one
+         * of this command's options, given as the next argument, is refused;
+         * "--out=--quiet" or "--out ./--quiet" still mean that file. */
+        if (v == argv[i] && v[0] == '-')
+            for (size_t k = 0; k < n; k++) {
+                size_t len = strlen(opts[k].name);
+                if ((!strncmp(v, opts[k].name, len) && (v[len] == '\0' || v[len] == '=')) ||
+                    (opts[k].short_name && !strcmp(v, opts[k].short_name)))
+                    return rm_cli_usage_error(
+                        cmd, usage, "%s needs a value, not the option %s (for a file of that name, write ./%s)",
+                        o->name, opts[k].name, v);
+            }
         /* A second value would silently win over the first; say so instead. */
         if (*o->value) return rm_cli_usage_error(cmd, usage, "%s given twice", o->name);
         *o->value = v;

@@ -80,8 +80,8 @@
                       "peak)\n"                                                                                        \
                       "  --time-limit S        wall-clock seconds for each solve, whatever the strategy (default 30; " \
                       "0 = none)\n"                                                                                    \
-                      "  --node-limit N        branch-and-bound nodes for each milp solve (deterministic; default 0 "  \
-                      "= none)\n" RM_CLI_MILP_ENGINE_HELP(                                                             \
+                      "  --node-limit N        branch-and-bound nodes for each milp solve (deterministic; default "    \
+                      "none)\n" RM_CLI_MILP_ENGINE_HELP(                                                               \
                           "       ") "  --device cpu|cuda     whose accounting (default cpu); cuda: GPU 0's, as "      \
                                      "`remat train "                                                                   \
                                      "--device cuda`\n"                                                                \

@@ -564,9 +564,11 @@ static int plan_all_outputs(const plan_args *a, const rm_cli_problem *cp, const 
     if (a->fmt == RM_TABLE_TEXT)
         printf("\noverhead: extra compute over checkpoint-all (every node once, %s); peak: fixed + activations;\n"
                "recomputed: nodes computed more than once (total recomputations); LP bound: the LP relaxation (on\n"
-               "coarsened graphs, a relaxed LP of the whole graph), a proved floor on any schedule's overhead;\n"
-               "gap: (cost - proved floor) / cost, the most the cost can be above the optimum, as a share of the\n"
-               "cost; the floor is the LP bound, or for milp what branch and bound proved (0.00%%: optimal).\n",
+               "coarsened graphs, a relaxed LP of the whole graph), a proved floor on any schedule's overhead in\n"
+               "the problem's order; trivial: the floor is every node once (+0%%), where no LP was solved or its\n"
+               "bound does not hold (the anneal may change the order); gap: (cost - proved floor) / cost, the most\n"
+               "the cost can be above the optimum, as a share of the cost; the floor is the LP bound, or for milp\n"
+               "what branch and bound proved (0.00%%: optimal).\n",
                rm_cli_cost(x, sizeof x, cp->facts.base_cost, cp->flops));
     if (a->fmt == RM_TABLE_TEXT && ch->taken[0])
         printf("the schedule another strategy found (a solver's incumbent, where it found nothing cheaper; best's\n"
@@ -720,7 +722,10 @@ static int plan_check(const plan_args *a, rm_cli_problem *cp)
     rm_schedule *s = NULL;
     rm_err e = {RM_OK, ""};
     if (rm_schedule_read(&s, p, a->check, &e)) {
-        rm_text_fprintf(stderr, "remat plan: %s is not a valid schedule for %s: %s\n", a->check, cp->what, e.msg);
+        if (e.code == RM_ERR_IO) /* not read at all: nothing was judged */
+            rm_text_fprintf(stderr, "remat plan: --check: %s\n", e.msg);
+        else
+            rm_text_fprintf(stderr, "remat plan: %s is not a valid schedule for %s: %s\n", a->check, cp->what, e.msg);
         return e.code == RM_ERR_NOMEM ? 2 : 1;
     }
     rm_schedule_report rep;

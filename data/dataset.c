@@ -3,9 +3,11 @@
  * format, so the CLI can take one --data path. */
 #include "dataset.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "data_util.h"
 
@@ -122,7 +124,11 @@ int rm_dataset_open_dir(rm_dataset **out, const char *dir, rm_split split, const
                         rm_err *e)
 {
     *out = NULL;
-    if (!data_is_dir(dir)) return rm_errorf(e, RM_ERR_IO, "%s: not a folder", dir);
+    if (!data_is_dir(dir)) {
+        struct stat st;
+        if (stat(dir, &st) != 0) return rm_errorf(e, RM_ERR_IO, "%s: %s", dir, strerror(errno));
+        return rm_errorf(e, RM_ERR_IO, "%s: not a folder", dir);
+    }
     if (has_file(dir, "train-images-idx3-ubyte") || has_file(dir, "train-images.idx3-ubyte") ||
         has_file(dir, "t10k-images-idx3-ubyte") || has_file(dir, "t10k-images.idx3-ubyte"))
         return rm_dataset_mnist_open_dir(out, dir, split, e);

@@ -404,8 +404,10 @@ static int check_cost(schedule_reader *rd, const char *tok, int line)
     if (*end || !isfinite(cost))
         return rm_errorf(rd->e, RM_ERR_PARSE, "%s:%d: cost '%s' is not a number", rd->path, line, tok);
     if (fabs(cost - rd->r.cost) > 1e-9 * fmax(1.0, fabs(rd->r.cost)))
-        return rm_errorf(rd->e, RM_ERR_PARSE, "%s:%d: the file says cost %.17g but the schedule costs %.17g", rd->path,
-                         line, cost, rd->r.cost);
+        return rm_errorf(rd->e, RM_ERR_PARSE,
+                         "%s:%d: the file says cost %.17g but the schedule costs %.17g here: the schedule or the "
+                         "problem changed since it was written (another batch, costs file or model?)",
+                         rd->path, line, cost, rd->r.cost);
     rd->cost_line = line;
     return RM_OK;
 }
@@ -420,7 +422,9 @@ static int check_peak(schedule_reader *rd, const char *tok, int line)
         return rm_errorf(rd->e, RM_ERR_PARSE, "%s:%d: peak '%s' is not a byte count", rd->path, line, tok);
     size_t peak = (size_t)v;
     if (peak != rd->r.peak_bytes)
-        return rm_errorf(rd->e, RM_ERR_PARSE, "%s:%d: the file says peak %zu but the schedule peaks at %zu bytes",
+        return rm_errorf(rd->e, RM_ERR_PARSE,
+                         "%s:%d: the file says peak %zu but the schedule peaks at %zu bytes here: the schedule or "
+                         "the problem changed since it was written (another batch or model?)",
                          rd->path, line, peak, rd->r.peak_bytes);
     rd->peak_line = line;
     return RM_OK;

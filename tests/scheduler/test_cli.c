@@ -318,6 +318,18 @@ Test(cli_plan, unknown_strategy_and_bad_usage_fail_fast)
     msg = err_text();
     cr_assert(strstr(msg, "/nonexistent/dir/fig-rs.svg"), "%s", msg);
     free(msg);
+    /* A forgotten value: the next option is not taken for it (a file named
+     * --quiet written, the flag lost); as --out=--quiet it is a file name. */
+    cr_assert_eq(cf_remat("plan", "--model", TINY, "--batch", "2", "--budget", "80%", "--strategy", "milp", "--out",
+                          "--quiet", NULL),
+                 1);
+    msg = err_text();
+    cr_assert(strstr(msg, "--out needs a value, not the option --quiet"), "%s", msg);
+    free(msg);
+    cr_assert_eq(cf_remat("plan", "--model", TINY, "--batch", "2", "--budget", "80%", "--svg", "-q", NULL), 1);
+    msg = err_text();
+    cr_assert(strstr(msg, "--svg needs a value, not the option --quiet"), "%s", msg);
+    free(msg);
     cr_assert_lt((double)(clock() - t0) / CLOCKS_PER_SEC, 1.0);
 }
 

@@ -96,9 +96,11 @@ Test(examples, uniform_chain_peaks_where_lesson_one_says)
     rm_problem_free(p);
 }
 
-/* Lesson 6: at the U-Net's lower bound only the MILP finds a schedule, and
- * it is the enumerated optimum; every chain heuristic and OGC find none. */
-Test(examples, unet_skips_at_the_lower_bound_only_the_milp_fits)
+/* Lesson 6: at the U-Net's lower bound the MILP finds the enumerated
+ * optimum; every heuristic that chooses checkpoints along the order (the
+ * chain heuristics and OGC) finds none, and DTR, which evicts value by
+ * value, finds the optimum too. */
+Test(examples, unet_skips_at_the_lower_bound_no_checkpoint_heuristic_fits)
 {
     rm_problem *p = read_example(EXAMPLE("unet-skip.txt"));
     cr_assert_leq(p->n, EXACT_DP_MAX_N);
@@ -111,5 +113,6 @@ Test(examples, unet_skips_at_the_lower_bound_only_the_milp_fits)
     const char *heuristics[] = {"chen_sqrtn", "chen_greedy", "griewank", "ap_greedy", "linearized_greedy", "ogc"};
     for (size_t k = 0; k < sizeof heuristics / sizeof heuristics[0]; k++)
         cr_assert_eq(strategy_cost(heuristics[k], p), -1, "%s fits, the lesson says none does", heuristics[k]);
+    cr_assert_eq(strategy_cost("dtr", p), optimum, "the lesson says dtr finds the optimum");
     rm_problem_free(p);
 }
