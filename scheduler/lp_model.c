@@ -397,7 +397,14 @@ static void number_columns(rm_lp_model *m)
         }
 }
 
-/* The budget rows' right-hand side for act bytes, in units of mem_scale. */
+/* The budget rows' right-hand side for act bytes, in units of mem_scale.
+ * Peaks are multiples of the bytes' gcd g, so the budget is really act
+ * rounded down to one, and any slack below g still rejects every peak
+ * above it; some slack keeps exact fits feasible despite lp_solve's
+ * tolerances (~1e-9 on these rows). Half a unit (without TIGHT_BUDGET) lets
+ * the LP use half a value more at every point, which on graphs of few equal
+ * values (Checkmate's linear graphs: 4 values become 4.5) puts the bound
+ * below the published formulation's; 1e-7 of the budget does not. */
 static double budget_rhs(const rm_lp_model *m, size_t act)
 {
     size_t g = m->mem_gcd;
@@ -439,13 +446,6 @@ static void set_scales(rm_lp_model *m, const rm_problem *p, size_t act)
     for (int k = 0; k < n; k++) g = gcd_size(g, p->nodes[k].bytes);
     if (g == 0) g = 1;
     m->mem_scale = (double)act;
-    /* (budget_rhs) Peaks are multiples of g, so the budget is really act rounded down to
-     * one, and any slack below g still rejects every peak above it; some
-     * slack keeps exact fits feasible despite lp_solve's tolerances (~1e-9
-     * on these rows). Half a unit (without TIGHT_BUDGET) lets the LP use
-     * half a value more at every point, which on graphs of few equal values
-     * (Checkmate's linear graphs: 4 values become 4.5) puts the bound below
-     * the published formulation's; 1e-7 of the budget does not. */
     m->mem_gcd = g;
     m->mem_rhs = budget_rhs(m, act);
 }
@@ -858,7 +858,7 @@ int rm_milp_relax_kept(rm_milp_relaxation *out, rm_lp_model **kept, const rm_pro
     if (m && (m->levers != levers || m->n != p->n))
         return rm_errorf(e, RM_ERR_INVALID, "milp: a kept model of another problem");
     if (m) {
-        rc = rm_lp_model_set_budget(m, act, e);
+        if ((rc = rm_lp_model_set_budget(m, act, e)) != RM_OK) return rc; /* (the caller keeps the model) */
     } else {
         if (kept && !(m = malloc(sizeof *m))) return rm_errorf(e, RM_ERR_NOMEM, "milp: out of memory");
         if (!kept) m = &own;
@@ -874,11 +874,9 @@ int rm_milp_relax_kept(rm_milp_relaxation *out, rm_lp_model **kept, const rm_pro
         }
         if (kept) *kept = m;
     }
-    int code = NOTRUN;
+    int code;
     double bound = 0, *x = NULL;
-    if (rc != RM_OK) {
-        /* set_budget failed: said in e */
-    } else if (m->ncols >= RM_CLP_MIN_COLUMNS && rm_milp_engine_have_cbc() && !(levers & RM_MILP_LPSOLVE_ONLY)) {
+    if (m->ncols >= RM_CLP_MIN_COLUMNS && rm_milp_engine_have_cbc() && !(levers & RM_MILP_LPSOLVE_ONLY)) {
         /* CBC's Clp, where it is faster: a killed child answers nothing. */
         rm_err ce = {RM_OK, ""};
         if (!(x = malloc((size_t)m->ncols * sizeof *x))) {

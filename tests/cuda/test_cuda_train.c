@@ -48,8 +48,6 @@
 #include "builder.h"
 #include "cuda_fixture.h"
 #include "executor.h"
-#include "lp_round.h"
-#include "onnx.h"
 #include "optim.h"
 #include "plan.h"
 #include "problem.h"

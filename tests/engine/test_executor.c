@@ -26,7 +26,6 @@
 #include "builder.h"
 #include "executor.h"
 #include "layers.h"
-#include "milp.h"
 #include "plan.h"
 #include "problem.h"
 #include "schedule.h"
